@@ -1,0 +1,37 @@
+"""Exceptions.  Every input problem is an :class:`InputError` with a one-line
+message naming the file, the field and what was expected."""
+from __future__ import annotations
+
+
+class AllocError(Exception):
+    """Base class of alloc's errors."""
+
+
+class InputError(AllocError, ValueError):
+    """Bad input: a file, a field, and what was expected.
+
+    ``problems`` holds every problem found (validation collects them in one
+    pass); ``str()`` gives the first one and how many more there are.
+    """
+
+    def __init__(self, problems, source: str | None = None):
+        if isinstance(problems, str):
+            problems = [problems]
+        self.problems = list(problems)
+        self.source = source
+        super().__init__(self._message())
+
+    def _message(self) -> str:
+        first = self.problems[0] if self.problems else "invalid input"
+        if self.source and not first.startswith(self.source):
+            first = f"{self.source}: {first}"
+        more = len(self.problems) - 1
+        return first + (f" (and {more} more problem{'s' if more > 1 else ''})" if more > 0 else "")
+
+
+class SolverError(AllocError, RuntimeError):
+    """A solver failed or returned a placement that breaks a hard constraint."""
+
+
+class SolverUnavailable(AllocError, RuntimeError):
+    """The solver's backend is not installed."""
