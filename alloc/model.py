@@ -22,7 +22,7 @@ KNOWN_LEVELS = ("rack", "server", "socket", "switch", "gpu")
 CLUSTER = "cluster"
 
 
-def frozen_map(d: Mapping | None) -> Mapping:
+def frozen_map(d: Mapping | None = None) -> Mapping:
     return MappingProxyType(dict(d or {}))
 
 
