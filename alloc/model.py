@@ -121,8 +121,8 @@ class Profile:
     ``mem_per_gpu[k]`` MiB per GPU; ``None`` marks an infeasible cell.
     ``gpu_speed`` is the relative speed per GPU type (missing type = 1.0),
     ``span`` the factor by the hierarchy level a multi-GPU job's GPUs span
-    (missing level = 1.0), ``scaling`` the speed with n GPUs relative to the
-    requested count (elastic jobs; missing = linear).
+    (missing level = 1.0), ``scaling`` the speed-up with n GPUs relative to one GPU
+    (elastic jobs; missing = linear).
     """
     name: str
     cpu_per_gpu: tuple[int, ...] = ()

@@ -65,10 +65,13 @@ def cluster_first_gpu(cluster: Cluster) -> tuple[int, ...]:
 
 
 def scale_factor(profile: Profile | None, job: Job, n: int) -> float:
+    """Speed with n GPUs relative to the requested count: the profile's
+    speed-up curve ``scaling[n] / scaling[gpus]`` where both are given, else
+    linear ``n / gpus``."""
     if n == job.gpus or job.gpus == 0:
         return 1.0
-    if profile is not None and n in profile.scaling:
-        return float(profile.scaling[n])
+    if profile is not None and n in profile.scaling and job.gpus in profile.scaling:
+        return float(profile.scaling[n]) / float(profile.scaling[job.gpus])
     return n / job.gpus
 
 

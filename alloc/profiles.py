@@ -1,0 +1,83 @@
+"""Throughput-sensitivity profiles: the ``models/`` data files.
+
+A model file (``alloc.model/1``, schema in ``alloc/schemas/model.schema.json``)
+gives a DNN's per-GPU speed over a CPU-per-GPU x memory-per-GPU grid (1.0 at
+the GPU-proportional share on the reference GPU type), a relative speed per GPU
+type, a factor by the hierarchy level a multi-GPU job spans, and optionally its
+speed-up with n GPUs relative to one (``scaling``).
+
+The models directory is found in this order: ``$ALLOC_MODELS``, the
+``models/`` folder next to the package (a source checkout or editable
+install).
+"""
+from __future__ import annotations
+
+import json
+import os
+from functools import lru_cache
+from pathlib import Path
+from typing import Mapping
+
+from .errors import InputError
+from .model import Profile, frozen_map
+from .schema import schema_problems
+
+
+def models_dir() -> Path:
+    env = os.environ.get("ALLOC_MODELS")
+    if env:
+        return Path(env)
+    return Path(__file__).resolve().parents[1] / "models"
+
+
+def available_models() -> list[str]:
+    d = models_dir()
+    return sorted(p.stem for p in d.glob("*.json")) if d.is_dir() else []
+
+
+def profile_from_dict(doc: Mapping, *, source: str, name: str | None = None,
+                      where: str = "") -> Profile:
+    """Build a :class:`Profile` from a model document, validating it."""
+    problems = schema_problems(doc, "model", where)
+    if not problems:
+        cpu, mem, tput = doc.get("cpu_per_gpu", []), doc.get("mem_per_gpu", []), doc.get("tput", [])
+        if tput and (len(tput) != len(cpu) or any(len(r) != len(mem) for r in tput)):
+            problems.append(f"{where}tput: expected a {len(cpu)} x {len(mem)} grid "
+                            f"(cpu_per_gpu x mem_per_gpu)")
+        if cpu != sorted(cpu) or mem != sorted(mem):
+            problems.append(f"{where}cpu_per_gpu: expected increasing grid levels")
+    if problems:
+        raise InputError(problems, source)
+    grid = tuple(tuple(None if v is None else float(v) for v in row) for row in doc.get("tput", []))
+    meta = {k: doc[k] for k in ("class", "source", "ideal", "iter_time_s", "batch") if k in doc}
+    return Profile(
+        name=name or doc.get("name") or "",
+        cpu_per_gpu=tuple(doc.get("cpu_per_gpu", ())) if grid else (),
+        mem_per_gpu=tuple(doc.get("mem_per_gpu", ())) if grid else (),
+        tput=grid,
+        gpu_speed=frozen_map(doc.get("gpu_speed")),
+        span=frozen_map(doc.get("span")),
+        scaling=frozen_map({int(k): float(v) for k, v in (doc.get("scaling") or {}).items()}),
+        reference_gpu=doc.get("reference_gpu"),
+        meta=frozen_map(meta),
+    )
+
+
+@lru_cache(maxsize=None)
+def _load(path: str) -> Profile:
+    p = Path(path)
+    try:
+        doc = json.loads(p.read_text())
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{p.name}: line {exc.lineno} column {exc.colno}: malformed JSON "
+                         f"({exc.msg})") from None
+    return profile_from_dict(doc, source=p.name, name=p.stem)
+
+
+def load_model(name: str) -> Profile:
+    """The profile of model ``name`` from the models directory."""
+    path = models_dir() / f"{name}.json"
+    if not path.is_file():
+        raise InputError(f"model {name!r}: not found; expected one of "
+                         f"{', '.join(available_models()) or '(no models directory)'}")
+    return _load(str(path))

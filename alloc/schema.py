@@ -1,0 +1,54 @@
+"""JSON Schema validation of alloc's file formats (schemas shipped in
+``alloc/schemas``).  Every problem is reported with its field path."""
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from importlib import resources
+
+import jsonschema
+
+
+@lru_cache(maxsize=None)
+def validator(name: str):
+    text = resources.files("alloc").joinpath(f"schemas/{name}.schema.json").read_text()
+    schema = json.loads(text)
+    cls = jsonschema.validators.validator_for(schema)
+    cls.check_schema(schema)
+    return cls(schema)
+
+
+def path_str(path) -> str:
+    out = ""
+    for p in path:
+        out += f"[{p}]" if isinstance(p, int) else (f".{p}" if out else str(p))
+    return out
+
+
+def describe(err) -> str:
+    """One line: field path, what was expected, what was found."""
+    where = path_str(err.absolute_path) or "(top level)"
+    v = err.validator
+    if v == "additionalProperties":
+        extra = sorted(set(err.instance) - set(err.schema.get("properties", {})))
+        return f"{where}: unknown key {extra[0]!r}" + (
+            f"; expected one of {sorted(err.schema.get('properties', {}))}" if err.schema.get("properties") else "")
+    if v == "required":
+        missing = [k for k in err.validator_value if k not in err.instance]
+        return f"{where}: missing field {missing[0]!r}"
+    if v == "type":
+        want = err.validator_value
+        want = " or ".join(want) if isinstance(want, list) else want
+        return f"{where}: expected {want}, got {json.dumps(err.instance)[:40]}"
+    if v in ("minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum"):
+        op = {"minimum": ">=", "exclusiveMinimum": ">", "maximum": "<=", "exclusiveMaximum": "<"}[v]
+        return f"{where}: expected a value {op} {err.validator_value}, got {err.instance!r}"
+    if v in ("enum", "const"):
+        want = err.validator_value if v == "enum" else [err.validator_value]
+        return f"{where}: expected one of {want}, got {err.instance!r}"
+    return f"{where}: {err.message}"
+
+
+def schema_problems(doc, name: str, prefix: str = "") -> list[str]:
+    errs = sorted(validator(name).iter_errors(doc), key=lambda e: list(map(str, e.absolute_path)))
+    return [prefix + describe(e) for e in errs]
