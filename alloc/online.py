@@ -1,0 +1,521 @@
+"""Online placement engine for GPU-sharing workloads (the FGD experiment).
+
+Pods arrive one at a time and are placed immediately (or dropped when nothing
+fits); placed pods never move.  The cluster state is kept as numpy arrays over
+nodes so that feasibility and every policy's score are computed for all nodes
+at once:
+
+* ``cpu_free`` (N,) milli-cores, ``mem_free`` (N,) MiB, ``npods`` (N,);
+* ``gfree`` (N, W) free milli-GPU per GPU slot (``W`` = widest node; slots past
+  a node's GPU count are padding, marked by ``valid``);
+* per-node summaries kept incrementally: ``gsum`` (free milli), ``gmax``
+  (largest free share on one GPU, -1 without GPUs), ``nfull`` (fully free GPUs),
+  ``tags`` (bit set of GPU-pod tags for GpuClustering: bit 0 = shared pod,
+  bit k = k-GPU whole pod), ``frag`` (node fragmentation F, see
+  :class:`FragModel`).
+
+Notation used in the policy docstrings: a node has ``cpuFree``, per-GPU free
+``f_i`` and ``gFree = sum f_i``; a pod asks ``c`` milli-cores, ``k`` GPUs of
+``m`` milli each, ``g = k*m``.  ``CN`` is the largest node CPU capacity
+(128,000 on openb) and ``GN`` the largest node GPU capacity in milli (8,000).
+Every policy gives each feasible node an integer score; the node with the
+highest score wins and ties go to the node with the smallest tie-break rank.
+Whole-GPU pods always take the lowest-indexed fully free GPUs.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+
+MILLI = 1000
+_RANKBITS = 1 << 24   # score key = score * _RANKBITS + (_RANKBITS - 1 - rank)
+
+
+# --------------------------------------------------------------------- pods
+@dataclass(frozen=True)
+class Pod:
+    """One arriving pod: ``c`` milli-cores, ``mem`` MiB, ``k`` GPUs of ``m``
+    milli each (``k == 0``: CPU-only), ``types`` allowed GPU models (empty =
+    any)."""
+    c: int
+    mem: int
+    k: int
+    m: int
+    types: tuple[str, ...] = ()
+
+    @property
+    def g(self) -> int:
+        return self.k * self.m
+
+    @property
+    def shared(self) -> bool:
+        return self.k == 1 and self.m < MILLI
+
+    @property
+    def key(self) -> tuple:
+        return (self.c, self.m, self.k, self.types)
+
+
+# ------------------------------------------------------------ fragmentation
+class FragModel:
+    """Target workload (typical pods) and the fragmentation measure of FGD.
+
+    For a typical pod type t (``c_t``, ``m_t``, ``k_t``, allowed models) the
+    fragment of a node is
+
+    * ``gFree`` if t is CPU-only, or t's model list excludes the node's model;
+    * ``sum_{i: f_i < m_t} f_i`` if at least ``k_t`` GPUs have ``f_i >= m_t``
+      and ``cpuFree >= c_t``;
+    * ``gFree`` otherwise;
+
+    and the node's fragmentation is ``F = sum_t p_t F_t`` (milli-GPU).
+    """
+
+    def __init__(self, c: Sequence[int], m: Sequence[int], k: Sequence[int],
+                 types: Sequence[tuple[str, ...]], p: Sequence[float]):
+        self.c = np.asarray(c, dtype=np.int64)
+        self.m = np.asarray(m, dtype=np.int64)
+        self.k = np.asarray(k, dtype=np.int64)
+        self.types = [tuple(t) for t in types]
+        self.p = np.asarray(p, dtype=np.float64)
+        self.cpu_only = self.k == 0
+        self.T = len(self.p)
+
+    @classmethod
+    def from_pods(cls, pods: Sequence[Pod], threshold: float = 0.95) -> "FragModel":
+        """Typical pods of a workload: count pods per key (c, m, k, type string;
+        memory ignored), sort by count descending with ties to the larger key,
+        keep keys until their cumulative count reaches ``threshold`` of all
+        pods, and normalise the kept counts into popularities."""
+        counts: dict[tuple, int] = {}
+        for p in pods:
+            key = (p.c, p.m if p.k else p.m, p.k, "|".join(p.types) if p.k else "")
+            counts[key] = counts.get(key, 0) + 1
+        total = sum(counts.values())
+        items = sorted(counts.items(), key=lambda kv: (kv[1], kv[0]), reverse=True)
+        kept, acc = [], 0
+        for key, n in items:
+            kept.append((key, n))
+            acc += n
+            if acc >= threshold * total:
+                break
+        tot = sum(n for _, n in kept) or 1
+        return cls([k[0] for k, _ in kept], [k[1] for k, _ in kept], [k[2] for k, _ in kept],
+                   [tuple(t for t in k[3].split("|") if t) for k, _ in kept],
+                   [n / tot for _, n in kept])
+
+    def type_ok(self, models: Sequence[str]) -> np.ndarray:
+        """(N, T) bool: node model allowed by typical type t."""
+        models = list(models)
+        out = np.ones((len(models), self.T), dtype=bool)
+        for t, ts in enumerate(self.types):
+            if ts:
+                out[:, t] = np.isin(np.asarray(models, dtype=object), list(ts))
+        return out
+
+    def frag(self, cpu_free: np.ndarray, gfree: np.ndarray, valid: np.ndarray,
+             type_ok: np.ndarray) -> np.ndarray:
+        """F for a batch of node states: ``cpu_free`` (n,), ``gfree``/``valid``
+        (n, W) -> (n,) milli-GPU."""
+        f = gfree[:, :, None]
+        lt = f < self.m[None, None, :]
+        a = (f * lt).sum(axis=1)
+        cnt = (~lt & valid[:, :, None]).sum(axis=1)
+        gs = gfree.sum(axis=1)
+        cond = (type_ok & ~self.cpu_only[None, :] & (cpu_free[:, None] >= self.c[None, :])
+                & (cnt >= self.k[None, :]))
+        return np.where(cond, a, gs[:, None]) @ self.p
+
+    def frag_shared(self, cpu_free: np.ndarray, gfree: np.ndarray, valid: np.ndarray,
+                    type_ok: np.ndarray, c: int, m: int) -> np.ndarray:
+        """F of the states reached by placing a shared pod (``c``, one GPU
+        share ``m``) on each GPU of each node: (n, W).  Entries of GPUs with
+        ``f_i < m`` are meaningless."""
+        f = gfree[:, :, None]
+        tm = self.m[None, None, :]
+        lt = f < tm
+        vt = valid[:, :, None]
+        a = (f * lt).sum(axis=1)                       # (n, T)
+        cnt = (~lt & vt).sum(axis=1)
+        f2 = f - m
+        lt2 = f2 < tm
+        a2 = a[:, None, :] - f * lt + f2 * lt2          # (n, W, T)
+        cnt2 = cnt[:, None, :] - (~lt & vt) + (~lt2 & vt)
+        gs2 = gfree.sum(axis=1)[:, None, None] - m
+        cond = ((type_ok & ~self.cpu_only[None, :] & ((cpu_free[:, None] - c) >= self.c[None, :]))
+                [:, None, :] & (cnt2 >= self.k[None, None, :]))
+        return np.where(cond, a2, gs2) @ self.p
+
+
+def sigmoid_score(delta: np.ndarray) -> np.ndarray:
+    """``int(100 * sigmoid(delta / 1000))`` element-wise (delta in milli)."""
+    x = np.clip(np.asarray(delta, dtype=np.float64) / 1000.0, -700, 700)
+    return np.floor(100.0 / (1.0 + np.exp(-x))).astype(np.int64)
+
+
+# ------------------------------------------------------------------- state
+class ClusterState:
+    """Per-node free resources as numpy arrays, updated after each placement."""
+
+    def __init__(self, cpu, mem, ngpu, models: Sequence[str], *, rank=None,
+                 max_pods: int = 1001, frag_model: FragModel | None = None):
+        self.cpu_cap = np.asarray(cpu, dtype=np.int64).copy()
+        self.mem_cap = np.asarray(mem, dtype=np.int64).copy()
+        self.ngpu = np.asarray(ngpu, dtype=np.int64).copy()
+        self.N = len(self.cpu_cap)
+        self.W = max(1, int(self.ngpu.max()) if self.N else 1)
+        self.models = np.asarray(list(models), dtype=object)
+        self.rank = (np.arange(self.N, dtype=np.int64) if rank is None
+                     else np.asarray(rank, dtype=np.int64))
+        self.max_pods = max_pods
+        self.valid = np.arange(self.W)[None, :] < self.ngpu[:, None]
+        self.gfree = np.where(self.valid, MILLI, 0).astype(np.int64)
+        self.cpu_free = self.cpu_cap.copy()
+        self.mem_free = self.mem_cap.copy()
+        self.npods = np.zeros(self.N, dtype=np.int64)
+        self.tags = np.zeros(self.N, dtype=np.int64)
+        self.gsum = self.gfree.sum(axis=1)
+        self.gmax = np.where(self.ngpu > 0, MILLI, -1).astype(np.int64)
+        self.nfull = self.ngpu.copy()
+        self.cpu_norm = float(max(1, int(self.cpu_cap.max()) if self.N else 1))
+        self.gpu_norm = float(self.W * MILLI)
+        self.stamp = np.zeros(self.N, dtype=np.int64)   # clock of last change
+        self.clock = 0
+        self.used = 0            # allocated milli-GPU
+        self.capacity = int(self.ngpu.sum()) * MILLI
+        self._type_masks: dict[tuple, np.ndarray] = {}
+        self.base_key = (_RANKBITS - 1 - self.rank)
+        self.fm = frag_model
+        if frag_model is not None:
+            self.type_ok = frag_model.type_ok(self.models)
+            self.frag = frag_model.frag(self.cpu_free, self.gfree, self.valid, self.type_ok)
+        else:
+            self.type_ok = None
+            self.frag = np.zeros(self.N)
+
+    # ------------------------------------------------------------ queries
+    def type_mask(self, types: tuple[str, ...]) -> np.ndarray:
+        mk = self._type_masks.get(types)
+        if mk is None:
+            mk = (self.ngpu > 0) & (np.isin(self.models, list(types)) if types else True)
+            self._type_masks[types] = mk
+        return mk
+
+    def feasible(self, pod: Pod) -> np.ndarray:
+        """(N,) bool: CPU, memory, pod count, and for GPU pods the type and
+        GPU checks (k = 1: some GPU with f >= m; k > 1: k fully free GPUs)."""
+        ok = (self.cpu_free >= pod.c) & (self.mem_free >= pod.mem) & (self.npods < self.max_pods)
+        if pod.k == 0:
+            return ok
+        ok &= self.type_mask(pod.types)
+        if pod.k == 1:
+            ok &= self.gmax >= pod.m
+        else:
+            ok &= self.nfull >= pod.k
+        return ok
+
+    def best_fit_gpus(self, n: int, pod: Pod) -> list[int]:
+        """GPUs in node ``n``: whole-GPU pods the lowest-indexed fully free
+        ones; shared pods the GPU with the smallest f >= m (lowest index)."""
+        f = self.gfree[n]
+        if pod.k == 0:
+            return []
+        if pod.m >= MILLI or pod.k > 1:
+            return [int(i) for i in np.flatnonzero((f >= MILLI) & self.valid[n])[:pod.k]]
+        cand = np.where((f >= pod.m) & self.valid[n], f, 1 << 40)
+        return [int(np.argmin(cand))]
+
+    def pick(self, score: np.ndarray, feas: np.ndarray) -> int:
+        """Highest score among feasible nodes, ties to the smallest rank."""
+        key = np.where(feas, score.astype(np.int64) * _RANKBITS + self.base_key, -1)
+        return int(np.argmax(key))
+
+    def frag_of(self, nodes) -> np.ndarray:
+        return self.fm.frag(self.cpu_free[nodes], self.gfree[nodes], self.valid[nodes],
+                            self.type_ok[nodes])
+
+    # ------------------------------------------------------------ updates
+    def apply(self, n: int, gpus: Sequence[int], pod: Pod) -> None:
+        self.cpu_free[n] -= pod.c
+        self.mem_free[n] -= pod.mem
+        self.npods[n] += 1
+        if pod.k:
+            row = self.gfree[n]
+            for i in gpus:
+                row[i] -= pod.m
+            v = row[self.valid[n]]
+            self.gsum[n] = int(v.sum())
+            self.gmax[n] = int(v.max())
+            self.nfull[n] = int((v >= MILLI).sum())
+            self.tags[n] |= 1 if pod.shared else (1 << pod.k)
+            self.used += pod.g
+        self.clock += 1
+        self.stamp[n] = self.clock
+        if self.fm is not None:
+            self.frag[n] = self.frag_of([n])[0]
+
+    def check(self) -> None:
+        """Assert the hard invariants (used by tests)."""
+        assert (self.cpu_free >= 0).all() and (self.mem_free >= 0).all()
+        assert (self.gfree >= 0).all() and (self.gfree <= MILLI).all()
+        assert (self.gfree[~self.valid] == 0).all()
+
+
+# ---------------------------------------------------------------- policies
+class Policy:
+    """Base: ``choose(state, pod, feas)`` returns (node, gpu list)."""
+    name = "base"
+
+    def __init__(self, seed: int = 0):
+        self.rng = np.random.default_rng(seed)
+
+    def choose(self, state: ClusterState, pod: Pod, feas: np.ndarray):
+        score = self.score(state, pod)
+        n = state.pick(score, feas)
+        return n, state.best_fit_gpus(n, pod)
+
+    def score(self, state: ClusterState, pod: Pod) -> np.ndarray:  # pragma: no cover
+        raise NotImplementedError
+
+
+class RandomPolicy(Policy):
+    """Random: a uniformly random feasible node; a shared pod goes to a
+    uniformly random GPU with ``f_i >= m``."""
+    name = "random"
+
+    def choose(self, state, pod, feas):
+        cand = np.flatnonzero(feas)
+        n = int(cand[self.rng.integers(len(cand))])
+        if pod.shared:
+            g = np.flatnonzero((state.gfree[n] >= pod.m) & state.valid[n])
+            return n, [int(g[self.rng.integers(len(g))])]
+        return n, state.best_fit_gpus(n, pod)
+
+
+class DotProdPolicy(Policy):
+    """DotProd: ``s = int(100*(1 - (cpuFree/CN * c/CN + gFree/GN * g/GN)/2))``
+    (the smaller dot product of free and requested wins); best-fit GPU."""
+    name = "dotprod"
+
+    def score(self, state, pod):
+        cn, gn = state.cpu_norm, state.gpu_norm
+        dot = (state.cpu_free / cn) * (pod.c / cn) + (state.gsum / gn) * (pod.g / gn)
+        return np.floor(100.0 * (1.0 - 0.5 * dot)).astype(np.int64)
+
+
+class GpuClusteringPolicy(Policy):
+    """GpuClustering: CPU-only pods score 0.  GPU pods:
+    ``s = floor(25*(GN - gFree)/GN) + bonus`` with bonus 75 if the node's tag
+    set is exactly {pod tag}, 50 if it holds the pod's tag and others, 25 if
+    the node has no GPU pod, 0 if it holds only other tags (tags: ``share`` for
+    shared pods, ``k-gpu`` for k whole GPUs); best-fit GPU."""
+    name = "gpu-clustering"
+
+    def score(self, state, pod):
+        if pod.k == 0:
+            return np.zeros(state.N, dtype=np.int64)
+        gn = state.gpu_norm
+        base = np.floor(25.0 * (gn - state.gsum) / gn).astype(np.int64)
+        bit = 1 if pod.shared else (1 << pod.k)
+        tags = state.tags
+        bonus = np.where(tags == bit, 75, np.where((tags & bit) != 0, 50,
+                                                   np.where(tags == 0, 25, 0)))
+        return base + bonus
+
+
+class GpuPackingPolicy(Policy):
+    """GpuPacking: CPU-only pods score 0.  GPU pods: ``33 - G`` if all G GPUs
+    are free; else take the first k GPUs with ``f >= m`` in ascending-f order,
+    u = how many are fully free: ``max(50 - u, 33)`` if u > 0, else
+    ``max(100 - floor(sum floor(f_j*100/1000) / 10), 50)``; best-fit GPU."""
+    name = "gpu-packing"
+
+    def score(self, state, pod):
+        N = state.N
+        if pod.k == 0:
+            return np.zeros(N, dtype=np.int64)
+        allfree = state.nfull == state.ngpu
+        if pod.k > 1 or pod.m >= MILLI:
+            u = np.minimum(pod.k, state.nfull)
+            s = np.maximum(50 - u, 33)
+        else:
+            f = np.where((state.gfree >= pod.m) & state.valid, state.gfree, 1 << 40).min(axis=1)
+            f = np.minimum(f, MILLI)
+            s = np.where(f >= MILLI, 49, np.maximum(100 - (f * 100 // MILLI) // 10, 50))
+        return np.where(allfree, 33 - state.ngpu, s).astype(np.int64)
+
+
+class BestFitPolicy(Policy):
+    """BestFit: ``s = int(100*(1 - ((cpuFree - c)/CN + (gFree - g)/GN)/2))``;
+    best-fit GPU."""
+    name = "best-fit"
+
+    def score(self, state, pod):
+        cn, gn = state.cpu_norm, state.gpu_norm
+        r = 0.5 * (state.cpu_free - pod.c) / cn + 0.5 * (state.gsum - pod.g) / gn
+        return np.floor(100.0 * (1.0 - r)).astype(np.int64)
+
+
+class _Cached(Policy):
+    """Scores that depend only on a node's own state and the pod key are
+    cached per key and recomputed only for nodes changed since."""
+
+    def __init__(self, seed: int = 0):
+        super().__init__(seed)
+        self._cache: dict[tuple, list] = {}
+
+    def cached(self, state: ClusterState, pod: Pod):
+        ent = self._cache.get(pod.key)
+        if ent is None:
+            ent = [np.zeros(state.N, dtype=np.int64), np.zeros(state.N, dtype=np.int64), -1]
+            self._cache[pod.key] = ent
+            idx = np.arange(state.N)
+        else:
+            idx = np.flatnonzero(state.stamp > ent[2])
+        if len(idx):
+            s, g = self.node_scores(state, pod, idx)
+            ent[0][idx] = s
+            ent[1][idx] = g
+        ent[2] = state.clock
+        return ent[0], ent[1]
+
+    def choose(self, state, pod, feas):
+        score, gpu = self.cached(state, pod)
+        n = state.pick(score, feas)
+        if pod.shared:
+            return n, [int(gpu[n])]
+        return n, state.best_fit_gpus(n, pod)
+
+    # helpers ------------------------------------------------------------
+    @staticmethod
+    def after_whole(state: ClusterState, idx: np.ndarray, k: int) -> np.ndarray:
+        """gfree of nodes ``idx`` after taking the lowest-indexed k fully free GPUs."""
+        g = state.gfree[idx]
+        full = (g >= MILLI) & state.valid[idx]
+        take = full & (np.cumsum(full, axis=1) <= k)
+        return np.where(take, g - MILLI, g)
+
+    def new_frag(self, state, pod, idx):
+        """(F after placing on each node, per-GPU F for shared pods or None)."""
+        fm = state.fm
+        cpu2 = state.cpu_free[idx] - pod.c
+        if pod.shared:
+            return None, fm.frag_shared(state.cpu_free[idx], state.gfree[idx], state.valid[idx],
+                                        state.type_ok[idx], pod.c, pod.m)
+        g2 = state.gfree[idx] if pod.k == 0 else self.after_whole(state, idx, pod.k)
+        return fm.frag(cpu2, g2, state.valid[idx], state.type_ok[idx]), None
+
+
+class FGDPolicy(_Cached):
+    """FGD (fragmentation gradient descent).  For a shared pod, for each GPU i
+    with ``f_i >= m`` (index order) let n' be the node with ``cpuFree - c`` and
+    ``f_i - m``; ``s_i = int(100*sigmoid((F(n) - F(n'))/1000))``; the node
+    score is ``max_i s_i`` and the GPU the first i reaching it.  Other pods:
+    n' = n minus c and minus k fully free GPUs, ``s = int(100*sigmoid(dF/1000))``.
+    F is the typical-pod fragmentation of :class:`FragModel`."""
+    name = "fgd"
+
+    def node_scores(self, state, pod, idx):
+        f_now = state.frag[idx]
+        new, per_gpu = self.new_frag(state, pod, idx)
+        if per_gpu is None:
+            return sigmoid_score(f_now - new), np.full(len(idx), -1)
+        s = sigmoid_score(f_now[:, None] - per_gpu)
+        cand = (state.gfree[idx] >= pod.m) & state.valid[idx]
+        s = np.where(cand, s, -1)
+        return s.max(axis=1), s.argmax(axis=1)
+
+
+class FGDFinePolicy(_Cached):
+    """FGD with an exact (untruncated) fragmentation increase and packing
+    tie-breaks (our policy, ``fgd-lookahead``).
+
+    Node score (higher is better), for the candidate state n' (best GPU i for
+    shared pods as in FGD but minimising the increase itself):
+
+        s = -round(dF * 1000)            with dF = F(n') - F(n) in milli-GPU,
+            then, as secondary keys, fewer whole free GPUs broken and less
+            CPU left free (best fit).
+
+    Exact ties (identical node states) go to the smallest rank.
+    """
+    name = "fgd-lookahead"
+
+    def __init__(self, seed: int = 0, w_cpu: float = 0.0, w_gpu: float = 0.0):
+        super().__init__(seed)
+        self.w_cpu = w_cpu
+        self.w_gpu = w_gpu
+
+    def node_scores(self, state, pod, idx):
+        f_now = state.frag[idx]
+        new, per_gpu = self.new_frag(state, pod, idx)
+        cpu_left = (state.cpu_free[idx] - pod.c) / state.cpu_norm
+        if per_gpu is None:
+            d = new - f_now
+            gpu = np.full(len(idx), -1)
+        else:
+            cand = (state.gfree[idx] >= pod.m) & state.valid[idx]
+            dd = np.where(cand, per_gpu - f_now[:, None], np.inf)
+            # prefer partially used GPUs on exact ties
+            dd = dd + np.where(state.gfree[idx] >= MILLI, 1e-6, 0.0)
+            gpu = dd.argmin(axis=1)
+            d = dd[np.arange(len(idx)), gpu]
+            d = np.where(np.isfinite(d), d, 1e12)
+        gleft = (state.gsum[idx] - pod.g) / state.gpu_norm
+        cost = d + self.w_cpu * 1000 * cpu_left + self.w_gpu * 1000 * gleft
+        s = -np.round(cost * 1000).astype(np.int64)
+        return s, gpu
+
+
+POLICIES = {
+    "random": RandomPolicy,
+    "dotprod": DotProdPolicy,
+    "gpu-clustering": GpuClusteringPolicy,
+    "gpu-packing": GpuPackingPolicy,
+    "best-fit": BestFitPolicy,
+    "fgd": FGDPolicy,
+    "fgd-lookahead": FGDFinePolicy,
+}
+
+
+def make_policy(name: str, seed: int = 0, **kw) -> Policy:
+    try:
+        cls = POLICIES[name]
+    except KeyError:
+        raise ValueError(f"unknown online policy {name!r}; valid: {', '.join(POLICIES)}") from None
+    return cls(seed, **kw)
+
+
+# --------------------------------------------------------------- simulator
+def place(state: ClusterState, policy: Policy, pod: Pod):
+    """Place one pod; returns (node, gpus) or None when no node fits."""
+    feas = state.feasible(pod)
+    if not feas.any():
+        return None
+    n, gpus = policy.choose(state, pod, feas)
+    state.apply(n, gpus, pod)
+    return n, gpus
+
+
+def simulate(state: ClusterState, policy: Policy, pods: Sequence[Pod], *,
+             record_frag: bool = True, progress=None):
+    """Attempt every pod once in order.  Returns (placements, used, frag) where
+    ``placements[i]`` is (node, gpus) or None and ``used``/``frag`` are the
+    allocated milli-GPU and the cluster fragmentation after each attempt."""
+    out = []
+    used = np.zeros(len(pods), dtype=np.int64)
+    frag = np.zeros(len(pods)) if record_frag else None
+    for i, pod in enumerate(pods):
+        out.append(place(state, policy, pod))
+        used[i] = state.used
+        if record_frag:
+            frag[i] = state.frag.sum()
+        if progress is not None:
+            progress(1)
+    return out, used, frag
+
+
+__all__ = ["Pod", "FragModel", "ClusterState", "Policy", "POLICIES", "make_policy", "place",
+           "simulate", "sigmoid_score", "MILLI"]

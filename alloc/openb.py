@@ -1,0 +1,466 @@
+"""The Alibaba openb traces and the FGD experiment (Weng et al., ATC'23).
+
+* Loaders: node CSV (``sn, cpu_milli, memory_mib, gpu, model``) and pod CSV
+  (``name, cpu_milli, memory_mib, num_gpu, gpu_milli[, gpu_spec]``) into numpy
+  tables, and from those into alloc :class:`~alloc.model.Cluster` /
+  :class:`~alloc.model.Job` objects.  Bad rows raise
+  :class:`~alloc.errors.InputError` naming the file, line and column.
+* Workload construction: pods sorted by name, Fisher-Yates shuffled with a
+  seeded numpy Generator, tuned to ``tune`` x GPU capacity (appending pods
+  drawn with replacement when short, deleting random pods when over), and a
+  random tie-break rank per node.
+* Metrics: allocation and fragmentation after every attempt, binned by the
+  arrived GPU demand in integer % of capacity (columns 0..130).
+* :func:`run` (one policy, one seed) and :func:`bench_main` (``alloc bench
+  openb``).
+
+Units: CPU milli-cores, memory MiB, GPU milli (1000 = one GPU).
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import os
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from .errors import InputError
+from .online import MILLI, ClusterState, FragModel, Pod, make_policy, simulate
+
+NCOLS = 131  # x = 0..130
+
+
+def shared_dir() -> Path:
+    """The shared data folder: ``$ALLOC_SHARED`` or the repo root's sibling ``shared``."""
+    env = os.environ.get("ALLOC_SHARED")
+    if env:
+        return Path(env)
+    return Path(__file__).resolve().parents[1].parent / "shared"
+
+
+def openb_dir() -> Path:
+    return shared_dir() / "data" / "openb"
+
+
+# ------------------------------------------------------------------ loaders
+@dataclass
+class NodeTable:
+    names: list[str]
+    cpu: np.ndarray
+    mem: np.ndarray
+    gpus: np.ndarray
+    model: list[str]
+    source: str = ""
+
+    def __len__(self):
+        return len(self.names)
+
+
+@dataclass
+class PodTable:
+    names: list[str]
+    cpu: np.ndarray
+    mem: np.ndarray
+    k: np.ndarray
+    m: np.ndarray
+    types: list[tuple[str, ...]]
+    source: str = ""
+
+    def __len__(self):
+        return len(self.names)
+
+    def pod(self, i: int) -> Pod:
+        return Pod(int(self.cpu[i]), int(self.mem[i]), int(self.k[i]), int(self.m[i]),
+                   self.types[i] if self.k[i] else ())
+
+
+def _read_rows(path, required: Sequence[str]):
+    path = Path(path)
+    try:
+        fh = open(path, newline="")
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    with fh:
+        reader = csv.reader(fh)
+        header = next(reader, None)
+        if header is None:
+            raise InputError(f"{path}:1: empty file, expected a header with columns "
+                             + ", ".join(required))
+        header = [h.strip() for h in header]
+        for col in required:
+            if col not in header:
+                raise InputError(f"{path}:1: column '{col}' missing from the header")
+        pos = {h: i for i, h in enumerate(header)}
+        rows = []
+        for line, row in enumerate(reader, start=2):
+            if not row or all(not x.strip() for x in row):
+                continue
+            rows.append((line, row))
+        return path, pos, rows
+
+
+def _field(path, line, row, pos, col, *, integer=True, required=True):
+    i = pos[col]
+    if i >= len(row) or (required and row[i].strip() == ""):
+        if not required:
+            return ""
+        raise InputError(f"{path}:{line}: column '{col}' is missing a value")
+    v = row[i].strip()
+    if not integer:
+        return v
+    try:
+        x = int(v)
+    except ValueError:
+        raise InputError(f"{path}:{line}: column '{col}' expected an integer, got {v!r}") from None
+    if x < 0:
+        raise InputError(f"{path}:{line}: column '{col}' expected a non-negative integer, "
+                         f"got {x}")
+    return x
+
+
+def load_nodes(path) -> NodeTable:
+    """Read a node CSV (``sn, cpu_milli, memory_mib, gpu, model``)."""
+    path, pos, rows = _read_rows(path, ("sn", "cpu_milli", "memory_mib", "gpu", "model"))
+    names, cpu, mem, gpus, model = [], [], [], [], []
+    for line, row in rows:
+        names.append(_field(path, line, row, pos, "sn", integer=False))
+        cpu.append(_field(path, line, row, pos, "cpu_milli"))
+        mem.append(_field(path, line, row, pos, "memory_mib"))
+        gpus.append(_field(path, line, row, pos, "gpu"))
+        model.append(_field(path, line, row, pos, "model", integer=False, required=False))
+    return NodeTable(names, np.array(cpu, dtype=np.int64), np.array(mem, dtype=np.int64),
+                     np.array(gpus, dtype=np.int64), model, str(path))
+
+
+def load_pods(path) -> PodTable:
+    """Read a pod CSV (``name, cpu_milli, memory_mib, num_gpu, gpu_milli`` and an
+    optional ``gpu_spec``, split on ``|``).  Other columns are ignored."""
+    path, pos, rows = _read_rows(path, ("name", "cpu_milli", "memory_mib", "num_gpu",
+                                        "gpu_milli"))
+    has_spec = "gpu_spec" in pos
+    names, cpu, mem, ks, ms, types = [], [], [], [], [], []
+    for line, row in rows:
+        names.append(_field(path, line, row, pos, "name", integer=False))
+        cpu.append(_field(path, line, row, pos, "cpu_milli"))
+        mem.append(_field(path, line, row, pos, "memory_mib"))
+        k = _field(path, line, row, pos, "num_gpu")
+        m = _field(path, line, row, pos, "gpu_milli")
+        if m > MILLI:
+            raise InputError(f"{path}:{line}: column 'gpu_milli' expected 0..1000, got {m}")
+        if k > 1 and m < MILLI:
+            raise InputError(f"{path}:{line}: column 'gpu_milli' must be 1000 when num_gpu > 1 "
+                             f"(num_gpu={k}, gpu_milli={m})")
+        spec = _field(path, line, row, pos, "gpu_spec", integer=False, required=False) \
+            if has_spec else ""
+        ks.append(k)
+        ms.append(m)
+        types.append(tuple(t for t in spec.split("|") if t) if k else ())
+    return PodTable(names, np.array(cpu, dtype=np.int64), np.array(mem, dtype=np.int64),
+                    np.array(ks, dtype=np.int64), np.array(ms, dtype=np.int64), types, str(path))
+
+
+def to_cluster(nodes: NodeTable):
+    """alloc Cluster: server ids from ``sn``, GPU type from ``model``."""
+    from .model import Cluster, Server
+    return Cluster(tuple(Server(n, int(c), int(m), int(g), (t or None) if g else None)
+                         for n, c, m, g, t in zip(nodes.names, nodes.cpu, nodes.mem,
+                                                  nodes.gpus, nodes.model)))
+
+
+def to_jobs(pods: PodTable, order: Sequence[int] | None = None):
+    """alloc Jobs (ids from ``name``; copies made by tuning get ``name#n``)."""
+    from .model import Job
+    order = range(len(pods)) if order is None else order
+    seen: dict[str, int] = {}
+    out = []
+    for i in order:
+        name = pods.names[i]
+        n = seen.get(name, 0)
+        seen[name] = n + 1
+        jid = name if n == 0 else f"{name}#{n}"
+        k, m = int(pods.k[i]), int(pods.m[i])
+        if k and m == 0:
+            raise InputError(f"{pods.source}: pod {name}: gpu_milli 0 with num_gpu {k} "
+                             "cannot be expressed as a job (expected 1..1000)")
+        out.append(Job(jid, gpus=k, gpu_milli=m if k else MILLI, cpu=int(pods.cpu[i]),
+                       mem=int(pods.mem[i]), gpu_types=pods.types[i] if k else ()))
+    return out
+
+
+# ------------------------------------------------------------------ workload
+@dataclass
+class Workload:
+    order: np.ndarray      # indices into the name-sorted pod table (arrival order)
+    rank: np.ndarray       # tie-break rank per node (input node order)
+    pods: PodTable         # name-sorted trace W
+
+
+def sort_by_name(pods: PodTable) -> PodTable:
+    idx = sorted(range(len(pods)), key=lambda i: pods.names[i])
+    return PodTable([pods.names[i] for i in idx], pods.cpu[idx], pods.mem[idx], pods.k[idx],
+                    pods.m[idx], [pods.types[i] for i in idx], pods.source)
+
+
+def fisher_yates(n: int, rng: np.random.Generator) -> np.ndarray:
+    """Uniform permutation of 0..n-1 by Fisher-Yates (swap i with j <= i, i from n-1 down)."""
+    a = list(range(n))
+    if n > 1:
+        u = rng.random(n - 1)
+        for step, i in enumerate(range(n - 1, 0, -1)):
+            j = int(u[step] * (i + 1))
+            a[i], a[j] = a[j], a[i]
+    return np.array(a, dtype=np.int64)
+
+
+def build_workload(pods: PodTable, nodes: NodeTable, seed: int, tune: float = 1.3) -> Workload:
+    """Arrival order and node ranks for one seed (protocol section 1)."""
+    W = sort_by_name(pods)
+    rng = np.random.default_rng(seed)
+    rng.random()  # one discarded draw
+    A = list(fisher_yates(len(W), rng))
+    g = (W.k * W.m).astype(np.int64)
+    S = int(g[A].sum()) if A else 0
+    T = int(round(tune * int(nodes.gpus.sum()) * MILLI))
+    if S < T and len(W):
+        while True:
+            i = int(rng.integers(len(W)))
+            if S + int(W.m[i]) > T:   # per-GPU milli, as in the original
+                break
+            A.append(i)
+            S += int(g[i])
+    elif S > T:
+        while S > T and A:
+            j = int(rng.integers(len(A)))
+            S -= int(g[A[j]])
+            del A[j]
+    node_order = sorted(range(len(nodes)), key=lambda i: nodes.names[i])
+    perm = rng.permutation(len(nodes))
+    rank = np.empty(len(nodes), dtype=np.int64)
+    rank[np.array(node_order, dtype=np.int64)] = perm
+    return Workload(np.array(A, dtype=np.int64), rank, W)
+
+
+def typical_pods(pods: PodTable, threshold: float = 0.95) -> FragModel:
+    """FGD target workload from the original trace (see FragModel.from_pods)."""
+    return FragModel.from_pods([pods.pod(i) for i in range(len(pods))], threshold)
+
+
+# ------------------------------------------------------------------ metrics
+def bin_curve(arrived: np.ndarray, values: np.ndarray, capacity: int, *,
+              digits: int | None = 2) -> list:
+    """Mean of ``values`` per arrived-ratio bin x = 0..130 (round-half-even of
+    arrived / (capacity/100)); an empty bin falls back to |ratio - x| <= 1,
+    else None.  Means are rounded to ``digits`` (None: unrounded)."""
+    unit = capacity / 100.0
+    ratio = np.array([round(a / unit) for a in arrived.tolist()], dtype=np.int64)
+    out = []
+    for x in range(NCOLS):
+        sel = ratio == x
+        if not sel.any():
+            sel = np.abs(ratio - x) <= 1
+        if not sel.any():
+            out.append(None)
+            continue
+        v = float(np.mean(values[sel]))
+        out.append(round(v, digits) if digits is not None else v)
+    return out
+
+
+@dataclass
+class RunResult:
+    workload: str
+    policy: str
+    seed: int
+    tune: float
+    total_gpus: int
+    alloc: list
+    frag: list
+    frag_ratio: list
+    seconds: float
+    placed: int
+    attempted: int
+
+
+def run(pods: PodTable, nodes: NodeTable, policy: str, seed: int, *, tune: float = 1.3,
+        workload: str = "", fm: FragModel | None = None, progress=None,
+        **policy_options) -> RunResult:
+    """One run: build the seed's workload, place every pod online with
+    ``policy``, and bin allocation and fragmentation (protocol sections 1-5)."""
+    wl = build_workload(pods, nodes, seed, tune)
+    W = wl.pods
+    fm = fm or typical_pods(W)
+    state = ClusterState(nodes.cpu, nodes.mem, nodes.gpus, nodes.model, rank=wl.rank,
+                         frag_model=fm)
+    pol = make_policy(policy, seed, **policy_options)
+    seq = [W.pod(int(i)) for i in wl.order]
+    t0 = time.perf_counter()
+    placements, used, frag = simulate(state, pol, seq, progress=progress)
+    secs = time.perf_counter() - t0
+    cap = state.capacity
+    g = np.array([p.g for p in seq], dtype=np.int64)
+    arrived = np.cumsum(g)
+    unit = cap / 100.0
+    alloc_vals = np.array([round(u / unit, 2) for u in used.tolist()])
+    idle = cap - used
+    ratio_vals = np.where(idle > 0, 100.0 * frag / np.maximum(idle, 1), 0.0)
+    frag_pct = bin_curve(arrived, frag, cap, digits=None)
+    frag_pct = [None if v is None else round(100.0 * v / cap, 2) for v in frag_pct]
+    return RunResult(workload, policy, seed, tune, int(nodes.gpus.sum()),
+                     bin_curve(arrived, alloc_vals, cap),
+                     frag_pct, bin_curve(arrived, ratio_vals, cap, digits=None), secs,
+                     sum(p is not None for p in placements), len(seq))
+
+
+# ------------------------------------------------------------------ output
+HEADER = ["workload", "sc_policy", "tune", "seed", "total_gpus"] + [str(x) for x in range(NCOLS)]
+FRAG_HEADER = ["workload", "sc_policy", "tune", "seed"] + [str(x) for x in range(NCOLS)]
+
+
+def _cells(vals):
+    return ["" if v is None else v for v in vals]
+
+
+def write_curves(path, results: Sequence[RunResult]) -> None:
+    with open(path, "w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(HEADER)
+        for r in results:
+            w.writerow([r.workload, r.policy, r.tune, r.seed, r.total_gpus] + _cells(r.alloc))
+
+
+def write_frag(path, results: Sequence[RunResult]) -> None:
+    """Fragmentation (% of capacity) to ``path`` and the fragmentation ratio
+    (% of idle GPU) to ``<stem>_ratio.csv`` next to it."""
+    path = Path(path)
+    ratio = path.with_name(path.stem + "_ratio" + (path.suffix or ".csv"))
+    for p, attr in ((path, "frag"), (ratio, "frag_ratio")):
+        with open(p, "w", newline="") as fh:
+            w = csv.writer(fh)
+            w.writerow(FRAG_HEADER)
+            for r in results:
+                w.writerow([r.workload, r.policy, r.tune, r.seed] + _cells(getattr(r, attr)))
+
+
+def _parse_list(text: str, what: str, conv=str) -> list:
+    out = []
+    for part in text.split(","):
+        part = part.strip()
+        if not part:
+            continue
+        try:
+            out.append(conv(part))
+        except ValueError:
+            raise InputError(f"--{what}: expected a comma-separated list, got {part!r}") from None
+    if not out:
+        raise InputError(f"--{what}: empty list")
+    return out
+
+
+def bench_main(argv: list[str]) -> int:
+    """``alloc bench openb``: run policies x seeds on one pod trace and write
+    the allocation curves (and optionally fragmentation curves and a plot)."""
+    ap = argparse.ArgumentParser(prog="alloc bench openb",
+                                 description="FGD experiment on the Alibaba openb traces")
+    ap.add_argument("--pods", required=True, help="pod CSV (openb_pod_list_*.csv)")
+    ap.add_argument("--nodes", required=True, help="node CSV (openb_node_list_gpu_node.csv)")
+    ap.add_argument("--policy", default="fgd", help="comma-separated policies")
+    ap.add_argument("--seeds", default="42", help="comma-separated seeds")
+    ap.add_argument("--tune", type=float, default=1.3)
+    ap.add_argument("--out", help="allocation curves CSV (stdout if absent)")
+    ap.add_argument("--frag-out", help="fragmentation curves CSV")
+    ap.add_argument("--plot", help="PNG of allocation vs arrived workload")
+    args = ap.parse_args(argv)
+    try:
+        from .online import POLICIES
+        policies = _parse_list(args.policy, "policy")
+        for p in policies:
+            if p not in POLICIES:
+                raise InputError(f"--policy: unknown policy {p!r}; valid: {', '.join(POLICIES)}")
+        seeds = _parse_list(args.seeds, "seeds", int)
+        nodes = load_nodes(args.nodes)
+        pods = load_pods(args.pods)
+        if not len(pods):
+            raise InputError(f"{args.pods}: no pods")
+        if args.tune <= 0:
+            raise InputError(f"--tune: expected a positive number, got {args.tune}")
+    except InputError as exc:
+        print(f"alloc bench openb: {exc}", file=sys.stderr)
+        return 2
+    name = Path(args.pods).stem
+    fm = typical_pods(sort_by_name(pods))
+    results = []
+    try:
+        from tqdm import tqdm
+    except ImportError:  # pragma: no cover
+        tqdm = None
+    bar = tqdm(total=len(policies) * len(seeds), desc="runs", file=sys.stderr) if tqdm else None
+    for pol in policies:
+        for seed in seeds:
+            r = run(pods, nodes, pol, seed, tune=args.tune, workload=name, fm=fm)
+            results.append(r)
+            msg = (f"{name} {pol} seed={seed}: alloc@100={r.alloc[100]} "
+                   f"alloc@130={r.alloc[130]} placed={r.placed}/{r.attempted} "
+                   f"{r.seconds:.2f}s")
+            if bar:
+                bar.update(1)
+                bar.write(msg)
+            else:
+                print(msg, file=sys.stderr)
+    if bar:
+        bar.close()
+    if args.out:
+        write_curves(args.out, results)
+    else:
+        w = csv.writer(sys.stdout)
+        w.writerow(HEADER)
+        for r in results:
+            w.writerow([r.workload, r.policy, r.tune, r.seed, r.total_gpus] + _cells(r.alloc))
+    if args.frag_out:
+        write_frag(args.frag_out, results)
+    for pol in policies:
+        rs = [r for r in results if r.policy == pol]
+        a100 = np.array([r.alloc[100] for r in rs], dtype=float)
+        a130 = np.array([r.alloc[130] for r in rs], dtype=float)
+        sd = (lambda a: float(a.std(ddof=1)) if len(a) > 1 else 0.0)
+        print(f"{pol}: x=100 {a100.mean():.2f} ± {sd(a100):.2f}  x=130 {a130.mean():.2f} ± "
+              f"{sd(a130):.2f}  {np.mean([r.seconds for r in rs]):.2f} s/run", file=sys.stderr)
+    if args.plot:
+        plot_curves(args.plot, results, title=name)
+    return 0
+
+
+def plot_curves(path, results: Sequence[RunResult], title: str = "") -> bool:
+    """Mean allocation vs arrived workload per policy (needs matplotlib)."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("matplotlib is not installed: plot skipped", file=sys.stderr)
+        return False
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for pol in dict.fromkeys(r.policy for r in results):
+        rs = [r for r in results if r.policy == pol]
+        ys = np.array([[np.nan if v is None else v for v in r.alloc] for r in rs], dtype=float)
+        ax.plot(range(NCOLS), np.nanmean(ys, axis=0), label=pol)
+    ax.plot([0, 100], [0, 100], color="grey", lw=0.5, ls="--")
+    ax.set_xlabel("arrived GPU workload (% of capacity)")
+    ax.set_ylabel("GPU allocation ratio (%)")
+    ax.set_title(title)
+    ax.legend()
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return True
+
+
+__all__ = ["NodeTable", "PodTable", "load_nodes", "load_pods", "to_cluster", "to_jobs",
+           "Workload", "build_workload", "fisher_yates", "sort_by_name", "typical_pods", "bin_curve",
+           "RunResult", "run", "bench_main", "write_curves", "write_frag", "plot_curves",
+           "shared_dir", "openb_dir"]
