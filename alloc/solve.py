@@ -153,10 +153,9 @@ def allocate(cluster: Cluster, jobs: Sequence[Job], *, solver: str = "best-fit",
     validate_model(cluster, jobs)
     missing = needed_capabilities(cluster, jobs) - info.capabilities
     if missing:
+        able = [n for n, s in solvers().items() if missing <= s.capabilities]
         raise SolverError(f"solver {solver!r} does not support {', '.join(sorted(missing))} "
-                          f"which this input needs; solvers that do: "
-                          + ", ".join(n for n, s in solvers().items()
-                                      if missing <= s.capabilities) or "none")
+                          f"which this input needs; solvers that do: {', '.join(able) or 'none'}")
     problem = compile_problem(cluster, jobs, objective, instance)
     t0 = time.perf_counter()
     sol = info.solve(problem, time_limit=time_limit, seed=seed, **options)

@@ -1,0 +1,245 @@
+"""Instance and allocation files (``alloc.instance/1``, ``alloc.allocation/1``).
+
+Loading validates in one pass: the JSON Schema (shipped in ``alloc/schemas``)
+first, then the semantic checks of :mod:`alloc.validate`; every problem is
+collected with its field path and the :class:`InputError` names the file.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Mapping
+
+from .errors import InputError
+from .model import (Allocation, Cell, Cluster, GpuShare, Instance, Job, Placement, Profile,
+                    Server, Status, Tenant, frozen_map)
+from .profiles import available_models, load_model, profile_from_dict
+from .schema import schema_problems
+from .validate import model_problems
+
+INSTANCE_FORMAT = "alloc.instance/1"
+ALLOCATION_FORMAT = "alloc.allocation/1"
+
+
+def read_json(path, what: str = "file") -> Any:
+    p = Path(path)
+    try:
+        text = p.read_text()
+    except FileNotFoundError:
+        raise InputError(f"{path}: no such {what}") from None
+    except (IsADirectoryError, PermissionError, UnicodeDecodeError) as exc:
+        raise InputError(f"{path}: cannot read {what} ({type(exc).__name__})") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{path}: line {exc.lineno} column {exc.colno}: malformed JSON "
+                         f"({exc.msg})") from None
+
+
+# ------------------------------------------------------------------ instances
+def placement_from_dict(d: Mapping, job_id: str | None = None) -> Placement:
+    return Placement(d.get("job", job_id) or "",
+                     tuple(GpuShare(g["gpu"], int(g["milli"])) for g in d.get("gpus", [])),
+                     dict(d.get("cpu", {})), dict(d.get("mem", {})),
+                     float(d.get("throughput", 0.0)))
+
+
+def instance_from_dict(doc: Any, source: str = "<instance>") -> Instance:
+    problems = schema_problems(doc, "instance")
+    if problems:
+        raise InputError(problems, source)
+    c = doc["cluster"]
+    levels = tuple(c.get("levels", ("server", "gpu")))
+    servers = tuple(Server(s["id"], s["cpu"], s["mem"], s.get("gpus", 0), s.get("gpu_type"),
+                           s.get("rack"), s.get("sockets", 1), s.get("switches_per_socket", 1))
+                    for s in c["servers"])
+    tenants = {name: Tenant(name, tuple(Cell(x["level"], x["count"], x.get("gpu_type"))
+                                        for x in t["cells"]))
+               for name, t in doc.get("tenants", {}).items()}
+    cluster = Cluster(servers, levels, frozen_map(tenants))
+    models: dict[str, Profile] = {}
+    for name, m in doc.get("models", {}).items():
+        try:
+            models[name] = profile_from_dict(m, source=source, name=name, where=f"models.{name}.")
+        except InputError as exc:
+            problems.extend(exc.problems)
+    jobs = []
+    for i, j in enumerate(doc["jobs"]):
+        prof = None
+        mname = j.get("model")
+        if mname is not None:
+            prof = models.get(mname)
+            if prof is None:
+                try:
+                    prof = load_model(mname)
+                except InputError:
+                    problems.append(f"jobs[{i}].model: unknown model {mname!r}; expected one of the "
+                                    f"instance's models {sorted(models)} or "
+                                    f"{', '.join(available_models())}")
+        tenant = j.get("tenant")
+        cur = j.get("current")
+        jobs.append(Job(
+            id=j["id"], gpus=j.get("gpus", 0), gpu_milli=j.get("gpu_milli", 1000),
+            cpu=j.get("cpu", 0), mem=j.get("mem", 0), gpu_types=tuple(j.get("gpu_types") or ()),
+            locality=j.get("locality"), model=mname, profile=prof, tenant=tenant,
+            guaranteed=j.get("guaranteed", tenant is not None), priority=j.get("priority", 0),
+            weight=float(j.get("weight", 1.0)),
+            current=placement_from_dict(cur, j["id"]) if cur else None,
+            min_gpus=j.get("min_gpus"), max_gpus=j.get("max_gpus"), gpu_mem=j.get("gpu_mem")))
+    problems.extend(model_problems(cluster, jobs))
+    if problems:
+        raise InputError(problems, source)
+    meta = {k: doc[k] for k in ("description", "generator", "known_optimum") if k in doc}
+    return Instance(doc.get("name", Path(source).stem), cluster, tuple(jobs), frozen_map(models),
+                    frozen_map(meta))
+
+
+def load_instance(path) -> Instance:
+    """Read and validate an instance file; raises :class:`InputError` naming the
+    file, the field and what was expected."""
+    return instance_from_dict(read_json(path, "instance file"), str(path))
+
+
+def profile_to_dict(p: Profile) -> dict:
+    d: dict[str, Any] = {"format": "alloc.model/1", "name": p.name}
+    if p.tput:
+        d.update(cpu_per_gpu=list(p.cpu_per_gpu), mem_per_gpu=list(p.mem_per_gpu),
+                 tput=[list(r) for r in p.tput])
+    if p.gpu_speed:
+        d["gpu_speed"] = dict(p.gpu_speed)
+    if p.span:
+        d["span"] = dict(p.span)
+    if p.scaling:
+        d["scaling"] = {str(k): v for k, v in p.scaling.items()}
+    if p.reference_gpu:
+        d["reference_gpu"] = p.reference_gpu
+    for k, v in p.meta.items():
+        d[k] = v
+    return d
+
+
+def placement_to_dict(p: Placement, with_job: bool = True) -> dict:
+    d: dict[str, Any] = {"job": p.job} if with_job else {}
+    d.update(gpus=[{"gpu": g.gpu, "milli": g.milli} for g in p.gpus],
+             cpu=dict(p.cpu), mem=dict(p.mem), throughput=p.throughput)
+    return d
+
+
+def job_to_dict(j: Job) -> dict:
+    d: dict[str, Any] = {"id": j.id, "gpus": j.gpus}
+    if j.gpu_milli != 1000:
+        d["gpu_milli"] = j.gpu_milli
+    d.update(cpu=j.cpu, mem=j.mem)
+    if j.gpu_types:
+        d["gpu_types"] = list(j.gpu_types)
+    for k in ("locality", "model", "tenant"):
+        if getattr(j, k) is not None:
+            d[k] = getattr(j, k)
+    if j.tenant is not None or j.guaranteed:
+        d["guaranteed"] = j.guaranteed
+    if j.priority:
+        d["priority"] = j.priority
+    if j.weight != 1.0:
+        d["weight"] = j.weight
+    if j.current is not None:
+        d["current"] = placement_to_dict(j.current, with_job=False)
+    for k in ("min_gpus", "max_gpus", "gpu_mem"):
+        if getattr(j, k) is not None:
+            d[k] = getattr(j, k)
+    return d
+
+
+def server_to_dict(s: Server) -> dict:
+    d: dict[str, Any] = {"id": s.id}
+    if s.rack is not None:
+        d["rack"] = s.rack
+    d.update(cpu=s.cpu, mem=s.mem, gpus=s.gpus)
+    if s.gpu_type is not None:
+        d["gpu_type"] = s.gpu_type
+    if s.sockets != 1:
+        d["sockets"] = s.sockets
+    if s.switches_per_socket != 1:
+        d["switches_per_socket"] = s.switches_per_socket
+    return d
+
+
+def instance_to_dict(inst: Instance) -> dict:
+    c = inst.cluster
+    d: dict[str, Any] = {"format": INSTANCE_FORMAT, "name": inst.name}
+    for k in ("description", "generator", "known_optimum"):
+        if k in inst.meta:
+            d[k] = inst.meta[k]
+    d["cluster"] = {"levels": list(c.levels), "servers": [server_to_dict(s) for s in c.servers]}
+    if inst.models:
+        d["models"] = {k: profile_to_dict(p) for k, p in inst.models.items()}
+    if c.tenants:
+        d["tenants"] = {k: {"cells": [dict({"level": x.level, "count": x.count},
+                                           **({"gpu_type": x.gpu_type} if x.gpu_type else {}))
+                                      for x in t.cells]}
+                        for k, t in c.tenants.items()}
+    d["jobs"] = [job_to_dict(j) for j in inst.jobs]
+    return d
+
+
+def compact_json(doc: Mapping, rows: tuple[str, ...] = ("servers", "jobs", "placements")) -> str:
+    """Indented JSON with one line per server, job and placement."""
+    def enc(v, key, depth):
+        pad = " " * depth
+        if isinstance(v, dict) and v and key not in rows:
+            items = [f'{pad} {json.dumps(k)}: {enc(x, k, depth + 1)}' for k, x in v.items()]
+            return "{\n" + ",\n".join(items) + f"\n{pad}}}"
+        if isinstance(v, list) and v and key in rows:
+            items = [f"{pad} {json.dumps(x)}" for x in v]
+            return "[\n" + ",\n".join(items) + f"\n{pad}]"
+        return json.dumps(v)
+    return enc(dict(doc), None, 0) + "\n"
+
+
+def dump_instance(inst: Instance, path=None) -> str:
+    text = compact_json(instance_to_dict(inst))
+    if path is not None:
+        Path(path).write_text(text)
+    return text
+
+
+# ---------------------------------------------------------------- allocations
+def allocation_to_dict(a: Allocation) -> dict:
+    return {
+        "format": ALLOCATION_FORMAT, "instance": a.instance, "solver": a.solver,
+        "objective": a.objective, "status": a.status.value, "value": a.value,
+        "bound": a.bound, "gap": a.gap, "wall_time_s": round(a.wall_time_s, 6),
+        "stats": {k: v for k, v in a.stats.items() if _jsonable(v)},
+        "placements": [placement_to_dict(p) for p in a.placements],
+        "unplaced": list(a.unplaced), "preempted": list(a.preempted),
+    }
+
+
+def _jsonable(v) -> bool:
+    try:
+        json.dumps(v)
+        return True
+    except (TypeError, ValueError):
+        return False
+
+
+def allocation_from_dict(doc: Any, source: str = "<allocation>") -> Allocation:
+    problems = schema_problems(doc, "allocation")
+    if problems:
+        raise InputError(problems, source)
+    return Allocation(
+        tuple(placement_from_dict(p) for p in doc["placements"]), tuple(doc["unplaced"]),
+        tuple(doc.get("preempted", ())), Status(doc.get("status", "unknown")),
+        float(doc.get("value", 0.0)), doc.get("bound"), float(doc.get("wall_time_s", 0.0)),
+        doc.get("solver", ""), doc.get("objective", ""), doc.get("instance", ""),
+        frozen_map(doc.get("stats", {})))
+
+
+def load_allocation(path) -> Allocation:
+    return allocation_from_dict(read_json(path, "allocation file"), str(path))
+
+
+def dump_allocation(a: Allocation, path=None) -> str:
+    text = compact_json(allocation_to_dict(a))
+    if path is not None:
+        Path(path).write_text(text)
+    return text
