@@ -30,7 +30,6 @@ from typing import Sequence
 import numpy as np
 
 MILLI = 1000
-_RANKBITS = 1 << 24   # score key = score * _RANKBITS + (_RANKBITS - 1 - rank)
 
 
 # --------------------------------------------------------------------- pods
@@ -186,7 +185,6 @@ class ClusterState:
         self.used = 0            # allocated milli-GPU
         self.capacity = int(self.ngpu.sum()) * MILLI
         self._type_masks: dict[tuple, np.ndarray] = {}
-        self.base_key = (_RANKBITS - 1 - self.rank)
         self.fm = frag_model
         if frag_model is not None:
             self.type_ok = frag_model.type_ok(self.models)
@@ -229,8 +227,9 @@ class ClusterState:
 
     def pick(self, score: np.ndarray, feas: np.ndarray) -> int:
         """Highest score among feasible nodes, ties to the smallest rank."""
-        key = np.where(feas, score.astype(np.int64) * _RANKBITS + self.base_key, -1)
-        return int(np.argmax(key))
+        sc = np.where(feas, score, np.iinfo(np.int64).min)
+        top = sc == sc.max()
+        return int(np.argmin(np.where(top, self.rank, np.iinfo(np.int64).max)))
 
     def frag_of(self, nodes) -> np.ndarray:
         return self.fm.frag(self.cpu_free[nodes], self.gfree[nodes], self.valid[nodes],
@@ -428,45 +427,57 @@ class FGDPolicy(_Cached):
         return s.max(axis=1), s.argmax(axis=1)
 
 
-class FGDFinePolicy(_Cached):
-    """FGD with an exact (untruncated) fragmentation increase and packing
-    tie-breaks (our policy, ``fgd-lookahead``).
+class FGDLookaheadPolicy(_Cached):
+    """FGD with packing tie-breaks (our policy, ``fgd-lookahead``).
 
-    Node score (higher is better), for the candidate state n' (best GPU i for
-    shared pods as in FGD but minimising the increase itself):
-
-        s = -round(dF * 1000)            with dF = F(n') - F(n) in milli-GPU,
-            then, as secondary keys, fewer whole free GPUs broken and less
-            CPU left free (best fit).
-
-    Exact ties (identical node states) go to the smallest rank.
+    Primary key: the FGD score ``int(100*sigmoid((F(n) - F(n'))/1000))`` of the
+    best GPU (``primary="sigmoid"``) or the exact decrease ``F(n) - F(n')``
+    (``primary="exact"``).  Secondary key among equal primaries (instead of the
+    random rank): ``tie="bestfit"`` minimises the normalised leftover
+    ``(cpuFree - c)/CN + (gFree - g)/GN`` (pack onto the fullest node, keeping
+    empty nodes whole); ``tie="dF"`` maximises the exact decrease.  Remaining
+    ties go to the smallest rank.  Shared pods take the GPU that maximises
+    the primary key, then prefers a partly used GPU, then the lowest index.
     """
     name = "fgd-lookahead"
 
-    def __init__(self, seed: int = 0, w_cpu: float = 0.0, w_gpu: float = 0.0):
+    def __init__(self, seed: int = 0, primary: str = "sigmoid", tie: str = "bestfit",
+                 w_cpu: float = 0.5, w_gpu: float = 0.5):
         super().__init__(seed)
-        self.w_cpu = w_cpu
-        self.w_gpu = w_gpu
+        self.primary, self.tie = primary, tie
+        self.w_cpu, self.w_gpu = w_cpu, w_gpu
 
     def node_scores(self, state, pod, idx):
         f_now = state.frag[idx]
         new, per_gpu = self.new_frag(state, pod, idx)
-        cpu_left = (state.cpu_free[idx] - pod.c) / state.cpu_norm
+        n = len(idx)
         if per_gpu is None:
-            d = new - f_now
-            gpu = np.full(len(idx), -1)
+            dec = f_now - new
+            gpu = np.full(n, -1)
         else:
             cand = (state.gfree[idx] >= pod.m) & state.valid[idx]
-            dd = np.where(cand, per_gpu - f_now[:, None], np.inf)
-            # prefer partially used GPUs on exact ties
-            dd = dd + np.where(state.gfree[idx] >= MILLI, 1e-6, 0.0)
-            gpu = dd.argmin(axis=1)
-            d = dd[np.arange(len(idx)), gpu]
-            d = np.where(np.isfinite(d), d, 1e12)
-        gleft = (state.gsum[idx] - pod.g) / state.gpu_norm
-        cost = d + self.w_cpu * 1000 * cpu_left + self.w_gpu * 1000 * gleft
-        s = -np.round(cost * 1000).astype(np.int64)
-        return s, gpu
+            dec_g = np.where(cand, f_now[:, None] - per_gpu, -1e9)
+            if self.primary == "sigmoid":
+                key = np.where(cand, sigmoid_score(dec_g), -1).astype(np.float64)
+            else:
+                key = dec_g.copy()
+            # prefer partly used GPUs, then the lowest index, on equal keys
+            key = key * 4 - (state.gfree[idx] >= MILLI)
+            gpu = key.argmax(axis=1)
+            dec = dec_g[np.arange(n), gpu]
+        if self.primary == "sigmoid":
+            prim = sigmoid_score(dec)
+        else:
+            prim = np.round(np.clip(dec, -1e7, 1e7)).astype(np.int64)
+        if self.tie == "bestfit":
+            left = (self.w_cpu * (state.cpu_free[idx] - pod.c) / state.cpu_norm
+                    + self.w_gpu * (state.gsum[idx] - pod.g) / state.gpu_norm)
+            sec = -np.round(np.clip(left, -1, 2) * 1e6).astype(np.int64)
+        elif self.tie == "dF":
+            sec = np.round(np.clip(dec, -1e7, 1e7)).astype(np.int64)
+        else:
+            sec = np.zeros(n, dtype=np.int64)
+        return prim * (1 << 32) + (sec + (1 << 30)), gpu
 
 
 POLICIES = {
@@ -476,7 +487,7 @@ POLICIES = {
     "gpu-packing": GpuPackingPolicy,
     "best-fit": BestFitPolicy,
     "fgd": FGDPolicy,
-    "fgd-lookahead": FGDFinePolicy,
+    "fgd-lookahead": FGDLookaheadPolicy,
 }
 
 
