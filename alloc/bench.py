@@ -89,7 +89,8 @@ def _progress(total: int, enabled: bool):
 
 
 def fmt(v, spec: str) -> str:
-    return "-" if v is None else format(v, spec)
+    width = int(spec.split(".")[0]) if spec[0].isdigit() else 0
+    return "-".rjust(width) if v is None else format(v, spec)
 
 
 def table(rows: Iterable[dict]) -> str:
