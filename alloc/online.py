@@ -442,14 +442,38 @@ class FGDLookaheadPolicy(_Cached):
     name = "fgd-lookahead"
 
     def __init__(self, seed: int = 0, primary: str = "sigmoid", tie: str = "bestfit",
-                 w_cpu: float = 0.5, w_gpu: float = 0.5):
+                 w_cpu: float = 0.5, w_gpu: float = 0.5, scale: float = 1000.0,
+                 beta: float = 0.0):
         super().__init__(seed)
+        self.scale = scale
+        self.beta = beta
+        self._fm = None
         self.primary, self.tie = primary, tie
         self.w_cpu, self.w_gpu = w_cpu, w_gpu
 
+    def demand_model(self, fm: FragModel) -> FragModel:
+        """Typical pods re-weighted towards GPU demand:
+        ``p'_t = (1 - beta) p_t + beta p_t g_t / sum_u p_u g_u``."""
+        g = (fm.k * fm.m).astype(np.float64)
+        pg = fm.p * g
+        pg = pg / pg.sum() if pg.sum() > 0 else fm.p
+        return FragModel(fm.c, fm.m, fm.k, fm.types, (1 - self.beta) * fm.p + self.beta * pg)
+
     def node_scores(self, state, pod, idx):
-        f_now = state.frag[idx]
-        new, per_gpu = self.new_frag(state, pod, idx)
+        if self.beta:
+            if self._fm is None:
+                self._fm = self.demand_model(state.fm)
+            fm = self._fm
+            f_now = fm.frag(state.cpu_free[idx], state.gfree[idx], state.valid[idx],
+                            state.type_ok[idx])
+            saved, state.fm = state.fm, fm
+            try:
+                new, per_gpu = self.new_frag(state, pod, idx)
+            finally:
+                state.fm = saved
+        else:
+            f_now = state.frag[idx]
+            new, per_gpu = self.new_frag(state, pod, idx)
         n = len(idx)
         if per_gpu is None:
             dec = f_now - new
@@ -458,7 +482,7 @@ class FGDLookaheadPolicy(_Cached):
             cand = (state.gfree[idx] >= pod.m) & state.valid[idx]
             dec_g = np.where(cand, f_now[:, None] - per_gpu, -1e9)
             if self.primary == "sigmoid":
-                key = np.where(cand, sigmoid_score(dec_g), -1).astype(np.float64)
+                key = np.where(cand, sigmoid_score(dec_g * (1000.0 / self.scale)), -1).astype(np.float64)
             else:
                 key = dec_g.copy()
             # prefer partly used GPUs, then the lowest index, on equal keys
@@ -466,7 +490,7 @@ class FGDLookaheadPolicy(_Cached):
             gpu = key.argmax(axis=1)
             dec = dec_g[np.arange(n), gpu]
         if self.primary == "sigmoid":
-            prim = sigmoid_score(dec)
+            prim = sigmoid_score(dec * (1000.0 / self.scale))
         else:
             prim = np.round(np.clip(dec, -1e7, 1e7)).astype(np.int64)
         if self.tie == "bestfit":
