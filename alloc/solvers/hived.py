@@ -1,0 +1,846 @@
+"""``hived``: HiveD buddy-cell allocation with priorities, preemption,
+Gandiva-style migration and grow/shrink, and AntMan-style co-location.
+
+State.  Every GPU g has free milli ``f_g``, GPU memory in use ``m_g`` (limit
+``cap_g``, see :mod:`alloc.tenancy`) and an ``owner`` (the tenant whose bound
+cell holds it, or none).  Physical cells form the forest of
+:func:`alloc.tenancy.cell_tree`; ``free[t, l]`` is the set of maximal cells of
+type t at level l holding no bound GPU (the buddy free lists) and
+``unused[v, t, l]`` the tenant's virtual cells not yet bound.
+
+Round.  (1) Running jobs (``current``) are put back where they run; the binding
+of their tenants' cells is inferred (:func:`alloc.tenancy.infer_binding`:
+minimal cover, exact CP-SAT fallback).  (2) Pending guaranteed jobs, by
+priority, then pending opportunistic jobs.  A guaranteed job of tenant v that
+needs n GPUs tries, in order:
+
+    A0  GPUs of v's bound cells that are free;
+    B0  binding a new cell of v (buddy allocation: a free cell of the level,
+        else split the free cell of the innermost level above it; cells whose
+        GPUs are all free first), repeated while v's free GPUs are too few;
+    A1  v's bound GPUs, preempting opportunistic jobs on them;
+    B1  binding a new cell, preempting opportunistic jobs in it;
+    A2  v's bound GPUs, also preempting v's own lower-priority guaranteed jobs.
+
+A cell whose last guaranteed job leaves is released and merged with free
+buddies.  Binding by buddy order keeps sharing safety (HiveD's theorem); when a
+cell is split out of order (the job did not fit the buddy cell) safety is
+re-checked and the bind undone if it fails.  An opportunistic job takes
+unbound GPUs first, then co-locates on a guaranteed job's GPU within the
+remaining milli and GPU memory (AntMan), then idle GPUs of bound cells; it never
+preempts.  Inside a server GPUs are chosen to consolidate (innermost switch /
+socket that fits, smallest such group), so the profile's span factor
+``span(level)`` is as high as the free GPUs allow; servers are chosen best fit
+(fewest victims, then least normalised leftover CPU + memory + GPU).
+
+Elastic jobs (``min_gpus``/``max_gpus``) are placed at the largest size in
+[min_gpus, gpus] that fits, then grown towards ``max_gpus`` while GPUs are free
+and ``weight * scale(n)`` (:func:`alloc.objectives.scale_factor`) increases
+(Gandiva grow); a running elastic job keeps its size unless migration is on.
+
+Migration (options ``migration_cost=c`` and/or ``max_moves=k``; off by
+default).  Preemption victims are first re-placed elsewhere (a move) instead of
+being stopped; then, for each job still unplaced, a server is defragmented by
+moving at most two running jobs off it when ``value(job) - c * moves > 0``;
+finally multi-GPU running jobs are re-consolidated when their throughput gain
+exceeds c.  At most k moves (unbounded when only c is given).
+``stats["moves"]`` counts jobs whose placement differs from ``current``.
+
+Options: ``migration_cost``, ``max_moves``, ``preempt`` (default True),
+``colocate`` (default True), ``grow`` (default True), ``gpu_mem_capacity``
+(``{type: MiB}``).
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Sequence
+
+import numpy as np
+
+from ..model import MILLI, Job, Status
+from ..objectives import scale_factor
+from ..problem import Assign, Problem, Solution
+from ..solve import register
+from ..tenancy import (binding_keys, cell_tree, gpu_mem_capacity, infer_binding, job_gpu_mem,
+                       outranks, quotas, safety)
+
+INNER = ("switch", "socket")
+
+
+class Engine:
+    """Mutable HiveD state over a compiled problem."""
+
+    def __init__(self, problem: Problem, gpu_mem_caps=None, colocate: bool = True):
+        p = self.p = problem
+        c = p.cluster
+        self.tree = tree = cell_tree(c)
+        self.q = quotas(c)
+        self.tenants = sorted(self.q)
+        self.tid = {v: i for i, v in enumerate(self.tenants)}
+        self.unused: dict[tuple[str, str, int], int] = {}
+        for v, qv in self.q.items():
+            for (t, lvl), n in qv.items():
+                self.unused[(v, t, lvl)] = n
+        self.cpu = p.srv_cpu.copy()
+        self.mem = p.srv_mem.copy()
+        self.gfree = np.full(p.G, MILLI, dtype=np.int64)
+        self.gcap = np.array([gpu_mem_capacity(t, gpu_mem_caps) for t in tree.gpu_type],
+                             dtype=np.int64)
+        self.gmem = np.zeros(p.G, dtype=np.int64)
+        self.owner = np.full(p.G, -1, dtype=np.int64)
+        self.on_gpu: list[dict[int, int]] = [dict() for _ in range(p.G)]
+        self.gguar = np.zeros(p.G, dtype=np.int64)   # guaranteed jobs on each GPU
+        self.nbound = [0] * tree.N
+        self.bound: dict[str, set[int]] = {v: set() for v in self.tenants}
+        self.bound_use: dict[int, int] = {}          # bound node -> guaranteed GPU-uses
+        self.free_max: dict[tuple[str, int], set[int]] = defaultdict(set)
+        for n in range(tree.N):
+            if tree.parent[n] < 0:
+                self.free_max[(tree.gtype[n], tree.level[n])].add(n)
+        self.assign: dict[int, Assign] = {}
+        self.size: dict[int, int] = {}
+        self.colocate = colocate
+        self.type_ok = np.zeros((p.J, len(p.types) + 1), dtype=bool)
+        self.gpu_tix = np.array([p.srv_type[s] for s in p.gpu_server], dtype=np.int64) \
+            if p.G else np.zeros(0, dtype=np.int64)
+        self.jmem = [0] * p.J
+        for j, job in enumerate(p.jobs):
+            for ti, t in enumerate(p.types):
+                self.type_ok[j, ti] = job.allows(t)
+        self.first = p.gpu_first
+        self.lv = {x: i for i, x in enumerate(p.levels)}
+
+    # ------------------------------------------------------------ basics
+    def job(self, j: int) -> Job:
+        return self.p.jobs[j]
+
+    def mem_of(self, j: int, g: int) -> int:
+        return job_gpu_mem(self.job(j), int(self.gcap[g]))
+
+    def gpus_of(self, s: int) -> range:
+        f = int(self.first[s])
+        return range(f, f + int(self.p.srv_gpus[s]))
+
+    def place(self, j: int, a: Assign) -> None:
+        job = self.job(j)
+        for g, m in a.gpus:
+            self.gfree[g] -= m
+            self.gmem[g] += self.mem_of(j, g)
+            self.on_gpu[g][j] = m
+            if job.guaranteed:
+                self.gguar[g] += 1
+                n = self.cell_of(g)
+                if n >= 0:
+                    self.bound_use[n] = self.bound_use.get(n, 0) + 1
+        for s, v in a.cpu:
+            self.cpu[s] -= v
+        for s, v in a.mem:
+            self.mem[s] -= v
+        self.assign[j] = a
+        self.size[j] = len(a.gpus)
+
+    def remove(self, j: int, release: bool = True) -> Assign:
+        a = self.assign.pop(j)
+        self.size.pop(j, None)
+        job = self.job(j)
+        for g, m in a.gpus:
+            self.gfree[g] += m
+            self.gmem[g] -= self.mem_of(j, g)
+            self.on_gpu[g].pop(j, None)
+            if job.guaranteed:
+                self.gguar[g] -= 1
+                n = self.cell_of(g)
+                if n >= 0:
+                    self.bound_use[n] -= 1
+                    if release and self.bound_use[n] == 0:
+                        self.unbind(n)
+        for s, v in a.cpu:
+            self.cpu[s] += v
+        for s, v in a.mem:
+            self.mem[s] += v
+        return a
+
+    # ------------------------------------------------------------ binding
+    def cell_of(self, g: int) -> int:
+        v = self.owner[g]
+        if v < 0:
+            return -1
+        for n in self.tree.anc[g]:
+            if n in self.bound_use:
+                return n
+        return -1
+
+    def bind(self, n: int, v: str) -> None:
+        tree = self.tree
+        path = []
+        x = n
+        while x >= 0:
+            path.append(x)
+            x = tree.parent[x]
+        path.reverse()                       # root .. n
+        top = next(i for i, x in enumerate(path) if self.nbound[x] == 0)
+        self.free_max[(tree.gtype[path[top]], tree.level[path[top]])].discard(path[top])
+        for i in range(top, len(path) - 1):
+            for ch in tree.children[path[i]]:
+                if ch != path[i + 1]:
+                    self.free_max[(tree.gtype[ch], tree.level[ch])].add(ch)
+        sz = len(tree.gpus[n])
+        for x in path:
+            self.nbound[x] += sz
+        vi = self.tid[v]
+        for g in tree.gpus[n]:
+            self.owner[g] = vi
+        self.bound[v].add(n)
+        self.bound_use[n] = 0
+        self.unused[(v, tree.gtype[n], tree.level[n])] -= 1
+
+    def unbind(self, n: int) -> None:
+        tree = self.tree
+        v = self.tenants[self.owner[tree.gpus[n][0]]]
+        for g in tree.gpus[n]:
+            self.owner[g] = -1
+        sz = len(tree.gpus[n])
+        x = n
+        while x >= 0:
+            self.nbound[x] -= sz
+            x = tree.parent[x]
+        cur = n
+        while tree.parent[cur] >= 0 and self.nbound[tree.parent[cur]] == 0:
+            par = tree.parent[cur]
+            for ch in tree.children[par]:
+                self.free_max[(tree.gtype[ch], tree.level[ch])].discard(ch)
+            cur = par
+        self.free_max[(tree.gtype[cur], tree.level[cur])].add(cur)
+        self.bound[v].discard(n)
+        self.bound_use.pop(n, None)
+        self.unused[(v, tree.gtype[n], tree.level[n])] += 1
+
+    def safe(self) -> bool:
+        unused: dict[tuple[str, int], int] = defaultdict(int)
+        for (v, t, lvl), c in self.unused.items():
+            unused[(t, lvl)] += c
+        return safety(self.tree, list(self.owner >= 0), unused).ok
+
+    def descend(self, n: int, lvl: int) -> list[int]:
+        """Cells at level ``lvl`` inside node n (n itself when at lvl)."""
+        tree = self.tree
+        out, stack = [], [n]
+        while stack:
+            x = stack.pop()
+            if tree.level[x] == lvl:
+                out.append(x)
+            elif tree.level[x] < lvl:
+                stack.extend(reversed(tree.children[x]))
+        return out
+
+    def buddy_candidates(self, t: str, lvl: int):
+        """(cell, split_level, buddy_ok) for binding a cell at (t, lvl): free
+        cells at lvl, then cells carved from free cells further out."""
+        first = True
+        for h in range(lvl, -1, -1):
+            nodes = self.free_max.get((t, h))
+            if not nodes:
+                continue
+            for top in sorted(nodes):
+                for c in self.descend(top, lvl):
+                    yield c, h, first
+            first = False
+
+    # ------------------------------------------------------------ GPU choice
+    def victims_on(self, j: int, g: int, milli: int, level: int) -> list[int] | None:
+        """Jobs to preempt on GPU g so that job j's share fits ([] = none), or
+        None.  level 0: no victims; 1: opportunistic only; 2: any job j outranks."""
+        mem = self.mem_of(j, g) if milli < MILLI else 0
+        free, mfree = int(self.gfree[g]), int(self.gcap[g] - self.gmem[g])
+        if free >= milli and mfree >= mem:
+            return []
+        if level == 0:
+            return None
+        job = self.job(j)
+        cands = [i for i in self.on_gpu[g]
+                 if outranks(job, self.job(i)) and (level >= 2 or not self.job(i).guaranteed)]
+        cands.sort(key=lambda i: (self.job(i).guaranteed, self.job(i).priority,
+                                  self.job(i).weight, i))
+        out = []
+        for i in cands:
+            if free >= milli and mfree >= mem:
+                break
+            out.append(i)
+            free += self.on_gpu[g][i]
+            mfree += self.mem_of(i, g)
+        return out if free >= milli and mfree >= mem else None
+
+    def room_ok(self, j: int, g: int, milli: int) -> bool:
+        if self.gfree[g] < milli:
+            return False
+        return milli >= MILLI or self.gcap[g] - self.gmem[g] >= self.mem_of(j, g)
+
+    def pick_server(self, j: int, n: int, s: int, mask, level: int):
+        """(gpus, victims) for n GPUs of job j on server s among mask, or None."""
+        p = self.p
+        job = self.job(j)
+        opt = p.options[j][0]
+        milli = job.gpu_milli
+        if n == 0:
+            if self.cpu[s] >= opt.cpu and self.mem[s] >= opt.mem:
+                return [], set()
+            return None
+        rng = self.gpus_of(s)
+        if len(rng) < n:
+            return None
+        room: dict[int, list[int]] = {}
+        for g in rng:
+            if mask is not None and not mask[g]:
+                continue
+            if level == 0:
+                if self.room_ok(j, g, milli):
+                    room[g] = []
+            else:
+                vic = self.victims_on(j, g, milli, level)
+                if vic is not None:
+                    room[g] = vic
+        if len(room) < n:
+            return None
+        if n == 1 and milli < MILLI:
+            g = min(room, key=lambda g: (len(room[g]), int(self.gfree[g]), g))
+            chosen = [g]
+        else:
+            order = sorted(room, key=lambda g: (len(room[g]) > 0, g))
+            chosen = None
+            for lv in INNER:
+                if lv not in self.lv:
+                    continue
+                dom = p.domain[lv]
+                groups: dict[int, list[int]] = defaultdict(list)
+                for g in order:
+                    groups[int(dom[g])].append(g)
+                fit = [gs for gs in groups.values() if len(gs) >= n]
+                if fit:
+                    fit.sort(key=lambda gs: (sum(len(room[g]) > 0 for g in gs[:n]), len(gs),
+                                             gs[0]))
+                    chosen = fit[0][:n]
+                    break
+                if job.locality == lv:
+                    return None
+            if chosen is None:
+                chosen = order[:n]
+        victims = set()
+        for g in chosen:
+            victims.update(room[g])
+        cpu_need, mem_need = opt.cpu, opt.mem
+        fc, fm = int(self.cpu[s]), int(self.mem[s])
+        for i in victims:
+            fc += dict(self.assign[i].cpu).get(s, 0)
+            fm += dict(self.assign[i].mem).get(s, 0)
+        if fc < cpu_need or fm < mem_need:
+            if level == 0:
+                return None
+            extra = [i for i in self.jobs_on_server(s) if i not in victims
+                     and outranks(job, self.job(i)) and (level >= 2 or not self.job(i).guaranteed)]
+            extra.sort(key=lambda i: (self.job(i).guaranteed, self.job(i).priority, i))
+            for i in extra:
+                if fc >= cpu_need and fm >= mem_need:
+                    break
+                victims.add(i)
+                fc += dict(self.assign[i].cpu).get(s, 0)
+                fm += dict(self.assign[i].mem).get(s, 0)
+            if fc < cpu_need or fm < mem_need:
+                return None
+        return chosen, victims
+
+    def jobs_on_server(self, s: int) -> list[int]:
+        return sorted(i for i, a in self.assign.items() if any(x == s for x, _ in a.cpu))
+
+    def score(self, s: int, j: int, gpus: Sequence[int]) -> float:
+        p = self.p
+        opt = p.options[j][0]
+        sc = (self.cpu[s] - opt.cpu) / max(p.srv_cpu[s], 1) + \
+             (self.mem[s] - opt.mem) / max(p.srv_mem[s], 1)
+        if p.srv_gpus[s]:
+            rng = self.gpus_of(s)
+            sc += (self.gfree[rng.start:rng.stop].sum()
+                   - len(gpus) * self.job(j).gpu_milli) / (MILLI * p.srv_gpus[s])
+        return float(sc)
+
+    def pick(self, j: int, n: int, mask, level: int, servers=None):
+        """Best placement (gpus, victims) of job j with n GPUs within mask."""
+        p = self.p
+        job = self.job(j)
+        if servers is None:
+            if mask is not None and n:
+                cnt = np.add.reduceat(mask.astype(np.int64), self.first_nonempty()[0]) \
+                    if p.G else np.zeros(0)
+                servers = [int(s) for s, c in zip(self.first_nonempty()[1], cnt) if c >= n]
+            else:
+                servers = [s for s in range(p.S) if p.allowed[j, s]]
+        best, best_key = None, None
+        found = 0
+        if len(servers) > 64 and n:
+            # large clusters: best fit among the tightest servers that fit
+            free = {s: sum(1 for g in self.gpus_of(s) if mask is None or mask[g])
+                    for s in servers}
+            servers = sorted(servers, key=lambda s: (free[s], s))
+        for s in servers:
+            if not p.allowed[j, s]:
+                continue
+            r = self.pick_server(j, n, s, mask, level)
+            if r is None:
+                continue
+            key = (len(r[1]), self.score(s, j, r[0]), s)
+            if best_key is None or key < best_key:
+                best, best_key = r, key
+            if not r[1]:
+                found += 1
+                if found >= 8 and len(servers) > 64:
+                    break
+        if best is not None:
+            return best
+        if n > 1 and job.gpu_milli == MILLI and job.locality in (None, "rack"):
+            return self.pick_spread(j, n, mask, level, servers)
+        return None
+
+    def first_nonempty(self):
+        cache = getattr(self, "_fne", None)
+        if cache is None:
+            srv = [s for s in range(self.p.S) if self.p.srv_gpus[s] > 0]
+            cache = self._fne = (np.array([self.first[s] for s in srv], dtype=np.int64), srv)
+        return cache
+
+    def pick_spread(self, j: int, n: int, mask, level: int, servers):
+        p = self.p
+        job = self.job(j)
+        opt = p.options[j][0]
+        per_cpu = -(-opt.cpu // n)
+        per_mem = -(-opt.mem // n)
+        rows = []
+        for s in servers:
+            if not p.allowed[j, s]:
+                continue
+            gs = []
+            for g in self.gpus_of(s):
+                if mask is not None and not mask[g]:
+                    continue
+                vic = [] if self.room_ok(j, g, MILLI) else (
+                    self.victims_on(j, g, MILLI, level) if level else None)
+                if vic is not None:
+                    gs.append((len(vic) > 0, g, vic))
+            gs.sort()
+            cap_c = int(self.cpu[s] // per_cpu) if per_cpu else len(gs)
+            cap_m = int(self.mem[s] // per_mem) if per_mem else len(gs)
+            k = min(len(gs), cap_c, cap_m)
+            if k > 0:
+                rows.append((p.cluster.servers[s].rack or "", s, gs[:k]))
+        pools: dict[str, list] = defaultdict(list)
+        for rack, s, gs in rows:
+            pools[rack if job.locality == "rack" else ""].append((s, gs))
+        for key in sorted(pools):
+            pool = sorted(pools[key], key=lambda x: (-len(x[1]), x[0]))
+            need, chosen, victims = n, [], set()
+            for s, gs in pool:
+                take = gs[:need]
+                chosen.extend(g for _, g, _ in take)
+                for _, _, vic in take:
+                    victims.update(vic)
+                need -= len(take)
+                if need == 0:
+                    break
+            if need:
+                continue
+            a = p.make_assign(j, chosen, 0)
+            if all(self.cpu[s] >= c for s, c in a.cpu) and all(self.mem[s] >= m for s, m in a.mem):
+                return chosen, victims
+        return None
+
+    # ------------------------------------------------------------ jobs
+    def type_mask(self, j: int) -> np.ndarray:
+        job = self.job(j)
+        if not job.gpu_types:
+            return np.ones(self.p.G, dtype=bool)
+        ok = np.array([job.allows(t) for t in self.p.types] + [False], dtype=bool)
+        return ok[self.gpu_tix]
+
+    def commit(self, j: int, n: int, gpus, victims, preempted: set) -> None:
+        for i in sorted(victims):
+            if i in self.assign:
+                self.remove(i)
+                preempted.add(i)
+        self.place(j, self.p.make_assign(j, gpus, 0))
+
+    def place_cpu_only(self, j: int) -> bool:
+        p = self.p
+        opt = p.options[j][0]
+        best, key = None, None
+        for s in range(p.S):
+            if self.cpu[s] >= opt.cpu and self.mem[s] >= opt.mem:
+                k = (p.srv_gpus[s] > 0, (self.cpu[s] - opt.cpu) / max(p.srv_cpu[s], 1)
+                     + (self.mem[s] - opt.mem) / max(p.srv_mem[s], 1), s)
+                if key is None or k < key:
+                    best, key = s, k
+        if best is None:
+            return False
+        self.place(j, p.make_cpu_assign(j, best, 0))
+        return True
+
+    def place_guaranteed(self, j: int, n: int, max_level: int, preempted: set) -> bool:
+        job = self.job(j)
+        v = job.tenant
+        if v not in self.tid:
+            return False
+        tmask = self.type_mask(j)
+        vi = self.tid[v]
+        for level in range(max_level + 1):
+            owned = tmask & (self.owner == vi)
+            r = self.pick(j, n, owned, level)
+            if r is not None:
+                self.commit(j, n, r[0], r[1], preempted)
+                return True
+            if level == 2:
+                break
+            if self.bind_and_place(j, n, tmask, level, preempted):
+                return True
+        return False
+
+    def cell_levels(self, v: str, j: int):
+        """(size, type, level) of v's unbound virtual cells usable by job j."""
+        out = []
+        for (vv, t, lvl), c in self.unused.items():
+            if vv == v and c > 0 and self.job(j).allows(t):
+                nodes = self.tree.by_type_level.get((t, lvl), [])
+                if nodes:
+                    out.append((len(self.tree.gpus[nodes[0]]), t, lvl))
+        return sorted(out, key=lambda x: (x[0], x[1], -x[2]))
+
+    def bind_and_place(self, j: int, n: int, tmask, level: int, preempted: set) -> bool:
+        job = self.job(j)
+        v = job.tenant
+        vi = self.tid[v]
+        # one new cell that holds the job (with v's free GPUs on the same servers)
+        for size, t, lvl in self.cell_levels(v, j):
+            if size < n:
+                continue
+            for c, h, buddy_ok in self.buddy_candidates(t, lvl):
+                cg = self.tree.gpus[c]
+                if sum(1 for g in cg if self.room_ok(j, g, job.gpu_milli)) < n and level == 0:
+                    continue
+                mask = tmask & (self.owner == vi)
+                mask[cg] = tmask[cg]
+                srv = sorted({int(self.p.gpu_server[g]) for g in cg})
+                r = self.pick(j, n, mask, level, servers=srv)
+                if r is None:
+                    continue
+                self.bind(c, v)
+                if not buddy_ok and not self.safe():
+                    self.unbind(c)
+                    continue
+                self.commit(j, n, r[0], r[1], preempted)
+                return True
+        # several cells (a job larger than any unbound cell of v)
+        if n <= 1 or job.locality not in (None, "rack"):
+            return False
+        new = []
+        while True:
+            owned = tmask & (self.owner == vi)
+            have = int(owned.sum())
+            if have >= n:
+                r = self.pick(j, n, owned, level)
+                if r is not None:
+                    self.commit(j, n, r[0], r[1], preempted)
+                    return True
+            lv = self.cell_levels(v, j)
+            if not lv:
+                break
+            need = n - have
+            big = [x for x in lv if x[0] >= need]
+            size, t, lvl = big[0] if big else lv[-1]
+            got = None
+            for c, h, buddy_ok in self.buddy_candidates(t, lvl):
+                self.bind(c, v)
+                if buddy_ok or self.safe():
+                    got = c
+                    break
+                self.unbind(c)
+            if got is None:
+                break
+            new.append(got)
+        for c in new:
+            if self.bound_use.get(c, 0) == 0 and c in self.bound_use:
+                self.unbind(c)
+        return False
+
+    def place_opportunistic(self, j: int, n: int) -> bool:
+        job = self.job(j)
+        tmask = self.type_mask(j)
+        masks = [tmask & (self.owner < 0)]
+        if self.colocate and n == 1 and job.gpu_milli < MILLI:
+            masks.append(tmask & (self.gguar > 0))
+        masks.append(tmask)
+        for mask in masks:
+            r = self.pick(j, n, mask, 0)
+            if r is not None:
+                self.commit(j, n, r[0], r[1], set())
+                return True
+        return False
+
+    def try_place(self, j: int, n: int, level: int, preempted: set) -> bool:
+        job = self.job(j)
+        if n == 0:
+            return self.place_cpu_only(j)
+        if job.guaranteed:
+            return self.place_guaranteed(j, n, level, preempted)
+        return self.place_opportunistic(j, n)
+
+    def sizes(self, j: int) -> list[int]:
+        job = self.job(j)
+        lo = job.min_gpus if job.min_gpus is not None else job.gpus
+        return list(range(job.gpus, lo - 1, -1)) if job.gpus else [0]
+
+
+def _value(p: Problem, j: int, n: int) -> float:
+    job = p.jobs[j]
+    return job.weight * scale_factor(job.profile, job, n)
+
+
+def current_assign(p: Problem, j: int) -> Assign | None:
+    job = p.jobs[j]
+    cur = job.current
+    if cur is None:
+        return None
+    c = p.cluster
+    try:
+        gpus = tuple((c.gpu_index[g.gpu], g.milli) for g in cur.gpus)
+        cpu = tuple((c.server_index[s], v) for s, v in cur.cpu.items())
+        mem = tuple((c.server_index[s], v) for s, v in cur.mem.items())
+    except KeyError:
+        return None
+    return Assign(gpus, cpu, mem)
+
+
+def run(p: Problem, *, migration_cost=None, max_moves=None, preempt=True, colocate=True,
+        grow=True, gpu_mem_capacity=None) -> tuple[Engine, set, dict]:
+    eng = Engine(p, gpu_mem_capacity, colocate)
+    migrate = migration_cost is not None or (max_moves or 0) > 0
+    budget = (max_moves if max_moves is not None else (1 << 30)) if migrate else 0
+    cost = float(migration_cost or 0.0)
+    jobs = p.jobs
+    preempted: set[int] = set()
+    moved: set[int] = set()
+
+    # (1) running jobs stay where they run
+    running = [j for j in range(p.J) if jobs[j].current is not None]
+    pending = [j for j in range(p.J) if jobs[j].current is None]
+    homeless = []
+    for j in sorted(running, key=lambda j: (not jobs[j].guaranteed, -jobs[j].priority, j)):
+        a = current_assign(p, j)
+        ok = a is not None and all(eng.gfree[g] >= m for g, m in a.gpus) and \
+            all(eng.cpu[s] >= v for s, v in a.cpu) and all(eng.mem[s] >= v for s, v in a.mem)
+        if ok:
+            eng.place(j, a)
+        else:
+            homeless.append(j)
+    used: dict[str, set] = defaultdict(set)
+    for j, a in eng.assign.items():
+        if jobs[j].guaranteed and jobs[j].tenant in eng.tid:
+            used[jobs[j].tenant].update(g for g, _ in a.gpus)
+    binding = infer_binding(p.cluster, used) if used else {}
+    while binding is None:
+        # an inconsistent running state: stop the lowest-ranked guaranteed job
+        cand = [j for j in eng.assign if jobs[j].guaranteed]
+        j = min(cand, key=lambda j: (jobs[j].priority, -j))
+        eng.remove(j, release=False)
+        homeless.append(j)
+        used = defaultdict(set)
+        for i, a in eng.assign.items():
+            if jobs[i].guaranteed and jobs[i].tenant in eng.tid:
+                used[jobs[i].tenant].update(g for g, _ in a.gpus)
+        binding = infer_binding(p.cluster, used) if used else {}
+    # re-register the guaranteed jobs against the inferred cells
+    keep = {j: eng.assign[j] for j in list(eng.assign) if jobs[j].guaranteed}
+    for j in keep:
+        eng.remove(j, release=False)
+    for v, nodes in binding.items():
+        for n in nodes:
+            eng.bind(n, v)
+    for j, a in keep.items():
+        eng.place(j, a)
+    for n in [n for n, u in eng.bound_use.items() if u == 0]:
+        eng.unbind(n)
+
+    # (2) pending jobs: guaranteed by priority, then opportunistic
+    order = sorted(pending + homeless,
+                   key=lambda j: (not jobs[j].guaranteed, -jobs[j].priority, j))
+    max_level = 2 if preempt else 0
+    for j in order:
+        placed = False
+        for level in sorted({0, max_level}):
+            for n in eng.sizes(j):
+                before = set(preempted)
+                if eng.try_place(j, n, level, preempted):
+                    placed = True
+                    newly = preempted - before
+                    if migrate and newly:
+                        _rehome(eng, newly, preempted, moved, budget)
+                    break
+            if placed:
+                break
+
+    # (3) grow elastic jobs (Gandiva grow), largest gain first
+    if grow:
+        for j in sorted(eng.assign, key=lambda j: (-jobs[j].priority, j)):
+            job = jobs[j]
+            if job.max_gpus is None or job.max_gpus <= eng.size[j]:
+                continue
+            if job.current is not None and not migrate:
+                continue
+            cur = eng.size[j]
+            old = eng.assign[j]
+            for n in range(job.max_gpus, cur, -1):
+                if _value(p, j, n) <= _value(p, j, cur) + 1e-12:
+                    continue
+                eng.remove(j, release=False)
+                if eng.try_place(j, n, 0, set()):
+                    _release_empty(eng)
+                    break
+                eng.place(j, old)
+
+    # (4) migration: defragment for unplaced jobs, re-consolidate spread jobs
+    if migrate:
+        _defragment(eng, order, preempted, moved, budget, cost)
+        _consolidate(eng, moved, budget, cost)
+    moves = sum(1 for j in eng.assign if jobs[j].current is not None
+                and not _same(p, j, eng.assign[j]))
+    preempted = {j for j in range(p.J) if j not in eng.assign and jobs[j].current is not None}
+    return eng, preempted, {"moves": moves}
+
+
+def _same(p: Problem, j: int, a: Assign) -> bool:
+    cur = current_assign(p, j)
+    return cur is not None and sorted(cur.gpus) == sorted(a.gpus) and \
+        {s for s, _ in cur.cpu} == {s for s, _ in a.cpu}
+
+
+def _release_empty(eng: Engine) -> None:
+    for n in [n for n, u in eng.bound_use.items() if u == 0]:
+        eng.unbind(n)
+
+
+def _moves(eng: Engine, moved: set) -> int:
+    return len(moved)
+
+
+def _rehome(eng: Engine, victims: set, preempted: set, moved: set, budget: int) -> None:
+    """Re-place preemption victims elsewhere (a move) while the budget lasts."""
+    for i in sorted(victims, key=lambda i: (-eng.job(i).priority, i)):
+        if len(moved) >= budget or i in eng.assign:
+            continue
+        for n in eng.sizes(i):
+            if eng.try_place(i, n, 0, set()):
+                preempted.discard(i)
+                moved.add(i)
+                break
+
+
+def _defragment(eng: Engine, order, preempted: set, moved: set, budget: int, cost: float):
+    p = eng.p
+    jobs = p.jobs
+    for j in order:
+        if j in eng.assign or len(moved) >= budget:
+            continue
+        n = eng.sizes(j)[-1]
+        if n == 0:
+            continue
+        gain = _value(p, j, n) * max(p.upper_coef(j), 1e-9)
+        done = False
+        for s in range(p.S):
+            if done or not p.allowed[j, s] or p.srv_gpus[s] < n:
+                continue
+            movers = [i for i in eng.jobs_on_server(s)
+                      if i not in moved and jobs[i].current is not None
+                      and (not jobs[j].guaranteed or True)]
+            movers.sort(key=lambda i: (eng.size.get(i, 0), i))
+            for k in (1, 2):
+                if done or len(moved) + k > budget or gain - cost * k <= 0:
+                    break
+                for combo in _combos(movers, k):
+                    snap = _snapshot(eng)
+                    for i in combo:
+                        eng.remove(i)
+                    ok = eng.try_place(j, n, 0, set())
+                    if ok and s not in {x for x, _ in eng.assign[j].cpu}:
+                        ok = False
+                    if ok:
+                        for i in combo:
+                            srv = [x for x in range(p.S) if x != s]
+                            placed = False
+                            for m in eng.sizes(i):
+                                mask = eng.type_mask(i)
+                                if jobs[i].guaranteed:
+                                    placed = eng.place_guaranteed(i, m, 0, set())
+                                else:
+                                    r = eng.pick(i, m, mask, 0, servers=srv) if m else None
+                                    if r is not None:
+                                        eng.commit(i, m, r[0], r[1], set())
+                                        placed = True
+                                    elif m == 0:
+                                        placed = eng.place_cpu_only(i)
+                                if placed:
+                                    break
+                            if not placed:
+                                ok = False
+                                break
+                    if ok and eng.safe():
+                        moved.update(combo)
+                        done = True
+                        break
+                    _restore(eng, snap)
+
+
+def _combos(items, k):
+    from itertools import combinations
+    return combinations(items[:6], k)
+
+
+def _consolidate(eng: Engine, moved: set, budget: int, cost: float) -> None:
+    p = eng.p
+    jobs = p.jobs
+    for j in sorted(list(eng.assign), key=lambda j: (-jobs[j].priority, j)):
+        if len(moved) >= budget or j in moved or jobs[j].current is None or eng.size[j] < 2:
+            continue
+        old = eng.assign[j]
+        before = p.placement(j, old).throughput * jobs[j].weight
+        snap = _snapshot(eng)
+        eng.remove(j)
+        if eng.try_place(j, eng.size.get(j, len(old.gpus)) or len(old.gpus), 0, set()):
+            after = p.placement(j, eng.assign[j]).throughput * jobs[j].weight
+            if after - before > cost + 1e-9 and eng.safe():
+                moved.add(j)
+                continue
+        _restore(eng, snap)
+
+
+def _snapshot(eng: Engine):
+    import copy
+    keep = ("p", "tree", "q", "tenants", "tid", "type_ok", "gpu_tix", "first", "lv", "gcap",
+            "jmem", "_fne")
+    return {k: (v if k in keep else copy.deepcopy(v)) for k, v in eng.__dict__.items()}
+
+
+def _restore(eng: Engine, snap) -> None:
+    eng.__dict__.clear()
+    eng.__dict__.update(snap)
+
+
+@register("hived", capabilities=("tenancy", "preemption", "locality", "sharing", "spread",
+                                  "elastic", "migration", "colocation"),
+          description="HiveD buddy cells, priorities and preemption; Gandiva migration and "
+                      "grow; AntMan co-location")
+def solve_hived(problem: Problem, *, time_limit=None, seed=0, **options) -> Solution:
+    known = {"migration_cost", "max_moves", "preempt", "colocate", "grow", "gpu_mem_capacity"}
+    unknown = set(options) - known
+    if unknown:
+        raise ValueError(f"hived: unknown option(s) {sorted(unknown)}; valid: {sorted(known)}")
+    eng, preempted, stats = run(problem, **options)
+    stats["binding"] = binding_keys(eng.tree, eng.bound)
+    stats["preemptions"] = len(preempted)
+    if options.get("gpu_mem_capacity"):
+        stats["gpu_mem_capacity"] = dict(options["gpu_mem_capacity"])
+    return Solution(dict(eng.assign), Status.FEASIBLE, None, tuple(sorted(preempted)), stats)

@@ -1,0 +1,682 @@
+"""Tenancy: HiveD cells, virtual-to-physical binding, sharing safety, preemption
+rules and AntMan-style co-location limits.
+
+Cells
+-----
+For every GPU type ``t`` the physical cluster is a forest of *cells*, one per
+node of the declared levels (rack -> server -> socket -> switch -> gpu) whose
+GPUs are all of type ``t``.  A rack is a cell only when all its GPU servers share
+one type (a mixed rack is not a cell; its servers are roots).  A cell at level
+``l`` splits into its children at the next declared level; ``fanout(l)`` is
+their number (uniform when all servers of a type have the same shape).
+
+A tenant (virtual cluster) ``v`` owns ``c[v, t, l]`` *virtual* cells.  A
+*binding* maps some of them to pairwise disjoint physical cells of the same
+type and level.  The tenancy invariant is
+
+    there is a binding B such that every GPU held by a guaranteed job of v lies
+    in a physical cell bound to v (no GPU in two bound cells), and the cells
+    left unbound are safe:
+
+**Sharing safety** (HiveD, OSDI'20 §3.2).  With ``free[l]`` the number of
+maximal physical cells at level l containing no bound GPU, and
+``unused[l] = sum_v c[v,t,l] - |B_v at l|`` the virtual cells not yet bound,
+top-down over a type's levels
+
+    ns[top] = free[top] - unused[top]
+    ns[l]   = ns[l+1] * fanout(l+1) + free[l] - unused[l]      must be >= 0.
+
+:func:`safety` evaluates it by splitting cells explicitly (the pool of level-l
+cells is the children of the level-(l+1) cells left over plus the maximal
+free level-l cells; the ``unused[l]`` smallest are consumed).  With uniform
+fanout this is exactly the formula above; for irregular shapes it builds a
+witness, so it is a sufficient condition.
+
+Where the binding comes from: a solver reports its binding in
+``allocation.stats["binding"]`` (``{tenant: ["level:node", ...]}``); the check
+verifies it.  Without one (or when it fails), :func:`infer_binding` searches
+one: a greedy minimal cover (smallest cells first, merging the densest groups
+of used GPUs into bigger cells when the small ones run out), then, if that
+fails, an exact CP-SAT feasibility model
+
+    x[v,n] in {0,1}  (tenant v's virtual cell bound to physical cell n)
+    sum_{n at (t,l)} x[v,n] = c[v,t,l]                (bind every cell, WLOG)
+    sum_v sum_{n contains g} x[v,n] <= 1   for every GPU g   (disjoint)
+    sum_{n contains g} x[v,n] >= 1   for every GPU g held by v's guaranteed jobs
+
+Binding every virtual cell loses nothing: a safe remainder can always be bound.
+
+Preemption
+----------
+A job listed in ``allocation.preempted`` was running and is stopped.  It is a
+legal victim only if some job placed now that was not already running there
+(new or moved) outranks it: a guaranteed job outranks every opportunistic job;
+a guaranteed job outranks a guaranteed job of the *same* tenant with lower
+priority; an opportunistic job outranks an opportunistic job of lower priority.
+A guaranteed job is never preempted for another tenant.  A running guaranteed
+job must be placed or listed as preempted.
+
+Co-location (AntMan, OSDI'20)
+-----------------------------
+A guaranteed job's ``gpu_milli`` is the compute share reserved for it on its
+GPU (below 1000 only for one-GPU jobs).  Opportunistic jobs may co-run on the
+same GPU in the remainder ``1000 - sum(guaranteed milli)`` (the core check keeps
+``sum milli <= 1000``), so the guaranteed job keeps its reserved share and is
+never slowed below it.  GPU memory is the second limit:
+
+    sum_{jobs on g} gpu_mem_j <= cap(type(g))
+
+with ``gpu_mem_j`` the job's declared per-GPU memory, or
+``cap * gpu_milli_j / 1000`` when undeclared, and ``cap`` from
+:data:`GPU_MEM_MIB` (override with ``stats["gpu_mem_capacity"]``).  Guaranteed
+jobs of two tenants never share a GPU (their cells are disjoint).
+
+Failures
+--------
+:func:`fail_server` models a failed server as a new :class:`Cluster` without
+it: the jobs that ran there lose their ``current`` placement (they were killed
+and are pending again).  If the tenants' cells no longer fit the smaller
+cluster, :func:`tenant_problems` reports it and the failure raises
+:class:`~alloc.errors.InputError` (quotas must be renegotiated).
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field, replace
+from typing import Iterable, Mapping, Sequence
+
+from .model import MILLI, Allocation, Cluster, Job
+
+#: GPU memory per GPU (MiB) by type, for co-location limits.
+GPU_MEM_MIB = {
+    "K80": 12288, "P100": 16384, "P4": 8192, "T4": 16384, "V100": 32768, "V100M16": 16384,
+    "V100M32": 32768, "A10": 24576, "A100": 40960, "A100-80G": 81920, "H100": 81920,
+    "G1": 16384, "G2": 32768, "G3": 24576,
+}
+DEFAULT_GPU_MEM = 16384
+
+
+def gpu_mem_capacity(gpu_type: str | None, overrides: Mapping | None = None) -> int:
+    if overrides and gpu_type in overrides:
+        return int(overrides[gpu_type])
+    return GPU_MEM_MIB.get(gpu_type or "", DEFAULT_GPU_MEM)
+
+
+def job_gpu_mem(job: Job, cap: int) -> int:
+    """Per-GPU memory of a job: declared, or its milli share of the GPU."""
+    if job.gpu_mem is not None:
+        return int(job.gpu_mem)
+    return cap * job.gpu_milli // MILLI
+
+
+# --------------------------------------------------------------- cell forest
+@dataclass
+class CellTree:
+    """Physical cells of a cluster, per GPU type (see the module notes).
+
+    Node ``n``: ``key[n]`` ("level:name"), ``level[n]`` (index into
+    ``levels``), ``gtype[n]``, ``parent[n]`` (-1 for a root), ``children[n]``,
+    ``gpus[n]`` (global GPU indices, ascending).  ``anc[g]`` lists the nodes
+    holding GPU g from the outermost to g's leaf.
+    """
+    levels: tuple[str, ...]
+    key: list[str] = field(default_factory=list)
+    level: list[int] = field(default_factory=list)
+    gtype: list[str] = field(default_factory=list)
+    parent: list[int] = field(default_factory=list)
+    children: list[list[int]] = field(default_factory=list)
+    gpus: list[list[int]] = field(default_factory=list)
+    index: dict[str, int] = field(default_factory=dict)
+    anc: list[list[int]] = field(default_factory=list)
+    gpu_type: list[str] = field(default_factory=list)
+    by_type_level: dict[tuple[str, int], list[int]] = field(default_factory=dict)
+    server: list[int] = field(default_factory=list)   # server index of a node (-1 for racks)
+
+    @property
+    def N(self) -> int:
+        return len(self.key)
+
+    def size(self, n: int) -> int:
+        return len(self.gpus[n])
+
+    def node_at(self, g: int, lvl: int) -> int:
+        """The node of level index ``lvl`` holding GPU g, or -1."""
+        for n in self.anc[g]:
+            if self.level[n] == lvl:
+                return n
+        return -1
+
+    def type_levels(self, t: str) -> list[int]:
+        return sorted({lv for (tt, lv) in self.by_type_level if tt == t})
+
+    def fanout(self, t: str, lvl: int) -> int | None:
+        """Children per cell of (t, lvl) when uniform, else None."""
+        fs = {len(self.children[n]) for n in self.by_type_level.get((t, lvl), [])}
+        return fs.pop() if len(fs) == 1 else None
+
+
+def cell_tree(cluster: Cluster) -> CellTree:
+    """The cell forest of ``cluster`` (cached on the cluster object)."""
+    cached = cluster.__dict__.get("_cell_tree")
+    if cached is not None:
+        return cached
+    levels = tuple(cluster.levels)
+    tree = CellTree(levels)
+    rack_types: dict[str, set] = defaultdict(set)
+    for s in cluster.servers:
+        if s.gpus:
+            rack_types[s.rack or ""].add(s.gpu_type)
+    g = 0
+    for si, s in enumerate(cluster.servers):
+        for k in range(s.gpus):
+            chain = []
+            parent = -1
+            for li, lv in enumerate(levels):
+                if lv == "rack" and (not s.rack or len(rack_types[s.rack]) != 1):
+                    continue
+                key = f"{lv}:{s.gpu_domain(k, lv)}"
+                n = tree.index.get(key)
+                if n is None:
+                    n = len(tree.key)
+                    tree.index[key] = n
+                    tree.key.append(key)
+                    tree.level.append(li)
+                    tree.gtype.append(s.gpu_type)
+                    tree.parent.append(parent)
+                    tree.children.append([])
+                    tree.gpus.append([])
+                    tree.server.append(-1 if lv == "rack" else si)
+                    tree.by_type_level.setdefault((s.gpu_type, li), []).append(n)
+                    if parent >= 0:
+                        tree.children[parent].append(n)
+                tree.gpus[n].append(g)
+                chain.append(n)
+                parent = n
+            tree.anc.append(chain)
+            tree.gpu_type.append(s.gpu_type)
+            g += 1
+    cluster.__dict__["_cell_tree"] = tree
+    return tree
+
+
+def resolve_type(cluster: Cluster, cell_type: str | None) -> str | None:
+    """A cell's GPU type: its own, or the only type of the cluster."""
+    if cell_type is not None:
+        return cell_type
+    types = cluster.gpu_types
+    return types[0] if len(types) == 1 else None
+
+
+def quotas(cluster: Cluster) -> dict[str, dict[tuple[str, int], int]]:
+    """``{tenant: {(gpu_type, level index): cells}}`` (valid tenants assumed)."""
+    lv = {x: i for i, x in enumerate(cluster.levels)}
+    out: dict[str, dict[tuple[str, int], int]] = {}
+    for name, ten in cluster.tenants.items():
+        q: dict[tuple[str, int], int] = defaultdict(int)
+        for c in ten.cells:
+            t = resolve_type(cluster, c.gpu_type)
+            if t is not None and c.level in lv:
+                q[(t, lv[c.level])] += int(c.count)
+        out[name] = dict(q)
+    return out
+
+
+def quota_gpus(cluster: Cluster, tenant: str, gpu_type: str) -> int:
+    """GPUs guaranteed to a tenant of one type (smallest cell size per level)."""
+    tree = cell_tree(cluster)
+    tot = 0
+    for (t, lvl), c in quotas(cluster).get(tenant, {}).items():
+        if t == gpu_type and c:
+            nodes = tree.by_type_level.get((t, lvl), [])
+            if nodes:
+                tot += c * min(tree.size(n) for n in nodes)
+    return tot
+
+
+# ------------------------------------------------------------------- safety
+@dataclass
+class SafetyResult:
+    ok: bool
+    #: num_splittable per (gpu_type, level name); negative where it fails
+    splittable: dict[tuple[str, str], int]
+    failure: tuple[str, str, int] | None = None   # (type, level, shortfall)
+
+
+def safety(tree: CellTree, bound_gpu: Sequence[bool] | set,
+           unused: Mapping[tuple[str, int], int]) -> SafetyResult:
+    """Sharing safety of the unbound virtual cells ``unused[(type, level)]`` on
+    the physical cells holding no bound GPU (``bound_gpu[g]`` true)."""
+    isbound = (lambda g: g in bound_gpu) if isinstance(bound_gpu, set) else (lambda g: bound_gpu[g])
+    free = [not any(isbound(g) for g in tree.gpus[n]) for n in range(tree.N)]
+    split: dict[tuple[str, str], int] = {}
+    types = sorted({t for (t, _), c in unused.items() if c > 0})
+    for t in types:
+        lvls = tree.type_levels(t)
+        deepest = max(lv for (tt, lv), c in unused.items() if tt == t and c > 0)
+        carried: list[int] = []
+        for lvl in lvls:
+            if lvl > deepest:
+                break
+            pool = [c for n in carried for c in tree.children[n]]
+            pool += [n for n in tree.by_type_level.get((t, lvl), [])
+                     if free[n] and (tree.parent[n] < 0 or not free[tree.parent[n]])]
+            need = unused.get((t, lvl), 0)
+            ns = len(pool) - need
+            split[(t, tree.levels[lvl])] = ns
+            if ns < 0:
+                return SafetyResult(False, split, (t, tree.levels[lvl], -ns))
+            if need:
+                pool.sort(key=lambda n: (len(tree.gpus[n]), n))
+                pool = pool[need:]
+            carried = pool
+        for (tt, lv), c in unused.items():
+            if tt == t and c > 0 and lv not in lvls:
+                return SafetyResult(False, split, (t, tree.levels[lv], c))
+    return SafetyResult(True, split)
+
+
+# ------------------------------------------------------------------- binding
+def binding_from_keys(tree: CellTree, binding: Mapping[str, Iterable[str]]) -> dict[str, list[int]]:
+    out = {}
+    for v, keys in binding.items():
+        out[v] = [tree.index[k] for k in keys if k in tree.index]
+    return out
+
+
+def check_binding(cluster: Cluster, binding: Mapping[str, Sequence[int]],
+                  used: Mapping[str, set]) -> list[str]:
+    """Problems with a binding (node ids per tenant) covering ``used[v]``
+    (GPUs of v's guaranteed jobs); empty when it proves the invariant."""
+    tree = cell_tree(cluster)
+    q = quotas(cluster)
+    out = []
+    owner: dict[int, str] = {}
+    for v, nodes in binding.items():
+        cnt: dict[tuple[str, int], int] = defaultdict(int)
+        for n in nodes:
+            cnt[(tree.gtype[n], tree.level[n])] += 1
+            for g in tree.gpus[n]:
+                if g in owner:
+                    out.append(f"tenant {v!r}: cell {tree.key[n]} overlaps a cell of tenant "
+                               f"{owner[g]!r}")
+                    break
+                owner[g] = v
+        for k, c in cnt.items():
+            if c > q.get(v, {}).get(k, 0):
+                out.append(f"tenant {v!r}: {c} {tree.levels[k[1]]} cells of {k[0]} bound, "
+                           f"quota {q.get(v, {}).get(k, 0)}")
+    if out:
+        return out
+    for v, gs in used.items():
+        outside = [g for g in gs if owner.get(g) != v]
+        if outside:
+            out.append(f"tenant {v!r}: guaranteed job on GPU {cluster.gpu_ids[outside[0]]} "
+                       f"outside its bound cells")
+    if out:
+        return out
+    unused: dict[tuple[str, int], int] = defaultdict(int)
+    for v, qv in q.items():
+        bound_cnt: dict[tuple[str, int], int] = defaultdict(int)
+        for n in binding.get(v, ()):
+            bound_cnt[(tree.gtype[n], tree.level[n])] += 1
+        for k, c in qv.items():
+            unused[k] += c - bound_cnt.get(k, 0)
+    res = safety(tree, set(owner), unused)
+    if not res.ok:
+        t, lv, short = res.failure
+        out.append(f"sharing safety fails for {t} at level {lv}: {short} unused guaranteed "
+                   f"cell(s) cannot be bound")
+    return out
+
+
+def greedy_binding(cluster: Cluster, used: Mapping[str, set]) -> dict[str, list[int]] | None:
+    """Minimal cover of each tenant's used GPUs by its cells, or None."""
+    tree = cell_tree(cluster)
+    q = quotas(cluster)
+    gowner: dict[int, str] = {}
+    for v, gs in used.items():
+        for g in gs:
+            gowner[g] = v
+    out: dict[str, list[int]] = {}
+    for v in sorted(used):
+        by_type: dict[str, set] = defaultdict(set)
+        for g in used[v]:
+            by_type[tree.gpu_type[g]].add(g)
+        chosen: list[int] = []
+        for t, gs in sorted(by_type.items()):
+            lvls = sorted((lv for (tt, lv), c in q.get(v, {}).items() if tt == t and c > 0),
+                          reverse=True)   # innermost first
+            if not lvls:
+                return None
+            remaining = set(gs)
+            for i, lvl in enumerate(lvls):
+                cnt = q[v][(t, lvl)]
+                groups: dict[int, set] = defaultdict(set)
+                for g in remaining:
+                    n = tree.node_at(g, lvl)
+                    if n < 0:
+                        return None
+                    groups[n].add(g)
+                pure = {n for n in groups
+                        if all(gowner.get(x, v) == v for x in tree.gpus[n])}
+                last = i == len(lvls) - 1
+                if len(groups) <= cnt:
+                    if len(pure) < len(groups) and last:
+                        return None
+                    take = sorted(pure)
+                else:
+                    if last:
+                        return None
+                    nxt = lvls[i + 1]
+                    dens: dict[int, int] = defaultdict(int)
+                    for n in groups:
+                        dens[tree.node_at(tree.gpus[n][0], nxt)] += 1
+                    ordered = sorted(pure, key=lambda n: (dens[tree.node_at(tree.gpus[n][0], nxt)],
+                                                          n))
+                    take = ordered[:cnt]
+                chosen.extend(take)
+                for n in take:
+                    remaining -= groups[n]
+                if not remaining:
+                    break
+            if remaining:
+                return None
+        out[v] = chosen
+    return out
+
+
+def exact_binding(cluster: Cluster, used: Mapping[str, set],
+                  time_limit: float = 10.0) -> dict[str, list[int]] | None:
+    """CP-SAT search for a full binding covering ``used`` (see module notes)."""
+    try:
+        from ortools.sat.python import cp_model
+    except Exception:  # pragma: no cover
+        return None
+    tree = cell_tree(cluster)
+    q = quotas(cluster)
+    gowner: dict[int, str] = {}
+    for v, gs in used.items():
+        for g in gs:
+            gowner[g] = v
+    m = cp_model.CpModel()
+    x: dict[tuple[str, int], object] = {}
+    per_gpu: dict[int, list] = defaultdict(list)
+    cover: dict[tuple[str, int], list] = defaultdict(list)
+    for v, qv in q.items():
+        for (t, lvl), c in qv.items():
+            vars_ = []
+            for n in tree.by_type_level.get((t, lvl), []):
+                if any(gowner.get(g, v) != v for g in tree.gpus[n]):
+                    continue
+                b = m.NewBoolVar("")
+                x[(v, n)] = b
+                vars_.append(b)
+                for g in tree.gpus[n]:
+                    per_gpu[g].append(b)
+                    if gowner.get(g) == v:
+                        cover[(v, g)].append(b)
+            if len(vars_) < c:
+                return None
+            m.Add(sum(vars_) == c)
+    for g, bs in per_gpu.items():
+        if len(bs) > 1:
+            m.Add(sum(bs) <= 1)
+    for v, gs in used.items():
+        for g in gs:
+            bs = cover.get((v, g))
+            if not bs:
+                return None
+            m.AddBoolOr(bs)
+    s = cp_model.CpSolver()
+    s.parameters.max_time_in_seconds = time_limit
+    s.parameters.num_workers = 1
+    st = s.Solve(m)
+    if st not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        return None
+    out: dict[str, list[int]] = defaultdict(list)
+    for (v, n), b in x.items():
+        if s.Value(b):
+            out[v].append(n)
+    return dict(out)
+
+
+def infer_binding(cluster: Cluster, used: Mapping[str, set], exact: bool = True
+                  ) -> dict[str, list[int]] | None:
+    """A binding proving the tenancy invariant for ``used``, or None."""
+    b = greedy_binding(cluster, used)
+    if b is not None and not check_binding(cluster, b, used):
+        return b
+    if exact:
+        b = exact_binding(cluster, used)
+        if b is not None and not check_binding(cluster, b, used):
+            return b
+    return None
+
+
+def binding_keys(tree: CellTree, binding: Mapping[str, Iterable[int]]) -> dict[str, list[str]]:
+    return {v: sorted(tree.key[n] for n in ns) for v, ns in binding.items() if ns}
+
+
+# ------------------------------------------------------------ input checks
+def tenant_problems(cluster: Cluster) -> list[str]:
+    """Tenant cells the cluster cannot host: unknown level or GPU type, a bad
+    count, more cells than exist, or cells that together fail sharing safety on
+    the empty cluster (the infeasible-quota case)."""
+    if not cluster.tenants:
+        return []
+    out = []
+    lv = {x: i for i, x in enumerate(cluster.levels)}
+    types = cluster.gpu_types
+    tree = cell_tree(cluster)
+    demand: dict[tuple[str, int], int] = defaultdict(int)
+    last_field: dict[tuple[str, int], str] = {}
+    for name, ten in cluster.tenants.items():
+        for i, c in enumerate(ten.cells):
+            where = f"tenants.{name}.cells[{i}]"
+            if c.level not in lv:
+                out.append(f"{where}.level: level {c.level!r} is not in cluster.levels "
+                           f"{list(cluster.levels)}")
+                continue
+            if not isinstance(c.count, int) or isinstance(c.count, bool) or c.count < 0:
+                out.append(f"{where}.count: expected an integer >= 0, got {c.count!r}")
+                continue
+            if c.gpu_type is not None and c.gpu_type not in types:
+                out.append(f"{where}.gpu_type: unknown GPU type {c.gpu_type!r}; cluster has "
+                           f"{list(types)}")
+                continue
+            t = resolve_type(cluster, c.gpu_type)
+            if t is None:
+                out.append(f"{where}.gpu_type: expected a GPU type (the cluster has several: "
+                           f"{list(types)})")
+                continue
+            have = len(tree.by_type_level.get((t, lv[c.level]), []))
+            if have == 0 and c.count:
+                out.append(f"{where}.level: the cluster has no {c.level} cell of {t} GPUs"
+                           + (" (racks mix GPU types)" if c.level == "rack" else ""))
+                continue
+            if c.count > have:
+                out.append(f"{where}.count: {c.count} {c.level} cells of {t} exceed the "
+                           f"physical cluster, which has {have}")
+                continue
+            demand[(t, lv[c.level])] += c.count
+            if c.count:
+                last_field[(t, lv[c.level])] = f"{where}.count"
+    if out:
+        return out
+    res = safety(tree, set(), demand)
+    if not res.ok:
+        t, level, short = res.failure
+        k = (t, lv[level])
+        fld = last_field.get(k) or next(iter(last_field.values()), "tenants")
+        out.append(f"{fld}: the tenants' {t} cells exceed the physical cluster (sharing safety "
+                   f"fails at level {level}: {short} cell(s) short)")
+    return out
+
+
+# ---------------------------------------------------------------- violations
+def outranks(a: Job, b: Job) -> bool:
+    """May ``a`` preempt ``b``?"""
+    if a.guaranteed and not b.guaranteed:
+        return True
+    if a.guaranteed and b.guaranteed:
+        return a.tenant == b.tenant and a.priority > b.priority
+    if not a.guaranteed and not b.guaranteed:
+        return a.priority > b.priority
+    return False
+
+
+def guaranteed_usage(cluster: Cluster, jobs: Sequence[Job], placements) -> dict[str, set]:
+    by_id = {j.id: j for j in jobs}
+    gidx = cluster.gpu_index
+    used: dict[str, set] = defaultdict(set)
+    for p in placements:
+        j = by_id.get(p.job)
+        if j is None or not j.guaranteed or j.tenant is None:
+            continue
+        for gs in p.gpus:
+            if gs.gpu in gidx:
+                used[j.tenant].add(gidx[gs.gpu])
+    return dict(used)
+
+
+def tenancy_violations(cluster: Cluster, jobs: Sequence[Job], allocation: Allocation) -> list[str]:
+    """Tenancy invariants an allocation breaks (see the module notes)."""
+    out: list[str] = []
+    by_id = {j.id: j for j in jobs}
+    placed = {p.job: p for p in allocation.placements}
+    tenancy = bool(cluster.tenants) or any(j.guaranteed for j in jobs)
+    if not tenancy:
+        return out
+
+    # preemption victims
+    fresh = [by_id[jid] for jid, p in placed.items()
+             if jid in by_id and not p.same_as(by_id[jid].current)]
+    for jid in allocation.preempted:
+        v = by_id.get(jid)
+        if v is None or v.current is None:
+            continue
+        if not any(outranks(a, v) for a in fresh if a.id != v.id):
+            kind = (f"guaranteed job of tenant {v.tenant!r} (priority {v.priority})"
+                    if v.guaranteed else f"opportunistic job (priority {v.priority})")
+            out.append(f"preempted job {jid!r}: a {kind} may only be preempted by a newly "
+                       f"placed job that outranks it, and none does")
+    pre = set(allocation.preempted)
+    for j in jobs:
+        if j.guaranteed and j.current is not None and j.id not in placed and j.id not in pre:
+            out.append(f"job {j.id!r}: running guaranteed job neither placed nor preempted")
+
+    # guaranteed jobs inside their cells, and sharing safety
+    q = quotas(cluster)
+    gidx = cluster.gpu_index
+    tree = cell_tree(cluster)
+    for jid, p in placed.items():
+        j = by_id.get(jid)
+        if j is None or not j.guaranteed:
+            continue
+        for gs in p.gpus:
+            if gs.gpu not in gidx:
+                continue
+            t = tree.gpu_type[gidx[gs.gpu]]
+            if not any(tt == t and c for (tt, _), c in q.get(j.tenant, {}).items()):
+                out.append(f"job {jid!r}: guaranteed job on {t} GPU {gs.gpu} but tenant "
+                           f"{j.tenant!r} has no {t} cells")
+                break
+    if out:
+        return out
+    used = guaranteed_usage(cluster, jobs, allocation.placements)
+    for v, gs in used.items():
+        per_t: dict[str, int] = defaultdict(int)
+        for g in gs:
+            per_t[tree.gpu_type[g]] += 1
+        for t, n in per_t.items():
+            cap = quota_gpus(cluster, v, t)
+            if n > cap:
+                out.append(f"tenant {v!r}: guaranteed jobs hold {n} {t} GPUs, its cells "
+                           f"guarantee {cap}")
+    if out:
+        return out
+    witness = allocation.stats.get("binding") if allocation.stats else None
+    ok = False
+    if isinstance(witness, Mapping):
+        try:
+            b = binding_from_keys(tree, witness)
+        except Exception:
+            b = None
+        if b is not None and not check_binding(cluster, b, used):
+            ok = True
+    if not ok and infer_binding(cluster, used) is None:
+        b = greedy_binding(cluster, used)
+        why = check_binding(cluster, b, used) if b is not None else []
+        out.append(why[0] if why else
+                   "tenancy: no binding of the tenants' cells holds every guaranteed job "
+                   "with sharing safety")
+
+    # co-location limits
+    caps = allocation.stats.get("gpu_mem_capacity") if allocation.stats else None
+    on_gpu: dict[str, list[Job]] = defaultdict(list)
+    for jid, p in placed.items():
+        j = by_id.get(jid)
+        if j is None:
+            continue
+        for gs in p.gpus:
+            on_gpu[gs.gpu].append(j)
+    for g, js in on_gpu.items():
+        if len(js) < 2 or not any(j.guaranteed for j in js) or g not in gidx:
+            continue
+        tens = {j.tenant for j in js if j.guaranteed}
+        if len(tens) > 1:
+            out.append(f"GPU {g}: guaranteed jobs of tenants {sorted(map(str, tens))} share it")
+        cap = gpu_mem_capacity(tree.gpu_type[gidx[g]], caps if isinstance(caps, Mapping) else None)
+        mem = sum(job_gpu_mem(j, cap) for j in js)
+        if mem > cap:
+            out.append(f"GPU {g}: co-located jobs need {mem} MiB of GPU memory, capacity {cap}")
+    return out
+
+
+# ------------------------------------------------------------------ failures
+def fail_server(cluster: Cluster, jobs: Sequence[Job], server_id: str
+                ) -> tuple[Cluster, tuple[Job, ...]]:
+    """The cluster without ``server_id`` and the jobs with ``current`` cleared
+    for those that ran on it.  Raises InputError if the tenants' cells no
+    longer fit (see module notes)."""
+    from .errors import InputError
+    servers = tuple(s for s in cluster.servers if s.id != server_id)
+    if len(servers) == len(cluster.servers):
+        raise InputError(f"fail_server: unknown server {server_id!r}")
+    new = Cluster(servers, cluster.levels, cluster.tenants)
+    probs = tenant_problems(new)
+    if probs:
+        raise InputError(probs)
+    prefix = server_id + "/"
+    out = []
+    for j in jobs:
+        cur = j.current
+        if cur is not None and (server_id in cur.cpu or server_id in cur.mem
+                                or any(g.gpu.startswith(prefix) for g in cur.gpus)):
+            j = replace(j, current=None)
+        out.append(j)
+    return new, tuple(out)
+
+
+__all__ = ["CellTree", "GPU_MEM_MIB", "SafetyResult", "cell_tree", "check_binding",
+           "exact_binding", "fail_server", "gpu_mem_capacity", "greedy_binding",
+           "infer_binding", "job_gpu_mem", "outranks", "quotas", "safety", "tenant_problems",
+           "tenancy_violations", "with_current"]
+
+
+def with_current(jobs: Sequence[Job], allocation: Allocation,
+                 drop: Iterable[str] = ()) -> tuple[Job, ...]:
+    """The jobs after an allocation: placed jobs run there (``current``),
+    others are pending; ``drop`` removes finished jobs."""
+    gone = set(drop)
+    out = []
+    for j in jobs:
+        if j.id in gone:
+            continue
+        p = allocation.placement(j.id)
+        if p is not None:
+            p = replace(p, throughput=0.0)
+            if j.min_gpus is not None or j.max_gpus is not None:
+                pass
+        out.append(replace(j, current=p))
+    return tuple(out)
