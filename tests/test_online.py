@@ -1,0 +1,204 @@
+"""Online placement engine: policy scores on hand-built states, the
+fragmentation measure, invariants after every placement, determinism, and the
+registered solvers."""
+import math
+
+import numpy as np
+import pytest
+
+from alloc.online import (ClusterState, FragModel, Pod, make_policy, place, sigmoid_score,
+                          simulate)
+
+
+def state(cpu=(128000, 64000), ngpu=(8, 2), models=("V100", "T4"), fm=None):
+    n = len(cpu)
+    return ClusterState(list(cpu), [10**6] * n, list(ngpu), list(models), frag_model=fm)
+
+
+def test_dotprod_score():
+    st = state()
+    pod = Pod(c=32000, mem=1, k=1, m=500)
+    s = make_policy("dotprod").score(st, pod)
+    exp0 = int(100 * (1 - 0.5 * ((128000 / 128000) * (32000 / 128000) + (8000 / 8000) * (500 / 8000))))
+    exp1 = int(100 * (1 - 0.5 * ((64000 / 128000) * (32000 / 128000) + (2000 / 8000) * (500 / 8000))))
+    assert list(s) == [exp0, exp1] == [84, 92]
+
+
+def test_best_fit_score():
+    st = state()
+    pod = Pod(c=32000, mem=1, k=1, m=500)
+    s = make_policy("best-fit").score(st, pod)
+    # node0: 1 - (0.5*96000/128000 + 0.5*7500/8000) = 0.15625 -> 15
+    # node1: 1 - (0.5*32000/128000 + 0.5*1500/8000) = 0.78125 -> 78
+    assert list(s) == [15, 78]
+
+
+def test_gpu_clustering_score():
+    st = state(cpu=(128000,) * 4, ngpu=(8, 8, 8, 8), models=("V100",) * 4)
+    share = Pod(1000, 1, 1, 500)
+    whole = Pod(1000, 1, 1, 1000)
+    place_on(st, 0, share, [0])          # node0 tags {share}
+    place_on(st, 1, share, [0])
+    place_on(st, 1, whole, [1])          # node1 tags {share, 1-gpu}
+    place_on(st, 2, whole, [0])          # node2 tags {1-gpu}
+    s = make_policy("gpu-clustering").score(st, share)
+    base = [int(25 * (8000 - g) / 8000) for g in st.gsum]
+    assert list(s) == [base[0] + 75, base[1] + 50, base[2] + 0, base[3] + 25]
+    assert list(make_policy("gpu-clustering").score(st, Pod(1000, 1, 0, 0))) == [0] * 4
+
+
+def place_on(st, n, pod, gpus):
+    st.apply(n, gpus, pod)
+
+
+def test_gpu_packing_score():
+    st = state(cpu=(128000,) * 3, ngpu=(8, 2, 4), models=("V100",) * 3)
+    place_on(st, 0, Pod(1000, 1, 1, 700), [3])    # node0: one GPU at 300 free
+    place_on(st, 2, Pod(1000, 1, 1, 1000), [0])   # node2: 3 fully free of 4
+    s = make_policy("gpu-packing").score(st, Pod(1000, 1, 1, 200))
+    # node0: first fit in ascending f is the 300-free GPU: 100 - floor(30/10) = 97
+    # node1: all free -> 33 - 2 = 31;  node2: fully free GPU chosen -> max(50-1, 33) = 49
+    assert list(s) == [97, 31, 49]
+    s2 = make_policy("gpu-packing").score(st, Pod(1000, 1, 2, 1000))
+    assert list(s2) == [48, 31, 48]
+
+
+def simple_fm():
+    # two typical types: shared 500 m (p=0.5) and whole 1-GPU (p=0.5)
+    return FragModel([1000, 1000], [500, 1000], [1, 1], [(), ()], [0.5, 0.5])
+
+
+def test_fragmentation_small_examples():
+    fm = simple_fm()
+    valid = np.array([[True, True]])
+    ok = np.ones((1, 2), dtype=bool)
+    # empty node: no fragment for either type
+    assert fm.frag(np.array([8000]), np.array([[1000, 1000]]), valid, ok)[0] == 0
+    # GPU0 at 300 free: 300 is a fragment for both types (300 < 500, < 1000)
+    assert fm.frag(np.array([8000]), np.array([[300, 1000]]), valid, ok)[0] == pytest.approx(300)
+    # GPU0 at 600: fragment only for the whole-GPU type
+    assert fm.frag(np.array([8000]), np.array([[600, 1000]]), valid, ok)[0] == pytest.approx(300)
+    # no CPU: everything is a fragment
+    assert fm.frag(np.array([500]), np.array([[600, 1000]]), valid, ok)[0] == pytest.approx(1600)
+    # CPU-only type: idle GPU is a fragment
+    fm2 = FragModel([1000], [0], [0], [()], [1.0])
+    assert fm2.frag(np.array([8000]), np.array([[600, 1000]]), valid, ok[:, :1])[0] == 1600
+    # type excludes the model
+    fm3 = FragModel([1000], [500], [1], [("A10",)], [1.0])
+    st = ClusterState([8000], [100], [2], ["T4"], frag_model=fm3)
+    assert st.frag[0] == 2000
+
+
+def test_frag_shared_matches_direct():
+    rng = np.random.default_rng(1)
+    fm = FragModel([1000, 2000, 0, 500], [300, 810, 0, 1000], [1, 1, 0, 2],
+                   [(), ("V100",), (), ()], [0.4, 0.3, 0.2, 0.1])
+    gfree = rng.integers(0, 11, size=(20, 4)) * 100
+    valid = np.ones((20, 4), dtype=bool)
+    valid[:5, 2:] = False
+    gfree[~valid] = 0
+    cpu = rng.integers(0, 5, size=20) * 1000
+    ok = fm.type_ok(["V100" if i % 2 else "T4" for i in range(20)])
+    m, c = 200, 1000
+    per = fm.frag_shared(cpu, gfree, valid, ok, c, m)
+    for i in range(4):
+        g2 = gfree.copy()
+        g2[:, i] -= m
+        direct = fm.frag(cpu - c, g2, valid, ok)
+        sel = gfree[:, i] >= m
+        assert np.allclose(per[sel, i], direct[sel])
+
+
+def test_fgd_score_by_hand():
+    fm = simple_fm()
+    st = ClusterState([8000, 8000], [100, 100], [2, 2], ["X", "X"], frag_model=fm)
+    st.apply(1, [0], Pod(1000, 1, 1, 500))   # node1 GPU0 at 500 free
+    pod = Pod(1000, 1, 1, 500)
+    pol = make_policy("fgd")
+    score, gpu = pol.cached(st, pod)
+    # node0: F 0 -> 250 (GPU at 500 is a fragment for the whole type): int(100*sig(-0.25))
+    # node1 GPU0: F 250 -> 0: int(100*sig(0.25)); GPU1: F 250 -> 500
+    assert score[0] == int(100 / (1 + math.exp(0.25))) == 43
+    assert score[1] == int(100 / (1 + math.exp(-0.25))) == 56
+    assert gpu[1] == 0
+    n, gpus = pol.choose(st, pod, st.feasible(pod))
+    assert (n, gpus) == (1, [0])
+
+
+def test_sigmoid_truncation():
+    assert list(sigmoid_score(np.array([0, 4600, 10000, -10000]))) == [50, 99, 99, 0]
+
+
+def test_tie_goes_to_smallest_rank():
+    st = ClusterState([1000] * 3, [10] * 3, [1] * 3, ["X"] * 3, rank=[2, 0, 1])
+    pod = Pod(10, 1, 1, 1000)
+    n, _ = make_policy("best-fit").choose(st, pod, st.feasible(pod))
+    assert n == 1
+
+
+def random_pods(rng, n):
+    pods = []
+    for _ in range(n):
+        r = rng.random()
+        if r < 0.1:
+            pods.append(Pod(int(rng.integers(1, 8)) * 1000, 1000, 0, 0))
+        elif r < 0.6:
+            pods.append(Pod(int(rng.integers(1, 8)) * 1000, 1000, 1,
+                            int(rng.choice([100, 250, 500, 810]))))
+        else:
+            k = int(rng.choice([1, 2, 4, 8]))
+            pods.append(Pod(k * 2000, 1000, k, 1000, ("V100",) if rng.random() < 0.2 else ()))
+    return pods
+
+
+@pytest.mark.parametrize("policy", ["random", "dotprod", "gpu-clustering", "gpu-packing",
+                                    "best-fit", "fgd", "fgd-lookahead"])
+def test_invariants_and_determinism(policy):
+    rng = np.random.default_rng(7)
+    pods = random_pods(rng, 300)
+    fm = FragModel.from_pods(pods)
+
+    def fresh():
+        return ClusterState([64000, 96000, 32000, 128000] * 3, [256000] * 12,
+                            [8, 4, 2, 8] * 3, ["V100", "T4", "T4", "P100"] * 3,
+                            rank=list(range(11, -1, -1)), frag_model=fm)
+
+    st = fresh()
+    pol = make_policy(policy, seed=3)
+    results = []
+    for pod in pods:
+        before = st.gfree.copy()
+        r = place(st, pol, pod)
+        results.append(r)
+        st.check()
+        if r is not None and pod.k >= 1 and pod.m == 1000:
+            n, gpus = r
+            assert len(gpus) == pod.k and all(before[n, i] == 1000 for i in gpus)
+        if r is not None and pod.types:
+            assert st.models[r[0]] in pod.types
+        assert np.allclose(st.frag, fm.frag(st.cpu_free, st.gfree, st.valid, st.type_ok))
+    assert st.used == int((np.where(st.valid, 1000, 0) - st.gfree).sum())
+    st2 = fresh()
+    out2, _, _ = simulate(st2, make_policy(policy, seed=3), pods)
+    assert out2 == results
+
+
+def test_registered_solvers_through_allocate():
+    from alloc.model import Cluster, Job, Server
+    alloc_mod = pytest.importorskip("alloc.solve")
+    pytest.importorskip("alloc.check")
+    pytest.importorskip("alloc.validate")
+    c = Cluster((Server("a", 8000, 16000, 2, "T4"), Server("b", 16000, 32000, 4, "V100"),
+                 Server("c", 4000, 8000, 0)))
+    jobs = [Job("j0", 1, 500, 1000, 1000), Job("j1", 2, 1000, 2000, 2000),
+            Job("j2", 0, 1000, 1000, 100), Job("j3", 1, 300, 500, 500, gpu_types=("V100",)),
+            Job("j4", 4, 1000, 1000, 1000)]
+    for name in ["random", "dotprod", "gpu-clustering", "gpu-packing", "openb-best-fit", "fgd",
+                 "fgd-lookahead"]:
+        a = alloc_mod.allocate(c, jobs, solver=name, objective="gpus", seed=1)
+        assert str(a.status) == "feasible"
+        placed = {p.job: p for p in a.placements}
+        assert "j4" in a.unplaced          # 4 whole GPUs: only b has 4, j1 took 2
+        assert [g.gpu.split("/")[0] for g in placed["j3"].gpus] == ["b"]
+        assert len(placed["j1"].gpus) == 2
+        assert len({g.gpu.split("/")[0] for g in placed["j1"].gpus}) == 1

@@ -1,0 +1,144 @@
+"""openb loaders, workload construction, binning, and the bench entry point."""
+import numpy as np
+import pytest
+
+from alloc.errors import InputError
+from alloc.openb import (bench_main, bin_curve, build_workload, fisher_yates, load_nodes,
+                         load_pods, openb_dir, run, sort_by_name, to_cluster, to_jobs,
+                         typical_pods)
+
+NODES = "sn,cpu_milli,memory_mib,gpu,model\nn1,32000,65536,2,T4\nn0,64000,131072,4,V100\n"
+PODS = ("name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos\n"
+        "p2,4000,8192,1,500,,LS\n"
+        "p0,8000,8192,2,1000,V100|T4,LS\n"
+        "p1,1000,1024,0,0,V100,BE\n"
+        "p3,2000,2048,1,1000,T4,LS\n")
+
+
+def write(tmp_path, name, text):
+    p = tmp_path / name
+    p.write_text(text)
+    return p
+
+
+def test_load_nodes_and_cluster(tmp_path):
+    nodes = load_nodes(write(tmp_path, "nodes.csv", NODES))
+    assert nodes.names == ["n1", "n0"] and list(nodes.gpus) == [2, 4]
+    c = to_cluster(nodes)
+    assert c.servers[1].id == "n0" and c.servers[1].gpu_type == "V100" and c.total_gpus == 6
+
+
+def test_load_pods_and_jobs(tmp_path):
+    pods = load_pods(write(tmp_path, "pods.csv", PODS))
+    assert pods.types[1] == ("V100", "T4") and pods.types[2] == ()
+    jobs = to_jobs(pods)
+    assert jobs[0].id == "p2" and jobs[0].gpu_milli == 500 and jobs[0].gpus == 1
+    assert jobs[1].gpu_types == ("V100", "T4") and jobs[2].gpus == 0
+
+
+def test_pods_without_gpu_spec(tmp_path):
+    pods = load_pods(write(tmp_path, "p.csv", "name,cpu_milli,memory_mib,num_gpu,gpu_milli\n"
+                                              "a,1,1,1,100\n"))
+    assert pods.types == [()]
+
+
+@pytest.mark.parametrize("text,line,col", [
+    ("name,cpu_milli,memory_mib,num_gpu\na,1,1,1\n", 1, "gpu_milli"),
+    ("name,cpu_milli,memory_mib,num_gpu,gpu_milli\na,1,1,1,100\nb,x,1,1,100\n", 3, "cpu_milli"),
+    ("name,cpu_milli,memory_mib,num_gpu,gpu_milli\na,1,-5,1,100\n", 2, "memory_mib"),
+    ("name,cpu_milli,memory_mib,num_gpu,gpu_milli\na,1,1,2,500\n", 2, "gpu_milli"),
+    ("name,cpu_milli,memory_mib,num_gpu,gpu_milli\na,1,1,1,1500\n", 2, "gpu_milli"),
+    ("name,cpu_milli,memory_mib,num_gpu,gpu_milli\na,1,1\n", 2, "num_gpu"),
+])
+def test_malformed_pods(tmp_path, text, line, col):
+    p = write(tmp_path, "bad.csv", text)
+    with pytest.raises(InputError) as e:
+        load_pods(p)
+    msg = str(e.value)
+    assert "bad.csv" in msg and f":{line}:" in msg and col in msg and "\n" not in msg
+
+
+def test_malformed_nodes(tmp_path):
+    p = write(tmp_path, "n.csv", "sn,cpu_milli,memory_mib,gpu,model\na,1,1,1.5,T4\n")
+    with pytest.raises(InputError, match=r"n\.csv:2: column 'gpu'"):
+        load_nodes(p)
+
+
+def test_fisher_yates_is_permutation_and_seeded():
+    a = fisher_yates(50, np.random.default_rng(1))
+    b = fisher_yates(50, np.random.default_rng(1))
+    assert sorted(a) == list(range(50)) and list(a) == list(b)
+
+
+def test_workload_tuning(tmp_path):
+    nodes = load_nodes(write(tmp_path, "nodes.csv", NODES))
+    pods = load_pods(write(tmp_path, "pods.csv", PODS))
+    wl = build_workload(pods, nodes, 42, tune=1.3)
+    W = wl.pods
+    assert W.names == sorted(pods.names)
+    g = W.k * W.m
+    S = int(g[wl.order].sum())
+    T = 1.3 * 6000
+    assert S <= T and sorted(wl.order[:4]) == [0, 1, 2, 3]
+    assert S + 1000 > T - 2000  # stopped near the target
+    assert sorted(wl.rank) == [0, 1]
+    # over target: random deletions until S <= T
+    wl2 = build_workload(pods, nodes, 42, tune=0.5)
+    assert int(g[wl2.order].sum()) <= 3000
+    again = build_workload(pods, nodes, 42, tune=1.3)
+    assert list(again.order) == list(wl.order) and list(again.rank) == list(wl.rank)
+
+
+def test_typical_pods_order_and_popularity(tmp_path):
+    pods = load_pods(write(tmp_path, "pods.csv", PODS + "p4,4000,1,1,500,,LS\n"))
+    fm = typical_pods(sort_by_name(pods), threshold=0.95)
+    assert fm.T == 4 and fm.p.sum() == pytest.approx(1)
+    assert (fm.c[0], fm.m[0], fm.k[0]) == (4000, 500, 1) and fm.p[0] == pytest.approx(0.4)
+    # ties on count go to the larger key: (8000, ...) before (2000, ...) before (1000, ...)
+    assert list(fm.c[1:]) == [8000, 2000, 1000]
+
+
+def test_bin_curve():
+    arrived = np.array([0, 100, 100, 250, 400])
+    vals = np.array([0.0, 1.0, 3.0, 5.0, 7.0])
+    out = bin_curve(arrived, vals, capacity=10000)
+    # ratio: 0, 1, 1, 2 (2.5 half to even), 4
+    assert out[0] == 0.0 and out[1] == 2.0 and out[2] == 5.0 and out[3] == pytest.approx(6.0)
+    assert out[4] == 7.0 and out[5] == 7.0 and out[6] is None
+
+
+def test_bench_main_small(tmp_path, capsys):
+    n = write(tmp_path, "nodes.csv", NODES)
+    p = write(tmp_path, "pods.csv", PODS)
+    out = tmp_path / "c.csv"
+    frag = tmp_path / "f.csv"
+    rc = bench_main(["--pods", str(p), "--nodes", str(n), "--policy", "fgd,best-fit",
+                     "--seeds", "1,2", "--out", str(out), "--frag-out", str(frag)])
+    assert rc == 0
+    lines = out.read_text().splitlines()
+    assert lines[0].startswith("workload,sc_policy,tune,seed,total_gpus,0,1,2")
+    assert lines[0].endswith(",130") and len(lines) == 5 and lines[1].startswith("pods,fgd,1.3,1,6,")
+    assert frag.exists() and (tmp_path / "f_ratio.csv").exists()
+
+
+def test_bench_main_bad_input(tmp_path, capsys):
+    n = write(tmp_path, "nodes.csv", NODES)
+    p = write(tmp_path, "pods.csv", "name,cpu_milli,memory_mib,num_gpu,gpu_milli\na,1,1,1,x\n")
+    assert bench_main(["--pods", str(p), "--nodes", str(n)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "pods.csv:2" in err[0] and "gpu_milli" in err[0]
+    assert bench_main(["--pods", str(p), "--nodes", str(n), "--policy", "nope"]) == 2
+
+
+def test_shared_trace_fgd_beats_best_fit_early():
+    d = openb_dir()
+    if not (d / "openb_pod_list_default.csv").exists():
+        pytest.skip("shared openb traces not available")
+    nodes = load_nodes(d / "openb_node_list_gpu_node.csv")
+    pods = load_pods(d / "openb_pod_list_default.csv")
+    assert len(nodes) == 1213 and int(nodes.gpus.sum()) == 6212
+    fm = typical_pods(sort_by_name(pods))
+    assert fm.T == 35 and fm.p[0] == pytest.approx(0.135, abs=1e-3)
+    r = run(pods, nodes, "dotprod", 42, fm=fm)
+    assert r.frag[0] == pytest.approx(13.9, abs=0.3)
+    assert 89.5 < r.alloc[100] < 91.7
