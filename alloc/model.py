@@ -10,7 +10,6 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 from functools import cached_property
-from types import MappingProxyType
 from typing import Mapping
 
 MILLI = 1000  # milli-GPU in one whole GPU
@@ -22,8 +21,34 @@ KNOWN_LEVELS = ("rack", "server", "socket", "switch", "gpu")
 CLUSTER = "cluster"
 
 
+class FrozenMap(Mapping):
+    """A read-only mapping (picklable, deep-copyable, hashable when its values are)."""
+    __slots__ = ("_d",)
+
+    def __init__(self, d: Mapping | None = None):
+        self._d = dict(d or {})
+
+    def __getitem__(self, k):
+        return self._d[k]
+
+    def __iter__(self):
+        return iter(self._d)
+
+    def __len__(self):
+        return len(self._d)
+
+    def __repr__(self):
+        return repr(self._d)
+
+    def __hash__(self):
+        return hash(frozenset(self._d.items()))
+
+    def __reduce__(self):
+        return (FrozenMap, (self._d,))
+
+
 def frozen_map(d: Mapping | None = None) -> Mapping:
-    return MappingProxyType(dict(d or {}))
+    return d if isinstance(d, FrozenMap) else FrozenMap(d)
 
 
 @dataclass(frozen=True)

@@ -39,6 +39,14 @@ class SolverInfo:
     capabilities: frozenset = frozenset()
     requires: tuple[str, ...] = ()   # importable modules the backend needs
     description: str = ""
+    #: constraints the solver adds to the allocation problem (e.g. a fairness
+    #: floor); an exact solver's optimum is then optimal for that restricted
+    #: problem only.  Empty: it solves the problem as given.
+    restricts: str = ""
+
+    @property
+    def solves_problem_as_given(self) -> bool:
+        return self.exact and not self.restricts
 
     def unavailable_reason(self) -> str | None:
         for mod in self.requires:
@@ -68,7 +76,7 @@ SOLVER_MODULES = (
 
 
 def register(name: str, *, exact: bool = False, capabilities: Sequence[str] = (),
-             requires: Sequence[str] = (), description: str = ""):
+             requires: Sequence[str] = (), description: str = "", restricts: str = ""):
     """Decorator registering ``fn`` as solver ``name``."""
     unknown = set(capabilities) - CAPABILITIES
     if unknown:
@@ -76,7 +84,8 @@ def register(name: str, *, exact: bool = False, capabilities: Sequence[str] = ()
 
     def deco(fn):
         _REGISTRY[name] = SolverInfo(name, fn, exact, frozenset(capabilities), tuple(requires),
-                                     description or (fn.__doc__ or "").strip().split("\n")[0])
+                                     description or (fn.__doc__ or "").strip().split("\n")[0],
+                                     restricts)
         return fn
     return deco
 

@@ -1,0 +1,26 @@
+import os
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, settings
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = Path(os.environ.get("ALLOC_SHARED", ROOT.parent / "shared"))
+
+settings.register_profile("default", deadline=None, max_examples=30,
+                          suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+settings.register_profile("ci", deadline=None, max_examples=30, derandomize=True,
+                          suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+settings.load_profile("ci" if os.environ.get("CI") else "default")
+
+
+@pytest.fixture
+def shared_dir():
+    if not SHARED.is_dir():
+        pytest.skip("shared data folder is absent")
+    return SHARED
+
+
+@pytest.fixture
+def instances_dir():
+    return ROOT / "instances"
