@@ -367,13 +367,19 @@ def greedy_binding(cluster: Cluster, used: Mapping[str, set]) -> dict[str, list[
                 else:
                     if last:
                         return None
+                    # leave whole groups under the densest bigger cells for the next level
                     nxt = lvls[i + 1]
-                    dens: dict[int, int] = defaultdict(int)
+                    parents: dict[int, list[int]] = defaultdict(list)
                     for n in groups:
-                        dens[tree.node_at(tree.gpus[n][0], nxt)] += 1
-                    ordered = sorted(pure, key=lambda n: (dens[tree.node_at(tree.gpus[n][0], nxt)],
-                                                          n))
-                    take = ordered[:cnt]
+                        parents[tree.node_at(tree.gpus[n][0], nxt)].append(n)
+                    leave: set[int] = set()
+                    left = len(groups)
+                    for par in sorted(parents, key=lambda x: (-len(parents[x]), x)):
+                        if left <= cnt:
+                            break
+                        leave.update(parents[par])
+                        left -= len(parents[par])
+                    take = sorted(n for n in pure if n not in leave)[:cnt]
                 chosen.extend(take)
                 for n in take:
                     remaining -= groups[n]

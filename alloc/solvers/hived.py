@@ -33,10 +33,13 @@ socket that fits, smallest such group), so the profile's span factor
 ``span(level)`` is as high as the free GPUs allow; servers are chosen best fit
 (fewest victims, then least normalised leftover CPU + memory + GPU).
 
-Elastic jobs (``min_gpus``/``max_gpus``) are placed at the largest size in
-[min_gpus, gpus] that fits, then grown towards ``max_gpus`` while GPUs are free
-and ``weight * scale(n)`` (:func:`alloc.objectives.scale_factor`) increases
-(Gandiva grow); a running elastic job keeps its size unless migration is on.
+Elastic jobs (``min_gpus``/``max_gpus``) are admitted at the smallest size
+``min_gpus`` that fits (Gandiva shrink: admit more jobs), then, once every job
+has been tried, grown to the size n <= max_gpus (or gpus; only the profile's
+``scaling`` points when it has them) that maximises
+``weight * scale(n)`` (:func:`alloc.objectives.scale_factor`) among those that
+fit in free GPUs (Gandiva grow); a running elastic job keeps its size unless
+migration is on.
 
 Migration (options ``migration_cost=c`` and/or ``max_moves=k``; off by
 default).  Preemption victims are first re-placed elsewhere (a move) instead of
@@ -462,9 +465,11 @@ class Engine:
     def commit(self, j: int, n: int, gpus, victims, preempted: set) -> None:
         for i in sorted(victims):
             if i in self.assign:
-                self.remove(i)
+                self.remove(i, release=False)
                 preempted.add(i)
         self.place(j, self.p.make_assign(j, gpus, 0))
+        if victims:
+            _release_empty(self)
 
     def place_cpu_only(self, j: int) -> bool:
         p = self.p
@@ -573,7 +578,7 @@ class Engine:
         masks = [tmask & (self.owner < 0)]
         if self.colocate and n == 1 and job.gpu_milli < MILLI:
             masks.append(tmask & (self.gguar > 0))
-        masks.append(tmask)
+        masks.append(tmask & (self.gguar == 0))
         for mask in masks:
             r = self.pick(j, n, mask, 0)
             if r is not None:
@@ -592,7 +597,17 @@ class Engine:
     def sizes(self, j: int) -> list[int]:
         job = self.job(j)
         lo = job.min_gpus if job.min_gpus is not None else job.gpus
-        return list(range(job.gpus, lo - 1, -1)) if job.gpus else [0]
+        return elastic_sizes(job, lo, job.gpus) if job.gpus else [0]
+
+
+def elastic_sizes(job: Job, lo: int, hi: int) -> list[int]:
+    """Sizes in [lo, hi] an elastic job may take: the profile's scaling points
+    plus the requested and minimum counts (every size without scaling data)."""
+    prof = job.profile
+    if prof is None or not prof.scaling:
+        return list(range(lo, hi + 1))
+    pts = {int(n) for n in prof.scaling} | {job.gpus, job.min_gpus or job.gpus}
+    return sorted(n for n in pts if lo <= n <= hi)
 
 
 def _value(p: Problem, j: int, n: int) -> float:
@@ -687,15 +702,17 @@ def run(p: Problem, *, migration_cost=None, max_moves=None, preempt=True, coloca
     if grow:
         for j in sorted(eng.assign, key=lambda j: (-jobs[j].priority, j)):
             job = jobs[j]
-            if job.max_gpus is None or job.max_gpus <= eng.size[j]:
+            hi = job.max_gpus if job.max_gpus is not None else job.gpus
+            if not job.elastic or hi <= eng.size[j]:
                 continue
             if job.current is not None and not migrate:
                 continue
             cur = eng.size[j]
             old = eng.assign[j]
-            for n in range(job.max_gpus, cur, -1):
+            sizes = sorted(elastic_sizes(job, cur + 1, hi), key=lambda n: (-_value(p, j, n), n))
+            for n in sizes:
                 if _value(p, j, n) <= _value(p, j, cur) + 1e-12:
-                    continue
+                    break
                 eng.remove(j, release=False)
                 if eng.try_place(j, n, 0, set()):
                     _release_empty(eng)
