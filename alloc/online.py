@@ -125,7 +125,7 @@ class FragModel:
         gs = gfree.sum(axis=1)
         cond = (type_ok & ~self.cpu_only[None, :] & (cpu_free[:, None] >= self.c[None, :])
                 & (cnt >= self.k[None, :]))
-        return np.where(cond, a, gs[:, None]) @ self.p
+        return (np.where(cond, a, gs[:, None]) * self.p).sum(axis=-1)
 
     def frag_shared(self, cpu_free: np.ndarray, gfree: np.ndarray, valid: np.ndarray,
                     type_ok: np.ndarray, c: int, m: int) -> np.ndarray:
@@ -145,7 +145,7 @@ class FragModel:
         gs2 = gfree.sum(axis=1)[:, None, None] - m
         cond = ((type_ok & ~self.cpu_only[None, :] & ((cpu_free[:, None] - c) >= self.c[None, :]))
                 [:, None, :] & (cnt2 >= self.k[None, None, :]))
-        return np.where(cond, a2, gs2) @ self.p
+        return (np.where(cond, a2, gs2) * self.p).sum(axis=-1)
 
 
 def sigmoid_score(delta: np.ndarray) -> np.ndarray:

@@ -104,7 +104,7 @@ def main(argv=None) -> int:
         for r in ex.map(_job, tasks):
             results.append(r)
             print(f"  {r.workload} {r.policy} seed={r.seed} x100={r.alloc[100]} "
-                  f"x130={r.alloc[130]} {r.seconds:.2f}s", file=sys.stderr, flush=True)
+                  f"x130={r.alloc[130]} {r.seconds:.2f}s wall {r.cpu_seconds:.2f}s cpu", file=sys.stderr, flush=True)
     if args.out:
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
         openb.write_curves(args.out, results)
@@ -112,7 +112,7 @@ def main(argv=None) -> int:
         openb.write_frag(args.frag_out, results)
     ref = reference()
     print(f"\n{'workload':<12} {'policy':<15} {'x=100':>14} {'publ.':>7} {'diff':>6} "
-          f"{'x=130':>14} {'publ.':>7} {'diff':>6} {'s/run':>6}")
+          f"{'x=130':>14} {'publ.':>7} {'diff':>6} {'wall s':>7} {'cpu s':>6}")
     for w in workloads:
         for p in policies:
             rs = [r for r in results if r.workload.endswith("_" + w) and r.policy == p]
@@ -121,13 +121,14 @@ def main(argv=None) -> int:
             m1, s1 = _ms([r.alloc[100] for r in rs])
             m2, s2 = _ms([r.alloc[130] for r in rs])
             secs = np.mean([r.seconds for r in rs])
+            cpu = np.mean([r.cpu_seconds for r in rs])
             line = f"{w:<12} {p:<15} {m1:6.2f} ± {s1:4.2f} "
             if w == "default" and p in ref:
                 r1, r2 = np.mean(ref[p][0]), np.mean(ref[p][1])
                 line += f"{r1:7.2f} {m1 - r1:+6.2f} {m2:6.2f} ± {s2:4.2f} {r2:7.2f} {m2 - r2:+6.2f}"
             else:
                 line += f"{'':>7} {'':>6} {m2:6.2f} ± {s2:4.2f} {'':>7} {'':>6}"
-            print(line + f" {secs:6.2f}")
+            print(line + f" {secs:7.2f} {cpu:6.2f}")
     print(f"\n{len(results)} runs in {time.time() - t0:.0f} s wall", file=sys.stderr)
     if args.plot:
         first = [r for r in results if r.workload.endswith("_" + workloads[0])]

@@ -130,7 +130,7 @@ def test_bench_main_bad_input(tmp_path, capsys):
     assert bench_main(["--pods", str(p), "--nodes", str(n), "--policy", "nope"]) == 2
 
 
-def test_shared_trace_fgd_beats_best_fit_early():
+def test_shared_trace_dotprod_run():
     d = openb_dir()
     if not (d / "openb_pod_list_default.csv").exists():
         pytest.skip("shared openb traces not available")
