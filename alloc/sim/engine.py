@@ -1,0 +1,401 @@
+"""The round-based, event-driven simulator.
+
+Time advances in rounds of ``round_s`` seconds.  At the start of a round:
+
+1. jobs that arrived by then join the runnable set (a job never starts before
+   it arrives: it waits for the next round boundary);
+2. the runnable jobs are sorted by the policy (:mod:`.policies`);
+3. the allocator re-places them from scratch on an empty cluster.  The
+   Synergy allocators (``proportional``, ``synergy-greedy``,
+   ``synergy-tune``) run on a :class:`~alloc.solvers.synergy.FastPacker` that
+   is reused from round to round (jobs' options are compiled once per model and
+   GPU count); ``synergy-opt`` and any other registered solver go through a
+   compiled :class:`~alloc.problem.Problem` for the admitted jobs;
+4. each placed job progresses at its throughput ``r = base * span`` (1.0 =
+   its speed at the GPU-proportional share; ``span`` is the model's factor for
+   a job spread over several servers) until the round ends or its remaining
+   work is done, whichever is first: completions are exact, and a finished job
+   releases its resources at once (they are re-allocated at the next round).
+
+A job's work is its duration at the proportional share.  JCT = finish -
+arrival.  The run stops when every measured job (ids in ``window``, both ends
+included) has finished.
+"""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Iterable, Mapping, Sequence
+
+from ..model import Cluster, GpuShare, Job, Placement, Profile, Server, Allocation, Status
+from ..problem import Problem, pareto_options
+from ..solvers.synergy import (FastPacker, admit, capped_option, greedy_core, ideal_option,
+                               tune_core)
+from .policies import ORDERS, order_jobs
+from .workload import SimJob
+
+FAST = ("proportional", "synergy-greedy", "synergy-tune")
+
+
+@dataclass(frozen=True)
+class ClusterSpec:
+    servers: int = 16
+    gpus_per_server: int = 8
+    cpu_per_server: int = 24000      # milli-cores
+    mem_per_server: int = 512000     # MiB
+    gpu_type: str = "V100"
+
+    @property
+    def total_gpus(self) -> int:
+        return self.servers * self.gpus_per_server
+
+    def fair(self, n: int) -> tuple[int, int]:
+        """GPU-proportional CPU and memory for n GPUs."""
+        return (self.cpu_per_server * n // self.gpus_per_server,
+                self.mem_per_server * n // self.gpus_per_server)
+
+    def cluster(self) -> Cluster:
+        return Cluster(tuple(Server(f"s{i:03d}", self.cpu_per_server, self.mem_per_server,
+                                    self.gpus_per_server, self.gpu_type)
+                             for i in range(self.servers)))
+
+
+class JobState:
+    __slots__ = ("id", "model", "gpus", "arrival", "work", "done", "attained", "start",
+                 "finish", "last_run", "ideal_cpu", "ideal_mem", "opts", "ideal", "capped",
+                 "profile", "_job")
+
+    def __init__(self, spec: SimJob, profile: Profile, kind: tuple):
+        self.id, self.model, self.gpus = spec.id, spec.model, spec.gpus
+        self.arrival, self.work = float(spec.arrival_s), float(spec.work_s)
+        self.done = 0.0
+        self.attained = 0.0
+        self.start: float | None = None
+        self.finish: float | None = None
+        self.last_run = self.arrival
+        self.opts, self.ideal, self.capped, self._job = kind
+        self.ideal_cpu, self.ideal_mem = self.opts[self.ideal].cpu, self.opts[self.ideal].mem
+        self.profile = profile
+
+    @property
+    def job(self) -> Job:
+        return self._job(self.id)
+
+
+@dataclass
+class SimResult:
+    jct: dict[int, float]                 # measured job id -> JCT (s)
+    arrival: dict[int, float]
+    finish: dict[int, float]
+    start: dict[int, float]
+    rounds: int
+    end_time_s: float
+    wall_time_s: float
+    util: list[tuple[float, float, float, float]]  # (t, gpu, cpu, mem) allocated fractions
+    stats: dict = field(default_factory=dict)
+
+    @property
+    def makespan_s(self) -> float:
+        if not self.finish:
+            return 0.0
+        return max(self.finish.values()) - min(self.arrival.values())
+
+    def summary(self) -> dict:
+        from .metrics import summarize
+        return summarize(self)
+
+
+class Simulator:
+    def __init__(self, cluster: ClusterSpec, jobs: Iterable[SimJob], *, order: str = "fifo",
+                 allocator: str = "synergy-tune", round_s: float = 300.0,
+                 window: Sequence[int] | None = None,
+                 profiles: Mapping[str, Profile] | Callable[[str], Profile] | None = None,
+                 span: bool = True, check: bool = False, progress: bool = False,
+                 max_time_s: float | None = None, opt_time_limit: float = 10.0,
+                 trace: Callable | None = None):
+        if order not in ORDERS:
+            raise ValueError(f"unknown order {order!r}; valid: {', '.join(ORDERS)}")
+        self.spec = cluster
+        self.jobs = jobs
+        self.order, self.allocator = order, allocator
+        self.R = float(round_s)
+        self.window = tuple(window) if window is not None else None
+        if profiles is None:
+            from ..profiles import load_model
+            profiles = load_model
+        self._profile_src = profiles
+        self._profiles: dict[str, Profile] = {}
+        self.span, self.check, self.progress = span, check, progress
+        self.max_time_s = max_time_s
+        self.opt_time_limit = opt_time_limit
+        self.trace = trace  # called with (t, plan) each round (tests)
+        self._kinds: dict[tuple, tuple] = {}
+        self._cluster: Cluster | None = None
+        sp = cluster
+        self.packer = FastPacker([sp.gpus_per_server] * sp.servers,
+                                 [sp.cpu_per_server] * sp.servers,
+                                 [sp.mem_per_server] * sp.servers)
+        self.totals = (sp.total_gpus, sp.cpu_per_server * sp.servers,
+                       sp.mem_per_server * sp.servers)
+        self.stats = {"cache_hits": 0, "allocations": 0, "ideal": 0, "fair": 0, "reclaimed": 0,
+                      "spread": 0, "skipped": 0, "opt_optimal": 0, "opt_rounds": 0}
+
+    # ----------------------------------------------------------- job kinds
+    def profile(self, name: str) -> Profile:
+        p = self._profiles.get(name)
+        if p is None:
+            src = self._profile_src
+            p = src(name) if callable(src) else src[name]
+            self._profiles[name] = p
+        return p
+
+    @property
+    def cluster(self) -> Cluster:
+        if self._cluster is None:
+            self._cluster = self.spec.cluster()
+        return self._cluster
+
+    def kind(self, model: str, n: int) -> tuple:
+        key = (model, n)
+        k = self._kinds.get(key)
+        if k is None:
+            prof = self.profile(model)
+            cpu, mem = self.spec.fair(n)
+            proto = Job("proto", n, cpu=cpu, mem=mem, model=model, profile=prof)
+            opts = pareto_options(proto)
+            caps = [(self.spec.gpus_per_server, self.spec.cpu_per_server, self.spec.mem_per_server)]
+            ideal = ideal_option(opts, n, caps)
+            capped = capped_option(opts)
+
+            def make(jid, n=n, cpu=cpu, mem=mem, model=model, prof=prof):
+                return Job(str(jid), n, cpu=cpu, mem=mem, model=model, profile=prof)
+            k = (opts, ideal, capped, make)
+            self._kinds[key] = k
+        return k
+
+    # ------------------------------------------------------------- rounds
+    def _rate(self, st: JobState, base: float, nservers: int) -> float:
+        if self.span and nservers > 1:
+            return base * st.profile.span_factor("cluster")
+        return base
+
+    def _fast(self, ordered: list[JobState]):
+        P = self.packer
+        P.reset()
+        ids = [s.id for s in ordered]
+        name = self.allocator
+        if name == "synergy-greedy":
+            key = tuple(ids)
+        else:
+            key = tuple(admit(P, ids))
+        if key == self._last_key:
+            self.stats["cache_hits"] += 1
+            return self._last_plan
+        by_id = {s.id: s for s in ordered}
+        if name == "proportional":
+            greedy_core(P, key, lambda j: 0)
+        elif name == "synergy-greedy":
+            greedy_core(P, ids, lambda j: by_id[j].ideal)
+        else:
+            ideal = {j: by_id[j].ideal for j in key}
+            capped = {s.id: s.capped for s in ordered}
+            c = tune_core(P, key, ideal, capped)
+            for k2, v in c.items():
+                self.stats[k2] += v
+        plan = []
+        for j, parts in P.parts.items():
+            st = by_id[j]
+            op = st.opts[P.opt[j]]
+            plan.append((st, self._rate(st, op.base, len(parts)), parts, op.cpu, op.mem))
+        self._last_key, self._last_plan = key, plan
+        return plan
+
+    def _solver(self, ordered: list[JobState]):
+        """synergy-opt or any registered solver on the admitted jobs."""
+        from ..objectives import throughput
+        from ..solve import get_solver
+        P = self.packer
+        P.reset()
+        for s in ordered:
+            P.add_job(s.id, s.gpus, s.opts)
+        adm_ids = admit(P, [s.id for s in ordered])
+        by_id = {s.id: s for s in ordered}
+        adm = sorted((by_id[j] for j in adm_ids), key=lambda s: (s.model, s.gpus, s.id))
+        key = tuple((s.model, s.gpus) for s in adm)
+        if key == self._last_key:
+            self.stats["cache_hits"] += 1
+            return [(st, r, parts, c, m) for st, (r, parts, c, m) in zip(adm, self._last_plan)]
+        if not adm:
+            self._last_key, self._last_plan = key, []
+            return []
+        cl = self.cluster
+        jobs = [s.job for s in adm]
+        problem = Problem(cl, jobs)
+        info = get_solver(self.allocator)
+        if self.allocator == "synergy-opt":
+            sol = info.solve(problem, time_limit=self.opt_time_limit, place_all=True,
+                             lp_bound=False)
+            self.stats["opt_rounds"] += 1
+            self.stats["opt_optimal"] += int(sol.status is Status.OPTIMAL)
+        else:
+            sol = info.solve(problem, time_limit=self.opt_time_limit)
+        gps = self.spec.gpus_per_server
+        out, cached = [], []
+        for j, st in enumerate(adm):
+            a = sol.assign.get(j)
+            if a is None:
+                cached.append(None)
+                continue
+            cnt: dict[int, int] = {}
+            for g, _ in a.gpus:
+                cnt[g // gps] = cnt.get(g // gps, 0) + 1
+            cpu = dict(a.cpu)
+            mem = dict(a.mem)
+            parts = tuple((s, cnt.get(s, 0), cpu.get(s, 0), mem.get(s, 0)) for s in sorted(cpu))
+            gids = [cl.gpu_ids[g] for g, _ in a.gpus]
+            tc, tm = sum(cpu.values()), sum(mem.values())
+            r = throughput(cl, st.job, gids, tc, tm)
+            if not self.span and len(parts) > 1:
+                r /= st.profile.span_factor("cluster")
+            out.append((st, r, parts, tc, tm))
+            cached.append((r, parts, tc, tm))
+        self._last_key = key
+        self._last_plan = [c for c in cached if c is not None] if all(cached) else cached
+        if not all(cached):
+            self._last_key = None
+        return out
+
+    def _verify(self, t: float, runnable: list[JobState], plan) -> None:
+        from ..check import violations
+        cl = self.cluster
+        gps = self.spec.gpus_per_server
+        nextg = [0] * self.spec.servers
+        placements = []
+        from ..objectives import throughput
+        for st, r, parts, c, m in plan:
+            gids = []
+            for s, k, _, _ in parts:
+                gids += [f"{cl.servers[s].id}/gpu{nextg[s] + i}" for i in range(k)]
+                nextg[s] += k
+            cpu = {cl.servers[s].id: cc for s, _, cc, _ in parts}
+            mem = {cl.servers[s].id: mm for s, _, _, mm in parts}
+            tp = throughput(cl, st.job, gids, c, m)
+            placements.append(Placement(str(st.id), tuple(GpuShare(g, 1000) for g in gids),
+                                        cpu, mem, round(tp, 9)))
+            if self.span:
+                assert abs(tp - r) < 1e-6, (st.id, tp, r)
+        placed = {p.job for p in placements}
+        unplaced = tuple(str(s.id) for s in runnable if str(s.id) not in placed)
+        alloc = Allocation(tuple(placements), unplaced, status=Status.FEASIBLE)
+        bad = violations(cl, [s.job for s in runnable], alloc)
+        if bad:
+            raise AssertionError(f"round at t={t}: {bad[0]}")
+        if any(v > gps for v in nextg):
+            raise AssertionError(f"round at t={t}: GPUs over-committed")
+
+    # ---------------------------------------------------------------- run
+    def run(self) -> SimResult:
+        wall0 = time.perf_counter()
+        R = self.R
+        src = iter(self.jobs)
+        nxt = next(src, None)
+        runnable: dict[int, JobState] = {}
+        w = self.window
+        finite = isinstance(self.jobs, (list, tuple))
+        if w is None and not finite:
+            raise ValueError("an endless workload needs a measurement window")
+
+        def measured(jid: int) -> bool:
+            return w is None or w[0] <= jid <= w[1]
+        left = (w[1] - w[0] + 1) if w is not None else len(self.jobs)
+        if w is not None and finite:
+            left = sum(1 for j in self.jobs if measured(j.id))
+        bar = None
+        if self.progress:
+            try:
+                from tqdm import tqdm
+                import sys
+                bar = tqdm(total=left, unit="job", file=sys.stderr, leave=False,
+                           desc=f"{self.order}/{self.allocator}")
+            except ImportError:  # pragma: no cover
+                bar = None
+        res_jct, res_arr, res_fin, res_start = {}, {}, {}, {}
+        util = []
+        G, C, M = self.totals
+        self._last_key, self._last_plan = None, []
+        t = 0.0
+        rounds = 0
+        fast = self.allocator in FAST
+        P = self.packer
+        while left > 0:
+            while nxt is not None and nxt.arrival_s <= t:
+                prof = self.profile(nxt.model)
+                st = JobState(nxt, prof, self.kind(nxt.model, nxt.gpus))
+                runnable[st.id] = st
+                if fast:
+                    P.add_job(st.id, st.gpus, st.opts)
+                nxt = next(src, None)
+            if not runnable:
+                if nxt is None:
+                    break
+                t = math.ceil(nxt.arrival_s / R) * R
+                continue
+            if self.max_time_s is not None and t >= self.max_time_s:
+                break
+            ordered = order_jobs(list(runnable.values()), self.order, t, self.totals)
+            plan = self._fast(ordered) if fast else self._solver(ordered)
+            self.stats["allocations"] += 1
+            if self.check:
+                self._verify(t, ordered, plan)
+            if self.trace is not None:
+                self.trace(t, plan)
+            t1 = t + R
+            gs = cs = ms = 0.0
+            finished = []
+            for st, rate, parts, c, m in plan:
+                if st.start is None:
+                    st.start = t
+                if rate <= 0:
+                    continue
+                need = (st.work - st.done) / rate
+                if t + need <= t1:
+                    dt = need
+                    st.done = st.work
+                    st.finish = t + need
+                    finished.append(st)
+                else:
+                    dt = R
+                    st.done += rate * dt
+                st.attained += st.gpus * dt
+                st.last_run = t + dt
+                gs += st.gpus * dt
+                cs += c * dt
+                ms += m * dt
+            util.append((t, gs / (G * R), cs / (C * R), ms / (M * R)))
+            for st in finished:
+                del runnable[st.id]
+                P.opts.pop(st.id, None)
+                if measured(st.id):
+                    res_jct[st.id] = st.finish - st.arrival
+                    res_arr[st.id] = st.arrival
+                    res_fin[st.id] = st.finish
+                    res_start[st.id] = st.start
+                    left -= 1
+                    if bar is not None:
+                        bar.update(1)
+            if finished:
+                self._last_key = None  # plans refer to finished jobs
+            rounds += 1
+            t = t1
+        if bar is not None:
+            bar.close()
+        stats = dict(self.stats)
+        stats["unfinished"] = left
+        return SimResult(res_jct, res_arr, res_fin, res_start, rounds, t,
+                         time.perf_counter() - wall0, util, stats)
+
+
+def simulate(cluster: ClusterSpec, jobs: Iterable[SimJob], **kw) -> SimResult:
+    """Run one simulation (keyword arguments as :class:`Simulator`)."""
+    return Simulator(cluster, jobs, **kw).run()

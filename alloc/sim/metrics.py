@@ -1,0 +1,114 @@
+"""Metrics of a simulation: JCT statistics, makespan, utilisation; plots.
+
+``makespan_s`` is the time from the first arrival to the last completion among
+the measured jobs.  Utilisation is the allocated fraction of each resource,
+time-weighted within each round (a job that finishes mid-round stops counting
+at its finish time).
+"""
+from __future__ import annotations
+
+from typing import Mapping
+
+import numpy as np
+
+
+def percentile(values, q: float) -> float:
+    if len(values) == 0:
+        return 0.0
+    return float(np.percentile(np.asarray(values, dtype=float), q))
+
+
+def summarize(res) -> dict:
+    jcts = list(res.jct.values())
+    util = np.asarray(res.util, dtype=float) if res.util else np.zeros((0, 4))
+    out = {
+        "jobs_measured": len(jcts),
+        "mean_jct_s": float(np.mean(jcts)) if jcts else 0.0,
+        "p50_jct_s": percentile(jcts, 50),
+        "p99_jct_s": percentile(jcts, 99),
+        "p999_jct_s": percentile(jcts, 99.9),
+        "makespan_s": float(res.makespan_s),
+        "rounds": int(res.rounds),
+        "end_time_s": float(res.end_time_s),
+        "wall_time_s": float(res.wall_time_s),
+        "mean_util": {
+            "gpu": float(util[:, 1].mean()) if len(util) else 0.0,
+            "cpu": float(util[:, 2].mean()) if len(util) else 0.0,
+            "mem": float(util[:, 3].mean()) if len(util) else 0.0,
+        },
+    }
+    out["stats"] = {k: v for k, v in res.stats.items()}
+    return out
+
+
+def _plt():
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+        return plt
+    except ImportError:  # pragma: no cover - optional dependency
+        return None
+
+
+def plot_jct_cdf(results: Mapping[str, object], path: str) -> bool:
+    """CDF of JCT (hours) of several runs, one line per label; False when
+    matplotlib is missing."""
+    plt = _plt()
+    if plt is None:
+        return False
+    fig, ax = plt.subplots(figsize=(5, 3.5))
+    for label, res in results.items():
+        x = np.sort(np.asarray(list(res.jct.values()), dtype=float)) / 3600.0
+        if len(x):
+            ax.plot(x, np.arange(1, len(x) + 1) / len(x), label=label)
+    ax.set_xscale("log")
+    ax.set_xlabel("JCT (hours)")
+    ax.set_ylabel("fraction of jobs")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return True
+
+
+def plot_utilisation(res, path: str, title: str = "") -> bool:
+    """Allocated GPU / CPU / memory fraction over time."""
+    plt = _plt()
+    if plt is None or not res.util:
+        return False
+    u = np.asarray(res.util, dtype=float)
+    fig, ax = plt.subplots(figsize=(6, 3))
+    for k, name in ((1, "GPU"), (2, "CPU"), (3, "memory")):
+        ax.plot(u[:, 0] / 3600.0, u[:, k], label=name, lw=0.8)
+    ax.set_xlabel("time (hours)")
+    ax.set_ylabel("allocated fraction")
+    ax.set_ylim(0, 1.05)
+    if title:
+        ax.set_title(title, fontsize=9)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return True
+
+
+def plot_lines(xs, series: Mapping[str, list], path: str, xlabel: str, ylabel: str,
+               title: str = "") -> bool:
+    plt = _plt()
+    if plt is None:
+        return False
+    fig, ax = plt.subplots(figsize=(5, 3.5))
+    for label, ys in series.items():
+        ax.plot(xs[:len(ys)], ys, marker="o", label=label)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    if title:
+        ax.set_title(title, fontsize=9)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return True
