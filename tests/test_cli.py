@@ -1,0 +1,70 @@
+"""The command line: outputs, exit codes, one-line errors."""
+import json
+import subprocess
+import sys
+
+import pytest
+
+from alloc.cli import main
+
+
+def run(*args):
+    return subprocess.run([sys.executable, "-m", "alloc.cli", *args], capture_output=True, text=True)
+
+
+def test_solve_then_check(tmp_path, instances_dir, capsys):
+    out = tmp_path / "a.json"
+    assert main(["solve", str(instances_dir / "tiny-grid.json"), "--solver", "proportional",
+                 "--out", str(out)]) == 0
+    doc = json.loads(out.read_text())
+    assert doc["format"] == "alloc.allocation/1" and doc["status"] == "feasible"
+    assert main(["check", str(instances_dir / "tiny-grid.json"), str(out)]) == 0
+
+
+def test_check_reports_violations(tmp_path, instances_dir, capsys):
+    inst = instances_dir / "tiny-share.json"
+    out = tmp_path / "a.json"
+    assert main(["solve", str(inst), "--out", str(out)]) == 0
+    doc = json.loads(out.read_text())
+    # put every placed job on the same GPU: over-commits it
+    for p in doc["placements"]:
+        for g in p["gpus"]:
+            g["gpu"] = "s00/gpu0"
+    out.write_text(json.dumps(doc))
+    capsys.readouterr()
+    assert main(["check", str(inst), str(out)]) == 1
+    assert "GPU s00/gpu0" in capsys.readouterr().out
+
+
+def test_bad_input_exit_2_one_line(tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"format": "alloc.instance/1", "cluster": {"servers": []}, "jobs": [], "x": 1}')
+    r = run("solve", str(bad))
+    assert r.returncode == 2
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and "bad.json" in lines[0] and "Traceback" not in r.stderr
+
+
+def test_unknown_solver_exit_2(instances_dir):
+    r = run("solve", str(instances_dir / "tiny-grid.json"), "--solver", "nope")
+    assert r.returncode == 2 and "valid solvers:" in r.stderr
+
+
+def test_unknown_option_exit_2():
+    r = run("solve")
+    assert r.returncode == 2
+
+
+def test_solvers_lists_registry(capsys):
+    assert main(["solvers"]) == 0
+    out = capsys.readouterr().out
+    assert "proportional" in out and "best-fit" in out
+
+
+def test_bench_writes_json_lines(tmp_path, instances_dir, capsys):
+    out = tmp_path / "runs.jsonl"
+    assert main(["bench", str(instances_dir / "tiny-grid.json"), "--solvers",
+                 "proportional,best-fit", "--out", str(out), "--no-progress"]) == 0
+    rows = [json.loads(x) for x in out.read_text().splitlines()]
+    assert [r["solver"] for r in rows] == ["proportional", "best-fit"]
+    assert "gap%" in capsys.readouterr().err
