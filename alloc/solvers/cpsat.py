@@ -1,0 +1,167 @@
+r"""``cpsat``: the aggregated pattern model of :mod:`alloc.solvers.formulation`
+solved with OR-Tools CP-SAT.
+
+Formulation (see the formulation module for the full derivation): server
+classes ``c`` (``n_c`` identical servers), job types ``t`` (``N_t`` identical
+jobs), items (a job of a type at one CPU/memory option on one server, or one
+GPU of a spread job) and patterns ``p`` (item multisets that fit one server:
+CPU, memory, whole GPUs under one switch/socket for inner localities,
+milli-GPU shares bin-packed into GPUs).
+
+.. math::
+
+    \max \sum_{c,p} val_p z_{cp} + \sum_{t,o,k} v^{sp}_{tok} x_{tok}
+    \quad\text{s.t.}\quad \sum_p z_{cp} \le n_c,\;
+    \sum_{c,p,o} a_{p,(t,o)} z_{cp} + \sum_{o,k} x_{tok} \le N_t,\;
+    g_t x_{tok} \le \sum_{c\in k,p} a_{p,unit(t,o)} z_{cp},\; z, x \in \mathbb{Z}_{\ge 0}
+
+* Symmetry: servers of a class and jobs of a type are never named in the
+  model (``z`` and ``x`` are counts), so no permutation symmetry is left.
+* Columns: the pool starts from the heuristic solutions (each server's load is
+  a pattern); the pricing problem of each class (maximise ``sum_i (v_i -
+  pi_i) a_i - mu_c`` over the pattern rows) is a small CP-SAT model solved to
+  optimality with one worker; its proven bound makes ``LP + sum_c n_c
+  max(0, rc*_c)`` a valid upper bound at every round.
+* Bound: min(big-machine LP, Lagrangian / Gilmore-Gomory LP bound, and, after
+  enumeration of every pattern with reduced cost >= -(LP - incumbent) with
+  CP-SAT's solution enumeration, the exact master optimum).
+* Integer master: CP-SAT with the warm start as a hint, deterministic
+  single-worker search, ``random_seed = seed``.
+* Decoding: pattern layouts give GPU offsets, copies go to the class's servers
+  in index order, spread jobs take runs of unit slots; the result is checked
+  and never worse than the warm start (best of ``proportional``,
+  ``best-fit``, ``greedy-upgrade``, ``local-search``).
+* Status: OPTIMAL only when the recomputed value reaches the bound.
+"""
+from __future__ import annotations
+
+import math
+import time
+
+from ..problem import Problem, Solution
+from ..solve import register
+from . import improve  # noqa: F401  (registers the warm-start heuristics)
+from .formulation import INF, Backend, LinearModel, LinearResult, solve_exact
+
+SCALE = 10 ** 6
+BIG = 10 ** 12
+
+
+def _is_int(v: float) -> bool:
+    return float(v).is_integer()
+
+
+class CpSatBackend(Backend):
+    """CP-SAT engine for :class:`LinearModel` (all variables integer)."""
+    name = "cpsat"
+    can_enumerate = True
+
+    def __init__(self, workers: int = 1):
+        # one worker: deterministic for a seed (interleaved multi-worker
+        # search was much slower on these models)
+        self.workers = workers
+        from ortools.sat.python import cp_model  # noqa: F401  (load before highspy)
+
+    def _build(self, model: LinearModel):
+        from ortools.sat.python import cp_model
+        m = cp_model.CpModel()
+        xs = []
+        for lb, ub, integer, name in zip(model.lb, model.ub, model.integer, model.names):
+            if not integer:
+                raise ValueError("CP-SAT needs integer variables")
+            xs.append(m.new_int_var(int(math.ceil(lb - 1e-9)),
+                                    int(math.floor(ub + 1e-9)) if ub < INF else BIG, name))
+        for coefs, lo, hi in model.rows:
+            if not coefs:
+                continue
+            if all(_is_int(v) for v in coefs.values()):
+                items = [(xs[k], int(v)) for k, v in coefs.items()]
+                lo_ = int(math.ceil(lo - 1e-9)) if lo > -INF else -BIG * 1000
+                hi_ = int(math.floor(hi + 1e-9)) if hi < INF else BIG * 1000
+            else:
+                # scale a fractional row; widen it by the rounding error so the
+                # scaled row admits every solution of the real one
+                items = [(xs[k], int(round(v * SCALE))) for k, v in coefs.items()]
+                err = sum(0.5 * max(abs(model.lb[k]), abs(min(model.ub[k], BIG)))
+                          for k in coefs) + 1
+                lo_ = int(math.floor(lo * SCALE - err)) if lo > -INF else -BIG * 1000
+                hi_ = int(math.ceil(hi * SCALE + err)) if hi < INF else BIG * 1000
+            expr = sum(v * x for x, v in items)
+            m.add_linear_constraint(expr, lo_, hi_)
+        if model.obj:
+            ks = sorted(model.obj)
+            m.maximize(sum(model.obj[k] * xs[k] for k in ks))
+        return m, xs
+
+    def _params(self, solver, time_limit: float, seed: int, workers: int):
+        solver.parameters.max_time_in_seconds = max(0.01, float(time_limit))
+        solver.parameters.random_seed = int(seed)
+        if workers <= 1:
+            solver.parameters.num_workers = 1
+        else:
+            solver.parameters.num_workers = workers
+            solver.parameters.interleave_search = True
+
+    def solve(self, model: LinearModel, *, time_limit: float, hint=None,
+              seed: int = 0) -> LinearResult:
+        from ortools.sat.python import cp_model
+        m, xs = self._build(model)
+        big = model.n > 2000 or hint is not None
+        if hint is not None:
+            for x, v in zip(xs, hint):
+                m.add_hint(x, int(v))
+        solver = cp_model.CpSolver()
+        self._params(solver, time_limit, seed, self.workers if big else 1)
+        st = solver.solve(m)
+        stats = {"branches": solver.num_branches, "conflicts": solver.num_conflicts,
+                 "wall": solver.wall_time}
+        if st == cp_model.OPTIMAL:
+            status = "optimal"
+        elif st == cp_model.FEASIBLE:
+            status = "feasible"
+        elif st == cp_model.INFEASIBLE:
+            return LinearResult("infeasible", stats=stats)
+        else:
+            return LinearResult("unknown", bound=None, stats=stats)
+        x = [solver.value(v) for v in xs]
+        obj = model.value(x)
+        bound = (solver.best_objective_bound + model.obj_const) if model.obj else obj
+        if status == "optimal":
+            bound = max(bound, obj)
+        # CP-SAT's float objective is solved up to a relative 1e-9 tolerance
+        bound += 1e-9 * max(1.0, abs(bound))
+        return LinearResult(status, x, obj, bound, stats)
+
+    def enumerate(self, model: LinearModel, *, time_limit: float, limit: int):
+        from ortools.sat.python import cp_model
+        m, xs = self._build(model)
+        solver = cp_model.CpSolver()
+        solver.parameters.max_time_in_seconds = max(0.01, float(time_limit))
+        solver.parameters.enumerate_all_solutions = True
+        solver.parameters.num_workers = 1
+        found: list[list[int]] = []
+
+        class Collect(cp_model.CpSolverSolutionCallback):
+            def __init__(self):
+                super().__init__()
+                self.stopped = False
+
+            def on_solution_callback(self):
+                found.append([self.value(v) for v in xs])
+                if len(found) >= limit:
+                    self.stopped = True
+                    self.stop_search()
+
+        cb = Collect()
+        st = solver.solve(m, cb)
+        complete = st in (cp_model.OPTIMAL, cp_model.INFEASIBLE) and not cb.stopped
+        return found, complete
+
+
+@register("cpsat", exact=True, capabilities=("sharing", "grid", "locality", "spread"),
+          requires=("ortools",),
+          description="CP-SAT on an aggregated pattern model (column generation, "
+                      "warm-started, proven bound)")
+def solve(problem: Problem, *, time_limit=None, seed=0, **options) -> Solution:
+    """Exact solver: CP-SAT on server-class patterns x job types."""
+    return solve_exact(problem, CpSatBackend(), time_limit=time_limit, seed=seed, **options)

@@ -1,0 +1,1363 @@
+r"""Aggregated exact formulation shared by the ``cpsat``, ``milp`` and
+``milp-cbc`` backends.
+
+A naive model with one variable per (job, server) grows with J x S and is
+hopelessly symmetric: servers of one class are interchangeable and so are jobs
+with the same shape and profile.  This module removes both symmetries by
+aggregation and solves a *configuration* (pattern) model, the classic
+Gilmore-Gomory approach to cutting stock, by column generation.
+
+Aggregation
+-----------
+* **Server classes** ``c`` (``Problem.classes``): identical capacity, GPU type,
+  socket/switch shape and rack; ``n_c`` servers, capacities ``C_c, M_c, G_c``.
+* **Job types** ``t``: jobs with the same GPU count ``g_t``, share
+  ``milli_t``, option set (CPU/memory points with their base speed), allowed
+  classes, locality, weight and profile factors; ``N_t`` jobs.
+* **Items** of class ``c``: a *whole* item ``(t, o)`` is one job of type ``t``
+  at option ``o`` on one server (uses ``cpu_o``, ``mem_o``, ``g_t`` whole GPUs
+  under one node of its locality level, or ``milli_t`` of one shared GPU); a
+  *unit* item ``(t, o)`` is one GPU of a job of a spreadable type (whole GPUs,
+  ``g_t >= 2``, no locality or rack locality) with ``ceil(cpu_o / g_t)`` CPU
+  and ``ceil(mem_o / g_t)`` memory on that server.  Spread jobs are counted by
+  spread *groups* ``k`` (all allowed classes, or one rack).
+* A **pattern** ``p`` of class ``c`` is an integer vector ``a_p`` of items that
+  fits one server of ``c``: CPU and memory, whole GPUs of switch-level items
+  inside one switch, of socket-level items inside one socket (the per-node
+  capacity rows below are necessary and, since items of a level are free to
+  use any GPU of their node, sufficient), shared items bin-packed into GPUs of
+  at most 1000 milli.
+
+Integer master (the model the backends solve)
+---------------------------------------------
+.. math::
+
+    \max\ & \sum_{c,p} val_p\, z_{cp} + \sum_{t,o,k} v^{sp}_{tok}\, x_{tok} \\
+    \text{s.t. } & \sum_p z_{cp} \le n_c                    && (\mu_c)\\
+    & \sum_{c,p,o} a_{p,(t,o)}\, z_{cp} + \sum_{o,k} x_{tok} \le N_t   && (\pi_t)\\
+    & g_t\, x_{tok} - \sum_{c \in k, p} a_{p,unit(t,o)}\, z_{cp} \le 0  && (\rho_{tok})\\
+    & z_{cp}, x_{tok} \in \mathbb{Z}_{\ge 0}
+
+with ``val_p = sum_i a_{pi} v_{ic}`` where ``v`` is the job's objective
+coefficient at the option on the class's GPU type (throughput:
+``weight * base_o * speed_t(type) * max in-server span factor``) and
+``v^sp`` the coefficient of a spread job (best GPU type of the group times the
+best cross-server span factor).  Server symmetry is gone by construction
+(``z`` counts servers, not names) and job symmetry too (types are counted).
+
+LP bound and columns
+--------------------
+The LP relaxation is solved over a pool of columns (seeded with every
+heuristic solution, cut into per-server patterns) and new columns are priced
+per class by a small integer program (the *pricing* problem: the pattern
+feasibility rows above with objective ``sum_i (v_i - pi_t(i) - rho(i)) a_i -
+mu_c``), solved by the backend's own engine.  At every round the Lagrangian
+bound ``LP + sum_c n_c max(0, rc*_c)`` (``rc*_c`` = proven upper bound of the
+class's pricing problem) is a valid upper bound; at convergence it equals the
+Gilmore-Gomory LP bound.  The *big-machine* LP (each class pooled into one
+machine, spread jobs with exact fractional CPU/memory per GPU) is computed
+first and is always valid.  The reported bound is the smallest valid one.
+
+The pattern model is exact (so its bounds are bounds of the real problem)
+when a spread job's CPU and memory divide evenly over its GPUs (then the unit
+reservation is its exact share; otherwise it is a restriction and only the
+big-machine bound is reported).  Decoding a spread job picks ``g_t`` unit
+slots of its group, which is always possible because slots are only counted.
+
+Proof
+-----
+If the integer master reaches the bound the solution is optimal.  Otherwise,
+with ``gap = bound - value``, every pattern of a better integer solution has
+reduced cost ``>= -gap`` (``value(z) <= LP + sum_p rc_p z_p`` for any integer
+``z``), so when the backend can enumerate *all* such patterns (CP-SAT) the
+master over them is exact and its optimum is a proof.
+
+Decoding
+--------
+Patterns carry a *layout*: the local GPU offsets of each item (found by a
+first-fit-decreasing packing along the hierarchy, an exact feasibility model
+when that fails).  ``z_cp`` copies are laid on the servers of class ``c`` in
+index order; whole items take the type's jobs in priority order; the unit slots
+of a spread group are cut into runs of ``g_t`` (same server first) for the
+``x_tok`` spread jobs.  The decoded placement is checked against every server's
+capacity before it is returned; the best heuristic is kept when the decoded
+solution is not better.
+
+Extension hook
+--------------
+``extra_rows``: a sequence of :class:`MasterRow` adds linear rows to the
+master whose coefficient on a pattern is the sum of per-item coefficients (and
+a coefficient per spread variable); pricing subtracts their duals, so column
+generation stays exact with them (e.g. a tenant's GPU quota).
+"""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Sequence
+
+import numpy as np
+
+from ..model import MILLI, Status
+from ..problem import Assign, Problem, Solution
+
+INF = float("inf")
+EPS = 1e-7
+INNER = ("switch", "socket")
+
+
+# =====================================================================
+# A tiny solver-neutral linear model
+# =====================================================================
+class LinearModel:
+    """Maximise ``obj . x + obj_const`` subject to ``lo <= row . x <= hi``;
+    variables are bounded, integer unless stated."""
+
+    def __init__(self, name: str = ""):
+        self.name = name
+        self.lb: list[float] = []
+        self.ub: list[float] = []
+        self.integer: list[bool] = []
+        self.names: list[str] = []
+        self.rows: list[tuple[dict[int, float], float, float]] = []
+        self.obj: dict[int, float] = {}
+        self.obj_const = 0.0
+
+    def var(self, lb: float, ub: float, integer: bool = True, name: str = "") -> int:
+        self.lb.append(lb)
+        self.ub.append(ub)
+        self.integer.append(integer)
+        self.names.append(name or f"v{len(self.names)}")
+        return len(self.lb) - 1
+
+    def add(self, coefs: dict[int, float], lo: float = -INF, hi: float = INF) -> int:
+        coefs = {k: v for k, v in coefs.items() if v != 0}
+        self.rows.append((coefs, lo, hi))
+        return len(self.rows) - 1
+
+    @property
+    def n(self) -> int:
+        return len(self.lb)
+
+    def value(self, x: Sequence[float]) -> float:
+        return self.obj_const + sum(c * x[i] for i, c in self.obj.items())
+
+
+@dataclass
+class LinearResult:
+    status: str                      # "optimal", "feasible", "infeasible", "unknown"
+    x: list[float] | None = None
+    objective: float | None = None
+    bound: float | None = None       # proven upper bound (maximisation)
+    stats: dict = field(default_factory=dict)
+
+
+class Backend:
+    """What an exact backend provides: an integer solver for a
+    :class:`LinearModel` and (optionally) solution enumeration."""
+    name = "backend"
+    can_enumerate = False
+
+    def solve(self, model: LinearModel, *, time_limit: float, hint=None,
+              seed: int = 0) -> LinearResult:  # pragma: no cover - interface
+        raise NotImplementedError
+
+    def enumerate(self, model: LinearModel, *, time_limit: float,
+                  limit: int) -> tuple[list[list[int]], bool]:  # pragma: no cover
+        """All feasible solutions (as integer lists); flag True when complete."""
+        raise NotImplementedError
+
+
+# =====================================================================
+# LP solving (master relaxation, big machine): scipy/HiGHS, else GLOP
+# =====================================================================
+def solve_lp(model: LinearModel) -> tuple[float, list[float], list[float]] | None:
+    """Optimal LP value, primal values and row duals (dual >= 0 for a binding
+    ``<=`` row of a maximisation).  None when the LP cannot be solved."""
+    for fn in (_lp_highspy, _lp_scipy, _lp_glop):
+        try:
+            return fn(model)
+        except ImportError:
+            continue
+    return None
+
+
+def _lp_highspy(model: LinearModel):
+    import highspy
+    h = highspy.Highs()
+    h.setOptionValue("output_flag", False)
+    lp = highspy.HighsLp()
+    n, m = model.n, len(model.rows)
+    lp.num_col_, lp.num_row_ = n, m
+    lp.col_cost_ = np.array([model.obj.get(i, 0.0) for i in range(n)], dtype=float)
+    big = highspy.kHighsInf
+    lp.col_lower_ = np.array([v if v > -INF else -big for v in model.lb], dtype=float)
+    lp.col_upper_ = np.array([v if v < INF else big for v in model.ub], dtype=float)
+    lp.row_lower_ = np.array([lo if lo > -INF else -big for _, lo, _ in model.rows], dtype=float)
+    lp.row_upper_ = np.array([hi if hi < INF else big for _, _, hi in model.rows], dtype=float)
+    cols: list[list[tuple[int, float]]] = [[] for _ in range(n)]
+    for r, (coefs, _, _) in enumerate(model.rows):
+        for k, v in coefs.items():
+            cols[k].append((r, v))
+    start, index, value = [0], [], []
+    for col in cols:
+        for r, v in col:
+            index.append(r)
+            value.append(v)
+        start.append(len(index))
+    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
+    lp.a_matrix_.start_ = np.array(start, dtype=np.int32)
+    lp.a_matrix_.index_ = np.array(index, dtype=np.int32)
+    lp.a_matrix_.value_ = np.array(value, dtype=float)
+    lp.sense_ = highspy.ObjSense.kMaximize
+    h.passModel(lp)
+    h.run()
+    if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
+        return None
+    sol = h.getSolution()
+    obj = h.getInfo().objective_function_value
+    # HiGHS reports duals of the maximisation with the sign of d obj / d rhs
+    return float(obj) + model.obj_const, list(sol.col_value), [float(d) for d in sol.row_dual]
+
+
+def _lp_scipy(model: LinearModel):
+    from scipy.optimize import linprog
+    from scipy.sparse import csr_matrix
+    n = model.n
+    c = np.zeros(n)
+    for i, v in model.obj.items():
+        c[i] = -v
+    ub_rows, ub_b, ub_sign, eq_rows, eq_b = [], [], [], [], []
+    rmap = []  # (kind, index, sign)
+    for coefs, lo, hi in model.rows:
+        if lo == hi:
+            rmap.append(("eq", len(eq_rows), 1.0))
+            eq_rows.append(coefs)
+            eq_b.append(hi)
+            continue
+        entry = []
+        if hi < INF:
+            entry.append(("ub", len(ub_rows), 1.0))
+            ub_rows.append(coefs)
+            ub_b.append(hi)
+        if lo > -INF:
+            entry.append(("ub", len(ub_rows), -1.0))
+            ub_rows.append({k: -v for k, v in coefs.items()})
+            ub_b.append(-lo)
+        rmap.append(entry[0] if len(entry) == 1 else ("pair", entry, 1.0))
+
+    def mat(rows):
+        if not rows:
+            return None
+        data, ri, ci = [], [], []
+        for r, coefs in enumerate(rows):
+            for k, v in coefs.items():
+                ri.append(r)
+                ci.append(k)
+                data.append(v)
+        return csr_matrix((data, (ri, ci)), shape=(len(rows), n))
+
+    res = linprog(c, A_ub=mat(ub_rows), b_ub=ub_b or None, A_eq=mat(eq_rows),
+                  b_eq=eq_b or None, bounds=list(zip(model.lb, model.ub)), method="highs")
+    if res.status != 0:
+        return None
+    ub_d = -np.asarray(res.ineqlin.marginals) if ub_rows else np.zeros(0)
+    eq_d = -np.asarray(res.eqlin.marginals) if eq_rows else np.zeros(0)
+    duals = []
+    for e in rmap:
+        if e[0] == "eq":
+            duals.append(float(eq_d[e[1]]))
+        elif e[0] == "ub":
+            duals.append(float(ub_d[e[1]]) * e[2])
+        elif e[0] == "pair":
+            duals.append(sum(float(ub_d[i]) * s for _, i, s in e[1]))
+        else:
+            duals.append(0.0)
+    return float(-res.fun + model.obj_const), list(map(float, res.x)), duals
+
+
+def _lp_glop(model: LinearModel):
+    from ortools.linear_solver import pywraplp
+    s = pywraplp.Solver.CreateSolver("GLOP")
+    xs = [s.NumVar(lb, ub if ub < INF else s.infinity(), f"x{i}")
+          for i, (lb, ub) in enumerate(zip(model.lb, model.ub))]
+    cons = []
+    for coefs, lo, hi in model.rows:
+        ct = s.Constraint(lo if lo > -INF else -s.infinity(), hi if hi < INF else s.infinity())
+        for k, v in coefs.items():
+            ct.SetCoefficient(xs[k], v)
+        cons.append(ct)
+    obj = s.Objective()
+    for i, v in model.obj.items():
+        obj.SetCoefficient(xs[i], v)
+    obj.SetMaximization()
+    if s.Solve() != pywraplp.Solver.OPTIMAL:
+        return None
+    return (obj.Value() + model.obj_const, [x.solution_value() for x in xs],
+            [ct.dual_value() for ct in cons])
+
+
+# =====================================================================
+# Aggregation
+# =====================================================================
+@dataclass
+class JobType:
+    index: int
+    jobs: list[int]               # job indices, decode order (priority, index)
+    gpus: int
+    milli: int
+    locality: str | None
+    options: tuple                # Option objects of the representative job
+    classes: tuple[int, ...]      # allowed classes
+    spreadable: bool
+    rep: int
+
+    @property
+    def count(self) -> int:
+        return len(self.jobs)
+
+
+@dataclass(frozen=True)
+class Item:
+    kind: str        # "whole" or "unit"
+    t: int           # job type
+    o: int           # option index
+    cpu: int
+    mem: int
+    gpus: int        # whole GPUs taken (0 for a shared or CPU-only item)
+    milli: int       # share of one GPU for a shared item, else 0
+    level: str       # "switch", "socket" or "server": node holding its GPUs
+    value: float     # objective coefficient (0 for a unit)
+    group: int = -1  # spread group of a unit
+
+    @property
+    def key(self) -> tuple:
+        return (self.kind, self.t, self.o)
+
+
+@dataclass
+class Pattern:
+    cls: int
+    counts: tuple[tuple[int, int], ...]          # (item index in class, count)
+    layout: tuple[tuple[int, tuple[int, ...]], ...]  # (item index, local GPU offsets)
+    value: float
+
+
+@dataclass(frozen=True)
+class MasterRow:
+    """An extra linear row of the master: ``lo <= sum_{c,p} (sum_i a_pi *
+    item_coef(c, item)) z_cp + sum x_tok * x_coef(t, o, k) <= hi``."""
+    item_coef: Callable[[int, Item], float]
+    x_coef: Callable[[int, int, int], float] = lambda t, o, k: 0.0
+    lo: float = -INF
+    hi: float = INF
+
+
+class Aggregate:
+    """Job types, server classes, items and spread groups of a problem."""
+
+    def __init__(self, problem: Problem):
+        p = self.p = problem
+        self.classes = [list(m) for m in p.classes]
+        self.K = len(self.classes)
+        self.rep_server = [m[0] for m in self.classes]
+        self.n_c = [len(m) for m in self.classes]
+        self.cap = [(int(p.srv_cpu[s]), int(p.srv_mem[s]), int(p.srv_gpus[s]))
+                    for s in self.rep_server]
+        self._build_types()
+        self._build_structure()
+        self._build_items()
+
+    # ---------------------------------------------------------------- types
+    def _type_key(self, j: int) -> tuple:
+        p = self.p
+        job = p.jobs[j]
+        opts = tuple((o.cpu, o.mem, round(o.base, 12)) for o in p.options[j])
+        allowed = tuple(bool(p.allowed[j, s]) for s in self.rep_server)
+        speeds = tuple(round(p.speed(j, s), 12) for s in self.rep_server)
+        prof = job.profile
+        span = tuple(sorted(prof.span.items())) if prof is not None else ()
+        return (job.gpus, job.gpu_milli, job.locality, opts, job.weight, allowed, speeds,
+                span, job.tenant, job.guaranteed)
+
+    def _build_types(self):
+        p = self.p
+        groups: dict[tuple, list[int]] = {}
+        for j in range(p.J):
+            groups.setdefault(self._type_key(j), []).append(j)
+        self.types: list[JobType] = []
+        self.type_of = [0] * p.J
+        for key, js in groups.items():
+            js = sorted(js, key=lambda j: (-p.jobs[j].priority, j))
+            job = p.jobs[js[0]]
+            classes = tuple(c for c, s in enumerate(self.rep_server) if p.allowed[js[0], s])
+            spread = (job.gpus >= 2 and job.gpu_milli == MILLI
+                      and job.locality in (None, "rack", "cluster"))
+            t = JobType(len(self.types), js, job.gpus, job.gpu_milli, job.locality,
+                        p.options[js[0]], classes, spread, js[0])
+            for j in js:
+                self.type_of[j] = t.index
+            self.types.append(t)
+
+    # ------------------------------------------------------------ structure
+    def _build_structure(self):
+        """Local GPU offset -> switch / socket index, per class."""
+        p = self.p
+        self.sw_of, self.so_of, self.sw_cap, self.so_cap, self.n_sw, self.n_so = [], [], [], [], [], []
+        for c, s in enumerate(self.rep_server):
+            srv = p.cluster.servers[s]
+            G = srv.gpus
+            so, sw = [], []
+            names_so: dict[str, int] = {}
+            names_sw: dict[str, int] = {}
+            for k in range(G):
+                so.append(names_so.setdefault(srv.gpu_domain(k, "socket"), len(names_so)))
+                sw.append(names_sw.setdefault(srv.gpu_domain(k, "switch"), len(names_sw)))
+            self.so_of.append(so)
+            self.sw_of.append(sw)
+            self.n_so.append(len(names_so))
+            self.n_sw.append(len(names_sw))
+            self.so_cap.append([so.count(i) for i in range(len(names_so))])
+            self.sw_cap.append([sw.count(i) for i in range(len(names_sw))])
+        # switch -> socket
+        self.sw_socket = []
+        for c in range(self.K):
+            m = {}
+            for k, d in enumerate(self.sw_of[c]):
+                m[d] = self.so_of[c][k]
+            self.sw_socket.append([m[d] for d in range(self.n_sw[c])])
+
+    # ---------------------------------------------------------------- items
+    def span_in(self, t: JobType) -> float:
+        """Best span factor of a multi-GPU job inside one server."""
+        p = self.p
+        prof = p.jobs[t.rep].profile
+        if p.objective != "throughput" or t.gpus < 2 or prof is None:
+            return 1.0
+        lv = [x for x in ("server", "socket", "switch") if x in p.levels] or ["server"]
+        return max(prof.span_factor(x) for x in lv)
+
+    def span_out(self, t: JobType) -> float:
+        """Best span factor of a job spread over several servers."""
+        p = self.p
+        prof = p.jobs[t.rep].profile
+        if p.objective != "throughput" or prof is None:
+            return 1.0
+        lv = ["rack"] if "rack" in p.levels else []
+        if t.locality != "rack":
+            lv.append("cluster")
+        return max(prof.span_factor(x) for x in lv)
+
+    def _level(self, t: JobType) -> str:
+        if t.locality in INNER and t.locality in self.p.levels:
+            return t.locality
+        return "server"
+
+    def _build_items(self):
+        p = self.p
+        self.items: list[list[Item]] = [[] for _ in range(self.K)]
+        self.item_index: list[dict[tuple, int]] = [dict() for _ in range(self.K)]
+        # spread groups: (type, rack or None) -> group id, classes
+        self.groups: list[tuple[int, tuple[int, ...]]] = []
+        group_of: dict[tuple[int, int], int] = {}   # (t, c) -> group
+        for t in self.types:
+            if not t.spreadable:
+                continue
+            if t.locality == "rack" and "rack" in p.levels:
+                racks: dict[str, list[int]] = {}
+                for c in t.classes:
+                    racks.setdefault(p.cluster.servers[self.rep_server[c]].rack or "", []).append(c)
+                parts = list(racks.values())
+            else:
+                parts = [list(t.classes)]
+            for part in parts:
+                gid = len(self.groups)
+                self.groups.append((t.index, tuple(part)))
+                for c in part:
+                    group_of[(t.index, c)] = gid
+        self.group_of = group_of
+        self.exact_units = True
+        for c in range(self.K):
+            C, M, G = self.cap[c]
+            s = self.rep_server[c]
+            for t in self.types:
+                if c not in t.classes:
+                    continue
+                lvl = self._level(t)
+                if t.gpus == 0:
+                    gfit = True
+                elif t.milli < MILLI:
+                    gfit = G >= 1
+                elif t.locality == "gpu":
+                    gfit = t.gpus == 1 and G >= 1
+                elif lvl == "switch":
+                    gfit = t.gpus <= max(self.sw_cap[c], default=0)
+                elif lvl == "socket":
+                    gfit = t.gpus <= max(self.so_cap[c], default=0)
+                else:
+                    gfit = t.gpus <= G
+                for o, opt in enumerate(t.options):
+                    if gfit and opt.cpu <= C and opt.mem <= M:
+                        v = p.coef(t.rep, o, s) * self.span_in(t)
+                        it = Item("whole", t.index, o, opt.cpu, opt.mem,
+                                  t.gpus if t.milli == MILLI else 0,
+                                  t.milli if (t.milli < MILLI and t.gpus) else 0, lvl, v)
+                        self._add_item(c, it)
+                    if t.spreadable and G >= 1:
+                        uc, um = -(-opt.cpu // t.gpus), -(-opt.mem // t.gpus)
+                        if uc * t.gpus != opt.cpu or um * t.gpus != opt.mem:
+                            self.exact_units = False
+                        if uc <= C and um <= M:
+                            self._add_item(c, Item("unit", t.index, o, uc, um, 1, 0, "server",
+                                                   0.0, group_of[(t.index, c)]))
+        # spread variables (t, o, group) with their value
+        self.spread_vars: list[tuple[int, int, int, float]] = []
+        for gid, (ti, cls) in enumerate(self.groups):
+            t = self.types[ti]
+            for o in range(len(t.options)):
+                if not any(("unit", ti, o) in self.item_index[c] for c in cls):
+                    continue
+                best = max(p.coef(t.rep, o, self.rep_server[c]) for c in cls)
+                self.spread_vars.append((ti, o, gid, best * self.span_out(t)))
+
+    def _add_item(self, c: int, it: Item):
+        self.item_index[c][it.key] = len(self.items[c])
+        self.items[c].append(it)
+
+    def item_ub(self, c: int, i: int) -> int:
+        it = self.items[c][i]
+        C, M, G = self.cap[c]
+        t = self.types[it.t]
+        ub = t.count if it.kind == "whole" else t.count * t.gpus
+        if it.cpu:
+            ub = min(ub, C // it.cpu)
+        if it.mem:
+            ub = min(ub, M // it.mem)
+        if it.gpus:
+            ub = min(ub, G // it.gpus)
+        if it.milli:
+            ub = min(ub, G * MILLI // it.milli)
+        return max(ub, 0)
+
+    # =============================================================
+    # pattern feasibility rows (pricing, enumeration, layout checks)
+    # =============================================================
+    def server_rows(self, model: LinearModel, c: int, a: dict[int, int],
+                    aux: bool = True) -> dict:
+        """Add the rows saying the items ``a`` (item -> model var) fit one server
+        of class ``c``.  With ``aux=False`` only the resource rows (a
+        relaxation) are added.  Returns the auxiliary variables."""
+        C, M, G = self.cap[c]
+        items = self.items[c]
+        model.add({v: items[i].cpu for i, v in a.items()}, hi=C)
+        model.add({v: items[i].mem for i, v in a.items()}, hi=M)
+        whole = {v: items[i].gpus for i, v in a.items() if items[i].gpus}
+        shared = [i for i in a if items[i].milli]
+        info: dict = {"slots": [], "sw": {}, "so": {}}
+        if not aux:
+            row = {v: g * MILLI for v, g in whole.items()}
+            for i in shared:
+                row[a[i]] = items[i].milli
+            model.add(row, hi=G * MILLI)
+            return info
+        # shared GPUs: slots k, u_k = slot in use, b[i,k] items of kind i on it
+        K = 0
+        if shared:
+            K = min(G, sum(self.item_ub(c, i) for i in shared))
+        us = []
+        for k in range(K):
+            u = model.var(0, 1, name=f"u{k}")
+            us.append(u)
+            row = {u: -MILLI}
+            for i in shared:
+                b = model.var(0, self.item_ub(c, i), name=f"b{i}_{k}")
+                info["slots"].append((i, k, b))
+                row[b] = items[i].milli
+            model.add(row, hi=0)
+            if k:
+                model.add({us[k - 1]: 1, u: -1}, lo=0)
+        for i in shared:
+            row = {a[i]: -1}
+            for (ii, k, b) in info["slots"]:
+                if ii == i:
+                    row[b] = 1
+            model.add(row, lo=0, hi=0)
+        row = dict(whole)
+        for u in us:
+            row[u] = 1
+        model.add(row, hi=G)
+        # inner locality: switch items r[i,d], socket items q[i,s]
+        sw_items = [i for i in a if items[i].gpus and items[i].level == "switch"]
+        so_items = [i for i in a if items[i].gpus and items[i].level == "socket"]
+        if sw_items or so_items:
+            so_rows = [dict() for _ in range(self.n_so[c])]
+            for i in sw_items:
+                row = {a[i]: -1}
+                for d in range(self.n_sw[c]):
+                    r = model.var(0, self.item_ub(c, i), name=f"r{i}_{d}")
+                    info["sw"][(i, d)] = r
+                    row[r] = 1
+                model.add(row, lo=0, hi=0)
+            for d in range(self.n_sw[c]):
+                row = {info["sw"][(i, d)]: items[i].gpus for i in sw_items}
+                if row:
+                    model.add(row, hi=self.sw_cap[c][d])
+                for i in sw_items:
+                    so_rows[self.sw_socket[c][d]][info["sw"][(i, d)]] = items[i].gpus
+            for i in so_items:
+                row = {a[i]: -1}
+                for s_ in range(self.n_so[c]):
+                    q = model.var(0, self.item_ub(c, i), name=f"q{i}_{s_}")
+                    info["so"][(i, s_)] = q
+                    row[q] = 1
+                    so_rows[s_][q] = items[i].gpus
+                model.add(row, lo=0, hi=0)
+            for s_ in range(self.n_so[c]):
+                if so_rows[s_]:
+                    model.add(so_rows[s_], hi=self.so_cap[c][s_])
+        return info
+
+    # =============================================================
+    # layouts: local GPU offsets for a multiset of items on one server
+    # =============================================================
+    def layout(self, c: int, counts: dict[int, int],
+               backend: Backend | None = None) -> tuple | None:
+        """Concrete offsets for ``counts`` on a server of class ``c`` (None
+        when they do not fit)."""
+        items = self.items[c]
+        C, M, G = self.cap[c]
+        if sum(items[i].cpu * n for i, n in counts.items()) > C:
+            return None
+        if sum(items[i].mem * n for i, n in counts.items()) > M:
+            return None
+        lay = self._layout_ffd(c, counts)
+        if lay is None and backend is not None:
+            lay = self._layout_exact(c, counts, backend)
+        return lay
+
+    def _layout_ffd(self, c: int, counts: dict[int, int]):
+        items = self.items[c]
+        G = self.cap[c][2]
+        sw_of, so_of = self.sw_of[c], self.so_of[c]
+        free = [True] * G
+        out = []
+        seq = sorted(((i, n) for i, n in counts.items() if n > 0),
+                     key=lambda t: ({"switch": 0, "socket": 1, "server": 2}[items[t[0]].level],
+                                    items[t[0]].milli > 0, -items[t[0]].gpus,
+                                    -items[t[0]].milli, t[0]))
+        shared_load: dict[int, int] = {}
+        for i, n in seq:
+            it = items[i]
+            for _ in range(n):
+                if it.gpus == 0 and it.milli == 0:
+                    out.append((i, ()))
+                    continue
+                if it.milli:
+                    cand = [(MILLI - ld, g) for g, ld in shared_load.items() if ld + it.milli <= MILLI]
+                    if cand:
+                        g = min(cand)[1]
+                    else:
+                        fr = [g for g in range(G) if free[g]]
+                        if not fr:
+                            return None
+                        g = fr[-1]   # shared GPUs from the top, keep low offsets whole
+                        free[g] = False
+                        shared_load[g] = 0
+                    shared_load[g] += it.milli
+                    out.append((i, (g,)))
+                    continue
+                k = it.gpus
+                if it.level == "switch":
+                    doms = sw_of
+                elif it.level == "socket":
+                    doms = so_of
+                else:
+                    doms = None
+                chosen = None
+                if doms is not None:
+                    by: dict[int, list[int]] = {}
+                    for g in range(G):
+                        if free[g]:
+                            by.setdefault(doms[g], []).append(g)
+                    fit = sorted((len(v), v[0], v) for v in by.values() if len(v) >= k)
+                    if fit:
+                        chosen = fit[0][2][:k]
+                else:
+                    # consolidate: best-fitting switch, then socket, else anywhere
+                    for dom in (sw_of, so_of):
+                        by = {}
+                        for g in range(G):
+                            if free[g]:
+                                by.setdefault(dom[g], []).append(g)
+                        fit = sorted((len(v), v[0], v) for v in by.values() if len(v) >= k)
+                        if fit:
+                            chosen = fit[0][2][:k]
+                            break
+                    if chosen is None:
+                        fr = [g for g in range(G) if free[g]]
+                        if len(fr) >= k:
+                            chosen = fr[:k]
+                if chosen is None:
+                    return None
+                for g in chosen:
+                    free[g] = False
+                out.append((i, tuple(chosen)))
+        return tuple(out)
+
+    def _layout_exact(self, c: int, counts: dict[int, int], backend: Backend):
+        m = LinearModel("layout")
+        a = {}
+        for i, n in counts.items():
+            if n:
+                a[i] = m.var(n, n, name=f"a{i}")
+        info = self.server_rows(m, c, a)
+        res = backend.solve(m, time_limit=2.0)
+        if res.x is None:
+            return None
+        x = [int(round(v)) for v in res.x]
+        items = self.items[c]
+        G = self.cap[c][2]
+        free = [True] * G
+        out = []
+        # switch items into their switches, socket items into their sockets
+        for (i, d), r in sorted(info["sw"].items()):
+            for _ in range(x[r]):
+                gs = [g for g in range(G) if free[g] and self.sw_of[c][g] == d][:items[i].gpus]
+                if len(gs) < items[i].gpus:
+                    return None
+                for g in gs:
+                    free[g] = False
+                out.append((i, tuple(gs)))
+        for (i, s_), q in sorted(info["so"].items()):
+            for _ in range(x[q]):
+                gs = [g for g in range(G) if free[g] and self.so_of[c][g] == s_][:items[i].gpus]
+                if len(gs) < items[i].gpus:
+                    return None
+                for g in gs:
+                    free[g] = False
+                out.append((i, tuple(gs)))
+        slot_gpu: dict[int, int] = {}
+        for (i, k, b) in info["slots"]:
+            for _ in range(x[b]):
+                if k not in slot_gpu:
+                    fr = [g for g in range(G) if free[g]]
+                    if not fr:
+                        return None
+                    slot_gpu[k] = fr[-1]
+                    free[fr[-1]] = False
+                out.append((i, (slot_gpu[k],)))
+        for i, n in counts.items():
+            it = items[i]
+            if it.milli or (it.gpus and it.level != "server"):
+                continue
+            for _ in range(n):
+                if not it.gpus:
+                    out.append((i, ()))
+                    continue
+                fr = [g for g in range(G) if free[g]][:it.gpus]
+                if len(fr) < it.gpus:
+                    return None
+                for g in fr:
+                    free[g] = False
+                out.append((i, tuple(fr)))
+        return tuple(out)
+
+    def make_pattern(self, c: int, counts: dict[int, int], layout=None,
+                     backend: Backend | None = None) -> Pattern | None:
+        counts = {i: n for i, n in counts.items() if n > 0}
+        if layout is None:
+            layout = self.layout(c, counts, backend)
+            if layout is None:
+                return None
+        val = sum(self.items[c][i].value * n for i, n in counts.items())
+        return Pattern(c, tuple(sorted(counts.items())), tuple(layout), val)
+
+
+# =====================================================================
+# Conversions between concrete solutions and the aggregate
+# =====================================================================
+def option_of(problem: Problem, j: int, a: Assign) -> int:
+    cpu = sum(v for _, v in a.cpu)
+    mem = sum(v for _, v in a.mem)
+    for o, opt in enumerate(problem.options[j]):
+        if opt.cpu == cpu and opt.mem == mem:
+            return o
+    return 0
+
+
+def solution_to_columns(agg: Aggregate, sol: Solution):
+    """Per-server patterns (with the solution's own layout) and spread counts
+    of a concrete solution.  Returns (patterns per server, x counts) or None
+    pieces that do not map (dropped)."""
+    p = agg.p
+    per_server: dict[int, dict[int, int]] = {}
+    lay: dict[int, list] = {}
+    xcount: dict[tuple[int, int, int], int] = {}
+    for j, a in sol.assign.items():
+        t = agg.type_of[j]
+        o = option_of(p, j, a)
+        servers = sorted({s for s, _ in a.cpu} | {int(p.gpu_server[g]) for g, _ in a.gpus})
+        if len(servers) == 1:
+            s = servers[0]
+            c = int(p.server_class[s])
+            i = agg.item_index[c].get(("whole", t, o))
+            if i is None:
+                continue
+            per_server.setdefault(s, {})
+            per_server[s][i] = per_server[s].get(i, 0) + 1
+            first = int(p.gpu_first[s])
+            lay.setdefault(s, []).append((i, tuple(g - first for g, _ in a.gpus)))
+        else:
+            units = []
+            ok = True
+            for g, _ in a.gpus:
+                s = int(p.gpu_server[g])
+                c = int(p.server_class[s])
+                i = agg.item_index[c].get(("unit", t, o))
+                if i is None:
+                    ok = False
+                    break
+                units.append((s, i, g - int(p.gpu_first[s])))
+            if not ok:
+                continue
+            gid = agg.items[int(p.server_class[units[0][0]])][units[0][1]].group
+            if any(agg.items[int(p.server_class[s])][i].group != gid for s, i, _ in units):
+                continue
+            for s, i, off in units:
+                per_server.setdefault(s, {})
+                per_server[s][i] = per_server[s].get(i, 0) + 1
+                lay.setdefault(s, []).append((i, (off,)))
+            xcount[(t, o, gid)] = xcount.get((t, o, gid), 0) + 1
+    pats: dict[int, Pattern] = {}
+    for s, counts in per_server.items():
+        c = int(p.server_class[s])
+        C, M, _ = agg.cap[c]
+        items = agg.items[c]
+        if (sum(items[i].cpu * n for i, n in counts.items()) > C
+                or sum(items[i].mem * n for i, n in counts.items()) > M):
+            return None  # rounding of spread shares: unusable as columns
+        pats[s] = agg.make_pattern(c, counts, tuple(lay[s]))
+    return pats, xcount
+
+
+def decode(agg: Aggregate, z: dict[tuple[int, int], int], pool: list[list[Pattern]],
+           x: dict[tuple[int, int, int], int]) -> dict[int, Assign]:
+    """Concrete assignments from pattern counts ``z[(c, p)]`` and spread job
+    counts ``x[(t, o, group)]``."""
+    p = agg.p
+    queue = {t.index: list(t.jobs) for t in agg.types}
+    out: dict[int, Assign] = {}
+    units: dict[tuple[int, int, int], list[tuple[int, int]]] = {}
+    for c in range(agg.K):
+        servers = iter(agg.classes[c])
+        for pi in sorted(k for (cc, k) in z if cc == c):
+            for _ in range(z[(c, pi)]):
+                s = next(servers, None)
+                if s is None:
+                    raise ValueError("more patterns than servers")
+                pat = pool[c][pi]
+                first = int(p.gpu_first[s])
+                for i, offs in pat.layout:
+                    it = agg.items[c][i]
+                    if it.kind == "unit":
+                        units.setdefault((it.t, it.o, it.group), []).append((s, first + offs[0]))
+                        continue
+                    if not queue[it.t]:
+                        continue
+                    j = queue[it.t].pop(0)
+                    if p.jobs[j].gpus == 0:
+                        out[j] = p.make_cpu_assign(j, s, it.o)
+                    else:
+                        out[j] = p.make_assign(j, [first + k for k in offs], it.o)
+    for (t, o, gid), n in sorted(x.items()):
+        slots = sorted(units.get((t, o, gid), []))
+        g = agg.types[t].gpus
+        for r in range(n):
+            if (r + 1) * g > len(slots) or not queue[t]:
+                break
+            j = queue[t].pop(0)
+            out[j] = p.make_assign(j, [gg for _, gg in slots[r * g:(r + 1) * g]], o)
+    return out
+
+
+def check_assign(problem: Problem, assign: dict[int, Assign]) -> bool:
+    """Capacities hold (CPU, memory per server; milli per GPU)."""
+    cpu = problem.srv_cpu.copy()
+    mem = problem.srv_mem.copy()
+    gfree = np.full(problem.G, MILLI, dtype=np.int64)
+    for a in assign.values():
+        for s, v in a.cpu:
+            cpu[s] -= v
+        for s, v in a.mem:
+            mem[s] -= v
+        for g, m in a.gpus:
+            gfree[g] -= m
+    return bool((cpu >= 0).all() and (mem >= 0).all() and (gfree >= 0).all())
+
+
+def true_value(problem: Problem, assign: dict[int, Assign]) -> float:
+    """Objective value recomputed from the placement (as ``allocate`` does)."""
+    from ..objectives import allocation_value
+    pls = [problem.placement(j, a) for j, a in assign.items()]
+    return float(allocation_value(problem.objective, problem.jobs, pls))
+
+
+# =====================================================================
+# Warm start: best registered heuristic (+ the improver)
+# =====================================================================
+WARM_HEURISTICS = ("proportional", "best-fit", "greedy-upgrade", "local-search")
+
+
+def warm_start(problem: Problem, deadline: float, seed: int = 0,
+               names: Sequence[str] = WARM_HEURISTICS):
+    """Run the cheap heuristics; return (best assign, its value, all
+    solutions, per-heuristic values)."""
+    from ..solve import solvers
+    reg = solvers()
+    sols, values = [], {}
+    best, best_v = {}, 0.0
+    for name in names:
+        if name not in reg or time.perf_counter() > deadline:
+            continue
+        kw = {}
+        if name == "local-search":
+            kw["start"] = best
+        left = max(0.05, deadline - time.perf_counter())
+        try:
+            sol = reg[name].solve(problem, time_limit=left, seed=seed, **kw)
+        except Exception:  # a heuristic failing must not sink the exact solver
+            continue
+        if not check_assign(problem, sol.assign):
+            continue
+        v = true_value(problem, sol.assign)
+        values[name] = v
+        sols.append(sol.assign)
+        if v > best_v + 1e-12:
+            best, best_v = dict(sol.assign), v
+    return best, best_v, sols, values
+
+
+# =====================================================================
+# Bounds
+# =====================================================================
+def big_machine_bound(agg: Aggregate, extra_rows: Sequence[MasterRow] = ()) -> float | None:
+    """LP of the problem with each class pooled into one machine (always a
+    valid upper bound; spread GPUs use their exact fractional share)."""
+    p = agg.p
+    m = LinearModel("big-machine")
+    type_rows: dict[int, dict[int, float]] = {t.index: {} for t in agg.types}
+    link: dict[tuple[int, int, int], dict[int, float]] = {}
+    for c in range(agg.K):
+        C, M, G = agg.cap[c]
+        n = agg.n_c[c]
+        rc, rm, rg = {}, {}, {}
+        for i, it in enumerate(agg.items[c]):
+            t = agg.types[it.t]
+            if it.kind == "whole":
+                v = m.var(0, min(t.count, agg.item_ub(c, i) * n), integer=False)
+                m.obj[v] = it.value
+                type_rows[it.t][v] = 1
+                rc[v], rm[v] = it.cpu, it.mem
+                rg[v] = it.gpus + it.milli / MILLI
+            else:
+                v = m.var(0, t.count * t.gpus, integer=False)
+                opt = t.options[it.o]
+                rc[v], rm[v], rg[v] = opt.cpu / t.gpus, opt.mem / t.gpus, 1
+                link.setdefault((it.t, it.o, it.group), {})[v] = -1
+        m.add(rc, hi=C * n)
+        m.add(rm, hi=M * n)
+        m.add(rg, hi=G * n)
+    for (t, o, gid, val) in agg.spread_vars:
+        v = m.var(0, agg.types[t].count, integer=False)
+        m.obj[v] = val
+        type_rows[t][v] = 1
+        row = link.setdefault((t, o, gid), {})
+        row[v] = agg.types[t].gpus
+    for t, row in type_rows.items():
+        if row:
+            m.add(row, hi=agg.types[t].count)
+    for row in link.values():
+        m.add(row, hi=0)
+    # extra rows cannot be expressed on pooled items exactly; ignoring them
+    # only loosens the bound.
+    res = solve_lp(m)
+    return None if res is None else res[0]
+
+
+# =====================================================================
+# Master problem and column generation
+# =====================================================================
+class Master:
+    """The pattern master over a column pool."""
+
+    def __init__(self, agg: Aggregate, extra_rows: Sequence[MasterRow] = ()):
+        self.agg = agg
+        self.pool: list[list[Pattern]] = [[] for _ in range(agg.K)]
+        self.keys: list[set] = [set() for _ in range(agg.K)]
+        self.extra = list(extra_rows)
+
+    def add(self, pat: Pattern | None) -> bool:
+        if pat is None:
+            return False
+        key = pat.counts
+        if key in self.keys[pat.cls]:
+            return False
+        self.keys[pat.cls].add(key)
+        self.pool[pat.cls].append(pat)
+        return True
+
+    @property
+    def size(self) -> int:
+        return sum(len(x) for x in self.pool)
+
+    def build(self, integer: bool) -> tuple[LinearModel, dict, dict, dict]:
+        agg = self.agg
+        m = LinearModel("master")
+        zv: dict[tuple[int, int], int] = {}
+        xv: dict[tuple[int, int, int], int] = {}
+        rows: dict[tuple, int] = {}
+        type_row: dict[int, dict[int, float]] = {t.index: {} for t in agg.types}
+        link: dict[tuple[int, int, int], dict[int, float]] = {}
+        extra = [dict() for _ in self.extra]
+        for c in range(agg.K):
+            crow = {}
+            for pi, pat in enumerate(self.pool[c]):
+                v = m.var(0, agg.n_c[c], integer, f"z{c}_{pi}")
+                zv[(c, pi)] = v
+                m.obj[v] = pat.value
+                crow[v] = 1
+                for i, n in pat.counts:
+                    it = agg.items[c][i]
+                    if it.kind == "whole":
+                        type_row[it.t][v] = type_row[it.t].get(v, 0) + n
+                    else:
+                        r = link.setdefault((it.t, it.o, it.group), {})
+                        r[v] = r.get(v, 0) - n
+                    for e, row in zip(self.extra, extra):
+                        coef = e.item_coef(c, it)
+                        if coef:
+                            row[v] = row.get(v, 0) + coef * n
+            if crow:
+                rows[("class", c)] = m.add(crow, hi=agg.n_c[c])
+        for (t, o, gid, val) in agg.spread_vars:
+            v = m.var(0, agg.types[t].count, integer, f"x{t}_{o}_{gid}")
+            xv[(t, o, gid)] = v
+            m.obj[v] = val
+            type_row[t][v] = 1
+            link.setdefault((t, o, gid), {})[v] = agg.types[t].gpus
+            for e, row in zip(self.extra, extra):
+                coef = e.x_coef(t, o, gid)
+                if coef:
+                    row[v] = coef
+        for t, row in type_row.items():
+            if row:
+                rows[("type", t)] = m.add(row, hi=agg.types[t].count)
+        for key, row in link.items():
+            rows[("link",) + key] = m.add(row, hi=0)
+        for e, (ex, row) in enumerate(zip(self.extra, extra)):
+            rows[("extra", e)] = m.add(row, lo=ex.lo, hi=ex.hi)
+        return m, zv, xv, rows
+
+    def pricing_model(self, c: int, duals: dict, min_coef: float = EPS):
+        """Pricing problem of class ``c``: (model, item->var) or None when no
+        item has a coefficient above ``min_coef``."""
+        agg = self.agg
+        m = LinearModel(f"pricing{c}")
+        a = {}
+        for i, it in enumerate(agg.items[c]):
+            if it.kind == "whole":
+                coef = it.value - duals.get(("type", it.t), 0.0)
+            else:
+                coef = duals.get(("link", it.t, it.o, it.group), 0.0)
+            for e, ex in enumerate(self.extra):
+                coef -= duals.get(("extra", e), 0.0) * ex.item_coef(c, it)
+            ub = agg.item_ub(c, i)
+            if coef > min_coef and ub > 0:
+                v = m.var(0, ub, name=f"a{i}")
+                a[i] = v
+                m.obj[v] = coef
+        if not a:
+            return None, a
+        m.obj_const = -duals.get(("class", c), 0.0)
+        return m, a
+
+
+@dataclass
+class CGResult:
+    lp: float | None = None
+    bound: float | None = None       # Lagrangian bound (valid if agg.exact_units)
+    rounds: int = 0
+    converged: bool = False
+    duals: dict = field(default_factory=dict)
+    pricing_calls: int = 0
+
+
+def column_generation(master: Master, backend: Backend, deadline: float,
+                      max_rounds: int = 10000) -> CGResult:
+    agg = master.agg
+    out = CGResult()
+    while out.rounds < max_rounds:
+        out.rounds += 1
+        m, zv, xv, rows = master.build(integer=False)
+        res = solve_lp(m)
+        if res is None:
+            break
+        lp, _, duals_list = res
+        duals = {k: duals_list[r] for k, r in rows.items()}
+        out.lp, out.duals = lp, duals
+        added, lag, lag_ok = 0, lp, True
+        for c in range(agg.K):
+            if time.perf_counter() > deadline:
+                lag_ok = False
+                break
+            pm, a = master.pricing_model(c, duals)
+            if pm is None:
+                continue
+            agg.server_rows(pm, c, a)
+            left = deadline - time.perf_counter()
+            r = backend.solve(pm, time_limit=max(0.05, min(left, 10.0)))
+            out.pricing_calls += 1
+            if r.bound is None:
+                lag_ok = False
+            else:
+                lag += agg.n_c[c] * max(0.0, r.bound)
+            if r.x is not None and (r.objective or 0) > 1e-6:
+                counts = {i: int(round(r.x[v])) for i, v in a.items()}
+                if master.add(agg.make_pattern(c, counts, backend=backend)):
+                    added += 1
+        if lag_ok and (out.bound is None or lag < out.bound):
+            out.bound = lag
+        if added == 0:
+            out.converged = lag_ok
+            break
+        if time.perf_counter() > deadline:
+            break
+    return out
+
+
+def solve_master_ip(master: Master, backend: Backend, time_limit: float, seed: int,
+                    hint_z: dict | None = None, hint_x: dict | None = None):
+    """Integer master over the pool: (status, z, x, value, bound)."""
+    m, zv, xv, _ = master.build(integer=True)
+    hint = None
+    if hint_z is not None:
+        hint = [0] * m.n
+        for k, n in hint_z.items():
+            if k in zv:
+                hint[zv[k]] = n
+        for k, n in (hint_x or {}).items():
+            if k in xv:
+                hint[xv[k]] = n
+    res = backend.solve(m, time_limit=time_limit, hint=hint, seed=seed)
+    if res.x is None:
+        return res.status, None, None, None, res.bound, res.stats
+    z = {k: int(round(res.x[v])) for k, v in zv.items() if round(res.x[v]) > 0}
+    x = {k: int(round(res.x[v])) for k, v in xv.items() if round(res.x[v]) > 0}
+    return res.status, z, x, res.objective, res.bound, res.stats
+
+
+def hint_from(master: Master, cols) -> tuple[dict, dict]:
+    """Pool indices of a converted heuristic solution."""
+    pats, xcount = cols
+    z: dict[tuple[int, int], int] = {}
+    for s, pat in pats.items():
+        c = pat.cls
+        for pi, q in enumerate(master.pool[c]):
+            if q.counts == pat.counts:
+                z[(c, pi)] = z.get((c, pi), 0) + 1
+                break
+    return z, dict(xcount)
+
+
+# =====================================================================
+# The driver shared by the backends
+# =====================================================================
+def integral_objective(problem: Problem) -> bool:
+    return problem.objective in ("jobs", "gpus")
+
+
+def tighten(problem: Problem, bound: float) -> float:
+    """Objectives with integer values: the bound rounds down."""
+    if integral_objective(problem):
+        return math.floor(bound + 1e-6)
+    return bound
+
+
+def solve_exact(problem: Problem, backend: Backend, *, time_limit: float | None = None,
+                seed: int = 0, extra_rows: Sequence[MasterRow] = (),
+                warm_share: float = 0.15, cg_share: float = 0.45, **options) -> Solution:
+    """Warm start, bounds, column generation, integer master, decode, proof."""
+    t0 = time.perf_counter()
+    limit = 60.0 if time_limit is None else max(0.01, float(time_limit))
+    deadline = t0 + limit
+    stats: dict = {"backend": backend.name}
+
+    def left() -> float:
+        return deadline - time.perf_counter()
+
+    # 1. warm start ---------------------------------------------------------
+    best, best_v, heur_sols, hv = warm_start(problem, t0 + max(0.02, warm_share * limit), seed)
+    stats["warm_start"] = best_v
+    stats["t_warm"] = time.perf_counter() - t0
+    stats["heuristics"] = hv
+    best_src = "warm start"
+    if problem.J == 0:
+        return Solution({}, Status.OPTIMAL, 0.0, (), stats)
+
+    # 2. aggregate + big machine bound --------------------------------------
+    agg = Aggregate(problem)
+    stats.update(types=len(agg.types), classes=agg.K,
+                 items=sum(len(x) for x in agg.items), exact_units=agg.exact_units)
+    bounds = []
+    if left() > 0:
+        bm = big_machine_bound(agg, extra_rows)
+        if bm is not None:
+            stats["lp_bound"] = bm
+            bounds.append(bm)
+    bound = min(bounds) if bounds else None
+
+    def done(value: float, bnd: float | None) -> bool:
+        if bnd is None:
+            return False
+        return value >= tighten(problem, bnd) - 1e-6 * max(1.0, abs(bnd))
+
+    # 3. master seeded with heuristic columns -------------------------------
+    master = Master(agg, extra_rows)
+    for sol in heur_sols:
+        cols = solution_to_columns(agg, Solution(sol))
+        if cols is not None:
+            for pat in cols[0].values():
+                master.add(pat)
+    warm_cols = solution_to_columns(agg, Solution(best)) if best else None
+    if warm_cols is not None:
+        for pat in warm_cols[0].values():
+            master.add(pat)
+
+    # 4. column generation ---------------------------------------------------
+    if not done(best_v, bound) and left() > 0.05:
+        cg = column_generation(master, backend, t0 + (warm_share + cg_share) * limit)
+        stats["t_cg"] = time.perf_counter() - t0
+        stats.update(cg_rounds=cg.rounds, cg_converged=cg.converged, cg_lp=cg.lp,
+                     columns=master.size, pricing_calls=cg.pricing_calls)
+        if cg.bound is not None and agg.exact_units and not extra_rows_unbounded(extra_rows):
+            stats["cg_bound"] = cg.bound
+            bounds.append(cg.bound)
+    else:
+        cg = CGResult()
+    bound = min(bounds) if bounds else None
+
+    # 5. integer master -----------------------------------------------------
+    if not done(best_v, bound) and left() > 0.05 and master.size:
+        hz, hx = hint_from(master, warm_cols) if warm_cols else (None, None)
+        share = 0.5 if backend.can_enumerate and cg.converged else 0.9
+        st, z, x, obj, ipb, ipstats = solve_master_ip(master, backend, max(0.05, share * left()),
+                                                     seed, hz, hx)
+        stats["master_status"] = st
+        stats.update({f"master_{k}": v for k, v in ipstats.items()})
+        if z is not None:
+            cand = decode(agg, z, master.pool, x)
+            if check_assign(problem, cand):
+                v = true_value(problem, cand)
+                stats["master_value"] = v
+                if v > best_v + 1e-9:
+                    best, best_v, best_src = cand, v, "master"
+            else:
+                stats["decode_error"] = True
+        # 6. polish the best solution, then prove by reduced-cost enumeration
+        if left() > 0.05 and not done(best_v, bound):
+            best, best_v, best_src = polish(problem, best, best_v, best_src, deadline,
+                                            0.1 * limit, seed)
+        stats["t_master"] = time.perf_counter() - t0
+        if (not done(best_v, bound) and backend.can_enumerate and cg.converged
+                and agg.exact_units and st == "optimal" and left() > 0.1 and obj is not None):
+            proved = enumerate_and_solve(agg, master, backend, cg, best_v, deadline, seed, stats)
+            if proved is not None:
+                z2, x2, val2 = proved
+                cand = decode(agg, z2, master.pool, x2)
+                if check_assign(problem, cand):
+                    v = true_value(problem, cand)
+                    if v > best_v + 1e-9:
+                        best, best_v, best_src = cand, v, "enumeration"
+                    # the enumerated master optimum bounds every solution
+                    bounds.append(max(val2, v))
+                    stats["enum_bound"] = max(val2, v)
+    bound = min(bounds) if bounds else None
+    if left() > 0.05 and not done(best_v, bound):
+        best, best_v, best_src = polish(problem, best, best_v, best_src, deadline,
+                                        0.5 * left(), seed)
+
+    if bound is not None:
+        bound = max(tighten(problem, bound), best_v) if done(best_v, bound) else tighten(problem, bound)
+    status = Status.OPTIMAL if done(best_v, bound) else Status.FEASIBLE
+    stats["source"] = best_src
+    stats["time_s"] = time.perf_counter() - t0
+    if bound is not None:
+        stats["gap"] = max(0.0, (bound - best_v) / max(abs(bound), 1e-9))
+    return Solution(best, status, bound, (), stats)
+
+
+def polish(problem, best, best_v, src, deadline, budget, seed):
+    """Local search from the best solution; keeps it unless strictly better."""
+    from .improve import local_search
+    pol = local_search(problem, best, deadline=min(deadline, time.perf_counter() + budget),
+                       seed=seed)
+    if check_assign(problem, pol):
+        v = true_value(problem, pol)
+        if v > best_v + 1e-9:
+            return pol, v, "polish"
+    return best, best_v, src
+
+
+def extra_rows_unbounded(extra_rows) -> bool:
+    return False
+
+
+def enumerate_and_solve(agg: Aggregate, master: Master, backend: Backend, cg: CGResult,
+                        incumbent: float, deadline: float, seed: int, stats: dict):
+    """Add every pattern with reduced cost >= -(LP - incumbent) and solve the
+    master over them; returns (z, x, optimum) when both steps complete."""
+    gap = (cg.lp or 0.0) - incumbent
+    if gap < -1e-9:
+        return None
+    gap += 1e-6
+    total = 0
+    for c in range(agg.K):
+        pm, a = master.pricing_model(c, cg.duals, min_coef=-gap)
+        if pm is None:
+            continue
+        # reduced cost >= -gap  (obj_const = -mu_c)
+        row = dict(pm.obj)
+        pm.add(row, lo=-gap - pm.obj_const)
+        pm.obj = {}
+        pm.obj_const = 0.0
+        agg.server_rows(pm, c, a, aux=False)
+        left = deadline - time.perf_counter()
+        if left < 0.05:
+            return None
+        sols, complete = backend.enumerate(pm, time_limit=0.5 * left, limit=20000)
+        stats["enumerated"] = stats.get("enumerated", 0) + len(sols)
+        if not complete:
+            stats["enumeration"] = "incomplete"
+            return None
+        idx = list(a.items())
+        for x in sols:
+            counts = {i: int(x[v]) for i, v in idx if x[v]}
+            if not counts:
+                continue
+            key = tuple(sorted(counts.items()))
+            if key in master.keys[c]:
+                continue
+            pat = agg.make_pattern(c, counts, backend=backend)
+            if pat is not None:   # None: resources fit but GPUs do not
+                master.add(pat)
+                total += 1
+    stats["enum_added"] = total
+    left = deadline - time.perf_counter()
+    if left < 0.05:
+        return None
+    st, z, x, obj, ipb, _ = solve_master_ip(master, backend, left, seed)
+    stats["enum_master_status"] = st
+    if st != "optimal" or z is None:
+        return None
+    return z, x, obj
