@@ -112,6 +112,8 @@ class Engine:
                 self.type_ok[j, ti] = job.allows(t)
         self.first = p.gpu_first
         self.lv = {x: i for i, x in enumerate(p.levels)}
+        #: when set, placements and new cells are confined to these servers
+        self.only_servers: set[int] | None = None
 
     # ------------------------------------------------------------ basics
     def job(self, j: int) -> Job:
@@ -246,6 +248,10 @@ class Engine:
                 continue
             for top in sorted(nodes):
                 for c in self.descend(top, lvl):
+                    if self.only_servers is not None:
+                        srv = {int(self.p.gpu_server[g]) for g in self.tree.gpus[c]}
+                        if not srv <= self.only_servers:
+                            continue
                     yield c, h, first
             first = False
 
@@ -376,6 +382,8 @@ class Engine:
                 servers = [int(s) for s, c in zip(self.first_nonempty()[1], cnt) if c >= n]
             else:
                 servers = [s for s in range(p.S) if p.allowed[j, s]]
+        if self.only_servers is not None:
+            servers = [s for s in servers if s in self.only_servers]
         best, best_key = None, None
         found = 0
         if len(servers) > 64 and n:
@@ -539,8 +547,8 @@ class Engine:
                     continue
                 self.commit(j, n, r[0], r[1], preempted)
                 return True
-        # several cells (a job larger than any unbound cell of v)
-        if n <= 1 or job.locality not in (None, "rack"):
+        # several cells (a job larger than any unbound cell of v), near v's free GPUs
+        if n <= 1:
             return False
         new = []
         while True:
@@ -558,7 +566,12 @@ class Engine:
             big = [x for x in lv if x[0] >= need]
             size, t, lvl = big[0] if big else lv[-1]
             got = None
-            for c, h, buddy_ok in self.buddy_candidates(t, lvl):
+            near = {int(self.p.gpu_server[g]) for g in np.flatnonzero(owned)
+                    if self.room_ok(j, int(g), job.gpu_milli)}
+            cands = list(self.buddy_candidates(t, lvl))
+            if near:
+                cands.sort(key=lambda x: int(self.p.gpu_server[self.tree.gpus[x[0]][0]]) not in near)
+            for c, h, buddy_ok in cands:
                 self.bind(c, v)
                 if buddy_ok or self.safe():
                     got = c
@@ -630,19 +643,11 @@ def current_assign(p: Problem, j: int) -> Assign | None:
     return Assign(gpus, cpu, mem)
 
 
-def run(p: Problem, *, migration_cost=None, max_moves=None, preempt=True, colocate=True,
-        grow=True, gpu_mem_capacity=None) -> tuple[Engine, set, dict]:
-    eng = Engine(p, gpu_mem_capacity, colocate)
-    migrate = migration_cost is not None or (max_moves or 0) > 0
-    budget = (max_moves if max_moves is not None else (1 << 30)) if migrate else 0
-    cost = float(migration_cost or 0.0)
+def restore_running(eng: Engine, running: Sequence[int]) -> list[int]:
+    """Put running jobs back on their current GPUs and bind their tenants'
+    cells (inferred minimal cover); returns the jobs that could not stay."""
+    p = eng.p
     jobs = p.jobs
-    preempted: set[int] = set()
-    moved: set[int] = set()
-
-    # (1) running jobs stay where they run
-    running = [j for j in range(p.J) if jobs[j].current is not None]
-    pending = [j for j in range(p.J) if jobs[j].current is None]
     homeless = []
     for j in sorted(running, key=lambda j: (not jobs[j].guaranteed, -jobs[j].priority, j)):
         a = current_assign(p, j)
@@ -677,8 +682,24 @@ def run(p: Problem, *, migration_cost=None, max_moves=None, preempt=True, coloca
             eng.bind(n, v)
     for j, a in keep.items():
         eng.place(j, a)
-    for n in [n for n, u in eng.bound_use.items() if u == 0]:
-        eng.unbind(n)
+    _release_empty(eng)
+    return homeless
+
+
+def run(p: Problem, *, migration_cost=None, max_moves=None, preempt=True, colocate=True,
+        grow=True, gpu_mem_capacity=None) -> tuple[Engine, set, dict]:
+    eng = Engine(p, gpu_mem_capacity, colocate)
+    migrate = migration_cost is not None or (max_moves or 0) > 0
+    budget = (max_moves if max_moves is not None else (1 << 30)) if migrate else 0
+    cost = float(migration_cost or 0.0)
+    jobs = p.jobs
+    preempted: set[int] = set()
+    moved: set[int] = set()
+
+    # (1) running jobs stay where they run
+    running = [j for j in range(p.J) if jobs[j].current is not None]
+    pending = [j for j in range(p.J) if jobs[j].current is None]
+    homeless = restore_running(eng, running)
 
     # (2) pending jobs: guaranteed by priority, then opportunistic
     order = sorted(pending + homeless,
@@ -861,3 +882,7 @@ def solve_hived(problem: Problem, *, time_limit=None, seed=0, **options) -> Solu
     if options.get("gpu_mem_capacity"):
         stats["gpu_mem_capacity"] = dict(options["gpu_mem_capacity"])
     return Solution(dict(eng.assign), Status.FEASIBLE, None, tuple(sorted(preempted)), stats)
+
+
+# the tenancy CP-SAT model reuses this engine to decode; register it with hived
+from . import tenancy_exact  # noqa: E402,F401

@@ -1,0 +1,423 @@
+"""``cpsat-tenancy``: a CP-SAT model of allocation under HiveD tenancy, with
+preemption and migration terms.
+
+Sets: servers s (GPUs G_s, CPU C_s, memory M_s, type t_s); *groups* k of
+identical pending jobs (same shape, tenant, priority, weight, profile: n_k
+members); running jobs r (``current`` set) one by one; tenants v with
+``c[v,t,l]`` cells of size ``z[t,l]`` GPUs.
+
+Variables:
+
+    x[k,s] in 0..n_k     jobs of group k placed on server s (one server each)
+    keep[r] in {0,1}     running job r stays exactly where it runs
+    mv[r,s] in {0,1}     running job r moves to server s != its own
+                         (only with ``migration_cost``/``max_moves``)
+    b[v,s,l] in 0..N_sl  v's level-l cells bound inside server s
+                         (identical cells aggregated into counts)
+    R[v,q] in {0,1}      v's rack cell bound to rack q
+    h[s], hv[v,s]        GPUs of s given to shared (milli < 1000) jobs,
+                         all / v's guaranteed ones
+
+Constraints (u = usage of a job on s: GPUs n, milli n*m, CPU, memory):
+
+    whole-GPU jobs' GPUs + h[s] <= G_s;  1000 h[s] >= shared milli on s
+    CPU and memory of kept, moved and new jobs on s <= C_s, M_s
+    sum_s x[k,s] <= n_k
+    sum_s b[v,s,l] + (rack cells) = c[v,t,l]        (every cell bound, WLOG)
+    cell GPUs of v on s:  g[v,s] = sum_l z_l b[v,s,l] + G_s sum_q R[v,q][s in q]
+    sum_v g[v,s] <= G_s                  (cells disjoint; sizes divide, so they pack)
+    v's guaranteed whole GPUs on s + hv[v,s] <= g[v,s];  1000 hv[v,s] >= v's shared milli
+    keep[r] + sum_s mv[r,s] <= 1;  pre[r] = 1 - keep[r] - sum_s mv[r,s]
+    pre[r] <= sum_{i outranks r} (new or moved i)      (legal victims only)
+    sum_r sum_s mv[r,s] <= max_moves
+
+Objective, lexicographic.  Phase 1 (``guaranteed_first``, default) maximises
+the GPUs of placed guaranteed jobs, sum n_j [j guaranteed and placed] -- the
+HiveD guarantee: a tenant's jobs within its cells are served, preempting
+opportunistic work -- and fixes it as a floor.  Phase 2 (scaled to integers,
+S = 10^7):
+
+    max sum_{k,s} v[k,s] x[k,s] + sum_r v_r keep[r] + sum_{r,s} v[r,s] mv[r,s]
+        - preemption_cost * sum_r pre[r] - migration_cost * sum_{r,s} mv[r,s]
+
+with v[k,s] = weight * base * speed(t_s) * span(innermost level of s holding
+n_k GPUs) (throughput; ``gpus``/``jobs`` objectives use their coefficients)
+and v_r the running placement's own value.  Symmetry: identical servers
+without running jobs are ordered by the GPUs they give out.
+
+Decoding replays the model's choices through the ``hived`` engine: kept jobs
+are restored (their cells inferred), victims and movers removed, then each
+placed job is put on its model server (buddy cells, consolidated GPUs); a job
+the engine cannot fit there is tried anywhere, else left unplaced.
+
+Restrictions (the solver is exact for the problem *with* them; ``restricts``):
+every job runs on one server; CPU and memory at the request (no profile grid
+points); fixed GPU counts (no elastic sizes).  Sub-server packing (switch /
+socket cells and locality, GPU sharing) is relaxed to the counts above, so the
+bound is valid and ``optimal`` is claimed only when the decoded placement
+reaches it.  With preemption or migration costs the model optimises the
+penalised objective: the allocation's ``bound`` is then None and
+``stats["penalised"]``/``stats["penalised_bound"]`` report it.
+"""
+from __future__ import annotations
+
+import os
+from collections import defaultdict
+
+from ..model import MILLI, Status
+from ..objectives import throughput
+from ..problem import Problem, Solution
+from ..solve import register
+from ..tenancy import binding_keys, outranks
+from .hived import Engine, _release_empty, current_assign, restore_running
+
+SCALE = 10 ** 7
+SPAN_LEVELS = ("switch", "socket", "server")
+
+
+def _signature(job):
+    return (job.gpus, job.gpu_milli, job.cpu, job.mem, job.gpu_types, job.locality,
+            id(job.profile) if job.profile is not None else None, job.model, job.tenant,
+            job.guaranteed, job.priority, job.weight, job.gpu_mem)
+
+
+def _best_span(p: Problem, j: int, s: int) -> float:
+    """Largest span factor job j can get on server s: the best factor of a
+    declared level (switch, socket, server) whose node on s holds its GPUs
+    (an upper bound; 1.0 for one GPU, no profile or another objective)."""
+    job = p.jobs[j]
+    prof = job.profile
+    if prof is None or job.gpus < 2 or p.objective != "throughput":
+        return 1.0
+    sv = p.cluster.servers[s]
+    sizes = {"server": sv.gpus, "socket": sv.gpus // max(1, sv.sockets),
+             "switch": sv.gpus // max(1, sv.sockets) // max(1, sv.switches_per_socket)}
+    cands = [prof.span_factor(lv) for lv in SPAN_LEVELS
+             if lv in p.levels and sizes[lv] >= job.gpus]
+    return max(cands) if cands else prof.span_factor("server")
+
+
+def _value(p: Problem, j: int, s: int) -> float:
+    return p.coef(j, 0, s) * _best_span(p, j, s)
+
+
+def _fits_server(p: Problem, j: int, s: int) -> bool:
+    job = p.jobs[j]
+    opt = p.options[j][0]
+    if not p.allowed[j, s] or opt.cpu > p.srv_cpu[s] or opt.mem > p.srv_mem[s]:
+        return False
+    if job.gpus > p.srv_gpus[s]:
+        return False
+    if job.locality == "switch" or job.locality == "socket":
+        sv = p.cluster.servers[s]
+        per = sv.gpus // max(1, sv.sockets)
+        if job.locality == "switch":
+            per //= max(1, sv.switches_per_socket)
+        if job.gpus > per:
+            return False
+    return True
+
+
+@register("cpsat-tenancy", exact=True,
+          capabilities=("tenancy", "preemption", "migration", "locality", "sharing",
+                        "colocation"),
+          requires=("ortools",),
+          restricts="guaranteed work first; one server per job; CPU/memory at the request; "
+                    "fixed GPU counts",
+          description="CP-SAT under HiveD tenancy with preemption and migration terms")
+def solve_cpsat_tenancy(problem: Problem, *, time_limit=None, seed=0, migration_cost=None,
+                        max_moves=None, preemption_cost=0.0, guaranteed_first=True,
+                        workers=None, **options) -> Solution:
+    from ortools.sat.python import cp_model
+    if options:
+        raise ValueError(f"cpsat-tenancy: unknown option(s) {sorted(options)}; valid: "
+                         "migration_cost, max_moves, preemption_cost, guaranteed_first, workers")
+    p = problem
+    jobs = p.jobs
+    eng0 = Engine(p)
+    tree = eng0.tree
+    q = eng0.q
+    migrate = migration_cost is not None or (max_moves or 0) > 0
+    mcost = float(migration_cost or 0.0)
+    pcost = float(preemption_cost or 0.0)
+    m = cp_model.CpModel()
+
+    running = [j for j in range(p.J) if jobs[j].current is not None
+               and current_assign(p, j) is not None]
+    pending = [j for j in range(p.J) if j not in set(running)]
+    groups: dict[tuple, list[int]] = defaultdict(list)
+    for j in pending:
+        groups[_signature(jobs[j])].append(j)
+    glist = list(groups.values())
+
+    # usage containers per server: (coef var/expr) lists
+    whole = defaultdict(list)      # whole GPUs
+    shared = defaultdict(list)     # milli of shared jobs
+    cpu = defaultdict(list)
+    mem = defaultdict(list)
+    gwhole = defaultdict(list)     # (v, s) -> guaranteed whole GPUs
+    gshared = defaultdict(list)    # (v, s) -> guaranteed shared milli
+    obj = []
+    newplaced: dict[int, list] = defaultdict(list)   # job -> vars meaning "placed fresh"
+    x: dict[tuple[int, int], object] = {}
+
+    def add_usage(j, s, var, n_gpus=None):
+        job = jobs[j]
+        n = job.gpus if n_gpus is None else n_gpus
+        opt = p.options[j][0]
+        if n:
+            if job.gpu_milli >= MILLI:
+                whole[s].append((n, var))
+                if job.guaranteed:
+                    gwhole[(job.tenant, s)].append((n, var))
+            else:
+                shared[s].append((job.gpu_milli * n, var))
+                if job.guaranteed:
+                    gshared[(job.tenant, s)].append((job.gpu_milli * n, var))
+        cpu[s].append((opt.cpu, var))
+        mem[s].append((opt.mem, var))
+
+    for gi, members in enumerate(glist):
+        j0 = members[0]
+        job = jobs[j0]
+        if job.guaranteed and job.tenant not in q:
+            continue
+        for s in range(p.S):
+            if job.gpus == 0:
+                if p.options[j0][0].cpu > p.srv_cpu[s] or p.options[j0][0].mem > p.srv_mem[s]:
+                    continue
+            elif not _fits_server(p, j0, s):
+                continue
+            if job.guaranteed and not any(t == p.cluster.servers[s].gpu_type and c
+                                          for (t, _), c in q[job.tenant].items()):
+                continue
+            v = m.NewIntVar(0, len(members), f"x{gi}_{s}")
+            x[(gi, s)] = v
+            add_usage(j0, s, v)
+            obj.append((round(_value(p, j0, s) * SCALE), v))
+            for j in members:
+                newplaced[j].append(v)
+
+    for gi, members in enumerate(glist):
+        vs = [v for (g2, s), v in x.items() if g2 == gi]
+        if len(vs) > 1:
+            m.Add(sum(vs) <= len(members))
+
+    keep: dict[int, object] = {}
+    mv: dict[tuple[int, int], object] = {}
+    pre: dict[int, object] = {}
+    for r in running:
+        a = current_assign(p, r)
+        k = m.NewBoolVar(f"keep{r}")
+        keep[r] = k
+        job = jobs[r]
+        gsrv = defaultdict(int)
+        for g, mi in a.gpus:
+            gsrv[int(p.gpu_server[g])] += 1
+        for s, c in a.cpu:
+            cpu[s].append((c, k))
+        for s, c in a.mem:
+            mem[s].append((c, k))
+        for s, n in gsrv.items():
+            if job.gpu_milli >= MILLI:
+                whole[s].append((n, k))
+                if job.guaranteed:
+                    gwhole[(job.tenant, s)].append((n, k))
+            else:
+                shared[s].append((job.gpu_milli * n, k))
+                if job.guaranteed:
+                    gshared[(job.tenant, s)].append((job.gpu_milli * n, k))
+        gids = [p.cluster.gpu_ids[g] for g, _ in a.gpus]
+        tp = throughput(p.cluster, job, gids, sum(c for _, c in a.cpu), sum(c for _, c in a.mem))
+        val = {"throughput": job.weight * tp, "gpus": float(sum(mi for _, mi in a.gpus)),
+               "jobs": 1.0}[p.objective]
+        obj.append((round(val * SCALE), k))
+        moves = []
+        if migrate and job.gpus:
+            own = {s for s, _ in a.cpu}
+            for s in range(p.S):
+                if s in own or not _fits_server(p, r, s):
+                    continue
+                if job.guaranteed and not any(t == p.cluster.servers[s].gpu_type and c
+                                              for (t, _), c in q.get(job.tenant, {}).items()):
+                    continue
+                v = m.NewBoolVar(f"mv{r}_{s}")
+                mv[(r, s)] = v
+                moves.append(v)
+                add_usage(r, s, v)
+                obj.append((round((_value(p, r, s) - mcost) * SCALE), v))
+                newplaced[r].append(v)
+        pr = m.NewBoolVar(f"pre{r}")
+        pre[r] = pr
+        m.Add(k + sum(moves) + pr == 1)
+        if pcost:
+            obj.append((-round(pcost * SCALE), pr))
+    # legal victims
+    for r in running:
+        outrank = [v for i, vs in newplaced.items() if i != r and outranks(jobs[i], jobs[r])
+                   for v in vs]
+        if outrank:
+            m.Add(pre[r] <= sum(outrank))
+        else:
+            m.Add(pre[r] == 0)
+    if migrate and max_moves is not None:
+        m.Add(sum(mv.values()) <= int(max_moves))
+
+    # cells
+    lv_index = {x_: i for i, x_ in enumerate(p.levels)}
+    srv_nodes = defaultdict(int)   # (s, lvl) -> number of nodes at lvl in s
+    for n in range(tree.N):
+        if tree.server[n] >= 0:
+            srv_nodes[(tree.server[n], tree.level[n])] += 1
+    cellg: dict[tuple[str, int], list] = defaultdict(list)
+    rack_lvl = lv_index.get("rack")
+    for v, qv in q.items():
+        for (t, lvl), c in qv.items():
+            if c == 0:
+                continue
+            terms = []
+            if lvl == rack_lvl:
+                for n in tree.by_type_level.get((t, lvl), []):
+                    rb = m.NewBoolVar("")
+                    terms.append(rb)
+                    for s in {int(p.gpu_server[g]) for g in tree.gpus[n]}:
+                        cellg[(v, s)].append((int(p.srv_gpus[s]), rb))
+            else:
+                for s in range(p.S):
+                    if p.cluster.servers[s].gpu_type != t or not p.srv_gpus[s]:
+                        continue
+                    cnt = srv_nodes.get((s, lvl), 0)
+                    if not cnt:
+                        continue
+                    b = m.NewIntVar(0, min(cnt, c), "")
+                    terms.append(b)
+                    size = len(tree.gpus[tree.by_type_level[(t, lvl)][0]])
+                    cellg[(v, s)].append((size, b))
+            m.Add(sum(terms) == c)
+
+    tenants = sorted(q)
+    for s in range(p.S):
+        G = int(p.srv_gpus[s])
+        h = m.NewIntVar(0, G, "")
+        m.Add(sum(c * v for c, v in whole[s]) + h <= G)
+        if shared[s]:
+            m.Add(sum(c * v for c, v in shared[s]) <= MILLI * h)
+        m.Add(sum(c * v for c, v in cpu[s]) <= int(p.srv_cpu[s]))
+        m.Add(sum(c * v for c, v in mem[s]) <= int(p.srv_mem[s]))
+        cg_all = []
+        for v in tenants:
+            cg = sum(c * b for c, b in cellg.get((v, s), []))
+            if cellg.get((v, s)):
+                cg_all.extend(cellg[(v, s)])
+            gw = gwhole.get((v, s), [])
+            gs = gshared.get((v, s), [])
+            if not gw and not gs:
+                continue
+            hv = m.NewIntVar(0, G, "")
+            if gs:
+                m.Add(sum(c * y for c, y in gs) <= MILLI * hv)
+            m.Add(sum(c * y for c, y in gw) + hv <= (cg if cellg.get((v, s)) else 0))
+        if cg_all:
+            m.Add(sum(c * b for c, b in cg_all) <= G)
+    # symmetry: identical servers without running jobs, ordered by GPUs given out
+    # (only without tenants: cells make otherwise identical servers differ)
+    if not q:
+        busy = {s for r in running for s, _ in current_assign(p, r).cpu}
+        load = defaultdict(list)
+        for (gi, s), v in x.items():
+            load[s].append((jobs[glist[gi][0]].gpus, v))
+        for members in p.classes:
+            free = [s for s in members if s not in busy]
+            for a_, b_ in zip(free, free[1:]):
+                if load[a_] and load[b_]:
+                    m.Add(sum(c * v for c, v in load[a_]) >= sum(c * v for c, v in load[b_]))
+
+    limit = float(time_limit if time_limit is not None else 30.0)
+    solver = cp_model.CpSolver()
+    solver.parameters.num_workers = int(workers or min(8, os.cpu_count() or 1))
+    solver.parameters.random_seed = int(seed)
+    phase1_optimal = True
+    gterms = [(jobs[glist[gi][0]].gpus or 1, v) for (gi, s), v in x.items()
+              if jobs[glist[gi][0]].guaranteed]
+    gterms += [(jobs[r].gpus or 1, keep[r]) for r in running if jobs[r].guaranteed]
+    gterms += [(jobs[r].gpus or 1, v) for (r, s), v in mv.items() if jobs[r].guaranteed]
+    if guaranteed_first and gterms:
+        # phase 1: as much guaranteed work as the cells allow (HiveD's guarantee)
+        m.Maximize(sum(c * v for c, v in gterms))
+        solver.parameters.max_time_in_seconds = limit / 3
+        st1 = solver.Solve(m)
+        if st1 in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+            m.Add(sum(c * v for c, v in gterms) >= int(round(solver.ObjectiveValue())))
+            phase1_optimal = st1 == cp_model.OPTIMAL
+            hint = True
+        else:
+            phase1_optimal = st1 != cp_model.UNKNOWN
+            hint = False
+        if hint:
+            for v in list(x.values()) + list(keep.values()) + list(mv.values()):
+                m.AddHint(v, solver.Value(v))
+        limit -= solver.WallTime()
+    m.Maximize(sum(c * v for c, v in obj))
+    solver.parameters.max_time_in_seconds = max(limit, 1.0)
+    solver.parameters.relative_gap_limit = 1e-4
+    st = solver.Solve(m)
+    if st not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        status = Status.INFEASIBLE if st == cp_model.INFEASIBLE else Status.UNKNOWN
+        return Solution({}, status, None, (), {"cp_status": solver.StatusName(st)})
+
+    # ---------------------------------------------------------------- decode
+    eng = Engine(p)
+    kept = [r for r in running if solver.Value(keep[r])]
+    homeless = restore_running(eng, kept)
+    plan: list[tuple[int, int]] = []
+    for (gi, s), v in x.items():
+        cnt = solver.Value(v)
+        if cnt:
+            plan.append((gi, s, cnt))
+    queue = []
+    taken = defaultdict(int)
+    for gi, s, cnt in sorted(plan):
+        members = glist[gi]
+        for j in members[taken[gi]:taken[gi] + cnt]:
+            queue.append((j, s))
+        taken[gi] += cnt
+    for (r, s), v in mv.items():
+        if solver.Value(v):
+            queue.append((r, s))
+    for r in homeless:
+        queue.append((r, None))
+    tight = {"switch": 0, "socket": 1, "server": 2}
+    queue.sort(key=lambda js: (not jobs[js[0]].guaranteed, -jobs[js[0]].priority,
+                               tight.get(jobs[js[0]].locality or "", 3), -jobs[js[0]].gpus,
+                               js[0]))
+    lost = 0
+    for j, s in queue:
+        n = jobs[j].gpus
+        ok = False
+        if s is not None:
+            eng.only_servers = {s}
+            ok = eng.try_place(j, n, 0, set())
+            eng.only_servers = None
+        if not ok:
+            lost += 1
+            eng.try_place(j, n, 0, set())
+    _release_empty(eng)
+    preempted = tuple(sorted(r for r in running if r not in eng.assign))
+    obj_val = solver.ObjectiveValue() / SCALE
+    obj_bound = solver.BestObjectiveBound() / SCALE + 0.5 * p.J / SCALE
+    penalised = bool(pcost) or bool(mcost)
+    decoded_all = lost == 0
+    status = Status.OPTIMAL if (st == cp_model.OPTIMAL and decoded_all and not penalised
+                                and phase1_optimal) \
+        else Status.FEASIBLE
+    stats = {"binding": binding_keys(eng.tree, eng.bound),
+             "moves": sum(1 for r in running if r in eng.assign
+                          and sorted(eng.assign[r].gpus) != sorted(current_assign(p, r).gpus)),
+             "preemptions": len(preempted), "cp_status": solver.StatusName(st),
+             "model_objective": obj_val, "decode_misses": lost,
+             "groups": len(glist)}
+    bound = None if penalised else obj_bound
+    if penalised:
+        stats["penalised"] = obj_val
+        stats["penalised_bound"] = obj_bound
+    return Solution(dict(eng.assign), status, bound, preempted, stats)
