@@ -1209,12 +1209,12 @@ def solve_exact(problem: Problem, backend: Backend, *, time_limit: float | None 
     agg = Aggregate(problem)
     stats.update(types=len(agg.types), classes=agg.K,
                  items=sum(len(x) for x in agg.items), exact_units=agg.exact_units)
-    bounds = []
-    if left() > 0:
-        bm = big_machine_bound(agg, extra_rows)
-        if bm is not None:
-            stats["lp_bound"] = bm
-            bounds.append(bm)
+    # always computed (cheap), even past the deadline: the reported bound
+    bounds = [sum(problem.upper_coef(j) for j in range(problem.J))]
+    bm = big_machine_bound(agg, extra_rows)
+    if bm is not None:
+        stats["lp_bound"] = bm
+        bounds.append(bm)
     bound = min(bounds) if bounds else None
 
     def done(value: float, bnd: float | None) -> bool:
@@ -1250,7 +1250,7 @@ def solve_exact(problem: Problem, backend: Backend, *, time_limit: float | None 
     # 5. integer master -----------------------------------------------------
     if not done(best_v, bound) and left() > 0.05 and master.size:
         hz, hx = hint_from(master, warm_cols) if warm_cols else (None, None)
-        share = 0.5 if backend.can_enumerate and cg.converged else 0.9
+        share = 0.4 if cg.converged else 0.9
         st, z, x, obj, ipb, ipstats = solve_master_ip(master, backend, max(0.05, share * left()),
                                                      seed, hz, hx)
         stats["master_status"] = st
@@ -1269,7 +1269,7 @@ def solve_exact(problem: Problem, backend: Backend, *, time_limit: float | None 
             best, best_v, best_src = polish(problem, best, best_v, best_src, deadline,
                                             0.1 * limit, seed)
         stats["t_master"] = time.perf_counter() - t0
-        if (not done(best_v, bound) and backend.can_enumerate and cg.converged
+        if (not done(best_v, bound) and cg.converged
                 and agg.exact_units and st == "optimal" and left() > 0.1 and obj is not None):
             proved = enumerate_and_solve(agg, master, backend, cg, best_v, deadline, seed, stats)
             if proved is not None:
@@ -1313,40 +1313,116 @@ def extra_rows_unbounded(extra_rows) -> bool:
     return False
 
 
+def enumerate_patterns(agg: Aggregate, master: Master, c: int, duals: dict, gap: float,
+                       deadline: float, limit: int):
+    """Every item multiset of class ``c`` within the CPU, memory and GPU
+    capacity whose reduced cost is ``>= -gap`` (depth-first search with a
+    fractional-knapsack bound).  Returns (list of count dicts, complete)."""
+    items = agg.items[c]
+    C, M, G = agg.cap[c]
+    caps = (C, M, G * MILLI)
+    coef = []
+    for i, it in enumerate(items):
+        if it.kind == "whole":
+            v = it.value - duals.get(("type", it.t), 0.0)
+        else:
+            v = duals.get(("link", it.t, it.o, it.group), 0.0)
+        for e, ex in enumerate(master.extra):
+            v -= duals.get(("extra", e), 0.0) * ex.item_coef(c, it)
+        coef.append(v)
+    order = [i for i in sorted(range(len(items)), key=lambda i: (-coef[i], i))
+             if agg.item_ub(c, i) > 0]
+    size = [(items[i].cpu, items[i].mem, items[i].gpus * MILLI + items[i].milli) for i in order]
+    cf = [coef[i] for i in order]
+    ub = [agg.item_ub(c, i) for i in order]
+    n = len(order)
+    base = -duals.get(("class", c), 0.0)
+    floor_ = -gap
+    out: list[dict[int, int]] = []
+    state = {"complete": True, "nodes": 0}
+    counts = [0] * n
+
+    def optimistic(k: int, rem) -> float:
+        tot, best_r = 0.0, [0.0, 0.0, 0.0]
+        free = False
+        for q in range(k, n):
+            if cf[q] <= 0:
+                break   # sorted: the rest cannot help
+            tot += cf[q] * ub[q]
+            sz = size[q]
+            if sz == (0, 0, 0):
+                free = True
+            for r in range(3):
+                if sz[r] > 0:
+                    best_r[r] = max(best_r[r], cf[q] / sz[r])
+                else:
+                    best_r[r] = INF
+        if free:
+            return tot
+        return min([tot] + [best_r[r] * rem[r] for r in range(3)])
+
+    def dfs(k: int, val: float, rem):
+        if not state["complete"]:
+            return
+        state["nodes"] += 1
+        if state["nodes"] % 2048 == 0 and time.perf_counter() > deadline:
+            state["complete"] = False
+            return
+        if val + optimistic(k, rem) < floor_ - 1e-9:
+            return
+        if k == n:
+            out.append({order[q]: counts[q] for q in range(n) if counts[q]})
+            if len(out) > limit:
+                state["complete"] = False
+            return
+        sz = size[k]
+        top = ub[k]
+        for r in range(3):
+            if sz[r]:
+                top = min(top, rem[r] // sz[r])
+        for a in range(top, -1, -1):
+            counts[k] = a
+            dfs(k + 1, val + cf[k] * a,
+                (rem[0] - a * sz[0], rem[1] - a * sz[1], rem[2] - a * sz[2]))
+            if not state["complete"]:
+                break
+        counts[k] = 0
+
+    import sys
+    old = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(old, 4 * n + 100))
+    try:
+        dfs(0, base, caps)
+    finally:
+        sys.setrecursionlimit(old)
+    return out, state["complete"]
+
+
 def enumerate_and_solve(agg: Aggregate, master: Master, backend: Backend, cg: CGResult,
-                        incumbent: float, deadline: float, seed: int, stats: dict):
-    """Add every pattern with reduced cost >= -(LP - incumbent) and solve the
-    master over them; returns (z, x, optimum) when both steps complete."""
+                        incumbent: float, deadline: float, seed: int, stats: dict,
+                        limit: int = 20000):
+    """Add every pattern with reduced cost >= -(LP - incumbent) (LP duals of a
+    converged column generation) and solve the master over the pool; returns
+    (z, x, optimum) when both steps complete: then no pattern outside the pool
+    can be part of a solution better than the incumbent, and the master's
+    optimum is the optimum."""
     gap = (cg.lp or 0.0) - incumbent
     if gap < -1e-9:
         return None
-    gap += 1e-6
+    gap = max(gap, 0.0) + 1e-6 * max(1.0, abs(incumbent))
     total = 0
     for c in range(agg.K):
-        pm, a = master.pricing_model(c, cg.duals, min_coef=-gap)
-        if pm is None:
-            continue
-        # reduced cost >= -gap  (obj_const = -mu_c)
-        row = dict(pm.obj)
-        pm.add(row, lo=-gap - pm.obj_const)
-        pm.obj = {}
-        pm.obj_const = 0.0
-        agg.server_rows(pm, c, a, aux=False)
         left = deadline - time.perf_counter()
         if left < 0.05:
             return None
-        sols, complete = backend.enumerate(pm, time_limit=0.5 * left, limit=20000)
-        stats["enumerated"] = stats.get("enumerated", 0) + len(sols)
+        pats, complete = enumerate_patterns(agg, master, c, cg.duals, gap,
+                                            time.perf_counter() + 0.5 * left, limit)
+        stats["enumerated"] = stats.get("enumerated", 0) + len(pats)
         if not complete:
             stats["enumeration"] = "incomplete"
             return None
-        idx = list(a.items())
-        for x in sols:
-            counts = {i: int(x[v]) for i, v in idx if x[v]}
-            if not counts:
-                continue
-            key = tuple(sorted(counts.items()))
-            if key in master.keys[c]:
+        for counts in pats:
+            if not counts or tuple(sorted(counts.items())) in master.keys[c]:
                 continue
             pat = agg.make_pattern(c, counts, backend=backend)
             if pat is not None:   # None: resources fit but GPUs do not
@@ -1361,3 +1437,83 @@ def enumerate_and_solve(agg: Aggregate, master: Master, backend: Backend, cg: CG
     if st != "optimal" or z is None:
         return None
     return z, x, obj
+
+
+# =====================================================================
+# Compact per-server model (small clusters: closes the last gap)
+# =====================================================================
+def compact_model(agg: Aggregate, cap: float | None = None, items_filter=None):
+    r"""Per-server aggregated model: ``y[s, i]`` copies of item ``i`` on
+    server ``s`` (servers of a class ordered by a weighted load, which breaks
+    their symmetry), spread counts ``x``, and ``objective <= cap``."""
+    m = LinearModel("compact")
+    yv: dict[tuple[int, int], int] = {}
+    type_row: dict[int, dict[int, float]] = {t.index: {} for t in agg.types}
+    link: dict[tuple[int, int, int], dict[int, float]] = {}
+    for c in range(agg.K):
+        items = agg.items[c]
+        keep = [i for i in range(len(items))
+                if agg.item_ub(c, i) > 0 and (items_filter is None or items_filter(c, i))]
+        w = {i: int(round(items[i].value * 1000)) * 1000 + 1 + i for i in keep}
+        prev = None
+        for s in agg.classes[c]:
+            a = {}
+            for i in keep:
+                v = m.var(0, agg.item_ub(c, i), name=f"y{s}_{i}")
+                yv[(s, i)] = v
+                a[i] = v
+                it = items[i]
+                if it.kind == "whole":
+                    m.obj[v] = it.value
+                    type_row[it.t][v] = 1
+                else:
+                    link.setdefault((it.t, it.o, it.group), {})[v] = -1
+            agg.server_rows(m, c, a)
+            key = {a[i]: w[i] for i in keep}
+            if prev is not None and key:
+                row = dict(prev)
+                for k, v in key.items():
+                    row[k] = row.get(k, 0) - v
+                m.add(row, lo=0)
+            prev = key
+    xv = {}
+    for (t, o, gid, val) in agg.spread_vars:
+        v = m.var(0, agg.types[t].count, name=f"x{t}_{o}_{gid}")
+        xv[(t, o, gid)] = v
+        m.obj[v] = val
+        type_row[t][v] = 1
+        link.setdefault((t, o, gid), {})[v] = agg.types[t].gpus
+    for t, row in type_row.items():
+        if row:
+            m.add(row, hi=agg.types[t].count)
+    for row in link.values():
+        m.add(row, hi=0)
+    if cap is not None:
+        m.add(dict(m.obj), hi=cap)
+    return m, yv, xv
+
+
+def compact_hint(agg: Aggregate, m: LinearModel, yv, xv, cols) -> list[int] | None:
+    """Hint for :func:`compact_model` from a converted solution, servers of a
+    class sorted by the model's symmetry-breaking key."""
+    pats, xcount = cols
+    hint = [0] * m.n
+    for c in range(agg.K):
+        items = agg.items[c]
+        loads = []
+        for s in agg.classes[c]:
+            pat = pats.get(s)
+            counts = dict(pat.counts) if pat else {}
+            key = sum((int(round(items[i].value * 1000)) * 1000 + 1 + i) * n
+                      for i, n in counts.items())
+            loads.append((-key, counts))
+        loads.sort(key=lambda t: t[0])
+        for s, (_, counts) in zip(agg.classes[c], loads):
+            for i, n in counts.items():
+                if (s, i) not in yv:
+                    return None
+                hint[yv[(s, i)]] = n
+    for k, n in xcount.items():
+        if k in xv:
+            hint[xv[k]] = n
+    return hint

@@ -109,12 +109,14 @@ class PulpBackend(Backend):
                 return LinearResult("infeasible", stats=stats)
             elif sol_ok:
                 status = "feasible"
-            # PuLP hands HiGHS the negated objective (minimisation)
+            # PuLP hands HiGHS the negated objective (minimisation); its
+            # constant may or may not reach HiGHS: measure the offset
             db = getattr(info, "mip_dual_bound", None)
-            if db is not None and math.isfinite(db) and any(model.integer):
-                bound = -db
-            elif status == "optimal" and not any(model.integer):
-                bound = None  # set below from the objective
+            if (db is not None and math.isfinite(db) and any(model.integer) and sol_ok
+                    and status != "unknown"):
+                xv = [float(v.varValue or 0.0) for v in xs]
+                delta = model.value(xv) + float(info.objective_function_value)
+                bound = -db + delta
         else:
             if prob.sol_status == pulp.LpSolutionOptimal:
                 status = "optimal"
