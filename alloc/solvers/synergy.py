@@ -845,6 +845,7 @@ def _aggregated_opt(problem: Problem, *, time_limit, seed, place_all, engine="hi
 
 
 @register("synergy-opt", exact=True, capabilities=CAPS, requires=("ortools",),
+          restricts="fairness floor: only CPU/memory points at least as fast as the request",
           description="Synergy OPT: joint grid point and placement with the fairness floor (CP-SAT)")
 def solve_opt(problem: Problem, *, time_limit=None, seed=0, **options) -> Solution:
     """Options: ``backend`` ("auto", "cpsat", "milp", "aggregated"),
