@@ -106,7 +106,7 @@ def small_instance(draw):
     n_jobs = draw(st.integers(1, 6))
     jobs = []
     for i in range(n_jobs):
-        g = draw(st.sampled_from([1, 1, 2, 4]))
+        g = draw(st.sampled_from([1, 1, 2]))
         jobs.append(job(i, g, draw(st.sampled_from([GRID, FLAT, None])), locality="server",
                         weight=draw(st.sampled_from([1.0, 2.0]))))
     return Cluster(servers), tuple(jobs)
