@@ -1,0 +1,233 @@
+"""Offline upper bound on the GPU milli any placement of a pod set can allocate.
+
+Used for the FGD experiment: the pods arrived by a given x (% of GPU capacity)
+are given; an *offline* scheduler may choose any subset and any placement
+(respecting every hard constraint of the online protocol), so the best it can
+allocate bounds every online policy's allocation at that x.
+
+Model (an integer programme solved with HiGHS; its LP relaxation or the MIP
+dual bound is reported when the solve stops early, both valid upper bounds):
+
+* Nodes are grouped into *shapes* s = (cpu, mem, G, model) with ``N_s`` nodes.
+* GPU pods are grouped into *types* t = (c, mem, k, m, allowed models) with
+  ``n_t`` arrived copies.  CPU-only pods allocate no GPU milli; dropping them
+  never hurts, so they are left out.
+* ``y[s,t]`` (integer) = pods of type t placed on shape s; allowed only when
+  the node model is allowed, ``k_t <= G_s``, ``c_t <= cpu_s``, ``mem_t <= mem_s``.
+  ``sum_s y[s,t] <= n_t``.
+* GPU sharing per shape is an *arc-flow* model over GPU fill levels: each GPU
+  used for shared pods is a unit of flow from level 0 through arcs ``l -> l+m``
+  (one shared pod of share m on it) and stops at some level ``<= 1000``.
+  ``a[s,l,m]`` (integer) = GPUs of shape s with a share-m pod starting at fill
+  l; ``z_s`` = GPUs of shape s holding shared pods.  Every multiset of shares
+  on one GPU with sum ``<= 1000`` is such a path, so the flow counts exactly the
+  GPUs' share patterns.  ``sum_{t: m_t = m} y[s,t] <= sum_l a[s,l,m]``.
+* Whole GPUs: ``sum_{t whole} k_t y[s,t] + z_s <= N_s G_s`` (a GPU holding
+  shares can't hold a whole-GPU pod).
+* CPU and memory: ``sum_t c_t y[s,t] <= N_s cpu_s`` and the same for memory.
+* Objective: maximise ``sum k_t m_t y[s,t]``.
+
+Relaxations (why this is an upper bound and not the optimum): CPU and memory
+are pooled over the ``N_s`` nodes of a shape instead of checked per node, and a
+multi-GPU pod's k GPUs and the shares' GPUs are not tied to one node (only
+``k_t <= G_s``).  The pod-count limit (1001 per node, never reached) is
+dropped.  Every feasible placement maps to a feasible point (count pods per
+shape, GPUs per share pattern), so the optimum is ``>=`` any placement's
+allocation.  With one node per shape the model is exact.
+"""
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+
+from .online import MILLI, Pod
+
+
+@dataclass
+class BoundResult:
+    bound: float          # upper bound on allocatable milli (MIP dual bound or LP)
+    value: float          # best integer solution found (a lower bound on the model optimum)
+    lp: float             # LP relaxation value
+    status: str
+    seconds: float
+    demand: int           # GPU milli of the pods given
+    shapes: int
+    types: int
+
+
+def _levels(shares: Sequence[int]) -> list[int]:
+    """Fill levels reachable by sums of shares (<= 1000), ascending."""
+    reach = {0}
+    frontier = [0]
+    while frontier:
+        nxt = []
+        for lv in frontier:
+            for m in shares:
+                v = lv + m
+                if v <= MILLI and v not in reach:
+                    reach.add(v)
+                    nxt.append(v)
+        frontier = nxt
+    return sorted(reach)
+
+
+def upper_bound(pods: Sequence[Pod], cpu, mem, ngpu, models: Sequence[str], *,
+                integer: bool = True, time_limit: float = 60.0, threads: int = 1,
+                mip_gap: float = 1e-6) -> BoundResult:
+    """Upper bound on the GPU milli allocatable by placing a subset of ``pods``
+    on the nodes (``cpu``, ``mem``, ``ngpu``, ``models`` per node); see the
+    module docstring for the model and its relaxations."""
+    import time
+
+    import highspy
+
+    t0 = time.perf_counter()
+    shape_count = Counter(zip((int(x) for x in cpu), (int(x) for x in mem),
+                              (int(x) for x in ngpu), (str(x) for x in models)))
+    shapes = [s for s in shape_count if s[2] > 0]
+    tcount = Counter((p.c, p.mem, p.k, p.m, tuple(p.types)) for p in pods if p.k and p.m)
+    types = sorted(tcount)
+    demand = sum(k * m * n for (_, _, k, m, _), n in tcount.items())
+    shares = sorted({t[3] for t in types if t[2] == 1 and t[3] < MILLI})
+    levels = _levels(shares)
+
+    h = highspy.Highs()
+    h.setOptionValue("output_flag", False)
+    h.setOptionValue("threads", threads)
+    h.setOptionValue("time_limit", float(time_limit))
+    h.setOptionValue("mip_rel_gap", mip_gap)
+    inf = highspy.kHighsInf
+    ncol = 0
+    cost, lb, ub, integ = [], [], [], []
+
+    def col(c, hi):
+        nonlocal ncol
+        cost.append(float(c))
+        lb.append(0.0)
+        ub.append(float(hi))
+        ncol += 1
+        return ncol - 1
+
+    rows = []          # (lower, upper, {col: coef})
+    y_of_type = defaultdict(list)
+    for si, (scpu, smem, G, model) in enumerate(shapes):
+        Ns = shape_count[(scpu, smem, G, model)]
+        ys = []
+        for (c, pm, k, m, ts) in types:
+            if k > G or c > scpu or pm > smem or (ts and model not in ts):
+                continue
+            hi = min(tcount[(c, pm, k, m, ts)], Ns * (G // k))
+            j = col(k * m, hi)
+            ys.append((j, c, pm, k, m))
+            y_of_type[(c, pm, k, m, ts)].append(j)
+        if not ys:
+            continue
+        # arc flow over fill levels for the GPUs holding shares
+        lvset = set(levels)
+        arcs = defaultdict(list)     # level -> [(col, m)] leaving
+        into = defaultdict(list)     # level -> [col] entering
+        arcs_of_m = defaultdict(list)
+        used_m = {m for (_, _, _, k, m) in ys if k == 1 and m < MILLI}
+        for lv in levels:
+            for m in used_m:
+                if lv + m <= MILLI and lv + m in lvset:
+                    j = col(0, Ns * G)
+                    arcs[lv].append(j)
+                    into[lv + m].append(j)
+                    arcs_of_m[m].append(j)
+        z = col(0, Ns * G)
+        # source: flow out of level 0 = z ; other levels: in >= out
+        rows.append((0.0, 0.0, {**{j: 1.0 for j in arcs[0]}, z: -1.0}))
+        for lv in levels[1:]:
+            if arcs[lv]:
+                coefs = {j: 1.0 for j in into[lv]}
+                for j in arcs[lv]:
+                    coefs[j] = coefs.get(j, 0.0) - 1.0
+                rows.append((0.0, inf, coefs))
+        for m in used_m:
+            coefs = {j: -1.0 for j in arcs_of_m[m]}
+            for (j, c, pm, k, mm) in ys:
+                if k == 1 and mm == m:
+                    coefs[j] = 1.0
+            rows.append((-inf, 0.0, coefs))
+        whole = {j: float(k) for (j, c, pm, k, m) in ys if m >= MILLI}
+        whole[z] = 1.0
+        rows.append((-inf, float(Ns * G), whole))
+        rows.append((-inf, float(Ns * scpu), {j: float(c) for (j, c, pm, k, m) in ys}))
+        rows.append((-inf, float(Ns * smem), {j: float(pm) for (j, c, pm, k, m) in ys}))
+    for t, js in y_of_type.items():
+        rows.append((-inf, float(tcount[t]), {j: 1.0 for j in js}))
+
+    lp = highspy.HighsLp()
+    lp.num_col_ = ncol
+    lp.num_row_ = len(rows)
+    lp.col_cost_ = np.asarray(cost, dtype=np.float64)
+    lp.col_lower_ = np.asarray(lb, dtype=np.float64)
+    lp.col_upper_ = np.asarray(ub, dtype=np.float64)
+    lp.row_lower_ = np.asarray([r[0] for r in rows], dtype=np.float64)
+    lp.row_upper_ = np.asarray([r[1] for r in rows], dtype=np.float64)
+    lp.sense_ = highspy.ObjSense.kMaximize
+    # column-wise sparse matrix
+    cols = defaultdict(list)
+    for i, (_, _, coefs) in enumerate(rows):
+        for j, v in coefs.items():
+            cols[j].append((i, v))
+    start, index, value = [0], [], []
+    for j in range(ncol):
+        for i, v in cols.get(j, ()):
+            index.append(i)
+            value.append(v)
+        start.append(len(index))
+    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
+    lp.a_matrix_.start_ = np.asarray(start, dtype=np.int32)
+    lp.a_matrix_.index_ = np.asarray(index, dtype=np.int32)
+    lp.a_matrix_.value_ = np.asarray(value, dtype=np.float64)
+    h.passModel(lp)
+    h.run()
+    lp_val = float(h.getInfo().objective_function_value)
+    if not integer:
+        return BoundResult(lp_val, float("nan"), lp_val, str(h.getModelStatus()),
+                           time.perf_counter() - t0, demand, len(shapes), len(types))
+    h.changeColsIntegrality(ncol, np.arange(ncol, dtype=np.int32),
+                            np.full(ncol, highspy.HighsVarType.kInteger))
+    h.run()
+    info = h.getInfo()
+    status = str(h.getModelStatus())
+    bound = float(info.mip_dual_bound)
+    val = float(info.objective_function_value)
+    if not np.isfinite(bound):
+        bound = lp_val
+    bound = min(bound, lp_val)
+    return BoundResult(bound, val, lp_val, status, time.perf_counter() - t0, demand,
+                       len(shapes), len(types))
+
+
+def arrived_prefix(pods: Sequence[Pod], capacity: int, x: int = 100) -> int:
+    """Number of arrivals whose arrived-ratio bin is ``<= x``: the pods that
+    can contribute to the allocation recorded in column x (protocol section 2)."""
+    unit = capacity / 100.0
+    arrived = 0
+    n = 0
+    for p in pods:
+        arrived += p.g
+        if round(arrived / unit) > x:
+            break
+        n += 1
+    return n
+
+
+def openb_bound(pods_table, nodes, seed: int, *, x: int = 100, tune: float = 1.3,
+                **kw) -> BoundResult:
+    """Bound for one openb workload and seed at column x."""
+    from .openb import build_workload
+    wl = build_workload(pods_table, nodes, seed, tune)
+    seq = [wl.pods.pod(int(i)) for i in wl.order]
+    cap = int(nodes.gpus.sum()) * MILLI
+    n = arrived_prefix(seq, cap, x)
+    return upper_bound(seq[:n], nodes.cpu, nodes.mem, nodes.gpus, nodes.model, **kw)
+
+
+__all__ = ["BoundResult", "upper_bound", "arrived_prefix", "openb_bound"]
