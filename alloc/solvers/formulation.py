@@ -1269,19 +1269,24 @@ def solve_exact(problem: Problem, backend: Backend, *, time_limit: float | None 
             best, best_v, best_src = polish(problem, best, best_v, best_src, deadline,
                                             0.1 * limit, seed)
         stats["t_master"] = time.perf_counter() - t0
-        if (not done(best_v, bound) and cg.converged
-                and agg.exact_units and st == "optimal" and left() > 0.1 and obj is not None):
-            proved = enumerate_and_solve(agg, master, backend, cg, best_v, deadline, seed, stats)
-            if proved is not None:
-                z2, x2, val2 = proved
+        if not done(best_v, bound) and cg.converged and left() > 0.1:
+            best_cols = solution_to_columns(agg, Solution(best))
+            if best_cols is not None:
+                for pat in best_cols[0].values():
+                    master.add(pat)
+            res = enumerate_and_solve(agg, master, backend, cg, best_v, deadline, seed, stats,
+                                      hint=best_cols)
+            if res is not None:
+                z2, x2, val2, proven = res
                 cand = decode(agg, z2, master.pool, x2)
                 if check_assign(problem, cand):
                     v = true_value(problem, cand)
                     if v > best_v + 1e-9:
                         best, best_v, best_src = cand, v, "enumeration"
-                    # the enumerated master optimum bounds every solution
-                    bounds.append(max(val2, v))
-                    stats["enum_bound"] = max(val2, v)
+                    if proven and agg.exact_units:
+                        # the enumerated master optimum bounds every solution
+                        bounds.append(max(val2, v))
+                        stats["enum_bound"] = max(val2, v)
     bound = min(bounds) if bounds else None
     if left() > 0.05 and not done(best_v, bound):
         best, best_v, best_src = polish(problem, best, best_v, best_src, deadline,
@@ -1400,27 +1405,36 @@ def enumerate_patterns(agg: Aggregate, master: Master, c: int, duals: dict, gap:
 
 def enumerate_and_solve(agg: Aggregate, master: Master, backend: Backend, cg: CGResult,
                         incumbent: float, deadline: float, seed: int, stats: dict,
-                        limit: int = 20000):
-    """Add every pattern with reduced cost >= -(LP - incumbent) (LP duals of a
-    converged column generation) and solve the master over the pool; returns
-    (z, x, optimum) when both steps complete: then no pattern outside the pool
-    can be part of a solution better than the incumbent, and the master's
-    optimum is the optimum."""
+                        limit: int = 20000, keep: int = 3000, hint=None):
+    """Add the patterns with reduced cost >= -(LP - incumbent) (LP duals of a
+    converged column generation) and solve the master over the pool.
+
+    Returns (z, x, optimum, proven).  ``proven`` is True when the enumeration
+    was complete and the master was solved to optimality: then no pattern
+    outside the pool can be part of a solution better than the incumbent, and
+    the master's optimum is the optimum.  When the enumeration is cut short the
+    ``keep`` best patterns by reduced cost still enrich the pool (a
+    price-and-branch heuristic)."""
     gap = (cg.lp or 0.0) - incumbent
     if gap < -1e-9:
         return None
     gap = max(gap, 0.0) + 1e-6 * max(1.0, abs(incumbent))
-    total = 0
+    total, complete_all = 0, True
     for c in range(agg.K):
         left = deadline - time.perf_counter()
         if left < 0.05:
             return None
         pats, complete = enumerate_patterns(agg, master, c, cg.duals, gap,
-                                            time.perf_counter() + 0.5 * left, limit)
+                                            time.perf_counter() + 0.4 * left / (agg.K - c),
+                                            limit)
         stats["enumerated"] = stats.get("enumerated", 0) + len(pats)
+        complete_all &= complete
         if not complete:
-            stats["enumeration"] = "incomplete"
-            return None
+            items = agg.items[c]
+
+            def rc(counts):
+                return sum(_coef(agg, master, c, cg.duals, i) * n for i, n in counts.items())
+            pats = sorted(pats, key=lambda d: -rc(d))[:keep]
         for counts in pats:
             if not counts or tuple(sorted(counts.items())) in master.keys[c]:
                 continue
@@ -1428,15 +1442,29 @@ def enumerate_and_solve(agg: Aggregate, master: Master, backend: Backend, cg: CG
             if pat is not None:   # None: resources fit but GPUs do not
                 master.add(pat)
                 total += 1
+    stats["enumeration"] = "complete" if complete_all else "incomplete"
     stats["enum_added"] = total
+    stats["columns"] = master.size
     left = deadline - time.perf_counter()
     if left < 0.05:
         return None
-    st, z, x, obj, ipb, _ = solve_master_ip(master, backend, left, seed)
+    hz, hx = hint_from(master, hint) if hint else (None, None)
+    st, z, x, obj, ipb, _ = solve_master_ip(master, backend, left, seed, hz, hx)
     stats["enum_master_status"] = st
-    if st != "optimal" or z is None:
+    if z is None:
         return None
-    return z, x, obj
+    return z, x, obj, complete_all and st == "optimal"
+
+
+def _coef(agg: Aggregate, master: Master, c: int, duals: dict, i: int) -> float:
+    it = agg.items[c][i]
+    if it.kind == "whole":
+        v = it.value - duals.get(("type", it.t), 0.0)
+    else:
+        v = duals.get(("link", it.t, it.o, it.group), 0.0)
+    for e, ex in enumerate(master.extra):
+        v -= duals.get(("extra", e), 0.0) * ex.item_coef(c, it)
+    return v
 
 
 # =====================================================================
