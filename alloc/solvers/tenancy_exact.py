@@ -63,6 +63,7 @@ from __future__ import annotations
 
 import os
 from collections import defaultdict
+from dataclasses import replace
 
 from ..model import MILLI, Status
 from ..objectives import throughput
@@ -116,6 +117,62 @@ def _fits_server(p: Problem, j: int, s: int) -> bool:
         if job.gpus > per:
             return False
     return True
+
+
+def _hived_warm_start(p, running, glist, x, keep, mv, cellvar, rack_lvl):
+    """Hint the model with hived's allocation; returns (engine, seconds, preempted)."""
+    import time
+    from .hived import run
+    t0 = time.perf_counter()
+    eng, preempted, _ = run(p)
+    hint_eng = eng
+    for r in running:
+        a = hint_eng.assign.get(r)
+        cur = current_assign(p, r)
+        keep_r = a is not None and sorted(a.gpus) == sorted(cur.gpus)
+        keep_r_var = keep.get(r)
+        if keep_r_var is not None:
+            keep_r and None
+    counts = defaultdict(int)
+    gindex = {}
+    for gi, members in enumerate(glist):
+        for j in members:
+            gindex[j] = gi
+    for j, a in eng.assign.items():
+        if j in gindex:
+            srv = {s for s, _ in a.cpu}
+            if len(srv) == 1:
+                counts[(gindex[j], srv.pop())] += 1
+    hints = {}
+    for key, v in x.items():
+        hints[v] = counts.get(key, 0)
+    for r, v in keep.items():
+        a = eng.assign.get(r)
+        hints[v] = int(a is not None and sorted(a.gpus) == sorted(current_assign(p, r).gpus))
+    for v in mv.values():
+        hints[v] = 0
+    # bind every remaining virtual cell (buddy order keeps safety) to count cells
+    import copy
+    full = copy.copy(eng)
+    full.__dict__.update({k: copy.deepcopy(v) for k, v in eng.__dict__.items()
+                          if k in ("nbound", "bound", "bound_use", "free_max", "unused", "owner")})
+    for (v, t, lvl), c in sorted(full.unused.items()):
+        for _ in range(c):
+            cand = next(iter(full.buddy_candidates(t, lvl)), None)
+            if cand is None:
+                break
+            full.bind(cand[0], v)
+    cc = defaultdict(int)
+    tree = full.tree
+    for v, nodes in full.bound.items():
+        for n in nodes:
+            lvl = tree.level[n]
+            key = (v, lvl, n) if lvl == rack_lvl else (v, lvl, tree.server[n])
+            cc[key] += 1
+    for key, var in cellvar.items():
+        hints[var] = cc.get(key, 0)
+    p._tenancy_hints = hints
+    return eng, time.perf_counter() - t0, preempted
 
 
 @register("cpsat-tenancy", exact=True,
@@ -252,12 +309,31 @@ def solve_cpsat_tenancy(problem: Problem, *, time_limit=None, seed=0, migration_
         m.Add(k + sum(moves) + pr == 1)
         if pcost:
             obj.append((-round(pcost * SCALE), pr))
-    # legal victims
+    # legal victims: pre[r] <= fresh placements of jobs that outrank r, summed per
+    # rank class (guaranteed, tenant, priority) so each constraint stays short
+    by_class: dict[tuple, list] = defaultdict(list)
+    for i, vs in newplaced.items():
+        ji = jobs[i]
+        by_class[(ji.guaranteed, ji.tenant if ji.guaranteed else None, ji.priority)].extend(
+            (i, v) for v in vs)
+    class_sum = {}
+    for key, ivs in by_class.items():
+        cs = m.NewIntVar(0, len(ivs) * max(1, p.J), "")
+        m.Add(cs == sum(v for _, v in ivs))
+        class_sum[key] = (cs, {i for i, _ in ivs})
     for r in running:
-        outrank = [v for i, vs in newplaced.items() if i != r and outranks(jobs[i], jobs[r])
-                   for v in vs]
-        if outrank:
-            m.Add(pre[r] <= sum(outrank))
+        jr = jobs[r]
+        terms = []
+        for (g, t, prio), (cs, members) in class_sum.items():
+            rep = next(iter(members))
+            probe = replace(jobs[rep], priority=prio)
+            if outranks(probe, jr):
+                if members == {r}:
+                    continue
+                terms.append(cs if r not in members else cs - sum(
+                    v for i, v in by_class[(g, t, prio)] if i == r))
+        if terms:
+            m.Add(pre[r] <= sum(terms))
         else:
             m.Add(pre[r] == 0)
     if migrate and max_moves is not None:
@@ -270,6 +346,7 @@ def solve_cpsat_tenancy(problem: Problem, *, time_limit=None, seed=0, migration_
         if tree.server[n] >= 0:
             srv_nodes[(tree.server[n], tree.level[n])] += 1
     cellg: dict[tuple[str, int], list] = defaultdict(list)
+    cellvar: dict[tuple, object] = {}
     rack_lvl = lv_index.get("rack")
     for v, qv in q.items():
         for (t, lvl), c in qv.items():
@@ -279,6 +356,7 @@ def solve_cpsat_tenancy(problem: Problem, *, time_limit=None, seed=0, migration_
             if lvl == rack_lvl:
                 for n in tree.by_type_level.get((t, lvl), []):
                     rb = m.NewBoolVar("")
+                    cellvar[(v, lvl, n)] = rb
                     terms.append(rb)
                     for s in {int(p.gpu_server[g]) for g in tree.gpus[n]}:
                         cellg[(v, s)].append((int(p.srv_gpus[s]), rb))
@@ -290,6 +368,7 @@ def solve_cpsat_tenancy(problem: Problem, *, time_limit=None, seed=0, migration_
                     if not cnt:
                         continue
                     b = m.NewIntVar(0, min(cnt, c), "")
+                    cellvar[(v, lvl, s)] = b
                     terms.append(b)
                     size = len(tree.gpus[tree.by_type_level[(t, lvl)][0]])
                     cellg[(v, s)].append((size, b))
@@ -332,7 +411,10 @@ def solve_cpsat_tenancy(problem: Problem, *, time_limit=None, seed=0, migration_
                 if load[a_] and load[b_]:
                     m.Add(sum(c * v for c, v in load[a_]) >= sum(c * v for c, v in load[b_]))
 
+    # warm start: the hived allocation with every remaining cell bound by buddy order
+    warm = _hived_warm_start(p, running, glist, x, keep, mv, cellvar, rack_lvl)
     limit = float(time_limit if time_limit is not None else 30.0)
+    limit -= warm[1]
     solver = cp_model.CpSolver()
     solver.parameters.num_workers = int(workers or min(8, os.cpu_count() or 1))
     solver.parameters.random_seed = int(seed)
@@ -341,6 +423,8 @@ def solve_cpsat_tenancy(problem: Problem, *, time_limit=None, seed=0, migration_
               if jobs[glist[gi][0]].guaranteed]
     gterms += [(jobs[r].gpus or 1, keep[r]) for r in running if jobs[r].guaranteed]
     gterms += [(jobs[r].gpus or 1, v) for (r, s), v in mv.items() if jobs[r].guaranteed]
+    for var, val in getattr(p, "_tenancy_hints", {}).items():
+        m.AddHint(var, val)
     if guaranteed_first and gterms:
         # phase 1: as much guaranteed work as the cells allow (HiveD's guarantee)
         m.Maximize(sum(c * v for c, v in gterms))
@@ -354,6 +438,7 @@ def solve_cpsat_tenancy(problem: Problem, *, time_limit=None, seed=0, migration_
             phase1_optimal = st1 != cp_model.UNKNOWN
             hint = False
         if hint:
+            m.ClearHints()
             for v in list(x.values()) + list(keep.values()) + list(mv.values()):
                 m.AddHint(v, solver.Value(v))
         limit -= solver.WallTime()
@@ -362,8 +447,12 @@ def solve_cpsat_tenancy(problem: Problem, *, time_limit=None, seed=0, migration_
     solver.parameters.relative_gap_limit = 1e-4
     st = solver.Solve(m)
     if st not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-        status = Status.INFEASIBLE if st == cp_model.INFEASIBLE else Status.UNKNOWN
-        return Solution({}, status, None, (), {"cp_status": solver.StatusName(st)})
+        if st == cp_model.INFEASIBLE:
+            return Solution({}, Status.INFEASIBLE, None, (), {"cp_status": "INFEASIBLE"})
+        eng, pre_h = warm[0], warm[2]
+        return Solution(dict(eng.assign), Status.FEASIBLE, None, tuple(sorted(pre_h)),
+                        {"cp_status": solver.StatusName(st), "fallback": "hived",
+                         "binding": binding_keys(eng.tree, eng.bound)})
 
     # ---------------------------------------------------------------- decode
     eng = Engine(p)
