@@ -119,7 +119,7 @@ def naive_cpsat(cluster, jobs, objective="throughput", time_limit=30.0, seed=0):
     solver.parameters.random_seed = seed
     st = solver.solve(m)
     if st not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-        return "unknown", 0.0, solver.best_objective_bound, time.perf_counter() - t0
+        return "unknown", 0.0, None, time.perf_counter() - t0
     # decode: GPUs of each server in order (milli jobs share the lowest GPUs)
     from alloc.solvers.greedy import State
     state = State(p)
@@ -160,7 +160,8 @@ def run(instances, solvers, time_limit, objective, seed):
                              time_limit=time_limit, seed=seed, instance=name)
                 secs = time.perf_counter() - t0
                 st, v, b = str(a.status), a.value, a.bound
-            gap = (100.0 * max(0.0, b - v) / max(abs(b), 1e-9)) if b is not None else None
+            gap = (100.0 * max(0.0, b - v) / max(abs(b), 1e-9)) \
+                if b is not None and st != "unknown" else None
             rows.append((name, sv, st, v, b, gap, secs, g, v / g if g else None))
             print(fmt_row(rows[-1]), flush=True)
     return rows

@@ -22,9 +22,9 @@ milli-GPU shares bin-packed into GPUs).
   pi_i) a_i - mu_c`` over the pattern rows) is a small CP-SAT model solved to
   optimality with one worker; its proven bound makes ``LP + sum_c n_c
   max(0, rc*_c)`` a valid upper bound at every round.
-* Bound: min(big-machine LP, Lagrangian / Gilmore-Gomory LP bound, and, after
-  enumeration of every pattern with reduced cost >= -(LP - incumbent) with
-  CP-SAT's solution enumeration, the exact master optimum).
+* Bound: min(big-machine LP, Lagrangian / Gilmore-Gomory LP bound, and, when a
+  depth-first search lists every pattern with reduced cost >= -(LP -
+  incumbent), the optimum of the master over them).
 * Integer master: CP-SAT with the warm start as a hint, deterministic
   single-worker search, ``random_seed = seed``.
 * Decoding: pattern layouts give GPU offsets, copies go to the class's servers
@@ -36,7 +36,6 @@ milli-GPU shares bin-packed into GPUs).
 from __future__ import annotations
 
 import math
-import time
 
 from ..problem import Problem, Solution
 from ..solve import register
@@ -54,7 +53,6 @@ def _is_int(v: float) -> bool:
 class CpSatBackend(Backend):
     """CP-SAT engine for :class:`LinearModel` (all variables integer)."""
     name = "cpsat"
-    can_enumerate = True
 
     def __init__(self, workers: int = 1):
         # one worker: deterministic for a seed (interleaved multi-worker
@@ -131,31 +129,6 @@ class CpSatBackend(Backend):
         # CP-SAT's float objective is solved up to a relative 1e-9 tolerance
         bound += 1e-9 * max(1.0, abs(bound))
         return LinearResult(status, x, obj, bound, stats)
-
-    def enumerate(self, model: LinearModel, *, time_limit: float, limit: int):
-        from ortools.sat.python import cp_model
-        m, xs = self._build(model)
-        solver = cp_model.CpSolver()
-        solver.parameters.max_time_in_seconds = max(0.01, float(time_limit))
-        solver.parameters.enumerate_all_solutions = True
-        solver.parameters.num_workers = 1
-        found: list[list[int]] = []
-
-        class Collect(cp_model.CpSolverSolutionCallback):
-            def __init__(self):
-                super().__init__()
-                self.stopped = False
-
-            def on_solution_callback(self):
-                found.append([self.value(v) for v in xs])
-                if len(found) >= limit:
-                    self.stopped = True
-                    self.stop_search()
-
-        cb = Collect()
-        st = solver.solve(m, cb)
-        complete = st in (cp_model.OPTIMAL, cp_model.INFEASIBLE) and not cb.stopped
-        return found, complete
 
 
 @register("cpsat", exact=True, capabilities=("sharing", "grid", "locality", "spread"),

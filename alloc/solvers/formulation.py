@@ -69,8 +69,10 @@ Proof
 If the integer master reaches the bound the solution is optimal.  Otherwise,
 with ``gap = bound - value``, every pattern of a better integer solution has
 reduced cost ``>= -gap`` (``value(z) <= LP + sum_p rc_p z_p`` for any integer
-``z``), so when the backend can enumerate *all* such patterns (CP-SAT) the
-master over them is exact and its optimum is a proof.
+``z``), so when a depth-first search (fractional-knapsack pruning) lists *all*
+such patterns within its budget, the master over them is exact and its optimum
+is a proof.  When the search is cut short, the best listed patterns by reduced
+cost still enrich the pool before the integer master is solved again.
 
 Decoding
 --------
@@ -155,17 +157,11 @@ class LinearResult:
 
 class Backend:
     """What an exact backend provides: an integer solver for a
-    :class:`LinearModel` and (optionally) solution enumeration."""
+    :class:`LinearModel` (maximisation) reporting a proven bound."""
     name = "backend"
-    can_enumerate = False
 
     def solve(self, model: LinearModel, *, time_limit: float, hint=None,
               seed: int = 0) -> LinearResult:  # pragma: no cover - interface
-        raise NotImplementedError
-
-    def enumerate(self, model: LinearModel, *, time_limit: float,
-                  limit: int) -> tuple[list[list[int]], bool]:  # pragma: no cover
-        """All feasible solutions (as integer lists); flag True when complete."""
         raise NotImplementedError
 
 
@@ -1430,8 +1426,6 @@ def enumerate_and_solve(agg: Aggregate, master: Master, backend: Backend, cg: CG
         stats["enumerated"] = stats.get("enumerated", 0) + len(pats)
         complete_all &= complete
         if not complete:
-            items = agg.items[c]
-
             def rc(counts):
                 return sum(_coef(agg, master, c, cg.duals, i) * n for i, n in counts.items())
             pats = sorted(pats, key=lambda d: -rc(d))[:keep]
@@ -1466,82 +1460,3 @@ def _coef(agg: Aggregate, master: Master, c: int, duals: dict, i: int) -> float:
         v -= duals.get(("extra", e), 0.0) * ex.item_coef(c, it)
     return v
 
-
-# =====================================================================
-# Compact per-server model (small clusters: closes the last gap)
-# =====================================================================
-def compact_model(agg: Aggregate, cap: float | None = None, items_filter=None):
-    r"""Per-server aggregated model: ``y[s, i]`` copies of item ``i`` on
-    server ``s`` (servers of a class ordered by a weighted load, which breaks
-    their symmetry), spread counts ``x``, and ``objective <= cap``."""
-    m = LinearModel("compact")
-    yv: dict[tuple[int, int], int] = {}
-    type_row: dict[int, dict[int, float]] = {t.index: {} for t in agg.types}
-    link: dict[tuple[int, int, int], dict[int, float]] = {}
-    for c in range(agg.K):
-        items = agg.items[c]
-        keep = [i for i in range(len(items))
-                if agg.item_ub(c, i) > 0 and (items_filter is None or items_filter(c, i))]
-        w = {i: int(round(items[i].value * 1000)) * 1000 + 1 + i for i in keep}
-        prev = None
-        for s in agg.classes[c]:
-            a = {}
-            for i in keep:
-                v = m.var(0, agg.item_ub(c, i), name=f"y{s}_{i}")
-                yv[(s, i)] = v
-                a[i] = v
-                it = items[i]
-                if it.kind == "whole":
-                    m.obj[v] = it.value
-                    type_row[it.t][v] = 1
-                else:
-                    link.setdefault((it.t, it.o, it.group), {})[v] = -1
-            agg.server_rows(m, c, a)
-            key = {a[i]: w[i] for i in keep}
-            if prev is not None and key:
-                row = dict(prev)
-                for k, v in key.items():
-                    row[k] = row.get(k, 0) - v
-                m.add(row, lo=0)
-            prev = key
-    xv = {}
-    for (t, o, gid, val) in agg.spread_vars:
-        v = m.var(0, agg.types[t].count, name=f"x{t}_{o}_{gid}")
-        xv[(t, o, gid)] = v
-        m.obj[v] = val
-        type_row[t][v] = 1
-        link.setdefault((t, o, gid), {})[v] = agg.types[t].gpus
-    for t, row in type_row.items():
-        if row:
-            m.add(row, hi=agg.types[t].count)
-    for row in link.values():
-        m.add(row, hi=0)
-    if cap is not None:
-        m.add(dict(m.obj), hi=cap)
-    return m, yv, xv
-
-
-def compact_hint(agg: Aggregate, m: LinearModel, yv, xv, cols) -> list[int] | None:
-    """Hint for :func:`compact_model` from a converted solution, servers of a
-    class sorted by the model's symmetry-breaking key."""
-    pats, xcount = cols
-    hint = [0] * m.n
-    for c in range(agg.K):
-        items = agg.items[c]
-        loads = []
-        for s in agg.classes[c]:
-            pat = pats.get(s)
-            counts = dict(pat.counts) if pat else {}
-            key = sum((int(round(items[i].value * 1000)) * 1000 + 1 + i) * n
-                      for i, n in counts.items())
-            loads.append((-key, counts))
-        loads.sort(key=lambda t: t[0])
-        for s, (_, counts) in zip(agg.classes[c], loads):
-            for i, n in counts.items():
-                if (s, i) not in yv:
-                    return None
-                hint[yv[(s, i)]] = n
-    for k, n in xcount.items():
-        if k in xv:
-            hint[xv[k]] = n
-    return hint

@@ -133,24 +133,6 @@ class Local:
             m += sum(v for ss, v in a.mem if ss == s)
         return c, m
 
-    def apply_options(self, s: int, choice: dict[int, int]):
-        p = self.p
-        for j, o in sorted(choice.items()):
-            if j in self.st.assign:
-                if self.st.option.get(j) == o:
-                    continue
-                a = self.remove(j)
-                gpus = [g for g, _ in a.gpus]
-            else:
-                gpus = None
-            if gpus is None:
-                gpus = self.st.gpus_on_server(j, s)
-            if p.jobs[j].gpus == 0:
-                na = p.make_cpu_assign(j, s, o)
-            else:
-                na = p.make_assign(j, gpus, o)
-            self.place(j, na, o)
-
     def upgrade_server(self, s: int) -> float:
         jobs = sorted(self.on[s])
         if not jobs:

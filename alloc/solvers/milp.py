@@ -21,8 +21,9 @@ type ``t`` at option ``o`` spread over the servers of group ``k``.
   memory, GPUs per switch/socket/server, milli-GPU slots) is solved by the
   same MIP engine, and its proven bound gives the Lagrangian bound ``LP +
   sum_c n_c max(0, rc*_c)``.
-* Bound: min(big-machine LP, Lagrangian / Gilmore-Gomory LP bound, the MIP's
-  own dual bound on the master when the pool is complete).
+* Bound: min(big-machine LP, Lagrangian / Gilmore-Gomory LP bound, and, when a
+  depth-first search lists every pattern with reduced cost >= -(LP -
+  incumbent), the optimum of the master over them).
 * Integer master: the MIP over the pool, warm-started from the best heuristic
   (HiGHS: ``setSolution``; CBC: PuLP's ``warmStart``).
 * Status honesty: HiGHS counts as proven only for model status ``kOptimal``
@@ -44,7 +45,6 @@ from .formulation import INF, Backend, LinearModel, LinearResult, solve_exact
 
 class PulpBackend(Backend):
     """A :class:`LinearModel` through PuLP with HiGHS or CBC."""
-    can_enumerate = False
 
     def __init__(self, engine: str = "highs"):
         self.engine = engine
