@@ -53,7 +53,7 @@ SIZES = {"vc-a": ((1, None), (1, None), (2, "switch"), (4, "socket")),
          "vc-b": ((8, "server"), (8, "server"), (4, "socket")),
          "vc-c": ((4, "socket"), (2, "switch")),
          "vc-d": ((2, "switch"), (1, None))}
-RATE = {"vc-a": 8.0, "vc-b": 2.0, "vc-c": 4.0, "vc-d": 6.0}   # jobs per hour
+RATE = {"vc-a": 16.0, "vc-b": 5.0, "vc-c": 10.0, "vc-d": 14.0}   # jobs per hour
 ROUND = 300.0
 
 
@@ -83,7 +83,7 @@ def trace(seed: int, hours: float):
             if t > hours * 3600 * 0.6:
                 break
             n, loc = rng.choice(SIZES[v])
-            jobs.append((t, v, n, loc, rng.lognormvariate(math.log(3600), 0.8)))
+            jobs.append((t, v, n, loc, rng.lognormvariate(math.log(5400), 0.8)))
     for i in range(120):   # vc-a burst
         n, loc = rng.choice(((1, None), (2, "switch")))
         jobs.append((7200.0 + i, "vc-a", n, loc, rng.lognormvariate(math.log(2400), 0.6)))

@@ -251,3 +251,28 @@ def test_safety_under_random_operations(ops):
         jobs = list(with_current(jobs, r))
         for t in TENANTS:
             probe_ok(cluster, jobs, t, step)
+
+
+def test_cpsat_tenancy_guaranteed_first_and_legal_victims():
+    c = make_cluster(4, {"a": [("server", 1, "V100")], "b": [("switch", 2, "V100"),
+                                                             ("gpu", 2, "V100")]})
+    opp = [oj(f"o{i}", 4) for i in range(8)]
+    jobs, _ = running(c, opp)
+    jobs += [gj("a1", 8, "a"), gj("b1", 2, "b", locality="switch")]
+    r = allocate(c, jobs, solver="cpsat-tenancy", time_limit=10)
+    assert r.placement("a1") is not None and r.placement("b1") is not None
+    assert len(r.preempted) == 3 and all(x.startswith("o") for x in r.preempted)
+    assert r.status.value == "optimal" and r.value == 7.0
+    h = allocate(c, jobs, solver="hived")
+    assert h.value <= r.bound + 1e-6
+    # a preemption cost is reported as a penalised objective without a bound
+    r2 = allocate(c, jobs, solver="cpsat-tenancy", time_limit=10, preemption_cost=0.5)
+    assert r2.bound is None and abs(r2.stats["penalised"] - (7.0 - 1.5)) < 1e-6
+
+
+def test_shipped_tenancy_instances_are_valid(instances_dir):
+    from alloc import load_instance
+    for name in ("tenancy_small", "tenancy_colocate", "tenancy_elastic"):
+        inst = load_instance(instances_dir / f"{name}.json")
+        r = allocate(inst.cluster, inst.jobs, solver="hived")
+        assert not violations(inst.cluster, inst.jobs, r)

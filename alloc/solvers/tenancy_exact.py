@@ -416,7 +416,10 @@ def solve_cpsat_tenancy(problem: Problem, *, time_limit=None, seed=0, migration_
     limit = float(time_limit if time_limit is not None else 30.0)
     limit -= warm[1]
     solver = cp_model.CpSolver()
-    solver.parameters.num_workers = int(workers or 8)
+    # one worker by default: deterministic for a seed; more workers interleave
+    solver.parameters.num_workers = int(workers or 1)
+    if (workers or 1) > 1:
+        solver.parameters.interleave_search = True
     solver.parameters.random_seed = int(seed)
     phase1_optimal = True
     gterms = [(jobs[glist[gi][0]].gpus or 1, v) for (gi, s), v in x.items()
