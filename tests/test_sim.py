@@ -15,11 +15,11 @@ SMALL = ClusterSpec(servers=2, gpus_per_server=8, cpu_per_server=24000, mem_per_
 
 
 def run(allocator="synergy-tune", order="fifo", n=60, rate=12.0, mix="multi", seed=1,
-        trace=None, **kw):
+        trace=None, check=True, **kw):
     jobs = SyntheticWorkload(rate, (40, 40, 20), mix, seed=seed).take(n)
     for j in jobs:
         j.work_s = min(j.work_s, 6 * 3600.0)   # keep the test short
-    return jobs, simulate(SMALL, jobs, order=order, allocator=allocator, check=True,
+    return jobs, simulate(SMALL, jobs, order=order, allocator=allocator, check=check,
                           trace=trace, **kw)
 
 
@@ -45,8 +45,8 @@ def test_invariants(allocator, order):
 
 
 def test_deterministic():
-    _, a = run(seed=7)
-    _, b = run(seed=7)
+    _, a = run(seed=7, check=False)   # rounds are verified in test_invariants
+    _, b = run(seed=7, check=False)
     assert a.jct == b.jct and a.util == b.util
 
 
@@ -58,8 +58,8 @@ def test_exact_completion_single_job():
 
 
 def test_tune_not_slower_than_proportional():
-    _, p = run("proportional", n=80, rate=30, mix="single")
-    _, t = run("synergy-tune", n=80, rate=30, mix="single")
+    _, p = run("proportional", n=80, rate=30, mix="single", check=False)
+    _, t = run("synergy-tune", n=80, rate=30, mix="single", check=False)
     mean = lambda r: sum(r.jct.values()) / len(r.jct)  # noqa: E731
     assert mean(t) <= mean(p)
 

@@ -15,8 +15,15 @@ first).  ``job`` is the engine's :class:`~alloc.sim.engine.JobState`.
 
 Ties go to the earlier arrival, then the lower id.  A job that has not run
 for ``STARVATION_S`` (1000 h) is put first, as in Synergy's schedulers.
+
+``STATIC`` lists the orders whose key of a job does not change while the job
+waits (it depends only on the job's own progress); the engine keeps the
+waiting jobs of those orders sorted incrementally (:class:`IncrementalOrder`).
 """
 from __future__ import annotations
+
+from bisect import bisect_left, insort
+from heapq import heappop, heappush
 
 STARVATION_S = 1000 * 3600.0
 
@@ -53,9 +60,124 @@ ORDERS = {"fifo": _fifo, "srtf": _srtf, "las": _las, "ftf": _ftf, "drf": _drf,
           "tetris": _tetris}
 
 
+STATIC = frozenset({"fifo", "srtf", "las", "drf", "tetris"})
+
+
+def order_key(name: str):
+    """The full sort key of ``order_jobs``: starving jobs first, then the
+    order's key."""
+    key = ORDERS[name]
+
+    def ck(j, now, tot):
+        return (now - j.last_run <= STARVATION_S, key(j, now, tot))
+    return ck
+
+
 def order_jobs(jobs, name: str, now: float, totals) -> list:
     key = ORDERS[name]
     starving = [j for j in jobs if now - j.last_run > STARVATION_S]
     if not starving:
         return sorted(jobs, key=lambda j: key(j, now, totals))
     return sorted(jobs, key=lambda j: (now - j.last_run <= STARVATION_S, key(j, now, totals)))
+
+
+class IncrementalOrder:
+    """The prefix of ``order_jobs(jobs, name, now, totals)`` that the GPU-only
+    admission examines, maintained from round to round for a ``STATIC`` order.
+
+    ``head`` is the examined prefix at the last evaluation (every job that can
+    run is in it); the other jobs wait in ``rest``, a list sorted by their full
+    key, which does not change while they wait except when they cross the
+    starvation threshold (tracked by a heap of their last run times).  Each
+    round the keys of the head are recomputed; if the head is still sorted
+    and, when its admission exhausted the GPUs, still before ``rest[0]``, the
+    examined prefix (hence the admitted jobs, in order) is the same as last
+    round and :meth:`step` reports it unchanged.  Otherwise the head is
+    re-sorted and merged with ``rest`` to find the new prefix.  The result is
+    the prefix a full sort would give: keys are unique (they end with the job
+    id), so the order is total.
+    """
+
+    def __init__(self, name: str, totals, capacity: int, need):
+        if name not in STATIC:
+            raise ValueError(f"order {name!r} has keys that change while jobs wait")
+        self.ck = order_key(name)
+        self.tot, self.cap, self.need = totals, capacity, need
+        self.head: list = []
+        self.full = False          # admission over head used up the capacity
+        self.rest: list = []       # sorted (key, id)
+        self.rkey: dict = {}       # id -> key of the jobs in rest
+        self.rjob: dict = {}
+        self.heap: list = []       # (last_run, id) of non-starving jobs in rest
+
+    def __len__(self) -> int:
+        return len(self.head) + len(self.rest)
+
+    def _to_rest(self, j, now) -> None:
+        k = self.ck(j, now, self.tot)
+        insort(self.rest, (k, j.id))
+        self.rkey[j.id] = k
+        self.rjob[j.id] = j
+        if k[0]:
+            heappush(self.heap, (j.last_run, j.id))
+
+    def add(self, j, now) -> None:
+        """A new job (it waits until the next evaluation)."""
+        self._to_rest(j, now)
+
+    def remove_finished(self) -> None:
+        """Drop finished jobs from the head (they are never in rest)."""
+        self.head = [j for j in self.head if j.finish is None]
+        self.full = False
+
+    def _starve(self, now) -> None:
+        h = self.heap
+        while h and now - h[0][0] > STARVATION_S:
+            lr, jid = heappop(h)
+            k = self.rkey.get(jid)
+            if k is None or not k[0] or self.rjob[jid].last_run != lr:
+                continue  # stale entry
+            del self.rest[bisect_left(self.rest, (k, jid))]
+            j = self.rjob[jid]
+            k = self.ck(j, now, self.tot)
+            insort(self.rest, (k, jid))
+            self.rkey[jid] = k
+
+    def step(self, now) -> tuple[list, bool]:
+        """(examined prefix in order, whether it is the same as last round)."""
+        self._starve(now)
+        ck, tot = self.ck, self.tot
+        head = self.head
+        hk = [ck(j, now, tot) for j in head]
+        rest = self.rest
+        same = all(a < b for a, b in zip(hk, hk[1:])) and (
+            not rest or (self.full and bool(hk) and hk[-1] < rest[0][0]))
+        if same:
+            return head, True
+        order = sorted(zip(hk, range(len(head))))
+        free, out, full = self.cap, [], False
+        i = r = 0
+        H, Rn = len(order), len(rest)
+        need = self.need
+        while i < H or r < Rn:
+            if r >= Rn or (i < H and order[i][0] < rest[r][0]):
+                j = head[order[i][1]]
+                i += 1
+            else:
+                j = self.rjob[rest[r][1]]
+                r += 1
+            out.append(j)
+            nd = need(j)
+            if nd <= free:
+                free -= nd
+                if free <= 0:
+                    full = True
+                    break
+        for _, jid in rest[:r]:
+            del self.rkey[jid]
+            del self.rjob[jid]
+        del rest[:r]
+        for _, x in order[i:]:
+            self._to_rest(head[x], now)
+        self.head, self.full = out, full
+        return out, False

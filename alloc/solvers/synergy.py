@@ -66,6 +66,7 @@ from __future__ import annotations
 
 import copy
 import time
+from bisect import insort
 from collections import defaultdict
 from math import ceil
 from typing import Iterable, Sequence
@@ -167,6 +168,9 @@ class ProblemPacker:
     def servers_of(self, j: int) -> tuple[int, ...]:
         return tuple(s for s, _ in self.st.assign[j].cpu)
 
+    def nservers(self, j: int) -> int:
+        return len(self.st.assign[j].cpu)
+
     def server_caps(self, j: int):
         p = self.p
         return [(int(p.srv_gpus[s]), int(p.srv_cpu[s]), int(p.srv_mem[s]))
@@ -264,6 +268,11 @@ class FastPacker:
         self.opt: dict[int, int] = {}
         self.on: list[set] = [set() for _ in range(self.S)]
         self._free_gpus = sum(self.G)
+        # servers by free GPU count, each bucket in ascending server order
+        self._maxg = max(self.G, default=0)
+        self._buckets0 = [[s for s in range(self.S) if self.G[s] == g]
+                          for g in range(self._maxg + 1)]
+        self.bucket = [list(b) for b in self._buckets0]
 
     def reset(self) -> None:
         self.fg, self.fc, self.fm = list(self.G), list(self.C), list(self.M)
@@ -271,6 +280,12 @@ class FastPacker:
         self.opt.clear()
         self.on = [set() for _ in range(self.S)]
         self._free_gpus = sum(self.G)
+        self.bucket = [list(b) for b in self._buckets0]
+
+    def _move(self, s: int, old: int, new: int) -> None:
+        b = self.bucket
+        b[old].remove(s)
+        insort(b[new], s)
 
     def add_job(self, j: int, n: int, opts: Sequence[Option]) -> None:
         self._n[j] = n
@@ -297,6 +312,9 @@ class FastPacker:
     def servers_of(self, j: int) -> tuple[int, ...]:
         return tuple(p[0] for p in self.parts[j])
 
+    def nservers(self, j: int) -> int:
+        return len(self.parts[j])
+
     def server_caps(self, j: int):
         return list({(g, c, m) for g, c, m in zip(self.G, self.C, self.M)})
 
@@ -305,8 +323,17 @@ class FastPacker:
         op = self.opts[j][o]
         c, m = op.cpu, op.mem
         fg, fc, fm = self.fg, self.fc, self.fm
+        if servers is None and mode != "spread":
+            # best fit: fewest free GPUs, then lowest index (as the scan below)
+            b = self.bucket
+            for g in range(n, self._maxg + 1):
+                for s in b[g]:
+                    if fc[s] >= c and fm[s] >= m:
+                        return ((s, n, c, m),)
+            if mode == "one":
+                return None
         cand = range(self.S) if servers is None else servers
-        if mode != "spread":
+        if mode != "spread" and servers is not None:
             best = -1
             bg = 1 << 30
             for s in cand:
@@ -341,6 +368,7 @@ class FastPacker:
 
     def place(self, j: int, o: int, parts) -> None:
         for s, k, c, m in parts:
+            self._move(s, self.fg[s], self.fg[s] - k)
             self.fg[s] -= k
             self.fc[s] -= c
             self.fm[s] -= m
@@ -353,6 +381,7 @@ class FastPacker:
         parts = self.parts.pop(j)
         o = self.opt.pop(j)
         for s, k, c, m in parts:
+            self._move(s, self.fg[s], self.fg[s] + k)
             self.fg[s] += k
             self.fc[s] += c
             self.fm[s] += m
@@ -492,7 +521,7 @@ def tune_core(P, order: Iterable[int], ideal: dict, capped: dict,
                     break
             if done:
                 break
-        if done and len(P.servers_of(j)) > 1:
+        if done and P.nservers(j) > 1:
             stats["spread"] += 1
         if not done:
             stats["skipped"] += 1
