@@ -255,6 +255,25 @@ class ClusterState:
         if self.fm is not None:
             self.frag[n] = self.frag_of([n])[0]
 
+    def remove(self, n: int, gpus: Sequence[int], pod: Pod) -> None:
+        """Undo :meth:`apply` (the GpuClustering tags are left as they are)."""
+        self.cpu_free[n] += pod.c
+        self.mem_free[n] += pod.mem
+        self.npods[n] -= 1
+        if pod.k:
+            row = self.gfree[n]
+            for i in gpus:
+                row[i] += pod.m
+            v = row[self.valid[n]]
+            self.gsum[n] = int(v.sum())
+            self.gmax[n] = int(v.max())
+            self.nfull[n] = int((v >= MILLI).sum())
+            self.used -= pod.g
+        self.clock += 1
+        self.stamp[n] = self.clock
+        if self.fm is not None:
+            self.frag[n] = self.frag_of([n])[0]
+
     def check(self) -> None:
         """Assert the hard invariants (used by tests)."""
         assert (self.cpu_free >= 0).all() and (self.mem_free >= 0).all()
@@ -542,5 +561,113 @@ def simulate(state: ClusterState, policy: Policy, pods: Sequence[Pod], *,
     return out, used, frag
 
 
+class MoveSimulator:
+    """Online placement that may *move* up to ``max_moves`` placed pods.
+
+    Pods are placed by ``policy`` as in :func:`simulate`.  When a single-GPU
+    pod P (shared or whole) fits nowhere and moves are left, we look for a GPU
+    (n, i) holding a set Q of at most ``max_group`` shared pods (no more than
+    the moves left) such that after taking Q off, node n can host P on GPU i
+    (``f_i + sum m_Q >= m_P``, CPU, memory, model).  Candidates are tried in
+    order of (|Q|, sum m_Q, left-over share, node, GPU), at most
+    ``max_tries`` of them: the pods of Q are re-placed, largest share first, by
+    ``policy`` on nodes other than n; if one fits nowhere the attempt is
+    undone.  On success P takes GPU i and |Q| moves are counted.  Multi-GPU
+    and CPU-only pods never trigger moves.
+    """
+
+    def __init__(self, state: ClusterState, policy: Policy, max_moves: int, *,
+                 max_group: int = 3, max_tries: int = 8):
+        self.state, self.policy, self.budget = state, policy, int(max_moves)
+        self.max_group, self.max_tries = max_group, max_tries
+        self.moves = 0
+        self.on_gpu: dict[tuple[int, int], list[int]] = {}
+        self.where: dict[int, tuple[int, list[int]]] = {}
+        self.pods: list[Pod] = []
+
+    def _record(self, pid: int, n: int, gpus: Sequence[int]) -> None:
+        self.where[pid] = (n, list(gpus))
+        if self.pods[pid].shared:
+            self.on_gpu.setdefault((n, gpus[0]), []).append(pid)
+
+    def _try_move(self, pid: int):
+        st, P = self.state, self.pods[pid]
+        if self.moves >= self.budget or P.k != 1:
+            return None
+        cands = []
+        for (n, i), lst in self.on_gpu.items():
+            if not lst or len(lst) > min(self.max_group, self.budget - self.moves):
+                continue
+            Qs = [self.pods[q] for q in lst]
+            left = int(st.gfree[n, i]) + sum(Q.m for Q in Qs) - P.m
+            if left < 0 or (P.types and st.models[n] not in P.types):
+                continue
+            if (st.cpu_free[n] + sum(Q.c for Q in Qs) < P.c
+                    or st.mem_free[n] + sum(Q.mem for Q in Qs) < P.mem):
+                continue
+            cands.append((len(lst), sum(Q.m for Q in Qs), left, n, i))
+        for _, _, _, n, i in sorted(cands)[:self.max_tries]:
+            if self._evict(n, i):
+                st.apply(n, [i], P)
+                return n, [i]
+        return None
+
+    def _evict(self, n: int, i: int) -> bool:
+        """Move every pod off GPU (n, i) to other nodes; undo and return False
+        when one of them fits nowhere else."""
+        st = self.state
+        lst = list(self.on_gpu[(n, i)])
+        for q in lst:
+            st.remove(n, [i], self.pods[q])
+        done = []
+        for q in sorted(lst, key=lambda q: -self.pods[q].m):
+            Q = self.pods[q]
+            feas = st.feasible(Q)
+            feas[n] = False
+            if not feas.any():
+                for q2, n2, g2 in done:
+                    st.remove(n2, g2, self.pods[q2])
+                for q2 in lst:
+                    st.apply(n, [i], self.pods[q2])
+                return False
+            n2, g2 = self.policy.choose(st, Q, feas)
+            st.apply(n2, g2, Q)
+            done.append((q, n2, g2))
+        self.on_gpu[(n, i)] = []
+        for q, n2, g2 in done:
+            self._record(q, n2, g2)
+        self.moves += len(lst)
+        return True
+
+    def place(self, pod: Pod):
+        pid = len(self.pods)
+        self.pods.append(pod)
+        r = place(self.state, self.policy, pod)
+        if r is None:
+            r = self._try_move(pid)
+        if r is not None:
+            self._record(pid, r[0], r[1])
+        return r
+
+
+def simulate_moves(state: ClusterState, policy: Policy, pods: Sequence[Pod], max_moves: int,
+                   *, record_frag: bool = True):
+    """:func:`simulate` with up to ``max_moves`` moves (see :class:`MoveSimulator`).
+    Returns (placements, used, frag, moves) where ``moves[i]`` is the number of
+    moves made up to attempt i."""
+    sim = MoveSimulator(state, policy, max_moves)
+    out = []
+    used = np.zeros(len(pods), dtype=np.int64)
+    moves = np.zeros(len(pods), dtype=np.int64)
+    frag = np.zeros(len(pods)) if record_frag else None
+    for i, pod in enumerate(pods):
+        out.append(sim.place(pod))
+        used[i] = state.used
+        moves[i] = sim.moves
+        if record_frag:
+            frag[i] = state.frag.sum()
+    return out, used, frag, moves
+
+
 __all__ = ["Pod", "FragModel", "ClusterState", "Policy", "POLICIES", "make_policy", "place",
-           "simulate", "sigmoid_score", "MILLI"]
+           "simulate", "simulate_moves", "MoveSimulator", "sigmoid_score", "MILLI"]

@@ -30,7 +30,8 @@ from typing import Sequence
 import numpy as np
 
 from .errors import InputError
-from .online import MILLI, ClusterState, FragModel, Pod, make_policy, simulate
+from .online import (MILLI, ClusterState, FragModel, Pod, make_policy, simulate,
+                     simulate_moves)
 
 NCOLS = 131  # x = 0..130
 
@@ -285,13 +286,18 @@ class RunResult:
     placed: int
     attempted: int
     cpu_seconds: float = 0.0
+    max_moves: int | None = None   # move budget (None: pods never move)
+    moves100: int = 0              # moves made by the end of bin x=100
+    moves: int = 0                 # moves made in the whole run
 
 
 def run(pods: PodTable, nodes: NodeTable, policy: str, seed: int, *, tune: float = 1.3,
         workload: str = "", fm: FragModel | None = None, progress=None,
-        **policy_options) -> RunResult:
+        max_moves: int | None = None, **policy_options) -> RunResult:
     """One run: build the seed's workload, place every pod online with
-    ``policy``, and bin allocation and fragmentation (protocol sections 1-5)."""
+    ``policy``, and bin allocation and fragmentation (protocol sections 1-5).
+    With ``max_moves`` the run may move up to that many placed pods
+    (:func:`alloc.online.simulate_moves`)."""
     wl = build_workload(pods, nodes, seed, tune)
     W = wl.pods
     fm = fm or typical_pods(W)
@@ -300,7 +306,11 @@ def run(pods: PodTable, nodes: NodeTable, policy: str, seed: int, *, tune: float
     pol = make_policy(policy, seed, **policy_options)
     seq = [W.pod(int(i)) for i in wl.order]
     t0, c0 = time.perf_counter(), time.process_time()
-    placements, used, frag = simulate(state, pol, seq, progress=progress)
+    if max_moves is None:
+        placements, used, frag = simulate(state, pol, seq, progress=progress)
+        moves = np.zeros(len(seq), dtype=np.int64)
+    else:
+        placements, used, frag, moves = simulate_moves(state, pol, seq, max_moves)
     secs, cpu_secs = time.perf_counter() - t0, time.process_time() - c0
     cap = state.capacity
     g = np.array([p.g for p in seq], dtype=np.int64)
@@ -314,7 +324,15 @@ def run(pods: PodTable, nodes: NodeTable, policy: str, seed: int, *, tune: float
     return RunResult(workload, policy, seed, tune, int(nodes.gpus.sum()),
                      bin_curve(arrived, alloc_vals, cap),
                      frag_pct, bin_curve(arrived, ratio_vals, cap, digits=None), secs,
-                     sum(p is not None for p in placements), len(seq), cpu_secs)
+                     sum(p is not None for p in placements), len(seq), cpu_secs, max_moves,
+                     _moves_by(arrived, moves, cap, 100), int(moves[-1]) if len(seq) else 0)
+
+
+def _moves_by(arrived: np.ndarray, moves: np.ndarray, capacity: int, x: int) -> int:
+    """Moves made by the last attempt whose arrived-ratio bin is <= x."""
+    unit = capacity / 100.0
+    sel = [i for i, a in enumerate(arrived.tolist()) if round(a / unit) <= x]
+    return int(moves[sel[-1]]) if sel else 0
 
 
 # ------------------------------------------------------------------ output

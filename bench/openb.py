@@ -46,11 +46,12 @@ def parse_seeds(text: str) -> list[int]:
 
 
 def _job(args):
-    workload, policy, seed, tune = args
+    workload, policy, seed, tune, max_moves = args
     d = openb.openb_dir()
     nodes = openb.load_nodes(d / "openb_node_list_gpu_node.csv")
     pods = openb.load_pods(d / f"openb_pod_list_{workload}.csv")
-    return openb.run(pods, nodes, policy, seed, tune=tune, workload=f"openb_pod_list_{workload}")
+    return openb.run(pods, nodes, policy, seed, tune=tune, workload=f"openb_pod_list_{workload}",
+                     max_moves=max_moves)
 
 
 def reference() -> dict:
@@ -80,6 +81,8 @@ def main(argv=None) -> int:
     ap.add_argument("--policies", default="all", help="comma-separated policies or 'all' (six)")
     ap.add_argument("--seeds", default="42-51")
     ap.add_argument("--tune", type=float, default=1.3)
+    ap.add_argument("--moves", help="comma-separated move budgets (bounded-move variant); "
+                    "each budget is a separate run of every policy")
     ap.add_argument("--jobs", type=int, default=2, help="parallel processes")
     ap.add_argument("--out", help="curves CSV")
     ap.add_argument("--frag-out", help="fragmentation curves CSV")
@@ -97,13 +100,16 @@ def main(argv=None) -> int:
             print(f"unknown policy {p!r}", file=sys.stderr)
             return 2
     seeds = parse_seeds(args.seeds)
-    tasks = [(w, p, s, args.tune) for w in workloads for p in policies for s in seeds]
+    budgets = [None] if not args.moves else [int(k) for k in args.moves.split(",")]
+    tasks = [(w, p, s, args.tune, k) for w in workloads for p in policies for k in budgets
+             for s in seeds]
     t0 = time.time()
     results = []
     with ProcessPoolExecutor(max_workers=max(1, args.jobs)) as ex:
         for r in ex.map(_job, tasks):
             results.append(r)
-            print(f"  {r.workload} {r.policy} seed={r.seed} x100={r.alloc[100]} "
+            mv = "" if r.max_moves is None else f" moves<={r.max_moves}: {r.moves100} by x=100"
+            print(f"  {r.workload} {r.policy}{mv} seed={r.seed} x100={r.alloc[100]} "
                   f"x130={r.alloc[130]} {r.seconds:.2f}s wall {r.cpu_seconds:.2f}s cpu", file=sys.stderr, flush=True)
     if args.out:
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
@@ -114,21 +120,26 @@ def main(argv=None) -> int:
     print(f"\n{'workload':<12} {'policy':<15} {'x=100':>14} {'publ.':>7} {'diff':>6} "
           f"{'x=130':>14} {'publ.':>7} {'diff':>6} {'wall s':>7} {'cpu s':>6}")
     for w in workloads:
-        for p in policies:
-            rs = [r for r in results if r.workload.endswith("_" + w) and r.policy == p]
+        for p, k in [(p, k) for p in policies for k in budgets]:
+            rs = [r for r in results if r.workload.endswith("_" + w) and r.policy == p
+                  and r.max_moves == k]
             if not rs:
                 continue
             m1, s1 = _ms([r.alloc[100] for r in rs])
             m2, s2 = _ms([r.alloc[130] for r in rs])
             secs = np.mean([r.seconds for r in rs])
             cpu = np.mean([r.cpu_seconds for r in rs])
-            line = f"{w:<12} {p:<15} {m1:6.2f} ± {s1:4.2f} "
-            if w == "default" and p in ref:
+            label = p if k is None else f"{p}/mv{k}"
+            line = f"{w:<12} {label:<15} {m1:6.2f} ± {s1:4.2f} "
+            if w == "default" and p in ref and k is None:
                 r1, r2 = np.mean(ref[p][0]), np.mean(ref[p][1])
                 line += f"{r1:7.2f} {m1 - r1:+6.2f} {m2:6.2f} ± {s2:4.2f} {r2:7.2f} {m2 - r2:+6.2f}"
             else:
                 line += f"{'':>7} {'':>6} {m2:6.2f} ± {s2:4.2f} {'':>7} {'':>6}"
-            print(line + f" {secs:7.2f} {cpu:6.2f}")
+            line += f" {secs:7.2f} {cpu:6.2f}"
+            if k is not None:
+                line += f"  moves by x=100: {np.mean([r.moves100 for r in rs]):.1f}"
+            print(line)
     print(f"\n{len(results)} runs in {time.time() - t0:.0f} s wall", file=sys.stderr)
     if args.plot:
         first = [r for r in results if r.workload.endswith("_" + workloads[0])]

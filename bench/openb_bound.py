@@ -1,0 +1,91 @@
+"""Offline upper bound on the GPU allocation at x=100 for the openb traces,
+next to the online policies' allocation at x=100 (from curve CSVs written by
+``bench/openb.py``).
+
+    python3 bench/openb_bound.py --workload default --seeds 42-51 \
+        --curves bench/results/openb_default.csv
+
+The bound is the aggregated MILP of :mod:`alloc.openb_bound` over the pods
+arrived by the end of bin x (its LP relaxation with ``--lp``); see that module
+for the relaxations that make it a valid upper bound.
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from alloc import openb  # noqa: E402
+from alloc.openb_bound import openb_bound  # noqa: E402
+
+
+def parse_seeds(text: str) -> list[int]:
+    out = []
+    for part in text.split(","):
+        if "-" in part:
+            a, b = part.split("-")
+            out.extend(range(int(a), int(b) + 1))
+        elif part:
+            out.append(int(part))
+    return out
+
+
+def read_curves(paths, workload: str, x: int) -> dict:
+    """(policy, seed) -> allocation at column x."""
+    out = {}
+    for p in paths:
+        with open(p) as fh:
+            for row in csv.DictReader(fh):
+                if row["workload"] == f"openb_pod_list_{workload}" and row[str(x)] != "":
+                    out[(row["sc_policy"], int(row["seed"]))] = float(row[str(x)])
+    return out
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--workload", default="default")
+    ap.add_argument("--seeds", default="42-51")
+    ap.add_argument("--x", type=int, default=100)
+    ap.add_argument("--tune", type=float, default=1.3)
+    ap.add_argument("--lp", action="store_true", help="LP relaxation only (faster, looser)")
+    ap.add_argument("--time-limit", type=float, default=10.0, help="MILP seconds per seed")
+    ap.add_argument("--curves", nargs="*", default=[], help="curve CSVs from bench/openb.py")
+    args = ap.parse_args(argv)
+    d = openb.openb_dir()
+    if not d.exists():
+        print(f"shared data not found at {d}", file=sys.stderr)
+        return 2
+    nodes = openb.load_nodes(d / "openb_node_list_gpu_node.csv")
+    pods = openb.load_pods(d / f"openb_pod_list_{args.workload}.csv")
+    cap = int(nodes.gpus.sum()) * 1000
+    unit = cap / 100.0
+    seeds = parse_seeds(args.seeds)
+    curves = read_curves(args.curves, args.workload, args.x)
+    policies = list(dict.fromkeys(p for p, _ in curves))
+    print(f"{'seed':>4} {'demand':>7} {'LP':>7} {'bound':>7} {'MIP sol':>7} {'s':>5}  "
+          + " ".join(f"{p:>14}" for p in policies))
+    bounds = []
+    t0 = time.time()
+    for s in seeds:
+        r = openb_bound(pods, nodes, s, x=args.x, tune=args.tune, integer=not args.lp,
+                        time_limit=args.time_limit)
+        bounds.append(r.bound / unit)
+        cells = " ".join(f"{curves.get((p, s), float('nan')):14.2f}" for p in policies)
+        print(f"{s:>4} {r.demand / unit:7.2f} {r.lp / unit:7.3f} {r.bound / unit:7.3f} "
+              f"{r.value / unit:7.3f} {r.seconds:5.1f}  {cells}", flush=True)
+    line = f"{'mean':>4} {'':>7} {'':>7} {np.mean(bounds):7.3f} {'':>7} {'':>5}  "
+    line += " ".join(f"{np.mean([curves[(p, s)] for s in seeds if (p, s) in curves]):14.2f}"
+                     if any((p, s) in curves for s in seeds) else f"{'':>14}" for p in policies)
+    print(line)
+    print(f"{len(seeds)} bounds in {time.time() - t0:.0f} s wall", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
