@@ -106,6 +106,7 @@ class SimResult:
     wall_time_s: float
     util: list[tuple[float, float, float, float]]  # (t, gpu, cpu, mem) allocated fractions
     stats: dict = field(default_factory=dict)
+    pending: dict[int, float] = field(default_factory=dict)  # unfinished measured id -> arrival
 
     @property
     def makespan_s(self) -> float:
@@ -423,8 +424,9 @@ class Simulator:
             bar.close()
         stats = dict(self.stats)
         stats["unfinished"] = left
+        pending = {j: st.arrival for j, st in runnable.items() if measured(j)}
         return SimResult(res_jct, res_arr, res_fin, res_start, rounds, t,
-                         time.perf_counter() - wall0, util, stats)
+                         time.perf_counter() - wall0, util, stats, pending)
 
 
 def simulate(cluster: ClusterSpec, jobs: Iterable[SimJob], **kw) -> SimResult:

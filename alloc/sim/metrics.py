@@ -1,7 +1,11 @@
 """Metrics of a simulation: JCT statistics, makespan, utilisation; plots.
 
 ``makespan_s`` is the time from the first arrival to the last completion among
-the measured jobs.  Utilisation is the allocated fraction of each resource,
+the measured jobs.  A run stopped by ``max_time_s`` before every measured job
+finished reports ``unfinished`` (measured jobs not done, arrived or not) and
+``censored_mean_jct_s``: the mean over the finished jobs and the arrived
+unfinished ones, counted with JCT = end time - arrival (a lower bound on the
+true mean when ``unfinished`` counts only arrived jobs).  Utilisation is the allocated fraction of each resource,
 time-weighted within each round (a job that finishes mid-round stops counting
 at its finish time).
 """
@@ -37,6 +41,10 @@ def summarize(res) -> dict:
             "mem": float(util[:, 3].mean()) if len(util) else 0.0,
         },
     }
+    pend = getattr(res, "pending", {}) or {}
+    cens = jcts + [res.end_time_s - a for a in pend.values()]
+    out["unfinished"] = int(res.stats.get("unfinished", 0))
+    out["censored_mean_jct_s"] = float(np.mean(cens)) if cens else 0.0
     out["stats"] = {k: v for k, v in res.stats.items()}
     return out
 
