@@ -202,3 +202,59 @@ def test_registered_solvers_through_allocate():
         assert [g.gpu.split("/")[0] for g in placed["j3"].gpus] == ["b"]
         assert len(placed["j1"].gpus) == 2
         assert len({g.gpu.split("/")[0] for g in placed["j1"].gpus}) == 1
+
+
+# ------------------------------------------------------------- fgd-lookahead
+def test_lookahead_hand_computed_stranding():
+    # one typical pod type: 4000 milli-cores + one whole GPU, so rho = 4.
+    fm = FragModel([4000], [1000], [1], [()], [1.0])
+    st = ClusterState([8000, 16000], [10**6] * 2, [2, 2], ["T4", "T4"], frag_model=fm)
+    pod = Pod(3000, 10, 0, 0)
+    # FGD: F stays 0 on both nodes (5000 and 13000 cores left >= 4000): tie, rank -> node 0.
+    assert make_policy("fgd").choose(st, pod, st.feasible(pod))[0] == 0
+    pol = make_policy("fgd-lookahead")
+    # node 0: S goes 0 -> 2000 - 5000/4 = 750, score int(100*sigmoid(-0.5*750/1000)) = 40;
+    # node 1: S stays 0 (13000/4 >= 2000), score 50.
+    score, _ = pol.cached(st, pod)
+    assert pol.rho == pytest.approx(4.0)
+    assert list(score[:2]) == [40, 50]
+    assert pol.choose(st, pod, st.feasible(pod))[0] == 1
+    # lam = 0 is FGD
+    assert make_policy("fgd-lookahead", lam=0.0).choose(st, pod, st.feasible(pod))[0] == 0
+
+
+def test_lookahead_equals_fgd_without_stranding_term():
+    rng = np.random.default_rng(11)
+    pods = random_pods(rng, 200)
+    fm = FragModel.from_pods(pods)
+
+    def fresh():
+        return ClusterState([64000, 96000, 32000, 128000] * 2, [256000] * 8, [8, 4, 2, 8] * 2,
+                            ["V100", "T4", "T4", "P100"] * 2, frag_model=fm)
+    a, _, _ = simulate(fresh(), make_policy("fgd"), pods)
+    b, _, _ = simulate(fresh(), make_policy("fgd-lookahead", lam=0.0), pods)
+    assert a == b
+
+
+@pytest.mark.parametrize("budget", [0, 3, 50])
+def test_bounded_moves(budget):
+    from alloc.online import simulate_moves
+    rng = np.random.default_rng(5)
+    pods = random_pods(rng, 250)
+    fm = FragModel.from_pods(pods)
+
+    def fresh():
+        return ClusterState([64000, 32000, 32000] * 2, [256000] * 6, [4, 2, 2] * 2,
+                            ["V100", "T4", "T4"] * 2, frag_model=fm)
+    st = fresh()
+    out, used, _, moves = simulate_moves(st, make_policy("fgd-lookahead"), pods, budget)
+    st.check()
+    assert moves[-1] <= budget and (np.diff(moves) >= 0).all()
+    assert st.used == int((np.where(st.valid, 1000, 0) - st.gfree).sum()) == used[-1]
+    assert (st.cpu_cap - st.cpu_free).sum() <= st.cpu_cap.sum()
+    base_out, base_used, _ = simulate(fresh(), make_policy("fgd-lookahead"), pods)
+    if budget == 0:
+        assert out == base_out and list(used) == list(base_used)
+    else:
+        assert used[-1] >= 0 and sum(r is not None for r in out) >= sum(
+            r is not None for r in base_out[:1])
