@@ -44,6 +44,20 @@ def test_invariants(allocator, order):
         assert res.jct[j.id] >= j.work_s / 2.94 - 1e-6   # never faster than the best speed-up
 
 
+@pytest.mark.parametrize("order", ["fifo", "srtf", "las", "drf", "tetris"])
+def test_incremental_order_is_exact(order, monkeypatch):
+    """The incremental order + plan reuse gives the rounds of a full sort,
+    also overloaded and with starvation bumps (threshold cut to 1 h)."""
+    from alloc.sim import policies
+    monkeypatch.setattr(policies, "STARVATION_S", 3600.0)
+    jobs = SyntheticWorkload(40, (20, 70, 10), "multi", seed=5).take(70)
+    for allocator in ("proportional", "synergy-tune"):
+        res = [simulate(SMALL, jobs, order=order, allocator=allocator, incremental=inc)
+               for inc in (True, False)]
+        assert res[0].jct == res[1].jct and res[0].util == res[1].util
+        assert res[0].stats == res[1].stats
+
+
 def test_deterministic():
     _, a = run(seed=7, check=False)   # rounds are verified in test_invariants
     _, b = run(seed=7, check=False)

@@ -126,7 +126,7 @@ class Simulator:
                  profiles: Mapping[str, Profile] | Callable[[str], Profile] | None = None,
                  span: bool = True, check: bool = False, progress: bool = False,
                  max_time_s: float | None = None, opt_time_limit: float = 10.0,
-                 trace: Callable | None = None):
+                 trace: Callable | None = None, incremental: bool = True):
         if order not in ORDERS:
             raise ValueError(f"unknown order {order!r}; valid: {', '.join(ORDERS)}")
         self.spec = cluster
@@ -143,6 +143,7 @@ class Simulator:
         self.max_time_s = max_time_s
         self.opt_time_limit = opt_time_limit
         self.trace = trace  # called with (t, plan) each round (tests)
+        self.incremental = incremental  # False: sort every runnable job each round
         self._kinds: dict[tuple, tuple] = {}
         self._cluster: Cluster | None = None
         sp = cluster
@@ -343,7 +344,8 @@ class Simulator:
         P = self.packer
         verified, verified_n = None, -1
         inc = None
-        if fast and self.allocator != "synergy-greedy" and self.order in STATIC:
+        if (self.incremental and fast and self.allocator != "synergy-greedy"
+                and self.order in STATIC):
             inc = IncrementalOrder(self.order, self.totals, G * MILLI,
                                    lambda s: s.gpus * MILLI)
         while left > 0:
