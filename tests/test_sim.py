@@ -50,7 +50,7 @@ def test_incremental_order_is_exact(order, monkeypatch):
     also overloaded and with starvation bumps (threshold cut to 1 h)."""
     from alloc.sim import policies
     monkeypatch.setattr(policies, "STARVATION_S", 3600.0)
-    jobs = SyntheticWorkload(40, (20, 70, 10), "multi", seed=5).take(70)
+    jobs = SyntheticWorkload(40, (20, 70, 10), "multi", seed=5).take(50)
     for allocator in ("proportional", "synergy-tune"):
         res = [simulate(SMALL, jobs, order=order, allocator=allocator, incremental=inc)
                for inc in (True, False)]
