@@ -219,8 +219,9 @@ def test_lookahead_hand_computed_stranding():
     assert pol.rho == pytest.approx(4.0)
     assert list(score[:2]) == [40, 50]
     assert pol.choose(st, pod, st.feasible(pod))[0] == 1
-    # lam = 0 is FGD
-    assert make_policy("fgd-lookahead", lam=0.0).choose(st, pod, st.feasible(pod))[0] == 0
+    # lam = 0 with the coarse shared score is FGD
+    assert make_policy("fgd-lookahead", lam=0.0, share_res=100).choose(
+        st, pod, st.feasible(pod))[0] == 0
 
 
 def test_lookahead_equals_fgd_without_stranding_term():
@@ -232,7 +233,7 @@ def test_lookahead_equals_fgd_without_stranding_term():
         return ClusterState([64000, 96000, 32000, 128000] * 2, [256000] * 8, [8, 4, 2, 8] * 2,
                             ["V100", "T4", "T4", "P100"] * 2, frag_model=fm)
     a, _, _ = simulate(fresh(), make_policy("fgd"), pods)
-    b, _, _ = simulate(fresh(), make_policy("fgd-lookahead", lam=0.0), pods)
+    b, _, _ = simulate(fresh(), make_policy("fgd-lookahead", lam=0.0, share_res=100), pods)
     assert a == b
 
 

@@ -69,4 +69,4 @@ solve_openb_best_fit = _make("openb-best-fit", "best-fit",
                              "Online: least CPU+GPU left over on the server (FGD paper's BestFit)")
 solve_fgd = _make("fgd", "fgd", "Online: fragmentation gradient descent (Weng et al., ATC'23)")
 solve_fgd_lookahead = _make("fgd-lookahead", "fgd-lookahead",
-                            "Online: FGD plus a fluid CPU-stranding look-ahead term")
+                            "Online: FGD plus a CPU-stranding look-ahead term, finer scores for shared pods")
