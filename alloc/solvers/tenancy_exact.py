@@ -69,7 +69,7 @@ from ..model import MILLI, Status
 from ..objectives import throughput
 from ..problem import Problem, Solution
 from ..solve import register
-from ..tenancy import binding_keys, outranks
+from ..tenancy import binding_keys, outranks, quota_gpus
 from .hived import Engine, _release_empty, current_assign, restore_running
 
 SCALE = 10 ** 7
@@ -119,20 +119,71 @@ def _fits_server(p: Problem, j: int, s: int) -> bool:
     return True
 
 
-def _hived_warm_start(p, running, glist, x, keep, mv, cellvar, rack_lvl):
-    """Hint the model with hived's allocation; returns (engine, seconds, preempted)."""
-    import time
-    from .hived import run
-    t0 = time.perf_counter()
-    eng, preempted, _ = run(p)
-    hint_eng = eng
-    for r in running:
-        a = hint_eng.assign.get(r)
-        cur = current_assign(p, r)
-        keep_r = a is not None and sorted(a.gpus) == sorted(cur.gpus)
-        keep_r_var = keep.get(r)
-        if keep_r_var is not None:
-            keep_r and None
+class _OneServerEngine(Engine):
+    """The hived engine without multi-server spreading (the model's restriction)."""
+
+    def pick_spread(self, j, n, mask, level, servers):
+        return None
+
+
+def _current_value(p: Problem, r: int) -> float:
+    """Objective value of running job r at its current placement."""
+    job = p.jobs[r]
+    a = current_assign(p, r)
+    gids = [p.cluster.gpu_ids[g] for g, _ in a.gpus]
+    tp = throughput(p.cluster, job, gids, sum(c for _, c in a.cpu), sum(c for _, c in a.mem))
+    return {"throughput": job.weight * tp, "gpus": float(sum(mi for _, mi in a.gpus)),
+            "jobs": 1.0}[p.objective]
+
+
+def _fits_at(eng: Engine, a) -> bool:
+    return all(eng.gfree[g] >= mi for g, mi in a.gpus) and \
+        all(eng.cpu[s] >= v for s, v in a.cpu) and all(eng.mem[s] >= v for s, v in a.mem)
+
+
+def _greedy(p: Problem, running, pending, vbest, pcost: float):
+    """Value-aware warm start on the hived engine (one server per job): running
+    jobs of no value that some pending job may legally preempt are set aside,
+    pending jobs go guaranteed first by value per GPU, then the set-aside jobs
+    return where they ran if their room is still free.  Returns (engine,
+    preempted) or None when a victim would be illegal."""
+    jobs = p.jobs
+    pend = set(pending)
+    cur = {r: _current_value(p, r) for r in running}
+    drop = [r for r in running if cur[r] <= 1e-12 and not pcost
+            and any(outranks(jobs[i], jobs[r]) for i in pend)]
+    for _ in range(4):
+        eng = _OneServerEngine(p)
+        dropped = set(drop)
+        homeless = restore_running(eng, [r for r in running if r not in dropped])
+
+        def key(j):
+            job = jobs[j]
+            v = vbest.get(j, 0.0)
+            cls = (0 if job.guaranteed else 2) + (1 if v <= 1e-12 else 0)
+            return (cls, -v / max(job.gpus * job.gpu_milli / MILLI, 0.05), -job.priority, j)
+        for j in sorted(list(pending) + homeless, key=key):
+            if not eng.try_place(j, jobs[j].gpus, 0, set()) and jobs[j].guaranteed:
+                eng.try_place(j, jobs[j].gpus, 2, set())   # legal victims only
+        for r in drop:
+            a = current_assign(p, r)
+            if _fits_at(eng, a):
+                eng.place(r, a)
+        _release_empty(eng)
+        fresh = [i for i in eng.assign if i in pend or i in homeless]
+        bad = [r for r in running if r not in eng.assign
+               and not any(outranks(jobs[i], jobs[r]) for i in fresh if i != r)]
+        if not bad:
+            preempted = {r for r in running if r not in eng.assign}
+            return eng, preempted
+        drop = [r for r in drop if r not in bad]
+    return None
+
+
+def _hints(p, eng, glist, x, keep, mv, cellvar, rack_lvl):
+    """Model values of an engine state (every remaining virtual cell bound in
+    buddy order, which keeps safety): {var: value} for x, keep, mv, cells."""
+    import copy
     counts = defaultdict(int)
     gindex = {}
     for gi, members in enumerate(glist):
@@ -151,8 +202,6 @@ def _hived_warm_start(p, running, glist, x, keep, mv, cellvar, rack_lvl):
         hints[v] = int(a is not None and sorted(a.gpus) == sorted(current_assign(p, r).gpus))
     for v in mv.values():
         hints[v] = 0
-    # bind every remaining virtual cell (buddy order keeps safety) to count cells
-    import copy
     full = copy.copy(eng)
     full.__dict__.update({k: copy.deepcopy(v) for k, v in eng.__dict__.items()
                           if k in ("nbound", "bound", "bound_use", "free_max", "unused", "owner")})
@@ -171,8 +220,7 @@ def _hived_warm_start(p, running, glist, x, keep, mv, cellvar, rack_lvl):
             cc[key] += 1
     for key, var in cellvar.items():
         hints[var] = cc.get(key, 0)
-    p._tenancy_hints = hints
-    return eng, time.perf_counter() - t0, preempted
+    return hints
 
 
 @register("cpsat-tenancy", exact=True,
@@ -185,7 +233,9 @@ def _hived_warm_start(p, running, glist, x, keep, mv, cellvar, rack_lvl):
 def solve_cpsat_tenancy(problem: Problem, *, time_limit=None, seed=0, migration_cost=None,
                         max_moves=None, preemption_cost=0.0, guaranteed_first=True,
                         workers=None, **options) -> Solution:
+    import time
     from ortools.sat.python import cp_model
+    t_start = time.perf_counter()
     if options:
         raise ValueError(f"cpsat-tenancy: unknown option(s) {sorted(options)}; valid: "
                          "migration_cost, max_moves, preemption_cost, guaranteed_first, workers")
@@ -411,57 +461,174 @@ def solve_cpsat_tenancy(problem: Problem, *, time_limit=None, seed=0, migration_
                 if load[a_] and load[b_]:
                     m.Add(sum(c * v for c, v in load[a_]) >= sum(c * v for c, v in load[b_]))
 
-    # warm start: the hived allocation with every remaining cell bound by buddy order
-    warm = _hived_warm_start(p, running, glist, x, keep, mv, cellvar, rack_lvl)
+    # ------------------------------------------------------------ warm starts
+    import time
+    from .hived import run
     limit = float(time_limit if time_limit is not None else 30.0)
-    limit -= warm[1]
+    vbest: dict[int, float] = {}
+    for (gi, s) in x:
+        j0 = glist[gi][0]
+        val = _value(p, j0, s)
+        for j in glist[gi]:
+            vbest[j] = max(vbest.get(j, 0.0), val)
+    for r in running:
+        vbest[r] = max([_value(p, r, s) for s in range(p.S) if _fits_server(p, r, s)] or [0.0])
+    gwt = {j: (jobs[j].gpus or 1) if jobs[j].guaranteed else 0 for j in range(p.J)}
+
+    def evaluate(assign, preempted_):
+        raw = sum(p.placement(j, a_).throughput * jobs[j].weight for j, a_ in assign.items()) \
+            if p.objective == "throughput" else \
+            sum({"gpus": sum(mi for _, mi in a_.gpus), "jobs": 1.0}[p.objective]
+                for a_ in assign.values())
+        mvs = sum(1 for r in running if r in assign
+                  and sorted(assign[r].gpus) != sorted(current_assign(p, r).gpus))
+        pen = raw - pcost * len(preempted_) - mcost * mvs
+        # compared by the (penalised) objective first, guaranteed work breaks ties
+        return (round(pen, 9), sum(gwt[j] for j in assign)), raw
+
+    heng, hpre, _ = run(p)
+    cands = [("hived", heng, set(hpre))]
+    gr = _greedy(p, running, pending, vbest, pcost)
+    if gr is not None:
+        cands.append(("greedy", gr[0], gr[1]))
+    scored = [(evaluate(e.assign, pr)[0], -i, name, e, pr) for i, (name, e, pr) in enumerate(cands)]
+    scored.sort(reverse=True)
+    warm_key, _, warm_name, warm_eng, warm_pre = scored[0]
+    hint_eng = gr[0] if gr is not None else heng
+    hints = _hints(p, hint_eng, glist, x, keep, mv, cellvar, rack_lvl)
+
     solver = cp_model.CpSolver()
     # one worker by default: deterministic for a seed; more workers interleave
     solver.parameters.num_workers = int(workers or 1)
     if (workers or 1) > 1:
         solver.parameters.interleave_search = True
     solver.parameters.random_seed = int(seed)
+    # probing and symmetry detection cost seconds on large models for little gain here
+    solver.parameters.cp_model_probing_level = 0
+    solver.parameters.symmetry_level = 0
+
+    # complete the hint: fix the hinted variables and let CP-SAT fill in the rest
+    for var, val in hints.items():
+        m.AddHint(var, val)
+    full_hint = None
+    fx = cp_model.CpSolver()
+    fx.parameters.fix_variables_to_their_hinted_value = True
+    fx.parameters.num_workers = 1
+    fx.parameters.cp_model_probing_level = 0
+    fx.parameters.max_time_in_seconds = max(1.0, limit / 10)
+    if fx.Solve(m) in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        full_hint = list(fx.ResponseProto().solution)
+
+    def set_hint(values):
+        m.ClearHints()
+        proto = m.Proto()
+        proto.solution_hint.vars.extend(range(len(values)))
+        proto.solution_hint.values.extend(int(v_) for v_ in values)
+
+    def value_of(terms, values):
+        return sum(c * (values[v_.Index()] if values is not None else hints.get(v_, 0))
+                   for c, v_ in terms)
+
+    if full_hint is not None:
+        set_hint(full_hint)
     phase1_optimal = True
+    floor = None
+    floor_ct = -1
     gterms = [(jobs[glist[gi][0]].gpus or 1, v) for (gi, s), v in x.items()
               if jobs[glist[gi][0]].guaranteed]
     gterms += [(jobs[r].gpus or 1, keep[r]) for r in running if jobs[r].guaranteed]
     gterms += [(jobs[r].gpus or 1, v) for (r, s), v in mv.items() if jobs[r].guaranteed]
-    for var, val in getattr(p, "_tenancy_hints", {}).items():
-        m.AddHint(var, val)
     if guaranteed_first and gterms:
-        # phase 1: as much guaranteed work as the cells allow (HiveD's guarantee)
-        m.Maximize(sum(c * v for c, v in gterms))
-        solver.parameters.max_time_in_seconds = limit / 3
-        st1 = solver.Solve(m)
-        if st1 in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-            m.Add(sum(c * v for c, v in gterms) >= int(round(solver.ObjectiveValue())))
-            phase1_optimal = st1 == cp_model.OPTIMAL
-            hint = True
+        # phase 1: as much guaranteed work as the cells allow (HiveD's guarantee).
+        # Trivial bound: per tenant, min(its cell GPUs, its guaranteed GPU demand).
+        dem = defaultdict(int)
+        cpu_only = 0
+        modelled = {j for gi_s in x for j in glist[gi_s[0]]} | set(running)
+        for j in modelled:
+            if jobs[j].guaranteed:
+                if jobs[j].gpus:
+                    dem[jobs[j].tenant] += jobs[j].gpus
+                else:
+                    cpu_only += 1
+        ub1 = cpu_only + sum(min(dem[v], sum(quota_gpus(p.cluster, v, t)
+                                             for t in {t for (t, _) in q.get(v, {})}))
+                             for v in dem)
+        h1 = value_of(gterms, full_hint) if full_hint is not None else -1
+        if h1 >= ub1:
+            floor = h1
         else:
-            phase1_optimal = st1 != cp_model.UNKNOWN
-            hint = False
-        if hint:
-            m.ClearHints()
-            for v in list(x.values()) + list(keep.values()) + list(mv.values()):
-                m.AddHint(v, solver.Value(v))
-        limit -= solver.WallTime()
+            m.Maximize(sum(c * v for c, v in gterms))
+            solver.parameters.max_time_in_seconds = max(
+                0.5, (limit - (time.perf_counter() - t_start)) / 3)
+            st1 = solver.Solve(m)
+            if st1 in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+                floor = int(round(solver.ObjectiveValue()))
+                phase1_optimal = st1 == cp_model.OPTIMAL
+                full_hint = list(solver.ResponseProto().solution)
+                set_hint(full_hint)
+            else:
+                phase1_optimal = st1 != cp_model.UNKNOWN
+        if floor is not None:
+            floor_ct = len(m.Proto().constraints)
+            m.Add(sum(c * v for c, v in gterms) >= floor)
     m.Maximize(sum(c * v for c, v in obj))
-    solver.parameters.max_time_in_seconds = max(limit, 1.0)
+    if full_hint is not None:
+        # never below the warm start
+        m.Add(sum(c * v for c, v in obj) >= value_of(obj, full_hint))
+    lp_bound = _lp_bound(m, skip={floor_ct} if not phase1_optimal else set(),
+                         time_limit=max(1.0, limit / 6))
+    solver.parameters.max_time_in_seconds = max(limit - (time.perf_counter() - t_start), 0.5)
     solver.parameters.relative_gap_limit = 1e-4
     st = solver.Solve(m)
-    if st not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-        if st == cp_model.INFEASIBLE:
-            return Solution({}, Status.INFEASIBLE, None, (), {"cp_status": "INFEASIBLE"})
-        eng, pre_h = warm[0], warm[2]
-        return Solution(dict(eng.assign), Status.FEASIBLE, None, tuple(sorted(pre_h)),
-                        {"cp_status": solver.StatusName(st), "fallback": "hived",
-                         "binding": binding_keys(eng.tree, eng.bound)})
+    stats = {"cp_status": solver.StatusName(st), "groups": len(glist), "warm": warm_name,
+             "lp_bound": lp_bound, "phase1_proven": phase1_optimal and floor is not None}
+    if st == cp_model.INFEASIBLE and full_hint is None and not running and not hints:
+        return Solution({}, Status.INFEASIBLE, None, (), stats)
+    best = None
+    cp_bound = None
+    if st in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        cp_bound = solver.BestObjectiveBound() / SCALE + 0.5 * p.J / SCALE
+        eng, lost = _decode(p, solver, running, glist, x, keep, mv)
+        preempted = {r for r in running if r not in eng.assign}
+        key, _ = evaluate(eng.assign, preempted)
+        stats["model_objective"] = solver.ObjectiveValue() / SCALE
+        stats["decode_misses"] = lost
+        if key >= warm_key:
+            best = ("cpsat", eng, preempted, lost == 0 and st == cp_model.OPTIMAL)
+    elif st == cp_model.INFEASIBLE:
+        stats["cp_note"] = "model infeasible under the warm-start floor"
+    if best is None:
+        best = (warm_name, warm_eng, warm_pre, False)
+    name, eng, preempted, proven = best
+    key, raw = evaluate(eng.assign, preempted)
+    # the bound: phase 2 under phase 1's floor (valid when phase 1 is proven)
+    bounds = [b_ for b_ in (lp_bound, cp_bound if phase1_optimal else None) if b_ is not None]
+    bnd = min(bounds) if bounds else None
+    penalised = bool(pcost) or bool(mcost)
+    if bnd is not None and not penalised and raw > bnd + 1e-6 * max(1.0, abs(bnd)):
+        # the chosen solution lies outside the model (hived spread a job over
+        # servers): no model bound covers it
+        bnd = None
+    status = Status.OPTIMAL if (proven and not penalised and phase1_optimal) else Status.FEASIBLE
+    stats.update({"binding": binding_keys(eng.tree, eng.bound), "source": name,
+                  "moves": sum(1 for r in running if r in eng.assign
+                               and sorted(eng.assign[r].gpus)
+                               != sorted(current_assign(p, r).gpus)),
+                  "preemptions": len(preempted), "raw_value": raw})
+    if penalised:
+        stats["penalised"] = key[0]
+        stats["penalised_bound"] = bnd
+        bnd = None
+    return Solution(dict(eng.assign), status, bnd, tuple(sorted(preempted)), stats)
 
-    # ---------------------------------------------------------------- decode
-    eng = Engine(p)
+
+def _decode(p, solver, running, glist, x, keep, mv):
+    """Replay the model's choices through the hived engine; returns (engine, misses)."""
+    jobs = p.jobs
+    eng = _OneServerEngine(p)
     kept = [r for r in running if solver.Value(keep[r])]
     homeless = restore_running(eng, kept)
-    plan: list[tuple[int, int]] = []
+    plan = []
     for (gi, s), v in x.items():
         cnt = solver.Value(v)
         if cnt:
@@ -494,22 +661,60 @@ def solve_cpsat_tenancy(problem: Problem, *, time_limit=None, seed=0, migration_
             lost += 1
             eng.try_place(j, n, 0, set())
     _release_empty(eng)
-    preempted = tuple(sorted(r for r in running if r not in eng.assign))
-    obj_val = solver.ObjectiveValue() / SCALE
-    obj_bound = solver.BestObjectiveBound() / SCALE + 0.5 * p.J / SCALE
-    penalised = bool(pcost) or bool(mcost)
-    decoded_all = lost == 0
-    status = Status.OPTIMAL if (st == cp_model.OPTIMAL and decoded_all and not penalised
-                                and phase1_optimal) \
-        else Status.FEASIBLE
-    stats = {"binding": binding_keys(eng.tree, eng.bound),
-             "moves": sum(1 for r in running if r in eng.assign
-                          and sorted(eng.assign[r].gpus) != sorted(current_assign(p, r).gpus)),
-             "preemptions": len(preempted), "cp_status": solver.StatusName(st),
-             "model_objective": obj_val, "decode_misses": lost,
-             "groups": len(glist)}
-    bound = None if penalised else obj_bound
-    if penalised:
-        stats["penalised"] = obj_val
-        stats["penalised_bound"] = obj_bound
-    return Solution(dict(eng.assign), status, bound, preempted, stats)
+    return eng, lost
+
+
+def _lp_bound(m, skip=(), time_limit=5.0):
+    """Objective bound of the LP relaxation of model ``m`` (every constraint is
+    linear), solved with GLOP; constraints indexed in ``skip`` are left out.
+    None if the LP does not solve to optimality."""
+    from ortools.linear_solver import pywraplp
+    proto = m.Proto()
+    lp = pywraplp.Solver.CreateSolver("GLOP")
+    if lp is None:
+        return None
+    lp.SetTimeLimit(int(time_limit * 1000))
+    inf = lp.infinity()
+
+    def dom(d):
+        d = list(d)
+        lo, hi = d[0], d[-1]
+        big = 1 << 60
+        return (-inf if lo <= -big else float(lo)), (inf if hi >= big else float(hi))
+    xs = []
+    for v in proto.variables:
+        lo, hi = dom(v.domain)
+        xs.append(lp.NumVar(lo, hi, ""))
+    for i, ct in enumerate(proto.constraints):
+        if i in skip:
+            continue
+        if not ct.has_linear() or len(ct.enforcement_literal):
+            return None
+        lin = ct.linear
+        lo, hi = dom(lin.domain)
+        shift = 0.0
+        coefs = defaultdict(float)
+        for var, c in zip(lin.vars, lin.coeffs):
+            if var >= 0:
+                coefs[var] += c
+            else:   # negated reference: not(x) = 1 - x
+                coefs[-var - 1] -= c
+                shift += c
+        row = lp.RowConstraint(lo - shift, hi - shift, "")
+        for var, c in coefs.items():
+            row.SetCoefficient(xs[var], float(c))
+    o = proto.objective
+    if any(v_ < 0 for v_ in o.vars):
+        return None
+    obj = lp.Objective()
+    for var, c in zip(o.vars, o.coeffs):
+        obj.SetCoefficient(xs[var], float(c))
+    obj.SetMinimization()     # the proto stores a minimisation, scaled back below
+    rs = lp.Solve()
+    if rs != pywraplp.Solver.OPTIMAL:
+        return None
+    val = (obj.Value() + o.offset) * (o.scaling_factor or 1.0)
+    if (o.scaling_factor or 1.0) > 0:
+        return None          # a minimisation: the LP gives no upper bound
+    val /= SCALE
+    return val + 1e-6 * max(1.0, abs(val))
