@@ -581,8 +581,13 @@ class MoveSimulator:
     order of (|Q|, sum m_Q, left-over share, node, GPU), at most
     ``max_tries`` of them: the pods of Q are re-placed, largest share first, by
     ``policy`` on nodes other than n; if one fits nowhere the attempt is
-    undone.  On success P takes GPU i and |Q| moves are counted.  Multi-GPU
-    and CPU-only pods never trigger moves.
+    undone.  On success P takes GPU i and |Q| moves are counted.
+
+    Before that (and for multi-GPU pods only that) we try a CPU move: a node
+    whose GPUs, memory and model fit P but whose free CPU is short gets one
+    of its CPU-only pods (the smallest one covering the shortfall) moved to
+    another node chosen by ``policy``; P then goes there (GPU by ``policy``).
+    CPU-only pods never trigger moves.
     """
 
     def __init__(self, state: ClusterState, policy: Policy, max_moves: int, *,
@@ -591,6 +596,7 @@ class MoveSimulator:
         self.max_group, self.max_tries = max_group, max_tries
         self.moves = 0
         self.on_gpu: dict[tuple[int, int], list[int]] = {}
+        self.cpu_on: dict[int, list[int]] = {}
         self.where: dict[int, tuple[int, list[int]]] = {}
         self.pods: list[Pod] = []
 
@@ -598,11 +604,50 @@ class MoveSimulator:
         self.where[pid] = (n, list(gpus))
         if self.pods[pid].shared:
             self.on_gpu.setdefault((n, gpus[0]), []).append(pid)
+        elif self.pods[pid].k == 0:
+            self.cpu_on.setdefault(n, []).append(pid)
+
+    def _try_cpu_move(self, pid: int):
+        """Free CPU for P on a node whose GPUs and memory fit it by moving one
+        CPU-only pod elsewhere."""
+        st, P = self.state, self.pods[pid]
+        ok = (st.mem_free >= P.mem) & (st.npods < st.max_pods) & (st.cpu_free < P.c)
+        ok &= st.type_mask(P.types)
+        ok &= (st.gmax >= P.m) if P.k == 1 else (st.nfull >= P.k)
+        cands = []
+        for n in np.flatnonzero(ok).tolist():
+            deficit = P.c - int(st.cpu_free[n])
+            for q in self.cpu_on.get(n, ()):
+                Q = self.pods[q]
+                if Q.c >= deficit:
+                    cands.append((Q.c, n, q))
+        for _, n, q in sorted(cands)[:self.max_tries]:
+            Q = self.pods[q]
+            st.remove(n, [], Q)
+            feas = st.feasible(Q)
+            feas[n] = False
+            if not feas.any():
+                st.apply(n, [], Q)
+                continue
+            only = np.zeros(st.N, dtype=bool)
+            only[n] = True
+            n2, g2 = self.policy.choose(st, Q, feas)
+            st.apply(n2, g2, Q)
+            self.cpu_on[n].remove(q)
+            self._record(q, n2, g2)
+            self.moves += 1
+            n1, g1 = self.policy.choose(st, P, st.feasible(P) & only)
+            st.apply(n1, g1, P)
+            return n1, g1
+        return None
 
     def _try_move(self, pid: int):
         st, P = self.state, self.pods[pid]
-        if self.moves >= self.budget or P.k != 1:
+        if self.moves >= self.budget or P.k == 0:
             return None
+        r = self._try_cpu_move(pid)
+        if r is not None or P.k != 1:
+            return r
         cands = []
         for (n, i), lst in self.on_gpu.items():
             if not lst or len(lst) > min(self.max_group, self.budget - self.moves):

@@ -259,3 +259,23 @@ def test_bounded_moves(budget):
     else:
         assert used[-1] >= 0 and sum(r is not None for r in out) >= sum(
             r is not None for r in base_out[:1])
+
+
+def test_cpu_move_by_hand():
+    from alloc.online import MoveSimulator
+    fm = FragModel([1000], [1000], [1], [()], [1.0])
+    y, x, p = Pod(9000, 10, 0, 0), Pod(6000, 10, 0, 0), Pod(4000, 10, 1, 1000)
+    for budget, placed in [(0, False), (1, True)]:
+        # A: 8000 cores + 1 GPU (rank 0), B: 10000 cores, C: 7000 cores (no GPUs)
+        st = ClusterState([8000, 10000, 7000], [10**6] * 3, [1, 0, 0], ["T4", "", ""],
+                          rank=[0, 1, 2], frag_model=fm)
+        sim = MoveSimulator(st, make_policy("fgd-lookahead"), budget)
+        assert sim.place(y)[0] == 1          # only B has 9000 cores
+        assert sim.place(x)[0] == 0          # tie between A and C, rank -> A
+        r = sim.place(p)                     # A's GPU is free but 2000 cores are left
+        st.check()
+        if placed:
+            assert r == (0, [0]) and sim.moves == 1 and sim.where[1][0] == 2
+            assert st.cpu_free.tolist() == [4000, 1000, 1000] and st.used == 1000
+        else:
+            assert r is None and sim.moves == 0 and st.used == 0
