@@ -50,6 +50,17 @@ def _is_int(v: float) -> bool:
     return float(v).is_integer()
 
 
+def decimal_scale(values, max_digits: int = 6) -> int | None:
+    """Smallest ``10**k`` (``k <= max_digits``) making every value an integer
+    (up to float noise), None when there is none."""
+    vals = [float(v) for v in values]
+    for k in range(max_digits + 1):
+        s = 10 ** k
+        if all(abs(v * s - round(v * s)) <= 1e-11 * max(1.0, abs(v * s)) for v in vals):
+            return s
+    return None
+
+
 class CpSatBackend(Backend):
     """CP-SAT engine for :class:`LinearModel` (all variables integer)."""
     name = "cpsat"
@@ -58,6 +69,7 @@ class CpSatBackend(Backend):
         # one worker: deterministic for a seed (interleaved multi-worker
         # search was much slower on these models)
         self.workers = workers
+        self._obj_scale = 1
         from ortools.sat.python import cp_model  # noqa: F401  (load before highspy)
 
     def _build(self, model: LinearModel):
@@ -72,10 +84,12 @@ class CpSatBackend(Backend):
         for coefs, lo, hi in model.rows:
             if not coefs:
                 continue
-            if all(_is_int(v) for v in coefs.values()):
-                items = [(xs[k], int(v)) for k, v in coefs.items()]
-                lo_ = int(math.ceil(lo - 1e-9)) if lo > -INF else -BIG * 1000
-                hi_ = int(math.floor(hi + 1e-9)) if hi < INF else BIG * 1000
+            sc = decimal_scale(coefs.values())
+            if sc is not None:
+                # decimal coefficients: an exact integer row after scaling
+                items = [(xs[k], int(round(v * sc))) for k, v in coefs.items()]
+                lo_ = int(math.ceil(lo * sc - 1e-6)) if lo > -INF else -BIG * 1000
+                hi_ = int(math.floor(hi * sc + 1e-6)) if hi < INF else BIG * 1000
             else:
                 # scale a fractional row; widen it by the rounding error so the
                 # scaled row admits every solution of the real one
@@ -88,7 +102,13 @@ class CpSatBackend(Backend):
             m.add_linear_constraint(expr, lo_, hi_)
         if model.obj:
             ks = sorted(model.obj)
-            m.maximize(sum(model.obj[k] * xs[k] for k in ks))
+            sc = decimal_scale(model.obj[k] for k in ks)
+            if sc is not None:
+                m.maximize(sum(int(round(model.obj[k] * sc)) * xs[k] for k in ks))
+                self._obj_scale = sc
+            else:
+                m.maximize(sum(model.obj[k] * xs[k] for k in ks))
+                self._obj_scale = 1
         return m, xs
 
     def _params(self, solver, time_limit: float, seed: int, workers: int):
@@ -123,7 +143,8 @@ class CpSatBackend(Backend):
             return LinearResult("unknown", bound=None, stats=stats)
         x = [solver.value(v) for v in xs]
         obj = model.value(x)
-        bound = (solver.best_objective_bound + model.obj_const) if model.obj else obj
+        bound = (solver.best_objective_bound / self._obj_scale + model.obj_const) \
+            if model.obj else obj
         if status == "optimal":
             bound = max(bound, obj)
         # CP-SAT's float objective is solved up to a relative 1e-9 tolerance

@@ -96,6 +96,7 @@ from __future__ import annotations
 
 import math
 import time
+from fractions import Fraction
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
@@ -373,7 +374,11 @@ class Aggregate:
         allowed = tuple(bool(p.allowed[j, s]) for s in self.rep_server)
         speeds = tuple(round(p.speed(j, s), 12) for s in self.rep_server)
         prof = job.profile
-        span = tuple(sorted(prof.span.items())) if prof is not None else ()
+        # only the span factors of the levels the job can span matter (jobs
+        # whose profiles differ elsewhere are interchangeable)
+        span = ()
+        if prof is not None and (job.gpus > 1 or job.elastic):
+            span = tuple(round(prof.span_factor(lv), 12) for lv in _span_levels(p, job))
         return (job.gpus, job.gpu_milli, job.locality, opts, job.weight, allowed, speeds,
                 span, job.tenant, job.guaranteed)
 
@@ -992,6 +997,19 @@ class Master:
         self.pool: list[list[Pattern]] = [[] for _ in range(agg.K)]
         self.keys: list[set] = [set() for _ in range(agg.K)]
         self.extra = list(extra_rows)
+        # residual capacities (the dive fixes patterns and shrinks them)
+        self.n_cap = list(agg.n_c)
+        self.t_cap = [t.count for t in agg.types]
+        self.link_cap: dict[tuple[int, int, int], int] = {}
+
+    def copies_ub(self, c: int, pat: Pattern) -> int:
+        """Copies of ``pat`` the residual capacities admit."""
+        ub = self.n_cap[c]
+        for i, n in pat.counts:
+            it = self.agg.items[c][i]
+            if it.kind == "whole":
+                ub = min(ub, self.t_cap[it.t] // n)
+        return max(ub, 0)
 
     def add(self, pat: Pattern | None) -> bool:
         if pat is None:
@@ -1019,7 +1037,12 @@ class Master:
         for c in range(agg.K):
             crow = {}
             for pi, pat in enumerate(self.pool[c]):
-                v = m.var(0, agg.n_c[c], integer, f"z{c}_{pi}")
+                # a pattern the residual jobs cannot fill is dropped; in the
+                # LP other bounds are left to the rows (duals on variable
+                # bounds would hide columns from the pricing, which only
+                # knows the rows)
+                ub = (self.n_cap[c] if integer else INF) if self.copies_ub(c, pat) else 0
+                v = m.var(0, ub, integer, f"z{c}_{pi}")
                 zv[(c, pi)] = v
                 m.obj[v] = pat.value
                 crow[v] = 1
@@ -1035,9 +1058,9 @@ class Master:
                         if coef:
                             row[v] = row.get(v, 0) + coef * n
             if crow:
-                rows[("class", c)] = m.add(crow, hi=agg.n_c[c])
+                rows[("class", c)] = m.add(crow, hi=self.n_cap[c])
         for (t, o, gid, val) in agg.spread_vars:
-            v = m.var(0, agg.types[t].count, integer, f"x{t}_{o}_{gid}")
+            v = m.var(0, self.t_cap[t] if integer else INF, integer, f"x{t}_{o}_{gid}")
             xv[(t, o, gid)] = v
             m.obj[v] = val
             type_row[t][v] = 1
@@ -1048,9 +1071,9 @@ class Master:
                     row[v] = coef
         for t, row in type_row.items():
             if row:
-                rows[("type", t)] = m.add(row, hi=agg.types[t].count)
+                rows[("type", t)] = m.add(row, hi=self.t_cap[t])
         for key, row in link.items():
-            rows[("link",) + key] = m.add(row, hi=0)
+            rows[("link",) + key] = m.add(row, hi=self.link_cap.get(key, 0))
         for e, (ex, row) in enumerate(zip(self.extra, extra)):
             rows[("extra", e)] = m.add(row, lo=ex.lo, hi=ex.hi)
         return m, zv, xv, rows
@@ -1068,7 +1091,8 @@ class Master:
                 coef = duals.get(("link", it.t, it.o, it.group), 0.0)
             for e, ex in enumerate(self.extra):
                 coef -= duals.get(("extra", e), 0.0) * ex.item_coef(c, it)
-            ub = agg.item_ub(c, i)
+            ub = min(agg.item_ub(c, i), self.t_cap[it.t] * (1 if it.kind == "whole"
+                                                              else agg.types[it.t].gpus))
             if coef > min_coef and ub > 0:
                 v = m.var(0, ub, name=f"a{i}")
                 a[i] = v
@@ -1087,6 +1111,9 @@ class CGResult:
     converged: bool = False
     duals: dict = field(default_factory=dict)
     pricing_calls: int = 0
+    primal: list = field(default_factory=list)   # LP values of the last round
+    zv: dict = field(default_factory=dict)
+    xv: dict = field(default_factory=dict)
 
 
 def column_generation(master: Master, backend: Backend, deadline: float,
@@ -1099,9 +1126,10 @@ def column_generation(master: Master, backend: Backend, deadline: float,
         res = solve_lp(m)
         if res is None:
             break
-        lp, _, duals_list = res
+        lp, primal, duals_list = res
         duals = {k: duals_list[r] for k, r in rows.items()}
         out.lp, out.duals = lp, duals
+        out.primal, out.zv, out.xv = primal, zv, xv
         added, lag, lag_ok = 0, lp, True
         for c in range(agg.K):
             if time.perf_counter() > deadline:
@@ -1117,7 +1145,7 @@ def column_generation(master: Master, backend: Backend, deadline: float,
             if r.bound is None:
                 lag_ok = False
             else:
-                lag += agg.n_c[c] * max(0.0, r.bound)
+                lag += master.n_cap[c] * max(0.0, r.bound)
             if r.x is not None and (r.objective or 0) > 1e-6:
                 counts = {i: int(round(r.x[v])) for i, v in a.items()}
                 if master.add(agg.make_pattern(c, counts, backend=backend)):
@@ -1169,15 +1197,103 @@ def hint_from(master: Master, cols) -> tuple[dict, dict]:
 # =====================================================================
 # The driver shared by the backends
 # =====================================================================
-def integral_objective(problem: Problem) -> bool:
-    return problem.objective in ("jobs", "gpus")
+def _decimal_step(values, max_digits: int = 6) -> Fraction | None:
+    """Largest ``d = g / 10**k`` (``k <= max_digits``) with every value an
+    integer multiple of ``d``; ``Fraction(0)`` when all values are 0; None when
+    some value has more than ``max_digits`` decimals."""
+    vals = [abs(float(v)) for v in values]
+    for k in range(max_digits + 1):
+        scale = 10 ** k
+        ints = []
+        for v in vals:
+            x = v * scale
+            r = round(x)
+            if abs(x - r) > 1e-9 * max(1.0, x):
+                break
+            ints.append(int(r))
+        else:
+            g = 0
+            for n in ints:
+                g = math.gcd(g, n)
+            return Fraction(g, scale)
+    return None
 
 
-def tighten(problem: Problem, bound: float) -> float:
-    """Objectives with integer values: the bound rounds down."""
-    if integral_objective(problem):
-        return math.floor(bound + 1e-6)
-    return bound
+def _gcd_fraction(a: Fraction, b: Fraction) -> Fraction:
+    if a == 0:
+        return b
+    if b == 0:
+        return a
+    den = a.denominator * b.denominator // math.gcd(a.denominator, b.denominator)
+    return Fraction(math.gcd(int(a * den), int(b * den)), den)
+
+
+def objective_granularity(problem: Problem) -> float | None:
+    """A step ``delta > 0`` such that the value of every solution is an
+    integer multiple of ``delta`` (None when no such decimal step is found).
+
+    A job's value is ``weight * base * speed * span * scale`` (throughput) or
+    its milli-GPUs / 1 (``gpus`` / ``jobs``); a product of factors that are
+    multiples of ``d_1, d_2, ...`` is a multiple of ``d_1 d_2 ...``, so each
+    job's step is the product of the decimal steps of its possible factor
+    values, and the problem's step is their gcd."""
+    if problem.objective == "jobs":
+        return 1.0
+    step = Fraction(0)
+    types = {s.gpu_type for s in problem.cluster.servers}
+    for job in problem.jobs:
+        if problem.objective == "gpus":
+            js = Fraction(job.gpu_milli if job.elastic else job.gpus * job.gpu_milli)
+        else:
+            prof = job.profile
+            factors = [[job.weight]]
+            if prof is not None:
+                base = [1.0]
+                if prof.has_grid:
+                    base += [v for row in prof.tput for v in row if v is not None]
+                factors.append(base)
+                factors.append([1.0] + [prof.speed(t) for t in types])
+                if job.gpus > 1 or (job.elastic and job.gpus):
+                    factors.append([1.0] + [prof.span_factor(lv)
+                                            for lv in _span_levels(problem, job)])
+            if job.elastic and job.gpus:
+                lo = job.min_gpus or 1
+                hi = job.max_gpus or job.gpus
+                sc = []
+                for n in range(max(1, lo), max(hi, job.gpus) + 1):
+                    if prof is not None and n in prof.scaling and job.gpus in prof.scaling:
+                        sc.append(float(prof.scaling[n]) / float(prof.scaling[job.gpus]))
+                    else:
+                        sc.append(n / job.gpus)
+                factors.append(sc)
+            js = Fraction(1)
+            for f in factors:
+                d = _decimal_step(f)
+                if d is None:
+                    return None
+                js *= d
+        step = _gcd_fraction(step, js)
+    if step <= 0:
+        return None
+    return float(step)
+
+
+def _span_levels(problem: Problem, job) -> list[str]:
+    """Levels a multi-GPU job's GPUs can span (its locality level and the
+    levels inside it; every level and ``cluster`` without locality)."""
+    levels = list(problem.cluster.levels)
+    if job.locality in levels:
+        return levels[levels.index(job.locality):]
+    return levels + ["cluster"]
+
+
+def tighten(bound: float | None, delta: float | None) -> float | None:
+    """Every solution value is a multiple of ``delta``: the bound rounds down
+    to one (a small tolerance keeps float noise from cutting a real value)."""
+    if bound is None or not delta:
+        return bound
+    q = bound / delta
+    return math.floor(q + 1e-4 + 1e-9 * abs(q)) * delta
 
 
 def solve_exact(problem: Problem, backend: Backend, *, time_limit: float | None = None,
@@ -1212,11 +1328,13 @@ def solve_exact(problem: Problem, backend: Backend, *, time_limit: float | None 
         stats["lp_bound"] = bm
         bounds.append(bm)
     bound = min(bounds) if bounds else None
+    delta = objective_granularity(problem)
+    stats["objective_step"] = delta
 
     def done(value: float, bnd: float | None) -> bool:
         if bnd is None:
             return False
-        return value >= tighten(problem, bnd) - 1e-6 * max(1.0, abs(bnd))
+        return value >= tighten(bnd, delta) - 1e-6 * max(1.0, abs(bnd))
 
     # 3. master seeded with heuristic columns -------------------------------
     master = Master(agg, extra_rows)
@@ -1246,8 +1364,9 @@ def solve_exact(problem: Problem, backend: Backend, *, time_limit: float | None 
     # 5. integer master -----------------------------------------------------
     if not done(best_v, bound) and left() > 0.05 and master.size:
         hz, hx = hint_from(master, warm_cols) if warm_cols else (None, None)
-        share = 0.4 if cg.converged else 0.9
-        st, z, x, obj, ipb, ipstats = solve_master_ip(master, backend, max(0.05, share * left()),
+        # converged: a short run (the enumeration below is the proof engine)
+        budget = min(0.4 * left(), 0.1 * limit) if cg.converged else 0.9 * left()
+        st, z, x, obj, ipb, ipstats = solve_master_ip(master, backend, max(0.05, budget),
                                                      seed, hz, hx)
         stats["master_status"] = st
         stats.update({f"master_{k}": v for k, v in ipstats.items()})
@@ -1260,36 +1379,52 @@ def solve_exact(problem: Problem, backend: Backend, *, time_limit: float | None 
                     best, best_v, best_src = cand, v, "master"
             else:
                 stats["decode_error"] = True
-        # 6. polish the best solution, then prove by reduced-cost enumeration
-        if left() > 0.05 and not done(best_v, bound):
-            best, best_v, best_src = polish(problem, best, best_v, best_src, deadline,
-                                            0.1 * limit, seed)
         stats["t_master"] = time.perf_counter() - t0
+        # 6. reduced-cost enumeration with descending targets (the proof)
         if not done(best_v, bound) and cg.converged and left() > 0.1:
             best_cols = solution_to_columns(agg, Solution(best))
             if best_cols is not None:
                 for pat in best_cols[0].values():
                     master.add(pat)
-            res = enumerate_and_solve(agg, master, backend, cg, best_v, deadline, seed, stats,
-                                      hint=best_cols)
-            if res is not None:
-                z2, x2, val2, proven = res
-                cand = decode(agg, z2, master.pool, x2)
+            z2, x2, val2, pool2, enum_bound = enumerate_and_solve(
+                agg, master, backend, cg, best_v, deadline - 0.15 * limit, seed, stats,
+                hint=best_cols, delta=delta, top=tighten(bound, delta))
+            stats["t_enum"] = time.perf_counter() - t0
+            if z2 is not None:
+                cand = decode(agg, z2, pool2, x2)
                 if check_assign(problem, cand):
                     v = true_value(problem, cand)
                     if v > best_v + 1e-9:
                         best, best_v, best_src = cand, v, "enumeration"
-                    if proven and agg.exact_units:
-                        # the enumerated master optimum bounds every solution
-                        bounds.append(max(val2, v))
-                        stats["enum_bound"] = max(val2, v)
+                else:
+                    stats["decode_error"] = True
+            if enum_bound is not None and agg.exact_units:
+                # no solution is better than the enumerated masters allow
+                bounds.append(max(enum_bound, best_v))
+                bound = min(bounds)
+        # 7. price-and-dive towards the (rounded) bound
+        if cg.lp is not None and not done(best_v, bound) and left() > 0.1 and not master.extra:
+            target = best_v + (delta or 1e-6 * max(1.0, abs(best_v)))
+            dv = dive(master, backend, time.perf_counter() + 0.5 * left(),
+                      target, delta, stats, goal=tighten(bound, delta), width=2)
+            stats["t_dive"] = time.perf_counter() - t0
+            if dv is not None:
+                stats["dive_value"] = dv.value
+                cand = decode(agg, dv.z, master.pool, dv.x)
+                if check_assign(problem, cand):
+                    v = true_value(problem, cand)
+                    stats["dive_true"] = v
+                    if v > best_v + 1e-9:
+                        best, best_v, best_src = cand, v, "dive"
+                else:
+                    stats["dive_decode_error"] = True
     bound = min(bounds) if bounds else None
     if left() > 0.05 and not done(best_v, bound):
         best, best_v, best_src = polish(problem, best, best_v, best_src, deadline,
                                         0.5 * left(), seed)
 
     if bound is not None:
-        bound = max(tighten(problem, bound), best_v) if done(best_v, bound) else tighten(problem, bound)
+        bound = max(tighten(bound, delta), best_v) if done(best_v, bound) else tighten(bound, delta)
     status = Status.OPTIMAL if done(best_v, bound) else Status.FEASIBLE
     stats["source"] = best_src
     stats["time_s"] = time.perf_counter() - t0
@@ -1343,33 +1478,35 @@ def enumerate_patterns(agg: Aggregate, master: Master, c: int, duals: dict, gap:
     state = {"complete": True, "nodes": 0}
     counts = [0] * n
 
+    # suffix data for an O(1) optimistic bound: the positive items left,
+    # their total at the upper bounds and their best value per unit of
+    # each resource (items are sorted by coefficient, so the positive ones
+    # come first)
+    npos = sum(1 for v in cf if v > 0)
+    suf_tot = [0.0] * (n + 1)
+    suf_ratio = [[0.0, 0.0, 0.0] for _ in range(n + 1)]
+    for q in range(npos - 1, -1, -1):
+        suf_tot[q] = suf_tot[q + 1] + cf[q] * ub[q]
+        r_next = suf_ratio[q + 1]
+        suf_ratio[q] = [max(r_next[r], cf[q] / size[q][r]) if size[q][r] else INF
+                        for r in range(3)]
+    for q in range(npos, n + 1):
+        suf_tot[q] = 0.0
+
     def optimistic(k: int, rem) -> float:
-        tot, best_r = 0.0, [0.0, 0.0, 0.0]
-        free = False
-        for q in range(k, n):
-            if cf[q] <= 0:
-                break   # sorted: the rest cannot help
-            tot += cf[q] * ub[q]
-            sz = size[q]
-            if sz == (0, 0, 0):
-                free = True
-            for r in range(3):
-                if sz[r] > 0:
-                    best_r[r] = max(best_r[r], cf[q] / sz[r])
-                else:
-                    best_r[r] = INF
-        if free:
-            return tot
-        return min([tot] + [best_r[r] * rem[r] for r in range(3)])
+        if k >= npos:
+            return 0.0
+        ratio = suf_ratio[k]
+        return min(suf_tot[k], ratio[0] * rem[0], ratio[1] * rem[1], ratio[2] * rem[2])
+
+    lim = floor_ - 1e-9
 
     def dfs(k: int, val: float, rem):
         if not state["complete"]:
             return
         state["nodes"] += 1
-        if state["nodes"] % 2048 == 0 and time.perf_counter() > deadline:
+        if state["nodes"] % 4096 == 0 and time.perf_counter() > deadline:
             state["complete"] = False
-            return
-        if val + optimistic(k, rem) < floor_ - 1e-9:
             return
         if k == n:
             out.append({order[q]: counts[q] for q in range(n) if counts[q]})
@@ -1381,10 +1518,26 @@ def enumerate_patterns(agg: Aggregate, master: Master, c: int, duals: dict, gap:
         for r in range(3):
             if sz[r]:
                 top = min(top, rem[r] // sz[r])
+        c_k = cf[k]
+        if c_k <= 0:
+            # only non-positive items are left: more copies only lower the value
+            for a in range(0, top + 1):
+                v = val + c_k * a
+                if v < lim:
+                    break
+                counts[k] = a
+                dfs(k + 1, v, (rem[0] - a * sz[0], rem[1] - a * sz[1], rem[2] - a * sz[2]))
+                if not state["complete"]:
+                    break
+            counts[k] = 0
+            return
         for a in range(top, -1, -1):
+            r2 = (rem[0] - a * sz[0], rem[1] - a * sz[1], rem[2] - a * sz[2])
+            v = val + c_k * a
+            if v + optimistic(k + 1, r2) < lim:
+                continue
             counts[k] = a
-            dfs(k + 1, val + cf[k] * a,
-                (rem[0] - a * sz[0], rem[1] - a * sz[1], rem[2] - a * sz[2]))
+            dfs(k + 1, v, r2)
             if not state["complete"]:
                 break
         counts[k] = 0
@@ -1401,53 +1554,153 @@ def enumerate_patterns(agg: Aggregate, master: Master, c: int, duals: dict, gap:
 
 def enumerate_and_solve(agg: Aggregate, master: Master, backend: Backend, cg: CGResult,
                         incumbent: float, deadline: float, seed: int, stats: dict,
-                        limit: int = 20000, keep: int = 3000, hint=None):
-    """Add the patterns with reduced cost >= -(LP - incumbent) (LP duals of a
-    converged column generation) and solve the master over the pool.
+                        limit: int = 20000, keep: int = 3000, hint=None,
+                        delta: float | None = None, top: float | None = None):
+    """Reduced-cost enumeration with descending targets.
 
-    Returns (z, x, optimum, proven).  ``proven`` is True when the enumeration
-    was complete and the master was solved to optimality: then no pattern
-    outside the pool can be part of a solution better than the incumbent, and
-    the master's optimum is the optimum.  When the enumeration is cut short the
-    ``keep`` best patterns by reduced cost still enrich the pool (a
-    price-and-branch heuristic)."""
-    gap = (cg.lp or 0.0) - incumbent
-    if gap < -1e-9:
-        return None
-    gap = max(gap, 0.0) + 1e-6 * max(1.0, abs(incumbent))
-    total, complete_all = 0, True
-    for c in range(agg.K):
+    For a target ``T``, every pattern of a solution worth ``>= T`` has
+    reduced cost ``>= T - LP`` (LP duals of a converged column generation),
+    so the master over the enumerated patterns (plus the pool) contains every
+    such solution: if its optimum ``V`` is ``>= T`` it is the optimum; if it
+    is below ``T`` nothing reaches ``T`` and ``T - delta`` bounds the
+    optimum.  Targets start at ``top`` (the bound rounded to the objective
+    step ``delta``) and go down by ``delta``, ``2 delta``, ``4 delta``, ...
+    (a feasible round is the optimum, an infeasible one lowers the bound)
+    until the incumbent is reached (a single target ``incumbent + epsilon``
+    without a step).
+
+    Returns (z, x, value, pool, bound): the best master solution over the
+    pool ``pool`` (None when none was solved) and the proven bound (None when
+    no target was settled).  When an enumeration is cut short the ``keep``
+    best patterns by reduced cost still enrich the pool (price-and-branch)."""
+    # value(z) <= y.b + sum_{rc<0} rc_p z_p + sum_c n_c max(0, rc*_c): the
+    # Lagrangian bound is the reference (equal to the LP at convergence)
+    lp = cg.bound if cg.bound is not None else (cg.lp or 0.0)
+    tol = 1e-6 * max(1.0, abs(incumbent))
+    if delta:
+        T = top if top is not None else tighten(lp, delta)
+        T = min(T, tighten(lp, delta))
+    else:
+        T = incumbent + tol
+    best_z = best_x = best_pool = None
+    best_val = incumbent
+    step = delta or 0.0
+    proven_bound = None
+    rounds = 0
+    while T > best_val + 0.5 * (delta or tol) and time.perf_counter() < deadline - 0.05:
+        rounds += 1
+        gap = max(lp - T, 0.0) + tol
+        complete_all = True
+        sub = Master(agg, master.extra)
+        for c in range(agg.K):
+            for pat in master.pool[c]:
+                if sum(_coef(agg, master, c, cg.duals, i) * n for i, n in pat.counts) \
+                        - cg.duals.get(("class", c), 0.0) >= -gap:
+                    sub.add(pat)
+        n_enum = 0
+        for c in range(agg.K):
+            left = deadline - time.perf_counter()
+            if left < 0.05:
+                return _enum_out(best_z, best_x, best_val, master, proven_bound, stats, rounds,
+                                 best_pool)
+            pats, complete = enumerate_patterns(agg, master, c, cg.duals, gap,
+                                                time.perf_counter() + 0.4 * left / (agg.K - c),
+                                                limit)
+            n_enum += len(pats)
+            complete_all &= complete
+            if not complete:
+                def rc(counts):
+                    return sum(_coef(agg, master, c, cg.duals, i) * n for i, n in counts.items())
+                pats = sorted(pats, key=lambda d: -rc(d))[:keep]
+            for counts in pats:
+                if not counts:
+                    continue
+                key = tuple(sorted(counts.items()))
+                if key in sub.keys[c]:
+                    continue
+                if key in master.keys[c]:
+                    pat = next(q for q in master.pool[c] if q.counts == key)
+                else:
+                    pat = agg.make_pattern(c, counts, backend=backend)
+                    if pat is None:    # resources fit but GPUs do not
+                        continue
+                    master.add(pat)
+                sub.add(pat)
+        stats["enumerated"] = stats.get("enumerated", 0) + n_enum
+        stats["enumeration"] = "complete" if complete_all else "incomplete"
+        stats["columns"] = master.size
         left = deadline - time.perf_counter()
         if left < 0.05:
-            return None
-        pats, complete = enumerate_patterns(agg, master, c, cg.duals, gap,
-                                            time.perf_counter() + 0.4 * left / (agg.K - c),
-                                            limit)
-        stats["enumerated"] = stats.get("enumerated", 0) + len(pats)
-        complete_all &= complete
-        if not complete:
-            def rc(counts):
-                return sum(_coef(agg, master, c, cg.duals, i) * n for i, n in counts.items())
-            pats = sorted(pats, key=lambda d: -rc(d))[:keep]
-        for counts in pats:
-            if not counts or tuple(sorted(counts.items())) in master.keys[c]:
-                continue
-            pat = agg.make_pattern(c, counts, backend=backend)
-            if pat is not None:   # None: resources fit but GPUs do not
-                master.add(pat)
-                total += 1
-    stats["enumeration"] = "complete" if complete_all else "incomplete"
-    stats["enum_added"] = total
-    stats["columns"] = master.size
-    left = deadline - time.perf_counter()
-    if left < 0.05:
-        return None
-    hz, hx = hint_from(master, hint) if hint else (None, None)
-    st, z, x, obj, ipb, _ = solve_master_ip(master, backend, left, seed, hz, hx)
-    stats["enum_master_status"] = st
-    if z is None:
-        return None
-    return z, x, obj, complete_all and st == "optimal"
+            break
+        t_ip = time.perf_counter()
+        st, z, x, obj = solve_target_ip(sub, backend, cg.duals, lp, T - tol, left, seed)
+        stats["enum_master_status"] = st
+        stats.setdefault("enum_log", []).append(
+            (round(T, 9), sub.size, st, round(time.perf_counter() - t_ip, 3)))
+        stats["enum_rounds"] = rounds
+        if z is not None:
+            if obj > best_val + 1e-9:
+                best_z, best_x, best_val, best_pool = z, x, obj, sub.pool
+                stats["enum_value"] = obj
+            if complete_all and st == "optimal":
+                proven_bound = obj          # every solution >= T is in sub: the optimum
+            break
+        if not (complete_all and st == "infeasible"):
+            break                           # out of time or incomplete: no proof
+        # nothing reaches T: T - delta bounds the optimum
+        if not delta:
+            proven_bound = max(T, best_val)
+            break
+        proven_bound = T - delta
+        if proven_bound <= best_val + 0.5 * delta:
+            proven_bound = max(proven_bound, best_val)
+            break
+        # geometric steps: a feasible round is the optimum, so overshooting
+        # costs one larger enumeration, not a wrong answer
+        T = max(tighten(T - step, delta), best_val + delta)
+        step *= 2
+    return _enum_out(best_z, best_x, best_val, master, proven_bound, stats, rounds, best_pool)
+
+
+def solve_target_ip(sub: Master, backend: Backend, duals: dict, lp: float, target: float,
+                    time_limit: float, seed: int):
+    """The master over ``sub`` restricted to solutions worth ``>= target``,
+    with reduced-cost tightening from the LP duals ``duals`` (optimum
+    ``lp``): for any solution, ``value = y.(A z) + sum_v rc_v z_v <= lp -
+    y.slack + sum_v rc_v z_v``, so a solution worth ``>= target`` has
+    ``z_v <= gap / -rc_v`` for ``rc_v < 0`` and ``slack_r <= gap / y_r`` for
+    ``y_r > 0`` (``gap = lp - target``).  Returns (status, z, x, value)."""
+    m, zv, xv, rows = sub.build(integer=True)
+    gap = max(lp - target, 0.0) + 1e-9 * max(1.0, abs(lp))
+    y = [0.0] * len(m.rows)
+    for key, r in rows.items():
+        y[r] = duals.get(key, 0.0)
+    rc = dict(m.obj)
+    for r, (coefs, lo, hi) in enumerate(m.rows):
+        if y[r]:
+            for v, a in coefs.items():
+                rc[v] = rc.get(v, 0.0) - y[r] * a
+    for v, r_ in rc.items():
+        if r_ < -1e-12 and m.ub[v] < INF:
+            m.ub[v] = min(m.ub[v], math.floor(gap / -r_ + 1e-9))
+    for key, r in rows.items():
+        coefs, lo, hi = m.rows[r]
+        if key[0] != "extra" and y[r] > 1e-12 and hi < INF:
+            m.rows[r] = (coefs, max(lo, hi - math.floor(gap / y[r] + 1e-9)), hi)
+    m.add(dict(m.obj), lo=target - m.obj_const)
+    res = backend.solve(m, time_limit=time_limit, seed=seed)
+    if res.x is None:
+        return res.status, None, None, None
+    z = {k: int(round(res.x[v])) for k, v in zv.items() if round(res.x[v]) > 0}
+    x = {k: int(round(res.x[v])) for k, v in xv.items() if round(res.x[v]) > 0}
+    return res.status, z, x, res.objective
+
+
+def _enum_out(z, x, val, master, bound, stats, rounds, pool=None):
+    stats["enum_rounds"] = rounds
+    if bound is not None:
+        stats["enum_bound"] = bound
+    return z, x, val, pool, bound
 
 
 def _coef(agg: Aggregate, master: Master, c: int, duals: dict, i: int) -> float:
@@ -1460,3 +1713,108 @@ def _coef(agg: Aggregate, master: Master, c: int, duals: dict, i: int) -> float:
         v -= duals.get(("extra", e), 0.0) * ex.item_coef(c, it)
     return v
 
+
+
+# =====================================================================
+# Diving column generation (price-and-dive primal heuristic)
+# =====================================================================
+@dataclass
+class DiveResult:
+    z: dict                 # (c, pool index) -> copies
+    x: dict                 # (t, o, group) -> spread jobs
+    value: float            # master value of (z, x)
+    steps: int = 0
+    complete: bool = False  # every LP column integral at the end
+
+
+def dive(master: Master, backend: Backend, deadline: float, target: float | None = None,
+         delta: float | None = None, stats: dict | None = None, goal: float | None = None,
+         width: int = 3) -> DiveResult | None:
+    """Price-and-dive with backtracking: solve the restricted LP by column
+    generation, fix (round up) one copy of a pattern the LP uses, shrink the
+    residual problem (servers per class, jobs per type, unit slots per spread
+    group) and repeat until the LP is integral.
+
+    The children of a node fix one copy of each of its ``width`` patterns
+    with the largest LP values (depth first, largest first).  A node whose
+    LP bound, rounded down to the objective step ``delta``, is below
+    ``target`` (raised to the best dive value plus ``delta`` as solutions are
+    found) is cut off.  The search stops at the deadline or when a solution
+    reaches ``goal`` (the rounded bound: nothing better exists).  New columns
+    stay in the pool (they help the integer master); the residual capacities
+    are restored.  Returns the best integral LP solution found."""
+    agg = master.agg
+    saved = (list(master.n_cap), list(master.t_cap), dict(master.link_cap))
+    spread_value = {(t, o, g): v for (t, o, g, v) in agg.spread_vars}
+    state = {"best": None, "target": target, "nodes": 0, "stop": False}
+
+    def tol(v: float) -> float:
+        return 1e-9 * max(1.0, abs(v))
+
+    def apply(c: int, pi: int, n: int):
+        pat = master.pool[c][pi]
+        master.n_cap[c] -= n
+        for i, q in pat.counts:
+            it = agg.items[c][i]
+            if it.kind == "whole":
+                master.t_cap[it.t] -= n * q
+            else:
+                key = (it.t, it.o, it.group)
+                master.link_cap[key] = master.link_cap.get(key, 0) + n * q
+
+    def node(fixed: dict, fixed_value: float):
+        if state["stop"] or time.perf_counter() > deadline:
+            state["stop"] = True
+            return
+        state["nodes"] += 1
+        cg = column_generation(master, backend, deadline)
+        if cg.lp is None or not cg.primal:
+            return
+        total = fixed_value + cg.lp
+        tgt = state["target"]
+        if tgt is not None and tighten(total, delta) < tgt - tol(tgt):
+            return
+        zs = {k: cg.primal[v] for k, v in cg.zv.items() if cg.primal[v] > 1e-6}
+        frac = {k: v for k, v in zs.items() if abs(v - round(v)) > 1e-6}
+        if not frac:
+            z = dict(fixed)
+            for k, v in zs.items():
+                z[k] = z.get(k, 0) + int(round(v))
+            x = {k: int(math.floor(cg.primal[v] + 1e-6)) for k, v in cg.xv.items()
+                 if cg.primal[v] > 1e-6}
+            x = {k: n for k, n in x.items() if n > 0}
+            val = sum(master.pool[c][pi].value * n for (c, pi), n in z.items())
+            val += sum(spread_value[k] * n for k, n in x.items())
+            if state["best"] is None or val > state["best"].value + tol(val):
+                state["best"] = DiveResult(z, x, val, state["nodes"], True)
+                step = delta or 1e-6 * max(1.0, abs(val))
+                state["target"] = max(tgt if tgt is not None else -INF, val + step)
+                if goal is not None and val >= goal - 1e-6 * max(1.0, abs(goal)):
+                    state["stop"] = True
+            return
+        order = sorted(zs, key=lambda k: (-zs[k], k))[:width]
+        snap = (list(master.n_cap), list(master.t_cap), dict(master.link_cap))
+        for (c, pi) in order:
+            if state["stop"]:
+                return
+            pat = master.pool[c][pi]
+            if master.copies_ub(c, pat) <= 0:
+                continue
+            apply(c, pi, 1)
+            f2 = dict(fixed)
+            f2[(c, pi)] = f2.get((c, pi), 0) + 1
+            node(f2, fixed_value + pat.value)
+            master.n_cap, master.t_cap, master.link_cap = (list(snap[0]), list(snap[1]),
+                                                           dict(snap[2]))
+
+    import sys
+    old = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(old, 10 * sum(agg.n_c) + 200))
+    try:
+        node({}, 0.0)
+    finally:
+        sys.setrecursionlimit(old)
+        master.n_cap, master.t_cap, master.link_cap = saved
+    if stats is not None:
+        stats["dive_nodes"] = stats.get("dive_nodes", 0) + state["nodes"]
+    return state["best"]
