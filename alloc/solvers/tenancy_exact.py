@@ -45,19 +45,45 @@ n_k GPUs) (throughput; ``gpus``/``jobs`` objectives use their coefficients)
 and v_r the running placement's own value.  Symmetry: identical servers
 without running jobs are ordered by the GPUs they give out.
 
+Warm start and hint.  Two warm starts are built on the hived engine: ``hived``
+itself and a value-aware greedy (one server per job; running jobs of value 0
+that a pending job may legally preempt are set aside; pending jobs go
+guaranteed first by value per GPU, with legal preemption, then opportunistic;
+set-aside jobs return where they ran if their room is still free).  The greedy
+state, with every remaining virtual cell bound in buddy order, gives x, keep,
+mv and the cell counts; CP-SAT completes it (hinted variables fixed) into a
+full hint, and phase 2 gets the constraint objective >= the hint's objective.
+
+Phase 1 is proven without search when the hint reaches the trivial bound
+sum_v min(cell GPUs of v, guaranteed GPU demand of v) (+ CPU-only guaranteed
+jobs).  If phase 1 is proven, phase 2 and its bound are *under phase 1's
+constraint* (guaranteed work = its optimum): the reported bound is the bound of
+the lexicographic problem, not of pure throughput.
+
+Bound.  The LP relaxation of the model (every constraint linear; x, b, keep,
+... continuous within their domains, including the phase-1 floor when proven)
+solved with GLOP, and CP-SAT's own bound; the smaller is reported.
+
 Decoding replays the model's choices through the ``hived`` engine: kept jobs
 are restored (their cells inferred), victims and movers removed, then each
 placed job is put on its model server (buddy cells, consolidated GPUs); a job
-the engine cannot fit there is tried anywhere, else left unplaced.
+the engine cannot fit there is tried anywhere, else left unplaced.  The answer
+is the best of the decoded solution and the two warm starts by the (penalised)
+objective, so it is never worse than ``hived``; ``optimal`` is claimed only
+when CP-SAT proved both phases and the decoded placement realised every model
+placement (``allocate()`` downgrades further if value < bound).  When the
+chosen solution lies outside the model (hived spread a job over servers) no
+bound is reported.
 
 Restrictions (the solver is exact for the problem *with* them; ``restricts``):
-every job runs on one server; CPU and memory at the request (no profile grid
-points); fixed GPU counts (no elastic sizes).  Sub-server packing (switch /
-socket cells and locality, GPU sharing) is relaxed to the counts above, so the
-bound is valid and ``optimal`` is claimed only when the decoded placement
-reaches it.  With preemption or migration costs the model optimises the
-penalised objective: the allocation's ``bound`` is then None and
-``stats["penalised"]``/``stats["penalised_bound"]`` report it.
+guaranteed work first (phase 2 bound under phase 1's optimum); every job runs
+on one server; CPU and memory at the request (no profile grid points); fixed
+GPU counts (no elastic sizes).  Sub-server packing (switch / socket cells and
+locality, GPU sharing) is relaxed to the counts above, so the bound is valid.
+With preemption or migration costs the model optimises the penalised
+objective: the allocation's ``bound`` is then None (its ``value`` is the raw
+throughput, which may exceed the penalised bound) and ``stats["penalised"]``,
+``stats["penalised_bound"]`` and ``stats["raw_value"]`` report it.
 """
 from __future__ import annotations
 
@@ -227,8 +253,9 @@ def _hints(p, eng, glist, x, keep, mv, cellvar, rack_lvl):
           capabilities=("tenancy", "preemption", "migration", "locality", "sharing",
                         "colocation"),
           requires=("ortools",),
-          restricts="guaranteed work first; one server per job; CPU/memory at the request; "
-                    "fixed GPU counts",
+          restricts="guaranteed work first (throughput and its bound under the proven "
+                    "maximum of guaranteed GPUs); one server per job; CPU/memory at the "
+                    "request; fixed GPU counts",
           description="CP-SAT under HiveD tenancy with preemption and migration terms")
 def solve_cpsat_tenancy(problem: Problem, *, time_limit=None, seed=0, migration_cost=None,
                         max_moves=None, preemption_cost=0.0, guaranteed_first=True,
@@ -577,7 +604,10 @@ def solve_cpsat_tenancy(problem: Problem, *, time_limit=None, seed=0, migration_
         m.Add(sum(c * v for c, v in obj) >= value_of(obj, full_hint))
     lp_bound = _lp_bound(m, skip={floor_ct} if not phase1_optimal else set(),
                          time_limit=max(1.0, limit / 6))
-    solver.parameters.max_time_in_seconds = max(limit - (time.perf_counter() - t_start), 0.5)
+    # leave time to decode (twice) and compare
+    reserve = max(1.0, 0.1 * limit) if p.J > 100 else 0.2
+    solver.parameters.max_time_in_seconds = max(
+        limit - reserve - (time.perf_counter() - t_start), 0.5)
     solver.parameters.relative_gap_limit = 1e-4
     st = solver.Solve(m)
     stats = {"cp_status": solver.StatusName(st), "groups": len(glist), "warm": warm_name,
@@ -588,13 +618,20 @@ def solve_cpsat_tenancy(problem: Problem, *, time_limit=None, seed=0, migration_
     cp_bound = None
     if st in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         cp_bound = solver.BestObjectiveBound() / SCALE + 0.5 * p.J / SCALE
-        eng, lost = _decode(p, solver, running, glist, x, keep, mv)
-        preempted = {r for r in running if r not in eng.assign}
-        key, _ = evaluate(eng.assign, preempted)
         stats["model_objective"] = solver.ObjectiveValue() / SCALE
-        stats["decode_misses"] = lost
-        if key >= warm_key:
-            best = ("cpsat", eng, preempted, lost == 0 and st == cp_model.OPTIMAL)
+        for cv in (cellvar, None):
+            eng, lost = _decode(p, solver, running, glist, x, keep, mv, cv, rack_lvl)
+            if not _binding_ok(p, eng):
+                continue
+            preempted = {r for r in running if r not in eng.assign}
+            key, _ = evaluate(eng.assign, preempted)
+            if key >= warm_key and (best is None or key > best[4]):
+                best = ("cpsat", eng, preempted, lost == 0 and st == cp_model.OPTIMAL, key)
+                stats["decode_misses"] = lost
+            if lost == 0:
+                break
+        if best is not None:
+            best = best[:4]
     elif st == cp_model.INFEASIBLE:
         stats["cp_note"] = "model infeasible under the warm-start floor"
     if best is None:
@@ -622,12 +659,48 @@ def solve_cpsat_tenancy(problem: Problem, *, time_limit=None, seed=0, migration_
     return Solution(dict(eng.assign), status, bnd, tuple(sorted(preempted)), stats)
 
 
-def _decode(p, solver, running, glist, x, keep, mv):
+def _bind_model_cells(eng: Engine, solver, cellvar, rack_lvl) -> None:
+    """Bind the cells the model counts (rack cells by node, others per server),
+    outer levels first; inside a server the cells packed next to v's bound ones
+    and over free GPUs first."""
+    tree = eng.tree
+    want = []
+    for (v, lvl, where), var in cellvar.items():
+        c = solver.Value(var)
+        if c:
+            want.append((lvl, where, v, c))
+    want.sort(key=lambda w: (w[0], w[1], w[2]))
+    for lvl, where, v, c in want:
+        if lvl == rack_lvl:
+            cands = [where]
+            have = int(where in eng.bound[v])
+        else:
+            cands = [n for (t, lv), ns in tree.by_type_level.items() if lv == lvl
+                     for n in ns if tree.server[n] == where]
+            have = sum(1 for n in eng.bound[v] if tree.level[n] == lvl and tree.server[n] == where)
+        vi = eng.tid[v]
+        for _ in range(c - have):
+            ok = [n for n in cands if all(eng.owner[g] < 0 for g in tree.gpus[n])
+                  and eng.unused.get((v, tree.gtype[n], lvl), 0) > 0]
+            if not ok:
+                break
+
+            def near(n):
+                par = tree.parent[n]
+                sib = sum(1 for g in tree.gpus[par] if eng.owner[g] == vi) if par >= 0 else 0
+                busy = sum(1 for g in tree.gpus[n] if eng.gfree[g] < MILLI)
+                return (busy, -sib, n)
+            eng.bind(min(ok, key=near), v)
+
+
+def _decode(p, solver, running, glist, x, keep, mv, cellvar=None, rack_lvl=None):
     """Replay the model's choices through the hived engine; returns (engine, misses)."""
     jobs = p.jobs
     eng = _OneServerEngine(p)
     kept = [r for r in running if solver.Value(keep[r])]
     homeless = restore_running(eng, kept)
+    if cellvar is not None:
+        _bind_model_cells(eng, solver, cellvar, rack_lvl)
     plan = []
     for (gi, s), v in x.items():
         cnt = solver.Value(v)
@@ -660,8 +733,21 @@ def _decode(p, solver, running, glist, x, keep, mv):
         if not ok:
             lost += 1
             eng.try_place(j, n, 0, set())
-    _release_empty(eng)
+
+    if cellvar is None:
+        _release_empty(eng)
     return eng, lost
+
+
+def _binding_ok(p: Problem, eng: Engine) -> bool:
+    """The engine's binding proves the tenancy invariant (cells, safety)."""
+    from ..tenancy import check_binding
+    used: dict[str, set] = defaultdict(set)
+    for j, a in eng.assign.items():
+        job = p.jobs[j]
+        if job.guaranteed and job.tenant is not None:
+            used[job.tenant].update(g for g, _ in a.gpus)
+    return not check_binding(p.cluster, {v: sorted(ns) for v, ns in eng.bound.items()}, used)
 
 
 def _lp_bound(m, skip=(), time_limit=5.0):
