@@ -6,6 +6,7 @@ Usage::
     python bench/exact.py                         # built-in instances
     python bench/exact.py instances/synergy-16x8.json --time-limit 30
     python bench/exact.py --solvers cpsat,naive --sizes 16x128,64x400
+    python bench/exact.py --solvers cpsat,milp --seeds 5   # + 5 generated seeds
 
 Built-in instances (when no path is given): Synergy's cluster (servers of 8
 V100, 24 cores, 500 GB) with jobs of the 12 Synergy models, 1/2/4/8 GPUs
@@ -16,6 +17,11 @@ when present, else from the Synergy reference grids.
 Columns: instance, solver, status, value, bound, gap % (bound - value) /
 bound, seconds, the best greedy value (``proportional`` / ``best-fit``) and
 the ratio value / greedy.
+
+``--seeds N`` then runs the first built-in size (``--seed-size``, default
+16x128) for the generator seeds ``seed+1 .. seed+N`` (one instance is not a
+benchmark) and prints per solver how many runs were proven optimal, the
+median and maximum time and the largest gap.
 """
 from __future__ import annotations
 
@@ -179,6 +185,23 @@ def fmt_row(r) -> str:
     return f"{name:<18} {sv:<9} {st:<9} {v:9.3f} {bs} {gs} {secs:6.1f} {g:9.3f} {rs}"
 
 
+def summarize(rows, solvers) -> list[str]:
+    """Per solver: proven / runs, median and max seconds, max gap %."""
+    import statistics
+    out = [f"{'solver':<9} {'proven':>7} {'median s':>9} {'max s':>7} {'max gap%':>9}"]
+    for sv in solvers:
+        rs = [r for r in rows if r[1] == sv]
+        if not rs:
+            continue
+        proven = sum(1 for r in rs if r[2] == "optimal")
+        secs = [r[6] for r in rs]
+        gaps = [r[5] for r in rs if r[5] is not None]
+        gs = f"{max(gaps):9.3f}" if gaps else f"{'-':>9}"
+        out.append(f"{sv:<9} {f'{proven}/{len(rs)}':>7} {statistics.median(secs):9.1f} "
+                   f"{max(secs):7.1f} {gs}")
+    return out
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("instances", nargs="*", help="instance files (alloc.instance/1)")
@@ -188,6 +211,9 @@ def main(argv=None) -> int:
     ap.add_argument("--time-limit", type=float, default=30.0)
     ap.add_argument("--objective", default="throughput")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--seeds", type=int, default=0,
+                    help="also run N generated seeds of --seed-size and summarize")
+    ap.add_argument("--seed-size", default="16x128", help="SERVERSxJOBS for --seeds")
     ap.add_argument("--locality", default="server",
                     help="locality of multi-GPU jobs in built-in instances ('none' to allow spreading)")
     args = ap.parse_args(argv)
@@ -199,9 +225,22 @@ def main(argv=None) -> int:
         for spec in args.sizes.split(","):
             s, j = (int(x) for x in spec.lower().split("x"))
             insts.append(synergy_instance(s, j, seed=args.seed, locality=loc))
+    solvers = [s.strip() for s in args.solvers.split(",") if s.strip()]
     print(HEADER)
-    run(insts, [s.strip() for s in args.solvers.split(",") if s.strip()], args.time_limit,
-        args.objective, args.seed)
+    run(insts, solvers, args.time_limit, args.objective, args.seed)
+    if args.seeds > 0:
+        s, j = (int(x) for x in args.seed_size.lower().split("x"))
+        seeded = []
+        for k in range(1, args.seeds + 1):
+            name, cl, jobs = synergy_instance(s, j, seed=args.seed + k, locality=loc)
+            seeded.append((f"{name}/s{args.seed + k}", cl, jobs))
+        print()
+        print(HEADER)
+        rows = run(seeded, solvers, args.time_limit, args.objective, args.seed)
+        print()
+        print(f"{args.seeds} seeds of synergy-{args.seed_size}, time limit {args.time_limit:g} s:")
+        for line in summarize(rows, solvers):
+            print(line)
     return 0
 
 

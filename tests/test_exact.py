@@ -250,3 +250,89 @@ def test_heuristics_registered():
     ls = allocate(cl, jobs, solver="local-search", time_limit=2)
     assert g.status is Status.FEASIBLE and ls.value >= g.value - 1e-9
     assert not violations(cl, jobs, ls)
+
+
+# ------------------------------------------------- objective step, dive
+@settings(max_examples=12, deadline=None, suppress_health_check=list(HealthCheck))
+@given(small_instance(), st.sampled_from(["throughput", "gpus", "jobs"]),
+       st.floats(0.0, 0.999))
+def test_objective_step_bound_valid(inst, objective, frac):
+    """Every solution value is a multiple of the step, so rounding any bound
+    >= the optimum down to a multiple never cuts the (brute-forced) optimum."""
+    from alloc.solvers.formulation import objective_granularity, tighten
+    cl, jobs = inst
+    p = compile_problem(cl, jobs, objective)
+    delta = objective_granularity(p)
+    opt = brute_force(cl, jobs, objective)
+    if delta is None:
+        return
+    assert delta > 0
+    q = opt / delta
+    assert abs(q - round(q)) < 1e-6, (opt, delta)
+    for bound in (opt, opt + frac * delta, opt + 1e-12, opt - 1e-9 * max(1.0, opt)):
+        assert tighten(bound, delta) >= opt - 1e-9
+    assert tighten(opt + delta, delta) >= opt + delta - 1e-9
+
+
+def test_objective_step_values():
+    from alloc.solvers.formulation import objective_granularity
+    cl = Cluster((server(0),))
+    jobs = (job(0, 1, GRID, weight=2.0), job(1, 2, FLAT, locality="server"))
+    # GRID values 0.4/1.0/1.6/2.0 (x2), FLAT 1.0 with server span 1.0: step 0.2
+    assert objective_granularity(compile_problem(cl, jobs, "throughput")) == pytest.approx(0.2)
+    assert objective_granularity(compile_problem(cl, jobs, "jobs")) == 1.0
+    # a spreadable job can run at the 0.5 cluster span factor: 0.2 * 0.5
+    jobs2 = jobs + (job(2, 2, FLAT),)
+    assert objective_granularity(compile_problem(cl, jobs2, "throughput")) == pytest.approx(0.1)
+    odd = Profile("odd", (1000, 3000), (21330, 64000), ((None, 1 / 3), (None, 1.0)))
+    assert objective_granularity(compile_problem(cl, (job(0, 1, odd),), "throughput")) is None
+
+
+def test_dive_feasible_and_bounded():
+    """Price-and-dive: integral, decodes to a valid placement, never above
+    the column-generation bound."""
+    import time
+    from alloc.problem import Solution
+    from alloc.solvers.cpsat import CpSatBackend
+    from alloc.solvers.formulation import (Aggregate, Master, check_assign, column_generation,
+                                           decode, dive, objective_granularity,
+                                           solution_to_columns, true_value, warm_start)
+    cl, jobs = medium()
+    p = compile_problem(cl, jobs, "throughput")
+    backend = CpSatBackend()
+    _, best_v, sols, _ = warm_start(p, time.perf_counter() + 1.0)
+    agg = Aggregate(p)
+    master = Master(agg)
+    for s in sols:
+        cols = solution_to_columns(agg, Solution(s))
+        for pat in (cols[0].values() if cols else ()):
+            master.add(pat)
+    cg = column_generation(master, backend, time.perf_counter() + 5)
+    assert cg.converged
+    caps = (list(master.n_cap), list(master.t_cap))
+    dv = dive(master, backend, time.perf_counter() + 5, None, objective_granularity(p), width=1)
+    assert (list(master.n_cap), list(master.t_cap)) == caps     # residual restored
+    assert dv is not None and dv.complete
+    assert dv.value <= cg.bound + 1e-6
+    assign = decode(agg, dv.z, master.pool, dv.x)
+    assert check_assign(p, assign)
+    assert true_value(p, assign) <= cg.bound + 1e-6
+    a = p.to_allocation(Solution(assign), solver="dive", wall_time_s=0)
+    assert not violations(cl, jobs, a)
+
+
+def test_synergy_size_proven():
+    """A small Synergy-like instance (4 servers x 8 GPUs, 32 jobs): both
+    backends prove optimality (objective step + enumeration) and agree."""
+    import random
+    rng = random.Random(5)
+    profs = [GRID, FLAT, None]
+    cl = Cluster(tuple(server(i, gpus=8, cpu=24000, mem=512000) for i in range(4)))
+    jobs = tuple(job(i, g, profs[rng.randrange(3)], locality="server" if g > 1 else None)
+                 for i, g in enumerate(rng.choices([1, 2, 4, 8], [70, 10, 15, 5], k=32)))
+    vals = []
+    for sv in ("cpsat", "milp"):
+        a = run(cl, jobs, sv, tl=20)
+        assert a.status is Status.OPTIMAL, (sv, a.stats)
+        vals.append(a.value)
+    assert vals[0] == pytest.approx(vals[1])

@@ -22,11 +22,14 @@ milli-GPU shares bin-packed into GPUs).
   pi_i) a_i - mu_c`` over the pattern rows) is a small CP-SAT model solved to
   optimality with one worker; its proven bound makes ``LP + sum_c n_c
   max(0, rc*_c)`` a valid upper bound at every round.
-* Bound: min(big-machine LP, Lagrangian / Gilmore-Gomory LP bound, and, when a
-  depth-first search lists every pattern with reduced cost >= -(LP -
-  incumbent), the optimum of the master over them).
+* Bound: min(big-machine LP, Lagrangian / Gilmore-Gomory LP bound, the
+  bound proven by the descending-target enumeration: every pattern with
+  reduced cost >= T - LP, reduced-cost fixing and the cut value >= T),
+  rounded down to the objective step when job values are decimal multiples.
 * Integer master: CP-SAT with the warm start as a hint, deterministic
-  single-worker search, ``random_seed = seed``.
+  single-worker search, ``random_seed = seed``, full LP linearization
+  (``linearization_level = 2``); decimal coefficients are scaled to exact
+  integers (other fractional rows are widened by their rounding error).
 * Decoding: pattern layouts give GPU offsets, copies go to the class's servers
   in index order, spread jobs take runs of unit slots; the result is checked
   and never worse than the warm start (best of ``proportional``,
@@ -130,6 +133,10 @@ class CpSatBackend(Backend):
                 m.add_hint(x, int(v))
         solver = cp_model.CpSolver()
         self._params(solver, time_limit, seed, self.workers if big else 1)
+        if model.name == "master":
+            # pattern masters: the full LP relaxation proves (and finds) far
+            # faster than the default linearization
+            solver.parameters.linearization_level = 2
         st = solver.solve(m)
         stats = {"branches": solver.num_branches, "conflicts": solver.num_conflicts,
                  "wall": solver.wall_time}

@@ -13,7 +13,9 @@ Aggregation
   socket/switch shape and rack; ``n_c`` servers, capacities ``C_c, M_c, G_c``.
 * **Job types** ``t``: jobs with the same GPU count ``g_t``, share
   ``milli_t``, option set (CPU/memory points with their base speed), allowed
-  classes, locality, weight and profile factors; ``N_t`` jobs.
+  classes, locality, weight and profile factors (GPU-type speeds; span
+  factors only of the levels the job can span, so profiles that differ only
+  elsewhere merge); ``N_t`` jobs.
 * **Items** of class ``c``: a *whole* item ``(t, o)`` is one job of type ``t``
   at option ``o`` on one server (uses ``cpu_o``, ``mem_o``, ``g_t`` whole GPUs
   under one node of its locality level, or ``milli_t`` of one shared GPU); a
@@ -64,15 +66,37 @@ reservation is its exact share; otherwise it is a restriction and only the
 big-machine bound is reported).  Decoding a spread job picks ``g_t`` unit
 slots of its group, which is always possible because slots are only counted.
 
+Objective step
+--------------
+When every job value (weight x grid value x GPU-type speed x span factor x
+elastic scale, or milli-GPUs) is a multiple of a decimal step ``delta``
+(:func:`objective_granularity`: each factor set's step after scaling by
+``10**k``, ``k <= 6``, and their gcd), so is every solution's value, and
+every bound rounds down to a multiple of ``delta`` (:func:`tighten`).
+
 Proof
 -----
-If the integer master reaches the bound the solution is optimal.  Otherwise,
-with ``gap = bound - value``, every pattern of a better integer solution has
-reduced cost ``>= -gap`` (``value(z) <= LP + sum_p rc_p z_p`` for any integer
-``z``), so when a depth-first search (fractional-knapsack pruning) lists *all*
-such patterns within its budget, the master over them is exact and its optimum
-is a proof.  When the search is cut short, the best listed patterns by reduced
-cost still enrich the pool before the integer master is solved again.
+If the integer master reaches the (rounded) bound the solution is optimal.
+Otherwise targets ``T`` descend from the rounded bound (steps ``delta``,
+``2 delta``, ``4 delta``, ...).  With the duals ``y`` of the converged column
+generation and ``L`` its Lagrangian bound (= LP), any integer solution has
+``value = y.Az + sum_p rc_p z_p <= L - y.slack + sum_{rc_p < 0} rc_p z_p``,
+so a solution worth ``>= T`` uses only patterns with ``rc_p >= T - L``, at
+most ``(L - T) / -rc_p`` copies of each, and leaves row slack at most
+``(L - T) / y_r``.  A depth-first search (O(1) fractional-knapsack pruning)
+lists all such patterns; the master over them with these bounds and the cut
+``value >= T`` is then exact: feasible means its optimum is the optimum,
+infeasible means ``T - delta`` bounds the optimum.  When the search is cut
+short, the best listed patterns by reduced cost still enrich the pool.
+
+Price-and-dive
+--------------
+When the proof is out of reach (huge enumerations), :func:`dive` fixes one
+copy of the pattern the restricted LP uses most, shrinks the residual
+problem (servers per class, jobs per type, spread unit slots), re-solves the
+LP by column generation and repeats until the LP is integral, backtracking
+over the few best patterns of a node while the rounded LP bound stays above
+the target.
 
 Decoding
 --------

@@ -21,9 +21,10 @@ type ``t`` at option ``o`` spread over the servers of group ``k``.
   memory, GPUs per switch/socket/server, milli-GPU slots) is solved by the
   same MIP engine, and its proven bound gives the Lagrangian bound ``LP +
   sum_c n_c max(0, rc*_c)``.
-* Bound: min(big-machine LP, Lagrangian / Gilmore-Gomory LP bound, and, when a
-  depth-first search lists every pattern with reduced cost >= -(LP -
-  incumbent), the optimum of the master over them).
+* Bound: min(big-machine LP, Lagrangian / Gilmore-Gomory LP bound, the
+  bound proven by the descending-target enumeration: every pattern with
+  reduced cost >= T - LP, reduced-cost fixing and the cut value >= T),
+  rounded down to the objective step when job values are decimal multiples.
 * Integer master: the MIP over the pool, warm-started from the best heuristic
   (HiGHS: ``setSolution``; CBC: PuLP's ``warmStart``).
 * Status honesty: HiGHS counts as proven only for model status ``kOptimal``
