@@ -48,7 +48,8 @@ without running jobs are ordered by the GPUs they give out.
 Warm start and hint.  Two warm starts are built on the hived engine: ``hived``
 itself and a value-aware greedy (one server per job; running jobs of value 0
 that a pending job may legally preempt are set aside; pending jobs go
-guaranteed first by value per GPU, with legal preemption, then opportunistic;
+guaranteed first by value per GPU (preempting opportunistic jobs only, so no
+valuable guaranteed job is displaced), then opportunistic;
 set-aside jobs return where they ran if their room is still free).  The greedy
 state, with every remaining virtual cell bound in buddy order, gives x, keep,
 mv and the cell counts; CP-SAT completes it (hinted variables fixed) into a
@@ -65,9 +66,14 @@ Bound.  The LP relaxation of the model (every constraint linear; x, b, keep,
 solved with GLOP, and CP-SAT's own bound; the smaller is reported.
 
 Decoding replays the model's choices through the ``hived`` engine: kept jobs
-are restored (their cells inferred), victims and movers removed, then each
-placed job is put on its model server (buddy cells, consolidated GPUs); a job
-the engine cannot fit there is tried anywhere, else left unplaced.  The answer
+are restored (their cells inferred), the model's cell counts are bound on their
+servers (outer levels first, packed next to the tenant's cells, over free
+GPUs), then each placed job is put on its model server (consolidated GPUs); a
+job the engine cannot fit there is tried anywhere, else left unplaced.  A
+second decode lets the engine bind cells itself (buddy order); a decode whose
+binding fails :func:`alloc.tenancy.check_binding` is discarded.  The per-server
+cell counts relax the physical positions of cells, so a decode can miss a
+model placement (``stats["decode_misses"]``).  The answer
 is the best of the decoded solution and the two warm starts by the (penalised)
 objective, so it is never worse than ``hived``; ``optimal`` is claimed only
 when CP-SAT proved both phases and the decoded placement realised every model
@@ -190,7 +196,7 @@ def _greedy(p: Problem, running, pending, vbest, pcost: float):
             return (cls, -v / max(job.gpus * job.gpu_milli / MILLI, 0.05), -job.priority, j)
         for j in sorted(list(pending) + homeless, key=key):
             if not eng.try_place(j, jobs[j].gpus, 0, set()) and jobs[j].guaranteed:
-                eng.try_place(j, jobs[j].gpus, 2, set())   # legal victims only
+                eng.try_place(j, jobs[j].gpus, 1, set())   # opportunistic victims only
         for r in drop:
             a = current_assign(p, r)
             if _fits_at(eng, a):
