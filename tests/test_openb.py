@@ -112,12 +112,12 @@ def test_bench_main_small(tmp_path, capsys):
     p = write(tmp_path, "pods.csv", PODS)
     out = tmp_path / "c.csv"
     frag = tmp_path / "f.csv"
-    rc = bench_main(["--pods", str(p), "--nodes", str(n), "--policy", "fgd,best-fit",
+    rc = bench_main(["--pods", str(p), "--nodes", str(n), "--policy", "fgd,best-fit,fgd-lookahead",
                      "--seeds", "1,2", "--out", str(out), "--frag-out", str(frag)])
     assert rc == 0
     lines = out.read_text().splitlines()
     assert lines[0].startswith("workload,sc_policy,tune,seed,total_gpus,0,1,2")
-    assert lines[0].endswith(",130") and len(lines) == 5 and lines[1].startswith("pods,fgd,1.3,1,6,")
+    assert lines[0].endswith(",130") and len(lines) == 7 and lines[1].startswith("pods,fgd,1.3,1,6,")
     assert frag.exists() and (tmp_path / "f_ratio.csv").exists()
 
 
