@@ -154,8 +154,45 @@ def _fits_server(p: Problem, j: int, s: int) -> bool:
 class _OneServerEngine(Engine):
     """The hived engine without multi-server spreading (the model's restriction)."""
 
+    #: job -> value lost if it is preempted (set by the greedy warm start)
+    loss: dict | None = None
+
     def pick_spread(self, j, n, mask, level, servers):
         return None
+
+    def bind_and_place(self, j, n, tmask, level, preempted):
+        """With known losses: bind the candidate cell whose victims, then whose
+        resident jobs, lose the least value (hived takes the first that fits)."""
+        if self.loss is None:
+            return super().bind_and_place(j, n, tmask, level, preempted)
+        job = self.job(j)
+        v = job.tenant
+        vi = self.tid[v]
+        best = None
+        for size, t, lvl in self.cell_levels(v, j):
+            if size < n:
+                continue
+            for c, h, buddy_ok in self.buddy_candidates(t, lvl):
+                cg = self.tree.gpus[c]
+                mask = tmask & (self.owner == vi)
+                mask[cg] = tmask[cg]
+                srv = sorted({int(self.p.gpu_server[g]) for g in cg})
+                r = self.pick(j, n, mask, level, servers=srv)
+                if r is None:
+                    continue
+                inside = {i for g in cg for i in self.on_gpu[g]}
+                key = (sum(self.loss.get(i, 0.0) for i in r[1]), len(r[1]),
+                       sum(self.loss.get(i, 0.0) for i in inside), not buddy_ok, size, c)
+                if best is None or key < best[0]:
+                    best = (key, c, r, buddy_ok)
+        if best is not None:
+            _, c, r, buddy_ok = best
+            self.bind(c, v)
+            if buddy_ok or self.safe():
+                self.commit(j, n, r[0], r[1], preempted)
+                return True
+            self.unbind(c)
+        return super().bind_and_place(j, n, tmask, level, preempted)
 
 
 def _current_value(p: Problem, r: int) -> float:
@@ -186,6 +223,8 @@ def _greedy(p: Problem, running, pending, vbest, pcost: float):
             and any(outranks(jobs[i], jobs[r]) for i in pend)]
     for _ in range(4):
         eng = _OneServerEngine(p)
+        eng.loss = {r: cur[r] for r in running}
+        eng.loss.update({j: vbest.get(j, 0.0) for j in pending})
         dropped = set(drop)
         homeless = restore_running(eng, [r for r in running if r not in dropped])
 
