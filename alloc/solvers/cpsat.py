@@ -28,7 +28,7 @@ milli-GPU shares bin-packed into GPUs).
   rounded down to the objective step when job values are decimal multiples.
 * Integer master: CP-SAT with the warm start as a hint, deterministic
   single-worker search, ``random_seed = seed``, full LP linearization
-  (``linearization_level = 2``); decimal coefficients are scaled to exact
+  (``linearization_level = 2``) for masters up to 2,500 columns; decimal coefficients are scaled to exact
   integers (other fractional rows are widened by their rounding error).
 * Decoding: pattern layouts give GPU offsets, copies go to the class's servers
   in index order, spread jobs take runs of unit slots; the result is checked
@@ -133,9 +133,10 @@ class CpSatBackend(Backend):
                 m.add_hint(x, int(v))
         solver = cp_model.CpSolver()
         self._params(solver, time_limit, seed, self.workers if big else 1)
-        if model.name == "master":
-            # pattern masters: the full LP relaxation proves (and finds) far
-            # faster than the default linearization
+        if model.name == "master" and model.n <= 2500:
+            # small pattern masters (the proof's): the full LP relaxation
+            # proves (and finds) far faster than the default linearization;
+            # on big pools it costs more than it gains
             solver.parameters.linearization_level = 2
         st = solver.solve(m)
         stats = {"branches": solver.num_branches, "conflicts": solver.num_conflicts,

@@ -403,6 +403,9 @@ class Aggregate:
         span = ()
         if prof is not None and (job.gpus > 1 or job.elastic):
             span = tuple(round(prof.span_factor(lv), 12) for lv in _span_levels(p, job))
+        if job.elastic:
+            span += (job.min_gpus, job.max_gpus,
+                     tuple(sorted(prof.scaling.items())) if prof is not None else ())
         return (job.gpus, job.gpu_milli, job.locality, opts, job.weight, allowed, speeds,
                 span, job.tenant, job.guaranteed)
 
@@ -1412,7 +1415,8 @@ def solve_exact(problem: Problem, backend: Backend, *, time_limit: float | None 
                     master.add(pat)
             z2, x2, val2, pool2, enum_bound = enumerate_and_solve(
                 agg, master, backend, cg, best_v, deadline - 0.15 * limit, seed, stats,
-                hint=best_cols, delta=delta, top=tighten(bound, delta))
+                hint=best_cols, delta=delta, top=tighten(bound, delta),
+                ip_deadline=deadline - 0.05 * limit)
             stats["t_enum"] = time.perf_counter() - t0
             if z2 is not None:
                 cand = decode(agg, z2, pool2, x2)
@@ -1579,7 +1583,8 @@ def enumerate_patterns(agg: Aggregate, master: Master, c: int, duals: dict, gap:
 def enumerate_and_solve(agg: Aggregate, master: Master, backend: Backend, cg: CGResult,
                         incumbent: float, deadline: float, seed: int, stats: dict,
                         limit: int = 20000, keep: int = 3000, hint=None,
-                        delta: float | None = None, top: float | None = None):
+                        delta: float | None = None, top: float | None = None,
+                        ip_deadline: float | None = None):
     """Reduced-cost enumeration with descending targets.
 
     For a target ``T``, every pattern of a solution worth ``>= T`` has
@@ -1657,6 +1662,18 @@ def enumerate_and_solve(agg: Aggregate, master: Master, backend: Backend, cg: CG
         if left < 0.05:
             break
         t_ip = time.perf_counter()
+        if ip_deadline is not None:
+            left = max(left, ip_deadline - t_ip)
+        if not complete_all:
+            # no proof possible: the master over the enriched pool, for a
+            # better solution (price-and-branch)
+            hz, hx = hint_from(master, hint) if hint else (None, None)
+            st, z, x, obj, _, _ = solve_master_ip(master, backend, left, seed, hz, hx)
+            stats["enum_master_status"] = st
+            if z is not None and obj > best_val + 1e-9:
+                best_z, best_x, best_val, best_pool = z, x, obj, master.pool
+                stats["enum_value"] = obj
+            break
         st, z, x, obj = solve_target_ip(sub, backend, cg.duals, lp, T - tol, left, seed)
         stats["enum_master_status"] = st
         stats.setdefault("enum_log", []).append(
