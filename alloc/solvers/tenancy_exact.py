@@ -47,10 +47,13 @@ without running jobs are ordered by the GPUs they give out.
 
 Warm start and hint.  Two warm starts are built on the hived engine: ``hived``
 itself and a value-aware greedy (one server per job; running jobs of value 0
+-- in a second variant also opportunistic ones of value per GPU below 0.15 --
 that a pending job may legally preempt are set aside; pending jobs go
 guaranteed first by value per GPU (preempting opportunistic jobs only, so no
 valuable guaranteed job is displaced), then opportunistic;
-set-aside jobs return where they ran if their room is still free).  The greedy
+set-aside jobs return where they ran if their room is still free; a new cell
+is the candidate whose victims, then resident jobs, are worth least, where
+hived takes the first buddy candidate that fits).  The greedy
 state, with every remaining virtual cell bound in buddy order, gives x, keep,
 mv and the cell counts; CP-SAT completes it (hinted variables fixed) into a
 full hint, and phase 2 gets the constraint objective >= the hint's objective.
@@ -210,7 +213,7 @@ def _fits_at(eng: Engine, a) -> bool:
         all(eng.cpu[s] >= v for s, v in a.cpu) and all(eng.mem[s] >= v for s, v in a.mem)
 
 
-def _greedy(p: Problem, running, pending, vbest, pcost: float):
+def _greedy(p: Problem, running, pending, vbest, pcost: float, dens: float = 0.0):
     """Value-aware warm start on the hived engine (one server per job): running
     jobs of no value that some pending job may legally preempt are set aside,
     pending jobs go guaranteed first by value per GPU, then the set-aside jobs
@@ -219,7 +222,9 @@ def _greedy(p: Problem, running, pending, vbest, pcost: float):
     jobs = p.jobs
     pend = set(pending)
     cur = {r: _current_value(p, r) for r in running}
-    drop = [r for r in running if cur[r] <= 1e-12 and not pcost
+    drop = [r for r in running if not pcost
+            and (cur[r] <= 1e-12 or (not jobs[r].guaranteed
+                                     and cur[r] / max(jobs[r].gpus, 1) < dens))
             and any(outranks(jobs[i], jobs[r]) for i in pend)]
     for _ in range(4):
         eng = _OneServerEngine(p)
@@ -560,9 +565,15 @@ def solve_cpsat_tenancy(problem: Problem, *, time_limit=None, seed=0, migration_
 
     heng, hpre, _ = run(p)
     cands = [("hived", heng, set(hpre))]
-    gr = _greedy(p, running, pending, vbest, pcost)
-    if gr is not None:
-        cands.append(("greedy", gr[0], gr[1]))
+    # two greedy variants: set aside running jobs of value 0 only, or also the
+    # opportunistic ones of low value per GPU (below 0.15)
+    gr = None
+    for dens in (0.0, 0.15):
+        g_ = _greedy(p, running, pending, vbest, pcost, dens)
+        if g_ is not None:
+            cands.append(("greedy", g_[0], g_[1]))
+            if gr is None or evaluate(g_[0].assign, g_[1])[0] > evaluate(gr[0].assign, gr[1])[0]:
+                gr = g_
     scored = [(evaluate(e.assign, pr)[0], -i, name, e, pr) for i, (name, e, pr) in enumerate(cands)]
     scored.sort(reverse=True)
     warm_key, _, warm_name, warm_eng, warm_pre = scored[0]
