@@ -68,13 +68,23 @@ Bound.  The LP relaxation of the model (every constraint linear; x, b, keep,
 ... continuous within their domains, including the phase-1 floor when proven)
 solved with GLOP, and CP-SAT's own bound; the smaller is reported.
 
-Decoding replays the model's choices through the ``hived`` engine: kept jobs
-are restored (their cells inferred), the model's cell counts are bound on their
-servers (outer levels first, packed next to the tenant's cells, over free
-GPUs), then each placed job is put on its model server (consolidated GPUs); a
-job the engine cannot fit there is tried anywhere, else left unplaced.  A
-second decode lets the engine bind cells itself (buddy order); a decode whose
-binding fails :func:`alloc.tenancy.check_binding` is discarded.  The per-server
+Running guaranteed jobs pin cell positions: if v's kept jobs on s touch D
+distinct level-l nodes (u[n] >= keep[r] for each node n job r touches), then
+
+    sum_{v's cells on s of size z >= z_l} (z / z_l) b + sum_{smaller} b >= sum_n u[n]
+
+(a cover of D nodes needs cells spanning D of them).
+
+Decoding replays the model's choices through the ``hived`` engine.  First a
+small CP-SAT model picks physical cells realising the model's counts
+(y[v,n] in {0,1}, sum over v's level-l nodes of s = b[v,s,l], disjoint,
+covering the kept guaranteed jobs' GPUs, fewest busy GPUs); they are bound
+(every cell bound, so safety holds), kept jobs are put back, then each placed
+job is put on its model server (consolidated GPUs); a job the engine cannot fit
+there is tried anywhere, else left unplaced.  Without such cells the kept jobs
+are restored with an inferred binding and the counts bound greedily; a second
+decode lets the engine bind cells itself (buddy order); a decode whose binding
+fails :func:`alloc.tenancy.check_binding` is discarded.  The per-server
 cell counts relax the physical positions of cells, so a decode can miss a
 model placement (``stats["decode_misses"]``).  The answer
 is the best of the decoded solution and the two warm starts by the (penalised)
@@ -501,6 +511,36 @@ def solve_cpsat_tenancy(problem: Problem, *, time_limit=None, seed=0, migration_
                     cellg[(v, s)].append((size, b))
             m.Add(sum(terms) == c)
 
+    # cover of running guaranteed jobs: if v's kept jobs on s touch D level-l
+    # nodes, v's cells on s must span at least D of them (a cell of z GPUs >= the
+    # node size z_l spans z / z_l nodes, a smaller one lies in one node)
+    touch: dict[tuple, dict[int, list]] = defaultdict(lambda: defaultdict(list))
+    for r in running:
+        jr = jobs[r]
+        if not jr.guaranteed or jr.tenant not in q:
+            continue
+        for g, _ in current_assign(p, r).gpus:
+            s = int(p.gpu_server[g])
+            for n in tree.anc[g]:
+                if tree.server[n] >= 0 and tree.level[n] > lv_index["server"]:
+                    touch[(jr.tenant, s, tree.level[n])][n].append(keep[r])
+    for (v, s, lvl), nodes in sorted(touch.items()):
+        cells = cellg.get((v, s))
+        if len(nodes) < 2 or not cells:
+            continue
+        zl = {len(tree.gpus[n]) for n in nodes}
+        if len(zl) != 1:
+            continue
+        zl = zl.pop()
+        if any(size > zl and size % zl for size, _ in cells):
+            continue
+        us = []
+        for n, ks in sorted(nodes.items()):
+            u = m.NewBoolVar("")
+            for k in sorted(set(ks), key=lambda k: k.Index()):
+                m.Add(u >= k)
+            us.append(u)
+        m.Add(sum((size // zl if size >= zl else 1) * b for size, b in cells) >= sum(us))
     tenants = sorted(q)
     for s in range(p.S):
         G = int(p.srv_gpus[s])
@@ -749,14 +789,89 @@ def _bind_model_cells(eng: Engine, solver, cellvar, rack_lvl) -> None:
             eng.bind(min(ok, key=near), v)
 
 
+def _physical_cells(p, eng, solver, cellvar, rack_lvl, kept):
+    """Physical cells realising the model's counts: y[v,n] in {0,1} with
+    sum over v's level-l nodes on server s = b[v,s,l] (rack cells as chosen),
+    disjoint (each GPU in at most one chosen cell) and covering the GPUs of the
+    kept guaranteed jobs of v; among those, cells over free GPUs first.
+    Returns [(node, tenant)] or None."""
+    from ortools.sat.python import cp_model
+    tree = eng.tree
+    jobs = p.jobs
+    need = defaultdict(set)          # tenant -> GPUs of its kept guaranteed jobs
+    busy = set()
+    for r in kept:
+        for g, _ in current_assign(p, r).gpus:
+            busy.add(g)
+            if jobs[r].guaranteed:
+                need[jobs[r].tenant].add(g)
+    m = cp_model.CpModel()
+    y = {}
+    per_gpu = defaultdict(list)
+    cover = defaultdict(list)
+    other = {g: v for v, gs in need.items() for g in gs}
+    groups = defaultdict(list)
+    for (v, lvl, where), var in cellvar.items():
+        c = solver.Value(var)
+        if lvl == rack_lvl:
+            nodes = [where]
+        else:
+            nodes = [n for (t, lv), ns in tree.by_type_level.items() if lv == lvl
+                     for n in ns if tree.server[n] == where]
+        for n in nodes:
+            if any(other.get(g, v) != v for g in tree.gpus[n]):
+                continue
+            b = y.get((v, n))
+            if b is None:
+                b = y[(v, n)] = m.NewBoolVar("")
+                for g in tree.gpus[n]:
+                    per_gpu[g].append(b)
+                    if other.get(g) == v:
+                        cover[(v, g)].append(b)
+            groups[(v, lvl, where)].append(b)
+        if len(groups[(v, lvl, where)]) < c:
+            return None
+        m.Add(sum(groups[(v, lvl, where)]) == c)
+    for bs in per_gpu.values():
+        if len(bs) > 1:
+            m.AddAtMostOne(bs)
+    for v, gs in need.items():
+        for g in gs:
+            if not cover.get((v, g)):
+                return None
+            m.AddBoolOr(cover[(v, g)])
+    m.Minimize(sum(sum(1 for g in tree.gpus[n] if g in busy) * b for (v, n), b in y.items()))
+    s = cp_model.CpSolver()
+    s.parameters.num_workers = 1
+    s.parameters.max_time_in_seconds = 5.0
+    if s.Solve(m) not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        return None
+    return sorted((n, v) for (v, n), b in y.items() if s.Value(b))
+
+
 def _decode(p, solver, running, glist, x, keep, mv, cellvar=None, rack_lvl=None):
     """Replay the model's choices through the hived engine; returns (engine, misses)."""
     jobs = p.jobs
     eng = _OneServerEngine(p)
     kept = [r for r in running if solver.Value(keep[r])]
-    homeless = restore_running(eng, kept)
-    if cellvar is not None:
-        _bind_model_cells(eng, solver, cellvar, rack_lvl)
+    cells = _physical_cells(p, eng, solver, cellvar, rack_lvl, kept) \
+        if cellvar is not None else None
+    if cells is not None:
+        # the model's cells, placed to cover the kept guaranteed jobs, then the
+        # kept jobs (every cell bound: safety holds trivially)
+        for n, v in cells:
+            eng.bind(n, v)
+        homeless = []
+        for r in sorted(kept, key=lambda r: (not jobs[r].guaranteed, r)):
+            a = current_assign(p, r)
+            if _fits_at(eng, a):
+                eng.place(r, a)
+            else:
+                homeless.append(r)
+    else:
+        homeless = restore_running(eng, kept)
+        if cellvar is not None:
+            _bind_model_cells(eng, solver, cellvar, rack_lvl)
     plan = []
     for (gi, s), v in x.items():
         cnt = solver.Value(v)
