@@ -26,3 +26,10 @@ def test_penalised_objective_reports_raw_value(instances_dir):
     assert abs(r.stats["raw_value"] - r.value) < 1e-6
     pb = r.stats["penalised_bound"]
     assert pb is None or r.stats["penalised"] <= pb + 1e-6
+
+
+def test_small_instance_decodes_every_model_placement(instances_dir):
+    inst = load_instance(instances_dir / "tenancy_small.json")
+    r = allocate(inst.cluster, inst.jobs, solver="cpsat-tenancy", time_limit=10)
+    assert r.stats["decode_misses"] == 0
+    assert r.status.value == "optimal" and r.value == pytest.approx(r.bound, rel=1e-6)
