@@ -99,6 +99,8 @@ def opt_round(servers: int, seed: int, mix: str, limit: float) -> dict:
 def hours(r: dict, key: str = "mean_jct_s") -> str:
     if r["unfinished"] and key == "mean_jct_s":
         return f">={r['censored_mean_jct_s'] / 3600:.1f}"
+    if r["unfinished"]:
+        return "n/a"   # the p99 of a capped run is not known
     v = r[key] / 3600
     return f"{v:.2f}" if v < 100 else f"{v:.1f}"
 
@@ -193,7 +195,17 @@ def main(argv=None) -> int:
     ap.add_argument("--md", help="append the markdown table (with the command line) here")
     ap.add_argument("--plot", help="JCT vs load figure (PNG), one panel per order")
     ap.add_argument("--out", default=str(ROOT / "bench" / "out" / "synergy"))
+    ap.add_argument("--from-json", help="only print the table (and --plot) of a results file")
     args = ap.parse_args(argv)
+    if args.from_json:
+        rows = json.loads(Path(args.from_json).read_text())
+        allocs = list(dict.fromkeys(r["allocator"] for r in rows))
+        print("\n".join(table(rows, allocs)))
+        if args.plot:
+            g = rows[0]["gpus"]
+            mixes = "/".join(dict.fromkeys(r["mix"] for r in rows))
+            plot(rows, args.plot, f"{g} GPUs, {mixes}-GPU jobs")
+        return 0
     outdir = Path(args.out)
     outdir.mkdir(parents=True, exist_ok=True)
     if args.opt_round:
