@@ -522,8 +522,15 @@ def tune_core(P, order: Iterable[int], ideal: dict, capped: dict,
     sel = admit(P, order)
     if sort_by_gpus:
         sel.sort(key=lambda j: -P.need(j))
+    fast = isinstance(P, FastPacker)
     for j in sel:
         o = ideal[j]
+        if fast:  # the common case first: ideal on one server (same as below)
+            h = P.fit(j, o, mode="one")
+            if h is not None:
+                P.place(j, o, h)
+                stats["ideal"] += 1
+                continue
         modes = ("one", "spread") if P.n(j) >= 2 else ("one",)
         done = False
         for mode in modes:
