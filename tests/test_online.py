@@ -279,3 +279,12 @@ def test_cpu_move_by_hand():
             assert st.cpu_free.tolist() == [4000, 1000, 1000] and st.used == 1000
         else:
             assert r is None and sim.moves == 0 and st.used == 0
+
+
+def test_lookahead_term_off_for_model_constrained_typical_pods():
+    fm = FragModel([4000], [1000], [1], [("T4",)], [1.0])
+    st = ClusterState([8000, 16000], [10**6] * 2, [2, 2], ["T4", "T4"], frag_model=fm)
+    pod = Pod(3000, 10, 0, 0)
+    assert make_policy("fgd-lookahead").choose(st, pod, st.feasible(pod))[0] == 0
+    pol = make_policy("fgd-lookahead", typed_off=False)
+    assert pol.choose(st, pod, st.feasible(pod))[0] == 1
