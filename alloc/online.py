@@ -477,10 +477,11 @@ class FGDLookaheadPolicy(_Cached):
 
     The fluid term assumes that every GPU can serve the typical demand; when
     a typical GPU pod is restricted to some GPU models it is switched off
-    (``lam`` is taken as 0, ``typed_off=True``): on the openb ``gpuspec``
-    workloads it cut the allocation at x=100 by 0.3-1.7 points against FGD
-    (while raising it at x=130 by ~1 point), a per-node ``rho`` over the
-    allowed types didn't help.  ``cpu_pods=False`` leaves the term out for
+    (``lam`` is taken as 0, ``typed_off=True``): on openb ``gpuspec10..33``
+    it cut the allocation at x=100 by 0.2-1.7 points against FGD (gpuspec05:
+    +0.6) while raising it at x=130 by 0.9-1.3 points; a per-node ``rho``
+    over the allowed types didn't help.  With the term off, those workloads
+    are within -0.4..+0.1 of FGD at x=100 (seeds 42-44).  ``cpu_pods=False`` leaves the term out for
     CPU-only pods (no measurable difference on ``default``).
 
     Measured on openb ``default`` (x=100; FGD 95.47/95.29/95.20/95.37 on seeds
