@@ -365,6 +365,18 @@ def write_frag(path, results: Sequence[RunResult]) -> None:
                 w.writerow([r.workload, r.policy, r.tune, r.seed] + _cells(getattr(r, attr)))
 
 
+def parse_seeds(text: str, what: str = "seeds") -> list[int]:
+    """Seeds from ``"42,43"`` or ranges ``"42-51"`` (both may be mixed)."""
+    out: list[int] = []
+    for part in _parse_list(text, what):
+        lo, sep, hi = part.partition("-")
+        try:
+            out.extend(range(int(lo), int(hi) + 1) if sep else [int(part)])
+        except ValueError:
+            raise InputError(f"--{what}: expected integers or ranges like 42-51, got {part!r}") from None
+    return out
+
+
 def _parse_list(text: str, what: str, conv=str) -> list:
     out = []
     for part in text.split(","):
@@ -388,7 +400,7 @@ def bench_main(argv: list[str]) -> int:
     ap.add_argument("--pods", required=True, help="pod CSV (openb_pod_list_*.csv)")
     ap.add_argument("--nodes", required=True, help="node CSV (openb_node_list_gpu_node.csv)")
     ap.add_argument("--policy", default="fgd", help="comma-separated policies")
-    ap.add_argument("--seeds", default="42", help="comma-separated seeds")
+    ap.add_argument("--seeds", default="42", help="comma-separated seeds or ranges (42-51)")
     ap.add_argument("--tune", type=float, default=1.3)
     ap.add_argument("--out", help="allocation curves CSV (stdout if absent)")
     ap.add_argument("--frag-out", help="fragmentation curves CSV")
@@ -400,7 +412,7 @@ def bench_main(argv: list[str]) -> int:
         for p in policies:
             if p not in POLICIES:
                 raise InputError(f"--policy: unknown policy {p!r}; valid: {', '.join(POLICIES)}")
-        seeds = _parse_list(args.seeds, "seeds", int)
+        seeds = parse_seeds(args.seeds)
         nodes = load_nodes(args.nodes)
         pods = load_pods(args.pods)
         if not len(pods):

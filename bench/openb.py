@@ -34,15 +34,7 @@ def all_workloads() -> list[str]:
     return sorted(names, key=lambda n: n != "default")
 
 
-def parse_seeds(text: str) -> list[int]:
-    out = []
-    for part in text.split(","):
-        if "-" in part:
-            a, b = part.split("-")
-            out.extend(range(int(a), int(b) + 1))
-        elif part:
-            out.append(int(part))
-    return out
+parse_seeds = openb.parse_seeds
 
 
 def _job(args):

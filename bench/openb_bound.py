@@ -25,15 +25,7 @@ from alloc import openb  # noqa: E402
 from alloc.openb_bound import openb_bound  # noqa: E402
 
 
-def parse_seeds(text: str) -> list[int]:
-    out = []
-    for part in text.split(","):
-        if "-" in part:
-            a, b = part.split("-")
-            out.extend(range(int(a), int(b) + 1))
-        elif part:
-            out.append(int(part))
-    return out
+parse_seeds = openb.parse_seeds
 
 
 def read_curves(paths, workload: str, x: int) -> dict:
