@@ -476,13 +476,19 @@ class FGDLookaheadPolicy(_Cached):
     exact-score or best-fit tie-break we measured.
 
     The fluid term assumes that every GPU can serve the typical demand; when
-    a typical GPU pod is restricted to some GPU models it is switched off
-    (``lam`` is taken as 0, ``typed_off=True``): on openb ``gpuspec10..33``
-    it cut the allocation at x=100 by 0.2-1.7 points against FGD (gpuspec05:
-    +0.6) while raising it at x=130 by 0.9-1.3 points; a per-node ``rho``
-    over the allowed types didn't help.  With the term off, those workloads
-    are within -0.4..+0.1 of FGD at x=100 (seeds 42-44).  ``cpu_pods=False`` leaves the term out for
-    CPU-only pods (no measurable difference on ``default``).
+    a typical GPU pod is restricted to some GPU models the policy falls back
+    to exact FGD (``typed_off=True``): ``lam`` is taken as 0 and shared pods
+    are scored with ``R = typed_res = 100`` as well, so the placements are
+    FGD's.  On openb ``gpuspec10..33`` the term cut the allocation at x=100
+    by 0.2-1.7 points against FGD (gpuspec05: +0.6) while raising it at
+    x=130 by 0.9-1.3 points; a per-node ``rho`` over the allowed types didn't
+    help.  With the term off but ``R = 1000`` kept for shared pods, x=100 was
+    -0.42 (gpuspec10) and -0.19 (gpuspec33) against FGD and +0.04..+0.07 on
+    gpuspec05/20/25 (seeds 42-44), so the finer resolution alone does not
+    pay off there; with the fallback these workloads equal FGD exactly.
+    ``typed_res=1000`` restores the finer shared score there.
+    ``cpu_pods=False`` leaves the term out for CPU-only pods (no measurable
+    difference on ``default``).
 
     Measured on openb ``default`` (x=100; FGD 95.47/95.29/95.20/95.37 on seeds
     42-45): ``lam=0.5, R=100`` 95.66/95.81/95.73/95.88; ``R=1000`` for shared
@@ -496,13 +502,15 @@ class FGDLookaheadPolicy(_Cached):
     name = "fgd-lookahead"
 
     def __init__(self, seed: int = 0, lam: float = 0.5, rho: float | None = None,
-                 share_res: int = 1000, cpu_pods: bool = True, typed_off: bool = True):
+                 share_res: int = 1000, cpu_pods: bool = True, typed_off: bool = True,
+                 typed_res: int = 100):
         super().__init__(seed)
         self.cpu_pods = bool(cpu_pods)
         self.typed = None if typed_off else False
         self.lam = float(lam)
         self.rho = rho
         self.share_res = int(share_res)
+        self.typed_res = int(typed_res)
 
     @staticmethod
     def demand_ratio(fm: FragModel) -> float:
@@ -530,8 +538,9 @@ class FGDLookaheadPolicy(_Cached):
                      - self.stranded(state.cpu_free[idx] - pod.c, state.gsum[idx] - pod.g))
         if per_gpu is None:
             return sigmoid_score(f_now - new + adj), np.full(len(idx), -1)
+        res = self.typed_res if self.typed else self.share_res
         x = np.clip((f_now[:, None] - per_gpu + adj[:, None]) / 1000.0, -700, 700)
-        s = np.floor(self.share_res / (1.0 + np.exp(-x))).astype(np.int64)
+        s = np.floor(res / (1.0 + np.exp(-x))).astype(np.int64)
         cand = (state.gfree[idx] >= pod.m) & state.valid[idx]
         s = np.where(cand, s, -1)
         return s.max(axis=1), s.argmax(axis=1)

@@ -288,3 +288,20 @@ def test_lookahead_term_off_for_model_constrained_typical_pods():
     assert make_policy("fgd-lookahead").choose(st, pod, st.feasible(pod))[0] == 0
     pol = make_policy("fgd-lookahead", typed_off=False)
     assert pol.choose(st, pod, st.feasible(pod))[0] == 1
+
+
+def test_lookahead_is_exact_fgd_for_model_constrained_typical_pods():
+    rng = np.random.default_rng(17)
+    pods = [Pod(p.c, p.mem, p.k, p.m, ("T4",) if p.k else ()) for p in random_pods(rng, 200)]
+    fm = FragModel.from_pods(pods)
+    assert any(fm.types[t] for t in range(fm.T) if fm.k[t] > 0)
+
+    def fresh():
+        return ClusterState([64000, 96000, 32000, 128000] * 2, [256000] * 8, [8, 4, 2, 8] * 2,
+                            ["T4", "T4", "V100", "T4"] * 2, frag_model=fm)
+    a, _, _ = simulate(fresh(), make_policy("fgd"), pods)
+    b, _, _ = simulate(fresh(), make_policy("fgd-lookahead"), pods)
+    assert a == b
+    # the finer shared-pod score (the previous behaviour) places some pods differently
+    c, _, _ = simulate(fresh(), make_policy("fgd-lookahead", typed_res=1000), pods)
+    assert c != a
