@@ -485,7 +485,9 @@ class FGDLookaheadPolicy(_Cached):
     help.  With the term off but ``R = 1000`` kept for shared pods, x=100 was
     -0.42 (gpuspec10) and -0.19 (gpuspec33) against FGD and +0.04..+0.07 on
     gpuspec05/20/25 (seeds 42-44), so the finer resolution alone does not
-    pay off there; with the fallback these workloads equal FGD exactly.
+    pay off there (keeping ``R = 1000`` only for shared pods without a model
+    list gave 94.26 and 87.27); with the fallback these workloads equal FGD
+    exactly.
     ``typed_res=1000`` restores the finer shared score there.
     ``cpu_pods=False`` leaves the term out for CPU-only pods (no measurable
     difference on ``default``).
