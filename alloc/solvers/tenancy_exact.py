@@ -58,6 +58,24 @@ state, with every remaining virtual cell bound in buddy order, gives x, keep,
 mv and the cell counts; CP-SAT completes it (hinted variables fixed) into a
 full hint, and phase 2 gets the constraint objective >= the hint's objective.
 
+Fragmentation: a job whose locality confines it to one switch / socket /
+server and whose size is that node's fills it, i.e. g / z_L whole level-L
+nodes (z_L <= its node size), none of which a kept running job may touch:
+
+    sum_k (g_k / z_L) x[k,s] + #(level-L nodes of s touched by kept jobs) <= N_sL
+
+(touched: u[n] >= keep[r] for each running r using a GPU of node n).
+
+Search.  On large models (more than 100 jobs, 8+ servers) phase 2 gives a
+quarter of its time to CP-SAT on the whole model and the rest to a
+large-neighbourhood search: from the incumbent, the variables of all but
+min(8, S/4) random servers (placements, kept jobs, moves, cell counts; rack
+cells always) are fixed, the rest is re-solved with CP-SAT (at most 2 s, hinted
+with the incumbent) and an improvement becomes the incumbent.  The last four
+incumbents are decoded (best model value first) and the best decoded one kept
+(the model value overrates a placement the decode misses).  The bound is the
+whole-model solve's (and the LP's), never the search's.
+
 Phase 1 is proven without search when the hint reaches the trivial bound
 sum_v min(cell GPUs of v, guaranteed GPU demand of v) (+ CPU-only guaranteed
 jobs).  If phase 1 is proven, phase 2 and its bound are *under phase 1's
@@ -541,6 +559,60 @@ def solve_cpsat_tenancy(problem: Problem, *, time_limit=None, seed=0, migration_
                 m.Add(u >= k)
             us.append(u)
         m.Add(sum((size // zl if size >= zl else 1) * b for size, b in cells) >= sum(us))
+    # fragmentation: a job that must lie in one level-M node and is exactly its
+    # size fills that node, i.e. g / z_L whole level-L nodes (z_L <= z_M); no
+    # kept running job may touch them:
+    #   sum_k (g_k / z_L) x[k,s] + #(level-L nodes of s a kept job touches) <= N_sL
+    nodes_at = defaultdict(list)           # (s, lvl) -> nodes
+    for n in range(tree.N):
+        if tree.server[n] >= 0 and tree.level[n] > lv_index["server"] \
+                and p.levels[tree.level[n]] in ("socket", "switch"):
+            nodes_at[(tree.server[n], tree.level[n])].append(n)
+    if nodes_at:
+        touched = defaultdict(set)          # node -> running jobs using a GPU in it
+        for r in running:
+            for g, _ in current_assign(p, r).gpus:
+                for n in tree.anc[g]:
+                    touched[n].add(r)
+
+        def whole_size(j, s):
+            job = jobs[j]
+            if job.locality not in ("switch", "socket", "server") or job.gpu_milli < MILLI:
+                return 0
+            sv = p.cluster.servers[s]
+            z = sv.gpus
+            if job.locality in ("socket", "switch"):
+                z //= max(1, sv.sockets)
+            if job.locality == "switch":
+                z //= max(1, sv.switches_per_socket)
+            return job.gpus if job.gpus == z else 0
+        filled = defaultdict(list)           # s -> (g, var) of node-filling jobs
+        for (gi, s), v in x.items():
+            z = whole_size(glist[gi][0], s)
+            if z:
+                filled[s].append((z, v))
+        for (r, s), v in mv.items():
+            z = whole_size(r, s)
+            if z:
+                filled[s].append((z, v))
+        for (s, lvl), ns in sorted(nodes_at.items()):
+            zl = len(tree.gpus[ns[0]])
+            terms = [(z // zl, v) for z, v in filled.get(s, []) if z >= zl and z % zl == 0]
+            if not terms:
+                continue
+            us = []
+            for n in ns:
+                rs = sorted(touched.get(n, ()))
+                if len(rs) == 1:
+                    us.append(keep[rs[0]])
+                elif rs:
+                    u = m.NewBoolVar("")
+                    for r in rs:
+                        m.Add(u >= keep[r])
+                    us.append(u)
+            if not us:
+                continue
+            m.Add(sum(c * v for c, v in terms) + sum(us) <= len(ns))
     tenants = sorted(q)
     for s in range(p.S):
         G = int(p.srv_gpus[s])
@@ -702,12 +774,25 @@ def solve_cpsat_tenancy(problem: Problem, *, time_limit=None, seed=0, migration_
                          time_limit=max(1.0, limit / 6))
     # leave time to decode (twice) and compare
     reserve = max(1.0, 0.1 * limit) if p.J > 100 else 0.2
-    solver.parameters.max_time_in_seconds = max(
-        limit - reserve - (time.perf_counter() - t_start), 0.5)
+    # on large models part of the time goes to a neighbourhood search
+    lns = p.J > 100 and p.S >= 8
+    left = limit - reserve - (time.perf_counter() - t_start)
+    solver.parameters.max_time_in_seconds = max(left * (0.25 if lns else 1.0), 0.5)
     solver.parameters.relative_gap_limit = 1e-4
     st = solver.Solve(m)
+    stats_lns = {}
+    sols = [solver]
+    if lns and st == cp_model.FEASIBLE:
+        found = _neighbourhood_search(m, solver, x, keep, mv, cellvar, rack_lvl, p,
+                                      t_start + limit - reserve, seed)
+        stats_lns["lns_improvements"] = len(found) - 1
+        # the model value overrates some placements (decode misses): the last
+        # few incumbents are decoded, best model value first
+        sols = [_Values(solver, v_, o_) for v_, o_ in reversed(found[-4:])]
+        solver = sols[0]
     stats = {"cp_status": solver.StatusName(st), "groups": len(glist), "warm": warm_name,
-             "lp_bound": lp_bound, "phase1_proven": phase1_optimal and floor is not None}
+             "lp_bound": lp_bound, "phase1_proven": phase1_optimal and floor is not None,
+             **stats_lns}
     if st == cp_model.INFEASIBLE and full_hint is None and not running and not hints:
         return Solution({}, Status.INFEASIBLE, None, (), stats)
     best = None
@@ -715,17 +800,20 @@ def solve_cpsat_tenancy(problem: Problem, *, time_limit=None, seed=0, migration_
     if st in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         cp_bound = solver.BestObjectiveBound() / SCALE + 0.5 * p.J / SCALE
         stats["model_objective"] = solver.ObjectiveValue() / SCALE
-        for cv in (cellvar, None):
-            eng, lost = _decode(p, solver, running, glist, x, keep, mv, cv, rack_lvl)
-            if not _binding_ok(p, eng):
-                continue
-            preempted = {r for r in running if r not in eng.assign}
-            key, _ = evaluate(eng.assign, preempted)
-            if key >= warm_key and (best is None or key > best[4]):
-                best = ("cpsat", eng, preempted, lost == 0 and st == cp_model.OPTIMAL, key)
-                stats["decode_misses"] = lost
-            if lost == 0:
+        for si, sol_ in enumerate(sols):
+            if si and time.perf_counter() - t_start > limit - 0.3 * reserve:
                 break
+            for cv in (cellvar, None):
+                eng, lost = _decode(p, sol_, running, glist, x, keep, mv, cv, rack_lvl)
+                if not _binding_ok(p, eng):
+                    continue
+                preempted = {r for r in running if r not in eng.assign}
+                key, _ = evaluate(eng.assign, preempted)
+                if key >= warm_key and (best is None or key > best[4]):
+                    best = ("cpsat", eng, preempted, lost == 0 and st == cp_model.OPTIMAL, key)
+                    stats["decode_misses"] = lost
+                if lost == 0:
+                    break
         if best is not None:
             best = best[:4]
     elif st == cp_model.INFEASIBLE:
@@ -753,6 +841,96 @@ def solve_cpsat_tenancy(problem: Problem, *, time_limit=None, seed=0, migration_
         stats["penalised_bound"] = bnd
         bnd = None
     return Solution(dict(eng.assign), status, bnd, tuple(sorted(preempted)), stats)
+
+
+class _Values:
+    """A solver's bound with other variable values (the search's best)."""
+
+    def __init__(self, solver, values, objective):
+        self._solver = solver
+        self._values = values
+        self._objective = objective
+
+    def Value(self, var):
+        return self._values[var.Index()]
+
+    def ObjectiveValue(self):
+        return self._objective
+
+    def BestObjectiveBound(self):
+        return self._solver.BestObjectiveBound()
+
+    def StatusName(self, st):
+        return self._solver.StatusName(st)
+
+
+def _neighbourhood_search(m, solver, x, keep, mv, cellvar, rack_lvl, p, deadline, seed):
+    """Large-neighbourhood search from the solver's solution: all but a few
+    random servers (their placements, kept jobs, moves and cells; rack cells
+    always) fixed, the rest re-solved with CP-SAT from the incumbent, an
+    improvement kept.  Returns the incumbents [(values, objective)], the
+    solver's first."""
+    import random
+    import time
+    from ortools.sat.python import cp_model
+    best = list(solver.ResponseProto().solution)
+    proto0 = m.Proto()
+    o = proto0.objective
+
+    def objective(vals):
+        return sum(c * vals[v] for v, c in zip(o.vars, o.coeffs))   # minimised form
+    best_obj = objective(best)
+
+    def value(o_):
+        return (o_ + o.offset) * (o.scaling_factor or 1.0)
+    found = [(best, value(best_obj))]
+    per_srv = defaultdict(list)
+    for (gi, s), v in x.items():
+        per_srv[s].append(v.Index())
+    for r, k in keep.items():
+        for s, _ in current_assign(p, r).cpu:
+            per_srv[s].append(k.Index())
+    for (r, s), v in mv.items():
+        per_srv[s].append(v.Index())
+    for (v, lvl, where), var in cellvar.items():
+        if lvl != rack_lvl:
+            per_srv[where].append(var.Index())
+    fixable = set()
+    for idx in per_srv.values():
+        fixable.update(idx)
+    for (v, lvl, where), var in cellvar.items():
+        if lvl == rack_lvl:
+            fixable.add(var.Index())
+    rng = random.Random(seed)
+    servers = sorted(per_srv)
+    size = max(2, min(len(servers) // 4, 8))
+    while deadline - time.perf_counter() > 0.3:
+        free = set()
+        for s in rng.sample(servers, min(size, len(servers))):
+            free.update(per_srv[s])
+        mm = m.clone()
+        pr = mm.Proto()
+        for i in fixable - free:
+            dom = pr.variables[i].domain
+            if len(dom) == 2:
+                dom[0] = best[i]
+                dom[1] = best[i]
+        mm.ClearHints()
+        pr.solution_hint.vars.extend(range(len(best)))
+        pr.solution_hint.values.extend(int(v_) for v_ in best)
+        sub = cp_model.CpSolver()
+        sub.parameters.num_workers = 1
+        sub.parameters.random_seed = rng.randrange(1 << 30)
+        sub.parameters.cp_model_probing_level = 0
+        sub.parameters.symmetry_level = 0
+        sub.parameters.max_time_in_seconds = max(0.1, min(2.0, deadline - time.perf_counter()))
+        if sub.Solve(mm) in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+            vals = list(sub.ResponseProto().solution)
+            ov = objective(vals)
+            if ov < best_obj:
+                best, best_obj = vals, ov
+                found.append((best, value(ov)))
+    return found
 
 
 def _bind_model_cells(eng: Engine, solver, cellvar, rack_lvl) -> None:
