@@ -99,7 +99,8 @@ small CP-SAT model picks physical cells realising the model's counts
 covering the kept guaranteed jobs' GPUs, fewest busy GPUs); they are bound
 (every cell bound, so safety holds), kept jobs are put back, then each placed
 job is put on its model server (consolidated GPUs); a job the engine cannot fit
-there is tried anywhere, else left unplaced.  Without such cells the kept jobs
+there is tried anywhere once every other job had its server, else left
+unplaced.  Without such cells the kept jobs
 are restored with an inferred binding and the counts bound greedily; a second
 decode lets the engine bind cells itself (buddy order); a decode whose binding
 fails :func:`alloc.tenancy.check_binding` is discarded.  The per-server
@@ -1072,6 +1073,7 @@ def _decode(p, solver, running, glist, x, keep, mv, cellvar=None, rack_lvl=None)
                                tight.get(jobs[js[0]].locality or "", 3), -jobs[js[0]].gpus,
                                js[0]))
     lost = 0
+    missed = []
     for j, s in queue:
         n = jobs[j].gpus
         ok = False
@@ -1081,7 +1083,11 @@ def _decode(p, solver, running, glist, x, keep, mv, cellvar=None, rack_lvl=None)
             eng.only_servers = None
         if not ok:
             lost += 1
-            eng.try_place(j, n, 0, set())
+            missed.append(j)
+    # a job the engine could not fit on its model server goes anywhere, once
+    # every other job had its own server (so it takes no planned room)
+    for j in missed:
+        eng.try_place(j, jobs[j].gpus, 0, set())
 
     if cellvar is None:
         _release_empty(eng)
