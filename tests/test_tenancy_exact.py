@@ -33,3 +33,17 @@ def test_small_instance_decodes_every_model_placement(instances_dir):
     r = allocate(inst.cluster, inst.jobs, solver="cpsat-tenancy", time_limit=10)
     assert r.stats["decode_misses"] == 0
     assert r.status.value == "optimal" and r.value == pytest.approx(r.bound, rel=1e-6)
+
+
+def test_large_instance_neighbourhood_search(instances_dir):
+    """Past 100 jobs phase 2 runs a neighbourhood search: the answer stays
+    valid, never below hived, under the (whole-model) bound, not claimed optimal
+    unless proven."""
+    inst = load_instance(instances_dir / "tenancy_64x8.json")
+    h = allocate(inst.cluster, inst.jobs, solver="hived")
+    r = allocate(inst.cluster, inst.jobs, solver="cpsat-tenancy", time_limit=10)
+    assert not violations(inst.cluster, inst.jobs, r)
+    assert r.value >= h.value - 1e-6
+    assert r.bound is not None and r.value <= r.bound + 1e-6
+    if r.stats["cp_status"] == "FEASIBLE":
+        assert "lns_improvements" in r.stats and r.status.value == "feasible"
