@@ -749,22 +749,15 @@ class Aggregate:
         free = [True] * G
         out = []
         # switch items into their switches, socket items into their sockets
-        for (i, d), r in sorted(info["sw"].items()):
-            for _ in range(x[r]):
-                gs = [g for g in range(G) if free[g] and self.sw_of[c][g] == d][:items[i].gpus]
-                if len(gs) < items[i].gpus:
-                    return None
-                for g in gs:
-                    free[g] = False
-                out.append((i, tuple(gs)))
-        for (i, s_), q in sorted(info["so"].items()):
-            for _ in range(x[q]):
-                gs = [g for g in range(G) if free[g] and self.so_of[c][g] == s_][:items[i].gpus]
-                if len(gs) < items[i].gpus:
-                    return None
-                for g in gs:
-                    free[g] = False
-                out.append((i, tuple(gs)))
+        for key, dom_of in (("sw", self.sw_of[c]), ("so", self.so_of[c])):
+            for (i, d), r in sorted(info[key].items()):
+                for _ in range(x[r]):
+                    gs = [g for g in range(G) if free[g] and dom_of[g] == d][:items[i].gpus]
+                    if len(gs) < items[i].gpus:
+                        return None
+                    for g in gs:
+                        free[g] = False
+                    out.append((i, tuple(gs)))
         slot_gpu: dict[int, int] = {}
         for (i, k, b) in info["slots"]:
             for _ in range(x[b]):
