@@ -333,10 +333,7 @@ def greedy_binding(cluster: Cluster, used: Mapping[str, set]) -> dict[str, list[
     """Minimal cover of each tenant's used GPUs by its cells, or None."""
     tree = cell_tree(cluster)
     q = quotas(cluster)
-    gowner: dict[int, str] = {}
-    for v, gs in used.items():
-        for g in gs:
-            gowner[g] = v
+    gowner = {g: v for v, gs in used.items() for g in gs}
     out: dict[str, list[int]] = {}
     for v in sorted(used):
         by_type: dict[str, set] = defaultdict(set)
@@ -400,10 +397,7 @@ def exact_binding(cluster: Cluster, used: Mapping[str, set],
         return None
     tree = cell_tree(cluster)
     q = quotas(cluster)
-    gowner: dict[int, str] = {}
-    for v, gs in used.items():
-        for g in gs:
-            gowner[g] = v
+    gowner = {g: v for v, gs in used.items() for g in gs}
     m = cp_model.CpModel()
     x: dict[tuple[str, int], object] = {}
     per_gpu: dict[int, list] = defaultdict(list)
