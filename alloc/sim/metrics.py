@@ -59,6 +59,15 @@ def _plt():
         return None
 
 
+def _save(plt, fig, ax, path: str) -> bool:
+    """Legend, layout, write the PNG and release the figure."""
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return True
+
+
 def plot_jct_cdf(results: Mapping[str, object], path: str) -> bool:
     """CDF of JCT (hours) of several runs, one line per label; False when
     matplotlib is missing."""
@@ -74,11 +83,7 @@ def plot_jct_cdf(results: Mapping[str, object], path: str) -> bool:
     ax.set_xlabel("JCT (hours)")
     ax.set_ylabel("fraction of jobs")
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return True
+    return _save(plt, fig, ax, path)
 
 
 def plot_utilisation(res, path: str, title: str = "") -> bool:
@@ -95,11 +100,7 @@ def plot_utilisation(res, path: str, title: str = "") -> bool:
     ax.set_ylim(0, 1.05)
     if title:
         ax.set_title(title, fontsize=9)
-    ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return True
+    return _save(plt, fig, ax, path)
 
 
 def plot_lines(xs, series: Mapping[str, list], path: str, xlabel: str, ylabel: str,
@@ -115,8 +116,4 @@ def plot_lines(xs, series: Mapping[str, list], path: str, xlabel: str, ylabel: s
     if title:
         ax.set_title(title, fontsize=9)
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return True
+    return _save(plt, fig, ax, path)
