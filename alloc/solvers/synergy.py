@@ -240,17 +240,27 @@ class ProblemPacker:
         out = [[(s, n)] for _, s in singles]
         job = p.jobs[j]
         if job.gpus >= 2 and job.gpu_milli == MILLI and job.locality is None:
-            cover, need = [], job.gpus
-            for f, s in sorted((self.free_gpus(s), s) for s in range(p.S) if p.allowed[j, s]):
-                if f <= 0:
-                    continue
-                k = min(f, need)
-                cover.append((s, k))
-                need -= k
-                if need == 0:
-                    out.append(cover)
-                    break
+            cover = spread_cover(sorted((self.free_gpus(s), s) for s in range(p.S)
+                                        if p.allowed[j, s]), job.gpus)
+            if cover:
+                out.append(cover)
         return out
+
+
+def spread_cover(order, need: int) -> list[tuple[int, int]] | None:
+    """Servers taken in the given ``(free GPUs, server)`` order (fewest free
+    first) until ``need`` GPUs are covered: ``[(server, gpus taken)]``, or None
+    when they hold too few."""
+    cover = []
+    for f, s in order:
+        if f <= 0:
+            continue
+        k = min(f, need)
+        cover.append((s, k))
+        need -= k
+        if need == 0:
+            return cover
+    return None
 
 
 class FastPacker:
@@ -437,14 +447,9 @@ class FastPacker:
         order = sorted((fg[s], s) for s in range(self.S) if fg[s] > 0)
         out = [[(s, n)] for g, s in order if g >= n]
         if n >= 2:
-            cover, need = [], n
-            for g, s in order:
-                k = min(g, need)
-                cover.append((s, k))
-                need -= k
-                if need == 0:
-                    out.append(cover)
-                    break
+            cover = spread_cover(order, n)
+            if cover:
+                out.append(cover)
         return out
 
 
