@@ -375,24 +375,31 @@ class Engine:
         """Best placement (gpus, victims) of job j with n GPUs within mask."""
         p = self.p
         job = self.job(j)
+        cnt = None                  # GPUs of mask per server (numpy, all servers)
+        if mask is not None and n and p.G:
+            cnt = self.per_server(mask)
         if servers is None:
-            if mask is not None and n:
-                cnt = np.add.reduceat(mask.astype(np.int64), self.first_nonempty()[0]) \
-                    if p.G else np.zeros(0)
-                servers = [int(s) for s, c in zip(self.first_nonempty()[1], cnt) if c >= n]
+            if cnt is not None:
+                servers = np.flatnonzero(cnt >= n).tolist()
+            elif mask is not None and n:
+                servers = []
             else:
                 servers = [s for s in range(p.S) if p.allowed[j, s]]
         if self.only_servers is not None:
             servers = [s for s in servers if s in self.only_servers]
         best, best_key = None, None
         found = 0
-        if len(servers) > 64 and n:
+        many = len(servers) > 64 and n
+        if many:
             # large clusters: best fit among the tightest servers that fit
-            free = {s: sum(1 for g in self.gpus_of(s) if mask is None or mask[g])
-                    for s in servers}
-            servers = sorted(servers, key=lambda s: (free[s], s))
+            arr = np.asarray(servers, dtype=np.int64)
+            free = cnt[arr] if cnt is not None else p.srv_gpus[arr]
+            servers = arr[np.lexsort((arr, free))].tolist()
+        # servers where no n GPUs are free (in one node of the job's locality
+        # level): pick_server would find nothing there without victims
+        viable = self.viable(j, n, mask) if level == 0 and many else None
         for s in servers:
-            if not p.allowed[j, s]:
+            if not p.allowed[j, s] or (viable is not None and not viable[s]):
                 continue
             r = self.pick_server(j, n, s, mask, level)
             if r is None:
@@ -409,6 +416,32 @@ class Engine:
         if n > 1 and job.gpu_milli == MILLI and job.locality in (None, "rack"):
             return self.pick_spread(j, n, mask, level, servers)
         return None
+
+    def per_server(self, mask) -> np.ndarray:
+        """Number of GPUs in ``mask`` on each server (an array over servers)."""
+        first, srv = self.first_nonempty()
+        out = np.zeros(self.p.S, dtype=np.int64)
+        if len(srv):
+            out[srv] = np.add.reduceat(mask.astype(np.int64), first)
+        return out
+
+    def viable(self, j: int, n: int, mask) -> np.ndarray | None:
+        """Servers with n whole GPUs of ``mask`` free, all in one node of the
+        job's locality level when that is a switch or socket (None: not
+        decided here, e.g. for shared GPUs)."""
+        job = self.job(j)
+        if mask is None or not n or job.gpu_milli < MILLI or not self.p.G:
+            return None
+        room = mask & (self.gfree >= MILLI)
+        if job.locality in INNER and job.locality in self.lv:
+            dom = self.p.domain[job.locality]
+            per_dom = np.bincount(dom, weights=room, minlength=int(dom.max()) + 1)
+            first, srv = self.first_nonempty()
+            best = np.zeros(self.p.S)
+            if len(srv):
+                best[srv] = np.maximum.reduceat(per_dom[dom], first)
+            return best >= n
+        return self.per_server(room) >= n
 
     def first_nonempty(self):
         cache = getattr(self, "_fne", None)
