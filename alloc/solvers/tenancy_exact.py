@@ -27,6 +27,12 @@ Constraints (u = usage of a job on s: GPUs n, milli n*m, CPU, memory):
     cell GPUs of v on s:  g[v,s] = sum_l z_l b[v,s,l] + G_s sum_q R[v,q][s in q]
     sum_v g[v,s] <= G_s                  (cells disjoint; sizes divide, so they pack)
     v's guaranteed whole GPUs on s + hv[v,s] <= g[v,s];  1000 hv[v,s] >= v's shared milli
+    positions where kept whole-GPU jobs sit (servers s holding one): y[v,n] in
+    {0,1} for the level-l nodes n of s, sum_n y[v,n] = b[v,s,l], at most one
+    cell on each GPU; w[v,n,r] >= y[v,n] + keep[r] - 1 for a kept job r (not
+    v's guaranteed) with k_rn = |GPUs of r in n| > 0, and then
+      v's guaranteed whole GPUs on s + hv[v,s] + sum k_rn w[v,n,r] <= g[v,s]
+    (a kept job inside v's cell takes its GPUs from v's guaranteed jobs)
     keep[r] + sum_s mv[r,s] <= 1;  pre[r] = 1 - keep[r] - sum_s mv[r,s]
     pre[r] <= sum_{i outranks r} (new or moved i)      (legal victims only)
     sum_r sum_s mv[r,s] <= max_moves
@@ -93,7 +99,17 @@ distinct level-l nodes (u[n] >= keep[r] for each node n job r touches), then
 
 (a cover of D nodes needs cells spanning D of them).
 
-Decoding replays the model's choices through the ``hived`` engine.  First a
+Decoding, first server by server, exactly: on each server a small CP-SAT
+model chooses the positions of the model's cells (y[v,n], counts as in the
+model, covering the kept guaranteed jobs) and the GPU set of each whole-GPU job
+the model put there (z[j,S], S obeying the job's locality and, for a
+guaranteed job, inside its tenant's chosen cells), maximising the real value
+of the placements (span factor included); a kept opportunistic job on that
+server may give way (k[r] = 0) to a job placed there that outranks it.  Shared
+and CPU-only jobs then go on their model server through the engine, jobs left
+over anywhere, and every other pending job that still fits (no victims).
+
+A second decode replays the model's choices through the ``hived`` engine.  First a
 small CP-SAT model picks physical cells realising the model's counts
 (y[v,n] in {0,1}, sum over v's level-l nodes of s = b[v,s,l], disjoint,
 covering the kept guaranteed jobs' GPUs, fewest busy GPUs); they are bound
@@ -101,9 +117,10 @@ covering the kept guaranteed jobs' GPUs, fewest busy GPUs); they are bound
 job is put on its model server (consolidated GPUs); a job the engine cannot fit
 there is tried anywhere once every other job had its server, else left
 unplaced.  Without such cells the kept jobs
-are restored with an inferred binding and the counts bound greedily; a second
+are restored with an inferred binding and the counts bound greedily; a third
 decode lets the engine bind cells itself (buddy order); a decode whose binding
-fails :func:`alloc.tenancy.check_binding` is discarded.  The per-server
+fails :func:`alloc.tenancy.check_binding`, or that stops a running job no
+fresh placement outranks, is discarded.  The per-server
 cell counts relax the physical positions of cells, so a decode can miss a
 model placement (``stats["decode_misses"]``).  The answer
 is the best of the decoded solution and the two warm starts by the (penalised)
@@ -615,6 +632,45 @@ def solve_cpsat_tenancy(problem: Problem, *, time_limit=None, seed=0, migration_
                 continue
             m.Add(sum(c * v for c, v in terms) + sum(us) <= len(ns))
     tenants = sorted(q)
+    # positions of cells on servers with kept whole-GPU jobs: y[v,n] in {0,1}
+    # for the level-l nodes n of s, sum_n y[v,n] = b[v,s,l], at most one cell
+    # on each GPU; a kept job r (not v's guaranteed) on GPUs G_r takes
+    # |G_r ∩ n| GPUs of v's cell n when both stay: w[v,n,r] >= y[v,n] + keep[r] - 1
+    pinned = defaultdict(list)          # s -> (r, GPUs of r on s) of kept whole-GPU jobs
+    for r in running:
+        if jobs[r].gpu_milli >= MILLI:
+            by_s = defaultdict(set)
+            for g, _ in current_assign(p, r).gpus:
+                by_s[int(p.gpu_server[g])].add(g)
+            for s, gs in by_s.items():
+                pinned[s].append((r, gs))
+    inside = defaultdict(list)          # (v, s) -> (GPUs, w) taken inside v's cells
+    for s, rs in sorted(pinned.items()):
+        cover_g = defaultdict(list)
+        for v in tenants:
+            if not gwhole.get((v, s)) and not gshared.get((v, s)):
+                continue
+            for (v2, lvl, where), b in cellvar.items():
+                if v2 != v or lvl == rack_lvl or where != s:
+                    continue
+                ys = []
+                for n in tree.by_type_level.get((p.cluster.servers[s].gpu_type, lvl), []):
+                    if tree.server[n] != s:
+                        continue
+                    yv = m.NewBoolVar("")
+                    ys.append(yv)
+                    for g in tree.gpus[n]:
+                        cover_g[g].append(yv)
+                    for r, gs in rs:
+                        k_ = len(gs & set(tree.gpus[n]))
+                        if k_ and not (jobs[r].guaranteed and jobs[r].tenant == v):
+                            w = m.NewBoolVar("")
+                            m.Add(w >= yv + keep[r] - 1)
+                            inside[(v, s)].append((k_, w))
+                m.Add(sum(ys) == b)
+        for g, ys in cover_g.items():
+            if len(ys) > 1:
+                m.Add(sum(ys) <= 1)
     for s in range(p.S):
         G = int(p.srv_gpus[s])
         h = m.NewIntVar(0, G, "")
@@ -635,7 +691,8 @@ def solve_cpsat_tenancy(problem: Problem, *, time_limit=None, seed=0, migration_
             hv = m.NewIntVar(0, G, "")
             if gs:
                 m.Add(sum(c * y for c, y in gs) <= MILLI * hv)
-            m.Add(sum(c * y for c, y in gw) + hv <= (cg if cellg.get((v, s)) else 0))
+            m.Add(sum(c * y for c, y in gw) + hv + sum(c * w for c, w in inside.get((v, s), []))
+                  <= (cg if cellg.get((v, s)) else 0))
         if cg_all:
             m.Add(sum(c * b for c, b in cg_all) <= G)
     # symmetry: identical servers without running jobs, ordered by GPUs given out
@@ -804,9 +861,15 @@ def solve_cpsat_tenancy(problem: Problem, *, time_limit=None, seed=0, migration_
         for si, sol_ in enumerate(sols):
             if si and time.perf_counter() - t_start > limit - 0.3 * reserve:
                 break
-            for cv in (cellvar, None):
-                eng, lost = _decode(p, sol_, running, glist, x, keep, mv, cv, rack_lvl)
-                if not _binding_ok(p, eng):
+            for cv in ("exact", cellvar, None):
+                if cv == "exact":
+                    r_ = _decode_exact(p, sol_, running, glist, x, keep, mv, cellvar, rack_lvl)
+                    if r_ is None:
+                        continue
+                    eng, lost = r_
+                else:
+                    eng, lost = _decode(p, sol_, running, glist, x, keep, mv, cv, rack_lvl)
+                if not _binding_ok(p, eng) or not _victims_ok(p, eng, running):
                     continue
                 preempted = {r for r in running if r not in eng.assign}
                 key, _ = evaluate(eng.assign, preempted)
@@ -1092,6 +1155,268 @@ def _decode(p, solver, running, glist, x, keep, mv, cellvar=None, rack_lvl=None)
     if cellvar is None:
         _release_empty(eng)
     return eng, lost
+
+
+#: largest number of candidate GPU sets of one job on one server in the exact decode
+_MAX_SETS = 256
+
+
+def _span_key(p: Problem, gpus) -> int:
+    """Index of the innermost level whose node holds all of ``gpus``."""
+    best = -1
+    for i, lv in enumerate(p.levels):
+        dom = p.domain.get(lv)
+        if dom is None or lv == "gpu":
+            continue
+        if len({int(dom[g]) for g in gpus}) == 1:
+            best = i
+    return best
+
+
+def _job_value(p: Problem, j: int, a) -> float:
+    job = p.jobs[j]
+    if p.objective == "throughput":
+        return job.weight * p.placement(j, a).throughput
+    return {"gpus": float(sum(mi for _, mi in a.gpus)), "jobs": 1.0}[p.objective]
+
+
+def _server_plan(p, eng, s, counts, jobs_on, busy, optional, own_fixed, cover, reserve,
+                 vcache, time_limit=1.0):
+    """Exact placement inside server s of the jobs the model put there.
+
+    Given the model's cell counts c[v,l] on s, the GPUs of the kept running
+    jobs that stay put (``busy``; ``cover[g] = v`` when a kept guaranteed job
+    of v uses g), kept opportunistic jobs r that may give way (``optional``:
+    r -> (GPUs G_r, value w_r)) and the whole-GPU jobs J_s the model placed on
+    s, choose cells y[v,n] in {0,1} (n a level-l node of s), k[r] in {0,1}
+    (r stays) and GPU sets z[j,S] in {0,1} (S a set of n_j GPUs obeying j's
+    locality):
+
+        sum_{n at l} y[v,n] = c[v,l];   sum_{v, n ∋ g} y[v,n] <= 1     (disjoint cells)
+        o[g,v] = sum_{n ∋ g} y[v,n];    o[g,cover[g]] = 1
+        sum_S z[j,S] <= 1;  sum_{j,S ∋ g} z[j,S] + k[r] <= 1  (g in G_r; 0 on busy g)
+        z[j,S] <= o[g,v_j]  for g in S, j guaranteed of tenant v_j
+        1 - k[r] <= sum {z[j,S] : j outranks r}            (legal victims only)
+        sum n_j z[j,S] + sum |G_r| k[r] <= free GPUs - reserve  (room for shared jobs)
+
+    maximising sum val(j,S) z[j,S] + sum w_r k[r], val the placement's real
+    value (its span factor).  Returns ([(node, tenant)], {job: GPUs}, {r kept})
+    or None (infeasible, or too many GPU sets to list)."""
+    from itertools import combinations
+    from ortools.sat.python import cp_model
+    tree = eng.tree
+    jobs = p.jobs
+    gl = list(eng.gpus_of(s))
+    m = cp_model.CpModel()
+    y = {}
+    on_gpu = defaultdict(list)          # g -> [(v, var)]
+    for (v, lvl), c in sorted(counts.items()):
+        nodes = [n for n in tree.by_type_level.get((tree.gpu_type[gl[0]], lvl), [])
+                 if tree.server[n] == s] if gl else []
+        vs = []
+        for n in nodes:
+            if any(cover.get(g, v) != v or g in own_fixed for g in tree.gpus[n]):
+                continue
+            b = m.NewBoolVar("")
+            y[(v, n)] = b
+            vs.append(b)
+            for g in tree.gpus[n]:
+                on_gpu[g].append((v, b))
+        if len(vs) < c:
+            return None
+        m.Add(sum(vs) == c)
+    own = {}
+    for g in gl:
+        lits = [b for _, b in on_gpu[g]]
+        if len(lits) > 1:
+            m.AddAtMostOne(lits)
+        for v in {v for v, _ in on_gpu[g]}:
+            own[(g, v)] = [b for v2, b in on_gpu[g] if v2 == v]
+        if g in cover:
+            if g in own_fixed:
+                if own_fixed[g] != cover[g]:
+                    return None
+            elif not own.get((g, cover[g])):
+                return None
+            else:
+                m.AddBoolOr(own[(g, cover[g])])
+    free = [g for g in gl if g not in busy]
+    keep = {r: m.NewBoolVar("") for r in optional}
+    held = defaultdict(list)            # g -> keep vars of optional jobs on g
+    for r, (gs, _) in optional.items():
+        for g in gs:
+            held[g].append(keep[r])
+    use = defaultdict(list)
+    z = {}
+    obj = [(round(w * SCALE), keep[r]) for r, (_, w) in optional.items()]
+    total = [(len(gs), keep[r]) for r, (gs, _) in optional.items()]
+    rescuers = defaultdict(list)        # r -> z of jobs that outrank r
+    for j in jobs_on:
+        job = jobs[j]
+        k = job.gpus
+        if k > len(free):
+            continue
+        n_sets = 1
+        for i in range(k):
+            n_sets = n_sets * (len(free) - i) // (i + 1)
+        if n_sets > _MAX_SETS:
+            return None
+        loc = job.locality
+        dom = p.domain.get(loc) if loc not in (None, "rack", "server") else None
+        v = job.tenant if job.guaranteed else None
+        lits = []
+        for S in combinations(free, k):
+            if dom is not None and len({int(dom[g]) for g in S}) != 1:
+                continue
+            if v is not None and any(own_fixed.get(g, v) != v or
+                                     (g not in own_fixed and not own.get((g, v))) for g in S):
+                continue
+            key = (j, _span_key(p, S))
+            val = vcache.get(key)
+            if val is None:
+                val = vcache[key] = _job_value(p, j, p.make_assign(j, S, 0))
+            b = m.NewBoolVar("")
+            z[(j, S)] = b
+            lits.append(b)
+            for g in S:
+                use[g].append(b)
+                if v is not None and g not in own_fixed:
+                    m.AddBoolOr(own[(g, v)]).OnlyEnforceIf(b)
+            obj.append((round(val * SCALE) + 1, b))
+            total.append((k, b))
+        if len(lits) > 1:
+            m.AddAtMostOne(lits)
+        for r in optional:
+            if outranks(job, jobs[r]):
+                rescuers[r].extend(lits)
+    for g in set(use) | set(held):
+        for kr in held.get(g, ()):
+            m.Add(sum(use.get(g, ())) + kr <= 1)
+        if not held.get(g) and len(use[g]) > 1:
+            m.AddAtMostOne(use[g])
+    for r, kr in keep.items():
+        if rescuers.get(r):
+            m.AddBoolOr(rescuers[r] + [kr])
+        else:
+            m.Add(kr == 1)
+    if reserve and total:
+        m.Add(sum(c * b for c, b in total) <= len(free) - reserve)
+    m.Maximize(sum(c * b for c, b in obj))
+    sv = cp_model.CpSolver()
+    sv.parameters.num_workers = 1
+    sv.parameters.max_time_in_seconds = time_limit
+    if sv.Solve(m) not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        return None
+    cells = sorted((n, v) for (v, n), b in y.items() if sv.Value(b))
+    placed = {j: list(S) for (j, S), b in z.items() if sv.Value(b)}
+    return cells, placed, {r for r, kr in keep.items() if sv.Value(kr)}
+
+
+def _decode_exact(p, solver, running, glist, x, keep, mv, cellvar, rack_lvl):
+    """Decode server by server with :func:`_server_plan`: the model's cells on
+    each server and its whole-GPU jobs' GPUs chosen together (rack cells as
+    the model bound them; a kept opportunistic job on one server may give way
+    to a job that outranks it), then kept jobs, planned jobs, shared and
+    CPU-only jobs on their model server through the engine; a job left over is
+    tried anywhere; finally every other pending job that still fits (no
+    victims).  Returns (engine, misses) or None when some server's counts
+    cannot be realised around the kept jobs."""
+    jobs = p.jobs
+    eng = _OneServerEngine(p)
+    tree = eng.tree
+    kept = [r for r in running if solver.Value(keep[r])]
+    counts = defaultdict(dict)
+    rack_owner = {}
+    for (v, lvl, where), var in cellvar.items():
+        c = solver.Value(var)
+        if not c:
+            continue
+        if lvl == rack_lvl:
+            eng.bind(where, v)
+            for g in tree.gpus[where]:
+                rack_owner[g] = v
+        else:
+            counts[where][(v, lvl)] = c
+    busy = defaultdict(set)
+    optional = defaultdict(dict)
+    cover = {}
+    for r in kept:
+        a = current_assign(p, r)
+        srv = {int(p.gpu_server[g]) for g, _ in a.gpus}
+        if not jobs[r].guaranteed and len(srv) == 1:
+            optional[srv.pop()][r] = ([g for g, _ in a.gpus], _current_value(p, r))
+            continue
+        for g, _ in a.gpus:
+            busy[int(p.gpu_server[g])].add(g)
+            if jobs[r].guaranteed:
+                if cover.get(g, jobs[r].tenant) != jobs[r].tenant:
+                    return None
+                cover[g] = jobs[r].tenant
+    plan = defaultdict(list)           # s -> jobs the model put there
+    taken = defaultdict(int)
+    for (gi, s), var in sorted(x.items()):
+        cnt = solver.Value(var)
+        if cnt:
+            members = glist[gi]
+            plan[s].extend(members[taken[gi]:taken[gi] + cnt])
+            taken[gi] += cnt
+    for (r, s), var in mv.items():
+        if solver.Value(var):
+            plan[s].append(r)
+    vcache: dict = {}
+    chosen = {}
+    later = []
+    stay = set(kept)
+    for s in sorted(set(plan) | set(counts) | set(busy) | set(optional)):
+        whole = [j for j in plan.get(s, ()) if jobs[j].gpus and jobs[j].gpu_milli >= MILLI]
+        milli = sum(jobs[j].gpu_milli * jobs[j].gpus for j in plan.get(s, ())
+                    if jobs[j].gpus and jobs[j].gpu_milli < MILLI)
+        r = _server_plan(p, eng, s, counts.get(s, {}), whole, busy[s], optional.get(s, {}),
+                         {g: v for g, v in rack_owner.items() if int(p.gpu_server[g]) == s},
+                         {g: v for g, v in cover.items() if int(p.gpu_server[g]) == s},
+                         -(-milli // MILLI), vcache)
+        if r is None:
+            return None
+        for n, v in r[0]:
+            eng.bind(n, v)
+        chosen.update(r[1])
+        stay -= set(optional.get(s, {})) - r[2]
+        later.extend((j, s) for j in plan.get(s, ()) if j not in r[1])
+    homeless = []
+    for r in sorted(stay, key=lambda r: (not jobs[r].guaranteed, r)):
+        a = current_assign(p, r)
+        if _fits_at(eng, a):
+            eng.place(r, a)
+        else:
+            homeless.append(r)
+    missed = []
+    for j, gs in sorted(chosen.items()):
+        a = p.make_assign(j, gs, 0)
+        if _fits_at(eng, a):
+            eng.place(j, a)
+        else:
+            missed.append(j)
+    for j, s in later:
+        eng.only_servers = {s}
+        ok = eng.try_place(j, jobs[j].gpus, 0, set())
+        eng.only_servers = None
+        if not ok:
+            missed.append(j)
+    for j in missed + homeless:
+        eng.try_place(j, jobs[j].gpus, 0, set())
+    rest = [j for j in range(p.J) if j not in eng.assign and jobs[j].current is None]
+    for j in sorted(rest, key=lambda j: (not jobs[j].guaranteed, -p.upper_coef(j), j)):
+        eng.try_place(j, jobs[j].gpus, 0, set())
+    return eng, len(missed)
+
+
+def _victims_ok(p: Problem, eng: Engine, running) -> bool:
+    """Every running job left out is outranked by a job placed afresh."""
+    jobs = p.jobs
+    fresh = [i for i, a in eng.assign.items() if jobs[i].current is None
+             or sorted(a.gpus) != sorted(current_assign(p, i).gpus)]
+    return all(any(outranks(jobs[i], jobs[r]) for i in fresh if i != r)
+               for r in running if r not in eng.assign)
 
 
 def _binding_ok(p: Problem, eng: Engine) -> bool:
