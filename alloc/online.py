@@ -73,7 +73,9 @@ class FragModel:
     """
 
     def __init__(self, c: Sequence[int], m: Sequence[int], k: Sequence[int],
-                 types: Sequence[tuple[str, ...]], p: Sequence[float]):
+                 types: Sequence[tuple[str, ...]], p: Sequence[float],
+                 typed_demand: dict[tuple[str, ...], float] | None = None):
+        self.typed_demand = dict(typed_demand or {})
         self.c = np.asarray(c, dtype=np.int64)
         self.m = np.asarray(m, dtype=np.int64)
         self.k = np.asarray(k, dtype=np.int64)
@@ -87,9 +89,15 @@ class FragModel:
         """Typical pods of a workload: count pods per key (c, m, k, type string;
         memory ignored), sort by count descending with ties to the larger key,
         keep keys until their cumulative count reaches ``threshold`` of all
-        pods, and normalise the kept counts into popularities."""
+        pods, and normalise the kept counts into popularities.
+
+        ``typed_demand`` is taken from *all* pods: for each GPU model list, the
+        share of the workload's GPU milli asked by pods restricted to it."""
         counts: dict[tuple, int] = {}
+        typed: dict[tuple, int] = {}
         for p in pods:
+            if p.k and p.types:
+                typed[p.types] = typed.get(p.types, 0) + p.g
             key = (p.c, p.m if p.k else p.m, p.k, "|".join(p.types) if p.k else "")
             counts[key] = counts.get(key, 0) + 1
         total = sum(counts.values())
@@ -101,9 +109,10 @@ class FragModel:
             if acc >= threshold * total:
                 break
         tot = sum(n for _, n in kept) or 1
+        gtot = sum(p.g for p in pods) or 1
         return cls([k[0] for k, _ in kept], [k[1] for k, _ in kept], [k[2] for k, _ in kept],
                    [tuple(t for t in k[3].split("|") if t) for k, _ in kept],
-                   [n / tot for _, n in kept])
+                   [n / tot for _, n in kept], {t: g / gtot for t, g in typed.items()})
 
     def type_ok(self, models: Sequence[str]) -> np.ndarray:
         """(N, T) bool: node model allowed by typical type t."""
@@ -183,6 +192,7 @@ class ClusterState:
         self.stamp = np.zeros(self.N, dtype=np.int64)   # clock of last change
         self.clock = 0
         self.used = 0            # allocated milli-GPU
+        self.typed_used = np.zeros(self.N, dtype=np.int64)   # milli-GPU of model-restricted pods
         self.capacity = int(self.ngpu.sum()) * MILLI
         self._type_masks: dict[tuple, np.ndarray] = {}
         self.fm = frag_model
@@ -250,6 +260,8 @@ class ClusterState:
             self.nfull[n] = int((v >= MILLI).sum())
             self.tags[n] |= 1 if pod.shared else (1 << pod.k)
             self.used += pod.g
+            if pod.types:
+                self.typed_used[n] += pod.g
         self.clock += 1
         self.stamp[n] = self.clock
         if self.fm is not None:
@@ -269,6 +281,8 @@ class ClusterState:
             self.gmax[n] = int(v.max())
             self.nfull[n] = int((v >= MILLI).sum())
             self.used -= pod.g
+            if pod.types:
+                self.typed_used[n] -= pod.g
         self.clock += 1
         self.stamp[n] = self.clock
         if self.fm is not None:
@@ -475,22 +489,22 @@ class FGDLookaheadPolicy(_Cached):
     ties make the rank act as a First-Fit order, which packs better than any
     exact-score or best-fit tie-break we measured.
 
-    The fluid term assumes that every GPU can serve the typical demand; when
-    a typical GPU pod is restricted to some GPU models the policy falls back
-    to exact FGD (``typed_off=True``): ``lam`` is taken as 0 and shared pods
-    are scored with ``R = typed_res = 100`` as well, so the placements are
-    FGD's.  On openb ``gpuspec10..33`` the term cut the allocation at x=100
-    by 0.2-1.7 points against FGD (gpuspec05: +0.6) while raising it at
-    x=130 by 0.9-1.3 points; a per-node ``rho`` over the allowed types didn't
-    help.  With the term off but ``R = 1000`` kept for shared pods, x=100 was
-    -0.42 (gpuspec10) and -0.19 (gpuspec33) against FGD and +0.04..+0.07 on
-    gpuspec05/20/25 (seeds 42-44), so the finer resolution alone does not
-    pay off there (keeping ``R = 1000`` only for shared pods without a model
-    list gave 94.26 and 87.27); with the fallback these workloads equal FGD
-    exactly.
-    ``typed_res=1000`` restores the finer shared score there.
-    ``cpu_pods=False`` leaves the term out for CPU-only pods (no measurable
-    difference on ``default``).
+    **GPU-model reservation.**  Pods restricted to GPU models (``gpu_spec``)
+    can only use those models' GPUs, so unrestricted pods should leave them
+    enough room.  ``FragModel.typed_demand`` gives, for each model list A,
+    the share ``d_A`` of the target workload's GPU milli restricted to A;
+    over a horizon of ``reserve`` x the cluster's GPU capacity ``C`` the
+    restricted pods are expected to ask, of model M (A's demand split over
+    its models in proportion to their capacity ``C_M``),
+
+        ``R_M = reserve * C * sum_{A: M in A} d_A * C_M / sum_{M' in A} C_M'``.
+
+    Model M is *protected* from an unrestricted GPU pod of ``g`` milli when
+    ``free_M - g < R_M - used^typed_M`` (free milli of M's GPUs after the
+    pod; restricted demand still to come).  Such a pod is placed on the
+    feasible nodes of unprotected models when there are any, else on any
+    feasible node (a pod that fits is never refused).  Without model lists
+    in the workload nothing is protected.
 
     Measured on openb ``default`` (x=100; FGD 95.47/95.29/95.20/95.37 on seeds
     42-45): ``lam=0.5, R=100`` 95.66/95.81/95.73/95.88; ``R=1000`` for shared
@@ -504,15 +518,14 @@ class FGDLookaheadPolicy(_Cached):
     name = "fgd-lookahead"
 
     def __init__(self, seed: int = 0, lam: float = 0.5, rho: float | None = None,
-                 share_res: int = 1000, cpu_pods: bool = True, typed_off: bool = True,
-                 typed_res: int = 100):
+                 share_res: int = 1000, cpu_pods: bool = True, reserve: float = 1.3):
         super().__init__(seed)
         self.cpu_pods = bool(cpu_pods)
-        self.typed = None if typed_off else False
         self.lam = float(lam)
         self.rho = rho
         self.share_res = int(share_res)
-        self.typed_res = int(typed_res)
+        self.reserve = float(reserve)
+        self._models = None          # (model index per node, R_M) once known
 
     @staticmethod
     def demand_ratio(fm: FragModel) -> float:
@@ -527,22 +540,42 @@ class FGDLookaheadPolicy(_Cached):
         """``S = max(0, gFree - cpuFree / rho)`` in milli-GPU."""
         return np.maximum(0.0, gfree_sum - np.maximum(cpu_free, 0) / self.rho)
 
+    def reservation(self, state: ClusterState):
+        """(model index per node, ``R_M`` per model), or None without model lists."""
+        if self._models is None:
+            names, mi = np.unique(state.models.astype(str), return_inverse=True)
+            cap = np.bincount(mi, weights=state.ngpu * MILLI, minlength=len(names))
+            r = np.zeros(len(names))
+            for types, share in state.fm.typed_demand.items():
+                sel = np.isin(names, list(types)) & (cap > 0)
+                if sel.any():
+                    r[sel] += self.reserve * state.capacity * share * cap[sel] / cap[sel].sum()
+            self._models = (mi, r) if r.any() else False
+        return self._models or None
+
+    def choose(self, state, pod, feas):
+        res = self.reservation(state) if pod.k and not pod.types else None
+        if res is not None:
+            mi, r = res
+            free = np.bincount(mi, weights=state.gsum, minlength=len(r))
+            tused = np.bincount(mi, weights=state.typed_used, minlength=len(r))
+            open_ = feas & (free - pod.g >= r - tused)[mi]
+            if open_.any():
+                feas = open_
+        return super().choose(state, pod, feas)
+
     def node_scores(self, state, pod, idx):
         if self.rho is None:
             self.rho = self.demand_ratio(state.fm)
         f_now = state.frag[idx]
         new, per_gpu = self.new_frag(state, pod, idx)
-        if self.typed is None:
-            fm = state.fm
-            self.typed = any(fm.types[t] for t in range(fm.T) if fm.k[t] > 0)
-        lam = self.lam if ((pod.k or self.cpu_pods) and not self.typed) else 0.0
+        lam = self.lam if (pod.k or self.cpu_pods) else 0.0
         adj = lam * (self.stranded(state.cpu_free[idx], state.gsum[idx])
                      - self.stranded(state.cpu_free[idx] - pod.c, state.gsum[idx] - pod.g))
         if per_gpu is None:
             return sigmoid_score(f_now - new + adj), np.full(len(idx), -1)
-        res = self.typed_res if self.typed else self.share_res
         x = np.clip((f_now[:, None] - per_gpu + adj[:, None]) / 1000.0, -700, 700)
-        s = np.floor(res / (1.0 + np.exp(-x))).astype(np.int64)
+        s = np.floor(self.share_res / (1.0 + np.exp(-x))).astype(np.int64)
         cand = (state.gfree[idx] >= pod.m) & state.valid[idx]
         s = np.where(cand, s, -1)
         return s.max(axis=1), s.argmax(axis=1)

@@ -233,7 +233,8 @@ def test_lookahead_equals_fgd_without_stranding_term():
         return ClusterState([64000, 96000, 32000, 128000] * 2, [256000] * 8, [8, 4, 2, 8] * 2,
                             ["V100", "T4", "T4", "P100"] * 2, frag_model=fm)
     a, _, _ = simulate(fresh(), make_policy("fgd"), pods)
-    b, _, _ = simulate(fresh(), make_policy("fgd-lookahead", lam=0.0, share_res=100), pods)
+    b, _, _ = simulate(fresh(), make_policy("fgd-lookahead", lam=0.0, share_res=100,
+                                            reserve=0.0), pods)
     assert a == b
 
 
@@ -281,27 +282,52 @@ def test_cpu_move_by_hand():
             assert r is None and sim.moves == 0 and st.used == 0
 
 
-def test_lookahead_term_off_for_model_constrained_typical_pods():
-    fm = FragModel([4000], [1000], [1], [("T4",)], [1.0])
-    st = ClusterState([8000, 16000], [10**6] * 2, [2, 2], ["T4", "T4"], frag_model=fm)
-    pod = Pod(3000, 10, 0, 0)
-    assert make_policy("fgd-lookahead").choose(st, pod, st.feasible(pod))[0] == 0
-    pol = make_policy("fgd-lookahead", typed_off=False)
+def test_typed_demand_counts_every_model_restricted_pod():
+    pods = ([Pod(1000, 1, 1, 500, ("T4",))] * 2 + [Pod(1000, 1, 2, 1000, ("V100", "T4"))]
+            + [Pod(1000, 1, 1, 1000)] * 3 + [Pod(4000, 1, 0, 0)])
+    fm = FragModel.from_pods(pods, threshold=0.5)
+    # GPU milli: 1000 (T4) + 2000 (V100|T4) + 3000 untyped = 6000
+    assert fm.typed_demand == {("T4",): pytest.approx(1 / 6), ("V100", "T4"): pytest.approx(1 / 3)}
+
+
+def test_typed_usage_follows_apply_and_remove():
+    st = state()
+    typed, untyped = Pod(1000, 1, 1, 400, ("T4",)), Pod(1000, 1, 1, 300)
+    st.apply(1, [0], typed)
+    st.apply(1, [1], untyped)
+    assert st.typed_used.tolist() == [0, 400]
+    st.remove(1, [0], typed)
+    assert st.typed_used.tolist() == [0, 0]
+
+
+def reserve_state():
+    # node 0: two T4 (rank 0, wins FGD's ties); node 1: four G2.  A quarter of the
+    # workload's GPU milli is restricted to T4: R_T4 = 1.3 * 6000 * 0.25 = 1950.
+    fm = FragModel([1000], [1000], [1], [()], [1.0], typed_demand={("T4",): 0.25})
+    return ClusterState([64000, 64000], [10**6] * 2, [2, 4], ["T4", "G2"], frag_model=fm)
+
+
+def test_reservation_keeps_unrestricted_pods_off_reserved_models():
+    st, pod = reserve_state(), Pod(1000, 1, 1, 1000)
+    pol = make_policy("fgd-lookahead")
+    _, r = pol.reservation(st)
+    assert sorted(r.tolist()) == [0.0, pytest.approx(1950.0)]
+    # without the reservation both nodes score alike and rank 0 (T4) wins
+    assert make_policy("fgd-lookahead", reserve=0.0).choose(st, pod, st.feasible(pod))[0] == 0
     assert pol.choose(st, pod, st.feasible(pod))[0] == 1
+    # a T4-restricted pod still goes to T4
+    assert pol.choose(st, Pod(1000, 1, 1, 1000, ("T4",)), st.feasible(pod))[0] == 0
 
 
-def test_lookahead_is_exact_fgd_for_model_constrained_typical_pods():
-    rng = np.random.default_rng(17)
-    pods = [Pod(p.c, p.mem, p.k, p.m, ("T4",) if p.k else ()) for p in random_pods(rng, 200)]
-    fm = FragModel.from_pods(pods)
-    assert any(fm.types[t] for t in range(fm.T) if fm.k[t] > 0)
-
-    def fresh():
-        return ClusterState([64000, 96000, 32000, 128000] * 2, [256000] * 8, [8, 4, 2, 8] * 2,
-                            ["T4", "T4", "V100", "T4"] * 2, frag_model=fm)
-    a, _, _ = simulate(fresh(), make_policy("fgd"), pods)
-    b, _, _ = simulate(fresh(), make_policy("fgd-lookahead"), pods)
-    assert a == b
-    # the finer shared-pod score (the previous behaviour) places some pods differently
-    c, _, _ = simulate(fresh(), make_policy("fgd-lookahead", typed_res=1000), pods)
-    assert c != a
+def test_reservation_never_refuses_a_pod_that_fits():
+    st, pod = reserve_state(), Pod(1000, 1, 1, 1000)
+    pol = make_policy("fgd-lookahead")
+    for _ in range(4):                       # fill the G2 node
+        place(st, pol, pod)
+    assert st.gsum.tolist() == [2000, 0]
+    assert place(st, pol, pod)[0] == 0       # only the reserved T4 node fits: placed there
+    # once restricted pods have used their share, the model is open again
+    st2 = reserve_state()
+    st2.apply(0, [0], Pod(1000, 1, 1, 1000, ("T4",)))
+    st2.typed_used[0] = 1950
+    assert pol.__class__().choose(st2, pod, st2.feasible(pod))[0] == 0
