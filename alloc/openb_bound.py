@@ -230,4 +230,75 @@ def openb_bound(pods_table, nodes, seed: int, *, x: int = 100, tune: float = 1.3
     return upper_bound(seq[:n], nodes.cpu, nodes.mem, nodes.gpus, nodes.model, **kw)
 
 
-__all__ = ["BoundResult", "upper_bound", "arrived_prefix", "openb_bound"]
+def min_share_gpus(shares: Sequence[int]) -> int:
+    """A lower bound on the GPUs needed to hold every share in ``shares``
+    (milli, each < 1000), one-dimensional bin packing: the ceiling of the
+    arc-flow LP relaxation (as strong as the Gilmore-Gomory bound)
+
+        min z  s.t.  flow conservation over fill levels 0..1000, z units
+        leaving level 0, ``sum_l a[l,m] >= count(m)`` for every share m,
+
+    with arcs ``l -> l+m`` for a share and ``l -> l'`` (next level) for waste.
+    """
+    from scipy.optimize import linprog
+    from scipy.sparse import coo_matrix
+    cnt = Counter(int(m) for m in shares)
+    if not cnt:
+        return 0
+    sizes = sorted(cnt)
+    levels = _levels(sizes)
+    pos = {lv: i for i, lv in enumerate(levels)}
+    arcs = [(lv, lv + m, m) for m in sizes for lv in levels if lv + m in pos]
+    arcs += [(levels[i], levels[i + 1], 0) for i in range(len(levels) - 1)]
+    L, A = len(levels), len(arcs)
+    rows, cols, vals = [], [], []
+    for a, (u, v, _m) in enumerate(arcs):        # conservation: in - out = 0 inside
+        rows += [pos[u], pos[v]]
+        cols += [a, a]
+        vals += [1.0, -1.0]
+    # z enters at level 0 and leaves at the last level
+    rows += [0, L - 1]
+    cols += [A, A]
+    vals += [-1.0, 1.0]
+    eq = coo_matrix((vals, (rows, cols)), shape=(L, A + 1)).tocsr()
+    r2, c2 = [], []
+    for a, (_u, _v, m) in enumerate(arcs):
+        if m:
+            r2.append(sizes.index(m))
+            c2.append(a)
+    dem = coo_matrix(([-1.0] * len(r2), (r2, c2)), shape=(len(sizes), A + 1)).tocsr()
+    c = np.zeros(A + 1)
+    c[A] = 1.0
+    res = linprog(c, A_ub=dem, b_ub=[-cnt[m] for m in sizes], A_eq=eq, b_eq=np.zeros(L),
+                  bounds=(0, None), method="highs")
+    if res.status != 0:
+        raise RuntimeError(f"bin-packing LP failed: {res.message}")
+    return int(np.ceil(res.fun - 1e-6))
+
+
+def saturation(pods: Sequence[Pod], total_gpus: int) -> int:
+    """Length of the longest arrival prefix that passes the GPU-count test
+    ``whole(prefix) + min_share_gpus(shares(prefix)) <= total_gpus``.
+
+    The test is necessary for placing every pod of the prefix (CPU, memory
+    and GPU models only make placing harder), so with ``n`` returned no
+    placement of the first ``n + 1`` arrivals exists: under the online
+    protocol (every pod that fits is placed) every policy's first failure
+    comes at or before arrival ``n + 1``.  The count is monotone in the
+    prefix, so a binary search finds ``n``."""
+    def ok(n: int) -> bool:
+        head = pods[:n]
+        whole = sum(p.k for p in head if p.k and not p.shared)
+        return whole + min_share_gpus([p.m for p in head if p.shared]) <= total_gpus
+    lo, hi = 0, len(pods) + 1          # ok(lo) holds, ok(hi) fails (or hi past the end)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if ok(mid):
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+__all__ = ["BoundResult", "upper_bound", "arrived_prefix", "openb_bound", "min_share_gpus",
+           "saturation"]

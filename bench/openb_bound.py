@@ -5,6 +5,10 @@ next to the online policies' allocation at x=100 (from curve CSVs written by
     python3 bench/openb_bound.py --workload default --seeds 42-51 \
         --curves bench/results/openb_default.csv
 
+``full at`` is the arrived workload (% of GPU capacity) by which the arrivals
+can no longer all be placed (:func:`alloc.openb_bound.saturation`, a GPU-count
+test): every online policy under the protocol has its first failed pod by then.
+
 The bound is the aggregated MILP of :mod:`alloc.openb_bound` over the pods
 arrived by the end of bin x (its LP relaxation with ``--lp``); see that module
 for the relaxations that make it a valid upper bound.
@@ -22,7 +26,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from alloc import openb  # noqa: E402
-from alloc.openb_bound import openb_bound  # noqa: E402
+from alloc.openb_bound import openb_bound, saturation  # noqa: E402
 
 
 parse_seeds = openb.parse_seeds
@@ -60,18 +64,22 @@ def main(argv=None) -> int:
     seeds = parse_seeds(args.seeds)
     curves = read_curves(args.curves, args.workload, args.x)
     policies = list(dict.fromkeys(p for p, _ in curves))
-    print(f"{'seed':>4} {'demand':>7} {'LP':>7} {'bound':>7} {'MIP sol':>7} {'s':>5}  "
+    print(f"{'seed':>4} {'demand':>7} {'LP':>7} {'bound':>7} {'MIP sol':>7} {'s':>5} {'full at':>7}  "
           + " ".join(f"{p:>14}" for p in policies))
-    bounds = []
+    bounds, fulls = [], []
     t0 = time.time()
     for s in seeds:
         r = openb_bound(pods, nodes, s, x=args.x, tune=args.tune, integer=not args.lp,
                         time_limit=args.time_limit)
         bounds.append(r.bound / unit)
+        wl = openb.build_workload(pods, nodes, s, args.tune)
+        seq = [wl.pods.pod(int(i)) for i in wl.order]
+        n = saturation(seq, int(nodes.gpus.sum()))
+        fulls.append(sum(p.g for p in seq[:n + 1]) / unit)
         cells = " ".join(f"{curves.get((p, s), float('nan')):14.2f}" for p in policies)
         print(f"{s:>4} {r.demand / unit:7.2f} {r.lp / unit:7.3f} {r.bound / unit:7.3f} "
-              f"{r.value / unit:7.3f} {r.seconds:5.1f}  {cells}", flush=True)
-    line = f"{'mean':>4} {'':>7} {'':>7} {np.mean(bounds):7.3f} {'':>7} {'':>5}  "
+              f"{r.value / unit:7.3f} {r.seconds:5.1f} {fulls[-1]:7.2f}  {cells}", flush=True)
+    line = f"{'mean':>4} {'':>7} {'':>7} {np.mean(bounds):7.3f} {'':>7} {'':>5} {np.mean(fulls):7.2f}  "
     line += " ".join(f"{np.mean([curves[(p, s)] for s in seeds if (p, s) in curves]):14.2f}"
                      if any((p, s) in curves for s in seeds) else f"{'':>14}" for p in policies)
     print(line)

@@ -238,3 +238,52 @@ def test_arrived_prefix():
     pods = [Pod(0, 0, 1, 500)] * 5
     # capacity 2000: ratios 25, 50, 75, 100, 125
     assert arrived_prefix(pods, 2000, 100) == 4 and arrived_prefix(pods, 2000, 60) == 2
+
+
+def _min_bins_brute(shares):
+    """Fewest bins of 1000 for ``shares`` by trying every assignment."""
+    best = len(shares)
+
+    def go(i, bins):
+        nonlocal best
+        if len(bins) >= best:
+            return
+        if i == len(shares):
+            best = len(bins)
+            return
+        for b in range(len(bins)):
+            if bins[b] + shares[i] <= 1000:
+                bins[b] += shares[i]
+                go(i + 1, bins)
+                bins[b] -= shares[i]
+        go(i + 1, bins + [shares[i]])
+    go(0, [])
+    return best
+
+
+def test_min_share_gpus_is_a_lower_bound_and_tight_on_small_cases():
+    from alloc.openb_bound import min_share_gpus
+    assert min_share_gpus([]) == 0
+    assert min_share_gpus([810] * 5 + [160] * 3 + [500] * 3) == 7
+    assert min_share_gpus([600, 600, 600]) == 3          # no two fit together
+    rng = np.random.default_rng(4)
+    for _ in range(20):
+        shares = [int(m) for m in rng.choice([110, 230, 320, 470, 650, 810], size=8)]
+        lb, opt = min_share_gpus(shares), _min_bins_brute(sorted(shares, reverse=True))
+        assert lb <= opt and lb >= -(-sum(shares) // 1000)
+        assert opt - lb <= 1
+
+
+def test_saturation_no_policy_places_the_prefix_after_it():
+    from alloc.online import ClusterState, FragModel, Pod, make_policy, simulate
+    from alloc.openb_bound import saturation
+    rng = np.random.default_rng(8)
+    pods = [Pod(1000, 10, 1, int(rng.choice([230, 470, 650, 810, 1000]))) for _ in range(60)]
+    n = saturation(pods, 24)
+    assert 0 < n < len(pods)
+    fm = FragModel.from_pods(pods)
+    for pol in ["best-fit", "fgd", "fgd-lookahead"]:
+        st = ClusterState([10**6] * 3, [10**6] * 3, [8] * 3, ["A"] * 3, frag_model=fm)
+        placed, _, _ = simulate(st, make_policy(pol), pods, record_frag=False)
+        first_fail = next(i for i, r in enumerate(placed) if r is None)
+        assert first_fail <= n               # arrival n + 1 (index n) at the latest
