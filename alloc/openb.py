@@ -289,6 +289,7 @@ class RunResult:
     max_moves: int | None = None   # move budget (None: pods never move)
     moves100: int = 0              # moves made by the end of bin x=100
     moves: int = 0                 # moves made in the whole run
+    first_fail: float | None = None  # arrived % of capacity at the first pod that fit nowhere
 
 
 def run(pods: PodTable, nodes: NodeTable, policy: str, seed: int, *, tune: float = 1.3,
@@ -321,11 +322,13 @@ def run(pods: PodTable, nodes: NodeTable, policy: str, seed: int, *, tune: float
     ratio_vals = np.where(idle > 0, 100.0 * frag / np.maximum(idle, 1), 0.0)
     frag_pct = bin_curve(arrived, frag, cap, digits=None)
     frag_pct = [None if v is None else round(100.0 * v / cap, 2) for v in frag_pct]
+    fail = next((i for i, pl in enumerate(placements) if pl is None), None)
     return RunResult(workload, policy, seed, tune, int(nodes.gpus.sum()),
                      bin_curve(arrived, alloc_vals, cap),
                      frag_pct, bin_curve(arrived, ratio_vals, cap, digits=None), secs,
                      sum(p is not None for p in placements), len(seq), cpu_secs, max_moves,
-                     _moves_by(arrived, moves, cap, 100), int(moves[-1]) if len(seq) else 0)
+                     _moves_by(arrived, moves, cap, 100), int(moves[-1]) if len(seq) else 0,
+                     None if fail is None else round(float(arrived[fail]) / unit, 2))
 
 
 def _moves_by(arrived: np.ndarray, moves: np.ndarray, capacity: int, x: int) -> int:

@@ -102,7 +102,7 @@ def main(argv=None) -> int:
             results.append(r)
             mv = "" if r.max_moves is None else f" moves<={r.max_moves}: {r.moves100} by x=100"
             print(f"  {r.workload} {r.policy}{mv} seed={r.seed} x100={r.alloc[100]} "
-                  f"x130={r.alloc[130]} {r.seconds:.2f}s wall {r.cpu_seconds:.2f}s cpu", file=sys.stderr, flush=True)
+                  f"x130={r.alloc[130]} first-fail={r.first_fail} {r.seconds:.2f}s wall {r.cpu_seconds:.2f}s cpu", file=sys.stderr, flush=True)
     if args.out:
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
         openb.write_curves(args.out, results)
