@@ -514,9 +514,10 @@ class FGDLookaheadPolicy(_Cached):
     G3-restricted pods failed and 436 G2 GPUs stayed idle), and the stranding
     term lost 0.2-0.4 points against FGD there.  ``reserve`` 1.0, 1.3, 2.0
     and 3.0 are within 0.1 of each other except on gpuspec33, where 1.0
-    gives 93.6 against 94.9.  Protecting models outright (any restricted
-    demand, no volume) gave 93.7 on gpuspec10, and steering CPU-only pods as
-    well gave 82.6 on gpuspec33: CPU-only pods belong on the CPU-rich nodes.
+    gives 93.6 against 94.9.  With the stranding term off, protecting models
+    outright (any restricted demand, no volume) gave 93.7 on gpuspec10
+    (seed 42), and steering CPU-only pods as well gave 82.6 on gpuspec33:
+    CPU-only pods belong on the CPU-rich nodes.
 
     Measured on openb ``default`` (x=100; FGD 95.47/95.29/95.20/95.37 on seeds
     42-45): ``lam=0.5, R=100`` 95.66/95.81/95.73/95.88; ``R=1000`` for shared
