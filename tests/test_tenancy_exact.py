@@ -47,3 +47,58 @@ def test_large_instance_neighbourhood_search(instances_dir):
     assert r.bound is not None and r.value <= r.bound + 1e-6
     if r.stats["cp_status"] == "FEASIBLE":
         assert "lns_improvements" in r.stats and r.status.value == "feasible"
+
+
+def test_elastic_instance_is_solved(instances_dir):
+    inst = load_instance(instances_dir / "tenancy_elastic.json")
+    h = allocate(inst.cluster, inst.jobs, solver="hived")
+    r = allocate(inst.cluster, inst.jobs, solver="cpsat-tenancy", time_limit=10)
+    assert not violations(inst.cluster, inst.jobs, r)
+    assert r.value >= h.value - 1e-6
+    assert r.bound is not None and r.value <= r.bound + 1e-6
+    assert r.status.value == "optimal"
+
+
+def test_elastic_sizes_match_enumeration():
+    """Elastic sizes on a tiny cluster: the proven optimum equals exhaustive
+    enumeration over (size, server) choices of every job."""
+    from itertools import product
+
+    from alloc import Cluster, Job, Profile, Server
+    from alloc.objectives import throughput
+
+    c = Cluster(tuple(Server(f"s{i}", 8000, 64000, 4, "V100") for i in range(2)),
+                ("server", "gpu"))
+    steep = Profile("a", scaling={1: 0.5, 2: 1.0, 4: 1.9})
+    flat = Profile("b", scaling={1: 0.8, 2: 1.0, 4: 1.1})
+    jobs = [Job("e0", gpus=2, min_gpus=1, max_gpus=4, cpu=2000, mem=1000, profile=steep,
+                model="a", locality="server"),
+            Job("e1", gpus=2, min_gpus=1, max_gpus=4, cpu=2000, mem=1000, profile=flat,
+                model="b", locality="server", weight=1.5),
+            Job("e2", gpus=2, min_gpus=1, max_gpus=4, cpu=3000, mem=1000, profile=steep,
+                model="a", locality="server"),
+            Job("f0", gpus=3, cpu=3000, mem=1000, locality="server")]
+    r = allocate(c, jobs, solver="cpsat-tenancy", time_limit=10)
+    assert not violations(c, jobs, r)
+
+    def choices(job):
+        sizes = [1, 2, 4] if job.elastic else [job.gpus]
+        return [None] + [(n, s) for n in sizes for s in range(2)]
+    best = 0.0
+    for pick in product(*(choices(j) for j in jobs)):
+        gpus, cpu, val = [0, 0], [0, 0], 0.0
+        for job, ch in zip(jobs, pick):
+            if ch is None:
+                continue
+            n, s = ch
+            if gpus[s] + n > 4:
+                val = -1.0
+                break
+            ids = [f"s{s}/gpu{gpus[s] + k}" for k in range(n)]
+            gpus[s] += n
+            cpu[s] += job.cpu
+            val += job.weight * throughput(c, job, ids, job.cpu, job.mem)
+        if max(gpus) <= 4 and max(cpu) <= 8000:
+            best = max(best, val)
+    assert r.status.value == "optimal"
+    assert r.value == pytest.approx(best, rel=1e-9)

@@ -4,7 +4,11 @@ preemption and migration terms.
 Sets: servers s (GPUs G_s, CPU C_s, memory M_s, type t_s); *groups* k of
 identical pending jobs (same shape, tenant, priority, weight, profile: n_k
 members); running jobs r (``current`` set) one by one; tenants v with
-``c[v,t,l]`` cells of size ``z[t,l]`` GPUs.
+``c[v,t,l]`` cells of size ``z[t,l]`` GPUs.  An elastic group
+(``min_gpus``/``max_gpus``) has one copy k_n per size n it may take (the
+profile's scaling points in [min, max], :func:`alloc.solvers.hived.elastic_sizes`),
+sharing its members: sum_{n,s} x[k_n,s] <= n_k; a copy uses n GPUs and its value
+is weight * grid(cpu / n, mem / n) * speed * span(n) * scale(n).
 
 Variables:
 
@@ -38,7 +42,8 @@ Constraints (u = usage of a job on s: GPUs n, milli n*m, CPU, memory):
     sum_r sum_s mv[r,s] <= max_moves
 
 Objective, lexicographic.  Phase 1 (``guaranteed_first``, default) maximises
-the GPUs of placed guaranteed jobs, sum n_j [j guaranteed and placed] -- the
+the GPUs of placed guaranteed jobs, sum n_j [j guaranteed and placed] (an elastic
+job counted at its smallest size, so phase 1 does not inflate sizes) -- the
 HiveD guarantee: a tenant's jobs within its cells are served, preempting
 opportunistic work -- and fixes it as a floor.  Phase 2 (scaled to integers,
 S = 10^7):
@@ -132,8 +137,9 @@ bound is reported.
 
 Restrictions (the solver is exact for the problem *with* them; ``restricts``):
 guaranteed work first (phase 2 bound under phase 1's optimum); every job runs
-on one server; CPU and memory at the request (no profile grid points); fixed
-GPU counts (no elastic sizes).  Sub-server packing (switch / socket cells and
+on one server; CPU and memory at the request (no profile grid points); elastic
+sizes among the profile's scaling points, and a running elastic job keeps its
+size.  Sub-server packing (switch / socket cells and
 locality, GPU sharing) is relaxed to the counts above, so the bound is valid.
 With preemption or migration costs the model optimises the penalised
 objective: the allocation's ``bound`` is then None (its ``value`` is the raw
@@ -147,11 +153,11 @@ from collections import defaultdict
 from dataclasses import replace
 
 from ..model import MILLI, Status
-from ..objectives import throughput
+from ..objectives import scale_factor, throughput
 from ..problem import Problem, Solution
 from ..solve import register
 from ..tenancy import binding_keys, outranks, quota_gpus
-from .hived import Engine, _release_empty, current_assign, restore_running
+from .hived import Engine, _release_empty, current_assign, elastic_sizes, restore_running
 
 SCALE = 10 ** 7
 SPAN_LEVELS = ("switch", "socket", "server")
@@ -160,42 +166,71 @@ SPAN_LEVELS = ("switch", "socket", "server")
 def _signature(job):
     return (job.gpus, job.gpu_milli, job.cpu, job.mem, job.gpu_types, job.locality,
             id(job.profile) if job.profile is not None else None, job.model, job.tenant,
-            job.guaranteed, job.priority, job.weight, job.gpu_mem)
+            job.guaranteed, job.priority, job.weight, job.gpu_mem, job.min_gpus, job.max_gpus)
 
 
-def _best_span(p: Problem, j: int, s: int) -> float:
-    """Largest span factor job j can get on server s: the best factor of a
-    declared level (switch, socket, server) whose node on s holds its GPUs
-    (an upper bound; 1.0 for one GPU, no profile or another objective)."""
+def _sizes(job) -> list[int]:
+    """GPU counts the model offers a job: its request, or for an elastic job
+    the sizes :func:`alloc.solvers.hived.elastic_sizes` allows."""
+    if not job.elastic or not job.gpus:
+        return [job.gpus]
+    lo = job.min_gpus if job.min_gpus is not None else job.gpus
+    hi = job.max_gpus if job.max_gpus is not None else job.gpus
+    return elastic_sizes(job, lo, hi)
+
+
+def _best_span(p: Problem, j: int, s: int, n: int | None = None) -> float:
+    """Largest span factor job j can get on server s with n GPUs (default its
+    request): the best factor of a declared level (switch, socket, server)
+    whose node on s holds them (an upper bound; 1.0 for one GPU, no profile or
+    another objective)."""
     job = p.jobs[j]
     prof = job.profile
-    if prof is None or job.gpus < 2 or p.objective != "throughput":
+    n = job.gpus if n is None else n
+    if prof is None or n < 2 or p.objective != "throughput":
         return 1.0
     sv = p.cluster.servers[s]
     sizes = {"server": sv.gpus, "socket": sv.gpus // max(1, sv.sockets),
              "switch": sv.gpus // max(1, sv.sockets) // max(1, sv.switches_per_socket)}
     cands = [prof.span_factor(lv) for lv in SPAN_LEVELS
-             if lv in p.levels and sizes[lv] >= job.gpus]
+             if lv in p.levels and sizes[lv] >= n]
     return max(cands) if cands else prof.span_factor("server")
 
 
-def _value(p: Problem, j: int, s: int) -> float:
-    return p.coef(j, 0, s) * _best_span(p, j, s)
+def _value(p: Problem, j: int, s: int, n: int | None = None) -> float:
+    """Upper bound on job j's value on server s with n GPUs (default its
+    request).  For another size n (elastic jobs) the throughput is
+    weight * grid(cpu / n, mem / n) * speed(t_s) * span * scale(n)
+    (:func:`alloc.objectives.throughput` at the best span)."""
+    job = p.jobs[j]
+    if n is None or n == job.gpus:
+        return p.coef(j, 0, s) * _best_span(p, j, s)
+    if p.objective == "jobs":
+        return 1.0
+    if p.objective == "gpus":
+        return float(n * job.gpu_milli)
+    prof = job.profile
+    opt = p.options[j][0]
+    base = prof.grid_value(opt.cpu / n, opt.mem / n) if prof is not None and prof.has_grid \
+        else 1.0
+    speed = p.speed(j, s) if prof is not None else 1.0
+    return job.weight * base * speed * _best_span(p, j, s, n) * scale_factor(prof, job, n)
 
 
-def _fits_server(p: Problem, j: int, s: int) -> bool:
+def _fits_server(p: Problem, j: int, s: int, n: int | None = None) -> bool:
     job = p.jobs[j]
     opt = p.options[j][0]
+    n = job.gpus if n is None else n
     if not p.allowed[j, s] or opt.cpu > p.srv_cpu[s] or opt.mem > p.srv_mem[s]:
         return False
-    if job.gpus > p.srv_gpus[s]:
+    if n > p.srv_gpus[s]:
         return False
     if job.locality == "switch" or job.locality == "socket":
         sv = p.cluster.servers[s]
         per = sv.gpus // max(1, sv.sockets)
         if job.locality == "switch":
             per //= max(1, sv.switches_per_socket)
-        if job.gpus > per:
+        if n > per:
             return False
     return True
 
@@ -302,7 +337,7 @@ def _greedy(p: Problem, running, pending, vbest, pcost: float, dens: float = 0.0
     return None
 
 
-def _hints(p, eng, glist, x, keep, mv, cellvar, rack_lvl):
+def _hints(p, eng, glist, gsize, x, keep, mv, cellvar, rack_lvl):
     """Model values of an engine state (every remaining virtual cell bound in
     buddy order, which keeps safety): {var: value} for x, keep, mv, cells."""
     import copy
@@ -310,12 +345,13 @@ def _hints(p, eng, glist, x, keep, mv, cellvar, rack_lvl):
     gindex = {}
     for gi, members in enumerate(glist):
         for j in members:
-            gindex[j] = gi
+            gindex[(j, gsize[gi])] = gi
     for j, a in eng.assign.items():
-        if j in gindex:
+        gi = gindex.get((j, len(a.gpus)))
+        if gi is not None:
             srv = {s for s, _ in a.cpu}
             if len(srv) == 1:
-                counts[(gindex[j], srv.pop())] += 1
+                counts[(gi, srv.pop())] += 1
     hints = {}
     for key, v in x.items():
         hints[v] = counts.get(key, 0)
@@ -347,11 +383,12 @@ def _hints(p, eng, glist, x, keep, mv, cellvar, rack_lvl):
 
 @register("cpsat-tenancy", exact=True,
           capabilities=("tenancy", "preemption", "migration", "locality", "sharing",
-                        "colocation"),
+                        "colocation", "elastic"),
           requires=("ortools",),
           restricts="guaranteed work first (throughput and its bound under the proven "
-                    "maximum of guaranteed GPUs); one server per job; CPU/memory at the "
-                    "request; fixed GPU counts",
+                    "maximum of guaranteed GPUs, an elastic job counted at its smallest "
+                    "size); one server per job; CPU/memory at the request; elastic sizes "
+                    "among the profile's scaling points; a running elastic job keeps its size",
           description="CP-SAT under HiveD tenancy with preemption and migration terms")
 def solve_cpsat_tenancy(problem: Problem, *, time_limit=None, seed=0, migration_cost=None,
                         max_moves=None, preemption_cost=0.0, guaranteed_first=True,
@@ -378,7 +415,14 @@ def solve_cpsat_tenancy(problem: Problem, *, time_limit=None, seed=0, migration_
     groups: dict[tuple, list[int]] = defaultdict(list)
     for j in pending:
         groups[_signature(jobs[j])].append(j)
-    glist = list(groups.values())
+    # one entry per (group, size): glist[gi] its members, gsize[gi] the GPU
+    # count, gset[gi] the group (entries of one group share its members)
+    glist, gsize, gset = [], [], []
+    for k_, members in enumerate(groups.values()):
+        for n_ in _sizes(jobs[members[0]]):
+            glist.append(members)
+            gsize.append(n_)
+            gset.append(k_)
 
     # usage containers per server: (coef var/expr) lists
     whole = defaultdict(list)      # whole GPUs
@@ -410,28 +454,31 @@ def solve_cpsat_tenancy(problem: Problem, *, time_limit=None, seed=0, migration_
     for gi, members in enumerate(glist):
         j0 = members[0]
         job = jobs[j0]
+        n_ = gsize[gi]
         if job.guaranteed and job.tenant not in q:
             continue
         for s in range(p.S):
-            if job.gpus == 0:
+            if n_ == 0:
                 if p.options[j0][0].cpu > p.srv_cpu[s] or p.options[j0][0].mem > p.srv_mem[s]:
                     continue
-            elif not _fits_server(p, j0, s):
+            elif not _fits_server(p, j0, s, n_):
                 continue
             if job.guaranteed and not any(t == p.cluster.servers[s].gpu_type and c
                                           for (t, _), c in q[job.tenant].items()):
                 continue
             v = m.NewIntVar(0, len(members), f"x{gi}_{s}")
             x[(gi, s)] = v
-            add_usage(j0, s, v)
-            obj.append((round(_value(p, j0, s) * SCALE), v))
+            add_usage(j0, s, v, n_)
+            obj.append((round(_value(p, j0, s, n_) * SCALE), v))
             for j in members:
                 newplaced[j].append(v)
 
-    for gi, members in enumerate(glist):
-        vs = [v for (g2, s), v in x.items() if g2 == gi]
+    by_set = defaultdict(list)
+    for (gi, s), v in x.items():
+        by_set[gset[gi]].append(v)
+    for k_, vs in by_set.items():
         if len(vs) > 1:
-            m.Add(sum(vs) <= len(members))
+            m.Add(sum(vs) <= len(next(glist[gi] for gi in range(len(glist)) if gset[gi] == k_)))
 
     keep: dict[int, object] = {}
     mv: dict[tuple[int, int], object] = {}
@@ -463,10 +510,11 @@ def solve_cpsat_tenancy(problem: Problem, *, time_limit=None, seed=0, migration_
                "jobs": 1.0}[p.objective]
         obj.append((round(val * SCALE), k))
         moves = []
+        n_r = len(a.gpus)          # a running elastic job keeps its size
         if migrate and job.gpus:
             own = {s for s, _ in a.cpu}
             for s in range(p.S):
-                if s in own or not _fits_server(p, r, s):
+                if s in own or not _fits_server(p, r, s, n_r):
                     continue
                 if job.guaranteed and not any(t == p.cluster.servers[s].gpu_type and c
                                               for (t, _), c in q.get(job.tenant, {}).items()):
@@ -474,8 +522,8 @@ def solve_cpsat_tenancy(problem: Problem, *, time_limit=None, seed=0, migration_
                 v = m.NewBoolVar(f"mv{r}_{s}")
                 mv[(r, s)] = v
                 moves.append(v)
-                add_usage(r, s, v)
-                obj.append((round((_value(p, r, s) - mcost) * SCALE), v))
+                add_usage(r, s, v, n_r)
+                obj.append((round((_value(p, r, s, n_r) - mcost) * SCALE), v))
                 newplaced[r].append(v)
         pr = m.NewBoolVar(f"pre{r}")
         pre[r] = pr
@@ -593,7 +641,7 @@ def solve_cpsat_tenancy(problem: Problem, *, time_limit=None, seed=0, migration_
                 for n in tree.anc[g]:
                     touched[n].add(r)
 
-        def whole_size(j, s):
+        def whole_size(j, s, n):
             job = jobs[j]
             if job.locality not in ("switch", "socket", "server") or job.gpu_milli < MILLI:
                 return 0
@@ -603,14 +651,14 @@ def solve_cpsat_tenancy(problem: Problem, *, time_limit=None, seed=0, migration_
                 z //= max(1, sv.sockets)
             if job.locality == "switch":
                 z //= max(1, sv.switches_per_socket)
-            return job.gpus if job.gpus == z else 0
+            return n if n == z else 0
         filled = defaultdict(list)           # s -> (g, var) of node-filling jobs
         for (gi, s), v in x.items():
-            z = whole_size(glist[gi][0], s)
+            z = whole_size(glist[gi][0], s, gsize[gi])
             if z:
                 filled[s].append((z, v))
         for (r, s), v in mv.items():
-            z = whole_size(r, s)
+            z = whole_size(r, s, len(current_assign(p, r).gpus))
             if z:
                 filled[s].append((z, v))
         for (s, lvl), ns in sorted(nodes_at.items()):
@@ -701,7 +749,7 @@ def solve_cpsat_tenancy(problem: Problem, *, time_limit=None, seed=0, migration_
         busy = {s for r in running for s, _ in current_assign(p, r).cpu}
         load = defaultdict(list)
         for (gi, s), v in x.items():
-            load[s].append((jobs[glist[gi][0]].gpus, v))
+            load[s].append((gsize[gi], v))
         for members in p.classes:
             free = [s for s in members if s not in busy]
             for a_, b_ in zip(free, free[1:]):
@@ -715,11 +763,13 @@ def solve_cpsat_tenancy(problem: Problem, *, time_limit=None, seed=0, migration_
     vbest: dict[int, float] = {}
     for (gi, s) in x:
         j0 = glist[gi][0]
-        val = _value(p, j0, s)
+        val = _value(p, j0, s, gsize[gi])
         for j in glist[gi]:
             vbest[j] = max(vbest.get(j, 0.0), val)
     for r in running:
-        vbest[r] = max([_value(p, r, s) for s in range(p.S) if _fits_server(p, r, s)] or [0.0])
+        n_r = len(current_assign(p, r).gpus)
+        vbest[r] = max([_value(p, r, s, n_r) for s in range(p.S)
+                        if _fits_server(p, r, s, n_r)] or [0.0])
     gwt = {j: (jobs[j].gpus or 1) if jobs[j].guaranteed else 0 for j in range(p.J)}
 
     def evaluate(assign, preempted_):
@@ -748,7 +798,7 @@ def solve_cpsat_tenancy(problem: Problem, *, time_limit=None, seed=0, migration_
     scored.sort(reverse=True)
     warm_key, _, warm_name, warm_eng, warm_pre = scored[0]
     hint_eng = gr[0] if gr is not None else heng
-    hints = _hints(p, hint_eng, glist, x, keep, mv, cellvar, rack_lvl)
+    hints = _hints(p, hint_eng, glist, gsize, x, keep, mv, cellvar, rack_lvl)
 
     solver = cp_model.CpSolver()
     # one worker by default: deterministic for a seed; more workers interleave
@@ -787,10 +837,12 @@ def solve_cpsat_tenancy(problem: Problem, *, time_limit=None, seed=0, migration_
     phase1_optimal = True
     floor = None
     floor_ct = -1
-    gterms = [(jobs[glist[gi][0]].gpus or 1, v) for (gi, s), v in x.items()
+    # guaranteed work of a job: its GPUs (an elastic job's smallest size), 1 if none
+    work = {j: min(_sizes(jobs[j])) or 1 for j in range(p.J)}
+    gterms = [(work[glist[gi][0]], v) for (gi, s), v in x.items()
               if jobs[glist[gi][0]].guaranteed]
-    gterms += [(jobs[r].gpus or 1, keep[r]) for r in running if jobs[r].guaranteed]
-    gterms += [(jobs[r].gpus or 1, v) for (r, s), v in mv.items() if jobs[r].guaranteed]
+    gterms += [(work[r], keep[r]) for r in running if jobs[r].guaranteed]
+    gterms += [(work[r], v) for (r, s), v in mv.items() if jobs[r].guaranteed]
     if guaranteed_first and gterms:
         # phase 1: as much guaranteed work as the cells allow (HiveD's guarantee).
         # Trivial bound: per tenant, min(its cell GPUs, its guaranteed GPU demand).
@@ -800,7 +852,7 @@ def solve_cpsat_tenancy(problem: Problem, *, time_limit=None, seed=0, migration_
         for j in modelled:
             if jobs[j].guaranteed:
                 if jobs[j].gpus:
-                    dem[jobs[j].tenant] += jobs[j].gpus
+                    dem[jobs[j].tenant] += work[j]
                 else:
                     cpu_only += 1
         ub1 = cpu_only + sum(min(dem[v], sum(quota_gpus(p.cluster, v, t)
@@ -858,17 +910,24 @@ def solve_cpsat_tenancy(problem: Problem, *, time_limit=None, seed=0, migration_
     if st in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         cp_bound = solver.BestObjectiveBound() / SCALE + 0.5 * p.J / SCALE
         stats["model_objective"] = solver.ObjectiveValue() / SCALE
+        took = 0.0
         for si, sol_ in enumerate(sols):
-            if si and time.perf_counter() - t_start > limit - 0.3 * reserve:
+            now = time.perf_counter()
+            if si and (now - t_start > limit - 0.3 * reserve
+                       or now + took - t_start > limit - 0.1 * reserve):
                 break
+            if best is not None and best[4][0] >= sol_.ObjectiveValue() / SCALE - 1e-9:
+                break     # no decode of this incumbent can beat the best one
             for cv in ("exact", cellvar, None):
                 if cv == "exact":
-                    r_ = _decode_exact(p, sol_, running, glist, x, keep, mv, cellvar, rack_lvl)
+                    r_ = _decode_exact(p, sol_, running, glist, gsize, gset, x, keep, mv,
+                                       cellvar, rack_lvl)
                     if r_ is None:
                         continue
                     eng, lost = r_
                 else:
-                    eng, lost = _decode(p, sol_, running, glist, x, keep, mv, cv, rack_lvl)
+                    eng, lost = _decode(p, sol_, running, glist, gsize, gset, x, keep, mv, cv,
+                                        rack_lvl)
                 if not _binding_ok(p, eng) or not _victims_ok(p, eng, running):
                     continue
                 preempted = {r for r in running if r not in eng.assign}
@@ -878,6 +937,7 @@ def solve_cpsat_tenancy(problem: Problem, *, time_limit=None, seed=0, migration_
                     stats["decode_misses"] = lost
                 if lost == 0:
                     break
+            took = time.perf_counter() - now
         if best is not None:
             best = best[:4]
     elif st == cp_model.INFEASIBLE:
@@ -1091,7 +1151,8 @@ def _physical_cells(p, eng, solver, cellvar, rack_lvl, kept):
     return sorted((n, v) for (v, n), b in y.items() if s.Value(b))
 
 
-def _decode(p, solver, running, glist, x, keep, mv, cellvar=None, rack_lvl=None):
+def _decode(p, solver, running, glist, gsize, gset, x, keep, mv, cellvar=None,
+            rack_lvl=None):
     """Replay the model's choices through the hived engine; returns (engine, misses)."""
     jobs = p.jobs
     eng = _OneServerEngine(p)
@@ -1121,11 +1182,13 @@ def _decode(p, solver, running, glist, x, keep, mv, cellvar=None, rack_lvl=None)
             plan.append((gi, s, cnt))
     queue = []
     taken = defaultdict(int)
+    size = {}
     for gi, s, cnt in sorted(plan):
         members = glist[gi]
-        for j in members[taken[gi]:taken[gi] + cnt]:
+        for j in members[taken[gset[gi]]:taken[gset[gi]] + cnt]:
+            size[j] = gsize[gi]
             queue.append((j, s))
-        taken[gi] += cnt
+        taken[gset[gi]] += cnt
     for (r, s), v in mv.items():
         if solver.Value(v):
             queue.append((r, s))
@@ -1138,7 +1201,7 @@ def _decode(p, solver, running, glist, x, keep, mv, cellvar=None, rack_lvl=None)
     lost = 0
     missed = []
     for j, s in queue:
-        n = jobs[j].gpus
+        n = size.get(j, jobs[j].gpus)
         ok = False
         if s is not None:
             eng.only_servers = {s}
@@ -1150,7 +1213,7 @@ def _decode(p, solver, running, glist, x, keep, mv, cellvar=None, rack_lvl=None)
     # a job the engine could not fit on its model server goes anywhere, once
     # every other job had its own server (so it takes no planned room)
     for j in missed:
-        eng.try_place(j, jobs[j].gpus, 0, set())
+        eng.try_place(j, size.get(j, jobs[j].gpus), 0, set())
 
     if cellvar is None:
         _release_empty(eng)
@@ -1181,7 +1244,7 @@ def _job_value(p: Problem, j: int, a) -> float:
 
 
 def _server_plan(p, eng, s, counts, jobs_on, busy, optional, own_fixed, cover, reserve,
-                 vcache, time_limit=1.0):
+                 vcache, size=None, time_limit=1.0):
     """Exact placement inside server s of the jobs the model put there.
 
     Given the model's cell counts c[v,l] on s, the GPUs of the kept running
@@ -1253,7 +1316,7 @@ def _server_plan(p, eng, s, counts, jobs_on, busy, optional, own_fixed, cover, r
     rescuers = defaultdict(list)        # r -> z of jobs that outrank r
     for j in jobs_on:
         job = jobs[j]
-        k = job.gpus
+        k = (size or {}).get(j, job.gpus)
         if k > len(free):
             continue
         n_sets = 1
@@ -1271,7 +1334,7 @@ def _server_plan(p, eng, s, counts, jobs_on, busy, optional, own_fixed, cover, r
             if v is not None and any(own_fixed.get(g, v) != v or
                                      (g not in own_fixed and not own.get((g, v))) for g in S):
                 continue
-            key = (j, _span_key(p, S))
+            key = (j, k, _span_key(p, S))
             val = vcache.get(key)
             if val is None:
                 val = vcache[key] = _job_value(p, j, p.make_assign(j, S, 0))
@@ -1312,7 +1375,7 @@ def _server_plan(p, eng, s, counts, jobs_on, busy, optional, own_fixed, cover, r
     return cells, placed, {r for r, kr in keep.items() if sv.Value(kr)}
 
 
-def _decode_exact(p, solver, running, glist, x, keep, mv, cellvar, rack_lvl):
+def _decode_exact(p, solver, running, glist, gsize, gset, x, keep, mv, cellvar, rack_lvl):
     """Decode server by server with :func:`_server_plan`: the model's cells on
     each server and its whole-GPU jobs' GPUs chosen together (rack cells as
     the model bound them; a kept opportunistic job on one server may give way
@@ -1354,12 +1417,14 @@ def _decode_exact(p, solver, running, glist, x, keep, mv, cellvar, rack_lvl):
                 cover[g] = jobs[r].tenant
     plan = defaultdict(list)           # s -> jobs the model put there
     taken = defaultdict(int)
+    size = {}
     for (gi, s), var in sorted(x.items()):
         cnt = solver.Value(var)
         if cnt:
-            members = glist[gi]
-            plan[s].extend(members[taken[gi]:taken[gi] + cnt])
-            taken[gi] += cnt
+            members = glist[gi][taken[gset[gi]]:taken[gset[gi]] + cnt]
+            plan[s].extend(members)
+            size.update((j, gsize[gi]) for j in members)
+            taken[gset[gi]] += cnt
     for (r, s), var in mv.items():
         if solver.Value(var):
             plan[s].append(r)
@@ -1368,13 +1433,14 @@ def _decode_exact(p, solver, running, glist, x, keep, mv, cellvar, rack_lvl):
     later = []
     stay = set(kept)
     for s in sorted(set(plan) | set(counts) | set(busy) | set(optional)):
-        whole = [j for j in plan.get(s, ()) if jobs[j].gpus and jobs[j].gpu_milli >= MILLI]
-        milli = sum(jobs[j].gpu_milli * jobs[j].gpus for j in plan.get(s, ())
+        whole = [j for j in plan.get(s, ()) if size.get(j, jobs[j].gpus)
+                 and jobs[j].gpu_milli >= MILLI]
+        milli = sum(jobs[j].gpu_milli * size.get(j, jobs[j].gpus) for j in plan.get(s, ())
                     if jobs[j].gpus and jobs[j].gpu_milli < MILLI)
         r = _server_plan(p, eng, s, counts.get(s, {}), whole, busy[s], optional.get(s, {}),
                          {g: v for g, v in rack_owner.items() if int(p.gpu_server[g]) == s},
                          {g: v for g, v in cover.items() if int(p.gpu_server[g]) == s},
-                         -(-milli // MILLI), vcache)
+                         -(-milli // MILLI), vcache, size)
         if r is None:
             return None
         for n, v in r[0]:
@@ -1398,12 +1464,12 @@ def _decode_exact(p, solver, running, glist, x, keep, mv, cellvar, rack_lvl):
             missed.append(j)
     for j, s in later:
         eng.only_servers = {s}
-        ok = eng.try_place(j, jobs[j].gpus, 0, set())
+        ok = eng.try_place(j, size.get(j, jobs[j].gpus), 0, set())
         eng.only_servers = None
         if not ok:
             missed.append(j)
     for j in missed + homeless:
-        eng.try_place(j, jobs[j].gpus, 0, set())
+        eng.try_place(j, size.get(j, jobs[j].gpus), 0, set())
     rest = [j for j in range(p.J) if j not in eng.assign and jobs[j].current is None]
     for j in sorted(rest, key=lambda j: (not jobs[j].guaranteed, -p.upper_coef(j), j)):
         eng.try_place(j, jobs[j].gpus, 0, set())
