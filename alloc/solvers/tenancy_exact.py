@@ -921,7 +921,7 @@ def solve_cpsat_tenancy(problem: Problem, *, time_limit=None, seed=0, migration_
             for cv in ("exact", cellvar, None):
                 if cv == "exact":
                     r_ = _decode_exact(p, sol_, running, glist, gsize, gset, x, keep, mv,
-                                       cellvar, rack_lvl)
+                                       cellvar, rack_lvl, t_start + limit - 0.1 * reserve)
                     if r_ is None:
                         continue
                     eng, lost = r_
@@ -1375,7 +1375,8 @@ def _server_plan(p, eng, s, counts, jobs_on, busy, optional, own_fixed, cover, r
     return cells, placed, {r for r, kr in keep.items() if sv.Value(kr)}
 
 
-def _decode_exact(p, solver, running, glist, gsize, gset, x, keep, mv, cellvar, rack_lvl):
+def _decode_exact(p, solver, running, glist, gsize, gset, x, keep, mv, cellvar, rack_lvl,
+                  deadline=float("inf")):
     """Decode server by server with :func:`_server_plan`: the model's cells on
     each server and its whole-GPU jobs' GPUs chosen together (rack cells as
     the model bound them; a kept opportunistic job on one server may give way
@@ -1383,7 +1384,8 @@ def _decode_exact(p, solver, running, glist, gsize, gset, x, keep, mv, cellvar, 
     CPU-only jobs on their model server through the engine; a job left over is
     tried anywhere; finally every other pending job that still fits (no
     victims).  Returns (engine, misses) or None when some server's counts
-    cannot be realised around the kept jobs."""
+    cannot be realised around the kept jobs (or the deadline passes)."""
+    import time
     jobs = p.jobs
     eng = _OneServerEngine(p)
     tree = eng.tree
@@ -1437,10 +1439,13 @@ def _decode_exact(p, solver, running, glist, gsize, gset, x, keep, mv, cellvar, 
                  and jobs[j].gpu_milli >= MILLI]
         milli = sum(jobs[j].gpu_milli * size.get(j, jobs[j].gpus) for j in plan.get(s, ())
                     if jobs[j].gpus and jobs[j].gpu_milli < MILLI)
+        left = deadline - time.perf_counter()
+        if left <= 0:
+            return None
         r = _server_plan(p, eng, s, counts.get(s, {}), whole, busy[s], optional.get(s, {}),
                          {g: v for g, v in rack_owner.items() if int(p.gpu_server[g]) == s},
                          {g: v for g, v in cover.items() if int(p.gpu_server[g]) == s},
-                         -(-milli // MILLI), vcache, size)
+                         -(-milli // MILLI), vcache, size, min(1.0, left))
         if r is None:
             return None
         for n, v in r[0]:
