@@ -276,3 +276,54 @@ def test_shipped_tenancy_instances_are_valid(instances_dir):
         inst = load_instance(instances_dir / f"{name}.json")
         r = allocate(inst.cluster, inst.jobs, solver="hived")
         assert not violations(inst.cluster, inst.jobs, r)
+
+
+def test_server_prefilter_keeps_placements(monkeypatch):
+    """On a large cluster pick() skips servers without n free GPUs in one node
+    of the job's locality level; the placements match the unfiltered search."""
+    import random
+
+    from alloc.problem import compile_problem
+    from alloc.solvers.hived import Engine, restore_running
+
+    rng = random.Random(3)
+    c = make_cluster(100, {"a": [("server", 10, "V100"), ("switch", 20, "V100")],
+                           "b": [("socket", 20, "V100")]})
+    fill = [gj(f"a{i}", rng.choice((1, 2, 8)), "a", locality="server") for i in range(20)]
+    fill += [gj(f"b{i}", rng.choice((2, 4)), "b", locality="socket") for i in range(20)]
+    fill += [oj(f"o{i}", rng.choice((1, 2, 3, 5)), locality=rng.choice((None, "switch")))
+             for i in range(250)]
+    a = allocate(c, fill, solver="hived", check=False)
+    placed = {p.job: p for p in a.placements}
+    running = [replace(j, current=replace(placed[j.id], throughput=0.0)) for j in fill
+               if j.id in placed]
+    probes = [gj(f"pa{i}", n, "a", locality=loc) for i, (n, loc) in
+              enumerate([(1, None), (2, "switch"), (4, "socket"), (8, "server")] * 3)]
+    probes += [gj(f"pb{i}", n, "b", locality="socket") for i, n in enumerate((2, 4, 4))]
+    probes += [oj(f"po{i}", n, locality=loc) for i, (n, loc) in
+               enumerate([(1, None), (2, "switch"), (3, None), (4, "socket")] * 3)]
+    prob = compile_problem(c, running + probes)
+
+    def placements():
+        eng = Engine(prob)
+        restore_running(eng, list(range(len(running))))
+        out = []
+        for k in range(len(running), len(running) + len(probes)):
+            ok = eng.try_place(k, prob.jobs[k].gpus, 0, set())
+            out.append(sorted(eng.assign[k].gpus) if ok else None)
+            if ok:
+                eng.remove(k)
+        return out
+    fast = placements()
+    skipped = []
+    viable = Engine.viable
+
+    def count(self, j, n, mask):
+        v = viable(self, j, n, mask)
+        skipped.append(0 if v is None else int((~v).sum()))
+        return v
+    monkeypatch.setattr(Engine, "viable", count)
+    assert placements() == fast and sum(skipped) > 0     # the filter did skip servers
+    monkeypatch.setattr(Engine, "viable", lambda self, j, n, mask: None)
+    assert placements() == fast
+    assert sum(x is not None for x in fast) >= len(probes) // 2

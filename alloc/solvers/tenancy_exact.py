@@ -476,9 +476,10 @@ def solve_cpsat_tenancy(problem: Problem, *, time_limit=None, seed=0, migration_
     by_set = defaultdict(list)
     for (gi, s), v in x.items():
         by_set[gset[gi]].append(v)
+    n_members = {k_: len(members) for k_, members in zip(gset, glist)}
     for k_, vs in by_set.items():
         if len(vs) > 1:
-            m.Add(sum(vs) <= len(next(glist[gi] for gi in range(len(glist)) if gset[gi] == k_)))
+            m.Add(sum(vs) <= n_members[k_])
 
     keep: dict[int, object] = {}
     mv: dict[tuple[int, int], object] = {}
