@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from dataclasses import replace
 
+import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from alloc import Cell, Cluster, Job, Profile, Server, Tenant, allocate, violations
@@ -151,6 +152,20 @@ def test_elastic_size_follows_scaling():
     j2 = replace(j, profile=flat)
     r = allocate(c, [j2], solver="hived")
     assert len(r.placement("e").gpus) == 2       # no gain beyond 2
+
+
+def test_elastic_growth_needs_real_throughput_gain():
+    # the speed-up curve favours 8 GPUs, but the job's memory split over more
+    # than 2 GPUs falls below the profile's grid: a larger size would run at 0
+    prof = Profile("g", cpu_per_gpu=(500,), mem_per_gpu=(500,), tput=((1.0,),),
+                   scaling={1: 0.5, 2: 1.0, 4: 1.7, 8: 1.75})
+    c = make_cluster(1)
+    j = Job("e", gpus=2, min_gpus=1, max_gpus=8, cpu=4000, mem=1000, profile=prof, model="g")
+    r = allocate(c, [j], solver="hived")
+    assert len(r.placement("e").gpus) == 2 and r.value == pytest.approx(1.0)
+    j4 = replace(j, mem=2000)                    # 500 MiB per GPU at 4 GPUs: grows to 4
+    r = allocate(c, [j4], solver="hived")
+    assert len(r.placement("e").gpus) == 4 and r.value == pytest.approx(1.7)
 
 
 def test_colocation_on_guaranteed_gpu():

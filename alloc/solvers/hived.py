@@ -38,8 +38,10 @@ Elastic jobs (``min_gpus``/``max_gpus``) are admitted at the smallest size
 has been tried, grown to the size n <= max_gpus (or gpus; only the profile's
 ``scaling`` points when it has them) that maximises
 ``weight * scale(n)`` (:func:`alloc.objectives.scale_factor`) among those that
-fit in free GPUs (Gandiva grow); a running elastic job keeps its size unless
-migration is on.
+fit in free GPUs (Gandiva grow), and only when the job's real throughput on
+the new GPUs (the profile's grid at its CPU and memory per GPU, GPU speed,
+span, scaling) is higher than before; a running elastic job keeps its size
+unless migration is on.
 
 Migration (options ``migration_cost=c`` and/or ``max_moves=k``; off by
 default).  Preemption victims are first re-placed elsewhere (a move) instead of
@@ -661,6 +663,14 @@ def _value(p: Problem, j: int, n: int) -> float:
     return job.weight * scale_factor(job.profile, job, n)
 
 
+def job_value(p: Problem, j: int, a: Assign) -> float:
+    """Objective value of job j placed as ``a`` (the checker's formula)."""
+    job = p.jobs[j]
+    if p.objective == "throughput":
+        return job.weight * p.placement(j, a).throughput
+    return {"gpus": float(sum(mi for _, mi in a.gpus)), "jobs": 1.0}[p.objective]
+
+
 def current_assign(p: Problem, j: int) -> Assign | None:
     job = p.jobs[j]
     cur = job.current
@@ -763,14 +773,22 @@ def run(p: Problem, *, migration_cost=None, max_moves=None, preempt=True, coloca
                 continue
             cur = eng.size[j]
             old = eng.assign[j]
+            old_value = job_value(p, j, old)
             sizes = sorted(elastic_sizes(job, cur + 1, hi), key=lambda n: (-_value(p, j, n), n))
             for n in sizes:
                 if _value(p, j, n) <= _value(p, j, cur) + 1e-12:
                     break
                 eng.remove(j, release=False)
                 if eng.try_place(j, n, 0, set()):
+                    if job_value(p, j, eng.assign[j]) > old_value + 1e-12:
+                        _release_empty(eng)
+                        break
+                    # more GPUs but less throughput (e.g. CPU or memory per GPU
+                    # below the profile's grid): keep the old size
+                    eng.remove(j, release=False)
+                    eng.place(j, old)
                     _release_empty(eng)
-                    break
+                    continue
                 eng.place(j, old)
 
     # (4) migration: defragment for unplaced jobs, re-consolidate spread jobs

@@ -157,7 +157,8 @@ from ..objectives import scale_factor, throughput
 from ..problem import Problem, Solution
 from ..solve import register
 from ..tenancy import binding_keys, outranks, quota_gpus
-from .hived import Engine, _release_empty, current_assign, elastic_sizes, restore_running
+from .hived import (Engine, _release_empty, current_assign, elastic_sizes, job_value,
+                    restore_running)
 
 SCALE = 10 ** 7
 SPAN_LEVELS = ("switch", "socket", "server")
@@ -1237,11 +1238,6 @@ def _span_key(p: Problem, gpus) -> int:
     return best
 
 
-def _job_value(p: Problem, j: int, a) -> float:
-    job = p.jobs[j]
-    if p.objective == "throughput":
-        return job.weight * p.placement(j, a).throughput
-    return {"gpus": float(sum(mi for _, mi in a.gpus)), "jobs": 1.0}[p.objective]
 
 
 def _server_plan(p, eng, s, counts, jobs_on, busy, optional, own_fixed, cover, reserve,
@@ -1338,7 +1334,7 @@ def _server_plan(p, eng, s, counts, jobs_on, busy, optional, own_fixed, cover, r
             key = (j, k, _span_key(p, S))
             val = vcache.get(key)
             if val is None:
-                val = vcache[key] = _job_value(p, j, p.make_assign(j, S, 0))
+                val = vcache[key] = job_value(p, j, p.make_assign(j, S, 0))
             b = m.NewBoolVar("")
             z[(j, S)] = b
             lits.append(b)
