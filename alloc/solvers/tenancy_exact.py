@@ -295,6 +295,19 @@ def _fits_at(eng: Engine, a) -> bool:
         all(eng.cpu[s] >= v for s, v in a.cpu) and all(eng.mem[s] >= v for s, v in a.mem)
 
 
+def _place_kept(p: Problem, eng: Engine, kept) -> list:
+    """Put kept running jobs back where they run (guaranteed first); returns
+    those whose GPUs are no longer free."""
+    homeless = []
+    for r in sorted(kept, key=lambda r: (not p.jobs[r].guaranteed, r)):
+        a = current_assign(p, r)
+        if _fits_at(eng, a):
+            eng.place(r, a)
+        else:
+            homeless.append(r)
+    return homeless
+
+
 def _greedy(p: Problem, running, pending, vbest, pcost: float, dens: float = 0.0):
     """Value-aware warm start on the hived engine (one server per job): running
     jobs of no value that some pending job may legally preempt are set aside,
@@ -1166,13 +1179,7 @@ def _decode(p, solver, running, glist, gsize, gset, x, keep, mv, cellvar=None,
         # kept jobs (every cell bound: safety holds trivially)
         for n, v in cells:
             eng.bind(n, v)
-        homeless = []
-        for r in sorted(kept, key=lambda r: (not jobs[r].guaranteed, r)):
-            a = current_assign(p, r)
-            if _fits_at(eng, a):
-                eng.place(r, a)
-            else:
-                homeless.append(r)
+        homeless = _place_kept(p, eng, kept)
     else:
         homeless = restore_running(eng, kept)
         if cellvar is not None:
@@ -1450,13 +1457,7 @@ def _decode_exact(p, solver, running, glist, gsize, gset, x, keep, mv, cellvar, 
         chosen.update(r[1])
         stay -= set(optional.get(s, {})) - r[2]
         later.extend((j, s) for j in plan.get(s, ()) if j not in r[1])
-    homeless = []
-    for r in sorted(stay, key=lambda r: (not jobs[r].guaranteed, r)):
-        a = current_assign(p, r)
-        if _fits_at(eng, a):
-            eng.place(r, a)
-        else:
-            homeless.append(r)
+    homeless = _place_kept(p, eng, stay)
     missed = []
     for j, gs in sorted(chosen.items()):
         a = p.make_assign(j, gs, 0)
