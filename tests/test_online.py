@@ -234,7 +234,7 @@ def test_lookahead_equals_fgd_without_stranding_term():
                             ["V100", "T4", "T4", "P100"] * 2, frag_model=fm)
     a, _, _ = simulate(fresh(), make_policy("fgd"), pods)
     b, _, _ = simulate(fresh(), make_policy("fgd-lookahead", lam=0.0, share_res=100,
-                                            reserve=0.0), pods)
+                                            reserve=0.0, mu=0.0), pods)
     assert a == b
 
 
@@ -331,3 +331,31 @@ def test_reservation_never_refuses_a_pod_that_fits():
     st2.apply(0, [0], Pod(1000, 1, 1, 1000, ("T4",)))
     st2.typed_used[0] = 1950
     assert pol.__class__().choose(st2, pod, st2.feasible(pod))[0] == 0
+
+
+def test_share_prices_and_reduced_costs_by_hand():
+    from alloc.online import share_prices
+    # one 810 per GPU, two 470 per GPU: y_810 = 1, y_470 = 1/2, and V(1000) = 1
+    y, V = share_prices([470, 810], [0.5, 0.5])
+    assert y.tolist() == pytest.approx([0.5, 1.0]) and V[1000] == pytest.approx(1.0)
+    assert V[530] == pytest.approx(0.5) and V[900] == pytest.approx(1.0) and V[469] == 0
+    fm = FragModel([1000, 1000], [810, 470], [1, 1], [(), ()], [0.5, 0.5])
+    pol = make_policy("fgd-lookahead")
+    rc = pol.reduced_cost(fm, np.array([1000, 530, 900]), 470)
+    # fresh GPU: 1 - V(530) - 1/2 = 0; the 530 hole: 1/2 - 0 - 1/2 = 0;
+    # the 900 hole would lose its 810: V(900) - V(430) - 1/2 = 1/2
+    assert rc.tolist() == pytest.approx([0.0, 0.0, 0.5])
+    # the policy keeps the 900 hole for an 810 pod
+    st = ClusterState([64000, 64000], [10**6] * 2, [1, 1], ["A", "A"], frag_model=fm)
+    st.apply(0, [0], Pod(1000, 1, 1, 100))              # node 0: 900 free
+    st.apply(1, [0], Pod(1000, 1, 1, 470))              # node 1: 530 free
+    pod = Pod(1000, 1, 1, 470)
+    assert pol.choose(st, pod, st.feasible(pod))[0] == 1
+
+
+def test_share_prices_with_a_filler_size():
+    from alloc.online import share_prices
+    # fewer 160s than 810s, and 810 + 160 fit one GPU: some 810s sit alone, so
+    # an 810 pays a whole GPU and the 160 is free (complementary slackness)
+    y, V = share_prices([160, 810], [0.2, 0.5])
+    assert y.tolist() == pytest.approx([0.0, 1.0]) and V[1000] == pytest.approx(1.0)
