@@ -581,8 +581,9 @@ class FGDLookaheadPolicy(_Cached):
     protocol's arrival horizon (130 % of capacity).
 
     Measured on openb ``gpuspec05..33`` (x=100, seeds 42-44; FGD in
-    brackets): 95.82 (95.29), 95.76 (94.68), 95.68 (94.68), 95.43 (93.89),
-    94.93 (87.67).  Without the reservation, unrestricted pods took most of
+    brackets): 96.14 (95.29), 96.04 (94.68), 95.92 (94.68), 95.69 (93.89),
+    95.07 (87.67); before the share prices, 95.82, 95.76, 95.68, 95.43,
+    94.93.  Without the reservation, unrestricted pods took most of
     the scarce models' GPUs (on gpuspec33, 276 of the 312 G3 GPUs while 72
     G3-restricted pods failed and 436 G2 GPUs stayed idle), and the stranding
     term lost 0.2-0.4 points against FGD there.  ``reserve`` 1.0, 1.3, 2.0
@@ -592,9 +593,9 @@ class FGDLookaheadPolicy(_Cached):
     (seed 42), and steering CPU-only pods as well gave 82.6 on gpuspec33:
     CPU-only pods belong on the CPU-rich nodes.
 
-    Measured on openb ``default`` (x=100; FGD 95.47/95.29/95.20/95.37 on seeds
-    42-45): ``lam=0.5, R=100`` 95.66/95.81/95.73/95.88; ``R=1000`` for shared
-    pods 95.83/95.94/95.89/95.93.  ``lam`` 0.15-1.0 and ``rho`` 8-14.3 all give
+    Measured on openb ``default`` without the share prices (``mu = 0``; x=100;
+    FGD 95.47/95.29/95.20/95.37 on seeds 42-45): ``lam=0.5, R=100``
+    95.66/95.81/95.73/95.88; ``R=1000`` for shared pods 95.83/95.94/95.89/95.93.  ``lam`` 0.15-1.0 and ``rho`` 8-14.3 all give
     within 0.1 of each other; ``R=10000`` is no better; ``R=1000`` for whole-GPU
     pods too loses 0.07.  Variants that did not beat FGD: exact ``dF`` for all
     pods (94.27), best-fit / ``dF`` tie-breaks (94.2-95.2), coarser score
