@@ -35,27 +35,28 @@ def test_small_instance_decodes_every_model_placement(instances_dir):
     assert r.status.value == "optimal" and r.value == pytest.approx(r.bound, rel=1e-6)
 
 
-def test_large_instance_neighbourhood_search(instances_dir):
-    """Past 100 jobs phase 2 runs a neighbourhood search: the answer stays
-    valid, never below hived, under the (whole-model) bound, not claimed optimal
-    unless proven."""
-    inst = load_instance(instances_dir / "tenancy_64x8.json")
+def _valid_and_above_hived(path):
+    """cpsat-tenancy on an instance file: valid, never below hived, under its bound."""
+    inst = load_instance(path)
     h = allocate(inst.cluster, inst.jobs, solver="hived")
     r = allocate(inst.cluster, inst.jobs, solver="cpsat-tenancy", time_limit=10)
     assert not violations(inst.cluster, inst.jobs, r)
     assert r.value >= h.value - 1e-6
     assert r.bound is not None and r.value <= r.bound + 1e-6
+    return r
+
+
+def test_large_instance_neighbourhood_search(instances_dir):
+    """Past 100 jobs phase 2 runs a neighbourhood search: the answer stays
+    valid, never below hived, under the (whole-model) bound, not claimed optimal
+    unless proven."""
+    r = _valid_and_above_hived(instances_dir / "tenancy_64x8.json")
     if r.stats["cp_status"] == "FEASIBLE":
         assert "lns_improvements" in r.stats and r.status.value == "feasible"
 
 
 def test_elastic_instance_is_solved(instances_dir):
-    inst = load_instance(instances_dir / "tenancy_elastic.json")
-    h = allocate(inst.cluster, inst.jobs, solver="hived")
-    r = allocate(inst.cluster, inst.jobs, solver="cpsat-tenancy", time_limit=10)
-    assert not violations(inst.cluster, inst.jobs, r)
-    assert r.value >= h.value - 1e-6
-    assert r.bound is not None and r.value <= r.bound + 1e-6
+    r = _valid_and_above_hived(instances_dir / "tenancy_elastic.json")
     assert r.status.value == "optimal"
 
 
