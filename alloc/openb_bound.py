@@ -84,6 +84,8 @@ def upper_bound(pods: Sequence[Pod], cpu, mem, ngpu, models: Sequence[str], *,
 
     import highspy
 
+    from .solvers.formulation import set_colwise_matrix
+
     t0 = time.perf_counter()
     shape_count = Counter(zip((int(x) for x in cpu), (int(x) for x in mem),
                               (int(x) for x in ngpu), (str(x) for x in models)))
@@ -170,21 +172,7 @@ def upper_bound(pods: Sequence[Pod], cpu, mem, ngpu, models: Sequence[str], *,
     lp.row_lower_ = np.asarray([r[0] for r in rows], dtype=np.float64)
     lp.row_upper_ = np.asarray([r[1] for r in rows], dtype=np.float64)
     lp.sense_ = highspy.ObjSense.kMaximize
-    # column-wise sparse matrix
-    cols = defaultdict(list)
-    for i, (_, _, coefs) in enumerate(rows):
-        for j, v in coefs.items():
-            cols[j].append((i, v))
-    start, index, value = [0], [], []
-    for j in range(ncol):
-        for i, v in cols.get(j, ()):
-            index.append(i)
-            value.append(v)
-        start.append(len(index))
-    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
-    lp.a_matrix_.start_ = np.asarray(start, dtype=np.int32)
-    lp.a_matrix_.index_ = np.asarray(index, dtype=np.int32)
-    lp.a_matrix_.value_ = np.asarray(value, dtype=np.float64)
+    set_colwise_matrix(lp, [coefs for _, _, coefs in rows], ncol)
     h.passModel(lp)
     h.run()
     lp_val = float(h.getInfo().objective_function_value)

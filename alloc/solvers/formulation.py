@@ -204,6 +204,26 @@ def solve_lp(model: LinearModel) -> tuple[float, list[float], list[float]] | Non
     return None
 
 
+def set_colwise_matrix(lp, row_coefs: Sequence[dict], ncol: int) -> None:
+    """Give a ``highspy.HighsLp`` its constraint matrix, column-wise, from one
+    ``{column: coefficient}`` dict per row."""
+    import highspy
+    cols: list[list[tuple[int, float]]] = [[] for _ in range(ncol)]
+    for r, coefs in enumerate(row_coefs):
+        for k, v in coefs.items():
+            cols[k].append((r, v))
+    start, index, value = [0], [], []
+    for col in cols:
+        for r, v in col:
+            index.append(r)
+            value.append(v)
+        start.append(len(index))
+    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
+    lp.a_matrix_.start_ = np.array(start, dtype=np.int32)
+    lp.a_matrix_.index_ = np.array(index, dtype=np.int32)
+    lp.a_matrix_.value_ = np.array(value, dtype=float)
+
+
 def _lp_highspy(model: LinearModel):
     import highspy
     h = highspy.Highs()
@@ -217,20 +237,7 @@ def _lp_highspy(model: LinearModel):
     lp.col_upper_ = np.array([v if v < INF else big for v in model.ub], dtype=float)
     lp.row_lower_ = np.array([lo if lo > -INF else -big for _, lo, _ in model.rows], dtype=float)
     lp.row_upper_ = np.array([hi if hi < INF else big for _, _, hi in model.rows], dtype=float)
-    cols: list[list[tuple[int, float]]] = [[] for _ in range(n)]
-    for r, (coefs, _, _) in enumerate(model.rows):
-        for k, v in coefs.items():
-            cols[k].append((r, v))
-    start, index, value = [0], [], []
-    for col in cols:
-        for r, v in col:
-            index.append(r)
-            value.append(v)
-        start.append(len(index))
-    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
-    lp.a_matrix_.start_ = np.array(start, dtype=np.int32)
-    lp.a_matrix_.index_ = np.array(index, dtype=np.int32)
-    lp.a_matrix_.value_ = np.array(value, dtype=float)
+    set_colwise_matrix(lp, [coefs for coefs, _, _ in model.rows], n)
     lp.sense_ = highspy.ObjSense.kMaximize
     h.passModel(lp)
     h.run()
@@ -1358,15 +1365,32 @@ def solve_exact(problem: Problem, backend: Backend, *, time_limit: float | None 
 
     # 3. master seeded with heuristic columns -------------------------------
     master = Master(agg, extra_rows)
-    for sol in heur_sols:
+
+    def seed_columns(sol):
+        """Add the patterns of a solution to the master; returns its columns."""
         cols = solution_to_columns(agg, Solution(sol))
         if cols is not None:
             for pat in cols[0].values():
                 master.add(pat)
-    warm_cols = solution_to_columns(agg, Solution(best)) if best else None
-    if warm_cols is not None:
-        for pat in warm_cols[0].values():
-            master.add(pat)
+        return cols
+
+    for sol in heur_sols:
+        seed_columns(sol)
+    warm_cols = seed_columns(best) if best else None
+
+    def offer(z, pool, x, src: str, value_key: str | None = None,
+              error_key: str = "decode_error") -> None:
+        """Decode a master solution; keep it when valid and better."""
+        nonlocal best, best_v, best_src
+        cand = decode(agg, z, pool, x)
+        if not check_assign(problem, cand):
+            stats[error_key] = True
+            return
+        v = true_value(problem, cand)
+        if value_key:
+            stats[value_key] = v
+        if v > best_v + 1e-9:
+            best, best_v, best_src = cand, v, src
 
     # 4. column generation ---------------------------------------------------
     if not done(best_v, bound) and left() > 0.05:
@@ -1391,34 +1415,18 @@ def solve_exact(problem: Problem, backend: Backend, *, time_limit: float | None 
         stats["master_status"] = st
         stats.update({f"master_{k}": v for k, v in ipstats.items()})
         if z is not None:
-            cand = decode(agg, z, master.pool, x)
-            if check_assign(problem, cand):
-                v = true_value(problem, cand)
-                stats["master_value"] = v
-                if v > best_v + 1e-9:
-                    best, best_v, best_src = cand, v, "master"
-            else:
-                stats["decode_error"] = True
+            offer(z, master.pool, x, "master", "master_value")
         stats["t_master"] = time.perf_counter() - t0
         # 6. reduced-cost enumeration with descending targets (the proof)
         if not done(best_v, bound) and cg.converged and left() > 0.1:
-            best_cols = solution_to_columns(agg, Solution(best))
-            if best_cols is not None:
-                for pat in best_cols[0].values():
-                    master.add(pat)
+            best_cols = seed_columns(best)
             z2, x2, val2, pool2, enum_bound = enumerate_and_solve(
                 agg, master, backend, cg, best_v, deadline - 0.15 * limit, seed, stats,
                 hint=best_cols, delta=delta, top=tighten(bound, delta),
                 ip_deadline=deadline - 0.05 * limit)
             stats["t_enum"] = time.perf_counter() - t0
             if z2 is not None:
-                cand = decode(agg, z2, pool2, x2)
-                if check_assign(problem, cand):
-                    v = true_value(problem, cand)
-                    if v > best_v + 1e-9:
-                        best, best_v, best_src = cand, v, "enumeration"
-                else:
-                    stats["decode_error"] = True
+                offer(z2, pool2, x2, "enumeration")
             if enum_bound is not None and agg.exact_units:
                 # no solution is better than the enumerated masters allow
                 bounds.append(max(enum_bound, best_v))
@@ -1431,14 +1439,7 @@ def solve_exact(problem: Problem, backend: Backend, *, time_limit: float | None 
             stats["t_dive"] = time.perf_counter() - t0
             if dv is not None:
                 stats["dive_value"] = dv.value
-                cand = decode(agg, dv.z, master.pool, dv.x)
-                if check_assign(problem, cand):
-                    v = true_value(problem, cand)
-                    stats["dive_true"] = v
-                    if v > best_v + 1e-9:
-                        best, best_v, best_src = cand, v, "dive"
-                else:
-                    stats["dive_decode_error"] = True
+                offer(dv.z, master.pool, dv.x, "dive", "dive_true", "dive_decode_error")
     bound = min(bounds) if bounds else None
     if left() > 0.05 and not done(best_v, bound):
         best, best_v, best_src = polish(problem, best, best_v, best_src, deadline,
