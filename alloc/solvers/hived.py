@@ -558,30 +558,40 @@ class Engine:
                     out.append((len(self.tree.gpus[nodes[0]]), t, lvl))
         return sorted(out, key=lambda x: (x[0], x[1], -x[2]))
 
-    def bind_and_place(self, j: int, n: int, tmask, level: int, preempted: set) -> bool:
+    def cell_candidates(self, j: int, n: int, tmask, level: int, prune: bool = True):
+        """Yield (size, cell, buddy_ok, (gpus, victims)) for each free cell of
+        job j's tenant, at a level that holds n GPUs, in which (with the
+        tenant's free GPUs on the same servers) :meth:`pick` places j.
+        ``prune`` skips, at level 0, cells with fewer than n GPUs with room."""
         job = self.job(j)
-        v = job.tenant
-        vi = self.tid[v]
-        # one new cell that holds the job (with v's free GPUs on the same servers)
-        for size, t, lvl in self.cell_levels(v, j):
+        vi = self.tid[job.tenant]
+        for size, t, lvl in self.cell_levels(job.tenant, j):
             if size < n:
                 continue
             for c, h, buddy_ok in self.buddy_candidates(t, lvl):
                 cg = self.tree.gpus[c]
-                if sum(1 for g in cg if self.room_ok(j, g, job.gpu_milli)) < n and level == 0:
+                if prune and level == 0 and \
+                        sum(1 for g in cg if self.room_ok(j, g, job.gpu_milli)) < n:
                     continue
                 mask = tmask & (self.owner == vi)
                 mask[cg] = tmask[cg]
                 srv = sorted({int(self.p.gpu_server[g]) for g in cg})
                 r = self.pick(j, n, mask, level, servers=srv)
-                if r is None:
-                    continue
-                self.bind(c, v)
-                if not buddy_ok and not self.safe():
-                    self.unbind(c)
-                    continue
-                self.commit(j, n, r[0], r[1], preempted)
-                return True
+                if r is not None:
+                    yield size, c, buddy_ok, r
+
+    def bind_and_place(self, j: int, n: int, tmask, level: int, preempted: set) -> bool:
+        job = self.job(j)
+        v = job.tenant
+        vi = self.tid[v]
+        # one new cell that holds the job (with v's free GPUs on the same servers)
+        for _size, c, buddy_ok, r in self.cell_candidates(j, n, tmask, level):
+            self.bind(c, v)
+            if not buddy_ok and not self.safe():
+                self.unbind(c)
+                continue
+            self.commit(j, n, r[0], r[1], preempted)
+            return True
         # several cells (a job larger than any unbound cell of v), near v's free GPUs
         if n <= 1:
             return False

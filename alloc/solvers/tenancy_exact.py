@@ -250,26 +250,14 @@ class _OneServerEngine(Engine):
         resident jobs, lose the least value (hived takes the first that fits)."""
         if self.loss is None:
             return super().bind_and_place(j, n, tmask, level, preempted)
-        job = self.job(j)
-        v = job.tenant
-        vi = self.tid[v]
+        v = self.job(j).tenant
         best = None
-        for size, t, lvl in self.cell_levels(v, j):
-            if size < n:
-                continue
-            for c, h, buddy_ok in self.buddy_candidates(t, lvl):
-                cg = self.tree.gpus[c]
-                mask = tmask & (self.owner == vi)
-                mask[cg] = tmask[cg]
-                srv = sorted({int(self.p.gpu_server[g]) for g in cg})
-                r = self.pick(j, n, mask, level, servers=srv)
-                if r is None:
-                    continue
-                inside = {i for g in cg for i in self.on_gpu[g]}
-                key = (sum(self.loss.get(i, 0.0) for i in r[1]), len(r[1]),
-                       sum(self.loss.get(i, 0.0) for i in inside), not buddy_ok, size, c)
-                if best is None or key < best[0]:
-                    best = (key, c, r, buddy_ok)
+        for size, c, buddy_ok, r in self.cell_candidates(j, n, tmask, level, prune=False):
+            inside = {i for g in self.tree.gpus[c] for i in self.on_gpu[g]}
+            key = (sum(self.loss.get(i, 0.0) for i in r[1]), len(r[1]),
+                   sum(self.loss.get(i, 0.0) for i in inside), not buddy_ok, size, c)
+            if best is None or key < best[0]:
+                best = (key, c, r, buddy_ok)
         if best is not None:
             _, c, r, buddy_ok = best
             self.bind(c, v)
@@ -449,19 +437,24 @@ def solve_cpsat_tenancy(problem: Problem, *, time_limit=None, seed=0, migration_
     newplaced: dict[int, list] = defaultdict(list)   # job -> vars meaning "placed fresh"
     x: dict[tuple[int, int], object] = {}
 
-    def add_usage(j, s, var, n_gpus=None):
+    def add_gpu_usage(j, s, n, var):
+        """n GPUs of job j on server s when ``var`` is 1: whole or shared,
+        and under its tenant when guaranteed."""
         job = jobs[j]
-        n = job.gpus if n_gpus is None else n_gpus
+        if job.gpu_milli >= MILLI:
+            whole[s].append((n, var))
+            if job.guaranteed:
+                gwhole[(job.tenant, s)].append((n, var))
+        else:
+            shared[s].append((job.gpu_milli * n, var))
+            if job.guaranteed:
+                gshared[(job.tenant, s)].append((job.gpu_milli * n, var))
+
+    def add_usage(j, s, var, n_gpus=None):
+        n = jobs[j].gpus if n_gpus is None else n_gpus
         opt = p.options[j][0]
         if n:
-            if job.gpu_milli >= MILLI:
-                whole[s].append((n, var))
-                if job.guaranteed:
-                    gwhole[(job.tenant, s)].append((n, var))
-            else:
-                shared[s].append((job.gpu_milli * n, var))
-                if job.guaranteed:
-                    gshared[(job.tenant, s)].append((job.gpu_milli * n, var))
+            add_gpu_usage(j, s, n, var)
         cpu[s].append((opt.cpu, var))
         mem[s].append((opt.mem, var))
 
@@ -511,14 +504,7 @@ def solve_cpsat_tenancy(problem: Problem, *, time_limit=None, seed=0, migration_
         for s, c in a.mem:
             mem[s].append((c, k))
         for s, n in gsrv.items():
-            if job.gpu_milli >= MILLI:
-                whole[s].append((n, k))
-                if job.guaranteed:
-                    gwhole[(job.tenant, s)].append((n, k))
-            else:
-                shared[s].append((job.gpu_milli * n, k))
-                if job.guaranteed:
-                    gshared[(job.tenant, s)].append((job.gpu_milli * n, k))
+            add_gpu_usage(r, s, n, k)
         gids = [p.cluster.gpu_ids[g] for g, _ in a.gpus]
         tp = throughput(p.cluster, job, gids, sum(c for _, c in a.cpu), sum(c for _, c in a.mem))
         val = {"throughput": job.weight * tp, "gpus": float(sum(mi for _, mi in a.gpus)),
