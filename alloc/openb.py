@@ -200,6 +200,10 @@ class Workload:
     rank: np.ndarray       # tie-break rank per node (input node order)
     pods: PodTable         # name-sorted trace W
 
+    def arrivals(self) -> list[Pod]:
+        """The pods in arrival order."""
+        return [self.pods.pod(int(i)) for i in self.order]
+
 
 def sort_by_name(pods: PodTable) -> PodTable:
     idx = sorted(range(len(pods)), key=lambda i: pods.names[i])
@@ -305,7 +309,7 @@ def run(pods: PodTable, nodes: NodeTable, policy: str, seed: int, *, tune: float
     state = ClusterState(nodes.cpu, nodes.mem, nodes.gpus, nodes.model, rank=wl.rank,
                          frag_model=fm)
     pol = make_policy(policy, seed, **policy_options)
-    seq = [W.pod(int(i)) for i in wl.order]
+    seq = wl.arrivals()
     t0, c0 = time.perf_counter(), time.process_time()
     if max_moves is None:
         placements, used, frag = simulate(state, pol, seq, progress=progress)

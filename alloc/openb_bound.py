@@ -208,11 +208,12 @@ def arrived_prefix(pods: Sequence[Pod], capacity: int, x: int = 100) -> int:
 
 
 def openb_bound(pods_table, nodes, seed: int, *, x: int = 100, tune: float = 1.3,
-                **kw) -> BoundResult:
-    """Bound for one openb workload and seed at column x."""
-    from .openb import build_workload
-    wl = build_workload(pods_table, nodes, seed, tune)
-    seq = [wl.pods.pod(int(i)) for i in wl.order]
+                seq: Sequence[Pod] | None = None, **kw) -> BoundResult:
+    """Bound for one openb workload and seed at column x (``seq``: the seed's
+    arrivals when already built)."""
+    if seq is None:
+        from .openb import build_workload
+        seq = build_workload(pods_table, nodes, seed, tune).arrivals()
     cap = int(nodes.gpus.sum()) * MILLI
     n = arrived_prefix(seq, cap, x)
     return upper_bound(seq[:n], nodes.cpu, nodes.mem, nodes.gpus, nodes.model, **kw)

@@ -69,11 +69,10 @@ def main(argv=None) -> int:
     bounds, fulls = [], []
     t0 = time.time()
     for s in seeds:
+        seq = openb.build_workload(pods, nodes, s, args.tune).arrivals()
         r = openb_bound(pods, nodes, s, x=args.x, tune=args.tune, integer=not args.lp,
-                        time_limit=args.time_limit)
+                        time_limit=args.time_limit, seq=seq)
         bounds.append(r.bound / unit)
-        wl = openb.build_workload(pods, nodes, s, args.tune)
-        seq = [wl.pods.pod(int(i)) for i in wl.order]
         n = saturation(seq, int(nodes.gpus.sum()))
         fulls.append(sum(p.g for p in seq[:n + 1]) / unit)
         cells = " ".join(f"{curves.get((p, s), float('nan')):14.2f}" for p in policies)
