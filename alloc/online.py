@@ -608,6 +608,13 @@ class FGDLookaheadPolicy(_Cached):
                  share_res: int = 1000, cpu_pods: bool = True, reserve: float = 1.3,
                  mu: float = 10.0):
         super().__init__(seed)
+        for opt, val in (("lam", lam), ("reserve", reserve), ("mu", mu)):
+            if not isinstance(val, (int, float)) or isinstance(val, bool) or not val >= 0:
+                raise ValueError(f"fgd-lookahead option {opt!r}: expected a number >= 0, "
+                                 f"got {val!r}")
+        if not isinstance(share_res, int) or isinstance(share_res, bool) or share_res < 1:
+            raise ValueError(f"fgd-lookahead option 'share_res': expected an integer >= 1, "
+                             f"got {share_res!r}")
         self.cpu_pods = bool(cpu_pods)
         self.lam = float(lam)
         self.rho = rho

@@ -359,3 +359,10 @@ def test_share_prices_with_a_filler_size():
     # an 810 pays a whole GPU and the 160 is free (complementary slackness)
     y, V = share_prices([160, 810], [0.2, 0.5])
     assert y.tolist() == pytest.approx([0.0, 1.0]) and V[1000] == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize("opt", [{"reserve": -1}, {"mu": "x"}, {"lam": float("nan")},
+                                 {"share_res": 0}])
+def test_lookahead_rejects_bad_options(opt):
+    with pytest.raises(ValueError, match=f"option '{next(iter(opt))}'"):
+        make_policy("fgd-lookahead", **opt)
