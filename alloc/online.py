@@ -558,9 +558,7 @@ class FGDLookaheadPolicy(_Cached):
     on ``default`` (seeds 42-44): ``mu`` 0 / 1 / 3 / 10 / 30 / 100 give 95.89 /
     96.03 / 96.06 / 96.21 / 96.20 / 96.20; the reduced cost as a strict first
     key gives 96.20; prices re-solved every 1 % of arrivals for the remaining
-    demand with the open holes as free capacity, 96.18-96.20.  At the first
-    failed pod (seed 42) the shares then fill 1941 GPUs against an LP bound of
-    1931 (1957 without the prices).
+    demand with the open holes as free capacity, 96.18-96.20.
 
     **GPU-model reservation.**  Pods restricted to GPU models (``gpu_spec``)
     can only use those models' GPUs, so unrestricted pods should leave them

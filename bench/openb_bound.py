@@ -8,6 +8,10 @@ next to the online policies' allocation at x=100 (from curve CSVs written by
 ``full at`` is the arrived workload (% of GPU capacity) by which the arrivals
 can no longer all be placed (:func:`alloc.openb_bound.saturation`, a GPU-count
 test): every online policy under the protocol has its first failed pod by then.
+``waste`` is the GPU capacity (%) that even an optimal packing of the shares
+arrived by then leaves empty inside shared GPUs (the bin-packing LP bound), and
+``late`` the share milli (% of capacity) arriving after that point up to bin x
+that fits the hole left by the most common share size (1000 - that size).
 
 The bound is the aggregated MILP of :mod:`alloc.openb_bound` over the pods
 arrived by the end of bin x (its LP relaxation with ``--lp``); see that module
@@ -26,7 +30,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from alloc import openb  # noqa: E402
-from alloc.openb_bound import openb_bound, saturation  # noqa: E402
+from alloc.openb_bound import arrived_prefix, min_share_gpus, openb_bound, saturation  # noqa: E402
 
 
 parse_seeds = openb.parse_seeds
@@ -64,9 +68,9 @@ def main(argv=None) -> int:
     seeds = parse_seeds(args.seeds)
     curves = read_curves(args.curves, args.workload, args.x)
     policies = list(dict.fromkeys(p for p, _ in curves))
-    print(f"{'seed':>4} {'demand':>7} {'LP':>7} {'bound':>7} {'MIP sol':>7} {'s':>5} {'full at':>7}  "
+    print(f"{'seed':>4} {'demand':>7} {'LP':>7} {'bound':>7} {'MIP sol':>7} {'s':>5} {'full at':>7} {'waste':>6} {'late':>6}  "
           + " ".join(f"{p:>14}" for p in policies))
-    bounds, fulls = [], []
+    bounds, fulls, wastes, lates = [], [], [], []
     t0 = time.time()
     for s in seeds:
         seq = openb.build_workload(pods, nodes, s, args.tune).arrivals()
@@ -75,10 +79,15 @@ def main(argv=None) -> int:
         bounds.append(r.bound / unit)
         n = saturation(seq, int(nodes.gpus.sum()))
         fulls.append(sum(p.g for p in seq[:n + 1]) / unit)
+        shares = [p.m for p in seq[:n + 1] if p.shared]
+        wastes.append((min_share_gpus(shares) * 1000 - sum(shares)) / unit)
+        hole = 1000 - max(set(shares), key=shares.count) if shares else 0
+        end = arrived_prefix(seq, cap, args.x)
+        lates.append(sum(p.m for p in seq[n + 1:end] if p.shared and p.m <= hole) / unit)
         cells = " ".join(f"{curves.get((p, s), float('nan')):14.2f}" for p in policies)
         print(f"{s:>4} {r.demand / unit:7.2f} {r.lp / unit:7.3f} {r.bound / unit:7.3f} "
-              f"{r.value / unit:7.3f} {r.seconds:5.1f} {fulls[-1]:7.2f}  {cells}", flush=True)
-    line = f"{'mean':>4} {'':>7} {'':>7} {np.mean(bounds):7.3f} {'':>7} {'':>5} {np.mean(fulls):7.2f}  "
+              f"{r.value / unit:7.3f} {r.seconds:5.1f} {fulls[-1]:7.2f} {wastes[-1]:6.2f} {lates[-1]:6.3f}  {cells}", flush=True)
+    line = f"{'mean':>4} {'':>7} {'':>7} {np.mean(bounds):7.3f} {'':>7} {'':>5} {np.mean(fulls):7.2f} {np.mean(wastes):6.2f} {np.mean(lates):6.3f}  "
     line += " ".join(f"{np.mean([curves[(p, s)] for s in seeds if (p, s) in curves]):14.2f}"
                      if any((p, s) in curves for s in seeds) else f"{'':>14}" for p in policies)
     print(line)
