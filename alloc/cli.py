@@ -56,7 +56,7 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     # sub-programs with their own parsers
     if argv[:2] == ["bench", "openb"]:
-        from .openb import bench_main
+        from .experiments.openb import bench_main
         return bench_main(argv[2:])
     if argv[:1] == ["simulate"]:
         from .sim.cli import simulate_main

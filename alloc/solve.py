@@ -66,12 +66,12 @@ _LOADED = False
 
 #: Modules that register solvers when imported.
 SOLVER_MODULES = (
-    "alloc.solvers.greedy",
-    "alloc.solvers.cpsat",
-    "alloc.solvers.milp",
-    "alloc.solvers.synergy",
-    "alloc.solvers.online",
-    "alloc.solvers.hived",
+    "alloc.solvers.heuristics.greedy",
+    "alloc.solvers.exact.cpsat",
+    "alloc.solvers.exact.milp",
+    "alloc.solvers.synergy.allocators",
+    "alloc.solvers.fgd.solvers",
+    "alloc.solvers.hived.engine",
 )
 
 

@@ -6,14 +6,14 @@ next to the online policies' allocation at x=100 (from curve CSVs written by
         --curves bench/results/openb_default.csv
 
 ``full at`` is the arrived workload (% of GPU capacity) by which the arrivals
-can no longer all be placed (:func:`alloc.openb_bound.saturation`, a GPU-count
+can no longer all be placed (:func:`alloc.experiments.openb_bound.saturation`, a GPU-count
 test): every online policy under the protocol has its first failed pod by then.
 ``waste`` is the GPU capacity (%) that even an optimal packing of the shares
 arrived by then leaves empty inside shared GPUs (the bin-packing LP bound), and
 ``late`` the share milli (% of capacity) arriving after that point up to bin x
 that fits the hole left by the most common share size (1000 - that size).
 
-The bound is the aggregated MILP of :mod:`alloc.openb_bound` over the pods
+The bound is the aggregated MILP of :mod:`alloc.experiments.openb_bound` over the pods
 arrived by the end of bin x (its LP relaxation with ``--lp``); see that module
 for the relaxations that make it a valid upper bound.
 """
@@ -29,8 +29,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from alloc import openb  # noqa: E402
-from alloc.openb_bound import arrived_prefix, min_share_gpus, openb_bound, saturation  # noqa: E402
+from alloc.experiments import openb  # noqa: E402
+from alloc.experiments.openb_bound import arrived_prefix, min_share_gpus, openb_bound, saturation  # noqa: E402
 
 
 parse_seeds = openb.parse_seeds

@@ -259,7 +259,7 @@ def test_heuristics_registered():
 def test_objective_step_bound_valid(inst, objective, frac):
     """Every solution value is a multiple of the step, so rounding any bound
     >= the optimum down to a multiple never cuts the (brute-forced) optimum."""
-    from alloc.solvers.formulation import objective_granularity, tighten
+    from alloc.solvers.exact.formulation import objective_granularity, tighten
     cl, jobs = inst
     p = compile_problem(cl, jobs, objective)
     delta = objective_granularity(p)
@@ -275,7 +275,7 @@ def test_objective_step_bound_valid(inst, objective, frac):
 
 
 def test_objective_step_values():
-    from alloc.solvers.formulation import objective_granularity
+    from alloc.solvers.exact.formulation import objective_granularity
     cl = Cluster((server(0),))
     jobs = (job(0, 1, GRID, weight=2.0), job(1, 2, FLAT, locality="server"))
     # GRID values 0.4/1.0/1.6/2.0 (x2), FLAT 1.0 with server span 1.0: step 0.2
@@ -293,8 +293,8 @@ def test_dive_feasible_and_bounded():
     the column-generation bound."""
     import time
     from alloc.problem import Solution
-    from alloc.solvers.cpsat import CpSatBackend
-    from alloc.solvers.formulation import (Aggregate, Master, check_assign, column_generation,
+    from alloc.solvers.exact.cpsat import CpSatBackend
+    from alloc.solvers.exact.formulation import (Aggregate, Master, check_assign, column_generation,
                                            decode, dive, objective_granularity,
                                            solution_to_columns, true_value, warm_start)
     cl, jobs = medium()

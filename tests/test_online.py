@@ -6,7 +6,7 @@ import math
 import numpy as np
 import pytest
 
-from alloc.online import (ClusterState, FragModel, Pod, make_policy, place, sigmoid_score,
+from alloc.solvers.fgd.engine import (ClusterState, FragModel, Pod, make_policy, place, sigmoid_score,
                           simulate)
 
 
@@ -240,7 +240,7 @@ def test_lookahead_equals_fgd_without_stranding_term():
 
 @pytest.mark.parametrize("budget", [0, 3, 50])
 def test_bounded_moves(budget):
-    from alloc.online import simulate_moves
+    from alloc.solvers.fgd.engine import simulate_moves
     rng = np.random.default_rng(5)
     pods = random_pods(rng, 250)
     fm = FragModel.from_pods(pods)
@@ -263,7 +263,7 @@ def test_bounded_moves(budget):
 
 
 def test_cpu_move_by_hand():
-    from alloc.online import MoveSimulator
+    from alloc.solvers.fgd.engine import MoveSimulator
     fm = FragModel([1000], [1000], [1], [()], [1.0])
     y, x, p = Pod(9000, 10, 0, 0), Pod(6000, 10, 0, 0), Pod(4000, 10, 1, 1000)
     for budget, placed in [(0, False), (1, True)]:
@@ -334,7 +334,7 @@ def test_reservation_never_refuses_a_pod_that_fits():
 
 
 def test_share_prices_and_reduced_costs_by_hand():
-    from alloc.online import share_prices
+    from alloc.solvers.fgd.engine import share_prices
     # one 810 per GPU, two 470 per GPU: y_810 = 1, y_470 = 1/2, and V(1000) = 1
     y, V = share_prices([470, 810], [0.5, 0.5])
     assert y.tolist() == pytest.approx([0.5, 1.0]) and V[1000] == pytest.approx(1.0)
@@ -354,7 +354,7 @@ def test_share_prices_and_reduced_costs_by_hand():
 
 
 def test_share_prices_with_a_filler_size():
-    from alloc.online import share_prices
+    from alloc.solvers.fgd.engine import share_prices
     # fewer 160s than 810s, and 810 + 160 fit one GPU: some 810s sit alone, so
     # an 810 pays a whole GPU and the 160 is free (complementary slackness)
     y, V = share_prices([160, 810], [0.2, 0.5])

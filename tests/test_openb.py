@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from alloc.errors import InputError
-from alloc.openb import (NodeTable, bench_main, bin_curve, build_workload, fisher_yates, load_nodes,
+from alloc.experiments.openb import (NodeTable, bench_main, bin_curve, build_workload, fisher_yates, load_nodes,
                          load_pods, openb_dir, run, sort_by_name, to_cluster, to_jobs,
                          typical_pods)
 
@@ -184,8 +184,8 @@ def _brute_force(pods, cpu, mem, ngpu):
 
 
 def test_bound_equals_brute_force_on_tiny_cases():
-    from alloc.online import Pod
-    from alloc.openb_bound import upper_bound
+    from alloc.solvers.fgd.engine import Pod
+    from alloc.experiments.openb_bound import upper_bound
     rng = np.random.default_rng(3)
     for _ in range(6):
         pods = []
@@ -204,8 +204,8 @@ def test_bound_equals_brute_force_on_tiny_cases():
 
 
 def test_bound_above_every_policy():
-    from alloc.online import ClusterState, FragModel, Pod, make_policy, simulate
-    from alloc.openb_bound import upper_bound
+    from alloc.solvers.fgd.engine import ClusterState, FragModel, Pod, make_policy, simulate
+    from alloc.experiments.openb_bound import upper_bound
     rng = np.random.default_rng(9)
     pods = []
     for _ in range(220):
@@ -233,8 +233,8 @@ def test_bound_above_every_policy():
 
 
 def test_arrived_prefix():
-    from alloc.online import Pod
-    from alloc.openb_bound import arrived_prefix
+    from alloc.solvers.fgd.engine import Pod
+    from alloc.experiments.openb_bound import arrived_prefix
     pods = [Pod(0, 0, 1, 500)] * 5
     # capacity 2000: ratios 25, 50, 75, 100, 125
     assert arrived_prefix(pods, 2000, 100) == 4 and arrived_prefix(pods, 2000, 60) == 2
@@ -262,7 +262,7 @@ def _min_bins_brute(shares):
 
 
 def test_min_share_gpus_is_a_lower_bound_and_tight_on_small_cases():
-    from alloc.openb_bound import min_share_gpus
+    from alloc.experiments.openb_bound import min_share_gpus
     assert min_share_gpus([]) == 0
     assert min_share_gpus([810] * 5 + [160] * 3 + [500] * 3) == 7
     assert min_share_gpus([600, 600, 600]) == 3          # no two fit together
@@ -275,8 +275,8 @@ def test_min_share_gpus_is_a_lower_bound_and_tight_on_small_cases():
 
 
 def test_saturation_no_policy_places_the_prefix_after_it():
-    from alloc.online import ClusterState, FragModel, Pod, make_policy, simulate
-    from alloc.openb_bound import saturation
+    from alloc.solvers.fgd.engine import ClusterState, FragModel, Pod, make_policy, simulate
+    from alloc.experiments.openb_bound import saturation
     rng = np.random.default_rng(8)
     pods = [Pod(1000, 10, 1, int(rng.choice([230, 470, 650, 810, 1000]))) for _ in range(60)]
     n = saturation(pods, 24)

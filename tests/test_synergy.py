@@ -8,7 +8,7 @@ from alloc import Cluster, Job, Server, allocate, violations
 from alloc.objectives import throughput
 from alloc.problem import Problem
 from alloc.profiles import load_model
-from alloc.solvers.synergy import capped_option, floor_problem, ideal_option
+from alloc.solvers.synergy.allocators import capped_option, floor_problem, ideal_option
 
 MODELS = ["alexnet", "res18", "res50", "mobilenet", "shufflenet", "gnmt", "lstm",
           "transformer", "m5", "deepspeech", "bert", "vae"]

@@ -7,7 +7,7 @@ Time advances in rounds of ``round_s`` seconds.  At the start of a round:
 2. the runnable jobs are sorted by the policy (:mod:`.policies`);
 3. the allocator re-places them from scratch on an empty cluster.  The
    Synergy allocators (``proportional``, ``synergy-greedy``,
-   ``synergy-tune``) run on a :class:`~alloc.solvers.synergy.FastPacker` that
+   ``synergy-tune``) run on a :class:`~alloc.solvers.synergy.allocators.FastPacker` that
    is reused from round to round (jobs' options are compiled once per model and
    GPU count); ``synergy-opt`` and any other registered solver go through a
    compiled :class:`~alloc.problem.Problem` for the admitted jobs;
@@ -39,7 +39,7 @@ from typing import Callable, Iterable, Mapping, Sequence
 from ..model import (MILLI, Allocation, Cluster, GpuShare, Job, Placement, Profile, Server,
                      Status)
 from ..problem import Problem, pareto_options
-from ..solvers.synergy import (FastPacker, admit, capped_option, greedy_core, ideal_option,
+from ..solvers.synergy.allocators import (FastPacker, admit, capped_option, greedy_core, ideal_option,
                                tune_core)
 from .policies import ORDERS, STATIC, IncrementalOrder, order_jobs
 from .workload import SimJob

@@ -19,9 +19,9 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
-from ..model import MILLI, Status
-from ..problem import Assign, Problem, Solution, split
-from ..solve import register
+from ...model import MILLI, Status
+from ...problem import Assign, Problem, Solution, split
+from ...solve import register
 
 INNER_LEVELS = ("switch", "socket")  # innermost first
 

@@ -6,7 +6,7 @@ identical pending jobs (same shape, tenant, priority, weight, profile: n_k
 members); running jobs r (``current`` set) one by one; tenants v with
 ``c[v,t,l]`` cells of size ``z[t,l]`` GPUs.  An elastic group
 (``min_gpus``/``max_gpus``) has one copy k_n per size n it may take (the
-profile's scaling points in [min, max], :func:`alloc.solvers.hived.elastic_sizes`),
+profile's scaling points in [min, max], :func:`alloc.solvers.hived.engine.elastic_sizes`),
 sharing its members: sum_{n,s} x[k_n,s] <= n_k; a copy uses n GPUs and its value
 is weight * grid(cpu / n, mem / n) * speed * span(n) * scale(n).
 
@@ -152,12 +152,12 @@ import os
 from collections import defaultdict
 from dataclasses import replace
 
-from ..model import MILLI, Status
-from ..objectives import scale_factor, throughput
-from ..problem import Problem, Solution
-from ..solve import register
-from ..tenancy import binding_keys, outranks, quota_gpus
-from .hived import (Engine, _release_empty, current_assign, elastic_sizes, job_value,
+from ...model import MILLI, Status
+from ...objectives import scale_factor, throughput
+from ...problem import Problem, Solution
+from ...solve import register
+from ...tenancy import binding_keys, outranks, quota_gpus
+from .engine import (Engine, _release_empty, current_assign, elastic_sizes, job_value,
                     restore_running)
 
 SCALE = 10 ** 7
@@ -172,7 +172,7 @@ def _signature(job):
 
 def _sizes(job) -> list[int]:
     """GPU counts the model offers a job: its request, or for an elastic job
-    the sizes :func:`alloc.solvers.hived.elastic_sizes` allows."""
+    the sizes :func:`alloc.solvers.hived.engine.elastic_sizes` allows."""
     if not job.elastic or not job.gpus:
         return [job.gpus]
     lo = job.min_gpus if job.min_gpus is not None else job.gpus
@@ -759,7 +759,7 @@ def solve_cpsat_tenancy(problem: Problem, *, time_limit=None, seed=0, migration_
 
     # ------------------------------------------------------------ warm starts
     import time
-    from .hived import run
+    from .engine import run
     limit = float(time_limit if time_limit is not None else 30.0)
     vbest: dict[int, float] = {}
     for (gi, s) in x:
@@ -1476,7 +1476,7 @@ def _victims_ok(p: Problem, eng: Engine, running) -> bool:
 
 def _binding_ok(p: Problem, eng: Engine) -> bool:
     """The engine's binding proves the tenancy invariant (cells, safety)."""
-    from ..tenancy import check_binding
+    from ...tenancy import check_binding
     used: dict[str, set] = defaultdict(set)
     for j, a in eng.assign.items():
         job = p.jobs[j]

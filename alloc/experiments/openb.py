@@ -29,8 +29,8 @@ from typing import Sequence
 
 import numpy as np
 
-from .errors import InputError
-from .online import (MILLI, ClusterState, FragModel, Pod, make_policy, simulate,
+from ..errors import InputError
+from ..solvers.fgd.engine import (MILLI, ClusterState, FragModel, Pod, make_policy, simulate,
                      simulate_moves)
 
 NCOLS = 131  # x = 0..130
@@ -41,7 +41,7 @@ def shared_dir() -> Path:
     env = os.environ.get("ALLOC_SHARED")
     if env:
         return Path(env)
-    return Path(__file__).resolve().parents[1].parent / "shared"
+    return Path(__file__).resolve().parents[2].parent / "shared"
 
 
 def openb_dir() -> Path:
@@ -167,7 +167,7 @@ def load_pods(path) -> PodTable:
 
 def to_cluster(nodes: NodeTable):
     """alloc Cluster: server ids from ``sn``, GPU type from ``model``."""
-    from .model import Cluster, Server
+    from ..model import Cluster, Server
     return Cluster(tuple(Server(n, int(c), int(m), int(g), (t or None) if g else None)
                          for n, c, m, g, t in zip(nodes.names, nodes.cpu, nodes.mem,
                                                   nodes.gpus, nodes.model)))
@@ -175,7 +175,7 @@ def to_cluster(nodes: NodeTable):
 
 def to_jobs(pods: PodTable, order: Sequence[int] | None = None):
     """alloc Jobs (ids from ``name``; copies made by tuning get ``name#n``)."""
-    from .model import Job
+    from ..model import Job
     order = range(len(pods)) if order is None else order
     seen: dict[str, int] = {}
     out = []
@@ -302,7 +302,7 @@ def run(pods: PodTable, nodes: NodeTable, policy: str, seed: int, *, tune: float
     """One run: build the seed's workload, place every pod online with
     ``policy``, and bin allocation and fragmentation (protocol sections 1-5).
     With ``max_moves`` the run may move up to that many placed pods
-    (:func:`alloc.online.simulate_moves`)."""
+    (:func:`alloc.solvers.fgd.engine.simulate_moves`)."""
     wl = build_workload(pods, nodes, seed, tune)
     W = wl.pods
     fm = fm or typical_pods(W)
@@ -414,7 +414,7 @@ def bench_main(argv: list[str]) -> int:
     ap.add_argument("--plot", help="PNG of allocation vs arrived workload")
     args = ap.parse_args(argv)
     try:
-        from .online import POLICIES
+        from ..solvers.fgd.engine import POLICIES
         policies = _parse_list(args.policy, "policy")
         for p in policies:
             if p not in POLICIES:

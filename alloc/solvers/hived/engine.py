@@ -62,11 +62,11 @@ from typing import Sequence
 
 import numpy as np
 
-from ..model import MILLI, Job, Status
-from ..objectives import scale_factor
-from ..problem import Assign, Problem, Solution
-from ..solve import register
-from ..tenancy import (binding_keys, cell_tree, gpu_mem_capacity, infer_binding, job_gpu_mem,
+from ...model import MILLI, Job, Status
+from ...objectives import scale_factor
+from ...problem import Assign, Problem, Solution
+from ...solve import register
+from ...tenancy import (binding_keys, cell_tree, gpu_mem_capacity, infer_binding, job_gpu_mem,
                        outranks, quotas, safety)
 
 INNER = ("switch", "socket")
@@ -946,4 +946,4 @@ def solve_hived(problem: Problem, *, time_limit=None, seed=0, **options) -> Solu
 
 
 # the tenancy CP-SAT model reuses this engine to decode; register it with hived
-from . import tenancy_exact  # noqa: E402,F401
+from . import exact  # noqa: E402,F401

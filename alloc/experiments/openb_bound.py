@@ -43,7 +43,7 @@ from typing import Sequence
 
 import numpy as np
 
-from .online import MILLI, Pod
+from ..solvers.fgd.engine import MILLI, Pod
 
 
 @dataclass
@@ -84,7 +84,7 @@ def upper_bound(pods: Sequence[Pod], cpu, mem, ngpu, models: Sequence[str], *,
 
     import highspy
 
-    from .solvers.formulation import set_colwise_matrix
+    from ..solvers.exact.formulation import set_colwise_matrix
 
     t0 = time.perf_counter()
     shape_count = Counter(zip((int(x) for x in cpu), (int(x) for x in mem),

@@ -1,5 +1,5 @@
 r"""``milp`` (PuLP -> HiGHS) and ``milp-cbc`` (PuLP -> CBC): the aggregated
-pattern model of :mod:`alloc.solvers.formulation` as a mixed-integer program.
+pattern model of :mod:`alloc.solvers.exact.formulation` as a mixed-integer program.
 
 Variables, constraints and objective are those of the formulation module:
 
@@ -38,9 +38,9 @@ from __future__ import annotations
 
 import math
 
-from ..problem import Problem, Solution
-from ..solve import register
-from . import improve  # noqa: F401  (registers the warm-start heuristics)
+from ...problem import Problem, Solution
+from ...solve import register
+from ..heuristics import improve  # noqa: F401  (registers the warm-start heuristics)
 from .formulation import INF, Backend, LinearModel, LinearResult, solve_exact
 
 

@@ -1,4 +1,4 @@
-r"""``cpsat``: the aggregated pattern model of :mod:`alloc.solvers.formulation`
+r"""``cpsat``: the aggregated pattern model of :mod:`alloc.solvers.exact.formulation`
 solved with OR-Tools CP-SAT.
 
 Formulation (see the formulation module for the full derivation): server
@@ -40,9 +40,9 @@ from __future__ import annotations
 
 import math
 
-from ..problem import Problem, Solution
-from ..solve import register
-from . import improve  # noqa: F401  (registers the warm-start heuristics)
+from ...problem import Problem, Solution
+from ...solve import register
+from ..heuristics import improve  # noqa: F401  (registers the warm-start heuristics)
 from .formulation import INF, Backend, LinearModel, LinearResult, solve_exact
 
 SCALE = 10 ** 6

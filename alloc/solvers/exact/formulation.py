@@ -126,8 +126,8 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from ..model import MILLI, Status
-from ..problem import Assign, Problem, Solution
+from ...model import MILLI, Status
+from ...problem import Assign, Problem, Solution
 
 INF = float("inf")
 EPS = 1e-7
@@ -926,7 +926,7 @@ def check_assign(problem: Problem, assign: dict[int, Assign]) -> bool:
 
 def true_value(problem: Problem, assign: dict[int, Assign]) -> float:
     """Objective value recomputed from the placement (as ``allocate`` does)."""
-    from ..objectives import allocation_value
+    from ...objectives import allocation_value
     pls = [problem.placement(j, a) for j, a in assign.items()]
     return float(allocation_value(problem.objective, problem.jobs, pls))
 
@@ -941,7 +941,7 @@ def warm_start(problem: Problem, deadline: float, seed: int = 0,
                names: Sequence[str] = WARM_HEURISTICS):
     """Run the cheap heuristics; return (best assign, its value, all
     solutions, per-heuristic values)."""
-    from ..solve import solvers
+    from ...solve import solvers
     reg = solvers()
     sols, values = [], {}
     best, best_v = {}, 0.0
@@ -1457,7 +1457,7 @@ def solve_exact(problem: Problem, backend: Backend, *, time_limit: float | None 
 
 def polish(problem, best, best_v, src, deadline, budget, seed):
     """Local search from the best solution; keeps it unless strictly better."""
-    from .improve import local_search
+    from ..heuristics.improve import local_search
     pol = local_search(problem, best, deadline=min(deadline, time.perf_counter() + budget),
                        seed=seed)
     if check_assign(problem, pol):

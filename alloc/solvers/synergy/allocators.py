@@ -71,10 +71,10 @@ from collections import defaultdict
 from math import ceil
 from typing import Iterable, Sequence
 
-from ..model import MILLI, Status
-from ..problem import Assign, Option, Problem, Solution, split
-from ..solve import register
-from .greedy import State, job_order
+from ...model import MILLI, Status
+from ...problem import Assign, Option, Problem, Solution, split
+from ...solve import register
+from ..heuristics.greedy import State, job_order
 
 CAPS = ("grid", "sharing", "spread")
 
@@ -929,12 +929,12 @@ def solve_opt(problem: Problem, *, time_limit=None, seed=0, **options) -> Soluti
     if backend == "auto":
         backend = "aggregated"
         if not place_all:
-            from ..solve import solvers
+            from ...solve import solvers
             reg = solvers()
             if "cpsat" in reg and reg["cpsat"].available:
                 backend = "cpsat"
     if backend in ("cpsat", "milp"):
-        from ..solve import get_solver
+        from ...solve import get_solver
         sol = get_solver(backend).solve(fp, time_limit=time_limit, seed=seed)
     elif backend == "aggregated":
         sol = _aggregated_opt(fp, time_limit=time_limit, seed=seed, place_all=place_all,

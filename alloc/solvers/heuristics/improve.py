@@ -27,9 +27,9 @@ from typing import Sequence
 
 import numpy as np
 
-from ..model import MILLI, Status
-from ..problem import Assign, Problem, Solution
-from ..solve import register
+from ...model import MILLI, Status
+from ...problem import Assign, Problem, Solution
+from ...solve import register
 from .greedy import State, job_order, leftover_score
 
 BEAM = 300
@@ -74,7 +74,7 @@ class Local:
         self.st = State(problem)
         self.on: list[set[int]] = [set() for _ in range(problem.S)]
         self.home: dict[int, int | None] = {}
-        from .formulation import option_of
+        from ..exact.formulation import option_of
         for j, a in sorted((assign or {}).items()):
             self.place(j, a, option_of(problem, j, a))
 
@@ -203,7 +203,7 @@ def local_search(problem: Problem, start: dict[int, Assign] | None = None, *,
     if start is not None:
         for s in range(problem.S):
             loc.upgrade_server(s)
-    from .formulation import Aggregate  # job types: try identical jobs once
+    from ..exact.formulation import Aggregate  # job types: try identical jobs once
     try:
         agg = Aggregate(problem)
         type_of = agg.type_of
@@ -289,7 +289,7 @@ def try_swap(loc: Local, j: int) -> bool:
 
 
 def loc_option(loc: Local, j: int, a: Assign) -> int:
-    from .formulation import option_of
+    from ..exact.formulation import option_of
     return option_of(loc.p, j, a)
 
 

@@ -1,18 +1,18 @@
 """Online GPU-sharing policies (FGD experiment) as batch solvers.
 
 Each solver places the problem's jobs one by one in input order, with the
-job's own request (option 0), using the engine of :mod:`alloc.online`; a job
+job's own request (option 0), using the engine of :mod:`alloc.solvers.fgd.engine`; a job
 that fits nowhere stays unplaced.  Multi-GPU jobs take whole free GPUs of one
 server; CPU-only jobs take CPU and memory on one server.  Node ties go to the
 lowest server index.  FGD's target workload (typical pods) is built from the
-problem's own jobs.  See :mod:`alloc.online` for each policy's score.
+problem's own jobs.  See :mod:`alloc.solvers.fgd.engine` for each policy's score.
 """
 from __future__ import annotations
 
-from ..online import ClusterState, FragModel, Pod, make_policy, place
-from ..problem import Problem, Solution
-from ..solve import register
-from ..model import Status
+from .engine import ClusterState, FragModel, Pod, make_policy, place
+from ...problem import Problem, Solution
+from ...solve import register
+from ...model import Status
 
 
 def _pods(problem: Problem) -> list[Pod]:
