@@ -1,0 +1,6 @@
+"""``python -m alloc``: the same command line as ``alloc``."""
+import sys
+
+from .cli import main
+
+sys.exit(main())

@@ -1,0 +1,117 @@
+r"""alloc's one integer-programming layer.
+
+Every exact model in alloc -- the configuration (pattern) model of the exact
+family, Synergy OPT, the tenancy model, the openb bound, the share policies --
+is written once as a :class:`LinearModel` and solved by :func:`solve` with one
+of the engines in :data:`ENGINES`:
+
+``"highs"``
+    HiGHS through ``highspy``: LPs (with row duals) and MIPs.
+``"cpsat"``
+    OR-Tools CP-SAT: pure integer models; deterministic for a seed.
+``"cbc"``
+    CBC through PuLP.
+
+Every engine is given the time left on the caller's
+:class:`~alloc.deadline.Deadline` and reports a :class:`Result` with a
+:class:`~alloc.model.Status` (``OPTIMAL`` only when proven) and, where it has
+one, a proven bound.
+
+Examples
+--------
+>>> from alloc.kernel import LinearModel, solve
+>>> m = LinearModel("knapsack")
+>>> x = [m.add_var(0, 1, integer=True, obj=v) for v in (5, 4, 3)]
+>>> _ = m.add_row({x[0]: 4, x[1]: 3, x[2]: 2}, hi=5)
+>>> r = solve(m, "highs", time_limit=5)
+>>> r.status.value, round(r.objective, 6)
+('optimal', 7.0)
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+from ..deadline import Deadline
+from ..model import Status
+from .model import INF, LinearModel
+from .result import Result
+
+
+def _highs(model, time_limit, **kw):
+    from .highs import solve_highs
+    return solve_highs(model, time_limit, **kw)
+
+
+def _cpsat(model, time_limit, **kw):
+    from .cpsat import solve_cpsat
+    return solve_cpsat(model, time_limit, **kw)
+
+
+def _cbc(model, time_limit, **kw):
+    from .cbc import solve_cbc
+    return solve_cbc(model, time_limit, **kw)
+
+
+#: Engines by name: ``fn(model, time_limit, *, seed, relax, **params) -> Result``.
+ENGINES: dict[str, Callable[..., Result]] = {"highs": _highs, "cpsat": _cpsat, "cbc": _cbc}
+
+#: Seconds below which an engine is not started at all.
+MIN_TIME = 1e-3
+
+
+def solve(model: LinearModel, engine: str = "highs", *, deadline: Deadline | None = None,
+          time_limit: float | None = None, seed: int = 0, relax: bool = False,
+          **params) -> Result:
+    """Solve ``model`` with ``engine`` before ``deadline`` (or within ``time_limit``).
+
+    Parameters
+    ----------
+    model : LinearModel
+        The model; it is not modified.
+    engine : {"highs", "cpsat", "cbc"}
+        Which engine solves it.
+    deadline : Deadline, optional
+        The engine gets the time left on it.
+    time_limit : float, optional
+        Seconds, when no deadline is given (also caps the deadline's share).
+    seed : int
+        Random seed of the engine (same seed, same answer on one worker).
+    relax : bool
+        Solve the LP relaxation (integrality dropped; HiGHS and CBC).
+    **params
+        Engine parameters passed through (e.g. ``linearization_level=2`` for
+        CP-SAT, ``workers=2``).
+
+    Returns
+    -------
+    Result
+        ``UNKNOWN`` without running the engine when no time is left.
+
+    Raises
+    ------
+    ValueError
+        Unknown engine name (the message lists the valid ones).
+    """
+    fn = ENGINES.get(engine)
+    if fn is None:
+        raise ValueError(f"unknown engine {engine!r}; valid engines: {', '.join(ENGINES)}")
+    left = deadline.left() if deadline is not None else INF
+    if time_limit is not None:
+        left = min(left, float(time_limit))
+    if left == INF:
+        left = 1e9
+    if left < MIN_TIME:
+        return Result(Status.UNKNOWN, stats={"engine": engine, "skipped": "no time left"})
+    if model.n == 0:
+        return Result(Status.OPTIMAL, x=__import__("numpy").zeros(0), objective=model.obj_const,
+                      bound=model.obj_const, stats={"engine": engine})
+    return fn(model, left, seed=seed, relax=relax, **params)
+
+
+def solve_lp(model: LinearModel, *, deadline: Deadline | None = None,
+             time_limit: float | None = None) -> Result:
+    """The LP relaxation of ``model`` with HiGHS (row duals included)."""
+    return solve(model, "highs", deadline=deadline, time_limit=time_limit, relax=True)
+
+
+__all__ = ["ENGINES", "INF", "LinearModel", "Result", "solve", "solve_lp"]

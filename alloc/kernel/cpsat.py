@@ -1,0 +1,124 @@
+"""CP-SAT engine (OR-Tools): integer models only.
+
+CP-SAT needs integer coefficients.  A row whose coefficients are decimals
+(at most six digits) is scaled to an exact integer row; any other row is scaled
+by ``10**6`` and widened by its rounding error, so the scaled row admits every
+solution of the real one (a relaxation: the solution is re-checked by the
+caller's own feasibility test).  A decimal objective is scaled exactly; any
+other objective is handed over as floats (CP-SAT solves it to a relative
+``1e-9``, which is added to the bound).
+
+Search is deterministic for a seed with one worker (the default).
+"""
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+
+from ..model import Status
+from .model import INF, LinearModel
+from .result import Result
+
+SCALE = 10 ** 6
+BIG = 10 ** 12
+
+
+def decimal_scale(values, max_digits: int = 6) -> int | None:
+    """Smallest ``10**k`` (``k <= max_digits``) making every value an integer
+    (up to float noise), None when there is none."""
+    vals = [float(v) for v in values]
+    for k in range(max_digits + 1):
+        s = 10 ** k
+        if all(abs(v * s - round(v * s)) <= 1e-11 * max(1.0, abs(v * s)) for v in vals):
+            return s
+    return None
+
+
+def _int_row(coefs: dict, lo: float, hi: float, lb, ub):
+    """Integer coefficients and bounds of a row (exact when decimal)."""
+    sc = decimal_scale(coefs.values())
+    if sc is not None:
+        items = [(k, int(round(v * sc))) for k, v in coefs.items()]
+        lo_ = int(math.ceil(lo * sc - 1e-6)) if lo > -INF else -BIG * 1000
+        hi_ = int(math.floor(hi * sc + 1e-6)) if hi < INF else BIG * 1000
+        return items, lo_, hi_
+    items = [(k, int(round(v * SCALE))) for k, v in coefs.items()]
+    err = sum(0.5 * max(abs(lb[k]), abs(min(ub[k], BIG))) for k in coefs) + 1
+    lo_ = int(math.floor(lo * SCALE - err)) if lo > -INF else -BIG * 1000
+    hi_ = int(math.ceil(hi * SCALE + err)) if hi < INF else BIG * 1000
+    return items, lo_, hi_
+
+
+def build(model: LinearModel):
+    """The CP-SAT model, its variables and the objective scale."""
+    from ortools.sat.python import cp_model
+    if not all(model.integer):
+        raise ValueError(f"CP-SAT needs integer variables ({model.name or 'model'} has continuous ones)")
+    m = cp_model.CpModel()
+    xs = []
+    for lb, ub, name in zip(model.lb, model.ub, model.names):
+        lo = int(math.ceil(lb - 1e-9)) if lb > -INF else -BIG
+        hi = int(math.floor(ub + 1e-9)) if ub < INF else BIG
+        xs.append(m.new_int_var(lo, max(lo, hi), name))
+    for coefs, lo, hi in model.rows():
+        if not coefs:
+            continue
+        items, lo_, hi_ = _int_row(coefs, lo, hi, model.lb, model.ub)
+        m.add_linear_constraint(sum(c * xs[k] for k, c in items), lo_, hi_)
+    scale = 1
+    if model.obj:
+        ks = sorted(model.obj)
+        sc = decimal_scale(model.obj[k] for k in ks)
+        if sc is not None:
+            expr = sum(int(round(model.obj[k] * sc)) * xs[k] for k in ks)
+            scale = sc
+        else:
+            expr = sum(model.obj[k] * xs[k] for k in ks)
+        m.maximize(expr) if model.maximize else m.minimize(expr)
+    for k, v in model.hint.items():
+        m.add_hint(xs[k], int(round(v)))
+    return m, xs, scale
+
+
+def solve_cpsat(model: LinearModel, time_limit: float, *, seed: int = 0, relax: bool = False,
+                workers: int = 1, **params) -> Result:
+    """Solve ``model`` with CP-SAT within ``time_limit`` seconds; ``params`` are
+    CP-SAT parameters (e.g. ``linearization_level=2``)."""
+    from ortools.sat.python import cp_model
+    if relax:
+        raise ValueError("CP-SAT does not solve LP relaxations; use the 'highs' engine")
+    t0 = time.perf_counter()
+    m, xs, scale = build(model)
+    solver = cp_model.CpSolver()
+    solver.parameters.max_time_in_seconds = max(1e-3, float(time_limit))
+    solver.parameters.random_seed = int(seed) % (2 ** 31 - 1)
+    solver.parameters.num_workers = max(1, int(workers))
+    if workers > 1:
+        solver.parameters.interleave_search = True
+    for k, v in params.items():
+        setattr(solver.parameters, k, v)
+    st = solver.solve(m)
+    stats = {"engine": "cpsat", "branches": solver.num_branches,
+             "conflicts": solver.num_conflicts, "wall": time.perf_counter() - t0}
+    if st == cp_model.INFEASIBLE:
+        return Result(Status.INFEASIBLE, stats=stats)
+    if st not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        return Result(Status.UNKNOWN, stats=stats)
+    x = np.array([solver.value(v) for v in xs], dtype=float)
+    obj = model.value(x)
+    sense = 1.0 if model.maximize else -1.0
+    if model.obj:
+        bound = solver.best_objective_bound / scale + model.obj_const
+    else:
+        bound = obj
+    if st == cp_model.OPTIMAL:
+        bound = sense * max(sense * bound, sense * obj)
+    # a float objective is solved up to a relative 1e-9
+    bound += sense * 1e-9 * max(1.0, abs(bound))
+    status = Status.OPTIMAL if st == cp_model.OPTIMAL else Status.FEASIBLE
+    return Result(status, x, obj, bound, stats=stats)
+
+
+__all__ = ["build", "decimal_scale", "solve_cpsat"]
