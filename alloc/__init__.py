@@ -1,28 +1,40 @@
-"""alloc: decide which deep-learning jobs run where on a shared GPU cluster."""
-from .errors import AllocError, InputError, SolverError, SolverUnavailable
-from .model import (Allocation, Cell, Cluster, GpuShare, Instance, Job, Placement, Profile,
-                    Server, Status, Tenant)
-from .solve import allocate, exact_solvers, get_solver, heuristic_solvers, register, solvers
-from .check import violations
+"""alloc: decide which deep-learning jobs run where on a shared GPU cluster.
 
-__version__ = "0.1.0"
+The public API (imported on first use, so ``import alloc`` stays light):
+
+* data model: :class:`Cluster`, :class:`Server`, :class:`Job`, :class:`Profile`,
+  :class:`Placement`, :class:`GpuShare`, :class:`Allocation`, :class:`Status`, ...;
+* :func:`allocate` -- place jobs with a named solver (the one checked path);
+* :func:`violations` -- every hard constraint an allocation breaks;
+* :func:`solvers`, :func:`get_solver`, :func:`register` -- the solver registry;
+* files: :func:`load_instance`, :func:`dump_allocation`, :func:`load_model`, ...;
+* :class:`Session` -- a scheduler loop's state across rounds.
+"""
+from .errors import AllocError, InputError, SolverError, SolverUnavailable
+from .model import (Allocation, Cell, Cluster, Diff, GpuShare, Instance, Job, Placement,
+                    Profile, Server, Status, Tenant)
+
+__version__ = "0.2.0"
+
+_LAZY = {
+    "allocate": "solve", "violations": "check", "solvers": "registry", "get_solver": "registry",
+    "register": "registry", "exact_solvers": "registry", "heuristic_solvers": "registry",
+    "load_instance": "io", "dump_instance": "io", "load_allocation": "io",
+    "dump_allocation": "io", "instance_to_dict": "io", "allocation_to_dict": "io",
+    "load_model": "profiles", "Deadline": "deadline", "Option": "options",
+    "Session": "session", "RoundResult": "session",
+}
 
 __all__ = [
     "AllocError", "InputError", "SolverError", "SolverUnavailable",
-    "Allocation", "Cell", "Cluster", "GpuShare", "Instance", "Job", "Placement", "Profile",
-    "Server", "Status", "Tenant",
-    "allocate", "exact_solvers", "get_solver", "heuristic_solvers", "register", "solvers",
-    "violations", "load_instance", "dump_instance", "load_allocation", "dump_allocation",
-    "load_model", "__version__",
+    "Allocation", "Cell", "Cluster", "Diff", "GpuShare", "Instance", "Job", "Placement",
+    "Profile", "Server", "Status", "Tenant", "__version__", *_LAZY,
 ]
 
 
 def __getattr__(name):
-    if name in ("load_instance", "dump_instance", "load_allocation", "dump_allocation",
-                "instance_to_dict", "allocation_to_dict"):
-        from . import io
-        return getattr(io, name)
-    if name == "load_model":
-        from .profiles import load_model
-        return load_model
-    raise AttributeError(name)
+    mod = _LAZY.get(name)
+    if mod is None:
+        raise AttributeError(f"module 'alloc' has no attribute {name!r}")
+    import importlib
+    return getattr(importlib.import_module(f"alloc.{mod}"), name)

@@ -1,24 +1,190 @@
 """``violations(cluster, jobs, allocation)``: every hard constraint an
 allocation breaks, one readable line each (empty list = valid).
 
-Checked: each job exactly once in placements or unplaced; known GPUs and
-servers; no server over its CPU or memory; no GPU over 1000 milli; gang (all of
-a job's GPUs or none, each with its share); GPU type; locality level; CPU and
-memory only on servers that hold the job's GPUs (one server for a CPU-only
-job); CPU/memory equal to the request, or a feasible grid point of the job's
-profile; reported throughput equal to the recomputed one; preempted jobs were
-running and are not placed; tenancy and sharing safety (:mod:`alloc.tenancy`).
+Checked:
+
+* each job exactly once in ``placements`` or ``unplaced``;
+* per placement (:func:`placement_problems`, shared with the validation of
+  running jobs' ``current``): known GPUs and servers, gang (all of a job's GPUs
+  or none, each with its share), GPU type, locality level, CPU and memory only
+  on servers that hold the job's GPUs (one server for a CPU-only job), CPU and
+  memory equal to the request or a feasible grid point of its profile;
+* capacities: no server over its CPU or memory, no GPU over 1000 milli;
+* the reported throughput equals the recomputed one;
+* live state: a running job (``current``) placed elsewhere is listed in
+  ``moved`` and the moves fit the call's allowance (``max_moves``; a move is a
+  change of GPUs, shares, CPU or memory); a running job not placed is listed in
+  ``preempted``, and only where the rules allow it -- some job placed now
+  that was not already running there outranks it
+  (:func:`alloc.tenancy.outranks`); ``moved`` and ``preempted`` list nothing else;
+* tenancy: guaranteed jobs inside their tenants' cells with sharing safety,
+  co-location limits (:mod:`alloc.tenancy`).
 """
 from __future__ import annotations
 
 from collections import Counter, defaultdict
 from typing import Sequence
 
-from .model import MILLI, Allocation, Cluster, Job
+from .model import MILLI, Allocation, Cluster, Job, Placement
 from .objectives import throughput
 
 
-def violations(cluster: Cluster, jobs: Sequence[Job], allocation: Allocation) -> list[str]:
+def placement_problems(cluster: Cluster, job: Job, p: Placement, where: str) -> list[str]:
+    """What is wrong with one job's placement on its own (capacities aside).
+
+    Parameters
+    ----------
+    cluster, job, p
+        The cluster, the job and its placement.
+    where : str
+        Prefix of each message (``"job 'j3'"``, ``"jobs[3].current"``).
+    """
+    out: list[str] = []
+    gidx = cluster.gpu_index
+    gids = [g.gpu for g in p.gpus]
+    bad = [g for g in gids if g not in gidx]
+    if bad:
+        return [f"{where}: unknown GPU {bad[0]!r}"]
+    if len(set(gids)) != len(gids):
+        out.append(f"{where}: the same GPU listed twice")
+    lo = job.min_gpus if job.min_gpus is not None else job.gpus
+    hi = job.max_gpus if job.max_gpus is not None else job.gpus
+    if not (lo <= len(gids) <= hi) or (job.gpus and not gids):
+        out.append(f"{where}: got {len(gids)} GPUs, needs "
+                   + (f"{job.gpus}" if lo == hi else f"{lo}..{hi}") + " (gang: all or none)")
+    for g in p.gpus:
+        if g.milli != job.gpu_milli:
+            out.append(f"{where}: {g.gpu} share {g.milli} milli, job asks {job.gpu_milli}")
+            break
+    srv_of = [cluster.servers[cluster.gpu_server[gidx[g]]] for g in gids]
+    for g, s in zip(gids, srv_of):
+        if not job.allows(s.gpu_type):
+            out.append(f"{where}: GPU {g} is {s.gpu_type}, allowed {list(job.gpu_types)}")
+            break
+    if job.locality and len(gids) > 1:
+        if job.locality not in cluster.levels:
+            out.append(f"{where}: locality {job.locality!r} is not a level of the cluster")
+        else:
+            first = cluster.gpu_first
+            doms = {s.gpu_domain(gidx[g] - first[cluster.server_index[s.id]], job.locality)
+                    for g, s in zip(gids, srv_of)}
+            if len(doms) > 1:
+                out.append(f"{where}: GPUs span {len(doms)} {job.locality} nodes, "
+                           f"locality needs one")
+    return out + _cpu_mem_problems(cluster, job, p, where, {s.id for s in srv_of})
+
+
+def _cpu_mem_problems(cluster: Cluster, job: Job, p: Placement, where: str, gsrv: set) -> list[str]:
+    out = []
+    srv_ids = set(p.cpu) | set(p.mem)
+    unknown = [s for s in srv_ids if s not in cluster.server_index]
+    if unknown:
+        return [f"{where}: unknown server {sorted(unknown)[0]!r}"]
+    if p.gpus:
+        extra = srv_ids - gsrv
+        if extra:
+            out.append(f"{where}: CPU/memory on {sorted(extra)[0]} which holds none of its GPUs")
+    elif len(srv_ids) != 1:
+        out.append(f"{where}: a CPU-only job must use exactly one server, uses {len(srv_ids)}")
+    if any(v < 0 for v in p.cpu.values()) or any(v < 0 for v in p.mem.values()):
+        out.append(f"{where}: negative CPU or memory")
+    tc, tm = p.total_cpu, p.total_mem
+    prof = job.profile
+    n = len(p.gpus)
+    if prof is not None and prof.has_grid and n:
+        if (tc, tm) != (job.cpu, job.mem) and prof.grid_value(tc / n, tm / n) <= 0:
+            out.append(f"{where}: CPU {tc} / memory {tm} is no feasible point of "
+                       f"profile {prof.name!r}")
+    elif (tc, tm) != (job.cpu, job.mem):
+        out.append(f"{where}: got CPU {tc} and memory {tm}, requested {job.cpu} and {job.mem}")
+    return out
+
+
+def capacity_problems(cluster: Cluster, placements: Sequence[Placement]) -> list[str]:
+    """Servers over their CPU or memory and GPUs over 1000 milli."""
+    gpu_use: dict[str, int] = defaultdict(int)
+    cpu_use: dict[str, int] = defaultdict(int)
+    mem_use: dict[str, int] = defaultdict(int)
+    for p in placements:
+        for g in p.gpus:
+            gpu_use[g.gpu] += g.milli
+        for s, v in p.cpu.items():
+            cpu_use[s] += v
+        for s, v in p.mem.items():
+            mem_use[s] += v
+    out = [f"GPU {g}: {used} milli allocated, capacity {MILLI}"
+           for g, used in gpu_use.items() if used > MILLI]
+    for s in cluster.servers:
+        if cpu_use.get(s.id, 0) > s.cpu:
+            out.append(f"server {s.id}: CPU {cpu_use[s.id]} allocated, capacity {s.cpu}")
+        if mem_use.get(s.id, 0) > s.mem:
+            out.append(f"server {s.id}: memory {mem_use[s.id]} allocated, capacity {s.mem}")
+    return out
+
+
+def live_state_problems(jobs: Sequence[Job], allocation: Allocation,
+                        max_moves: int | None = 0) -> list[str]:
+    """Running jobs moved without allowance, dropped without being listed, or
+    preempted where no placed job outranks them; ``moved``/``preempted``
+    listing anything else (``max_moves=None``: moves unlimited)."""
+    from .tenancy import outranks
+    out: list[str] = []
+    by_id = {j.id: j for j in jobs}
+    placed = {p.job: p for p in allocation.placements}
+    moved_listed, pre_listed = set(allocation.moved), set(allocation.preempted)
+    moved = set()
+    for j in jobs:
+        if j.current is None:
+            continue
+        p = placed.get(j.id)
+        if p is not None and not p.same_as(j.current):
+            moved.add(j.id)
+            if j.id not in moved_listed:
+                out.append(f"job {j.id!r}: running job moved but not listed in moved")
+        elif p is None and j.id not in pre_listed:
+            out.append(f"job {j.id!r}: running job dropped but not listed in preempted")
+    for jid in sorted(moved_listed - moved):
+        out.append(f"moved job {jid!r}: " + ("is not placed elsewhere than where it runs"
+                                             if jid in by_id else "not in the instance"))
+    if max_moves is not None and len(moved) > max_moves:
+        out.append(f"{len(moved)} running job(s) moved, the call allows {max_moves}"
+                   + (f" (first: {sorted(moved)[0]!r})" if moved else ""))
+    fresh = [by_id[jid] for jid, p in placed.items()
+             if jid in by_id and not p.same_as(by_id[jid].current)]
+    for jid in allocation.preempted:
+        v = by_id.get(jid)
+        if v is None:
+            out.append(f"preempted job {jid!r}: not in the instance")
+        elif v.current is None:
+            out.append(f"preempted job {jid!r}: was not running (no current placement)")
+        elif jid in placed:
+            out.append(f"preempted job {jid!r}: is also placed")
+        elif not any(outranks(a, v) for a in fresh if a.id != v.id):
+            kind = (f"guaranteed job of tenant {v.tenant!r} (priority {v.priority})"
+                    if v.guaranteed else f"job of priority {v.priority}")
+            out.append(f"preempted job {jid!r}: a {kind} may only be preempted by a newly "
+                       f"placed job that outranks it, and none does")
+    return out
+
+
+def violations(cluster: Cluster, jobs: Sequence[Job], allocation: Allocation, *,
+               max_moves: int | None = 0, deadline=None) -> list[str]:
+    """Every hard constraint ``allocation`` breaks (see the module notes).
+
+    Parameters
+    ----------
+    cluster, jobs, allocation
+        The input and the answer to check.
+    max_moves : int or None
+        Running jobs the call allowed to move (None: any number).
+    deadline : Deadline, optional
+        Bounds the tenancy binding search (the only part that is not linear).
+
+    Returns
+    -------
+    list of str
+        One line per violation; empty when the allocation is valid.
+    """
     out: list[str] = []
     by_id = {j.id: j for j in jobs}
     seen = Counter([p.job for p in allocation.placements] + list(allocation.unplaced))
@@ -27,103 +193,27 @@ def violations(cluster: Cluster, jobs: Sequence[Job], allocation: Allocation) ->
             out.append(f"job {jid!r}: not in the instance")
         elif n > 1:
             out.append(f"job {jid!r}: appears {n} times in placements/unplaced")
-    for jid in by_id:
-        if jid not in seen:
-            out.append(f"job {jid!r}: missing from both placements and unplaced")
-    placed = {p.job for p in allocation.placements}
-    for jid in allocation.preempted:
-        if jid not in by_id:
-            out.append(f"preempted job {jid!r}: not in the instance")
-        elif by_id[jid].current is None:
-            out.append(f"preempted job {jid!r}: was not running (no current placement)")
-        elif jid in placed:
-            out.append(f"preempted job {jid!r}: is also placed")
-
-    gidx = cluster.gpu_index
-    gpu_use: dict[str, int] = defaultdict(int)
-    cpu_use: dict[str, int] = defaultdict(int)
-    mem_use: dict[str, int] = defaultdict(int)
+    out += [f"job {jid!r}: missing from both placements and unplaced"
+            for jid in by_id if jid not in seen]
+    good = []
     for p in allocation.placements:
         job = by_id.get(p.job)
         if job is None:
             continue
         where = f"job {p.job!r}"
-        gids = [g.gpu for g in p.gpus]
-        bad = [g for g in gids if g not in gidx]
-        if bad:
-            out.append(f"{where}: unknown GPU {bad[0]!r}")
+        bad = placement_problems(cluster, job, p, where)
+        out += bad
+        if bad and any("unknown" in b for b in bad):
             continue
-        if len(set(gids)) != len(gids):
-            out.append(f"{where}: the same GPU listed twice")
-        lo = job.min_gpus if job.min_gpus is not None else job.gpus
-        hi = job.max_gpus if job.max_gpus is not None else job.gpus
-        if not (lo <= len(gids) <= hi) or (job.gpus and not gids):
-            out.append(f"{where}: got {len(gids)} GPUs, needs "
-                       + (f"{job.gpus}" if lo == hi else f"{lo}..{hi}") + " (gang: all or none)")
-        for g in p.gpus:
-            if g.milli != job.gpu_milli:
-                out.append(f"{where}: {g.gpu} share {g.milli} milli, job asks {job.gpu_milli}")
-            gpu_use[g.gpu] += g.milli
-        gsrv = {cluster.servers[cluster.gpu_server[gidx[g]]].id for g in gids}
-        for g in gids:
-            t = cluster.servers[cluster.gpu_server[gidx[g]]].gpu_type
-            if not job.allows(t):
-                out.append(f"{where}: GPU {g} is {t}, allowed {list(job.gpu_types)}")
-                break
-        if job.locality and len(gids) > 1:
-            if job.locality not in cluster.levels:
-                out.append(f"{where}: locality {job.locality!r} is not a level of the cluster")
-            else:
-                doms = set()
-                for g in gids:
-                    s = cluster.servers[cluster.gpu_server[gidx[g]]]
-                    k = int(g.rsplit("gpu", 1)[1])
-                    doms.add(s.gpu_domain(k, job.locality))
-                if len(doms) > 1:
-                    out.append(f"{where}: GPUs span {len(doms)} {job.locality} nodes, "
-                               f"locality needs one")
-        srv_ids = set(p.cpu) | set(p.mem)
-        unknown = [s for s in srv_ids if s not in cluster.server_index]
-        if unknown:
-            out.append(f"{where}: unknown server {unknown[0]!r}")
-            continue
-        if gids:
-            extra = srv_ids - gsrv
-            if extra:
-                out.append(f"{where}: CPU/memory on {sorted(extra)[0]} which holds none of its GPUs")
-        elif len(srv_ids) != 1:
-            out.append(f"{where}: a CPU-only job must use exactly one server, uses {len(srv_ids)}")
-        if any(v < 0 for v in p.cpu.values()) or any(v < 0 for v in p.mem.values()):
-            out.append(f"{where}: negative CPU or memory")
-        for s, v in p.cpu.items():
-            cpu_use[s] += v
-        for s, v in p.mem.items():
-            mem_use[s] += v
-        tc, tm = p.total_cpu, p.total_mem
-        prof = job.profile
-        if prof is not None and prof.has_grid and gids:
-            n = len(gids)
-            if (tc, tm) != (job.cpu, job.mem) and prof.grid_value(tc / n, tm / n) <= 0:
-                out.append(f"{where}: CPU {tc} / memory {tm} is no feasible point of "
-                           f"profile {prof.name!r}")
-        elif (tc, tm) != (job.cpu, job.mem):
-            out.append(f"{where}: got CPU {tc} and memory {tm}, requested {job.cpu} and {job.mem}")
-        tp = throughput(cluster, job, gids, tc, tm)
+        good.append(p)
+        tp = throughput(cluster, job, [g.gpu for g in p.gpus], p.total_cpu, p.total_mem)
         if abs(tp - p.throughput) > 1e-6 * max(1.0, abs(tp)):
             out.append(f"{where}: reported throughput {p.throughput} but it is {tp:.6g}")
-    for g, used in gpu_use.items():
-        if used > MILLI:
-            out.append(f"GPU {g}: {used} milli allocated, capacity {MILLI}")
-    for s in cluster.servers:
-        if cpu_use.get(s.id, 0) > s.cpu:
-            out.append(f"server {s.id}: CPU {cpu_use[s.id]} allocated, capacity {s.cpu}")
-        if mem_use.get(s.id, 0) > s.mem:
-            out.append(f"server {s.id}: memory {mem_use[s.id]} allocated, capacity {s.mem}")
-    try:
-        from .tenancy import tenancy_violations
-    except ModuleNotFoundError as exc:
-        if exc.name != "alloc.tenancy":
-            raise
-    else:
-        out.extend(tenancy_violations(cluster, jobs, allocation))
+    out += capacity_problems(cluster, good)
+    out += live_state_problems(jobs, allocation, max_moves)
+    from .tenancy import tenancy_violations
+    out.extend(tenancy_violations(cluster, jobs, allocation, deadline=deadline))
     return out
+
+
+__all__ = ["capacity_problems", "live_state_problems", "placement_problems", "violations"]

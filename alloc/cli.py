@@ -1,12 +1,16 @@
-"""Command line: ``alloc solve | check | solvers | bench | simulate``.
+"""Command line: ``alloc solve | check | solvers | bench | simulate | ...``.
 
 Exit codes: 0 done (any status), 1 ``check`` found violations, 2 bad input
-(the message names the file, the field and what was expected), 3 solver
-failure.  A human summary goes to stderr; machine output to stdout or --out.
+(one line naming the file, the field and what was expected; an unsupported
+capability and an unknown option are bad input too), 3 solver failure.  A
+human summary goes to stderr; machine output to stdout or ``--out``.
+Sub-programs with their own parsers (``bench openb``, ``simulate``,
+``shares``, ``sweep``, ``serve``) are dispatched by name and imported only when used.
 """
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
@@ -14,60 +18,83 @@ from .errors import InputError, SolverError, SolverUnavailable
 
 EXIT_OK, EXIT_VIOLATIONS, EXIT_INPUT, EXIT_SOLVER = 0, 1, 2, 3
 
+#: Sub-programs with their own argument parsers: name -> "module:function".
+SUBPROGRAMS = {
+    "simulate": "alloc.sim.cli:simulate_main",
+    "shares": "alloc.shares.cli:shares_main",
+    "sweep": "alloc.sweep.cli:sweep_main",
+    "serve": "alloc.service.cli:serve_main",
+}
+
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message):  # usage errors are bad input: exit 2, one line
         self.exit(EXIT_INPUT, f"{self.prog}: error: {message}\n")
 
 
+def _solve_args(s) -> None:
+    s.add_argument("instance", help="instance file (alloc.instance/1 JSON)")
+    s.add_argument("--solver", default="best-fit", help="solver name (default: best-fit; "
+                   "see `alloc solvers`)")
+    s.add_argument("--objective", default="throughput",
+                   help="throughput, gpus or jobs (default: throughput)")
+    s.add_argument("--time-limit", type=float, default=None, metavar="S",
+                   help="seconds for the whole call (default: 60)")
+    s.add_argument("--seed", type=int, default=0, help="random seed (default: 0)")
+    s.add_argument("--out", default=None, metavar="FILE",
+                   help="write the allocation here (default: stdout)")
+    s.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
+                   help="a solver option (repeatable; `alloc solvers --json` lists them)")
+    s.add_argument("--max-moves", type=int, default=0, metavar="K",
+                   help="running jobs that may move (default: 0)")
+    s.add_argument("--move-cost", type=float, default=None, metavar="C",
+                   help="objective units per move; alone it allows any number (default: none)")
+    s.add_argument("--strict", action="store_true",
+                   help="refuse jobs that cannot be placed on this cluster now (default: leave "
+                        "them unplaced with a reason)")
+
+
 def _parser() -> argparse.ArgumentParser:
+    from . import __version__
     p = _Parser(prog="alloc", description="Decide which deep-learning jobs run where on a GPU cluster.")
+    p.add_argument("--version", action="version", version=f"alloc {__version__}")
     sub = p.add_subparsers(dest="cmd", required=True, parser_class=_Parser)
-
-    s = sub.add_parser("solve", help="place an instance's jobs; prints an allocation")
-    s.add_argument("instance")
-    s.add_argument("--solver", default="best-fit")
-    s.add_argument("--objective", default="throughput")
-    s.add_argument("--time-limit", type=float, default=None, metavar="S")
-    s.add_argument("--seed", type=int, default=0)
-    s.add_argument("--out", default=None, metavar="FILE")
-
+    _solve_args(sub.add_parser("solve", help="place an instance's jobs; prints an allocation"))
     c = sub.add_parser("check", help="list the violations of an allocation; exit 1 if any")
-    c.add_argument("instance")
-    c.add_argument("allocation")
-
-    sub.add_parser("solvers", help="registered solvers, available or why not")
-
+    c.add_argument("instance", help="instance file")
+    c.add_argument("allocation", help="allocation file (alloc.allocation/1 JSON)")
+    c.add_argument("--max-moves", type=int, default=0, metavar="K",
+                   help="running jobs the call allowed to move (default: 0; -1: any)")
+    sv = sub.add_parser("solvers", help="registered solvers, available or why not")
+    sv.add_argument("--json", action="store_true", help="machine-readable listing with options")
     b = sub.add_parser("bench", help="benchmark solvers over instances (or: bench openb ...)")
     b.add_argument("instances", nargs="*", help="instance files (default: the shipped ones)")
-    b.add_argument("--solvers", default=None, help="comma-separated solver names")
-    b.add_argument("--objective", default="throughput")
-    b.add_argument("--time-limit", type=float, default=10.0, metavar="S")
-    b.add_argument("--seed", type=int, default=0)
+    b.add_argument("--solvers", default=None, help="comma-separated solver names "
+                   "(default: proportional, best-fit, synergy-tune, cpsat, milp)")
+    b.add_argument("--objective", default="throughput", help="objective (default: throughput)")
+    b.add_argument("--time-limit", type=float, default=10.0, metavar="S",
+                   help="seconds per run (default: 10)")
+    b.add_argument("--seed", type=int, default=0, help="random seed (default: 0)")
     b.add_argument("--out", default=None, metavar="FILE", help="JSON lines (default: stdout)")
-    b.add_argument("--no-progress", action="store_true")
-
-    sub.add_parser("simulate", help="round-based cluster simulation: simulate CONFIG.json [--out R]",
-                   add_help=False)
+    b.add_argument("--no-progress", action="store_true",
+                   help="no progress bar (default: shown when stderr is a terminal)")
+    for name in SUBPROGRAMS:
+        sub.add_parser(name, help=f"`alloc {name} --help` for its options", add_help=False)
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run the command line; returns the exit code."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    # sub-programs with their own parsers
     if argv[:2] == ["bench", "openb"]:
         from .experiments.openb import bench_main
         return bench_main(argv[2:])
-    if argv[:1] == ["simulate"]:
-        from .sim.cli import simulate_main
-        return simulate_main(argv[1:])
+    if argv[:1] and argv[0] in SUBPROGRAMS:
+        return _subprogram(argv[0], argv[1:])
     args = _parser().parse_args(argv)
     try:
         return _COMMANDS[args.cmd](args)
-    except InputError as exc:
-        print(f"alloc: {exc}", file=sys.stderr)
-        return EXIT_INPUT
-    except ValueError as exc:  # unknown solver / objective names
+    except (InputError, ValueError) as exc:
         print(f"alloc: {exc}", file=sys.stderr)
         return EXIT_INPUT
     except (SolverError, SolverUnavailable) as exc:
@@ -75,21 +102,59 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_SOLVER
 
 
+def _subprogram(name: str, argv: list[str]) -> int:
+    import importlib
+    mod, _, fn = SUBPROGRAMS[name].partition(":")
+    try:
+        entry = getattr(importlib.import_module(mod), fn)
+    except ModuleNotFoundError as exc:
+        print(f"alloc {name}: unavailable ({exc.name} is not installed)", file=sys.stderr)
+        return EXIT_INPUT
+    return entry(argv)
+
+
+def parse_options(solver: str, items: list[str]) -> dict:
+    """``KEY=VALUE`` texts as the solver's declared option types."""
+    from .options import parse_value
+    from .registry import get_solver
+    specs = {o.name: o for o in get_solver(solver).options}
+    out = {}
+    for item in items:
+        key, eq, text = item.partition("=")
+        if not eq or not key:
+            raise InputError(f"--option: expected KEY=VALUE, got {item!r}")
+        out[key.strip()] = parse_value(specs.get(key.strip()), text)
+    return out
+
+
+def write_output(path: str | None, text: str) -> None:
+    """``text`` to ``path`` (stdout when None); an unwritable path is bad input."""
+    if path is None:
+        sys.stdout.write(text)
+        return
+    try:
+        Path(path).write_text(text)
+    except OSError as exc:
+        raise InputError(f"{path}: cannot write ({exc.strerror or type(exc).__name__})") from None
+
+
 def cmd_solve(args) -> int:
     from .io import dump_allocation, load_instance
     from .solve import allocate
     inst = load_instance(args.instance)
+    opts = parse_options(args.solver, args.option)
     a = allocate(inst.cluster, inst.jobs, solver=args.solver, objective=args.objective,
-                 time_limit=args.time_limit, seed=args.seed, instance=inst.name)
-    text = dump_allocation(a)
-    if args.out:
-        Path(args.out).write_text(text)
-    else:
-        sys.stdout.write(text)
+                 time_limit=args.time_limit, seed=args.seed, instance=inst.name,
+                 max_moves=args.max_moves, move_cost=args.move_cost, strict=args.strict, **opts)
+    for jid, why in a.reasons.items():
+        print(f"alloc: warning: {args.instance}: job {jid!r} cannot be placed now: {why}",
+              file=sys.stderr)
+    write_output(args.out, dump_allocation(a))
     gap = "" if a.gap is None else f" gap {100 * a.gap:.2f}%"
+    live = f", {len(a.moved)} moved, {len(a.preempted)} preempted" if (a.moved or a.preempted) else ""
     print(f"{inst.name}: {a.solver} {a.status.value}, {args.objective} {a.value:.4g}"
           f" (bound {a.bound if a.bound is None else format(a.bound, '.4g')}{gap}), "
-          f"{len(a.placements)}/{len(inst.jobs)} jobs placed in {a.wall_time_s:.2f}s",
+          f"{len(a.placements)}/{len(inst.jobs)} jobs placed{live} in {a.wall_time_s:.2f}s",
           file=sys.stderr)
     return EXIT_OK
 
@@ -99,7 +164,8 @@ def cmd_check(args) -> int:
     from .io import load_allocation, load_instance
     inst = load_instance(args.instance)
     a = load_allocation(args.allocation)
-    bad = violations(inst.cluster, inst.jobs, a)
+    bad = violations(inst.cluster, inst.jobs, a,
+                     max_moves=None if args.max_moves < 0 else args.max_moves)
     for v in bad:
         print(v)
     print(f"{args.allocation}: {len(bad)} violation(s)", file=sys.stderr)
@@ -107,13 +173,18 @@ def cmd_check(args) -> int:
 
 
 def cmd_solvers(args) -> int:
-    from .solve import solvers
+    from .registry import solvers
+    if args.json:
+        print(json.dumps([info.to_dict() for info in solvers().values()], indent=1))
+        return EXIT_OK
     for name, info in solvers().items():
         why = info.unavailable_reason()
         kind = "exact" if info.exact else "heuristic"
         caps = ",".join(sorted(info.capabilities)) or "-"
         state = "available" if why is None else f"unavailable: {why}"
-        print(f"{name:<18} {kind:<9} {state:<10}  [{caps}]  {info.description}")
+        opts = ",".join(o.name for o in info.options)
+        print(f"{name:<16} {kind:<9} {state:<10} [{caps}]"
+              + (f" options: {opts}" if opts else "") + f"  {info.description}")
     return EXIT_OK
 
 
@@ -123,15 +194,23 @@ def cmd_bench(args) -> int:
     if not paths:
         raise InputError("bench: no instance files given and none shipped in instances/")
     names = args.solvers.split(",") if args.solvers else bench.default_solvers()
-    out = open(args.out, "w") if args.out else sys.stdout
+    progress = not args.no_progress and sys.stderr.isatty()
+    if args.out:
+        try:
+            out = open(args.out, "w")
+        except OSError as exc:
+            raise InputError(f"{args.out}: cannot write ({exc.strerror})") from None
+    else:
+        out = sys.stdout
     try:
         rows = bench.run(paths, names, objective=args.objective, time_limit=args.time_limit,
-                         seed=args.seed, out=out, progress=not args.no_progress)
+                         seed=args.seed, out=out, progress=progress)
     finally:
         if args.out:
             out.close()
     print(bench.table(rows), file=sys.stderr)
-    return EXIT_OK
+    failed = [r for r in rows if r["status"] in ("error", "unavailable")]
+    return EXIT_SOLVER if rows and len(failed) == len(rows) else EXIT_OK
 
 
 _COMMANDS = {"solve": cmd_solve, "check": cmd_check, "solvers": cmd_solvers, "bench": cmd_bench}

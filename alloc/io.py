@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from .errors import InputError
-from .model import (Allocation, Cell, Cluster, GpuShare, Instance, Job, Placement, Profile,
-                    Server, Status, Tenant, frozen_map)
+from .model import (DEFAULT_GPU_TYPE, Allocation, Cell, Cluster, GpuShare, Instance, Job,
+                    Placement, Profile, Server, Status, Tenant, frozen_map)
 from .profiles import available_models, load_model, profile_from_dict
 from .schema import schema_problems
 from .validate import model_problems
@@ -34,6 +34,18 @@ def read_json(path, what: str = "file") -> Any:
     except json.JSONDecodeError as exc:
         raise InputError(f"{path}: line {exc.lineno} column {exc.colno}: malformed JSON "
                          f"({exc.msg})") from None
+    except RecursionError:
+        raise InputError(f"{path}: JSON nested too deeply") from None
+
+
+def check_format(doc: Any, expected: str, source: str) -> None:
+    """Bad input unless ``doc`` declares ``format: expected`` (a wrong file kind
+    is named)."""
+    fmt = doc.get("format") if isinstance(doc, dict) else None
+    if fmt != expected:
+        got = f"format {fmt!r}" if fmt is not None else f"no format field" if isinstance(doc, dict) \
+            else f"a JSON {type(doc).__name__}"
+        raise InputError(f"{source}: format: expected an {expected} file, got {got}")
 
 
 # ------------------------------------------------------------------ instances
@@ -45,12 +57,15 @@ def placement_from_dict(d: Mapping, job_id: str | None = None) -> Placement:
 
 
 def instance_from_dict(doc: Any, source: str = "<instance>") -> Instance:
+    """Build and validate an :class:`Instance` from a parsed file."""
+    check_format(doc, INSTANCE_FORMAT, source)
     problems = schema_problems(doc, "instance")
     if problems:
         raise InputError(problems, source)
     c = doc["cluster"]
     levels = tuple(c.get("levels", ("server", "gpu")))
-    servers = tuple(Server(s["id"], s["cpu"], s["mem"], s.get("gpus", 0), s.get("gpu_type"),
+    servers = tuple(Server(s["id"], s["cpu"], s["mem"], s.get("gpus", 0),
+                           s.get("gpu_type", DEFAULT_GPU_TYPE if s.get("gpus", 0) else None),
                            s.get("rack"), s.get("sockets", 1), s.get("switches_per_socket", 1))
                     for s in c["servers"])
     tenants = {name: Tenant(name, tuple(Cell(x["level"], x["count"], x.get("gpu_type"))
@@ -191,7 +206,7 @@ def compact_json(doc: Mapping, rows: tuple[str, ...] = ("servers", "jobs", "plac
         if isinstance(v, list) and v and key in rows:
             items = [f"{pad} {json.dumps(x)}" for x in v]
             return "[\n" + ",\n".join(items) + f"\n{pad}]"
-        return json.dumps(v)
+        return json.dumps(v, allow_nan=False)
     return enc(dict(doc), None, 0) + "\n"
 
 
@@ -211,6 +226,7 @@ def allocation_to_dict(a: Allocation) -> dict:
         "stats": {k: v for k, v in a.stats.items() if _jsonable(v)},
         "placements": [placement_to_dict(p) for p in a.placements],
         "unplaced": list(a.unplaced), "preempted": list(a.preempted),
+        "moved": list(a.moved), "reasons": dict(a.reasons),
     }
 
 
@@ -223,6 +239,8 @@ def _jsonable(v) -> bool:
 
 
 def allocation_from_dict(doc: Any, source: str = "<allocation>") -> Allocation:
+    """Build an :class:`Allocation` from a parsed file (checked against the schema)."""
+    check_format(doc, ALLOCATION_FORMAT, source)
     problems = schema_problems(doc, "allocation")
     if problems:
         raise InputError(problems, source)
@@ -231,7 +249,8 @@ def allocation_from_dict(doc: Any, source: str = "<allocation>") -> Allocation:
         tuple(doc.get("preempted", ())), Status(doc.get("status", "unknown")),
         float(doc.get("value", 0.0)), doc.get("bound"), float(doc.get("wall_time_s", 0.0)),
         doc.get("solver", ""), doc.get("objective", ""), doc.get("instance", ""),
-        frozen_map(doc.get("stats", {})))
+        frozen_map(doc.get("stats", {})), tuple(doc.get("moved", ())),
+        frozen_map(doc.get("reasons", {})))
 
 
 def load_allocation(path) -> Allocation:
@@ -239,6 +258,7 @@ def load_allocation(path) -> Allocation:
 
 
 def dump_allocation(a: Allocation, path=None) -> str:
+    """The allocation as ``alloc.allocation/1`` JSON (written to ``path`` when given)."""
     text = compact_json(allocation_to_dict(a))
     if path is not None:
         Path(path).write_text(text)

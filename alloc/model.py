@@ -2,8 +2,8 @@
 
 Units (see the design notes): CPU in milli-cores, memory in MiB, GPU share in
 milli-GPU (1000 = one whole GPU), times in seconds.  Every object here is an
-immutable value; derived views (the hierarchy graph, GPU ids) are computed on
-demand and cached.
+immutable value; derived views (GPU ids, indexes) are computed on demand and
+cached on the object.
 """
 from __future__ import annotations
 
@@ -19,6 +19,9 @@ MILLI = 1000  # milli-GPU in one whole GPU
 KNOWN_LEVELS = ("rack", "server", "socket", "switch", "gpu")
 #: Pseudo level above every declared one: a job spread over several racks.
 CLUSTER = "cluster"
+#: GPU type of a server that has GPUs but declares none (the API only; files
+#: must name it).
+DEFAULT_GPU_TYPE = "gpu"
 
 
 class FrozenMap(Mapping):
@@ -48,11 +51,31 @@ class FrozenMap(Mapping):
 
 
 def frozen_map(d: Mapping | None = None) -> Mapping:
+    """``d`` as a :class:`FrozenMap` (unchanged when it already is one)."""
     return d if isinstance(d, FrozenMap) else FrozenMap(d)
 
 
 @dataclass(frozen=True)
 class Server:
+    """One server.
+
+    Parameters
+    ----------
+    id : str
+        Unique name (no ``/``); its GPUs are ``"<id>/gpu<k>"``, ``k = 0..gpus-1``.
+    cpu : int
+        CPU capacity in milli-cores (``24000`` = 24 cores).
+    mem : int
+        Memory capacity in MiB.
+    gpus : int
+        Number of GPUs (0 = a CPU-only server).
+    gpu_type : str or None
+        GPU model (``"V100"``); needed when ``gpus > 0``.
+    rack : str or None
+        Rack name (needed when the cluster declares the ``rack`` level).
+    sockets, switches_per_socket : int
+        How the GPUs split evenly over CPU sockets and PCIe switches.
+    """
     id: str
     cpu: int
     mem: int
@@ -63,6 +86,7 @@ class Server:
     switches_per_socket: int = 1
 
     def gpu_ids(self) -> tuple[str, ...]:
+        """The names of this server's GPUs, in index order."""
         return tuple(f"{self.id}/gpu{k}" for k in range(self.gpus))
 
     def gpu_domain(self, k: int, level: str) -> str:
@@ -81,12 +105,13 @@ class Server:
             per_switch = max(1, per_socket // max(1, self.switches_per_socket))
             sw = min((k - sock * per_socket) // per_switch, self.switches_per_socket - 1)
             return f"{self.id}/socket{sock}/switch{sw}"
-        raise ValueError(f"unknown level {level!r}")
+        raise ValueError(f"unknown level {level!r}; valid levels: {', '.join(KNOWN_LEVELS)}")
 
 
 @dataclass(frozen=True)
 class Cell:
-    """A tenant's guaranteed cell: ``count`` cells at ``level`` of ``gpu_type``."""
+    """A tenant's guaranteed cells: ``count`` cells at hierarchy ``level`` of
+    GPU type ``gpu_type`` (None: the cluster's only type)."""
     level: str
     count: int
     gpu_type: str | None = None
@@ -94,47 +119,70 @@ class Cell:
 
 @dataclass(frozen=True)
 class Tenant:
+    """A tenant (virtual cluster) and the cells guaranteed to it (HiveD)."""
     id: str
     cells: tuple[Cell, ...] = ()
 
 
 @dataclass(frozen=True)
 class Cluster:
+    """The servers, the declared hierarchy levels and the tenants.
+
+    Parameters
+    ----------
+    servers : tuple of Server
+    levels : tuple of str
+        Hierarchy levels outermost first; contains ``"server"`` and ends with
+        ``"gpu"`` (default ``("server", "gpu")``).
+    tenants : mapping of str to Tenant
+        Tenants and their guaranteed cells (empty: no tenancy).
+    """
     servers: tuple[Server, ...]
     levels: tuple[str, ...] = ("server", "gpu")
     tenants: Mapping[str, Tenant] = field(default_factory=frozen_map)
 
     @cached_property
     def server_index(self) -> Mapping[str, int]:
+        """Server id to position."""
         return {s.id: i for i, s in enumerate(self.servers)}
 
     @cached_property
     def gpu_ids(self) -> tuple[str, ...]:
+        """Every GPU name, servers in order (the global GPU index)."""
         return tuple(g for s in self.servers for g in s.gpu_ids())
 
     @cached_property
     def gpu_index(self) -> Mapping[str, int]:
+        """GPU name to global index."""
         return {g: i for i, g in enumerate(self.gpu_ids)}
 
     @cached_property
     def gpu_server(self) -> tuple[int, ...]:
+        """Server position of each global GPU index."""
         return tuple(i for i, s in enumerate(self.servers) for _ in range(s.gpus))
 
     @cached_property
     def gpu_types(self) -> tuple[str, ...]:
+        """The GPU types present, sorted."""
         return tuple(sorted({s.gpu_type for s in self.servers if s.gpus and s.gpu_type}))
 
     @property
     def total_gpus(self) -> int:
+        """Number of GPUs in the cluster."""
         return sum(s.gpus for s in self.servers)
 
     def server(self, sid: str) -> Server:
+        """The server called ``sid`` (``KeyError`` when unknown)."""
         return self.servers[self.server_index[sid]]
 
-    def graph(self):
-        """The hierarchy as a networkx DiGraph (see :mod:`alloc.topology`)."""
-        from .topology import hierarchy_graph
-        return hierarchy_graph(self)
+    @cached_property
+    def gpu_first(self) -> tuple[int, ...]:
+        """Global index of each server's first GPU (servers in order)."""
+        out, n = [], 0
+        for s in self.servers:
+            out.append(n)
+            n += s.gpus
+        return tuple(out)
 
 
 @dataclass(frozen=True)
@@ -161,11 +209,12 @@ class Profile:
 
     @property
     def has_grid(self) -> bool:
+        """True when the profile has a CPU x memory grid."""
         return bool(self.tput)
 
     def grid_value(self, cpu_per_gpu: float, mem_per_gpu: float) -> float:
         """Speed at a CPU/memory-per-GPU point: the best grid cell at or below it
-        in both dimensions (0.0 when below every feasible cell)."""
+        in both dimensions (0.0 when below every feasible cell; 1.0 without a grid)."""
         if not self.tput:
             return 1.0
         best = 0.0
@@ -181,20 +230,37 @@ class Profile:
         return best
 
     def speed(self, gpu_type: str | None) -> float:
+        """Relative speed on ``gpu_type`` (1.0 when not given)."""
         return float(self.gpu_speed.get(gpu_type, 1.0)) if gpu_type else 1.0
 
     def span_factor(self, level: str | None) -> float:
+        """Factor for a multi-GPU job whose GPUs span ``level`` (1.0 when not given)."""
         return float(self.span.get(level, 1.0)) if level else 1.0
 
 
 @dataclass(frozen=True)
 class GpuShare:
+    """``milli`` milli-GPU of the GPU called ``gpu``."""
     gpu: str
     milli: int
 
 
 @dataclass(frozen=True)
 class Placement:
+    """Where a job runs.
+
+    Parameters
+    ----------
+    job : str
+        The job's id.
+    gpus : tuple of GpuShare
+        Its GPUs with their shares (empty for a CPU-only job).
+    cpu, mem : mapping of server id to int
+        Milli-cores and MiB on each server (the servers holding its GPUs; one
+        server for a CPU-only job).
+    throughput : float
+        The job's throughput there (recomputed by :func:`alloc.allocate`).
+    """
     job: str
     gpus: tuple[GpuShare, ...] = ()
     cpu: Mapping[str, int] = field(default_factory=frozen_map)
@@ -208,19 +274,28 @@ class Placement:
 
     @property
     def total_cpu(self) -> int:
+        """Milli-cores over all servers."""
         return sum(self.cpu.values())
 
     @property
     def total_mem(self) -> int:
+        """MiB over all servers."""
         return sum(self.mem.values())
 
+    @property
+    def servers(self) -> frozenset:
+        """The servers the placement uses."""
+        return frozenset(self.cpu) | frozenset(self.mem)
+
     def same_as(self, other: "Placement | None") -> bool:
-        """Same GPUs (with shares) and same servers: no migration needed."""
+        """Same GPUs with the same shares and the same CPU and memory on the
+        same servers: the job need not restart."""
         if other is None:
             return False
         return (sorted((g.gpu, g.milli) for g in self.gpus)
                 == sorted((g.gpu, g.milli) for g in other.gpus)
-                and set(self.cpu) == set(other.cpu))
+                and {k: v for k, v in self.cpu.items() if v} == {k: v for k, v in other.cpu.items() if v}
+                and {k: v for k, v in self.mem.items() if v} == {k: v for k, v in other.mem.items() if v})
 
     def __hash__(self):
         return hash((self.job, self.gpus, tuple(sorted(self.cpu.items())),
@@ -235,6 +310,38 @@ class Placement:
 
 @dataclass(frozen=True)
 class Job:
+    """A job to place, or a running one (``current`` set).
+
+    Parameters
+    ----------
+    id : str
+        Unique name.
+    gpus : int
+        Whole GPUs wanted (0 = a CPU-only job).
+    gpu_milli : int
+        Share of each GPU, 1..1000 (below 1000 only with ``gpus == 1``: GPU sharing).
+    cpu, mem : int
+        Total request in milli-cores and MiB.  With a profile grid a solver
+        may give any grid point instead (Synergy) and reports what it gave.
+    gpu_types : tuple of str
+        Allowed GPU types (empty = any).
+    locality : str or None
+        A level name: all the job's GPUs under one node of that level.
+    model : str or None
+        Name of its throughput profile (a file in ``models/`` or an instance's
+        inline model); ``profile`` is the resolved profile.
+    tenant, guaranteed, priority : str or None, bool, int
+        HiveD-style tenancy: guaranteed jobs run inside their tenant's cells;
+        opportunistic ones use free GPUs and may be preempted.
+    weight : float
+        Weight in the ``throughput`` objective (>= 0).
+    current : Placement or None
+        Where the job runs now (None: pending).
+    min_gpus, max_gpus : int or None
+        Elastic range of the GPU count.
+    gpu_mem : int or None
+        GPU memory per GPU in MiB (co-location limits).
+    """
     id: str
     gpus: int = 0
     gpu_milli: int = MILLI
@@ -251,21 +358,32 @@ class Job:
     current: Placement | None = None
     min_gpus: int | None = None
     max_gpus: int | None = None
-    gpu_mem: int | None = None  # GPU memory the job needs per GPU (MiB), co-location
+    gpu_mem: int | None = None
 
     @property
     def milli_total(self) -> int:
+        """Milli-GPU the job asks for in total."""
         return self.gpus * self.gpu_milli
 
     @property
     def elastic(self) -> bool:
+        """True when the job accepts a range of GPU counts."""
         return self.min_gpus is not None or self.max_gpus is not None
 
+    @property
+    def running(self) -> bool:
+        """True when the job has a current placement."""
+        return self.current is not None
+
     def allows(self, gpu_type: str | None) -> bool:
+        """True when the job may run on GPUs of ``gpu_type``."""
         return not self.gpu_types or gpu_type in self.gpu_types
 
 
 class Status(str, enum.Enum):
+    """How good an answer is: ``OPTIMAL`` (proven), ``FEASIBLE`` (a solution,
+    optimality not proven), ``INFEASIBLE`` (proven impossible under the hard
+    constraints), ``UNKNOWN`` (no solution, no proof)."""
     OPTIMAL = "optimal"
     FEASIBLE = "feasible"
     INFEASIBLE = "infeasible"
@@ -276,7 +394,52 @@ class Status(str, enum.Enum):
 
 
 @dataclass(frozen=True)
+class Diff:
+    """What changes between two allocations: jobs to start, stop and move.
+
+    Attributes
+    ----------
+    start : tuple of Placement
+        Jobs placed now that were not placed before.
+    stop : tuple of str
+        Jobs placed before and not now.
+    move : tuple of Placement
+        Jobs placed in both whose placement changed (their new placement).
+    """
+    start: tuple[Placement, ...] = ()
+    stop: tuple[str, ...] = ()
+    move: tuple[Placement, ...] = ()
+
+    def __bool__(self) -> bool:
+        return bool(self.start or self.stop or self.move)
+
+
+@dataclass(frozen=True)
 class Allocation:
+    """A solver's answer (the ``alloc.allocation/1`` file format).
+
+    Attributes
+    ----------
+    placements : tuple of Placement
+        The placed jobs (running jobs kept in place included).
+    unplaced : tuple of str
+        Every other job of the input.
+    preempted : tuple of str
+        Running jobs stopped (a subset of ``unplaced``).
+    moved : tuple of str
+        Running jobs placed elsewhere than ``current`` (a subset of the placed).
+    reasons : mapping of str to str
+        For unplaced jobs that cannot be placed on this cluster now: why.
+    status : Status
+    value : float
+        The objective recomputed from the placements (minus move costs).
+    bound : float or None
+        A proven upper bound of the optimum (exact solvers).
+    wall_time_s : float
+    solver, objective, instance : str
+    stats : mapping
+        Solver statistics (not part of the comparison).
+    """
     placements: tuple[Placement, ...] = ()
     unplaced: tuple[str, ...] = ()
     preempted: tuple[str, ...] = ()
@@ -288,12 +451,16 @@ class Allocation:
     objective: str = ""
     instance: str = ""
     stats: Mapping[str, object] = field(default_factory=frozen_map, compare=False)
+    moved: tuple[str, ...] = ()
+    reasons: Mapping[str, str] = field(default_factory=frozen_map)
+
+    @cached_property
+    def _by_job(self) -> Mapping[str, Placement]:
+        return {p.job: p for p in self.placements}
 
     def placement(self, job_id: str) -> Placement | None:
-        for p in self.placements:
-            if p.job == job_id:
-                return p
-        return None
+        """The placement of ``job_id`` (None when unplaced)."""
+        return self._by_job.get(job_id)
 
     @property
     def gap(self) -> float | None:
@@ -303,9 +470,24 @@ class Allocation:
         denom = max(abs(self.bound), 1e-9)
         return max(0.0, (self.bound - self.value) / denom)
 
+    def diff(self, previous: "Allocation | None") -> Diff:
+        """Start / stop / move lists that turn ``previous`` into this allocation."""
+        before = {} if previous is None else {p.job: p for p in previous.placements}
+        start, move = [], []
+        for p in self.placements:
+            old = before.get(p.job)
+            if old is None:
+                start.append(p)
+            elif not p.same_as(old):
+                move.append(p)
+        now = self._by_job
+        stop = tuple(j for j in before if j not in now)
+        return Diff(tuple(start), stop, tuple(move))
+
 
 @dataclass(frozen=True)
 class Instance:
+    """An instance file: a name, the cluster, the jobs and inline models."""
     name: str
     cluster: Cluster
     jobs: tuple[Job, ...]

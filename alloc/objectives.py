@@ -1,73 +1,48 @@
-"""Objectives and the throughput of a placement.
+r"""Objectives: the one place that says what a placement is worth.
 
 A job's throughput (1.0 = its speed at the GPU-proportional share on its
-reference GPU type) is
+reference GPU type) on ``n`` GPUs with ``c`` milli-cores and ``m`` MiB in total is
 
-    tput = base(c, m) * speed(type) * span(level) * scale(n)
+.. math::
 
-with ``base`` the profile's grid value at c milli-cores and m MiB per GPU,
-``speed`` the relative speed of the slowest GPU type it got, ``span`` the
-factor for the innermost hierarchy level holding all its GPUs, and ``scale``
-the speed with n GPUs relative to the requested count (elastic jobs).
+    \mathrm{tput} = \mathrm{base}(c/n, m/n)\cdot \mathrm{speed}(\tau)\cdot
+                    \mathrm{span}(\ell)\cdot \mathrm{scale}(n)
 
-Objectives, summed over placed jobs (an unplaced job adds 0):
+with ``base`` the profile's grid value per GPU, ``speed`` the relative speed of
+the slowest GPU type ``tau`` it got, ``span`` the factor of the innermost
+hierarchy level ``ell`` one node of which holds all its GPUs (1 for one GPU), and
+``scale`` its speed with ``n`` GPUs relative to the requested count (elastic
+jobs).  An objective sums a value over the placed jobs (an unplaced job adds 0):
 
-* ``throughput``: weight * tput
-* ``gpus``: allocated milli-GPU, n * gpu_milli
-* ``jobs``: 1
+* ``throughput``: :math:`w_j\cdot\mathrm{tput}_j` (``w`` = the job's weight);
+* ``gpus``: the milli-GPU the job holds, :math:`n\cdot\mathrm{milli}_j`;
+* ``jobs``: 1.
+
+Solvers never test an objective's name: they ask the :class:`Objective` for a
+placement's value (:meth:`Objective.value`), an option's coefficient
+(:meth:`Objective.coef`), which factors matter (:attr:`Objective.factors`),
+an honest upper bound of a job's value over every placement
+(:meth:`Objective.upper`) and the objective's step (:meth:`Objective.step`).
 """
 from __future__ import annotations
 
-from typing import Iterable
+import math
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Iterable, Sequence
 
-from .model import CLUSTER, Cluster, Job, Placement, Profile
+from .model import Cluster, Job, Placement, Profile
+from .topology import reachable_levels, span_level
 
-OBJECTIVES = ("throughput", "gpus", "jobs")
-
-
-def check_objective(name: str) -> str:
-    if name not in OBJECTIVES:
-        raise ValueError(f"unknown objective {name!r}; valid objectives: {', '.join(OBJECTIVES)}")
-    return name
-
-
-def span_level(cluster: Cluster, gpu_ids: Iterable[str]) -> str | None:
-    """Innermost declared level whose one node holds all the GPUs; ``"cluster"``
-    when none does; ``None`` for no GPUs."""
-    gids = list(gpu_ids)
-    if not gids:
-        return None
-    idx = cluster.gpu_index
-    srv = cluster.gpu_server
-    for level in reversed(cluster.levels):
-        names = set()
-        for g in gids:
-            s = cluster.servers[srv[idx[g]]]
-            k = idx[g] - cluster_first_gpu(cluster)[srv[idx[g]]]
-            names.add(s.gpu_domain(k, level))
-            if len(names) > 1:
-                break
-        if len(names) == 1:
-            return level
-    return CLUSTER
+#: The factors a job's value can depend on.
+FACTORS = frozenset({"grid", "speed", "span", "scale", "size", "weight"})
 
 
-def cluster_first_gpu(cluster: Cluster) -> tuple[int, ...]:
-    cache = cluster.__dict__.get("_first_gpu")
-    if cache is None:
-        out, n = [], 0
-        for s in cluster.servers:
-            out.append(n)
-            n += s.gpus
-        cache = tuple(out)
-        cluster.__dict__["_first_gpu"] = cache
-    return cache
-
-
+# ----------------------------------------------------------------- throughput
 def scale_factor(profile: Profile | None, job: Job, n: int) -> float:
-    """Speed with n GPUs relative to the requested count: the profile's
-    speed-up curve ``scaling[n] / scaling[gpus]`` where both are given, else
-    linear ``n / gpus``."""
+    """Speed with ``n`` GPUs relative to the requested count: the profile's
+    speed-up ``scaling[n] / scaling[gpus]`` where both are given, else
+    linear ``n / gpus`` (1 for the requested count)."""
     if n == job.gpus or job.gpus == 0:
         return 1.0
     if profile is not None and n in profile.scaling and job.gpus in profile.scaling:
@@ -76,7 +51,8 @@ def scale_factor(profile: Profile | None, job: Job, n: int) -> float:
 
 
 def throughput(cluster: Cluster, job: Job, gpu_ids, cpu: int, mem: int) -> float:
-    """Speed of ``job`` on the given GPUs with ``cpu``/``mem`` in total."""
+    """Speed of ``job`` on the given GPUs with ``cpu`` milli-cores and ``mem``
+    MiB in total (see the module notes); 0 for a GPU job given no GPUs."""
     gpu_ids = list(gpu_ids)
     prof = job.profile
     n = len(gpu_ids)
@@ -86,25 +62,209 @@ def throughput(cluster: Cluster, job: Job, gpu_ids, cpu: int, mem: int) -> float
     base = prof.grid_value(cpu / per, mem / per) if (prof.has_grid and n) else 1.0
     if not n:
         return base
-    idx = cluster.gpu_index
-    types = {cluster.servers[cluster.gpu_server[idx[g]]].gpu_type for g in gpu_ids}
+    idx, srv = cluster.gpu_index, cluster.gpu_server
+    types = {cluster.servers[srv[idx[g]]].gpu_type for g in gpu_ids}
     speed = min(prof.speed(t) for t in types)
     span = prof.span_factor(span_level(cluster, gpu_ids)) if n > 1 else 1.0
     return base * speed * span * scale_factor(prof, job, n)
 
 
-def placement_value(objective: str, job: Job, p: Placement | None) -> float:
-    if p is None:
-        return 0.0
-    if objective == "throughput":
-        return job.weight * p.throughput
-    if objective == "gpus":
-        return float(sum(g.milli for g in p.gpus))
-    if objective == "jobs":
+def job_sizes(job: Job) -> list[int]:
+    """GPU counts the job may get: the request, or every size in
+    ``[min_gpus, max_gpus]`` of an elastic job."""
+    if not job.elastic or job.gpus == 0:
+        return [job.gpus]
+    lo = job.min_gpus if job.min_gpus is not None else job.gpus
+    hi = job.max_gpus if job.max_gpus is not None else job.gpus
+    return list(range(lo, hi + 1))
+
+
+# ------------------------------------------------------------------ objective
+@dataclass(frozen=True)
+class Objective:
+    """What a placement is worth (see the module notes).
+
+    Attributes
+    ----------
+    name : str
+        ``"throughput"``, ``"gpus"`` or ``"jobs"``.
+    factors : frozenset of str
+        The factors of :data:`FACTORS` a job's value depends on (a solver may
+        ignore the others, e.g. the CPU/memory grid for ``gpus``).
+    description : str
+        One line for listings.
+    """
+    name: str
+    factors: frozenset
+    description: str
+
+    def coef(self, job: Job, base: float = 1.0, *, speed: float = 1.0, span: float = 1.0,
+             scale: float = 1.0, gpus: int | None = None) -> float:
+        """Value of ``job`` placed with the given factors: grid value ``base``,
+        GPU-type ``speed``, ``span`` factor, elastic ``scale`` and ``gpus``
+        GPUs (default: the request)."""
+        n = job.gpus if gpus is None else gpus
+        if self.name == "throughput":
+            return job.weight * base * speed * span * scale
+        if self.name == "gpus":
+            return float(n * job.gpu_milli)
         return 1.0
-    raise ValueError(f"unknown objective {objective!r}; valid objectives: {', '.join(OBJECTIVES)}")
+
+    def value(self, job: Job, placement: Placement | None) -> float:
+        """Value of a placed job (0 when unplaced); the placement's
+        ``throughput`` must be the recomputed one."""
+        if placement is None:
+            return 0.0
+        if self.name == "throughput":
+            return job.weight * placement.throughput
+        if self.name == "gpus":
+            return float(sum(g.milli for g in placement.gpus))
+        return 1.0
+
+    def total(self, jobs: Iterable[Job], placements: Iterable[Placement]) -> float:
+        """Sum of :meth:`value` over the placements."""
+        by_id = {j.id: j for j in jobs}
+        return float(sum(self.value(by_id[p.job], p) for p in placements))
+
+    def upper(self, cluster: Cluster, job: Job, bases: Sequence[float],
+              gpu_types: Iterable[str | None]) -> float:
+        """An upper bound of the job's value over every placement: the best
+        grid value in ``bases``, the best speed over ``gpu_types`` (the types
+        it may get), the best span factor over the levels its GPUs may span
+        (1 for a one-GPU size) and the best elastic size."""
+        prof = job.profile
+        sizes = job_sizes(job)
+        base = max(bases, default=1.0)
+        types = list(gpu_types)
+        speed = max((prof.speed(t) if prof is not None else 1.0 for t in types), default=1.0)
+        best = 0.0
+        for n in sizes:
+            span = 1.0
+            if n > 1 and prof is not None:
+                span = max(prof.span_factor(lv) for lv in reachable_levels(cluster, job.locality))
+            best = max(best, self.coef(job, base, speed=speed, span=span,
+                                       scale=scale_factor(prof, job, n), gpus=n))
+        return best
+
+    def step(self, cluster: Cluster, jobs: Iterable[Job]) -> float | None:
+        """A step ``delta > 0`` such that every solution's value is an integer
+        multiple of it (None when no decimal step is found).
+
+        A job's value is a product of factors; a product of values that are
+        multiples of ``d_1, d_2, ...`` is a multiple of ``d_1 d_2 ...``, so a
+        job's step is the product of the decimal steps of its possible factor
+        values, and the objective's step is their gcd."""
+        if self.name == "jobs":
+            return 1.0
+        step = Fraction(0)
+        types = {s.gpu_type for s in cluster.servers}
+        for job in jobs:
+            js = self._job_step(cluster, job, types)
+            if js is None:
+                return None
+            step = _gcd_fraction(step, js)
+        return float(step) if step > 0 else None
+
+    def _job_step(self, cluster: Cluster, job: Job, types) -> Fraction | None:
+        if self.name == "gpus":
+            return Fraction(job.gpu_milli if job.elastic else job.gpus * job.gpu_milli)
+        prof = job.profile
+        factors = [[job.weight]]
+        if prof is not None:
+            base = [1.0]
+            if prof.has_grid:
+                base += [v for row in prof.tput for v in row if v is not None]
+            factors.append(base)
+            factors.append([1.0] + [prof.speed(t) for t in types])
+            if job.gpus > 1 or (job.elastic and job.gpus):
+                factors.append([1.0] + [prof.span_factor(lv)
+                                        for lv in reachable_levels(cluster, job.locality)])
+        if job.elastic and job.gpus:
+            factors.append([scale_factor(prof, job, n) for n in job_sizes(job)])
+        js = Fraction(1)
+        for f in factors:
+            d = decimal_step(f)
+            if d is None:
+                return None
+            js *= d
+        return js
 
 
-def allocation_value(objective: str, jobs, placements) -> float:
-    by_id = {j.id: j for j in jobs}
-    return float(sum(placement_value(objective, by_id[p.job], p) for p in placements))
+def decimal_step(values, max_digits: int = 6) -> Fraction | None:
+    """Largest ``d = g / 10**k`` (``k <= max_digits``) with every value an
+    integer multiple of ``d``; ``Fraction(0)`` when all values are 0; None when
+    some value has more than ``max_digits`` decimals."""
+    vals = [abs(float(v)) for v in values]
+    for k in range(max_digits + 1):
+        scale = 10 ** k
+        ints = []
+        for v in vals:
+            x = v * scale
+            r = round(x)
+            if abs(x - r) > 1e-9 * max(1.0, x):
+                break
+            ints.append(int(r))
+        else:
+            g = 0
+            for n in ints:
+                g = math.gcd(g, n)
+            return Fraction(g, scale)
+    return None
+
+
+def _gcd_fraction(a: Fraction, b: Fraction) -> Fraction:
+    if a == 0:
+        return b
+    if b == 0:
+        return a
+    den = a.denominator * b.denominator // math.gcd(a.denominator, b.denominator)
+    return Fraction(math.gcd(int(a * den), int(b * den)), den)
+
+
+def tighten(bound: float | None, step: float | None) -> float | None:
+    """Round a bound down to a multiple of ``step`` (every solution value is
+    one; a small tolerance keeps float noise from cutting a real value)."""
+    if bound is None or not step:
+        return bound
+    q = bound / step
+    return math.floor(q + 1e-4 + 1e-9 * abs(q)) * step
+
+
+THROUGHPUT = Objective("throughput", frozenset({"grid", "speed", "span", "scale", "weight"}),
+                       "sum of weight x throughput of the placed jobs")
+GPUS = Objective("gpus", frozenset({"size"}), "milli-GPU allocated")
+JOBS = Objective("jobs", frozenset(), "number of jobs placed")
+
+#: Objectives by name.
+OBJECTIVES: dict[str, Objective] = {o.name: o for o in (THROUGHPUT, GPUS, JOBS)}
+
+
+def get_objective(name: str | Objective) -> Objective:
+    """The objective called ``name``; ``ValueError`` listing the valid ones."""
+    if isinstance(name, Objective):
+        return name
+    obj = OBJECTIVES.get(name)
+    if obj is None:
+        raise ValueError(f"unknown objective {name!r}; valid objectives: {', '.join(OBJECTIVES)}")
+    return obj
+
+
+def check_objective(name: str) -> str:
+    """``name`` if it is an objective, else ``ValueError`` listing the valid ones."""
+    return get_objective(name).name
+
+
+def allocation_value(objective: str | Objective, jobs, placements) -> float:
+    """The objective's value of a set of placements."""
+    return get_objective(objective).total(jobs, placements)
+
+
+def placement_value(objective: str | Objective, job: Job, p: Placement | None) -> float:
+    """The objective's value of one job's placement (0 when unplaced)."""
+    return get_objective(objective).value(job, p)
+
+
+__all__ = ["FACTORS", "GPUS", "JOBS", "OBJECTIVES", "THROUGHPUT", "Objective",
+           "allocation_value", "check_objective", "decimal_step", "get_objective", "job_sizes",
+           "placement_value", "scale_factor", "span_level", "tighten", "throughput"]
+

@@ -1,53 +1,69 @@
-"""One compile step shared by every backend.
+r"""One compile step shared by every solver.
 
-:func:`compile_problem` turns a cluster and its jobs into integer-indexed
-arrays: servers ``s = 0..S-1`` (capacities ``C_s``, ``M_s``, ``G_s``, GPU type
-``t_s``), GPUs ``g = 0..G-1`` (server, domain id at each hierarchy level), jobs
+:class:`Problem` turns a cluster and its jobs into integer-indexed arrays:
+servers ``s = 0..S-1`` (capacities ``C_s``, ``M_s``, ``G_s``, GPU type ``t_s``),
+GPUs ``g = 0..G-1`` (server, domain id at each hierarchy level), jobs
 ``j = 0..J-1`` with their *options* (CPU/memory points: the request, or any
-Pareto-optimal cell of the profile's grid) and, for the objective, the value
-coefficient of job ``j`` at option ``o`` on a server of type ``t``:
+Pareto-optimal cell of the profile's grid) and the objective's coefficient of
+job ``j`` at option ``o`` on a server of type ``t`` (:meth:`Problem.coef`).
 
-    v[j, o, t] = weight_j * base_j(o) * speed_j(t)     (throughput)
-    v[j, o, t] = n_j * milli_j                         (gpus)
-    v[j, o, t] = 1                                     (jobs)
+Live state.  A job with ``current`` is *running*: it is in :attr:`Problem.fixed`
+(its current assignment) and stays there unless the solver declares the
+capability to move or stop it and the call allows it.  The capacities left
+after the fixed jobs are :attr:`free_cpu`, :attr:`free_mem` (per server) and
+:attr:`gpu_free` (milli per GPU).  :attr:`pending` lists the jobs a solver
+places: not running and placeable on this cluster now; a well-formed job that
+is not (its GPU type absent, wider than any server) is in :attr:`reasons`
+with one line saying why, and stays unplaced.
 
-Identical servers are grouped into classes (same capacities, type, shape and
-rack) so that exact backends can aggregate them.  Solvers return a
-:class:`Solution` (job index -> :class:`Assign`); :meth:`Problem.to_allocation`
-turns it into an :class:`~alloc.model.Allocation`, recomputing throughput and
-value from the placement.
+Order.  :attr:`rank` orders the jobs: the caller's explicit ``order`` (a ranked
+list of job ids, as LAS/FIFO/Tiresias schedulers produce), else priority
+(highest first) then input order.  :func:`job_order` sorts by it.
+
+Solvers return a :class:`Solution` (job index -> :class:`Assign`);
+:func:`alloc.solve.allocate` turns it into an :class:`~alloc.model.Allocation`,
+recomputing throughput and value from the placement.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Sequence
 
 import numpy as np
 
-from .model import (MILLI, Allocation, Cluster, GpuShare, Job, Placement, Status)
-from .objectives import allocation_value, check_objective, cluster_first_gpu, throughput
+from .model import MILLI, Cluster, GpuShare, Job, Placement, Status
+from .objectives import Objective, get_objective, throughput
 
 
 @dataclass(frozen=True)
 class Option:
-    """A CPU/memory choice for a job: totals for the whole job."""
+    """A CPU/memory choice for a job: totals for the whole job (milli-cores,
+    MiB) and its grid speed ``base`` (before type, span and scale factors)."""
     cpu: int
     mem: int
-    base: float           # profile grid value (speed before type/span factors)
-    request: bool = False  # True for the job's own request
+    base: float
+    request: bool = False
 
 
 @dataclass(frozen=True)
 class Assign:
-    """A job's assignment in index form: GPUs (global index, milli) and CPU /
-    memory per server index."""
+    """A job's assignment in index form: GPUs ``(global index, milli)`` and
+    CPU / memory per server index."""
     gpus: tuple[tuple[int, int], ...] = ()
     cpu: tuple[tuple[int, int], ...] = ()
     mem: tuple[tuple[int, int], ...] = ()
 
+    @property
+    def servers(self) -> tuple[int, ...]:
+        """Server indices it uses, ascending."""
+        return tuple(sorted({s for s, _ in self.cpu} | {s for s, _ in self.mem}))
+
 
 @dataclass
 class Solution:
+    """What a solver returns: assignments by job index, a status, a proven
+    bound (exact solvers), running jobs it stopped, statistics."""
     assign: dict[int, Assign] = field(default_factory=dict)
     status: Status = Status.FEASIBLE
     bound: float | None = None
@@ -69,9 +85,25 @@ def split(total: int, counts: Sequence[int]) -> list[int]:
     return raw
 
 
+_OPTIONS_CACHE: dict = {}
+
+
 def pareto_options(job: Job) -> tuple[Option, ...]:
     """The job's request plus every grid cell not dominated by another (less or
     equal CPU and memory with at least the same speed)."""
+    prof = job.profile
+    key = (id(prof), job.gpus, job.cpu, job.mem)
+    hit = _OPTIONS_CACHE.get(key)
+    if hit is not None and hit[0] is prof:
+        return hit[1]
+    out = _pareto(job)
+    if len(_OPTIONS_CACHE) > 4096:
+        _OPTIONS_CACHE.clear()
+    _OPTIONS_CACHE[key] = (prof, out)
+    return out
+
+
+def _pareto(job: Job) -> tuple[Option, ...]:
     prof = job.profile
     n = job.gpus
     req_base = (prof.grid_value(job.cpu / n, job.mem / n)
@@ -91,28 +123,55 @@ def pareto_options(job: Job) -> tuple[Option, ...]:
                 for p in cells + opts[:1])
             if not dominated:
                 opts.append(o)
-    # drop exact duplicates of the request
     seen, out = set(), []
     for o in opts:
         key = (o.cpu, o.mem)
-        if key in seen:
-            continue
-        seen.add(key)
-        out.append(o)
+        if key not in seen:
+            seen.add(key)
+            out.append(o)
     return tuple(out)
 
 
-class Problem:
-    """Integer-indexed view of (cluster, jobs, objective)."""
+def placeable_reason(cluster: Cluster, job: Job) -> str | None:
+    """None if the job fits the empty cluster (at its smallest option), else
+    one line saying why it cannot be placed on this cluster now."""
+    cpu, mem = job.cpu, job.mem
+    n = job.min_gpus or job.gpus
+    prof = job.profile
+    if prof is not None and prof.has_grid and n:
+        pts = [(c * n, m * n) for a, c in enumerate(prof.cpu_per_gpu)
+               for b, m in enumerate(prof.mem_per_gpu) if (prof.tput[a][b] or 0) > 0]
+        if pts:
+            cpu = min(cpu, min(p[0] for p in pts))
+            mem = min(mem, min(p[1] for p in pts))
+    ok = [s for s in cluster.servers if n == 0 or (s.gpus > 0 and job.allows(s.gpu_type))]
+    if not ok:
+        return f"no server has an allowed GPU type {list(job.gpu_types)}"
+    if n == 0:
+        if not any(s.cpu >= cpu and s.mem >= mem for s in ok):
+            return (f"needs {cpu} milli-CPU and {mem} MiB on one server; the largest has "
+                    f"{max(s.cpu for s in ok)} and {max(s.mem for s in ok)}")
+        return None
+    if any(s.gpus >= n and s.cpu >= cpu and s.mem >= mem for s in ok):
+        return None
+    if n > 1 and job.gpu_milli == MILLI and job.locality in (None, "rack"):
+        tot_g = sum(s.gpus for s in ok)
+        if tot_g >= n and sum(s.cpu for s in ok) >= cpu and sum(s.mem for s in ok) >= mem:
+            return None
+        return (f"needs {n} GPUs, {cpu} milli-CPU and {mem} MiB; the allowed servers hold "
+                f"{tot_g} GPUs")
+    best = max(ok, key=lambda s: s.gpus)
+    return (f"needs {n} GPUs, {cpu} milli-CPU and {mem} MiB on one server; the largest allowed "
+            f"has {best.gpus} GPUs, {best.cpu} milli-CPU, {best.mem} MiB")
 
-    def __init__(self, cluster: Cluster, jobs: Sequence[Job], objective: str = "throughput",
-                 name: str = ""):
-        self.cluster = cluster
-        self.jobs = tuple(jobs)
-        self.objective = check_objective(objective)
-        self.name = name
+
+class ClusterArrays:
+    """Integer-indexed arrays of a cluster (cached on the cluster: built once
+    per cluster, shared by every call on it)."""
+
+    def __init__(self, cluster: Cluster):
         srv = cluster.servers
-        self.S, self.G, self.J = len(srv), cluster.total_gpus, len(self.jobs)
+        self.S, self.G = len(srv), cluster.total_gpus
         self.srv_cpu = np.array([s.cpu for s in srv], dtype=np.int64)
         self.srv_mem = np.array([s.mem for s in srv], dtype=np.int64)
         self.srv_gpus = np.array([s.gpus for s in srv], dtype=np.int64)
@@ -120,73 +179,197 @@ class Problem:
         tix = {t: i for i, t in enumerate(self.types)}
         self.srv_type = np.array([tix.get(s.gpu_type, -1) if s.gpus else -1 for s in srv],
                                  dtype=np.int64)
-        self.gpu_first = np.array(cluster_first_gpu(cluster), dtype=np.int64)
+        self.gpu_first = np.array(cluster.gpu_first, dtype=np.int64)
         self.gpu_server = np.array(cluster.gpu_server, dtype=np.int64)
-        self.levels = cluster.levels
-        # domain[level][g]: integer id of the node of `level` holding GPU g
         self.domain: dict[str, np.ndarray] = {}
         for level in cluster.levels:
             names: dict[str, int] = {}
-            ids = []
-            for si, s in enumerate(srv):
-                for k in range(s.gpus):
-                    ids.append(names.setdefault(s.gpu_domain(k, level), len(names)))
+            ids = [names.setdefault(s.gpu_domain(k, level), len(names))
+                   for s in srv for k in range(s.gpus)]
             self.domain[level] = np.array(ids, dtype=np.int64)
-        self.job_index = {j.id: i for i, j in enumerate(self.jobs)}
-        self.options: list[tuple[Option, ...]] = [pareto_options(j) for j in self.jobs]
-        self.request_option = [0] * self.J
-        # allowed[j, s]: GPU type allowed and server big enough for one share
-        allowed = np.zeros((self.J, self.S), dtype=bool)
-        for j, job in enumerate(self.jobs):
-            for s, sv in enumerate(srv):
-                if job.gpus == 0:
-                    allowed[j, s] = True
-                else:
-                    allowed[j, s] = sv.gpus > 0 and job.allows(sv.gpu_type)
-        self.allowed = allowed
-        # server classes: identical servers (capacity, type, shape, rack)
         classes: dict[tuple, list[int]] = {}
         for s, sv in enumerate(srv):
             key = (sv.cpu, sv.mem, sv.gpus, sv.gpu_type, sv.sockets, sv.switches_per_socket,
                    sv.rack if "rack" in cluster.levels else None)
             classes.setdefault(key, []).append(s)
-        self.classes: list[list[int]] = list(classes.values())
+        self.classes = list(classes.values())
         self.server_class = np.zeros(self.S, dtype=np.int64)
         for c, members in enumerate(self.classes):
             self.server_class[members] = c
 
-    # ----------------------------------------------------------------- values
+
+def cluster_arrays(cluster: Cluster) -> ClusterArrays:
+    """The :class:`ClusterArrays` of ``cluster`` (cached on it)."""
+    arr = cluster.__dict__.get("_arrays")
+    if arr is None:
+        arr = ClusterArrays(cluster)
+        cluster.__dict__["_arrays"] = arr
+    return arr
+
+
+class Problem:
+    """Integer-indexed view of (cluster, jobs, objective) -- see the module notes.
+
+    Parameters
+    ----------
+    cluster : Cluster
+    jobs : sequence of Job
+        Validated jobs (profiles resolved).
+    objective : str or Objective
+    name : str
+        The instance's name (reported in the allocation).
+    order : sequence of str, optional
+        Job ids, highest rank first (an explicit job order).
+    max_moves : int or None
+        Running jobs a solver may move (0: none; None: no limit when
+        ``move_cost`` is given, else none).
+    move_cost : float or None
+        Objective units subtracted per move (None: moves are free within the budget).
+    """
+
+    def __init__(self, cluster: Cluster, jobs: Sequence[Job], objective: str | Objective = "throughput",
+                 name: str = "", *, order: Sequence[str] | None = None,
+                 max_moves: int | None = None, move_cost: float | None = None):
+        self.cluster = cluster
+        self.jobs = tuple(jobs)
+        self.objective = get_objective(objective)
+        self.name = name
+        arr = cluster_arrays(cluster)
+        self.arrays = arr
+        self.S, self.G, self.J = arr.S, arr.G, len(self.jobs)
+        self.srv_cpu, self.srv_mem, self.srv_gpus = arr.srv_cpu, arr.srv_mem, arr.srv_gpus
+        self.types, self.srv_type = arr.types, arr.srv_type
+        self.gpu_first, self.gpu_server = arr.gpu_first, arr.gpu_server
+        self.levels, self.domain = cluster.levels, arr.domain
+        self.classes, self.server_class = arr.classes, arr.server_class
+        self.job_index = {j.id: i for i, j in enumerate(self.jobs)}
+        self.options: list[tuple[Option, ...]] = [pareto_options(j) for j in self.jobs]
+        self.request_option = [0] * self.J
+        #: running jobs that may move (None: any number)
+        self.max_moves = (None if move_cost is not None else 0) if max_moves is None \
+            else int(max_moves)
+        self.move_cost = move_cost
+        self._set_rank(order)
+        self._set_live_state()
+
+    # ------------------------------------------------------------ live state
+    def _set_rank(self, order: Sequence[str] | None) -> None:
+        jobs = self.jobs
+        base = sorted(range(self.J), key=lambda j: (-jobs[j].priority, j))
+        if order is None:
+            self.explicit_order = False
+            self.prio_key = [-jobs[j].priority for j in range(self.J)]
+            ranked = base
+        else:
+            self.explicit_order = True
+            pos = {jid: k for k, jid in enumerate(order)}
+            listed = sorted((j for j in range(self.J) if jobs[j].id in pos),
+                            key=lambda j: pos[jobs[j].id])
+            ranked = listed + [j for j in base if jobs[j].id not in pos]
+            self.prio_key = [0] * self.J
+            for k, j in enumerate(ranked):
+                self.prio_key[j] = k
+        self.rank = np.empty(self.J, dtype=np.int64)
+        for k, j in enumerate(ranked):
+            self.rank[j] = k
+
+    def _set_live_state(self) -> None:
+        self.fixed: dict[int, Assign] = {}
+        self.reasons: dict[int, str] = {}
+        pending = []
+        for j, job in enumerate(self.jobs):
+            if job.current is not None:
+                self.fixed[j] = self.current_assign(j)
+                continue
+            why = placeable_reason(self.cluster, job)
+            if why is None:
+                pending.append(j)
+            else:
+                self.reasons[j] = why
+        self.running = tuple(sorted(self.fixed))
+        self.pending = tuple(pending)
+        self.free_cpu = self.srv_cpu.copy()
+        self.free_mem = self.srv_mem.copy()
+        self.gpu_free = np.full(self.G, MILLI, dtype=np.int64)
+        for a in self.fixed.values():
+            for g, m in a.gpus:
+                self.gpu_free[g] -= m
+            for s, v in a.cpu:
+                self.free_cpu[s] -= v
+            for s, v in a.mem:
+                self.free_mem[s] -= v
+
+    def current_assign(self, j: int) -> Assign:
+        """The running job ``j``'s current placement in index form."""
+        c = self.cluster
+        cur = self.jobs[j].current
+        return Assign(tuple((c.gpu_index[g.gpu], g.milli) for g in cur.gpus),
+                      tuple(sorted((c.server_index[s], v) for s, v in cur.cpu.items() if v)),
+                      tuple(sorted((c.server_index[s], v) for s, v in cur.mem.items() if v)))
+
+    @property
+    def moves_allowed(self) -> bool:
+        """True when the call lets running jobs move."""
+        return self.max_moves is None or self.max_moves > 0
+
+    # ----------------------------------------------------------------- masks
+    @cached_property
+    def type_ok(self) -> np.ndarray:
+        """``type_ok[j, t]``: job j may use GPU type t (last column: no GPUs)."""
+        out = np.zeros((self.J, len(self.types) + 1), dtype=bool)
+        for j, job in enumerate(self.jobs):
+            out[j, :-1] = [job.allows(t) for t in self.types]
+            out[j, -1] = job.gpus == 0
+        return out
+
+    @cached_property
+    def allowed(self) -> np.ndarray:
+        """``allowed[j, s]``: server s has a GPU type job j allows (any server
+        for a CPU-only job).  J x S booleans: large solvers use :meth:`allowed_servers`."""
+        tix = np.where(self.srv_type >= 0, self.srv_type, len(self.types))
+        out = self.type_ok[:, tix].copy()
+        cpu_only = np.array([job.gpus == 0 for job in self.jobs], dtype=bool)
+        out[cpu_only, :] = True
+        return out
+
+    def allowed_servers(self, j: int) -> np.ndarray:
+        """Indices of the servers job j may use."""
+        if self.jobs[j].gpus == 0:
+            return np.arange(self.S)
+        tix = np.where(self.srv_type >= 0, self.srv_type, len(self.types))
+        return np.flatnonzero(self.type_ok[j, tix])
+
+    # ---------------------------------------------------------------- values
     def speed(self, j: int, s: int) -> float:
+        """Relative speed of job j on server s's GPU type."""
         prof = self.jobs[j].profile
         return prof.speed(self.cluster.servers[s].gpu_type) if prof is not None else 1.0
 
-    def coef(self, j: int, o: int, s: int | None = None) -> float:
-        """Objective value of job j at option o on server s (the best span
-        factor is assumed; the placement's real value is recomputed)."""
+    def coef(self, j: int, o: int, s: int | None = None, *, span: float = 1.0,
+             n: int | None = None) -> float:
+        """The objective's value of job j at option o on server s (GPU-type
+        speed of s; ``span`` factor; ``n`` GPUs for an elastic size)."""
         job = self.jobs[j]
-        if self.objective == "jobs":
-            return 1.0
-        if self.objective == "gpus":
-            return float(job.gpus * job.gpu_milli)
-        v = job.weight * self.options[j][o].base
-        if s is not None and job.gpus:
-            v *= self.speed(j, s)
-        return v
+        speed = self.speed(j, s) if (s is not None and job.gpus) else 1.0
+        scale = 1.0
+        if n is not None and n != job.gpus:
+            from .objectives import scale_factor
+            scale = scale_factor(job.profile, job, n)
+        return self.objective.coef(job, self.options[j][o].base, speed=speed, span=span,
+                                   scale=scale, gpus=n)
 
     def upper_coef(self, j: int) -> float:
-        """An upper bound on job j's value over every option and server."""
-        best = 0.0
-        for o in range(len(self.options[j])):
-            for s in np.flatnonzero(self.allowed[j]):
-                best = max(best, self.coef(j, o, int(s)))
-        return best
+        """An upper bound of job j's value over every option, server, span
+        level and size (valid for every profile the API accepts)."""
+        job = self.jobs[j]
+        types = [self.types[t] for t in range(len(self.types)) if self.type_ok[j, t]]
+        return self.objective.upper(self.cluster, job, [o.base for o in self.options[j]],
+                                    types or [None])
 
-    # ------------------------------------------------------------ assignments
+    # ----------------------------------------------------------- assignments
     def make_assign(self, j: int, gpus: Sequence[int], option: int) -> Assign:
-        """Assignment of job j to the given global GPU indices (or, for a
-        CPU-only job, to the server index given as the single element of
-        ``gpus``... use :meth:`make_cpu_assign`), CPU/memory split over the
-        servers in proportion to their GPUs."""
+        """Job j on the given global GPU indices at an option, CPU and memory
+        split over the servers in proportion to their GPUs."""
         job = self.jobs[j]
         opt = self.options[j][option]
         gpus = sorted(int(g) for g in gpus)
@@ -202,10 +385,12 @@ class Problem:
                       tuple(zip(servers, cpu)), tuple(zip(servers, mem)))
 
     def make_cpu_assign(self, j: int, server: int, option: int = 0) -> Assign:
+        """A CPU-only job j on one server at an option."""
         opt = self.options[j][option]
         return Assign((), ((server, opt.cpu),), ((server, opt.mem),))
 
     def placement(self, j: int, a: Assign) -> Placement:
+        """The :class:`~alloc.model.Placement` of job j, throughput recomputed."""
         c = self.cluster
         job = self.jobs[j]
         gids = [c.gpu_ids[g] for g, _ in a.gpus]
@@ -215,19 +400,70 @@ class Problem:
         return Placement(job.id, tuple(GpuShare(g, m) for g, (_, m) in zip(gids, a.gpus)),
                          cpu, mem, round(tp, 9))
 
-    def to_allocation(self, sol: Solution, *, solver: str, wall_time_s: float) -> Allocation:
-        placements = tuple(self.placement(j, sol.assign[j]) for j in sorted(sol.assign))
-        placed = {p.job for p in placements}
-        unplaced = tuple(job.id for job in self.jobs if job.id not in placed)
-        preempted = tuple(self.jobs[j].id for j in sorted(sol.preempted))
-        value = allocation_value(self.objective, self.jobs, placements)
-        return Allocation(placements, unplaced, preempted, sol.status, value, sol.bound,
-                          wall_time_s, solver, self.objective, self.name, dict(sol.stats))
+    def value_of(self, j: int, a: Assign) -> float:
+        """The objective's real value of job j placed as ``a``."""
+        return self.objective.value(self.jobs[j], self.placement(j, a))
 
 
-def compile_problem(cluster: Cluster, jobs: Sequence[Job], objective: str = "throughput",
-                    name: str = "") -> Problem:
-    return Problem(cluster, jobs, objective, name)
+def option_of(problem: Problem, j: int, a: Assign) -> int:
+    """Index of the option whose CPU and memory ``a`` gives job j (0 if none)."""
+    cpu = sum(v for _, v in a.cpu)
+    mem = sum(v for _, v in a.mem)
+    for o, opt in enumerate(problem.options[j]):
+        if opt.cpu == cpu and opt.mem == mem:
+            return o
+    return 0
 
 
-__all__ = ["Assign", "Option", "Problem", "Solution", "compile_problem", "split", "MILLI"]
+def job_type_key(problem: Problem, j: int) -> tuple:
+    """What makes two jobs interchangeable for every solver: shape, options,
+    allowed GPU types with their speeds, the span factors of the levels the
+    job can span and its elastic sizes (only the factors the objective uses),
+    weight and tenancy."""
+    from .objectives import job_sizes
+    from .topology import reachable_levels
+    job = problem.jobs[j]
+    prof = job.profile
+    f = problem.objective.factors
+    opts = tuple((o.cpu, o.mem, round(o.base, 12) if "grid" in f else 0.0)
+                 for o in problem.options[j])
+    types = tuple(bool(x) for x in problem.type_ok[j])
+    speeds = tuple(round(prof.speed(t), 12) for t in problem.types) \
+        if prof is not None and "speed" in f else ()
+    span = ()
+    if prof is not None and "span" in f and (job.gpus > 1 or job.elastic):
+        span = tuple(round(prof.span_factor(lv), 12)
+                     for lv in reachable_levels(problem.cluster, job.locality))
+    sizes = ()
+    if job.elastic:
+        sizes = (tuple(job_sizes(job)),
+                 tuple(sorted(prof.scaling.items())) if prof is not None and "scale" in f else ())
+    weight = job.weight if "weight" in f else 1.0
+    return (job.gpus, job.gpu_milli, job.locality, opts, weight, types, speeds, span, sizes,
+            job.tenant, job.guaranteed)
+
+
+def job_types(problem: Problem, jobs: Sequence[int] | None = None) -> list[list[int]]:
+    """Groups of interchangeable jobs (:func:`job_type_key`), each in rank order."""
+    groups: dict[tuple, list[int]] = {}
+    for j in (problem.pending if jobs is None else jobs):
+        groups.setdefault(job_type_key(problem, j), []).append(j)
+    return [sorted(g, key=lambda j: problem.rank[j]) for g in groups.values()]
+
+
+def job_order(problem: Problem, key=None, jobs: Sequence[int] | None = None) -> list[int]:
+    """The pending jobs (or ``jobs``) by rank: the explicit order, else priority
+    (highest first) and then ``key`` (default: input order)."""
+    pk = problem.prio_key
+    src = problem.pending if jobs is None else jobs
+    return sorted(src, key=lambda j: (pk[j], key(j) if key else j))
+
+
+def compile_problem(cluster: Cluster, jobs: Sequence[Job], objective: str | Objective = "throughput",
+                    name: str = "", **kw) -> Problem:
+    """The :class:`Problem` of validated input (see :class:`Problem`)."""
+    return Problem(cluster, jobs, objective, name, **kw)
+
+
+__all__ = ["Assign", "ClusterArrays", "Option", "Problem", "Solution", "cluster_arrays",
+           "compile_problem", "job_order", "job_type_key", "job_types", "option_of", "pareto_options", "placeable_reason", "split", "MILLI"]

@@ -35,9 +35,8 @@ def available_models() -> list[str]:
     return sorted(p.stem for p in d.glob("*.json")) if d.is_dir() else []
 
 
-def profile_from_dict(doc: Mapping, *, source: str, name: str | None = None,
-                      where: str = "") -> Profile:
-    """Build a :class:`Profile` from a model document, validating it."""
+def profile_problems(doc: Mapping, where: str = "") -> list[str]:
+    """Problems of a model document (the schema, then the grid's shape and order)."""
     problems = schema_problems(doc, "model", where)
     if not problems:
         cpu, mem, tput = doc.get("cpu_per_gpu", []), doc.get("mem_per_gpu", []), doc.get("tput", [])
@@ -46,6 +45,29 @@ def profile_from_dict(doc: Mapping, *, source: str, name: str | None = None,
                             f"(cpu_per_gpu x mem_per_gpu)")
         if cpu != sorted(cpu) or mem != sorted(mem):
             problems.append(f"{where}cpu_per_gpu: expected increasing grid levels")
+        problems += _finite_problems(doc, where)
+    return problems
+
+
+def _finite_problems(doc: Mapping, where: str) -> list[str]:
+    """Numbers of a model document that are not finite (NaN, Infinity, 1e400)."""
+    import math
+    out = []
+    for r, row in enumerate(doc.get("tput", [])):
+        for k, v in enumerate(row):
+            if v is not None and not math.isfinite(v):
+                out.append(f"{where}tput[{r}][{k}]: expected a finite number, got {v!r}")
+    for key in ("gpu_speed", "span", "scaling"):
+        for name, v in (doc.get(key) or {}).items():
+            if not math.isfinite(v):
+                out.append(f"{where}{key}.{name}: expected a finite number, got {v!r}")
+    return out[:1]
+
+
+def profile_from_dict(doc: Mapping, *, source: str, name: str | None = None,
+                      where: str = "") -> Profile:
+    """Build a :class:`Profile` from a model document, validating it."""
+    problems = profile_problems(doc, where)
     if problems:
         raise InputError(problems, source)
     grid = tuple(tuple(None if v is None else float(v) for v in row) for row in doc.get("tput", []))
@@ -68,6 +90,8 @@ def _load(path: str) -> Profile:
     p = Path(path)
     try:
         doc = json.loads(p.read_text())
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"{p.name}: cannot read model file ({type(exc).__name__})") from None
     except json.JSONDecodeError as exc:
         raise InputError(f"{p.name}: line {exc.lineno} column {exc.colno}: malformed JSON "
                          f"({exc.msg})") from None
@@ -76,8 +100,13 @@ def _load(path: str) -> Profile:
 
 def load_model(name: str) -> Profile:
     """The profile of model ``name`` from the models directory."""
-    path = models_dir() / f"{name}.json"
-    if not path.is_file():
+    ok = isinstance(name, str) and 0 < len(name) <= 256 and "/" not in name and "\\" not in name
+    path = models_dir() / f"{name}.json" if ok else None
+    try:
+        found = path is not None and path.is_file()
+    except OSError:
+        found = False
+    if not found:
         raise InputError(f"model {name!r}: not found; expected one of "
                          f"{', '.join(available_models()) or '(no models directory)'}")
     return _load(str(path))

@@ -1,137 +1,46 @@
-"""``allocate()`` and the solver registry.
+"""``allocate()``: the one checked path from input to answer.
 
-A solver is a plain function ``solve(problem, *, time_limit, seed, **options)
--> Solution`` registered under a name with the capabilities it declares.  The
-registry derives its lists (exact solvers, heuristics, available ones) from
-those declarations.  ``allocate`` validates its input once, compiles it,
-dispatches, recomputes the value from the placement, keeps the status honest and
-checks the result with :func:`alloc.check.violations` before returning it.
+The chain (each step one function, every caller -- the CLI, the simulator, the
+online runner, sessions -- goes through it):
+
+1. :func:`alloc.validate.prepare` -- validate the input once, resolve model
+   names to profiles (:class:`~alloc.errors.InputError` for any problem);
+2. the solver's declared options are checked (:func:`alloc.options.validate_options`)
+   and its capabilities against what the input needs (:func:`needed_capabilities`);
+3. :class:`~alloc.problem.Problem` -- the one compile step: running jobs fixed,
+   unplaceable jobs set aside with a reason, ranks from the job order;
+4. the solver runs against one :class:`~alloc.deadline.Deadline` (a share is
+   kept back for the final check);
+5. :func:`finish` -- running jobs the solver may not touch are put back, the
+   value is recomputed from the placements, ``moved`` / ``preempted`` /
+   ``reasons`` are filled in, and the status is kept honest
+   (:func:`honest_status`);
+6. :func:`alloc.check.violations` -- a solver bug surfaces as a
+   :class:`~alloc.errors.SolverError`, never as an over-committed cluster.
 """
 from __future__ import annotations
 
-import importlib
 import time
-from dataclasses import dataclass, field
-from typing import Callable, Sequence
+from dataclasses import replace
+from typing import Sequence
 
-from .errors import SolverError, SolverUnavailable
+from .deadline import Deadline, check_time_limit
+from .errors import InputError, SolverError, SolverUnavailable
 from .model import Allocation, Cluster, Job, Status
-
-#: What a solver may declare it handles.
-CAPABILITIES = frozenset({
-    "sharing",      # milli-GPU jobs sharing a GPU
-    "grid",         # chooses CPU/memory points from a profile grid
-    "locality",     # locality levels below server (socket, switch) and rack
-    "spread",       # multi-GPU jobs spanning several servers
-    "tenancy",      # tenants, guaranteed cells, opportunistic jobs
-    "preemption",   # may preempt running jobs (``current``)
-    "elastic",      # picks a GPU count in [min_gpus, max_gpus]
-    "migration",    # migration-aware objective terms
-    "colocation",   # opportunistic jobs on GPUs held by guaranteed jobs
-})
-
-
-@dataclass(frozen=True)
-class SolverInfo:
-    name: str
-    solve: Callable
-    exact: bool = False
-    capabilities: frozenset = frozenset()
-    requires: tuple[str, ...] = ()   # importable modules the backend needs
-    description: str = ""
-    #: constraints the solver adds to the allocation problem (e.g. a fairness
-    #: floor); an exact solver's optimum is then optimal for that restricted
-    #: problem only.  Empty: it solves the problem as given.
-    restricts: str = ""
-
-    @property
-    def solves_problem_as_given(self) -> bool:
-        return self.exact and not self.restricts
-
-    def unavailable_reason(self) -> str | None:
-        for mod in self.requires:
-            try:
-                importlib.import_module(mod)
-            except Exception as exc:  # pragma: no cover - depends on the machine
-                return f"needs {mod} ({type(exc).__name__}: {exc})"
-        return None
-
-    @property
-    def available(self) -> bool:
-        return self.unavailable_reason() is None
-
-
-_REGISTRY: dict[str, SolverInfo] = {}
-_LOADED = False
-
-#: Modules that register solvers when imported.
-SOLVER_MODULES = (
-    "alloc.solvers.heuristics.greedy",
-    "alloc.solvers.exact.cpsat",
-    "alloc.solvers.exact.milp",
-    "alloc.solvers.synergy.allocators",
-    "alloc.solvers.fgd.solvers",
-    "alloc.solvers.hived.engine",
-)
-
-
-def register(name: str, *, exact: bool = False, capabilities: Sequence[str] = (),
-             requires: Sequence[str] = (), description: str = "", restricts: str = ""):
-    """Decorator registering ``fn`` as solver ``name``."""
-    unknown = set(capabilities) - CAPABILITIES
-    if unknown:
-        raise ValueError(f"unknown capabilities {sorted(unknown)}; valid: {sorted(CAPABILITIES)}")
-
-    def deco(fn):
-        _REGISTRY[name] = SolverInfo(name, fn, exact, frozenset(capabilities), tuple(requires),
-                                     description or (fn.__doc__ or "").strip().split("\n")[0],
-                                     restricts)
-        return fn
-    return deco
-
-
-def _load() -> None:
-    global _LOADED
-    if _LOADED:
-        return
-    _LOADED = True
-    for mod in SOLVER_MODULES:
-        try:
-            importlib.import_module(mod)
-        except ModuleNotFoundError as exc:
-            if exc.name != mod:
-                raise
-
-
-def solvers() -> dict[str, SolverInfo]:
-    """All registered solvers by name."""
-    _load()
-    return dict(sorted(_REGISTRY.items()))
-
-
-def exact_solvers(available_only: bool = True) -> list[str]:
-    return [n for n, s in solvers().items() if s.exact and (s.available or not available_only)]
-
-
-def heuristic_solvers(available_only: bool = True) -> list[str]:
-    return [n for n, s in solvers().items() if not s.exact and (s.available or not available_only)]
-
-
-def get_solver(name: str) -> SolverInfo:
-    reg = solvers()
-    if name not in reg:
-        raise ValueError(f"unknown solver {name!r}; valid solvers: {', '.join(reg)}")
-    return reg[name]
+from .objectives import get_objective
+from .options import validate_options
+from .registry import (SolverInfo, exact_solvers, get_solver, heuristic_solvers, register,
+                       solvers)
 
 
 def needed_capabilities(cluster: Cluster, jobs: Sequence[Job]) -> frozenset:
     """Capabilities a solver must have to handle this input correctly."""
     need = set()
-    inner = {"socket", "switch"}
+    inner = {"socket", "switch", "rack"}
     for j in jobs:
         if j.gpus == 1 and j.gpu_milli < 1000:
             need.add("sharing")
-        if j.locality in inner or j.locality == "rack":
+        if j.locality in inner:
             need.add("locality")
         if j.tenant is not None or j.guaranteed:
             need.add("tenancy")
@@ -142,53 +51,212 @@ def needed_capabilities(cluster: Cluster, jobs: Sequence[Job]) -> frozenset:
     return frozenset(need)
 
 
+def check_reserve(problem) -> float:
+    """Seconds kept back from the solver for the final check (linear in the size)."""
+    base = 0.02 + 2e-5 * (problem.J + problem.G + problem.S)
+    if problem.cluster.tenants:
+        base += 0.1 + 1e-4 * problem.G
+    return base
+
+
 def allocate(cluster: Cluster, jobs: Sequence[Job], *, solver: str = "best-fit",
              objective: str = "throughput", time_limit: float | None = None, seed: int = 0,
-             instance: str = "", check: bool = True, **options) -> Allocation:
-    """Place ``jobs`` on ``cluster`` with the named solver.
+             instance: str = "", check: bool = True, order: Sequence[str] | None = None,
+             max_moves: int | None = None, move_cost: float | None = None, strict: bool = False,
+             **options) -> Allocation:
+    """Decide which jobs run where.
 
-    Returns an :class:`~alloc.model.Allocation` whose value is recomputed from
-    its placements and which has passed :func:`~alloc.check.violations`.
+    Parameters
+    ----------
+    cluster : Cluster
+        Servers (CPU in milli-cores, memory in MiB, GPUs), hierarchy levels, tenants.
+    jobs : sequence of Job
+        Pending jobs and running ones (``current`` set).  A running job stays
+        exactly where it runs (same GPUs, shares, CPU and memory) unless the
+        call allows moves and the solver can make them, or the tenancy rules
+        allow stopping it and the solver can preempt.
+    solver : str
+        A registered solver (``alloc.solvers()``; a bad name raises
+        ``ValueError`` listing them).
+    objective : {"throughput", "gpus", "jobs"}
+        What to maximise (:mod:`alloc.objectives`).
+    time_limit : float, optional
+        Seconds for the whole call, final check included (default
+        :data:`alloc.deadline.DEFAULT_TIME_LIMIT`); the call returns within
+        ``time_limit * 1.1 + 0.5`` s.  A heuristic out of time returns what it
+        has (status ``feasible``).
+    seed : int
+        Same input and seed, same answer.
+    instance : str
+        Name recorded in the allocation.
+    check : bool
+        Run :func:`alloc.violations` on the answer (default True).
+    order : sequence of str, optional
+        Job ids, highest rank first: solvers place in this order, and a
+        heuristic never displaces a job for one ranked below it.
+    max_moves : int, optional
+        Running jobs that may move (default: none, or any number when
+        ``move_cost`` is given).
+    move_cost : float, optional
+        Objective units per move (subtracted from the value).
+    strict : bool
+        Refuse (``InputError``) jobs that cannot be placed on this cluster
+        now instead of leaving them unplaced with a reason.
+    **options
+        The solver's declared options (``alloc solvers --json`` lists them).
+
+    Returns
+    -------
+    Allocation
+        Value recomputed from the placements, status honest, checked.
+
+    Raises
+    ------
+    InputError
+        Bad input, a capability the solver lacks, an unknown option (also a
+        ``ValueError``).
+    SolverUnavailable
+        The solver's backend is not installed.
+    SolverError
+        The solver failed or broke a hard constraint.
     """
-    from .check import violations
-    from .problem import compile_problem
-    from .validate import validate_model
-
+    deadline = Deadline.after(check_time_limit(time_limit))
     info = get_solver(solver)
+    opts = validate_options(f"solver {solver!r}", info.options, options)
+    obj = get_objective(objective)
+    _check_call(seed, max_moves, move_cost)
     reason = info.unavailable_reason()
     if reason:
         raise SolverUnavailable(f"solver {solver!r} is unavailable: {reason}")
-    jobs = tuple(jobs)
-    validate_model(cluster, jobs)
+    cluster, jobs = _prepare(cluster, jobs)
+    _check_order(jobs, order)
     missing = needed_capabilities(cluster, jobs) - info.capabilities
     if missing:
         able = [n for n, s in solvers().items() if missing <= s.capabilities]
-        raise SolverError(f"solver {solver!r} does not support {', '.join(sorted(missing))} "
-                          f"which this input needs; solvers that do: {', '.join(able) or 'none'}")
-    problem = compile_problem(cluster, jobs, objective, instance)
+        raise InputError(f"solver {solver!r} does not support {', '.join(sorted(missing))} "
+                         f"which this input needs; solvers that do: {', '.join(able) or 'none'}")
+    from .problem import compile_problem
+    problem = compile_problem(cluster, jobs, obj, instance, order=order, max_moves=max_moves,
+                              move_cost=move_cost)
+    if strict and problem.reasons:
+        j, why = next(iter(problem.reasons.items()))
+        raise InputError(f"jobs[{j}]: job {jobs[j].id!r} cannot be placed on this cluster "
+                         f"now: {why}")
+    return run_solver(problem, info, deadline, seed=seed, options=opts, check=check)
+
+
+def _prepare(cluster, jobs):
+    from .validate import prepare
+    return prepare(cluster, jobs)
+
+
+def _check_call(seed, max_moves, move_cost) -> None:
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise ValueError(f"seed: expected an integer, got {seed!r}")
+    if max_moves is not None and (isinstance(max_moves, bool) or not isinstance(max_moves, int)
+                                  or max_moves < 0):
+        raise ValueError(f"max_moves: expected an integer >= 0, got {max_moves!r}")
+    if move_cost is not None and (isinstance(move_cost, bool)
+                                  or not isinstance(move_cost, (int, float))
+                                  or not 0 <= move_cost < float("inf")):
+        raise ValueError(f"move_cost: expected a number >= 0, got {move_cost!r}")
+
+
+def _check_order(jobs: Sequence[Job], order) -> None:
+    if order is None:
+        return
+    if isinstance(order, str) or not all(isinstance(x, str) for x in order):
+        raise InputError(f"order: expected a list of job ids, got {order!r:.60}")
+    ids = {j.id for j in jobs}
+    seen = set()
+    for k, x in enumerate(order):
+        if x not in ids:
+            raise InputError(f"order[{k}]: unknown job {x!r}")
+        if x in seen:
+            raise InputError(f"order[{k}]: job {x!r} listed twice")
+        seen.add(x)
+
+
+def run_solver(problem, info: SolverInfo, deadline: Deadline, *, seed: int = 0,
+               options: dict | None = None, check: bool = True) -> Allocation:
+    """Steps 4-6 of the chain on a compiled problem (see the module notes)."""
     t0 = time.perf_counter()
-    sol = info.solve(problem, time_limit=time_limit, seed=seed, **options)
+    inner = deadline.reserve(check_reserve(problem))
+    try:
+        sol = info.solve(problem, deadline=inner, seed=seed, **(options or {}))
+    except (InputError, SolverError, SolverUnavailable):
+        raise
+    except ValueError as exc:
+        raise InputError(str(exc)) from None
     wall = time.perf_counter() - t0
-    alloc = problem.to_allocation(sol, solver=solver, wall_time_s=wall)
-    alloc = honest_status(alloc, exact=info.exact)
+    alloc = finish(problem, sol, info, wall)
     if check:
-        bad = violations(cluster, jobs, alloc)
+        bad = _violations(problem, alloc, deadline)
         if bad:
-            raise SolverError(f"solver {solver!r} returned an allocation with "
+            raise SolverError(f"solver {info.name!r} returned an allocation with "
                               f"{len(bad)} violation(s): {bad[0]}")
-    return alloc
+    return replace(alloc, wall_time_s=time.perf_counter() - t0)
 
 
-def honest_status(alloc: Allocation, *, exact: bool) -> Allocation:
+def _violations(problem, alloc: Allocation, deadline: Deadline) -> list[str]:
+    from .check import violations
+    return violations(problem.cluster, problem.jobs, alloc, max_moves=problem.max_moves,
+                      deadline=deadline)
+
+
+def finish(problem, sol, info: SolverInfo, wall: float) -> Allocation:
+    """The :class:`Allocation` of a solver's :class:`~alloc.problem.Solution`."""
+    caps = info.capabilities
+    assign = dict(sol.assign)
+    touches_running = "preemption" in caps or ("migration" in caps and problem.moves_allowed)
+    if not touches_running:
+        assign.update(problem.fixed)
+    else:
+        for j in problem.fixed:
+            if j not in assign and "preemption" not in caps:
+                assign[j] = problem.fixed[j]
+    jobs = problem.jobs
+    placements = tuple(problem.placement(j, assign[j]) for j in sorted(assign))
+    placed = {p.job for p in placements}
+    moved = tuple(p.job for p in placements
+                  if jobs[problem.job_index[p.job]].current is not None
+                  and not p.same_as(jobs[problem.job_index[p.job]].current))
+    preempted = tuple(jobs[j].id for j in problem.running if jobs[j].id not in placed)
+    unplaced = tuple(job.id for job in jobs if job.id not in placed)
+    reasons = {jobs[j].id: why for j, why in problem.reasons.items()}
+    value = problem.objective.total(jobs, placements) - (problem.move_cost or 0.0) * len(moved)
+    stats = dict(sol.stats)
+    alloc = Allocation(placements, unplaced, preempted, sol.status, value, sol.bound, wall,
+                       info.name, problem.objective.name, problem.name, stats, moved, reasons)
+    return honest_status(alloc, exact=info.exact, restricts=info.restricts)
+
+
+def honest_status(alloc: Allocation, *, exact: bool, restricts: str = "") -> Allocation:
     """Heuristics never claim OPTIMAL or INFEASIBLE; an exact solver claims
-    OPTIMAL only when the recomputed value meets its bound."""
-    from dataclasses import replace
-    st = alloc.status
+    OPTIMAL only when the recomputed value meets its bound; a solver that
+    restricts the problem keeps OPTIMAL (and its bound) only when its solution
+    says the proof covers the instance (``stats["covers_instance"]``), else it
+    reports FEASIBLE with the restriction named in ``stats["restriction"]`` and
+    its own bound in ``stats["restricted_bound"]``."""
+    st, bound, stats = alloc.status, alloc.bound, dict(alloc.stats)
     if not exact and st in (Status.OPTIMAL, Status.INFEASIBLE):
         st = Status.FEASIBLE
+    if exact and restricts and not stats.get("covers_instance"):
+        stats["restriction"] = restricts
+        if bound is not None:
+            stats["restricted_bound"] = bound
+        bound = None
+        if st in (Status.OPTIMAL, Status.INFEASIBLE):
+            st = Status.FEASIBLE if alloc.placements or st is Status.OPTIMAL else Status.UNKNOWN
     if st is Status.OPTIMAL:
-        if alloc.bound is None or alloc.value < alloc.bound - 1e-6 * max(1.0, abs(alloc.bound)):
+        if bound is None or alloc.value < bound - 1e-6 * max(1.0, abs(bound)):
             st = Status.FEASIBLE
     if st is Status.UNKNOWN and alloc.placements:
         st = Status.FEASIBLE
-    return replace(alloc, status=st) if st is not alloc.status else alloc
+    if (st, bound, stats) == (alloc.status, alloc.bound, dict(alloc.stats)):
+        return alloc
+    return replace(alloc, status=st, bound=bound, stats=stats)
+
+
+__all__ = ["allocate", "exact_solvers", "finish", "get_solver", "heuristic_solvers",
+           "honest_status", "needed_capabilities", "register", "run_solver", "solvers"]

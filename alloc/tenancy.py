@@ -440,14 +440,16 @@ def exact_binding(cluster: Cluster, used: Mapping[str, set],
     return dict(out)
 
 
-def infer_binding(cluster: Cluster, used: Mapping[str, set], exact: bool = True
-                  ) -> dict[str, list[int]] | None:
-    """A binding proving the tenancy invariant for ``used``, or None."""
+def infer_binding(cluster: Cluster, used: Mapping[str, set], exact: bool = True,
+                  deadline=None) -> dict[str, list[int]] | None:
+    """A binding proving the tenancy invariant for ``used``, or None (the exact
+    search stops at ``deadline``, default 10 s)."""
     b = greedy_binding(cluster, used)
     if b is not None and not check_binding(cluster, b, used):
         return b
     if exact:
-        b = exact_binding(cluster, used)
+        limit = 10.0 if deadline is None else min(10.0, deadline.left())
+        b = exact_binding(cluster, used, time_limit=limit) if limit > 1e-3 else None
         if b is not None and not check_binding(cluster, b, used):
             return b
     return None
@@ -498,6 +500,12 @@ def tenant_problems(cluster: Cluster) -> list[str]:
                 out.append(f"{where}.count: {c.count} {c.level} cells of {t} exceed the "
                            f"physical cluster, which has {have}")
                 continue
+            sizes = sorted({tree.size(n) for n in tree.by_type_level.get((t, lv[c.level]), [])})
+            if len(sizes) > 1:
+                out.append(f"{where}.level: {c.level} cells of {t} differ in size ({sizes[0]} "
+                           f"to {sizes[-1]} GPUs); a guaranteed cell needs one size per GPU "
+                           f"type and level (declare the cells at a level where they agree)")
+                continue
             demand[(t, lv[c.level])] += c.count
             if c.count:
                 last_field[(t, lv[c.level])] = f"{where}.count"
@@ -539,31 +547,16 @@ def guaranteed_usage(cluster: Cluster, jobs: Sequence[Job], placements) -> dict[
     return dict(used)
 
 
-def tenancy_violations(cluster: Cluster, jobs: Sequence[Job], allocation: Allocation) -> list[str]:
-    """Tenancy invariants an allocation breaks (see the module notes)."""
+def tenancy_violations(cluster: Cluster, jobs: Sequence[Job], allocation: Allocation, *,
+                       deadline=None) -> list[str]:
+    """Tenancy invariants an allocation breaks (see the module notes); the
+    binding search stops at ``deadline`` (an inconclusive search is reported)."""
     out: list[str] = []
     by_id = {j.id: j for j in jobs}
     placed = {p.job: p for p in allocation.placements}
     tenancy = bool(cluster.tenants) or any(j.guaranteed for j in jobs)
     if not tenancy:
         return out
-
-    # preemption victims
-    fresh = [by_id[jid] for jid, p in placed.items()
-             if jid in by_id and not p.same_as(by_id[jid].current)]
-    for jid in allocation.preempted:
-        v = by_id.get(jid)
-        if v is None or v.current is None:
-            continue
-        if not any(outranks(a, v) for a in fresh if a.id != v.id):
-            kind = (f"guaranteed job of tenant {v.tenant!r} (priority {v.priority})"
-                    if v.guaranteed else f"opportunistic job (priority {v.priority})")
-            out.append(f"preempted job {jid!r}: a {kind} may only be preempted by a newly "
-                       f"placed job that outranks it, and none does")
-    pre = set(allocation.preempted)
-    for j in jobs:
-        if j.guaranteed and j.current is not None and j.id not in placed and j.id not in pre:
-            out.append(f"job {j.id!r}: running guaranteed job neither placed nor preempted")
 
     # guaranteed jobs inside their cells, and sharing safety
     q = quotas(cluster)
@@ -604,7 +597,7 @@ def tenancy_violations(cluster: Cluster, jobs: Sequence[Job], allocation: Alloca
             b = None
         if b is not None and not check_binding(cluster, b, used):
             ok = True
-    if not ok and infer_binding(cluster, used) is None:
+    if not ok and infer_binding(cluster, used, deadline=deadline) is None:
         b = greedy_binding(cluster, used)
         why = check_binding(cluster, b, used) if b is not None else []
         out.append(why[0] if why else

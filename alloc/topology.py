@@ -9,13 +9,14 @@ from parent to child.  Every node carries ``level``; servers carry ``cpu``,
 from __future__ import annotations
 
 from collections import defaultdict
-
-import networkx as nx
+from typing import Iterable
 
 from .model import CLUSTER, MILLI, Cluster
 
 
-def hierarchy_graph(cluster: Cluster) -> nx.DiGraph:
+def hierarchy_graph(cluster: Cluster):
+    """The hierarchy of ``cluster`` as a ``networkx.DiGraph`` (see the module notes)."""
+    import networkx as nx
     g = nx.DiGraph()
     g.add_node(CLUSTER, level=CLUSTER)
     levels = cluster.levels
@@ -41,12 +42,14 @@ def hierarchy_graph(cluster: Cluster) -> nx.DiGraph:
     return g
 
 
-def nodes_at(graph: nx.DiGraph, level: str) -> list[str]:
+def nodes_at(graph, level: str) -> list[str]:
+    """Nodes of ``graph`` at ``level``."""
     return [n for n, d in graph.nodes(data=True) if d["level"] == level]
 
 
-def gpus_under(graph: nx.DiGraph, node: str) -> list[str]:
+def gpus_under(graph, node: str) -> list[str]:
     """GPU leaves below ``node`` in index order."""
+    import networkx as nx
     return sorted((n for n in nx.descendants(graph, node) | {node}
                    if graph.nodes[n]["level"] == "gpu"), key=_gpu_key)
 
@@ -56,11 +59,47 @@ def _gpu_key(name: str):
     return srv, int(k)
 
 
-def lowest_common_level(cluster: Cluster, gpu_ids) -> str | None:
-    """The innermost level one node of which holds all the GPUs (see
-    :func:`alloc.objectives.span_level`)."""
-    from .objectives import span_level
-    return span_level(cluster, gpu_ids)
+def span_level(cluster: Cluster, gpu_ids: Iterable[str]) -> str | None:
+    """The innermost declared level one node of which holds all the GPUs.
+
+    Parameters
+    ----------
+    cluster : Cluster
+    gpu_ids : iterable of str
+        GPU leaf names (``"<server>/gpu<k>"``).
+
+    Returns
+    -------
+    str or None
+        A level of ``cluster.levels``; ``"cluster"`` when no node of any
+        declared level holds them all; None for no GPUs.
+    """
+    gids = list(gpu_ids)
+    if not gids:
+        return None
+    idx, srv, first = cluster.gpu_index, cluster.gpu_server, cluster.gpu_first
+    for level in reversed(cluster.levels):
+        names = set()
+        for g in gids:
+            i = idx[g]
+            names.add(cluster.servers[srv[i]].gpu_domain(i - first[srv[i]], level))
+            if len(names) > 1:
+                break
+        if len(names) == 1:
+            return level
+    return CLUSTER
+
+
+def reachable_levels(cluster: Cluster, locality: str | None) -> list[str]:
+    """Levels a multi-GPU job's GPUs may span: its locality level and the
+    levels inside it; every level and ``"cluster"`` without a locality."""
+    levels = list(cluster.levels)
+    if locality in levels:
+        return levels[levels.index(locality):]
+    return levels + [CLUSTER]
+
+
+lowest_common_level = span_level
 
 
 def fanout(cluster: Cluster) -> dict[str, dict[str, int]]:

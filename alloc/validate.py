@@ -1,160 +1,308 @@
-"""Semantic validation of a cluster and its jobs (what a JSON Schema cannot
-say): unique ids, level order, GPU types that exist, locality levels the
-cluster has, gang and sharing rules, and jobs larger than any server.
+"""Validation of a cluster and its jobs by meaning -- the same for files and
+for objects built in Python.
+
+What a JSON Schema cannot say, and what Python objects can get wrong that a
+file cannot: the type of every field (``gpu_types="V100"`` is refused, not read
+as the type ``'V'``), integers within 0..2**53, finite weights, unique ids,
+level order, servers whose GPUs split evenly over sockets and switches, GPU
+types and locality levels that exist, gang and sharing rules, profiles within
+the model schema (the same checks as ``models/*.json``), tenants that exist,
+cells of one size per GPU type and level, and running jobs' ``current``
+placements: each valid on its own (GPUs, gang, shares, type, locality, CPU and
+memory), together within capacity, and consistent with the tenancy rules.
+
+A well-formed job that cannot be placed on this cluster now (GPU type absent,
+wider than any server) is *not* an input problem: it stays unplaced with a
+reason (:func:`alloc.problem.placeable_reason`).
 
 Every problem is reported with its field path (``jobs[3].gpu_milli``) and what
 was expected; :func:`validate_model` raises one :class:`InputError` holding all.
 """
 from __future__ import annotations
 
+import math
 from collections import Counter
+from dataclasses import replace
 from typing import Sequence
 
 from .errors import InputError
-from .model import KNOWN_LEVELS, MILLI, Cluster, Job
+from .model import (DEFAULT_GPU_TYPE, KNOWN_LEVELS, MILLI, Allocation, Cluster, Job, Placement,
+                    Profile, Server)
 
 PRIORITY_RANGE = (-1000, 1000)
+#: Largest integer quantity accepted (exact in a double).
+MAX_INT = 2 ** 53 - 1
+#: Largest job weight accepted.
+MAX_WEIGHT = 1e9
+#: Longest name accepted (ids, models, tenants, GPU types).
+MAX_NAME = 256
 
 
+def _is_int(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _int_problem(where: str, v, lo: int = 0, hi: int = MAX_INT) -> str | None:
+    if not _is_int(v) or not lo <= v <= hi:
+        return f"{where}: expected an integer in {lo}..{hi}, got {v!r}"
+    return None
+
+
+def _name_problem(where: str, v, *, optional: bool = False) -> str | None:
+    if v is None and optional:
+        return None
+    if not isinstance(v, str) or not v or len(v) > MAX_NAME:
+        return (f"{where}: expected a non-empty string of at most {MAX_NAME} characters, "
+                f"got {_short(v)}")
+    return None
+
+
+def _short(v) -> str:
+    r = repr(v)
+    return r if len(r) <= 60 else r[:57] + "..."
+
+
+# ------------------------------------------------------------------- cluster
 def cluster_problems(cluster: Cluster) -> list[str]:
+    """Problems of the cluster alone (levels, servers)."""
     out = []
-    lv = list(cluster.levels)
-    if "server" not in lv or not lv or lv[-1] != "gpu":
+    lv = list(cluster.levels) if isinstance(cluster.levels, (tuple, list)) else None
+    if lv is None:
+        return [f"cluster.levels: expected a list of level names, got {_short(cluster.levels)}"]
+    if "server" not in lv or lv[-1] != "gpu":
         out.append(f"cluster.levels: expected a list containing 'server' and ending with 'gpu', got {lv}")
     unknown = [x for x in lv if x not in KNOWN_LEVELS]
     if unknown:
         out.append(f"cluster.levels: unknown level {unknown[0]!r}; expected some of {list(KNOWN_LEVELS)}")
     elif [x for x in KNOWN_LEVELS if x in lv] != lv:
         out.append(f"cluster.levels: expected outermost-to-innermost order {list(KNOWN_LEVELS)}, got {lv}")
-    if not cluster.servers:
-        out.append("cluster.servers: expected at least one server")
-    dup = [k for k, n in Counter(s.id for s in cluster.servers).items() if n > 1]
+    if not isinstance(cluster.servers, tuple) or not cluster.servers:
+        return out + ["cluster.servers: expected a non-empty tuple of servers"]
+    dup = [k for k, n in Counter(s.id for s in cluster.servers if isinstance(s, Server)).items()
+           if n > 1]
     if dup:
         out.append(f"cluster.servers: duplicate server id {dup[0]!r}")
     for i, s in enumerate(cluster.servers):
-        where = f"cluster.servers[{i}]"
-        for name in ("cpu", "mem"):
-            v = getattr(s, name)
-            if not isinstance(v, int) or isinstance(v, bool) or v <= 0:
-                out.append(f"{where}.{name}: expected a positive integer, got {v!r}")
-        if not isinstance(s.gpus, int) or s.gpus < 0:
-            out.append(f"{where}.gpus: expected an integer >= 0, got {s.gpus!r}")
-            continue
-        if s.gpus and not s.gpu_type:
-            out.append(f"{where}.gpu_type: expected a GPU type name for a server with GPUs")
-        if "rack" in lv and not s.rack:
-            out.append(f"{where}.rack: expected a rack name (cluster.levels has 'rack')")
-        if s.sockets < 1 or s.switches_per_socket < 1:
-            out.append(f"{where}.sockets: expected sockets and switches_per_socket >= 1")
-        elif s.gpus and "socket" in lv and s.gpus % s.sockets:
-            out.append(f"{where}.sockets: {s.gpus} GPUs do not split evenly over {s.sockets} sockets")
-        elif s.gpus and "switch" in lv and (s.gpus // s.sockets) % s.switches_per_socket:
-            out.append(f"{where}.switches_per_socket: {s.gpus // s.sockets} GPUs per socket do not "
-                       f"split evenly over {s.switches_per_socket} switches")
+        out += server_problems(s, f"cluster.servers[{i}]", lv)
+    return out
+
+
+def server_problems(s, where: str, levels: Sequence[str]) -> list[str]:
+    """Problems of one server."""
+    if not isinstance(s, Server):
+        return [f"{where}: expected a Server, got {_short(s)}"]
+    out = [p for p in (_name_problem(f"{where}.id", s.id),
+                       _int_problem(f"{where}.cpu", s.cpu, 1), _int_problem(f"{where}.mem", s.mem, 1),
+                       _int_problem(f"{where}.gpus", s.gpus, 0, 2 ** 20),
+                       _int_problem(f"{where}.sockets", s.sockets, 1, 1024),
+                       _int_problem(f"{where}.switches_per_socket", s.switches_per_socket, 1, 1024),
+                       _name_problem(f"{where}.gpu_type", s.gpu_type, optional=True),
+                       _name_problem(f"{where}.rack", s.rack, optional=True)) if p]
+    if out:
+        return out
+    if "/" in s.id:
+        out.append(f"{where}.id: expected a name without '/', got {s.id!r}")
+    if "rack" in levels and not s.rack:
+        out.append(f"{where}.rack: expected a rack name (cluster.levels has 'rack')")
+    if s.gpus and s.gpus % s.sockets:
+        out.append(f"{where}.sockets: {s.gpus} GPUs do not split evenly over {s.sockets} sockets")
+    elif s.gpus and (s.gpus // s.sockets) % s.switches_per_socket:
+        out.append(f"{where}.switches_per_socket: {s.gpus // s.sockets} GPUs per socket do not "
+                   f"split evenly over {s.switches_per_socket} switches")
+    return out
+
+
+# ---------------------------------------------------------------------- jobs
+def job_field_problems(j, where: str, cluster: Cluster) -> list[str]:
+    """Problems of one job's fields (types, ranges, names that must exist)."""
+    if not isinstance(j, Job):
+        return [f"{where}: expected a Job, got {_short(j)}"]
+    out = [p for p in (_name_problem(f"{where}.id", j.id),
+                       _int_problem(f"{where}.gpus", j.gpus, 0, 2 ** 20),
+                       _int_problem(f"{where}.cpu", j.cpu), _int_problem(f"{where}.mem", j.mem),
+                       _int_problem(f"{where}.gpu_milli", j.gpu_milli, 1, MILLI),
+                       _int_problem(f"{where}.priority", j.priority, *PRIORITY_RANGE),
+                       _name_problem(f"{where}.model", j.model, optional=True),
+                       _name_problem(f"{where}.tenant", j.tenant, optional=True)) if p]
+    if not isinstance(j.gpu_types, tuple) or not all(isinstance(t, str) for t in j.gpu_types):
+        out.append(f"{where}.gpu_types: expected a tuple of GPU type names, got {_short(j.gpu_types)}")
+    if not isinstance(j.guaranteed, bool):
+        out.append(f"{where}.guaranteed: expected true or false, got {_short(j.guaranteed)}")
+    w = j.weight
+    if isinstance(w, bool) or not isinstance(w, (int, float)) or not math.isfinite(w) \
+            or not 0 <= w <= MAX_WEIGHT:
+        out.append(f"{where}.weight: expected a number in 0..{MAX_WEIGHT:g}, got {_short(w)}")
+    for name in ("min_gpus", "max_gpus", "gpu_mem"):
+        v = getattr(j, name)
+        if v is not None:
+            p = _int_problem(f"{where}.{name}", v, 1 if name != "gpu_mem" else 0, 2 ** 20 if name != "gpu_mem" else MAX_INT)
+            if p:
+                out.append(p)
+    if j.locality is not None and not isinstance(j.locality, str):
+        out.append(f"{where}.locality: expected a level name, got {_short(j.locality)}")
+    if j.current is not None and not isinstance(j.current, Placement):
+        out.append(f"{where}.current: expected a Placement, got {_short(j.current)}")
+    if j.profile is not None and not isinstance(j.profile, Profile):
+        out.append(f"{where}.profile: expected a Profile, got {_short(j.profile)}")
+    return out
+
+
+def job_rule_problems(j: Job, where: str, cluster: Cluster) -> list[str]:
+    """Problems of one well-typed job against the rules and the cluster."""
+    out = []
+    types = set(cluster.gpu_types)
+    if j.gpu_milli < MILLI and j.gpus != 1:
+        out.append(f"{where}.gpu_milli: a share below 1000 needs gpus == 1, job has {j.gpus}")
+    for t in j.gpu_types:
+        if t not in types:
+            out.append(f"{where}.gpu_types: unknown GPU type {t!r}; cluster has {sorted(types)}")
+    if j.locality is not None and j.locality not in cluster.levels:
+        out.append(f"{where}.locality: level {j.locality!r} is not in cluster.levels "
+                   f"{list(cluster.levels)}")
+    if j.guaranteed and j.tenant is None:
+        out.append(f"{where}.guaranteed: a guaranteed job needs a tenant")
+    if j.tenant is not None and j.tenant not in cluster.tenants:
+        known = sorted(cluster.tenants)
+        out.append(f"{where}.tenant: unknown tenant {j.tenant!r}; "
+                   + (f"expected one of {known}" if known else "the cluster declares no tenants"))
+    if j.min_gpus is not None and not 1 <= j.min_gpus <= j.gpus:
+        out.append(f"{where}.min_gpus: expected 1 <= min_gpus <= gpus ({j.gpus}), got {j.min_gpus}")
+    if j.max_gpus is not None and j.max_gpus < j.gpus:
+        out.append(f"{where}.max_gpus: expected max_gpus >= gpus ({j.gpus}), got {j.max_gpus}")
     return out
 
 
 def job_problems(cluster: Cluster, jobs: Sequence[Job]) -> list[str]:
+    """Problems of the jobs (fields, rules, running jobs' placements)."""
     out = []
-    dup = [k for k, n in Counter(j.id for j in jobs).items() if n > 1]
-    if dup:
-        out.append(f"jobs: duplicate job id {dup[0]!r}")
-    types = set(cluster.gpu_types)
-    servers = cluster.servers
+    ok = []
     for i, j in enumerate(jobs):
         where = f"jobs[{i}]"
-        for name in ("gpus", "cpu", "mem"):
-            v = getattr(j, name)
-            if not isinstance(v, int) or isinstance(v, bool) or v < 0:
-                out.append(f"{where}.{name}: expected an integer >= 0, got {v!r}")
-        if out and out[-1].startswith(where):
-            continue
-        if not isinstance(j.gpu_milli, int) or not 1 <= j.gpu_milli <= MILLI:
-            out.append(f"{where}.gpu_milli: expected an integer in 1..1000, got {j.gpu_milli!r}")
-            continue
-        if j.gpu_milli < MILLI and j.gpus != 1:
-            out.append(f"{where}.gpu_milli: a share below 1000 needs gpus == 1, job has {j.gpus}")
-        if not j.weight >= 0:
-            out.append(f"{where}.weight: expected a number >= 0, got {j.weight!r}")
-        for t in j.gpu_types:
-            if t not in types:
-                out.append(f"{where}.gpu_types: unknown GPU type {t!r}; cluster has {sorted(types)}")
-        if j.locality is not None and j.locality not in cluster.levels:
-            out.append(f"{where}.locality: level {j.locality!r} is not in cluster.levels "
-                       f"{list(cluster.levels)}")
-        if j.guaranteed and j.tenant is None:
-            out.append(f"{where}.guaranteed: a guaranteed job needs a tenant")
-        if j.tenant is not None and cluster.tenants and j.tenant not in cluster.tenants:
-            out.append(f"{where}.tenant: unknown tenant {j.tenant!r}; expected one of "
-                       f"{sorted(cluster.tenants)}")
-        if not PRIORITY_RANGE[0] <= j.priority <= PRIORITY_RANGE[1]:
-            out.append(f"{where}.priority: expected an integer in {PRIORITY_RANGE[0]}.."
-                       f"{PRIORITY_RANGE[1]}, got {j.priority}")
-        if j.min_gpus is not None and not 1 <= j.min_gpus <= j.gpus:
-            out.append(f"{where}.min_gpus: expected 1 <= min_gpus <= gpus ({j.gpus}), got {j.min_gpus}")
-        if j.max_gpus is not None and j.max_gpus < j.gpus:
-            out.append(f"{where}.max_gpus: expected max_gpus >= gpus ({j.gpus}), got {j.max_gpus}")
-        if j.current is not None:
-            bad = [g.gpu for g in j.current.gpus if g.gpu not in cluster.gpu_index]
-            if bad:
-                out.append(f"{where}.current.gpus: unknown GPU {bad[0]!r}")
-            bad = [s for s in list(j.current.cpu) + list(j.current.mem) if s not in cluster.server_index]
-            if bad:
-                out.append(f"{where}.current.cpu: unknown server {bad[0]!r}")
-        size = fits_somewhere(cluster, j)
-        if size:
-            out.append(f"{where}: job {j.id!r} is larger than any server: {size}")
+        bad = job_field_problems(j, where, cluster)
+        if not bad:
+            bad = job_rule_problems(j, where, cluster)
+        if not bad and j.profile is not None:
+            bad = profile_object_problems(j.profile, f"{where}.profile")
+        out += bad
+        if not bad:
+            ok.append((i, j))
+    dup = [k for k, n in Counter(j.id for _, j in ok).items() if n > 1]
+    if dup:
+        out.append(f"jobs: duplicate job id {dup[0]!r}")
+    if not out:
+        out += current_problems(cluster, ok)
     return out
 
 
-def fits_somewhere(cluster: Cluster, j: Job) -> str | None:
-    """None if the job fits an empty cluster (at its smallest option), else why not."""
-    cpu, mem = j.cpu, j.mem
-    n = j.min_gpus or j.gpus
-    prof = j.profile
-    if prof is not None and prof.has_grid and n:
-        pts = [(c * n, m * n) for a, c in enumerate(prof.cpu_per_gpu)
-               for b, m in enumerate(prof.mem_per_gpu) if (prof.tput[a][b] or 0) > 0]
-        if pts:
-            cpu = min(cpu, min(p[0] for p in pts))
-            mem = min(mem, min(p[1] for p in pts))
-    ok = [s for s in cluster.servers if j.allows(s.gpu_type) and (n == 0 or s.gpus > 0)]
-    if not ok:
-        return f"no server has an allowed GPU type {list(j.gpu_types)}"
-    if n == 0:
-        if not any(s.cpu >= cpu and s.mem >= mem for s in ok):
-            return (f"needs {cpu} milli-CPU and {mem} MiB on one server; largest has "
-                    f"{max(s.cpu for s in ok)} and {max(s.mem for s in ok)}")
-        return None
-    single = any(s.gpus >= n and s.cpu >= cpu and s.mem >= mem for s in ok)
-    if single:
-        return None
-    can_spread = n > 1 and j.gpu_milli == MILLI and j.locality in (None, "rack")
-    if can_spread:
-        tot_g = sum(s.gpus for s in ok)
-        if tot_g >= n and sum(s.cpu for s in ok) >= cpu and sum(s.mem for s in ok) >= mem:
-            return None
-        return f"needs {n} GPUs, {cpu} milli-CPU, {mem} MiB; allowed servers hold {tot_g} GPUs"
-    best = max(ok, key=lambda s: s.gpus)
-    return (f"needs {n} GPUs, {cpu} milli-CPU and {mem} MiB on one server; the largest allowed "
-            f"has {best.gpus} GPUs, {best.cpu} milli-CPU, {best.mem} MiB")
+def current_problems(cluster: Cluster, jobs: Sequence[tuple[int, Job]]) -> list[str]:
+    """Running jobs' ``current`` placements: each valid, together within
+    capacity and consistent with tenancy."""
+    from .check import capacity_problems, placement_problems
+    out = []
+    running = [(i, j) for i, j in jobs if j.current is not None]
+    for i, j in running:
+        if j.current.job not in ("", j.id):
+            out.append(f"jobs[{i}].current.job: expected {j.id!r} or nothing, got {j.current.job!r}")
+        out += placement_problems(cluster, j, j.current, f"jobs[{i}].current")
+    if out or not running:
+        return out
+    cur = [replace(j.current, job=j.id) for _, j in running]
+    out += [f"jobs: running jobs' current placements overlap: {p}"
+            for p in capacity_problems(cluster, cur)]
+    if out:
+        return out
+    if cluster.tenants and any(j.guaranteed for _, j in running):
+        from .tenancy import tenancy_violations
+        alloc = Allocation(tuple(cur), tuple(j.id for _, j in jobs if j.current is None))
+        out += [f"jobs: running jobs' current placements break tenancy: {p}"
+                for p in tenancy_violations(cluster, [j for _, j in jobs], alloc)]
+    return out
 
 
+# ------------------------------------------------------------------ profiles
+_PROFILE_OK: dict[int, tuple] = {}
+
+
+def profile_object_problems(prof: Profile, where: str) -> list[str]:
+    """A :class:`Profile` built in Python, checked like a ``models/`` file."""
+    hit = _PROFILE_OK.get(id(prof))
+    if hit is not None and hit[0] is prof:
+        return list(hit[1])
+    from .io import profile_to_dict
+    from .profiles import profile_problems
+    try:
+        doc = profile_to_dict(prof)
+        out = profile_problems(doc, f"{where}.")
+    except (TypeError, ValueError, AttributeError) as exc:
+        out = [f"{where}: not a valid profile ({type(exc).__name__}: {exc})"]
+    if len(_PROFILE_OK) > 1024:
+        _PROFILE_OK.clear()
+    _PROFILE_OK[id(prof)] = (prof, tuple(out))
+    return out
+
+
+# ------------------------------------------------------------------ entries
 def model_problems(cluster: Cluster, jobs: Sequence[Job]) -> list[str]:
+    """Every problem of the cluster, its tenants and the jobs."""
     out = cluster_problems(cluster)
     if out:
         return out
-    try:
-        from .tenancy import tenant_problems
-    except ModuleNotFoundError as exc:
-        if exc.name != "alloc.tenancy":
-            raise
-    else:
-        out.extend(tenant_problems(cluster))
+    from .tenancy import tenant_problems
+    out.extend(tenant_problems(cluster))
+    if out:
+        return out
+    if not isinstance(jobs, (tuple, list)):
+        return [f"jobs: expected a sequence of jobs, got {_short(jobs)}"]
     return out + job_problems(cluster, jobs)
 
 
 def validate_model(cluster: Cluster, jobs: Sequence[Job], source: str | None = None) -> None:
+    """Raise one :class:`InputError` holding every problem (see the module notes)."""
     problems = model_problems(cluster, jobs)
     if problems:
         raise InputError(problems, source)
+
+
+def prepare(cluster: Cluster, jobs: Sequence[Job], source: str | None = None
+            ) -> tuple[Cluster, tuple[Job, ...]]:
+    """Validated input with model names resolved to profiles (from ``models/``)
+    and GPU servers without a type given :data:`~alloc.model.DEFAULT_GPU_TYPE`.
+
+    Raises
+    ------
+    InputError
+        Every problem found, the first one in the message.
+    """
+    if not isinstance(cluster, Cluster):
+        raise InputError(f"cluster: expected a Cluster, got {_short(cluster)}", source)
+    if any(isinstance(s, Server) and s.gpus and s.gpu_type is None for s in cluster.servers):
+        cluster = replace(cluster, servers=tuple(
+            replace(s, gpu_type=DEFAULT_GPU_TYPE) if isinstance(s, Server) and s.gpus
+            and s.gpu_type is None else s for s in cluster.servers))
+    jobs = tuple(jobs) if isinstance(jobs, (list, tuple)) else jobs
+    problems = []
+    if isinstance(jobs, tuple):
+        jobs, problems = _resolve_models(jobs)
+    problems += model_problems(cluster, jobs)
+    if problems:
+        raise InputError(problems, source)
+    return cluster, jobs
+
+
+def _resolve_models(jobs: tuple) -> tuple[tuple, list[str]]:
+    from .profiles import available_models, load_model
+    out, problems = [], []
+    for i, j in enumerate(jobs):
+        if isinstance(j, Job) and j.profile is None and isinstance(j.model, str) and j.model \
+                and len(j.model) <= MAX_NAME:
+            try:
+                j = replace(j, profile=load_model(j.model))
+            except InputError:
+                problems.append(f"jobs[{i}].model: unknown model {j.model!r}; expected one of "
+                                f"{', '.join(available_models())}")
+        out.append(j)
+    return tuple(out), problems
+
+
+__all__ = ["MAX_INT", "MAX_NAME", "MAX_WEIGHT", "PRIORITY_RANGE", "cluster_problems",
+           "current_problems", "job_problems", "model_problems", "prepare", "validate_model"]

@@ -259,10 +259,9 @@ def test_heuristics_registered():
 def test_objective_step_bound_valid(inst, objective, frac):
     """Every solution value is a multiple of the step, so rounding any bound
     >= the optimum down to a multiple never cuts the (brute-forced) optimum."""
-    from alloc.solvers.exact.formulation import objective_granularity, tighten
+    from alloc.objectives import get_objective, tighten
     cl, jobs = inst
-    p = compile_problem(cl, jobs, objective)
-    delta = objective_granularity(p)
+    delta = get_objective(objective).step(cl, jobs)
     opt = brute_force(cl, jobs, objective)
     if delta is None:
         return
@@ -274,8 +273,11 @@ def test_objective_step_bound_valid(inst, objective, frac):
     assert tighten(opt + delta, delta) >= opt + delta - 1e-9
 
 
+def objective_granularity(p):
+    return p.objective.step(p.cluster, p.jobs)
+
+
 def test_objective_step_values():
-    from alloc.solvers.exact.formulation import objective_granularity
     cl = Cluster((server(0),))
     jobs = (job(0, 1, GRID, weight=2.0), job(1, 2, FLAT, locality="server"))
     # GRID values 0.4/1.0/1.6/2.0 (x2), FLAT 1.0 with server span 1.0: step 0.2
@@ -291,33 +293,36 @@ def test_objective_step_values():
 def test_dive_feasible_and_bounded():
     """Price-and-dive: integral, decodes to a valid placement, never above
     the column-generation bound."""
-    import time
+    from alloc.deadline import Deadline
     from alloc.problem import Solution
-    from alloc.solvers.exact.cpsat import CpSatBackend
-    from alloc.solvers.exact.formulation import (Aggregate, Master, check_assign, column_generation,
-                                           decode, dive, objective_granularity,
-                                           solution_to_columns, true_value, warm_start)
+    from alloc.solve import finish, get_solver
+    from alloc.solvers.exact.aggregate import Aggregate
+    from alloc.solvers.exact.columns import check_assign, decode, solution_to_columns, true_value
+    from alloc.solvers.exact.dive import dive
+    from alloc.solvers.exact.driver import warm_start
+    from alloc.solvers.exact.engine import Engine
+    from alloc.solvers.exact.master import Master, column_generation
     cl, jobs = medium()
     p = compile_problem(cl, jobs, "throughput")
-    backend = CpSatBackend()
-    _, best_v, sols, _ = warm_start(p, time.perf_counter() + 1.0)
+    backend = Engine("cpsat")
+    _, best_v, sols, _ = warm_start(p, Deadline.after(1.0))
     agg = Aggregate(p)
     master = Master(agg)
     for s in sols:
-        cols = solution_to_columns(agg, Solution(s))
+        cols = solution_to_columns(agg, s)
         for pat in (cols[0].values() if cols else ()):
             master.add(pat)
-    cg = column_generation(master, backend, time.perf_counter() + 5)
+    cg = column_generation(master, backend, Deadline.after(5))
     assert cg.converged
     caps = (list(master.n_cap), list(master.t_cap))
-    dv = dive(master, backend, time.perf_counter() + 5, None, objective_granularity(p), width=1)
+    dv = dive(master, backend, Deadline.after(5), None, objective_granularity(p), width=1)
     assert (list(master.n_cap), list(master.t_cap)) == caps     # residual restored
     assert dv is not None and dv.complete
     assert dv.value <= cg.bound + 1e-6
     assign = decode(agg, dv.z, master.pool, dv.x)
     assert check_assign(p, assign)
     assert true_value(p, assign) <= cg.bound + 1e-6
-    a = p.to_allocation(Solution(assign), solver="dive", wall_time_s=0)
+    a = finish(p, Solution(assign), get_solver("cpsat"), 0.0)
     assert not violations(cl, jobs, a)
 
 

@@ -42,8 +42,12 @@ def test_spreads_when_no_server_fits():
     assert p.cpu["s0"] == 1000 * sum(g.gpu.startswith("s0/") for g in p.gpus)
     import pytest
     from alloc import InputError
-    with pytest.raises(InputError, match="larger than any server"):
-        allocate(CL, [Job("big", gpus=12, cpu=1, mem=1, locality="server")], solver="proportional")
+    wide = [Job("big", gpus=12, cpu=1, mem=1, locality="server"), Job("ok", gpus=1, cpu=1, mem=1)]
+    a = allocate(CL, wide, solver="proportional")       # unplaceable now: a reason, not an error
+    assert a.unplaced == ("big",) and "on one server" in a.reasons["big"]
+    assert [p.job for p in a.placements] == ["ok"]
+    with pytest.raises(InputError, match="cannot be placed on this cluster now"):
+        allocate(CL, wide, solver="proportional", strict=True)
 
 
 def test_cpu_only_jobs_use_one_server():

@@ -81,16 +81,31 @@ def mutate(fn):
     (lambda d: d["jobs"].append(dict(d["jobs"][0])), "duplicate job id 'j0'"),
     (lambda d: d["cluster"]["servers"].append(dict(d["cluster"]["servers"][0])),
      "duplicate server id 's00'"),
-    (lambda d: d["jobs"][0].update(gpus=16), "jobs[0]: job 'j0' is larger than any server"),
-    (lambda d: d["jobs"][0].update(cpu=10 ** 9, model=None), "larger than any server"),
     (lambda d: d["jobs"][0].update(tenant=None), "jobs[0].guaranteed: a guaranteed job needs a tenant"),
     (lambda d: d["jobs"][0].update(priority=10 ** 6), "jobs[0].priority"),
-    (lambda d: d.update(format="alloc.instance/9"), "format: expected one of ['alloc.instance/1']"),
+    (lambda d: d.update(format="alloc.instance/9"), "format: expected an alloc.instance/1 file, got format 'alloc.instance/9'"),
     (lambda d: d["cluster"]["servers"][0].pop("rack"), "cluster.servers[0].rack"),
 ])
 def test_bad_input_names_the_field(tmp_path, change, expect):
     msg = error_of(tmp_path, mutate(change))
     assert expect in msg, msg
+
+
+@pytest.mark.parametrize("change, reason", [
+    (lambda d: d["jobs"][0].update(gpus=16), "on one server"),
+    (lambda d: d["jobs"][0].update(cpu=10 ** 9, model=None), "milli-CPU"),
+])
+def test_unplaceable_job_is_not_bad_input(tmp_path, change, reason):
+    """A well-formed job wider than any server loads; it stays unplaced with a
+    reason and the rest is solved (``strict`` refuses it)."""
+    doc = mutate(change)
+    doc["jobs"].append({"id": "j1", "gpus": 1, "cpu": 1000, "mem": 1000})
+    inst = load_instance(write(tmp_path, doc))
+    a = allocate(inst.cluster, inst.jobs, solver="hived")
+    assert "j0" in a.unplaced and reason in a.reasons["j0"]
+    assert list(a.reasons) == ["j0"] and [p.job for p in a.placements] == ["j1"]
+    with pytest.raises(InputError, match="cannot be placed on this cluster now"):
+        allocate(inst.cluster, inst.jobs, solver="hived", strict=True)
 
 
 def test_all_problems_are_collected(tmp_path):

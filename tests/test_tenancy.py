@@ -193,8 +193,8 @@ def test_running_guaranteed_job_must_be_placed_or_preempted():
     c = cluster(1, {"a": [("server", 1, "V100")]})
     j = gj("a0", 1, "a")
     j = replace(j, current=place(c, j, ["s0/gpu0"]))
-    v = tenancy_violations(c, [j], alloc_of(c, [j], []))
-    assert any("neither placed nor preempted" in x for x in v)
+    v = violations(c, [j], alloc_of(c, [j], []))
+    assert any("dropped but not listed in preempted" in x for x in v)
 
 
 def test_colocation_memory_limit():

@@ -82,9 +82,7 @@ def upper_bound(pods: Sequence[Pod], cpu, mem, ngpu, models: Sequence[str], *,
     module docstring for the model and its relaxations."""
     import time
 
-    import highspy
-
-    from ..solvers.exact.formulation import set_colwise_matrix
+    from ..kernel import INF, LinearModel, solve, solve_lp
 
     t0 = time.perf_counter()
     shape_count = Counter(zip((int(x) for x in cpu), (int(x) for x in mem),
@@ -96,22 +94,11 @@ def upper_bound(pods: Sequence[Pod], cpu, mem, ngpu, models: Sequence[str], *,
     shares = sorted({t[3] for t in types if t[2] == 1 and t[3] < MILLI})
     levels = _levels(shares)
 
-    h = highspy.Highs()
-    h.setOptionValue("output_flag", False)
-    h.setOptionValue("threads", threads)
-    h.setOptionValue("time_limit", float(time_limit))
-    h.setOptionValue("mip_rel_gap", mip_gap)
-    inf = highspy.kHighsInf
-    ncol = 0
-    cost, lb, ub, integ = [], [], [], []
+    lpm = LinearModel("openb-bound")
+    inf = INF
 
     def col(c, hi):
-        nonlocal ncol
-        cost.append(float(c))
-        lb.append(0.0)
-        ub.append(float(hi))
-        ncol += 1
-        return ncol - 1
+        return lpm.add_var(0, float(hi), integer=True, obj=float(c))
 
     rows = []          # (lower, upper, {col: coef})
     y_of_type = defaultdict(list)
@@ -163,33 +150,19 @@ def upper_bound(pods: Sequence[Pod], cpu, mem, ngpu, models: Sequence[str], *,
     for t, js in y_of_type.items():
         rows.append((-inf, float(tcount[t]), {j: 1.0 for j in js}))
 
-    lp = highspy.HighsLp()
-    lp.num_col_ = ncol
-    lp.num_row_ = len(rows)
-    lp.col_cost_ = np.asarray(cost, dtype=np.float64)
-    lp.col_lower_ = np.asarray(lb, dtype=np.float64)
-    lp.col_upper_ = np.asarray(ub, dtype=np.float64)
-    lp.row_lower_ = np.asarray([r[0] for r in rows], dtype=np.float64)
-    lp.row_upper_ = np.asarray([r[1] for r in rows], dtype=np.float64)
-    lp.sense_ = highspy.ObjSense.kMaximize
-    set_colwise_matrix(lp, [coefs for _, _, coefs in rows], ncol)
-    h.passModel(lp)
-    h.run()
-    lp_val = float(h.getInfo().objective_function_value)
+    for lo, hi, coefs in rows:
+        lpm.add_row(coefs, lo, hi)
+    relax = solve_lp(lpm, time_limit=time_limit)
+    lp_val = float(relax.objective) if relax.objective is not None else float("nan")
     if not integer:
-        return BoundResult(lp_val, float("nan"), lp_val, str(h.getModelStatus()),
+        return BoundResult(lp_val, float("nan"), lp_val, relax.status.value,
                            time.perf_counter() - t0, demand, len(shapes), len(types))
-    h.changeColsIntegrality(ncol, np.arange(ncol, dtype=np.int32),
-                            np.full(ncol, highspy.HighsVarType.kInteger))
-    h.run()
-    info = h.getInfo()
-    status = str(h.getModelStatus())
-    bound = float(info.mip_dual_bound)
-    val = float(info.objective_function_value)
-    if not np.isfinite(bound):
-        bound = lp_val
+    left = max(1e-3, time_limit - (time.perf_counter() - t0))
+    res = solve(lpm, "highs", time_limit=left, mip_rel_gap=mip_gap)
+    bound = res.bound if res.bound is not None else lp_val
     bound = min(bound, lp_val)
-    return BoundResult(bound, val, lp_val, status, time.perf_counter() - t0, demand,
+    val = float(res.objective) if res.objective is not None else float("nan")
+    return BoundResult(bound, val, lp_val, res.status.value, time.perf_counter() - t0, demand,
                        len(shapes), len(types))
 
 

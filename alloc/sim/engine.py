@@ -7,7 +7,7 @@ Time advances in rounds of ``round_s`` seconds.  At the start of a round:
 2. the runnable jobs are sorted by the policy (:mod:`.policies`);
 3. the allocator re-places them from scratch on an empty cluster.  The
    Synergy allocators (``proportional``, ``synergy-greedy``,
-   ``synergy-tune``) run on a :class:`~alloc.solvers.synergy.allocators.FastPacker` that
+   ``synergy-tune``) run on a :class:`~alloc.solvers.synergy.packers.FastPacker` that
    is reused from round to round (jobs' options are compiled once per model and
    GPU count); ``synergy-opt`` and any other registered solver go through a
    compiled :class:`~alloc.problem.Problem` for the admitted jobs;
@@ -38,9 +38,10 @@ from typing import Callable, Iterable, Mapping, Sequence
 
 from ..model import (MILLI, Allocation, Cluster, GpuShare, Job, Placement, Profile, Server,
                      Status)
-from ..problem import Problem, pareto_options
-from ..solvers.synergy.allocators import (FastPacker, admit, capped_option, greedy_core, ideal_option,
-                               tune_core)
+from ..problem import pareto_options
+from ..solvers.synergy.options import capped_option, ideal_option
+from ..solvers.synergy.packers import FastPacker
+from ..solvers.synergy.tune import admit, greedy_core, tune_core
 from .policies import ORDERS, STATIC, IncrementalOrder, order_jobs
 from .workload import SimJob
 
@@ -226,9 +227,9 @@ class Simulator:
         return plan
 
     def _solver(self, ordered: list[JobState]):
-        """synergy-opt or any registered solver on the admitted jobs."""
-        from ..objectives import throughput
-        from ..solve import get_solver
+        """synergy-opt or any registered solver on the admitted jobs, through
+        :func:`alloc.allocate` (validation, capabilities, honest status, check)."""
+        from ..solve import allocate
         P = self.packer
         P.reset()
         for s in ordered:
@@ -245,31 +246,29 @@ class Simulator:
             return []
         cl = self.cluster
         jobs = [s.job for s in adm]
-        problem = Problem(cl, jobs)
-        info = get_solver(self.allocator)
+        opts = {"place_all": True, "lp_bound": False} if self.allocator == "synergy-opt" else {}
+        alloc = allocate(cl, jobs, solver=self.allocator, time_limit=self.opt_time_limit, **opts)
         if self.allocator == "synergy-opt":
-            sol = info.solve(problem, time_limit=self.opt_time_limit, place_all=True,
-                             lp_bound=False)
             self.stats["opt_rounds"] += 1
-            self.stats["opt_optimal"] += int(sol.status is Status.OPTIMAL)
-        else:
-            sol = info.solve(problem, time_limit=self.opt_time_limit)
+            self.stats["opt_optimal"] += int(alloc.stats.get("mip_status") == "optimal")
+        by_job = {p.job: p for p in alloc.placements}
         gps = self.spec.gpus_per_server
         out, cached = [], []
-        for j, st in enumerate(adm):
-            a = sol.assign.get(j)
-            if a is None:
+        sidx = cl.server_index
+        for st in adm:
+            pl = by_job.get(str(st.id))
+            if pl is None:
                 cached.append(None)
                 continue
             cnt: dict[int, int] = {}
-            for g, _ in a.gpus:
-                cnt[g // gps] = cnt.get(g // gps, 0) + 1
-            cpu = dict(a.cpu)
-            mem = dict(a.mem)
+            for g in pl.gpus:
+                s = sidx[g.gpu.rsplit("/", 1)[0]]
+                cnt[s] = cnt.get(s, 0) + 1
+            cpu = {sidx[k]: v for k, v in pl.cpu.items()}
+            mem = {sidx[k]: v for k, v in pl.mem.items()}
             parts = tuple((s, cnt.get(s, 0), cpu.get(s, 0), mem.get(s, 0)) for s in sorted(cpu))
-            gids = [cl.gpu_ids[g] for g, _ in a.gpus]
             tc, tm = sum(cpu.values()), sum(mem.values())
-            r = throughput(cl, st.job, gids, tc, tm)
+            r = pl.throughput
             if not self.span and len(parts) > 1:
                 r /= st.profile.span_factor("cluster")
             out.append((st, r, parts, tc, tm))

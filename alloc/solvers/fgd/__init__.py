@@ -1,0 +1,37 @@
+"""Online GPU-sharing placement (the FGD experiment, Weng et al., ATC'23).
+
+Each solver places the jobs one at a time in order with one node-scoring
+policy of :mod:`alloc.solvers.fgd.engine`; running jobs stay where they run.
+"""
+from ...options import Option
+from ...registry import declare
+
+_E = "alloc.solvers.fgd.solvers:"
+_LOOK = (
+    Option("lam", "float", 0.5, "weight of the CPU-stranding look-ahead term", minimum=0.0),
+    Option("reserve", "float", 1.3, "GPU-model reservation horizon (x the trace demand)",
+           minimum=0.0),
+    Option("mu", "float", 10.0, "weight of the share-packing reduced cost", minimum=0.0),
+    Option("share_res", "int", 1000, "resolution of the share-packing prices (milli)",
+           minimum=1),
+    Option("cpu_pods", "bool", True, "count CPU-only pods in the stranding term"),
+)
+
+SOLVERS = (
+    declare("random", _E + "solve_random", capabilities=("sharing",),
+            description="Online: uniformly random feasible server (FGD paper baseline)"),
+    declare("dotprod", _E + "solve_dotprod", capabilities=("sharing",),
+            description="Online: smallest dot product of free and requested CPU/GPU"),
+    declare("gpu-clustering", _E + "solve_gpu_clustering", capabilities=("sharing",),
+            description="Online: cluster GPU jobs of the same kind on a server"),
+    declare("gpu-packing", _E + "solve_gpu_packing", capabilities=("sharing",),
+            description="Online: pack onto partly used GPUs, then used servers"),
+    declare("openb-best-fit", _E + "solve_openb_best_fit", capabilities=("sharing",),
+            description="Online: least CPU+GPU left over on the server (FGD paper's BestFit)"),
+    declare("fgd", _E + "solve_fgd", capabilities=("sharing",),
+            description="Online: fragmentation gradient descent (Weng et al., ATC'23)"),
+    declare("fgd-lookahead", _E + "solve_fgd_lookahead", capabilities=("sharing",),
+            options=_LOOK,
+            description="Online: FGD plus CPU-stranding, share-packing and GPU-model "
+                        "look-ahead terms"),
+)

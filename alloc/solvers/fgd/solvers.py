@@ -1,42 +1,68 @@
-"""Online GPU-sharing policies (FGD experiment) as batch solvers.
+"""Online GPU-sharing policies (the FGD experiment) as batch solvers.
 
-Each solver places the problem's jobs one by one in input order, with the
-job's own request (option 0), using the engine of :mod:`alloc.solvers.fgd.engine`; a job
-that fits nowhere stays unplaced.  Multi-GPU jobs take whole free GPUs of one
-server; CPU-only jobs take CPU and memory on one server.  Node ties go to the
-lowest server index.  FGD's target workload (typical pods) is built from the
-problem's own jobs.  See :mod:`alloc.solvers.fgd.engine` for each policy's score.
+Each solver starts from the cluster as the running jobs leave it (they stay
+where they run), then places the pending jobs one by one in rank order, each
+at its own request (option 0), with the node-scoring policy of
+:mod:`alloc.solvers.fgd.engine`; a job that fits nowhere stays unplaced.
+Multi-GPU jobs take whole free GPUs of one server; CPU-only jobs take CPU and
+memory on one server.  Node ties go to the lowest server index.  FGD's target
+workload (typical pods) is built from the pending jobs.  Stops at the deadline
+with what it has placed.
 """
 from __future__ import annotations
 
-from .engine import ClusterState, FragModel, Pod, make_policy, place
-from ...problem import Problem, Solution
-from ...solve import register
+from collections import defaultdict
+
+from ...deadline import Deadline
 from ...model import Status
+from ...problem import Problem, Solution, job_order
+from .engine import ClusterState, FragModel, Pod, make_policy, place
 
 
-def _pods(problem: Problem) -> list[Pod]:
-    out = []
-    for j, job in enumerate(problem.jobs):
-        opt = problem.options[j][0]
-        k = int(job.gpus)
-        out.append(Pod(int(opt.cpu), int(opt.mem), k, int(job.gpu_milli) if k else 0,
-                       tuple(job.gpu_types) if k else ()))
-    return out
+def _pod(problem: Problem, j: int) -> Pod:
+    job = problem.jobs[j]
+    opt = problem.options[j][0]
+    k = int(job.gpus)
+    return Pod(int(opt.cpu), int(opt.mem), k, int(job.gpu_milli) if k else 0,
+               tuple(job.gpu_types) if k else ())
 
 
-def run_online(problem: Problem, policy: str, seed: int = 0, **policy_options) -> Solution:
-    """Place every job of ``problem`` in order with the named online policy."""
+def _apply_running(problem: Problem, state: ClusterState) -> None:
+    """Put the running jobs kept in place into the state, server by server."""
+    first = problem.gpu_first
+    for j, a in problem.fixed.items():
+        parts: dict[int, list] = defaultdict(lambda: [0, 0, []])
+        for s, v in a.cpu:
+            parts[s][0] += v
+        for s, v in a.mem:
+            parts[s][1] += v
+        milli = problem.jobs[j].gpu_milli
+        for g, _ in a.gpus:
+            s = int(problem.gpu_server[g])
+            parts[s][2].append(int(g - first[s]))
+        for s, (c, m, gpus) in sorted(parts.items()):
+            state.apply(s, gpus, Pod(int(c), int(m), len(gpus), milli if gpus else 0))
+
+
+def run_online(problem: Problem, policy: str, seed: int = 0,
+               deadline: Deadline | None = None, **policy_options) -> Solution:
+    """Place the pending jobs of ``problem`` in rank order with the named policy."""
     servers = problem.cluster.servers
-    pods = _pods(problem)
-    fm = FragModel.from_pods(pods) if pods else None
+    order = job_order(problem)
+    pods = {j: _pod(problem, j) for j in order}
+    fm = FragModel.from_pods(list(pods.values())) if pods else None
     state = ClusterState([s.cpu for s in servers], [s.mem for s in servers],
                          [s.gpus for s in servers],
                          [(s.gpu_type or "") if s.gpus else "" for s in servers],
                          max_pods=1 << 62, frag_model=fm)
+    _apply_running(problem, state)
     pol = make_policy(policy, seed, **policy_options)
     sol = Solution(status=Status.FEASIBLE)
-    for j, pod in enumerate(pods):
+    for k, j in enumerate(order):
+        if deadline is not None and k % 64 == 0 and deadline.expired():
+            sol.stats["stopped"] = "time limit"
+            break
+        pod = pods[j]
         r = place(state, pol, pod)
         if r is None:
             continue
@@ -46,27 +72,22 @@ def run_online(problem: Problem, policy: str, seed: int = 0, **policy_options) -
             sol.assign[j] = problem.make_assign(j, [first + int(i) for i in gpus], 0)
         else:
             sol.assign[j] = problem.make_cpu_assign(j, n, 0)
-    sol.stats = {"policy": policy, "placed": len(sol.assign), "jobs": problem.J}
+    sol.stats.update(policy=policy, placed=len(sol.assign), jobs=len(order))
     return sol
 
 
-def _make(name: str, policy: str, doc: str):
-    @register(name, exact=False, capabilities=("sharing",), description=doc)
-    def solve(problem: Problem, *, time_limit=None, seed: int = 0, **options) -> Solution:
-        return run_online(problem, policy, seed, **options)
+def _make(name: str, policy: str):
+    def solve(problem: Problem, *, deadline: Deadline, seed: int = 0, **options) -> Solution:
+        return run_online(problem, policy, seed, deadline, **options)
     solve.__name__ = "solve_" + name.replace("-", "_")
-    solve.__doc__ = doc
+    solve.__doc__ = f"The ``{policy}`` online policy over the pending jobs (see the module notes)."
     return solve
 
 
-solve_random = _make("random", "random", "Online: uniformly random feasible server (FGD paper baseline)")
-solve_dotprod = _make("dotprod", "dotprod", "Online: smallest dot product of free and requested CPU/GPU")
-solve_gpu_clustering = _make("gpu-clustering", "gpu-clustering",
-                             "Online: cluster GPU jobs of the same kind on a server")
-solve_gpu_packing = _make("gpu-packing", "gpu-packing",
-                          "Online: pack onto partly used GPUs, then used servers")
-solve_openb_best_fit = _make("openb-best-fit", "best-fit",
-                             "Online: least CPU+GPU left over on the server (FGD paper's BestFit)")
-solve_fgd = _make("fgd", "fgd", "Online: fragmentation gradient descent (Weng et al., ATC'23)")
-solve_fgd_lookahead = _make("fgd-lookahead", "fgd-lookahead",
-                            "Online: FGD plus a CPU-stranding look-ahead term, finer scores for shared pods")
+solve_random = _make("random", "random")
+solve_dotprod = _make("dotprod", "dotprod")
+solve_gpu_clustering = _make("gpu-clustering", "gpu-clustering")
+solve_gpu_packing = _make("gpu-packing", "gpu-packing")
+solve_openb_best_fit = _make("openb-best-fit", "best-fit")
+solve_fgd = _make("fgd", "fgd")
+solve_fgd_lookahead = _make("fgd-lookahead", "fgd-lookahead")

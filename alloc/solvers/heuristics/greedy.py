@@ -19,21 +19,25 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
+from ...deadline import Deadline
 from ...model import MILLI, Status
-from ...problem import Assign, Problem, Solution, split
-from ...solve import register
+from ...problem import Assign, Problem, Solution, job_order
 
 INNER_LEVELS = ("switch", "socket")  # innermost first
 
 
 class State:
-    """Mutable free capacities for a problem: server CPU/memory, GPU milli."""
+    """Mutable free capacities for a problem: server CPU/memory, GPU milli.
+
+    It starts from the capacities left by the running jobs kept in place
+    (:attr:`Problem.fixed`); :attr:`assign` holds only what is placed on top.
+    """
 
     def __init__(self, problem: Problem):
         self.p = problem
-        self.cpu = problem.srv_cpu.copy()
-        self.mem = problem.srv_mem.copy()
-        self.gfree = np.full(problem.G, MILLI, dtype=np.int64)
+        self.cpu = problem.free_cpu.copy()
+        self.mem = problem.free_mem.copy()
+        self.gfree = problem.gpu_free.copy()
         self.assign: dict[int, Assign] = {}
         self.option: dict[int, int] = {}
 
@@ -183,13 +187,6 @@ class State:
         return None
 
 
-def job_order(problem: Problem, key=None) -> list[int]:
-    """Jobs by priority (highest first), then by ``key`` (default: input order)."""
-    jobs = problem.jobs
-    return sorted(range(problem.J), key=lambda j: (-jobs[j].priority,
-                                                    key(j) if key else j))
-
-
 def first_fit(state: State, j: int, option: int = 0,
               servers: Iterable[int] | None = None) -> Assign | None:
     for s in (range(state.p.S) if servers is None else servers):
@@ -222,26 +219,30 @@ def best_fit(state: State, j: int, option: int = 0) -> Assign | None:
     return best if best is not None else state.try_spread(j, option)
 
 
-@register("proportional", capabilities=("sharing", "locality", "spread"),
-          description="GPU-proportional CPU/memory, first fit (Synergy's baseline)")
-def solve_proportional(problem: Problem, *, time_limit=None, seed=0, **options) -> Solution:
-    st = State(problem)
-    for j in job_order(problem):
-        a = first_fit(st, j, 0)
+def place_in_order(st: State, order: Sequence[int], pick, deadline: Deadline) -> bool:
+    """Place each job of ``order`` where ``pick(state, j)`` says (skip when
+    None); stops at the deadline.  Returns False when it ran out of time."""
+    for k, j in enumerate(order):
+        if k % 64 == 0 and deadline.expired():
+            return False
+        a = pick(st, j)
         if a is not None:
             st.place(j, a, 0)
-    return st.solution()
+    return True
 
 
-@register("best-fit", capabilities=("sharing", "locality", "spread"),
-          description="largest jobs first, each on the server left fullest")
-def solve_best_fit(problem: Problem, *, time_limit=None, seed=0, **options) -> Solution:
+def solve_proportional(problem: Problem, *, deadline: Deadline, seed: int = 0) -> Solution:
+    """Synergy's baseline: every job at its request, in rank order, first fit."""
+    st = State(problem)
+    done = place_in_order(st, job_order(problem), lambda s, j: first_fit(s, j, 0), deadline)
+    return st.solution(**({} if done else {"stopped": "time limit"}))
+
+
+def solve_best_fit(problem: Problem, *, deadline: Deadline, seed: int = 0) -> Solution:
+    """Largest jobs first (within rank), each on the server left fullest."""
     st = State(problem)
     jobs = problem.jobs
     order = job_order(problem, key=lambda j: (-jobs[j].gpus * jobs[j].gpu_milli,
                                               -jobs[j].cpu, -jobs[j].mem, j))
-    for j in order:
-        a = best_fit(st, j, 0)
-        if a is not None:
-            st.place(j, a, 0)
-    return st.solution()
+    done = place_in_order(st, order, lambda s, j: best_fit(s, j, 0), deadline)
+    return st.solution(**({} if done else {"stopped": "time limit"}))

@@ -22,15 +22,14 @@
 """
 from __future__ import annotations
 
-import time
 from typing import Sequence
 
 import numpy as np
 
+from ...deadline import Deadline
 from ...model import MILLI, Status
-from ...problem import Assign, Problem, Solution
-from ...solve import register
-from .greedy import State, job_order, leftover_score
+from ...problem import Assign, Problem, Solution, job_order, job_types, option_of
+from .greedy import State, leftover_score
 
 BEAM = 300
 
@@ -74,7 +73,6 @@ class Local:
         self.st = State(problem)
         self.on: list[set[int]] = [set() for _ in range(problem.S)]
         self.home: dict[int, int | None] = {}
-        from ..exact.formulation import option_of
         for j, a in sorted((assign or {}).items()):
             self.place(j, a, option_of(problem, j, a))
 
@@ -171,13 +169,17 @@ def _pareto(states: dict) -> dict:
     return dict(kept)
 
 
-def greedy_upgrade(problem: Problem) -> Local:
+def greedy_upgrade(problem: Problem, deadline: Deadline | None = None) -> Local:
+    """Cheapest good option, value-density order, best fit; then per-server
+    option upgrades (see the module notes).  Stops placing at the deadline."""
     loc = Local(problem)
     st = loc.st
-    opt = [cheap_option(problem, j) for j in range(problem.J)]
-    dens = [best_value(problem, j, opt[j]) / dominant(problem, j, opt[j]) for j in range(problem.J)]
+    opt = {j: cheap_option(problem, j) for j in problem.pending}
+    dens = {j: best_value(problem, j, opt[j]) / dominant(problem, j, opt[j]) for j in opt}
     order = job_order(problem, key=lambda j: (-dens[j], -problem.jobs[j].gpus, j))
-    for j in order:
+    for k, j in enumerate(order):
+        if deadline is not None and k % 32 == 0 and deadline.expired():
+            break
         best, best_sc = None, None
         for s in np.flatnonzero(problem.allowed[j]):
             s = int(s)
@@ -191,34 +193,39 @@ def greedy_upgrade(problem: Problem) -> Local:
             best = st.try_spread(j, opt[j])
         if best is not None:
             loc.place(j, best, opt[j])
-    for s in range(problem.S):
-        loc.upgrade_server(s)
+    upgrade_all(loc, deadline)
     return loc
 
 
+def upgrade_all(loc: Local, deadline: Deadline | None) -> None:
+    """:meth:`Local.upgrade_server` on every server that holds a placed job."""
+    for k, s in enumerate(sorted(s for s in range(loc.p.S) if loc.on[s])):
+        if deadline is not None and k % 16 == 0 and deadline.expired():
+            return
+        loc.upgrade_server(s)
+
+
 def local_search(problem: Problem, start: dict[int, Assign] | None = None, *,
-                 deadline: float, seed: int = 0) -> dict[int, Assign]:
-    """Insert/swap moves with per-server option re-optimisation."""
-    loc = greedy_upgrade(problem) if start is None else Local(problem, start)
+                 deadline: Deadline, seed: int = 0) -> dict[int, Assign]:
+    """Insert/swap moves with per-server option re-optimisation, from
+    ``greedy-upgrade`` or ``start``, until no move helps or the deadline."""
+    loc = greedy_upgrade(problem, deadline) if start is None else Local(problem, start)
     if start is not None:
-        for s in range(problem.S):
-            loc.upgrade_server(s)
-    from ..exact.formulation import Aggregate  # job types: try identical jobs once
-    try:
-        agg = Aggregate(problem)
-        type_of = agg.type_of
-    except Exception:  # pragma: no cover - defensive
-        type_of = list(range(problem.J))
-    opt = [cheap_option(problem, j) for j in range(problem.J)]
-    dens = [best_value(problem, j, opt[j]) / dominant(problem, j, opt[j]) for j in range(problem.J)]
+        upgrade_all(loc, deadline)
+    type_of = {}
+    for k, members in enumerate(job_types(problem)):
+        for j in members:
+            type_of[j] = k
+    opt = {j: cheap_option(problem, j) for j in problem.pending}
+    dens = {j: best_value(problem, j, opt[j]) / dominant(problem, j, opt[j]) for j in opt}
     improved = True
-    while improved and time.perf_counter() < deadline:
+    while improved and not deadline.expired():
         improved = False
         failed: set[int] = set()
         unplaced = [j for j in job_order(problem, key=lambda j: (-dens[j], j))
                     if j not in loc.st.assign]
         for j in unplaced:
-            if time.perf_counter() > deadline:
+            if deadline.expired():
                 break
             if type_of[j] in failed:
                 continue
@@ -289,7 +296,6 @@ def try_swap(loc: Local, j: int) -> bool:
 
 
 def loc_option(loc: Local, j: int, a: Assign) -> int:
-    from ..exact.formulation import option_of
     return option_of(loc.p, j, a)
 
 
@@ -304,20 +310,12 @@ def _apply(loc: Local, s: int, jobs, choice, new_gpus):
         loc.place(k, na, o)
 
 
-@register("greedy-upgrade", capabilities=("sharing", "grid", "locality", "spread"),
-          description="cheapest good CPU/memory point, value-density order, then "
-                      "per-server exact option upgrades")
-def solve_greedy_upgrade(problem: Problem, *, time_limit=None, seed=0, **options) -> Solution:
-    loc = greedy_upgrade(problem)
+def solve_greedy_upgrade(problem: Problem, *, deadline: Deadline, seed: int = 0) -> Solution:
+    """``greedy-upgrade`` (see the module notes)."""
+    loc = greedy_upgrade(problem, deadline)
     return Solution(loc.solution(), Status.FEASIBLE)
 
 
-@register("local-search", capabilities=("sharing", "grid", "locality", "spread"),
-          description="greedy-upgrade followed by insert/swap moves with per-server "
-                      "option re-optimisation")
-def solve_local_search(problem: Problem, *, time_limit=None, seed=0, start=None,
-                       **options) -> Solution:
-    t0 = time.perf_counter()
-    limit = 5.0 if time_limit is None else float(time_limit)
-    sol = local_search(problem, start or None, deadline=t0 + limit, seed=seed)
-    return Solution(sol, Status.FEASIBLE)
+def solve_local_search(problem: Problem, *, deadline: Deadline, seed: int = 0) -> Solution:
+    """``local-search`` (see the module notes)."""
+    return Solution(local_search(problem, deadline=deadline, seed=seed), Status.FEASIBLE)

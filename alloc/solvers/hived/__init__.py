@@ -1,0 +1,42 @@
+"""HiveD tenancy (Zhao et al., OSDI'20): tenants' guaranteed cells.
+
+* ``hived`` -- buddy-cell allocation with priorities and preemption, Gandiva
+  migration and grow/shrink, AntMan co-location (:mod:`alloc.solvers.hived.engine`);
+* ``cpsat-tenancy`` -- the tenancy model solved exactly (:mod:`alloc.solvers.hived.exact`).
+"""
+from ...options import Option
+from ...registry import declare
+
+_CAPS = ("tenancy", "preemption", "locality", "sharing", "spread", "elastic", "migration",
+         "colocation")
+
+SOLVERS = (
+    declare("hived", "alloc.solvers.hived.engine:solve_hived", capabilities=_CAPS,
+            options=(
+                Option("preempt", "bool", True, "guaranteed jobs may preempt (legal victims only)"),
+                Option("colocate", "bool", True,
+                       "opportunistic jobs may co-run on guaranteed jobs' GPUs"),
+                Option("grow", "bool", True, "grow elastic jobs into free GPUs"),
+                Option("gpu_mem_capacity", "mapping", None,
+                       "GPU memory per GPU type in MiB (co-location limits)", nullable=True),
+            ),
+            description="HiveD buddy cells, priorities and preemption; Gandiva migration and "
+                        "grow; AntMan co-location"),
+    declare("cpsat-tenancy", "alloc.solvers.hived.exact:solve_cpsat_tenancy", exact=True,
+            capabilities=("tenancy", "preemption", "migration", "locality", "sharing",
+                          "colocation", "elastic"),
+            requires=("ortools",),
+            options=(
+                Option("preemption_cost", "float", 0.0, "objective units per preempted job",
+                       minimum=0.0),
+                Option("guaranteed_first", "bool", True,
+                       "first maximise the GPUs of placed guaranteed jobs, then the objective"),
+                Option("workers", "int", None, "CP-SAT workers (default: the machine's cores)",
+                       minimum=1, nullable=True),
+            ),
+            restricts="guaranteed work first (throughput and its bound under the proven "
+                      "maximum of guaranteed GPUs, an elastic job counted at its smallest "
+                      "size); one server per job; CPU/memory at the request; elastic sizes "
+                      "among the profile's scaling points; a running elastic job keeps its size",
+            description="CP-SAT under HiveD tenancy with preemption and migration terms"),
+)

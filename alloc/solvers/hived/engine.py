@@ -65,7 +65,7 @@ import numpy as np
 from ...model import MILLI, Job, Status
 from ...objectives import scale_factor
 from ...problem import Assign, Problem, Solution
-from ...solve import register
+from ...deadline import Deadline
 from ...tenancy import (binding_keys, cell_tree, gpu_mem_capacity, infer_binding, job_gpu_mem,
                        outranks, quotas, safety)
 
@@ -675,10 +675,7 @@ def _value(p: Problem, j: int, n: int) -> float:
 
 def job_value(p: Problem, j: int, a: Assign) -> float:
     """Objective value of job j placed as ``a`` (the checker's formula)."""
-    job = p.jobs[j]
-    if p.objective == "throughput":
-        return job.weight * p.placement(j, a).throughput
-    return {"gpus": float(sum(mi for _, mi in a.gpus)), "jobs": 1.0}[p.objective]
+    return p.value_of(j, a)
 
 
 def current_assign(p: Problem, j: int) -> Assign | None:
@@ -739,12 +736,13 @@ def restore_running(eng: Engine, running: Sequence[int]) -> list[int]:
     return homeless
 
 
-def run(p: Problem, *, migration_cost=None, max_moves=None, preempt=True, colocate=True,
-        grow=True, gpu_mem_capacity=None) -> tuple[Engine, set, dict]:
+def run(p: Problem, *, preempt=True, colocate=True, grow=True,
+        gpu_mem_capacity=None) -> tuple[Engine, set, dict]:
+    """One HiveD round on ``p`` (moves under the problem's allowance)."""
     eng = Engine(p, gpu_mem_capacity, colocate)
-    migrate = migration_cost is not None or (max_moves or 0) > 0
-    budget = (max_moves if max_moves is not None else (1 << 30)) if migrate else 0
-    cost = float(migration_cost or 0.0)
+    migrate = p.moves_allowed
+    budget = (p.max_moves if p.max_moves is not None else (1 << 30)) if migrate else 0
+    cost = float(p.move_cost or 0.0)
     jobs = p.jobs
     preempted: set[int] = set()
     moved: set[int] = set()
@@ -928,22 +926,13 @@ def _restore(eng: Engine, snap) -> None:
     eng.__dict__.update(snap)
 
 
-@register("hived", capabilities=("tenancy", "preemption", "locality", "sharing", "spread",
-                                  "elastic", "migration", "colocation"),
-          description="HiveD buddy cells, priorities and preemption; Gandiva migration and "
-                      "grow; AntMan co-location")
-def solve_hived(problem: Problem, *, time_limit=None, seed=0, **options) -> Solution:
-    known = {"migration_cost", "max_moves", "preempt", "colocate", "grow", "gpu_mem_capacity"}
-    unknown = set(options) - known
-    if unknown:
-        raise ValueError(f"hived: unknown option(s) {sorted(unknown)}; valid: {sorted(known)}")
-    eng, preempted, stats = run(problem, **options)
+def solve_hived(problem: Problem, *, deadline: Deadline, seed: int = 0, preempt: bool = True,
+                colocate: bool = True, grow: bool = True, gpu_mem_capacity=None) -> Solution:
+    """``hived`` (see the module notes); moves under the call's allowance."""
+    eng, preempted, stats = run(problem, preempt=preempt, colocate=colocate, grow=grow,
+                                gpu_mem_capacity=gpu_mem_capacity)
     stats["binding"] = binding_keys(eng.tree, eng.bound)
     stats["preemptions"] = len(preempted)
-    if options.get("gpu_mem_capacity"):
-        stats["gpu_mem_capacity"] = dict(options["gpu_mem_capacity"])
+    if gpu_mem_capacity:
+        stats["gpu_mem_capacity"] = dict(gpu_mem_capacity)
     return Solution(dict(eng.assign), Status.FEASIBLE, None, tuple(sorted(preempted)), stats)
-
-
-# the tenancy CP-SAT model reuses this engine to decode; register it with hived
-from . import exact  # noqa: E402,F401

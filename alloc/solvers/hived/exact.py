@@ -155,7 +155,6 @@ from dataclasses import replace
 from ...model import MILLI, Status
 from ...objectives import scale_factor, throughput
 from ...problem import Problem, Solution
-from ...solve import register
 from ...tenancy import binding_keys, outranks, quota_gpus
 from .engine import (Engine, _release_empty, current_assign, elastic_sizes, job_value,
                     restore_running)
@@ -188,7 +187,7 @@ def _best_span(p: Problem, j: int, s: int, n: int | None = None) -> float:
     job = p.jobs[j]
     prof = job.profile
     n = job.gpus if n is None else n
-    if prof is None or n < 2 or p.objective != "throughput":
+    if prof is None or n < 2 or "span" not in p.objective.factors:
         return 1.0
     sv = p.cluster.servers[s]
     sizes = {"server": sv.gpus, "socket": sv.gpus // max(1, sv.sockets),
@@ -206,10 +205,8 @@ def _value(p: Problem, j: int, s: int, n: int | None = None) -> float:
     job = p.jobs[j]
     if n is None or n == job.gpus:
         return p.coef(j, 0, s) * _best_span(p, j, s)
-    if p.objective == "jobs":
-        return 1.0
-    if p.objective == "gpus":
-        return float(n * job.gpu_milli)
+    if "grid" not in p.objective.factors:
+        return p.objective.coef(job, gpus=n)
     prof = job.profile
     opt = p.options[j][0]
     base = prof.grid_value(opt.cpu / n, opt.mem / n) if prof is not None and prof.has_grid \
@@ -272,10 +269,7 @@ def _current_value(p: Problem, r: int) -> float:
     """Objective value of running job r at its current placement."""
     job = p.jobs[r]
     a = current_assign(p, r)
-    gids = [p.cluster.gpu_ids[g] for g, _ in a.gpus]
-    tp = throughput(p.cluster, job, gids, sum(c for _, c in a.cpu), sum(c for _, c in a.mem))
-    return {"throughput": job.weight * tp, "gpus": float(sum(mi for _, mi in a.gpus)),
-            "jobs": 1.0}[p.objective]
+    return p.value_of(r, a)
 
 
 def _fits_at(eng: Engine, a) -> bool:
@@ -383,24 +377,14 @@ def _hints(p, eng, glist, gsize, x, keep, mv, cellvar, rack_lvl):
     return hints
 
 
-@register("cpsat-tenancy", exact=True,
-          capabilities=("tenancy", "preemption", "migration", "locality", "sharing",
-                        "colocation", "elastic"),
-          requires=("ortools",),
-          restricts="guaranteed work first (throughput and its bound under the proven "
-                    "maximum of guaranteed GPUs, an elastic job counted at its smallest "
-                    "size); one server per job; CPU/memory at the request; elastic sizes "
-                    "among the profile's scaling points; a running elastic job keeps its size",
-          description="CP-SAT under HiveD tenancy with preemption and migration terms")
-def solve_cpsat_tenancy(problem: Problem, *, time_limit=None, seed=0, migration_cost=None,
-                        max_moves=None, preemption_cost=0.0, guaranteed_first=True,
-                        workers=None, **options) -> Solution:
+def solve_cpsat_tenancy(problem: Problem, *, deadline, seed=0, preemption_cost=0.0,
+                        guaranteed_first=True, workers=None) -> Solution:
     import time
     from ortools.sat.python import cp_model
     t_start = time.perf_counter()
-    if options:
-        raise ValueError(f"cpsat-tenancy: unknown option(s) {sorted(options)}; valid: "
-                         "migration_cost, max_moves, preemption_cost, guaranteed_first, workers")
+    time_limit = max(0.01, deadline.left())
+    migration_cost = problem.move_cost
+    max_moves = problem.max_moves
     p = problem
     jobs = p.jobs
     eng0 = Engine(p)
@@ -505,10 +489,7 @@ def solve_cpsat_tenancy(problem: Problem, *, time_limit=None, seed=0, migration_
             mem[s].append((c, k))
         for s, n in gsrv.items():
             add_gpu_usage(r, s, n, k)
-        gids = [p.cluster.gpu_ids[g] for g, _ in a.gpus]
-        tp = throughput(p.cluster, job, gids, sum(c for _, c in a.cpu), sum(c for _, c in a.mem))
-        val = {"throughput": job.weight * tp, "gpus": float(sum(mi for _, mi in a.gpus)),
-               "jobs": 1.0}[p.objective]
+        val = p.value_of(r, a)
         obj.append((round(val * SCALE), k))
         moves = []
         n_r = len(a.gpus)          # a running elastic job keeps its size
@@ -774,10 +755,7 @@ def solve_cpsat_tenancy(problem: Problem, *, time_limit=None, seed=0, migration_
     gwt = {j: (jobs[j].gpus or 1) if jobs[j].guaranteed else 0 for j in range(p.J)}
 
     def evaluate(assign, preempted_):
-        raw = sum(p.placement(j, a_).throughput * jobs[j].weight for j, a_ in assign.items()) \
-            if p.objective == "throughput" else \
-            sum({"gpus": sum(mi for _, mi in a_.gpus), "jobs": 1.0}[p.objective]
-                for a_ in assign.values())
+        raw = sum(p.value_of(j, a_) for j, a_ in assign.items())
         mvs = sum(1 for r in running if r in assign
                   and sorted(assign[r].gpus) != sorted(current_assign(p, r).gpus))
         pen = raw - pcost * len(preempted_) - mcost * mvs
@@ -965,7 +943,28 @@ def solve_cpsat_tenancy(problem: Problem, *, time_limit=None, seed=0, migration_
         stats["penalised"] = key[0]
         stats["penalised_bound"] = bnd
         bnd = None
+    stats["covers_instance"] = _covers_instance(p, floor is not None)
     return Solution(dict(eng.assign), status, bnd, tuple(sorted(preempted)), stats)
+
+
+def _covers_instance(p: Problem, lexicographic: bool) -> bool:
+    """True when the model's restrictions remove nothing from this instance:
+    no guaranteed-work floor, no job that could spread over servers, no
+    CPU/memory point other than the request that the objective values, every
+    elastic size a scaling point, no running elastic job."""
+    from ...objectives import job_sizes
+    if lexicographic:
+        return False
+    grid = "grid" in p.objective.factors
+    for j in p.pending:
+        job = p.jobs[j]
+        if job.gpus >= 2 and job.gpu_milli == MILLI and job.locality in (None, "rack"):
+            return False
+        if grid and len(p.options[j]) > 1:
+            return False
+        if job.elastic and set(_sizes(job)) != set(job_sizes(job)):
+            return False
+    return not any(p.jobs[r].elastic for r in p.running)
 
 
 class _Values:

@@ -1,0 +1,35 @@
+"""Synergy's resource-sensitive allocators (Mohan et al., OSDI'22).
+
+* ``synergy-greedy`` -- each job at its best-case CPU/memory point or skipped;
+* ``synergy-tune`` -- best case, else proportional, else reclaim peers' excess;
+* ``synergy-opt`` -- the joint problem with the fairness floor, exact.
+
+See :mod:`alloc.solvers.synergy.allocators`.
+"""
+from ...options import Option
+from ...registry import declare
+
+_CAPS = ("grid", "sharing", "spread")
+
+SOLVERS = (
+    declare("synergy-greedy", "alloc.solvers.synergy.tune:solve_greedy", capabilities=_CAPS,
+            description="Synergy GREEDY: each job at its best-case CPU/memory point or skipped"),
+    declare("synergy-tune", "alloc.solvers.synergy.tune:solve_tune", capabilities=_CAPS,
+            options=(Option("sort_by_gpus", "bool", True,
+                            "place the admitted jobs largest GPU demand first"),),
+            description="Synergy TUNE: best case, else proportional, else reclaim peers' excess"),
+    declare("synergy-opt", "alloc.solvers.synergy.opt:solve_opt", exact=True,
+            capabilities=_CAPS, requires=("ortools",),
+            options=(
+                Option("backend", "str", "auto", "how the floor problem is solved",
+                       choices=("auto", "cpsat", "milp", "aggregated")),
+                Option("place_all", "bool", False, "every job must be placed"),
+                Option("lp_bound", "bool", True, "also report Synergy's big-machine LP bound"),
+                Option("engine", "str", "highs", "engine of the aggregated backend",
+                       choices=("highs", "cpsat")),
+                Option("symmetry", "bool", False,
+                       "order identical servers by used CPU (aggregated backend)"),
+            ),
+            restricts="fairness floor: only CPU/memory points at least as fast as the request",
+            description="Synergy OPT: joint grid point and placement with the fairness floor"),
+)

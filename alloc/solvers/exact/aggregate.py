@@ -1,0 +1,303 @@
+"""Aggregation: server classes, job types, items and spread groups.
+
+Server classes survive live state: a server is described by what the running
+jobs leave of it -- free CPU, free memory and the free milli of each GPU --
+in a *canonical* GPU order (sockets, then switches inside them, sorted by the
+free capacity they hold; GPUs by free milli), so servers that differ only in
+where their running jobs sit fall in one class.  ``perm[s][k]`` maps canonical
+offset ``k`` to server s's local GPU.  A GPU is *full* (1000 milli free:
+usable by whole-GPU items and shared ones), *partial* (shared items only, up
+to its free milli) or used up.
+
+Job types are the pending jobs grouped by :func:`alloc.problem.job_type_key`.
+An *item* of class ``c`` is either a *whole* item ``(t, o)`` -- one job of type
+``t`` at option ``o`` on one server -- or a *unit* item -- one GPU of a job of a
+spreadable type (whole GPUs, ``g_t >= 2``, no locality or rack locality) with
+``ceil(cpu_o / g_t)`` CPU and ``ceil(mem_o / g_t)`` memory on that server.
+Spread jobs are counted per spread *group* (all allowed classes, or one rack).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ...model import MILLI
+from ...problem import Problem, job_types
+from ...topology import reachable_levels
+
+INNER = ("switch", "socket")
+
+
+@dataclass
+class JobType:
+    """Interchangeable pending jobs (decode order: rank)."""
+    index: int
+    jobs: list[int]
+    gpus: int
+    milli: int
+    locality: str | None
+    options: tuple
+    classes: tuple[int, ...]
+    spreadable: bool
+    rep: int
+
+    @property
+    def count(self) -> int:
+        return len(self.jobs)
+
+
+@dataclass(frozen=True)
+class Item:
+    """One job (whole) or one GPU of a spread job (unit) on a server of a class."""
+    kind: str        # "whole" or "unit"
+    t: int           # job type
+    o: int           # option index
+    cpu: int
+    mem: int
+    gpus: int        # whole GPUs taken (0 for a shared or CPU-only item)
+    milli: int       # share of one GPU for a shared item, else 0
+    level: str       # "switch", "socket" or "server": node holding its GPUs
+    value: float     # objective coefficient (0 for a unit)
+    group: int = -1  # spread group of a unit
+
+    @property
+    def key(self) -> tuple:
+        return (self.kind, self.t, self.o)
+
+
+@dataclass
+class Pattern:
+    """Items that fit one server of class ``cls`` with their GPU offsets."""
+    cls: int
+    counts: tuple[tuple[int, int], ...]              # (item index in class, count)
+    layout: tuple[tuple[int, tuple[int, ...]], ...]  # (item index, canonical GPU offsets)
+    value: float
+
+
+def canonical_gpus(problem: Problem, s: int) -> tuple[list[int], tuple]:
+    """Server s's local GPUs in canonical order, and the shape key (free milli
+    per canonical GPU, its switch and socket ids) that defines the class."""
+    srv = problem.cluster.servers[s]
+    first = int(problem.gpu_first[s])
+    free = [int(problem.gpu_free[first + k]) for k in range(srv.gpus)]
+    lv = problem.levels
+    so = [srv.gpu_domain(k, "socket") if "socket" in lv else "" for k in range(srv.gpus)]
+    sw = [srv.gpu_domain(k, "switch") if "switch" in lv else so[k] for k in range(srv.gpus)]
+    sw_sig: dict[str, list] = {}
+    for k in range(srv.gpus):
+        sw_sig.setdefault(sw[k], []).append(free[k])
+    sw_key = {d: tuple(sorted(v, reverse=True)) for d, v in sw_sig.items()}
+    so_sw: dict[str, dict] = {}
+    for k in range(srv.gpus):
+        so_sw.setdefault(so[k], {})[sw[k]] = sw_key[sw[k]]
+    so_key = {d: tuple(sorted(v.values())) for d, v in so_sw.items()}
+    order = sorted(range(srv.gpus), key=lambda k: (so_key[so[k]], so[k], sw_key[sw[k]], sw[k],
+                                                    -free[k], k))
+    so_id: dict[str, int] = {}
+    sw_id: dict[str, int] = {}
+    shape = tuple((free[k], so_id.setdefault(so[k], len(so_id)), sw_id.setdefault(sw[k], len(sw_id)))
+                  for k in order)
+    return order, shape
+
+
+class Aggregate:
+    """Job types, server classes, items and spread groups of a problem."""
+
+    def __init__(self, problem: Problem):
+        self.p = problem
+        self._build_classes()
+        self._build_types()
+        self._build_items()
+
+    # -------------------------------------------------------------- classes
+    def _build_classes(self) -> None:
+        p = self.p
+        groups: dict[tuple, list[int]] = {}
+        self.perm: list[list[int]] = [[] for _ in range(p.S)]
+        shapes = {}
+        for s, sv in enumerate(p.cluster.servers):
+            order, shape = canonical_gpus(p, s)
+            self.perm[s] = order
+            key = (int(p.free_cpu[s]), int(p.free_mem[s]), sv.gpu_type if sv.gpus else None,
+                   sv.rack if "rack" in p.levels else None, shape)
+            groups.setdefault(key, []).append(s)
+            shapes[s] = shape
+        self.classes = list(groups.values())
+        self.K = len(self.classes)
+        self.rep_server = [m[0] for m in self.classes]
+        self.n_c = [len(m) for m in self.classes]
+        self.class_of = [0] * p.S
+        for c, members in enumerate(self.classes):
+            for s in members:
+                self.class_of[s] = c
+        self.free: list[list[int]] = []
+        self.full: list[list[int]] = []
+        self.partial: list[list[tuple[int, int]]] = []
+        self.so_of, self.sw_of, self.so_cap, self.sw_cap = [], [], [], []
+        self.n_so, self.n_sw, self.sw_socket, self.cap = [], [], [], []
+        for c, s in enumerate(self.rep_server):
+            shape = shapes[s]
+            free = [f for f, _, _ in shape]
+            self.free.append(free)
+            self.full.append([k for k, f in enumerate(free) if f >= MILLI])
+            self.partial.append([(k, f) for k, f in enumerate(free) if 0 < f < MILLI])
+            so = [x for _, x, _ in shape]
+            sw = [x for _, _, x in shape]
+            self.so_of.append(so)
+            self.sw_of.append(sw)
+            n_so, n_sw = (max(so) + 1 if so else 0), (max(sw) + 1 if sw else 0)
+            self.n_so.append(n_so)
+            self.n_sw.append(n_sw)
+            self.so_cap.append([sum(1 for k in range(len(free)) if so[k] == d and free[k] >= MILLI)
+                                for d in range(n_so)])
+            self.sw_cap.append([sum(1 for k in range(len(free)) if sw[k] == d and free[k] >= MILLI)
+                                for d in range(n_sw)])
+            sock = {}
+            for k, d in enumerate(sw):
+                sock[d] = so[k]
+            self.sw_socket.append([sock[d] for d in range(n_sw)])
+            self.cap.append((int(p.free_cpu[s]), int(p.free_mem[s]), len(self.full[c])))
+
+    def gpu_of(self, s: int, offset: int) -> int:
+        """Global GPU index of canonical ``offset`` on server s."""
+        return int(self.p.gpu_first[s]) + self.perm[s][offset]
+
+    def offset_of(self, s: int, g: int) -> int:
+        """Canonical offset of global GPU g on server s."""
+        return self.perm[s].index(g - int(self.p.gpu_first[s]))
+
+    def shared_capacity(self, c: int) -> int:
+        """Milli a shared item can use on a server of class c."""
+        return len(self.full[c]) * MILLI + sum(f for _, f in self.partial[c])
+
+    # ---------------------------------------------------------------- types
+    def _build_types(self) -> None:
+        p = self.p
+        self.types: list[JobType] = []
+        self.type_of: dict[int, int] = {}
+        for js in job_types(p):
+            job = p.jobs[js[0]]
+            classes = tuple(c for c, s in enumerate(self.rep_server) if p.allowed[js[0], s])
+            spread = (job.gpus >= 2 and job.gpu_milli == MILLI
+                      and job.locality in (None, "rack", "cluster"))
+            t = JobType(len(self.types), js, job.gpus, job.gpu_milli, job.locality,
+                        p.options[js[0]], classes, spread, js[0])
+            for j in js:
+                self.type_of[j] = t.index
+            self.types.append(t)
+
+    # ---------------------------------------------------------------- items
+    def span_in(self, t: JobType) -> float:
+        """Best span factor of a multi-GPU job inside one server."""
+        prof = self.p.jobs[t.rep].profile
+        if "span" not in self.p.objective.factors or t.gpus < 2 or prof is None:
+            return 1.0
+        lv = [x for x in ("server", "socket", "switch") if x in self.p.levels] or ["server"]
+        return max(prof.span_factor(x) for x in lv)
+
+    def span_out(self, t: JobType) -> float:
+        """Best span factor of a job spread over several servers."""
+        p = self.p
+        prof = p.jobs[t.rep].profile
+        if "span" not in p.objective.factors or prof is None:
+            return 1.0
+        lv = [x for x in reachable_levels(p.cluster, t.locality) if x in ("rack", "cluster")]
+        return max((prof.span_factor(x) for x in lv), default=1.0)
+
+    def _level(self, t: JobType) -> str:
+        if t.locality in INNER and t.locality in self.p.levels:
+            return t.locality
+        return "server"
+
+    def _groups(self) -> None:
+        p = self.p
+        self.groups: list[tuple[int, tuple[int, ...]]] = []
+        self.group_of: dict[tuple[int, int], int] = {}
+        for t in self.types:
+            if not t.spreadable:
+                continue
+            if t.locality == "rack" and "rack" in p.levels:
+                racks: dict[str, list[int]] = {}
+                for c in t.classes:
+                    racks.setdefault(p.cluster.servers[self.rep_server[c]].rack or "", []).append(c)
+                parts = list(racks.values())
+            else:
+                parts = [list(t.classes)]
+            for part in parts:
+                gid = len(self.groups)
+                self.groups.append((t.index, tuple(part)))
+                for c in part:
+                    self.group_of[(t.index, c)] = gid
+
+    def _gpu_fit(self, c: int, t: JobType) -> bool:
+        G = len(self.full[c])
+        lvl = self._level(t)
+        if t.gpus == 0:
+            return True
+        if t.milli < MILLI:
+            return G >= 1 or any(f >= t.milli for _, f in self.partial[c])
+        if t.locality == "gpu":
+            return t.gpus == 1 and G >= 1
+        if lvl == "switch":
+            return t.gpus <= max(self.sw_cap[c], default=0)
+        if lvl == "socket":
+            return t.gpus <= max(self.so_cap[c], default=0)
+        return t.gpus <= G
+
+    def _build_items(self) -> None:
+        p = self.p
+        self._groups()
+        self.items: list[list[Item]] = [[] for _ in range(self.K)]
+        self.item_index: list[dict[tuple, int]] = [dict() for _ in range(self.K)]
+        self.exact_units = True
+        for c in range(self.K):
+            C, M, G = self.cap[c]
+            s = self.rep_server[c]
+            for t in self.types:
+                if c not in t.classes:
+                    continue
+                gfit = self._gpu_fit(c, t)
+                for o, opt in enumerate(t.options):
+                    if gfit and opt.cpu <= C and opt.mem <= M:
+                        v = p.coef(t.rep, o, s, span=self.span_in(t))
+                        self._add_item(c, Item("whole", t.index, o, opt.cpu, opt.mem,
+                                               t.gpus if t.milli == MILLI else 0,
+                                               t.milli if (t.milli < MILLI and t.gpus) else 0,
+                                               self._level(t), v))
+                    if t.spreadable and G >= 1:
+                        uc, um = -(-opt.cpu // t.gpus), -(-opt.mem // t.gpus)
+                        if uc * t.gpus != opt.cpu or um * t.gpus != opt.mem:
+                            self.exact_units = False
+                        if uc <= C and um <= M:
+                            self._add_item(c, Item("unit", t.index, o, uc, um, 1, 0, "server",
+                                                   0.0, self.group_of[(t.index, c)]))
+        self.spread_vars: list[tuple[int, int, int, float]] = []
+        for gid, (ti, cls) in enumerate(self.groups):
+            t = self.types[ti]
+            for o in range(len(t.options)):
+                if not any(("unit", ti, o) in self.item_index[c] for c in cls):
+                    continue
+                best = max(p.coef(t.rep, o, self.rep_server[c]) for c in cls)
+                self.spread_vars.append((ti, o, gid, best * self.span_out(t)))
+
+    def _add_item(self, c: int, it: Item) -> None:
+        self.item_index[c][it.key] = len(self.items[c])
+        self.items[c].append(it)
+
+    def item_ub(self, c: int, i: int) -> int:
+        """Most copies of item i one server of class c can hold."""
+        it = self.items[c][i]
+        C, M, G = self.cap[c]
+        t = self.types[it.t]
+        ub = t.count if it.kind == "whole" else t.count * t.gpus
+        if it.cpu:
+            ub = min(ub, C // it.cpu)
+        if it.mem:
+            ub = min(ub, M // it.mem)
+        if it.gpus:
+            ub = min(ub, G // it.gpus)
+        if it.milli:
+            ub = min(ub, G * (MILLI // it.milli) + sum(f // it.milli for _, f in self.partial[c]))
+        return max(ub, 0)
+
+
+__all__ = ["Aggregate", "INNER", "Item", "JobType", "Pattern", "canonical_gpus"]

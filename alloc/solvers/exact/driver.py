@@ -1,0 +1,249 @@
+"""The exact family's driver: warm start, bounds, column generation, integer
+master, proof, dive, polish -- each phase within its share of one deadline.
+
+1. *Warm start*: every registered heuristic that applies to the input (the
+   Synergy and online policies included) within ``warm_share`` of the time,
+   cheapest first; the answer is never below the best of them.
+2. *Bounds*: the sum of the jobs' honest upper coefficients and the
+   big-machine LP (:mod:`~alloc.solvers.exact.bounds`).
+3. *Column generation* (:mod:`~alloc.solvers.exact.master`) within
+   ``cg_share``, seeded with every heuristic solution's patterns; its
+   Lagrangian bound when the units are exact.
+4. *Integer master* over the pool, hinted with the best heuristic.
+5. *Proof* (:mod:`~alloc.solvers.exact.proof`) when column generation converged.
+6. *Dive* (:mod:`~alloc.solvers.exact.dive`) and a *polish* by local search
+   with what is left.
+
+Running jobs are fixed: the model places the pending jobs on what they leave;
+their value is added to the bound.  Bounds round down to the objective's step.
+Status OPTIMAL only when the recomputed value reaches the bound.
+"""
+from __future__ import annotations
+
+import time
+
+from ...deadline import Deadline
+from ...model import Status
+from ...objectives import tighten
+from ...options import validate_options
+from ...problem import Problem, Solution
+from .aggregate import Aggregate
+from .bounds import big_machine_bound
+from .columns import check_assign, decode, solution_to_columns, true_value
+from .dive import dive
+from .engine import Engine
+from .master import CGResult, Master, column_generation, hint_from, solve_master_ip
+from .proof import enumerate_and_solve
+
+#: Heuristics tried first (cheapest first); every other applicable one follows.
+WARM_FIRST = ("proportional", "best-fit", "synergy-greedy", "synergy-tune", "greedy-upgrade")
+
+
+def warm_heuristics(problem: Problem) -> list[str]:
+    """Registered heuristics whose capabilities cover the input, cheapest
+    first, ``local-search`` last (it starts from the best of the others)."""
+    from ...registry import solvers
+    from ...solve import needed_capabilities
+    need = needed_capabilities(problem.cluster, problem.jobs)
+    ok = [n for n, s in solvers().items()
+          if not s.exact and s.family != "third-party" and need <= s.capabilities
+          and s.available and n != "local-search"]
+    first = [n for n in WARM_FIRST if n in ok]
+    return first + [n for n in ok if n not in first]
+
+
+def warm_start(problem: Problem, deadline: Deadline, seed: int = 0):
+    """Run the applicable heuristics: (best assign, its value, all solutions,
+    value per heuristic)."""
+    from ...registry import get_solver
+    sols, values = [], {}
+    best, best_v = {}, 0.0
+    names = warm_heuristics(problem)
+    for k, name in enumerate(names):
+        if deadline.expired():
+            break
+        info = get_solver(name)
+        share = deadline.share(1.0 / max(1, len(names) - k))
+        try:
+            sol = info.solve(problem, deadline=share, seed=seed,
+                             **validate_options(name, info.options, {}))
+        except Exception:  # a heuristic failing must not sink the exact solver
+            continue
+        if not check_assign(problem, sol.assign):
+            continue
+        v = true_value(problem, sol.assign)
+        values[name] = v
+        sols.append(sol.assign)
+        if v > best_v + 1e-12:
+            best, best_v = dict(sol.assign), v
+    if not deadline.expired():
+        from ..heuristics.improve import local_search
+        ls = local_search(problem, best or None, deadline=deadline, seed=seed)
+        if check_assign(problem, ls):
+            v = true_value(problem, ls)
+            values["local-search"] = v
+            sols.append(ls)
+            if v > best_v + 1e-12:
+                best, best_v = ls, v
+    return best, best_v, sols, values
+
+
+class ExactRun:
+    """One run of the driver (see the module notes)."""
+
+    def __init__(self, problem: Problem, engine: Engine, deadline: Deadline, seed: int,
+                 warm_share: float, cg_share: float):
+        self.p, self.engine, self.deadline, self.seed = problem, engine, deadline, seed
+        self.t0 = time.perf_counter()
+        self.total = deadline.left()
+        self.warm_share, self.cg_share = warm_share, cg_share
+        self.stats: dict = {"engine": engine.name}
+        self.best: dict = {}
+        self.best_v = 0.0
+        self.src = "warm start"
+        self.bounds: list[float] = []
+        self.step = problem.objective.step(problem.cluster, [problem.jobs[j] for j in problem.pending])
+        self.stats["objective_step"] = self.step
+        self.cg = CGResult()
+
+    def at(self, share: float) -> Deadline:
+        """The deadline ``share`` of the whole budget after the start."""
+        return self.deadline.until(self.t0 + share * self.total)
+
+    @property
+    def bound(self) -> float | None:
+        return min(self.bounds) if self.bounds else None
+
+    def done(self) -> bool:
+        b = self.bound
+        return b is not None and self.best_v >= tighten(b, self.step) - 1e-6 * max(1.0, abs(b))
+
+    def offer(self, assign: dict, src: str, key: str | None = None) -> None:
+        """Keep ``assign`` when it is valid and better."""
+        if not check_assign(self.p, assign):
+            self.stats[f"{src}_decode_error"] = True
+            return
+        v = true_value(self.p, assign)
+        if key:
+            self.stats[key] = v
+        if v > self.best_v + 1e-9:
+            self.best, self.best_v, self.src = assign, v, src
+
+    def seed_columns(self, assign):
+        cols = solution_to_columns(self.agg, assign)
+        if cols is not None:
+            for pat in cols[0].values():
+                self.master.add(pat)
+        return cols
+
+    # ------------------------------------------------------------- phases
+    def warm(self) -> list:
+        best, v, sols, values = warm_start(self.p, self.at(self.warm_share), self.seed)
+        self.best, self.best_v = best, v
+        self.stats.update(warm_start=v, t_warm=time.perf_counter() - self.t0, heuristics=values)
+        return sols
+
+    def aggregate(self, sols) -> None:
+        p = self.p
+        self.agg = agg = Aggregate(p)
+        self.stats.update(types=len(agg.types), classes=agg.K,
+                          items=sum(len(x) for x in agg.items), exact_units=agg.exact_units)
+        self.bounds.append(sum(p.upper_coef(j) for j in p.pending))
+        bm = big_machine_bound(agg, deadline=self.deadline.share(0.2))
+        if bm is not None:
+            self.stats["lp_bound"] = bm
+            self.bounds.append(bm)
+        self.master = Master(agg)
+        for sol in sols:
+            self.seed_columns(sol)
+        self.warm_cols = self.seed_columns(self.best) if self.best else None
+
+    def colgen(self) -> None:
+        if self.done() or self.deadline.left() < 0.05:
+            return
+        self.cg = cg = column_generation(self.master, self.engine,
+                                         self.at(self.warm_share + self.cg_share))
+        self.stats.update(t_cg=time.perf_counter() - self.t0, cg_rounds=cg.rounds,
+                          cg_converged=cg.converged, cg_lp=cg.lp, columns=self.master.size,
+                          pricing_calls=cg.pricing_calls)
+        if cg.bound is not None and self.agg.exact_units:
+            self.stats["cg_bound"] = cg.bound
+            self.bounds.append(cg.bound)
+
+    def master_ip(self) -> None:
+        if self.done() or self.deadline.left() < 0.05 or not self.master.size:
+            return
+        hz, hx = hint_from(self.master, self.warm_cols) if self.warm_cols else (None, None)
+        # converged: a short run (the enumeration is the proof engine)
+        left = self.deadline.left()
+        budget = min(0.4 * left, 0.1 * self.total) if self.cg.converged else 0.9 * left
+        st, z, x, obj, _, ipstats = solve_master_ip(self.master, self.engine,
+                                                    self.deadline.within(budget), self.seed, hz, hx)
+        self.stats["master_status"] = st.value
+        self.stats.update({f"master_{k}": v for k, v in ipstats.items()})
+        if z is not None:
+            self.offer(decode(self.agg, z, self.master.pool, x), "master", "master_value")
+        self.stats["t_master"] = time.perf_counter() - self.t0
+
+    def proof(self) -> None:
+        if self.done() or not self.cg.converged or self.deadline.left() < 0.1:
+            return
+        cols = self.seed_columns(self.best)
+        z, x, _, pool, enum_bound = enumerate_and_solve(
+            self.master, self.engine, self.cg, self.best_v,
+            self.deadline.reserve(0.15 * self.total), self.seed, self.stats, hint=cols,
+            delta=self.step, top=tighten(self.bound, self.step),
+            ip_deadline=self.deadline.reserve(0.05 * self.total))
+        self.stats["t_enum"] = time.perf_counter() - self.t0
+        if z is not None:
+            self.offer(decode(self.agg, z, pool, x), "enumeration")
+        if enum_bound is not None and self.agg.exact_units:
+            self.bounds.append(max(enum_bound, self.best_v))
+
+    def dive(self) -> None:
+        if self.cg.lp is None or self.done() or self.deadline.left() < 0.1:
+            return
+        target = self.best_v + (self.step or 1e-6 * max(1.0, abs(self.best_v)))
+        dv = dive(self.master, self.engine, self.deadline.share(0.5), target, self.step,
+                  self.stats, goal=tighten(self.bound, self.step), width=2)
+        self.stats["t_dive"] = time.perf_counter() - self.t0
+        if dv is not None:
+            self.stats["dive_value"] = dv.value
+            self.offer(decode(self.agg, dv.z, self.master.pool, dv.x), "dive", "dive_true")
+
+    def polish(self) -> None:
+        if self.deadline.left() < 0.05 or self.done():
+            return
+        from ..heuristics.improve import local_search
+        self.offer(local_search(self.p, self.best, deadline=self.deadline.share(0.5),
+                                seed=self.seed), "polish")
+
+    def solution(self) -> Solution:
+        bound = self.bound
+        fixed = sum(self.p.value_of(j, a) for j, a in self.p.fixed.items())
+        if bound is not None:
+            bound = tighten(bound, self.step)
+            if self.done():
+                bound = max(bound, self.best_v)
+            self.stats["gap"] = max(0.0, (bound - self.best_v) / max(abs(bound), 1e-9))
+            bound += fixed
+        status = Status.OPTIMAL if self.done() else Status.FEASIBLE
+        self.stats.update(source=self.src, time_s=time.perf_counter() - self.t0)
+        return Solution(self.best, status, bound, (), self.stats)
+
+
+def solve_exact(problem: Problem, engine: Engine, *, deadline: Deadline, seed: int = 0,
+                warm_share: float = 0.15, cg_share: float = 0.45) -> Solution:
+    """The driver (see the module notes) on ``problem`` with ``engine``."""
+    run = ExactRun(problem, engine, deadline, seed, warm_share, cg_share)
+    sols = run.warm()
+    if not problem.pending:
+        run.bounds.append(0.0)
+        return run.solution()
+    run.aggregate(sols)
+    for phase in (run.colgen, run.master_ip, run.proof, run.dive, run.polish):
+        phase()
+    return run.solution()
+
+
+__all__ = ["ExactRun", "solve_exact", "warm_heuristics", "warm_start"]

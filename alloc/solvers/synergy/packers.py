@@ -1,0 +1,335 @@
+"""Packing states for Synergy's allocators.
+
+:class:`ProblemPacker` works over a compiled :class:`~alloc.problem.Problem`
+(GPU types, sharing, CPU-only jobs, running jobs kept in place);
+:class:`FastPacker` over identical-GPU servers with whole-GPU jobs only (the
+simulator's hot path: servers bucketed by free GPU count).  Both expose the
+same methods to :mod:`alloc.solvers.synergy.tune`.
+"""
+from __future__ import annotations
+
+from bisect import insort
+from collections import defaultdict
+from typing import Iterable, Sequence
+
+from ...model import MILLI
+from ...problem import Assign, Option, Problem, split
+from ..heuristics.greedy import State
+
+
+class ProblemPacker:
+    """Packing state over a compiled :class:`Problem` (wraps the greedy
+    :class:`State`; handles GPU types, sharing, CPU-only jobs)."""
+
+    def __init__(self, problem: Problem):
+        self.p = problem
+        self.st = State(problem)
+        self.opts = problem.options
+        self._jobs_on: dict[int, set] = defaultdict(set)
+        self._free_milli = int(problem.gpu_free.sum())
+
+    # sizes
+    def need(self, j: int) -> int:
+        return self.p.jobs[j].milli_total
+
+    def free_milli(self) -> int:
+        return self._free_milli
+
+    def n(self, j: int) -> int:
+        return self.p.jobs[j].gpus
+
+    def free(self, s: int) -> tuple[int, int]:
+        return int(self.st.cpu[s]), int(self.st.mem[s])
+
+    def option(self, j: int) -> int:
+        return self.st.option[j]
+
+    def jobs_on(self, s: int):
+        return list(self._jobs_on[s])
+
+    def servers_of(self, j: int) -> tuple[int, ...]:
+        return tuple(s for s, _ in self.st.assign[j].cpu)
+
+    def nservers(self, j: int) -> int:
+        return len(self.st.assign[j].cpu)
+
+    def server_caps(self, j: int):
+        p = self.p
+        return [(int(p.srv_gpus[s]), int(p.srv_cpu[s]), int(p.srv_mem[s]))
+                for s in range(p.S) if p.allowed[j, s]]
+
+    def free_gpus(self, s: int) -> int:
+        return int((self.st.gfree[list(self.st.gpus_of(s))] == MILLI).sum())
+
+    def room(self, j: int, s: int) -> bool:
+        return self.st.gpus_on_server(j, s) is not None
+
+    # placement
+    def fit(self, j: int, o: int, servers: Iterable[int] | None = None, mode: str = "any"):
+        """Consolidated on the feasible server with the fewest free GPUs
+        (``mode`` "one" or "any"), else spread ("spread" or "any")."""
+        st, p = self.st, self.p
+        cand = list(range(p.S) if servers is None else servers)
+        if mode == "spread":
+            return st.try_spread(j, o, servers=cand)
+        best, best_key = None, None
+        for s in cand:
+            a = st.try_server(j, s, o)
+            if a is None:
+                continue
+            key = (int(st.gfree[list(st.gpus_of(s))].sum()), s)
+            if best_key is None or key < best_key:
+                best, best_key = a, key
+        if best is not None or mode == "one":
+            return best
+        return st.try_spread(j, o, servers=cand)
+
+    def place(self, j: int, o: int, a: Assign) -> None:
+        self.st.place(j, a, o)
+        for s, _ in a.cpu:
+            self._jobs_on[s].add(j)
+        self._free_milli -= sum(m for _, m in a.gpus)
+
+    def remove(self, j: int) -> tuple[int, Assign]:
+        o = self.st.option[j]
+        a = self.st.remove(j)
+        for s, _ in a.cpu:
+            self._jobs_on[s].discard(j)
+        self._free_milli += sum(m for _, m in a.gpus)
+        return o, a
+
+    def refit_same(self, j: int, o: int, old: Assign):
+        """Job j (removed) on the same GPUs/server at option o, or None."""
+        p, st = self.p, self.st
+        if old.gpus:
+            a = p.make_assign(j, [g for g, _ in old.gpus], o)
+        else:
+            a = p.make_cpu_assign(j, old.cpu[0][0], o)
+        if all(st.cpu[s] >= c for s, c in a.cpu) and all(st.mem[s] >= m for s, m in a.mem):
+            return a
+        return None
+
+    def per_gpu(self, j: int) -> tuple[float, float]:
+        o = self.opts[j][self.st.option[j]]
+        n = max(1, self.p.jobs[j].gpus)
+        return o.cpu / n, o.mem / n
+
+    def targets(self, j: int) -> list[list[tuple[int, int]]]:
+        p = self.p
+        n = max(1, p.jobs[j].gpus)
+        singles = sorted((self.free_gpus(s), s) for s in range(p.S)
+                         if p.allowed[j, s] and self.room(j, s))
+        out = [[(s, n)] for _, s in singles]
+        job = p.jobs[j]
+        if job.gpus >= 2 and job.gpu_milli == MILLI and job.locality is None:
+            cover = spread_cover(sorted((self.free_gpus(s), s) for s in range(p.S)
+                                        if p.allowed[j, s]), job.gpus)
+            if cover:
+                out.append(cover)
+        return out
+
+
+def spread_cover(order, need: int) -> list[tuple[int, int]] | None:
+    """Servers taken in the given ``(free GPUs, server)`` order (fewest free
+    first) until ``need`` GPUs are covered: ``[(server, gpus taken)]``, or None
+    when they hold too few."""
+    cover = []
+    for f, s in order:
+        if f <= 0:
+            continue
+        k = min(f, need)
+        cover.append((s, k))
+        need -= k
+        if need == 0:
+            return cover
+    return None
+
+
+class FastPacker:
+    """Packing state over identical-GPU servers with whole-GPU jobs only (the
+    simulator's hot path).  Jobs are registered with :meth:`add_job`."""
+
+    def __init__(self, gpus: Sequence[int], cpu: Sequence[int], mem: Sequence[int],
+                 span: bool = True):
+        self.G, self.C, self.M = list(gpus), list(cpu), list(mem)
+        self.S = len(self.G)
+        self.fg, self.fc, self.fm = list(self.G), list(self.C), list(self.M)
+        self.opts: dict[int, Sequence[Option]] = {}
+        self._n: dict[int, int] = {}
+        self.parts: dict[int, tuple] = {}
+        self.opt: dict[int, int] = {}
+        self.on: list[set] = [set() for _ in range(self.S)]
+        self._free_gpus = sum(self.G)
+        # servers by free GPU count, each bucket in ascending server order
+        self._maxg = max(self.G, default=0)
+        self._buckets0 = [[s for s in range(self.S) if self.G[s] == g]
+                          for g in range(self._maxg + 1)]
+        self.bucket = [list(b) for b in self._buckets0]
+
+    def reset(self) -> None:
+        self.fg, self.fc, self.fm = list(self.G), list(self.C), list(self.M)
+        self.parts.clear()
+        self.opt.clear()
+        self.on = [set() for _ in range(self.S)]
+        self._free_gpus = sum(self.G)
+        self.bucket = [list(b) for b in self._buckets0]
+
+    def _move(self, s: int, old: int, new: int) -> None:
+        b = self.bucket
+        b[old].remove(s)
+        insort(b[new], s)
+
+    def add_job(self, j: int, n: int, opts: Sequence[Option]) -> None:
+        self._n[j] = n
+        self.opts[j] = opts
+
+    def need(self, j: int) -> int:
+        return self._n[j] * MILLI
+
+    def free_milli(self) -> int:
+        return self._free_gpus * MILLI
+
+    def n(self, j: int) -> int:
+        return self._n[j]
+
+    def free(self, s: int) -> tuple[int, int]:
+        return self.fc[s], self.fm[s]
+
+    def option(self, j: int) -> int:
+        return self.opt[j]
+
+    def jobs_on(self, s: int):
+        return list(self.on[s])
+
+    def servers_of(self, j: int) -> tuple[int, ...]:
+        return tuple(p[0] for p in self.parts[j])
+
+    def nservers(self, j: int) -> int:
+        return len(self.parts[j])
+
+    def server_caps(self, j: int):
+        return list({(g, c, m) for g, c, m in zip(self.G, self.C, self.M)})
+
+    def fit(self, j: int, o: int, servers: Iterable[int] | None = None, mode: str = "any"):
+        n = self._n[j]
+        op = self.opts[j][o]
+        c, m = op.cpu, op.mem
+        fg, fc, fm = self.fg, self.fc, self.fm
+        if servers is None and mode != "spread":
+            # best fit: fewest free GPUs, then lowest index (as the scan below)
+            b = self.bucket
+            for g in range(n, self._maxg + 1):
+                for s in b[g]:
+                    if fc[s] >= c and fm[s] >= m:
+                        return ((s, n, c, m),)
+            if mode == "one":
+                return None
+        cand = range(self.S) if servers is None else servers
+        if mode != "spread" and servers is not None:
+            best = -1
+            bg = 1 << 30
+            for s in cand:
+                g = fg[s]
+                if n <= g < bg and fc[s] >= c and fm[s] >= m:
+                    best, bg = s, g
+            if best >= 0:
+                return ((best, n, c, m),)
+            if mode == "one":
+                return None
+        if n < 2:
+            return None
+        pc, pm = -(-c // n), -(-m // n)
+        order = sorted((fg[s], s) for s in cand if fg[s] > 0)
+        chosen, need = [], n
+        for g, s in order:
+            k = min(g, need, fc[s] // pc if pc else g, fm[s] // pm if pm else g)
+            if k > 0:
+                chosen.append((s, k))
+                need -= k
+                if need == 0:
+                    break
+        if need:
+            return None
+        ks = [k for _, k in chosen]
+        cs, ms = split(c, ks), split(m, ks)
+        parts = tuple((s, k, cc, mm) for (s, k), cc, mm in zip(chosen, cs, ms))
+        for s, k, cc, mm in parts:
+            if fc[s] < cc or fm[s] < mm:
+                return None
+        return parts
+
+    def place(self, j: int, o: int, parts) -> None:
+        fg, b = self.fg, self.bucket
+        for s, k, c, m in parts:
+            g = fg[s]
+            b[g].remove(s)
+            insort(b[g - k], s)
+            fg[s] = g - k
+            self.fc[s] -= c
+            self.fm[s] -= m
+            self.on[s].add(j)
+            self._free_gpus -= k
+        self.parts[j] = parts
+        self.opt[j] = o
+
+    def greedy(self, order: Iterable[int], choose) -> None:
+        """:func:`greedy_core` on this packer (same result, fewer calls)."""
+        n_of, opts, b, maxg = self._n, self.opts, self.bucket, self._maxg
+        fc, fm = self.fc, self.fm
+        for j in order:
+            n = n_of[j]
+            if self._free_gpus < n:
+                continue
+            o = choose(j)
+            op = opts[j][o]
+            c, m = op.cpu, op.mem
+            h = None
+            for g in range(n, maxg + 1):
+                for s in b[g]:
+                    if fc[s] >= c and fm[s] >= m:
+                        h = ((s, n, c, m),)
+                        break
+                if h is not None:
+                    break
+            if h is None and n >= 2:
+                h = self.fit(j, o, mode="spread")
+            if h is not None:
+                self.place(j, o, h)
+
+    def remove(self, j: int):
+        parts = self.parts.pop(j)
+        o = self.opt.pop(j)
+        for s, k, c, m in parts:
+            self._move(s, self.fg[s], self.fg[s] + k)
+            self.fg[s] += k
+            self.fc[s] += c
+            self.fm[s] += m
+            self.on[s].discard(j)
+            self._free_gpus += k
+        return o, parts
+
+    def refit_same(self, j: int, o: int, old):
+        op = self.opts[j][o]
+        ks = [k for _, k, _, _ in old]
+        cs, ms = split(op.cpu, ks), split(op.mem, ks)
+        parts = tuple((s, k, c, m) for (s, k, _, _), c, m in zip(old, cs, ms))
+        for s, k, c, m in parts:
+            if self.fc[s] < c or self.fm[s] < m:
+                return None
+        return parts
+
+    def per_gpu(self, j: int) -> tuple[float, float]:
+        op = self.opts[j][self.opt[j]]
+        n = self._n[j]
+        return op.cpu / n, op.mem / n
+
+    def targets(self, j: int) -> list[list[tuple[int, int]]]:
+        n = self._n[j]
+        fg = self.fg
+        order = sorted((fg[s], s) for s in range(self.S) if fg[s] > 0)
+        out = [[(s, n)] for g, s in order if g >= n]
+        if n >= 2:
+            cover = spread_cover(order, n)
+            if cover:
+                out.append(cover)
+        return out

@@ -1,0 +1,185 @@
+"""Synergy GREEDY and TUNE (Mohan et al., OSDI'22).
+
+Jobs arrive in the scheduler's rank order; every allocation is one round.
+
+``synergy-greedy``
+    For j in order: place j at ``ideal(j)`` (consolidated on the feasible
+    server with the fewest free GPUs, else spread over the servers with the
+    fewest free GPUs, CPU and memory split in proportion to GPUs); a job that
+    does not fit is skipped.
+
+``synergy-tune``
+    Selection: walk the order and keep j while ``sum n_j * milli_j`` fits the
+    free milli-GPUs (the scheduler's GPU-only admission).  Then, largest GPU
+    demand first (stable):
+
+    1. place at ``ideal(j)`` if it fits;
+    2. else at ``fair(j)`` (the request);
+    3. else pick target server(s) with free GPUs (one server with room, fewest
+       free GPUs first; for a multi-GPU job also the cover of servers with the
+       fewest free GPUs) and, on each, revert the jobs already placed there in
+       this round to ``cap(p)`` -- least spread first, then most CPU per GPU,
+       then most memory per GPU -- until j's fair share fits; then place j at
+       ``fair(j)``.
+
+    Every placed job's option satisfies ``b_jo >= b_j0``, so it runs at least at
+    its GPU-proportional speed.  Running jobs kept in place are never reverted.
+"""
+from __future__ import annotations
+
+from typing import Iterable
+
+from ...deadline import Deadline
+from ...model import Status
+from ...problem import Problem, Solution, job_order, split
+from .options import capped_option, ideal_option
+from .packers import FastPacker, ProblemPacker
+
+
+def greedy_core(P, order: Iterable[int], choose, deadline: Deadline | None = None) -> None:
+    """Place each job at option ``choose(j)`` if it fits; skip it otherwise
+    (stops at the deadline)."""
+    if isinstance(P, FastPacker):
+        P.greedy(order, choose)
+        return
+    for k, j in enumerate(order):
+        if deadline is not None and k % 64 == 0 and deadline.expired():
+            return
+        if P.free_milli() < P.need(j):
+            continue
+        o = choose(j)
+        h = P.fit(j, o, mode="one")
+        if h is None and P.n(j) >= 2:
+            h = P.fit(j, o, mode="spread")
+        if h is not None:
+            P.place(j, o, h)
+
+
+def admit(P, order: Iterable[int]) -> list[int]:
+    """The scheduler's GPU-only admission: jobs in order while their GPUs fit
+    the free GPU total."""
+    free = P.free_milli()
+    out = []
+    for j in order:
+        nd = P.need(j)
+        if nd <= free:
+            out.append(j)
+            free -= nd
+            if free <= 0:
+                break
+    return out
+
+
+def _reclaim(P, s: int, need_c: int, need_m: int, capped: dict, exclude: int) -> None:
+    peers = [p for p in P.jobs_on(s) if p != exclude]
+    peers.sort(key=lambda p: (len(P.servers_of(p)), -P.per_gpu(p)[0], -P.per_gpu(p)[1], p))
+    for p in peers:
+        fc, fm = P.free(s)
+        if fc >= need_c and fm >= need_m:
+            return
+        o = P.option(p)
+        cap = capped[p]
+        if o == cap:
+            continue
+        cur, new = P.opts[p][o], P.opts[p][cap]
+        if new.cpu >= cur.cpu and new.mem >= cur.mem:
+            continue  # reverting would free nothing
+        old_o, old = P.remove(p)
+        h = P.refit_same(p, cap, old)
+        if h is None:
+            P.place(p, old_o, old)
+        else:
+            P.place(p, cap, h)
+
+
+def _reclaim_and_fit(P, j: int, target, capped: dict, mode: str):
+    fair = P.opts[j][0]
+    ks = [k for _, k in target]
+    cs, ms = split(fair.cpu, ks), split(fair.mem, ks)
+    for (s, _), c, m in zip(target, cs, ms):
+        _reclaim(P, s, c, m, capped, j)
+    return P.fit(j, 0, servers=[s for s, _ in target], mode=mode)
+
+
+def tune_core(P, order: Iterable[int], ideal: dict, capped: dict,
+              sort_by_gpus: bool = True, deadline: Deadline | None = None) -> dict:
+    """Synergy-TUNE over a packer; returns counters of what happened.
+
+    Consolidation comes first (the model files penalise spread jobs): ideal,
+    fair, then fair after reclaiming on one server; only then, for a
+    multi-GPU job, the same three steps spread over several servers.  Stops
+    at the deadline (the jobs left are skipped)."""
+    stats = {"ideal": 0, "fair": 0, "reclaimed": 0, "spread": 0, "skipped": 0}
+    sel = admit(P, order)
+    if sort_by_gpus:
+        sel.sort(key=lambda j: -P.need(j))
+    fast = isinstance(P, FastPacker)
+    for k, j in enumerate(sel):
+        if deadline is not None and k % 32 == 0 and deadline.expired():
+            stats["skipped"] += len(sel) - k
+            stats["stopped"] = "time limit"
+            break
+        how = _tune_one(P, j, ideal[j], capped, fast)
+        stats[how or "skipped"] += 1
+        if how and P.nservers(j) > 1:
+            stats["spread"] += 1
+    return stats
+
+
+def _tune_one(P, j: int, o: int, capped: dict, fast: bool) -> str | None:
+    """Place one admitted job: ideal, fair, or fair after reclaiming; returns
+    how (``"ideal"``, ``"fair"``, ``"reclaimed"``) or None."""
+    if fast:  # the common case first: ideal on one server (same as below)
+        h = P.fit(j, o, mode="one")
+        if h is not None:
+            P.place(j, o, h)
+            return "ideal"
+    for mode in (("one", "spread") if P.n(j) >= 2 else ("one",)):
+        h = P.fit(j, o, mode=mode)
+        if h is not None:
+            P.place(j, o, h)
+            return "ideal"
+        if o != 0:
+            h = P.fit(j, 0, mode=mode)
+            if h is not None:
+                P.place(j, 0, h)
+                return "fair"
+        for target in P.targets(j):
+            if (len(target) == 1) != (mode == "one"):
+                continue
+            h = _reclaim_and_fit(P, j, target, capped, mode)
+            if h is not None:
+                P.place(j, 0, h)
+                return "reclaimed"
+    return None
+
+
+# ------------------------------------------------------- registered solvers
+def _choices(P: ProblemPacker) -> tuple[dict, dict]:
+    p = P.p
+    ideal, capped = {}, {}
+    for j in p.pending:
+        ideal[j] = ideal_option(p.options[j], p.jobs[j].gpus, P.server_caps(j))
+        capped[j] = capped_option(p.options[j])
+    return ideal, capped
+
+
+def solve_greedy(problem: Problem, *, deadline: Deadline, seed: int = 0) -> Solution:
+    """``synergy-greedy`` (see the module notes)."""
+    P = ProblemPacker(problem)
+    ideal, _ = _choices(P)
+    greedy_core(P, job_order(problem), ideal.__getitem__, deadline)
+    return P.st.solution()
+
+
+def solve_tune(problem: Problem, *, deadline: Deadline, seed: int = 0,
+               sort_by_gpus: bool = True) -> Solution:
+    """``synergy-tune`` (see the module notes)."""
+    P = ProblemPacker(problem)
+    ideal, capped = _choices(P)
+    stats = tune_core(P, job_order(problem), ideal, capped, sort_by_gpus=sort_by_gpus,
+                      deadline=deadline)
+    return P.st.solution(**stats)
+
+
+__all__ = ["admit", "greedy_core", "solve_greedy", "solve_tune", "tune_core"]
