@@ -158,7 +158,13 @@ class Objective:
             return 1.0
         step = Fraction(0)
         types = {s.gpu_type for s in cluster.servers}
+        seen = set()
         for job in jobs:
+            key = (id(job.profile), job.weight, job.gpus, job.gpu_milli, job.locality,
+                   job.min_gpus, job.max_gpus)
+            if key in seen:
+                continue
+            seen.add(key)
             js = self._job_step(cluster, job, types)
             if js is None:
                 return None

@@ -277,11 +277,16 @@ class Problem:
         self.fixed: dict[int, Assign] = {}
         self.reasons: dict[int, str] = {}
         pending = []
+        seen: dict[tuple, str | None] = {}
         for j, job in enumerate(self.jobs):
             if job.current is not None:
                 self.fixed[j] = self.current_assign(j)
                 continue
-            why = placeable_reason(self.cluster, job)
+            key = (id(job.profile), job.gpus, job.gpu_milli, job.cpu, job.mem, job.min_gpus,
+                   job.gpu_types, job.locality)
+            if key not in seen:
+                seen[key] = placeable_reason(self.cluster, job)
+            why = seen[key]
             if why is None:
                 pending.append(j)
             else:
@@ -357,6 +362,15 @@ class Problem:
             scale = scale_factor(job.profile, job, n)
         return self.objective.coef(job, self.options[j][o].base, speed=speed, span=span,
                                    scale=scale, gpus=n)
+
+    def best_coef(self, j: int, o: int) -> float:
+        """The best value of job j at option o over the GPU types it may use
+        (in-server span factor 1)."""
+        job = self.jobs[j]
+        prof = job.profile
+        speeds = [prof.speed(t) if prof is not None else 1.0
+                  for t, ok in zip(self.types, self.type_ok[j]) if ok] if job.gpus else [1.0]
+        return self.objective.coef(job, self.options[j][o].base, speed=max(speeds, default=1.0))
 
     def upper_coef(self, j: int) -> float:
         """An upper bound of job j's value over every option, server, span

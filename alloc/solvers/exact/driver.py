@@ -52,18 +52,22 @@ def warm_heuristics(problem: Problem) -> list[str]:
     return first + [n for n in ok if n not in first]
 
 
-def warm_start(problem: Problem, deadline: Deadline, seed: int = 0):
+def warm_start(problem: Problem, deadline: Deadline, seed: int = 0,
+               floor: Deadline | None = None):
     """Run the applicable heuristics: (best assign, its value, all solutions,
-    value per heuristic)."""
+    value per heuristic).  Each heuristic gets an equal share of what is left
+    of ``deadline``; when ``floor`` (a later deadline) is given, a heuristic
+    that has not run yet may use up to it, so the cheap ones always finish."""
     from ...registry import get_solver
     sols, values = [], {}
     best, best_v = {}, 0.0
     names = warm_heuristics(problem)
     for k, name in enumerate(names):
-        if deadline.expired():
+        dl = deadline if not deadline.expired() or floor is None else floor
+        if dl.expired():
             break
         info = get_solver(name)
-        share = deadline.share(1.0 / max(1, len(names) - k))
+        share = dl.share(1.0 / max(1, len(names) - k))
         try:
             sol = info.solve(problem, deadline=share, seed=seed,
                              **validate_options(name, info.options, {}))
@@ -138,7 +142,8 @@ class ExactRun:
 
     # ------------------------------------------------------------- phases
     def warm(self) -> list:
-        best, v, sols, values = warm_start(self.p, self.at(self.warm_share), self.seed)
+        best, v, sols, values = warm_start(self.p, self.at(self.warm_share), self.seed,
+                                           floor=self.at(max(self.warm_share, 0.5)))
         self.best, self.best_v = best, v
         self.stats.update(warm_start=v, t_warm=time.perf_counter() - self.t0, heuristics=values)
         return sols

@@ -58,12 +58,9 @@ def big_machine_lp(problem: Problem, place_all: bool = False,
     m = LinearModel("synergy-big-machine")
     gpu, cpu, mem = {}, {}, {}
     for j in p.pending:
-        allowed = p.allowed_servers(j)
-        if not len(allowed):
-            continue
         row = {}
         for o, op in enumerate(p.options[j]):
-            v = max(p.coef(j, o, int(s)) for s in allowed)
+            v = p.best_coef(j, o)
             x = m.add_var(0, INF, obj=v)
             row[x] = 1.0
             gpu[x], cpu[x], mem[x] = p.jobs[j].milli_total, op.cpu, op.mem
