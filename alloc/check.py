@@ -25,8 +25,23 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from typing import Sequence
 
-from .model import MILLI, Allocation, Cluster, Job, Placement
+from .model import MILLI, Allocation, Cluster, FrozenMap, Job, Placement
 from .objectives import throughput
+
+
+def _gpu_table(cluster: Cluster) -> dict:
+    """GPU name -> (server, local index) (cached on the cluster)."""
+    tab = cluster.__dict__.get("_gpu_table")
+    if tab is None:
+        srv, first = cluster.gpu_server, cluster.gpu_first
+        tab = {g: (cluster.servers[srv[i]], i - first[srv[i]])
+               for i, g in enumerate(cluster.gpu_ids)}
+        cluster.__dict__["_gpu_table"] = tab
+    return tab
+
+
+def _d(m) -> dict:
+    return m._d if isinstance(m, FrozenMap) else dict(m)
 
 
 def placement_problems(cluster: Cluster, job: Job, p: Placement, where: str) -> list[str]:
@@ -40,63 +55,65 @@ def placement_problems(cluster: Cluster, job: Job, p: Placement, where: str) -> 
         Prefix of each message (``"job 'j3'"``, ``"jobs[3].current"``).
     """
     out: list[str] = []
-    gidx = cluster.gpu_index
-    gids = [g.gpu for g in p.gpus]
-    bad = [g for g in gids if g not in gidx]
-    if bad:
-        return [f"{where}: unknown GPU {bad[0]!r}"]
-    if len(set(gids)) != len(gids):
+    tab = _gpu_table(cluster)
+    rows = []
+    for g in p.gpus:
+        r = tab.get(g.gpu)
+        if r is None:
+            return [f"{where}: unknown GPU {g.gpu!r}"]
+        rows.append(r)
+        if g.milli != job.gpu_milli and not out:
+            out.append(f"{where}: {g.gpu} share {g.milli} milli, job asks {job.gpu_milli}")
+    n = len(rows)
+    if n > 1 and len({g.gpu for g in p.gpus}) != n:
         out.append(f"{where}: the same GPU listed twice")
     lo = job.min_gpus if job.min_gpus is not None else job.gpus
     hi = job.max_gpus if job.max_gpus is not None else job.gpus
-    if not (lo <= len(gids) <= hi) or (job.gpus and not gids):
-        out.append(f"{where}: got {len(gids)} GPUs, needs "
+    if not (lo <= n <= hi) or (job.gpus and not n):
+        out.append(f"{where}: got {n} GPUs, needs "
                    + (f"{job.gpus}" if lo == hi else f"{lo}..{hi}") + " (gang: all or none)")
-    for g in p.gpus:
-        if g.milli != job.gpu_milli:
-            out.append(f"{where}: {g.gpu} share {g.milli} milli, job asks {job.gpu_milli}")
-            break
-    srv_of = [cluster.servers[cluster.gpu_server[gidx[g]]] for g in gids]
-    for g, s in zip(gids, srv_of):
-        if not job.allows(s.gpu_type):
-            out.append(f"{where}: GPU {g} is {s.gpu_type}, allowed {list(job.gpu_types)}")
-            break
-    if job.locality and len(gids) > 1:
+    if job.gpu_types:
+        for g, (s, _) in zip(p.gpus, rows):
+            if s.gpu_type not in job.gpu_types:
+                out.append(f"{where}: GPU {g.gpu} is {s.gpu_type}, allowed {list(job.gpu_types)}")
+                break
+    if job.locality and n > 1:
         if job.locality not in cluster.levels:
             out.append(f"{where}: locality {job.locality!r} is not a level of the cluster")
         else:
-            first = cluster.gpu_first
-            doms = {s.gpu_domain(gidx[g] - first[cluster.server_index[s.id]], job.locality)
-                    for g, s in zip(gids, srv_of)}
+            doms = {s.gpu_domain(k, job.locality) for s, k in rows}
             if len(doms) > 1:
                 out.append(f"{where}: GPUs span {len(doms)} {job.locality} nodes, "
                            f"locality needs one")
-    return out + _cpu_mem_problems(cluster, job, p, where, {s.id for s in srv_of})
+    return out + _cpu_mem_problems(cluster, job, p, where, {s.id for s, _ in rows})
 
 
 def _cpu_mem_problems(cluster: Cluster, job: Job, p: Placement, where: str, gsrv: set) -> list[str]:
     out = []
-    srv_ids = set(p.cpu) | set(p.mem)
-    unknown = [s for s in srv_ids if s not in cluster.server_index]
-    if unknown:
-        return [f"{where}: unknown server {sorted(unknown)[0]!r}"]
+    cpu, mem = _d(p.cpu), _d(p.mem)
+    srv_ids = cpu.keys() | mem.keys()
+    index = cluster.server_index
+    for s in srv_ids:
+        if s not in index:
+            return [f"{where}: unknown server {s!r}"]
     if p.gpus:
         extra = srv_ids - gsrv
         if extra:
             out.append(f"{where}: CPU/memory on {sorted(extra)[0]} which holds none of its GPUs")
     elif len(srv_ids) != 1:
         out.append(f"{where}: a CPU-only job must use exactly one server, uses {len(srv_ids)}")
-    if any(v < 0 for v in p.cpu.values()) or any(v < 0 for v in p.mem.values()):
+    tc, tm = sum(cpu.values()), sum(mem.values())
+    if min(cpu.values(), default=0) < 0 or min(mem.values(), default=0) < 0:
         out.append(f"{where}: negative CPU or memory")
-    tc, tm = p.total_cpu, p.total_mem
     prof = job.profile
     n = len(p.gpus)
-    if prof is not None and prof.has_grid and n:
-        if (tc, tm) != (job.cpu, job.mem) and prof.grid_value(tc / n, tm / n) <= 0:
-            out.append(f"{where}: CPU {tc} / memory {tm} is no feasible point of "
-                       f"profile {prof.name!r}")
-    elif (tc, tm) != (job.cpu, job.mem):
-        out.append(f"{where}: got CPU {tc} and memory {tm}, requested {job.cpu} and {job.mem}")
+    if (tc, tm) != (job.cpu, job.mem):
+        if prof is not None and prof.has_grid and n:
+            if prof.grid_value(tc / n, tm / n) <= 0:
+                out.append(f"{where}: CPU {tc} / memory {tm} is no feasible point of "
+                           f"profile {prof.name!r}")
+        else:
+            out.append(f"{where}: got CPU {tc} and memory {tm}, requested {job.cpu} and {job.mem}")
     return out
 
 
@@ -108,9 +125,9 @@ def capacity_problems(cluster: Cluster, placements: Sequence[Placement]) -> list
     for p in placements:
         for g in p.gpus:
             gpu_use[g.gpu] += g.milli
-        for s, v in p.cpu.items():
+        for s, v in _d(p.cpu).items():
             cpu_use[s] += v
-        for s, v in p.mem.items():
+        for s, v in _d(p.mem).items():
             mem_use[s] += v
     out = [f"GPU {g}: {used} milli allocated, capacity {MILLI}"
            for g, used in gpu_use.items() if used > MILLI]
@@ -206,7 +223,8 @@ def violations(cluster: Cluster, jobs: Sequence[Job], allocation: Allocation, *,
         if bad and any("unknown" in b for b in bad):
             continue
         good.append(p)
-        tp = throughput(cluster, job, [g.gpu for g in p.gpus], p.total_cpu, p.total_mem)
+        tp = throughput(cluster, job, [g.gpu for g in p.gpus], sum(_d(p.cpu).values()),
+                        sum(_d(p.mem).values()))
         if abs(tp - p.throughput) > 1e-6 * max(1.0, abs(tp)):
             out.append(f"{where}: reported throughput {p.throughput} but it is {tp:.6g}")
     out += capacity_problems(cluster, good)

@@ -49,6 +49,34 @@ class FrozenMap(Mapping):
     def __reduce__(self):
         return (FrozenMap, (self._d,))
 
+    # the mixin methods of Mapping are written in Python; delegate to the dict
+    def __contains__(self, k):
+        return k in self._d
+
+    def get(self, k, default=None):
+        return self._d.get(k, default)
+
+    def keys(self):
+        return self._d.keys()
+
+    def values(self):
+        return self._d.values()
+
+    def items(self):
+        return self._d.items()
+
+    def __eq__(self, other):
+        if isinstance(other, FrozenMap):
+            return self._d == other._d
+        return isinstance(other, Mapping) and self._d == dict(other.items())
+
+    @classmethod
+    def wrap(cls, d: dict) -> "FrozenMap":
+        """A FrozenMap over ``d`` itself (no copy: ``d`` must not change afterwards)."""
+        out = cls.__new__(cls)
+        out._d = d
+        return out
+
 
 def frozen_map(d: Mapping | None = None) -> Mapping:
     """``d`` as a :class:`FrozenMap` (unchanged when it already is one)."""
@@ -217,6 +245,18 @@ class Profile:
         in both dimensions (0.0 when below every feasible cell; 1.0 without a grid)."""
         if not self.tput:
             return 1.0
+        memo = self.__dict__.get("_grid_memo")
+        if memo is None:
+            memo = self.__dict__["_grid_memo"] = {}
+        key = (cpu_per_gpu, mem_per_gpu)
+        v = memo.get(key)
+        if v is None:
+            if len(memo) > 4096:
+                memo.clear()
+            v = memo[key] = self._grid_value(cpu_per_gpu, mem_per_gpu)
+        return v
+
+    def _grid_value(self, cpu_per_gpu: float, mem_per_gpu: float) -> float:
         best = 0.0
         for i, c in enumerate(self.cpu_per_gpu):
             if c > cpu_per_gpu + 1e-9:
@@ -271,6 +311,17 @@ class Placement:
         object.__setattr__(self, "cpu", frozen_map(self.cpu))
         object.__setattr__(self, "mem", frozen_map(self.mem))
         object.__setattr__(self, "gpus", tuple(self.gpus))
+
+    @classmethod
+    def make(cls, job: str, gpus: tuple, cpu: dict, mem: dict, throughput: float) -> "Placement":
+        """A placement from fresh values (no copies; the dicts must not change)."""
+        p = cls.__new__(cls)
+        object.__setattr__(p, "job", job)
+        object.__setattr__(p, "gpus", gpus)
+        object.__setattr__(p, "cpu", FrozenMap.wrap(cpu))
+        object.__setattr__(p, "mem", FrozenMap.wrap(mem))
+        object.__setattr__(p, "throughput", throughput)
+        return p
 
     @property
     def total_cpu(self) -> int:

@@ -62,10 +62,12 @@ def throughput(cluster: Cluster, job: Job, gpu_ids, cpu: int, mem: int) -> float
     base = prof.grid_value(cpu / per, mem / per) if (prof.has_grid and n) else 1.0
     if not n:
         return base
-    idx, srv = cluster.gpu_index, cluster.gpu_server
-    types = {cluster.servers[srv[idx[g]]].gpu_type for g in gpu_ids}
+    idx, srv, servers = cluster.gpu_index, cluster.gpu_server, cluster.servers
+    if n == 1:
+        return base * prof.speed(servers[srv[idx[gpu_ids[0]]]].gpu_type) * scale_factor(prof, job, 1)
+    types = {servers[srv[idx[g]]].gpu_type for g in gpu_ids}
     speed = min(prof.speed(t) for t in types)
-    span = prof.span_factor(span_level(cluster, gpu_ids)) if n > 1 else 1.0
+    span = prof.span_factor(span_level(cluster, gpu_ids))
     return base * speed * span * scale_factor(prof, job, n)
 
 

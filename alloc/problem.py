@@ -193,6 +193,8 @@ class ClusterArrays:
                    sv.rack if "rack" in cluster.levels else None)
             classes.setdefault(key, []).append(s)
         self.classes = list(classes.values())
+        self.server_ids = [s.id for s in srv]
+        self.shares: dict[tuple[int, int], GpuShare] = {}
         self.server_class = np.zeros(self.S, dtype=np.int64)
         for c, members in enumerate(self.classes):
             self.server_class[members] = c
@@ -407,12 +409,18 @@ class Problem:
         """The :class:`~alloc.model.Placement` of job j, throughput recomputed."""
         c = self.cluster
         job = self.jobs[j]
-        gids = [c.gpu_ids[g] for g, _ in a.gpus]
-        cpu = {c.servers[s].id: v for s, v in a.cpu}
-        mem = {c.servers[s].id: v for s, v in a.mem}
+        ids, sids, shares = c.gpu_ids, self.arrays.server_ids, self.arrays.shares
+        gids = [ids[g] for g, _ in a.gpus]
+        cpu = {sids[s]: v for s, v in a.cpu}
+        mem = {sids[s]: v for s, v in a.mem}
         tp = throughput(c, job, gids, sum(cpu.values()), sum(mem.values()))
-        return Placement(job.id, tuple(GpuShare(g, m) for g, (_, m) in zip(gids, a.gpus)),
-                         cpu, mem, round(tp, 9))
+        gs = []
+        for g, m in a.gpus:
+            sh = shares.get((g, m))
+            if sh is None:
+                sh = shares[(g, m)] = GpuShare(ids[g], m)
+            gs.append(sh)
+        return Placement.make(job.id, tuple(gs), cpu, mem, round(tp, 9))
 
     def value_of(self, j: int, a: Assign) -> float:
         """The objective's real value of job j placed as ``a``."""
