@@ -24,7 +24,7 @@ ALLOCATION_FORMAT = "alloc.allocation/1"
 def read_json(path, what: str = "file") -> Any:
     p = Path(path)
     try:
-        text = p.read_text()
+        text = p.read_text(encoding="utf-8-sig")
     except FileNotFoundError:
         raise InputError(f"{path}: no such {what}") from None
     except (IsADirectoryError, PermissionError, UnicodeDecodeError) as exc:

@@ -68,3 +68,49 @@ def test_bench_writes_json_lines(tmp_path, instances_dir, capsys):
     rows = [json.loads(x) for x in out.read_text().splitlines()]
     assert [r["solver"] for r in rows] == ["proportional", "best-fit"]
     assert "gap%" in capsys.readouterr().err
+
+
+def test_version_and_solvers_json(capsys):
+    with pytest.raises(SystemExit) as ei:
+        main(["--version"])
+    assert ei.value.code == 0 and capsys.readouterr().out.startswith("alloc ")
+    assert main(["solvers", "--json"]) == 0
+    listing = {d["name"]: d for d in json.loads(capsys.readouterr().out)}
+    assert {"cpsat", "best-fit", "hived", "fgd"} <= set(listing)
+    opts = {o["name"]: o for o in listing["hived"]["options"]}
+    assert opts["preempt"]["type"] == "bool" and opts["preempt"]["default"] is True
+    assert all(o["help"] for d in listing.values() for o in d["options"])
+
+
+def test_option_flag_passes_declared_types(tmp_path, instances_dir, capsys):
+    out = tmp_path / "a.json"
+    assert main(["solve", str(instances_dir / "tiny-grid.json"), "--solver", "synergy-tune",
+                 "--option", "sort_by_gpus=false", "--out", str(out)]) == 0
+    assert json.loads(out.read_text())["solver"] == "synergy-tune"
+
+
+def test_every_flag_has_a_help_line_with_its_default():
+    for cmd in ("solve", "bench", "check", "solvers"):
+        r = run(cmd, "--help")
+        assert r.returncode == 0
+        for line in r.stdout.split("options:")[1].split("\n  -")[1:]:
+            flag = line.split()[0]
+            if flag.startswith("h,") or flag in ("-help",):
+                continue
+            assert len(" ".join(line.split()[1:])) > 3, (cmd, line)
+
+
+def test_unplaceable_job_warns_one_line(tmp_path, capsys):
+    doc = {"format": "alloc.instance/1", "cluster": {"servers": [
+        {"id": "s0", "cpu": 8000, "mem": 64000, "gpus": 4, "gpu_type": "V100"}]},
+        "jobs": [{"id": "wide", "gpus": 8, "cpu": 1, "mem": 1, "locality": "server"},
+                 {"id": "ok", "gpus": 1, "cpu": 1, "mem": 1}]}
+    p = tmp_path / "i.json"
+    p.write_text(json.dumps(doc))
+    assert main(["solve", str(p), "--out", str(tmp_path / "a.json")]) == 0
+    err = capsys.readouterr().err.splitlines()
+    warn = [x for x in err if "warning" in x]
+    assert len(warn) == 1 and "'wide'" in warn[0]
+    a = json.loads((tmp_path / "a.json").read_text())
+    assert a["unplaced"] == ["wide"] and "wide" in a["reasons"]
+    assert main(["solve", str(p), "--strict"]) == 2
