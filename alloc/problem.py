@@ -32,7 +32,7 @@ from typing import Sequence
 
 import numpy as np
 
-from .model import MILLI, Cluster, GpuShare, Job, Placement, Status
+from .model import CLUSTER, MILLI, Cluster, GpuShare, Job, Placement, Status
 from .objectives import Objective, get_objective, throughput
 
 
@@ -423,8 +423,45 @@ class Problem:
         return Placement.make(job.id, tuple(gs), cpu, mem, round(tp, 9))
 
     def value_of(self, j: int, a: Assign) -> float:
-        """The objective's real value of job j placed as ``a``."""
-        return self.objective.value(self.jobs[j], self.placement(j, a))
+        """The objective's real value of job j placed as ``a`` -- the value of
+        its :meth:`placement`, computed on indices (no strings, no objects)."""
+        job = self.jobs[j]
+        obj = self.objective
+        if "grid" not in obj.factors and "speed" not in obj.factors:
+            if obj.factors:                                   # milli-GPU
+                return float(sum(m for _, m in a.gpus))
+            return 1.0
+        return job.weight * round(self.throughput_of(j, a), 9)
+
+    def throughput_of(self, j: int, a: Assign) -> float:
+        """:func:`alloc.objectives.throughput` of job j placed as ``a``, on indices."""
+        from .objectives import scale_factor
+        job = self.jobs[j]
+        prof = job.profile
+        n = len(a.gpus)
+        if prof is None:
+            return scale_factor(None, job, n) if n or job.gpus == 0 else 0.0
+        cpu = sum(v for _, v in a.cpu)
+        mem = sum(v for _, v in a.mem)
+        per = max(n, 1)
+        base = prof.grid_value(cpu / per, mem / per) if (prof.has_grid and n) else 1.0
+        if not n:
+            return base
+        servers, gs = self.cluster.servers, self.gpu_server
+        if n == 1:
+            return base * prof.speed(servers[gs[a.gpus[0][0]]].gpu_type) * scale_factor(prof, job, 1)
+        speed = min(prof.speed(servers[gs[g]].gpu_type) for g, _ in a.gpus)
+        return base * speed * prof.span_factor(self.span_level_of(a)) * scale_factor(prof, job, n)
+
+    def span_level_of(self, a: Assign) -> str:
+        """The innermost level one node of which holds all of ``a``'s GPUs."""
+        gpus = [g for g, _ in a.gpus]
+        for level in reversed(self.levels):
+            dom = self.domain[level]
+            d0 = dom[gpus[0]]
+            if all(dom[g] == d0 for g in gpus[1:]):
+                return level
+        return CLUSTER
 
 
 def option_of(problem: Problem, j: int, a: Assign) -> int:

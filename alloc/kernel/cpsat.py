@@ -8,7 +8,9 @@ caller's own feasibility test).  A decimal objective is scaled exactly; any
 other objective is handed over as floats (CP-SAT solves it to a relative
 ``1e-9``, which is added to the bound).
 
-Search is deterministic for a seed with one worker (the default).
+Search is deterministic for a seed with one worker (the default).  The
+model is built with the CamelCase API that every OR-Tools release since 9.8
+provides.
 """
 from __future__ import annotations
 
@@ -61,12 +63,12 @@ def build(model: LinearModel):
     for lb, ub, name in zip(model.lb, model.ub, model.names):
         lo = int(math.ceil(lb - 1e-9)) if lb > -INF else -BIG
         hi = int(math.floor(ub + 1e-9)) if ub < INF else BIG
-        xs.append(m.new_int_var(lo, max(lo, hi), name))
+        xs.append(m.NewIntVar(lo, max(lo, hi), name))
     for coefs, lo, hi in model.rows():
         if not coefs:
             continue
         items, lo_, hi_ = _int_row(coefs, lo, hi, model.lb, model.ub)
-        m.add_linear_constraint(sum(c * xs[k] for k, c in items), lo_, hi_)
+        m.AddLinearConstraint(sum(c * xs[k] for k, c in items), lo_, hi_)
     scale = 1
     if model.obj:
         ks = sorted(model.obj)
@@ -76,9 +78,9 @@ def build(model: LinearModel):
             scale = sc
         else:
             expr = sum(model.obj[k] * xs[k] for k in ks)
-        m.maximize(expr) if model.maximize else m.minimize(expr)
+        m.Maximize(expr) if model.maximize else m.Minimize(expr)
     for k, v in model.hint.items():
-        m.add_hint(xs[k], int(round(v)))
+        m.AddHint(xs[k], int(round(v)))
     return m, xs, scale
 
 
@@ -99,18 +101,18 @@ def solve_cpsat(model: LinearModel, time_limit: float, *, seed: int = 0, relax: 
         solver.parameters.interleave_search = True
     for k, v in params.items():
         setattr(solver.parameters, k, v)
-    st = solver.solve(m)
-    stats = {"engine": "cpsat", "branches": solver.num_branches,
-             "conflicts": solver.num_conflicts, "wall": time.perf_counter() - t0}
+    st = solver.Solve(m)
+    stats = {"engine": "cpsat", "branches": solver.NumBranches(),
+             "conflicts": solver.NumConflicts(), "wall": time.perf_counter() - t0}
     if st == cp_model.INFEASIBLE:
         return Result(Status.INFEASIBLE, stats=stats)
     if st not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return Result(Status.UNKNOWN, stats=stats)
-    x = np.array([solver.value(v) for v in xs], dtype=float)
+    x = np.array([solver.Value(v) for v in xs], dtype=float)
     obj = model.value(x)
     sense = 1.0 if model.maximize else -1.0
     if model.obj:
-        bound = solver.best_objective_bound / scale + model.obj_const
+        bound = solver.BestObjectiveBound() / scale + model.obj_const
     else:
         bound = obj
     if st == cp_model.OPTIMAL:
