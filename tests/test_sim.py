@@ -176,3 +176,14 @@ def test_simulate_main_result(tmp_path):
     for k in ("mean_jct_s", "p99_jct_s", "makespan_s", "jobs_measured", "wall_time_s"):
         assert k in r
     assert r["jobs_measured"] == 5
+
+
+def test_simulate_messages_name_the_whole_path(tmp_path, capsys):
+    cfg = tmp_path / "sub" / "bad.json"
+    cfg.parent.mkdir()
+    cfg.write_text('{"cluster": {"servers": 0}}')
+    assert simulate_main([str(cfg)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"alloc: {cfg}")
+    assert simulate_main([str(tmp_path / "absent.json")]) == 2
+    assert "absent.json: no such simulation config" in capsys.readouterr().err

@@ -104,41 +104,41 @@ def build(doc: dict, base: Path | None = None, source: str = "config"):
 
 
 def load_config(path: str | Path):
+    """Read and validate a simulation config file: ``(Simulator, config)``;
+    messages name the path as given."""
+    from ..io import read_json
     p = Path(path)
-    try:
-        text = p.read_text()
-    except OSError as exc:
-        raise InputError(f"{p.name}: cannot read ({exc.strerror})") from None
-    try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InputError(f"{p.name}: line {exc.lineno} column {exc.colno}: malformed JSON "
-                         f"({exc.msg})") from None
-    return build(doc, p.resolve().parent, p.name)
+    doc = read_json(p, "simulation config")
+    return build(doc, p.resolve().parent, str(path))
 
 
 def simulate_main(argv: list[str]) -> int:
+    """``alloc simulate``: run one simulation; returns the exit code."""
     ap = argparse.ArgumentParser(prog="alloc simulate",
                                  description="round-based cluster simulation (Synergy)")
     ap.add_argument("config", help="simulation config (JSON)")
     ap.add_argument("--out", help="write the result JSON here (default: stdout)")
-    ap.add_argument("--no-progress", action="store_true", help="no progress bar")
+    ap.add_argument("--no-progress", action="store_true",
+                    help="no progress bar (default: shown when stderr is a terminal)")
     args = ap.parse_args(argv)
     try:
         sim, cfg = load_config(args.config)
+        sim.progress = not args.no_progress and sys.stderr.isatty()
+        res = sim.run()
+        out = res.summary()
+        out["config"] = cfg
+        text = json.dumps(out, indent=1)
+        if args.out:
+            try:
+                Path(args.out).write_text(text + "\n")
+            except OSError as exc:
+                raise InputError(f"{args.out}: cannot write ({exc.strerror})") from None
+        else:
+            print(text)
     except InputError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"alloc: {exc}", file=sys.stderr)
         return 2
-    sim.progress = not args.no_progress
-    res = sim.run()
-    out = res.summary()
-    out["config"] = cfg
-    text = json.dumps(out, indent=1)
-    if args.out:
-        Path(args.out).write_text(text + "\n")
-    else:
-        print(text)
-    print(f"{cfg['order']}/{cfg['allocator']}: {out['jobs_measured']} jobs, mean JCT "
+    print(f"alloc: {cfg['order']}/{cfg['allocator']}: {out['jobs_measured']} jobs, mean JCT "
           f"{out['mean_jct_s'] / 3600:.2f} h, p99 {out['p99_jct_s'] / 3600:.2f} h, "
           f"wall {out['wall_time_s']:.1f} s", file=sys.stderr)
     return 0
