@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import itertools
 
+from dataclasses import replace
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -341,3 +343,20 @@ def test_synergy_size_proven():
         assert a.status is Status.OPTIMAL, (sv, a.stats)
         vals.append(a.value)
     assert vals[0] == pytest.approx(vals[1])
+
+
+@pytest.mark.parametrize("executor", ["serial", "process"])
+def test_partitioned_solve_is_valid_and_its_bound_covers_the_whole_problem(executor):
+    """Parts solved apart, joined and repaired: a valid placement, running jobs
+    kept, and a bound of the whole problem (never below the proven optimum)."""
+    cl, jobs = medium()
+    whole = run(cl, jobs, "cpsat", tl=20)
+    a = allocate(cl, jobs, solver="cpsat", time_limit=6, parts=2, executor=executor)
+    assert not violations(cl, jobs, a)
+    assert a.stats["parts"] == 2 and a.value <= a.bound + 1e-6
+    if whole.status is Status.OPTIMAL:
+        assert a.bound >= whole.value - 1e-6 and a.value <= whole.value + 1e-6
+    running = [replace(j, current=p) for j in jobs[:4] if (p := whole.placement(j.id))]
+    live = running + list(jobs[4:])
+    b = allocate(cl, live, solver="milp", time_limit=6, parts=2, executor=executor)
+    assert not violations(cl, live, b) and not b.moved and not b.preempted

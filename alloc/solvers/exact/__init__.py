@@ -122,25 +122,30 @@ from ...options import Option
 from ...registry import declare
 
 _CAPS = ("sharing", "grid", "locality", "spread")
-_OPTIONS = (
+_COMMON = (
     Option("warm_share", "float", 0.15, "share of the time limit for the heuristic warm start",
            minimum=0.0, maximum=1.0),
     Option("cg_share", "float", 0.45, "share of the time limit for column generation",
            minimum=0.0, maximum=1.0),
-    Option("workers", "int", 1, "CP-SAT workers on large masters (1: deterministic)",
-           minimum=1),
+    Option("parts", "int", 0, "split into this many sub-problems solved in parallel, the bound "
+           "kept on the whole problem (0: automatic, 1: never)", minimum=0),
+    Option("executor", "str", "process", "how the parts run", choices=("process", "serial", "ray")),
+    Option("ray_address", "str", None, "Ray cluster for the parts (executor 'ray'; default: "
+           "a local Ray)", nullable=True),
 )
+_WORKERS = Option("workers", "int", 1, "CP-SAT workers on large masters (1: deterministic)",
+                  minimum=1)
 
 SOLVERS = (
     declare("cpsat", "alloc.solvers.exact.solvers:solve_cpsat", exact=True, capabilities=_CAPS,
-            options=_OPTIONS, requires=("ortools",),
+            options=_COMMON + (_WORKERS,), requires=("ortools",),
             description="CP-SAT on an aggregated pattern model (column generation, "
                         "warm-started, proven bound)"),
     declare("milp", "alloc.solvers.exact.solvers:solve_milp", exact=True, capabilities=_CAPS,
-            options=_OPTIONS[:2], requires=("highspy",),
+            options=_COMMON, requires=("highspy",),
             description="MILP (HiGHS) on an aggregated pattern model (column generation, "
                         "warm-started, proven bound)"),
     declare("milp-cbc", "alloc.solvers.exact.solvers:solve_cbc", exact=True, capabilities=_CAPS,
-            options=_OPTIONS[:2], requires=("pulp",),
+            options=_COMMON, requires=("pulp",),
             description="MILP (CBC through PuLP) on an aggregated pattern model"),
 )

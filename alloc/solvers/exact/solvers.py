@@ -1,28 +1,67 @@
-"""The exact family's registered solvers: one driver, three engines."""
+"""The exact family's registered solvers: one driver, three engines, and the
+partitioned driver for large instances."""
 from __future__ import annotations
+
+import os
 
 from ...deadline import Deadline
 from ...problem import Problem, Solution
 from .driver import solve_exact
 from .engine import Engine
+from .partition import solve_partitioned
+
+#: ``parts=0`` (auto) partitions instances with at least this many servers...
+AUTO_PARTITION_SERVERS = 1024
+#: ... and at least this many server classes (the configuration model's size
+#: grows with the classes, not with the servers: one class never gains).
+AUTO_PARTITION_CLASSES = 64
+
+
+def auto_parts(problem: Problem, parts: int) -> int:
+    """The number of parts: ``parts`` when given (1 = whole), else one per core
+    on large instances with many server classes, else one."""
+    if parts:
+        return parts
+    if problem.S < AUTO_PARTITION_SERVERS:
+        return 1
+    from .aggregate import canonical_gpus
+    shapes = {(int(problem.free_cpu[s]), int(problem.free_mem[s]), canonical_gpus(problem, s)[1])
+              for s in range(problem.S)}
+    return max(2, os.cpu_count() or 1) if len(shapes) >= AUTO_PARTITION_CLASSES else 1
+
+
+def run(problem: Problem, engine: Engine, *, deadline: Deadline, seed: int, warm_share: float,
+        cg_share: float, parts: int, executor: str, ray_address: str | None) -> Solution:
+    """The exact driver on the whole problem or on ``parts`` parts."""
+    k = auto_parts(problem, parts)
+    if k > 1 and len(problem.pending) > k:
+        return solve_partitioned(problem, engine, deadline=deadline, seed=seed, parts=k,
+                                 executor=executor, ray_address=ray_address,
+                                 warm_share=warm_share, cg_share=cg_share)
+    return solve_exact(problem, engine, deadline=deadline, seed=seed, warm_share=warm_share,
+                       cg_share=cg_share)
 
 
 def solve_cpsat(problem: Problem, *, deadline: Deadline, seed: int = 0, warm_share: float = 0.15,
-                cg_share: float = 0.45, workers: int = 1) -> Solution:
+                cg_share: float = 0.45, workers: int = 1, parts: int = 0,
+                executor: str = "process", ray_address: str | None = None) -> Solution:
     """``cpsat``: the configuration model with CP-SAT masters and pricing."""
-    return solve_exact(problem, Engine("cpsat", workers), deadline=deadline, seed=seed,
-                       warm_share=warm_share, cg_share=cg_share)
+    return run(problem, Engine("cpsat", workers), deadline=deadline, seed=seed,
+               warm_share=warm_share, cg_share=cg_share, parts=parts, executor=executor,
+               ray_address=ray_address)
 
 
 def solve_milp(problem: Problem, *, deadline: Deadline, seed: int = 0, warm_share: float = 0.15,
-               cg_share: float = 0.45) -> Solution:
+               cg_share: float = 0.45, parts: int = 0, executor: str = "process",
+               ray_address: str | None = None) -> Solution:
     """``milp``: the configuration model with HiGHS masters and pricing."""
-    return solve_exact(problem, Engine("highs"), deadline=deadline, seed=seed,
-                       warm_share=warm_share, cg_share=cg_share)
+    return run(problem, Engine("highs"), deadline=deadline, seed=seed, warm_share=warm_share,
+               cg_share=cg_share, parts=parts, executor=executor, ray_address=ray_address)
 
 
 def solve_cbc(problem: Problem, *, deadline: Deadline, seed: int = 0, warm_share: float = 0.15,
-              cg_share: float = 0.45) -> Solution:
+              cg_share: float = 0.45, parts: int = 0, executor: str = "process",
+              ray_address: str | None = None) -> Solution:
     """``milp-cbc``: the configuration model with CBC masters and pricing."""
-    return solve_exact(problem, Engine("cbc"), deadline=deadline, seed=seed,
-                       warm_share=warm_share, cg_share=cg_share)
+    return run(problem, Engine("cbc"), deadline=deadline, seed=seed, warm_share=warm_share,
+               cg_share=cg_share, parts=parts, executor=executor, ray_address=ray_address)
