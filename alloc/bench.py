@@ -17,10 +17,12 @@ DEFAULT_INSTANCES = ("tiny-*.json", "synergy-16x8.json")
 
 
 def shipped_instances_dir() -> Path:
+    """The instances/ folder of a source checkout."""
     return Path(__file__).resolve().parents[1] / "instances"
 
 
 def default_instances() -> list[Path]:
+    """The shipped instances alloc bench runs when given none."""
     d = shipped_instances_dir()
     out: list[Path] = []
     for pat in DEFAULT_INSTANCES:
@@ -29,6 +31,7 @@ def default_instances() -> list[Path]:
 
 
 def default_solvers() -> list[str]:
+    """The available solvers alloc bench runs by default."""
     reg = solvers()
     return [n for n in ("proportional", "best-fit", "synergy-tune", "cpsat", "milp")
             if n in reg and reg[n].available]
@@ -89,11 +92,13 @@ def _progress(total: int, enabled: bool):
 
 
 def fmt(v, spec: str) -> str:
+    """A number formatted by spec, or a right-aligned dash for None."""
     width = int(spec.split(".")[0]) if spec[0].isdigit() else 0
     return "-".rjust(width) if v is None else format(v, spec)
 
 
 def table(rows: Iterable[dict]) -> str:
+    """The runs as a text table (solver, status, value, bound, gap, seconds)."""
     head = f"{'instance':<22} {'solver':<16} {'status':<11} {'value':>11} {'bound':>11} {'gap%':>7} {'seconds':>8}"
     lines = [head, "-" * len(head)]
     for r in rows:

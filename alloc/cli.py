@@ -139,6 +139,7 @@ def write_output(path: str | None, text: str) -> None:
 
 
 def cmd_solve(args) -> int:
+    """``alloc solve``: place an instance's jobs; print or write the allocation."""
     from .io import dump_allocation, load_instance
     from .solve import allocate
     inst = load_instance(args.instance)
@@ -160,6 +161,7 @@ def cmd_solve(args) -> int:
 
 
 def cmd_check(args) -> int:
+    """``alloc check``: list an allocation's violations; exit 1 if any."""
     from .check import violations
     from .io import load_allocation, load_instance
     inst = load_instance(args.instance)
@@ -173,6 +175,7 @@ def cmd_check(args) -> int:
 
 
 def cmd_solvers(args) -> int:
+    """``alloc solvers``: the registered solvers (``--json`` with their options)."""
     from .registry import solvers
     if args.json:
         print(json.dumps([info.to_dict() for info in solvers().values()], indent=1))
@@ -189,6 +192,7 @@ def cmd_solvers(args) -> int:
 
 
 def cmd_bench(args) -> int:
+    """``alloc bench``: solvers over instances, JSON lines and a table."""
     from . import bench
     paths = [Path(p) for p in args.instances] or bench.default_instances()
     if not paths:

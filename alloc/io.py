@@ -22,6 +22,7 @@ ALLOCATION_FORMAT = "alloc.allocation/1"
 
 
 def read_json(path, what: str = "file") -> Any:
+    """Parse a JSON file; bad input (missing, unreadable, malformed, too deep) is an InputError."""
     p = Path(path)
     try:
         text = p.read_text(encoding="utf-8-sig")
@@ -50,6 +51,7 @@ def check_format(doc: Any, expected: str, source: str) -> None:
 
 # ------------------------------------------------------------------ instances
 def placement_from_dict(d: Mapping, job_id: str | None = None) -> Placement:
+    """A Placement from its file form."""
     return Placement(d.get("job", job_id) or "",
                      tuple(GpuShare(g["gpu"], int(g["milli"])) for g in d.get("gpus", [])),
                      dict(d.get("cpu", {})), dict(d.get("mem", {})),
@@ -116,6 +118,7 @@ def load_instance(path) -> Instance:
 
 
 def profile_to_dict(p: Profile) -> dict:
+    """A Profile in the model-file form (``alloc.model/1``)."""
     d: dict[str, Any] = {"format": "alloc.model/1", "name": p.name}
     if p.tput:
         d.update(cpu_per_gpu=list(p.cpu_per_gpu), mem_per_gpu=list(p.mem_per_gpu),
@@ -134,6 +137,7 @@ def profile_to_dict(p: Profile) -> dict:
 
 
 def placement_to_dict(p: Placement, with_job: bool = True) -> dict:
+    """A Placement in its file form."""
     d: dict[str, Any] = {"job": p.job} if with_job else {}
     d.update(gpus=[{"gpu": g.gpu, "milli": g.milli} for g in p.gpus],
              cpu=dict(p.cpu), mem=dict(p.mem), throughput=p.throughput)
@@ -141,6 +145,7 @@ def placement_to_dict(p: Placement, with_job: bool = True) -> dict:
 
 
 def job_to_dict(j: Job) -> dict:
+    """A Job in its instance-file form (defaults left out)."""
     d: dict[str, Any] = {"id": j.id, "gpus": j.gpus}
     if j.gpu_milli != 1000:
         d["gpu_milli"] = j.gpu_milli
@@ -165,6 +170,7 @@ def job_to_dict(j: Job) -> dict:
 
 
 def server_to_dict(s: Server) -> dict:
+    """A Server in its instance-file form (defaults left out)."""
     d: dict[str, Any] = {"id": s.id}
     if s.rack is not None:
         d["rack"] = s.rack
@@ -179,6 +185,7 @@ def server_to_dict(s: Server) -> dict:
 
 
 def instance_to_dict(inst: Instance) -> dict:
+    """An Instance as an ``alloc.instance/1`` document."""
     c = inst.cluster
     d: dict[str, Any] = {"format": INSTANCE_FORMAT, "name": inst.name}
     for k in ("description", "generator", "known_optimum"):
@@ -211,6 +218,7 @@ def compact_json(doc: Mapping, rows: tuple[str, ...] = ("servers", "jobs", "plac
 
 
 def dump_instance(inst: Instance, path=None) -> str:
+    """The instance as JSON text (written to ``path`` when given)."""
     text = compact_json(instance_to_dict(inst))
     if path is not None:
         Path(path).write_text(text)
@@ -219,6 +227,7 @@ def dump_instance(inst: Instance, path=None) -> str:
 
 # ---------------------------------------------------------------- allocations
 def allocation_to_dict(a: Allocation) -> dict:
+    """An Allocation as an ``alloc.allocation/1`` document."""
     return {
         "format": ALLOCATION_FORMAT, "instance": a.instance, "solver": a.solver,
         "objective": a.objective, "status": a.status.value, "value": a.value,
@@ -254,6 +263,7 @@ def allocation_from_dict(doc: Any, source: str = "<allocation>") -> Allocation:
 
 
 def load_allocation(path) -> Allocation:
+    """Read and check an allocation file."""
     return allocation_from_dict(read_json(path, "allocation file"), str(path))
 
 

@@ -54,15 +54,19 @@ class FrozenMap(Mapping):
         return k in self._d
 
     def get(self, k, default=None):
+        """The value of ``k``, or ``default``."""
         return self._d.get(k, default)
 
     def keys(self):
+        """The keys."""
         return self._d.keys()
 
     def values(self):
+        """The values."""
         return self._d.values()
 
     def items(self):
+        """The (key, value) pairs."""
         return self._d.items()
 
     def __eq__(self, other):

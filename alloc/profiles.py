@@ -24,6 +24,7 @@ from .schema import schema_problems
 
 
 def models_dir() -> Path:
+    """The models folder: ``$ALLOC_MODELS`` or the ``models/`` folder next to the package."""
     env = os.environ.get("ALLOC_MODELS")
     if env:
         return Path(env)
@@ -31,6 +32,7 @@ def models_dir() -> Path:
 
 
 def available_models() -> list[str]:
+    """Names of the models in the models folder."""
     d = models_dir()
     return sorted(p.stem for p in d.glob("*.json")) if d.is_dir() else []
 

@@ -88,6 +88,7 @@ class SolverInfo:
 
     @property
     def solves_problem_as_given(self) -> bool:
+        """True for an exact solver that adds no constraint."""
         return self.exact and not self.restricts
 
     def unavailable_reason(self) -> str | None:
@@ -101,6 +102,7 @@ class SolverInfo:
 
     @property
     def available(self) -> bool:
+        """True when every module the solver needs imports."""
         return self.unavailable_reason() is None
 
     def to_dict(self) -> dict:

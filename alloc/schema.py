@@ -11,6 +11,7 @@ import jsonschema
 
 @lru_cache(maxsize=None)
 def validator(name: str):
+    """The JSON Schema validator of a shipped schema (cached)."""
     text = resources.files("alloc").joinpath(f"schemas/{name}.schema.json").read_text()
     schema = json.loads(text)
     cls = jsonschema.validators.validator_for(schema)
@@ -19,6 +20,7 @@ def validator(name: str):
 
 
 def path_str(path) -> str:
+    """A field path as ``jobs[3].gpu_milli``."""
     out = ""
     for p in path:
         out += f"[{p}]" if isinstance(p, int) else (f".{p}" if out else str(p))
@@ -50,5 +52,6 @@ def describe(err) -> str:
 
 
 def schema_problems(doc, name: str, prefix: str = "") -> list[str]:
+    """One line per schema violation of ``doc`` (field path first)."""
     errs = sorted(validator(name).iter_errors(doc), key=lambda e: list(map(str, e.absolute_path)))
     return [prefix + describe(e) for e in errs]

@@ -177,6 +177,7 @@ class LinearModel:
 
     # ------------------------------------------------------------------ values
     def objective_vector(self) -> np.ndarray:
+        """The objective coefficients as a dense vector."""
         c = np.zeros(self.n)
         for k, v in self.obj.items():
             c[k] = v

@@ -42,10 +42,12 @@ class Result:
 
     @property
     def has_solution(self) -> bool:
+        """True when the engine returned a solution."""
         return self.x is not None
 
     @property
     def proven(self) -> bool:
+        """True when the solution is proven optimal."""
         return self.status is Status.OPTIMAL
 
 

@@ -50,6 +50,7 @@ FAST = ("proportional", "synergy-greedy", "synergy-tune")
 
 @dataclass(frozen=True)
 class ClusterSpec:
+    """A homogeneous simulated cluster: servers x GPUs, CPU (milli-cores) and memory (MiB) per server."""
     servers: int = 16
     gpus_per_server: int = 8
     cpu_per_server: int = 24000      # milli-cores
@@ -58,6 +59,7 @@ class ClusterSpec:
 
     @property
     def total_gpus(self) -> int:
+        """GPUs in the cluster."""
         return self.servers * self.gpus_per_server
 
     def fair(self, n: int) -> tuple[int, int]:
@@ -66,12 +68,14 @@ class ClusterSpec:
                 self.mem_per_server * n // self.gpus_per_server)
 
     def cluster(self) -> Cluster:
+        """The :class:`~alloc.model.Cluster` of the spec."""
         return Cluster(tuple(Server(f"s{i:03d}", self.cpu_per_server, self.mem_per_server,
                                     self.gpus_per_server, self.gpu_type)
                              for i in range(self.servers)))
 
 
 class JobState:
+    """A simulated job's progress: work left, attained service, start and finish times."""
     __slots__ = ("id", "model", "gpus", "arrival", "work", "done", "attained", "start",
                  "finish", "last_run", "ideal_cpu", "ideal_mem", "opts", "ideal", "capped",
                  "profile", "_job", "_jobobj")
@@ -91,6 +95,7 @@ class JobState:
 
     @property
     def job(self) -> Job:
+        """The job as an :class:`~alloc.model.Job` (its GPU-proportional request)."""
         if self._jobobj is None:
             self._jobobj = self._job(self.id)
         return self._jobobj
@@ -98,6 +103,7 @@ class JobState:
 
 @dataclass
 class SimResult:
+    """What a simulation produced: jobs' times, rounds, utilisation, statistics."""
     jct: dict[int, float]                 # measured job id -> JCT (s)
     arrival: dict[int, float]
     finish: dict[int, float]
@@ -111,16 +117,19 @@ class SimResult:
 
     @property
     def makespan_s(self) -> float:
+        """Time from the first arrival to the last completion, in seconds."""
         if not self.finish:
             return 0.0
         return max(self.finish.values()) - min(self.arrival.values())
 
     def summary(self) -> dict:
+        """The result as JSON-ready figures (mean and p99 JCT, utilisation, ...)."""
         from .metrics import summarize
         return summarize(self)
 
 
 class Simulator:
+    """The round-based simulator (see the module notes)."""
     def __init__(self, cluster: ClusterSpec, jobs: Iterable[SimJob], *, order: str = "fifo",
                  allocator: str = "synergy-tune", round_s: float = 300.0,
                  window: Sequence[int] | None = None,
@@ -158,6 +167,7 @@ class Simulator:
 
     # ----------------------------------------------------------- job kinds
     def profile(self, name: str) -> Profile:
+        """The profile of a model (cached)."""
         p = self._profiles.get(name)
         if p is None:
             src = self._profile_src
@@ -167,11 +177,13 @@ class Simulator:
 
     @property
     def cluster(self) -> Cluster:
+        """The simulated cluster (built once)."""
         if self._cluster is None:
             self._cluster = self.spec.cluster()
         return self._cluster
 
     def kind(self, model: str, n: int) -> tuple:
+        """Options, ideal and capped option and a job factory for (model, GPUs) (cached)."""
         key = (model, n)
         k = self._kinds.get(key)
         if k is None:
@@ -309,6 +321,7 @@ class Simulator:
 
     # ---------------------------------------------------------------- run
     def run(self) -> SimResult:
+        """Run until every measured job has finished (or the time cap); the result."""
         wall0 = time.perf_counter()
         R = self.R
         src = iter(self.jobs)

@@ -17,12 +17,14 @@ import numpy as np
 
 
 def percentile(values, q: float) -> float:
+    """The q-th percentile of ``values`` (linear interpolation; 0 when empty)."""
     if len(values) == 0:
         return 0.0
     return float(np.percentile(np.asarray(values, dtype=float), q))
 
 
 def summarize(res) -> dict:
+    """Mean, median, p99 JCT, makespan, utilisation and counts of a result."""
     jcts = list(res.jct.values())
     util = np.asarray(res.util, dtype=float) if res.util else np.zeros((0, 4))
     out = {
@@ -105,6 +107,7 @@ def plot_utilisation(res, path: str, title: str = "") -> bool:
 
 def plot_lines(xs, series: Mapping[str, list], path: str, xlabel: str, ylabel: str,
                title: str = "") -> bool:
+    """Plot one line per series against ``xs`` into a PNG (False without matplotlib)."""
     plt = _plt()
     if plt is None:
         return False

@@ -74,6 +74,7 @@ def order_key(name: str):
 
 
 def order_jobs(jobs, name: str, now: float, totals) -> list:
+    """Runnable jobs sorted by the named policy at time ``now``."""
     key = ORDERS[name]
     starving = [j for j in jobs if now - j.last_run > STARVATION_S]
     if not starving:

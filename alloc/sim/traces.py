@@ -42,6 +42,7 @@ def _num(v: str, kind, name: str, where: str, minimum=0):
 def load_csv(path: str | Path, *, models: Sequence[str] | None = None,
              iter_time: Callable[[str], float] | None = None,
              max_gpus: int | None = None) -> list[SimJob]:
+    """Jobs of a CSV trace (``id, arrival_s, gpus, duration_s[, model]``); bad rows are InputErrors naming the line and column."""
     p = Path(path)
     name = p.name
     try:
@@ -107,6 +108,7 @@ def _ts(v, where: str, name: str) -> float:
 
 def load_philly(path: str | Path, *, split: Sequence[float] = (20, 70, 10), classes=None,
                 max_gpus: int | None = None, first_id: int = 0) -> list[SimJob]:
+    """Jobs of a Philly-style trace (submission times, GPU counts, durations), models assigned by class split."""
     p = Path(path)
     name = p.name
     try:

@@ -85,6 +85,7 @@ def gavel_work_s(rng: random.Random) -> float:
 
 
 def gpu_demand(rng: random.Random, mix: str) -> int:
+    """A job's GPU count: 1 (single) or 1/2/4/8 at 0.70/0.10/0.15/0.05 (multi)."""
     table = GPU_MIX[mix]
     u = rng.random()
     acc = 0.0
@@ -123,6 +124,7 @@ class SyntheticWorkload:
             i += 1
 
     def take(self, k: int) -> list[SimJob]:
+        """The first ``k`` jobs of the stream."""
         out = []
         for job in self:
             if len(out) >= k:
@@ -132,5 +134,6 @@ class SyntheticWorkload:
 
 
 def all_models(classes: Mapping[str, Sequence[str]] | None = None) -> list[str]:
+    """Every model of the classes, in class order."""
     classes = classes or MODEL_CLASSES
     return sorted({m for ms in classes.values() for m in ms})

@@ -42,6 +42,7 @@ class JobType:
 
     @property
     def count(self) -> int:
+        """Number of jobs of the type."""
         return len(self.jobs)
 
 
@@ -61,6 +62,7 @@ class Item:
 
     @property
     def key(self) -> tuple:
+        """The item's identity in its class: (kind, type, option)."""
         return (self.kind, self.t, self.o)
 
 

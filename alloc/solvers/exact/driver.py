@@ -116,9 +116,11 @@ class ExactRun:
 
     @property
     def bound(self) -> float | None:
+        """The smallest valid bound so far (pending jobs only)."""
         return min(self.bounds) if self.bounds else None
 
     def done(self) -> bool:
+        """True when the best value meets the rounded bound (proven)."""
         b = self.bound
         return b is not None and self.best_v >= tighten(b, self.step) - 1e-6 * max(1.0, abs(b))
 
@@ -134,6 +136,7 @@ class ExactRun:
             self.best, self.best_v, self.src = assign, v, src
 
     def seed_columns(self, assign):
+        """Add a solution's patterns to the pool; returns its columns."""
         cols = solution_to_columns(self.agg, assign)
         if cols is not None:
             for pat in cols[0].values():
@@ -142,6 +145,7 @@ class ExactRun:
 
     # ------------------------------------------------------------- phases
     def warm(self) -> list:
+        """Phase 1: the warm start; returns every heuristic solution."""
         best, v, sols, values = warm_start(self.p, self.at(self.warm_share), self.seed,
                                            floor=self.at(max(self.warm_share, 0.5)))
         self.best, self.best_v = best, v
@@ -149,6 +153,7 @@ class ExactRun:
         return sols
 
     def aggregate(self, sols) -> None:
+        """Phase 2: aggregation, the simple bounds and the seeded pool."""
         p = self.p
         self.agg = agg = Aggregate(p)
         self.stats.update(types=len(agg.types), classes=agg.K,
@@ -164,6 +169,7 @@ class ExactRun:
         self.warm_cols = self.seed_columns(self.best) if self.best else None
 
     def colgen(self) -> None:
+        """Phase 3: column generation and its Lagrangian bound."""
         if self.done() or self.deadline.left() < 0.05:
             return
         self.cg = cg = column_generation(self.master, self.engine,
@@ -176,6 +182,7 @@ class ExactRun:
             self.bounds.append(cg.bound)
 
     def master_ip(self) -> None:
+        """Phase 4: the integer master over the pool."""
         if self.done() or self.deadline.left() < 0.05 or not self.master.size:
             return
         hz, hx = hint_from(self.master, self.warm_cols) if self.warm_cols else (None, None)
@@ -191,6 +198,7 @@ class ExactRun:
         self.stats["t_master"] = time.perf_counter() - self.t0
 
     def proof(self) -> None:
+        """Phase 5: the reduced-cost enumeration against descending targets."""
         if self.done() or not self.cg.converged or self.deadline.left() < 0.1:
             return
         cols = self.seed_columns(self.best)
@@ -206,6 +214,7 @@ class ExactRun:
             self.bounds.append(max(enum_bound, self.best_v))
 
     def dive(self) -> None:
+        """Phase 6: price-and-dive towards the rounded bound."""
         if self.cg.lp is None or self.done() or self.deadline.left() < 0.1:
             return
         target = self.best_v + (self.step or 1e-6 * max(1.0, abs(self.best_v)))
@@ -217,6 +226,7 @@ class ExactRun:
             self.offer(decode(self.agg, dv.z, self.master.pool, dv.x), "dive", "dive_true")
 
     def polish(self) -> None:
+        """Phase 7: local search from the best solution with what is left."""
         if self.deadline.left() < 0.05 or self.done():
             return
         from ..heuristics.improve import local_search
@@ -224,6 +234,7 @@ class ExactRun:
                                 seed=self.seed), "polish")
 
     def solution(self) -> Solution:
+        """The Solution: best assignment, status and bound (running jobs' value added)."""
         bound = self.bound
         fixed = sum(self.p.value_of(j, a) for j, a in self.p.fixed.items())
         if bound is not None:

@@ -67,6 +67,7 @@ class Master:
 
     @property
     def size(self) -> int:
+        """Number of patterns in the pool."""
         return sum(len(x) for x in self.pool)
 
     def build(self, integer: bool) -> tuple[LinearModel, dict, dict, dict]:

