@@ -49,6 +49,8 @@ def _parser() -> argparse.ArgumentParser:
 
     sub.add_parser("simulate", help="round-based cluster simulation: simulate CONFIG.json [--out R]",
                    add_help=False)
+    sub.add_parser("sweep", help="run a sweep config over seeds, locally or on Ray: "
+                                 "sweep CONFIG [--out F] [--ray auto|ADDRESS]", add_help=False)
     return p
 
 
@@ -61,6 +63,9 @@ def main(argv: list[str] | None = None) -> int:
     if argv[:1] == ["simulate"]:
         from .sim.cli import simulate_main
         return simulate_main(argv[1:])
+    if argv[:1] == ["sweep"]:
+        from .sweep.cli import sweep_main
+        return sweep_main(argv[1:])
     args = _parser().parse_args(argv)
     try:
         return _COMMANDS[args.cmd](args)

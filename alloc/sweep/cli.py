@@ -1,0 +1,154 @@
+"""``alloc sweep CONFIG``: run a sweep config's grid, stream the rows, resume,
+summarise.
+
+Exit codes: 0 done, 2 bad input (config, flags; one line naming the file, the
+field and what was expected), 3 every run of the sweep failed, 130
+interrupted (the rows already written stay; run the same command to resume).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Sequence
+
+from ..errors import InputError
+from .config import SweepConfig, load_config
+from .executors import make_executor
+from .grid import Run, build_runs
+from .store import JsonlStore, pyarrow_available, write_parquet
+from .summary import plot, summarize, table
+
+EXIT_OK, EXIT_INPUT, EXIT_ALL_FAILED, EXIT_INTERRUPTED = 0, 2, 3, 130
+
+
+@dataclass(frozen=True)
+class SweepResult:
+    """What a sweep did: every row of its grid (grid order), how many runs this
+    call ran, how many it skipped as already recorded, and its wall seconds."""
+    rows: tuple[dict, ...]
+    ran: int
+    skipped: int
+    wall_s: float
+    failed: int = field(default=0)
+
+    @property
+    def all_failed(self) -> bool:
+        return bool(self.rows) and self.failed == len(self.rows)
+
+
+def _progress(total: int, enabled: bool):
+    if not enabled or total == 0:
+        return None
+    from tqdm import tqdm
+    return tqdm(total=total, desc="runs", unit="run", file=sys.stderr, dynamic_ncols=True)
+
+
+def run_sweep(cfg: SweepConfig, out, *, executor=None, jobs: int | None = None,
+              progress: bool = False, runs: Sequence[Run] | None = None) -> SweepResult:
+    """Run every run of ``cfg`` not yet recorded in the JSON-lines file ``out``.
+
+    ``executor``: an object with ``map(runs) -> iterator of rows`` (default a
+    local pool of ``jobs`` processes).  Rows are appended to ``out`` as runs
+    finish.  Returns a :class:`SweepResult` with the rows of the whole grid.
+    """
+    runs = list(build_runs(cfg) if runs is None else runs)
+    executor = executor or make_executor(None, jobs)
+    t0 = time.perf_counter()
+    with JsonlStore(out) as store:
+        done = store.done()
+        todo = [r for r in runs if r.key not in done]
+        bar = _progress(len(todo), progress)
+        try:
+            for row in executor.map(todo):
+                store.append(row)
+                if bar is not None:
+                    bar.update(1)
+        finally:
+            if bar is not None:
+                bar.close()
+        rows = tuple(store.rows[r.key] for r in runs if r.key in store.rows)
+    failed = sum(1 for r in rows if r.get("error"))
+    return SweepResult(rows, len(todo), len(runs) - len(todo), time.perf_counter() - t0, failed)
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # usage errors are bad input: exit 2, one line
+        self.exit(EXIT_INPUT, f"{self.prog}: error: {message}\n")
+
+
+def _parser() -> argparse.ArgumentParser:
+    ncpu = os.cpu_count() or 1
+    ap = _Parser(
+        prog="alloc sweep",
+        description="Run a sweep config (alloc.sweep/1): allocation, simulation and openb "
+                    "runs over seeds, on a local process pool or a Ray cluster; resumable.")
+    ap.add_argument("config", help="sweep config (JSON, format alloc.sweep/1)")
+    ap.add_argument("--out", metavar="FILE",
+                    help="JSON-lines results, one row per finished run; an existing file is "
+                         "resumed (default: sweep-<config name>.jsonl in the current folder)")
+    ap.add_argument("--parquet", metavar="FILE",
+                    help="also write every row of the sweep to this Parquet file at the end "
+                         "(needs pyarrow; default: none)")
+    ap.add_argument("--jobs", type=int, metavar="N",
+                    help=f"parallel runs (default: the CPU count, {ncpu}; with --ray: "
+                         f"no limit, Ray queues the tasks)")
+    ap.add_argument("--ray", metavar="auto|ADDRESS",
+                    help="run on Ray: 'auto' (an existing local cluster or RAY_ADDRESS, else a "
+                         "new local one) or a cluster address (default: local process pool)")
+    ap.add_argument("--plot", metavar="FILE",
+                    help="PNG of the main metric, mean ± 95 %% CI (needs matplotlib; "
+                         "default: none)")
+    ap.add_argument("--no-progress", action="store_true",
+                    help="no progress bar (default: a bar when stderr is a terminal)")
+    return ap
+
+
+def _check_flags(args) -> None:
+    if args.jobs is not None and args.jobs < 1:
+        raise InputError(f"--jobs: expected an integer >= 1, got {args.jobs}")
+    if args.parquet and not pyarrow_available():
+        raise InputError("--parquet: pyarrow is not installed; install it with "
+                         "pip install pyarrow")
+
+
+def _report(cfg: SweepConfig, res: SweepResult, args) -> None:
+    print(table(summarize(res.rows)), file=sys.stderr)
+    errs = [r for r in res.rows if r.get("error")]
+    if errs:
+        print(f"{len(errs)} run(s) failed; first: {errs[0]['error']}", file=sys.stderr)
+    print(f"sweep {cfg.name}: {len(res.rows)} runs, {res.ran} run now, {res.skipped} already "
+          f"recorded, {res.wall_s:.1f} s wall", file=sys.stderr)
+    if args.parquet:
+        n = write_parquet(res.rows, args.parquet)
+        print(f"{args.parquet}: {n} rows", file=sys.stderr)
+    if args.plot:
+        if not plot(summarize(res.rows), args.plot):
+            print("matplotlib is not installed: plot skipped", file=sys.stderr)
+
+
+def sweep_main(argv: list[str]) -> int:
+    """Entry point of ``alloc sweep``; returns the exit code."""
+    args = _parser().parse_args(argv)
+    try:
+        _check_flags(args)
+        cfg = load_config(args.config)
+        out = args.out or f"sweep-{Path(args.config).stem}.jsonl"
+        executor = make_executor(args.ray, args.jobs)
+        runs = build_runs(cfg)
+        print(f"sweep {cfg.name}: {len(runs)} runs on {executor.describe()}, results in {out}",
+              file=sys.stderr)
+        show = not args.no_progress and sys.stderr.isatty()
+        res = run_sweep(cfg, out, executor=executor, progress=show, runs=runs)
+    except InputError as exc:
+        print(f"alloc sweep: {exc}", file=sys.stderr)
+        return EXIT_INPUT
+    except KeyboardInterrupt:
+        print("alloc sweep: interrupted; finished runs are recorded, run the same command "
+              "to resume", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    _report(cfg, res, args)
+    return EXIT_ALL_FAILED if res.all_failed else EXIT_OK
