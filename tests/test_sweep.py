@@ -195,6 +195,16 @@ def test_ray_missing_says_how_to_install(small, monkeypatch, capsys):
     assert "Ray is not installed" in err and "alloc[ray]" in err and len(err.splitlines()) == 1
 
 
+def test_ray_unreachable_address_is_one_line(small, tmp_path, capsys):
+    pytest.importorskip("ray", reason="Ray is not installed (pip install 'alloc[ray]')")
+    out = tmp_path / "never.jsonl"
+    assert main(["sweep", str(small), "--ray", "127.0.0.1:1", "--out", str(out)]) == 2
+    assert not out.exists()
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].endswith("--ray 127.0.0.1:1: no Ray cluster answers there "
+                            "(ConnectionRefusedError)")
+
+
 def test_mean_ci_and_table():
     m, ci = mean_ci([1.0, 2.0, 3.0])
     assert m == 2.0 and abs(ci - 4.302653 * 1.0 / 3 ** 0.5) < 1e-5

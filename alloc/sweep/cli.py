@@ -20,7 +20,7 @@ from .config import SweepConfig, load_config
 from .executors import make_executor
 from .grid import Run, build_runs
 from .store import JsonlStore, pyarrow_available, write_parquet
-from .summary import plot, summarize, table
+from .summary import markdown, plot, summarize, table
 
 EXIT_OK, EXIT_INPUT, EXIT_ALL_FAILED, EXIT_INTERRUPTED = 0, 2, 3, 130
 
@@ -102,6 +102,10 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--plot", metavar="FILE",
                     help="PNG of the main metric, mean ± 95 %% CI (needs matplotlib; "
                          "default: none)")
+    ap.add_argument("--md", metavar="FILE",
+                    help="write the summary as Markdown tables (a row per parameter set, a "
+                         "column per solver/allocator/policy), with the command and the wall "
+                         "time (default: none)")
     ap.add_argument("--no-progress", action="store_true",
                     help="no progress bar (default: a bar when stderr is a terminal)")
     return ap
@@ -115,7 +119,7 @@ def _check_flags(args) -> None:
                          "pip install pyarrow")
 
 
-def _report(cfg: SweepConfig, res: SweepResult, args) -> None:
+def _report(cfg: SweepConfig, res: SweepResult, args, argv: list[str]) -> None:
     print(table(summarize(res.rows)), file=sys.stderr)
     errs = [r for r in res.rows if r.get("error")]
     if errs:
@@ -125,9 +129,30 @@ def _report(cfg: SweepConfig, res: SweepResult, args) -> None:
     if args.parquet:
         n = write_parquet(res.rows, args.parquet)
         print(f"{args.parquet}: {n} rows", file=sys.stderr)
+    if args.md:
+        write_markdown(cfg, res, args.md, ["alloc", "sweep", *argv])
     if args.plot:
         if not plot(summarize(res.rows), args.plot):
             print("matplotlib is not installed: plot skipped", file=sys.stderr)
+
+
+def write_markdown(cfg: SweepConfig, res: SweepResult, path, command=None) -> None:
+    """The summary as Markdown: title, description, command, what ran and how
+    long it took, then :func:`~.summary.markdown` tables."""
+    import platform
+    head = [f"# Sweep `{cfg.name}`", ""]
+    if cfg.description:
+        head += [cfg.description, ""]
+    if command:
+        head += ["```", " ".join(command), "```", ""]
+    run_s = sum(r.get("run_s") or 0.0 for r in res.rows)
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    head += [f"{len(res.rows)} runs ({res.failed} failed); this call ran {res.ran} and skipped "
+             f"{res.skipped} already recorded, in {res.wall_s:.0f} s wall; the runs' own "
+             f"times add up to {run_s:.0f} s; {os.cpu_count()} CPUs, load average "
+             f"{load:.1f} at the end; Python {platform.python_version()}.", ""]
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    Path(path).write_text("\n".join(head) + "\n" + markdown(summarize(res.rows)))
 
 
 def sweep_main(argv: list[str]) -> int:
@@ -150,5 +175,5 @@ def sweep_main(argv: list[str]) -> int:
         print("alloc sweep: interrupted; finished runs are recorded, run the same command "
               "to resume", file=sys.stderr)
         return EXIT_INTERRUPTED
-    _report(cfg, res, args)
+    _report(cfg, res, args, argv)
     return EXIT_ALL_FAILED if res.all_failed else EXIT_OK

@@ -111,6 +111,7 @@ class SweepConfig:
     allocation: AllocationSection | None = None
     simulation: SimulationSection | None = None
     openb: OpenbSection | None = None
+    description: str = ""
 
 
 # ------------------------------------------------------------------ helpers
@@ -306,7 +307,7 @@ def config_from_dict(doc: Any, source: str = "<sweep>", base: Path | None = None
         msg = str(exc)
         raise InputError(msg if msg.startswith(source) else f"{source}: {msg}") from None
     name = doc.get("name") or Path(source).stem
-    return SweepConfig(name, source, alloc, sim, ob)
+    return SweepConfig(name, source, alloc, sim, ob, doc.get("description", ""))
 
 
 def load_config(path) -> SweepConfig:

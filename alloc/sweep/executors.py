@@ -76,6 +76,23 @@ def import_ray():
     return ray
 
 
+def check_reachable(address: str, timeout: float = 5.0) -> None:
+    """Raise :class:`InputError` unless something listens at a ``HOST:PORT`` or
+    ``ray://HOST:PORT`` address (Ray itself retries an unreachable address for
+    minutes)."""
+    import socket
+    hostport = address.split("://", 1)[-1].rstrip("/")
+    host, sep, port = hostport.rpartition(":")
+    if not sep or not port.isdigit():
+        raise InputError(f"--ray {address}: expected 'auto' or an address HOST:PORT "
+                         f"(or ray://HOST:PORT)")
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=timeout).close()
+    except OSError as exc:
+        raise InputError(f"--ray {address}: no Ray cluster answers there "
+                         f"({type(exc).__name__})") from None
+
+
 class RayExecutor:
     """Runs each run as a Ray task (1 CPU each).
 
@@ -89,6 +106,8 @@ class RayExecutor:
         self.address = address
         self.jobs = jobs
         self.ray = import_ray()
+        if address != "auto":
+            check_reachable(address)
 
     def describe(self) -> str:
         return f"Ray ({self.address})"

@@ -155,3 +155,40 @@ def _panel(ax, ss: Sequence[GroupStats], kind: str) -> None:
     ax.set_ylabel(METRIC[kind][1])
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7)
+
+
+def _cell(s: GroupStats | None, digits: int) -> str:
+    if s is None or s.mean is None:
+        return "-"
+    ci = f" ± {s.ci95:.{digits}f}" if s.ci95 is not None else ""
+    err = f" ({s.errors} failed)" if s.errors else ""
+    return f"{s.mean:.{digits}f}{ci}{err}"
+
+
+def markdown(stats: Sequence[GroupStats], digits: int = 2) -> str:
+    """Markdown tables, one per kind: a row per group of the other parameters,
+    a column per solver / allocator / policy (the last group column), cells
+    ``mean ± CI95`` of the main metric, and the seeds counted."""
+    out = []
+    for kind, cols in GROUPS.items():
+        ss = [s for s in stats if s.kind == kind]
+        if not ss:
+            continue
+        series = cols[-1]
+        names = list(dict.fromkeys(s.get(series) for s in ss))
+        rows: dict[tuple, dict] = {}
+        for s in ss:
+            rest = tuple((k, v) for k, v in s.fields if k != series)
+            rows.setdefault(rest, {})[s.get(series)] = s
+        head = [k for k, _ in next(iter(rows))] + [str(n) for n in names] + ["n"]
+        out.append(f"{kind}: {METRIC[kind][1]}, mean ± 95 % CI over seeds\n")
+        out.append("| " + " | ".join(head) + " |")
+        out.append("|" + "---|" * len(head))
+        for rest, cells in rows.items():
+            ns = sorted({c.n for c in cells.values()})
+            line = [("-" if v is None else str(v)) for _, v in rest]
+            line += [_cell(cells.get(n), digits) for n in names]
+            line.append("/".join(str(n) for n in ns))
+            out.append("| " + " | ".join(line) + " |")
+        out.append("")
+    return "\n".join(out)
