@@ -100,8 +100,21 @@ LIMITS: dict[str, tuple[tuple[type, ...], float | None, float | None]] = {
 
 # ------------------------------------------------------------------ registry helpers
 def check_params(kind: str, params: Mapping) -> None:
-    """Raise :class:`InputError` unless ``kind`` names a generator and ``params``
-    are parameters it takes, each of the right type and range."""
+    """Check a generator name and its parameters.
+
+    Parameters
+    ----------
+    kind : str
+        A generator name (:data:`GENERATORS`).
+    params : mapping
+        Parameters for it (without the seed).
+
+    Raises
+    ------
+    InputError
+        (a ``ValueError``) naming the unknown generator or parameter, or the
+        parameter whose type or range is wrong, with what was expected.
+    """
     name = kind
     fn = get_generator(kind)
     sig = inspect.signature(fn)
@@ -468,8 +481,23 @@ GENERATORS: dict[str, Callable[..., Instance]] = {
 
 
 def get_generator(name: str) -> Callable[..., Instance]:
-    """The generator called ``name``; :class:`InputError` (a ``ValueError``)
-    listing the valid names otherwise."""
+    """The generator called ``name``.
+
+    Parameters
+    ----------
+    name : str
+        One of :data:`GENERATORS`.
+
+    Returns
+    -------
+    callable
+        ``f(seed, **params) -> Instance``.
+
+    Raises
+    ------
+    InputError
+        (a ``ValueError``) listing the valid names.
+    """
     try:
         return GENERATORS[name]
     except (KeyError, TypeError):

@@ -51,9 +51,29 @@ def run_sweep(cfg: SweepConfig, out, *, executor=None, jobs: int | None = None,
               progress: bool = False, runs: Sequence[Run] | None = None) -> SweepResult:
     """Run every run of ``cfg`` not yet recorded in the JSON-lines file ``out``.
 
-    ``executor``: an object with ``map(runs) -> iterator of rows`` (default a
-    local pool of ``jobs`` processes).  Rows are appended to ``out`` as runs
-    finish.  Returns a :class:`SweepResult` with the rows of the whole grid.
+    Parameters
+    ----------
+    cfg : SweepConfig
+        A validated config (:func:`~.config.load_config`).
+    out : str or Path
+        JSON-lines file; rows are appended (one flushed line each) as runs
+        finish, and runs already recorded there are skipped (resume).
+    executor : object, optional
+        Anything with ``map(runs) -> iterator of rows``
+        (:class:`~.executors.PoolExecutor`, :class:`~.executors.RayExecutor`);
+        default a local pool of ``jobs`` processes.
+    jobs : int, optional
+        Pool size when no executor is given (default: the CPU count).
+    progress : bool
+        Show a tqdm progress bar on stderr.
+    runs : sequence of Run, optional
+        The grid, when already built (default ``build_runs(cfg)``).
+
+    Returns
+    -------
+    SweepResult
+        The rows of the whole grid in grid order (recorded earlier or now),
+        the counts run and skipped, and this call's wall seconds.
     """
     runs = list(build_runs(cfg) if runs is None else runs)
     executor = executor or make_executor(None, jobs)
@@ -151,12 +171,29 @@ def write_markdown(cfg: SweepConfig, res: SweepResult, path, command=None) -> No
              f"{res.skipped} already recorded, in {res.wall_s:.0f} s wall; the runs' own "
              f"times add up to {run_s:.0f} s; {os.cpu_count()} CPUs, load average "
              f"{load:.1f} at the end; Python {platform.python_version()}.", ""]
+    capped = [r for r in res.rows if r.get("unfinished")]
+    if capped:
+        head += [f"{len(capped)} simulation run(s) stopped at their time cap with measured jobs "
+                 f"unfinished; their mean JCT is over the finished jobs only (a lower bound).",
+                 ""]
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     Path(path).write_text("\n".join(head) + "\n" + markdown(summarize(res.rows)))
 
 
 def sweep_main(argv: list[str]) -> int:
-    """Entry point of ``alloc sweep``; returns the exit code."""
+    """Entry point of ``alloc sweep``.
+
+    Parameters
+    ----------
+    argv : list of str
+        The arguments after ``sweep`` (``CONFIG [--out F] ...``).
+
+    Returns
+    -------
+    int
+        0 done, 2 bad input (one line on stderr naming the file, the field and
+        what was expected), 3 every run failed, 130 interrupted.
+    """
     args = _parser().parse_args(argv)
     try:
         _check_flags(args)

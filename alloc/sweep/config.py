@@ -226,7 +226,8 @@ def with_seed_and_cap(doc: Mapping, seed: int, horizon_h: float | None) -> dict:
     w = out.setdefault("workload", {})
     w["seed"] = seed
     if horizon_h and "max_time_s" not in out and "trace" not in w and "jobs_per_hour" in w:
-        last = (w.get("window") or [4000, 4999])[1]
+        from ..sim.cli import DEFAULT_WINDOW
+        last = (w.get("window") or DEFAULT_WINDOW)[1]
         out["max_time_s"] = (last / float(w["jobs_per_hour"]) + horizon_h) * 3600.0
     return out
 
@@ -289,7 +290,26 @@ def _openb(sec: Mapping, top, base: Path) -> OpenbSection:
 
 # ------------------------------------------------------------------ entry points
 def config_from_dict(doc: Any, source: str = "<sweep>", base: Path | None = None) -> SweepConfig:
-    """Validate a sweep document; ``base`` is the folder paths are relative to."""
+    """Validate a sweep document.
+
+    Parameters
+    ----------
+    doc : object
+        The parsed JSON (``alloc.sweep/1``).
+    source : str
+        The file name used in error messages.
+    base : Path, optional
+        The folder that relative paths start from (default: the current one).
+
+    Returns
+    -------
+    SweepConfig
+
+    Raises
+    ------
+    InputError
+        One line naming ``source``, the field and what was expected.
+    """
     from ..schema import schema_problems
     problems = schema_problems(doc, "sweep")
     if problems:
@@ -311,7 +331,21 @@ def config_from_dict(doc: Any, source: str = "<sweep>", base: Path | None = None
 
 
 def load_config(path) -> SweepConfig:
-    """Read and validate a sweep config file; raises :class:`InputError` with one
-    line naming the file, the field and what was expected."""
+    """Read and validate a sweep config file.
+
+    Parameters
+    ----------
+    path : str or Path
+        The config; relative paths inside it start from its folder.
+
+    Returns
+    -------
+    SweepConfig
+
+    Raises
+    ------
+    InputError
+        One line naming the file, the field and what was expected.
+    """
     p = Path(path)
     return config_from_dict(read_config(p), str(path), p.resolve().parent)

@@ -106,7 +106,20 @@ def openb_runs(cfg: SweepConfig) -> list[Run]:
 
 
 def build_runs(cfg: SweepConfig) -> list[Run]:
-    """Every run of the sweep, in grid order (allocation, simulation, openb)."""
+    """Every run of the sweep, in grid order.
+
+    Parameters
+    ----------
+    cfg : SweepConfig
+        A validated config.
+
+    Returns
+    -------
+    list of Run
+        Allocation runs (instance x solver x objective x time limit x seed),
+        then simulation runs (config x vary combination x seed), then openb
+        runs (workload x policy x seed); a run listed twice appears once.
+    """
     runs: list[Run] = []
     if cfg.allocation:
         runs += allocation_runs(cfg)

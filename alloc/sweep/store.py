@@ -18,7 +18,19 @@ from ..errors import InputError
 
 
 def read_rows(path) -> list[dict]:
-    """The rows of a JSON-lines file (later rows with the same key win)."""
+    """The rows of a JSON-lines result file.
+
+    Parameters
+    ----------
+    path : str or Path
+        The file (absent = no rows).
+
+    Returns
+    -------
+    list of dict
+        One row per key (a later line with the same key wins); lines that do
+        not parse (cut short by an interruption) are left out.
+    """
     p = Path(path)
     if not p.exists():
         return []
@@ -94,8 +106,20 @@ def _cell(v):
 
 
 def write_parquet(rows: Iterable[dict], path) -> int:
-    """Write rows to a Parquet file (columns: the union of the rows' keys).
-    Returns the number of rows written."""
+    """Write rows to a Parquet file (needs pyarrow).
+
+    Parameters
+    ----------
+    rows : iterable of dict
+        Result rows; columns are the union of their keys (missing = null).
+    path : str or Path
+        The Parquet file to write.
+
+    Returns
+    -------
+    int
+        The number of rows written.
+    """
     import pyarrow as pa
     import pyarrow.parquet as pq
     rows = list(rows)

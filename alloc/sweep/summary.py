@@ -54,7 +54,20 @@ def t_quantile(p: float, df: int) -> float:
 
 
 def mean_ci(values: Sequence[float], level: float = 0.95) -> tuple[float | None, float | None]:
-    """Mean and the half-width of its ``level`` confidence interval."""
+    """Mean and the half-width of its confidence interval (Student's t).
+
+    Parameters
+    ----------
+    values : sequence of float
+        Samples; None and NaN are left out.
+    level : float
+        Confidence level (default 0.95).
+
+    Returns
+    -------
+    (float or None, float or None)
+        The mean (None without samples) and the half-width (None below two).
+    """
     vals = [float(v) for v in values if v is not None and not math.isnan(float(v))]
     if not vals:
         return None, None
@@ -75,7 +88,18 @@ def group_key(row: dict) -> tuple:
 
 
 def summarize(rows: Iterable[dict]) -> list[GroupStats]:
-    """Group rows (in first-appearance order) and compute their statistics."""
+    """Group rows that differ only by seed and compute their statistics.
+
+    Parameters
+    ----------
+    rows : iterable of dict
+        Result rows (any kinds).
+
+    Returns
+    -------
+    list of GroupStats
+        In order of first appearance; failed rows count in ``errors`` only.
+    """
     groups: dict[tuple, list[dict]] = {}
     for r in rows:
         groups.setdefault(group_key(r), []).append(r)

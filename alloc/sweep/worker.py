@@ -117,7 +117,21 @@ RUNNERS = {"allocation": run_allocation, "simulation": run_simulation, "openb": 
 
 
 def execute(run: Run) -> dict:
-    """Run one grid point; never raises for a failed run (see the module doc)."""
+    """Run one grid point.
+
+    Parameters
+    ----------
+    run : Run
+        The run (its kind selects :func:`run_allocation`,
+        :func:`run_simulation` or :func:`run_openb`).
+
+    Returns
+    -------
+    dict
+        ``key``, ``kind``, the run's parameters, its results, ``error`` (None
+        or ``"Type: message"``) with ``error_kind``, ``run_s`` (seconds) and
+        ``peak_rss_mib`` (MiB).  A failed run never raises (module doc).
+    """
     t0 = time.perf_counter()
     row = {"key": run.key, "kind": run.kind, **run.params}
     try:
