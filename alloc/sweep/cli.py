@@ -109,7 +109,8 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("config", help="sweep config (JSON, format alloc.sweep/1)")
     ap.add_argument("--out", metavar="FILE",
                     help="JSON-lines results, one row per finished run; an existing file is "
-                         "resumed (default: sweep-<config name>.jsonl in the current folder)")
+                         "resumed (default: sweep-<config file stem>.jsonl in the current "
+                         "folder)")
     ap.add_argument("--parquet", metavar="FILE",
                     help="also write every row of the sweep to this Parquet file at the end "
                          "(needs pyarrow; default: none)")

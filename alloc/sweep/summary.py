@@ -163,15 +163,18 @@ def _panel(ax, ss: Sequence[GroupStats], kind: str) -> None:
     xs = list(dict.fromkeys(s.get(xcol) for s in ss))
     numeric = all(isinstance(x, (int, float)) for x in xs)
     pos = {x: (x if numeric else i) for i, x in enumerate(xs)}
+    names = [k for k, _ in ss[0].fields] if ss else []
+    varying = [k for k in names if k != xcol and len({s.get(k) for s in ss}) > 1] \
+        or names[-1:]
     series: dict[str, list[GroupStats]] = {}
     for s in ss:
-        label = " ".join(str(v) for k, v in s.fields if k != xcol and v is not None)
+        label = " ".join(str(s.get(k)) for k in varying)
         series.setdefault(label, []).append(s)
     for label, pts in series.items():
         pts = sorted(pts, key=lambda s: pos[s.get(xcol)])
         ax.errorbar([pos[s.get(xcol)] for s in pts], [s.mean for s in pts],
                     yerr=[s.ci95 or 0.0 for s in pts], marker="o", ms=3, capsize=3,
-                    label=label)
+                    ls="-" if numeric else "none", label=label)
     if not numeric:
         ax.set_xticks(range(len(xs)))
         ax.set_xticklabels([str(x) for x in xs], rotation=60, ha="right", fontsize=7)
