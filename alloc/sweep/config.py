@@ -179,8 +179,10 @@ def _instance_spec(item, i: int, base: Path) -> InstanceSpec:
         check_params(item["generator"], params)
     except ValueError as exc:
         raise InputError(f"{where}: {exc}") from None
-    args = ", ".join(f"{k}={params[k]}" for k in sorted(params))
-    label = f"{item['generator']}({args})"
+    args = [f"{k}={params[k]}" for k in sorted(params)]
+    if "seed" in item:
+        args.append(f"seed={item['seed']}")
+    label = f"{item['generator']}({', '.join(args)})"
     return InstanceSpec(label, generator=item["generator"], params=frozen_map(params),
                         seed=item.get("seed"))
 
