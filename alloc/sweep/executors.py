@@ -62,8 +62,16 @@ class PoolExecutor:
                         yield fut.result()
                     except Exception as exc:  # noqa: BLE001 - a dead worker process
                         yield crash_row(run, exc)
-        finally:
-            ex.shutdown(wait=True, cancel_futures=True)
+        except BaseException:
+            # interrupted (or the consumer stopped): drop queued runs and end the
+            # runs in progress now instead of waiting for them; they are not
+            # recorded, so a resume runs them again
+            procs = list((getattr(ex, "_processes", None) or {}).values())
+            for proc in procs:
+                proc.terminate()
+            ex.shutdown(wait=False, cancel_futures=True)
+            raise
+        ex.shutdown(wait=True)
 
 
 def import_ray():
