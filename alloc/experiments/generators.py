@@ -159,10 +159,24 @@ def _profiles():
 
 
 def synergy_jobs(rng: random.Random, n: int, prefix: str = "j") -> list[Job]:
-    """``n`` jobs of the Synergy mix, drawn as ``bench/generate.py`` draws them:
-    per job the GPU count (0.70/0.10/0.15/0.05 over 1/2/4/8), then the model
-    (uniform over ``models/``); requests at 3000 milli-CPU and 64000 MiB per
-    GPU; multi-GPU jobs on one server."""
+    """Jobs of the Synergy mix, drawn as ``bench/generate.py`` draws them.
+
+    Parameters
+    ----------
+    rng : random.Random
+        The source of the draws: per job the GPU count (0.70/0.10/0.15/0.05
+        over 1/2/4/8), then the model (uniform over ``models/``).
+    n : int
+        Number of jobs.
+    prefix : str
+        Job id prefix (ids ``j000``, ``j001``, ...).
+
+    Returns
+    -------
+    list of Job
+        Requests at 3000 milli-CPU and 64000 MiB per GPU, profiles attached,
+        multi-GPU jobs with ``locality="server"``.
+    """
     names, profs = _profiles()
     w = _width(n, 3)
     out = []
@@ -344,7 +358,21 @@ def live(seed: int, servers: int = 16, jobs_per_server: float = 8, jobs: int | N
 
 
 def apportion(weights, total: int) -> list[int]:
-    """Integers proportional to ``weights`` summing to ``total`` (largest remainder)."""
+    """Integers proportional to ``weights`` that sum to ``total``.
+
+    Parameters
+    ----------
+    weights : sequence of float
+        Non-negative weights, not all zero.
+    total : int
+        The sum wanted.
+
+    Returns
+    -------
+    list of int
+        The floors of the exact shares, plus one for the largest remainders
+        (ties to the lower index).
+    """
     s = float(sum(weights))
     raw = [w * total / s for w in weights]
     out = [int(x) for x in raw]
@@ -355,9 +383,23 @@ def apportion(weights, total: int) -> list[int]:
 
 
 def openb_servers(rng: random.Random, gpus: int, cpu_nodes: float) -> list[Server]:
-    """The openb node shapes scaled to about ``gpus`` GPUs (shape counts by
-    largest remainder, so the mix is the trace's), plus ``cpu_nodes`` (a
-    fraction of all nodes) CPU-only nodes; shuffled, ids ``node-0000...``."""
+    """The openb node shapes scaled to about ``gpus`` GPUs.
+
+    Parameters
+    ----------
+    rng : random.Random
+        Shuffles the node order.
+    gpus : int
+        About this many GPUs: the trace's 1213 GPU nodes scaled by
+        ``gpus / 6212``, shape counts by :func:`apportion` (the trace's mix).
+    cpu_nodes : float
+        Fraction of all nodes that are CPU-only (shapes of the full node list).
+
+    Returns
+    -------
+    list of Server
+        Ids ``node-0000...`` in shuffled order; CPU milli-cores, memory MiB.
+    """
     n_gpu_nodes = max(1, int(round(OPENB_TRACE_NODES * gpus / OPENB_TRACE_GPUS)))
     shapes = [(c, m, g, t) for c, m, g, t, _ in OPENB_GPU_NODES]
     counts = apportion([w for *_, w in OPENB_GPU_NODES], n_gpu_nodes)

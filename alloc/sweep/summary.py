@@ -122,7 +122,19 @@ def _num(v, digits=4) -> str:
 
 
 def table(stats: Sequence[GroupStats]) -> str:
-    """A text table, one line per group, a header per kind."""
+    """The summary as text.
+
+    Parameters
+    ----------
+    stats : sequence of GroupStats
+        From :func:`summarize`.
+
+    Returns
+    -------
+    str
+        Per kind a header and one line per group: runs, failed runs, mean and
+        95 % CI half-width of the main metric, median timed seconds.
+    """
     lines = []
     for kind in GROUPS:
         ss = [s for s in stats if s.kind == kind]
@@ -140,8 +152,26 @@ def table(stats: Sequence[GroupStats]) -> str:
 
 
 def plot(stats: Sequence[GroupStats], path) -> bool:
-    """One panel per kind: the main metric (mean ± CI) against the kind's x
-    column, one line per remaining group.  False when matplotlib is missing."""
+    """Plot the main metric, mean ± 95 % CI, one panel per kind.
+
+    Parameters
+    ----------
+    stats : sequence of GroupStats
+        From :func:`summarize`.
+    path : str or Path
+        The PNG to write.
+
+    Returns
+    -------
+    bool
+        False when matplotlib is not installed (nothing written).
+
+    Notes
+    -----
+    The x axis is the instance (allocation), ``jobs_per_hour`` (simulation)
+    or the workload (openb); one series per combination of the other
+    parameters that differ.
+    """
     try:
         import matplotlib
         matplotlib.use("Agg")
@@ -193,9 +223,22 @@ def _cell(s: GroupStats | None, digits: int) -> str:
 
 
 def markdown(stats: Sequence[GroupStats], digits: int = 2) -> str:
-    """Markdown tables, one per kind: a row per group of the other parameters,
-    a column per solver / allocator / policy (the last group column), cells
-    ``mean ± CI95`` of the main metric, and the seeds counted."""
+    """The summary as Markdown tables, one per kind.
+
+    Parameters
+    ----------
+    stats : sequence of GroupStats
+        From :func:`summarize`.
+    digits : int
+        Decimals of the means and intervals.
+
+    Returns
+    -------
+    str
+        A row per combination of the other parameters, a column per solver,
+        allocator or policy, cells ``mean ± CI95`` of the main metric (with
+        failed runs noted), and the seeds counted (``n``).
+    """
     out = []
     for kind, cols in GROUPS.items():
         ss = [s for s in stats if s.kind == kind]
