@@ -45,10 +45,11 @@ def _solve_args(s) -> None:
                    help="write the allocation here (default: stdout)")
     s.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
                    help="a solver option (repeatable; `alloc solvers --json` lists them)")
-    s.add_argument("--max-moves", type=int, default=0, metavar="K",
-                   help="running jobs that may move (default: 0)")
+    s.add_argument("--max-moves", type=int, default=None, metavar="K",
+                   help="running jobs that may move (default: none, or any number with "
+                        "--move-cost)")
     s.add_argument("--move-cost", type=float, default=None, metavar="C",
-                   help="objective units per move; alone it allows any number (default: none)")
+                   help="objective units per move (default: none)")
     s.add_argument("--strict", action="store_true",
                    help="refuse jobs that cannot be placed on this cluster now (default: leave "
                         "them unplaced with a reason)")

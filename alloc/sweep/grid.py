@@ -1,0 +1,136 @@
+"""The run grid of a sweep: one :class:`Run` per parameter combination.
+
+A run's ``params`` are what it is (JSON values, recorded in its result row);
+its ``key`` is a stable hash of them (the resume key); ``inputs`` holds what
+the worker needs besides (resolved paths, the full simulation config), which
+never enters the key unless it is part of ``params``.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+from ..model import frozen_map
+from .config import SweepConfig, with_seed_and_cap
+
+KINDS = ("allocation", "simulation", "openb")
+
+
+@dataclass(frozen=True)
+class Run:
+    """One run: its kind, stable key, recorded parameters and worker inputs."""
+    kind: str
+    key: str
+    params: Mapping[str, Any]
+    inputs: Mapping[str, Any] = field(default_factory=frozen_map)
+
+
+def canonical(value: Any) -> str:
+    """Canonical JSON (sorted keys, no spaces) of plain JSON values."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), default=_plain)
+
+
+def _plain(v):
+    if isinstance(v, Mapping):
+        return dict(v)
+    raise TypeError(f"not JSON-serialisable: {type(v).__name__}")
+
+
+def run_key(kind: str, params: Mapping[str, Any]) -> str:
+    """The first 16 hex digits of the SHA-256 of the kind and canonical params."""
+    return hashlib.sha256(f"{kind}:{canonical(params)}".encode()).hexdigest()[:16]
+
+
+def make_run(kind: str, params: Mapping[str, Any], inputs: Mapping[str, Any] | None = None,
+             key_extra: Mapping[str, Any] | None = None) -> Run:
+    """A :class:`Run`; ``key_extra`` enters the key without being recorded."""
+    keyed = dict(params, **(key_extra or {}))
+    return Run(kind, run_key(kind, keyed), frozen_map(params), frozen_map(inputs or {}))
+
+
+def allocation_runs(cfg: SweepConfig) -> list[Run]:
+    sec = cfg.allocation
+    out = []
+    for inst in sec.instances:
+        for solver in sec.solvers:
+            for objective in sec.objectives:
+                for tl in sec.time_limits:
+                    for seed in sec.seeds:
+                        params = {"instance": inst.label, "solver": solver,
+                                  "objective": objective, "time_limit": tl, "seed": seed}
+                        if inst.generator:
+                            gseed = seed if inst.seed is None else inst.seed
+                            spec = {"generator": inst.generator, "params": dict(inst.params),
+                                    "seed": gseed}
+                            params["generator_seed"] = gseed
+                            out.append(make_run("allocation", params, {"spec": spec},
+                                                {"spec": spec}))
+                        else:
+                            out.append(make_run("allocation", params, {"path": inst.path},
+                                                {"digest": inst.digest}))
+    return out
+
+
+def simulation_runs(cfg: SweepConfig) -> list[Run]:
+    sec = cfg.simulation
+    out = []
+    for spec in sec.configs:
+        doc = dict(spec.doc)
+        w = doc.get("workload", {})
+        c = doc.get("cluster", {})
+        for seed in sec.seeds:
+            full = with_seed_and_cap(doc, seed, None)
+            params = {"config": spec.label, "allocator": doc.get("allocator", "synergy-tune"),
+                      "order": doc.get("order", "fifo"),
+                      "jobs_per_hour": w.get("jobs_per_hour"),
+                      "gpu_mix": w.get("gpu_mix", "single") if "trace" not in w else None,
+                      "gpus": c.get("servers", 0) * c.get("gpus_per_server", 0),
+                      "vary": dict(spec.vary), "seed": seed}
+            out.append(make_run("simulation", params, {"doc": full, "base": spec.base},
+                                {"doc": full}))
+    return out
+
+
+def openb_runs(cfg: SweepConfig) -> list[Run]:
+    sec = cfg.openb
+    out = []
+    for name, path, digest in sec.workloads:
+        for policy in sec.policies:
+            for seed in sec.seeds:
+                params = {"workload": name, "policy": policy, "tune": sec.tune, "seed": seed}
+                out.append(make_run("openb", params, {"pods": path, "nodes": sec.nodes},
+                                    {"pods": digest, "nodes": sec.nodes_digest}))
+    return out
+
+
+def build_runs(cfg: SweepConfig) -> list[Run]:
+    """Every run of the sweep, in grid order.
+
+    Parameters
+    ----------
+    cfg : SweepConfig
+        A validated config.
+
+    Returns
+    -------
+    list of Run
+        Allocation runs (instance x solver x objective x time limit x seed),
+        then simulation runs (config x vary combination x seed), then openb
+        runs (workload x policy x seed); a run listed twice appears once.
+    """
+    runs: list[Run] = []
+    if cfg.allocation:
+        runs += allocation_runs(cfg)
+    if cfg.simulation:
+        runs += simulation_runs(cfg)
+    if cfg.openb:
+        runs += openb_runs(cfg)
+    seen: set[str] = set()
+    unique = []
+    for r in runs:  # the same run listed twice (e.g. a repeated seed) runs once
+        if r.key not in seen:
+            seen.add(r.key)
+            unique.append(r)
+    return unique
