@@ -29,6 +29,8 @@ from typing import Sequence
 
 import numpy as np
 
+from .index import ScoreIndex
+
 MILLI = 1000
 
 
@@ -195,13 +197,29 @@ class ClusterState:
         self.typed_used = np.zeros(self.N, dtype=np.int64)   # milli-GPU of model-restricted pods
         self.capacity = int(self.ngpu.sum()) * MILLI
         self._type_masks: dict[tuple, np.ndarray] = {}
+        names, mi = np.unique(self.models.astype(str), return_inverse=True)
+        self.model_names, self.model_idx = names, mi.astype(np.int64)
+        self.model_free = np.bincount(mi, weights=self.gsum, minlength=len(names)).astype(np.int64)
+        self.model_tused = np.zeros(len(names), dtype=np.int64)
+        self.log = np.zeros(1024, dtype=np.int64)    # node changed at each clock tick
+        self.nlog = 0
+        self._dirty: list[int] = []                  # nodes whose F is out of date
         self.fm = frag_model
         if frag_model is not None:
             self.type_ok = frag_model.type_ok(self.models)
-            self.frag = frag_model.frag(self.cpu_free, self.gfree, self.valid, self.type_ok)
+            self._frag = frag_model.frag(self.cpu_free, self.gfree, self.valid, self.type_ok)
         else:
             self.type_ok = None
-            self.frag = np.zeros(self.N)
+            self._frag = np.zeros(self.N)
+
+    @property
+    def frag(self) -> np.ndarray:
+        """(N,) node fragmentation F (milli-GPU), brought up to date on read."""
+        if self._dirty:
+            nodes = sorted(set(self._dirty))
+            self._dirty = []
+            self._frag[nodes] = self.frag_of(nodes)
+        return self._frag
 
     # ------------------------------------------------------------ queries
     def type_mask(self, types: tuple[str, ...]) -> np.ndarray:
@@ -224,16 +242,33 @@ class ClusterState:
             ok &= self.nfull >= pod.k
         return ok
 
+    def feasible_at(self, pod: Pod, idx: np.ndarray) -> np.ndarray:
+        """:meth:`feasible` on the nodes ``idx`` only."""
+        ok = ((self.cpu_free[idx] >= pod.c) & (self.mem_free[idx] >= pod.mem)
+              & (self.npods[idx] < self.max_pods))
+        if pod.k == 0:
+            return ok
+        if pod.types or pod.m <= 0:
+            ok &= self.type_mask(pod.types)[idx]
+        if pod.k == 1:
+            ok &= self.gmax[idx] >= pod.m
+        else:
+            ok &= self.nfull[idx] >= pod.k
+        return ok
+
     def best_fit_gpus(self, n: int, pod: Pod) -> list[int]:
         """GPUs in node ``n``: whole-GPU pods the lowest-indexed fully free
         ones; shared pods the GPU with the smallest f >= m (lowest index)."""
-        f = self.gfree[n]
         if pod.k == 0:
             return []
+        f = self.gfree[n, :int(self.ngpu[n])].tolist()
         if pod.m >= MILLI or pod.k > 1:
-            return [int(i) for i in np.flatnonzero((f >= MILLI) & self.valid[n])[:pod.k]]
-        cand = np.where((f >= pod.m) & self.valid[n], f, 1 << 40)
-        return [int(np.argmin(cand))]
+            return [i for i, x in enumerate(f) if x >= MILLI][:pod.k]
+        best = None
+        for i, x in enumerate(f):
+            if x >= pod.m and (best is None or x < f[best]):
+                best = i
+        return [best]
 
     def pick(self, score: np.ndarray, feas: np.ndarray) -> int:
         """Highest score among feasible nodes, ties to the smallest rank."""
@@ -246,7 +281,32 @@ class ClusterState:
                             self.type_ok[nodes])
 
     # ------------------------------------------------------------ updates
+    def _changed(self, n: int) -> None:
+        """Record that node ``n`` changed (clock, stamp, change log, F)."""
+        self.clock += 1
+        self.stamp[n] = self.clock
+        if self.nlog == len(self.log):
+            self.log = np.concatenate([self.log, np.zeros(len(self.log), dtype=np.int64)])
+        self.log[self.nlog] = n
+        self.nlog += 1
+        if self.fm is not None:
+            self._dirty.append(n)
+
+    def _gpu_summary(self, n: int, pod: Pod, sign: int) -> None:
+        row = self.gfree[n]
+        v = row[:int(self.ngpu[n])].tolist()
+        g = sum(v)
+        self.model_free[self.model_idx[n]] += g - int(self.gsum[n])
+        self.gsum[n] = g
+        self.gmax[n] = max(v)
+        self.nfull[n] = sum(1 for x in v if x >= MILLI)
+        self.used += sign * pod.g
+        if pod.types:
+            self.typed_used[n] += sign * pod.g
+            self.model_tused[self.model_idx[n]] += sign * pod.g
+
     def apply(self, n: int, gpus: Sequence[int], pod: Pod) -> None:
+        """Place ``pod`` on node ``n`` (GPU slots ``gpus``)."""
         self.cpu_free[n] -= pod.c
         self.mem_free[n] -= pod.mem
         self.npods[n] += 1
@@ -254,18 +314,9 @@ class ClusterState:
             row = self.gfree[n]
             for i in gpus:
                 row[i] -= pod.m
-            v = row[self.valid[n]]
-            self.gsum[n] = int(v.sum())
-            self.gmax[n] = int(v.max())
-            self.nfull[n] = int((v >= MILLI).sum())
+            self._gpu_summary(n, pod, 1)
             self.tags[n] |= 1 if pod.shared else (1 << pod.k)
-            self.used += pod.g
-            if pod.types:
-                self.typed_used[n] += pod.g
-        self.clock += 1
-        self.stamp[n] = self.clock
-        if self.fm is not None:
-            self.frag[n] = self.frag_of([n])[0]
+        self._changed(n)
 
     def remove(self, n: int, gpus: Sequence[int], pod: Pod) -> None:
         """Undo :meth:`apply` (the GpuClustering tags are left as they are)."""
@@ -276,17 +327,8 @@ class ClusterState:
             row = self.gfree[n]
             for i in gpus:
                 row[i] += pod.m
-            v = row[self.valid[n]]
-            self.gsum[n] = int(v.sum())
-            self.gmax[n] = int(v.max())
-            self.nfull[n] = int((v >= MILLI).sum())
-            self.used -= pod.g
-            if pod.types:
-                self.typed_used[n] -= pod.g
-        self.clock += 1
-        self.stamp[n] = self.clock
-        if self.fm is not None:
-            self.frag[n] = self.frag_of([n])[0]
+            self._gpu_summary(n, pod, -1)
+        self._changed(n)
 
     def check(self) -> None:
         """Assert the hard invariants (used by tests)."""
@@ -297,19 +339,71 @@ class ClusterState:
 
 # ---------------------------------------------------------------- policies
 class Policy:
-    """Base: ``choose(state, pod, feas)`` returns (node, gpu list)."""
+    """Base of the node-scoring policies.
+
+    ``node_scores(state, pod, idx)`` gives the integer score of placing
+    ``pod`` on each node of ``idx`` (and, for policies choosing the GPU of a
+    shared pod by score, that GPU per node, else None).  The winner is the
+    feasible node of highest score, ties to the smallest rank.  Two ways to
+    find it, with the same answer:
+
+    * :meth:`select` (used by :func:`place`): an incremental
+      :class:`~alloc.solvers.fgd.index.ScoreIndex` per pod kind, updated only
+      on the nodes changed since the kind last arrived;
+    * :meth:`choose` over an explicit feasibility mask (O(N); used when a
+      choice is restricted, e.g. by :class:`MoveSimulator`).
+    """
     name = "base"
+    per_gpu = False           # node_scores also chooses the GPU of a shared pod
 
     def __init__(self, seed: int = 0):
         self.rng = np.random.default_rng(seed)
+        self._index_state = None
+        self._index = None
+
+    def node_scores(self, state: ClusterState, pod: Pod, idx):  # pragma: no cover
+        raise NotImplementedError
+
+    def score(self, state: ClusterState, pod: Pod) -> np.ndarray:
+        """(N,) scores of every node."""
+        return self.node_scores(state, pod, slice(None))[0]
 
     def choose(self, state: ClusterState, pod: Pod, feas: np.ndarray):
+        """(node, GPU list) among the nodes of the mask ``feas`` (some must be set)."""
         score = self.score(state, pod)
         n = state.pick(score, feas)
         return n, state.best_fit_gpus(n, pod)
 
-    def score(self, state: ClusterState, pod: Pod) -> np.ndarray:  # pragma: no cover
-        raise NotImplementedError
+    # fast path ------------------------------------------------------------
+    def index(self, state: ClusterState) -> ScoreIndex:
+        """The policy's score index over ``state`` (a new one for a new state)."""
+        if self._index_state is not state:
+            self._index_state = state
+            self._index = self.make_index(state)
+        return self._index
+
+    def make_index(self, state: ClusterState) -> ScoreIndex:
+        return ScoreIndex(state)
+
+    def entry(self, state: ClusterState, pod: Pod):
+        """(index, up-to-date entry of ``pod``'s kind)."""
+        ix = self.index(state)
+
+        def values(idx):
+            score, gpu = self.node_scores(state, pod, idx)
+            return ix.encode(score, state.feasible_at(pod, idx), idx), gpu
+        return ix, ix.entry(pod, values, self.per_gpu and pod.shared)
+
+    def select(self, state: ClusterState, pod: Pod):
+        """(node, GPU list) of the best feasible node, or None when none fits."""
+        ix, ent = self.entry(state, pod)
+        hit = ix.best(ent)
+        return None if hit is None else self.gpus_of(state, pod, ent, *hit)
+
+    def gpus_of(self, state, pod, ent, n, slot):
+        if pod.shared and ent.gpu is not None:
+            return n, [int(ent.gpu[slot])]
+        return n, state.best_fit_gpus(n, pod)
 
 
 class RandomPolicy(Policy):
@@ -320,10 +414,25 @@ class RandomPolicy(Policy):
     def choose(self, state, pod, feas):
         cand = np.flatnonzero(feas)
         n = int(cand[self.rng.integers(len(cand))])
+        return n, self._gpus(state, pod, n)
+
+    def _gpus(self, state, pod, n):
         if pod.shared:
             g = np.flatnonzero((state.gfree[n] >= pod.m) & state.valid[n])
-            return n, [int(g[self.rng.integers(len(g))])]
-        return n, state.best_fit_gpus(n, pod)
+            return [int(g[self.rng.integers(len(g))])]
+        return state.best_fit_gpus(n, pod)
+
+    def make_index(self, state):
+        return ScoreIndex(state, count=True)
+
+    def select(self, state, pod):
+        ix = self.index(state)
+        ent = ix.entry(pod, lambda idx: (state.feasible_at(pod, idx).astype(np.int64), None))
+        total = ix.total(ent)
+        if not total:
+            return None
+        n = ix.nth(ent, int(self.rng.integers(total)))
+        return n, self._gpus(state, pod, n)
 
 
 class DotProdPolicy(Policy):
@@ -331,10 +440,10 @@ class DotProdPolicy(Policy):
     (the smaller dot product of free and requested wins); best-fit GPU."""
     name = "dotprod"
 
-    def score(self, state, pod):
+    def node_scores(self, state, pod, idx):
         cn, gn = state.cpu_norm, state.gpu_norm
-        dot = (state.cpu_free / cn) * (pod.c / cn) + (state.gsum / gn) * (pod.g / gn)
-        return np.floor(100.0 * (1.0 - 0.5 * dot)).astype(np.int64)
+        dot = (state.cpu_free[idx] / cn) * (pod.c / cn) + (state.gsum[idx] / gn) * (pod.g / gn)
+        return np.floor(100.0 * (1.0 - 0.5 * dot)).astype(np.int64), None
 
 
 class GpuClusteringPolicy(Policy):
@@ -345,16 +454,17 @@ class GpuClusteringPolicy(Policy):
     shared pods, ``k-gpu`` for k whole GPUs); best-fit GPU."""
     name = "gpu-clustering"
 
-    def score(self, state, pod):
+    def node_scores(self, state, pod, idx):
+        gsum = state.gsum[idx]
         if pod.k == 0:
-            return np.zeros(state.N, dtype=np.int64)
+            return np.zeros(len(gsum), dtype=np.int64), None
         gn = state.gpu_norm
-        base = np.floor(25.0 * (gn - state.gsum) / gn).astype(np.int64)
+        base = np.floor(25.0 * (gn - gsum) / gn).astype(np.int64)
         bit = 1 if pod.shared else (1 << pod.k)
-        tags = state.tags
+        tags = state.tags[idx]
         bonus = np.where(tags == bit, 75, np.where((tags & bit) != 0, 50,
                                                    np.where(tags == 0, 25, 0)))
-        return base + bonus
+        return base + bonus, None
 
 
 class GpuPackingPolicy(Policy):
@@ -364,19 +474,20 @@ class GpuPackingPolicy(Policy):
     ``max(100 - floor(sum floor(f_j*100/1000) / 10), 50)``; best-fit GPU."""
     name = "gpu-packing"
 
-    def score(self, state, pod):
-        N = state.N
+    def node_scores(self, state, pod, idx):
+        nfull, ngpu = state.nfull[idx], state.ngpu[idx]
         if pod.k == 0:
-            return np.zeros(N, dtype=np.int64)
-        allfree = state.nfull == state.ngpu
+            return np.zeros(len(nfull), dtype=np.int64), None
+        allfree = nfull == ngpu
         if pod.k > 1 or pod.m >= MILLI:
-            u = np.minimum(pod.k, state.nfull)
+            u = np.minimum(pod.k, nfull)
             s = np.maximum(50 - u, 33)
         else:
-            f = np.where((state.gfree >= pod.m) & state.valid, state.gfree, 1 << 40).min(axis=1)
+            g = state.gfree[idx]
+            f = np.where((g >= pod.m) & state.valid[idx], g, 1 << 40).min(axis=1)
             f = np.minimum(f, MILLI)
             s = np.where(f >= MILLI, 49, np.maximum(100 - (f * 100 // MILLI) // 10, 50))
-        return np.where(allfree, 33 - state.ngpu, s).astype(np.int64)
+        return np.where(allfree, 33 - ngpu, s).astype(np.int64), None
 
 
 class BestFitPolicy(Policy):
@@ -384,15 +495,17 @@ class BestFitPolicy(Policy):
     best-fit GPU."""
     name = "best-fit"
 
-    def score(self, state, pod):
+    def node_scores(self, state, pod, idx):
         cn, gn = state.cpu_norm, state.gpu_norm
-        r = 0.5 * (state.cpu_free - pod.c) / cn + 0.5 * (state.gsum - pod.g) / gn
-        return np.floor(100.0 * (1.0 - r)).astype(np.int64)
+        r = 0.5 * (state.cpu_free[idx] - pod.c) / cn + 0.5 * (state.gsum[idx] - pod.g) / gn
+        return np.floor(100.0 * (1.0 - r)).astype(np.int64), None
 
 
 class _Cached(Policy):
     """Scores that depend only on a node's own state and the pod key are
-    cached per key and recomputed only for nodes changed since."""
+    cached per key and recomputed only for nodes changed since (for
+    :meth:`choose`; :meth:`select` uses the score index)."""
+    per_gpu = True
 
     def __init__(self, seed: int = 0):
         super().__init__(seed)
@@ -659,6 +772,23 @@ class FGDLookaheadPolicy(_Cached):
                 feas = open_
         return super().choose(state, pod, feas)
 
+    def make_index(self, state):
+        # one group of nodes per GPU model, so a query can skip protected models
+        return ScoreIndex(state, groups=state.model_idx
+                          if self.reservation(state) is not None else None)
+
+    def select(self, state, pod):
+        ix, ent = self.entry(state, pod)
+        res = self.reservation(state) if pod.k and not pod.types else None
+        if res is not None:
+            r = res[1]
+            open_ = np.flatnonzero(state.model_free - pod.g >= r - state.model_tused)
+            hit = ix.best(ent, open_.tolist()) if len(open_) else None
+            if hit is not None:
+                return self.gpus_of(state, pod, ent, *hit)
+        hit = ix.best(ent)
+        return None if hit is None else self.gpus_of(state, pod, ent, *hit)
+
     def prices(self, fm: FragModel):
         """({share m: y_m}, V) from the typical pods' share mix (:func:`share_prices`)."""
         if self._prices is None:
@@ -722,6 +852,14 @@ def make_policy(name: str, seed: int = 0, **kw) -> Policy:
 # --------------------------------------------------------------- simulator
 def place(state: ClusterState, policy: Policy, pod: Pod):
     """Place one pod; returns (node, gpus) or None when no node fits."""
+    r = policy.select(state, pod)
+    if r is not None:
+        state.apply(r[0], r[1], pod)
+    return r
+
+
+def place_scan(state: ClusterState, policy: Policy, pod: Pod):
+    """:func:`place` by a full O(N) scan (feasibility mask and :meth:`Policy.choose`)."""
     feas = state.feasible(pod)
     if not feas.any():
         return None
@@ -902,4 +1040,5 @@ def simulate_moves(state: ClusterState, policy: Policy, pods: Sequence[Pod], max
 
 
 __all__ = ["Pod", "FragModel", "ClusterState", "Policy", "POLICIES", "make_policy", "place",
+           "place_scan",
            "simulate", "simulate_moves", "MoveSimulator", "sigmoid_score", "MILLI"]
