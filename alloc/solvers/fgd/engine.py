@@ -125,18 +125,43 @@ class FragModel:
                 out[:, t] = np.isin(np.asarray(models, dtype=object), list(ts))
         return out
 
+    def counts(self, gfree: np.ndarray, valid: np.ndarray):
+        """Per node and typical type t: ``a_t = sum_{i: f_i < m_t} f_i`` and
+        ``cnt_t = #{i valid: f_i >= m_t}`` -> two (n, T) integer arrays."""
+        f = gfree[:, :, None]
+        lt = f < self.m[None, None, :]
+        return (f * lt).sum(axis=1), (~lt & valid[:, :, None]).sum(axis=1)
+
+    def value(self, cpu_free: np.ndarray, a: np.ndarray, cnt: np.ndarray, gs: np.ndarray,
+              type_ok: np.ndarray) -> np.ndarray:
+        """F from the counts of :meth:`counts`, free CPU and ``gs = gFree`` (n,)."""
+        cond = (type_ok & ~self.cpu_only[None, :] & (cpu_free[:, None] >= self.c[None, :])
+                & (cnt >= self.k[None, :]))
+        return (np.where(cond, a, gs[:, None]) * self.p).sum(axis=-1)
+
     def frag(self, cpu_free: np.ndarray, gfree: np.ndarray, valid: np.ndarray,
              type_ok: np.ndarray) -> np.ndarray:
         """F for a batch of node states: ``cpu_free`` (n,), ``gfree``/``valid``
         (n, W) -> (n,) milli-GPU."""
-        f = gfree[:, :, None]
-        lt = f < self.m[None, None, :]
-        a = (f * lt).sum(axis=1)
-        cnt = (~lt & valid[:, :, None]).sum(axis=1)
-        gs = gfree.sum(axis=1)
-        cond = (type_ok & ~self.cpu_only[None, :] & (cpu_free[:, None] >= self.c[None, :])
-                & (cnt >= self.k[None, :]))
-        return (np.where(cond, a, gs[:, None]) * self.p).sum(axis=-1)
+        a, cnt = self.counts(gfree, valid)
+        return self.value(cpu_free, a, cnt, gfree.sum(axis=1), type_ok)
+
+    def after_share(self, cpu2: np.ndarray, a: np.ndarray, cnt: np.ndarray, gs2: np.ndarray,
+                    type_ok: np.ndarray, f: np.ndarray, m: int) -> np.ndarray:
+        """F after a share ``m`` lands on one GPU with ``f >= m`` free, per row:
+        the node's counts ``a``/``cnt`` (n, T) before, its free CPU ``cpu2`` and
+        ``gs2 = gFree`` after, that GPU's ``f`` (n,).  Equal to
+        :meth:`frag_shared` on that GPU."""
+        tm = self.m[None, :]
+        f = f[:, None]
+        lt = f < tm
+        f2 = f - m
+        lt2 = f2 < tm
+        a2 = a - f * lt + f2 * lt2
+        cnt2 = cnt - ~lt + ~lt2
+        cond = (type_ok & ~self.cpu_only[None, :] & (cpu2[:, None] >= self.c[None, :])
+                & (cnt2 >= self.k[None, :]))
+        return (np.where(cond, a2, gs2[:, None]) * self.p).sum(axis=-1)
 
     def frag_shared(self, cpu_free: np.ndarray, gfree: np.ndarray, valid: np.ndarray,
                     type_ok: np.ndarray, c: int, m: int) -> np.ndarray:
@@ -182,13 +207,19 @@ class ClusterState:
         self.max_pods = max_pods
         self.valid = np.arange(self.W)[None, :] < self.ngpu[:, None]
         self.gfree = np.where(self.valid, MILLI, 0).astype(np.int64)
-        self.cpu_free = self.cpu_cap.copy()
-        self.mem_free = self.mem_cap.copy()
+        # feasibility columns side by side (one gather per query): free CPU,
+        # free memory, largest free share, fully free GPUs, pods still allowed
+        self.fcols = np.zeros((self.N, 5), dtype=np.int64)
+        self.cpu_free, self.mem_free, self.gmax, self.nfull, self.room = self.fcols.T
+        self.cpu_free[:] = self.cpu_cap
+        self.mem_free[:] = self.mem_cap
+        self.gmax[:] = np.where(self.ngpu > 0, MILLI, -1)
+        self.nfull[:] = self.ngpu
+        self.room[:] = max_pods - 1
         self.npods = np.zeros(self.N, dtype=np.int64)
         self.tags = np.zeros(self.N, dtype=np.int64)
         self.gsum = self.gfree.sum(axis=1)
-        self.gmax = np.where(self.ngpu > 0, MILLI, -1).astype(np.int64)
-        self.nfull = self.ngpu.copy()
+        self._req: dict[Pod, np.ndarray] = {}
         self.cpu_norm = float(max(1, int(self.cpu_cap.max()) if self.N else 1))
         self.gpu_norm = float(self.W * MILLI)
         self.stamp = np.zeros(self.N, dtype=np.int64)   # clock of last change
@@ -207,19 +238,33 @@ class ClusterState:
         self.fm = frag_model
         if frag_model is not None:
             self.type_ok = frag_model.type_ok(self.models)
-            self._frag = frag_model.frag(self.cpu_free, self.gfree, self.valid, self.type_ok)
+            self._fa, self._fcnt = frag_model.counts(self.gfree, self.valid)
+            self._frag = frag_model.value(self.cpu_free, self._fa, self._fcnt, self.gsum,
+                                          self.type_ok)
         else:
             self.type_ok = None
             self._frag = np.zeros(self.N)
+
+    def _flush(self) -> None:
+        nodes = sorted(set(self._dirty))
+        self._dirty = []
+        a, cnt = self.fm.counts(self.gfree[nodes], self.valid[nodes])
+        self._fa[nodes], self._fcnt[nodes] = a, cnt
+        self._frag[nodes] = self.fm.value(self.cpu_free[nodes], a, cnt, self.gsum[nodes],
+                                          self.type_ok[nodes])
 
     @property
     def frag(self) -> np.ndarray:
         """(N,) node fragmentation F (milli-GPU), brought up to date on read."""
         if self._dirty:
-            nodes = sorted(set(self._dirty))
-            self._dirty = []
-            self._frag[nodes] = self.frag_of(nodes)
+            self._flush()
         return self._frag
+
+    def frag_counts(self, idx):
+        """The :meth:`FragModel.counts` of nodes ``idx`` (kept per node)."""
+        if self._dirty:
+            self._flush()
+        return self._fa[idx], self._fcnt[idx]
 
     # ------------------------------------------------------------ queries
     def type_mask(self, types: tuple[str, ...]) -> np.ndarray:
@@ -244,16 +289,15 @@ class ClusterState:
 
     def feasible_at(self, pod: Pod, idx: np.ndarray) -> np.ndarray:
         """:meth:`feasible` on the nodes ``idx`` only."""
-        ok = ((self.cpu_free[idx] >= pod.c) & (self.mem_free[idx] >= pod.mem)
-              & (self.npods[idx] < self.max_pods))
-        if pod.k == 0:
-            return ok
-        if pod.types or pod.m <= 0:
+        req = self._req.get(pod)
+        if req is None:
+            low = -(1 << 62)
+            req = np.array([pod.c, pod.mem, pod.m if pod.k == 1 else low,
+                            pod.k if pod.k > 1 else low, 0], dtype=np.int64)
+            self._req[pod] = req
+        ok = (self.fcols[idx] >= req).all(axis=1)
+        if pod.k and (pod.types or pod.m <= 0):
             ok &= self.type_mask(pod.types)[idx]
-        if pod.k == 1:
-            ok &= self.gmax[idx] >= pod.m
-        else:
-            ok &= self.nfull[idx] >= pod.k
         return ok
 
     def best_fit_gpus(self, n: int, pod: Pod) -> list[int]:
@@ -310,6 +354,7 @@ class ClusterState:
         self.cpu_free[n] -= pod.c
         self.mem_free[n] -= pod.mem
         self.npods[n] += 1
+        self.room[n] -= 1
         if pod.k:
             row = self.gfree[n]
             for i in gpus:
@@ -323,6 +368,7 @@ class ClusterState:
         self.cpu_free[n] += pod.c
         self.mem_free[n] += pod.mem
         self.npods[n] -= 1
+        self.room[n] += 1
         if pod.k:
             row = self.gfree[n]
             for i in gpus:
@@ -507,6 +553,9 @@ class _Cached(Policy):
     :meth:`choose`; :meth:`select` uses the score index)."""
     per_gpu = True
 
+    def make_index(self, state):
+        return ScoreIndex(state, dedupe=16)
+
     def __init__(self, seed: int = 0):
         super().__init__(seed)
         self._cache: dict[tuple, list] = {}
@@ -543,14 +592,33 @@ class _Cached(Policy):
         return np.where(take, g - MILLI, g)
 
     def new_frag(self, state, pod, idx):
-        """(F after placing on each node, per-GPU F for shared pods or None)."""
+        """(F after placing on each node, per-GPU F for shared pods or None).
+
+        From the node's kept counts (:meth:`ClusterState.frag_counts`): a
+        whole-GPU pod turns ``q = min(k, fully free)`` GPUs from 1000 free to
+        0 (``cnt_t`` drops by q for ``m_t > 0``, ``a_t`` unchanged); a shared
+        pod is scored once per distinct (node, free share) among the GPUs
+        with ``f >= m`` (entries of the other GPUs are 0 and meaningless)."""
         fm = state.fm
+        a, cnt = state.frag_counts(idx)
         cpu2 = state.cpu_free[idx] - pod.c
+        gs = state.gsum[idx]
+        tok = state.type_ok[idx]
         if pod.shared:
-            return None, fm.frag_shared(state.cpu_free[idx], state.gfree[idx], state.valid[idx],
-                                        state.type_ok[idx], pod.c, pod.m)
-        g2 = state.gfree[idx] if pod.k == 0 else self.after_whole(state, idx, pod.k)
-        return fm.frag(cpu2, g2, state.valid[idx], state.type_ok[idx]), None
+            g = state.gfree[idx]
+            jj, ii = np.nonzero((g >= pod.m) & state.valid[idx])
+            per = np.zeros(g.shape)
+            if len(jj):
+                key, inv = np.unique(jj * (MILLI + 1) + g[jj, ii], return_inverse=True)
+                uj, uf = key // (MILLI + 1), key % (MILLI + 1)
+                per[jj, ii] = fm.after_share(cpu2[uj], a[uj], cnt[uj], gs[uj] - pod.m, tok[uj],
+                                             uf, pod.m)[inv.reshape(-1)]
+            return None, per
+        if pod.k:
+            q = np.minimum(state.nfull[idx], pod.k)
+            cnt = cnt - q[:, None] * (fm.m > 0)[None, :]
+            gs = gs - q * MILLI
+        return fm.value(cpu2, a, cnt, gs, tok), None
 
 
 class FGDPolicy(_Cached):
@@ -774,7 +842,7 @@ class FGDLookaheadPolicy(_Cached):
 
     def make_index(self, state):
         # one group of nodes per GPU model, so a query can skip protected models
-        return ScoreIndex(state, groups=state.model_idx
+        return ScoreIndex(state, dedupe=16, groups=state.model_idx
                           if self.reservation(state) is not None else None)
 
     def select(self, state, pod):

@@ -60,10 +60,15 @@ class ScoreIndex:
         values are feasibility (counting queries, positions by node index).
     groups : numpy.ndarray, optional
         (N,) group id per node (0..G-1); each group gets its own blocks.
+    dedupe : int
+        Changed-node batches longer than this are made unique first (worth it
+        when scoring a node costs much more than sorting it).
     """
 
-    def __init__(self, state, *, count: bool = False, groups: np.ndarray | None = None):
+    def __init__(self, state, *, count: bool = False, groups: np.ndarray | None = None,
+                 dedupe: int = 256):
         n = state.N
+        self.dedupe = dedupe
         self.state, self.count, self.N = state, count, n
         self.B = B = 32 if n <= 2048 else 64
         order = np.arange(n) if count else np.argsort(state.rank, kind="stable")
@@ -112,7 +117,7 @@ class ScoreIndex:
                 self._fill(ent, values, self.all, full=True)
             else:
                 idx = st.log[lo:hi]
-                if hi - lo > 16:
+                if hi - lo > self.dedupe:
                     idx = np.unique(idx)
                 self._fill(ent, values, idx)
         return ent
@@ -129,7 +134,7 @@ class ScoreIndex:
             ent.agg[:] = ent.val.sum(axis=1) if self.count else ent.val.max(axis=1)
             return
         b = s // self.B
-        if len(b) > 1:
+        if len(b) > 256:
             b = np.unique(b)
         ent.agg[b] = ent.val[b].sum(axis=1) if self.count else ent.val[b].max(axis=1)
 
