@@ -100,3 +100,14 @@ def test_openb_placements_as_recorded(policy, seed):
     out, _, frag = simulate(st, make_policy(policy, seed), wl.arrivals())
     got = [None if r is None else (int(r[0]), [int(g) for g in r[1]]) for r in out]
     assert (digest(got), digest(frag.tolist())) == RECORDED[(policy, seed)]
+
+
+def test_dropped_kinds_are_rescored():
+    rng = np.random.default_rng(0)
+    a, b = (ClusterState([64000] * 50, [10**6] * 50, [8] * 50, ["X"] * 50) for _ in range(2))
+    pa, pb = make_policy("best-fit"), make_policy("best-fit")
+    pa.index(a).max_entries = 3            # many more kinds than kept entries
+    for _ in range(400):
+        pod = Pod(int(rng.integers(1, 20)) * 100, 1, 1, int(rng.choice([100, 300, 1000])))
+        assert place(a, pa, pod) == place_scan(b, pb, pod)
+    assert len(pa.index(a).entries) == 3

@@ -2,8 +2,11 @@
 
 Pods arrive one at a time and are placed immediately (or dropped when nothing
 fits); placed pods never move.  The cluster state is kept as numpy arrays over
-nodes so that feasibility and every policy's score are computed for all nodes
-at once:
+nodes; a placement changes one node, so each policy keeps its node scores per
+pod kind in a :class:`~alloc.solvers.fgd.index.ScoreIndex` and rescores only
+the nodes changed since that kind last arrived (a pod costs O(changes + N/B +
+B) numpy work instead of O(N); :func:`place_scan` is the plain O(N) scan, with
+the same answers).  The state:
 
 * ``cpu_free`` (N,) milli-cores, ``mem_free`` (N,) MiB, ``npods`` (N,);
 * ``gfree`` (N, W) free milli-GPU per GPU slot (``W`` = widest node; slots past
@@ -12,7 +15,9 @@ at once:
   (largest free share on one GPU, -1 without GPUs), ``nfull`` (fully free GPUs),
   ``tags`` (bit set of GPU-pod tags for GpuClustering: bit 0 = shared pod,
   bit k = k-GPU whole pod), ``frag`` (node fragmentation F, see
-  :class:`FragModel`).
+  :class:`FragModel`, with its per-type counts, brought up to date on read);
+* ``log[:nlog]``: the node changed at each placement or removal (what the
+  score indexes catch up from); ``model_free``/``model_tused`` per GPU model.
 
 Notation used in the policy docstrings: a node has ``cpuFree``, per-GPU free
 ``f_i`` and ``gFree = sum f_i``; a pod asks ``c`` milli-cores, ``k`` GPUs of

@@ -24,6 +24,7 @@ so the j-th feasible node in index order is found by a cumulative sum.
 """
 from __future__ import annotations
 
+from collections import OrderedDict
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -92,7 +93,10 @@ class ScoreIndex:
         self.node_at = np.concatenate(node_at) if node_at else np.zeros(0, np.int64)
         self.tie = SH - 1 - gpos
         self.all = np.arange(n)
-        self.entries: dict = {}
+        # least recently used kinds are dropped beyond a memory budget (about
+        # 2^26 values); a dropped kind that arrives again is rescored in full
+        self.max_entries = max(8, (1 << 26) // max(1, self.nblocks * B))
+        self.entries: OrderedDict = OrderedDict()
 
     # ------------------------------------------------------------ updates
     def entry(self, key, values, per_gpu: bool = False) -> Entry:
@@ -108,8 +112,11 @@ class ScoreIndex:
                         np.zeros(max(1, self.nblocks) * self.B, dtype=np.int64)
                         if per_gpu else None, st.nlog)
             self.entries[key] = ent
+            if len(self.entries) > self.max_entries:
+                self.entries.popitem(last=False)
             self._fill(ent, values, self.all, full=True)
             return ent
+        self.entries.move_to_end(key)
         lo, hi = ent.seen, st.nlog
         if hi > lo:
             ent.seen = hi
