@@ -102,7 +102,7 @@ def test_deadline_inside_the_placement_loop(policy):
     problem = compile_problem(*prepare(cluster, jobs), objective="gpus")
     t = time.perf_counter()
     sol = fgd_solvers.run_online(problem, policy, deadline=Deadline.after(0.05))
-    assert time.perf_counter() - t < 0.05 * 1.1 + 0.25
+    assert time.perf_counter() - t < 0.05 * 1.1 + 0.5
     assert sol.stats.get("stopped") == "time limit" and len(sol.assign) < len(jobs)
 
 
