@@ -287,3 +287,29 @@ def test_saturation_no_policy_places_the_prefix_after_it():
         placed, _, _ = simulate(st, make_policy(pol), pods, record_frag=False)
         first_fail = next(i for i, r in enumerate(placed) if r is None)
         assert first_fail <= n               # arrival n + 1 (index n) at the latest
+
+
+def test_bound_honours_its_time_limit():
+    import time as _time
+
+    from alloc.deadline import Deadline
+    from alloc.experiments.openb_bound import upper_bound
+    from alloc.solvers.fgd.engine import Pod
+    rng = np.random.default_rng(3)
+    n = 300
+    cpu = rng.choice([32000, 64000, 96000], n)
+    mem = rng.choice([131072, 262144], n) + rng.integers(0, 50, n) * 1024
+    gpus = rng.choice([2, 4, 8], n)
+    models = [str(x) for x in rng.choice(["A", "B", "C"], n)]
+    pods = [Pod(int(rng.integers(1, 16)) * 1000, int(rng.integers(1, 64)) * 1024, 1,
+                int(rng.choice([130, 230, 320, 470, 650, 810, 1000]))) for _ in range(3000)]
+    t = _time.perf_counter()
+    r = upper_bound(pods, cpu, mem, gpus, models, time_limit=0.5)
+    assert _time.perf_counter() - t < 0.5 * 1.1 + 0.5
+    assert r.bound >= r.value or np.isnan(r.value)
+    assert r.bound <= r.demand
+    # an expired deadline gives the trivial bound at once, never a wrong one
+    dl = Deadline.after(0.001)
+    _time.sleep(0.01)
+    r0 = upper_bound(pods, cpu, mem, gpus, models, deadline=dl)
+    assert r0.status == "time limit" and r0.bound == min(r0.demand, int(gpus.sum()) * 1000)

@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import argparse
 import csv
+import io
+import math
 import os
 import sys
 import time
@@ -80,14 +82,32 @@ class PodTable:
                    self.types[i] if self.k[i] else ())
 
 
+MAX_INT = (1 << 53) - 1   # largest count read from a CSV (sums stay exact in int64)
+MAX_NODE_GPUS = 1024      # GPUs per node (the engine keeps a node x GPU table)
+
+
+def _read_text(path: Path) -> str:
+    """The file's text (UTF-8, a leading byte-order mark dropped)."""
+    if path.is_dir():
+        raise InputError(f"{path}: is a directory, expected a CSV file")
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read ({exc.strerror or exc}), expected a CSV file") \
+            from None
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data[:exc.start].count(b"\n") + 1
+        raise InputError(f"{path}:{line}: byte 0x{data[exc.start]:02x} is not UTF-8, "
+                         "expected a UTF-8 CSV file") from None
+
+
 def _read_rows(path, required: Sequence[str]):
     path = Path(path)
+    text = _read_text(path)
     try:
-        fh = open(path, newline="")
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read ({exc.strerror or exc})") from None
-    with fh:
-        reader = csv.reader(fh)
+        reader = csv.reader(io.StringIO(text, newline=""))
         header = next(reader, None)
         if header is None:
             raise InputError(f"{path}:1: empty file, expected a header with columns "
@@ -95,17 +115,20 @@ def _read_rows(path, required: Sequence[str]):
         header = [h.strip() for h in header]
         for col in required:
             if col not in header:
-                raise InputError(f"{path}:1: column '{col}' missing from the header")
+                raise InputError(f"{path}:1: column '{col}' missing from the header "
+                                 f"(expected columns {', '.join(required)})")
         pos = {h: i for i, h in enumerate(header)}
         rows = []
-        for line, row in enumerate(reader, start=2):
+        for row in reader:
             if not row or all(not x.strip() for x in row):
                 continue
-            rows.append((line, row))
-        return path, pos, rows
+            rows.append((reader.line_num, row))
+    except csv.Error as exc:
+        raise InputError(f"{path}:{reader.line_num}: malformed CSV ({exc})") from None
+    return path, pos, rows
 
 
-def _field(path, line, row, pos, col, *, integer=True, required=True):
+def _field(path, line, row, pos, col, *, integer=True, required=True, maximum=MAX_INT):
     i = pos[col]
     if i >= len(row) or (required and row[i].strip() == ""):
         if not required:
@@ -117,22 +140,27 @@ def _field(path, line, row, pos, col, *, integer=True, required=True):
     try:
         x = int(v)
     except ValueError:
-        raise InputError(f"{path}:{line}: column '{col}' expected an integer, got {v!r}") from None
-    if x < 0:
-        raise InputError(f"{path}:{line}: column '{col}' expected a non-negative integer, "
-                         f"got {x}")
+        shown = v if len(v) <= 40 else v[:37] + "..."
+        raise InputError(f"{path}:{line}: column '{col}' expected an integer, got {shown!r}") \
+            from None
+    if x < 0 or x > maximum:
+        shown = str(x) if len(v) <= 40 else v[:37] + "..."
+        raise InputError(f"{path}:{line}: column '{col}' expected an integer 0..{maximum}, "
+                         f"got {shown}")
     return x
 
 
 def load_nodes(path) -> NodeTable:
-    """Read a node CSV (``sn, cpu_milli, memory_mib, gpu, model``)."""
+    """Read a node CSV (``sn, cpu_milli, memory_mib, gpu, model``); at least one row."""
     path, pos, rows = _read_rows(path, ("sn", "cpu_milli", "memory_mib", "gpu", "model"))
+    if not rows:
+        raise InputError(f"{path}:2: no nodes, expected at least one data row")
     names, cpu, mem, gpus, model = [], [], [], [], []
     for line, row in rows:
         names.append(_field(path, line, row, pos, "sn", integer=False))
         cpu.append(_field(path, line, row, pos, "cpu_milli"))
         mem.append(_field(path, line, row, pos, "memory_mib"))
-        gpus.append(_field(path, line, row, pos, "gpu"))
+        gpus.append(_field(path, line, row, pos, "gpu", maximum=MAX_NODE_GPUS))
         model.append(_field(path, line, row, pos, "model", integer=False, required=False))
     return NodeTable(names, np.array(cpu, dtype=np.int64), np.array(mem, dtype=np.int64),
                      np.array(gpus, dtype=np.int64), model, str(path))
@@ -149,10 +177,8 @@ def load_pods(path) -> PodTable:
         names.append(_field(path, line, row, pos, "name", integer=False))
         cpu.append(_field(path, line, row, pos, "cpu_milli"))
         mem.append(_field(path, line, row, pos, "memory_mib"))
-        k = _field(path, line, row, pos, "num_gpu")
-        m = _field(path, line, row, pos, "gpu_milli")
-        if m > MILLI:
-            raise InputError(f"{path}:{line}: column 'gpu_milli' expected 0..1000, got {m}")
+        k = _field(path, line, row, pos, "num_gpu", maximum=1 << 20)
+        m = _field(path, line, row, pos, "gpu_milli", maximum=MILLI)
         if k > 1 and m < MILLI:
             raise InputError(f"{path}:{line}: column 'gpu_milli' must be 1000 when num_gpu > 1 "
                              f"(num_gpu={k}, gpu_milli={m})")
@@ -163,6 +189,22 @@ def load_pods(path) -> PodTable:
         types.append(tuple(t for t in spec.split("|") if t) if k else ())
     return PodTable(names, np.array(cpu, dtype=np.int64), np.array(mem, dtype=np.int64),
                     np.array(ks, dtype=np.int64), np.array(ms, dtype=np.int64), types, str(path))
+
+
+def unplaceable(pods: PodTable, nodes: NodeTable) -> list[int]:
+    """Pods that fit on no node even when the cluster is empty (CPU, memory,
+    GPU count and share, GPU models): well-formed, but never placed."""
+    out = []
+    has_gpu = nodes.gpus > 0
+    for i in range(len(pods)):
+        ok = (nodes.cpu >= pods.cpu[i]) & (nodes.mem >= pods.mem[i])
+        if pods.k[i]:
+            ok &= has_gpu & (nodes.gpus >= pods.k[i])
+            if pods.types[i]:
+                ok &= np.isin(np.asarray(nodes.model, dtype=object), list(pods.types[i]))
+        if not ok.any():
+            out.append(i)
+    return out
 
 
 def to_cluster(nodes: NodeTable):
@@ -423,13 +465,39 @@ def bench_main(argv: list[str]) -> int:
         nodes = load_nodes(args.nodes)
         pods = load_pods(args.pods)
         if not len(pods):
-            raise InputError(f"{args.pods}: no pods")
-        if args.tune <= 0:
+            raise InputError(f"{args.pods}:2: no pods, expected at least one data row")
+        if not int(nodes.gpus.sum()):
+            raise InputError(f"{args.nodes}: no node has a GPU (column 'gpu'), expected GPU "
+                             "capacity to measure allocation against")
+        if not (math.isfinite(args.tune) and args.tune > 0):
             raise InputError(f"--tune: expected a positive number, got {args.tune}")
     except InputError as exc:
         print(f"alloc bench openb: {exc}", file=sys.stderr)
         return 2
+    try:
+        return _bench_runs(args, policies, seeds, nodes, pods)
+    except OSError as exc:
+        print(f"alloc bench openb: {exc.filename or ''}: cannot write ({exc.strerror or exc})",
+              file=sys.stderr)
+        return 2
+
+
+def _mean_text(vals) -> str:
+    """``mean ± std`` of the runs' values at one column, or why there is none."""
+    a = np.array([v for v in vals if v is not None], dtype=float)
+    if not len(a):
+        return "n/a (the arrivals never reach it)"
+    return f"{a.mean():.2f} ± {float(a.std(ddof=1)) if len(a) > 1 else 0.0:.2f}"
+
+
+def _bench_runs(args, policies, seeds, nodes, pods) -> int:
     name = Path(args.pods).stem
+    wide = unplaceable(pods, nodes)
+    if wide:
+        i = wide[0]
+        print(f"alloc bench openb: note: {len(wide)} of {len(pods)} pods fit on no node "
+              f"(e.g. {pods.names[i]}: {int(pods.k[i])} GPUs, {int(pods.cpu[i])} milli-cores, "
+              f"{int(pods.mem[i])} MiB); they arrive and are never placed", file=sys.stderr)
     fm = typical_pods(sort_by_name(pods))
     results = []
     try:
@@ -462,11 +530,9 @@ def bench_main(argv: list[str]) -> int:
         write_frag(args.frag_out, results)
     for pol in policies:
         rs = [r for r in results if r.policy == pol]
-        a100 = np.array([r.alloc[100] for r in rs], dtype=float)
-        a130 = np.array([r.alloc[130] for r in rs], dtype=float)
-        sd = (lambda a: float(a.std(ddof=1)) if len(a) > 1 else 0.0)
-        print(f"{pol}: x=100 {a100.mean():.2f} ± {sd(a100):.2f}  x=130 {a130.mean():.2f} ± "
-              f"{sd(a130):.2f}  {np.mean([r.seconds for r in rs]):.2f} s/run wall "
+        print(f"{pol}: x=100 {_mean_text([r.alloc[100] for r in rs])}  "
+              f"x=130 {_mean_text([r.alloc[130] for r in rs])}  "
+              f"{np.mean([r.seconds for r in rs]):.2f} s/run wall "
               f"{np.mean([r.cpu_seconds for r in rs]):.2f} s/run cpu", file=sys.stderr)
     if args.plot:
         plot_curves(args.plot, results, title=name)
@@ -501,5 +567,5 @@ def plot_curves(path, results: Sequence[RunResult], title: str = "") -> bool:
 
 __all__ = ["NodeTable", "PodTable", "load_nodes", "load_pods", "to_cluster", "to_jobs",
            "Workload", "build_workload", "fisher_yates", "sort_by_name", "typical_pods", "bin_curve",
-           "RunResult", "run", "bench_main", "write_curves", "write_frag", "plot_curves",
+           "RunResult", "run", "bench_main", "unplaceable", "write_curves", "write_frag", "plot_curves",
            "shared_dir", "openb_dir"]

@@ -76,15 +76,23 @@ def _levels(shares: Sequence[int]) -> list[int]:
 
 def upper_bound(pods: Sequence[Pod], cpu, mem, ngpu, models: Sequence[str], *,
                 integer: bool = True, time_limit: float = 60.0, threads: int = 1,
-                mip_gap: float = 1e-6) -> BoundResult:
+                mip_gap: float = 1e-6, deadline=None) -> BoundResult:
     """Upper bound on the GPU milli allocatable by placing a subset of ``pods``
     on the nodes (``cpu``, ``mem``, ``ngpu``, ``models`` per node); see the
-    module docstring for the model and its relaxations."""
+    module docstring for the model and its relaxations.
+
+    Everything (building the model, its LP relaxation, then the MIP on the time
+    left) stops by ``deadline`` (default: ``time_limit`` seconds from the
+    call).  A relaxation that did not finish proves nothing; the bound is then
+    the trivial ``min(demand, GPU capacity)`` and ``status`` says why."""
     import time
 
+    from ..deadline import Deadline
     from ..kernel import INF, LinearModel, solve, solve_lp
+    from ..model import Status
 
     t0 = time.perf_counter()
+    dl = deadline if deadline is not None else Deadline.after(time_limit)
     shape_count = Counter(zip((int(x) for x in cpu), (int(x) for x in mem),
                               (int(x) for x in ngpu), (str(x) for x in models)))
     shapes = [s for s in shape_count if s[2] > 0]
@@ -103,6 +111,10 @@ def upper_bound(pods: Sequence[Pod], cpu, mem, ngpu, models: Sequence[str], *,
     rows = []          # (lower, upper, {col: coef})
     y_of_type = defaultdict(list)
     for si, (scpu, smem, G, model) in enumerate(shapes):
+        if dl.expired():
+            t = float(min(demand, sum(int(g) for g in ngpu) * MILLI))
+            return BoundResult(t, float("nan"), t, "time limit", time.perf_counter() - t0,
+                               demand, len(shapes), len(types))
         Ns = shape_count[(scpu, smem, G, model)]
         ys = []
         for (c, pm, k, m, ts) in types:
@@ -152,13 +164,17 @@ def upper_bound(pods: Sequence[Pod], cpu, mem, ngpu, models: Sequence[str], *,
 
     for lo, hi, coefs in rows:
         lpm.add_row(coefs, lo, hi)
-    relax = solve_lp(lpm, time_limit=time_limit)
-    lp_val = float(relax.objective) if relax.objective is not None else float("nan")
-    if not integer:
-        return BoundResult(lp_val, float("nan"), lp_val, relax.status.value,
+    trivial = float(min(demand, sum(int(g) for g in ngpu) * MILLI))
+    relax = solve_lp(lpm, deadline=dl)
+    if relax.status is Status.OPTIMAL and relax.objective is not None:
+        lp_val = float(relax.objective)
+    else:
+        lp_val = trivial
+    if not integer or dl.expired():
+        status = relax.status.value if relax.status is Status.OPTIMAL else "time limit"
+        return BoundResult(lp_val, float("nan"), lp_val, status,
                            time.perf_counter() - t0, demand, len(shapes), len(types))
-    left = max(1e-3, time_limit - (time.perf_counter() - t0))
-    res = solve(lpm, "highs", time_limit=left, mip_rel_gap=mip_gap)
+    res = solve(lpm, "highs", deadline=dl, mip_rel_gap=mip_gap)
     bound = res.bound if res.bound is not None else lp_val
     bound = min(bound, lp_val)
     val = float(res.objective) if res.objective is not None else float("nan")

@@ -2,8 +2,11 @@
 
 Pods arrive one at a time and are placed immediately (or dropped when nothing
 fits); placed pods never move.  The cluster state is kept as numpy arrays over
-nodes so that feasibility and every policy's score are computed for all nodes
-at once:
+nodes; a placement changes one node, so each policy keeps its node scores per
+pod kind in a :class:`~alloc.solvers.fgd.index.ScoreIndex` and rescores only
+the nodes changed since that kind last arrived (a pod costs O(changes + N/B +
+B) numpy work instead of O(N); :func:`place_scan` is the plain O(N) scan, with
+the same answers).  The state:
 
 * ``cpu_free`` (N,) milli-cores, ``mem_free`` (N,) MiB, ``npods`` (N,);
 * ``gfree`` (N, W) free milli-GPU per GPU slot (``W`` = widest node; slots past
@@ -12,7 +15,9 @@ at once:
   (largest free share on one GPU, -1 without GPUs), ``nfull`` (fully free GPUs),
   ``tags`` (bit set of GPU-pod tags for GpuClustering: bit 0 = shared pod,
   bit k = k-GPU whole pod), ``frag`` (node fragmentation F, see
-  :class:`FragModel`).
+  :class:`FragModel`, with its per-type counts, brought up to date on read);
+* ``log[:nlog]``: the node changed at each placement or removal (what the
+  score indexes catch up from); ``model_free``/``model_tused`` per GPU model.
 
 Notation used in the policy docstrings: a node has ``cpuFree``, per-GPU free
 ``f_i`` and ``gFree = sum f_i``; a pod asks ``c`` milli-cores, ``k`` GPUs of
@@ -28,6 +33,8 @@ from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
+
+from .index import ScoreIndex
 
 MILLI = 1000
 
@@ -123,18 +130,43 @@ class FragModel:
                 out[:, t] = np.isin(np.asarray(models, dtype=object), list(ts))
         return out
 
+    def counts(self, gfree: np.ndarray, valid: np.ndarray):
+        """Per node and typical type t: ``a_t = sum_{i: f_i < m_t} f_i`` and
+        ``cnt_t = #{i valid: f_i >= m_t}`` -> two (n, T) integer arrays."""
+        f = gfree[:, :, None]
+        lt = f < self.m[None, None, :]
+        return (f * lt).sum(axis=1), (~lt & valid[:, :, None]).sum(axis=1)
+
+    def value(self, cpu_free: np.ndarray, a: np.ndarray, cnt: np.ndarray, gs: np.ndarray,
+              type_ok: np.ndarray) -> np.ndarray:
+        """F from the counts of :meth:`counts`, free CPU and ``gs = gFree`` (n,)."""
+        cond = (type_ok & ~self.cpu_only[None, :] & (cpu_free[:, None] >= self.c[None, :])
+                & (cnt >= self.k[None, :]))
+        return (np.where(cond, a, gs[:, None]) * self.p).sum(axis=-1)
+
     def frag(self, cpu_free: np.ndarray, gfree: np.ndarray, valid: np.ndarray,
              type_ok: np.ndarray) -> np.ndarray:
         """F for a batch of node states: ``cpu_free`` (n,), ``gfree``/``valid``
         (n, W) -> (n,) milli-GPU."""
-        f = gfree[:, :, None]
-        lt = f < self.m[None, None, :]
-        a = (f * lt).sum(axis=1)
-        cnt = (~lt & valid[:, :, None]).sum(axis=1)
-        gs = gfree.sum(axis=1)
-        cond = (type_ok & ~self.cpu_only[None, :] & (cpu_free[:, None] >= self.c[None, :])
-                & (cnt >= self.k[None, :]))
-        return (np.where(cond, a, gs[:, None]) * self.p).sum(axis=-1)
+        a, cnt = self.counts(gfree, valid)
+        return self.value(cpu_free, a, cnt, gfree.sum(axis=1), type_ok)
+
+    def after_share(self, cpu2: np.ndarray, a: np.ndarray, cnt: np.ndarray, gs2: np.ndarray,
+                    type_ok: np.ndarray, f: np.ndarray, m: int) -> np.ndarray:
+        """F after a share ``m`` lands on one GPU with ``f >= m`` free, per row:
+        the node's counts ``a``/``cnt`` (n, T) before, its free CPU ``cpu2`` and
+        ``gs2 = gFree`` after, that GPU's ``f`` (n,).  Equal to
+        :meth:`frag_shared` on that GPU."""
+        tm = self.m[None, :]
+        f = f[:, None]
+        lt = f < tm
+        f2 = f - m
+        lt2 = f2 < tm
+        a2 = a - f * lt + f2 * lt2
+        cnt2 = cnt - ~lt + ~lt2
+        cond = (type_ok & ~self.cpu_only[None, :] & (cpu2[:, None] >= self.c[None, :])
+                & (cnt2 >= self.k[None, :]))
+        return (np.where(cond, a2, gs2[:, None]) * self.p).sum(axis=-1)
 
     def frag_shared(self, cpu_free: np.ndarray, gfree: np.ndarray, valid: np.ndarray,
                     type_ok: np.ndarray, c: int, m: int) -> np.ndarray:
@@ -180,13 +212,19 @@ class ClusterState:
         self.max_pods = max_pods
         self.valid = np.arange(self.W)[None, :] < self.ngpu[:, None]
         self.gfree = np.where(self.valid, MILLI, 0).astype(np.int64)
-        self.cpu_free = self.cpu_cap.copy()
-        self.mem_free = self.mem_cap.copy()
+        # feasibility columns side by side (one gather per query): free CPU,
+        # free memory, largest free share, fully free GPUs, pods still allowed
+        self.fcols = np.zeros((self.N, 5), dtype=np.int64)
+        self.cpu_free, self.mem_free, self.gmax, self.nfull, self.room = self.fcols.T
+        self.cpu_free[:] = self.cpu_cap
+        self.mem_free[:] = self.mem_cap
+        self.gmax[:] = np.where(self.ngpu > 0, MILLI, -1)
+        self.nfull[:] = self.ngpu
+        self.room[:] = max_pods - 1
         self.npods = np.zeros(self.N, dtype=np.int64)
         self.tags = np.zeros(self.N, dtype=np.int64)
         self.gsum = self.gfree.sum(axis=1)
-        self.gmax = np.where(self.ngpu > 0, MILLI, -1).astype(np.int64)
-        self.nfull = self.ngpu.copy()
+        self._req: dict[Pod, np.ndarray] = {}
         self.cpu_norm = float(max(1, int(self.cpu_cap.max()) if self.N else 1))
         self.gpu_norm = float(self.W * MILLI)
         self.stamp = np.zeros(self.N, dtype=np.int64)   # clock of last change
@@ -195,13 +233,43 @@ class ClusterState:
         self.typed_used = np.zeros(self.N, dtype=np.int64)   # milli-GPU of model-restricted pods
         self.capacity = int(self.ngpu.sum()) * MILLI
         self._type_masks: dict[tuple, np.ndarray] = {}
+        names, mi = np.unique(self.models.astype(str), return_inverse=True)
+        self.model_names, self.model_idx = names, mi.astype(np.int64)
+        self.model_free = np.bincount(mi, weights=self.gsum, minlength=len(names)).astype(np.int64)
+        self.model_tused = np.zeros(len(names), dtype=np.int64)
+        self.log = np.zeros(1024, dtype=np.int64)    # node changed at each clock tick
+        self.nlog = 0
+        self._dirty: list[int] = []                  # nodes whose F is out of date
         self.fm = frag_model
         if frag_model is not None:
             self.type_ok = frag_model.type_ok(self.models)
-            self.frag = frag_model.frag(self.cpu_free, self.gfree, self.valid, self.type_ok)
+            self._fa, self._fcnt = frag_model.counts(self.gfree, self.valid)
+            self._frag = frag_model.value(self.cpu_free, self._fa, self._fcnt, self.gsum,
+                                          self.type_ok)
         else:
             self.type_ok = None
-            self.frag = np.zeros(self.N)
+            self._frag = np.zeros(self.N)
+
+    def _flush(self) -> None:
+        nodes = sorted(set(self._dirty))
+        self._dirty = []
+        a, cnt = self.fm.counts(self.gfree[nodes], self.valid[nodes])
+        self._fa[nodes], self._fcnt[nodes] = a, cnt
+        self._frag[nodes] = self.fm.value(self.cpu_free[nodes], a, cnt, self.gsum[nodes],
+                                          self.type_ok[nodes])
+
+    @property
+    def frag(self) -> np.ndarray:
+        """(N,) node fragmentation F (milli-GPU), brought up to date on read."""
+        if self._dirty:
+            self._flush()
+        return self._frag
+
+    def frag_counts(self, idx):
+        """The :meth:`FragModel.counts` of nodes ``idx`` (kept per node)."""
+        if self._dirty:
+            self._flush()
+        return self._fa[idx], self._fcnt[idx]
 
     # ------------------------------------------------------------ queries
     def type_mask(self, types: tuple[str, ...]) -> np.ndarray:
@@ -224,16 +292,32 @@ class ClusterState:
             ok &= self.nfull >= pod.k
         return ok
 
+    def feasible_at(self, pod: Pod, idx: np.ndarray) -> np.ndarray:
+        """:meth:`feasible` on the nodes ``idx`` only."""
+        req = self._req.get(pod)
+        if req is None:
+            low = -(1 << 62)
+            req = np.array([pod.c, pod.mem, pod.m if pod.k == 1 else low,
+                            pod.k if pod.k > 1 else low, 0], dtype=np.int64)
+            self._req[pod] = req
+        ok = (self.fcols[idx] >= req).all(axis=1)
+        if pod.k and (pod.types or pod.m <= 0):
+            ok &= self.type_mask(pod.types)[idx]
+        return ok
+
     def best_fit_gpus(self, n: int, pod: Pod) -> list[int]:
         """GPUs in node ``n``: whole-GPU pods the lowest-indexed fully free
         ones; shared pods the GPU with the smallest f >= m (lowest index)."""
-        f = self.gfree[n]
         if pod.k == 0:
             return []
+        f = self.gfree[n, :int(self.ngpu[n])].tolist()
         if pod.m >= MILLI or pod.k > 1:
-            return [int(i) for i in np.flatnonzero((f >= MILLI) & self.valid[n])[:pod.k]]
-        cand = np.where((f >= pod.m) & self.valid[n], f, 1 << 40)
-        return [int(np.argmin(cand))]
+            return [i for i, x in enumerate(f) if x >= MILLI][:pod.k]
+        best = None
+        for i, x in enumerate(f):
+            if x >= pod.m and (best is None or x < f[best]):
+                best = i
+        return [best]
 
     def pick(self, score: np.ndarray, feas: np.ndarray) -> int:
         """Highest score among feasible nodes, ties to the smallest rank."""
@@ -246,47 +330,56 @@ class ClusterState:
                             self.type_ok[nodes])
 
     # ------------------------------------------------------------ updates
+    def _changed(self, n: int) -> None:
+        """Record that node ``n`` changed (clock, stamp, change log, F)."""
+        self.clock += 1
+        self.stamp[n] = self.clock
+        if self.nlog == len(self.log):
+            self.log = np.concatenate([self.log, np.zeros(len(self.log), dtype=np.int64)])
+        self.log[self.nlog] = n
+        self.nlog += 1
+        if self.fm is not None:
+            self._dirty.append(n)
+
+    def _gpu_summary(self, n: int, pod: Pod, sign: int) -> None:
+        row = self.gfree[n]
+        v = row[:int(self.ngpu[n])].tolist()
+        g = sum(v)
+        self.model_free[self.model_idx[n]] += g - int(self.gsum[n])
+        self.gsum[n] = g
+        self.gmax[n] = max(v)
+        self.nfull[n] = sum(1 for x in v if x >= MILLI)
+        self.used += sign * pod.g
+        if pod.types:
+            self.typed_used[n] += sign * pod.g
+            self.model_tused[self.model_idx[n]] += sign * pod.g
+
     def apply(self, n: int, gpus: Sequence[int], pod: Pod) -> None:
+        """Place ``pod`` on node ``n`` (GPU slots ``gpus``)."""
         self.cpu_free[n] -= pod.c
         self.mem_free[n] -= pod.mem
         self.npods[n] += 1
+        self.room[n] -= 1
         if pod.k:
             row = self.gfree[n]
             for i in gpus:
                 row[i] -= pod.m
-            v = row[self.valid[n]]
-            self.gsum[n] = int(v.sum())
-            self.gmax[n] = int(v.max())
-            self.nfull[n] = int((v >= MILLI).sum())
+            self._gpu_summary(n, pod, 1)
             self.tags[n] |= 1 if pod.shared else (1 << pod.k)
-            self.used += pod.g
-            if pod.types:
-                self.typed_used[n] += pod.g
-        self.clock += 1
-        self.stamp[n] = self.clock
-        if self.fm is not None:
-            self.frag[n] = self.frag_of([n])[0]
+        self._changed(n)
 
     def remove(self, n: int, gpus: Sequence[int], pod: Pod) -> None:
         """Undo :meth:`apply` (the GpuClustering tags are left as they are)."""
         self.cpu_free[n] += pod.c
         self.mem_free[n] += pod.mem
         self.npods[n] -= 1
+        self.room[n] += 1
         if pod.k:
             row = self.gfree[n]
             for i in gpus:
                 row[i] += pod.m
-            v = row[self.valid[n]]
-            self.gsum[n] = int(v.sum())
-            self.gmax[n] = int(v.max())
-            self.nfull[n] = int((v >= MILLI).sum())
-            self.used -= pod.g
-            if pod.types:
-                self.typed_used[n] -= pod.g
-        self.clock += 1
-        self.stamp[n] = self.clock
-        if self.fm is not None:
-            self.frag[n] = self.frag_of([n])[0]
+            self._gpu_summary(n, pod, -1)
+        self._changed(n)
 
     def check(self) -> None:
         """Assert the hard invariants (used by tests)."""
@@ -297,19 +390,71 @@ class ClusterState:
 
 # ---------------------------------------------------------------- policies
 class Policy:
-    """Base: ``choose(state, pod, feas)`` returns (node, gpu list)."""
+    """Base of the node-scoring policies.
+
+    ``node_scores(state, pod, idx)`` gives the integer score of placing
+    ``pod`` on each node of ``idx`` (and, for policies choosing the GPU of a
+    shared pod by score, that GPU per node, else None).  The winner is the
+    feasible node of highest score, ties to the smallest rank.  Two ways to
+    find it, with the same answer:
+
+    * :meth:`select` (used by :func:`place`): an incremental
+      :class:`~alloc.solvers.fgd.index.ScoreIndex` per pod kind, updated only
+      on the nodes changed since the kind last arrived;
+    * :meth:`choose` over an explicit feasibility mask (O(N); used when a
+      choice is restricted, e.g. by :class:`MoveSimulator`).
+    """
     name = "base"
+    per_gpu = False           # node_scores also chooses the GPU of a shared pod
 
     def __init__(self, seed: int = 0):
         self.rng = np.random.default_rng(seed)
+        self._index_state = None
+        self._index = None
+
+    def node_scores(self, state: ClusterState, pod: Pod, idx):  # pragma: no cover
+        raise NotImplementedError
+
+    def score(self, state: ClusterState, pod: Pod) -> np.ndarray:
+        """(N,) scores of every node."""
+        return self.node_scores(state, pod, slice(None))[0]
 
     def choose(self, state: ClusterState, pod: Pod, feas: np.ndarray):
+        """(node, GPU list) among the nodes of the mask ``feas`` (some must be set)."""
         score = self.score(state, pod)
         n = state.pick(score, feas)
         return n, state.best_fit_gpus(n, pod)
 
-    def score(self, state: ClusterState, pod: Pod) -> np.ndarray:  # pragma: no cover
-        raise NotImplementedError
+    # fast path ------------------------------------------------------------
+    def index(self, state: ClusterState) -> ScoreIndex:
+        """The policy's score index over ``state`` (a new one for a new state)."""
+        if self._index_state is not state:
+            self._index_state = state
+            self._index = self.make_index(state)
+        return self._index
+
+    def make_index(self, state: ClusterState) -> ScoreIndex:
+        return ScoreIndex(state)
+
+    def entry(self, state: ClusterState, pod: Pod):
+        """(index, up-to-date entry of ``pod``'s kind)."""
+        ix = self.index(state)
+
+        def values(idx):
+            score, gpu = self.node_scores(state, pod, idx)
+            return ix.encode(score, state.feasible_at(pod, idx), idx), gpu
+        return ix, ix.entry(pod, values, self.per_gpu and pod.shared)
+
+    def select(self, state: ClusterState, pod: Pod):
+        """(node, GPU list) of the best feasible node, or None when none fits."""
+        ix, ent = self.entry(state, pod)
+        hit = ix.best(ent)
+        return None if hit is None else self.gpus_of(state, pod, ent, *hit)
+
+    def gpus_of(self, state, pod, ent, n, slot):
+        if pod.shared and ent.gpu is not None:
+            return n, [int(ent.gpu[slot])]
+        return n, state.best_fit_gpus(n, pod)
 
 
 class RandomPolicy(Policy):
@@ -320,10 +465,25 @@ class RandomPolicy(Policy):
     def choose(self, state, pod, feas):
         cand = np.flatnonzero(feas)
         n = int(cand[self.rng.integers(len(cand))])
+        return n, self._gpus(state, pod, n)
+
+    def _gpus(self, state, pod, n):
         if pod.shared:
             g = np.flatnonzero((state.gfree[n] >= pod.m) & state.valid[n])
-            return n, [int(g[self.rng.integers(len(g))])]
-        return n, state.best_fit_gpus(n, pod)
+            return [int(g[self.rng.integers(len(g))])]
+        return state.best_fit_gpus(n, pod)
+
+    def make_index(self, state):
+        return ScoreIndex(state, count=True)
+
+    def select(self, state, pod):
+        ix = self.index(state)
+        ent = ix.entry(pod, lambda idx: (state.feasible_at(pod, idx).astype(np.int64), None))
+        total = ix.total(ent)
+        if not total:
+            return None
+        n = ix.nth(ent, int(self.rng.integers(total)))
+        return n, self._gpus(state, pod, n)
 
 
 class DotProdPolicy(Policy):
@@ -331,10 +491,10 @@ class DotProdPolicy(Policy):
     (the smaller dot product of free and requested wins); best-fit GPU."""
     name = "dotprod"
 
-    def score(self, state, pod):
+    def node_scores(self, state, pod, idx):
         cn, gn = state.cpu_norm, state.gpu_norm
-        dot = (state.cpu_free / cn) * (pod.c / cn) + (state.gsum / gn) * (pod.g / gn)
-        return np.floor(100.0 * (1.0 - 0.5 * dot)).astype(np.int64)
+        dot = (state.cpu_free[idx] / cn) * (pod.c / cn) + (state.gsum[idx] / gn) * (pod.g / gn)
+        return np.floor(100.0 * (1.0 - 0.5 * dot)).astype(np.int64), None
 
 
 class GpuClusteringPolicy(Policy):
@@ -345,16 +505,17 @@ class GpuClusteringPolicy(Policy):
     shared pods, ``k-gpu`` for k whole GPUs); best-fit GPU."""
     name = "gpu-clustering"
 
-    def score(self, state, pod):
+    def node_scores(self, state, pod, idx):
+        gsum = state.gsum[idx]
         if pod.k == 0:
-            return np.zeros(state.N, dtype=np.int64)
+            return np.zeros(len(gsum), dtype=np.int64), None
         gn = state.gpu_norm
-        base = np.floor(25.0 * (gn - state.gsum) / gn).astype(np.int64)
+        base = np.floor(25.0 * (gn - gsum) / gn).astype(np.int64)
         bit = 1 if pod.shared else (1 << pod.k)
-        tags = state.tags
+        tags = state.tags[idx]
         bonus = np.where(tags == bit, 75, np.where((tags & bit) != 0, 50,
                                                    np.where(tags == 0, 25, 0)))
-        return base + bonus
+        return base + bonus, None
 
 
 class GpuPackingPolicy(Policy):
@@ -364,19 +525,20 @@ class GpuPackingPolicy(Policy):
     ``max(100 - floor(sum floor(f_j*100/1000) / 10), 50)``; best-fit GPU."""
     name = "gpu-packing"
 
-    def score(self, state, pod):
-        N = state.N
+    def node_scores(self, state, pod, idx):
+        nfull, ngpu = state.nfull[idx], state.ngpu[idx]
         if pod.k == 0:
-            return np.zeros(N, dtype=np.int64)
-        allfree = state.nfull == state.ngpu
+            return np.zeros(len(nfull), dtype=np.int64), None
+        allfree = nfull == ngpu
         if pod.k > 1 or pod.m >= MILLI:
-            u = np.minimum(pod.k, state.nfull)
+            u = np.minimum(pod.k, nfull)
             s = np.maximum(50 - u, 33)
         else:
-            f = np.where((state.gfree >= pod.m) & state.valid, state.gfree, 1 << 40).min(axis=1)
+            g = state.gfree[idx]
+            f = np.where((g >= pod.m) & state.valid[idx], g, 1 << 40).min(axis=1)
             f = np.minimum(f, MILLI)
             s = np.where(f >= MILLI, 49, np.maximum(100 - (f * 100 // MILLI) // 10, 50))
-        return np.where(allfree, 33 - state.ngpu, s).astype(np.int64)
+        return np.where(allfree, 33 - ngpu, s).astype(np.int64), None
 
 
 class BestFitPolicy(Policy):
@@ -384,15 +546,20 @@ class BestFitPolicy(Policy):
     best-fit GPU."""
     name = "best-fit"
 
-    def score(self, state, pod):
+    def node_scores(self, state, pod, idx):
         cn, gn = state.cpu_norm, state.gpu_norm
-        r = 0.5 * (state.cpu_free - pod.c) / cn + 0.5 * (state.gsum - pod.g) / gn
-        return np.floor(100.0 * (1.0 - r)).astype(np.int64)
+        r = 0.5 * (state.cpu_free[idx] - pod.c) / cn + 0.5 * (state.gsum[idx] - pod.g) / gn
+        return np.floor(100.0 * (1.0 - r)).astype(np.int64), None
 
 
 class _Cached(Policy):
     """Scores that depend only on a node's own state and the pod key are
-    cached per key and recomputed only for nodes changed since."""
+    cached per key and recomputed only for nodes changed since (for
+    :meth:`choose`; :meth:`select` uses the score index)."""
+    per_gpu = True
+
+    def make_index(self, state):
+        return ScoreIndex(state, dedupe=16)
 
     def __init__(self, seed: int = 0):
         super().__init__(seed)
@@ -430,14 +597,33 @@ class _Cached(Policy):
         return np.where(take, g - MILLI, g)
 
     def new_frag(self, state, pod, idx):
-        """(F after placing on each node, per-GPU F for shared pods or None)."""
+        """(F after placing on each node, per-GPU F for shared pods or None).
+
+        From the node's kept counts (:meth:`ClusterState.frag_counts`): a
+        whole-GPU pod turns ``q = min(k, fully free)`` GPUs from 1000 free to
+        0 (``cnt_t`` drops by q for ``m_t > 0``, ``a_t`` unchanged); a shared
+        pod is scored once per distinct (node, free share) among the GPUs
+        with ``f >= m`` (entries of the other GPUs are 0 and meaningless)."""
         fm = state.fm
+        a, cnt = state.frag_counts(idx)
         cpu2 = state.cpu_free[idx] - pod.c
+        gs = state.gsum[idx]
+        tok = state.type_ok[idx]
         if pod.shared:
-            return None, fm.frag_shared(state.cpu_free[idx], state.gfree[idx], state.valid[idx],
-                                        state.type_ok[idx], pod.c, pod.m)
-        g2 = state.gfree[idx] if pod.k == 0 else self.after_whole(state, idx, pod.k)
-        return fm.frag(cpu2, g2, state.valid[idx], state.type_ok[idx]), None
+            g = state.gfree[idx]
+            jj, ii = np.nonzero((g >= pod.m) & state.valid[idx])
+            per = np.zeros(g.shape)
+            if len(jj):
+                key, inv = np.unique(jj * (MILLI + 1) + g[jj, ii], return_inverse=True)
+                uj, uf = key // (MILLI + 1), key % (MILLI + 1)
+                per[jj, ii] = fm.after_share(cpu2[uj], a[uj], cnt[uj], gs[uj] - pod.m, tok[uj],
+                                             uf, pod.m)[inv.reshape(-1)]
+            return None, per
+        if pod.k:
+            q = np.minimum(state.nfull[idx], pod.k)
+            cnt = cnt - q[:, None] * (fm.m > 0)[None, :]
+            gs = gs - q * MILLI
+        return fm.value(cpu2, a, cnt, gs, tok), None
 
 
 class FGDPolicy(_Cached):
@@ -659,6 +845,23 @@ class FGDLookaheadPolicy(_Cached):
                 feas = open_
         return super().choose(state, pod, feas)
 
+    def make_index(self, state):
+        # one group of nodes per GPU model, so a query can skip protected models
+        return ScoreIndex(state, dedupe=16, groups=state.model_idx
+                          if self.reservation(state) is not None else None)
+
+    def select(self, state, pod):
+        ix, ent = self.entry(state, pod)
+        res = self.reservation(state) if pod.k and not pod.types else None
+        if res is not None:
+            r = res[1]
+            open_ = np.flatnonzero(state.model_free - pod.g >= r - state.model_tused)
+            hit = ix.best(ent, open_.tolist()) if len(open_) else None
+            if hit is not None:
+                return self.gpus_of(state, pod, ent, *hit)
+        hit = ix.best(ent)
+        return None if hit is None else self.gpus_of(state, pod, ent, *hit)
+
     def prices(self, fm: FragModel):
         """({share m: y_m}, V) from the typical pods' share mix (:func:`share_prices`)."""
         if self._prices is None:
@@ -722,6 +925,14 @@ def make_policy(name: str, seed: int = 0, **kw) -> Policy:
 # --------------------------------------------------------------- simulator
 def place(state: ClusterState, policy: Policy, pod: Pod):
     """Place one pod; returns (node, gpus) or None when no node fits."""
+    r = policy.select(state, pod)
+    if r is not None:
+        state.apply(r[0], r[1], pod)
+    return r
+
+
+def place_scan(state: ClusterState, policy: Policy, pod: Pod):
+    """:func:`place` by a full O(N) scan (feasibility mask and :meth:`Policy.choose`)."""
     feas = state.feasible(pod)
     if not feas.any():
         return None
@@ -902,4 +1113,5 @@ def simulate_moves(state: ClusterState, policy: Policy, pods: Sequence[Pod], max
 
 
 __all__ = ["Pod", "FragModel", "ClusterState", "Policy", "POLICIES", "make_policy", "place",
+           "place_scan",
            "simulate", "simulate_moves", "MoveSimulator", "sigmoid_score", "MILLI"]

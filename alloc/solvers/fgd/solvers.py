@@ -7,7 +7,7 @@ at its own request (option 0), with the node-scoring policy of
 Multi-GPU jobs take whole free GPUs of one server; CPU-only jobs take CPU and
 memory on one server.  Node ties go to the lowest server index.  FGD's target
 workload (typical pods) is built from the pending jobs.  Stops at the deadline
-with what it has placed.
+(checked before every job) with what it has placed.
 """
 from __future__ import annotations
 
@@ -58,8 +58,9 @@ def run_online(problem: Problem, policy: str, seed: int = 0,
     _apply_running(problem, state)
     pol = make_policy(policy, seed, **policy_options)
     sol = Solution(status=Status.FEASIBLE)
-    for k, j in enumerate(order):
-        if deadline is not None and k % 64 == 0 and deadline.expired():
+    for j in order:
+        # one check per job: a pod kind's first arrival scores every server
+        if deadline is not None and deadline.expired():
             sol.stats["stopped"] = "time limit"
             break
         pod = pods[j]
