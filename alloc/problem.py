@@ -132,11 +132,37 @@ def _pareto(job: Job) -> tuple[Option, ...]:
     return tuple(out)
 
 
-def placeable_reason(cluster: Cluster, job: Job) -> str | None:
-    """None if the job fits the empty cluster (at its smallest option), else
-    one line saying why it cannot be placed on this cluster now."""
+def _width(server, locality: str | None) -> int:
+    """GPUs one node of the job's locality level holds on ``server``."""
+    if locality == "switch":
+        return server.gpus // max(1, server.sockets) // max(1, server.switches_per_socket)
+    if locality == "socket":
+        return server.gpus // max(1, server.sockets)
+    return server.gpus
+
+
+def _shape_index(cluster: Cluster) -> dict:
+    """Distinct server shapes per GPU type and per (rack, type) totals (cached
+    on the cluster), so that placeability costs one pass over the shapes, not
+    over the servers."""
+    idx = cluster.__dict__.get("_shape_index")
+    if idx is None:
+        shapes: dict = {}
+        totals: dict = {}
+        for s in cluster.servers:
+            t = s.gpu_type if s.gpus else None
+            shapes.setdefault(t, set()).add(s)
+            for key in ((None, t), (s.rack, t)):
+                g, c, m = totals.get(key, (0, 0, 0))
+                totals[key] = (g + s.gpus, c + s.cpu, m + s.mem)
+        uniq = {t: list({(v.gpus, v.sockets, v.switches_per_socket, v.cpu, v.mem): v
+                         for v in ss}.values()) for t, ss in shapes.items()}
+        idx = cluster.__dict__["_shape_index"] = {"shapes": uniq, "totals": totals}
+    return idx
+
+
+def _smallest_request(job: Job, n: int) -> tuple[int, int]:
     cpu, mem = job.cpu, job.mem
-    n = job.min_gpus or job.gpus
     prof = job.profile
     if prof is not None and prof.has_grid and n:
         pts = [(c * n, m * n) for a, c in enumerate(prof.cpu_per_gpu)
@@ -144,7 +170,18 @@ def placeable_reason(cluster: Cluster, job: Job) -> str | None:
         if pts:
             cpu = min(cpu, min(p[0] for p in pts))
             mem = min(mem, min(p[1] for p in pts))
-    ok = [s for s in cluster.servers if n == 0 or (s.gpus > 0 and job.allows(s.gpu_type))]
+    return cpu, mem
+
+
+def placeable_reason(cluster: Cluster, job: Job) -> str | None:
+    """None if the job fits the empty cluster (at its smallest option, inside
+    one node of its locality level), else one line saying why it cannot be
+    placed on this cluster now."""
+    n = job.min_gpus or job.gpus
+    cpu, mem = _smallest_request(job, n)
+    idx = _shape_index(cluster)
+    types = [t for t in idx["shapes"] if (n == 0 or (t is not None and job.allows(t)))]
+    ok = [s for t in types for s in idx["shapes"][t] if n == 0 or s.gpus > 0]
     if not ok:
         return f"no server has an allowed GPU type {list(job.gpu_types)}"
     if n == 0:
@@ -152,17 +189,21 @@ def placeable_reason(cluster: Cluster, job: Job) -> str | None:
             return (f"needs {cpu} milli-CPU and {mem} MiB on one server; the largest has "
                     f"{max(s.cpu for s in ok)} and {max(s.mem for s in ok)}")
         return None
-    if any(s.gpus >= n and s.cpu >= cpu and s.mem >= mem for s in ok):
+    if any(_width(s, job.locality) >= n and s.cpu >= cpu and s.mem >= mem for s in ok):
         return None
     if n > 1 and job.gpu_milli == MILLI and job.locality in (None, "rack"):
-        tot_g = sum(s.gpus for s in ok)
-        if tot_g >= n and sum(s.cpu for s in ok) >= cpu and sum(s.mem for s in ok) >= mem:
+        keys = [k for k in idx["totals"] if k[1] in types and
+                (k[0] is None) == (job.locality is None or "rack" not in cluster.levels)]
+        best = max((idx["totals"][k] for k in keys), default=(0, 0, 0))
+        if any(g >= n and c >= cpu and m >= mem for g, c, m in (idx["totals"][k] for k in keys)):
             return None
-        return (f"needs {n} GPUs, {cpu} milli-CPU and {mem} MiB; the allowed servers hold "
-                f"{tot_g} GPUs")
-    best = max(ok, key=lambda s: s.gpus)
-    return (f"needs {n} GPUs, {cpu} milli-CPU and {mem} MiB on one server; the largest allowed "
-            f"has {best.gpus} GPUs, {best.cpu} milli-CPU, {best.mem} MiB")
+        return (f"needs {n} GPUs, {cpu} milli-CPU and {mem} MiB; the allowed servers "
+                + ("of one rack " if job.locality == "rack" else "") + f"hold {best[0]} GPUs")
+    best = max(ok, key=lambda s: (_width(s, job.locality), s.gpus))
+    where = f" in one {job.locality}" if job.locality in ("socket", "switch") else ""
+    return (f"needs {n} GPUs{where}, {cpu} milli-CPU and {mem} MiB on one server; the largest "
+            f"allowed has {_width(best, job.locality)} GPUs{where}, {best.cpu} milli-CPU, "
+            f"{best.mem} MiB")
 
 
 class ClusterArrays:

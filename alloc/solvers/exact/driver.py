@@ -73,13 +73,16 @@ def warm_start(problem: Problem, deadline: Deadline, seed: int = 0,
                              **validate_options(name, info.options, {}))
         except Exception:  # a heuristic failing must not sink the exact solver
             continue
-        if not check_assign(problem, sol.assign):
+        # only the pending jobs: a solver that handles live state itself
+        # (hived) returns the running jobs too, which stay where they are
+        assign = {j: a for j, a in sol.assign.items() if j not in problem.fixed}
+        if not check_assign(problem, assign):
             continue
-        v = true_value(problem, sol.assign)
+        v = true_value(problem, assign)
         values[name] = v
-        sols.append(sol.assign)
+        sols.append(assign)
         if v > best_v + 1e-12:
-            best, best_v = dict(sol.assign), v
+            best, best_v = dict(assign), v
     if not deadline.expired():
         from ..heuristics.improve import local_search
         ls = local_search(problem, best or None, deadline=deadline, seed=seed)
