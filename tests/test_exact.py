@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from alloc import allocate, violations
-from alloc.model import Cluster, Job, Profile, Server, Status
+from alloc.model import Cluster, Job, Placement, Profile, Server, Status
 from alloc.problem import compile_problem
 
 pytest.importorskip("ortools")
@@ -360,3 +360,19 @@ def test_partitioned_solve_is_valid_and_its_bound_covers_the_whole_problem(execu
     live = running + list(jobs[4:])
     b = allocate(cl, live, solver="milp", time_limit=6, parts=2, executor=executor)
     assert not violations(cl, live, b) and not b.moved and not b.preempted
+
+
+def test_warm_start_counts_pending_jobs_only():
+    """A heuristic that returns the running jobs with its answer (hived) must
+    not look better than one that places the pending jobs better."""
+    cl = Cluster((Server("s0", 8000, 65536, 2, "P100"), Server("s1", 8000, 65536, 2, "V100")))
+    tiny = Profile("p", (500, 4000), (8192, 16384, 32768),
+                   ((None, None, None), (None, None, 0.01)))
+    jobs = [Job("j0", gpus=0, cpu=1000, mem=16384,
+                current=Placement("j0", (), {"s0": 1000}, {"s0": 16384})),
+            Job("j1", gpus=1, gpu_milli=100, cpu=1000, mem=16384),
+            Job("j2", gpus=1, cpu=1000, mem=16384, model="p", profile=tiny),
+            Job("j3", gpus=1, cpu=1000, mem=16384), Job("j4", gpus=1, cpu=1000, mem=16384)]
+    g = allocate(cl, jobs, solver="greedy-upgrade")
+    for name in ("cpsat", "milp"):
+        assert allocate(cl, jobs, solver=name, time_limit=5).value >= g.value - 1e-9
