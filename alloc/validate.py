@@ -225,6 +225,9 @@ _PROFILE_OK: dict[int, tuple] = {}
 
 def profile_object_problems(prof: Profile, where: str) -> list[str]:
     """A :class:`Profile` built in Python, checked like a ``models/`` file."""
+    from .profiles import is_checked
+    if is_checked(prof):
+        return []
     hit = _PROFILE_OK.get(id(prof))
     if hit is not None and hit[0] is prof:
         return list(hit[1])

@@ -143,3 +143,14 @@ def test_bad_allocation_file(tmp_path):
                          "unplaced": []}, "a.json")
     with pytest.raises(InputError, match=r"a.json: placements\[0\]"):
         load_allocation(p)
+
+
+def test_shipped_models_pass_the_model_schema():
+    """The shipped model files are loaded without the schema (start-up time),
+    so the suite checks them against it."""
+    from alloc.profiles import available_models, models_dir, profile_problems
+    names = available_models()
+    assert len(names) >= 12
+    for name in names:
+        doc = json.loads((models_dir() / f"{name}.json").read_text())
+        assert profile_problems(doc) == [], name
