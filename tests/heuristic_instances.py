@@ -20,7 +20,7 @@ LEVELS = (("server", "gpu"), ("server", "socket", "gpu"), ("server", "switch", "
 
 
 @st.composite
-def clusters(draw, max_servers: int = 12):
+def clusters(draw, max_servers: int = 12, min_servers: int = 1):
     """Clusters of a few server classes (some repeated many times)."""
     levels = draw(st.sampled_from(LEVELS))
     types = draw(st.sampled_from([("V100",), ("V100", "P100"), ("V100", "P100", "K80")]))
@@ -34,7 +34,7 @@ def clusters(draw, max_servers: int = 12):
                       draw(st.sampled_from([1, 2])) if g >= 4 else 1))
     if all(k[0] == 0 for k in kinds):
         kinds[0] = (8,) + kinds[0][1:3] + (types[0], 2, 2)
-    n = draw(st.integers(1, max_servers))
+    n = draw(st.integers(min_servers, max_servers))
     servers = []
     for i in range(n):
         g, cpu, mem, t, so, sw = kinds[draw(st.integers(0, len(kinds) - 1))]
@@ -48,12 +48,12 @@ def clusters(draw, max_servers: int = 12):
 
 
 @st.composite
-def jobs_for(draw, cluster: Cluster, max_jobs: int = 40):
+def jobs_for(draw, cluster: Cluster, max_jobs: int = 40, min_jobs: int = 1):
     types = list(cluster.gpu_types)
     max_g = max(s.gpus for s in cluster.servers)
     inner = [lv for lv in ("socket", "switch", "rack") if lv in cluster.levels]
     out = []
-    for k in range(draw(st.integers(1, max_jobs))):
+    for k in range(draw(st.integers(min_jobs, max_jobs))):
         kind = draw(st.sampled_from(["whole", "whole", "whole", "share", "cpu"]))
         model = draw(st.sampled_from((None,) + MODELS))
         if kind == "cpu":
@@ -78,13 +78,14 @@ def jobs_for(draw, cluster: Cluster, max_jobs: int = 40):
 
 
 @st.composite
-def problems(draw, max_servers: int = 12, max_jobs: int = 40):
+def problems(draw, max_servers: int = 12, max_jobs: int = 40, min_servers: int = 1,
+             min_jobs: int = 1):
     """A compiled problem: random cluster and jobs, some running (placed by
     first fit), an explicit order or not, one of the objectives."""
-    cluster = draw(clusters(max_servers))
-    jobs = draw(jobs_for(cluster, max_jobs))
-    if draw(st.booleans()):
-        picked = draw(st.sets(st.integers(0, len(jobs) - 1)))
+    cluster = draw(clusters(max_servers, min_servers))
+    jobs = draw(jobs_for(cluster, max_jobs, min_jobs))
+    if draw(st.sampled_from([True, True, False])):
+        picked = draw(st.sets(st.integers(0, len(jobs) - 1), min_size=1))
         sub = [jobs[i] for i in sorted(picked)]
         if sub:
             a = allocate(cluster, sub, solver="proportional")

@@ -34,6 +34,15 @@ def test_same_placements_as_the_reference(problem):
         assert new.stats == old.stats, name
 
 
+@settings(max_examples=12)
+@given(problems(max_servers=60, max_jobs=300, min_servers=20, min_jobs=100))
+def test_same_placements_on_medium_inputs(problem):
+    for name in REFERENCE:
+        new, old = _run(name, problem)
+        assert new.assign == old.assign, name
+        assert new.stats == old.stats, name
+
+
 @settings(max_examples=25)
 @given(problems(max_servers=6, max_jobs=14))
 def test_local_search_same_as_the_reference(problem):

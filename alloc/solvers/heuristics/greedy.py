@@ -32,21 +32,40 @@ from ...model import MILLI, Status
 from ...problem import Assign, Problem, Solution
 from .index import FIRST, FIT, INNER_LEVELS, Finder, Shape, SpreadFinder, layout, leftover
 
+#: change-log entries kept (beyond 8 per server) before the logs are dropped
+LOG_LIMIT = 1_000_000
+
 
 class State:
-    """Mutable free capacities for a problem: server CPU/memory, GPU milli.
+    r"""Mutable free capacities for a problem: server CPU/memory, GPU milli.
 
     It starts from the capacities left by the running jobs kept in place
     (:attr:`Problem.fixed`); :attr:`assign` holds only what is placed on top.
-    ``cpu``, ``mem`` (per server) and ``gfree`` (per GPU) are numpy arrays
-    kept in step with the index; change them only through :meth:`place` and
-    :meth:`remove`.
 
-    Per server the index keeps the whole free GPUs, free milli-GPU, largest
-    free share and, per declared inner level, the whole free GPUs of its
-    fullest node; :meth:`finder` gives the servers that can take a job shape
-    in a rule's order, and :attr:`log` (every change) / :attr:`rlog` (capacity
-    increases) let finders catch up.
+    Parameters
+    ----------
+    problem : Problem
+
+    Attributes
+    ----------
+    cpu, mem : numpy.ndarray
+        Free milli-cores and MiB per server (read them freely; change the
+        state only through :meth:`place`, :meth:`remove` and
+        :meth:`reassign`, which keep the index in step).
+    gfree : numpy.ndarray
+        Free milli-GPU per GPU.
+    cpu_l, mem_l, g_l : list of int
+        The same as Python lists (what the index reads).
+    whole, gsum, share : list of int
+        Per server: whole free GPUs :math:`W_s`, free milli-GPU
+        :math:`\sum_g f_g`, largest free share :math:`Q_s`.
+    dmax : dict of str to list of int
+        Per declared inner level: whole free GPUs in the server's fullest node.
+    assign, option : dict
+        The assignments placed on top of the running jobs and their options.
+    log, rlog : list of int
+        Servers changed, in order (``rlog``: only capacity increases); the
+        finders of :meth:`finder` catch up from them.
     """
 
     def __init__(self, problem: Problem):
@@ -81,7 +100,8 @@ class State:
         self.dmax: dict[str, list[int]] = {}
         for level in lay.levels:
             dom = p.domain[level]
-            cnt = np.bincount(dom, weights=(g == MILLI), minlength=int(dom.max()) + 1 if len(dom) else 0)
+            cnt = np.bincount(dom, weights=(g == MILLI),
+                              minlength=int(dom.max()) + 1 if len(dom) else 0)
             per = np.zeros(p.S, dtype=np.int64)
             if has.any():
                 per[has] = np.maximum.reduceat(cnt[dom].astype(np.int64), first[has])
@@ -89,7 +109,7 @@ class State:
         self.log: list[int] = []
         self.rlog: list[int] = []
         self.removals = 0
-        self.finders: dict[tuple, Finder] = {}
+        self.version = 0
         self.shapes: dict[tuple, Shape] = {}
         self._raw: dict[tuple, Shape] = {}
         self._okmask: dict[tuple, tuple] = {}
@@ -188,6 +208,7 @@ class State:
                 self.rlog.append(s)
         if grew:
             self.removals += 1
+        self._changed()
 
     def _apply(self, a: Assign, sign: int):
         gf, gl, gsrv = self.gfree, self.g_l, self.gsrv
@@ -208,6 +229,7 @@ class State:
                 self.log.append(s)
                 if sign > 0:
                     self.rlog.append(s)
+                self._changed()
                 return (s,)
         touched = set()
         for g, q in gpus:
@@ -229,7 +251,19 @@ class State:
             self.log.append(s)
             if sign > 0:
                 self.rlog.append(s)
+        self._changed()
         return touched
+
+    def _changed(self) -> None:
+        """Count a change; drop the logs when they grow past a bound (every
+        finder is rebuilt on its next query)."""
+        self.version += 1
+        if len(self.log) > LOG_LIMIT + 8 * self.S:
+            for sh in self.shapes.values():
+                for f in sh.finders.values():
+                    f.pos = -1
+            self.log.clear()
+            self.rlog.clear()
 
     def _refresh(self, s: int) -> None:
         lay = self.lay
@@ -273,7 +307,7 @@ class State:
     # ----------------------------------------------------------------- index
     def arrays(self) -> dict:
         """numpy copies of the per-server free capacities (for building finders)."""
-        n = len(self.log)
+        n = self.version
         if self._arrays is None or self._arrays[0] != n:
             arr = {"cpu": np.array(self.cpu_l, dtype=np.int64),
                    "mem": np.array(self.mem_l, dtype=np.int64),
@@ -330,12 +364,13 @@ class State:
         return sh.loc is None or self.dmax[sh.loc][s] >= k
 
     def finder(self, sh: Shape, rule: str, cls: int | None = None) -> Finder:
-        """The finder of shape ``sh`` under ``rule`` (``fit``: one class)."""
+        """The :class:`~alloc.solvers.heuristics.index.Finder` of shape ``sh``
+        under ``rule`` (one of :data:`~alloc.solvers.heuristics.index.RULES`;
+        ``fit`` per server class ``cls``), built on first use."""
         f = sh.finders.get((rule, cls))
         if f is None:
             f = Finder(self, sh, rule, cls)
             sh.finders[(rule, cls)] = f
-            self.finders[(sh.key, rule, cls)] = f
         return f
 
     # ------------------------------------------------------------ GPU choice
@@ -505,7 +540,13 @@ class State:
 # ------------------------------------------------------------------- rules
 def first_fit(state: State, j: int, option: int = 0,
               servers: Iterable[int] | None = None) -> Assign | None:
-    """Job j on the lowest-index server that can take it alone, else spread."""
+    """Job j at an option on the lowest-index server that can take it alone
+    (among ``servers`` when given), else spread (:meth:`State.try_spread`).
+
+    Returns
+    -------
+    Assign or None
+        Not placed in ``state``."""
     if servers is not None:
         for s in servers:
             a = state.try_server(j, s, option)
@@ -554,8 +595,18 @@ def fit_score(state: State, sh: Shape, cand: tuple[int, int, int]) -> Fraction:
 
 
 def best_fit(state: State, j: int, option: int = 0) -> Assign | None:
-    """Job j on the server left fullest (least exact leftover, then lowest
-    index), else spread."""
+    r"""Job j at an option on the server left fullest, else spread.
+
+    The server minimises the leftover
+    :math:`\ell_s = \sum_{r \in \{cpu, mem, gpu\}} (\mathrm{free}_{rs} -
+    \mathrm{use}_r) / \mathrm{cap}_{rs}` (no GPU term on a server without
+    GPUs), compared exactly; ties go to the lowest index.  Per server class
+    the index gives the class's best server; classes are then compared.
+
+    Returns
+    -------
+    Assign or None
+        Not placed in ``state``."""
     sh = state.shape(j, option)
     cands = fit_candidates(state, sh)
     if len(cands) == 1:

@@ -50,6 +50,41 @@ BEAM = 300
 CHECK_EVERY = 64
 
 
+def footprint(problem: Problem, j: int, o: int) -> float:
+    """``cpu / C_max + mem / M_max`` of job j's option o (largest server capacities)."""
+    opt = problem.options[j][o]
+    cmax = max(int(problem.srv_cpu.max()), 1)
+    mmax = max(int(problem.srv_mem.max()), 1)
+    return opt.cpu / cmax + opt.mem / mmax
+
+
+def dominant(problem: Problem, j: int, o: int) -> float:
+    """Job j's dominant share of the largest server at option o: GPUs, CPU or memory."""
+    job = problem.jobs[j]
+    opt = problem.options[j][o]
+    gmax = max(int(problem.srv_gpus.max()), 1)
+    cmax = max(int(problem.srv_cpu.max()), 1)
+    mmax = max(int(problem.srv_mem.max()), 1)
+    return max(job.gpus * job.gpu_milli / (MILLI * gmax), opt.cpu / cmax, opt.mem / mmax, 1e-6)
+
+
+def cheap_option(problem: Problem, j: int) -> int:
+    """The option of least :func:`footprint` (then lowest index) among those
+    at least as fast as the request."""
+    opts = problem.options[j]
+    req = opts[0].base
+    cand = [o for o in range(len(opts)) if opts[o].base >= req - 1e-12]
+    return min(cand, key=lambda o: (footprint(problem, j, o), o))
+
+
+def best_value(problem: Problem, j: int, o: int) -> float:
+    """Job j's best coefficient at option o over the servers it may use (0 if none)."""
+    servers = {}
+    for s in problem.allowed_servers(j):
+        servers.setdefault(int(problem.srv_type[s]), int(s))
+    return max((problem.coef(j, o, s) for s in servers.values()), default=0.0)
+
+
 class Tables:
     """What depends on a job only through its signature (profile, weight, GPU
     count, share, options): option values per GPU type, cheapest good option,
@@ -57,10 +92,6 @@ class Tables:
 
     def __init__(self, problem: Problem, st: State):
         self.p, self.st = problem, st
-        p = problem
-        self.cmax = max(int(p.srv_cpu.max()), 1) if p.S else 1
-        self.mmax = max(int(p.srv_mem.max()), 1) if p.S else 1
-        self.gmax = max(int(p.srv_gpus.max()), 1) if p.S else 1
         lay = st.lay
         self.rep: dict[int, int] = {}
         for c, members in enumerate(lay.members):
@@ -108,15 +139,11 @@ class Tables:
         return it
 
     def cheap(self, j: int) -> int:
-        """The cheapest option at least as fast as the request (least
-        ``cpu / C_max + mem / M_max``, then lowest index)."""
+        """:func:`cheap_option` of job j."""
         opts = self.p.options[j]
         o = self._cheap.get(id(opts))
         if o is None:
-            req = opts[0].base
-            cand = [o for o in range(len(opts)) if opts[o].base >= req - 1e-12]
-            o = min(cand, key=lambda o: (opts[o].cpu / self.cmax + opts[o].mem / self.mmax, o))
-            self._cheap[id(opts)] = o
+            o = self._cheap[id(opts)] = cheap_option(self.p, j)
         return o
 
     def density(self, j: int, o: int) -> float:
@@ -129,10 +156,7 @@ class Tables:
             lay = self.st.lay
             types = {lay.cap[c][3] for c in range(len(ok)) if ok[c]}
             best = max((self.vals(j, t)[o] for t in sorted(types)), default=0.0)
-            opt = self.p.options[j][o]
-            dom = max(job.gpus * job.gpu_milli / (MILLI * self.gmax), opt.cpu / self.cmax,
-                      opt.mem / self.mmax, 1e-6)
-            d = best / dom
+            d = best / dominant(self.p, j, o)
             self._dens[key] = d
         return d
 
@@ -149,7 +173,25 @@ class Tables:
 
 
 class Local:
-    """A greedy State plus the single-server jobs of every server."""
+    """A greedy :class:`~alloc.solvers.heuristics.greedy.State` plus the
+    single-server jobs of every server.
+
+    Parameters
+    ----------
+    problem : Problem
+    assign : dict of int to Assign, optional
+        Assignments to start from (their options recovered by
+        :func:`~alloc.problem.option_of`).
+
+    Attributes
+    ----------
+    st : State
+    tab : Tables
+    on : list of set of int
+        Per server, the placed jobs that use only that server.
+    home : dict of int to int or None
+        Per placed job, its one server (None: spread).
+    """
 
     def __init__(self, problem: Problem, assign: dict[int, Assign] | None = None):
         self.p = problem
@@ -162,10 +204,12 @@ class Local:
             self.place(j, a, option_of(problem, j, a))
 
     def servers_of(self, a: Assign) -> set[int]:
+        """The servers ``a`` has CPU or GPUs on."""
         gsrv = self.st.gsrv
         return {s for s, _ in a.cpu} | {gsrv[g] for g, _ in a.gpus}
 
     def place(self, j: int, a: Assign, o: int):
+        """Place job j at ``a`` (option o)."""
         touched = self.st.place(j, a, o)
         if len(touched) == 1:
             s = next(iter(touched))
@@ -177,12 +221,14 @@ class Local:
             self.on[s].add(j)
 
     def remove(self, j: int) -> Assign:
+        """Take job j out; returns its assignment."""
         s = self.home.pop(j, None)
         if s is not None:
             self.on[s].discard(j)
         return self.st.remove(j)
 
     def value(self, j: int, o: int, s: int) -> float:
+        """The objective's coefficient of job j at option o on server s."""
         return self.tab.value(j, o, s)
 
     # ------------------------------------------------------------ options
@@ -225,6 +271,8 @@ class Local:
         return c, m
 
     def upgrade_server(self, s: int) -> float:
+        """Re-choose the options of server s's jobs (:meth:`reoptimize` over
+        its CPU and memory) when that raises their value; returns the gain."""
         jobs = sorted(self.on[s])
         if not jobs:
             return 0.0
@@ -246,6 +294,7 @@ class Local:
         return res[0] - cur
 
     def solution(self) -> dict[int, Assign]:
+        """The assignments placed (running jobs not included)."""
         return dict(self.st.assign)
 
 
@@ -395,6 +444,9 @@ def _allowed(loc: Local, j: int):
 
 
 def try_insert(loc: Local, j: int, deadline: Deadline | None = None) -> bool:
+    """Insert unplaced job j on the server (lowest index among the best)
+    where re-choosing that server's options gains most; False when no
+    server gains or the deadline passes first."""
     best = None
     for n, s in enumerate(_allowed(loc, j)):
         if deadline is not None and n % CHECK_EVERY == 0 and n and deadline.expired():
@@ -418,6 +470,9 @@ def try_insert(loc: Local, j: int, deadline: Deadline | None = None) -> bool:
 
 
 def try_swap(loc: Local, j: int, deadline: Deadline | None = None) -> bool:
+    """Swap unplaced job j with a single-server job of lower value where
+    re-choosing that server's options gains most; False when no swap gains
+    or the deadline passes first."""
     p = loc.p
     best = None
     oj = max(range(len(p.options[j])), key=lambda o: p.options[j][o].base)
@@ -430,14 +485,12 @@ def try_swap(loc: Local, j: int, deadline: Deadline | None = None) -> bool:
         for v in jobs:
             if loc.value(v, loc.st.option[v], s) >= vj - 1e-12:
                 continue
-            a = loc.remove(v)
-            gpus = loc.st.gpus_on_server(j, s)
+            gpus = _gpus_without(loc, j, s, v)
             rest = [k for k in jobs if k != v]
             res = None
             if gpus is not None:
-                c, m = loc.server_free(s, rest)
+                c, m = loc.server_free(s, jobs)  # v's share counted free
                 res = loc.reoptimize(s, rest + [j], c, m)
-            loc.place(v, a, option_of(p, v, a))
             if res is None:
                 continue
             gain = res[0] - cur
@@ -449,6 +502,24 @@ def try_swap(loc: Local, j: int, deadline: Deadline | None = None) -> bool:
     loc.remove(v)
     _apply(loc, s, rest, choice, {j: gpus})
     return True
+
+
+def loc_option(loc: Local, j: int, a: Assign) -> int:
+    """:func:`~alloc.problem.option_of` job j's assignment ``a``."""
+    return option_of(loc.p, j, a)
+
+
+def _gpus_without(loc: Local, j: int, s: int, v: int) -> list[int] | None:
+    """The GPUs job j would get on server s were job v not there."""
+    gl = loc.st.g_l
+    held = loc.st.assign[v].gpus
+    for g, q in held:
+        gl[g] += q
+    try:
+        return loc.st.gpus_on_server(j, s)
+    finally:
+        for g, q in held:
+            gl[g] -= q
 
 
 def _types(loc: Local, j: int) -> list[int]:

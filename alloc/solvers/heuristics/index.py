@@ -224,6 +224,9 @@ class Finder:
         n = len(log)
         if self.pos == n:
             return
+        if not 0 <= self.pos <= n:  # the logs were dropped
+            self.build()
+            return
         chg = log[self.pos:n]
         self.pos = n
         if len(chg) > 8:
@@ -341,6 +344,9 @@ class SpreadFinder:
         log = st.log
         n = len(log)
         if self.pos == n:
+            return
+        if not 0 <= self.pos <= n:  # the logs were dropped
+            self.build()
             return
         chg = set(log[self.pos:n])
         self.pos = n
