@@ -117,15 +117,17 @@ def measure(servers: int, variant: str, solvers, *, repeat: int = 1, ls_limit: f
     for name in solvers:
         info = alloc.get_solver(name)
         tl = ls_limit if name == "local-search" else limit
-        best, sol = None, None
+        best, cpu, sol = None, None, None
         for _ in range(repeat):
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.process_time()
             sol = info.solve(problem, deadline=Deadline.after(tl), seed=0)
-            dt = time.perf_counter() - t0
+            dt, dc = time.perf_counter() - t0, time.process_time() - c0
             best = dt if best is None else min(best, dt)
+            cpu = dc if cpu is None else min(cpu, dc)
         row = {"variant": variant, "servers": servers, "gpus": cluster.total_gpus,
                "jobs": len(problem.pending), "running": len(problem.running), "solver": name,
-               "solve_s": round(best, 3), "placed": len(sol.assign)}
+               "solve_s": round(best, 3), "solve_cpu_s": round(cpu, 3),
+               "placed": len(sol.assign)}
         if allocate_too:
             t0 = time.perf_counter()
             a = alloc.allocate(cluster, jobs, solver=name, time_limit=tl)
@@ -168,23 +170,26 @@ def before(rev: str, sizes, variants, solvers, timeout: float, ls_limit: float) 
 
 
 def table(after: list[dict], old: list[dict]) -> str:
-    """The Markdown table of the figures (before: solver seconds at REV)."""
-    prev = {(r["variant"], r["servers"], r["solver"]): r.get("solve_s") for r in old}
-    head = ("| variant | servers | GPUs | jobs | solver | solve s | allocate() s | placed | value "
-            "| peak MB |" + (" before s |" if old else ""))
+    """Markdown tables of the figures: after (this tree) and, when given,
+    before (solver seconds at REV, wall and CPU)."""
+    head = ("| variant | servers | GPUs | jobs | solver | solve s | solve CPU s | allocate() s "
+            "| placed | value | peak MB |")
     lines = [head, "|" + "---|" * (head.count("|") - 1)]
     for r in after:
-        b = prev.get((r["variant"], r["servers"], r["solver"]), "")
         lines.append(f"| {r['variant']} | {r['servers']} | {r['gpus']} | {r['jobs']} | "
-                     f"{r['solver']} | {r['solve_s']} | {r.get('allocate_s', '')} | "
-                     f"{r['placed']} | {r.get('value', '')} | {r.get('peak_mb', '')} |"
-                     + (f" {b} |" if old else ""))
-    extra = [r for r in old if (r["variant"], r["servers"], r["solver"])
-             not in {(a["variant"], a["servers"], a["solver"]) for a in after}]
-    if extra:
-        lines += ["", "| variant | servers | solver | solve s (before) | placed |", "|---|---|---|---|---|"]
-        lines += [f"| {r['variant']} | {r['servers']} | {r['solver']} | {r.get('solve_s')} | "
-                  f"{r.get('placed', '')} |" for r in extra]
+                     f"{r['solver']} | {r['solve_s']} | {r.get('solve_cpu_s', '')} | "
+                     f"{r.get('allocate_s', '')} | {r['placed']} | {r.get('value', '')} | "
+                     f"{r.get('peak_mb', '')} |")
+    if old:
+        now = {(r["variant"], r["servers"], r["solver"]): r for r in after}
+        lines += ["", "| variant | servers | solver | before s | before CPU s | placed before "
+                  "| after s | after CPU s | placed after |", "|" + "---|" * 9]
+        for r in old:
+            a = now.get((r["variant"], r["servers"], r["solver"]), {})
+            lines.append(f"| {r['variant']} | {r['servers']} | {r['solver']} | "
+                         f"{r.get('solve_s', r.get('error', ''))} | {r.get('solve_cpu_s', '')} | "
+                         f"{r.get('placed', '')} | {a.get('solve_s', '')} | "
+                         f"{a.get('solve_cpu_s', '')} | {a.get('placed', '')} |")
     return "\n".join(lines)
 
 

@@ -594,6 +594,29 @@ def fit_score(state: State, sh: Shape, cand: tuple[int, int, int]) -> Fraction:
     return leftover(state.lay, cand[1], cand[0], sh)
 
 
+def best_candidate(state: State, sh: Shape, cands, minus=None) -> int:
+    r"""The server of the least exact ``leftover - minus(server)`` among
+    :func:`fit_candidates` entries (ties: lowest index); ``minus`` gives a
+    float (None: 0).
+
+    Scores are compared in floating point first (a quotient of integers and
+    a difference, each correctly rounded: error below :math:`10^{-15}` of the
+    scores' size); only candidates within :math:`10^{-9}` of the least are
+    compared exactly."""
+    lay = state.lay
+    approx = []
+    for free_key, s, c in cands:
+        a, b, g, D = lay.weights[c]
+        n = free_key - (a * sh.c + b * sh.m + g * sh.k * sh.q)
+        e = minus(s) if minus is not None else 0.0
+        approx.append((n / D - e, s, n, D, e))
+    lo = min(x[0] for x in approx)
+    close = [x for x in approx if x[0] <= lo + 1e-9 * max(1.0, abs(lo))]
+    if len(close) == 1:
+        return close[0][1]
+    return min((Fraction(n, D) - Fraction(e), s) for _, s, n, D, e in close)[1]
+
+
 def best_fit(state: State, j: int, option: int = 0) -> Assign | None:
     r"""Job j at an option on the server left fullest, else spread.
 
@@ -612,8 +635,7 @@ def best_fit(state: State, j: int, option: int = 0) -> Assign | None:
     if len(cands) == 1:
         return state.assign_on(j, cands[0][1], sh)
     if cands:
-        _, s = min((fit_score(state, sh, c), c[1]) for c in cands)
-        return state.assign_on(j, s, sh)
+        return state.assign_on(j, best_candidate(state, sh, cands), sh)
     return state.try_spread(j, option)
 
 
@@ -663,6 +685,7 @@ def solve_best_fit(problem: Problem, *, deadline: Deadline, seed: int = 0) -> So
     return st.solution(**_place_all(st, order, best_fit, deadline))
 
 
-__all__ = ["INNER_LEVELS", "State", "best_fit", "first_fit", "fit_candidates", "fit_score",
+__all__ = ["INNER_LEVELS", "State", "best_candidate", "best_fit", "first_fit", "fit_candidates",
+           "fit_score",
            "leftover_score",
            "place_in_order", "rank_order", "solve_best_fit", "solve_proportional"]

@@ -37,13 +37,12 @@ inside a pass over the servers too.
 from __future__ import annotations
 
 from bisect import bisect_right
-from fractions import Fraction
 from typing import Sequence
 
 from ...deadline import Deadline
 from ...model import MILLI, Status
 from ...problem import Assign, Problem, Solution, job_order, job_type_key, option_of
-from .greedy import State, fit_candidates, fit_score
+from .greedy import State, best_candidate, fit_candidates
 
 BEAM = 300
 #: servers between two deadline checks inside one move
@@ -366,6 +365,8 @@ def greedy_upgrade(problem: Problem, deadline: Deadline | None = None) -> Local:
     """Cheapest good option, value-density order, best fit; then per-server
     option upgrades (see the module notes).  Stops placing at the deadline."""
     loc = Local(problem)
+    if deadline is not None and deadline.expired():
+        return loc
     st, tab = loc.st, loc.tab
     jobs = problem.jobs
     opt = {j: tab.cheap(j) for j in problem.pending}
@@ -380,9 +381,8 @@ def greedy_upgrade(problem: Problem, deadline: Deadline | None = None) -> Local:
         if len(cands) == 1:
             best = st.assign_on(j, cands[0][1], sh)
         elif cands:
-            score = min((fit_score(st, sh, c) - Fraction(1e-3 * tab.value(j, o, c[1])), c[1])
-                        for c in cands)
-            best = st.assign_on(j, score[1], sh)
+            s = best_candidate(st, sh, cands, lambda s: 1e-3 * tab.value(j, o, s))
+            best = st.assign_on(j, s, sh)
         else:
             best = st.try_spread(j, o)
         if best is not None:
@@ -406,13 +406,11 @@ def local_search(problem: Problem, start: dict[int, Assign] | None = None, *,
     loc = greedy_upgrade(problem, deadline) if start is None else Local(problem, start)
     if start is not None:
         upgrade_all(loc, deadline)
+    if deadline.expired():
+        return loc.solution()
     tab = loc.tab
-    type_of: dict[int, int] = {}
     kinds: dict[tuple, int] = {}
-    for j in problem.pending:
-        type_of[j] = kinds.setdefault(tab.type_key(j), len(kinds))
-    opt = {j: tab.cheap(j) for j in problem.pending}
-    dens = {j: tab.density(j, opt[j]) for j in opt}
+    dens = {j: tab.density(j, tab.cheap(j)) for j in problem.pending}
     order = _fast_order(problem, lambda j: (-dens[j], j))
     improved = True
     while improved and not deadline.expired():
@@ -421,12 +419,13 @@ def local_search(problem: Problem, start: dict[int, Assign] | None = None, *,
         for j in [j for j in order if j not in loc.st.assign]:
             if deadline.expired():
                 break
-            if type_of[j] in failed:
+            kind = kinds.setdefault(tab.type_key(j), len(kinds))
+            if kind in failed:
                 continue
             if try_insert(loc, j, deadline) or try_swap(loc, j, deadline):
                 improved = True
             else:
-                failed.add(type_of[j])
+                failed.add(kind)
     return loc.solution()
 
 

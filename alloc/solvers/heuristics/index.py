@@ -32,19 +32,24 @@ ordered by one rule's key (ties: lowest server index):
   of the class, so the class minimum of :math:`F_s` is the best fit there;
   classes are compared exactly, see :func:`leftover`).
 
-A finder is a binary heap of integer keys ``key * S + s`` with lazy deletion.
-Every change of a server (a placement or a removal) is appended to the
-state's change log; a finder catches up on the log before it answers
-(re-testing and re-keying only the servers that changed), so a query costs
-``O(d log S)`` for ``d`` servers changed since the finder's last query, and
-a placement ``O(1)`` plus a log entry.  ``first`` finders catch up only on
+A finder is a binary heap of integer keys ``key * S + s`` with lazy deletion,
+built in one vectorised pass over the allowed classes.  Every change of a
+server (a placement or a removal) is appended to the state's change log; a
+finder catches up on the log before it answers, re-testing and re-keying
+only the servers changed since its last query: a placement costs ``O(1)``
+plus one log entry, and each finder in use re-tests it once
+(``O(log S)``), when it is next asked.  ``first`` finders catch up only on
 capacity *increases*: a placement never makes a server better for them, so a
 server that stopped passing the test is dropped when it surfaces.
+
+Spread.  A :class:`SpreadFinder` orders, for one shape, the servers by the
+whole GPUs they can give a spread job (most first, then index), kept the same
+way; a spread takes servers off its top until the job has its GPUs.
 """
 from __future__ import annotations
 
 from fractions import Fraction
-from heapq import heapify, heappop, heappush
+from heapq import heappop, heappush
 
 import numpy as np
 

@@ -1,7 +1,8 @@
 """Packing states for Synergy's allocators.
 
 :class:`ProblemPacker` works over a compiled :class:`~alloc.problem.Problem`
-(GPU types, sharing, CPU-only jobs, running jobs kept in place);
+(GPU types, sharing, CPU-only jobs, running jobs kept in place) on the greedy
+state and its server index (no scan of every server per job);
 :class:`FastPacker` over identical-GPU servers with whole-GPU jobs only (the
 simulator's hot path: servers bucketed by free GPU count).  Both expose the
 same methods to :mod:`alloc.solvers.synergy.tune`.

@@ -24,6 +24,14 @@ Jobs arrive in the scheduler's rank order; every allocation is one round.
 
     Every placed job's option satisfies ``b_jo >= b_j0``, so it runs at least at
     its GPU-proportional speed.  Running jobs kept in place are never reverted.
+
+On a compiled problem (:class:`~alloc.solvers.synergy.packers.ProblemPacker`)
+the feasible server with the fewest free GPUs comes from the server index
+(:mod:`alloc.solvers.heuristics.index`), and step 3 visits, in the same order,
+only the targets where reverting can change something: servers holding a job
+placed this round above its capped option, and servers whose capacity grew
+during this job's step 3 (a reverted job may span several servers).  Every
+other target was left as it was, and the fair share fitted none of them.
 """
 from __future__ import annotations
 
@@ -31,7 +39,6 @@ from heapq import heappop, heappush
 from typing import Iterable
 
 from ...deadline import Deadline
-from ...model import Status
 from ...problem import Problem, Solution, job_order, split
 from .options import capped_option, ideal_option
 from .packers import FastPacker, ProblemPacker
