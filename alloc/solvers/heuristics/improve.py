@@ -47,6 +47,8 @@ from .greedy import State, best_candidate, fit_candidates
 BEAM = 300
 #: servers between two deadline checks inside one move
 CHECK_EVERY = 64
+#: margin of the gain bound that lets a move skip a server (float sums)
+BOUND_SLACK = 1e-6
 
 
 def footprint(problem: Problem, j: int, o: int) -> float:
@@ -198,6 +200,9 @@ class Local:
         self.tab = Tables(problem, self.st)
         self.on: list[set[int]] = [set() for _ in range(problem.S)]
         self.home: dict[int, int | None] = {}
+        #: per server, what its single-server jobs would gain at their best
+        #: options (an upper bound of what re-choosing them can add)
+        self.slack = [0.0] * problem.S
         self._dp: dict[tuple, tuple | None] = {}
         for j, a in sorted((assign or {}).items()):
             self.place(j, a, option_of(problem, j, a))
@@ -218,12 +223,18 @@ class Local:
         self.home[j] = s
         if s is not None:
             self.on[s].add(j)
+            self.slack[s] += self._room(j, o, s)
+
+    def _room(self, j: int, o: int, s: int) -> float:
+        vals = self.tab.vals(j, self.st.lay.cap[self.st.lay.cls[s]][3])
+        return max(vals) - vals[o]
 
     def remove(self, j: int) -> Assign:
         """Take job j out; returns its assignment."""
         s = self.home.pop(j, None)
         if s is not None:
             self.on[s].discard(j)
+            self.slack[s] -= self._room(j, self.st.option[j], s)
         return self.st.remove(j)
 
     def value(self, j: int, o: int, s: int) -> float:
@@ -290,6 +301,7 @@ class Local:
             gpus = tuple((g, q) for g in sorted(g for g, _ in self.st.assign[j].gpus))
             changes.append((j, Assign(gpus, ((s, opt.cpu),), ((s, opt.mem),)), o))
         self.st.reassign(changes)
+        self.slack[s] = sum(self._room(j, self.st.option[j], s) for j in jobs)
         return res[0] - cur
 
     def solution(self) -> dict[int, Assign]:
@@ -447,9 +459,13 @@ def try_insert(loc: Local, j: int, deadline: Deadline | None = None) -> bool:
     where re-choosing that server's options gains most; False when no
     server gains or the deadline passes first."""
     best = None
+    top, slack = _best_values(loc, j), loc.slack
+    lay = loc.st.lay
     for n, s in enumerate(_allowed(loc, j)):
         if deadline is not None and n % CHECK_EVERY == 0 and n and deadline.expired():
             return False
+        if best is not None and slack[s] + top[lay.cap[lay.cls[s]][3]] < best[0] - BOUND_SLACK:
+            continue  # cannot gain more than the best so far
         gpus = loc.st.gpus_on_server(j, s)
         if gpus is None:
             continue
@@ -476,9 +492,14 @@ def try_swap(loc: Local, j: int, deadline: Deadline | None = None) -> bool:
     best = None
     oj = max(range(len(p.options[j])), key=lambda o: p.options[j][o].base)
     vj = max((loc.tab.vals(j, t)[oj] for t in _types(loc, j)), default=0.0)
+    top, slack = _best_values(loc, j), loc.slack
+    lay = loc.st.lay
     for n, s in enumerate(_allowed(loc, j)):
         if deadline is not None and n % CHECK_EVERY == 0 and n and deadline.expired():
             return False
+        if not loc.on[s] or (best is not None and slack[s] + top[lay.cap[lay.cls[s]][3]]
+                             < best[0] - BOUND_SLACK):
+            continue  # nothing to swap, or cannot gain more than the best so far
         jobs = sorted(loc.on[s])
         cur = _server_value(loc, s, jobs)
         for v in jobs:
@@ -501,6 +522,11 @@ def try_swap(loc: Local, j: int, deadline: Deadline | None = None) -> bool:
     loc.remove(v)
     _apply(loc, s, rest, choice, {j: gpus})
     return True
+
+
+def _best_values(loc: Local, j: int) -> dict[int, float]:
+    """Per GPU type index job j may use, its best value there over options."""
+    return {t: max(loc.tab.vals(j, t)) for t in _types(loc, j)}
 
 
 def loc_option(loc: Local, j: int, a: Assign) -> int:
