@@ -1,6 +1,7 @@
 """100,000 jobs on a generated cluster of 12,500 8-GPU servers: ``proportional``
 and ``best-fit`` place them through the whole ``allocate()`` path well within
-a generous bound (a scan of every server per job took hours here)."""
+a generous bound of 30 CPU seconds (a scan of every server per job took
+hours here)."""
 import random
 import time
 
@@ -27,10 +28,11 @@ def synergy_100k():
 @pytest.mark.parametrize("solver", ["proportional", "best-fit"])
 def test_100k_jobs_within_bound(synergy_100k, solver):
     cluster, jobs = synergy_100k
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     a = allocate(cluster, jobs, solver=solver, time_limit=300)
-    wall = time.perf_counter() - t0
-    assert wall < 30, wall
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    assert cpu < 30, cpu      # CPU seconds: the bound holds on a busy machine too
+    assert wall < 120, wall
     assert "stopped" not in a.stats
     gpus = sum(len(p.gpus) for p in a.placements)
     assert len(a.placements) + len(a.unplaced) == len(jobs)
