@@ -1,6 +1,6 @@
 """The greedy engine: consolidation, sharing, spreading, CPU-only jobs."""
 from alloc import Cluster, Job, Server, allocate, violations
-from alloc.problem import compile_problem
+from alloc.problem import Assign, compile_problem
 from alloc.solvers.heuristics.greedy import State
 
 CL = Cluster(tuple(Server(f"s{i}", 32000, 262144, 8, "V100", sockets=2, switches_per_socket=2)
@@ -19,7 +19,7 @@ def test_consolidates_into_the_innermost_level():
 def test_socket_locality_refuses_a_split_socket():
     p = compile_problem(CL, [Job("x", gpus=4, cpu=1, mem=1, locality="socket")])
     st = State(p)
-    st.gfree[[0, 4]] = 0  # one GPU busy in each socket of s0
+    st.place(-1, Assign(((0, 1000), (4, 1000)), ((0, 0),), ((0, 0),)))  # one GPU busy in each socket of s0
     assert st.gpus_on_server(0, 0) is None
     assert st.gpus_on_server(0, 1) == [8, 9, 10, 11]
 

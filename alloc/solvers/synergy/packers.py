@@ -1,7 +1,8 @@
 """Packing states for Synergy's allocators.
 
 :class:`ProblemPacker` works over a compiled :class:`~alloc.problem.Problem`
-(GPU types, sharing, CPU-only jobs, running jobs kept in place);
+(GPU types, sharing, CPU-only jobs, running jobs kept in place) on the greedy
+state and its server index (no scan of every server per job);
 :class:`FastPacker` over identical-GPU servers with whole-GPU jobs only (the
 simulator's hot path: servers bucketed by free GPU count).  Both expose the
 same methods to :mod:`alloc.solvers.synergy.tune`.
@@ -10,16 +11,24 @@ from __future__ import annotations
 
 from bisect import insort
 from collections import defaultdict
+from heapq import nsmallest
 from typing import Iterable, Sequence
 
 from ...model import MILLI
 from ...problem import Assign, Option, Problem, split
 from ..heuristics.greedy import State
+from ..heuristics.index import GPUS, WHOLE, Finder, Shape
 
 
 class ProblemPacker:
     """Packing state over a compiled :class:`Problem` (wraps the greedy
-    :class:`State`; handles GPU types, sharing, CPU-only jobs)."""
+    :class:`State` and its server index; handles GPU types, sharing, CPU-only
+    jobs).
+
+    :meth:`fit` without a server list asks the index for the feasible server
+    with the fewest free milli-GPU (``gpus`` rule).  When :attr:`capped` is
+    set (Synergy TUNE), it counts per server the jobs placed here whose
+    option could still be reverted to a cheaper one (:meth:`soft_targets`)."""
 
     def __init__(self, problem: Problem):
         self.p = problem
@@ -27,6 +36,11 @@ class ProblemPacker:
         self.opts = problem.options
         self._jobs_on: dict[int, set] = defaultdict(set)
         self._free_milli = int(problem.gpu_free.sum())
+        self._caps: dict[tuple, list] = {}
+        #: job -> the option TUNE may revert it to (None: no reverting)
+        self.capped: dict | None = None
+        #: per server, placed jobs whose option may still be reverted
+        self.soft = [0] * problem.S
 
     # sizes
     def need(self, j: int) -> int:
@@ -39,7 +53,7 @@ class ProblemPacker:
         return self.p.jobs[j].gpus
 
     def free(self, s: int) -> tuple[int, int]:
-        return int(self.st.cpu[s]), int(self.st.mem[s])
+        return self.st.cpu_l[s], self.st.mem_l[s]
 
     def option(self, j: int) -> int:
         return self.st.option[j]
@@ -54,12 +68,16 @@ class ProblemPacker:
         return len(self.st.assign[j].cpu)
 
     def server_caps(self, j: int):
-        p = self.p
-        return [(int(p.srv_gpus[s]), int(p.srv_cpu[s]), int(p.srv_mem[s]))
-                for s in range(p.S) if p.allowed[j, s]]
+        """The distinct ``(gpus, cpu, mem)`` capacities of the servers job j may use."""
+        ok = self.st.class_mask(j)
+        caps = self._caps.get(ok)
+        if caps is None:
+            caps = sorted({(G, C, M) for (C, M, G, _), x in zip(self.st.lay.cap, ok) if x})
+            self._caps[ok] = caps
+        return caps
 
     def free_gpus(self, s: int) -> int:
-        return int((self.st.gfree[list(self.st.gpus_of(s))] == MILLI).sum())
+        return self.st.whole[s]
 
     def room(self, j: int, s: int) -> bool:
         return self.st.gpus_on_server(j, s) is not None
@@ -68,44 +86,74 @@ class ProblemPacker:
     def fit(self, j: int, o: int, servers: Iterable[int] | None = None, mode: str = "any"):
         """Consolidated on the feasible server with the fewest free GPUs
         (``mode`` "one" or "any"), else spread ("spread" or "any")."""
-        st, p = self.st, self.p
-        cand = list(range(p.S) if servers is None else servers)
+        st = self.st
+        if servers is None:
+            if mode == "spread":
+                return st.try_spread(j, o)
+            sh = st.shape(j, o)
+            f = sh.finders.get((GPUS, None)) or st.finder(sh, GPUS)
+            s = f.top()
+            if s is not None:
+                return st.assign_on(j, s, sh)
+            return None if mode == "one" else st.try_spread(j, o)
+        cand = list(servers)
         if mode == "spread":
             return st.try_spread(j, o, servers=cand)
+        sh = st.shape(j, o)
         best, best_key = None, None
         for s in cand:
-            a = st.try_server(j, s, o)
-            if a is None:
+            if not st.passes(sh, s):
                 continue
-            key = (int(st.gfree[list(st.gpus_of(s))].sum()), s)
+            key = (st.gsum[s], s)
             if best_key is None or key < best_key:
-                best, best_key = a, key
-        if best is not None or mode == "one":
-            return best
-        return st.try_spread(j, o, servers=cand)
+                best, best_key = s, key
+        if best is not None:
+            return st.assign_on(j, best, sh)
+        return None if mode == "one" else st.try_spread(j, o, servers=cand)
+
+    def _revertible(self, j: int, o: int) -> bool:
+        if self.capped is None:
+            return False
+        cap = self.capped.get(j)
+        if cap is None or cap == o:
+            return False
+        cur, new = self.opts[j][o], self.opts[j][cap]
+        return not (new.cpu >= cur.cpu and new.mem >= cur.mem)
 
     def place(self, j: int, o: int, a: Assign) -> None:
         self.st.place(j, a, o)
+        soft = self._revertible(j, o)
         for s, _ in a.cpu:
             self._jobs_on[s].add(j)
+            if soft:
+                self.soft[s] += 1
         self._free_milli -= sum(m for _, m in a.gpus)
 
     def remove(self, j: int) -> tuple[int, Assign]:
         o = self.st.option[j]
+        soft = self._revertible(j, o)
         a = self.st.remove(j)
         for s, _ in a.cpu:
             self._jobs_on[s].discard(j)
+            if soft:
+                self.soft[s] -= 1
         self._free_milli += sum(m for _, m in a.gpus)
         return o, a
 
     def refit_same(self, j: int, o: int, old: Assign):
         """Job j (removed) on the same GPUs/server at option o, or None."""
         p, st = self.p, self.st
-        if old.gpus:
-            a = p.make_assign(j, [g for g, _ in old.gpus], o)
-        else:
+        if not old.gpus:
             a = p.make_cpu_assign(j, old.cpu[0][0], o)
-        if all(st.cpu[s] >= c for s, c in a.cpu) and all(st.mem[s] >= m for s, m in a.mem):
+        elif len(old.cpu) == 1:  # one server: all of the option there
+            opt = p.options[j][o]
+            q = p.jobs[j].gpu_milli
+            s = old.cpu[0][0]
+            a = Assign(tuple((g, q) for g in sorted(g for g, _ in old.gpus)),
+                       ((s, opt.cpu),), ((s, opt.mem),))
+        else:
+            a = p.make_assign(j, [g for g, _ in old.gpus], o)
+        if all(st.cpu_l[s] >= c for s, c in a.cpu) and all(st.mem_l[s] >= m for s, m in a.mem):
             return a
         return None
 
@@ -115,18 +163,57 @@ class ProblemPacker:
         return o.cpu / n, o.mem / n
 
     def targets(self, j: int) -> list[list[tuple[int, int]]]:
-        p = self.p
+        """Every reclaim target of job j: each server with GPU room, fewest
+        whole free GPUs first (then index), and for a multi-GPU whole-GPU job
+        without locality the cover of servers with the fewest free GPUs."""
+        p, st = self.p, self.st
         n = max(1, p.jobs[j].gpus)
-        singles = sorted((self.free_gpus(s), s) for s in range(p.S)
-                         if p.allowed[j, s] and self.room(j, s))
+        ok, cls = st.class_mask(j), st.lay.cls
+        singles = sorted((st.whole[s], s) for s in range(p.S) if ok[cls[s]] and self.room(j, s))
         out = [[(s, n)] for _, s in singles]
-        job = p.jobs[j]
-        if job.gpus >= 2 and job.gpu_milli == MILLI and job.locality is None:
-            cover = spread_cover(sorted((self.free_gpus(s), s) for s in range(p.S)
-                                        if p.allowed[j, s]), job.gpus)
-            if cover:
-                out.append(cover)
+        cover = self.cover(j)
+        if cover:
+            out.append(cover)
         return out
+
+    def cover(self, j: int) -> list[tuple[int, int]] | None:
+        """For a multi-GPU whole-GPU job without locality: servers with free
+        GPUs, fewest first (then index), until they hold its GPUs --
+        ``[(server, GPUs taken)]`` -- else None."""
+        job = self.p.jobs[j]
+        if not (job.gpus >= 2 and job.gpu_milli == MILLI and job.locality is None):
+            return None
+        st = self.st
+        lay = st.lay
+        ok = st.class_mask(j)
+        buckets = st.buckets()
+        need, out = job.gpus, []
+        for b in range(1, max((cap[2] for cap in lay.cap), default=0) + 1):
+            pool = nsmallest(need, (s for c, x in enumerate(ok) if x and b < len(buckets[c])
+                                    for s in buckets[c][b]))
+            for s in pool:
+                k = min(b, need)
+                out.append((s, k))
+                need -= k
+                if need == 0:
+                    return out
+        return None
+
+    def soft_targets(self, j: int):
+        """The servers with GPU room for job j and a placed job whose option
+        may still be reverted, fewest whole free GPUs first (then index),
+        lazily (see :meth:`~alloc.solvers.heuristics.index.Finder.ordered`)."""
+        st = self.st
+        sh = st.shape(j, 0)
+        room = st.shapes.get(("room",) + sh.key)
+        if room is None:
+            room = Shape(sh.k, sh.q, -(1 << 62), -(1 << 62), sh.loc, sh.ok, ("room",) + sh.key)
+            st.shapes[room.key] = room
+        f = room.finders.get((WHOLE, "soft"))
+        if f is None:
+            f = Finder(st, room, WHOLE, flag=self.soft)
+            room.finders[(WHOLE, "soft")] = f
+        return f.ordered()
 
 
 def spread_cover(order, need: int) -> list[tuple[int, int]] | None:

@@ -24,13 +24,21 @@ Jobs arrive in the scheduler's rank order; every allocation is one round.
 
     Every placed job's option satisfies ``b_jo >= b_j0``, so it runs at least at
     its GPU-proportional speed.  Running jobs kept in place are never reverted.
+
+On a compiled problem (:class:`~alloc.solvers.synergy.packers.ProblemPacker`)
+the feasible server with the fewest free GPUs comes from the server index
+(:mod:`alloc.solvers.heuristics.index`), and step 3 visits, in the same order,
+only the targets where reverting can change something: servers holding a job
+placed this round above its capped option, and servers whose capacity grew
+during this job's step 3 (a reverted job may span several servers).  Every
+other target was left as it was, and the fair share fitted none of them.
 """
 from __future__ import annotations
 
+from heapq import heappop, heappush
 from typing import Iterable
 
 from ...deadline import Deadline
-from ...model import Status
 from ...problem import Problem, Solution, job_order, split
 from .options import capped_option, ideal_option
 from .packers import FastPacker, ProblemPacker
@@ -144,23 +152,88 @@ def _tune_one(P, j: int, o: int, capped: dict, fast: bool) -> str | None:
             if h is not None:
                 P.place(j, 0, h)
                 return "fair"
-        for target in P.targets(j):
-            if (len(target) == 1) != (mode == "one"):
-                continue
-            h = _reclaim_and_fit(P, j, target, capped, mode)
-            if h is not None:
-                P.place(j, 0, h)
-                return "reclaimed"
+        targets = _targets(P, j, mode)
+        try:
+            for target in targets:
+                h = _reclaim_and_fit(P, j, target, capped, mode)
+                if h is not None:
+                    P.place(j, 0, h)
+                    return "reclaimed"
+        finally:
+            targets.close()
     return None
+
+
+def _targets(P, j: int, mode: str):
+    """The reclaim targets of job j for ``mode`` in the order of
+    ``P.targets(j)`` (one server each for "one", the cover for "spread").
+
+    Over the server index (:meth:`ProblemPacker.soft_targets`) only targets
+    where reclaiming can change something are visited: fair did not fit on
+    any single server just before, so a target whose placed jobs cannot be
+    reverted and whose capacity has not grown since is left as it is and
+    cannot take the job."""
+    if not isinstance(P, ProblemPacker) or P.capped is None:
+        yield from (t for t in P.targets(j) if (len(t) == 1) == (mode == "one"))
+        return
+    cover = P.cover(j)
+    if mode == "spread":
+        if cover and len(cover) > 1:
+            yield cover
+        return
+    st = P.st
+    n = max(1, P.n(j))
+    ok, cls, whole = st.class_mask(j), st.lay.cls, st.whole
+    stream = P.soft_targets(j)
+    try:
+        mark = len(st.rlog)
+        grown: list[tuple[int, int]] = []
+        last = None
+        head = next(stream, None)
+        while True:
+            if len(st.rlog) > mark:
+                for t in set(st.rlog[mark:]):
+                    if ok[cls[t]] and P.room(j, t):
+                        heappush(grown, (whole[t], t))
+                mark = len(st.rlog)
+            while head is not None and last is not None and (whole[head], head) <= last:
+                head = next(stream, None)
+            while grown and last is not None and grown[0] <= last:
+                heappop(grown)
+            if head is None and not grown:
+                break
+            if grown and (head is None or grown[0] < (whole[head], head)):
+                last = heappop(grown)
+            else:
+                last = (whole[head], head)
+                head = next(stream, None)
+            yield [(last[1], n)]
+    finally:
+        stream.close()
+    if cover and len(cover) == 1:
+        yield cover
 
 
 # ------------------------------------------------------- registered solvers
 def _choices(P: ProblemPacker) -> tuple[dict, dict]:
+    """Every pending job's ideal and capped option (computed once per option
+    list, GPU count and allowed server capacities)."""
     p = P.p
     ideal, capped = {}, {}
+    memo_i: dict[tuple, int] = {}
+    memo_c: dict[int, int] = {}
     for j in p.pending:
-        ideal[j] = ideal_option(p.options[j], p.jobs[j].gpus, P.server_caps(j))
-        capped[j] = capped_option(p.options[j])
+        opts, n = p.options[j], p.jobs[j].gpus
+        caps = P.server_caps(j)
+        key = (id(opts), n, id(caps))
+        o = memo_i.get(key)
+        if o is None:
+            o = memo_i[key] = ideal_option(opts, n, caps)
+        ideal[j] = o
+        c = memo_c.get(id(opts))
+        if c is None:
+            c = memo_c[id(opts)] = capped_option(opts)
+        capped[j] = c
     return ideal, capped
 
 
@@ -177,6 +250,7 @@ def solve_tune(problem: Problem, *, deadline: Deadline, seed: int = 0,
     """``synergy-tune`` (see the module notes)."""
     P = ProblemPacker(problem)
     ideal, capped = _choices(P)
+    P.capped = capped
     stats = tune_core(P, job_order(problem), ideal, capped, sort_by_gpus=sort_by_gpus,
                       deadline=deadline)
     return P.st.solution(**stats)
