@@ -1,0 +1,1 @@
+"""Heterogeneity-aware, fair time-share policies (Gavel, OSDI'20)."""
