@@ -49,6 +49,8 @@ def _parser() -> argparse.ArgumentParser:
 
     sub.add_parser("simulate", help="round-based cluster simulation: simulate CONFIG.json [--out R]",
                    add_help=False)
+    sub.add_parser("shares", help="time shares of GPU types per job: shares FILE --policy NAME",
+                   add_help=False)
     return p
 
 
@@ -61,6 +63,9 @@ def main(argv: list[str] | None = None) -> int:
     if argv[:1] == ["simulate"]:
         from .sim.cli import simulate_main
         return simulate_main(argv[1:])
+    if argv[:1] == ["shares"]:
+        from .shares.cli import shares_main
+        return shares_main(argv[1:])
     args = _parser().parse_args(argv)
     try:
         return _COMMANDS[args.cmd](args)
