@@ -137,7 +137,7 @@ class RequirementLP:
 
 @dataclass(frozen=True, eq=False)
 class SumLP:
-    """The sum-form LP over classes of identical jobs:
+    r"""The sum-form LP over classes of identical jobs:
     :math:`\max \sum_c q_c\, G_c \cdot X_c` s.t. :math:`\sum_j X_{cj} \le 1`,
     :math:`\sum_c q_c w_c X_{cj} \le n_j` (each of the ``q_c`` members of
     class ``c`` gets the shares ``X_c``).

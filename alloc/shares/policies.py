@@ -92,6 +92,12 @@ class _Rates:
         return check.proportional_throughput(self.p, self.T)
 
 
+def _kappa(p: SharesProblem, r: "_Rates", weighted: bool = True) -> np.ndarray:
+    """``sf_i / (w_i P_i)`` (``sf_i / P_i`` unweighted); 1 for jobs that cannot run."""
+    P = r.P * (p.weight if weighted else 1.0)
+    return np.divide(p.scale_factor, P, out=np.ones(p.m), where=P > 0)
+
+
 def _rates(p: SharesProblem, agnostic: bool, space_sharing: bool) -> _Rates:
     if agnostic:
         T, PT = check.agnostic_throughputs(p)
@@ -134,12 +140,19 @@ def _requirement(r: _Rates, kappa: np.ndarray, b: np.ndarray, c: np.ndarray,
     return _Req(res.status, res.objective, res.bound, res.X, None, res.u, res.p, res.stats)
 
 
-def _outcome(req: _Req, lp_objective=None, bound=None, stats=None) -> Outcome:
+def _nothing(p: SharesProblem, stats=None) -> Outcome:
+    """No shares found in time: zero shares (feasible), status unknown."""
+    return Outcome(np.zeros((p.m, p.k)), None, Status.UNKNOWN, stats=dict(stats or {}))
+
+
+def _outcome(p: SharesProblem, req: _Req, lp_objective=None, bound=None) -> Outcome:
+    if req.X is None and req.status is Status.UNKNOWN:
+        return _nothing(p, req.stats)
     if req.X is None:
         raise SolverError(f"LP solve ended {req.status.value} without shares "
                           f"({', '.join(f'{k}={v}' for k, v in req.stats.items())})")
     return Outcome(req.X, req.Y, req.status, req.bound if bound is None else bound,
-                   req.lam if lp_objective is None else lp_objective, stats or dict(req.stats))
+                   req.lam if lp_objective is None else lp_objective, dict(req.stats))
 
 
 # --------------------------------------------------------------- LP policies
@@ -147,11 +160,15 @@ def max_min(p: SharesProblem, deadline: Deadline, *, agnostic: bool = False,
             space_sharing: bool = True) -> Outcome:
     r"""Weighted max-min fairness over normalised shares:
     :math:`\max \min_i sf_i\,eff_i/(w_i P_i)` (``kappa_i = sf_i/(w_i P_i)``,
-    ``b_i = 1``)."""
+    ``b_i = 1``).
+
+    Of the optimal solutions it returns one in which every job left at the
+    minimum is a bottleneck (it cannot rise without lowering another job at
+    the minimum): water-filling rounds run until the level rises above the
+    first one, which usually costs one more LP."""
     r = _rates(p, agnostic, space_sharing)
-    kappa = p.scale_factor / (p.weight * r.P)
-    b = p.served.astype(float)
-    return _outcome(_requirement(r, kappa, b, np.zeros(p.m), deadline))
+    kappa = _kappa(p, r)
+    return _water_fill(r, kappa, lambda active: np.ones(p.m), deadline, until_rise=True)
 
 
 def max_sum(p: SharesProblem, deadline: Deadline, *, space_sharing: bool = True) -> Outcome:
@@ -163,6 +180,8 @@ def max_sum(p: SharesProblem, deadline: Deadline, *, space_sharing: bool = True)
         a, b, _ = check.pair_arrays(p)
         sol = solve_full(FullLP(r.T, p.scale_factor, p.capacity, pa=a, pb=b, PA=r.PT), deadline)
         if sol.X is None:
+            if sol.status is Status.UNKNOWN:
+                return _nothing(p, sol.stats)
             raise SolverError(f"max-sum LP ended {sol.status.value}")
         return Outcome(sol.X, sol.Y, sol.status, sol.bound, sol.objective, sol.stats)
     served = np.flatnonzero(p.served)
@@ -171,6 +190,8 @@ def max_sum(p: SharesProblem, deadline: Deadline, *, space_sharing: bool = True)
     rep = served[first]
     res = solve_sum(SumLP(r.T[rep], counts.astype(float), p.scale_factor[rep], p.capacity), deadline)
     if res.X is None:
+        if res.status is Status.UNKNOWN:
+            return _nothing(p, res.stats)
         raise SolverError(f"max-sum LP ended {res.status.value}")
     X = np.zeros((p.m, p.k))
     X[served] = res.X[cls.reshape(-1)]
@@ -189,7 +210,7 @@ def makespan(p: SharesProblem, deadline: Deadline, *, space_sharing: bool = True
         kappa = 1.0 / p.steps_remaining
     req = _requirement(r, kappa, live.astype(float), np.zeros(p.m), deadline)
     inv = (lambda x: 1.0 / x if x else None)
-    return _outcome(req, inv(req.lam), inv(req.bound))
+    return _outcome(p, req, inv(req.lam), inv(req.bound))
 
 
 def _ftf_cut_root(y, s, D, t, target, rho):
@@ -259,7 +280,7 @@ def finish_time_fairness(p: SharesProblem, deadline: Deadline, *,
             break
         rho = lb
     if best is None:
-        raise SolverError("finish-time fairness: no LP solved in time")
+        return _nothing(p, {"iterations": it})
     closed = all_opt and ub - lb <= FTF_GAP * max(1.0, ub) * 10
     return Outcome(best.X, best.Y, Status.OPTIMAL if closed else Status.FEASIBLE, min(lb, ub), ub,
                    {"iterations": it})
@@ -267,14 +288,16 @@ def finish_time_fairness(p: SharesProblem, deadline: Deadline, *,
 
 # ------------------------------------------------------------ water-filling
 def _water_fill(r: _Rates, kappa: np.ndarray, weights: Callable[[np.ndarray], np.ndarray],
-                deadline: Deadline) -> Outcome:
+                deadline: Deadline, until_rise: bool = False) -> Outcome:
     r"""Leximin by rounds.  Round ``t`` solves :math:`\max\lambda` s.t.
     :math:`\kappa_i eff_i \ge b_i\lambda` for the active jobs (``b`` from
     ``weights(active)``) and :math:`\kappa_i eff_i \ge z_i` for the frozen
     ones; an active job whose requirement row has a positive dual is frozen
     at :math:`z_i = b_i\lambda^*` -- by complementary slackness it has exactly
     that value in every optimal solution, so it cannot rise.  At least one
-    job freezes per round (the duals of the active rows sum to 1)."""
+    job freezes per round (the duals of the active rows sum to 1).
+    ``until_rise``: stop after the first round whose level exceeds the
+    first one (the max-min policy)."""
     p = r.p
     active = p.served.copy()
     floor = np.zeros(p.m)
@@ -287,6 +310,9 @@ def _water_fill(r: _Rates, kappa: np.ndarray, weights: Callable[[np.ndarray], np
         req = _requirement(r, kappa, b, c, deadline, start)
         if req.X is None or req.u is None:
             exact = False
+            break
+        if until_rise and first is not None and req.lam > first.lam * (1 + 1e-9) + 1e-12:
+            last = req
             break
         rounds += 1
         exact &= req.status is Status.OPTIMAL
@@ -302,7 +328,7 @@ def _water_fill(r: _Rates, kappa: np.ndarray, weights: Callable[[np.ndarray], np
             exact = False
             break
     if last is None:
-        raise SolverError("water-filling: the first round has no solution")
+        return _nothing(p, {"rounds": 0})
     return Outcome(last.X, last.Y, Status.OPTIMAL if exact else Status.FEASIBLE, first.bound,
                    first.lam, {"rounds": rounds})
 
@@ -311,7 +337,7 @@ def water_filling(p: SharesProblem, deadline: Deadline, *, agnostic: bool = Fals
                   space_sharing: bool = True) -> Outcome:
     r"""Leximin of :math:`sf_i\,eff_i/(w_i P_i)` (see :func:`_water_fill`)."""
     r = _rates(p, agnostic, space_sharing)
-    kappa = p.scale_factor / (p.weight * r.P)
+    kappa = _kappa(p, r)
     return _water_fill(r, kappa, lambda active: np.ones(p.m), deadline)
 
 
@@ -330,7 +356,7 @@ def hierarchical(p: SharesProblem, deadline: Deadline, *, within: str = "fairnes
     if within not in ("fairness", "fifo"):
         raise InputError(f"option within: expected 'fairness' or 'fifo', got {within!r}")
     r = _rates(p, False, space_sharing)
-    kappa = p.scale_factor / r.P
+    kappa = _kappa(p, r, weighted=False)
     tidx, W = check.tenant_table(p)
     names = list(p.tenants)
     fifo_t = np.array([(p.tenants[names[t]].policy or within) == "fifo" if t < len(names) else False
@@ -378,9 +404,7 @@ def _heur(fn):
 
 def _allox(p, deadline, seed):
     X, st, stats = heuristics.allox(p, deadline)
-    if st is Status.UNKNOWN:
-        raise SolverError(f"allox: matching LP ended without a solution ({stats})")
-    return Outcome(X, None, Status.FEASIBLE, stats=stats)
+    return Outcome(X, None, st, stats=stats)
 
 
 _SS = {"space_sharing": True}
