@@ -75,6 +75,9 @@ MARGIN_GROWTH = 4.0
 #: this many) gives the reference prices of the next one.
 HEALTHY = 0.05
 HEALTHY_MIN = 10
+#: Members of one group differ in theta (value per unit of requirement) by
+#: less than this factor.
+THETA_BAND = 1.5
 #: Jobs (or classes) up to which the master is simply the whole LP.
 DIRECT_MAX = 160
 #: Explicit jobs from which a master is solved by the interior-point method.
@@ -385,7 +388,11 @@ def _plan(lp: RequirementLP, lam: float, p: np.ndarray, explicit: np.ndarray,
         lb = LocalBases(*(getattr(lb, f)[safe] for f in LocalBases.__dataclass_fields__))
     groups = []
     if len(grp):
-        key = lp.prof[grp] * 2 + (lp.b[grp] == 0)
+        # same profile, same kind, and theta within a factor THETA_BAND: the
+        # neediest member's time cap then costs the others little
+        band = np.floor(np.log(_theta(lp, grp)) / np.log(THETA_BAND)).astype(np.int64)
+        band -= band.min()
+        key = (lp.prof[grp].astype(np.int64) * 2 + (lp.b[grp] == 0)) * (int(band.max()) + 1) + band
         order = np.argsort(key, kind="stable")
         cuts = np.flatnonzero(np.diff(key[order])) + 1
         for part in np.split(order, cuts):
@@ -405,9 +412,10 @@ def _build_master(lp: RequirementLP, plan: _Plan, lam_ub: float):
     Columns: ``lambda``; ``X_ij`` of the explicit jobs (``a_ij > 0``);
     ``Phi_gj`` of each group (value bought on type ``j``, in profile units).
     Rows: each explicit job's requirement and time; each group's demand
-    :math:`\sum_j \Phi_{gj} - B_g\lambda = R_g` and, when all its members run
-    out of time together, its time cap
-    :math:`\sum_j \Phi_{gj}/D_{gj} \le \theta_g (B_g + R_g)`; the capacity of each
+    :math:`\sum_j \Phi_{gj} - B_g\lambda = R_g` and the time cap of its neediest
+    member, :math:`\sum_j \Phi_{gj}/D_{gj} \le \min_i\theta_i\,(B_g + R_g)`
+    (exact when all members share ``theta``; otherwise a binding cap sends
+    the neediest members out of the group); the capacity of each
     type, with the fixed jobs' affine use :math:`C_0 + C_1\lambda` moved to
     the bound.
     """
@@ -418,14 +426,13 @@ def _build_master(lp: RequirementLP, plan: _Plan, lam_ub: float):
     g_prof = np.array([g[0] for g in plan.groups], dtype=int)
     gi, gj = np.nonzero(lp.D[g_prof] > 0) if len(g_prof) else (np.zeros(0, int), np.zeros(0, int))
     ng, nE = len(plan.groups), len(E)
-    B, R0, cap = np.zeros(ng), np.zeros(ng), np.full(ng, INF)
+    B, R0, cap = np.zeros(ng), np.zeros(ng), np.zeros(ng)
     for t, (_, mem, uniform) in enumerate(plan.groups):
         if lp.b[mem[0]] > 0:
             B[t] = float(np.sum(lp.w[mem] * lp.b[mem] / lp.kappa[mem]))
         else:
             R0[t] = float(np.sum(lp.w[mem] * lp.c[mem] / lp.kappa[mem]))
-        if uniform:
-            cap[t] = float(_theta(lp, mem[:1])[0]) * (B[t] + R0[t])
+        cap[t] = float(_theta(lp, mem).min()) * (B[t] + R0[t])
     fb, wf = plan.fixed_bases, lp.w[plan.fixed]
     C0 = wf @ fb.alpha if len(wf) else np.zeros(k)
     C1 = wf @ fb.beta if len(wf) else np.zeros(k)
@@ -486,8 +493,12 @@ def _recover(lp: RequirementLP, plan: _Plan, sol, maps) -> tuple:
             X[mem] = ((lp.b[mem] * lam + lp.c[mem]) / lp.kappa[mem])[:, None] * per[None, :]
             overrun[mem] = X[mem].sum(axis=1) > 1 + TOL
         u[mem] = lp.w[mem] * max(pi[t], 0.0) / lp.kappa[mem]
-        if uniform:
-            v[mem] = lp.w[mem] * tau[t]
+        if tau[t] > 1e-9 * max(1.0, abs(pi[t])):
+            if uniform:                 # every member out of time together: exact
+                v[mem] = lp.w[mem] * tau[t]
+            else:                       # the cap of the neediest members binds
+                th = _theta(lp, mem)
+                overrun[mem[th <= th.min() * (1 + 1e-9)]] = True
     return lam, X, u, v, p, overrun
 
 
@@ -581,7 +592,8 @@ def solve_requirement(lp: RequirementLP, deadline: Deadline | None = None,
     if not (lp.b > 0).any():
         raise ValueError("requirement LP: no job has b > 0 (lambda is unbounded)")
     lam_ub, each_ub = _lam_upper(lp)
-    explicit = np.zeros(lp.m, dtype=bool)
+    explicit = np.zeros(lp.m, dtype=bool)          # explicit for good
+    strikes = np.zeros(lp.m, dtype=int)
     stats = {"iterations": 0, "explicit": 0, "groups": 0, "fixed": 0}
     ref, margin = start, FIX_MARGIN
     if int(need.sum()) <= DIRECT_MAX:
@@ -601,13 +613,17 @@ def solve_requirement(lp: RequirementLP, deadline: Deadline | None = None,
         if len(plan.explicit) >= IPM_MIN:
             params["solver"] = "ipm"
         sol = solve(model, "highs", deadline=deadline, relax=True, **params)
+        fail = np.zeros(lp.m, dtype=bool)
         if sol.status is Status.OPTIMAL and sol.duals is not None:
             lam, X, u, v, p, overrun = _recover(lp, plan, sol, maps)
-            fail = _failures(lp, plan, lam, p, lam_ub, each_ub, overrun, u, v) & ~explicit
+            fail = _failures(lp, plan, lam, p, lam_ub, each_ub, overrun, u, v)
+            fail[plan.explicit] = False
             if not fail.any():
                 return _finish(lp, lam, X, u, v, p, stats)
-            explicit |= fail
-            if ref is None or fail.sum() <= max(HEALTHY_MIN, HEALTHY * len(plan.fixed)):
+            # a job that fails twice stays explicit: the loop ends
+            strikes[fail] += 1
+            explicit |= strikes >= 2
+            if ref is None or fail.sum() <= max(HEALTHY_MIN, HEALTHY * (lp.m - len(plan.explicit))):
                 ref, margin = (lam, p), FIX_MARGIN  # few failures: these prices are close
             else:
                 margin *= MARGIN_GROWTH
@@ -618,11 +634,10 @@ def solve_requirement(lp: RequirementLP, deadline: Deadline | None = None,
             return CoreResult(status, stats=stats | {"master": sol.status.value})
         if deadline.expired():
             return CoreResult(Status.UNKNOWN, stats=stats | {"stopped": "time limit"})
-        explicit[plan.explicit] = explicit[plan.explicit] | (margin > 1.0)
         if margin > 1.0 or explicit.sum() > need.sum() // 2 or ref is None:
             explicit |= need                        # the band is everything: the whole LP
             ref = ref if ref is not None else (0.0, np.zeros(lp.k))
-        plan = _plan(lp, float(ref[0]), np.asarray(ref[1], dtype=float), explicit, margin)
+        plan = _plan(lp, float(ref[0]), np.asarray(ref[1], dtype=float), explicit | fail, margin)
 
 
 def price_start(lp: RequirementLP, deadline: Deadline | None = None) -> tuple[float, np.ndarray]:
