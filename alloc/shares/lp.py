@@ -1,6 +1,7 @@
 r"""The share LPs written out in full, one row per job, solved by HiGHS through
 :mod:`alloc.kernel` -- with space sharing (pairs) priced in by column
-generation.  This is the path for problems with ``pairs``, and the plain
+generation (the model stays loaded in HiGHS and each re-solve starts from the
+last basis).  This is the path for problems with ``pairs``, and the plain
 reference the structured solver of :mod:`alloc.shares.core` is tested
 against.
 
@@ -30,11 +31,11 @@ import numpy as np
 from scipy import sparse
 
 from ..deadline import Deadline
-from ..kernel import INF, LinearModel, solve
+from ..kernel import INF, LinearModel, session
 from ..model import Status
 
 #: Pair columns added per pricing round, at most.
-BATCH = 4000
+BATCH = 1000
 #: A reduced cost above this (relative to the objective scale) prices a column in.
 PRICE_TOL = 1e-9
 MASTER_OPTIONS = {"primal_feasibility_tolerance": 1e-10, "dual_feasibility_tolerance": 1e-10}
@@ -89,44 +90,52 @@ class FullSolution:
     stats: dict = field(default_factory=dict)
 
 
-def _model(lp: FullLP, qcols: np.ndarray):
-    """The LP with every single column and the pair columns ``qcols`` (flat
-    indices ``q * k + j``)."""
+def _model(lp: FullLP):
+    """The LP with every single column and no pair column yet."""
     m, k = lp.A.shape
     need = (lp.b > 0) | (lp.c > 0) if lp.requirement else np.ones(m, dtype=bool)
-    xi, xj = np.nonzero((lp.A > 0) & need[:, None])
-    qi, qj = qcols // k, qcols % k
+    xi, xj = np.nonzero(lp.A > 0)
     model = LinearModel("shares-full", maximize=True)
     lam = model.add_var(-INF, INF, obj=1.0) if lp.requirement else -1
-    if lp.requirement:
-        xcol = model.add_vars(len(xi), 0.0, INF)
-        ycol = model.add_vars(len(qi), 0.0, INF)
-    else:
-        xcol = model.add_vars(len(xi), 0.0, INF, obj=lp.A[xi, xj])
-        ycol = model.add_vars(len(qi), 0.0, INF, obj=lp.PA[qi, qj].sum(axis=1))
-    a, b = lp.pa[qi], lp.pb[qi]
-    ns = np.maximum(lp.n, 1e-300)
-    rows = [xi, a, b, m + xj]                                       # time, capacity
-    cols = [xcol, ycol, ycol, xcol]
-    vals = [np.ones(len(xi)), np.ones(len(qi)), np.ones(len(qi)), lp.w[xi] / ns[xj]]
-    rows.append(m + qj)
-    cols.append(ycol)
-    vals.append(lp.w[a] / ns[qj])
+    xcol = model.add_vars(len(xi), 0.0, INF, obj=None if lp.requirement else lp.A[xi, xj])
+    ns = np.maximum(lp.n, 1e-300)                   # capacity rows scaled to O(1)
+    rows, cols, vals = [xi, m + xj], [xcol, xcol], [np.ones(len(xi)), lp.w[xi] / ns[xj]]
     nrow = m + k
-    lo = [np.full(m + k, -INF)]
-    hi = [np.ones(m), lp.n / ns]
+    lo, hi = [np.full(m + k, -INF)], [np.ones(m), lp.n / ns]
     if lp.requirement:
         r = m + k
-        rows += [r + xi, r + a, r + b, r + np.arange(m)]
-        cols += [xcol, ycol, ycol, np.full(m, lam)]
-        vals += [lp.A[xi, xj], lp.PA[qi, qj, 0], lp.PA[qi, qj, 1], -lp.b]
+        rows += [r + xi, r + np.arange(m)]
+        cols += [xcol, np.full(m, lam)]
+        vals += [lp.A[xi, xj], -lp.b]
         nrow += m
         lo.append(np.where(need, lp.c, -INF))
         hi.append(np.full(m, INF))
     M = sparse.coo_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))),
                           shape=(nrow, model.n))
     model.add_rows(M, np.concatenate(lo), np.concatenate(hi))
-    return model, (lam, xi, xj, xcol, qi, qj, ycol)
+    return model, (lam, xi, xj, xcol)
+
+
+def _pair_columns(lp: FullLP, qcols: np.ndarray, nrow: int):
+    """Costs and coefficients (one column each) of the pair columns ``qcols``
+    (flat indices ``q * k + j``): both members' time and value rows, the
+    type's capacity row once."""
+    m, k = lp.A.shape
+    qi, qj = qcols // k, qcols % k
+    a, b = lp.pa[qi], lp.pb[qi]
+    cols = np.arange(len(qcols))
+    ns = np.maximum(lp.n, 1e-300)
+    rows = [a, b, m + qj]
+    vals = [np.ones(len(qi)), np.ones(len(qi)), lp.w[a] / ns[qj]]
+    if lp.requirement:
+        rows += [m + k + a, m + k + b]
+        vals += [lp.PA[qi, qj, 0], lp.PA[qi, qj, 1]]
+        obj = np.zeros(len(qi))
+    else:
+        obj = lp.PA[qi, qj].sum(axis=1)
+    M = sparse.csc_matrix((np.concatenate(vals), (np.concatenate(rows), np.tile(cols, len(rows)))),
+                          shape=(nrow, len(qcols)))
+    return obj, M
 
 
 def _prices(lp: FullLP, sol, m: int, k: int):
@@ -149,9 +158,101 @@ def _reduced(lp: FullLP, u, v, p) -> np.ndarray:
     return np.where((val[0] > 0) | (val[1] > 0), rc, -np.inf)
 
 
+class FullSolver:
+    """A :class:`FullLP` kept loaded in one :func:`alloc.kernel.session`:
+    priced pair columns are appended (re-solved by primal simplex from the
+    last basis) and, between water-filling rounds, the requirements change
+    in place (:meth:`set_requirements`, re-solved by dual simplex), so pair
+    columns priced in one round serve the next.
+
+    Parameters
+    ----------
+    lp : FullLP
+    column_generation : bool
+        Price pair columns in (default); False puts every pair column in
+        the LP at once (the plain reference).
+    params : dict, optional
+        HiGHS options of every solve (e.g. ``{"solver": "ipm"}``).
+    """
+
+    def __init__(self, lp: FullLP, column_generation: bool = True, params: dict | None = None):
+        self.lp = lp
+        self.cg = column_generation
+        self.model, self.maps = _model(lp)
+        self.params = params or {}
+        warm = {} if self.params else {"presolve": "off"}
+        self.session = session(self.model, **(dict(MASTER_OPTIONS) | warm | self.params))
+        P, k = len(lp.pa), lp.A.shape[1]
+        self.allq = (np.flatnonzero(((lp.PA[:, :, 0] > 0) | (lp.PA[:, :, 1] > 0)).ravel())
+                     if P else np.zeros(0, dtype=int))
+        self.qcols = np.zeros(0, dtype=int)
+        self.ycol = np.zeros(0, dtype=int)
+        self.pending = self.allq if (P and not column_generation) else np.zeros(0, dtype=int)
+        self.strategy = {}
+
+    def set_requirements(self, b: np.ndarray, c: np.ndarray) -> None:
+        """New requirements ``>= b_i lambda + c_i`` for the next solve (a job
+        with ``b_i = c_i = 0`` has none)."""
+        lp = self.lp
+        m, k = lp.A.shape
+        lam = self.maps[0]
+        rows = m + k + np.arange(m)
+        need = (b > 0) | (c > 0)
+        changed = np.flatnonzero(b != lp.b)
+        self.session.set_coefficients(rows[changed], np.full(len(changed), lam), -b[changed])
+        old_lo = np.where((lp.b > 0) | (lp.c > 0), lp.c, -INF)
+        lo = np.where(need, c, -INF)
+        moved = np.flatnonzero(lo != old_lo)
+        self.session.set_row_bounds(rows[moved], lo[moved], INF)
+        self.lp = FullLP(lp.A, lp.w, lp.n, b, c, lp.pa, lp.pb, lp.PA)
+        self.strategy = {} if self.params else {"simplex_strategy": 1}
+
+    def solve(self, deadline: Deadline | None = None) -> FullSolution:
+        """Solve to optimality over every pair column (see the module notes)."""
+        deadline = deadline or Deadline.never()
+        lp = self.lp
+        m, k = lp.A.shape
+        P = len(lp.pa)
+        rounds = 0
+        while True:
+            if len(self.pending):
+                obj, M = _pair_columns(lp, self.pending, self.model.m)
+                self.ycol = np.concatenate([self.ycol, self.session.add_columns(obj, 0.0, INF, M)])
+                self.qcols = np.concatenate([self.qcols, self.pending])
+                self.pending = np.zeros(0, dtype=int)
+                if not self.params:
+                    self.strategy = {"simplex_strategy": 4}
+            rounds += 1
+            sol = (self.session.solve(deadline.left(), **self.strategy)
+                   if deadline.left() > 1e-3 else None)
+            stats = {"rounds": rounds, "pair_columns": len(self.qcols)}
+            if sol is None or sol.status is not Status.OPTIMAL:
+                st = sol.status if sol is not None and sol.status is Status.INFEASIBLE else Status.UNKNOWN
+                return FullSolution(st, stats=stats)
+            u, v, p = _prices(lp, sol, m, k)
+            if P and self.cg:
+                rc = _reduced(lp, u, v, p).ravel()
+                rc[self.qcols] = -np.inf
+                new = np.flatnonzero(rc > PRICE_TOL * max(1.0, abs(float(sol.objective))))
+                if len(new) > BATCH:
+                    new = new[np.argpartition(-rc[new], BATCH)[:BATCH]]
+                if len(new):
+                    self.pending = new
+                    continue
+            lam, xi, xj, xcol = self.maps
+            X = np.zeros((m, k))
+            X[xi, xj] = sol.x[xcol]
+            Y = np.zeros((P, k))
+            Y[self.qcols // k, self.qcols % k] = sol.x[self.ycol]
+            obj = float(sol.x[lam]) if lp.requirement else float(sol.objective)
+            return FullSolution(Status.OPTIMAL, np.maximum(X, 0), np.maximum(Y, 0), obj, obj, u, v, p,
+                                stats)
+
+
 def solve_full(lp: FullLP, deadline: Deadline | None = None, column_generation: bool = True,
                params: dict | None = None) -> FullSolution:
-    """Solve a :class:`FullLP` to optimality with HiGHS.
+    """Solve a :class:`FullLP` to optimality with HiGHS (one
+    :class:`FullSolver`).
 
     Parameters
     ----------
@@ -168,41 +269,7 @@ def solve_full(lp: FullLP, deadline: Deadline | None = None, column_generation: 
     FullSolution
         ``OPTIMAL`` when HiGHS solved the LP and no pair column prices in.
     """
-    deadline = deadline or Deadline.never()
-    m, k = lp.A.shape
-    P = len(lp.pa)
-    allq = np.flatnonzero(((lp.PA[:, :, 0] > 0) | (lp.PA[:, :, 1] > 0)).ravel()) if P else np.zeros(0, int)
-    qcols = np.zeros(0, dtype=int) if (column_generation and P) else allq
-    opts = dict(MASTER_OPTIONS) | (params or {})
-    rounds = 0
-    while True:
-        rounds += 1
-        model, maps = _model(lp, qcols)
-        sol = solve(model, "highs", deadline=deadline, relax=True, **opts)
-        if sol.status is not Status.OPTIMAL or sol.duals is None:
-            st = sol.status if sol.status is Status.INFEASIBLE else Status.UNKNOWN
-            return FullSolution(st, stats={"rounds": rounds, "pair_columns": len(qcols)})
-        u, v, p = _prices(lp, sol, m, k)
-        if P and column_generation:
-            rc = _reduced(lp, u, v, p).ravel()
-            scale = max(1.0, abs(float(sol.objective)))
-            rc[qcols] = -np.inf
-            new = np.flatnonzero(rc > PRICE_TOL * scale)
-            if len(new):
-                if len(new) > BATCH:
-                    new = new[np.argpartition(-rc[new], BATCH)[:BATCH]]
-                qcols = np.union1d(qcols, new)
-                if deadline.expired():
-                    return FullSolution(Status.UNKNOWN, stats={"rounds": rounds, "stopped": "time limit"})
-                continue
-        lam, xi, xj, xcol, qi, qj, ycol = maps
-        X = np.zeros((m, k))
-        X[xi, xj] = sol.x[xcol]
-        Y = np.zeros((P, k))
-        Y[qi, qj] = sol.x[ycol]
-        obj = float(sol.x[lam]) if lp.requirement else float(sol.objective)
-        return FullSolution(Status.OPTIMAL, np.maximum(X, 0), np.maximum(Y, 0), obj, obj, u, v, p,
-                            {"rounds": rounds, "pair_columns": len(qcols)})
+    return FullSolver(lp, column_generation, params).solve(deadline)
 
 
-__all__ = ["FullLP", "FullSolution", "solve_full"]
+__all__ = ["FullLP", "FullSolution", "FullSolver", "solve_full"]

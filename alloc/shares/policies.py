@@ -54,7 +54,7 @@ from ..model import Status
 from . import check, heuristics
 from .core import RequirementLP, SumLP, solve_requirement, solve_sum
 from .io import SharesProblem, SharesResult, pair_key, problem_from_dict
-from .lp import FullLP, solve_full
+from .lp import FullLP, FullSolver, solve_full
 
 #: Relative agreement between an LP's objective and the one recomputed from
 #: its shares below which ``optimal`` is kept.
@@ -123,17 +123,24 @@ class _Req:
 
 
 def _requirement(r: _Rates, kappa: np.ndarray, b: np.ndarray, c: np.ndarray,
-                 deadline: Deadline, start=None) -> _Req:
+                 deadline: Deadline, start=None, keep: dict | None = None) -> _Req:
     """Solve :math:`\\max\\lambda` s.t. :math:`\\kappa_i\\,eff_i \\ge b_i\\lambda + c_i`
     exactly: the structured solver without pairs, the full LP with pair
-    columns priced in otherwise."""
+    columns priced in otherwise (kept in ``keep`` between calls with the same
+    ``kappa``, e.g. water-filling rounds, so priced columns carry over)."""
     p = r.p
     kappa = np.where(np.isfinite(kappa) & (kappa > 0), kappa, 1.0)
     if r.pairs:
-        a, bb = check.pair_arrays(p)[:2]
-        PA = r.PT * np.stack([kappa[a], kappa[bb]], axis=1)[:, None, :]
-        sol = solve_full(FullLP(kappa[:, None] * r.T, p.scale_factor, p.capacity, b, c, a, bb, PA),
-                         deadline)
+        solver = keep.get("full") if keep is not None else None
+        if solver is None:
+            a, bb = check.pair_arrays(p)[:2]
+            PA = r.PT * np.stack([kappa[a], kappa[bb]], axis=1)[:, None, :]
+            solver = FullSolver(FullLP(kappa[:, None] * r.T, p.scale_factor, p.capacity, b, c, a, bb, PA))
+            if keep is not None:
+                keep["full"] = solver
+        else:
+            solver.set_requirements(b, c)
+        sol = solver.solve(deadline)
         return _Req(sol.status, sol.objective, sol.bound, sol.X, sol.Y, sol.u, sol.p, sol.stats)
     lp = RequirementLP(r.rows, r.prof, kappa, b, c, p.scale_factor, p.capacity)
     res = solve_requirement(lp, deadline, start)
@@ -295,19 +302,20 @@ def _water_fill(r: _Rates, kappa: np.ndarray, weights: Callable[[np.ndarray], np
     ones; an active job whose requirement row has a positive dual is frozen
     at :math:`z_i = b_i\lambda^*` -- by complementary slackness it has exactly
     that value in every optimal solution, so it cannot rise.  At least one
-    job freezes per round (the duals of the active rows sum to 1).
+    job freezes per round (the duals of the active rows sum to 1).  With
+    pairs the rounds share one LP kept in HiGHS (priced columns carry over).
     ``until_rise``: stop after the first round whose level exceeds the
     first one (the max-min policy)."""
     p = r.p
     active = p.served.copy()
     floor = np.zeros(p.m)
-    first, last, start, rounds, exact = None, None, None, 0, True
+    first, last, start, rounds, exact, keep = None, None, None, 0, True, {}
     while active.any():
         b = np.where(active, weights(active), 0.0)
         if not (b > 0).any():
             break
         c = np.where(~active & p.served, floor * (1 - 1e-9), 0.0)
-        req = _requirement(r, kappa, b, c, deadline, start)
+        req = _requirement(r, kappa, b, c, deadline, start, keep)
         if req.X is None or req.u is None:
             exact = False
             break
