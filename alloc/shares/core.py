@@ -596,10 +596,8 @@ def solve_requirement(lp: RequirementLP, deadline: Deadline | None = None,
     strikes = np.zeros(lp.m, dtype=int)
     stats = {"iterations": 0, "explicit": 0, "groups": 0, "fixed": 0}
     ref, margin = start, FIX_MARGIN
-    if int(need.sum()) <= DIRECT_MAX:
-        explicit |= need
-        plan = _plan(lp, 0.0, np.zeros(lp.k), explicit, all_groups=True)
-    elif ref is None and len(np.unique(lp.prof[need] * 2 + (lp.b[need] == 0))) <= DIRECT_MAX:
+    if len(np.unique(lp.prof[need] * 2 + (lp.b[need] == 0))) <= DIRECT_MAX:
+        # few profiles (or few jobs): every job in its group, no prices needed
         plan = _plan(lp, 0.0, np.zeros(lp.k), explicit, all_groups=True)
     else:
         if ref is None:

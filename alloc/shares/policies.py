@@ -13,7 +13,9 @@ With :math:`eff_i = \sum_j T_{ij}X_{ij}` (+ pair rates) and
 ``max-min``
     :math:`\max \min_i sf_i\,eff_i/(w_i P_i)`.
 ``max-min-agnostic``
-    The same with every runnable ``T_ij = 1`` (heterogeneity-agnostic).
+    The same with every runnable ``T_ij = 1`` (heterogeneity-agnostic); a
+    job's time is spread over the types in proportion to their sizes when
+    every job can run everywhere (type-blind).
 ``max-sum``
     :math:`\max \sum_i eff_i`.
 ``makespan``
@@ -163,6 +165,20 @@ def _outcome(p: SharesProblem, req: _Req, lp_objective=None, bound=None) -> Outc
 
 
 # --------------------------------------------------------------- LP policies
+def _spread(p: SharesProblem, r: _Rates, out: Outcome) -> Outcome:
+    """Heterogeneity-agnostic shares, type-blind: a job's agnostic value
+    depends only on its total time, so when every job can run on every type
+    (and no pair runs) its time is spread over the types in proportion to
+    their GPUs -- the same objective, and no type left idle by an arbitrary
+    choice among equal optima (a type-blind scheduler's average)."""
+    runnable = (r.T > 0) | ~p.served[:, None]
+    if out.X is None or not runnable.all() or (out.Y is not None and out.Y.any()):
+        return out
+    tau = out.X.sum(axis=1, keepdims=True)
+    X = tau * (p.capacity / max(float(p.capacity.sum()), 1e-300))[None, :]
+    return Outcome(X, out.Y, out.status, out.bound, out.lp_objective, out.stats)
+
+
 def max_min(p: SharesProblem, deadline: Deadline, *, agnostic: bool = False,
             space_sharing: bool = True) -> Outcome:
     r"""Weighted max-min fairness over normalised shares:
@@ -175,7 +191,8 @@ def max_min(p: SharesProblem, deadline: Deadline, *, agnostic: bool = False,
     first one, which usually costs one more LP."""
     r = _rates(p, agnostic, space_sharing)
     kappa = _kappa(p, r)
-    return _water_fill(r, kappa, lambda active: np.ones(p.m), deadline, until_rise=True)
+    out = _water_fill(r, kappa, lambda active: np.ones(p.m), deadline, until_rise=True)
+    return _spread(p, r, out) if agnostic else out
 
 
 def max_sum(p: SharesProblem, deadline: Deadline, *, space_sharing: bool = True) -> Outcome:
@@ -346,7 +363,8 @@ def water_filling(p: SharesProblem, deadline: Deadline, *, agnostic: bool = Fals
     r"""Leximin of :math:`sf_i\,eff_i/(w_i P_i)` (see :func:`_water_fill`)."""
     r = _rates(p, agnostic, space_sharing)
     kappa = _kappa(p, r)
-    return _water_fill(r, kappa, lambda active: np.ones(p.m), deadline)
+    out = _water_fill(r, kappa, lambda active: np.ones(p.m), deadline)
+    return _spread(p, r, out) if agnostic else out
 
 
 def hierarchical(p: SharesProblem, deadline: Deadline, *, within: str = "fairness",
