@@ -32,8 +32,21 @@ TOL = 1e-6
 
 
 def pair_arrays(p: SharesProblem, runnable: bool = True):
-    """``(a, b, PT)``: the pairs' job indices and throughputs, shape (P, k, 2),
-    zero on types with fewer GPUs than the pair's scale factor."""
+    """The pairs as arrays.
+
+    Parameters
+    ----------
+    p : SharesProblem
+    runnable : bool
+        Zero the rates on types with fewer GPUs than the pair's scale factor.
+
+    Returns
+    -------
+    a, b : ndarray of int (P,)
+        The two jobs of each pair.
+    PT : ndarray (P, k, 2)
+        Steps/s of ``a`` and ``b`` while sharing each type.
+    """
     if not p.pairs:
         return np.zeros(0, dtype=int), np.zeros(0, dtype=int), np.zeros((0, p.k, 2))
     a = np.array([q.a for q in p.pairs])
@@ -45,8 +58,15 @@ def pair_arrays(p: SharesProblem, runnable: bool = True):
 
 
 def agnostic_throughputs(p: SharesProblem):
-    """Heterogeneity-agnostic rates: ``1`` where a job can run alone, and a
-    pair's rate as the fraction of each member's rate alone on that type."""
+    """Heterogeneity-agnostic rates.
+
+    Returns
+    -------
+    T : ndarray (m, k)
+        ``1`` where job ``i`` can run on type ``j`` alone, else 0.
+    PT : ndarray (P, k, 2)
+        A pair member's rate as a fraction of its rate alone on that type.
+    """
     T = p.runnable_throughput
     Ta = (T > 0).astype(float)
     a, b, PT = pair_arrays(p)
@@ -57,8 +77,23 @@ def agnostic_throughputs(p: SharesProblem):
 
 
 def effective(p: SharesProblem, X: np.ndarray, Y: np.ndarray | None = None, T=None, PT=None):
-    """Effective throughput of every job (steps/s, or agnostic units when
-    ``T``/``PT`` are given)."""
+    r"""Effective throughput :math:`eff_i = \sum_j T_{ij}X_{ij} + \sum_{q\ni i}\sum_j T^q_{ij}Y_{qj}`.
+
+    Parameters
+    ----------
+    p : SharesProblem
+    X : ndarray (m, k)
+        Shares alone.
+    Y : ndarray (P, k), optional
+        Pair shares.
+    T, PT : ndarray, optional
+        Rates to use instead of the measured ones (e.g. agnostic).
+
+    Returns
+    -------
+    ndarray (m,)
+        Steps/s (or the units of ``T``).
+    """
     T = p.throughput if T is None else T
     eff = (T * X).sum(axis=1)
     if Y is not None and len(Y):
@@ -70,15 +105,39 @@ def effective(p: SharesProblem, X: np.ndarray, Y: np.ndarray | None = None, T=No
 
 
 def proportional_throughput(p: SharesProblem, T=None) -> np.ndarray:
-    """``P_i = sum_j T_ij n_j / N`` (runnable throughputs by default)."""
+    r"""Proportional throughput :math:`P_i = \sum_j T_{ij} n_j / N` (steps/s): the
+    rate of a job splitting its time over the types in proportion to their
+    sizes.
+
+    Parameters
+    ----------
+    p : SharesProblem
+    T : ndarray (m, k), optional
+        Rates (default: the runnable measured throughputs).
+
+    Returns
+    -------
+    ndarray (m,)
+    """
     T = p.runnable_throughput if T is None else T
     return T @ p.capacity / max(float(p.capacity.sum()), 1e-300)
 
 
 def isolated_shares(p: SharesProblem, served: np.ndarray | None = None) -> np.ndarray:
-    """The isolated share: each of the ``m`` served jobs gets ``n_j / m`` of
-    every type it can run on, divided by ``sf_i``; a job whose time would
-    exceed 1 is scaled down to 1."""
+    r"""The isolated share :math:`X_{ij} = (n_j/m)/sf_i` on every type job ``i``
+    can run on, each job's time scaled down to at most 1 (``m`` served jobs).
+
+    Parameters
+    ----------
+    p : SharesProblem
+    served : ndarray of bool (m,), optional
+        The jobs that count (default: those that can run).
+
+    Returns
+    -------
+    ndarray (m, k)
+        Fractions of wall-clock time.
+    """
     served = p.served if served is None else served
     m = max(int(served.sum()), 1)
     X = (p.capacity[None, :] / m) / p.scale_factor[:, None]
@@ -88,7 +147,22 @@ def isolated_shares(p: SharesProblem, served: np.ndarray | None = None) -> np.nd
 
 
 def normalized_shares(p: SharesProblem, eff: np.ndarray, agnostic: bool = False) -> np.ndarray:
-    """``sf_i eff_i / (w_i P_i)`` (NaN for jobs that cannot run)."""
+    r"""Normalised shares :math:`sf_i\,eff_i/(w_i P_i)` (dimensionless; 1 is a
+    job's weighted proportional share).
+
+    Parameters
+    ----------
+    p : SharesProblem
+    eff : ndarray (m,)
+        Effective throughputs (in the units of the rates used).
+    agnostic : bool
+        Normalise by the agnostic proportional throughput.
+
+    Returns
+    -------
+    ndarray (m,)
+        NaN for jobs that cannot run.
+    """
     T = agnostic_throughputs(p)[0] if agnostic else None
     P = proportional_throughput(p, T)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -97,8 +171,21 @@ def normalized_shares(p: SharesProblem, eff: np.ndarray, agnostic: bool = False)
 
 def ftf_rho(p: SharesProblem, eff: np.ndarray) -> np.ndarray:
     r"""Finish-time fairness :math:`\rho_i = (t_i + s_i/eff_i)/(C_i + s_i/iso_i)`
-    of the served jobs with steps left (NaN elsewhere, ``inf`` without
-    throughput)."""
+    (Themis): finish time under the shares over finish time on the isolated
+    share.
+
+    Parameters
+    ----------
+    p : SharesProblem
+    eff : ndarray (m,)
+        Effective throughputs (steps/s).
+
+    Returns
+    -------
+    ndarray (m,)
+        NaN for jobs that cannot run or have no steps left; ``inf`` for a
+        job without throughput.
+    """
     iso = (p.throughput * isolated_shares(p)).sum(axis=1)
     s, t, C = p.steps_remaining, p.elapsed_s, p.isolated_time_s
     live = p.served & (s > 0)
@@ -111,11 +198,24 @@ def objective(p: SharesProblem, kind: str, X: np.ndarray, Y: np.ndarray | None,
               eff: np.ndarray) -> float | None:
     """The objective of ``kind`` recomputed from the shares.
 
-    ``min-share`` / ``min-share-agnostic``: the smallest normalised share;
-    ``sum``: total effective throughput (steps/s); ``makespan``: the largest
-    ``s_i / eff_i`` (seconds); ``ftf``: the largest ``rho_i``;
-    ``tenant-share``: the smallest tenant aggregate normalised share per unit
-    of tenant weight.  None when no job counts (or a time is infinite).
+    Parameters
+    ----------
+    p : SharesProblem
+    kind : str
+        ``min-share`` / ``min-share-agnostic``: the smallest normalised share;
+        ``sum``: total effective throughput (steps/s); ``makespan``: the
+        largest ``s_i / eff_i`` (seconds); ``ftf``: the largest ``rho_i``;
+        ``tenant-share``: the smallest tenant aggregate normalised share per
+        unit of tenant weight.
+    X, Y : ndarray
+        Shares alone and in pairs.
+    eff : ndarray (m,)
+        Effective throughputs of ``X, Y``.
+
+    Returns
+    -------
+    float or None
+        None when no job counts (or a time is infinite).
     """
     served = p.served
     if kind in ("min-share", "min-share-agnostic"):
@@ -145,8 +245,15 @@ def objective(p: SharesProblem, kind: str, X: np.ndarray, Y: np.ndarray | None,
 
 
 def tenant_table(p: SharesProblem) -> tuple[np.ndarray, np.ndarray]:
-    """``(tenant index of each job, weight of each tenant)``; a job without a
-    tenant is a tenant of its own with its job weight."""
+    """Tenants as arrays; a job without a tenant is a tenant of its own with
+    its job weight.
+
+    Returns
+    -------
+    index : ndarray of int (m,)
+        Each job's tenant.
+    weight : ndarray (tenants,)
+    """
     names = list(p.tenants)
     idx = np.zeros(p.m, dtype=int)
     weights = [p.tenants[t].weight for t in names]
@@ -162,7 +269,21 @@ def tenant_table(p: SharesProblem) -> tuple[np.ndarray, np.ndarray]:
 
 def violations(p: SharesProblem, X: np.ndarray, Y: np.ndarray | None = None,
                tol: float = TOL) -> list[str]:
-    """Every rule the shares break (empty when feasible), one line each."""
+    """Every rule the shares break, one line each (see the module notes).
+
+    Parameters
+    ----------
+    p : SharesProblem
+    X : ndarray (m, k)
+    Y : ndarray (P, k), optional
+    tol : float
+        Tolerance on every rule (default :data:`TOL`).
+
+    Returns
+    -------
+    list of str
+        Empty when the shares are feasible.
+    """
     out = []
     if X.shape != (p.m, p.k) or not np.isfinite(X).all():
         return [f"shares: expected {p.m} x {p.k} finite values"]

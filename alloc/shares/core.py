@@ -656,6 +656,16 @@ def price_start(lp: RequirementLP, deadline: Deadline | None = None) -> tuple[fl
     at a point between them and the best prices so far, which damps the
     oscillation of plain column generation).  The result is a guess for
     :func:`solve_requirement`, not a certificate.
+
+    Parameters
+    ----------
+    lp : RequirementLP
+    deadline : Deadline, optional
+
+    Returns
+    -------
+    (float, ndarray)
+        ``lambda`` of the last master and the prices with the best bound.
     """
     deadline = deadline or Deadline.never()
     A = lp.A()
@@ -839,6 +849,16 @@ def sum_price_start(lp: SumLP, deadline: Deadline | None = None) -> np.ndarray:
     ``V^t`` a response's value and ``U^t`` its GPUs of each type; the
     Lagrangian bound :math:`n\cdot\pi + \sum_c \max(0, \max_j q_c(G_{cj} -
     w_c\pi_j))` measures the gap.  A guess, not a certificate.
+
+    Parameters
+    ----------
+    lp : SumLP
+    deadline : Deadline, optional
+
+    Returns
+    -------
+    ndarray (k,)
+        Prices per GPU of each type.
     """
     deadline = deadline or Deadline.never()
     k = lp.k

@@ -88,7 +88,19 @@ def _packing_partners(p: SharesProblem) -> dict[int, list[int]]:
 
 
 def gandiva(p: SharesProblem, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
-    """Shares of the ``gandiva`` policy (see the module notes): ``(X, Y)``."""
+    """Shares of the ``gandiva`` policy (see the module notes): ``(X, Y)``.
+
+    Parameters
+    ----------
+    p : SharesProblem
+    seed : int
+        Seed of the random pairing.
+
+    Returns
+    -------
+    X : ndarray (m, k)
+    Y : ndarray (P, k)
+    """
     rng = np.random.default_rng(seed)
     a, b, PT = pair_arrays(p)
     partners = _packing_partners(p)
@@ -119,7 +131,23 @@ def gandiva(p: SharesProblem, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
 
 def allox(p: SharesProblem, deadline: Deadline) -> tuple[np.ndarray, Status, dict]:
     """Shares of the ``allox`` policy (see the module notes):
-    ``(X, status of the matching, stats)``."""
+    ``(X, status of the matching, stats)``.
+
+    Parameters
+    ----------
+    p : SharesProblem
+    deadline : Deadline
+        The matching LP gets the time left on it.
+
+    Returns
+    -------
+    X : ndarray (m, k)
+        Whole-GPU shares (0 or 1).
+    status : Status
+        ``FEASIBLE``, or ``UNKNOWN`` without a matching in time.
+    stats : dict
+        ``allox_total_completion_s``: the matching's total completion time.
+    """
     T = p.runnable_throughput
     live = np.flatnonzero(p.served & (p.steps_remaining > 0))
     X = np.zeros((p.m, p.k))

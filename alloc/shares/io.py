@@ -147,7 +147,19 @@ def _reject_constant(name):
 
 def read_json_strict(path, what: str = "shares file") -> Any:
     """Parse a JSON file, refusing ``NaN`` and ``Infinity``; one-line
-    :class:`InputError` naming the file otherwise."""
+    :class:`InputError` naming the file otherwise.
+
+    Parameters
+    ----------
+    path : str or Path
+    what : str
+        What the file is, for the message.
+
+    Returns
+    -------
+    object
+        The parsed document.
+    """
     p = Path(path)
     try:
         text = p.read_text()
@@ -234,6 +246,17 @@ def problem_from_dict(doc: Any, source: str = "<shares>") -> SharesProblem:
     InputError
         One line naming ``source``, the field path and what was expected
         (every problem found is kept in ``.problems``).
+
+    Parameters
+    ----------
+    doc : object
+        The parsed document.
+    source : str
+        The file name the messages start with.
+
+    Returns
+    -------
+    SharesProblem
     """
     problems = _nonfinite(doc) if isinstance(doc, (dict, list)) else []
     if not problems:
@@ -402,7 +425,17 @@ def result_to_dict(r: SharesResult) -> dict:
 
 
 def dump_shares_result(r: SharesResult, path=None) -> str:
-    """The result as JSON text (written to ``path`` when given)."""
+    """The result as JSON text (written to ``path`` when given).
+
+    Parameters
+    ----------
+    r : SharesResult
+    path : str or Path, optional
+
+    Returns
+    -------
+    str
+    """
     text = json.dumps(result_to_dict(r), indent=1) + "\n"
     if path is not None:
         Path(path).write_text(text)

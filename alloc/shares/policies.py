@@ -188,7 +188,22 @@ def max_min(p: SharesProblem, deadline: Deadline, *, agnostic: bool = False,
     Of the optimal solutions it returns one in which every job left at the
     minimum is a bottleneck (it cannot rise without lowering another job at
     the minimum): water-filling rounds run until the level rises above the
-    first one, which usually costs one more LP."""
+    first one, which usually costs one more LP.
+
+    Parameters
+    ----------
+    p : SharesProblem
+    deadline : Deadline
+        Every LP (and round) gets the time left on it.
+    space_sharing : bool
+        Use the problem's pairs (default True).
+
+    Returns
+    -------
+    Outcome
+        Shares, status, the LP's bound and objective (unchecked: see
+        :func:`solve_shares`).
+    """
     r = _rates(p, agnostic, space_sharing)
     kappa = _kappa(p, r)
     out = _water_fill(r, kappa, lambda active: np.ones(p.m), deadline, until_rise=True)
@@ -198,7 +213,22 @@ def max_min(p: SharesProblem, deadline: Deadline, *, agnostic: bool = False,
 def max_sum(p: SharesProblem, deadline: Deadline, *, space_sharing: bool = True) -> Outcome:
     r"""Total throughput :math:`\max\sum_i eff_i`.  Without pairs, identical
     jobs (same throughputs and scale factor) form one class of the
-    structured sum-form LP; with pairs, the full LP prices pair columns in."""
+    structured sum-form LP; with pairs, the full LP prices pair columns in.
+
+    Parameters
+    ----------
+    p : SharesProblem
+    deadline : Deadline
+        Every LP (and round) gets the time left on it.
+    space_sharing : bool
+        Use the problem's pairs (default True).
+
+    Returns
+    -------
+    Outcome
+        Shares, status, the LP's bound and objective (unchecked: see
+        :func:`solve_shares`).
+    """
     r = _rates(p, False, space_sharing)
     if r.pairs:
         a, b, _ = check.pair_arrays(p)
@@ -225,7 +255,22 @@ def max_sum(p: SharesProblem, deadline: Deadline, *, space_sharing: bool = True)
 def makespan(p: SharesProblem, deadline: Deadline, *, space_sharing: bool = True) -> Outcome:
     r"""Minimum makespan :math:`\min\max_i s_i/eff_i`, exactly: the LP
     :math:`\max\lambda` s.t. :math:`eff_i/s_i \ge \lambda`, makespan
-    ``1/lambda`` (its bound ``1/bound``)."""
+    ``1/lambda`` (its bound ``1/bound``).
+
+    Parameters
+    ----------
+    p : SharesProblem
+    deadline : Deadline
+        Every LP (and round) gets the time left on it.
+    space_sharing : bool
+        Use the problem's pairs (default True).
+
+    Returns
+    -------
+    Outcome
+        Shares, status, the LP's bound and objective (unchecked: see
+        :func:`solve_shares`).
+    """
     r = _rates(p, False, space_sharing)
     live = p.served & (p.steps_remaining > 0)
     if not live.any():
@@ -272,6 +317,20 @@ def finish_time_fairness(p: SharesProblem, deadline: Deadline, *,
     root is a lower bound (``phi`` is convex and decreasing).  The next trial
     is that root; the search stops when the bounds meet (:data:`FTF_GAP`).
     It starts from the lower bound of every job alone on its best type.
+
+    Parameters
+    ----------
+    p : SharesProblem
+    deadline : Deadline
+        Every LP (and round) gets the time left on it.
+    space_sharing : bool
+        Use the problem's pairs (default True).
+
+    Returns
+    -------
+    Outcome
+        Shares, status, the LP's bound and objective (unchecked: see
+        :func:`solve_shares`).
     """
     r = _rates(p, False, space_sharing)
     live = p.served & (p.steps_remaining > 0)
@@ -360,7 +419,22 @@ def _water_fill(r: _Rates, kappa: np.ndarray, weights: Callable[[np.ndarray], np
 
 def water_filling(p: SharesProblem, deadline: Deadline, *, agnostic: bool = False,
                   space_sharing: bool = True) -> Outcome:
-    r"""Leximin of :math:`sf_i\,eff_i/(w_i P_i)` (see :func:`_water_fill`)."""
+    r"""Leximin of :math:`sf_i\,eff_i/(w_i P_i)` (see :func:`_water_fill`).
+
+    Parameters
+    ----------
+    p : SharesProblem
+    deadline : Deadline
+        Every LP (and round) gets the time left on it.
+    space_sharing : bool
+        Use the problem's pairs (default True).
+
+    Returns
+    -------
+    Outcome
+        Shares, status, the LP's bound and objective (unchecked: see
+        :func:`solve_shares`).
+    """
     r = _rates(p, agnostic, space_sharing)
     kappa = _kappa(p, r)
     out = _water_fill(r, kappa, lambda active: np.ones(p.m), deadline)
@@ -378,6 +452,20 @@ def hierarchical(p: SharesProblem, deadline: Deadline, *, within: str = "fairnes
     earliest active job (fifo).  While every tenant is backlogged, its
     aggregate normalised share is :math:`W_\tau \lambda`.  A job without a
     tenant is a tenant of its own, weighing its job weight.
+
+    Parameters
+    ----------
+    p : SharesProblem
+    deadline : Deadline
+        Every LP (and round) gets the time left on it.
+    space_sharing : bool
+        Use the problem's pairs (default True).
+
+    Returns
+    -------
+    Outcome
+        Shares, status, the LP's bound and objective (unchecked: see
+        :func:`solve_shares`).
     """
     if within not in ("fairness", "fifo"):
         raise InputError(f"option within: expected 'fairness' or 'fifo', got {within!r}")

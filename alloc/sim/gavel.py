@@ -130,7 +130,20 @@ class GavelJob:
 def gavel_workload(table: ThroughputTable, jobs_per_hour: float, count: int,
                    seed: int = 0) -> list[GavelJob]:
     """``count`` jobs arriving as a Poisson process at ``jobs_per_hour``, models
-    drawn uniformly, work from Gavel's duration law at the reference type."""
+    drawn uniformly, work from Gavel's duration law at the reference type.
+
+    Parameters
+    ----------
+    table : ThroughputTable
+    jobs_per_hour : float
+    count : int
+    seed : int
+
+    Returns
+    -------
+    list of GavelJob
+        Sorted by arrival; ``steps`` = seconds of work x steps/s on V100.
+    """
     if not jobs_per_hour > 0:
         raise ValueError("jobs_per_hour must be > 0")
     rng = random.Random(seed)
