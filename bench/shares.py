@@ -51,7 +51,8 @@ PEER = {("max-min", 10000): "0.57 s", ("max-sum", 10000): "0.28 s",
         ("finish-time-fairness", 10000): "137 s, 4 GB", ("water-filling", 2048): "482 s"}
 TARGET = {("max-min", 10000): 0.1, ("max-sum", 10000): 0.1, ("makespan", 10000): 0.5,
           ("finish-time-fairness", 10000): 2.0, ("water-filling", 2048): 5.0,
-          ("water-filling-weighted", 2048): 5.0, ("max-min+pairs", 512): 5.0,
+          ("water-filling-priorities", 2048): 5.0, ("water-filling-priorities-large", 2048): 5.0,
+          ("max-min+pairs", 512): 5.0,
           ("max-sum+pairs", 512): 5.0}
 
 
@@ -81,7 +82,8 @@ def gavel_table():
     return out
 
 
-def make_problem(m: int, mix: bool, seed: int, pairs: bool, table, weighted: bool = False):
+def make_problem(m: int, mix: bool, seed: int, pairs: bool, table, priorities: bool = False,
+                 per_type: int | None = None):
     """A benchmark case as a :class:`SharesProblem` (built from arrays: the
     benchmark times the policies, not the JSON validation)."""
     rng = np.random.default_rng(seed)
@@ -111,10 +113,11 @@ def make_problem(m: int, mix: bool, seed: int, pairs: bool, table, weighted: boo
                     P = np.stack([T[a], T[b]], axis=1) * rng.uniform(0.3, 0.8, size=(3, 2))
                 if P.any():
                     qs.append(Pair(a, b, P))
-    n = float(max(1, math.ceil(m / 4)))
+    n = float(per_type or max(1, math.ceil(m / 4)))
     steps = rng.uniform(1e4, 1e6, m)
     elapsed = rng.uniform(0, 3600 * 24, m)
-    weight = rng.uniform(0.2, 5.0, m) if weighted else np.ones(m)
+    # Gavel's multi-priority jobs: one in five weighs 5
+    weight = np.where(rng.random(m) < 0.2, 5.0, 1.0) if priorities else np.ones(m)
     return SharesProblem(TYPES, np.full(3, n), tuple(f"j{i}" for i in range(m)), sf.astype(float),
                          weight, T, steps, elapsed, elapsed * rng.uniform(0.7, 1.0, m),
                          tuple([None] * m), tuple(qs), {}, f"bench-{m}")
@@ -151,7 +154,7 @@ def run_case(case: dict) -> dict:
     """One case in its own process: solve ``runs`` times, then the plain LP."""
     table = gavel_table()
     problem = make_problem(case["m"], case["mix"], case["seed"], case["pairs"], table,
-                           case.get("weighted", False))
+                           case.get("priorities", False), case.get("per_type"))
     policy = case["policy"]
     times, res = [], None
     for _ in range(case["runs"]):
@@ -178,8 +181,10 @@ def cases(sizes, runs, with_plain, policies):
                     continue
                 out.append(dict(policy=pol, m=m, mix=mix, pairs=False))
             if m <= 2048:
-                out.append(dict(policy="water-filling", m=m, mix=mix, pairs=False, weighted=True,
-                                label="water-filling-weighted"))
+                out.append(dict(policy="water-filling", m=m, mix=mix, pairs=False, priorities=True,
+                                label="water-filling-priorities"))
+                out.append(dict(policy="water-filling", m=m, mix=mix, pairs=False, priorities=True,
+                                per_type=max(1, int(0.415 * m)), label="water-filling-priorities-large"))
         if m <= 512:
             for pol in ("max-min", "max-sum", "water-filling"):
                 out.append(dict(policy=pol, m=m, mix=False, pairs=True, label=pol + "+pairs"))
@@ -242,7 +247,9 @@ def main(argv=None) -> int:
             f"of {args.runs} runs in one process; peak RSS of that process, interpreter included).", "",
             "Cases: `m` jobs, `ceil(m/4)` GPUs of each of V100/P100/K80; scale factors 1, or "
             "1/2/4/8 with probabilities 0.70/0.10/0.15/0.05; `+pairs`: every equal-scale-factor pair "
-            "with measured co-located throughputs; `-weighted`: job weights uniform in [0.2, 5]. "
+            "with measured co-located throughputs; `-priorities`: one job in five weighs 5 (Gavel's "
+            "multi-priority jobs); `-large`: `0.415 m` GPUs per type (850 per type at 2,048 jobs, as in "
+            "Gavel's policy-runtime sweep). "
             "`plain HiGHS LP`: the same policy as one LP with every column, HiGHS interior point; "
             "`rel. diff`: relative difference of the objectives. Gavel (peer): Gavel's own code "
             "(cvxpy/ECOS) on this machine, from the issue.", ""] + table_rows(results)
