@@ -22,7 +22,6 @@ times are min and median over ``--runs``.  The table goes to stdout and to
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import os
 import resource
@@ -38,10 +37,12 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from alloc.shares import POLICIES, solve_shares  # noqa: E402
+from alloc.errors import InputError  # noqa: E402
+from alloc.shares import solve_shares  # noqa: E402
 from alloc.shares import check  # noqa: E402
 from alloc.shares.io import Pair, SharesProblem  # noqa: E402
 from alloc.shares.lp import FullLP, solve_full  # noqa: E402
+from alloc.sim.gavel import ThroughputTable  # noqa: E402
 
 TYPES = ("v100", "p100", "k80")
 MIX = ((1, 0.70), (2, 0.10), (4, 0.15), (8, 0.05))
@@ -56,30 +57,12 @@ TARGET = {("max-min", 10000): 0.1, ("max-sum", 10000): 0.1, ("makespan", 10000):
           ("max-sum+pairs", 512): 5.0}
 
 
-def shared_dir() -> Path:
-    env = os.environ.get("ALLOC_SHARED")
-    return Path(env) if env else ROOT.parent / "shared"
-
-
 def gavel_table():
-    """``{(model, sf): ({type: steps/s}, {other key: {type: (a, b)}})}`` or None."""
-    path = shared_dir() / "data" / "reference" / "gavel_throughputs.json"
-    if not path.is_file():
+    """Gavel's measured throughputs, every scale factor, or None when absent."""
+    try:
+        return ThroughputTable.load(scale_factors=(1, 2, 4, 8))
+    except InputError:
         return None
-    raw = json.loads(path.read_text())
-    out = {}
-    for key in raw["v100"]:
-        if not all(key in raw[t] for t in TYPES):
-            continue
-        alone = {t: float(raw[t][key]["null"]) for t in TYPES}
-        pairs = {}
-        for other, v in raw["v100"][key].items():
-            if other == "null":
-                continue
-            pairs[other] = {t: tuple(map(float, raw[t][key].get(other, (0.0, 0.0)))) for t in TYPES}
-        name, sf = key.rsplit(",", 1)
-        out[key] = (int(sf.strip(" )")), alone, pairs)
-    return out
 
 
 def make_problem(m: int, mix: bool, seed: int, pairs: bool, table, priorities: bool = False,
@@ -91,9 +74,9 @@ def make_problem(m: int, mix: bool, seed: int, pairs: bool, table, priorities: b
     probs = [p for _, p in MIX] if mix else [1.0]
     sf = rng.choice(sfs, size=m, p=probs)
     if table is not None:
-        by_sf = {s: [k for k, v in table.items() if v[0] == s] for s in sfs}
-        keys = [by_sf[s][rng.integers(len(by_sf[s]))] for s in sf]
-        T = np.array([[table[k][1][t] for t in TYPES] for k in keys])
+        by_sf = {s: np.flatnonzero(table.scale == s) for s in sfs}
+        keys = np.array([by_sf[s][rng.integers(len(by_sf[s]))] for s in sf])
+        T = table.alone[keys]
     else:
         keys = None
         base = rng.lognormal(0, 0.6, size=(26, 1)) * np.array([3.0, 1.9, 0.8])
@@ -105,10 +88,7 @@ def make_problem(m: int, mix: bool, seed: int, pairs: bool, table, priorities: b
                 if sf[a] != sf[b]:
                     continue
                 if keys is not None:
-                    v = table[keys[a]][2].get(keys[b])
-                    if not v:
-                        continue
-                    P = np.array([v[t] for t in TYPES])
+                    P = table.pair[keys[a], keys[b]]
                 else:
                     P = np.stack([T[a], T[b]], axis=1) * rng.uniform(0.3, 0.8, size=(3, 2))
                 if P.any():

@@ -2,10 +2,9 @@
 max-min bottlenecks, water-filling's leximin order, finish-time fairness
 against the isolated share, tenant weights, weight monotonicity, feasibility."""
 import numpy as np
-import pytest
 from hypothesis import given, settings, strategies as st
 
-from alloc.kernel import INF, LinearModel, solve
+from alloc.kernel import LinearModel, solve
 from alloc.model import Status
 from alloc.shares import POLICIES, problem_from_dict, solve_shares
 from alloc.shares import check

@@ -182,12 +182,12 @@ class FullSolver:
         self.params = params or {}
         warm = {} if self.params else {"presolve": "off"}
         self.session = session(self.model, **(dict(MASTER_OPTIONS) | warm | self.params))
-        P, k = len(lp.pa), lp.A.shape[1]
-        self.allq = (np.flatnonzero(((lp.PA[:, :, 0] > 0) | (lp.PA[:, :, 1] > 0)).ravel())
-                     if P else np.zeros(0, dtype=int))
+        P = len(lp.pa)
+        allq = (np.flatnonzero(((lp.PA[:, :, 0] > 0) | (lp.PA[:, :, 1] > 0)).ravel())
+                if P else np.zeros(0, dtype=int))
         self.qcols = np.zeros(0, dtype=int)
         self.ycol = np.zeros(0, dtype=int)
-        self.pending = self.allq if (P and not column_generation) else np.zeros(0, dtype=int)
+        self.pending = allq if (P and not column_generation) else np.zeros(0, dtype=int)
         self.strategy = {}
 
     def set_requirements(self, b: np.ndarray, c: np.ndarray) -> None:

@@ -68,31 +68,49 @@ def throughputs_path() -> Path:
 
 @dataclass(frozen=True, eq=False)
 class ThroughputTable:
-    """Measured steps/s of single-GPU model configurations.
+    """Measured steps/s of model configurations (Gavel's throughputs).
 
     Attributes
     ----------
     types : tuple of str
     models : tuple of str
         Configuration names, e.g. ``"('ResNet-18 (batch size 16)', 1)"``.
+    scale : ndarray of int (M,)
+        GPUs of each configuration.
     alone : ndarray (M, k)
-        Steps/s alone on one GPU of each type.
+        Steps/s alone on ``scale`` GPUs of each type.
     pair : ndarray (M, M, k, 2)
-        Steps/s of (row model, column model) sharing one GPU (0: unmeasured).
+        Steps/s of (row model, column model) sharing the same GPUs (0:
+        unmeasured, or different scale factors).
     """
     types: tuple
     models: tuple
     alone: np.ndarray
     pair: np.ndarray
+    scale: np.ndarray | None = None
 
     @classmethod
-    def load(cls, path=None, types: Sequence[str] = tuple(GAVEL_CLUSTER)) -> "ThroughputTable":
-        """Read ``gavel_throughputs.json`` (default :func:`throughputs_path`).
+    def load(cls, path=None, types: Sequence[str] = tuple(GAVEL_CLUSTER),
+             scale_factors: Sequence[int] = (1,)) -> "ThroughputTable":
+        """Read ``gavel_throughputs.json``.
+
+        Parameters
+        ----------
+        path : str or Path, optional
+            Default :func:`throughputs_path`.
+        types : sequence of str
+            GPU types to read (each configuration must have them all).
+        scale_factors : sequence of int
+            Which configurations: single-GPU only by default.
+
+        Returns
+        -------
+        ThroughputTable
 
         Raises
         ------
         InputError
-            The file is missing or lacks a type.
+            The file is missing, unreadable or lacks a type.
         """
         path = Path(path) if path else throughputs_path()
         try:
@@ -102,8 +120,9 @@ class ThroughputTable:
         missing = [t for t in types if t not in raw]
         if missing:
             raise InputError(f"{path}: no throughputs for GPU type {missing[0]!r}")
-        models = tuple(k for k in raw[types[0]] if k.endswith(", 1)")
-                       and all(k in raw[t] for t in types))
+        wanted = tuple(f", {int(s)})" for s in scale_factors)
+        models = tuple(k for k in raw[types[0]] if k.endswith(wanted) and all(k in raw[t] for t in types))
+        scale = np.array([int(k.rsplit(",", 1)[1].strip(" )")) for k in models])
         M, k = len(models), len(types)
         alone = np.array([[float(raw[t][mdl]["null"]) for t in types] for mdl in models])
         pair = np.zeros((M, M, k, 2))
@@ -112,9 +131,9 @@ class ThroughputTable:
                 row = raw[t][ma]
                 for b, mb in enumerate(models):
                     v = row.get(mb)
-                    if v:
+                    if v and scale[a] == scale[b]:
                         pair[a, b, c] = (float(v[0]), float(v[1]))
-        return cls(tuple(types), models, alone, pair)
+        return cls(tuple(types), models, alone, pair, scale)
 
 
 @dataclass(frozen=True)
