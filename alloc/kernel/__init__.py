@@ -108,10 +108,22 @@ def solve(model: LinearModel, engine: str = "highs", *, deadline: Deadline | Non
     return fn(model, left, seed=seed, relax=relax, **params)
 
 
+def session(model: LinearModel, engine: str = "highs", **params):
+    """An LP held by the engine for repeated solves as columns are added
+    (column generation); see :class:`alloc.kernel.highs.HighsSession`.
+
+    Only ``"highs"`` keeps a model between solves.
+    """
+    if engine != "highs":
+        raise ValueError(f"engine {engine!r} keeps no model between solves; use 'highs'")
+    from .highs import HighsSession
+    return HighsSession(model, **params)
+
+
 def solve_lp(model: LinearModel, *, deadline: Deadline | None = None,
              time_limit: float | None = None) -> Result:
     """The LP relaxation of ``model`` with HiGHS (row duals included)."""
     return solve(model, "highs", deadline=deadline, time_limit=time_limit, relax=True)
 
 
-__all__ = ["ENGINES", "INF", "LinearModel", "Result", "solve", "solve_lp"]
+__all__ = ["ENGINES", "INF", "LinearModel", "Result", "session", "solve", "solve_lp"]

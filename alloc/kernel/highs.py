@@ -96,4 +96,92 @@ def solve_highs(model: LinearModel, time_limit: float, *, seed: int = 0, relax: 
     return Result(Status.UNKNOWN, stats=stats)
 
 
-__all__ = ["solve_highs"]
+
+class HighsSession:
+    """An LP kept inside HiGHS between solves, for column generation: columns
+    are added to the loaded model and each :meth:`solve` starts from the last
+    optimal basis (the new columns enter at their lower bound), instead of
+    rebuilding the model and solving from scratch.
+
+    Parameters
+    ----------
+    model : LinearModel
+        The starting LP (integrality is ignored); it is not modified.
+    **params
+        HiGHS options (e.g. ``dual_feasibility_tolerance=1e-10``).
+    """
+
+    def __init__(self, model: LinearModel, **params):
+        import highspy
+        self._highspy = highspy
+        self.maximize = model.maximize
+        self.obj_const = float(model.obj_const)
+        self.n, self.m = model.n, model.m
+        self.h = highspy.Highs()
+        self.h.setOptionValue("output_flag", False)
+        for k, v in params.items():
+            self.h.setOptionValue(k, v)
+        self.h.passModel(_lp(model, False))
+        self._cost = list(model.objective_vector())
+
+    def add_columns(self, obj, lb, ub, matrix) -> np.ndarray:
+        """Append columns: costs ``obj``, bounds ``lb``/``ub`` and their
+        coefficients as a sparse matrix with one row per model row.  Returns
+        the new column indices."""
+        from scipy import sparse
+        A = sparse.csc_matrix(matrix)
+        count = A.shape[1]
+        big = self._highspy.kHighsInf
+        lo = np.broadcast_to(np.asarray(lb, dtype=float), (count,))
+        hi = np.broadcast_to(np.asarray(ub, dtype=float), (count,))
+        c = np.broadcast_to(np.asarray(obj, dtype=float), (count,))
+        self.h.addCols(count, c, np.where(lo > -INF, lo, -big), np.where(hi < INF, hi, big), A.nnz,
+                       A.indptr[:-1].astype(np.int32), A.indices.astype(np.int32), A.data.astype(float))
+        self._cost.extend(c.tolist())
+        first = self.n
+        self.n += count
+        return np.arange(first, self.n)
+
+    def set_row_bounds(self, rows, lo, hi) -> None:
+        """Change the bounds of ``rows`` (arrays; infinite values allowed)."""
+        big = self._highspy.kHighsInf
+        rows = np.asarray(rows, dtype=np.int64)
+        lo = np.broadcast_to(np.asarray(lo, dtype=float), rows.shape)
+        hi = np.broadcast_to(np.asarray(hi, dtype=float), rows.shape)
+        for r, a, b in zip(rows.tolist(), np.where(lo > -INF, lo, -big).tolist(),
+                           np.where(hi < INF, hi, big).tolist()):
+            self.h.changeRowBounds(int(r), float(a), float(b))
+
+    def set_coefficients(self, rows, cols, values) -> None:
+        """Set matrix entries ``A[rows[t], cols[t]] = values[t]`` (0 removes one)."""
+        for r, c, v in zip(np.asarray(rows).tolist(), np.asarray(cols).tolist(),
+                           np.asarray(values, dtype=float).tolist()):
+            self.h.changeCoeff(int(r), int(c), float(v))
+
+    def solve(self, time_limit: float, **options) -> Result:
+        """Re-solve from the last basis within ``time_limit`` seconds (HiGHS
+        ``options`` set first, e.g. ``simplex_strategy=4`` for primal simplex
+        after adding columns): an ``OPTIMAL`` result carries row duals and
+        reduced costs (as :func:`solve_highs` does for an LP), anything else
+        no solution."""
+        t0 = time.perf_counter()
+        for k, v in options.items():
+            self.h.setOptionValue(k, v)
+        self.h.setOptionValue("time_limit", max(1e-3, float(time_limit)))
+        self.h.run()
+        ms = self.h.getModelStatus()
+        stats = {"engine": "highs", "wall": time.perf_counter() - t0, "model_status": str(ms),
+                 "columns": self.n}
+        MS = self._highspy.HighsModelStatus
+        if ms == MS.kInfeasible:
+            return Result(Status.INFEASIBLE, stats=stats)
+        if ms != MS.kOptimal:
+            return Result(Status.UNKNOWN, stats=stats)
+        sol = self.h.getSolution()
+        x = np.asarray(sol.col_value, dtype=float)
+        obj = self.obj_const + float(np.dot(self._cost, x))
+        return Result(Status.OPTIMAL, x, obj, obj, np.asarray(sol.row_dual, dtype=float),
+                      np.asarray(sol.col_dual, dtype=float), stats)
+
+
+__all__ = ["HighsSession", "solve_highs"]

@@ -10,5 +10,18 @@ exact time their work is done.  See :mod:`.engine`.
 from .engine import ClusterSpec, SimResult, Simulator, simulate
 from .workload import MODEL_CLASSES, SimJob, SyntheticWorkload
 
+
+_GAVEL = ("GAVEL_CLUSTER", "GavelJob", "GavelResult", "SIM_POLICIES", "ThroughputTable",
+          "gavel_workload", "simulate_gavel")
+
+
+def __getattr__(name):
+    # the heterogeneous (Gavel) simulator, loaded on first use
+    if name in _GAVEL:
+        import importlib
+        return getattr(importlib.import_module(f"{__name__}.gavel"), name)
+    raise AttributeError(name)
+
+
 __all__ = ["ClusterSpec", "MODEL_CLASSES", "SimJob", "SimResult", "Simulator",
-           "SyntheticWorkload", "simulate"]
+           "SyntheticWorkload", "simulate", *_GAVEL]

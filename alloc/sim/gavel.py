@@ -1,0 +1,379 @@
+r"""A Gavel-style simulator of a heterogeneous cluster (Narayanan et al.,
+OSDI'20): continuous arrivals, share policies re-solved every round, rounds
+of Gavel's mechanism (:mod:`alloc.shares.rounds`).
+
+* Cluster: GPUs per type, by default Gavel's 36 V100 + 36 P100 + 36 K80.
+* Jobs: Poisson arrivals at ``jobs_per_hour``; each a single-GPU model
+  configuration of Gavel's measured throughputs
+  (``gavel_throughputs.json``, drawn uniformly); its work is Gavel's
+  Philly-derived duration (:func:`alloc.sim.workload.gavel_work_s`: 80 %
+  ``10^U(1.5,3)`` minutes, 20 % ``10^U(3,4)`` minutes) at its throughput on
+  the reference type (V100), in steps.
+* Every round (:data:`~alloc.shares.rounds.ROUND_S`, 360 s) the policy's
+  shares are computed for the active jobs; :func:`~alloc.shares.rounds.plan_round`
+  picks the runners by share over time received; a runner advances at its
+  measured steps/s on its type (a pair at its co-located rates) and a job
+  finishes at the exact second its steps run out (its GPUs idle until the
+  next round).
+* Policies (:data:`SIM_POLICIES`): ``gavel-las`` is Gavel's LAS, weighted
+  max-min fairness whose weights are the inverse of each job's attained
+  service (GPU-seconds, at least one round's worth), heterogeneity-aware;
+  ``gavel-las-agnostic`` the same over the heterogeneity-agnostic
+  throughputs; ``gavel-las-ss`` aware with space sharing (every pair of
+  active jobs with measured co-located throughputs); ``gavel-max-min``
+  (equal weights), ``gavel-ftf`` (finish-time fairness), ``gavel-max-sum``,
+  ``gavel-makespan``, ``gavel-fifo``, ``gavel-isolated``, ``gavel-gandiva``,
+  ``gavel-allox`` and ``gavel-water-filling``.
+
+Finish-time fairness needs each job's isolated time so far: the seconds its
+steps done would have taken at its isolated-share rate (accumulated per
+round), so ``C_i + s_i/iso_i`` is its whole run on its isolated share.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import random
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Mapping, Sequence
+
+import numpy as np
+
+from ..errors import InputError
+from ..shares.check import isolated_shares
+from ..shares.io import Pair, SharesProblem
+from ..shares.policies import solve_shares
+from ..shares.rounds import ROUND_S, plan_round
+from .workload import gavel_work_s
+
+#: Gavel's heterogeneous cluster.
+GAVEL_CLUSTER: Mapping[str, int] = {"v100": 36, "p100": 36, "k80": 36}
+#: GPU type on which a job's duration is measured.
+REFERENCE_TYPE = "v100"
+
+
+def shared_dir() -> Path:
+    """``$ALLOC_SHARED`` or the ``shared`` folder next to the repository."""
+    env = os.environ.get("ALLOC_SHARED")
+    return Path(env) if env else Path(__file__).resolve().parents[2].parent / "shared"
+
+
+def throughputs_path() -> Path:
+    """Where Gavel's measured throughputs are read from."""
+    return shared_dir() / "data" / "reference" / "gavel_throughputs.json"
+
+
+@dataclass(frozen=True, eq=False)
+class ThroughputTable:
+    """Measured steps/s of model configurations (Gavel's throughputs).
+
+    Attributes
+    ----------
+    types : tuple of str
+    models : tuple of str
+        Configuration names, e.g. ``"('ResNet-18 (batch size 16)', 1)"``.
+    scale : ndarray of int (M,)
+        GPUs of each configuration.
+    alone : ndarray (M, k)
+        Steps/s alone on ``scale`` GPUs of each type.
+    pair : ndarray (M, M, k, 2)
+        Steps/s of (row model, column model) sharing the same GPUs (0:
+        unmeasured, or different scale factors).
+    """
+    types: tuple
+    models: tuple
+    alone: np.ndarray
+    pair: np.ndarray
+    scale: np.ndarray | None = None
+
+    @classmethod
+    def load(cls, path=None, types: Sequence[str] = tuple(GAVEL_CLUSTER),
+             scale_factors: Sequence[int] = (1,)) -> "ThroughputTable":
+        """Read ``gavel_throughputs.json``.
+
+        Parameters
+        ----------
+        path : str or Path, optional
+            Default :func:`throughputs_path`.
+        types : sequence of str
+            GPU types to read (each configuration must have them all).
+        scale_factors : sequence of int
+            Which configurations: single-GPU only by default.
+
+        Returns
+        -------
+        ThroughputTable
+
+        Raises
+        ------
+        InputError
+            The file is missing, unreadable or lacks a type.
+        """
+        path = Path(path) if path else throughputs_path()
+        try:
+            raw = json.loads(path.read_text())
+        except (OSError, ValueError) as exc:
+            raise InputError(f"{path}: cannot read Gavel's throughputs ({type(exc).__name__})") from None
+        missing = [t for t in types if t not in raw]
+        if missing:
+            raise InputError(f"{path}: no throughputs for GPU type {missing[0]!r}")
+        wanted = tuple(f", {int(s)})" for s in scale_factors)
+        models = tuple(k for k in raw[types[0]] if k.endswith(wanted) and all(k in raw[t] for t in types))
+        scale = np.array([int(k.rsplit(",", 1)[1].strip(" )")) for k in models])
+        M, k = len(models), len(types)
+        alone = np.array([[float(raw[t][mdl]["null"]) for t in types] for mdl in models])
+        pair = np.zeros((M, M, k, 2))
+        for c, t in enumerate(types):
+            for a, ma in enumerate(models):
+                row = raw[t][ma]
+                for b, mb in enumerate(models):
+                    v = row.get(mb)
+                    if v and scale[a] == scale[b]:
+                        pair[a, b, c] = (float(v[0]), float(v[1]))
+        return cls(tuple(types), models, alone, pair, scale)
+
+
+@dataclass(frozen=True)
+class GavelJob:
+    """A job of the simulation: its model (row of the table), arrival (s) and
+    steps."""
+    id: int
+    model: int
+    arrival_s: float
+    steps: float
+
+
+def gavel_workload(table: ThroughputTable, jobs_per_hour: float, count: int,
+                   seed: int = 0) -> list[GavelJob]:
+    """``count`` jobs arriving as a Poisson process at ``jobs_per_hour``, models
+    drawn uniformly, work from Gavel's duration law at the reference type.
+
+    Parameters
+    ----------
+    table : ThroughputTable
+    jobs_per_hour : float
+    count : int
+    seed : int
+
+    Returns
+    -------
+    list of GavelJob
+        Sorted by arrival; ``steps`` = seconds of work x steps/s on V100.
+    """
+    if not jobs_per_hour > 0:
+        raise ValueError("jobs_per_hour must be > 0")
+    rng = random.Random(seed)
+    ref = table.types.index(REFERENCE_TYPE) if REFERENCE_TYPE in table.types else 0
+    t, out = 0.0, []
+    for i in range(count):
+        t += -math.log(1.0 - rng.random()) / (jobs_per_hour / 3600.0)
+        model = rng.randrange(len(table.models))
+        out.append(GavelJob(i, model, t, gavel_work_s(rng) * table.alone[model, ref]))
+    return out
+
+
+@dataclass(frozen=True)
+class SimPolicy:
+    """A simulator policy: the share policy, LAS weights, space sharing."""
+    share: str
+    las: bool = False
+    pairs: bool = False
+
+
+SIM_POLICIES: dict[str, SimPolicy] = {
+    "gavel-las": SimPolicy("max-min", las=True),
+    "gavel-las-agnostic": SimPolicy("max-min-agnostic", las=True),
+    "gavel-las-ss": SimPolicy("max-min", las=True, pairs=True),
+    "gavel-max-min": SimPolicy("max-min"),
+    "gavel-max-min-agnostic": SimPolicy("max-min-agnostic"),
+    "gavel-ftf": SimPolicy("finish-time-fairness"),
+    "gavel-max-sum": SimPolicy("max-sum"),
+    "gavel-makespan": SimPolicy("makespan"),
+    "gavel-water-filling": SimPolicy("water-filling"),
+    "gavel-fifo": SimPolicy("fifo"),
+    "gavel-isolated": SimPolicy("isolated"),
+    "gavel-gandiva": SimPolicy("gandiva", pairs=True),
+    "gavel-allox": SimPolicy("allox"),
+}
+
+
+@dataclass
+class GavelResult:
+    """Outcome of :func:`simulate_gavel`.
+
+    Attributes
+    ----------
+    policy : str
+    jct : dict of int to float
+        Job completion time (s) of every finished job.
+    measured : tuple of int
+        The jobs whose JCT is averaged (the window).
+    rounds : int
+    end_time_s : float
+    wall_time_s, solve_s : float
+        Seconds of the whole run and of the policy solves.
+    statuses : dict
+        How many rounds ended with each solve status.
+    """
+    policy: str
+    jct: dict = field(default_factory=dict)
+    measured: tuple = ()
+    rounds: int = 0
+    end_time_s: float = 0.0
+    wall_time_s: float = 0.0
+    solve_s: float = 0.0
+    statuses: dict = field(default_factory=dict)
+
+    @property
+    def mean_jct_h(self) -> float:
+        """Mean JCT of the measured jobs that finished, in hours."""
+        vals = [self.jct[i] for i in self.measured if i in self.jct]
+        return float(np.mean(vals)) / 3600.0 if vals else float("nan")
+
+    @property
+    def unfinished(self) -> int:
+        return sum(1 for i in self.measured if i not in self.jct)
+
+
+def _problem(table, cluster, jobs, state, t, pol: SimPolicy) -> SharesProblem:
+    """The shares problem of the active jobs at time ``t``."""
+    ids = list(state)
+    mod = np.array([jobs[i].model for i in ids])
+    m = len(ids)
+    T = table.alone[mod]
+    left = np.array([state[i]["left"] for i in ids])
+    elapsed = np.array([t - jobs[i].arrival_s for i in ids])
+    iso_time = np.array([state[i]["iso_time"] for i in ids])
+    if pol.las:
+        attained = np.array([state[i]["attained"] for i in ids])
+        weight = 1.0 / np.maximum(attained, ROUND_S)
+        weight = weight / weight.max()
+    else:
+        weight = np.ones(m)
+    pairs = ()
+    if pol.pairs and m > 1:
+        a, b = np.triu_indices(m, 1)
+        PT = table.pair[mod[a], mod[b]]
+        ok = ((PT[..., 0] > 0) & (PT[..., 1] > 0)).any(axis=1)
+        pairs = tuple(Pair(int(x), int(y), P) for x, y, P in zip(a[ok], b[ok], PT[ok]))
+    return SharesProblem(table.types, np.array([float(cluster[t_]) for t_ in table.types]),
+                         tuple(str(i) for i in ids), np.ones(m), weight, T, left, elapsed,
+                         iso_time, tuple([None] * m), pairs, {}, "gavel-sim")
+
+
+def _advance(problem, plan, state, jobs, table, t, round_s, jct):
+    """Run one round: progress, completions, time received, attained service."""
+    col = {x: c for c, x in enumerate(table.types)}
+    runners = [((jid,), typ) for jid, typ in plan.jobs.items()]
+    runners += [(tuple(key.split("+")), typ) for key, typ in plan.pairs.items()]
+    pair_rate = {}
+    for q in problem.pairs:
+        pair_rate[(problem.job_ids[q.a], problem.job_ids[q.b])] = q.throughput
+    for members, typ in runners:
+        c = col[typ]
+        if len(members) == 1:
+            rates = [table.alone[jobs[int(members[0])].model, c]]
+        else:
+            rates = list(pair_rate[members][c])
+        for jid, rate in zip(members, rates):
+            s = state[int(jid)]
+            run = min(round_s, s["left"] / rate) if rate > 0 else round_s
+            s["left"] = max(0.0, s["left"] - rate * run)
+            s["recv"][c] += run if len(members) == 1 else 0.0
+            if len(members) == 2:
+                s["recv_pairs"][(members, c)] = s["recv_pairs"].get((members, c), 0.0) + run
+            s["attained"] += run
+            s["iso_time"] += rate * run / max(s["iso_rate"], 1e-300)
+            if s["left"] <= 1e-9 * jobs[int(jid)].steps:
+                jct[int(jid)] = t + run - jobs[int(jid)].arrival_s
+
+
+def simulate_gavel(policy: str, jobs: Sequence[GavelJob], table: ThroughputTable, *,
+                   cluster: Mapping[str, int] = GAVEL_CLUSTER, round_s: float = ROUND_S,
+                   window: tuple[int, int] | None = None, max_time_s: float | None = None,
+                   time_limit: float = 30.0, seed: int = 0) -> GavelResult:
+    """Simulate ``jobs`` under a policy of :data:`SIM_POLICIES`.
+
+    Parameters
+    ----------
+    policy : str
+    jobs : sequence of GavelJob
+        Sorted by arrival.
+    table : ThroughputTable
+    cluster : mapping
+        GPUs of each type (default :data:`GAVEL_CLUSTER`).
+    round_s : float
+        Seconds per round.
+    window : (int, int), optional
+        Job ids ``[a, b)`` whose JCT is averaged (default: all); the run
+        ends when they have all finished.
+    max_time_s : float, optional
+        Simulated seconds after which the run stops.
+    time_limit : float
+        Seconds each policy solve may take.
+    seed : int
+        Seed of randomised policies.
+
+    Returns
+    -------
+    GavelResult
+    """
+    pol = SIM_POLICIES.get(policy)
+    if pol is None:
+        raise InputError(f"unknown simulator policy {policy!r}; valid: {', '.join(SIM_POLICIES)}")
+    lo, hi = window or (0, len(jobs))
+    res = GavelResult(policy, measured=tuple(range(lo, min(hi, len(jobs)))))
+    byid = {j.id: j for j in jobs}
+    state: dict[int, dict] = {}
+    nxt, t, t0 = 0, 0.0, time.perf_counter()
+    while any(i not in res.jct for i in res.measured):
+        while nxt < len(jobs) and jobs[nxt].arrival_s <= t:
+            j = jobs[nxt]
+            state[j.id] = {"left": j.steps, "recv": np.zeros(len(table.types)), "recv_pairs": {},
+                           "attained": 0.0, "iso_time": 0.0, "iso_rate": 0.0}
+            nxt += 1
+        if not state:
+            if nxt >= len(jobs):
+                break
+            t = math.ceil(jobs[nxt].arrival_s / round_s) * round_s
+            continue
+        if max_time_s is not None and t >= max_time_s:
+            break
+        problem = _problem(table, cluster, byid, state, t, pol)
+        iso = (problem.throughput * isolated_shares(problem)).sum(axis=1)
+        for jid, rate in zip(problem.job_ids, iso):
+            state[int(jid)]["iso_rate"] = rate
+        s0 = time.perf_counter()
+        result = solve_shares(problem, pol.share, time_limit=time_limit, seed=seed + res.rounds)
+        res.solve_s += time.perf_counter() - s0
+        res.statuses[result.status.value] = res.statuses.get(result.status.value, 0) + 1
+        plan = plan_round(problem, result, *_received(problem, state, byid, t, table))
+        _advance(problem, plan, state, byid, table, t, round_s, res.jct)
+        for jid in [i for i in state if i in res.jct]:
+            del state[jid]
+        t += round_s
+        res.rounds += 1
+    res.end_time_s = t
+    res.wall_time_s = time.perf_counter() - t0
+    return res
+
+
+def _received(problem, state, jobs, t, table):
+    """Fractions of time since arrival each job (and pair) ran on each type."""
+    ids = [int(x) for x in problem.job_ids]
+    span = np.array([max(t - jobs[i].arrival_s, 1e-9) for i in ids])
+    R = np.array([state[i]["recv"] for i in ids]) / span[:, None]
+    RP = np.zeros((len(problem.pairs), problem.k))
+    for r, q in enumerate(problem.pairs):
+        key = (problem.job_ids[q.a], problem.job_ids[q.b])
+        rec = state[ids[q.a]]["recv_pairs"]
+        for c in range(problem.k):
+            RP[r, c] = rec.get((key, c), 0.0) / span[q.a]
+    return R, RP
+
+
+__all__ = ["GAVEL_CLUSTER", "GavelJob", "GavelResult", "REFERENCE_TYPE", "SIM_POLICIES", "SimPolicy",
+           "ThroughputTable", "gavel_workload", "shared_dir", "simulate_gavel", "throughputs_path"]

@@ -1,0 +1,130 @@
+"""Gavel's round mechanism and the heterogeneous simulator."""
+import numpy as np
+import pytest
+
+from alloc import Cluster, Server, violations
+from alloc.errors import InputError
+from alloc.model import Job
+from alloc.shares import problem_from_dict, solve_shares
+from alloc.shares.rounds import place_round, plan_round
+from alloc.sim.gavel import (SIM_POLICIES, GavelJob, ThroughputTable, gavel_workload,
+                             simulate_gavel)
+
+
+def doc(m=12, nper=3, sfs=(1,), pairs=False, seed=0):
+    rng = np.random.default_rng(seed)
+    jobs = [{"id": f"j{i}", "scale_factor": int(rng.choice(sfs)),
+             "throughput": {"v100": float(rng.uniform(2, 4)), "k80": float(rng.uniform(0.5, 2))}}
+            for i in range(m)]
+    d = {"format": "alloc.shares/1", "gpu_types": {"v100": nper, "k80": nper}, "jobs": jobs}
+    if pairs:
+        d["pairs"] = [{"jobs": [f"j{i}", f"j{i + 1}"], "throughput": {"v100": [1.5, 1.5], "k80": [0.6, 0.6]}}
+                      for i in range(0, m - 1, 2) if jobs[i]["scale_factor"] == jobs[i + 1]["scale_factor"]]
+    return d
+
+
+def run_rounds(p, r, rounds):
+    R = np.zeros((p.m, p.k))
+    RP = np.zeros((len(p.pairs), p.k))
+    keys = [f"{p.job_ids[q.a]}+{p.job_ids[q.b]}" for q in p.pairs]
+    for t in range(1, rounds + 1):
+        plan = plan_round(p, r, R / t, RP / t)
+        used = {g: 0.0 for g in p.gpu_types}
+        seen = []
+        for jid, g in plan.jobs.items():
+            R[p.job_ids.index(jid), p.gpu_types.index(g)] += 1
+            used[g] += p.scale_factor[p.job_ids.index(jid)]
+            seen.append(jid)
+        for key, g in plan.pairs.items():
+            RP[keys.index(key), p.gpu_types.index(g)] += 1
+            used[g] += p.scale_factor[p.job_ids.index(key.split("+")[0])]
+            seen += key.split("+")
+        assert len(seen) == len(set(seen))                         # one run per job per round
+        assert all(used[g] <= p.capacity[c] for c, g in enumerate(p.gpu_types))
+    return R / rounds, RP / rounds
+
+
+def test_rounds_deliver_the_shares():
+    p = problem_from_dict(doc())
+    r = solve_shares(p, "max-min")
+    R, _ = run_rounds(p, r, 400)
+    assert np.abs(R - r.X).max() < 0.03
+
+
+def test_rounds_with_pairs_and_gangs_stay_within_capacity():
+    p = problem_from_dict(doc(m=14, nper=4, sfs=(1, 2), pairs=True, seed=3))
+    r = solve_shares(p, "max-min")
+    R, RP = run_rounds(p, r, 200)
+    got = R.sum(axis=1)
+    for q, row in zip(p.pairs, RP):
+        got[q.a] += row.sum()
+        got[q.b] += row.sum()
+    assert (got <= 1 + 1e-9).all()
+
+
+def test_place_round_puts_gangs_on_one_server():
+    p = problem_from_dict(doc(m=10, nper=4, sfs=(1, 2, 4), seed=1))
+    r = solve_shares(p, "max-min")
+    plan = plan_round(p, r)
+    cluster = Cluster(tuple(Server(f"{t}{s}", cpu=32000, mem=256000, gpus=4, gpu_type=t)
+                            for t in ("v100", "k80") for s in range(1)))
+    a = place_round(cluster, p, plan)
+    jobs = [Job(j, gpus=int(p.scale_factor[p.job_ids.index(j)]), gpu_types=(t,),
+                locality="server" if p.scale_factor[p.job_ids.index(j)] > 1 else None)
+            for j, t in plan.jobs.items()]
+    assert not violations(cluster, jobs, a)
+    assert {pl.job for pl in a.placements} == set(plan.jobs)
+    for pl in a.placements:
+        assert len({g.gpu.split("/")[0] for g in pl.gpus}) == 1
+
+
+def small_table():
+    """Two types; model 0 is 10x faster on V100, model 1 indifferent."""
+    alone = np.array([[10.0, 1.0], [2.0, 2.0]])
+    pair = np.zeros((2, 2, 2, 2))
+    pair[0, 1] = [[6.0, 1.2], [0.6, 1.2]]
+    pair[1, 0] = pair[0, 1][:, ::-1]
+    return ThroughputTable(("v100", "k80"), ("fast-on-v100", "flat"), alone, pair)
+
+
+def test_heterogeneity_aware_beats_agnostic_on_a_clear_case():
+    table = small_table()
+    jobs = [GavelJob(0, 0, 0.0, 3600.0 * 10), GavelJob(1, 1, 0.0, 3600.0 * 2)]
+    res = {pol: simulate_gavel(pol, jobs, table, cluster={"v100": 1, "k80": 1})
+           for pol in ("gavel-max-min", "gavel-max-min-agnostic")}
+    aware, agn = res["gavel-max-min"], res["gavel-max-min-agnostic"]
+    assert aware.unfinished == 0 and agn.unfinished == 0
+    assert aware.mean_jct_h < agn.mean_jct_h
+    # aware: the fast-on-V100 job holds the V100 and finishes in an hour
+    assert aware.jct[0] == pytest.approx(3600.0, rel=1e-6)
+
+
+@pytest.mark.parametrize("policy", sorted(SIM_POLICIES))
+def test_every_simulator_policy_runs(policy):
+    table = small_table()
+    jobs = [GavelJob(i, i % 2, 1800.0 * i, 3600.0 * (1 + i % 3) * table.alone[i % 2, 0])
+            for i in range(8)]                     # short jobs: a few dozen rounds
+    res = simulate_gavel(policy, jobs, table, cluster={"v100": 2, "k80": 2}, max_time_s=3600 * 200)
+    assert res.unfinished == 0 and res.rounds > 0
+    assert all(res.jct[j.id] >= 0 for j in jobs)
+
+
+def test_unknown_simulator_policy_is_refused():
+    with pytest.raises(InputError, match="valid: gavel-las"):
+        simulate_gavel("gavel-nope", [], small_table())
+
+
+def test_workload_follows_gavel_law():
+    table = small_table()
+    jobs = gavel_workload(table, jobs_per_hour=4.0, count=2000, seed=0)
+    gaps = np.diff([0.0] + [j.arrival_s for j in jobs])
+    assert 3600 / 4.0 * 0.9 < gaps.mean() < 3600 / 4.0 * 1.1
+    minutes = np.array([j.steps / table.alone[j.model, 0] for j in jobs]) / 60
+    assert minutes.min() >= 10 ** 1.5 - 1e-6 and minutes.max() <= 10 ** 4 + 1e-6
+    assert 0.75 < np.mean(minutes < 1000) < 0.85
+
+
+def test_gavel_table_loads(shared_dir):
+    table = ThroughputTable.load(shared_dir / "data" / "reference" / "gavel_throughputs.json")
+    assert len(table.models) == 26 and table.alone.shape == (26, 3) and (table.alone > 0).all()
+    assert table.pair.shape == (26, 26, 3, 2) and (table.pair > 0).mean() > 0.9
