@@ -40,7 +40,8 @@ class RoundResult:
         Where the round's time went: ``compile_s`` (the core's compile step),
         ``solve_s`` (solver, finish and the final check), ``commit_s`` (the
         session's update), ``attempts`` (solves: more than 1 only when a
-        solver displaced a closed server's placeholder).
+        solver put a job on a drained or failed server and the round was
+        solved again without it).
     """
     round: int
     start: tuple[Placement, ...] = ()
