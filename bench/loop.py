@@ -73,6 +73,7 @@ class Stream:
         self.k = 0
 
     def job(self) -> tuple[Job, int]:
+        """The next job and the rounds it runs once started (geometric)."""
         u, acc, n = self.rng.random(), 0.0, MIX[-1][0]
         for g, p in MIX:
             acc += p
@@ -86,6 +87,7 @@ class Stream:
                    profile=self.profiles[m]), life
 
     def poisson(self, lam: float) -> int:
+        """A Poisson draw of mean ``lam`` (arrivals in one round)."""
         # Knuth for small means, normal approximation for large ones
         if lam > 50:
             return max(0, round(self.rng.gauss(lam, math.sqrt(lam))))
@@ -116,6 +118,7 @@ def unexplained(before: dict, alloc) -> int:
 def run(solver: str, servers: int, rounds: int, warmup: int, seed: int, load: float,
         mean_rounds: float, time_limit: float | None, compare_every: int = 1,
         profile: bool = False) -> dict:
+    """One solver through ``warmup + rounds`` rounds; the summary of the measured ones."""
     cl = cluster(servers)
     G = cl.total_gpus
     stream = Stream(seed, mean_rounds)
@@ -221,11 +224,13 @@ def breakdown(prof: cProfile.Profile, solver: str, rounds: int) -> list[tuple[st
 
 
 def pct(xs, q):
+    """The ``q`` quantile of ``xs`` (nearest rank)."""
     xs = sorted(xs)
     return xs[min(len(xs) - 1, int(math.ceil(q * len(xs))) - 1)]
 
 
 def summarise(solver: str, servers: int, rows: list[dict]) -> dict:
+    """Latency quantiles, moves, preemptions, utilisation and cpsat's quality over rounds."""
     lat = [r["latency"] for r in rows]
     out = {"solver": solver, "servers": servers, "rounds": len(rows),
            "median_ms": 1e3 * statistics.median(lat), "p95_ms": 1e3 * pct(lat, 0.95),
@@ -254,6 +259,7 @@ def summarise(solver: str, servers: int, rows: list[dict]) -> dict:
 
 
 def table(results: list[dict]) -> str:
+    """The summaries as a markdown table."""
     head = ("| GPUs | solver | median ms | p95 ms | max ms | CPU ms (median) "
             "| compile / solve+check / commit ms "
             "| unexplained moves | preemptions | GPU util | jobs / waiting | cpsat vs best "
@@ -304,6 +310,7 @@ def first_call(runs: int = 5) -> dict:
 
 
 def main(argv=None) -> int:
+    """Run the benchmark (see the module notes); prints the table."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--servers", type=int, nargs="+", default=[32],

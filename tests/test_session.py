@@ -368,3 +368,28 @@ def test_rounds_do_not_revalidate_jobs_or_recompile_the_cluster(monkeypatch):
     checked_step(s)
     checked_step(s)
     assert len(calls) == 1 and s.cluster is c0 and c0.__dict__.get("_arrays") is arrays
+
+
+@pytest.mark.parametrize("solver", ["best-fit", "synergy-tune", "fgd", "hived"])
+def test_a_round_is_the_checked_allocate_call(solver):
+    """Skipping the whole-input validation changes nothing: each round gives
+    what allocate() gives on the same jobs, order and settings."""
+    import random
+    from alloc import allocate
+    rng = random.Random(7)
+    s = Session(cluster(3), solver=solver)
+    for rnd in range(6):
+        for k in range(rng.randint(1, 4)):
+            n = rng.choice([1, 2, 4])
+            s.submit(job(f"j{rnd}-{k}", n, model=rng.choice(["res18", "gnmt", None])))
+        running = [j for j in s.running if rng.random() < 0.3]
+        for jid in running:
+            s.finish(jid)
+        if rnd == 3:
+            s.set_order(list(reversed(s.jobs)))
+        before = list(s.jobs.values())
+        order = s.order
+        r = checked_step(s)
+        ref = allocate(s.cluster, before, solver=solver, order=order)
+        assert r.allocation.placements == ref.placements
+        assert set(r.unplaced) == set(ref.unplaced) and r.allocation.value == ref.value

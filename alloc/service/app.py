@@ -36,7 +36,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from .. import __version__
-from ..errors import InputError, SolverError, SolverUnavailable
+from ..errors import SolverError, SolverUnavailable
 from . import models as m
 from .limits import BodyLimit
 from .schemas import add_components

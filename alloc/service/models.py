@@ -74,48 +74,57 @@ class SessionIn(Settings):
 
 
 class Submit(_Strict):
+    """A new job (the instance format's job object; with ``current``, already running there)."""
     type: Literal["submit"]
     job: JobDoc
 
 
 class Finish(_Strict):
+    """The job completed; its resources are free at once."""
     type: Literal["finish"]
     job: str
 
 
 class FailJob(_Strict):
+    """The job failed: it leaves (counted as failed), or with ``requeue`` waits again."""
     type: Literal["fail_job"]
     job: str
     requeue: bool = False
 
 
 class FailServer(_Strict):
+    """The server is gone: its jobs wait again."""
     type: Literal["fail_server"]
     server: str
 
 
 class DrainServer(_Strict):
+    """No new placements on the server; its running jobs stay."""
     type: Literal["drain_server"]
     server: str
 
 
 class UndrainServer(_Strict):
+    """The drained server takes new placements again."""
     type: Literal["undrain_server"]
     server: str
 
 
 class AddServer(_Strict):
+    """A new server (the instance format's server object), or a failed one back."""
     type: Literal["add_server"]
     server: ServerDoc
 
 
 class SetPriority(_Strict):
+    """The job's new priority."""
     type: Literal["set_priority"]
     job: str
     priority: int = Field(ge=-1000, le=1000)
 
 
 class SetOrder(_Strict):
+    """Explicit ranks, highest first (any length); null: back to priorities."""
     type: Literal["set_order"]
     order: list[str] | None
 
@@ -137,15 +146,18 @@ class RoundIn(_Strict):
 
 # ------------------------------------------------------------------ responses
 class ErrorOut(BaseModel):
+    """Every error: one line naming the field and what was expected."""
     error: str = Field(description="one line: the field and what was expected")
 
 
 class HealthOut(BaseModel):
+    """The service answers."""
     status: Literal["ok"]
     version: str
 
 
 class OptionOut(BaseModel):
+    """A solver's declared option."""
     name: str
     type: str
     default: Any = None
@@ -154,6 +166,7 @@ class OptionOut(BaseModel):
 
 
 class SolverOut(BaseModel):
+    """A registered solver."""
     name: str
     family: str
     kind: Literal["exact", "heuristic"]
@@ -166,20 +179,24 @@ class SolverOut(BaseModel):
 
 
 class CheckOut(BaseModel):
+    """The violations of an allocation (empty: valid)."""
     valid: bool
     violations: list[str]
 
 
 class SessionOut(BaseModel):
+    """A session's id and state."""
     id: str
     state: dict[str, Any]
 
 
 class SessionsOut(BaseModel):
+    """The open sessions."""
     sessions: list[str]
 
 
 class EventsOut(BaseModel):
+    """Events applied."""
     session: str
     applied: int
     events: int = Field(description="events applied to the session so far")
@@ -187,6 +204,7 @@ class EventsOut(BaseModel):
 
 
 class Move(BaseModel):
+    """A moved job: its new binding, and the old one under ``from``."""
     job: str
     gpus: list[dict[str, Any]]
     cpu: dict[str, int]
@@ -196,6 +214,7 @@ class Move(BaseModel):
 
 
 class RoundOut(BaseModel):
+    """One round: what to start, move and preempt; what waits and why."""
     session: str
     round: int
     status: Literal["optimal", "feasible", "infeasible", "unknown"]
@@ -212,4 +231,5 @@ class RoundOut(BaseModel):
 
 
 class DeletedOut(BaseModel):
+    """A closed session."""
     deleted: str

@@ -183,14 +183,17 @@ class Session:
 
     @property
     def solver(self) -> str:
+        """The solver of every round."""
         return self._info.name
 
     @property
     def objective(self) -> str:
+        """The objective of every round."""
         return self._objective.name
 
     @property
     def options(self) -> Mapping[str, Any]:
+        """The solver's options (declared defaults filled in)."""
         return MappingProxyType(self._options)
 
     # --------------------------------------------------------------- events
