@@ -210,15 +210,20 @@ PROFILED = (
 def breakdown(prof: cProfile.Profile, solver: str, rounds: int) -> list[tuple[str, float]]:
     """Cumulative milliseconds per round of :data:`PROFILED` (under the profiler)."""
     from alloc.registry import get_solver
-    mod, _, fn = get_solver(solver).entry.partition(":")
-    sfile = mod.replace(".", "/") + ".py"
+    fn = get_solver(solver).entry.partition(":")[2]
     st = pstats.Stats(prof).stats
+    def cum(file, func):
+        return sum(v[3] for (f, _, name), v in st.items()
+                   if name == func and f.replace("\\", "/").endswith(file))
+
     out = []
     for label, file, func in PROFILED:
-        if file is None:
-            label, file, func = f"    the solver ({fn})", sfile, fn
-        ct = sum(v[3] for (f, _, name), v in st.items()
-                 if name == func and f.replace("\\", "/").endswith(file))
+        if file is None:  # the solver: what run_solver spends outside finish and the check
+            label = f"    the solver ({fn}; run_solver - finish - violations)"
+            ct = cum("alloc/solve.py", "run_solver") - cum("alloc/solve.py", "finish") \
+                - cum("alloc/check.py", "violations")
+        else:
+            ct = cum(file, func)
         out.append((label, 1e3 * ct / max(1, rounds)))
     return out
 
@@ -284,29 +289,30 @@ def table(results: list[dict]) -> str:
 
 FIRST_CALL = """
 import time
-t0 = time.perf_counter()
+t0, c0 = time.perf_counter(), time.process_time()
 import alloc
 from alloc import Cluster, Job, Server
 cl = Cluster(tuple(Server(f"s{i}", 24000, 512000, 8, "V100") for i in range(32)))
 jobs = [Job(f"j{i}", 1 + (i % 2), cpu=3000 * (1 + i % 2), mem=64000 * (1 + i % 2),
             model="res18") for i in range(100)]
-t1 = time.perf_counter()
+t1, c1 = time.perf_counter(), time.process_time()
 alloc.allocate(cl, jobs)
-t2 = time.perf_counter()
-print(t1 - t0, t2 - t1, t2 - t0)
+t2, c2 = time.perf_counter(), time.process_time()
+print(t1 - t0, t2 - t1, t2 - t0, c2 - c0)
 """
 
 
 def first_call(runs: int = 5) -> dict:
-    """``import alloc`` + first ``allocate()`` in fresh processes (seconds)."""
+    """``import alloc`` + first ``allocate()`` in fresh processes (seconds):
+    medians of wall times and of the process's CPU time."""
     out = []
     for _ in range(runs):
         txt = subprocess.run([sys.executable, "-c", FIRST_CALL], cwd=ROOT, check=True,
                              capture_output=True, text=True).stdout
         out.append(tuple(map(float, txt.split())))
-    med = [statistics.median(x[k] for x in out) for k in range(3)]
+    med = [statistics.median(x[k] for x in out) for k in range(4)]
     return {"import_s": med[0], "first_allocate_s": med[1], "total_s": med[2],
-            "max_total_s": max(x[2] for x in out), "runs": runs}
+            "cpu_s": med[3], "max_total_s": max(x[2] for x in out), "runs": runs}
 
 
 def main(argv=None) -> int:
@@ -335,8 +341,9 @@ def main(argv=None) -> int:
     if args.first_call:
         fc = first_call()
         print(f"import alloc {fc['import_s']:.3f} s + first allocate() "
-              f"{fc['first_allocate_s']:.3f} s = {fc['total_s']:.3f} s "
-              f"(median of {fc['runs']}, max {fc['max_total_s']:.3f} s)")
+              f"{fc['first_allocate_s']:.3f} s = {fc['total_s']:.3f} s wall, "
+              f"{fc['cpu_s']:.3f} s CPU (medians of {fc['runs']}; max wall "
+              f"{fc['max_total_s']:.3f} s)")
         return 0
     results = []
     for servers in args.servers:
