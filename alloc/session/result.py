@@ -1,0 +1,84 @@
+"""What one round of a :class:`~alloc.session.Session` returns."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Mapping
+
+from ..model import Allocation, Placement, frozen_map
+
+
+@dataclass(frozen=True)
+class RoundResult:
+    """The changes one round asks the scheduler to make.
+
+    Every binding is a :class:`~alloc.model.Placement`: the job id, its GPUs
+    with their milli-GPU shares, and CPU (milli-cores) and memory (MiB) per
+    server.
+
+    Attributes
+    ----------
+    round : int
+        1 for the first round.
+    start : tuple of Placement
+        Pending jobs to start, where.
+    move : tuple of Placement
+        Running jobs to move, their new binding (``moved_from`` holds the old one).
+    preempt : tuple of Placement
+        Running jobs to stop, the binding they release; they are pending again.
+    moved_from : mapping of str to Placement
+        Old binding of each moved job.
+    unplaced : tuple of str
+        Pending jobs left waiting (preempted ones included).
+    reasons : mapping of str to str
+        Why some waiting jobs cannot be placed on this cluster now.
+    allocation : Allocation
+        The whole answer (every running job), checked by
+        :func:`alloc.violations` against the jobs as they were before the round.
+    latency_s : float
+        Wall time of the round (seconds).
+    timings : mapping of str to float
+        Where the round's time went: ``compile_s`` (the core's compile step),
+        ``solve_s`` (solver, finish and the final check), ``commit_s`` (the
+        session's update), ``attempts`` (solves: more than 1 only when a
+        solver put a job on a drained or failed server and the round was
+        solved again without it).
+    """
+    round: int
+    start: tuple[Placement, ...] = ()
+    move: tuple[Placement, ...] = ()
+    preempt: tuple[Placement, ...] = ()
+    moved_from: Mapping[str, Placement] = field(default_factory=frozen_map)
+    unplaced: tuple[str, ...] = ()
+    reasons: Mapping[str, str] = field(default_factory=frozen_map)
+    allocation: Allocation = field(default_factory=Allocation)
+    latency_s: float = 0.0
+    timings: Mapping[str, float] = field(default_factory=frozen_map)
+
+    @property
+    def stop(self) -> tuple[str, ...]:
+        """Ids of the jobs to stop (the preempted ones)."""
+        return tuple(p.job for p in self.preempt)
+
+    def __bool__(self) -> bool:
+        return bool(self.start or self.move or self.preempt)
+
+    def to_dict(self, allocation: bool = False) -> dict:
+        """JSON-ready form (``allocation=True`` adds the whole
+        ``alloc.allocation/1`` document)."""
+        from ..io import allocation_to_dict, placement_to_dict
+        a = self.allocation
+        out = {
+            "round": self.round, "status": a.status.value, "value": a.value, "bound": a.bound,
+            "start": [placement_to_dict(p) for p in self.start],
+            "move": [dict(placement_to_dict(p), **{"from": placement_to_dict(
+                self.moved_from[p.job], with_job=False)}) for p in self.move],
+            "preempt": [placement_to_dict(p) for p in self.preempt],
+            "unplaced": list(self.unplaced), "reasons": dict(self.reasons),
+            "running": len(a.placements), "latency_s": round(self.latency_s, 6),
+        }
+        if allocation:
+            out["allocation"] = allocation_to_dict(a)
+        return out
+
+
+__all__ = ["RoundResult"]
