@@ -155,7 +155,7 @@ def server_plan(p: Problem, eng: Engine, s: int, counts, jobs_on, busy, optional
     optional jobs})`` or None (infeasible, out of time, or too many GPU sets
     to list)."""
     cm = cell_placement_model(eng.tree, server_requests(eng, s, counts), cover, fixed,
-                              name=f"server {s}")
+                              name=f"server-{s}")
     if cm is None:
         return None
     m, own = cm.model, cm.own
@@ -417,7 +417,7 @@ def physical_cells(tm: TenancyModel, plan: Plan, eng: Engine, deadline):
     reqs = [CellRequest(v, (n,), 1) for n, v in plan.racks]
     for s, counts in sorted(plan.counts.items()):
         reqs += server_requests(eng, s, counts)
-    cm = cell_placement_model(tree, reqs, cover, name="physical cells")
+    cm = cell_placement_model(tree, reqs, cover, name="physical-cells")
     if cm is None:
         return None
     for (v, n), col in cm.y.items():

@@ -90,7 +90,7 @@ def restrict(model: LinearModel, fixed: dict[int, float], tol: float = 1e-6, csc
         slack = tol * np.maximum(1.0, np.abs(shift[dead]))
         if (lo[dead] > slack).any() or (hi[dead] < -slack).any():
             return None
-    sub = LinearModel(model.name + " (restricted)", model.maximize)
+    sub = LinearModel(model.name + "-restricted", model.maximize)
     sub.lb = lb[free].tolist()
     sub.ub = ub[free].tolist()
     sub.integer = [model.integer[c] for c in free]
