@@ -151,9 +151,9 @@ def server_plan(p: Problem, eng: Engine, s: int, counts, jobs_on, busy, optional
                 reserve: int, vcache: dict, size: dict, deadline, units: dict | None = None):
     """The exact placement inside server s (module notes); ``reserve`` GPUs
     stay free for shared jobs and spread units, ``units[v]`` of them inside
-    tenant v's cells.  Returns ``([(node, tenant)], {job: GPUs}, {kept
-    optional jobs})`` or None (infeasible, out of time, or too many GPU sets
-    to list)."""
+    tenant v's cells, and for jobs with more than :data:`MAX_SETS` GPU sets
+    (the engine places them afterwards).  Returns ``([(node, tenant)], {job:
+    GPUs}, {kept optional jobs})`` or None (infeasible or out of time)."""
     cm = cell_placement_model(eng.tree, server_requests(eng, s, counts), cover, fixed,
                               name=f"server-{s}")
     if cm is None:
@@ -180,7 +180,8 @@ def server_plan(p: Problem, eng: Engine, s: int, counts, jobs_on, busy, optional
             continue
         sets = _gpu_sets(p, eng, j, k, free, own, fixed)
         if sets is None:
-            return None
+            reserve += k        # too many GPU sets to list: the engine places it after
+            continue
         cols = []
         for S in sets:
             key = (j, k, span_key(p, S))

@@ -28,8 +28,9 @@ The model is :mod:`alloc.solvers.hived.model` (one
 6. **Phase 2**: maximise the objective (never below the hint's value).  On
    large models (more than 100 jobs, 8+ servers) a quarter of the time goes to
    the whole model and the rest to the large-neighbourhood search
-   (:func:`~alloc.solvers.hived.search.neighbourhood_search`); the search's
-   last four incumbents are decoded, best first.
+   (:func:`~alloc.solvers.hived.search.neighbourhood_search`), from the whole
+   model's answer or, when it found none in its time, from the hint; the
+   search's last four incumbents are decoded, best first.
 7. **Decode** (:mod:`alloc.solvers.hived.decode`): exact server by server,
    then the two replays; a decode whose binding fails the tenancy check or
    that stops a running job no fresh placement outranks is discarded.  The
@@ -202,13 +203,13 @@ def solve_tenancy(problem: Problem, *, deadline: Deadline, seed: int = 0, engine
     stats["lp_bound"] = lp
     clock.lap("lp")
     reserve = decode_reserve(p, deadline)
-    res, incumbents = search(call, tm, deadline, reserve, stats)
+    res, incumbents = search(call, tm, full, deadline, reserve, stats)
     clock.lap("search")
     cp_bound = None
-    if res.has_solution:
-        stats["model_objective"] = res.objective / SCALE
-        if res.bound is not None and (phase1_proven or floor is None):
-            cp_bound = res.bound / SCALE + 0.5 * p.J / SCALE
+    if res.bound is not None and (phase1_proven or floor is None):
+        cp_bound = res.bound / SCALE + 0.5 * p.J / SCALE
+    if incumbents:
+        stats["model_objective"] = max(o for _, o in incumbents) / SCALE
         chosen = decode_best(tm, incumbents, res.status is Status.OPTIMAL, chosen, score,
                              running, deadline, stats)
     clock.lap("decode")
@@ -326,20 +327,22 @@ def decode_reserve(p: Problem, deadline) -> float:
     return min(0.2, 0.25 * left)
 
 
-def search(call: Call, tm: TenancyModel, deadline, reserve: float, stats: dict):
+def search(call: Call, tm: TenancyModel, full, deadline, reserve: float, stats: dict):
     """Phase 2 on the whole model, then (large models) the neighbourhood
-    search; returns the whole-model result and the incumbents to decode,
-    best first."""
+    search from its answer -- or from the hint when the whole model gave
+    none in its time; returns the whole-model result and the incumbents to
+    decode, best first."""
     p = tm.p
     lns = p.J > 100 and p.S >= 8
     left = max(0.0, deadline.left() - reserve)
     res = call.solve(tm.m, deadline.within(left * (MAIN_SHARE if lns else 1.0)), gap=True)
     stats["model_status"] = res.status.value
-    if not res.has_solution:
+    x0 = res.x if res.has_solution else full
+    if x0 is None:
         return res, []
-    incumbents = [(res.x, res.objective)]
-    if lns and res.status is Status.FEASIBLE:
-        found = neighbourhood_search(tm, res.x, lambda m, dl, sd: call.solve(m, dl, seed=sd),
+    incumbents = [(x0, tm.m.value(x0))]
+    if lns and res.status is not Status.OPTIMAL:
+        found = neighbourhood_search(tm, x0, lambda m, dl, sd: call.solve(m, dl, seed=sd),
                                      deadline.reserve(reserve), call.seed)
         stats["lns_improvements"] = len(found) - 1
         incumbents = list(reversed(found[-4:]))

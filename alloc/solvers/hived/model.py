@@ -16,8 +16,8 @@ Variables (all integer):
                          cluster, or one rack for rack locality)
     U[P,s] in 0..G_s     GPUs of unit pool P on server s
     keep[r] in {0,1}     running job r stays exactly where it runs
-    mv[r,s], ms[r,d]     running job r moves to server s / spreads over d
-                         (only when the call allows moves)
+    mv[r,s], ms[r,d]     running job r is re-placed on server s (its own
+                         too) / spread over d (only when the call allows moves)
     pre[r] = 1 - keep[r] - sum mv - sum ms      (stopped)
     b[v,l,s] in 0..N_sl  v's level-l cells inside server s (counts);
     R[v,q] in {0,1}      v's rack cell bound to rack q
@@ -259,6 +259,11 @@ class TenancyModel:
     def value_of(self, val: float) -> int:
         return int(round(val * SCALE))
 
+    def p_gpus(self, s: int) -> range:
+        """Global indices of server s's GPUs."""
+        f = int(self.p.gpu_first[s])
+        return range(f, f + int(self.p.srv_gpus[s]))
+
     def tenant_types(self, v: str) -> set:
         return {t for (t, _), c in self.q.get(v, {}).items() if c}
 
@@ -410,10 +415,10 @@ def add_running(tm: TenancyModel) -> None:
         tm.obj[k] += tm.value_of(p.value_of(r, a))
         row = {k: 1}
         n_r = len(a.gpus)
-        if tm.migrate and job.gpus:
-            own = {s for s, _ in a.cpu}
+        if tm.migrate:
+            # a move may also re-place the job on a server it runs on (other GPUs)
             for s in range(p.S):
-                if s in own or not fits_server(p, r, s, n_r) or not tm.guaranteed_ok(r, s):
+                if not fits_server(p, r, s, n_r) or not tm.guaranteed_ok(r, s):
                     continue
                 col = tm.mv[(r, s)] = tm.var(1)
                 tm.add_usage(r, s, n_r, col)
@@ -631,50 +636,78 @@ def add_fragmentation(tm: TenancyModel) -> None:
 
 
 def add_positions(tm: TenancyModel) -> None:
-    """Positions of cells on servers with kept whole-GPU jobs: y[v,n] in
-    {0,1} for the level-l nodes n of s, sum_n y[v,n] = b[v,l,s], at most one
-    cell on each GPU; a kept job r (not v's guaranteed) with k_rn GPUs in n
-    takes them from v's cell when both stay: w[v,n,r] >= y[v,n] + keep[r] - 1
-    (``inside[(v, s)]`` collects k_rn w[v,n,r] for the capacity rows)."""
+    """Positions of cells on servers with kept jobs: y[v,n] in {0,1} for the
+    level-l nodes n of s, sum_n y[v,n] = b[v,l,s]; at most one cell (rack
+    cells included) on each GPU; v's cells cover the GPUs of v's kept
+    guaranteed jobs, sum_{cells of v on g} >= keep[r]; a kept whole-GPU job r
+    (not v's guaranteed) with k_rn GPUs in n takes them from v's cell when
+    both stay: w[v,n,r] >= y[v,n] + keep[r] - 1 (``inside[(v, s)]`` collects
+    k_rn w[v,n,r] for the capacity rows)."""
     p, tree, m = tm.p, tm.tree, tm.m
     jobs = p.jobs
     pinned: dict[int, list] = defaultdict(list)
     for r in tm.running:
-        if jobs[r].gpu_milli >= MILLI:
-            by_s: dict[int, set] = defaultdict(set)
-            for g in _kept_gpus(tm, r):
-                by_s[int(p.gpu_server[g])].add(g)
-            for s, gs in by_s.items():
-                pinned[s].append((r, gs))
+        by_s: dict[int, set] = defaultdict(set)
+        for g in _kept_gpus(tm, r):
+            by_s[int(p.gpu_server[g])].add(g)
+        for s, gs in by_s.items():
+            pinned[s].append((r, gs))
+    rack_cells: dict[int, list] = defaultdict(list)      # s -> (v, column) of rack cells
+    for (v, lvl, where), col in tm.cells.items():
+        if lvl == tm.rack_lvl:
+            for s in {int(p.gpu_server[g]) for g in tree.gpus[where]}:
+                rack_cells[s].append((v, col))
     for s, rs in sorted(pinned.items()):
         tm.tick()
-        cover_g: dict[int, list] = defaultdict(list)
+        on_gpu: dict[int, list] = defaultdict(list)      # g -> cell columns on g
+        own: dict[tuple, list] = defaultdict(list)       # (v, g) -> v's cell columns on g
+        for v, col in rack_cells.get(s, ()):
+            for g in tm.p_gpus(s):
+                on_gpu[g].append(col)
+                own[(v, g)].append(col)
         for v in tm.tenants:
-            if not tm.use.gwhole.get((v, s)) and not tm.use.gshared.get((v, s)):
+            if tm.use.gwhole.get((v, s)) or tm.use.gshared.get((v, s)):
+                _place_cells(tm, s, v, rs, on_gpu, own)
+        for g, cols in on_gpu.items():
+            if len(cols) > 1:
+                m.add_row({c: 1 for c in cols}, hi=1)
+        for r, gs in rs:
+            v = jobs[r].tenant
+            if not jobs[r].guaranteed or v not in tm.q:
                 continue
-            for lvl in sorted({lv for (v2, lv, where) in tm.cells
-                               if v2 == v and where == s and lv != tm.rack_lvl}):
-                ys = {}
-                for n in tree.by_type_level.get((p.cluster.servers[s].gpu_type, lvl), []):
-                    if tree.server[n] != s:
-                        continue
-                    yv = tm.var(1)
-                    tm.aux[s].append(yv)
-                    ys[yv] = 1
-                    for g in tree.gpus[n]:
-                        cover_g[g].append(yv)
-                    for r, gs in rs:
-                        k_ = len(gs & set(tree.gpus[n]))
-                        if k_ and not (jobs[r].guaranteed and jobs[r].tenant == v):
-                            w = tm.var(1)
-                            tm.aux[s].append(w)
-                            m.add_row({w: 1, yv: -1, tm.keep[r]: -1}, lo=-1)
-                            tm.inside[(v, s)].append((k_, w))
-                ys[tm.cells[(v, lvl, s)]] = -1
-                m.add_row(ys, 0, 0)
-        for g, ys in cover_g.items():
-            if len(ys) > 1:
-                m.add_row({c: 1 for c in ys}, hi=1)
+            for g in sorted(gs):
+                row = {c: 1 for c in own.get((v, g), [])}
+                row[tm.keep[r]] = row.get(tm.keep[r], 0) - 1
+                m.add_row(row, lo=0)
+
+
+def _place_cells(tm: TenancyModel, s: int, v: str, rs, on_gpu: dict, own: dict) -> None:
+    """Position columns y[v,n] of v's per-server cells on s and the w columns
+    of kept jobs inside them (see :func:`add_positions`)."""
+    p, tree, m = tm.p, tm.tree, tm.m
+    jobs = p.jobs
+    for lvl in sorted({lv for (v2, lv, where) in tm.cells
+                       if v2 == v and where == s and lv != tm.rack_lvl}):
+        ys = {}
+        for n in tree.by_type_level.get((p.cluster.servers[s].gpu_type, lvl), []):
+            if tree.server[n] != s:
+                continue
+            yv = tm.var(1)
+            tm.aux[s].append(yv)
+            ys[yv] = 1
+            for g in tree.gpus[n]:
+                on_gpu[g].append(yv)
+                own[(v, g)].append(yv)
+            for r, gs in rs:
+                k_ = len(gs & set(tree.gpus[n]))
+                if k_ and jobs[r].gpu_milli >= MILLI and \
+                        not (jobs[r].guaranteed and jobs[r].tenant == v):
+                    w = tm.var(1)
+                    tm.aux[s].append(w)
+                    m.add_row({w: 1, yv: -1, tm.keep[r]: -1}, lo=-1)
+                    tm.inside[(v, s)].append((k_, w))
+        ys[tm.cells[(v, lvl, s)]] = -1
+        m.add_row(ys, 0, 0)
 
 
 def _terms(row: dict, terms, sign: float = 1.0) -> None:

@@ -19,9 +19,11 @@ Large-neighbourhood search (:func:`neighbourhood_search`).  From the
 incumbent, the columns of all but k random servers (placements, kept jobs,
 moves, units, cell counts and auxiliary columns on them; rack cells always)
 are fixed, the rest is re-solved by the engine (at most 2 s, from the
-incumbent) and an improvement becomes the incumbent; every other
-neighbourhood (when tenants own rack cells) is made of whole racks, whose rack
-cells are freed too (otherwise they never move).  k starts at
+incumbent) and an improvement becomes the incumbent.  A third of the
+neighbourhoods (when tenants own rack cells) are whole racks, whose rack
+cells are freed too (otherwise they never move); a third (when there are
+tenants) take half their servers among those where one random tenant holds
+cells, so that its cells can move.  k starts at
 ``min(8, S/4)``, grows by :data:`GROW` after a neighbourhood proven within a
 quarter of its time and shrinks by it after one not proven.  The search's bounds are never reported
 (they hold only for the neighbourhood).
@@ -43,8 +45,9 @@ from .model import TenancyModel
 STEP_SECONDS = 2.0
 #: factor by which a neighbourhood grows after a fast proven solve (shrinks after a slow one)
 GROW = 1.15
-#: share of the neighbourhoods made of whole racks (when tenants own rack cells)
-RACK_SHARE = 0.5
+#: shares of the neighbourhoods made of whole racks (when tenants own rack
+#: cells) and of one tenant's servers (when there are tenants)
+RACK_SHARE, TENANT_SHARE = 1 / 3, 1 / 3
 
 
 @dataclass(frozen=True)
@@ -151,28 +154,32 @@ def server_columns(tm: TenancyModel) -> tuple[dict[int, list[int]], dict[int, li
 
 
 def pick_neighbourhood(tm: TenancyModel, rng: random.Random, servers: list[int], size: int,
-                       per: dict, racks: dict) -> set[int]:
-    """Free columns of one neighbourhood: ``size`` random servers, or (every
-    other time, when rack cells exist) whole random racks with their rack
-    cells."""
-    free: set[int] = set()
-    if racks and rng.random() < RACK_SHARE:
+                       per: dict, racks: dict, x: np.ndarray) -> set[int]:
+    """Free columns of one neighbourhood (module notes): ``size`` random
+    servers; or whole random racks with their rack cells; or half the
+    servers where one random tenant holds cells in ``x`` and half others."""
+    kind = rng.random()
+    if racks and kind < RACK_SHARE:
+        free: set[int] = set()
         tree = tm.tree
-        order = rng.sample(sorted(racks), len(racks))
         chosen: set[int] = set()
-        for q in order:
+        for q in rng.sample(sorted(racks), len(racks)):
             srv = {tree.server[n] for n in tree.children[q]} & set(per)
             if chosen and len(chosen) + len(srv) > size:
                 continue
             chosen |= srv
             free.update(racks[q])
-        for s in chosen:
-            free.update(per[s])
         if chosen:
-            return free
-    for s in rng.sample(servers, min(size, len(servers))):
-        free.update(per[s])
-    return free
+            return free.union(*(per[s] for s in chosen))
+    chosen = set()
+    if tm.tenants and kind > 1 - TENANT_SHARE:
+        v = rng.choice(tm.tenants)
+        mine = sorted({where for (u, lvl, where), c in tm.cells.items()
+                       if u == v and lvl != tm.rack_lvl and x[c] > 0.5} & set(per))
+        chosen = set(rng.sample(mine, min(len(mine), max(1, size // 2))))
+    rest = [s for s in servers if s not in chosen]
+    chosen.update(rng.sample(rest, min(max(0, size - len(chosen)), len(rest))))
+    return set().union(*(per[s] for s in chosen))
 
 
 def neighbourhood_search(tm: TenancyModel, x0: np.ndarray, solver, until, seed: int
@@ -192,7 +199,7 @@ def neighbourhood_search(tm: TenancyModel, x0: np.ndarray, solver, until, seed: 
     fixable = sorted(fixable)
     csc = m.matrix().tocsc()
     while until.left() > 0.3:
-        free = pick_neighbourhood(tm, rng, servers, int(size), per, racks)
+        free = pick_neighbourhood(tm, rng, servers, int(size), per, racks, best)
         fixed = {c: float(best[c]) for c in fixable if c not in free}
         r = restrict(m, fixed, csc=csc)
         if r is None:
