@@ -36,7 +36,9 @@ kept jobs are restored with an inferred binding and the counts bound next to
 the tenant's cells (``"cells"``), or the engine binds cells itself in buddy
 order (``"buddy"``).
 
-A decode is checked by the caller (:func:`binding_ok`, :func:`victims_ok`);
+A decoded state is polished (:func:`polish`: a new multi-GPU job whose span
+factor falls short of its server's best is re-placed where the engine gives
+it more) and checked by the caller (:func:`binding_ok`, :func:`victims_ok`);
 ``misses`` counts model placements it did not realise.
 """
 from __future__ import annotations
@@ -52,7 +54,7 @@ from ...problem import Problem
 from ...tenancy import (CellRequest, cell_placement_model, check_binding, feasibility_engine,
                         outranks)
 from .engine import Engine, _release_empty, current_assign, job_value, restore_running
-from .model import SCALE, TenancyModel
+from .model import SCALE, TenancyModel, value_on
 from .warm import LossAwareEngine, fits_at
 
 #: largest number of candidate GPU sets of one job on one server in the exact decode
@@ -486,6 +488,35 @@ def decode_replay(tm: TenancyModel, xv, mode: str, deadline):
         _release_empty(eng)
     fill_rest(eng)
     return eng, len(missed)
+
+
+def polish(eng: Engine, deadline) -> int:
+    """Re-place each new multi-GPU job whose span factor its server could
+    better (anywhere the engine finds room, without victims), keeping a move
+    only when the job's real value rises and sharing safety holds; returns
+    the number of jobs re-placed."""
+    p = eng.p
+    jobs = p.jobs
+    done = 0
+    for j in sorted(eng.assign, key=lambda j: (-len(eng.assign[j].gpus), j)):
+        if deadline.expired():
+            break
+        a = eng.assign[j]
+        if jobs[j].current is not None or len(a.gpus) < 2 or jobs[j].gpu_milli < MILLI:
+            continue
+        before = p.value_of(j, a)
+        srv = {s for s, _ in a.cpu}
+        if len(srv) == 1 and before >= value_on(p, j, next(iter(srv)), len(a.gpus)) - 1e-12:
+            continue                      # already at its best span there
+        mark = eng.checkpoint()
+        eng.remove(j)
+        if eng.try_place(j, len(a.gpus), 0, set()) and \
+                p.value_of(j, eng.assign[j]) > before + 1e-9 and eng.safe():
+            eng.keep(mark)
+            done += 1
+        else:
+            eng.rollback(mark)
+    return done
 
 
 def victims_ok(p: Problem, eng: Engine, running) -> bool:

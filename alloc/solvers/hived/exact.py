@@ -63,7 +63,7 @@ from ...kernel import ENGINES, INF, Result, solve, solve_lp
 from ...model import Status
 from ...problem import Problem, Solution
 from ...tenancy import binding_keys, quota_gpus
-from .decode import binding_ok, decode_exact, decode_replay, victims_ok
+from .decode import binding_ok, decode_exact, decode_replay, polish, victims_ok
 from .engine import current_assign
 from .model import SCALE, OutOfTime, TenancyModel, build_model, restrictions
 from .search import complete, neighbourhood_search
@@ -366,6 +366,7 @@ def decode_best(tm: TenancyModel, incumbents, model_proven: bool, chosen: Chosen
             if r is None:
                 continue
             eng, lost = r
+            polish(eng, deadline)
             if not binding_ok(p, eng) or not victims_ok(p, eng, running):
                 continue
             pre = {r for r in running if r not in eng.assign}

@@ -16,17 +16,17 @@ model with those variables' bounds fixed; only the small model is handed to
 the engine.)
 
 Large-neighbourhood search (:func:`neighbourhood_search`).  From the
-incumbent, the columns of all but k random servers (placements, kept jobs,
-moves, units, cell counts and auxiliary columns on them; rack cells always)
-are fixed, the rest is re-solved by the engine (at most 2 s, from the
-incumbent) and an improvement becomes the incumbent.  A third of the
-neighbourhoods (when tenants own rack cells) are whole racks, whose rack
-cells are freed too (otherwise they never move); a third (when there are
-tenants) take half their servers among those where one random tenant holds
-cells, so that its cells can move.  k starts at
-``min(8, S/4)``, grows by :data:`GROW` after a neighbourhood proven within a
-quarter of its time and shrinks by it after one not proven.  The search's bounds are never reported
-(they hold only for the neighbourhood).
+incumbent, the columns of all but k servers (placements, kept jobs, moves,
+units, cell counts and auxiliary columns on them; rack cells always) are
+fixed, the rest is re-solved by the engine (at most 2 s, from the incumbent)
+and an improvement becomes the incumbent.  The k servers are random; or (a
+third of the time, when tenants own rack cells) whole random racks, whose
+rack cells are freed too (otherwise they never move); or (a third, when there
+are tenants) half of them among the servers where one random tenant holds
+cells, so that its cells can move.  k starts at ``min(8, S/4)``; it shrinks
+by :data:`GROW` after a neighbourhood not proven in time and grows back (to
+the start at most) after one proven within a quarter of its time.  The
+search's bounds are never reported (they hold only for the neighbourhood).
 """
 from __future__ import annotations
 
@@ -43,7 +43,7 @@ from .model import TenancyModel
 
 #: longest single neighbourhood solve (seconds)
 STEP_SECONDS = 2.0
-#: factor by which a neighbourhood grows after a fast proven solve (shrinks after a slow one)
+#: factor by which a neighbourhood shrinks after a solve not proven in time (and grows back)
 GROW = 1.15
 #: shares of the neighbourhoods made of whole racks (when tenants own rack
 #: cells) and of one tenant's servers (when there are tenants)
@@ -195,7 +195,7 @@ def neighbourhood_search(tm: TenancyModel, x0: np.ndarray, solver, until, seed: 
     if not servers:
         return found
     rng = random.Random(seed)
-    size = float(max(2, min(len(servers) // 4, 8)))
+    size = first = float(max(2, min(len(servers) // 4, 8)))
     fixable = sorted(fixable)
     csc = m.matrix().tocsc()
     while until.left() > 0.3:
@@ -207,9 +207,10 @@ def neighbourhood_search(tm: TenancyModel, x0: np.ndarray, solver, until, seed: 
         r.model.hint = {k: float(best[c]) for k, c in enumerate(r.free)}
         t0 = time.perf_counter()
         res: Result = solver(r.model, until.within(STEP_SECONDS), rng.randrange(1 << 30))
-        # adaptive neighbourhoods: grow while they are solved fast, shrink when not
+        # neighbourhoods shrink while they are not solved in time, and grow
+        # back (to the first size at most) while they are solved fast
         if res.status is Status.OPTIMAL and time.perf_counter() - t0 < STEP_SECONDS / 4:
-            size = min(float(len(servers)), size * GROW)
+            size = min(first, size * GROW)
         elif res.status is not Status.OPTIMAL:
             size = max(2.0, size / GROW)
         if not res.has_solution:
