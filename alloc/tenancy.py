@@ -32,19 +32,30 @@ free level-l cells; the ``unused[l]`` smallest are consumed).  With uniform
 fanout this is exactly the formula above; for irregular shapes it builds a
 witness, so it is a sufficient condition.
 
+Cell sizes: one rule.  A tenant's cells at (GPU type t, level l) all have the
+size ``z[t,l]`` of the physical cells there (:func:`cell_size`);
+:func:`tenant_problems` refuses cells at a (type, level) whose physical cells
+differ in size (e.g. servers of 16 and 8 P100 GPUs: cells at the server level
+are refused, cells at the GPU level are fine).  Quotas in GPUs
+(:func:`quota_gpus`), ``hived``'s buddy cells, the tenancy model and the
+checks all use that one size.
+
 Where the binding comes from: a solver reports its binding in
 ``allocation.stats["binding"]`` (``{tenant: ["level:node", ...]}``); the check
 verifies it.  Without one (or when it fails), :func:`infer_binding` searches
 one: a greedy minimal cover (smallest cells first, merging the densest groups
 of used GPUs into bigger cells when the small ones run out), then, if that
-fails, an exact CP-SAT feasibility model
+fails, the exact cell-placing model (:func:`cell_placement_model`, solved by
+:func:`alloc.kernel.solve`)
 
-    x[v,n] in {0,1}  (tenant v's virtual cell bound to physical cell n)
-    sum_{n at (t,l)} x[v,n] = c[v,t,l]                (bind every cell, WLOG)
-    sum_v sum_{n contains g} x[v,n] <= 1   for every GPU g   (disjoint)
-    sum_{n contains g} x[v,n] >= 1   for every GPU g held by v's guaranteed jobs
+    y[v,n] in {0,1}  (tenant v's virtual cell bound to physical cell n)
+    sum_{n at (t,l)} y[v,n] = c[v,t,l]                (bind every cell, WLOG)
+    sum_v sum_{n contains g} y[v,n] <= 1   for every GPU g   (disjoint)
+    sum_{n contains g} y[v,n] >= 1   for every GPU g held by v's guaranteed jobs
 
 Binding every virtual cell loses nothing: a safe remainder can always be bound.
+A binding found for a set of used GPUs is remembered on the cluster object
+(the validation of running jobs and the solvers ask for the same one).
 
 Preemption
 ----------
@@ -221,16 +232,28 @@ def quotas(cluster: Cluster) -> dict[str, dict[tuple[str, int], int]]:
     return out
 
 
+def cell_size(tree: CellTree, gpu_type: str, lvl: int) -> int:
+    """GPUs in a cell of ``gpu_type`` at level index ``lvl`` (0 when there is
+    none).  Valid tenant input has one size per (type, level) holding cells
+    (:func:`tenant_problems`); where physical sizes differ the smallest is
+    returned (no tenant cell can sit there)."""
+    nodes = tree.by_type_level.get((gpu_type, lvl))
+    if not nodes:
+        return 0
+    sizes = tree.__dict__.setdefault("_cell_sizes", {})
+    z = sizes.get((gpu_type, lvl))
+    if z is None:
+        z = sizes[(gpu_type, lvl)] = min(len(tree.gpus[n]) for n in nodes)
+    return z
+
+
 def quota_gpus(cluster: Cluster, tenant: str, gpu_type: str) -> int:
-    """GPUs guaranteed to a tenant of one type (smallest cell size per level)."""
+    """GPUs guaranteed to a tenant of one type: sum over its cells of
+    ``count * cell_size(type, level)``."""
     tree = cell_tree(cluster)
-    tot = 0
-    for (t, lvl), c in quotas(cluster).get(tenant, {}).items():
-        if t == gpu_type and c:
-            nodes = tree.by_type_level.get((t, lvl), [])
-            if nodes:
-                tot += c * min(tree.size(n) for n in nodes)
-    return tot
+    return sum(c * cell_size(tree, t, lvl)
+               for (t, lvl), c in quotas(cluster).get(tenant, {}).items()
+               if t == gpu_type and c)
 
 
 # ------------------------------------------------------------------- safety
@@ -388,71 +411,150 @@ def greedy_binding(cluster: Cluster, used: Mapping[str, set]) -> dict[str, list[
     return out
 
 
-def exact_binding(cluster: Cluster, used: Mapping[str, set],
-                  time_limit: float = 10.0) -> dict[str, list[int]] | None:
-    """CP-SAT search for a full binding covering ``used`` (see module notes)."""
+@dataclass(frozen=True)
+class CellRequest:
+    """``count`` cells of ``tenant`` to bind among the physical cells ``nodes``."""
+    tenant: str
+    nodes: tuple[int, ...]
+    count: int
+
+
+@dataclass
+class CellModel:
+    """A cell-placing model: ``model`` (an :class:`alloc.kernel.LinearModel`),
+    ``y[(tenant, node)]`` its 0/1 columns and ``own[(gpu, tenant)]`` the
+    columns of the tenant's candidate cells holding that GPU."""
+    model: object
+    y: dict
+    own: dict
+
+
+def cell_placement_model(tree: CellTree, requests: Sequence[CellRequest],
+                         cover: Mapping[int, str] | None = None,
+                         fixed: Mapping[int, str] | None = None, model=None,
+                         name: str = "cells") -> CellModel | None:
+    r"""The one model that places tenants' cells on physical cells.
+
+    .. math::
+
+        y_{v,n} \in \{0,1\},\qquad
+        \sum_{n \in N_r} y_{v_r,n} = c_r \ \ (\text{request } r),\qquad
+        \sum_{v}\sum_{n \ni g} y_{v,n} \le 1 \ \ (\text{GPU } g),\qquad
+        \sum_{n \ni g} y_{\mathrm{cover}(g),n} \ge 1
+
+    A candidate cell holding a GPU that must belong to another tenant
+    (``cover[g]``: a guaranteed job of that tenant runs there; ``fixed[g]``: a
+    cell already bound to that tenant) is left out, and so is one holding a
+    GPU of ``fixed`` at all (that GPU is taken).  ``model`` extends an existing
+    :class:`~alloc.kernel.LinearModel` (callers add their own columns and
+    rows: the decoders put jobs in the cells).
+
+    Returns
+    -------
+    CellModel or None
+        None when a request has fewer candidates than cells or a covered GPU
+        has no candidate cell of its tenant (infeasible without solving).
+    """
+    from .kernel import LinearModel
+    cover = cover or {}
+    fixed = fixed or {}
+    m = model if model is not None else LinearModel(name)
+    y: dict[tuple[str, int], int] = {}
+    per_gpu: dict[int, list[int]] = defaultdict(list)
+    own: dict[tuple[int, str], list[int]] = defaultdict(list)
+    for req in requests:
+        v, cols = req.tenant, []
+        for n in req.nodes:
+            gs = tree.gpus[n]
+            if any(cover.get(g, v) != v or g in fixed for g in gs):
+                continue
+            col = y.get((v, n))
+            if col is None:
+                col = y[(v, n)] = m.add_var(0, 1, integer=True)
+                for g in gs:
+                    per_gpu[g].append(col)
+                    own[(g, v)].append(col)
+            cols.append(col)
+        if len(cols) < req.count:
+            return None
+        m.add_row({c: 1 for c in cols}, req.count, req.count)
+    for g, cols in per_gpu.items():
+        if len(cols) > 1:
+            m.add_row({c: 1 for c in cols}, hi=1)
+    for g, v in cover.items():
+        if g in fixed:
+            if fixed[g] != v:
+                return None
+            continue
+        if not own.get((g, v)):
+            return None
+        m.add_row({c: 1 for c in own[(g, v)]}, lo=1)
+    return CellModel(m, y, dict(own))
+
+
+def feasibility_engine() -> str:
+    """The engine that answers the cell-placing models: CP-SAT when OR-Tools
+    is installed, else HiGHS."""
     try:
-        from ortools.sat.python import cp_model
-    except Exception:  # pragma: no cover
-        return None
+        import ortools  # noqa: F401
+        return "cpsat"
+    except ImportError:  # pragma: no cover - depends on the machine
+        return "highs"
+
+
+def exact_binding(cluster: Cluster, used: Mapping[str, set], deadline=None,
+                  time_limit: float | None = None) -> dict[str, list[int]] | None:
+    """A full binding covering ``used`` (:func:`cell_placement_model` with
+    every tenant's cells requested), or None (none exists, or none found
+    before ``deadline`` / within ``time_limit`` seconds)."""
+    from .kernel import solve
     tree = cell_tree(cluster)
     q = quotas(cluster)
-    gowner = {g: v for v, gs in used.items() for g in gs}
-    m = cp_model.CpModel()
-    x: dict[tuple[str, int], object] = {}
-    per_gpu: dict[int, list] = defaultdict(list)
-    cover: dict[tuple[str, int], list] = defaultdict(list)
-    for v, qv in q.items():
-        for (t, lvl), c in qv.items():
-            vars_ = []
-            for n in tree.by_type_level.get((t, lvl), []):
-                if any(gowner.get(g, v) != v for g in tree.gpus[n]):
-                    continue
-                b = m.NewBoolVar("")
-                x[(v, n)] = b
-                vars_.append(b)
-                for g in tree.gpus[n]:
-                    per_gpu[g].append(b)
-                    if gowner.get(g) == v:
-                        cover[(v, g)].append(b)
-            if len(vars_) < c:
-                return None
-            m.Add(sum(vars_) == c)
-    for g, bs in per_gpu.items():
-        if len(bs) > 1:
-            m.Add(sum(bs) <= 1)
-    for v, gs in used.items():
-        for g in gs:
-            bs = cover.get((v, g))
-            if not bs:
-                return None
-            m.AddBoolOr(bs)
-    s = cp_model.CpSolver()
-    s.parameters.max_time_in_seconds = time_limit
-    s.parameters.num_workers = 1
-    st = s.Solve(m)
-    if st not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+    cover = {g: v for v, gs in used.items() for g in gs}
+    reqs = [CellRequest(v, tuple(tree.by_type_level.get((t, lvl), [])), c)
+            for v, qv in sorted(q.items()) for (t, lvl), c in sorted(qv.items()) if c]
+    cm = cell_placement_model(tree, reqs, cover, name="binding")
+    if cm is None:
+        return None
+    res = solve(cm.model, feasibility_engine(), deadline=deadline, time_limit=time_limit)
+    if not res.has_solution:
         return None
     out: dict[str, list[int]] = defaultdict(list)
-    for (v, n), b in x.items():
-        if s.Value(b):
+    for (v, n), col in cm.y.items():
+        if res.x[col] > 0.5:
             out[v].append(n)
     return dict(out)
 
 
+#: seconds the exact binding search may take when the caller gives no deadline
+EXACT_BINDING_SECONDS = 10.0
+
+
 def infer_binding(cluster: Cluster, used: Mapping[str, set], exact: bool = True,
                   deadline=None) -> dict[str, list[int]] | None:
-    """A binding proving the tenancy invariant for ``used``, or None (the exact
-    search stops at ``deadline``, default 10 s)."""
+    """A binding proving the tenancy invariant for ``used``, or None.
+
+    The greedy cover first, then (``exact``) :func:`exact_binding` before
+    ``deadline`` (at most :data:`EXACT_BINDING_SECONDS` without one).  A
+    binding found is remembered on the cluster for the same ``used``."""
+    key = frozenset((v, frozenset(gs)) for v, gs in used.items() if gs)
+    cache = cluster.__dict__.setdefault("_bindings", {})
+    hit = cache.get(key)
+    if hit is not None:
+        return {v: list(ns) for v, ns in hit.items()}
     b = greedy_binding(cluster, used)
-    if b is not None and not check_binding(cluster, b, used):
-        return b
-    if exact:
-        limit = 10.0 if deadline is None else min(10.0, deadline.left())
-        b = exact_binding(cluster, used, time_limit=limit) if limit > 1e-3 else None
-        if b is not None and not check_binding(cluster, b, used):
-            return b
-    return None
+    if b is None or check_binding(cluster, b, used):
+        b = None
+        if exact:
+            limit = EXACT_BINDING_SECONDS if deadline is None else None
+            b = exact_binding(cluster, used, deadline=deadline, time_limit=limit)
+            if b is not None and check_binding(cluster, b, used):
+                b = None
+    if b is not None:
+        if len(cache) >= 64:
+            cache.pop(next(iter(cache)))
+        cache[key] = {v: tuple(ns) for v, ns in b.items()}
+    return b
 
 
 def binding_keys(tree: CellTree, binding: Mapping[str, Iterable[int]]) -> dict[str, list[str]]:
@@ -651,8 +753,10 @@ def fail_server(cluster: Cluster, jobs: Sequence[Job], server_id: str
     return new, tuple(out)
 
 
-__all__ = ["CellTree", "GPU_MEM_MIB", "SafetyResult", "cell_tree", "check_binding",
-           "exact_binding", "fail_server", "gpu_mem_capacity", "greedy_binding",
+__all__ = ["CellModel", "CellRequest", "CellTree", "GPU_MEM_MIB", "SafetyResult",
+           "cell_placement_model", "cell_size", "cell_tree", "check_binding",
+           "exact_binding", "fail_server", "feasibility_engine", "gpu_mem_capacity",
+           "greedy_binding",
            "infer_binding", "job_gpu_mem", "outranks", "quotas", "safety", "tenant_problems",
            "tenancy_violations", "with_current"]
 
@@ -669,7 +773,5 @@ def with_current(jobs: Sequence[Job], allocation: Allocation,
         p = allocation.placement(j.id)
         if p is not None:
             p = replace(p, throughput=0.0)
-            if j.min_gpus is not None or j.max_gpus is not None:
-                pass
         out.append(replace(j, current=p))
     return tuple(out)

@@ -16,6 +16,17 @@ Scenarios (seeds recorded in each file's ``generator`` field):
 * ``tenancy_elastic`` 4 servers, elastic jobs (``min_gpus``/``max_gpus``).
 * ``tenancy_64x8``    64 servers / 512 GPUs, 4 tenants, 400 jobs, 80 running
   (the size at which ``cpsat-tenancy`` should be within 1 % of its bound in 30 s).
+* ``tenancy_hived``   the design cluster of HiveD's scheduler (Zhao et al.,
+  OSDI'20) in alloc's terms: 16-GPU V100 servers (2 sockets x 2 switches) in
+  racks of two, 8-GPU P100 servers in one rack, 2-GPU "CT1" servers; tenant
+  vc1 owns two V100 rack cells and six server cells, vc2 two P100 server
+  cells, two P100 socket cells and one CT1 server cell.  Its jobs are the
+  scheduler's "should succeed" batch: buddy 1-GPU jobs, an 8-GPU job, an
+  opportunistic 1-GPU job, 32-GPU (two-server) guaranteed and opportunistic
+  jobs, a 2-GPU CT1 job (``tests/test_hived_design.py`` plays its rounds).
+* ``tenancy_mixed``   P100 servers of 16 and 8 GPUs (cells at the GPU and
+  switch levels only: the server level differs in size), running jobs and a
+  batch with multi-server jobs.
 
 Usage: python bench/tenancy_gen.py [--out instances] [--only NAME]
 """
@@ -76,7 +87,7 @@ def mixed_jobs(rng, n, tenants, models, prefix, frac_guaranteed=0.7, sizes=(1, 1
     out = []
     for i in range(n):
         g = rng.choice(sizes)
-        loc = LOC[g] if rng.random() < 0.6 else None
+        loc = LOC.get(g) if rng.random() < 0.6 else None
         if rng.random() < frac_guaranteed:
             out.append(job(rng, f"{prefix}{i:03d}", g, models, tenant=rng.choice(tenants),
                            prio=rng.choice((0, 0, 1, 2)), locality=loc))
@@ -156,8 +167,65 @@ def tenancy_64x8(seed=64) -> Instance:
         "generator": {"script": "bench/tenancy_gen.py", "scenario": "tenancy_64x8", "seed": seed}}))
 
 
+def hived_design_cluster() -> Cluster:
+    """The design cluster of HiveD's scheduler in alloc's terms (module notes)."""
+    dgx2 = [Server(f"d{r}{k}", 96000, 1536000, 16, "V100", f"r{r}", 2, 2)
+            for r in range(1, 7) for k in range(2)]
+    dgx1 = [Server(f"p{k}", 64000, 512000, 8, "P100", "rp", 2, 2) for k in range(3)]
+    ct1 = [Server(f"c{k}", 16000, 128000, 2, "CT1", "rc", 1, 1) for k in range(2)]
+    ten = {"vc1": Tenant("vc1", (Cell("rack", 2, "V100"), Cell("server", 6, "V100"))),
+           "vc2": Tenant("vc2", (Cell("server", 2, "P100"), Cell("socket", 2, "P100"),
+                                 Cell("server", 1, "CT1")))}
+    return Cluster(tuple(dgx2 + dgx1 + ct1), LEVELS, frozen_map(ten))
+
+
+def design_job(jid, n, tenant=None, prio=0, gpu_type=None, **kw) -> Job:
+    """A job of the design scenario: 2 cores and 16 GiB per GPU."""
+    return Job(jid, gpus=n, cpu=2000 * max(n, 1), mem=16384 * max(n, 1),
+               gpu_types=(gpu_type,) if gpu_type else (), tenant=tenant,
+               guaranteed=tenant is not None, priority=prio, **kw)
+
+
+def tenancy_hived(seed=0) -> Instance:
+    c = hived_design_cluster()
+    jobs = (design_job("buddy-a", 1, "vc1", 0, "V100"), design_job("buddy-b", 1, "vc1", 1, "V100"),
+            design_job("half", 8, "vc1", 2, "V100", locality="socket"),
+            design_job("opp-1", 1, None, 0, "V100"),
+            design_job("rack-group", 32, "vc1", 1, "V100", locality="rack"),
+            design_job("pair-a", 32, "vc1", 1, "V100"), design_job("pair-b", 32, "vc1", 1, "V100"),
+            design_job("opp-pair", 32, None, 0, "V100"),
+            design_job("ct-a", 2, "vc2", 0, "CT1"))
+    return Instance("tenancy_hived", c, jobs, frozen_map({}), frozen_map({
+        "description": "HiveD's design cluster and its scheduler's batch of jobs that should "
+                       "all be placed",
+        "generator": {"script": "bench/tenancy_gen.py", "scenario": "tenancy_hived",
+                      "seed": seed}}))
+
+
+def tenancy_mixed(seed=21) -> Instance:
+    rng = random.Random(seed)
+    models = profiles()
+    servers = tuple(Server(f"m{i:02d}", 64000, 1024000, 16 if i % 3 == 0 else 8, "P100",
+                           f"r{i // 4}", 2, 2) for i in range(12))
+    ten = {"vc-a": Tenant("vc-a", (Cell("gpu", 12, "P100"),)),
+           "vc-b": Tenant("vc-b", (Cell("gpu", 16, "P100"),)),
+           "vc-c": Tenant("vc-c", (Cell("gpu", 8, "P100"),))}
+    c = Cluster(servers, LEVELS, frozen_map(ten))
+    tenants = ["vc-a", "vc-b", "vc-c"]
+    first = mixed_jobs(rng, 24, tenants, models, "run", frac_guaranteed=0.4,
+                       sizes=(1, 1, 2, 4, 8, 16))
+    rest = mixed_jobs(rng, 40, tenants, models, "new", frac_guaranteed=0.6,
+                      sizes=(1, 1, 2, 4, 8, 16, 24))
+    jobs = with_running(c, first, rest)
+    return Instance("tenancy_mixed", c, jobs, frozen_map(models), frozen_map({
+        "description": "16- and 8-GPU P100 servers; tenant cells at the GPU level; jobs up to "
+                       "24 GPUs (several servers)",
+        "generator": {"script": "bench/tenancy_gen.py", "scenario": "tenancy_mixed", "seed": seed}}))
+
+
 SCENARIOS = {"tenancy_small": tenancy_small, "tenancy_colocate": tenancy_colocate,
-             "tenancy_elastic": tenancy_elastic, "tenancy_64x8": tenancy_64x8}
+             "tenancy_elastic": tenancy_elastic, "tenancy_64x8": tenancy_64x8,
+             "tenancy_hived": tenancy_hived, "tenancy_mixed": tenancy_mixed}
 
 
 def main(argv=None) -> int:

@@ -2,10 +2,23 @@
 
 * ``hived`` -- buddy-cell allocation with priorities and preemption, Gandiva
   migration and grow/shrink, AntMan co-location (:mod:`alloc.solvers.hived.engine`);
-* ``cpsat-tenancy`` -- the tenancy model solved exactly (:mod:`alloc.solvers.hived.exact`).
+* ``cpsat-tenancy`` -- the tenancy model (:mod:`alloc.solvers.hived.model`) solved
+  through :mod:`alloc.kernel` with CP-SAT (:func:`alloc.solvers.hived.exact.solve_tenancy`,
+  which also takes ``engine="highs"``).
+
+The restrictions the model may add to an instance are listed once
+(:data:`RESTRICTIONS`); a solution says which of them cut its instance
+(``stats["restrictions"]``, empty when its bound is the instance's).
 """
 from ...options import Option
 from ...registry import declare
+
+#: what the tenancy model may restrict (:func:`alloc.solvers.hived.model.restrictions`)
+RESTRICTIONS = ("guaranteed work first (throughput and its bound under the proven maximum of "
+                "guaranteed GPUs, an elastic job counted at its smallest size)",
+                "CPU/memory at the request",
+                "a spread job's CPU and memory reserved per GPU, rounded up",
+                "a running elastic job keeps its size when it moves")
 
 _CAPS = ("tenancy", "preemption", "locality", "sharing", "spread", "elastic", "migration",
          "colocation")
@@ -24,19 +37,17 @@ SOLVERS = (
                         "grow; AntMan co-location"),
     declare("cpsat-tenancy", "alloc.solvers.hived.exact:solve_cpsat_tenancy", exact=True,
             capabilities=("tenancy", "preemption", "migration", "locality", "sharing",
-                          "colocation", "elastic"),
+                          "colocation", "elastic", "spread"),
             requires=("ortools",),
             options=(
                 Option("preemption_cost", "float", 0.0, "objective units per preempted job",
                        minimum=0.0),
                 Option("guaranteed_first", "bool", True,
                        "first maximise the GPUs of placed guaranteed jobs, then the objective"),
-                Option("workers", "int", None, "CP-SAT workers (default: the machine's cores)",
+                Option("workers", "int", None, "CP-SAT workers (default: 1, deterministic)",
                        minimum=1, nullable=True),
             ),
-            restricts="guaranteed work first (throughput and its bound under the proven "
-                      "maximum of guaranteed GPUs, an elastic job counted at its smallest "
-                      "size); one server per job; CPU/memory at the request; elastic sizes "
-                      "among the profile's scaling points; a running elastic job keeps its size",
-            description="CP-SAT under HiveD tenancy with preemption and migration terms"),
+            restricts="; ".join(RESTRICTIONS),
+            description="the tenancy model (kernel, CP-SAT) under HiveD tenancy with "
+                        "preemption and migration terms"),
 )

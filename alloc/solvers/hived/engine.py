@@ -10,7 +10,7 @@ type t at level l holding no bound GPU (the buddy free lists) and
 
 Round.  (1) Running jobs (``current``) are put back where they run; the binding
 of their tenants' cells is inferred (:func:`alloc.tenancy.infer_binding`:
-minimal cover, exact CP-SAT fallback).  (2) Pending guaranteed jobs, by
+minimal cover, then the exact cell-placing model, under the caller's deadline).  (2) Pending guaranteed jobs, by
 priority, then pending opportunistic jobs.  A guaranteed job of tenant v that
 needs n GPUs tries, in order:
 
@@ -33,6 +33,14 @@ socket that fits, smallest such group), so the profile's span factor
 ``span(level)`` is as high as the free GPUs allow; servers are chosen best fit
 (fewest victims, then least normalised leftover CPU + memory + GPU).
 
+Spreading.  A whole-GPU job of n >= 2 GPUs without locality (or with rack
+locality) that no single server holds is spread over servers, in each of the
+steps above (its tenant's bound GPUs, a new cell, opportunistic GPUs): the
+servers with the most usable GPUs first (fewest servers), inside one rack
+when a rack holds them (the smallest such rack), else over the cluster; its
+CPU and memory split over the servers in proportion to their GPUs
+(:meth:`alloc.problem.Problem.make_assign`).
+
 Elastic jobs (``min_gpus``/``max_gpus``) are admitted at the smallest size
 ``min_gpus`` that fits (Gandiva shrink: admit more jobs), then, once every job
 has been tried, grown to the size n <= max_gpus (or gpus; only the profile's
@@ -51,6 +59,15 @@ finally multi-GPU running jobs are re-consolidated when their throughput gain
 exceeds c.  At most k moves (unbounded when only c is given).
 ``stats["moves"]`` counts jobs whose placement differs from ``current``.
 
+Time.  Every step checks the caller's :class:`~alloc.deadline.Deadline`: out
+of time, the round stops and returns the jobs placed so far (running jobs
+stay where they run).
+
+Trial moves (defragmentation, consolidation, the tenancy model's hints) open
+a :meth:`Engine.checkpoint`; every change of the state (place, remove, bind,
+unbind) is journalled while one is open and :meth:`Engine.rollback` undoes
+them in reverse order.
+
 Options: ``migration_cost``, ``max_moves``, ``preempt`` (default True),
 ``colocate`` (default True), ``grow`` (default True), ``gpu_mem_capacity``
 (``{type: MiB}``).
@@ -66,14 +83,24 @@ from ...model import MILLI, Job, Status
 from ...objectives import scale_factor
 from ...problem import Assign, Problem, Solution
 from ...deadline import Deadline
-from ...tenancy import (binding_keys, cell_tree, gpu_mem_capacity, infer_binding, job_gpu_mem,
-                       outranks, quotas, safety)
+from ...tenancy import (binding_keys, cell_size, cell_tree, gpu_mem_capacity, infer_binding,
+                        job_gpu_mem, outranks, quotas, safety)
 
 INNER = ("switch", "socket")
 
 
 class Engine:
-    """Mutable HiveD state over a compiled problem."""
+    """Mutable HiveD state over a compiled problem (see the module notes).
+
+    Parameters
+    ----------
+    problem : Problem
+        The compiled problem.
+    gpu_mem_caps : mapping, optional
+        GPU memory per GPU type in MiB (co-location limits).
+    colocate : bool
+        Opportunistic jobs may co-run on guaranteed jobs' GPUs.
+    """
 
     def __init__(self, problem: Problem, gpu_mem_caps=None, colocate: bool = True):
         p = self.p = problem
@@ -116,6 +143,39 @@ class Engine:
         self.lv = {x: i for i, x in enumerate(p.levels)}
         #: when set, placements and new cells are confined to these servers
         self.only_servers: set[int] | None = None
+        #: inverse operations since the outermost open checkpoint (None: none open)
+        self._log: list | None = None
+        self._marks = 0
+
+    # ------------------------------------------------------------ journal
+    def checkpoint(self) -> int:
+        """Open a checkpoint; returns its mark for :meth:`rollback` / :meth:`keep`."""
+        if self._log is None:
+            self._log = []
+        self._marks += 1
+        return len(self._log)
+
+    def rollback(self, mark: int) -> None:
+        """Undo every change since the checkpoint ``mark`` and close it."""
+        log, self._log = self._log, None
+        while len(log) > mark:
+            op = log.pop()
+            if op[0] == "place":
+                self.remove(op[1], release=False)
+            elif op[0] == "remove":
+                self.place(op[1], op[2])
+            elif op[0] == "bind":
+                self.unbind(op[1])
+            else:
+                self.bind(op[1], op[2])
+        self._log = log
+        self.keep(mark)
+
+    def keep(self, mark: int) -> None:
+        """Close the checkpoint ``mark`` keeping its changes."""
+        self._marks -= 1
+        if self._marks == 0:
+            self._log = None
 
     # ------------------------------------------------------------ basics
     def job(self, j: int) -> Job:
@@ -129,6 +189,7 @@ class Engine:
         return range(f, f + int(self.p.srv_gpus[s]))
 
     def place(self, j: int, a: Assign) -> None:
+        """Put job j on ``a`` (capacity is the caller's check)."""
         job = self.job(j)
         for g, m in a.gpus:
             self.gfree[g] -= m
@@ -145,9 +206,15 @@ class Engine:
             self.mem[s] -= v
         self.assign[j] = a
         self.size[j] = len(a.gpus)
+        if self._log is not None:
+            self._log.append(("place", j))
 
     def remove(self, j: int, release: bool = True) -> Assign:
+        """Take job j off its GPUs; ``release`` frees a bound cell left without
+        guaranteed jobs."""
         a = self.assign.pop(j)
+        if self._log is not None:
+            self._log.append(("remove", j, a))
         self.size.pop(j, None)
         job = self.job(j)
         for g, m in a.gpus:
@@ -178,6 +245,7 @@ class Engine:
         return -1
 
     def bind(self, n: int, v: str) -> None:
+        """Bind physical cell n to a virtual cell of tenant v (buddy split)."""
         tree = self.tree
         path = []
         x = n
@@ -200,8 +268,11 @@ class Engine:
         self.bound[v].add(n)
         self.bound_use[n] = 0
         self.unused[(v, tree.gtype[n], tree.level[n])] -= 1
+        if self._log is not None:
+            self._log.append(("bind", n))
 
     def unbind(self, n: int) -> None:
+        """Release bound cell n (merged with free buddies)."""
         tree = self.tree
         v = self.tenants[self.owner[tree.gpus[n][0]]]
         for g in tree.gpus[n]:
@@ -221,6 +292,8 @@ class Engine:
         self.bound[v].discard(n)
         self.bound_use.pop(n, None)
         self.unused[(v, tree.gtype[n], tree.level[n])] += 1
+        if self._log is not None:
+            self._log.append(("unbind", n, v))
 
     def safe(self) -> bool:
         unused: dict[tuple[str, int], int] = defaultdict(int)
@@ -380,6 +453,7 @@ class Engine:
         cnt = None                  # GPUs of mask per server (numpy, all servers)
         if mask is not None and n and p.G:
             cnt = self.per_server(mask)
+        given = servers is not None
         if servers is None:
             if cnt is not None:
                 servers = np.flatnonzero(cnt >= n).tolist()
@@ -416,6 +490,12 @@ class Engine:
         if best is not None:
             return best
         if n > 1 and job.gpu_milli == MILLI and job.locality in (None, "rack"):
+            if not given:
+                # no single server holds the job: every server with a GPU of the mask
+                servers = np.flatnonzero(cnt > 0).tolist() if cnt is not None else \
+                    [s for s in range(p.S) if p.allowed[j, s]]
+                if self.only_servers is not None:
+                    servers = [s for s in servers if s in self.only_servers]
             return self.pick_spread(j, n, mask, level, servers)
         return None
 
@@ -453,15 +533,24 @@ class Engine:
         return cache
 
     def pick_spread(self, j: int, n: int, mask, level: int, servers):
+        """(gpus, victims) for n whole GPUs of job j over several of ``servers``
+        (see the module notes), or None."""
         p = self.p
         job = self.job(j)
         opt = p.options[j][0]
         per_cpu = -(-opt.cpu // n)
         per_mem = -(-opt.mem // n)
+        servers = [s for s in servers if p.allowed[j, s]]
+        if level == 0 and p.G:
+            room = self.gfree >= MILLI
+            if mask is not None:
+                room &= mask
+            have = self.per_server(room)
+            if not servers or int(have[servers].sum()) < n:
+                return None
+            servers = [s for s in servers if have[s] > 0]
         rows = []
         for s in servers:
-            if not p.allowed[j, s]:
-                continue
             gs = []
             for g in self.gpus_of(s):
                 if mask is not None and not mask[g]:
@@ -476,10 +565,16 @@ class Engine:
             k = min(len(gs), cap_c, cap_m)
             if k > 0:
                 rows.append((p.cluster.servers[s].rack or "", s, gs[:k]))
-        pools: dict[str, list] = defaultdict(list)
+        pools: dict[tuple, list] = defaultdict(list)
+        by_rack = "rack" in self.lv
         for rack, s, gs in rows:
-            pools[rack if job.locality == "rack" else ""].append((s, gs))
-        for key in sorted(pools):
+            if by_rack:
+                pools[(0, rack)].append((s, gs))
+            if job.locality != "rack":
+                pools[(1, "")].append((s, gs))
+        # one rack first (the smallest that holds the job), then the cluster
+        order = sorted(pools, key=lambda k: (k[0], sum(len(gs) for _, gs in pools[k]), k[1]))
+        for key in order:
             pool = sorted(pools[key], key=lambda x: (-len(x[1]), x[0]))
             need, chosen, victims = n, [], set()
             for s, gs in pool:
@@ -553,9 +648,9 @@ class Engine:
         out = []
         for (vv, t, lvl), c in self.unused.items():
             if vv == v and c > 0 and self.job(j).allows(t):
-                nodes = self.tree.by_type_level.get((t, lvl), [])
-                if nodes:
-                    out.append((len(self.tree.gpus[nodes[0]]), t, lvl))
+                size = cell_size(self.tree, t, lvl)
+                if size:
+                    out.append((size, t, lvl))
         return sorted(out, key=lambda x: (x[0], x[1], -x[2]))
 
     def cell_candidates(self, j: int, n: int, tmask, level: int, prune: bool = True):
@@ -693,9 +788,27 @@ def current_assign(p: Problem, j: int) -> Assign | None:
     return Assign(gpus, cpu, mem)
 
 
-def restore_running(eng: Engine, running: Sequence[int]) -> list[int]:
+def _guaranteed_gpus(eng: Engine) -> dict[str, set]:
+    """GPUs held by the placed guaranteed jobs of each tenant."""
+    jobs = eng.p.jobs
+    used: dict[str, set] = defaultdict(set)
+    for j, a in eng.assign.items():
+        if jobs[j].guaranteed and jobs[j].tenant in eng.tid:
+            used[jobs[j].tenant].update(g for g, _ in a.gpus)
+    return used
+
+
+def restore_running(eng: Engine, running: Sequence[int], deadline: Deadline | None = None
+                    ) -> list[int]:
     """Put running jobs back on their current GPUs and bind their tenants'
-    cells (inferred minimal cover); returns the jobs that could not stay."""
+    cells (:func:`alloc.tenancy.infer_binding` before ``deadline``); returns
+    the jobs that could not stay.
+
+    Validated input (:func:`alloc.validate.current_problems`) always stays:
+    its running jobs fit together and a binding holds them (the one the
+    validation found is cached on the cluster).  Otherwise -- a running state
+    no binding explains, or none found in time -- the lowest-priority
+    guaranteed jobs are stopped until one is found."""
     p = eng.p
     jobs = p.jobs
     homeless = []
@@ -707,22 +820,18 @@ def restore_running(eng: Engine, running: Sequence[int]) -> list[int]:
             eng.place(j, a)
         else:
             homeless.append(j)
-    used: dict[str, set] = defaultdict(set)
-    for j, a in eng.assign.items():
-        if jobs[j].guaranteed and jobs[j].tenant in eng.tid:
-            used[jobs[j].tenant].update(g for g, _ in a.gpus)
-    binding = infer_binding(p.cluster, used) if used else {}
+    used = _guaranteed_gpus(eng)
+    binding = infer_binding(p.cluster, used, deadline=deadline) if used else {}
     while binding is None:
-        # an inconsistent running state: stop the lowest-ranked guaranteed job
-        cand = [j for j in eng.assign if jobs[j].guaranteed]
+        cand = [j for j in eng.assign if jobs[j].guaranteed and jobs[j].tenant in eng.tid]
+        if not cand:
+            binding = {}
+            break
         j = min(cand, key=lambda j: (jobs[j].priority, -j))
         eng.remove(j, release=False)
         homeless.append(j)
-        used = defaultdict(set)
-        for i, a in eng.assign.items():
-            if jobs[i].guaranteed and jobs[i].tenant in eng.tid:
-                used[jobs[i].tenant].update(g for g, _ in a.gpus)
-        binding = infer_binding(p.cluster, used) if used else {}
+        used = _guaranteed_gpus(eng)
+        binding = infer_binding(p.cluster, used, exact=False) if used else {}
     # re-register the guaranteed jobs against the inferred cells
     keep = {j: eng.assign[j] for j in list(eng.assign) if jobs[j].guaranteed}
     for j in keep:
@@ -736,77 +845,104 @@ def restore_running(eng: Engine, running: Sequence[int]) -> list[int]:
     return homeless
 
 
-def run(p: Problem, *, preempt=True, colocate=True, grow=True,
-        gpu_mem_capacity=None) -> tuple[Engine, set, dict]:
-    """One HiveD round on ``p`` (moves under the problem's allowance)."""
+def run(p: Problem, *, preempt=True, colocate=True, grow=True, gpu_mem_capacity=None,
+        deadline: Deadline | None = None) -> tuple[Engine, set, dict]:
+    """One HiveD round on ``p`` (moves under the problem's allowance) before
+    ``deadline``; returns the engine, the preempted running jobs and statistics."""
+    deadline = deadline if deadline is not None else Deadline.never()
     eng = Engine(p, gpu_mem_capacity, colocate)
-    migrate = p.moves_allowed
-    budget = (p.max_moves if p.max_moves is not None else (1 << 30)) if migrate else 0
-    cost = float(p.move_cost or 0.0)
     jobs = p.jobs
-    preempted: set[int] = set()
-    moved: set[int] = set()
-
-    # (1) running jobs stay where they run
     running = [j for j in range(p.J) if jobs[j].current is not None]
     pending = [j for j in range(p.J) if jobs[j].current is None]
-    homeless = restore_running(eng, running)
-
-    # (2) pending jobs: guaranteed by priority, then opportunistic
+    homeless = restore_running(eng, running, deadline)
     order = sorted(pending + homeless,
                    key=lambda j: (not jobs[j].guaranteed, -jobs[j].priority, j))
-    max_level = 2 if preempt else 0
+    moves = _Moves(p)
+    timed_out = _place_all(eng, order, 2 if preempt else 0, moves, deadline)
+    if grow and not timed_out:
+        timed_out = _grow(eng, moves.allowed, deadline)
+    if moves.allowed and not timed_out:
+        _defragment(eng, order, moves, deadline)
+        _consolidate(eng, moves, deadline)
+    n_moves = sum(1 for j in eng.assign if jobs[j].current is not None
+                  and not _same(p, j, eng.assign[j]))
+    preempted = {j for j in range(p.J) if j not in eng.assign and jobs[j].current is not None}
+    stats = {"moves": n_moves}
+    if deadline.expired():
+        stats["timed_out"] = True
+    return eng, preempted, stats
+
+
+class _Moves:
+    """The round's move allowance: budget, cost per move, jobs moved so far."""
+
+    def __init__(self, p: Problem):
+        self.allowed = p.moves_allowed
+        self.budget = (p.max_moves if p.max_moves is not None else (1 << 30)) \
+            if self.allowed else 0
+        self.cost = float(p.move_cost or 0.0)
+        self.moved: set[int] = set()
+
+    def left(self, k: int = 1) -> bool:
+        """True when k more moves fit the budget."""
+        return len(self.moved) + k <= self.budget
+
+
+def _place_all(eng: Engine, order, max_level: int, moves: _Moves, deadline: Deadline) -> bool:
+    """Place the jobs in ``order`` (smallest elastic size first, victims only
+    when no size fits without); re-home victims when moves are allowed.
+    Returns True when the deadline stopped it."""
+    preempted: set[int] = set()
     for j in order:
-        placed = False
+        if deadline.expired():
+            return True
         for level in sorted({0, max_level}):
+            placed = False
             for n in eng.sizes(j):
                 before = set(preempted)
                 if eng.try_place(j, n, level, preempted):
                     placed = True
                     newly = preempted - before
-                    if migrate and newly:
-                        _rehome(eng, newly, preempted, moved, budget)
+                    if moves.allowed and newly:
+                        _rehome(eng, newly, preempted, moves)
                     break
             if placed:
                 break
+    return False
 
-    # (3) grow elastic jobs (Gandiva grow), largest gain first
-    if grow:
-        for j in sorted(eng.assign, key=lambda j: (-jobs[j].priority, j)):
-            job = jobs[j]
-            hi = job.max_gpus if job.max_gpus is not None else job.gpus
-            if not job.elastic or hi <= eng.size[j]:
-                continue
-            if job.current is not None and not migrate:
-                continue
-            cur = eng.size[j]
-            old = eng.assign[j]
-            old_value = job_value(p, j, old)
-            sizes = sorted(elastic_sizes(job, cur + 1, hi), key=lambda n: (-_value(p, j, n), n))
-            for n in sizes:
-                if _value(p, j, n) <= _value(p, j, cur) + 1e-12:
-                    break
-                eng.remove(j, release=False)
-                if eng.try_place(j, n, 0, set()):
-                    if job_value(p, j, eng.assign[j]) > old_value + 1e-12:
-                        _release_empty(eng)
-                        break
-                    # more GPUs but less throughput (e.g. CPU or memory per GPU
-                    # below the profile's grid): keep the old size
-                    eng.remove(j, release=False)
-                    eng.place(j, old)
+
+def _grow(eng: Engine, migrate: bool, deadline: Deadline) -> bool:
+    """Gandiva grow: each placed elastic job, highest priority first, takes the
+    size of largest speed-up that fits free GPUs and raises its real
+    throughput.  Returns True when the deadline stopped it."""
+    p = eng.p
+    jobs = p.jobs
+    for j in sorted(eng.assign, key=lambda j: (-jobs[j].priority, j)):
+        if deadline.expired():
+            return True
+        job = jobs[j]
+        hi = job.max_gpus if job.max_gpus is not None else job.gpus
+        if not job.elastic or hi <= eng.size[j] or (job.current is not None and not migrate):
+            continue
+        cur = eng.size[j]
+        old = eng.assign[j]
+        old_value = job_value(p, j, old)
+        for n in sorted(elastic_sizes(job, cur + 1, hi), key=lambda n: (-_value(p, j, n), n)):
+            if _value(p, j, n) <= _value(p, j, cur) + 1e-12:
+                break
+            eng.remove(j, release=False)
+            if eng.try_place(j, n, 0, set()):
+                if job_value(p, j, eng.assign[j]) > old_value + 1e-12:
                     _release_empty(eng)
-                    continue
+                    break
+                # more GPUs but less throughput (e.g. CPU or memory per GPU
+                # below the profile's grid): keep the old size
+                eng.remove(j, release=False)
                 eng.place(j, old)
-
-    # (4) migration: defragment for unplaced jobs, re-consolidate spread jobs
-    if migrate:
-        _defragment(eng, order, preempted, moved, budget, cost)
-        _consolidate(eng, moved, budget, cost)
-    moves = sum(1 for j in eng.assign if jobs[j].current is not None
-                and not _same(p, j, eng.assign[j]))
-    preempted = {j for j in range(p.J) if j not in eng.assign and jobs[j].current is not None}
-    return eng, preempted, {"moves": moves}
+                _release_empty(eng)
+                continue
+            eng.place(j, old)
+    return False
 
 
 def _same(p: Problem, j: int, a: Assign) -> bool:
@@ -820,117 +956,112 @@ def _release_empty(eng: Engine) -> None:
         eng.unbind(n)
 
 
-def _moves(eng: Engine, moved: set) -> int:
-    return len(moved)
-
-
-def _rehome(eng: Engine, victims: set, preempted: set, moved: set, budget: int) -> None:
+def _rehome(eng: Engine, victims: set, preempted: set, moves: _Moves) -> None:
     """Re-place preemption victims elsewhere (a move) while the budget lasts."""
     for i in sorted(victims, key=lambda i: (-eng.job(i).priority, i)):
-        if len(moved) >= budget or i in eng.assign:
+        if not moves.left() or i in eng.assign:
             continue
         for n in eng.sizes(i):
             if eng.try_place(i, n, 0, set()):
                 preempted.discard(i)
-                moved.add(i)
+                moves.moved.add(i)
                 break
 
 
-def _defragment(eng: Engine, order, preempted: set, moved: set, budget: int, cost: float):
+def _defragment(eng: Engine, order, moves: _Moves, deadline: Deadline) -> None:
+    """For each job still unplaced, free one server for it by moving at most
+    two running jobs elsewhere, when its value exceeds the moves' cost."""
     p = eng.p
     jobs = p.jobs
     for j in order:
-        if j in eng.assign or len(moved) >= budget:
+        if deadline.expired():
+            return
+        if j in eng.assign or not moves.left():
             continue
         n = eng.sizes(j)[-1]
         if n == 0:
             continue
         gain = _value(p, j, n) * max(p.upper_coef(j), 1e-9)
-        done = False
         for s in range(p.S):
-            if done or not p.allowed[j, s] or p.srv_gpus[s] < n:
+            if not p.allowed[j, s] or p.srv_gpus[s] < n:
                 continue
-            movers = [i for i in eng.jobs_on_server(s)
-                      if i not in moved and jobs[i].current is not None
-                      and (not jobs[j].guaranteed or True)]
-            movers.sort(key=lambda i: (eng.size.get(i, 0), i))
-            for k in (1, 2):
-                if done or len(moved) + k > budget or gain - cost * k <= 0:
-                    break
-                for combo in _combos(movers, k):
-                    snap = _snapshot(eng)
-                    for i in combo:
-                        eng.remove(i)
-                    ok = eng.try_place(j, n, 0, set())
-                    if ok and s not in {x for x, _ in eng.assign[j].cpu}:
-                        ok = False
-                    if ok:
-                        for i in combo:
-                            srv = [x for x in range(p.S) if x != s]
-                            placed = False
-                            for m in eng.sizes(i):
-                                mask = eng.type_mask(i)
-                                if jobs[i].guaranteed:
-                                    placed = eng.place_guaranteed(i, m, 0, set())
-                                else:
-                                    r = eng.pick(i, m, mask, 0, servers=srv) if m else None
-                                    if r is not None:
-                                        eng.commit(i, m, r[0], r[1], set())
-                                        placed = True
-                                    elif m == 0:
-                                        placed = eng.place_cpu_only(i)
-                                if placed:
-                                    break
-                            if not placed:
-                                ok = False
-                                break
-                    if ok and eng.safe():
-                        moved.update(combo)
-                        done = True
-                        break
-                    _restore(eng, snap)
+            movers = sorted((i for i in eng.jobs_on_server(s)
+                             if i not in moves.moved and jobs[i].current is not None),
+                            key=lambda i: (eng.size.get(i, 0), i))
+            if _clear_server(eng, j, n, s, movers, moves, gain):
+                break
 
 
-def _combos(items, k):
+def _clear_server(eng: Engine, j: int, n: int, s: int, movers, moves: _Moves,
+                  gain: float) -> bool:
+    """Move one or two of ``movers`` off server s so that job j fits there;
+    True when done (the state keeps the moves)."""
     from itertools import combinations
-    return combinations(items[:6], k)
+    for k in (1, 2):
+        if not moves.left(k) or gain - moves.cost * k <= 0:
+            return False
+        for combo in combinations(movers[:6], k):
+            mark = eng.checkpoint()
+            for i in combo:
+                eng.remove(i)
+            ok = eng.try_place(j, n, 0, set()) and s in {x for x, _ in eng.assign[j].cpu}
+            ok = ok and all(_place_off(eng, i, s) for i in combo) and eng.safe()
+            if ok:
+                eng.keep(mark)
+                moves.moved.update(combo)
+                return True
+            eng.rollback(mark)
+    return False
 
 
-def _consolidate(eng: Engine, moved: set, budget: int, cost: float) -> None:
+def _place_off(eng: Engine, i: int, s: int) -> bool:
+    """Place job i again (a guaranteed job in its cells, others off server s)."""
+    p = eng.p
+    srv = [x for x in range(p.S) if x != s]
+    for m in eng.sizes(i):
+        if p.jobs[i].guaranteed:
+            if eng.place_guaranteed(i, m, 0, set()):
+                return True
+        elif m == 0:
+            if eng.place_cpu_only(i):
+                return True
+        else:
+            r = eng.pick(i, m, eng.type_mask(i), 0, servers=srv)
+            if r is not None:
+                eng.commit(i, m, r[0], r[1], set())
+                return True
+    return False
+
+
+def _consolidate(eng: Engine, moves: _Moves, deadline: Deadline) -> None:
+    """Re-place multi-GPU running jobs when their throughput gain exceeds the
+    cost of a move."""
     p = eng.p
     jobs = p.jobs
     for j in sorted(list(eng.assign), key=lambda j: (-jobs[j].priority, j)):
-        if len(moved) >= budget or j in moved or jobs[j].current is None or eng.size[j] < 2:
+        if deadline.expired():
+            return
+        if not moves.left() or j in moves.moved or jobs[j].current is None or eng.size[j] < 2:
             continue
         old = eng.assign[j]
         before = p.placement(j, old).throughput * jobs[j].weight
-        snap = _snapshot(eng)
+        mark = eng.checkpoint()
         eng.remove(j)
-        if eng.try_place(j, eng.size.get(j, len(old.gpus)) or len(old.gpus), 0, set()):
+        if eng.try_place(j, len(old.gpus), 0, set()):
             after = p.placement(j, eng.assign[j]).throughput * jobs[j].weight
-            if after - before > cost + 1e-9 and eng.safe():
-                moved.add(j)
+            if after - before > moves.cost + 1e-9 and eng.safe():
+                eng.keep(mark)
+                moves.moved.add(j)
                 continue
-        _restore(eng, snap)
-
-
-def _snapshot(eng: Engine):
-    import copy
-    keep = ("p", "tree", "q", "tenants", "tid", "type_ok", "gpu_tix", "first", "lv", "gcap",
-            "jmem", "_fne")
-    return {k: (v if k in keep else copy.deepcopy(v)) for k, v in eng.__dict__.items()}
-
-
-def _restore(eng: Engine, snap) -> None:
-    eng.__dict__.clear()
-    eng.__dict__.update(snap)
+        eng.rollback(mark)
 
 
 def solve_hived(problem: Problem, *, deadline: Deadline, seed: int = 0, preempt: bool = True,
                 colocate: bool = True, grow: bool = True, gpu_mem_capacity=None) -> Solution:
-    """``hived`` (see the module notes); moves under the call's allowance."""
+    """``hived`` (see the module notes); moves under the call's allowance;
+    out of time it returns the jobs placed so far."""
     eng, preempted, stats = run(problem, preempt=preempt, colocate=colocate, grow=grow,
-                                gpu_mem_capacity=gpu_mem_capacity)
+                                gpu_mem_capacity=gpu_mem_capacity, deadline=deadline)
     stats["binding"] = binding_keys(eng.tree, eng.bound)
     stats["preemptions"] = len(preempted)
     if gpu_mem_capacity:

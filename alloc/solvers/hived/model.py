@@ -1,0 +1,828 @@
+r"""The tenancy model: allocation under HiveD tenancy as one
+:class:`alloc.kernel.LinearModel` (every constraint linear, every variable
+integer), built step by step by :func:`build_model`.
+
+Sets: servers s (GPUs G_s, CPU C_s, memory M_s, type t_s); *entries* k of
+identical pending jobs (same shape, tenant, priority, weight, profile; n_k
+members) -- an elastic job has one entry per size it may take (every size in
+[min_gpus, max_gpus], sharing the group's members); running jobs r one by one;
+tenants v with c[v,t,l] cells of size z[t,l] (:func:`alloc.tenancy.cell_size`).
+
+Variables (all integer):
+
+    x[k,s] in 0..n_k     jobs of entry k placed whole on server s
+    y[k,d] in 0..n_k     jobs of entry k spread over servers of domain d
+                         (whole GPUs, >= 2, no or rack locality; d = the
+                         cluster, or one rack for rack locality)
+    U[P,s] in 0..G_s     GPUs of unit pool P on server s
+    keep[r] in {0,1}     running job r stays exactly where it runs
+    mv[r,s], ms[r,d]     running job r is re-placed on server s (its own
+                         too) / spread over d (only when the call allows moves)
+    pre[r] = 1 - keep[r] - sum mv - sum ms      (stopped)
+    b[v,l,s] in 0..N_sl  v's level-l cells inside server s (counts);
+    R[v,q] in {0,1}      v's rack cell bound to rack q
+    h[s], hv[v,s]        GPUs of s given to shared (milli < 1000) jobs,
+                         all / v's guaranteed ones
+
+A unit pool P = (tenant of a guaranteed job or none, CPU and memory per GPU
+rounded up, allowed GPU types, domain) collects the GPUs of spread jobs:
+sum_s U[P,s] = sum_{k in P} n_k y[k,d] (units are interchangeable, so a
+spread job is decoded by carving runs out of its pool's units).
+
+Constraints (usage u of a job on s: whole GPUs, shared milli, CPU, memory):
+
+    whole GPUs on s (jobs, units) + h[s] <= G_s;  1000 h[s] >= shared milli on s
+    CPU and memory on s <= C_s, M_s               (units: per GPU, rounded up)
+    sum_s x[k,s] + sum_d y[k,d] <= n_k            (per group, over its sizes)
+    sum_s b[v,l,s] + sum_q R[v,q] = c[v,t,l]      (every cell bound, WLOG)
+    g[v,s] = sum_l z_l b[v,l,s] + G_s sum_{q ∋ s} R[v,q];   sum_v g[v,s] <= G_s
+    v's guaranteed whole GPUs on s + hv[v,s] + (kept jobs inside v's cells) <= g[v,s]
+    pre[r] <= sum of fresh placements of jobs that outrank r    (legal victims)
+    sum mv + sum ms <= max_moves
+
+plus the cover of kept guaranteed jobs by cell positions, the fragmentation of
+switch / socket nodes by node-filling jobs and, without tenants, an order on
+identical idle servers (see the step functions).  Sub-server packing is
+relaxed to counts, so the model relaxes the instance except where
+:func:`restrictions` says otherwise.
+
+Objective (scaled to integers by :data:`SCALE`):
+
+    sum v[k,s] x[k,s] + sum v^sp[k,d] y[k,d] + sum v_r keep[r]
+      + sum (v[r,s] - c_mv) mv[r,s] + sum (v^sp - c_mv) ms[r,d] - c_pre sum pre[r]
+
+with v[k,s] = weight * base * speed(t_s) * span(innermost level of s that
+holds the job) (the objective's coefficient) and v^sp the best speed among
+the domain's types times the best span factor across servers (rack or cluster).
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field, replace
+
+from ...model import MILLI
+from ...kernel import LinearModel
+from ...objectives import job_sizes, scale_factor
+from ...problem import Problem
+from ...tenancy import cell_size, cell_tree, outranks, quotas
+from . import RESTRICTIONS
+from .engine import current_assign
+
+#: objective coefficients are ``round(value * SCALE)``
+SCALE = 10 ** 7
+SPAN_LEVELS = ("switch", "socket", "server")
+
+
+class OutOfTime(Exception):
+    """The deadline passed while the model was being built."""
+
+
+# ------------------------------------------------------------------ groups
+def signature(job) -> tuple:
+    """What makes two pending jobs interchangeable in the model."""
+    return (job.gpus, job.gpu_milli, job.cpu, job.mem, job.gpu_types, job.locality,
+            id(job.profile) if job.profile is not None else None, job.model, job.tenant,
+            job.guaranteed, job.priority, job.weight, job.gpu_mem, job.min_gpus, job.max_gpus)
+
+
+@dataclass(frozen=True)
+class Groups:
+    """Entries of the model: ``members[k]`` (job indices), ``size[k]`` (GPUs)
+    and ``group[k]`` (entries of one group share its members)."""
+    members: tuple[tuple[int, ...], ...]
+    size: tuple[int, ...]
+    group: tuple[int, ...]
+
+    @property
+    def K(self) -> int:
+        return len(self.size)
+
+
+def group_jobs(jobs, pending) -> Groups:
+    """Group identical pending jobs; one entry per (group, size)."""
+    by_sig: dict[tuple, list[int]] = defaultdict(list)
+    for j in pending:
+        by_sig[signature(jobs[j])].append(j)
+    members, size, group = [], [], []
+    for g, ms in enumerate(by_sig.values()):
+        for n in job_sizes(jobs[ms[0]]):
+            members.append(tuple(ms))
+            size.append(n)
+            group.append(g)
+    return Groups(tuple(members), tuple(size), tuple(group))
+
+
+# ------------------------------------------------------------------ values
+def best_span(p: Problem, j: int, s: int, n: int) -> float:
+    """Largest span factor job j can get on server s with n GPUs: the best
+    factor of a declared level (switch, socket, server) whose node on s holds
+    them (1.0 for one GPU, no profile or an objective without span)."""
+    prof = p.jobs[j].profile
+    if prof is None or n < 2 or "span" not in p.objective.factors:
+        return 1.0
+    sv = p.cluster.servers[s]
+    sizes = {"server": sv.gpus, "socket": sv.gpus // max(1, sv.sockets),
+             "switch": sv.gpus // max(1, sv.sockets) // max(1, sv.switches_per_socket)}
+    cands = [prof.span_factor(lv) for lv in SPAN_LEVELS if lv in p.levels and sizes[lv] >= n]
+    return max(cands) if cands else prof.span_factor("server")
+
+
+def value_on(p: Problem, j: int, s: int, n: int, span: float | None = None) -> float:
+    """Upper bound on job j's value on server s with n GPUs (best span there,
+    or ``span``): weight * grid(cpu / n, mem / n) * speed(t_s) * span * scale(n)."""
+    job = p.jobs[j]
+    sp = best_span(p, j, s, n) if span is None else span
+    if n == job.gpus:
+        return p.coef(j, 0, s, span=sp)
+    if "grid" not in p.objective.factors:
+        return p.objective.coef(job, speed=p.speed(j, s) if n else 1.0, span=sp,
+                                scale=scale_factor(job.profile, job, n), gpus=n)
+    prof = job.profile
+    opt = p.options[j][0]
+    base = prof.grid_value(opt.cpu / n, opt.mem / n) if prof is not None and prof.has_grid \
+        else 1.0
+    return p.objective.coef(job, base, speed=p.speed(j, s), span=sp,
+                            scale=scale_factor(prof, job, n), gpus=n)
+
+
+def spread_span(p: Problem, j: int) -> float:
+    """Best span factor of job j over several servers: rack (when declared
+    and no wider locality is asked) or the whole cluster."""
+    prof = p.jobs[j].profile
+    if prof is None or "span" not in p.objective.factors:
+        return 1.0
+    lv = ["rack"] if p.jobs[j].locality == "rack" else \
+        (["rack"] if "rack" in p.levels else []) + ["cluster"]
+    return max(prof.span_factor(x) for x in lv)
+
+
+def fits_server(p: Problem, j: int, s: int, n: int) -> bool:
+    """Job j with n GPUs (its request's CPU and memory) fits the empty server s."""
+    job = p.jobs[j]
+    opt = p.options[j][0]
+    if not p.allowed[j, s] or opt.cpu > p.srv_cpu[s] or opt.mem > p.srv_mem[s]:
+        return False
+    if n > p.srv_gpus[s]:
+        return False
+    if job.locality in ("switch", "socket"):
+        sv = p.cluster.servers[s]
+        per = sv.gpus // max(1, sv.sockets)
+        if job.locality == "switch":
+            per //= max(1, sv.switches_per_socket)
+        if n > per:
+            return False
+    return True
+
+
+def spreadable(job, n: int) -> bool:
+    """A job of n whole GPUs that may span servers."""
+    return n >= 2 and job.gpu_milli >= MILLI and job.locality in (None, "rack")
+
+
+# ------------------------------------------------------------------ the model
+@dataclass
+class Usage:
+    """Terms ``(coefficient, column)`` of what jobs use on each server."""
+    whole: dict = field(default_factory=lambda: defaultdict(list))    # s -> whole GPUs
+    shared: dict = field(default_factory=lambda: defaultdict(list))   # s -> shared milli
+    cpu: dict = field(default_factory=lambda: defaultdict(list))
+    mem: dict = field(default_factory=lambda: defaultdict(list))
+    gwhole: dict = field(default_factory=lambda: defaultdict(list))   # (v, s) -> whole GPUs
+    gshared: dict = field(default_factory=lambda: defaultdict(list))  # (v, s) -> milli
+
+
+class TenancyModel:
+    """The model of one problem and its index maps (see the module notes).
+
+    Attributes
+    ----------
+    m : LinearModel
+        The model (phase-2 objective set by :func:`build_model`).
+    x, y, units, keep, mv, ms, pre, cells : dict
+        Columns: ``x[(k, s)]``, ``y[(k, d)]``, ``units[(pool, s)]``,
+        ``keep[r]``, ``mv[(r, s)]``, ``ms[(r, d)]``, ``pre[r]``,
+        ``cells[(v, level, where)]`` (``where`` a server, or a rack node).
+    obj, work : dict
+        Phase-2 objective (scaled integers) and phase-1 terms (guaranteed
+        GPUs) by column.
+    fresh : dict
+        Job -> columns meaning "placed afresh" (new or moved).
+    """
+
+    def __init__(self, p: Problem, pcost: float = 0.0):
+        self.p = p
+        jobs = p.jobs
+        self.running = [j for j in p.running if current_assign(p, j) is not None]
+        run = set(self.running)
+        self.pending = [j for j in range(p.J) if j not in run and j not in p.reasons]
+        self.groups = group_jobs(jobs, self.pending)
+        self.tree = cell_tree(p.cluster)
+        self.q = quotas(p.cluster)
+        self.tenants = sorted(self.q)
+        self.lv = {x: i for i, x in enumerate(p.levels)}
+        self.rack_lvl = self.lv.get("rack")
+        self.migrate = p.moves_allowed
+        self.mcost = float(p.move_cost or 0.0)
+        self.pcost = float(pcost or 0.0)
+        self.m = LinearModel("tenancy")
+        self.use = Usage()
+        self.x: dict = {}
+        self.y: dict = {}
+        self.units: dict = {}
+        self.pool_of: dict = {}          # (k or ("r", r), d) -> pool
+        self.pool_rows: dict = {}        # pool -> {column: coefficient} of its balance row
+        self.keep: dict = {}
+        self.mv: dict = {}
+        self.ms: dict = {}
+        self.pre: dict = {}
+        self.cells: dict = {}
+        self.cellg: dict = defaultdict(list)   # (v, s) -> (GPUs per unit, column)
+        self.inside: dict = defaultdict(list)  # (v, s) -> (GPUs, column) of kept jobs in v's cells
+        self.obj: dict = defaultdict(int)
+        self.work: dict = defaultdict(int)
+        self.fresh: dict = defaultdict(list)
+        self.units_exact = True
+        self.floor_row: int | None = None
+        self.deadline = None
+        #: auxiliary columns that belong to one server (fixed with it in a neighbourhood search)
+        self.aux: dict[int, list[int]] = defaultdict(list)
+
+    # ---------------------------------------------------------- helpers
+    def tick(self) -> None:
+        """Raise :class:`OutOfTime` when the build's deadline has passed."""
+        if self.deadline is not None and self.deadline.expired():
+            raise OutOfTime("building the model")
+
+    def var(self, ub: float, lb: float = 0.0) -> int:
+        return self.m.add_var(lb, ub, integer=True)
+
+    def value_of(self, val: float) -> int:
+        return int(round(val * SCALE))
+
+    def p_gpus(self, s: int) -> range:
+        """Global indices of server s's GPUs."""
+        f = int(self.p.gpu_first[s])
+        return range(f, f + int(self.p.srv_gpus[s]))
+
+    def tenant_types(self, v: str) -> set:
+        return {t for (t, _), c in self.q.get(v, {}).items() if c}
+
+    def guaranteed_ok(self, j: int, s: int) -> bool:
+        """A guaranteed job may use server s only where its tenant has cells."""
+        job = self.p.jobs[j]
+        return not job.guaranteed or self.p.cluster.servers[s].gpu_type in \
+            self.tenant_types(job.tenant)
+
+    def add_usage(self, j: int, s: int, n: int, col: int, coef: int = 1,
+                  cpu: int | None = None, mem: int | None = None) -> None:
+        """Usage of job j with n GPUs on server s when ``col`` is 1 (``coef``
+        copies); CPU and memory default to its request."""
+        job = self.p.jobs[j]
+        opt = self.p.options[j][0]
+        if n:
+            self.add_gpus(j, s, n * coef, col)
+        self.use.cpu[s].append(((opt.cpu if cpu is None else cpu) * coef, col))
+        self.use.mem[s].append(((opt.mem if mem is None else mem) * coef, col))
+
+    def add_gpus(self, j: int, s: int, n: int, col: int) -> None:
+        job = self.p.jobs[j]
+        if job.gpu_milli >= MILLI:
+            self.use.whole[s].append((n, col))
+            if job.guaranteed:
+                self.use.gwhole[(job.tenant, s)].append((n, col))
+        else:
+            self.use.shared[s].append((job.gpu_milli * n, col))
+            if job.guaranteed:
+                self.use.gshared[(job.tenant, s)].append((job.gpu_milli * n, col))
+
+    def domains(self, j: int) -> dict:
+        """Spread domains of job j: ``{None: servers}`` or one per rack."""
+        p = self.p
+        srv = [s for s in range(p.S) if p.srv_gpus[s] and p.allowed[j, s]
+               and self.guaranteed_ok(j, s)]
+        if p.jobs[j].locality != "rack":
+            return {None: srv}
+        out: dict = defaultdict(list)
+        for s in srv:
+            out[p.cluster.servers[s].rack or ""].append(s)
+        return dict(out)
+
+    def pool(self, j: int, n: int, d) -> tuple:
+        job = self.p.jobs[j]
+        opt = self.p.options[j][0]
+        return (job.tenant if job.guaranteed else None, -(-opt.cpu // n), -(-opt.mem // n),
+                tuple(job.gpu_types), d)
+
+    def add_spread(self, j: int, n: int, d, servers, col: int, coef: int = 1) -> None:
+        """``col`` jobs of n GPUs spread over ``servers`` draw n units each from their pool."""
+        key = self.pool(j, n, d)
+        opt = self.p.options[j][0]
+        if key[1] * n != opt.cpu or key[2] * n != opt.mem:
+            self.units_exact = False
+        row = self.pool_rows.get(key)
+        if row is None:
+            row = self.pool_rows[key] = {}
+            for s in servers:
+                u = self.units[(key, s)] = self.var(int(self.p.srv_gpus[s]))
+                row[u] = 1
+                self.add_gpus(j, s, 1, u)
+                self.use.cpu[s].append((key[1], u))
+                self.use.mem[s].append((key[2], u))
+        row[col] = row.get(col, 0) - n * coef
+
+
+def build_model(p: Problem, pcost: float = 0.0, deadline=None) -> TenancyModel:
+    """The tenancy model of ``p`` (module notes), step by step; raises
+    :class:`OutOfTime` when ``deadline`` passes."""
+    tm = TenancyModel(p, pcost)
+    tm.deadline = deadline
+    steps = (add_pending, add_running, add_victims, add_cells, add_cover, add_fragmentation,
+             add_positions, add_capacity, add_symmetry, add_objective)
+    for step in steps:
+        if deadline is not None and deadline.expired():
+            raise OutOfTime(step.__name__)
+        step(tm)
+    return tm
+
+
+# ------------------------------------------------------------------ steps
+def add_pending(tm: TenancyModel) -> None:
+    """x[k,s] and y[k,d] for every entry, their usage and value; the member
+    rows sum_s x + sum_d y <= n_k per group."""
+    p, G = tm.p, tm.groups
+    jobs = p.jobs
+    by_group: dict[int, dict] = defaultdict(dict)
+    n_members = {G.group[k]: len(G.members[k]) for k in range(G.K)}
+    for k in range(G.K):
+        tm.tick()
+        j0, n, members = G.members[k][0], G.size[k], G.members[k]
+        job = jobs[j0]
+        if job.guaranteed and job.tenant not in tm.q:
+            continue
+        coef = {}                        # server class -> coefficient (None: does not fit)
+        for s in range(p.S):
+            c = int(p.server_class[s])
+            if c not in coef:
+                opt = p.options[j0][0]
+                if n == 0:
+                    ok = opt.cpu <= p.srv_cpu[s] and opt.mem <= p.srv_mem[s]
+                else:
+                    ok = fits_server(p, j0, s, n) and tm.guaranteed_ok(j0, s)
+                coef[c] = tm.value_of(value_on(p, j0, s, n)) if ok else None
+            if coef[c] is None:
+                continue
+            col = tm.x[(k, s)] = tm.var(len(members))
+            tm.add_usage(j0, s, n, col)
+            tm.obj[col] += coef[c]
+            by_group[G.group[k]][col] = 1
+            for j in members:
+                tm.fresh[j].append(col)
+        if not spreadable(job, n):
+            continue
+        for d, srv in tm.domains(j0).items():
+            if sum(int(p.srv_gpus[s]) for s in srv) < n or len(srv) < 2:
+                continue
+            col = tm.y[(k, d)] = tm.var(len(members))
+            tm.add_spread(j0, n, d, srv, col)
+            best = max(srv, key=lambda s: (p.speed(j0, s), -s))
+            tm.obj[col] += tm.value_of(value_on(p, j0, best, n, span=spread_span(p, j0)))
+            by_group[G.group[k]][col] = 1
+            for j in members:
+                tm.fresh[j].append(col)
+    for g, cols in by_group.items():
+        if len(cols) > 1:
+            tm.m.add_row(cols, hi=n_members[g])
+
+
+def add_running(tm: TenancyModel) -> None:
+    """keep[r], the moves mv[r,s] / ms[r,d] (when allowed) and pre[r]:
+    keep + sum mv + sum ms + pre = 1; a running elastic job keeps its size."""
+    p = tm.p
+    for r in tm.running:
+        tm.tick()
+        a = current_assign(p, r)
+        job = p.jobs[r]
+        k = tm.keep[r] = tm.var(1)
+        per_srv: dict[int, int] = defaultdict(int)
+        for g, _ in a.gpus:
+            per_srv[int(p.gpu_server[g])] += 1
+        for s, c in a.cpu:
+            tm.use.cpu[s].append((c, k))
+        for s, c in a.mem:
+            tm.use.mem[s].append((c, k))
+        for s, n in per_srv.items():
+            tm.add_gpus(r, s, n, k)
+        tm.obj[k] += tm.value_of(p.value_of(r, a))
+        row = {k: 1}
+        n_r = len(a.gpus)
+        if tm.migrate:
+            # a move may also re-place the job on a server it runs on (other GPUs)
+            for s in range(p.S):
+                if not fits_server(p, r, s, n_r) or not tm.guaranteed_ok(r, s):
+                    continue
+                col = tm.mv[(r, s)] = tm.var(1)
+                tm.add_usage(r, s, n_r, col)
+                tm.obj[col] += tm.value_of(value_on(p, r, s, n_r) - tm.mcost)
+                tm.fresh[r].append(col)
+                row[col] = 1
+            if spreadable(job, n_r):
+                for d, srv in tm.domains(r).items():
+                    if len(srv) < 2 or sum(int(p.srv_gpus[s]) for s in srv) < n_r:
+                        continue
+                    col = tm.ms[(r, d)] = tm.var(1)
+                    tm.add_spread(r, n_r, d, srv, col)
+                    best = max(srv, key=lambda s: (p.speed(r, s), -s))
+                    tm.obj[col] += tm.value_of(
+                        value_on(p, r, best, n_r, span=spread_span(p, r)) - tm.mcost)
+                    tm.fresh[r].append(col)
+                    row[col] = 1
+        pr = tm.pre[r] = tm.var(1)
+        row[pr] = 1
+        tm.m.add_row(row, 1, 1)
+        if tm.pcost:
+            tm.obj[pr] -= tm.value_of(tm.pcost)
+    for key, row in tm.pool_rows.items():
+        tm.m.add_row(row, 0, 0)
+    moves = list(tm.mv.values()) + list(tm.ms.values())
+    if moves and p.max_moves is not None:
+        tm.m.add_row({c: 1 for c in moves}, hi=int(p.max_moves))
+
+
+def add_victims(tm: TenancyModel) -> None:
+    """Legal victims: pre[r] <= fresh placements of jobs that outrank r,
+    summed per rank class (guaranteed, tenant, priority) in one auxiliary
+    column each, so every row stays short."""
+    p = tm.p
+    jobs = p.jobs
+    by_class: dict[tuple, dict] = defaultdict(dict)
+    for i, cols in tm.fresh.items():
+        ji = jobs[i]
+        key = (ji.guaranteed, ji.tenant if ji.guaranteed else None, ji.priority)
+        for c in cols:
+            by_class[key][c] = 1
+    total = {}
+    for key, cols in by_class.items():
+        ub = sum(tm.m.ub[c] for c in cols)
+        cs = tm.var(ub)
+        row = {c: 1 for c in cols}
+        row[cs] = -1
+        tm.m.add_row(row, 0, 0)
+        total[key] = cs
+    for r in tm.running:
+        tm.tick()
+        jr = jobs[r]
+        terms: dict[int, float] = {}
+        for key, cs in total.items():
+            probe = replace(jr, guaranteed=key[0], tenant=key[1] if key[0] else None,
+                            priority=key[2])
+            if not outranks(probe, jr):
+                continue
+            own = [c for c in tm.fresh.get(r, ()) if c in by_class[key]]
+            if len(own) == len(by_class[key]):
+                continue
+            terms[cs] = terms.get(cs, 0) + 1
+            for c in own:                     # r's own moves do not rescue r
+                terms[c] = terms.get(c, 0) - 1
+        row = {c: -v for c, v in terms.items()}
+        row[tm.pre[r]] = 1
+        tm.m.add_row(row, hi=0)
+
+
+def add_cells(tm: TenancyModel) -> None:
+    """Cell counts: b[v,l,s] per server (identical cells aggregated) and
+    R[v,q] per rack, with sum = c[v,t,l]; ``cellg[(v, s)]`` collects the GPUs
+    they give v on s."""
+    p, tree = tm.p, tm.tree
+    per_srv: dict[tuple[int, int], int] = defaultdict(int)   # (s, lvl) -> nodes
+    for n in range(tree.N):
+        if tree.server[n] >= 0:
+            per_srv[(tree.server[n], tree.level[n])] += 1
+    for v, qv in sorted(tm.q.items()):
+        for (t, lvl), c in sorted(qv.items()):
+            if c == 0:
+                continue
+            row = {}
+            if lvl == tm.rack_lvl:
+                for n in tree.by_type_level.get((t, lvl), []):
+                    col = tm.cells[(v, lvl, n)] = tm.var(1)
+                    row[col] = 1
+                    for s in sorted({int(p.gpu_server[g]) for g in tree.gpus[n]}):
+                        tm.cellg[(v, s)].append((int(p.srv_gpus[s]), col))
+            else:
+                z = cell_size(tree, t, lvl)
+                for s in range(p.S):
+                    cnt = per_srv.get((s, lvl), 0)
+                    if p.cluster.servers[s].gpu_type != t or not p.srv_gpus[s] or not cnt:
+                        continue
+                    col = tm.cells[(v, lvl, s)] = tm.var(min(cnt, c))
+                    row[col] = 1
+                    tm.cellg[(v, s)].append((z, col))
+            tm.m.add_row(row, c, c)
+
+
+def _kept_gpus(tm: TenancyModel, r: int) -> list[int]:
+    return [g for g, _ in current_assign(tm.p, r).gpus]
+
+
+def add_cover(tm: TenancyModel) -> None:
+    """Kept guaranteed jobs pin cell positions: if v's kept jobs on s touch D
+    level-l nodes (u[n] >= keep[r] for each node n job r touches), v's cells
+    on s span at least D of them:
+
+        sum_{cells of size z >= z_l} (z / z_l) b + sum_{smaller} b >= sum_n u[n]
+    """
+    p, tree, m = tm.p, tm.tree, tm.m
+    server_lvl = tm.lv["server"]
+    touch: dict[tuple, dict[int, list]] = defaultdict(lambda: defaultdict(list))
+    for r in tm.running:
+        jr = p.jobs[r]
+        if not jr.guaranteed or jr.tenant not in tm.q:
+            continue
+        for g in _kept_gpus(tm, r):
+            s = int(p.gpu_server[g])
+            for n in tree.anc[g]:
+                if tree.server[n] >= 0 and tree.level[n] > server_lvl:
+                    touch[(jr.tenant, s, tree.level[n])][n].append(tm.keep[r])
+    for (v, s, lvl), nodes in sorted(touch.items()):
+        cells = tm.cellg.get((v, s))
+        if len(nodes) < 2 or not cells:
+            continue
+        zl = {len(tree.gpus[n]) for n in nodes}
+        if len(zl) != 1:
+            continue
+        zl = zl.pop()
+        if any(size > zl and size % zl for size, _ in cells):
+            continue
+        row: dict[int, float] = defaultdict(float)
+        for size, b in cells:
+            row[b] += size // zl if size >= zl else 1
+        for n, ks in sorted(nodes.items()):
+            u = tm.var(1)
+            tm.aux[s].append(u)
+            for k in sorted(set(ks)):
+                m.add_row({u: 1, k: -1}, lo=0)
+            row[u] -= 1
+        m.add_row(dict(row), lo=0)
+
+
+def _node_filling(tm: TenancyModel, j: int, s: int, n: int) -> int:
+    """GPUs of the switch / socket / server node job j fills on s (0: none)."""
+    job = tm.p.jobs[j]
+    if job.locality not in ("switch", "socket", "server") or job.gpu_milli < MILLI:
+        return 0
+    sv = tm.p.cluster.servers[s]
+    z = sv.gpus
+    if job.locality in ("socket", "switch"):
+        z //= max(1, sv.sockets)
+    if job.locality == "switch":
+        z //= max(1, sv.switches_per_socket)
+    return n if n == z else 0
+
+
+def add_fragmentation(tm: TenancyModel) -> None:
+    """A job confined to one switch / socket / server whose size is that
+    node's fills g / z_L whole level-L nodes, none of which a kept running job
+    may touch:
+
+        sum_k (g_k / z_L) x[k,s] + #(level-L nodes of s touched by kept jobs) <= N_sL
+    """
+    p, tree, m = tm.p, tm.tree, tm.m
+    server_lvl = tm.lv["server"]
+    nodes_at: dict[tuple[int, int], list[int]] = defaultdict(list)
+    for n in range(tree.N):
+        if tree.server[n] >= 0 and tree.level[n] > server_lvl \
+                and p.levels[tree.level[n]] in ("socket", "switch"):
+            nodes_at[(tree.server[n], tree.level[n])].append(n)
+    if not nodes_at:
+        return
+    touched: dict[int, set] = defaultdict(set)
+    for r in tm.running:
+        for g in _kept_gpus(tm, r):
+            for n in tree.anc[g]:
+                touched[n].add(r)
+    filled: dict[int, list] = defaultdict(list)
+    for (k, s), col in tm.x.items():
+        z = _node_filling(tm, tm.groups.members[k][0], s, tm.groups.size[k])
+        if z:
+            filled[s].append((z, col))
+    for (r, s), col in tm.mv.items():
+        z = _node_filling(tm, r, s, len(_kept_gpus(tm, r)))
+        if z:
+            filled[s].append((z, col))
+    for (s, lvl), ns in sorted(nodes_at.items()):
+        zl = len(tree.gpus[ns[0]])
+        terms = [(z // zl, col) for z, col in filled.get(s, []) if z >= zl and z % zl == 0]
+        if not terms:
+            continue
+        us = []
+        for n in ns:
+            rs = sorted(touched.get(n, ()))
+            if len(rs) == 1:
+                us.append(tm.keep[rs[0]])
+            elif rs:
+                u = tm.var(1)
+                tm.aux[s].append(u)
+                for r in rs:
+                    m.add_row({u: 1, tm.keep[r]: -1}, lo=0)
+                us.append(u)
+        if not us:
+            continue
+        row: dict[int, float] = defaultdict(float)
+        for c, col in terms:
+            row[col] += c
+        for u in us:
+            row[u] += 1
+        m.add_row(dict(row), hi=len(ns))
+
+
+def add_positions(tm: TenancyModel) -> None:
+    """Positions of cells on servers with kept jobs: y[v,n] in {0,1} for the
+    level-l nodes n of s, sum_n y[v,n] = b[v,l,s]; at most one cell (rack
+    cells included) on each GPU; v's cells cover the GPUs of v's kept
+    guaranteed jobs, sum_{cells of v on g} >= keep[r]; a kept whole-GPU job r
+    (not v's guaranteed) with k_rn GPUs in n takes them from v's cell when
+    both stay: w[v,n,r] >= y[v,n] + keep[r] - 1 (``inside[(v, s)]`` collects
+    k_rn w[v,n,r] for the capacity rows)."""
+    p, tree, m = tm.p, tm.tree, tm.m
+    jobs = p.jobs
+    pinned: dict[int, list] = defaultdict(list)
+    for r in tm.running:
+        by_s: dict[int, set] = defaultdict(set)
+        for g in _kept_gpus(tm, r):
+            by_s[int(p.gpu_server[g])].add(g)
+        for s, gs in by_s.items():
+            pinned[s].append((r, gs))
+    rack_cells: dict[int, list] = defaultdict(list)      # s -> (v, column) of rack cells
+    for (v, lvl, where), col in tm.cells.items():
+        if lvl == tm.rack_lvl:
+            for s in {int(p.gpu_server[g]) for g in tree.gpus[where]}:
+                rack_cells[s].append((v, col))
+    for s, rs in sorted(pinned.items()):
+        tm.tick()
+        on_gpu: dict[int, list] = defaultdict(list)      # g -> cell columns on g
+        own: dict[tuple, list] = defaultdict(list)       # (v, g) -> v's cell columns on g
+        for v, col in rack_cells.get(s, ()):
+            for g in tm.p_gpus(s):
+                on_gpu[g].append(col)
+                own[(v, g)].append(col)
+        for v in tm.tenants:
+            if tm.use.gwhole.get((v, s)) or tm.use.gshared.get((v, s)):
+                _place_cells(tm, s, v, rs, on_gpu, own)
+        for g, cols in on_gpu.items():
+            if len(cols) > 1:
+                m.add_row({c: 1 for c in cols}, hi=1)
+        for r, gs in rs:
+            v = jobs[r].tenant
+            if not jobs[r].guaranteed or v not in tm.q:
+                continue
+            for g in sorted(gs):
+                row = {c: 1 for c in own.get((v, g), [])}
+                row[tm.keep[r]] = row.get(tm.keep[r], 0) - 1
+                m.add_row(row, lo=0)
+
+
+def _place_cells(tm: TenancyModel, s: int, v: str, rs, on_gpu: dict, own: dict) -> None:
+    """Position columns y[v,n] of v's per-server cells on s and the w columns
+    of kept jobs inside them (see :func:`add_positions`)."""
+    p, tree, m = tm.p, tm.tree, tm.m
+    jobs = p.jobs
+    for lvl in sorted({lv for (v2, lv, where) in tm.cells
+                       if v2 == v and where == s and lv != tm.rack_lvl}):
+        ys = {}
+        for n in tree.by_type_level.get((p.cluster.servers[s].gpu_type, lvl), []):
+            if tree.server[n] != s:
+                continue
+            yv = tm.var(1)
+            tm.aux[s].append(yv)
+            ys[yv] = 1
+            for g in tree.gpus[n]:
+                on_gpu[g].append(yv)
+                own[(v, g)].append(yv)
+            for r, gs in rs:
+                k_ = len(gs & set(tree.gpus[n]))
+                if k_ and jobs[r].gpu_milli >= MILLI and \
+                        not (jobs[r].guaranteed and jobs[r].tenant == v):
+                    w = tm.var(1)
+                    tm.aux[s].append(w)
+                    m.add_row({w: 1, yv: -1, tm.keep[r]: -1}, lo=-1)
+                    tm.inside[(v, s)].append((k_, w))
+        ys[tm.cells[(v, lvl, s)]] = -1
+        m.add_row(ys, 0, 0)
+
+
+def _terms(row: dict, terms, sign: float = 1.0) -> None:
+    for c, col in terms:
+        row[col] = row.get(col, 0) + sign * c
+
+
+def add_capacity(tm: TenancyModel) -> None:
+    """Per server: GPUs (whole + h[s]), shared milli (<= 1000 h[s]), CPU,
+    memory, the cells' GPUs (<= G_s) and each tenant's guaranteed use inside
+    its cells."""
+    p, m, use = tm.p, tm.m, tm.use
+    for s in range(p.S):
+        tm.tick()
+        G = int(p.srv_gpus[s])
+        row: dict[int, float] = {}
+        _terms(row, use.whole[s])
+        if use.shared[s]:
+            h = tm.var(G)
+            tm.aux[s].append(h)
+            row[h] = 1
+            sh: dict[int, float] = {h: -MILLI}
+            _terms(sh, use.shared[s])
+            m.add_row(sh, hi=0)
+        if row:
+            m.add_row(row, hi=G)
+        for terms, cap in ((use.cpu[s], p.srv_cpu[s]), (use.mem[s], p.srv_mem[s])):
+            if terms:
+                r: dict[int, float] = {}
+                _terms(r, terms)
+                m.add_row(r, hi=int(cap))
+        allcells: dict[int, float] = {}
+        for v in tm.tenants:
+            cg = tm.cellg.get((v, s), [])
+            _terms(allcells, cg)
+            gw, gs = use.gwhole.get((v, s), []), use.gshared.get((v, s), [])
+            if not gw and not gs:
+                continue
+            own: dict[int, float] = {}
+            _terms(own, gw)
+            _terms(own, tm.inside.get((v, s), []))
+            if gs:
+                hv = tm.var(G)
+                tm.aux[s].append(hv)
+                own[hv] = own.get(hv, 0) + 1
+                r = {hv: -MILLI}
+                _terms(r, gs)
+                m.add_row(r, hi=0)
+            _terms(own, cg, -1.0)
+            m.add_row(own, hi=0)
+        if allcells:
+            m.add_row(allcells, hi=G)
+
+
+def add_symmetry(tm: TenancyModel) -> None:
+    """Without tenants: identical servers without running jobs are ordered by
+    the GPUs their whole jobs take (cells make otherwise identical servers
+    differ)."""
+    p = tm.p
+    if tm.q:
+        return
+    busy = {s for r in tm.running for s, _ in current_assign(p, r).cpu}
+    load: dict[int, dict] = defaultdict(dict)
+    for (k, s), col in tm.x.items():
+        load[s][col] = tm.groups.size[k]
+    for members in p.classes:
+        free = [s for s in members if s not in busy]
+        for a, b in zip(free, free[1:]):
+            if load[a] and load[b]:
+                row = dict(load[a])
+                for col, c in load[b].items():
+                    row[col] = row.get(col, 0) - c
+                tm.m.add_row(row, lo=0)
+
+
+def add_objective(tm: TenancyModel) -> None:
+    """Phase 2's objective on the model; ``work`` holds phase 1's terms: the
+    GPUs of placed guaranteed jobs (an elastic job at its smallest size, 1
+    for a CPU-only job)."""
+    p, G = tm.p, tm.groups
+    jobs = p.jobs
+
+    def work(j):
+        return min(job_sizes(jobs[j])) or 1
+    for (k, _), col in list(tm.x.items()) + list(tm.y.items()):
+        j0 = G.members[k][0]
+        if jobs[j0].guaranteed:
+            tm.work[col] += work(j0)
+    for r in tm.running:
+        if jobs[r].guaranteed:
+            tm.work[tm.keep[r]] += work(r)
+    for (r, _), col in list(tm.mv.items()) + list(tm.ms.items()):
+        if jobs[r].guaranteed:
+            tm.work[col] += work(r)
+    tm.m.set_objective({c: v for c, v in tm.obj.items() if v})
+
+
+# ---------------------------------------------------------------- restrictions
+
+
+def restrictions(tm: TenancyModel, floor: bool) -> list[str]:
+    """The restrictions of :data:`RESTRICTIONS` that cut this instance (empty:
+    the model relaxes the instance, its bound is the instance's): the
+    guaranteed-work floor, a profile grid the objective values, spread
+    CPU/memory that does not divide by the GPUs, a running elastic job that
+    may move."""
+    p = tm.p
+    out = []
+    if floor:
+        out.append(RESTRICTIONS[0])
+    movable = tm.pending + (tm.running if tm.migrate else [])
+    if "grid" in p.objective.factors and any(len(p.options[j]) > 1 for j in movable):
+        out.append(RESTRICTIONS[1])
+    if not tm.units_exact:
+        out.append(RESTRICTIONS[2])
+    if tm.migrate and any(p.jobs[r].elastic for r in tm.running):
+        out.append(RESTRICTIONS[3])
+    return out
