@@ -204,6 +204,10 @@ def _violations(problem, alloc: Allocation, deadline: Deadline) -> list[str]:
                       deadline=deadline)
 
 
+#: the restriction of a solver that cannot move running jobs when the call allows moves
+KEPT_IN_PLACE = "running jobs kept where they run (the call allows moves)"
+
+
 def finish(problem, sol, info: SolverInfo, wall: float) -> Allocation:
     """The :class:`Allocation` of a solver's :class:`~alloc.problem.Solution`."""
     caps = info.capabilities
@@ -228,7 +232,12 @@ def finish(problem, sol, info: SolverInfo, wall: float) -> Allocation:
     stats = dict(sol.stats)
     alloc = Allocation(placements, unplaced, preempted, sol.status, value, sol.bound, wall,
                        info.name, problem.objective.name, problem.name, stats, moved, reasons)
-    return honest_status(alloc, exact=info.exact, restricts=info.restricts)
+    restricts = info.restricts
+    if problem.fixed and problem.moves_allowed and "migration" not in caps:
+        # its proof covers the problem with the running jobs pinned, not this one
+        restricts = "; ".join(x for x in (restricts, KEPT_IN_PLACE) if x)
+        alloc = replace(alloc, stats={**alloc.stats, "covers_instance": False})
+    return honest_status(alloc, exact=info.exact, restricts=restricts)
 
 
 def honest_status(alloc: Allocation, *, exact: bool, restricts: str = "") -> Allocation:

@@ -178,7 +178,7 @@ def _brute_force(pods, cpu, mem, ngpu):
                     ok = False
                 g[n][i] -= p.m
             val += p.g
-        if ok and min(c) >= 0 and min(m) >= 0 and min(min(x) for x in g if x or True) >= 0:
+        if ok and min(c) >= 0 and min(m) >= 0 and all(v >= 0 for x in g for v in x):
             best = max(best, val)
     return best
 

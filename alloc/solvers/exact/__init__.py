@@ -115,13 +115,28 @@ Running jobs are fixed: classes are built from what they leave of each server
 (:mod:`~alloc.solvers.exact.aggregate`), only the pending jobs form types, and
 the fixed jobs' value is added to every bound.
 
+Tenancy, elastic jobs and moves
+-------------------------------
+Inputs with tenants, guaranteed or opportunistic jobs, elastic jobs, or
+running jobs the call lets move are solved by the tenancy model
+(:mod:`alloc.solvers.hived.model`: cells, preemption, migration and elastic
+sizes as variables) with the same engine; its restrictions are named in the
+result and its ``optimal`` holds only when its proof covers the instance.
+
 Registered solvers: ``cpsat`` (CP-SAT masters and pricing), ``milp`` (HiGHS),
 ``milp-cbc`` (CBC) -- all through :mod:`alloc.kernel`.
 """
 from ...options import Option
 from ...registry import declare
 
-_CAPS = ("sharing", "grid", "locality", "spread")
+_CAPS = ("sharing", "grid", "locality", "spread", "tenancy", "preemption", "migration",
+         "colocation", "elastic")
+_TENANCY = (
+    Option("preemption_cost", "float", 0.0, "objective units per preempted job (tenancy inputs)",
+           minimum=0.0),
+    Option("guaranteed_first", "bool", True, "tenancy inputs: first maximise the GPUs of placed "
+           "guaranteed jobs, then the objective"),
+)
 _COMMON = (
     Option("warm_share", "float", 0.15, "share of the time limit for the heuristic warm start",
            minimum=0.0, maximum=1.0),
@@ -132,7 +147,7 @@ _COMMON = (
     Option("executor", "str", "process", "how the parts run", choices=("process", "serial", "ray")),
     Option("ray_address", "str", None, "Ray cluster for the parts (executor 'ray'; default: "
            "a local Ray)", nullable=True),
-)
+) + _TENANCY
 _WORKERS = Option("workers", "int", 1, "CP-SAT workers on large masters (1: deterministic)",
                   minimum=1)
 

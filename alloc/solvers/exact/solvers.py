@@ -1,8 +1,21 @@
-"""The exact family's registered solvers: one driver, three engines, and the
-partitioned driver for large instances."""
+"""The exact family's registered solvers: one driver, three engines, the
+partitioned driver for large instances, and the tenancy model for the inputs
+the configuration model does not express.
+
+Dispatch (:func:`run`):
+
+* tenants, guaranteed or opportunistic jobs, elastic jobs, or running jobs
+  the call lets move (:func:`needs_tenancy_model`) go to the tenancy model
+  (:func:`alloc.solvers.hived.exact.solve_tenancy`) with the same engine: it
+  has the cells, preemption, migration and elastic sizes, and reports its
+  restrictions against the instance itself;
+* the rest goes to the configuration model, on the whole problem or on
+  ``parts`` parts (:func:`auto_parts`).
+"""
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 
 from ...deadline import Deadline
 from ...problem import Problem, Solution
@@ -30,9 +43,36 @@ def auto_parts(problem: Problem, parts: int) -> int:
     return max(2, os.cpu_count() or 1) if len(shapes) >= AUTO_PARTITION_CLASSES else 1
 
 
+def needs_tenancy_model(problem: Problem) -> bool:
+    """True when the input has what only the tenancy model expresses: tenants,
+    guaranteed or tenant jobs, elastic jobs, or running jobs that may move."""
+    if problem.cluster.tenants or (problem.fixed and problem.moves_allowed):
+        return True
+    return any(j.tenant is not None or j.guaranteed or j.elastic for j in problem.jobs)
+
+
 def run(problem: Problem, engine: Engine, *, deadline: Deadline, seed: int, warm_share: float,
-        cg_share: float, parts: int, executor: str, ray_address: str | None) -> Solution:
-    """The exact driver on the whole problem or on ``parts`` parts."""
+        cg_share: float, parts: int, executor: str, ray_address: str | None,
+        preemption_cost: float = 0.0, guaranteed_first: bool = True) -> Solution:
+    """The tenancy model or the configuration model (module notes); running
+    jobs the configuration model keeps are part of its answer."""
+    if needs_tenancy_model(problem):
+        from ..hived.exact import solve_tenancy
+        return solve_tenancy(problem, deadline=deadline, seed=seed, engine=engine.name,
+                             preemption_cost=preemption_cost, guaranteed_first=guaranteed_first,
+                             workers=engine.workers)
+    sol = configuration(problem, engine, deadline=deadline, seed=seed, warm_share=warm_share,
+                        cg_share=cg_share, parts=parts, executor=executor,
+                        ray_address=ray_address)
+    if problem.fixed:
+        sol = replace(sol, assign={**problem.fixed, **sol.assign})
+    return sol
+
+
+def configuration(problem: Problem, engine: Engine, *, deadline: Deadline, seed: int = 0,
+                  warm_share: float = 0.15, cg_share: float = 0.45, parts: int = 0,
+                  executor: str = "process", ray_address: str | None = None) -> Solution:
+    """The configuration-model driver on the whole problem or on ``parts`` parts."""
     k = auto_parts(problem, parts)
     if k > 1 and len(problem.pending) > k:
         return solve_partitioned(problem, engine, deadline=deadline, seed=seed, parts=k,
@@ -44,24 +84,30 @@ def run(problem: Problem, engine: Engine, *, deadline: Deadline, seed: int, warm
 
 def solve_cpsat(problem: Problem, *, deadline: Deadline, seed: int = 0, warm_share: float = 0.15,
                 cg_share: float = 0.45, workers: int = 1, parts: int = 0,
-                executor: str = "process", ray_address: str | None = None) -> Solution:
-    """``cpsat``: the configuration model with CP-SAT masters and pricing."""
+                executor: str = "process", ray_address: str | None = None,
+                preemption_cost: float = 0.0, guaranteed_first: bool = True) -> Solution:
+    """``cpsat``: the configuration model (or the tenancy model) with CP-SAT."""
     return run(problem, Engine("cpsat", workers), deadline=deadline, seed=seed,
                warm_share=warm_share, cg_share=cg_share, parts=parts, executor=executor,
-               ray_address=ray_address)
+               ray_address=ray_address, preemption_cost=preemption_cost,
+               guaranteed_first=guaranteed_first)
 
 
 def solve_milp(problem: Problem, *, deadline: Deadline, seed: int = 0, warm_share: float = 0.15,
                cg_share: float = 0.45, parts: int = 0, executor: str = "process",
-               ray_address: str | None = None) -> Solution:
-    """``milp``: the configuration model with HiGHS masters and pricing."""
+               ray_address: str | None = None, preemption_cost: float = 0.0,
+               guaranteed_first: bool = True) -> Solution:
+    """``milp``: the configuration model (or the tenancy model) with HiGHS."""
     return run(problem, Engine("highs"), deadline=deadline, seed=seed, warm_share=warm_share,
-               cg_share=cg_share, parts=parts, executor=executor, ray_address=ray_address)
+               cg_share=cg_share, parts=parts, executor=executor, ray_address=ray_address,
+               preemption_cost=preemption_cost, guaranteed_first=guaranteed_first)
 
 
 def solve_cbc(problem: Problem, *, deadline: Deadline, seed: int = 0, warm_share: float = 0.15,
               cg_share: float = 0.45, parts: int = 0, executor: str = "process",
-              ray_address: str | None = None) -> Solution:
-    """``milp-cbc``: the configuration model with CBC masters and pricing."""
+              ray_address: str | None = None, preemption_cost: float = 0.0,
+              guaranteed_first: bool = True) -> Solution:
+    """``milp-cbc``: the configuration model (or the tenancy model) with CBC."""
     return run(problem, Engine("cbc"), deadline=deadline, seed=seed, warm_share=warm_share,
-               cg_share=cg_share, parts=parts, executor=executor, ray_address=ray_address)
+               cg_share=cg_share, parts=parts, executor=executor, ray_address=ray_address,
+               preemption_cost=preemption_cost, guaranteed_first=guaranteed_first)

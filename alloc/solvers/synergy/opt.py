@@ -303,8 +303,10 @@ def solve_opt(problem: Problem, *, deadline: Deadline, seed: int = 0, backend: s
     if backend == "auto":
         backend = "aggregated" if place_all else "cpsat"
     if backend in ("cpsat", "milp"):
-        from ...registry import get_solver
-        sol = get_solver(backend).solve(fp, deadline=deadline, seed=seed)
+        # the configuration model itself: running jobs stay where they run
+        from ..exact.solvers import Engine, configuration
+        sol = configuration(fp, Engine("cpsat" if backend == "cpsat" else "highs"),
+                            deadline=deadline, seed=seed)
     else:
         sol = aggregated_opt(fp, deadline=deadline, seed=seed, place_all=place_all,
                              engine=engine, symmetry=symmetry)

@@ -1,0 +1,89 @@
+"""The exact family on inputs the configuration model does not express:
+tenants, elastic jobs and running jobs the call lets move go to the tenancy
+model with the solver's own engine."""
+import pytest
+
+from alloc import Cluster, GpuShare, Job, Placement, Server, allocate, load_instance, violations
+from alloc.solvers.exact.solvers import needs_tenancy_model
+from alloc.problem import Problem
+from alloc.validate import prepare
+
+
+def two_servers():
+    return Cluster(tuple(Server(f"s{i}", 24000, 512000, 8, "V100") for i in range(2)))
+
+
+def running(jid, server, first, n):
+    cur = Placement(jid, tuple(GpuShare(f"{server}/gpu{k}", 1000) for k in range(first, first + n)),
+                    {server: 1000 * n}, {server: 1000 * n})
+    return Job(jid, n, cpu=1000 * n, mem=1000 * n, current=cur)
+
+
+@pytest.mark.parametrize("solver", ["cpsat", "milp"])
+def test_tenancy_instance_matches_the_tenancy_solver(instances_dir, solver):
+    inst = load_instance(instances_dir / "tenancy_small.json")
+    h = allocate(inst.cluster, inst.jobs, solver="hived")
+    r = allocate(inst.cluster, inst.jobs, solver=solver, time_limit=10)
+    assert not violations(inst.cluster, inst.jobs, r)
+    assert r.value >= h.value - 1e-6
+    assert r.stats["engine"] == {"cpsat": "cpsat", "milp": "highs"}[solver]
+    if solver == "cpsat":
+        t = allocate(inst.cluster, inst.jobs, solver="cpsat-tenancy", time_limit=10)
+        assert r.value == pytest.approx(t.value)
+
+
+@pytest.mark.parametrize("solver", ["cpsat", "milp"])
+def test_moves_when_allowed_make_room_for_a_wide_job(solver):
+    """Two 4-GPU jobs on different servers block an 8-GPU job; one move frees a
+    server.  Without moves the wide job waits; with one move it runs."""
+    cl = two_servers()
+    jobs = [running("a", "s0", 0, 4), running("b", "s1", 4, 4), Job("w", 8, cpu=8000, mem=8000, locality="server")]
+    kept = allocate(cl, jobs, solver=solver, objective="gpus", time_limit=10)
+    assert "w" in kept.unplaced and not kept.moved
+    assert kept.status.value in ("optimal", "feasible")
+    moved = allocate(cl, jobs, solver=solver, objective="gpus", time_limit=10, max_moves=1)
+    assert not violations(cl, jobs, moved, max_moves=1)
+    assert "w" not in moved.unplaced and len(moved.moved) == 1 and not moved.preempted
+    assert moved.value == 16000 and moved.status.value == "optimal"
+
+
+def test_the_configuration_model_keeps_running_jobs_in_its_answer():
+    """cpsat declares preemption (tenancy inputs); without tenancy it never
+    drops a running job."""
+    cl = two_servers()
+    jobs = [running("a", "s0", 0, 4), Job("p", 8, cpu=8000, mem=8000)]
+    r = allocate(cl, jobs, solver="cpsat", time_limit=5)
+    assert not r.preempted and not r.moved and "a" not in r.unplaced
+
+
+def test_elastic_job_gets_its_largest_size_through_milp():
+    cl = two_servers()
+    jobs = [Job("e", 2, cpu=2000, mem=2000, min_gpus=2, max_gpus=8)]
+    r = allocate(cl, jobs, solver="milp", objective="gpus", time_limit=10)
+    assert not violations(cl, jobs, r)
+    assert sum(len(p.gpus) for p in r.placements) == 8
+
+
+def test_dispatch_rule():
+    cl = two_servers()
+    assert not needs_tenancy_model(problem(cl, [Job("j", 1, cpu=1000, mem=1000)]))
+    live = [running("a", "s0", 0, 4)]
+    assert not needs_tenancy_model(problem(cl, live))
+    assert needs_tenancy_model(problem(cl, live, max_moves=1))
+    assert needs_tenancy_model(problem(cl, live, move_cost=0.5))
+    assert needs_tenancy_model(problem(cl, [Job("e", 1, min_gpus=1, max_gpus=2)]))
+
+
+def problem(cluster, jobs, **kw):
+    return Problem(*prepare(cluster, jobs), "throughput", **kw)
+
+
+def test_an_exact_solver_that_cannot_move_is_not_optimal_when_moves_are_allowed():
+    """synergy-opt keeps running jobs in place: with moves allowed its proof
+    does not cover the instance (the wide job could run after one move)."""
+    cl = two_servers()
+    jobs = [running("a", "s0", 0, 4), running("b", "s1", 4, 4),
+            Job("w", 8, cpu=8000, mem=8000, locality="server")]
+    r = allocate(cl, jobs, solver="synergy-opt", objective="gpus", time_limit=10, max_moves=1)
+    assert r.status.value == "feasible" and r.bound is None
+    assert "kept where they run" in r.stats["restriction"]
