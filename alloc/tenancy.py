@@ -108,6 +108,23 @@ DEFAULT_GPU_MEM = 16384
 
 
 def gpu_mem_capacity(gpu_type: str | None, overrides: Mapping | None = None) -> int:
+    """Memory of one GPU of a type, the co-location limit on that GPU.
+
+    Parameters
+    ----------
+    gpu_type : str or None
+        GPU type name (e.g. ``"V100"``); None or an unknown type gets
+        :data:`DEFAULT_GPU_MEM`.
+    overrides : Mapping, optional
+        ``{gpu_type: MiB}`` taking precedence over :data:`GPU_MEM_MIB` (an
+        allocation's ``stats["gpu_mem_capacity"]``).
+
+    Returns
+    -------
+    int
+        GPU memory in MiB: ``overrides[gpu_type]`` if given, else
+        ``GPU_MEM_MIB[gpu_type]``, else ``DEFAULT_GPU_MEM`` (16384 MiB).
+    """
     if overrides and gpu_type in overrides:
         return int(overrides[gpu_type])
     return GPU_MEM_MIB.get(gpu_type or "", DEFAULT_GPU_MEM)
@@ -145,9 +162,11 @@ class CellTree:
 
     @property
     def N(self) -> int:
+        """Number of nodes (cells of every type and level) in the forest."""
         return len(self.key)
 
     def size(self, n: int) -> int:
+        """GPUs in node ``n``."""
         return len(self.gpus[n])
 
     def node_at(self, g: int, lvl: int) -> int:
@@ -158,6 +177,7 @@ class CellTree:
         return -1
 
     def type_levels(self, t: str) -> list[int]:
+        """Level indices at which GPU type ``t`` has cells, outermost first."""
         return sorted({lv for (tt, lv) in self.by_type_level if tt == t})
 
     def fanout(self, t: str, lvl: int) -> int | None:
@@ -259,6 +279,14 @@ def quota_gpus(cluster: Cluster, tenant: str, gpu_type: str) -> int:
 # ------------------------------------------------------------------- safety
 @dataclass
 class SafetyResult:
+    """Outcome of :func:`safety`.
+
+    ``ok`` is true when every unbound virtual cell can still be bound;
+    ``splittable[(type, level)]`` is ``ns[l]``, the cells of that level left
+    over after the unbound ones are taken (computed down to the first failing
+    level); ``failure`` names the first (type, level) that falls short and by
+    how many cells.
+    """
     ok: bool
     #: num_splittable per (gpu_type, level name); negative where it fails
     splittable: dict[tuple[str, str], int]
@@ -300,6 +328,8 @@ def safety(tree: CellTree, bound_gpu: Sequence[bool] | set,
 
 # ------------------------------------------------------------------- binding
 def binding_from_keys(tree: CellTree, binding: Mapping[str, Iterable[str]]) -> dict[str, list[int]]:
+    """Translate a reported binding ``{tenant: ["level:node", ...]}`` into node
+    ids of ``tree`` (keys naming no node of the tree are dropped)."""
     out = {}
     for v, keys in binding.items():
         out[v] = [tree.index[k] for k in keys if k in tree.index]
@@ -558,6 +588,9 @@ def infer_binding(cluster: Cluster, used: Mapping[str, set], exact: bool = True,
 
 
 def binding_keys(tree: CellTree, binding: Mapping[str, Iterable[int]]) -> dict[str, list[str]]:
+    """The inverse of :func:`binding_from_keys`: node ids per tenant as sorted
+    ``"level:node"`` keys, the form reported in ``allocation.stats["binding"]``
+    (tenants with no bound cell are left out)."""
     return {v: sorted(tree.key[n] for n in ns) for v, ns in binding.items() if ns}
 
 
@@ -636,6 +669,24 @@ def outranks(a: Job, b: Job) -> bool:
 
 
 def guaranteed_usage(cluster: Cluster, jobs: Sequence[Job], placements) -> dict[str, set]:
+    """GPUs held by each tenant's guaranteed jobs.
+
+    Parameters
+    ----------
+    cluster : Cluster
+        The cluster; GPU ids are mapped to its global GPU indices.
+    jobs : sequence of Job
+        The jobs the placements refer to (by id).
+    placements : iterable of Placement
+        Placements to read; those of opportunistic jobs, of jobs without a
+        tenant and of unknown jobs are ignored, as are unknown GPU ids.
+
+    Returns
+    -------
+    dict
+        ``{tenant: set of global GPU indices}``, the ``used`` argument of
+        :func:`check_binding` and :func:`infer_binding`.
+    """
     by_id = {j.id: j for j in jobs}
     gidx = cluster.gpu_index
     used: dict[str, set] = defaultdict(set)

@@ -120,10 +120,12 @@ class RequirementLP:
 
     @property
     def m(self) -> int:
+        """Number of jobs (rows of ``a``)."""
         return len(self.prof)
 
     @property
     def k(self) -> int:
+        """Number of GPU types (capacity rows)."""
         return len(self.n)
 
     def A(self, idx=None) -> np.ndarray:
@@ -163,10 +165,12 @@ class SumLP:
 
     @property
     def m(self) -> int:
+        """Number of job classes (rows of ``G``)."""
         return len(self.q)
 
     @property
     def k(self) -> int:
+        """Number of GPU types (capacity rows)."""
         return len(self.n)
 
 

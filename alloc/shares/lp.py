@@ -72,6 +72,8 @@ class FullLP:
 
     @property
     def requirement(self) -> bool:
+        """True for the requirement form (``b`` given: maximise ``lambda``),
+        False for the sum form (maximise total value)."""
         return self.b is not None
 
 

@@ -119,6 +119,8 @@ class Plan:
 
     @staticmethod
     def unit_servers(tm: TenancyModel, xv, j: int, n: int, d) -> set:
+        """Servers holding at least one unit, in solution ``xv``, of the pool of
+        job j spread on n GPUs over domain d."""
         key = tm.pool(j, n, d)
         return {s for (k, s), col in tm.units.items() if k == key and _val(xv, col)}
 

@@ -179,12 +179,16 @@ class Engine:
 
     # ------------------------------------------------------------ basics
     def job(self, j: int) -> Job:
+        """The job of index ``j``."""
         return self.p.jobs[j]
 
     def mem_of(self, j: int, g: int) -> int:
+        """GPU memory (MiB) job j takes on GPU g: its declared per-GPU memory,
+        else ``cap_g * gpu_milli / 1000``."""
         return job_gpu_mem(self.job(j), int(self.gcap[g]))
 
     def gpus_of(self, s: int) -> range:
+        """Global indices of server s's GPUs (consecutive)."""
         f = int(self.first[s])
         return range(f, f + int(self.p.srv_gpus[s]))
 
@@ -236,6 +240,8 @@ class Engine:
 
     # ------------------------------------------------------------ binding
     def cell_of(self, g: int) -> int:
+        """The bound cell holding GPU g, or -1 when g lies in no tenant's bound
+        cell."""
         v = self.owner[g]
         if v < 0:
             return -1
@@ -296,6 +302,9 @@ class Engine:
             self._log.append(("unbind", n, v))
 
     def safe(self) -> bool:
+        """Sharing safety of the current binding: every tenant's unbound virtual
+        cells can still be bound on cells holding no bound GPU
+        (:func:`alloc.tenancy.safety`)."""
         unused: dict[tuple[str, int], int] = defaultdict(int)
         for (v, t, lvl), c in self.unused.items():
             unused[(t, lvl)] += c
@@ -355,6 +364,8 @@ class Engine:
         return out if free >= milli and mfree >= mem else None
 
     def room_ok(self, j: int, g: int, milli: int) -> bool:
+        """GPU g has ``milli`` free and, for a shared GPU (``milli < 1000``),
+        room for job j's GPU memory."""
         if self.gfree[g] < milli:
             return False
         return milli >= MILLI or self.gcap[g] - self.gmem[g] >= self.mem_of(j, g)
@@ -433,9 +444,18 @@ class Engine:
         return chosen, victims
 
     def jobs_on_server(self, s: int) -> list[int]:
+        """Placed jobs holding CPU on server s, ascending."""
         return sorted(i for i, a in self.assign.items() if any(x == s for x, _ in a.cpu))
 
     def score(self, s: int, j: int, gpus: Sequence[int]) -> float:
+        """Best-fit score of job j on server s with ``gpus`` (lower is tighter):
+        the leftover fractions
+
+            (cpu_s - cpu_j) / CPU_s + (mem_s - mem_j) / MEM_s
+            + (sum of free milli on s - |gpus| * milli_j) / (1000 * GPUS_s)
+
+        with lower-case the free and upper-case the total capacity of s
+        (millicores, MiB, GPUs); the GPU term only on servers with GPUs."""
         p = self.p
         opt = p.options[j][0]
         sc = (self.cpu[s] - opt.cpu) / max(p.srv_cpu[s], 1) + \
@@ -526,6 +546,8 @@ class Engine:
         return self.per_server(room) >= n
 
     def first_nonempty(self):
+        """``(first GPU index, server)`` arrays over the servers that have GPUs
+        (cached), the segments of per-server reductions over GPUs."""
         cache = getattr(self, "_fne", None)
         if cache is None:
             srv = [s for s in range(self.p.S) if self.p.srv_gpus[s] > 0]
@@ -594,6 +616,7 @@ class Engine:
 
     # ------------------------------------------------------------ jobs
     def type_mask(self, j: int) -> np.ndarray:
+        """Boolean array over GPUs: True where job j may use the GPU's type."""
         job = self.job(j)
         if not job.gpu_types:
             return np.ones(self.p.G, dtype=bool)
@@ -601,6 +624,10 @@ class Engine:
         return ok[self.gpu_tix]
 
     def commit(self, j: int, n: int, gpus, victims, preempted: set) -> None:
+        """Preempt ``victims`` (removed, added to ``preempted``) and place job j
+        on ``gpus`` at its first option, CPU and memory split over the
+        servers in proportion to their GPUs; cells left without guaranteed
+        jobs by the preemption are released."""
         for i in sorted(victims):
             if i in self.assign:
                 self.remove(i, release=False)
@@ -610,6 +637,9 @@ class Engine:
             _release_empty(self)
 
     def place_cpu_only(self, j: int) -> bool:
+        """Place a job that needs no GPU on the server where its CPU and memory
+        fit best: servers without GPUs first, then the least normalised
+        leftover CPU + memory.  Returns True when placed."""
         p = self.p
         opt = p.options[j][0]
         best, key = None, None
@@ -625,6 +655,30 @@ class Engine:
         return True
 
     def place_guaranteed(self, j: int, n: int, max_level: int, preempted: set) -> bool:
+        """Place guaranteed job j on n GPUs in its tenant's cells.
+
+        For each preemption level up to ``max_level`` (0: none; 1:
+        opportunistic victims; 2: also the tenant's own lower-priority
+        guaranteed jobs) it tries the tenant's bound GPUs, then (levels 0 and
+        1) binding new cells (:meth:`bind_and_place`): the steps A0, B0, A1,
+        B1, A2 of the module notes.
+
+        Parameters
+        ----------
+        j : int
+            Job index.
+        n : int
+            GPUs to give it.
+        max_level : int
+            Highest preemption level allowed (0, 1 or 2).
+        preempted : set
+            Running jobs preempted so far; victims are added to it.
+
+        Returns
+        -------
+        bool
+            True when placed; False also for a job of an unknown tenant.
+        """
         job = self.job(j)
         v = job.tenant
         if v not in self.tid:
@@ -676,6 +730,16 @@ class Engine:
                     yield size, c, buddy_ok, r
 
     def bind_and_place(self, j: int, n: int, tmask, level: int, preempted: set) -> bool:
+        """Place job j by binding new cells of its tenant (steps B0 / B1).
+
+        First one free cell that holds the job (with the tenant's free GPUs
+        on the same servers), in buddy order, a cell split out of order only
+        if sharing safety still holds; then, for a multi-GPU job larger than
+        any unbound cell, several cells bound one by one (near the tenant's
+        free GPUs first) until its GPUs of the allowed types (``tmask``)
+        hold the job.  Cells bound for a placement that fails are released.
+        ``level`` is the preemption level (see :meth:`place_guaranteed`).
+        Returns True when placed."""
         job = self.job(j)
         v = job.tenant
         vi = self.tid[v]
@@ -726,6 +790,11 @@ class Engine:
         return False
 
     def place_opportunistic(self, j: int, n: int) -> bool:
+        """Place opportunistic job j on n GPUs without preempting: unbound GPUs
+        first, then (co-location on, one shared GPU) GPUs of guaranteed jobs
+        within their remaining milli and GPU memory, then GPUs without
+        guaranteed jobs (idle GPUs of bound cells).  Returns True when
+        placed."""
         job = self.job(j)
         tmask = self.type_mask(j)
         masks = [tmask & (self.owner < 0)]
@@ -740,6 +809,9 @@ class Engine:
         return False
 
     def try_place(self, j: int, n: int, level: int, preempted: set) -> bool:
+        """Place job j on n GPUs: CPU-only when n is 0, else guaranteed (up to
+        preemption ``level``, victims added to ``preempted``) or
+        opportunistic.  Returns True when placed."""
         job = self.job(j)
         if n == 0:
             return self.place_cpu_only(j)
@@ -748,6 +820,8 @@ class Engine:
         return self.place_opportunistic(j, n)
 
     def sizes(self, j: int) -> list[int]:
+        """GPU counts to try for job j, ascending: its elastic sizes from
+        ``min_gpus`` (or ``gpus``) to ``gpus``; ``[0]`` for a CPU-only job."""
         job = self.job(j)
         lo = job.min_gpus if job.min_gpus is not None else job.gpus
         return elastic_sizes(job, lo, job.gpus) if job.gpus else [0]
@@ -774,6 +848,8 @@ def job_value(p: Problem, j: int, a: Assign) -> float:
 
 
 def current_assign(p: Problem, j: int) -> Assign | None:
+    """Job j's running placement (``current``) in index form, or None when
+    it is pending or its placement names a GPU or server the cluster lacks."""
     job = p.jobs[j]
     cur = job.current
     if cur is None:

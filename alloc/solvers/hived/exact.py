@@ -113,6 +113,8 @@ class Clock:
         self.laps: dict[str, float] = {}
 
     def lap(self, name: str) -> dict:
+        """Record the seconds since the previous lap (or the start) as phase
+        ``name``, rounded to milliseconds; returns every lap so far."""
         now = time.perf_counter()
         self.laps[name] = round(now - self.t, 3)
         self.t = now

@@ -95,6 +95,7 @@ class Groups:
 
     @property
     def K(self) -> int:
+        """Number of entries (one per group and size)."""
         return len(self.size)
 
 
@@ -254,9 +255,12 @@ class TenancyModel:
             raise OutOfTime("building the model")
 
     def var(self, ub: float, lb: float = 0.0) -> int:
+        """A new integer column with bounds ``[lb, ub]``; returns its index."""
         return self.m.add_var(lb, ub, integer=True)
 
     def value_of(self, val: float) -> int:
+        """An objective value as the model's integer coefficient,
+        ``round(val * SCALE)``."""
         return int(round(val * SCALE))
 
     def p_gpus(self, s: int) -> range:
@@ -265,6 +269,7 @@ class TenancyModel:
         return range(f, f + int(self.p.srv_gpus[s]))
 
     def tenant_types(self, v: str) -> set:
+        """GPU types in which tenant v holds at least one cell."""
         return {t for (t, _), c in self.q.get(v, {}).items() if c}
 
     def guaranteed_ok(self, j: int, s: int) -> bool:
@@ -285,6 +290,9 @@ class TenancyModel:
         self.use.mem[s].append(((opt.mem if mem is None else mem) * coef, col))
 
     def add_gpus(self, j: int, s: int, n: int, col: int) -> None:
+        """GPU usage of job j on server s when ``col`` is 1: n whole GPUs, or
+        ``gpu_milli * n`` milli of shared GPUs (``gpu_milli < 1000``), also
+        counted against its tenant when the job is guaranteed."""
         job = self.p.jobs[j]
         if job.gpu_milli >= MILLI:
             self.use.whole[s].append((n, col))
@@ -308,6 +316,9 @@ class TenancyModel:
         return dict(out)
 
     def pool(self, j: int, n: int, d) -> tuple:
+        """The unit pool of job j spread on n GPUs over domain d: ``(tenant of
+        a guaranteed job or None, ceil(cpu / n) millicores, ceil(mem / n) MiB,
+        allowed GPU types, d)``."""
         job = self.p.jobs[j]
         opt = self.p.options[j][0]
         return (job.tenant if job.guaranteed else None, -(-opt.cpu // n), -(-opt.mem // n),

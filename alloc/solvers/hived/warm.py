@@ -45,6 +45,9 @@ class LossAwareEngine(Engine):
     spread: bool = True
 
     def pick_spread(self, j, n, mask, level, servers):
+        """As :meth:`Engine.pick_spread`; with ``spread`` off, None for a job of
+        n GPUs that the largest server it may use could hold (only jobs
+        wider than every such server are spread)."""
         if not self.spread and n <= self.widest(j):
             return None
         return super().pick_spread(j, n, mask, level, servers)
@@ -58,6 +61,10 @@ class LossAwareEngine(Engine):
         return cache[j]
 
     def bind_and_place(self, j, n, tmask, level, preempted):
+        """As :meth:`Engine.bind_and_place`; with ``loss`` set, first the new
+        cell minimising (value lost by its victims, their number, value of
+        the jobs resident in it, out of buddy order, size), bound if buddy
+        order or sharing safety allows it, before the engine's own order."""
         if self.loss is None:
             return super().bind_and_place(j, n, tmask, level, preempted)
         v = self.job(j).tenant
