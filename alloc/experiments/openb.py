@@ -47,12 +47,30 @@ def shared_dir() -> Path:
 
 
 def openb_dir() -> Path:
+    """The folder of the openb trace CSVs: ``data/openb`` in :func:`shared_dir`."""
     return shared_dir() / "data" / "openb"
 
 
 # ------------------------------------------------------------------ loaders
 @dataclass
 class NodeTable:
+    """The nodes of a node CSV, one entry per row, in file order.
+
+    Attributes
+    ----------
+    names : list of str
+        Node ids (column ``sn``).
+    cpu : numpy.ndarray of int64
+        CPU capacity, milli-cores.
+    mem : numpy.ndarray of int64
+        Memory capacity, MiB.
+    gpus : numpy.ndarray of int64
+        GPUs per node.
+    model : list of str
+        GPU model per node (empty when not given).
+    source : str
+        The file read.
+    """
     names: list[str]
     cpu: np.ndarray
     mem: np.ndarray
@@ -66,6 +84,25 @@ class NodeTable:
 
 @dataclass
 class PodTable:
+    """The pods of a pod CSV, one entry per row.
+
+    Attributes
+    ----------
+    names : list of str
+        Pod names.
+    cpu : numpy.ndarray of int64
+        CPU request, milli-cores.
+    mem : numpy.ndarray of int64
+        Memory request, MiB.
+    k : numpy.ndarray of int64
+        GPUs asked (0: CPU-only pod).
+    m : numpy.ndarray of int64
+        Milli-GPU asked on each of the ``k`` GPUs (1000 when ``k > 1``).
+    types : list of tuple of str
+        Allowed GPU models per pod (empty: any; always empty for CPU-only pods).
+    source : str
+        The file read.
+    """
     names: list[str]
     cpu: np.ndarray
     mem: np.ndarray
@@ -78,6 +115,7 @@ class PodTable:
         return len(self.names)
 
     def pod(self, i: int) -> Pod:
+        """Row ``i`` as an engine :class:`~alloc.solvers.fgd.engine.Pod`."""
         return Pod(int(self.cpu[i]), int(self.mem[i]), int(self.k[i]), int(self.m[i]),
                    self.types[i] if self.k[i] else ())
 
@@ -238,6 +276,18 @@ def to_jobs(pods: PodTable, order: Sequence[int] | None = None):
 # ------------------------------------------------------------------ workload
 @dataclass
 class Workload:
+    """One seed's workload (:func:`build_workload`).
+
+    Attributes
+    ----------
+    order : numpy.ndarray of int64
+        Arrival order: indices into ``pods`` (an index may repeat when the
+        workload was tuned up).
+    rank : numpy.ndarray of int64
+        Tie-break rank per node, in input node order (smaller wins a tie).
+    pods : PodTable
+        The trace sorted by pod name.
+    """
     order: np.ndarray      # indices into the name-sorted pod table (arrival order)
     rank: np.ndarray       # tie-break rank per node (input node order)
     pods: PodTable         # name-sorted trace W
@@ -248,6 +298,7 @@ class Workload:
 
 
 def sort_by_name(pods: PodTable) -> PodTable:
+    """A copy of the table with its rows sorted by pod name (stable)."""
     idx = sorted(range(len(pods)), key=lambda i: pods.names[i])
     return PodTable([pods.names[i] for i in idx], pods.cpu[idx], pods.mem[idx], pods.k[idx],
                     pods.m[idx], [pods.types[i] for i in idx], pods.source)
@@ -320,6 +371,40 @@ def bin_curve(arrived: np.ndarray, values: np.ndarray, capacity: int, *,
 
 @dataclass
 class RunResult:
+    """Outcome of one openb run (:func:`run`).
+
+    Curves have one value per column x = 0..130, the arrived GPU demand in
+    integer % of the cluster's GPU capacity (:func:`bin_curve`; None where
+    the arrivals never come near x).
+
+    Attributes
+    ----------
+    workload, policy : str
+        Workload name and placement policy.
+    seed : int
+    tune : float
+        Arrived GPU demand as a multiple of the GPU capacity.
+    total_gpus : int
+        GPUs of the cluster.
+    alloc : list of float or None
+        Allocated GPU milli in % of capacity, per column (2 decimals).
+    frag : list of float or None
+        Cluster fragmentation (sum of the nodes' F) in % of capacity, per
+        column (2 decimals).
+    frag_ratio : list of float or None
+        Fragmentation in % of the idle GPU milli, per column (unrounded).
+    seconds, cpu_seconds : float
+        Wall and process CPU seconds of the placements.
+    placed, attempted : int
+        Pods placed and pods that arrived.
+    max_moves : int or None
+        Move budget (None: placed pods never move).
+    moves100, moves : int
+        Moves made by the end of column 100, and in the whole run.
+    first_fail : float or None
+        Arrived demand (% of capacity, 2 decimals) at the first pod that fit
+        nowhere; None when every pod was placed.
+    """
     workload: str
     policy: str
     seed: int
@@ -394,6 +479,9 @@ def _cells(vals):
 
 
 def write_curves(path, results: Sequence[RunResult]) -> None:
+    """Write the allocation curves as CSV: a header (``workload, sc_policy,
+    tune, seed, total_gpus, 0..130``) and one line per result (an empty cell
+    where a column has no value)."""
     with open(path, "w", newline="") as fh:
         w = csv.writer(fh)
         w.writerow(HEADER)

@@ -48,6 +48,32 @@ from ..solvers.fgd.engine import MILLI, Pod
 
 @dataclass
 class BoundResult:
+    """Outcome of :func:`upper_bound`.
+
+    Attributes
+    ----------
+    bound : float
+        Upper bound on the allocatable GPU milli: the MIP's dual bound (at
+        most the LP value), the LP relaxation value when the MIP was not run,
+        or ``min(demand, GPU capacity)`` when the time ran out first.
+    value : float
+        Best integer solution of the model found (milli-GPU; a lower bound on
+        the model's optimum, not a placement), NaN when the MIP was not run.
+    lp : float
+        LP relaxation value (milli-GPU).
+    status : str
+        Status of the last solve (an :class:`~alloc.model.Status` value such
+        as ``"optimal"`` or ``"feasible"``), or ``"time limit"`` when the time
+        ran out before the LP relaxation was solved.
+    seconds : float
+        Wall time of the whole computation.
+    demand : int
+        GPU milli asked by the GPU pods given.
+    shapes : int
+        Node shapes with GPUs (distinct ``(cpu, mem, GPUs, model)``).
+    types : int
+        Distinct GPU pod types.
+    """
     bound: float          # upper bound on allocatable milli (MIP dual bound or LP)
     value: float          # best integer solution found (a lower bound on the model optimum)
     lp: float             # LP relaxation value

@@ -320,8 +320,74 @@ class Simulator:
             raise AssertionError(f"round at t={t}: GPUs over-committed")
 
     # ---------------------------------------------------------------- run
+    def _progress_bar(self, total: int):
+        """A tqdm bar on stderr over the ``total`` measured jobs, or None when
+        progress is off or tqdm is not installed."""
+        if not self.progress:
+            return None
+        try:
+            from tqdm import tqdm
+            import sys
+            return tqdm(total=total, unit="job", file=sys.stderr, leave=False,
+                        desc=f"{self.order}/{self.allocator}")
+        except ImportError:  # pragma: no cover
+            return None
+
+    def _advance(self, plan, t: float, t1: float) -> tuple[list[JobState], tuple]:
+        """Run the placed jobs of ``plan`` over the round [t, t1).
+
+        A job at rate ``r`` with work ``w - done`` left finishes at
+        ``t + (w - done) / r`` if that is by ``t1``; otherwise it gains ``r * R``
+        of work.  Returns the jobs that finished in the round and the round's
+        utilisation sample ``(t, gpu, cpu, mem)``: the allocated GPU, CPU and
+        memory-seconds over the cluster's total times ``R``.
+        """
+        R = self.R
+        G, C, M = self.totals
+        gs = cs = ms = 0.0
+        finished = []
+        for st, rate, parts, c, m in plan:
+            if st.start is None:
+                st.start = t
+            if rate <= 0:
+                continue
+            need = (st.work - st.done) / rate
+            if t + need <= t1:
+                dt = need
+                st.done = st.work
+                st.finish = t + need
+                finished.append(st)
+            else:
+                dt = R
+                st.done += rate * dt
+            st.attained += st.gpus * dt
+            st.last_run = t + dt
+            gs += st.gpus * dt
+            cs += c * dt
+            ms += m * dt
+        return finished, (t, gs / (G * R), cs / (C * R), ms / (M * R))
+
     def run(self) -> SimResult:
-        """Run until every measured job has finished (or the time cap); the result."""
+        """Simulate round by round until every measured job has finished.
+
+        The run also stops when no job is runnable and none is left to arrive,
+        or at the first round starting at or after ``max_time_s``.
+
+        Returns
+        -------
+        SimResult
+            Arrival, start, finish and JCT (seconds) of the measured jobs that
+            finished, the number of rounds, the simulated end time and the wall
+            time (seconds), one utilisation sample per round, the allocator's
+            counters (``stats["unfinished"]`` is the number of measured jobs
+            not finished) and the arrival of each unfinished measured job.
+
+        Raises
+        ------
+        ValueError
+            If the workload is not a list or tuple (an endless stream) and no
+            measurement window was given.
+        """
         wall0 = time.perf_counter()
         R = self.R
         src = iter(self.jobs)
@@ -337,18 +403,10 @@ class Simulator:
         left = (w[1] - w[0] + 1) if w is not None else len(self.jobs)
         if w is not None and finite:
             left = sum(1 for j in self.jobs if measured(j.id))
-        bar = None
-        if self.progress:
-            try:
-                from tqdm import tqdm
-                import sys
-                bar = tqdm(total=left, unit="job", file=sys.stderr, leave=False,
-                           desc=f"{self.order}/{self.allocator}")
-            except ImportError:  # pragma: no cover
-                bar = None
+        bar = self._progress_bar(left)
         res_jct, res_arr, res_fin, res_start = {}, {}, {}, {}
         util = []
-        G, C, M = self.totals
+        G = self.totals[0]
         self._last_key, self._last_plan = None, []
         t = 0.0
         rounds = 0
@@ -395,28 +453,8 @@ class Simulator:
             if self.trace is not None:
                 self.trace(t, plan)
             t1 = t + R
-            gs = cs = ms = 0.0
-            finished = []
-            for st, rate, parts, c, m in plan:
-                if st.start is None:
-                    st.start = t
-                if rate <= 0:
-                    continue
-                need = (st.work - st.done) / rate
-                if t + need <= t1:
-                    dt = need
-                    st.done = st.work
-                    st.finish = t + need
-                    finished.append(st)
-                else:
-                    dt = R
-                    st.done += rate * dt
-                st.attained += st.gpus * dt
-                st.last_run = t + dt
-                gs += st.gpus * dt
-                cs += c * dt
-                ms += m * dt
-            util.append((t, gs / (G * R), cs / (C * R), ms / (M * R)))
+            finished, sample = self._advance(plan, t, t1)
+            util.append(sample)
             for st in finished:
                 del runnable[st.id]
                 P.opts.pop(st.id, None)

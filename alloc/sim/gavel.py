@@ -235,6 +235,7 @@ class GavelResult:
 
     @property
     def unfinished(self) -> int:
+        """Number of measured jobs that had not finished when the run stopped."""
         return sum(1 for i in self.measured if i not in self.jct)
 
 

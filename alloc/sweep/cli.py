@@ -27,8 +27,22 @@ EXIT_OK, EXIT_INPUT, EXIT_ALL_FAILED, EXIT_INTERRUPTED = 0, 2, 3, 130
 
 @dataclass(frozen=True)
 class SweepResult:
-    """What a sweep did: every row of its grid (grid order), how many runs this
-    call ran, how many it skipped as already recorded, and its wall seconds."""
+    """What a sweep did.
+
+    Attributes
+    ----------
+    rows : tuple of dict
+        Every recorded row of the grid, in grid order (recorded earlier or by
+        this call).
+    ran : int
+        Runs this call ran.
+    skipped : int
+        Runs skipped because the output file already recorded them.
+    wall_s : float
+        Wall time of this call, in seconds.
+    failed : int
+        Rows whose run raised an error (a non-empty ``error`` field).
+    """
     rows: tuple[dict, ...]
     ran: int
     skipped: int
@@ -37,6 +51,7 @@ class SweepResult:
 
     @property
     def all_failed(self) -> bool:
+        """True when the grid has rows and every one of them failed (exit code 3)."""
         return bool(self.rows) and self.failed == len(self.rows)
 
 

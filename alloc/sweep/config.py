@@ -80,6 +80,23 @@ class SimSpec:
 
 @dataclass(frozen=True)
 class AllocationSection:
+    """The allocation grid: instances x solvers x objectives x time limits x
+    seeds.
+
+    Attributes
+    ----------
+    instances : tuple of InstanceSpec
+        Instance files and generator calls.
+    solvers : tuple of str
+        Registered solver names.
+    objectives : tuple of str
+        Objective names (default ``("throughput",)``).
+    seeds : tuple of int
+        The section's seeds, else the top-level ones.
+    time_limits : tuple of float or None
+        Per-run time limits in seconds (default ``(None,)``: the solver's
+        default).
+    """
     instances: tuple[InstanceSpec, ...]
     solvers: tuple[str, ...]
     objectives: tuple[str, ...]
@@ -89,12 +106,41 @@ class AllocationSection:
 
 @dataclass(frozen=True)
 class SimulationSection:
+    """The simulation grid: configs (one per ``vary`` combination of each
+    listed config) x seeds.
+
+    Attributes
+    ----------
+    configs : tuple of SimSpec
+        Validated simulate configs, without ``workload.seed``.
+    seeds : tuple of int
+        The section's seeds, else the top-level ones; each becomes a run's
+        ``workload.seed``.
+    """
     configs: tuple[SimSpec, ...]
     seeds: tuple[int, ...]
 
 
 @dataclass(frozen=True)
 class OpenbSection:
+    """The openb grid (the FGD experiment): workloads x policies x seeds.
+
+    Attributes
+    ----------
+    workloads : tuple of (str, str, str)
+        ``(name, resolved pod CSV path, digest)`` per workload.
+    policies : tuple of str
+        FGD engine policy names (:data:`alloc.solvers.fgd.engine.POLICIES`).
+    seeds : tuple of int
+        The section's seeds, else the top-level ones.
+    tune : float
+        Arrived GPU demand as a multiple of the cluster's GPU capacity
+        (default 1.3).
+    nodes : str
+        Resolved path of the node CSV.
+    nodes_digest : str
+        :func:`file_digest` of the node CSV.
+    """
     workloads: tuple[tuple[str, str, str], ...]   # (name, resolved pod CSV, digest)
     policies: tuple[str, ...]
     seeds: tuple[int, ...]
@@ -151,6 +197,7 @@ def parse_seeds(value, where: str) -> tuple[int, ...]:
 
 
 def file_digest(path: Path) -> str:
+    """The first 16 hex digits of the SHA-256 of the file's bytes."""
     return hashlib.sha256(path.read_bytes()).hexdigest()[:16]
 
 

@@ -44,6 +44,7 @@ class PoolExecutor:
         self.jobs = max(1, jobs or os.cpu_count() or 1)
 
     def describe(self) -> str:
+        """One line for the log, e.g. ``local pool of 4 processes``."""
         return f"local pool of {self.jobs} process{'es' if self.jobs > 1 else ''}"
 
     def map(self, runs: Sequence[Run]) -> Iterator[dict]:
@@ -118,6 +119,7 @@ class RayExecutor:
             check_reachable(address)
 
     def describe(self) -> str:
+        """One line for the log: ``Ray (<address>)``."""
         return f"Ray ({self.address})"
 
     def _start(self) -> bool:

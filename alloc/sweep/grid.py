@@ -51,6 +51,23 @@ def make_run(kind: str, params: Mapping[str, Any], inputs: Mapping[str, Any] | N
 
 
 def allocation_runs(cfg: SweepConfig) -> list[Run]:
+    """The runs of the allocation section: instance x solver x objective x time
+    limit x seed, in that nesting order.
+
+    Parameters
+    ----------
+    cfg : SweepConfig
+        A validated config with an allocation section.
+
+    Returns
+    -------
+    list of Run
+        Each run records the instance label, solver, objective, time limit
+        (seconds; None: the solver's default) and seed.  A file instance is
+        keyed by its content digest as well, so that an edited file gives new
+        keys; a generated instance records ``generator_seed`` (the spec's
+        fixed seed, else the run's seed) and is keyed by its full spec.
+    """
     sec = cfg.allocation
     out = []
     for inst in sec.instances:
@@ -74,6 +91,23 @@ def allocation_runs(cfg: SweepConfig) -> list[Run]:
 
 
 def simulation_runs(cfg: SweepConfig) -> list[Run]:
+    """The runs of the simulation section: config (one per ``vary``
+    combination) x seed.
+
+    Parameters
+    ----------
+    cfg : SweepConfig
+        A validated config with a simulation section.
+
+    Returns
+    -------
+    list of Run
+        Each run records the config label, allocator, order, arrival rate
+        (``jobs_per_hour``), GPU mix (None for a trace workload), cluster
+        GPUs (servers x GPUs per server), the ``vary`` values and the seed;
+        its input and key hold the full simulate config with
+        ``workload.seed`` set to the seed.
+    """
     sec = cfg.simulation
     out = []
     for spec in sec.configs:
@@ -94,6 +128,20 @@ def simulation_runs(cfg: SweepConfig) -> list[Run]:
 
 
 def openb_runs(cfg: SweepConfig) -> list[Run]:
+    """The runs of the openb section: workload x policy x seed.
+
+    Parameters
+    ----------
+    cfg : SweepConfig
+        A validated config with an openb section.
+
+    Returns
+    -------
+    list of Run
+        Each run records the workload name, FGD policy, ``tune`` (arrived GPU
+        demand as a multiple of the cluster's GPU capacity) and seed; it is
+        keyed by the digests of the pod and node CSVs as well.
+    """
     sec = cfg.openb
     out = []
     for name, path, digest in sec.workloads:

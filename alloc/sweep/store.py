@@ -78,11 +78,15 @@ class JsonlStore:
         return {k for k, r in self.rows.items() if is_final(r)}
 
     def append(self, row: dict) -> None:
+        """Write ``row`` as one JSON line and flush it, so that an interrupted
+        sweep keeps it; it also replaces any earlier row of the same key in
+        :attr:`rows`."""
         self._fh.write(json.dumps(row, sort_keys=False, default=str) + "\n")
         self._fh.flush()
         self.rows[row["key"]] = row
 
     def close(self) -> None:
+        """Close the file (also on leaving a ``with`` block)."""
         self._fh.close()
 
     def __enter__(self):
@@ -93,6 +97,8 @@ class JsonlStore:
 
 
 def pyarrow_available() -> bool:
+    """True when pyarrow and ``pyarrow.parquet`` import (needed by
+    :func:`write_parquet`)."""
     try:
         import pyarrow  # noqa: F401
         import pyarrow.parquet  # noqa: F401

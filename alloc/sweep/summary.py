@@ -29,7 +29,28 @@ METRIC = {"allocation": ("value", "objective value"),
 
 @dataclass(frozen=True)
 class GroupStats:
-    """Statistics of one group of runs (all seeds of one parameter set)."""
+    """Statistics of one group of runs (all seeds of one parameter set).
+
+    Attributes
+    ----------
+    kind : str
+        ``"allocation"``, ``"simulation"`` or ``"openb"``.
+    fields : tuple of (str, object)
+        The parameters defining the group: the kind's :data:`GROUPS` columns,
+        then the other ``vary`` fields, sorted.
+    n : int
+        Runs without error.
+    errors : int
+        Failed runs.
+    mean, ci95 : float or None
+        Mean of the kind's main metric (:data:`METRIC`) over the runs without
+        error, and the half-width of its 95 % Student's t interval (None
+        below two values).
+    median_s : float or None
+        Median of the runs' timed seconds (``wall_s``).
+    seeds : tuple of int
+        The seeds of every run of the group, sorted.
+    """
     kind: str
     fields: tuple[tuple[str, object], ...]
     n: int
@@ -41,9 +62,11 @@ class GroupStats:
 
     @property
     def label(self) -> str:
+        """The group's parameter values joined by spaces (None values left out)."""
         return " ".join(f"{v}" for _, v in self.fields if v is not None)
 
     def get(self, name: str):
+        """The value of parameter ``name`` in the group, or None."""
         return dict(self.fields).get(name)
 
 
@@ -79,6 +102,9 @@ def mean_ci(values: Sequence[float], level: float = 0.95) -> tuple[float | None,
 
 
 def group_key(row: dict) -> tuple:
+    """``(kind, fields)``: what groups a row with the rows that differ from it
+    only by seed -- the kind's :data:`GROUPS` columns, then the ``vary`` fields
+    not among them (by last dotted component), sorted by name."""
     kind = row["kind"]
     fields = [(c, row.get(c)) for c in GROUPS[kind]]
     extra = {k: v for k, v in (row.get("vary") or {}).items()

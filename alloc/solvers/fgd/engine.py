@@ -53,14 +53,18 @@ class Pod:
 
     @property
     def g(self) -> int:
+        """Total GPU request in milli-GPU: ``k * m``."""
         return self.k * self.m
 
     @property
     def shared(self) -> bool:
+        """True for a pod sharing one GPU: ``k == 1`` and ``m < 1000``."""
         return self.k == 1 and self.m < MILLI
 
     @property
     def key(self) -> tuple:
+        """``(c, m, k, types)``: what a policy's node scores depend on (memory
+        does not enter the scores, only feasibility)."""
         return (self.c, self.m, self.k, self.types)
 
 
@@ -273,6 +277,8 @@ class ClusterState:
 
     # ------------------------------------------------------------ queries
     def type_mask(self, types: tuple[str, ...]) -> np.ndarray:
+        """(N,) bool: nodes with at least one GPU whose model is in ``types``
+        (any model when ``types`` is empty); cached per model list."""
         mk = self._type_masks.get(types)
         if mk is None:
             mk = (self.ngpu > 0) & (np.isin(self.models, list(types)) if types else True)
@@ -326,6 +332,8 @@ class ClusterState:
         return int(np.argmin(np.where(top, self.rank, np.iinfo(np.int64).max)))
 
     def frag_of(self, nodes) -> np.ndarray:
+        """F of the nodes ``nodes`` computed afresh from their current free CPU
+        and GPUs (milli-GPU, see :meth:`FragModel.frag`); needs a frag model."""
         return self.fm.frag(self.cpu_free[nodes], self.gfree[nodes], self.valid[nodes],
                             self.type_ok[nodes])
 
@@ -413,6 +421,26 @@ class Policy:
         self._index = None
 
     def node_scores(self, state: ClusterState, pod: Pod, idx):  # pragma: no cover
+        """Integer scores of placing ``pod`` on the nodes ``idx``.
+
+        Parameters
+        ----------
+        state : ClusterState
+            The current cluster state.
+        pod : Pod
+            The arriving pod.
+        idx : slice or numpy.ndarray of int
+            The nodes to score (``slice(None)``: every node).
+
+        Returns
+        -------
+        scores : numpy.ndarray of int64
+            One score per node of ``idx``, feasible or not (the caller masks
+            infeasible nodes); higher is better.
+        gpu : numpy.ndarray of int or None
+            For policies that choose a shared pod's GPU by score
+            (``per_gpu``), that GPU slot per node; otherwise None.
+        """
         raise NotImplementedError
 
     def score(self, state: ClusterState, pod: Pod) -> np.ndarray:
@@ -434,6 +462,7 @@ class Policy:
         return self._index
 
     def make_index(self, state: ClusterState) -> ScoreIndex:
+        """A new score index over ``state`` (argmax queries, one node group)."""
         return ScoreIndex(state)
 
     def entry(self, state: ClusterState, pod: Pod):
@@ -452,6 +481,9 @@ class Policy:
         return None if hit is None else self.gpus_of(state, pod, ent, *hit)
 
     def gpus_of(self, state, pod, ent, n, slot):
+        """(node, GPU list) for the index hit ``(n, slot)``: the GPU kept in
+        the entry for a shared pod of a per-GPU policy, else
+        :meth:`ClusterState.best_fit_gpus`."""
         if pod.shared and ent.gpu is not None:
             return n, [int(ent.gpu[slot])]
         return n, state.best_fit_gpus(n, pod)
@@ -463,6 +495,7 @@ class RandomPolicy(Policy):
     name = "random"
 
     def choose(self, state, pod, feas):
+        """(node, GPU list): a uniformly random node of the mask ``feas``."""
         cand = np.flatnonzero(feas)
         n = int(cand[self.rng.integers(len(cand))])
         return n, self._gpus(state, pod, n)
@@ -474,9 +507,13 @@ class RandomPolicy(Policy):
         return state.best_fit_gpus(n, pod)
 
     def make_index(self, state):
+        """A counting score index over ``state`` (value 1 per feasible node)."""
         return ScoreIndex(state, count=True)
 
     def select(self, state, pod):
+        """(node, GPU list) of a uniformly random feasible node (the j-th in
+        node-index order for j uniform over the feasible count), or None when
+        none fits."""
         ix = self.index(state)
         ent = ix.entry(pod, lambda idx: (state.feasible_at(pod, idx).astype(np.int64), None))
         total = ix.total(ent)
@@ -492,6 +529,7 @@ class DotProdPolicy(Policy):
     name = "dotprod"
 
     def node_scores(self, state, pod, idx):
+        """DotProd scores of nodes ``idx`` (class formula); no GPU choice."""
         cn, gn = state.cpu_norm, state.gpu_norm
         dot = (state.cpu_free[idx] / cn) * (pod.c / cn) + (state.gsum[idx] / gn) * (pod.g / gn)
         return np.floor(100.0 * (1.0 - 0.5 * dot)).astype(np.int64), None
@@ -506,6 +544,7 @@ class GpuClusteringPolicy(Policy):
     name = "gpu-clustering"
 
     def node_scores(self, state, pod, idx):
+        """GpuClustering scores of nodes ``idx`` (class formula); no GPU choice."""
         gsum = state.gsum[idx]
         if pod.k == 0:
             return np.zeros(len(gsum), dtype=np.int64), None
@@ -526,6 +565,7 @@ class GpuPackingPolicy(Policy):
     name = "gpu-packing"
 
     def node_scores(self, state, pod, idx):
+        """GpuPacking scores of nodes ``idx`` (class formula); no GPU choice."""
         nfull, ngpu = state.nfull[idx], state.ngpu[idx]
         if pod.k == 0:
             return np.zeros(len(nfull), dtype=np.int64), None
@@ -547,6 +587,7 @@ class BestFitPolicy(Policy):
     name = "best-fit"
 
     def node_scores(self, state, pod, idx):
+        """BestFit scores of nodes ``idx`` (class formula); no GPU choice."""
         cn, gn = state.cpu_norm, state.gpu_norm
         r = 0.5 * (state.cpu_free[idx] - pod.c) / cn + 0.5 * (state.gsum[idx] - pod.g) / gn
         return np.floor(100.0 * (1.0 - r)).astype(np.int64), None
@@ -636,6 +677,8 @@ class FGDPolicy(_Cached):
     name = "fgd"
 
     def node_scores(self, state, pod, idx):
+        """FGD scores of nodes ``idx`` (class formula) and, for a shared pod,
+        the first GPU reaching each node's best score (-1 for other pods)."""
         f_now = state.frag[idx]
         new, per_gpu = self.new_frag(state, pod, idx)
         if per_gpu is None:
@@ -835,6 +878,9 @@ class FGDLookaheadPolicy(_Cached):
         return self._models or None
 
     def choose(self, state, pod, feas):
+        """(node, GPU list) among the nodes of ``feas``; an unrestricted GPU
+        pod is kept off the nodes of protected GPU models when some other
+        node of ``feas`` fits (class notes, GPU-model reservation)."""
         res = self.reservation(state) if pod.k and not pod.types else None
         if res is not None:
             mi, r = res
@@ -846,11 +892,15 @@ class FGDLookaheadPolicy(_Cached):
         return super().choose(state, pod, feas)
 
     def make_index(self, state):
-        # one group of nodes per GPU model, so a query can skip protected models
+        """A score index over ``state`` with one node group per GPU model when
+        models are reserved, so a query can skip the protected models."""
         return ScoreIndex(state, dedupe=16, groups=state.model_idx
                           if self.reservation(state) is not None else None)
 
     def select(self, state, pod):
+        """(node, GPU list) of the best feasible node, or None when none fits;
+        an unrestricted GPU pod searches the unprotected models' nodes first
+        and falls back to every node."""
         ix, ent = self.entry(state, pod)
         res = self.reservation(state) if pod.k and not pod.types else None
         if res is not None:
@@ -883,6 +933,10 @@ class FGDLookaheadPolicy(_Cached):
         return V[f] - V[np.maximum(f - m, 0)] - y.get(m, V[m])
 
     def node_scores(self, state, pod, idx):
+        """Look-ahead scores of nodes ``idx`` (class formula: F gradient plus
+        ``lam`` times the stranding gradient, minus ``mu * 1000 * rc`` for a
+        shared pod) and, for a shared pod, the first GPU reaching each node's
+        best score (-1 for other pods).  ``rho`` is computed on first use."""
         if self.rho is None:
             self.rho = self.demand_ratio(state.fm)
         f_now = state.frag[idx]
@@ -915,6 +969,29 @@ POLICIES = {
 
 
 def make_policy(name: str, seed: int = 0, **kw) -> Policy:
+    """A new policy by name.
+
+    Parameters
+    ----------
+    name : str
+        A key of :data:`POLICIES` (``random``, ``dotprod``,
+        ``gpu-clustering``, ``gpu-packing``, ``best-fit``, ``fgd``,
+        ``fgd-lookahead``).
+    seed : int
+        Seed of the policy's random generator (used by ``random``).
+    **kw
+        Options of the policy's constructor (``fgd-lookahead``: ``lam``,
+        ``rho``, ``share_res``, ``cpu_pods``, ``reserve``, ``mu``).
+
+    Returns
+    -------
+    Policy
+
+    Raises
+    ------
+    ValueError
+        Unknown policy name, or an ``fgd-lookahead`` option out of range.
+    """
     try:
         cls = POLICIES[name]
     except KeyError:
@@ -1083,6 +1160,20 @@ class MoveSimulator:
         return True
 
     def place(self, pod: Pod):
+        """Place one arriving pod, moving placed pods when it fits nowhere
+        (class notes).
+
+        Parameters
+        ----------
+        pod : Pod
+            The arriving pod.
+
+        Returns
+        -------
+        tuple or None
+            ``(node, GPU slots)`` where the pod went, or None when it was not
+            placed even with moves.
+        """
         pid = len(self.pods)
         self.pods.append(pod)
         r = place(self.state, self.policy, pod)

@@ -325,6 +325,9 @@ class SpreadFinder:
         self.build()
 
     def build(self) -> None:
+        """Every server of an allowed class with usable GPUs ``u > 0``, keyed
+        ``(G + 1 - u) * S + s`` with ``G`` the most GPUs of any server class
+        (a sorted list is a heap); the finder is then up to date with the log."""
         st, sh = self.st, self.shape
         arrs = st.arrays()
         keys = []
@@ -345,6 +348,9 @@ class SpreadFinder:
         self.pos = len(st.log)
 
     def catch_up(self) -> None:
+        """Re-key the servers changed since the last query (dropping those with
+        no usable GPU left); rebuild instead when the log was dropped or more
+        servers changed than the heap holds plus one eighth of the cluster."""
         st = self.st
         log = st.log
         n = len(log)

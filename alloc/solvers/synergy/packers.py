@@ -44,27 +44,36 @@ class ProblemPacker:
 
     # sizes
     def need(self, j: int) -> int:
+        """Milli-GPU job j asks for in total: its GPUs x milli per GPU."""
         return self.p.jobs[j].milli_total
 
     def free_milli(self) -> int:
+        """Free milli-GPU over the whole cluster (kept up to date by
+        :meth:`place` and :meth:`remove`)."""
         return self._free_milli
 
     def n(self, j: int) -> int:
+        """GPUs job j asks for (0: CPU-only)."""
         return self.p.jobs[j].gpus
 
     def free(self, s: int) -> tuple[int, int]:
+        """Free CPU (milli-cores) and memory (MiB) of server s."""
         return self.st.cpu_l[s], self.st.mem_l[s]
 
     def option(self, j: int) -> int:
+        """Index of the option job j is placed at."""
         return self.st.option[j]
 
     def jobs_on(self, s: int):
+        """Jobs placed through this packer with a part on server s."""
         return list(self._jobs_on[s])
 
     def servers_of(self, j: int) -> tuple[int, ...]:
+        """The servers holding a part (CPU share) of job j."""
         return tuple(s for s, _ in self.st.assign[j].cpu)
 
     def nservers(self, j: int) -> int:
+        """Number of servers job j is placed on (more than one: spread)."""
         return len(self.st.assign[j].cpu)
 
     def server_caps(self, j: int):
@@ -77,9 +86,12 @@ class ProblemPacker:
         return caps
 
     def free_gpus(self, s: int) -> int:
+        """Whole free GPUs (all 1000 milli free) of server s."""
         return self.st.whole[s]
 
     def room(self, j: int, s: int) -> bool:
+        """True when server s alone has GPUs for job j (its GPU type, count and
+        share; CPU and memory are not checked)."""
         return self.st.gpus_on_server(j, s) is not None
 
     # placement
@@ -121,6 +133,8 @@ class ProblemPacker:
         return not (new.cpu >= cur.cpu and new.mem >= cur.mem)
 
     def place(self, j: int, o: int, a: Assign) -> None:
+        """Place job j at option o with assignment ``a``; the server job sets,
+        the revertible counts (:attr:`soft`) and the free milli-GPU follow."""
         self.st.place(j, a, o)
         soft = self._revertible(j, o)
         for s, _ in a.cpu:
@@ -130,6 +144,8 @@ class ProblemPacker:
         self._free_milli -= sum(m for _, m in a.gpus)
 
     def remove(self, j: int) -> tuple[int, Assign]:
+        """Take job j off; returns its option index and assignment (for
+        :meth:`place` to put it back)."""
         o = self.st.option[j]
         soft = self._revertible(j, o)
         a = self.st.remove(j)
@@ -158,6 +174,8 @@ class ProblemPacker:
         return None
 
     def per_gpu(self, j: int) -> tuple[float, float]:
+        """CPU (milli-cores) and memory (MiB) per GPU of job j at its current
+        option: the option's totals over ``max(1, GPUs)``."""
         o = self.opts[j][self.st.option[j]]
         n = max(1, self.p.jobs[j].gpus)
         return o.cpu / n, o.mem / n
@@ -254,6 +272,8 @@ class FastPacker:
         self.bucket = [list(b) for b in self._buckets0]
 
     def reset(self) -> None:
+        """Empty every server: free capacities back to full, no placements.
+        Registered jobs and their options are kept."""
         self.fg, self.fc, self.fm = list(self.G), list(self.C), list(self.M)
         self.parts.clear()
         self.opt.clear()
@@ -267,37 +287,76 @@ class FastPacker:
         insort(b[new], s)
 
     def add_job(self, j: int, n: int, opts: Sequence[Option]) -> None:
+        """Register job j asking ``n`` whole GPUs, with its options ``opts``
+        (CPU milli-cores and memory MiB totals for the whole job)."""
         self._n[j] = n
         self.opts[j] = opts
 
     def need(self, j: int) -> int:
+        """Milli-GPU job j asks for: its GPUs x 1000."""
         return self._n[j] * MILLI
 
     def free_milli(self) -> int:
+        """Free milli-GPU over the cluster: free GPUs x 1000."""
         return self._free_gpus * MILLI
 
     def n(self, j: int) -> int:
+        """GPUs job j asks for."""
         return self._n[j]
 
     def free(self, s: int) -> tuple[int, int]:
+        """Free CPU (milli-cores) and memory (MiB) of server s."""
         return self.fc[s], self.fm[s]
 
     def option(self, j: int) -> int:
+        """Index of the option job j is placed at."""
         return self.opt[j]
 
     def jobs_on(self, s: int):
+        """Jobs with a part on server s."""
         return list(self.on[s])
 
     def servers_of(self, j: int) -> tuple[int, ...]:
+        """The servers holding a part of job j, in part order."""
         return tuple(p[0] for p in self.parts[j])
 
     def nservers(self, j: int) -> int:
+        """Number of servers job j is placed on (more than one: spread)."""
         return len(self.parts[j])
 
     def server_caps(self, j: int):
+        """The distinct ``(gpus, cpu, mem)`` server capacities (every job may
+        use every server)."""
         return list({(g, c, m) for g, c, m in zip(self.G, self.C, self.M)})
 
     def fit(self, j: int, o: int, servers: Iterable[int] | None = None, mode: str = "any"):
+        """Where job j fits at option o, without placing it.
+
+        Parameters
+        ----------
+        j : int
+            A registered job.
+        o : int
+            Index of the option in the job's options (its CPU and memory totals).
+        servers : iterable of int, optional
+            The candidate servers (default: every server).
+        mode : str
+            ``"one"``: on one server only; ``"spread"``: over several servers
+            only; ``"any"``: one server, else spread.
+
+        Returns
+        -------
+        tuple or None
+            The parts ``((server, GPUs, CPU milli-cores, memory MiB), ...)``, or
+            None when the job does not fit.  On one server the job takes the
+            feasible server with the fewest free GPUs (at least its GPU count,
+            ties to the lowest index) and all of its CPU and memory.  Spread
+            (jobs of two GPUs or more) walks the servers with free GPUs, fewest
+            first, taking from each ``min(free GPUs, GPUs still needed,
+            free CPU // ceil(c / n), free memory // ceil(m / n))`` GPUs; the
+            option's CPU ``c`` and memory ``m`` are then split over the parts in
+            proportion to their GPUs (largest remainder), and the spread fails
+            if a part's share does not fit its server."""
         n = self._n[j]
         op = self.opts[j][o]
         c, m = op.cpu, op.mem
@@ -346,6 +405,8 @@ class FastPacker:
         return parts
 
     def place(self, j: int, o: int, parts) -> None:
+        """Place job j at option o on ``parts`` (as returned by :meth:`fit`);
+        the servers' free capacities and GPU buckets follow."""
         fg, b = self.fg, self.bucket
         for s, k, c, m in parts:
             g = fg[s]
@@ -384,6 +445,8 @@ class FastPacker:
                 self.place(j, o, h)
 
     def remove(self, j: int):
+        """Take job j off; returns its option index and parts (for :meth:`place`
+        or :meth:`refit_same`)."""
         parts = self.parts.pop(j)
         o = self.opt.pop(j)
         for s, k, c, m in parts:
@@ -396,6 +459,9 @@ class FastPacker:
         return o, parts
 
     def refit_same(self, j: int, o: int, old):
+        """Job j (removed) on the same servers and GPU counts as ``old`` at
+        option o, its CPU and memory split over them in proportion to its GPUs
+        (largest remainder); None when a server lacks the free CPU or memory."""
         op = self.opts[j][o]
         ks = [k for _, k, _, _ in old]
         cs, ms = split(op.cpu, ks), split(op.mem, ks)
@@ -406,11 +472,17 @@ class FastPacker:
         return parts
 
     def per_gpu(self, j: int) -> tuple[float, float]:
+        """CPU (milli-cores) and memory (MiB) per GPU of job j at its current
+        option: the option's totals over its GPU count."""
         op = self.opts[j][self.opt[j]]
         n = self._n[j]
         return op.cpu / n, op.mem / n
 
     def targets(self, j: int) -> list[list[tuple[int, int]]]:
+        """Every reclaim target of job j: each server with at least its GPU
+        count free, fewest free GPUs first (then index), as ``[(server, n)]``,
+        then for a job of two GPUs or more the cover of :func:`spread_cover`
+        over the servers with free GPUs, fewest first."""
         n = self._n[j]
         fg = self.fg
         order = sorted((fg[s], s) for s in range(self.S) if fg[s] > 0)
