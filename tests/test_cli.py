@@ -104,13 +104,14 @@ def test_unplaceable_job_warns_one_line(tmp_path, capsys):
     doc = {"format": "alloc.instance/1", "cluster": {"servers": [
         {"id": "s0", "cpu": 8000, "mem": 64000, "gpus": 4, "gpu_type": "V100"}]},
         "jobs": [{"id": "wide", "gpus": 8, "cpu": 1, "mem": 1, "locality": "server"},
+                 {"id": "h100", "gpus": 1, "cpu": 1, "mem": 1, "gpu_types": ["H100"]},
                  {"id": "ok", "gpus": 1, "cpu": 1, "mem": 1}]}
     p = tmp_path / "i.json"
     p.write_text(json.dumps(doc))
     assert main(["solve", str(p), "--out", str(tmp_path / "a.json")]) == 0
     err = capsys.readouterr().err.splitlines()
     warn = [x for x in err if "warning" in x]
-    assert len(warn) == 1 and "'wide'" in warn[0]
+    assert len(warn) == 2 and "'wide'" in warn[0] and "'h100'" in warn[1]
     a = json.loads((tmp_path / "a.json").read_text())
-    assert a["unplaced"] == ["wide"] and "wide" in a["reasons"]
+    assert a["unplaced"] == ["wide", "h100"] and set(a["reasons"]) == {"wide", "h100"}
     assert main(["solve", str(p), "--strict"]) == 2

@@ -43,3 +43,13 @@ def test_no_function_is_longer_than_a_screen_or_two(path):
     long = [f"{f.name} ({f.end_lineno - f.lineno + 1} lines)" for f in all_defs(path)
             if f.end_lineno - f.lineno + 1 > MAX_LINES]
     assert not long, f"{path.relative_to(ROOT)}: {', '.join(long)}"
+
+
+def test_the_solvers_page_lists_the_registry():
+    """docs/solvers.md is generated from the registry (docs/gen_solvers.py)."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("gen_solvers", ROOT / "docs" / "gen_solvers.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    assert (ROOT / "docs" / "solvers.md").read_text() == mod.page(), \
+        "docs/solvers.md is out of date: run python docs/gen_solvers.py"

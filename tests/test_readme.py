@@ -11,5 +11,6 @@ BLOCKS = re.findall(r"```python\n(.*?)```", (ROOT / "README.md").read_text(), re
 
 @pytest.mark.parametrize("code", BLOCKS, ids=[f"block{i}" for i in range(len(BLOCKS))])
 def test_readme_example(code, monkeypatch):
+    assert "assert " in code, "each README example checks what it shows"
     monkeypatch.chdir(ROOT)
     exec(compile(code, "README.md", "exec"), {})

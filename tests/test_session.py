@@ -79,7 +79,6 @@ BAD_EVENTS = [
     ("set_order", ("j0",), "expected a list"),
     ("submit", (job("j0"),), "already exists"),
     ("submit", (Job("x", 2, gpu_milli=500),), "gpu_milli"),
-    ("submit", (Job("x", 1, gpu_types=("T4",)),), "unknown GPU type 'T4'"),
     ("submit", (Job("x", 1, model="nosuchmodel"),), "unknown model"),
     ("submit", (Job("x", 1, tenant="t"),), "tenant"),
     ("submit", (Job("~blocked:x", 1),), "reserved"),
@@ -393,3 +392,13 @@ def test_a_round_is_the_checked_allocate_call(solver):
         ref = allocate(s.cluster, before, solver=solver, order=order)
         assert r.allocation.placements == ref.placements
         assert set(r.unplaced) == set(ref.unplaced) and r.allocation.value == ref.value
+
+
+def test_a_job_for_a_gpu_type_no_server_has_waits_until_one_joins():
+    s = Session(cluster(2))
+    s.submit(Job("t4", 1, cpu=1000, mem=1000, gpu_types=("T4",)))
+    r = s.step()
+    assert "t4" in r.unplaced and "GPU type" in r.reasons["t4"]
+    s.add_server(Server("s9", 24000, 512000, 4, "T4"))
+    r = s.step()
+    assert [p.job for p in r.start] == ["t4"] and r.start[0].gpus[0].gpu.startswith("s9/")
