@@ -170,17 +170,29 @@ def main(argv=None) -> int:
                     help="servers (default: 1024 4096 12500); openb runs at 6k GPUs "
                          "from 1024 servers up and at 60k from 12500")
     ap.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=VARIANTS)
-    ap.add_argument("--solvers", nargs="+", default=list(HEURISTICS), help="heuristics")
+    ap.add_argument("--solvers", nargs="*", default=list(HEURISTICS), help="heuristics")
     ap.add_argument("--exact", nargs="+", default=["cpsat", "pop-4"],
                     help="exact solvers and pop-K baselines (default: cpsat pop-4)")
     ap.add_argument("--timeout", type=float, default=900.0, help="seconds per run before kill")
     ap.add_argument("--out", help="also write the Markdown table here")
+    ap.add_argument("--rows", nargs="+", metavar="JSONL",
+                    help="build the table from the rows these runs printed to stderr (a later "
+                         "row replaces an earlier one of the same variant, size and solver)")
     ap.add_argument("--worker", nargs=4, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.worker:
         v, size, solver, limit = args.worker
         print(json.dumps(worker(v, int(size), solver, None if limit == "None" else float(limit))))
         return 0
+    if args.rows:
+        keyed: dict[tuple, dict] = {}
+        for path in args.rows:
+            for line in Path(path).read_text().splitlines():
+                r = json.loads(line)
+                keyed[(r["variant"], r["size"], r["solver"])] = r
+        rows = sorted(keyed.values(), key=lambda r: (VARIANTS.index(r["variant"]), r["size"],
+                                                     r["kind"] != "heuristic", r["solver"]))
+        return emit(rows, args.out)
     rows = []
     for variant, size, solver, limit in plan(args.sizes, args.variants, args.solvers, args.exact):
         exact = solver in args.exact
@@ -189,10 +201,15 @@ def main(argv=None) -> int:
                  kind="exact" if exact else "heuristic")
         rows.append(r)
         print(json.dumps(r), file=sys.stderr, flush=True)
+    return emit(rows, args.out)
+
+
+def emit(rows: list[dict], out: str | None) -> int:
+    """Print the table (and write it to ``out``)."""
     text = table(rows)
     print(text)
-    if args.out:
-        Path(args.out).write_text(text + "\n")
+    if out:
+        Path(out).write_text(text + "\n")
     return 0
 
 

@@ -35,41 +35,54 @@ from .engine import Engine
 from .master import CGResult, Master, column_generation, hint_from, solve_master_ip
 from .proof import enumerate_and_solve
 
-#: Heuristics tried first (cheapest first); every other applicable one follows.
-WARM_FIRST = ("proportional", "best-fit", "synergy-greedy", "synergy-tune", "greedy-upgrade")
+#: Heuristics tried first, each with all the warm-start time left (up to the
+#: floor): the cheap fallbacks, then the strongest of each kind; ``fgd`` joins
+#: them on inputs with GPU sharing.  Every other applicable one follows with
+#: an equal share of what is left of the warm start's own time.
+WARM_FIRST = ("proportional", "best-fit", "greedy-upgrade", "synergy-tune")
+#: Heuristics tried first on inputs with GPU sharing.
+WARM_FIRST_SHARING = ("proportional", "best-fit", "fgd", "greedy-upgrade", "synergy-tune")
 
 
-def warm_heuristics(problem: Problem) -> list[str]:
-    """Registered heuristics whose capabilities cover the input, cheapest
-    first, ``local-search`` last (it starts from the best of the others)."""
+def warm_heuristics(problem: Problem) -> tuple[list[str], list[str]]:
+    """Registered heuristics whose capabilities cover the input: those tried
+    first (:data:`WARM_FIRST`, in that order) and the others (``local-search``
+    excluded: it starts from the best of them)."""
     from ...registry import solvers
     from ...solve import needed_capabilities
     need = needed_capabilities(problem.cluster, problem.jobs)
     ok = [n for n, s in solvers().items()
           if not s.exact and s.family != "third-party" and need <= s.capabilities
           and s.available and n != "local-search"]
-    first = [n for n in WARM_FIRST if n in ok]
-    return first + [n for n in ok if n not in first]
+    order = WARM_FIRST_SHARING if "sharing" in need else WARM_FIRST
+    first = [n for n in order if n in ok]
+    return first, [n for n in ok if n not in first]
 
 
 def warm_start(problem: Problem, deadline: Deadline, seed: int = 0,
                floor: Deadline | None = None):
     """Run the applicable heuristics: (best assign, its value, all solutions,
-    value per heuristic).  Each heuristic gets an equal share of what is left
-    of ``deadline``; when ``floor`` (a later deadline) is given, a heuristic
-    that has not run yet may use up to it, so the cheap ones always finish."""
+    value per heuristic).  The first ones (:func:`warm_heuristics`) run one
+    after the other, each with all of ``deadline`` that is left or, once it
+    has passed, up to ``floor`` (a later deadline), so that they finish even
+    on large instances; the others share what is left of ``deadline``
+    equally."""
     from ...registry import get_solver
     sols, values = [], {}
     best, best_v = {}, 0.0
-    names = warm_heuristics(problem)
-    for k, name in enumerate(names):
-        dl = deadline if not deadline.expired() or floor is None else floor
+    first, rest = warm_heuristics(problem)
+    for k, name in enumerate(first + rest):
+        if k < len(first):
+            dl = deadline if not deadline.expired() or floor is None else floor
+        else:
+            dl = deadline.share(1.0 / max(1, len(first) + len(rest) - k))
         if dl.expired():
+            if k < len(first):
+                continue
             break
         info = get_solver(name)
-        share = dl.share(1.0 / max(1, len(names) - k))
         try:
-            sol = info.solve(problem, deadline=share, seed=seed,
+            sol = info.solve(problem, deadline=dl, seed=seed,
                              **validate_options(name, info.options, {}))
         except Exception:  # a heuristic failing must not sink the exact solver
             continue
