@@ -35,7 +35,7 @@ CAPABILITIES = frozenset({
 })
 
 #: Family packages under ``alloc.solvers`` that declare solvers.
-FAMILIES = ("heuristics", "exact", "synergy", "fgd", "hived")
+FAMILIES = ("heuristics", "exact", "synergy", "fgd", "hived", "drf")
 
 
 @dataclass(frozen=True)

@@ -51,6 +51,20 @@ def test_conforms_with_elastic_jobs(inst):
     conform(*inst)
 
 
+@settings(max_examples=40)
+@given(instances(random_profiles=True, running=True))
+def test_drf_conforms_alone(inst):
+    """``drf`` on its own (it also runs in every cross-solver check above)."""
+    cluster, jobs = inst
+    if "drf" not in applicable_solvers(cluster, jobs):
+        return
+    bad, a = check_solver("drf", cluster, jobs, time_limit=TIME)
+    assert not bad, bad
+    for j in jobs:                       # running jobs stay exactly where they run
+        if j.current is not None:
+            assert a.placement(j.id).same_as(j.current)
+
+
 @given(instances(max_servers=2, max_jobs=5))
 def test_exact_solvers_order_independent(inst):
     cluster, jobs = inst

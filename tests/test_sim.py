@@ -24,7 +24,7 @@ def run(allocator="synergy-tune", order="fifo", n=60, rate=12.0, mix="multi", se
 
 
 @pytest.mark.parametrize("allocator", ["proportional", "synergy-greedy", "synergy-tune"])
-@pytest.mark.parametrize("order", ["fifo", "las", "srtf", "ftf", "drf", "tetris"])
+@pytest.mark.parametrize("order", ["fifo", "las", "srtf", "ftf", "drf", "tetris", "tiresias"])
 def test_invariants(allocator, order):
     seen = {}
 

@@ -4,10 +4,14 @@ round mechanism that turns shares into placements.
 * :func:`solve_shares` -- a policy by name (:data:`POLICIES`), checked.
 * :func:`load_shares`, :func:`problem_from_dict` -- ``alloc.shares/1`` input.
 * :func:`dump_shares_result` -- ``alloc.shares-result/1`` output.
+* :func:`drf_shares` -- weighted Dominant Resource Fairness over explicit
+  resources by exact progressive filling (:mod:`alloc.shares.drf`).
 """
+from .drf import drf_shares
 from .io import (Pair, SharesProblem, SharesResult, TenantSpec, dump_shares_result, load_shares,
                  problem_from_dict, problem_to_dict, result_to_dict)
 from .policies import POLICIES, solve_shares
 
-__all__ = ["POLICIES", "Pair", "SharesProblem", "SharesResult", "TenantSpec", "dump_shares_result",
-           "load_shares", "problem_from_dict", "problem_to_dict", "result_to_dict", "solve_shares"]
+__all__ = ["POLICIES", "Pair", "SharesProblem", "SharesResult", "TenantSpec", "drf_shares",
+           "dump_shares_result", "load_shares", "problem_from_dict", "problem_to_dict",
+           "result_to_dict", "solve_shares"]
