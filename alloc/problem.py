@@ -360,6 +360,32 @@ class Problem:
         """True when the call lets running jobs move."""
         return self.max_moves is None or self.max_moves > 0
 
+    @cached_property
+    def preemption_possible(self) -> bool:
+        """True when the tenancy rules let some pending job stop a running one
+        (:func:`alloc.tenancy.outranks`: a guaranteed job over an opportunistic
+        one or over a lower-priority guaranteed job of its tenant; an
+        opportunistic job over a lower-priority opportunistic one).  Linear in
+        the jobs: the highest pending priority of each kind against the lowest
+        running one."""
+        if not self.running:
+            return False
+        low_opp, low_gua = None, {}
+        for r in self.running:
+            job = self.jobs[r]
+            if job.guaranteed:
+                low_gua[job.tenant] = min(low_gua.get(job.tenant, job.priority), job.priority)
+            else:
+                low_opp = job.priority if low_opp is None else min(low_opp, job.priority)
+        for j in self.pending:
+            job = self.jobs[j]
+            if job.guaranteed and (low_opp is not None or job.priority > low_gua.get(
+                    job.tenant, job.priority)):
+                return True
+            if not job.guaranteed and low_opp is not None and job.priority > low_opp:
+                return True
+        return False
+
     # ----------------------------------------------------------------- masks
     @cached_property
     def type_ok(self) -> np.ndarray:

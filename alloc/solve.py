@@ -204,8 +204,10 @@ def _violations(problem, alloc: Allocation, deadline: Deadline) -> list[str]:
                       deadline=deadline)
 
 
-#: the restriction of a solver that cannot move running jobs when the call allows moves
-KEPT_IN_PLACE = "running jobs kept where they run (the call allows moves)"
+#: the restriction of a solver that keeps running jobs in place where the call
+#: allows moves or the tenancy rules allow preemption
+KEPT_IN_PLACE = ("running jobs kept where they run (the call allows moves, or the tenancy "
+                 "rules let a pending job preempt one)")
 
 
 def finish(problem, sol, info: SolverInfo, wall: float) -> Allocation:
@@ -233,7 +235,8 @@ def finish(problem, sol, info: SolverInfo, wall: float) -> Allocation:
     alloc = Allocation(placements, unplaced, preempted, sol.status, value, sol.bound, wall,
                        info.name, problem.objective.name, problem.name, stats, moved, reasons)
     restricts = info.restricts
-    if problem.fixed and problem.moves_allowed and "migration" not in caps:
+    if (problem.moves_allowed and problem.fixed and "migration" not in caps) or \
+            (problem.preemption_possible and "preemption" not in caps):
         # its proof covers the problem with the running jobs pinned, not this one
         restricts = "; ".join(x for x in (restricts, KEPT_IN_PLACE) if x)
         alloc = replace(alloc, stats={**alloc.stats, "covers_instance": False})

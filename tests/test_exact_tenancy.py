@@ -1,6 +1,8 @@
 """The exact family on inputs the configuration model does not express:
 tenants, elastic jobs and running jobs the call lets move go to the tenancy
 model with the solver's own engine."""
+from dataclasses import replace
+
 import pytest
 
 from alloc import Cluster, GpuShare, Job, Placement, Server, allocate, load_instance, violations
@@ -87,3 +89,27 @@ def test_an_exact_solver_that_cannot_move_is_not_optimal_when_moves_are_allowed(
     r = allocate(cl, jobs, solver="synergy-opt", objective="gpus", time_limit=10, max_moves=1)
     assert r.status.value == "feasible" and r.bound is None
     assert "kept where they run" in r.stats["restriction"]
+
+
+def test_a_higher_priority_job_may_preempt_so_the_exact_family_prices_it():
+    """No tenants: a pending priority-1 job outranks a running priority-0 one
+    (alloc.tenancy.outranks), so the problem as given allows stopping it.  The
+    exact family solves that problem; a solver that pins running jobs names
+    the restriction instead of claiming optimal."""
+    cl = Cluster((Server("s0", 8000, 65536, 2, "V100"),))
+    cur = Placement("r", (GpuShare("s0/gpu0", 1000), GpuShare("s0/gpu1", 1000)),
+                    {"s0": 2000}, {"s0": 32768})
+    jobs = [Job("a", 1, gpu_milli=100, cpu=1000, mem=16384),
+            Job("b", 1, cpu=1000, mem=16384),
+            Job("r", 2, cpu=2000, mem=32768, current=cur),
+            Job("c", 0, cpu=1000, mem=16384, priority=1)]
+    assert needs_tenancy_model(problem(cl, jobs))
+    t = allocate(cl, jobs, solver="cpsat-tenancy", objective="jobs", time_limit=5)
+    c = allocate(cl, jobs, solver="cpsat", objective="jobs", time_limit=5)
+    assert c.value == pytest.approx(t.value) == 3.0 and c.preempted == ("r",)
+    assert not violations(cl, jobs, c)
+    s = allocate(cl, jobs, solver="synergy-opt", objective="jobs", time_limit=5)
+    assert s.status.value == "feasible" and s.bound is None and s.value == 2.0
+    assert "kept where they run" in s.stats["restriction"]
+    quiet = [replace(j, priority=0) for j in jobs]
+    assert not needs_tenancy_model(problem(cl, quiet))

@@ -118,7 +118,8 @@ the fixed jobs' value is added to every bound.
 Tenancy, elastic jobs and moves
 -------------------------------
 Inputs with tenants, guaranteed or opportunistic jobs, elastic jobs, or
-running jobs the call lets move are solved by the tenancy model
+running jobs the call lets move or a pending job may preempt (the tenancy
+rules: :func:`alloc.tenancy.outranks`) are solved by the tenancy model
 (:mod:`alloc.solvers.hived.model`: cells, preemption, migration and elastic
 sizes as variables) with the same engine; its restrictions are named in the
 result and its ``optimal`` holds only when its proof covers the instance.

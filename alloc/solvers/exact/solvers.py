@@ -5,7 +5,7 @@ the configuration model does not express.
 Dispatch (:func:`run`):
 
 * tenants, guaranteed or opportunistic jobs, elastic jobs, or running jobs
-  the call lets move (:func:`needs_tenancy_model`) go to the tenancy model
+  the call lets move or a pending job may preempt (:func:`needs_tenancy_model`) go to the tenancy model
   (:func:`alloc.solvers.hived.exact.solve_tenancy`) with the same engine: it
   has the cells, preemption, migration and elastic sizes, and reports its
   restrictions against the instance itself;
@@ -45,8 +45,10 @@ def auto_parts(problem: Problem, parts: int) -> int:
 
 def needs_tenancy_model(problem: Problem) -> bool:
     """True when the input has what only the tenancy model expresses: tenants,
-    guaranteed or tenant jobs, elastic jobs, or running jobs that may move."""
-    if problem.cluster.tenants or (problem.fixed and problem.moves_allowed):
+    guaranteed or tenant jobs, elastic jobs, or running jobs that may move or
+    that a pending job may preempt (:attr:`Problem.preemption_possible`)."""
+    if problem.cluster.tenants or problem.preemption_possible or \
+            (problem.fixed and problem.moves_allowed):
         return True
     return any(j.tenant is not None or j.guaranteed or j.elastic for j in problem.jobs)
 
