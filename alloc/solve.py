@@ -124,7 +124,8 @@ def allocate(cluster: Cluster, jobs: Sequence[Job], *, solver: str = "best-fit",
     info = get_solver(solver)
     opts = validate_options(f"solver {solver!r}", info.options, options)
     obj = get_objective(objective)
-    _check_call(seed, max_moves, move_cost)
+    from .validate import check_call_settings
+    check_call_settings(seed, max_moves, move_cost)
     reason = info.unavailable_reason()
     if reason:
         raise SolverUnavailable(f"solver {solver!r} is unavailable: {reason}")
@@ -148,18 +149,6 @@ def allocate(cluster: Cluster, jobs: Sequence[Job], *, solver: str = "best-fit",
 def _prepare(cluster, jobs):
     from .validate import prepare
     return prepare(cluster, jobs)
-
-
-def _check_call(seed, max_moves, move_cost) -> None:
-    if isinstance(seed, bool) or not isinstance(seed, int):
-        raise ValueError(f"seed: expected an integer, got {seed!r}")
-    if max_moves is not None and (isinstance(max_moves, bool) or not isinstance(max_moves, int)
-                                  or max_moves < 0):
-        raise ValueError(f"max_moves: expected an integer >= 0, got {max_moves!r}")
-    if move_cost is not None and (isinstance(move_cost, bool)
-                                  or not isinstance(move_cost, (int, float))
-                                  or not 0 <= move_cost < float("inf")):
-        raise ValueError(f"move_cost: expected a number >= 0, got {move_cost!r}")
 
 
 def _check_order(jobs: Sequence[Job], order) -> None:

@@ -62,6 +62,27 @@ def _short(v) -> str:
     return r if len(r) <= 60 else r[:57] + "..."
 
 
+def check_call_settings(seed, max_moves, move_cost) -> None:
+    """The per-call settings of :func:`alloc.allocate` and of a
+    :class:`~alloc.session.Session`: ``seed`` an integer, ``max_moves`` an
+    integer >= 0 or None, ``move_cost`` a finite number >= 0 or None.
+
+    Raises
+    ------
+    InputError
+        One line naming the setting and what was expected.
+    """
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise InputError(f"seed: expected an integer, got {_short(seed)}")
+    if max_moves is not None and (isinstance(max_moves, bool) or not isinstance(max_moves, int)
+                                  or max_moves < 0):
+        raise InputError(f"max_moves: expected an integer >= 0 or None, got {_short(max_moves)}")
+    if move_cost is not None and (isinstance(move_cost, bool)
+                                  or not isinstance(move_cost, (int, float))
+                                  or not 0 <= move_cost < float("inf")):
+        raise InputError(f"move_cost: expected a number >= 0, got {_short(move_cost)}")
+
+
 # ------------------------------------------------------------------- cluster
 def cluster_problems(cluster: Cluster) -> list[str]:
     """Problems of the cluster alone (levels, servers)."""

@@ -9,7 +9,7 @@ from typing import Any, Iterable, Mapping, Sequence
 from ..deadline import Deadline, check_time_limit
 from ..errors import InputError, SolverUnavailable
 from ..model import Allocation, Cluster, Job, Profile, Server
-from ..validate import PRIORITY_RANGE
+from ..validate import PRIORITY_RANGE, _short, check_call_settings
 from .blockers import blockers, breaches, strip
 from .checks import (check_current, check_job, check_server, placement_servers,
                      resolve_profile)
@@ -20,11 +20,6 @@ from .result import RoundResult
 MAX_RERUNS = 3
 #: Why a job was held back from a round that would have put it on a blocked server.
 BLOCKED_REASON = "only a drained or failed server had room for it this round"
-
-
-def _short(v) -> str:
-    r = repr(v)
-    return r if len(r) <= 60 else r[:57] + "..."
 
 
 class Session:
@@ -590,15 +585,7 @@ def _ranks(order, jobs: Mapping[str, Job], where: str) -> dict[str, int]:
 
 
 def _check_settings(max_moves, move_cost, seed, name) -> None:
-    if max_moves is not None and (isinstance(max_moves, bool) or not isinstance(max_moves, int)
-                                  or max_moves < 0):
-        raise InputError(f"max_moves: expected an integer >= 0 or None, got {_short(max_moves)}")
-    if move_cost is not None and (isinstance(move_cost, bool)
-                                  or not isinstance(move_cost, (int, float))
-                                  or not 0 <= move_cost < float("inf")):
-        raise InputError(f"move_cost: expected a number >= 0, got {_short(move_cost)}")
-    if isinstance(seed, bool) or not isinstance(seed, int):
-        raise InputError(f"seed: expected an integer, got {_short(seed)}")
+    check_call_settings(seed, max_moves, move_cost)
     if not isinstance(name, str):
         raise InputError(f"name: expected a string, got {_short(name)}")
 
