@@ -14,7 +14,8 @@ HEAD = """# Solvers
 their options.  A solver that lacks a capability the input needs is refused
 (bad input), naming the solvers that have it.  The exact family (`cpsat`,
 `milp`, `milp-cbc`) solves tenancy, elastic and move-allowed inputs on the
-tenancy model with its own engine; `cpsat-tenancy` is that path by name.
+tenancy model with its own engine, never below the applicable heuristics;
+`cpsat-tenancy` is the tenancy model alone (CP-SAT).
 A solver that restricts the problem says so (`restricts` below) and reports
 `optimal` only when its proof covers the instance.
 """

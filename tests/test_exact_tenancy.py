@@ -113,3 +113,19 @@ def test_a_higher_priority_job_may_preempt_so_the_exact_family_prices_it():
     assert "kept where they run" in s.stats["restriction"]
     quiet = [replace(j, priority=0) for j in jobs]
     assert not needs_tenancy_model(problem(cl, quiet))
+
+
+def test_the_tenancy_path_is_never_below_a_heuristic():
+    """A pending priority-1 job sends the input to the tenancy model, whose
+    CPU/memory stay at the request; local-search gives the profiled job a
+    better grid point.  The exact family returns the heuristic's answer."""
+    cl = Cluster((Server("s0", 8000, 262144, 2, "V100"),))
+    cur = Placement("r", (GpuShare("s0/gpu0", 1000),), {"s0": 1000}, {"s0": 16384})
+    jobs = [Job("r", 1, cpu=1000, mem=16384, current=cur),
+            Job("p", 1, cpu=1000, mem=16384, priority=1),
+            Job("m", 1, cpu=1000, mem=16384, model="res18")]
+    ls = allocate(cl, jobs, solver="local-search", time_limit=5)
+    for solver in ("cpsat", "milp"):
+        a = allocate(cl, jobs, solver=solver, time_limit=5)
+        assert not violations(cl, jobs, a)
+        assert a.value >= ls.value - 1e-9 and a.value > 2.0

@@ -18,6 +18,7 @@ import os
 from dataclasses import replace
 
 from ...deadline import Deadline
+from ...model import Status
 from ...problem import Problem, Solution
 from .driver import solve_exact
 from .engine import Engine
@@ -53,22 +54,59 @@ def needs_tenancy_model(problem: Problem) -> bool:
     return any(j.tenant is not None or j.guaranteed or j.elastic for j in problem.jobs)
 
 
-def run(problem: Problem, engine: Engine, *, deadline: Deadline, seed: int, warm_share: float,
-        cg_share: float, parts: int, executor: str, ray_address: str | None,
-        preemption_cost: float = 0.0, guaranteed_first: bool = True) -> Solution:
+def run(problem: Problem, engine: Engine, *, deadline: Deadline, seed: int = 0,
+        preemption_cost: float = 0.0, guaranteed_first: bool = True, **config) -> Solution:
     """The tenancy model or the configuration model (module notes); running
-    jobs the configuration model keeps are part of its answer."""
+    jobs the configuration model keeps are part of its answer.  ``config``:
+    the options of :func:`configuration`."""
     if needs_tenancy_model(problem):
-        from ..hived.exact import solve_tenancy
-        return solve_tenancy(problem, deadline=deadline, seed=seed, engine=engine.name,
-                             preemption_cost=preemption_cost, guaranteed_first=guaranteed_first,
-                             workers=engine.workers)
-    sol = configuration(problem, engine, deadline=deadline, seed=seed, warm_share=warm_share,
-                        cg_share=cg_share, parts=parts, executor=executor,
-                        ray_address=ray_address)
+        return tenancy(problem, engine, deadline=deadline, seed=seed,
+                       preemption_cost=preemption_cost, guaranteed_first=guaranteed_first,
+                       warm_share=config.get("warm_share", 0.15))
+    sol = configuration(problem, engine, deadline=deadline, seed=seed, **config)
     if problem.fixed:
         sol = replace(sol, assign={**problem.fixed, **sol.assign})
     return sol
+
+
+def tenancy(problem: Problem, engine: Engine, *, deadline: Deadline, seed: int,
+            preemption_cost: float, guaranteed_first: bool, warm_share: float) -> Solution:
+    """The tenancy model, never below the applicable heuristics: on clusters
+    without tenants' cells they run first (running jobs kept where they run,
+    a feasible answer of the instance) within ``warm_share`` of the time,
+    and the best of them is
+    returned when it scores more than the model's answer (the score the call
+    reports: value minus the move and preemption costs)."""
+    from ..hived.exact import solve_tenancy
+    from .driver import warm_start
+    best, values = {}, {}
+    if not problem.cluster.tenants:
+        # without cells a heuristic's pending placements on what the running
+        # jobs leave are an answer of the instance (warm_start checks capacity);
+        # with cells the model's own warm start (hived) covers the heuristics
+        best, _, _, values = warm_start(problem, deadline.share(warm_share), seed)
+    sol = solve_tenancy(problem, deadline=deadline, seed=seed, engine=engine.name,
+                        preemption_cost=preemption_cost, guaranteed_first=guaranteed_first,
+                        workers=engine.workers)
+    kept = {**problem.fixed, **best}
+    if best and _score(problem, kept, (), preemption_cost) > \
+            _score(problem, sol.assign, sol.preempted, preemption_cost) + 1e-9:
+        name = max(values, key=values.get)
+        # the model's own answer is not returned: drop what describes it
+        stats = {k: v for k, v in sol.stats.items()
+                 if k not in ("binding", "moves", "preemptions", "raw_value")}
+        stats.update(heuristics=values, source=f"heuristic {name}")
+        return Solution(kept, Status.FEASIBLE, sol.bound, (), stats)
+    return replace(sol, stats={**sol.stats, "heuristics": values}) if values else sol
+
+
+def _score(problem: Problem, assign: dict, preempted, preemption_cost: float) -> float:
+    """What the call reports for ``assign``: the objective less ``move_cost``
+    per moved running job and ``preemption_cost`` per preempted one."""
+    moved = sum(1 for r in problem.running if r in assign
+                and sorted(assign[r].gpus) != sorted(problem.fixed[r].gpus))
+    return (sum(problem.value_of(j, a) for j, a in assign.items())
+            - (problem.move_cost or 0.0) * moved - preemption_cost * len(preempted))
 
 
 def configuration(problem: Problem, engine: Engine, *, deadline: Deadline, seed: int = 0,
@@ -84,32 +122,20 @@ def configuration(problem: Problem, engine: Engine, *, deadline: Deadline, seed:
                        cg_share=cg_share)
 
 
-def solve_cpsat(problem: Problem, *, deadline: Deadline, seed: int = 0, warm_share: float = 0.15,
-                cg_share: float = 0.45, workers: int = 1, parts: int = 0,
-                executor: str = "process", ray_address: str | None = None,
-                preemption_cost: float = 0.0, guaranteed_first: bool = True) -> Solution:
+# The registered entry points: one engine each; the options (declared in the
+# family's ``__init__``) are those of :func:`run` and :func:`configuration`.
+
+def solve_cpsat(problem: Problem, *, deadline: Deadline, seed: int = 0, workers: int = 1,
+                **options) -> Solution:
     """``cpsat``: the configuration model (or the tenancy model) with CP-SAT."""
-    return run(problem, Engine("cpsat", workers), deadline=deadline, seed=seed,
-               warm_share=warm_share, cg_share=cg_share, parts=parts, executor=executor,
-               ray_address=ray_address, preemption_cost=preemption_cost,
-               guaranteed_first=guaranteed_first)
+    return run(problem, Engine("cpsat", workers), deadline=deadline, seed=seed, **options)
 
 
-def solve_milp(problem: Problem, *, deadline: Deadline, seed: int = 0, warm_share: float = 0.15,
-               cg_share: float = 0.45, parts: int = 0, executor: str = "process",
-               ray_address: str | None = None, preemption_cost: float = 0.0,
-               guaranteed_first: bool = True) -> Solution:
+def solve_milp(problem: Problem, *, deadline: Deadline, seed: int = 0, **options) -> Solution:
     """``milp``: the configuration model (or the tenancy model) with HiGHS."""
-    return run(problem, Engine("highs"), deadline=deadline, seed=seed, warm_share=warm_share,
-               cg_share=cg_share, parts=parts, executor=executor, ray_address=ray_address,
-               preemption_cost=preemption_cost, guaranteed_first=guaranteed_first)
+    return run(problem, Engine("highs"), deadline=deadline, seed=seed, **options)
 
 
-def solve_cbc(problem: Problem, *, deadline: Deadline, seed: int = 0, warm_share: float = 0.15,
-              cg_share: float = 0.45, parts: int = 0, executor: str = "process",
-              ray_address: str | None = None, preemption_cost: float = 0.0,
-              guaranteed_first: bool = True) -> Solution:
+def solve_cbc(problem: Problem, *, deadline: Deadline, seed: int = 0, **options) -> Solution:
     """``milp-cbc``: the configuration model (or the tenancy model) with CBC."""
-    return run(problem, Engine("cbc"), deadline=deadline, seed=seed, warm_share=warm_share,
-               cg_share=cg_share, parts=parts, executor=executor, ray_address=ray_address,
-               preemption_cost=preemption_cost, guaranteed_first=guaranteed_first)
+    return run(problem, Engine("cbc"), deadline=deadline, seed=seed, **options)
