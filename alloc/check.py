@@ -25,6 +25,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from typing import Sequence
 
+from .errors import InputError
 from .model import MILLI, Allocation, Cluster, FrozenMap, Job, Placement
 from .objectives import throughput
 
@@ -201,7 +202,18 @@ def violations(cluster: Cluster, jobs: Sequence[Job], allocation: Allocation, *,
     -------
     list of str
         One line per violation; empty when the allocation is valid.
+
+    Raises
+    ------
+    InputError
+        A job names a model that ``models/`` does not have (jobs that name a
+        model without a profile are read with its profile, as
+        :func:`alloc.allocate` reads them).
     """
+    from .validate import resolve_models
+    jobs, unknown = resolve_models(tuple(jobs))     # model names, as allocate() reads them
+    if unknown:
+        raise InputError(unknown)
     out: list[str] = []
     by_id = {j.id: j for j in jobs}
     seen = Counter([p.job for p in allocation.placements] + list(allocation.unplaced))

@@ -305,14 +305,17 @@ def prepare(cluster: Cluster, jobs: Sequence[Job], source: str | None = None
     jobs = tuple(jobs) if isinstance(jobs, (list, tuple)) else jobs
     problems = []
     if isinstance(jobs, tuple):
-        jobs, problems = _resolve_models(jobs)
+        jobs, problems = resolve_models(jobs)
     problems += model_problems(cluster, jobs)
     if problems:
         raise InputError(problems, source)
     return cluster, jobs
 
 
-def _resolve_models(jobs: tuple) -> tuple[tuple, list[str]]:
+def resolve_models(jobs: tuple) -> tuple[tuple, list[str]]:
+    """Jobs that name a model and carry no profile get the profile of
+    ``models/<name>.json``; returns ``(jobs, problems)``, one problem line per
+    unknown model name."""
     from .profiles import available_models, load_model
     out, problems = [], []
     for i, j in enumerate(jobs):
@@ -328,4 +331,5 @@ def _resolve_models(jobs: tuple) -> tuple[tuple, list[str]]:
 
 
 __all__ = ["MAX_INT", "MAX_NAME", "MAX_WEIGHT", "PRIORITY_RANGE", "cluster_problems",
-           "current_problems", "job_problems", "model_problems", "prepare", "validate_model"]
+           "current_problems", "job_problems", "model_problems", "prepare", "resolve_models",
+           "validate_model"]
