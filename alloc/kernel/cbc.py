@@ -39,7 +39,9 @@ def solve_cbc(model: LinearModel, time_limit: float, *, seed: int = 0, relax: bo
     warm = bool(model.hint)
     for k, v in model.hint.items():
         xs[k].setInitialValue(v)
-    solver = pulp.PULP_CBC_CMD(msg=False, timeLimit=max(0.01, float(time_limit)), gapRel=0.0,
+    # the time limit covers building the model too
+    left = float(time_limit) - (time.perf_counter() - t0)
+    solver = pulp.PULP_CBC_CMD(msg=False, timeLimit=max(0.01, left), gapRel=0.0,
                                warmStart=warm, options=[f"randomSeed {int(seed) % 2**31}"])
     stats = {"engine": "cbc"}
     try:

@@ -47,7 +47,6 @@ def solve_highs(model: LinearModel, time_limit: float, *, seed: int = 0, relax: 
     integer = any(model.integer) and not relax
     h = highspy.Highs()
     h.setOptionValue("output_flag", False)
-    h.setOptionValue("time_limit", max(1e-3, float(time_limit)))
     h.setOptionValue("random_seed", int(seed) % (2 ** 31 - 1))
     if integer:
         h.setOptionValue("mip_rel_gap", float(mip_rel_gap))
@@ -55,6 +54,8 @@ def solve_highs(model: LinearModel, time_limit: float, *, seed: int = 0, relax: 
     for k, v in params.items():
         h.setOptionValue(k, v)
     h.passModel(_lp(model, integer))
+    # the time limit covers building and passing the model too
+    h.setOptionValue("time_limit", max(1e-3, float(time_limit) - (time.perf_counter() - t0)))
     if integer and model.hint:
         start = np.zeros(model.n)
         for k, v in model.hint.items():
