@@ -187,9 +187,15 @@ def main(argv=None) -> int:
     if args.rows:
         keyed: dict[tuple, dict] = {}
         for path in args.rows:
-            for line in Path(path).read_text().splitlines():
-                r = json.loads(line)
-                keyed[(r["variant"], r["size"], r["solver"])] = r
+            try:
+                for n, line in enumerate(Path(path).read_text().splitlines(), 1):
+                    r = json.loads(line)
+                    keyed[(r["variant"], r["size"], r["solver"])] = r
+            except (OSError, UnicodeDecodeError) as exc:
+                return _bad(f"scale.py: {path}: cannot read ({exc.strerror or exc})")
+            except (ValueError, KeyError, TypeError) as exc:
+                return _bad(f"scale.py: {path}, line {n}: expected a row this script printed "
+                            f"({type(exc).__name__}: {exc})")
         rows = sorted(keyed.values(), key=lambda r: (VARIANTS.index(r["variant"]), r["size"],
                                                      r["kind"] != "heuristic", r["solver"]))
         return emit(rows, args.out)
@@ -202,6 +208,12 @@ def main(argv=None) -> int:
         rows.append(r)
         print(json.dumps(r), file=sys.stderr, flush=True)
     return emit(rows, args.out)
+
+
+def _bad(message: str) -> int:
+    """One line on stderr; exit status 2 (bad input)."""
+    print(message, file=sys.stderr)
+    return 2
 
 
 def emit(rows: list[dict], out: str | None) -> int:
