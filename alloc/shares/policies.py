@@ -64,6 +64,9 @@ AGREE = 1e-6
 #: Relative gap at which the finish-time-fairness search stops.
 FTF_GAP = 1e-9
 FTF_ITERS = 60
+#: Water-filling keeps a frozen job at its round's level less this share of
+#: it, so that later rounds stay feasible under the LP's tolerances.
+FREEZE_MARGIN = 1e-9
 
 
 @dataclass(frozen=True, eq=False)
@@ -390,7 +393,7 @@ def _water_fill(r: _Rates, kappa: np.ndarray, weights: Callable[[np.ndarray], np
         b = np.where(active, weights(active), 0.0)
         if not (b > 0).any():
             break
-        c = np.where(~active & p.served, floor * (1 - 1e-9), 0.0)
+        c = np.where(~active & p.served, floor * (1 - FREEZE_MARGIN), 0.0)
         req = _requirement(r, kappa, b, c, deadline, start, keep)
         if req.X is None or req.u is None:
             exact = False
