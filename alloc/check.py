@@ -27,6 +27,7 @@ from typing import Sequence
 
 from .errors import InputError
 from .model import MILLI, Allocation, Cluster, FrozenMap, Job, Placement
+from .memo import remembered
 from .objectives import throughput
 
 
@@ -126,9 +127,10 @@ def capacity_problems(cluster: Cluster, placements: Sequence[Placement]) -> list
     for p in placements:
         for g in p.gpus:
             gpu_use[g.gpu] += g.milli
-        for s, v in _d(p.cpu).items():
+        cpu, mem = p.cpu, p.mem
+        for s, v in (cpu._d if type(cpu) is FrozenMap else cpu).items():
             cpu_use[s] += v
-        for s, v in _d(p.mem).items():
+        for s, v in (mem._d if type(mem) is FrozenMap else mem).items():
             mem_use[s] += v
     out = [f"GPU {g}: {used} milli allocated, capacity {MILLI}"
            for g, used in gpu_use.items() if used > MILLI]
@@ -185,6 +187,21 @@ def live_state_problems(jobs: Sequence[Job], allocation: Allocation,
     return out
 
 
+def _own_problems(cluster: Cluster, job: Job, p: Placement) -> tuple[list[str], bool]:
+    """:func:`placement_problems` of a placed job and its reported
+    throughput against the recomputed one; whether its GPUs and servers are
+    known (it then counts in the capacities)."""
+    where = f"job {p.job!r}"
+    bad = placement_problems(cluster, job, p, where)
+    if bad and any("unknown" in b for b in bad):
+        return bad, False
+    tp = throughput(cluster, job, [g.gpu for g in p.gpus], sum(_d(p.cpu).values()),
+                    sum(_d(p.mem).values()))
+    if abs(tp - p.throughput) > 1e-6 * max(1.0, abs(tp)):
+        bad = bad + [f"{where}: reported throughput {p.throughput} but it is {tp:.6g}"]
+    return bad, True
+
+
 def violations(cluster: Cluster, jobs: Sequence[Job], allocation: Allocation, *,
                max_moves: int | None = 0, deadline=None) -> list[str]:
     """Every hard constraint ``allocation`` breaks (see the module notes).
@@ -229,16 +246,10 @@ def violations(cluster: Cluster, jobs: Sequence[Job], allocation: Allocation, *,
         job = by_id.get(p.job)
         if job is None:
             continue
-        where = f"job {p.job!r}"
-        bad = placement_problems(cluster, job, p, where)
+        bad, known = remembered(p, "problems", (cluster, job), lambda: _own_problems(cluster, job, p))
         out += bad
-        if bad and any("unknown" in b for b in bad):
-            continue
-        good.append(p)
-        tp = throughput(cluster, job, [g.gpu for g in p.gpus], sum(_d(p.cpu).values()),
-                        sum(_d(p.mem).values()))
-        if abs(tp - p.throughput) > 1e-6 * max(1.0, abs(tp)):
-            out.append(f"{where}: reported throughput {p.throughput} but it is {tp:.6g}")
+        if known:
+            good.append(p)
     out += capacity_problems(cluster, good)
     out += live_state_problems(jobs, allocation, max_moves)
     from .tenancy import tenancy_violations

@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Mapping
 
+from .memo import without_memo
+
 MILLI = 1000  # milli-GPU in one whole GPU
 
 #: Hierarchy levels alloc knows, outermost first.  An instance uses a subset
@@ -347,10 +349,16 @@ class Placement:
         same servers: the job need not restart."""
         if other is None:
             return False
+        if other is self:
+            return True
         return (sorted((g.gpu, g.milli) for g in self.gpus)
                 == sorted((g.gpu, g.milli) for g in other.gpus)
                 and {k: v for k, v in self.cpu.items() if v} == {k: v for k, v in other.cpu.items() if v}
                 and {k: v for k, v in self.mem.items() if v} == {k: v for k, v in other.mem.items() if v})
+
+    def __getstate__(self):
+        # the core's memo (alloc.memo) is not part of the placement
+        return without_memo(self.__dict__)
 
     def __hash__(self):
         return hash((self.job, self.gpus, tuple(sorted(self.cpu.items())),

@@ -33,6 +33,7 @@ from typing import Sequence
 import numpy as np
 
 from .model import CLUSTER, MILLI, Cluster, GpuShare, Job, Placement, Status
+from .memo import keep, recall
 from .objectives import Objective, get_objective, throughput
 
 
@@ -351,9 +352,13 @@ class Problem:
         """The running job ``j``'s current placement in index form."""
         c = self.cluster
         cur = self.jobs[j].current
-        return Assign(tuple((c.gpu_index[g.gpu], g.milli) for g in cur.gpus),
-                      tuple(sorted((c.server_index[s], v) for s, v in cur.cpu.items() if v)),
-                      tuple(sorted((c.server_index[s], v) for s, v in cur.mem.items() if v)))
+        a = recall(cur, "assign", (c,))
+        if a is None:
+            a = Assign(tuple((c.gpu_index[g.gpu], g.milli) for g in cur.gpus),
+                       tuple(sorted((c.server_index[s], v) for s, v in cur.cpu.items() if v)),
+                       tuple(sorted((c.server_index[s], v) for s, v in cur.mem.items() if v)))
+            keep(cur, "assign", (c,), a)
+        return a
 
     @property
     def moves_allowed(self) -> bool:
@@ -473,9 +478,22 @@ class Problem:
         return Assign((), ((server, opt.cpu),), ((server, opt.mem),))
 
     def placement(self, j: int, a: Assign) -> Placement:
-        """The :class:`~alloc.model.Placement` of job j, throughput recomputed."""
-        c = self.cluster
+        """The :class:`~alloc.model.Placement` of job j, throughput recomputed
+        (a running job kept where it runs: its ``current`` object itself when
+        that is what the rebuilt placement equals, remembered on it)."""
         job = self.jobs[j]
+        cur = job.current
+        if cur is not None and (a is self.fixed.get(j) or a == self.current_assign(j)):
+            p = recall(cur, "placement", (self.cluster, job))
+            if p is None:
+                p = self._build_placement(job, a)
+                p = cur if p == cur else p
+                keep(cur, "placement", (self.cluster, job), p)
+            return p
+        return self._build_placement(job, a)
+
+    def _build_placement(self, job: Job, a: Assign) -> Placement:
+        c = self.cluster
         ids, sids, shares = c.gpu_ids, self.arrays.server_ids, self.arrays.shares
         gids = [ids[g] for g, _ in a.gpus]
         cpu = {sids[s]: v for s, v in a.cpu}

@@ -125,10 +125,12 @@ sizes as variables) with the same engine; its restrictions are named in the
 result and its ``optimal`` holds only when its proof covers the instance.
 
 Registered solvers: ``cpsat`` (CP-SAT masters and pricing), ``milp`` (HiGHS),
-``milp-cbc`` (CBC) -- all through :mod:`alloc.kernel`.
+``milp-cbc`` (CBC) -- all through :mod:`alloc.kernel` -- and ``cpsat-tenancy``,
+the tenancy path on every input (with CP-SAT).
 """
 from ...options import Option
 from ...registry import declare
+from ..hived import RESTRICTIONS
 
 _CAPS = ("sharing", "grid", "locality", "spread", "tenancy", "preemption", "migration",
          "colocation", "elastic")
@@ -164,4 +166,19 @@ SOLVERS = (
     declare("milp-cbc", "alloc.solvers.exact.solvers:solve_cbc", exact=True, capabilities=_CAPS,
             options=_COMMON, requires=("pulp",),
             description="MILP (CBC through PuLP) on an aggregated pattern model"),
+    declare("cpsat-tenancy", "alloc.solvers.exact.solvers:solve_cpsat_tenancy", exact=True,
+            capabilities=("tenancy", "preemption", "migration", "locality", "sharing",
+                          "colocation", "elastic", "spread"),
+            requires=("ortools",),
+            options=(
+                Option("preemption_cost", "float", 0.0, "objective units per preempted job",
+                       minimum=0.0),
+                Option("guaranteed_first", "bool", True,
+                       "first maximise the GPUs of placed guaranteed jobs, then the objective"),
+                Option("workers", "int", None, "CP-SAT workers (default: 1, deterministic)",
+                       minimum=1, nullable=True),
+            ),
+            restricts="; ".join(RESTRICTIONS),
+            description="the tenancy model (kernel, CP-SAT) on every input, never below the "
+                        "applicable heuristics"),
 )

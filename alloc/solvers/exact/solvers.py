@@ -139,3 +139,13 @@ def solve_milp(problem: Problem, *, deadline: Deadline, seed: int = 0, **options
 def solve_cbc(problem: Problem, *, deadline: Deadline, seed: int = 0, **options) -> Solution:
     """``milp-cbc``: the configuration model (or the tenancy model) with CBC."""
     return run(problem, Engine("cbc"), deadline=deadline, seed=seed, **options)
+
+
+def solve_cpsat_tenancy(problem: Problem, *, deadline: Deadline, seed: int = 0,
+                        preemption_cost: float = 0.0, guaranteed_first: bool = True,
+                        workers: int | None = None) -> Solution:
+    """``cpsat-tenancy``: :func:`tenancy` with CP-SAT on every input, the
+    applicable heuristics included (cpsat sends only tenancy inputs there)."""
+    return tenancy(problem, Engine("cpsat", workers or 1), deadline=deadline, seed=seed,
+                   preemption_cost=preemption_cost, guaranteed_first=guaranteed_first,
+                   warm_share=0.15)

@@ -2,9 +2,9 @@
 
 * ``hived`` -- buddy-cell allocation with priorities and preemption, Gandiva
   migration and grow/shrink, AntMan co-location (:mod:`alloc.solvers.hived.engine`);
-* ``cpsat-tenancy`` -- the tenancy model (:mod:`alloc.solvers.hived.model`) solved
-  through :mod:`alloc.kernel` with CP-SAT (:func:`alloc.solvers.hived.exact.solve_tenancy`,
-  which also takes ``engine="highs"``).
+* the tenancy model (:mod:`alloc.solvers.hived.model`), solved through
+  :mod:`alloc.kernel` by :func:`alloc.solvers.hived.exact.solve_tenancy`; the exact
+  family runs it for tenancy inputs and registers it as ``cpsat-tenancy``.
 
 The restrictions the model may add to an instance are listed once
 (:data:`RESTRICTIONS`); a solution says which of them cut its instance
@@ -35,19 +35,4 @@ SOLVERS = (
             ),
             description="HiveD buddy cells, priorities and preemption; Gandiva migration and "
                         "grow; AntMan co-location"),
-    declare("cpsat-tenancy", "alloc.solvers.hived.exact:solve_cpsat_tenancy", exact=True,
-            capabilities=("tenancy", "preemption", "migration", "locality", "sharing",
-                          "colocation", "elastic", "spread"),
-            requires=("ortools",),
-            options=(
-                Option("preemption_cost", "float", 0.0, "objective units per preempted job",
-                       minimum=0.0),
-                Option("guaranteed_first", "bool", True,
-                       "first maximise the GPUs of placed guaranteed jobs, then the objective"),
-                Option("workers", "int", None, "CP-SAT workers (default: 1, deterministic)",
-                       minimum=1, nullable=True),
-            ),
-            restricts="; ".join(RESTRICTIONS),
-            description="the tenancy model (kernel, CP-SAT) under HiveD tenancy with "
-                        "preemption and migration terms"),
 )

@@ -220,15 +220,6 @@ def solve_tenancy(problem: Problem, *, deadline: Deadline, seed: int = 0, engine
                   call.pcost)
 
 
-def solve_cpsat_tenancy(problem: Problem, *, deadline: Deadline, seed: int = 0,
-                        preemption_cost: float = 0.0, guaranteed_first: bool = True,
-                        workers: int | None = None) -> Solution:
-    """``cpsat-tenancy``: :func:`solve_tenancy` with the CP-SAT engine."""
-    return solve_tenancy(problem, deadline=deadline, seed=seed, engine="cpsat",
-                         preemption_cost=preemption_cost, guaranteed_first=guaranteed_first,
-                         workers=workers)
-
-
 # ------------------------------------------------------------------ steps
 def best_warm(warm, score) -> Chosen:
     """The best warm start by score (the first of equals)."""

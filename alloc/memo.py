@@ -1,0 +1,83 @@
+"""What the core derives from a placement, kept on the placement.
+
+A scheduler loop hands the core the same running jobs round after round:
+the same :class:`~alloc.model.Job` objects, whose ``current`` is the same
+:class:`~alloc.model.Placement` object, on the same
+:class:`~alloc.model.Cluster` object.  What the core derives from a
+placement (its index form, the placement it rebuilds from it, its own
+checks) is a pure function of these frozen objects, so it is kept on the
+placement and given back while the objects it was derived from are the same
+ones -- identity, not equality, so that a hit costs no comparison.  A round
+then does per-running-job work of a few dictionary lookups instead of
+rebuilding and re-checking every placement.
+
+The memo lives in the placement's ``__dict__`` under :data:`SLOT`; it takes
+no part in equality, hashing, pickling or copying.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+#: The attribute that holds an object's memo.
+SLOT = "_memo"
+
+
+def remembered(obj: Any, name: str, deps: tuple, make: Callable[[], Any]) -> Any:
+    """``make()``, computed once per ``deps`` and kept on ``obj``.
+
+    Parameters
+    ----------
+    obj : object
+        A frozen object with a ``__dict__`` (a placement) that the value
+        describes.
+    name : str
+        What is kept (one entry per name).
+    deps : tuple
+        The other objects the value depends on; the kept value is given back
+        only while each of them is the very same object (``is``).
+    make : callable
+        Computes the value from ``obj`` and ``deps`` alone (a pure function
+        of frozen objects).
+
+    Returns
+    -------
+    object
+        The kept or the new value.
+    """
+    hit = recall(obj, name, deps)
+    if hit is not None:
+        return hit
+    value = make()
+    keep(obj, name, deps, value)
+    return value
+
+
+def recall(obj: Any, name: str, deps: tuple) -> Any:
+    """The value kept on ``obj`` under ``name`` for these very ``deps``, or None."""
+    store = obj.__dict__.get(SLOT)
+    if store is None:
+        return None
+    hit = store.get(name)
+    if hit is None or len(hit[0]) != len(deps):
+        return None
+    for a, b in zip(hit[0], deps):
+        if a is not b:
+            return None
+    return hit[1]
+
+
+def keep(obj: Any, name: str, deps: tuple, value: Any) -> None:
+    """Keep ``value`` (not None) on ``obj`` under ``name`` for ``deps``."""
+    store = obj.__dict__.get(SLOT)
+    if store is None:
+        store = {}
+        object.__setattr__(obj, SLOT, store)
+    store[name] = (deps, value)
+
+
+def without_memo(state: dict) -> dict:
+    """An object's ``__dict__`` without its memo (for pickling and copying)."""
+    return {k: v for k, v in state.items() if k != SLOT} if SLOT in state else state
+
+
+__all__ = ["SLOT", "keep", "recall", "remembered", "without_memo"]
