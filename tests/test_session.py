@@ -1,5 +1,6 @@
 """Sessions: rounds through the core, stable placements, events that fail
 without changing anything, atomic batches, closed servers, explicit order."""
+import copy
 import json
 from dataclasses import replace
 
@@ -389,8 +390,12 @@ def test_a_round_is_the_checked_allocate_call(solver):
         before = list(s.jobs.values())
         order = s.order
         r = checked_step(s)
-        ref = allocate(s.cluster, before, solver=solver, order=order)
+        # fresh copies: nothing the core kept on the session's objects (alloc.memo)
+        fresh_cluster, fresh = copy.deepcopy(s.cluster), copy.deepcopy(before)
+        assert not any("_memo" in j.current.__dict__ for j in fresh if j.current)
+        ref = allocate(fresh_cluster, fresh, solver=solver, order=order)
         assert r.allocation.placements == ref.placements
+        assert violations(fresh_cluster, fresh, r.allocation) == []
         assert set(r.unplaced) == set(ref.unplaced) and r.allocation.value == ref.value
 
 

@@ -1,0 +1,67 @@
+"""What the core keeps on a placement (alloc.memo) is given back only for the
+very objects it was derived from, and never leaves the placement."""
+import copy
+import pickle
+from dataclasses import replace
+
+from alloc import Cluster, GpuShare, Job, Placement, Server, allocate, violations
+from alloc.memo import SLOT
+from alloc.problem import compile_problem
+
+
+def cluster():
+    return Cluster(tuple(Server(f"s{i}", 24000, 512000, 4, "V100") for i in range(2)))
+
+
+def running(jid="r", n=2, throughput=0.0):
+    cur = Placement(jid, tuple(GpuShare(f"s0/gpu{k}", 1000) for k in range(n)),
+                    {"s0": 3000 * n}, {"s0": 64000 * n}, throughput)
+    return Job(jid, n, cpu=3000 * n, mem=64000 * n, model="res18", current=cur)
+
+
+def test_a_kept_running_job_is_rebuilt_until_its_current_is_the_recomputed_placement():
+    c = cluster()
+    first = allocate(c, [running(throughput=0.0)])            # a wrong reported throughput
+    p1 = first.placement("r")
+    assert p1.throughput > 0 and violations(c, [running(throughput=0.0)], first) == []
+    job = replace(running(), current=p1)
+    again = allocate(c, [job])
+    assert again.placement("r") is p1                          # the object itself, kept
+    assert SLOT in p1.__dict__
+
+
+def test_the_check_is_redone_for_another_job_object():
+    c = cluster()
+    job = running()
+    a = allocate(c, [job])
+    assert violations(c, [job], a) == []                       # kept on the placement
+    wider = replace(job, gpus=3, cpu=9000, mem=192000)         # same id, other demand
+    bad = violations(c, [wider], a)
+    assert any("got 2 GPUs, needs 3" in b for b in bad)
+    plain = replace(job, model=None, profile=None, cpu=1000)   # no profile: CPU as asked
+    assert any("requested 1000" in b for b in violations(c, [plain], a))
+
+
+def test_the_index_form_follows_the_cluster_object():
+    job = running()
+    c1 = cluster()
+    p1 = compile_problem(c1, [job], "throughput")
+    a1 = p1.current_assign(0)
+    # the same servers in another order: other indices for the same GPUs
+    c2 = Cluster(tuple(reversed(c1.servers)))
+    p2 = compile_problem(c2, [job], "throughput")
+    a2 = p2.current_assign(0)
+    assert a1 is not a2 and p2.placement(0, a2).same_as(job.current)
+    assert {c2.gpu_ids[g] for g, _ in a2.gpus} == {g.gpu for g in job.current.gpus}
+
+
+def test_the_memo_never_leaves_the_placement():
+    c = cluster()
+    job = running()
+    a = allocate(c, [job])
+    p = a.placement("r")
+    violations(c, [job], a)
+    assert SLOT in p.__dict__
+    for q in (pickle.loads(pickle.dumps(p)), copy.deepcopy(p), copy.copy(p)):
+        assert q == p and SLOT not in q.__dict__
+    assert hash(q) == hash(p)
