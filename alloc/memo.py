@@ -58,9 +58,14 @@ def recall(obj: Any, name: str, deps: tuple) -> Any:
     if store is None:
         return None
     hit = store.get(name)
-    if hit is None or len(hit[0]) != len(deps):
+    if hit is None:
         return None
-    for a, b in zip(hit[0], deps):
+    kept = hit[0]
+    if kept is deps:
+        return hit[1]
+    if len(kept) != len(deps):
+        return None
+    for a, b in zip(kept, deps):
         if a is not b:
             return None
     return hit[1]

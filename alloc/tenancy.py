@@ -705,11 +705,11 @@ def tenancy_violations(cluster: Cluster, jobs: Sequence[Job], allocation: Alloca
     """Tenancy invariants an allocation breaks (see the module notes); the
     binding search stops at ``deadline`` (an inconclusive search is reported)."""
     out: list[str] = []
-    by_id = {j.id: j for j in jobs}
-    placed = {p.job: p for p in allocation.placements}
     tenancy = bool(cluster.tenants) or any(j.guaranteed for j in jobs)
     if not tenancy:
         return out
+    by_id = {j.id: j for j in jobs}
+    placed = {p.job: p for p in allocation.placements}
 
     # guaranteed jobs inside their cells, and sharing safety
     q = quotas(cluster)
