@@ -19,13 +19,16 @@ certified bound on the *whole* instance and the gap to it (exact solvers),
 ``pop-k`` is the POP baseline (Narayanan et al., SOSP'21): servers and jobs
 dealt at random to ``k`` parts, each part solved by ``cpsat`` in parallel
 processes with the whole time limit, the parts' answers joined as they are;
-POP reports no bound, so its row has none.
+POP reports no bound, so its row has none.  ``cpsat/parts=k`` is ``cpsat``
+with its partitioned driver forced to ``k`` parts (the bound still on the
+whole instance); plain ``cpsat`` chooses (``parts=0``).
 
 Usage::
 
     python bench/scale.py                                  # the full table
     python bench/scale.py --sizes 1024 --variants synergy --solvers best-fit cpsat
     python bench/scale.py --out bench/results/scale.md
+    python bench/scale.py --sizes 4096 --variants hetero --solvers --exact cpsat cpsat/parts=2
 """
 from __future__ import annotations
 
@@ -97,7 +100,9 @@ def worker(variant: str, size: int, solver: str, limit: float | None) -> dict:
     if solver.startswith("pop-"):
         row = pop(inst.cluster, inst.jobs, int(solver[4:]), limit or 60.0)
     else:
-        a = allocate(inst.cluster, inst.jobs, solver=solver, time_limit=limit)
+        name, _, parts = solver.partition("/parts=")
+        opts = {"parts": int(parts)} if parts else {}
+        a = allocate(inst.cluster, inst.jobs, solver=name, time_limit=limit, **opts)
         row = {"value": a.value, "status": a.status.value, "bound": a.bound, "gap": a.gap,
                "parts": a.stats.get("parts")}
     row["wall_s"] = time.perf_counter() - t0
@@ -172,7 +177,7 @@ def main(argv=None) -> int:
     ap.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=VARIANTS)
     ap.add_argument("--solvers", nargs="*", default=list(HEURISTICS), help="heuristics")
     ap.add_argument("--exact", nargs="+", default=["cpsat", "pop-4"],
-                    help="exact solvers and pop-K baselines (default: cpsat pop-4)")
+                    help="exact solvers, NAME/parts=K, and pop-K baselines (default: cpsat pop-4)")
     ap.add_argument("--timeout", type=float, default=900.0, help="seconds per run before kill")
     ap.add_argument("--out", help="also write the Markdown table here")
     ap.add_argument("--rows", nargs="+", metavar="JSONL",

@@ -15,7 +15,9 @@ tasks on a cluster -- and then joined:
    within the time left; running jobs stay on their servers.
 3. **Join and repair.**  The parts' placements are joined; jobs left unplaced
    in their part are placed on what any part left (best fit), then the joined
-   solution is improved by local search with the time left.
+   solution is improved by local search with the time left.  The applicable
+   heuristics then run on the whole problem, and the best of them replaces
+   the joined solution when it is better, so the answer is never below them.
 4. **Bound.**  The bound is that of the *whole* problem, never of the parts:
    the sum of honest upper coefficients, the big-machine LP over every server
    class, and, when time allows, column generation on the whole problem seeded
@@ -217,6 +219,7 @@ def solve_partitioned(problem: Problem, engine: Engine, *, deadline: Deadline, s
                       parts: int = 2, executor: str = "process", ray_address: str | None = None,
                       warm_share: float = 0.15, cg_share: float = 0.45) -> Solution:
     """The partitioned solver (see the module notes)."""
+    from .driver import warm_start
     t0 = time.perf_counter()
     total = deadline.left()
     split = split_problem(problem, parts, seed)
@@ -235,12 +238,20 @@ def solve_partitioned(problem: Problem, engine: Engine, *, deadline: Deadline, s
         raise RuntimeError("partitioned solution over-commits the cluster")
     value = true_value(problem, assign)
     stats["joined_value"] = value
+    # the applicable heuristics on the whole problem: the answer is never below them
+    warm, _, _, warm_values = warm_start(problem, deadline.share(0.4), seed,
+                                         floor=deadline.reserve(0.1 * total))
+    stats["heuristics"] = warm_values
+    if warm and check_assign(problem, warm) and true_value(problem, warm) > value + 1e-9:
+        assign, value = dict(warm), true_value(problem, warm)
+        stats["source"] = f"heuristic {max(warm_values, key=warm_values.get)}"
     if deadline.left() > 0.1:
         from ..heuristics.improve import local_search
         better = local_search(problem, assign, deadline=deadline.share(0.4), seed=seed)
         if check_assign(problem, better) and true_value(problem, better) > value + 1e-9:
             assign, value = better, true_value(problem, better)
-    bound = whole_bound(problem, engine, deadline.reserve(0.02 * total), assign, stats)
+    # the bound leaves 5 % of the time to the caller's final check
+    bound = whole_bound(problem, engine, deadline.reserve(0.05 * total), assign, stats)
     step = problem.objective.step(problem.cluster, [problem.jobs[j] for j in problem.pending])
     fixed = sum(problem.value_of(j, a) for j, a in problem.fixed.items())
     status = Status.FEASIBLE
