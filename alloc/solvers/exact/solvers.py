@@ -84,7 +84,8 @@ def tenancy(problem: Problem, engine: Engine, *, deadline: Deadline, seed: int,
         # without cells a heuristic's pending placements on what the running
         # jobs leave are an answer of the instance (warm_start checks capacity);
         # with cells the model's own warm start (hived) covers the heuristics
-        best, _, _, values = warm_start(problem, deadline.share(warm_share), seed)
+        best, _, _, values = warm_start(problem, deadline.share(warm_share), seed,
+                                        floor=deadline.share(max(warm_share, 0.5)))
     # 5 % kept back: scoring both answers, and the model's own overrun on
     # very large models (87k columns at 1,024 servers)
     sol = solve_tenancy(problem, deadline=deadline.share(0.95), seed=seed, engine=engine.name,
