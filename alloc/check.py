@@ -127,10 +127,9 @@ def capacity_problems(cluster: Cluster, placements: Sequence[Placement]) -> list
     for p in placements:
         for g in p.gpus:
             gpu_use[g.gpu] += g.milli
-        cpu, mem = p.cpu, p.mem
-        for s, v in (cpu._d if type(cpu) is FrozenMap else cpu).items():
+        for s, v in _d(p.cpu).items():
             cpu_use[s] += v
-        for s, v in (mem._d if type(mem) is FrozenMap else mem).items():
+        for s, v in _d(p.mem).items():
             mem_use[s] += v
     out = [f"GPU {g}: {used} milli allocated, capacity {MILLI}"
            for g, used in gpu_use.items() if used > MILLI]

@@ -61,8 +61,6 @@ def recall(obj: Any, name: str, deps: tuple) -> Any:
     if hit is None:
         return None
     kept = hit[0]
-    if kept is deps:
-        return hit[1]
     if len(kept) != len(deps):
         return None
     for a, b in zip(kept, deps):

@@ -170,14 +170,9 @@ SOLVERS = (
             capabilities=("tenancy", "preemption", "migration", "locality", "sharing",
                           "colocation", "elastic", "spread"),
             requires=("ortools",),
-            options=(
-                Option("preemption_cost", "float", 0.0, "objective units per preempted job",
-                       minimum=0.0),
-                Option("guaranteed_first", "bool", True,
-                       "first maximise the GPUs of placed guaranteed jobs, then the objective"),
+            options=_TENANCY + (
                 Option("workers", "int", None, "CP-SAT workers (default: 1, deterministic)",
-                       minimum=1, nullable=True),
-            ),
+                       minimum=1, nullable=True),),
             restricts="; ".join(RESTRICTIONS),
             description="the tenancy model (kernel, CP-SAT) on every input, never below the "
                         "applicable heuristics"),

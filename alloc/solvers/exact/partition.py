@@ -242,8 +242,9 @@ def solve_partitioned(problem: Problem, engine: Engine, *, deadline: Deadline, s
     warm, _, _, warm_values = warm_start(problem, deadline.share(0.4), seed,
                                          floor=deadline.reserve(0.1 * total))
     stats["heuristics"] = warm_values
-    if warm and check_assign(problem, warm) and true_value(problem, warm) > value + 1e-9:
-        assign, value = dict(warm), true_value(problem, warm)
+    warm_v = true_value(problem, warm) if warm and check_assign(problem, warm) else None
+    if warm_v is not None and warm_v > value + 1e-9:
+        assign, value = dict(warm), warm_v
         stats["source"] = f"heuristic {max(warm_values, key=warm_values.get)}"
     if deadline.left() > 0.1:
         from ..heuristics.improve import local_search

@@ -77,7 +77,7 @@ def tenancy(problem: Problem, engine: Engine, *, deadline: Deadline, seed: int,
     and the best of them is
     returned when it scores more than the model's answer (the score the call
     reports: value minus the move and preemption costs)."""
-    from ..hived.exact import solve_tenancy
+    from ..hived.exact import scorer, solve_tenancy
     from .driver import warm_start
     best, values = {}, {}
     if not problem.cluster.tenants:
@@ -92,8 +92,9 @@ def tenancy(problem: Problem, engine: Engine, *, deadline: Deadline, seed: int,
                         preemption_cost=preemption_cost, guaranteed_first=guaranteed_first,
                         workers=engine.workers)
     kept = {**problem.fixed, **best}
-    if best and _score(problem, kept, (), preemption_cost) > \
-            _score(problem, sol.assign, sol.preempted, preemption_cost) + 1e-9:
+    # what the call reports: the objective less the move and preemption costs
+    score = scorer(problem, problem.running, preemption_cost)
+    if best and score(kept, ())[0][0] > score(sol.assign, sol.preempted)[0][0] + 1e-9:
         name = max(values, key=values.get)
         # the model's own answer is not returned: drop what describes it
         stats = {k: v for k, v in sol.stats.items()
@@ -101,15 +102,6 @@ def tenancy(problem: Problem, engine: Engine, *, deadline: Deadline, seed: int,
         stats.update(heuristics=values, source=f"heuristic {name}")
         return Solution(kept, Status.FEASIBLE, sol.bound, (), stats)
     return replace(sol, stats={**sol.stats, "heuristics": values}) if values else sol
-
-
-def _score(problem: Problem, assign: dict, preempted, preemption_cost: float) -> float:
-    """What the call reports for ``assign``: the objective less ``move_cost``
-    per moved running job and ``preemption_cost`` per preempted one."""
-    moved = sum(1 for r in problem.running if r in assign
-                and sorted(assign[r].gpus) != sorted(problem.fixed[r].gpus))
-    return (sum(problem.value_of(j, a) for j, a in assign.items())
-            - (problem.move_cost or 0.0) * moved - preemption_cost * len(preempted))
 
 
 def configuration(problem: Problem, engine: Engine, *, deadline: Deadline, seed: int = 0,
