@@ -204,6 +204,10 @@ def main(argv=None) -> int:
         rows = sorted(keyed.values(), key=lambda r: (VARIANTS.index(r["variant"]), r["size"],
                                                      r["kind"] != "heuristic", r["solver"]))
         return emit(rows, args.out)
+    for name in args.exact:
+        base, sep, parts = name.partition("/parts=")
+        if sep and not (parts.isdigit() and int(parts) >= 1):
+            return _bad(f"scale.py: --exact {name}: expected NAME/parts=K with K an integer >= 1")
     rows = []
     for variant, size, solver, limit in plan(args.sizes, args.variants, args.solvers, args.exact):
         exact = solver in args.exact
