@@ -32,7 +32,7 @@ TOL = 1e-6
 
 
 def pair_arrays(p: SharesProblem, runnable: bool = True):
-    """The pairs as arrays.
+    """The pairs as arrays (computed once per problem object, read-only).
 
     Parameters
     ----------
@@ -47,14 +47,25 @@ def pair_arrays(p: SharesProblem, runnable: bool = True):
     PT : ndarray (P, k, 2)
         Steps/s of ``a`` and ``b`` while sharing each type.
     """
+    kept = p.__dict__.setdefault("_pair_arrays", {})
+    if runnable not in kept:
+        kept[runnable] = _pair_arrays(p, runnable)
+    return kept[runnable]
+
+
+def _pair_arrays(p: SharesProblem, runnable: bool):
     if not p.pairs:
-        return np.zeros(0, dtype=int), np.zeros(0, dtype=int), np.zeros((0, p.k, 2))
-    a = np.array([q.a for q in p.pairs])
-    b = np.array([q.b for q in p.pairs])
-    PT = np.stack([q.throughput for q in p.pairs])
-    if runnable:
-        PT = np.where((p.capacity[None, :] >= p.scale_factor[a][:, None])[:, :, None], PT, 0.0)
-    return a, b, PT
+        out = np.zeros(0, dtype=int), np.zeros(0, dtype=int), np.zeros((0, p.k, 2))
+    elif runnable:
+        a, b, PT = pair_arrays(p, runnable=False)
+        out = a, b, np.where((p.capacity[None, :] >= p.scale_factor[a][:, None])[:, :, None], PT, 0.0)
+    else:
+        a = np.fromiter((q.a for q in p.pairs), dtype=int, count=len(p.pairs))
+        b = np.fromiter((q.b for q in p.pairs), dtype=int, count=len(p.pairs))
+        out = a, b, np.stack([q.throughput for q in p.pairs]).astype(float)
+    for arr in out:
+        arr.setflags(write=False)
+    return out
 
 
 def agnostic_throughputs(p: SharesProblem):

@@ -15,13 +15,18 @@ of Gavel's mechanism (:mod:`alloc.shares.rounds`).
   measured steps/s on its type (a pair at its co-located rates) and a job
   finishes at the exact second its steps run out (its GPUs idle until the
   next round).
-* Policies (:data:`SIM_POLICIES`): ``gavel-las`` is Gavel's LAS, weighted
-  max-min fairness whose weights are the inverse of each job's attained
-  service (GPU-seconds, at least one round's worth), heterogeneity-aware;
-  ``gavel-las-agnostic`` the same over the heterogeneity-agnostic
+* Policies (:data:`SIM_POLICIES`): ``gavel-las`` is Gavel's LAS, which the
+  paper (section 4.1) writes as max-min fairness over the jobs' normalised
+  throughputs with per-job priority weights :math:`w_m` (1 here, as in the
+  paper's simulations); the least-attained-service behaviour comes from the
+  round mechanism, which runs first the jobs furthest below their share.
+  ``gavel-las-agnostic`` is the same over the heterogeneity-agnostic
   throughputs; ``gavel-las-ss`` aware with space sharing (every pair of
-  active jobs with measured co-located throughputs); ``gavel-max-min``
-  (equal weights), ``gavel-ftf`` (finish-time fairness), ``gavel-max-sum``,
+  active jobs with measured co-located throughputs).  ``gavel-max-min``
+  is another name of ``gavel-las``; ``gavel-las-attained`` weighs each job
+  by the inverse of its attained service (GPU-seconds, at least one round's
+  worth), Tiresias' notion of LAS folded into the weights.  Also
+  ``gavel-ftf`` (finish-time fairness), ``gavel-max-sum``,
   ``gavel-makespan``, ``gavel-fifo``, ``gavel-isolated``, ``gavel-gandiva``,
   ``gavel-allox`` and ``gavel-water-filling``.
 
@@ -43,7 +48,7 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from ..errors import InputError
-from ..shares.check import isolated_shares
+from ..shares.check import isolated_shares, pair_arrays
 from ..shares.io import Pair, SharesProblem
 from ..shares.policies import solve_shares
 from ..shares.rounds import ROUND_S, plan_round
@@ -177,16 +182,18 @@ def gavel_workload(table: ThroughputTable, jobs_per_hour: float, count: int,
 
 @dataclass(frozen=True)
 class SimPolicy:
-    """A simulator policy: the share policy, LAS weights, space sharing."""
+    """A simulator policy: the share policy, weights by attained service,
+    space sharing."""
     share: str
-    las: bool = False
+    attained: bool = False
     pairs: bool = False
 
 
 SIM_POLICIES: dict[str, SimPolicy] = {
-    "gavel-las": SimPolicy("max-min", las=True),
-    "gavel-las-agnostic": SimPolicy("max-min-agnostic", las=True),
-    "gavel-las-ss": SimPolicy("max-min", las=True, pairs=True),
+    "gavel-las": SimPolicy("max-min"),
+    "gavel-las-agnostic": SimPolicy("max-min-agnostic"),
+    "gavel-las-ss": SimPolicy("max-min", pairs=True),
+    "gavel-las-attained": SimPolicy("max-min", attained=True),
     "gavel-max-min": SimPolicy("max-min"),
     "gavel-max-min-agnostic": SimPolicy("max-min-agnostic"),
     "gavel-ftf": SimPolicy("finish-time-fairness"),
@@ -248,7 +255,7 @@ def _problem(table, cluster, jobs, state, t, pol: SimPolicy) -> SharesProblem:
     left = np.array([state[i]["left"] for i in ids])
     elapsed = np.array([t - jobs[i].arrival_s for i in ids])
     iso_time = np.array([state[i]["iso_time"] for i in ids])
-    if pol.las:
+    if pol.attained:
         attained = np.array([state[i]["attained"] for i in ids])
         weight = 1.0 / np.maximum(attained, ROUND_S)
         weight = weight / weight.max()
@@ -265,27 +272,38 @@ def _problem(table, cluster, jobs, state, t, pol: SimPolicy) -> SharesProblem:
                          iso_time, tuple([None] * m), pairs, {}, "gavel-sim")
 
 
-def _advance(problem, plan, state, jobs, table, t, round_s, jct):
+def _pair_rows(problem):
+    """Dense ``(m, m)`` lookup from the two job indices of a pair to its row
+    (``-1``: no such pair)."""
+    a, b, _ = pair_arrays(problem, runnable=False)
+    rows = np.full((problem.m, problem.m), -1, dtype=np.int64)
+    rows[a, b] = np.arange(len(a))
+    return rows
+
+
+def _advance(problem, plan, state, pair_recv, jobs, table, t, round_s, jct):
     """Run one round: progress, completions, time received, attained service."""
     col = {x: c for c, x in enumerate(table.types)}
     runners = [((jid,), typ) for jid, typ in plan.jobs.items()]
     runners += [(tuple(key.split("+")), typ) for key, typ in plan.pairs.items()]
-    pair_rate = {}
-    for q in problem.pairs:
-        pair_rate[(problem.job_ids[q.a], problem.job_ids[q.b])] = q.throughput
+    if plan.pairs:
+        index = {x: i for i, x in enumerate(problem.job_ids)}
+        rows, PT = _pair_rows(problem), pair_arrays(problem, runnable=False)[2]
     for members, typ in runners:
         c = col[typ]
         if len(members) == 1:
             rates = [table.alone[jobs[int(members[0])].model, c]]
         else:
-            rates = list(pair_rate[members][c])
+            rates = list(PT[rows[index[members[0]], index[members[1]]], c])
+            key = (int(members[0]), int(members[1]))
         for jid, rate in zip(members, rates):
             s = state[int(jid)]
             run = min(round_s, s["left"] / rate) if rate > 0 else round_s
             s["left"] = max(0.0, s["left"] - rate * run)
-            s["recv"][c] += run if len(members) == 1 else 0.0
-            if len(members) == 2:
-                s["recv_pairs"][(members, c)] = s["recv_pairs"].get((members, c), 0.0) + run
+            if len(members) == 1:
+                s["recv"][c] += run
+            elif jid == members[0]:
+                pair_recv.setdefault(key, np.zeros(len(table.types)))[c] += run
             s["attained"] += run
             s["iso_time"] += rate * run / max(s["iso_rate"], 1e-300)
             if s["left"] <= 1e-9 * jobs[int(jid)].steps:
@@ -329,11 +347,13 @@ def simulate_gavel(policy: str, jobs: Sequence[GavelJob], table: ThroughputTable
     res = GavelResult(policy, measured=tuple(range(lo, min(hi, len(jobs)))))
     byid = {j.id: j for j in jobs}
     state: dict[int, dict] = {}
+    pair_recv: dict[tuple, np.ndarray] = {}     # (job a, job b) -> seconds together per type
     nxt, t, t0 = 0, 0.0, time.perf_counter()
-    while any(i not in res.jct for i in res.measured):
+    waiting = len(res.measured)
+    while waiting:
         while nxt < len(jobs) and jobs[nxt].arrival_s <= t:
             j = jobs[nxt]
-            state[j.id] = {"left": j.steps, "recv": np.zeros(len(table.types)), "recv_pairs": {},
+            state[j.id] = {"left": j.steps, "recv": np.zeros(len(table.types)),
                            "attained": 0.0, "iso_time": 0.0, "iso_rate": 0.0}
             nxt += 1
         if not state:
@@ -351,10 +371,14 @@ def simulate_gavel(policy: str, jobs: Sequence[GavelJob], table: ThroughputTable
         result = solve_shares(problem, pol.share, time_limit=time_limit, seed=seed + res.rounds)
         res.solve_s += time.perf_counter() - s0
         res.statuses[result.status.value] = res.statuses.get(result.status.value, 0) + 1
-        plan = plan_round(problem, result, *_received(problem, state, byid, t, table))
-        _advance(problem, plan, state, byid, table, t, round_s, res.jct)
-        for jid in [i for i in state if i in res.jct]:
+        plan = plan_round(problem, result, *_received(problem, state, pair_recv, byid, t))
+        _advance(problem, plan, state, pair_recv, byid, table, t, round_s, res.jct)
+        done = [i for i in state if i in res.jct]
+        for jid in done:
             del state[jid]
+        waiting -= sum(1 for i in done if lo <= i < hi)
+        if done and pair_recv:
+            pair_recv = {key: v for key, v in pair_recv.items() if key[0] in state and key[1] in state}
         t += round_s
         res.rounds += 1
     res.end_time_s = t
@@ -362,17 +386,19 @@ def simulate_gavel(policy: str, jobs: Sequence[GavelJob], table: ThroughputTable
     return res
 
 
-def _received(problem, state, jobs, t, table):
+def _received(problem, state, pair_recv, jobs, t):
     """Fractions of time since arrival each job (and pair) ran on each type."""
     ids = [int(x) for x in problem.job_ids]
     span = np.array([max(t - jobs[i].arrival_s, 1e-9) for i in ids])
     R = np.array([state[i]["recv"] for i in ids]) / span[:, None]
     RP = np.zeros((len(problem.pairs), problem.k))
-    for r, q in enumerate(problem.pairs):
-        key = (problem.job_ids[q.a], problem.job_ids[q.b])
-        rec = state[ids[q.a]]["recv_pairs"]
-        for c in range(problem.k):
-            RP[r, c] = rec.get((key, c), 0.0) / span[q.a]
+    if pair_recv and problem.pairs:
+        index = {x: i for i, x in enumerate(ids)}
+        rows = _pair_rows(problem)
+        for (x, y), got in pair_recv.items():
+            r = rows[index[x], index[y]]
+            if r >= 0:
+                RP[r] = got / span[index[x]]
     return R, RP
 
 
