@@ -128,3 +128,26 @@ def test_gavel_table_loads(shared_dir):
     table = ThroughputTable.load(shared_dir / "data" / "reference" / "gavel_throughputs.json")
     assert len(table.models) == 26 and table.alone.shape == (26, 3) and (table.alone > 0).all()
     assert table.pair.shape == (26, 26, 3, 2) and (table.pair > 0).mean() > 0.9
+
+
+def test_free_gpus_go_to_idle_jobs_on_their_fastest_type_with_room():
+    d = {"format": "alloc.shares/1", "gpu_types": {"v100": 1, "k80": 2},
+         "jobs": [{"id": "a", "throughput": {"v100": 4.0, "k80": 1.0}},
+                  {"id": "b", "throughput": {"v100": 3.0, "k80": 2.0}},
+                  {"id": "c", "throughput": {"v100": 0.0, "k80": 1.0}},
+                  {"id": "d", "throughput": {"v100": 5.0, "k80": 0.5}}]}
+    p = problem_from_dict(d)
+    X = np.zeros((4, 2))
+    X[0, 0] = 0.5                                   # only a has a share
+    strict = plan_round(p, X, work_conserving=False)
+    assert strict.jobs == {"a": "v100"} and strict.free == {"v100": 0.0, "k80": 2.0}
+    R = np.array([[0.5, 0], [0.3, 0], [0.1, 0], [0.2, 0]])
+    plan = plan_round(p, X, R)
+    # the least-served idle jobs first (c, then d), each on its fastest type with room:
+    # v100 is taken by a, so both go to k80 and b, served most, waits
+    assert plan.jobs == {"a": "v100", "c": "k80", "d": "k80"}
+    assert plan.free == {"v100": 0.0, "k80": 0.0}
+    # agnostic fill rates: every runnable type is as good, the emptier one wins
+    X[0] = 0
+    plan = plan_round(p, X, R, fill_rates=(p.throughput > 0).astype(float))
+    assert plan.jobs == {"c": "k80", "d": "v100", "b": "k80"}    # d: a tie of 1 free GPU each

@@ -17,6 +17,14 @@ runs on the type of its first entry that still has ``sf`` free GPUs, and at
 most once per round.  Over many rounds each job's received fractions track
 its shares.
 
+The mechanism is work-conserving, as Gavel's is (its per-type queues hold
+every job with a positive throughput, shares of zero included): GPUs the
+shares leave free go to jobs that are not running this round, least time
+received first (ties: input order), each alone on the type where it runs
+fastest (``fill_rates``) among those with ``sf`` free GPUs, ties to the
+type with more free GPUs.  So a job may receive more than its share, never
+less because of it.
+
 :func:`plan_round` is that plain function; :func:`place_round` turns a plan
 into an ``alloc`` placement through :func:`alloc.allocate` (one ``alloc`` job
 per runner, its scale factor in whole GPUs of the chosen type, consolidated
@@ -60,7 +68,8 @@ class RoundPlan:
 
 def plan_round(problem: SharesProblem, shares: SharesResult | np.ndarray,
                received: np.ndarray | None = None, received_pairs: np.ndarray | None = None,
-               pair_shares: np.ndarray | None = None) -> RoundPlan:
+               pair_shares: np.ndarray | None = None, *, work_conserving: bool = True,
+               fill_rates: np.ndarray | None = None) -> RoundPlan:
     r"""The runners of one round (see the module notes).
 
     Parameters
@@ -74,6 +83,12 @@ def plan_round(problem: SharesProblem, shares: SharesResult | np.ndarray,
         (default: nothing yet).
     received_pairs, pair_shares : ndarray (P, k), optional
         The same for the pairs.
+    work_conserving : bool
+        Give the GPUs the shares leave free to jobs not running (default
+        True).
+    fill_rates : ndarray (m, k), optional
+        Rates the free GPUs are given by (default the problem's runnable
+        throughputs; a heterogeneity-agnostic caller passes its own).
 
     Returns
     -------
@@ -113,7 +128,32 @@ def plan_round(problem: SharesProblem, shares: SharesResult | np.ndarray,
             key = pair_key(problem, problem.pairs[unit - m])
             pairs[key] = problem.gpu_types[j]
             priority[key] = float(prio[e])
+    if work_conserving:
+        _fill(problem, R, busy, free, jobs, priority,
+              problem.runnable_throughput if fill_rates is None else np.asarray(fill_rates, dtype=float))
     return RoundPlan(jobs, pairs, priority, dict(zip(problem.gpu_types, free.tolist())))
+
+
+def _fill(problem: SharesProblem, R: np.ndarray, busy: np.ndarray, free: np.ndarray,
+          jobs: dict, priority: dict, rates: np.ndarray) -> None:
+    """Free GPUs to idle jobs, least time received first, each on its fastest
+    type with room (in place)."""
+    sf = problem.scale_factor
+    order = np.lexsort((np.arange(problem.m), R.sum(axis=1)))
+    smallest = sf.min() if problem.m else 0
+    for i in order:
+        if (free < smallest).all():
+            break
+        if busy[i] or not (free >= sf[i]).any():
+            continue
+        room = (free >= sf[i]) & (rates[i] > 0)
+        if not room.any():
+            continue
+        j = int(np.lexsort((-free, -np.where(room, rates[i], -np.inf)))[0])
+        busy[i] = True
+        free[j] -= sf[i]
+        jobs[problem.job_ids[i]] = problem.gpu_types[j]
+        priority[problem.job_ids[i]] = 0.0
 
 
 def place_round(cluster: Cluster, problem: SharesProblem, plan: RoundPlan, *,

@@ -48,7 +48,7 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from ..errors import InputError
-from ..shares.check import isolated_shares, pair_arrays
+from ..shares.check import agnostic_throughputs, isolated_shares, pair_arrays
 from ..shares.io import Pair, SharesProblem
 from ..shares.policies import solve_shares
 from ..shares.rounds import ROUND_S, plan_round
@@ -371,7 +371,8 @@ def simulate_gavel(policy: str, jobs: Sequence[GavelJob], table: ThroughputTable
         result = solve_shares(problem, pol.share, time_limit=time_limit, seed=seed + res.rounds)
         res.solve_s += time.perf_counter() - s0
         res.statuses[result.status.value] = res.statuses.get(result.status.value, 0) + 1
-        plan = plan_round(problem, result, *_received(problem, state, pair_recv, byid, t))
+        fill = agnostic_throughputs(problem)[0] if pol.share.endswith("-agnostic") else None
+        plan = plan_round(problem, result, *_received(problem, state, pair_recv, byid, t), fill_rates=fill)
         _advance(problem, plan, state, pair_recv, byid, table, t, round_s, res.jct)
         done = [i for i in state if i in res.jct]
         for jid in done:
