@@ -151,3 +151,18 @@ def test_free_gpus_go_to_idle_jobs_on_their_fastest_type_with_room():
     X[0] = 0
     plan = plan_round(p, X, R, fill_rates=(p.throughput > 0).astype(float))
     assert plan.jobs == {"c": "k80", "d": "v100", "b": "k80"}    # d: a tie of 1 free GPU each
+
+
+def test_saturation_rates_by_hand():
+    from alloc.sim.gavel import saturation_rates
+    from alloc.sim.workload import gavel_mean_work_s
+    # model A runs at 1/4 speed on k80, model B as fast on both; one GPU of each type
+    table = ThroughputTable(("v100", "k80"), ("A", "B"), np.array([[2.0, 0.5], [3.0, 3.0]]),
+                            np.zeros((2, 2, 2, 2)))
+    got = saturation_rates(table, {"v100": 1, "k80": 1})
+    per_hour = 3600.0 / gavel_mean_work_s()
+    # agnostic: half the time on each type, mean rates 0.625 and 1 -> 2 / mean(1.6, 1)
+    assert got["agnostic"] == pytest.approx(2 / 1.3 * per_hour)
+    # any policy: A alone on the v100, B alone on the k80 -> each model 1 GPU-rate
+    assert got["any"] == pytest.approx(2 * per_hour)
+    assert gavel_mean_work_s() / 3600 == pytest.approx(16.77, abs=0.01)

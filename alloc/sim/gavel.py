@@ -52,7 +52,7 @@ from ..shares.check import agnostic_throughputs, isolated_shares, pair_arrays
 from ..shares.io import Pair, SharesProblem
 from ..shares.policies import solve_shares
 from ..shares.rounds import ROUND_S, plan_round
-from .workload import gavel_work_s
+from .workload import gavel_mean_work_s, gavel_work_s
 
 #: Gavel's heterogeneous cluster.
 GAVEL_CLUSTER: Mapping[str, int] = {"v100": 36, "p100": 36, "k80": 36}
@@ -180,6 +180,58 @@ def gavel_workload(table: ThroughputTable, jobs_per_hour: float, count: int,
     return out
 
 
+def saturation_rates(table: ThroughputTable, cluster: Mapping[str, int] = GAVEL_CLUSTER
+                     ) -> dict[str, float]:
+    r"""Arrival rates (jobs/hour) beyond which the queue of
+    :func:`gavel_workload` grows without bound.
+
+    With :math:`r_{mj}` model ``m``'s rate on type ``j`` relative to the
+    reference type, :math:`E[W]` the mean work in reference-type seconds
+    (:func:`~alloc.sim.workload.gavel_mean_work_s`), :math:`M` models drawn
+    uniformly and :math:`n_j` GPUs of type ``j`` (:math:`N` in all):
+
+    * ``agnostic``: every job spreads its time over the types in proportion
+      to their GPUs (the heterogeneity-agnostic shares), so it needs
+      :math:`E[W]/\bar r_m` GPU-seconds, :math:`\bar r_m = \sum_j n_j
+      r_{mj}/N`; the rate is :math:`N / (E[W]\,\mathrm{mean}_m 1/\bar r_m)`.
+    * ``any``: the most any policy sustains, the LP
+      :math:`\max\lambda` s.t. :math:`\sum_j g_{mj} r_{mj} \ge \lambda
+      E[W]/M` for every model and :math:`\sum_m g_{mj} \le n_j`
+      (:math:`g_{mj} \ge 0` GPUs of type ``j`` given to model ``m``).
+
+    Parameters
+    ----------
+    table : ThroughputTable
+    cluster : mapping
+        GPUs of each type.
+
+    Returns
+    -------
+    dict
+        ``{"agnostic": float, "any": float}`` in jobs per hour.
+    """
+    from scipy.optimize import linprog
+
+    ref = table.types.index(REFERENCE_TYPE) if REFERENCE_TYPE in table.types else 0
+    r = table.alone / table.alone[:, [ref]]
+    n = np.array([float(cluster[t]) for t in table.types])
+    work = gavel_mean_work_s()
+    agnostic = n.sum() / (work * np.mean(n.sum() / (r @ n))) * 3600.0
+    M, k = r.shape
+    c = np.zeros(1 + M * k)
+    c[0] = -1.0
+    need = np.zeros((M, 1 + M * k))
+    need[:, 0] = work / M
+    for m in range(M):
+        need[m, 1 + m * k:1 + (m + 1) * k] = -r[m]
+    room = np.zeros((k, 1 + M * k))
+    for j in range(k):
+        room[j, 1 + j::k] = 1.0
+    res = linprog(c, A_ub=np.vstack([need, room]), b_ub=np.concatenate([np.zeros(M), n]),
+                  bounds=[(0, None)] * (1 + M * k), method="highs")
+    return {"agnostic": float(agnostic), "any": float(-res.fun * 3600.0)}
+
+
 @dataclass(frozen=True)
 class SimPolicy:
     """A simulator policy: the share policy, weights by attained service,
@@ -222,6 +274,8 @@ class GavelResult:
     end_time_s : float
     wall_time_s, solve_s : float
         Seconds of the whole run and of the policy solves.
+    peak_active : int
+        Most jobs active (arrived, unfinished) at once.
     statuses : dict
         How many rounds ended with each solve status.
     """
@@ -232,6 +286,7 @@ class GavelResult:
     end_time_s: float = 0.0
     wall_time_s: float = 0.0
     solve_s: float = 0.0
+    peak_active: int = 0
     statuses: dict = field(default_factory=dict)
 
     @property
@@ -363,6 +418,7 @@ def simulate_gavel(policy: str, jobs: Sequence[GavelJob], table: ThroughputTable
             continue
         if max_time_s is not None and t >= max_time_s:
             break
+        res.peak_active = max(res.peak_active, len(state))
         problem = _problem(table, cluster, byid, state, t, pol)
         iso = (problem.throughput * isolated_shares(problem)).sum(axis=1)
         for jid, rate in zip(problem.job_ids, iso):
@@ -404,4 +460,5 @@ def _received(problem, state, pair_recv, jobs, t):
 
 
 __all__ = ["GAVEL_CLUSTER", "GavelJob", "GavelResult", "REFERENCE_TYPE", "SIM_POLICIES", "SimPolicy",
-           "ThroughputTable", "gavel_workload", "shared_dir", "simulate_gavel", "throughputs_path"]
+           "ThroughputTable", "gavel_workload", "saturation_rates", "shared_dir", "simulate_gavel",
+           "throughputs_path"]

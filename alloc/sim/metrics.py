@@ -106,14 +106,17 @@ def plot_utilisation(res, path: str, title: str = "") -> bool:
 
 
 def plot_lines(xs, series: Mapping[str, list], path: str, xlabel: str, ylabel: str,
-               title: str = "") -> bool:
-    """Plot one line per series against ``xs`` into a PNG (False without matplotlib)."""
+               title: str = "", marks: Mapping[str, float] | None = None) -> bool:
+    """Plot one line per series against ``xs`` into a PNG (False without
+    matplotlib); ``marks`` adds labelled dashed vertical lines at those x."""
     plt = _plt()
     if plt is None:
         return False
     fig, ax = plt.subplots(figsize=(5, 3.5))
     for label, ys in series.items():
         ax.plot(xs[:len(ys)], ys, marker="o", label=label)
+    for (label, x), style in zip((marks or {}).items(), ("--", ":", "-.")):
+        ax.axvline(x, color="grey", linestyle=style, linewidth=1, label=label)
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     if title:

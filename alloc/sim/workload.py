@@ -84,6 +84,14 @@ def gavel_work_s(rng: random.Random) -> float:
     return 60.0 * 10 ** rng.uniform(3.0, 4.0)
 
 
+def gavel_mean_work_s() -> float:
+    r"""The mean of :func:`gavel_work_s`, exactly (seconds):
+    :math:`60\,(0.8\,\frac{10^3 - 10^{1.5}}{1.5 \ln 10} + 0.2\,\frac{10^4 - 10^3}{\ln 10})`
+    (about 16.8 hours)."""
+    ln10 = math.log(10.0)
+    return 60.0 * (0.8 * (10 ** 3 - 10 ** 1.5) / (1.5 * ln10) + 0.2 * (10 ** 4 - 10 ** 3) / ln10)
+
+
 def gpu_demand(rng: random.Random, mix: str) -> int:
     """A job's GPU count: 1 (single) or 1/2/4/8 at 0.70/0.10/0.15/0.05 (multi)."""
     table = GPU_MIX[mix]
