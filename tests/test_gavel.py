@@ -166,3 +166,14 @@ def test_saturation_rates_by_hand():
     # any policy: A alone on the v100, B alone on the k80 -> each model 1 GPU-rate
     assert got["any"] == pytest.approx(2 * per_hour)
     assert gavel_mean_work_s() / 3600 == pytest.approx(16.77, abs=0.01)
+
+
+def test_las_is_max_min_with_unit_weights_and_the_attained_variant_differs():
+    table = small_table()
+    jobs = [GavelJob(i, i % 2, 900.0 * i, 3600.0 * (1 + 3 * (i % 3)) * table.alone[i % 2, 0])
+            for i in range(10)]                    # more jobs than GPUs: the weights matter
+    run = {pol: simulate_gavel(pol, jobs, table, cluster={"v100": 2, "k80": 2}, max_time_s=3600 * 500)
+           for pol in ("gavel-las", "gavel-max-min", "gavel-las-attained")}
+    assert run["gavel-las"].jct == run["gavel-max-min"].jct
+    assert run["gavel-las-attained"].jct != run["gavel-las"].jct
+
