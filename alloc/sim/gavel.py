@@ -11,7 +11,9 @@ of Gavel's mechanism (:mod:`alloc.shares.rounds`).
   the reference type (V100), in steps.
 * Every round (:data:`~alloc.shares.rounds.ROUND_S`, 360 s) the policy's
   shares are computed for the active jobs; :func:`~alloc.shares.rounds.plan_round`
-  picks the runners by share over time received; a runner advances at its
+  picks the runners by share over time received and gives the GPUs left
+  free to idle jobs (for the heterogeneity-agnostic policies, blind to
+  which type is faster); a runner advances at its
   measured steps/s on its type (a pair at its co-located rates) and a job
   finishes at the exact second its steps run out (its GPUs idle until the
   next round).
