@@ -151,6 +151,8 @@ def test_free_gpus_go_to_idle_jobs_on_their_fastest_type_with_room():
     X[0] = 0
     plan = plan_round(p, X, R, fill_rates=(p.throughput > 0).astype(float))
     assert plan.jobs == {"c": "k80", "d": "v100", "b": "k80"}    # d: a tie of 1 free GPU each
+    with pytest.raises(ValueError, match=r"fill_rates: expected shape \(4, 2\)"):
+        plan_round(p, X, R, fill_rates=np.ones((3, 2)))
 
 
 def test_saturation_rates_by_hand():
@@ -166,6 +168,8 @@ def test_saturation_rates_by_hand():
     # any policy: A alone on the v100, B alone on the k80 -> each model 1 GPU-rate
     assert got["any"] == pytest.approx(2 * per_hour)
     assert gavel_mean_work_s() / 3600 == pytest.approx(16.77, abs=0.01)
+    with pytest.raises(InputError, match="cluster: no GPU count for type 'k80'"):
+        saturation_rates(table, {"v100": 1})
 
 
 def test_las_is_max_min_with_unit_weights_and_the_attained_variant_differs():

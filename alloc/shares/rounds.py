@@ -129,9 +129,18 @@ def plan_round(problem: SharesProblem, shares: SharesResult | np.ndarray,
             pairs[key] = problem.gpu_types[j]
             priority[key] = float(prio[e])
     if work_conserving:
-        _fill(problem, R, busy, free, jobs, priority,
-              problem.runnable_throughput if fill_rates is None else np.asarray(fill_rates, dtype=float))
+        _fill(problem, R, busy, free, jobs, priority, _fill_rates(problem, fill_rates))
     return RoundPlan(jobs, pairs, priority, dict(zip(problem.gpu_types, free.tolist())))
+
+
+def _fill_rates(problem: SharesProblem, fill_rates) -> np.ndarray:
+    if fill_rates is None:
+        return problem.runnable_throughput
+    rates = np.asarray(fill_rates, dtype=float)
+    if rates.shape != (problem.m, problem.k):
+        raise ValueError(f"fill_rates: expected shape ({problem.m}, {problem.k}) (jobs x GPU types), "
+                         f"got {rates.shape}")
+    return rates
 
 
 def _fill(problem: SharesProblem, R: np.ndarray, busy: np.ndarray, free: np.ndarray,
@@ -144,10 +153,8 @@ def _fill(problem: SharesProblem, R: np.ndarray, busy: np.ndarray, free: np.ndar
     for i in order:
         if (free < smallest).all():
             break
-        if busy[i] or not (free >= sf[i]).any():
-            continue
         room = (free >= sf[i]) & (rates[i] > 0)
-        if not room.any():
+        if busy[i] or not room.any():
             continue
         j = int(np.lexsort((-free, -np.where(room, rates[i], -np.inf)))[0])
         busy[i] = True

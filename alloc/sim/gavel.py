@@ -49,7 +49,9 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from ..errors import InputError
+from ..errors import InputError, SolverError
+from ..kernel import LinearModel, solve
+from ..model import Status
 from ..shares.check import agnostic_throughputs, isolated_shares, pair_arrays
 from ..shares.io import Pair, SharesProblem
 from ..shares.policies import solve_shares
@@ -211,27 +213,33 @@ def saturation_rates(table: ThroughputTable, cluster: Mapping[str, int] = GAVEL_
     -------
     dict
         ``{"agnostic": float, "any": float}`` in jobs per hour.
-    """
-    from scipy.optimize import linprog
 
+    Raises
+    ------
+    InputError
+        The cluster lacks a type of the table.
+    """
     ref = table.types.index(REFERENCE_TYPE) if REFERENCE_TYPE in table.types else 0
     r = table.alone / table.alone[:, [ref]]
+    missing = [t for t in table.types if t not in cluster]
+    if missing:
+        raise InputError(f"cluster: no GPU count for type {missing[0]!r} (expected one per type of "
+                         f"the table: {', '.join(table.types)})")
     n = np.array([float(cluster[t]) for t in table.types])
     work = gavel_mean_work_s()
     agnostic = n.sum() / (work * np.mean(n.sum() / (r @ n))) * 3600.0
     M, k = r.shape
-    c = np.zeros(1 + M * k)
-    c[0] = -1.0
-    need = np.zeros((M, 1 + M * k))
-    need[:, 0] = work / M
+    lp = LinearModel("saturation")
+    lam = lp.add_var(obj=1.0)
+    g = [[lp.add_var() for _ in range(k)] for _ in range(M)]
     for m in range(M):
-        need[m, 1 + m * k:1 + (m + 1) * k] = -r[m]
-    room = np.zeros((k, 1 + M * k))
+        lp.add_row({lam: work / M, **{g[m][j]: -r[m, j] for j in range(k)}}, hi=0.0)
     for j in range(k):
-        room[j, 1 + j::k] = 1.0
-    res = linprog(c, A_ub=np.vstack([need, room]), b_ub=np.concatenate([np.zeros(M), n]),
-                  bounds=[(0, None)] * (1 + M * k), method="highs")
-    return {"agnostic": float(agnostic), "any": float(-res.fun * 3600.0)}
+        lp.add_row({g[m][j]: 1.0 for m in range(M)}, hi=n[j])
+    res = solve(lp, "highs", time_limit=60.0)
+    if res.status is not Status.OPTIMAL:
+        raise SolverError(f"saturation LP ended {res.status.value}")
+    return {"agnostic": float(agnostic), "any": float(res.objective * 3600.0)}
 
 
 @dataclass(frozen=True)
@@ -330,29 +338,28 @@ def _problem(table, cluster, jobs, state, t, pol: SimPolicy) -> SharesProblem:
 
 
 def _pair_rows(problem):
-    """Dense ``(m, m)`` lookup from the two job indices of a pair to its row
-    (``-1``: no such pair)."""
+    """Each job id's index, and the dense ``(m, m)`` lookup from the two job
+    indices of a pair to its row (``-1``: no such pair)."""
     a, b, _ = pair_arrays(problem, runnable=False)
     rows = np.full((problem.m, problem.m), -1, dtype=np.int64)
     rows[a, b] = np.arange(len(a))
-    return rows
+    return {int(x): i for i, x in enumerate(problem.job_ids)}, rows
 
 
-def _advance(problem, plan, state, pair_recv, jobs, table, t, round_s, jct):
+def _advance(problem, plan, state, pair_recv, lookup, jobs, table, t, round_s, jct):
     """Run one round: progress, completions, time received, attained service."""
     col = {x: c for c, x in enumerate(table.types)}
     runners = [((jid,), typ) for jid, typ in plan.jobs.items()]
     runners += [(tuple(key.split("+")), typ) for key, typ in plan.pairs.items()]
     if plan.pairs:
-        index = {x: i for i, x in enumerate(problem.job_ids)}
-        rows, PT = _pair_rows(problem), pair_arrays(problem, runnable=False)[2]
+        (index, rows), PT = lookup, pair_arrays(problem, runnable=False)[2]
     for members, typ in runners:
         c = col[typ]
         if len(members) == 1:
             rates = [table.alone[jobs[int(members[0])].model, c]]
         else:
-            rates = list(PT[rows[index[members[0]], index[members[1]]], c])
             key = (int(members[0]), int(members[1]))
+            rates = list(PT[rows[index[key[0]], index[key[1]]], c])
         for jid, rate in zip(members, rates):
             s = state[int(jid)]
             run = min(round_s, s["left"] / rate) if rate > 0 else round_s
@@ -430,8 +437,10 @@ def simulate_gavel(policy: str, jobs: Sequence[GavelJob], table: ThroughputTable
         res.solve_s += time.perf_counter() - s0
         res.statuses[result.status.value] = res.statuses.get(result.status.value, 0) + 1
         fill = agnostic_throughputs(problem)[0] if pol.share.endswith("-agnostic") else None
-        plan = plan_round(problem, result, *_received(problem, state, pair_recv, byid, t), fill_rates=fill)
-        _advance(problem, plan, state, pair_recv, byid, table, t, round_s, res.jct)
+        lookup = _pair_rows(problem) if problem.pairs else None
+        plan = plan_round(problem, result, *_received(problem, state, pair_recv, lookup, byid, t),
+                          fill_rates=fill)
+        _advance(problem, plan, state, pair_recv, lookup, byid, table, t, round_s, res.jct)
         done = [i for i in state if i in res.jct]
         for jid in done:
             del state[jid]
@@ -445,15 +454,14 @@ def simulate_gavel(policy: str, jobs: Sequence[GavelJob], table: ThroughputTable
     return res
 
 
-def _received(problem, state, pair_recv, jobs, t):
+def _received(problem, state, pair_recv, lookup, jobs, t):
     """Fractions of time since arrival each job (and pair) ran on each type."""
     ids = [int(x) for x in problem.job_ids]
     span = np.array([max(t - jobs[i].arrival_s, 1e-9) for i in ids])
     R = np.array([state[i]["recv"] for i in ids]) / span[:, None]
     RP = np.zeros((len(problem.pairs), problem.k))
     if pair_recv and problem.pairs:
-        index = {x: i for i, x in enumerate(ids)}
-        rows = _pair_rows(problem)
+        index, rows = lookup
         for (x, y), got in pair_recv.items():
             r = rows[index[x], index[y]]
             if r >= 0:
