@@ -17,15 +17,24 @@ reason (:func:`alloc.problem.placeable_reason`).
 
 Every problem is reported with its field path (``jobs[3].gpu_milli``) and what
 was expected; :func:`validate_model` raises one :class:`InputError` holding all.
+
+Valid input that probably does not mean what it says gets an
+`alloc.InputWarning` (`model_warnings`, issued by `prepare`): a job whose
+CPU or memory per GPU is below every point of its profile's grid (it runs at
+throughput 0 at its request, so a solver gains nothing by placing it and an
+exact one may leave it out or stop it), and a GPU type a job may use that its
+profile gives no speed for (it is counted at speed 1.0 there, the reference
+type's).  The command line prints each as one `alloc: warning:` line.
 """
 from __future__ import annotations
 
 import math
+import warnings
 from collections import Counter
 from dataclasses import replace
 from typing import Sequence
 
-from .errors import InputError
+from .errors import InputError, InputWarning
 from .model import (DEFAULT_GPU_TYPE, KNOWN_LEVELS, MILLI, Allocation, Cluster, Job, Placement,
                     Profile, Server)
 
@@ -309,7 +318,112 @@ def prepare(cluster: Cluster, jobs: Sequence[Job], source: str | None = None
     problems += model_problems(cluster, jobs)
     if problems:
         raise InputError(problems, source)
+    warn_model(cluster, jobs, source)
     return cluster, jobs
+
+
+# ------------------------------------------------------------------ warnings
+def _named(ids: Sequence[str]) -> str:
+    shown = ", ".join(repr(x) for x in ids[:3])
+    more = f" and {len(ids) - 3} more" if len(ids) > 3 else ""
+    return f"job{'s' if len(ids) > 1 else ''} {shown}{more}"
+
+
+def _grid_start(prof: Profile) -> tuple[int, int]:
+    """The smallest CPU and memory per GPU of any feasible grid point."""
+    cells = [(c, m) for i, c in enumerate(prof.cpu_per_gpu) for k, m in enumerate(prof.mem_per_gpu)
+             if (prof.tput[i][k] or 0) > 0]
+    return min(c for c, _ in cells), min(m for _, m in cells)
+
+
+def model_warnings(cluster: Cluster, jobs: Sequence[Job]) -> list[str]:
+    """What valid input probably does not mean (see the module notes), one
+    line per model and request or per model and GPU type, naming the jobs.
+
+    Parameters
+    ----------
+    cluster : Cluster
+    jobs : sequence of Job
+        Validated jobs with their profiles resolved.
+
+    Returns
+    -------
+    list of str
+        Empty when nothing is suspicious.
+    """
+    below: dict[tuple, list[str]] = {}
+    unknown: dict[tuple, list[str]] = {}
+    types = cluster.gpu_types
+    for j in jobs:
+        prof = j.profile
+        if prof is None or not j.gpus:
+            continue
+        if prof.has_grid and prof.grid_value(j.cpu / j.gpus, j.mem / j.gpus) <= 0:
+            below.setdefault((id(prof), j.cpu / j.gpus, j.mem / j.gpus), [prof]).append(j.id)
+        if prof.gpu_speed:
+            for t in types:
+                if t not in prof.gpu_speed and t != prof.reference_gpu and j.allows(t):
+                    unknown.setdefault((id(prof), t), [prof]).append(j.id)
+    out = []
+    for (_, cpu, mem), (prof, *ids) in below.items():
+        c0, m0 = _grid_start(prof)
+        out.append(f"{_named(ids)}: {cpu:g} milli-CPU and {mem:g} MiB per GPU is below every "
+                   f"point of model {prof.name!r}'s grid (it starts at {c0} milli-CPU and {m0} "
+                   f"MiB per GPU): at its request such a job runs at throughput 0, so a solver "
+                   f"gains nothing by placing it and may leave it out or stop it")
+    for (_, t), (prof, *ids) in unknown.items():
+        known = ", ".join(sorted(prof.gpu_speed))
+        out.append(f"{_named(ids)}: model {prof.name!r} gives no speed for GPU type {t!r} (it "
+                   f"gives {known}), so there the job counts at speed 1.0")
+    return out
+
+
+def warn_model(cluster: Cluster, jobs: Sequence[Job], source: str | None = None) -> None:
+    """Issue each of `model_warnings` as an `alloc.InputWarning`."""
+    for msg in model_warnings(cluster, jobs):
+        warnings.warn(f"{source}: {msg}" if source else msg, InputWarning, stacklevel=3)
+
+
+def instance_report(path) -> tuple[list[str], dict]:
+    """What `alloc validate` says about an instance file.
+
+    Returns
+    -------
+    (list of str, dict)
+        Every problem found (field path first; empty when the file is
+        valid), and `{"warnings": [...], "summary": "..."}`: the input
+        warnings, the jobs that cannot be placed on this cluster now, and one
+        line with the size, the capabilities the instance needs and the
+        solvers that take it.
+
+    Notes
+    -----
+    Problems are found in stages: the file and its JSON Schema; then the
+    cluster; its tenants; the jobs.  Each stage lists every problem it finds;
+    a later stage runs once the earlier ones pass, since its checks need them
+    (a job's locality is checked against valid cluster levels).
+    """
+    from .io import load_instance
+    try:
+        inst = load_instance(path)
+    except InputError as exc:
+        lead = f"{path}: "
+        return [p[len(lead):] if p.startswith(lead) else p for p in exc.problems], \
+            {"warnings": [], "summary": ""}
+    from .problem import placeable_reason
+    from .registry import solvers
+    from .solve import needed_capabilities
+    c, jobs = inst.cluster, inst.jobs
+    notes = model_warnings(c, jobs)
+    notes += [f"job {j.id!r} cannot be placed on this cluster now: {why}" for j in jobs
+              if j.current is None and (why := placeable_reason(c, j))]
+    need = needed_capabilities(c, jobs)
+    able = [n for n, s in solvers().items() if need <= s.capabilities and s.available]
+    running = sum(j.current is not None for j in jobs)
+    summary = (f"{len(jobs)} jobs ({running} running) on {len(c.servers)} servers with "
+               f"{c.total_gpus} GPUs; needs {', '.join(sorted(need)) or 'no capability'}; "
+               f"solvers that take it: {', '.join(able) or 'none'}")
+    return [], {"warnings": notes, "summary": summary}
 
 
 def resolve_models(jobs: tuple) -> tuple[tuple, list[str]]:
@@ -331,5 +445,6 @@ def resolve_models(jobs: tuple) -> tuple[tuple, list[str]]:
 
 
 __all__ = ["MAX_INT", "MAX_NAME", "MAX_WEIGHT", "PRIORITY_RANGE", "cluster_problems",
-           "current_problems", "job_problems", "model_problems", "prepare", "resolve_models",
-           "validate_model"]
+           "current_problems", "instance_report", "job_problems", "model_problems",
+           "model_warnings", "prepare",
+           "resolve_models", "validate_model", "warn_model"]

@@ -139,9 +139,9 @@ def test_all_runs_failed_exits_3(tmp_path, capsys):
     out = tmp_path / "f.jsonl"
     assert main(["sweep", str(cfg), "--out", str(out), "--jobs", "1"]) == 3
     row = read_rows(out)[0]
-    # a capability the solver lacks is bad input of that run
-    assert row["error_kind"] == "input" and "tenancy" in row["error"]
-    assert "1 run(s) failed" in capsys.readouterr().err
+    # a solver that lacks a capability the instance needs: a refused row with the reason
+    assert row["status"] == "refused" and "tenancy" in row["reason"] and row["error"] is None
+    assert "1 run(s) refused" in capsys.readouterr().err
 
 
 BAD = [

@@ -7,7 +7,8 @@ with up to three sections, each a grid::
      "allocation": {"instances": ["../instances/tiny-grid.json",
                                   {"generator": "synergy", "params": {"servers": 4}}],
                     "solvers": ["proportional", "best-fit"],
-                    "objectives": ["throughput"], "time_limits": [10]},
+                    "objectives": ["throughput"], "time_limits": [10],
+                    "repeats": 1, "warmup": 1},
      "simulation": {"configs": ["synergy-main.json"],
                     "vary": {"allocator": ["proportional", "synergy-tune"],
                              "workload.jobs_per_hour": [8, 9]},
@@ -22,6 +23,11 @@ with up to three sections, each a grid::
 * ``allocation.instances``: instance files, or generator specs
   (:mod:`alloc.experiments.generators`) whose ``seed`` is fixed or, when
   absent, the run's seed.
+* ``allocation.solvers``: solver names (built-in, plug-ins, registered) or
+  ``"module:function"`` texts; ``repeats`` (default 1) runs each grid point
+  that many times; ``warmup`` (default 1) is the number of untimed calls each
+  solver gets in each worker process before its first timed one (the page
+  "Bench and sweep rows" says how runs are timed).
 * ``simulation.configs``: ``alloc simulate`` configs (files or inline objects);
   ``vary`` maps a dotted field (``workload.jobs_per_hour``) to the values to
   sweep; each seed replaces ``workload.seed``; ``horizon_h`` caps a synthetic
@@ -96,12 +102,19 @@ class AllocationSection:
     time_limits : tuple of float or None
         Per-run time limits in seconds (default ``(None,)``: the solver's
         default).
+    repeats : int
+        Timed runs per grid point (default 1).
+    warmup : int
+        Untimed calls per solver and worker process before its first timed
+        one (default 1).
     """
     instances: tuple[InstanceSpec, ...]
     solvers: tuple[str, ...]
     objectives: tuple[str, ...]
     seeds: tuple[int, ...]
     time_limits: tuple[float | None, ...]
+    repeats: int = 1
+    warmup: int = 1
 
 
 @dataclass(frozen=True)
@@ -236,12 +249,12 @@ def _instance_spec(item, i: int, base: Path) -> InstanceSpec:
 
 def _allocation(sec: Mapping, top, base: Path) -> AllocationSection:
     from ..objectives import OBJECTIVES
-    from ..solve import solvers
-    known = solvers()
+    from ..registry import use
     for i, s in enumerate(sec["solvers"]):
-        if s not in known:
-            raise InputError(f"allocation.solvers[{i}]: unknown solver {s!r}; expected one of "
-                             f"{', '.join(known)}")
+        try:
+            use(s)
+        except ValueError as exc:
+            raise InputError(f"allocation.solvers[{i}]: {exc}") from None
     objectives = tuple(sec.get("objectives", ["throughput"]))
     for i, o in enumerate(objectives):
         if o not in OBJECTIVES:
@@ -250,7 +263,8 @@ def _allocation(sec: Mapping, top, base: Path) -> AllocationSection:
     instances = tuple(_instance_spec(x, i, base) for i, x in enumerate(sec["instances"]))
     return AllocationSection(instances, tuple(sec["solvers"]), objectives,
                              _section_seeds(sec, top, "allocation"),
-                             tuple(sec.get("time_limits", [None])))
+                             tuple(sec.get("time_limits", [None])), sec.get("repeats", 1),
+                             sec.get("warmup", 1))
 
 
 def set_dotted(doc: dict, dotted: str, value) -> None:
