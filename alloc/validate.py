@@ -379,9 +379,24 @@ def model_warnings(cluster: Cluster, jobs: Sequence[Job]) -> list[str]:
 
 
 def warn_model(cluster: Cluster, jobs: Sequence[Job], source: str | None = None) -> None:
-    """Issue each of `model_warnings` as an `alloc.InputWarning`."""
-    for msg in model_warnings(cluster, jobs):
-        warnings.warn(f"{source}: {msg}" if source else msg, InputWarning, stacklevel=3)
+    """Issue each of `model_warnings` as an `alloc.InputWarning`, shown at
+    the caller's line outside alloc."""
+    msgs = model_warnings(cluster, jobs)
+    if msgs:
+        level = _outside_stacklevel()
+        for msg in msgs:
+            warnings.warn(f"{source}: {msg}" if source else msg, InputWarning, stacklevel=level)
+
+
+def _outside_stacklevel() -> int:
+    """The `stacklevel` of the first caller outside this package."""
+    import os
+    import sys
+    here = os.path.dirname(os.path.abspath(__file__)) + os.sep
+    frame, level = sys._getframe(1), 1
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(here):
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 def instance_report(path) -> tuple[list[str], dict]:
