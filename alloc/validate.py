@@ -215,7 +215,8 @@ def job_problems(cluster: Cluster, jobs: Sequence[Job]) -> list[str]:
         out += bad
         if not bad:
             ok.append((i, j))
-    dup = [k for k, n in Counter(j.id for _, j in ok).items() if n > 1]
+    dup = [k for k, n in Counter(j.id for j in jobs if isinstance(j, Job)
+                                 and isinstance(j.id, str)).items() if n > 1]
     if dup:
         out.append(f"jobs: duplicate job id {dup[0]!r}")
     if not out:

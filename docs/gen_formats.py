@@ -94,7 +94,7 @@ def undescribed(node, path: str = "") -> list[str]:
             if key in ("properties", "patternProperties", "$defs"):
                 for name, s in sub.items():
                     out += undescribed(s, f"{path}.{name}")
-            elif isinstance(sub, (dict, list)) and key not in ("enum", "const", "default"):
+            elif isinstance(sub, (dict, list)) and key not in ("enum", "const", "default", "if"):
                 out += undescribed(sub, path)
     elif isinstance(node, list):
         for sub in node:

@@ -85,6 +85,9 @@ def test_pool_run_jsonl_and_resume(small, tmp_path):
     assert all(r["jobs_measured"] == 20 and r["mean_jct_h"] > 0 for r in sims)
     ob = [r for r in rows if r["kind"] == "openb"]
     assert all(len(r["alloc_curve"]) == 131 and 0 < r["alloc_100"] <= 100 for r in ob)
+    # every row of every kind follows the documented schema (docs/bench-rows.md)
+    from alloc.schema import schema_problems
+    assert not [p for r in rows for p in schema_problems(r, "row")]
     # resume: nothing left to do, nothing appended
     again = run_sweep(cfg, out, executor=PoolExecutor(2))
     assert again.ran == 0 and again.skipped == 20
