@@ -13,10 +13,10 @@ memory), together within capacity, and consistent with the tenancy rules.
 
 A well-formed job that cannot be placed on this cluster now (GPU type absent,
 wider than any server) is *not* an input problem: it stays unplaced with a
-reason (:func:`alloc.problem.placeable_reason`).
+reason (`alloc.problem.placeable_reason`).
 
 Every problem is reported with its field path (``jobs[3].gpu_milli``) and what
-was expected; :func:`validate_model` raises one :class:`InputError` holding all.
+was expected; `validate_model` raises one `InputError` holding all.
 
 Valid input that probably does not mean what it says gets an
 `alloc.InputWarning` (`model_warnings`, issued by `prepare`): a job whose

@@ -1,27 +1,29 @@
 """Sweep configuration (``alloc.sweep/1``): loading and validation.
 
 A sweep config is a JSON object (schema ``alloc/schemas/sweep.schema.json``)
-with up to three sections, each a grid::
+with up to three sections, each a grid:
 
-    {"format": "alloc.sweep/1", "name": "demo", "seeds": [0, 1],
-     "allocation": {"instances": ["../instances/tiny-grid.json",
-                                  {"generator": "synergy", "params": {"servers": 4}}],
-                    "solvers": ["proportional", "best-fit"],
-                    "objectives": ["throughput"], "time_limits": [10],
-                    "repeats": 1, "warmup": 1},
-     "simulation": {"configs": ["synergy-main.json"],
-                    "vary": {"allocator": ["proportional", "synergy-tune"],
-                             "workload.jobs_per_hour": [8, 9]},
-                    "seeds": "0-19", "horizon_h": 1500},
-     "openb": {"workloads": ["default", "cpu050"], "policies": ["fgd", "best-fit"],
-               "seeds": "42-51", "tune": 1.3}}
+```json
+{"format": "alloc.sweep/1", "name": "demo", "seeds": [0, 1],
+ "allocation": {"instances": ["../instances/tiny-grid.json",
+                              {"generator": "synergy", "params": {"servers": 4}}],
+                "solvers": ["proportional", "best-fit"],
+                "objectives": ["throughput"], "time_limits": [10],
+                "repeats": 1, "warmup": 1},
+ "simulation": {"configs": ["synergy-main.json"],
+                "vary": {"allocator": ["proportional", "synergy-tune"],
+                         "workload.jobs_per_hour": [8, 9]},
+                "seeds": "0-19", "horizon_h": 1500},
+ "openb": {"workloads": ["default", "cpu050"], "policies": ["fgd", "best-fit"],
+           "seeds": "42-51", "tune": 1.3}}
+```
 
 * Paths are relative to the config file.
 * ``seeds``: a list of integers or a string of integers and ranges
   (``"42-51"``, ``"0,3,7-9"``); a section without seeds uses the top-level
   ones (default ``[0]``).
 * ``allocation.instances``: instance files, or generator specs
-  (:mod:`alloc.experiments.generators`) whose ``seed`` is fixed or, when
+  (`alloc.experiments.generators`) whose ``seed`` is fixed or, when
   absent, the run's seed.
 * ``allocation.solvers``: solver names (built-in, plug-ins, registered) or
   ``"module:function"`` texts; ``repeats`` (default 1) runs each grid point
@@ -38,7 +40,7 @@ with up to three sections, each a grid::
   default the shared openb folder) or pod CSV paths, FGD policies, ``tune``
   (default 1.3).
 
-Every problem raises :class:`~alloc.errors.InputError` with one line naming the
+Every problem raises `InputError` with one line naming the
 file, the field and what was expected, before any run starts.
 """
 from __future__ import annotations

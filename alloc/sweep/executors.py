@@ -6,7 +6,7 @@ run finishes (completion order, not grid order).
 * `PoolExecutor` — a local process pool (`spawn` processes, so a worker
   imports the same `alloc` as the parent and shares no state but the
   solvers registered here, handed over as `"module:function"`).
-* :class:`RayExecutor` — tasks on a Ray cluster.  Ray is optional and imported
+* `RayExecutor` — tasks on a Ray cluster.  Ray is optional and imported
   only here, when the executor starts.  ``address="auto"`` lets Ray decide (an
   existing cluster on this machine or ``RAY_ADDRESS``, else a new local one);
   another address connects to that cluster.  A Ray session that is already
@@ -18,8 +18,8 @@ files and openb traces must be readable at the same paths on every node.
 Solvers registered in the parent process reach Ray tasks as
 `"module:function"` as well.
 
-Both executors call :func:`~.worker.execute`, a pure function of the run, so
-the same grid gives the same rows on either (up to times and memory).  A run
+Every executor calls `execute`, a pure function of the run, so
+the same grid gives the same rows on each (up to times and memory).  A run
 whose worker dies gives a ``crash`` error row (retried on resume).
 """
 from __future__ import annotations

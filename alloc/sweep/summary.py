@@ -36,14 +36,14 @@ class GroupStats:
     kind : str
         ``"allocation"``, ``"simulation"`` or ``"openb"``.
     fields : tuple of (str, object)
-        The parameters defining the group: the kind's :data:`GROUPS` columns,
+        The parameters defining the group: the kind's `GROUPS` columns,
         then the other ``vary`` fields, sorted.
     n : int
         Runs without error (and not refused).
     errors : int
         Failed runs.
     mean, ci95 : float or None
-        Mean of the kind's main metric (:data:`METRIC`) over the runs without
+        Mean of the kind's main metric (`METRIC`) over the runs without
         error, and the half-width of its 95 % Student's t interval (None
         below two values).
     median_s : float or None
@@ -157,7 +157,7 @@ def table(stats: Sequence[GroupStats]) -> str:
     Parameters
     ----------
     stats : sequence of GroupStats
-        From :func:`summarize`.
+        From `summarize`.
 
     Returns
     -------
