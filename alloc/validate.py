@@ -330,11 +330,14 @@ def _named(ids: Sequence[str]) -> str:
     return f"job{'s' if len(ids) > 1 else ''} {shown}{more}"
 
 
-def _grid_start(prof: Profile) -> tuple[int, int]:
-    """The smallest CPU and memory per GPU of any feasible grid point."""
+def _grid_start(prof: Profile) -> str:
+    """Where the grid's feasible points start, in words."""
     cells = [(c, m) for i, c in enumerate(prof.cpu_per_gpu) for k, m in enumerate(prof.mem_per_gpu)
              if (prof.tput[i][k] or 0) > 0]
-    return min(c for c, _ in cells), min(m for _, m in cells)
+    if not cells:
+        return "it has no point of positive speed"
+    return (f"it starts at {min(c for c, _ in cells)} milli-CPU and "
+            f"{min(m for _, m in cells)} MiB per GPU")
 
 
 def model_warnings(cluster: Cluster, jobs: Sequence[Job]) -> list[str]:
@@ -367,11 +370,10 @@ def model_warnings(cluster: Cluster, jobs: Sequence[Job]) -> list[str]:
                     unknown.setdefault((id(prof), t), [prof]).append(j.id)
     out = []
     for (_, cpu, mem), (prof, *ids) in below.items():
-        c0, m0 = _grid_start(prof)
         out.append(f"{_named(ids)}: {cpu:g} milli-CPU and {mem:g} MiB per GPU is below every "
-                   f"point of model {prof.name!r}'s grid (it starts at {c0} milli-CPU and {m0} "
-                   f"MiB per GPU): at its request such a job runs at throughput 0, so a solver "
-                   f"gains nothing by placing it and may leave it out or stop it")
+                   f"point of model {prof.name!r}'s grid ({_grid_start(prof)}): at its request "
+                   f"such a job runs at throughput 0, so a solver gains nothing by placing it "
+                   f"and may leave it out or stop it")
     for (_, t), (prof, *ids) in unknown.items():
         known = ", ".join(sorted(prof.gpu_speed))
         out.append(f"{_named(ids)}: model {prof.name!r} gives no speed for GPU type {t!r} (it "

@@ -112,3 +112,10 @@ def test_validate_a_missing_or_foreign_file(tmp_path, capsys):
     p = write(tmp_path, {"format": "alloc.allocation/1"})
     assert main(["validate", str(p)]) == 2
     assert "format: expected an alloc.instance/1 file" in capsys.readouterr().out
+
+
+def test_a_grid_without_a_feasible_point():
+    prof = alloc.Profile("empty", cpu_per_gpu=(500,), mem_per_gpu=(8192,), tput=((None,),))
+    job = Job("j", gpus=1, cpu=4000, mem=100000, profile=prof)
+    (msg,) = model_warnings(V100, [job])
+    assert "model 'empty''s grid (it has no point of positive speed)" in msg
