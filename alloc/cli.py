@@ -233,7 +233,8 @@ def cmd_solvers(args) -> int:
         state = "available" if why is None else f"unavailable: {why}"
         opts = ",".join(o.name for o in info.options)
         print(f"{name:<16} {kind:<9} {state:<10} [{caps}]"
-              + (f" options: {opts}" if opts else "") + f"  {info.description}")
+              + (f" options: {opts}" if opts else "") + f"  {info.description}"
+              + (f" ({info.origin})" if info.origin else ""))
     return EXIT_OK
 
 
