@@ -355,30 +355,43 @@ def model_warnings(cluster: Cluster, jobs: Sequence[Job]) -> list[str]:
     list of str
         Empty when nothing is suspicious.
     """
-    below: dict[tuple, list[str]] = {}
-    unknown: dict[tuple, list[str]] = {}
+    groups: dict[tuple, list] = {}
+    seen: dict[tuple, tuple] = {}
     types = cluster.gpu_types
     for j in jobs:
         prof = j.profile
         if prof is None or not j.gpus:
             continue
-        if prof.has_grid and prof.grid_value(j.cpu / j.gpus, j.mem / j.gpus) <= 0:
-            below.setdefault((id(prof), j.cpu / j.gpus, j.mem / j.gpus), [prof]).append(j.id)
-        if prof.gpu_speed:
-            for t in types:
-                if t not in prof.gpu_speed and t != prof.reference_gpu and j.allows(t):
-                    unknown.setdefault((id(prof), t), [prof]).append(j.id)
+        key = (id(prof), j.gpus, j.cpu, j.mem, j.gpu_types)
+        found = seen.get(key)
+        if found is None:
+            found = seen[key] = _suspicious(j, types)
+        for k in found:
+            groups.setdefault(k, [prof]).append(j.id)
     out = []
-    for (_, cpu, mem), (prof, *ids) in below.items():
-        out.append(f"{_named(ids)}: {cpu:g} milli-CPU and {mem:g} MiB per GPU is below every "
-                   f"point of model {prof.name!r}'s grid ({_grid_start(prof)}): at its request "
-                   f"such a job runs at throughput 0, so a solver gains nothing by placing it "
-                   f"and may leave it out or stop it")
-    for (_, t), (prof, *ids) in unknown.items():
-        known = ", ".join(sorted(prof.gpu_speed))
-        out.append(f"{_named(ids)}: model {prof.name!r} gives no speed for GPU type {t!r} (it "
-                   f"gives {known}), so there the job counts at speed 1.0")
+    for (kind, _, a, b), (prof, *ids) in groups.items():
+        if kind == "grid":
+            out.append(f"{_named(ids)}: {a:g} milli-CPU and {b:g} MiB per GPU is below every "
+                       f"point of model {prof.name!r}'s grid ({_grid_start(prof)}): at its "
+                       f"request such a job runs at throughput 0, so a solver gains nothing by "
+                       f"placing it and may leave it out or stop it")
+        else:
+            out.append(f"{_named(ids)}: model {prof.name!r} gives no speed for GPU type {a!r} "
+                       f"(it gives {', '.join(sorted(prof.gpu_speed))}), so there the job "
+                       f"counts at speed 1.0")
     return out
+
+
+def _suspicious(j: Job, types: Sequence[str]) -> tuple:
+    """The warning groups one job belongs to (`model_warnings`)."""
+    prof, out = j.profile, []
+    per_cpu, per_mem = j.cpu / j.gpus, j.mem / j.gpus
+    if prof.has_grid and prof.grid_value(per_cpu, per_mem) <= 0:
+        out.append(("grid", id(prof), per_cpu, per_mem))
+    if prof.gpu_speed:
+        out += [("type", id(prof), t, None) for t in types
+                if t not in prof.gpu_speed and t != prof.reference_gpu and j.allows(t)]
+    return tuple(out)
 
 
 def warn_model(cluster: Cluster, jobs: Sequence[Job], source: str | None = None) -> None:
