@@ -220,3 +220,9 @@ def test_sweep_config_names_unknown_solver_with_its_index(tmp_path):
     with pytest.raises(InputError, match=r"allocation.solvers\[1\]: solver 'x.y:z': cannot"):
         config_from_dict({"format": "alloc.sweep/1", "allocation": {
             "instances": [str(INSTANCES / "tiny-grid.json")], "solvers": ["best-fit", "x.y:z"]}})
+
+
+def test_registry_examples_run(monkeypatch):
+    import doctest
+    monkeypatch.setattr(registry, "_EXTRA", dict(registry._EXTRA))
+    assert doctest.testmod(registry).failed == 0
