@@ -493,9 +493,10 @@ def registrations() -> tuple[SolverInfo, ...]:
 
 
 def restore(infos: Sequence[SolverInfo]) -> None:
-    """Register `registrations()` of another process here (worker processes)."""
+    """Register `registrations()` of another process here (worker processes),
+    replacing what this process had under those names."""
     for info in infos:
-        _EXTRA.setdefault(info.name, info)
+        _EXTRA[info.name] = info
 
 
 def solvers() -> dict[str, SolverInfo]:
