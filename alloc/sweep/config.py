@@ -333,7 +333,9 @@ def _openb(sec: Mapping, top, base: Path) -> OpenbSection:
     for i, p in enumerate(sec["policies"]):
         if p not in POLICIES:
             raise InputError(f"openb.policies[{i}]: unknown policy {p!r}; expected one of "
-                             f"{', '.join(POLICIES)}")
+                             f"{', '.join(POLICIES)} (the FGD experiment's online policies; "
+                             f"any solver runs on openb-shaped instances in an allocation "
+                             f"section)")
     data = _resolve(base, sec["data_dir"]) if "data_dir" in sec else openb_dir()
     nodes = _resolve(base, sec["nodes"]) if "nodes" in sec else \
         data / "openb_node_list_gpu_node.csv"
