@@ -107,7 +107,7 @@ def test_cli_solve_by_name_and_by_module_function(installed, tmp_path):
 def test_cli_bench_refuses_and_goes_on(installed, tmp_path):
     out = tmp_path / "rows.jsonl"
     p = cli("bench", str(INSTANCES / "tenancy_small.json"), str(INSTANCES / "tiny-grid.json"),
-            "--solvers", f"{NAME},cpsat", "--seeds", "0,1", "--time-limit", "5",
+            "--solvers", f"{NAME},drf", "--seeds", "0,1", "--time-limit", "5",
             "--out", str(out))
     assert p.returncode == 0, p.stderr
     rows = [json.loads(x) for x in out.read_text().splitlines()]
