@@ -1,16 +1,22 @@
 """alloc: decide which deep-learning jobs run where on a shared GPU cluster.
 
-The public API (imported on first use, so ``import alloc`` stays light):
+The public API (imported on first use, so `import alloc` stays light):
 
-* data model: :class:`Cluster`, :class:`Server`, :class:`Job`, :class:`Profile`,
-  :class:`Placement`, :class:`GpuShare`, :class:`Allocation`, :class:`Status`, ...;
-* :func:`allocate` -- place jobs with a named solver (the one checked path);
-* :func:`violations` -- every hard constraint an allocation breaks;
-* :func:`solvers`, :func:`get_solver`, :func:`register` -- the solver registry;
-* files: :func:`load_instance`, :func:`dump_allocation`, :func:`load_model`, ...;
-* :class:`Session` -- a scheduler loop's state across rounds.
+* data model: `Cluster`, `Server`, `Job`, `Profile`, `Placement`, `GpuShare`,
+  `Allocation`, `Status`, ...;
+* `allocate` -- place jobs with a named solver (the one checked path);
+* `violations` -- every hard constraint an allocation breaks;
+* the solver registry: `solvers`, `get_solver`, `register`, `unregister`;
+* the solver kit (what a solve function receives, uses and returns; the page
+  "Write a solver"): `Problem`, `Solution`, `Assign`, `job_order`, `Deadline`,
+  `Option`, the `solver` decorator, `SolverInfo`, `CAPABILITIES`;
+* files: `load_instance`, `dump_allocation`, `load_model`, ...;
+* `Session` -- a scheduler loop's state across rounds;
+* errors and warnings: `InputError` (and `UnsupportedInput`), `SolverError`,
+  `SolverUnavailable`, `InputWarning`.
 """
-from .errors import AllocError, InputError, SolverError, SolverUnavailable
+from .errors import (AllocError, InputError, InputWarning, SolverError, SolverUnavailable,
+                     UnsupportedInput)
 from .model import (Allocation, Cell, Cluster, Diff, GpuShare, Instance, Job, Placement,
                     Profile, Server, Status, Tenant)
 
@@ -19,6 +25,9 @@ __version__ = "0.2.0"
 _LAZY = {
     "allocate": "solve", "violations": "check", "solvers": "registry", "get_solver": "registry",
     "register": "registry", "exact_solvers": "registry", "heuristic_solvers": "registry",
+    "unregister": "registry", "solver": "registry", "SolverInfo": "registry",
+    "CAPABILITIES": "registry",
+    "Problem": "problem", "Solution": "problem", "Assign": "problem", "job_order": "problem",
     "load_instance": "io", "dump_instance": "io", "load_allocation": "io",
     "dump_allocation": "io", "instance_to_dict": "io", "allocation_to_dict": "io",
     "load_model": "profiles", "Deadline": "deadline", "Option": "options",
@@ -26,7 +35,8 @@ _LAZY = {
 }
 
 __all__ = [
-    "AllocError", "InputError", "SolverError", "SolverUnavailable",
+    "AllocError", "InputError", "InputWarning", "SolverError", "SolverUnavailable",
+    "UnsupportedInput",
     "Allocation", "Cell", "Cluster", "Diff", "GpuShare", "Instance", "Job", "Placement",
     "Profile", "Server", "Status", "Tenant", "__version__", *_LAZY,
 ]

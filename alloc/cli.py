@@ -1,20 +1,24 @@
-"""Command line: ``alloc solve | check | solvers | bench | simulate | ...``.
+"""Command line: `alloc solve | check | validate | solvers | bench | simulate | ...`.
 
-Exit codes: 0 done (any status), 1 ``check`` found violations, 2 bad input
+Exit codes: 0 done (any status), 1 `check` found violations, 2 bad input
 (one line naming the file, the field and what was expected; an unsupported
-capability and an unknown option are bad input too), 3 solver failure.  A
-human summary goes to stderr; machine output to stdout or ``--out``.
-Sub-programs with their own parsers (``bench openb``, ``simulate``,
-``shares``, ``sweep``, ``serve``) are dispatched by name and imported only when used.
+capability and an unknown option are bad input too; `validate` lists every
+problem), 3 solver failure.  A human summary goes to stderr; machine output
+to stdout or `--out`; each `alloc.InputWarning` is one `alloc: warning:` line
+on stderr.  `--solver` takes a solver's name or `module:function`.
+Sub-programs with their own parsers (`bench openb`, `simulate`, `shares`,
+`sweep`, `serve`) are dispatched by name and imported only when used.
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
+import warnings
 from pathlib import Path
 
-from .errors import InputError, SolverError, SolverUnavailable
+from .errors import InputError, InputWarning, SolverError, SolverUnavailable
 
 EXIT_OK, EXIT_VIOLATIONS, EXIT_INPUT, EXIT_SOLVER = 0, 1, 2, 3
 
@@ -34,8 +38,8 @@ class _Parser(argparse.ArgumentParser):
 
 def _solve_args(s) -> None:
     s.add_argument("instance", help="instance file (alloc.instance/1 JSON)")
-    s.add_argument("--solver", default="best-fit", help="solver name (default: best-fit; "
-                   "see `alloc solvers`)")
+    s.add_argument("--solver", default="best-fit", help="solver name or module:function "
+                   "(default: best-fit; see `alloc solvers`)")
     s.add_argument("--objective", default="throughput",
                    help="throughput, gpus or jobs (default: throughput)")
     s.add_argument("--time-limit", type=float, default=None, metavar="S",
@@ -55,6 +59,24 @@ def _solve_args(s) -> None:
                         "them unplaced with a reason)")
 
 
+def _bench_args(b) -> None:
+    b.add_argument("instances", nargs="*", help="instance files (default: the shipped ones)")
+    b.add_argument("--solvers", default=None, help="comma-separated solver names or "
+                   "module:function (default: proportional, best-fit, synergy-tune, cpsat, milp)")
+    b.add_argument("--objective", default="throughput", help="objective (default: throughput)")
+    b.add_argument("--time-limit", type=float, default=10.0, metavar="S",
+                   help="seconds per run (default: 10)")
+    b.add_argument("--seeds", default="0", metavar="LIST",
+                   help="seeds: integers and ranges, e.g. 0-4 or 1,3,7 (default: 0)")
+    b.add_argument("--repeats", type=int, default=1, metavar="N",
+                   help="timed runs per seed (default: 1)")
+    b.add_argument("--warmup", type=int, default=1, metavar="N",
+                   help="untimed calls per solver before its first timed one (default: 1)")
+    b.add_argument("--out", default=None, metavar="FILE", help="JSON lines (default: stdout)")
+    b.add_argument("--no-progress", action="store_true",
+                   help="no progress bar (default: shown when stderr is a terminal)")
+
+
 def _parser() -> argparse.ArgumentParser:
     from . import __version__
     p = _Parser(prog="alloc", description="Decide which deep-learning jobs run where on a GPU cluster.")
@@ -68,17 +90,17 @@ def _parser() -> argparse.ArgumentParser:
                    help="running jobs the call allowed to move (default: 0; -1: any)")
     sv = sub.add_parser("solvers", help="registered solvers, available or why not")
     sv.add_argument("--json", action="store_true", help="machine-readable listing with options")
-    b = sub.add_parser("bench", help="benchmark solvers over instances (or: bench openb ...)")
-    b.add_argument("instances", nargs="*", help="instance files (default: the shipped ones)")
-    b.add_argument("--solvers", default=None, help="comma-separated solver names "
-                   "(default: proportional, best-fit, synergy-tune, cpsat, milp)")
-    b.add_argument("--objective", default="throughput", help="objective (default: throughput)")
-    b.add_argument("--time-limit", type=float, default=10.0, metavar="S",
-                   help="seconds per run (default: 10)")
-    b.add_argument("--seed", type=int, default=0, help="random seed (default: 0)")
-    b.add_argument("--out", default=None, metavar="FILE", help="JSON lines (default: stdout)")
-    b.add_argument("--no-progress", action="store_true",
-                   help="no progress bar (default: shown when stderr is a terminal)")
+    v = sub.add_parser("validate", help="list every problem of instance files; exit 2 if any")
+    v.add_argument("files", nargs="+", metavar="FILE", help="instance files (alloc.instance/1)")
+    _bench_args(sub.add_parser(
+        "bench", help="benchmark solvers over instances (or: bench openb ...)",
+        description="Run solvers over instance files in this process, one run at a time, "
+                    "with seeds, repeats and a warm-up; JSON lines (one row per run, the "
+                    "schema `alloc sweep` writes too) and a table of medians and spreads. "
+                    "For grids over many seeds on a process pool or a Ray cluster, resumable "
+                    "and with 95 %% confidence intervals, use `alloc sweep CONFIG`.",
+        epilog="Rows are explained field by field in docs/bench-rows.md. "
+               "`alloc bench openb --help`: the FGD experiment on the openb traces."))
     for name in SUBPROGRAMS:
         sub.add_parser(name, help=f"`alloc {name} --help` for its options", add_help=False)
     return p
@@ -139,15 +161,38 @@ def write_output(path: str | None, text: str) -> None:
         raise InputError(f"{path}: cannot write ({exc.strerror or type(exc).__name__})") from None
 
 
+@contextlib.contextmanager
+def warnings_to_stderr(source: str):
+    """Print each `alloc.InputWarning` raised inside as one line on stderr,
+    `alloc: warning: SOURCE: ...` (other warnings as Python shows them)."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", InputWarning)
+        try:
+            yield
+        finally:
+            seen = set()
+            for w in caught:
+                msg = str(w.message)
+                if not issubclass(w.category, InputWarning):
+                    warnings.showwarning(w.message, w.category, w.filename, w.lineno)
+                elif msg not in seen:
+                    seen.add(msg)
+                    print(f"alloc: warning: {source}: {msg}", file=sys.stderr)
+
+
 def cmd_solve(args) -> int:
-    """``alloc solve``: place an instance's jobs; print or write the allocation."""
+    """`alloc solve`: place an instance's jobs; print or write the allocation."""
     from .io import dump_allocation, load_instance
+    from .registry import use
     from .solve import allocate
     inst = load_instance(args.instance)
+    use(args.solver)
     opts = parse_options(args.solver, args.option)
-    a = allocate(inst.cluster, inst.jobs, solver=args.solver, objective=args.objective,
-                 time_limit=args.time_limit, seed=args.seed, instance=inst.name,
-                 max_moves=args.max_moves, move_cost=args.move_cost, strict=args.strict, **opts)
+    with warnings_to_stderr(args.instance):
+        a = allocate(inst.cluster, inst.jobs, solver=args.solver, objective=args.objective,
+                     time_limit=args.time_limit, seed=args.seed, instance=inst.name,
+                     max_moves=args.max_moves, move_cost=args.move_cost, strict=args.strict,
+                     **opts)
     for jid, why in a.reasons.items():
         print(f"alloc: warning: {args.instance}: job {jid!r} cannot be placed now: {why}",
               file=sys.stderr)
@@ -188,17 +233,21 @@ def cmd_solvers(args) -> int:
         state = "available" if why is None else f"unavailable: {why}"
         opts = ",".join(o.name for o in info.options)
         print(f"{name:<16} {kind:<9} {state:<10} [{caps}]"
-              + (f" options: {opts}" if opts else "") + f"  {info.description}")
+              + (f" options: {opts}" if opts else "") + f"  {info.description}"
+              + (f" ({info.origin})" if info.origin else ""))
     return EXIT_OK
 
 
 def cmd_bench(args) -> int:
-    """``alloc bench``: solvers over instances, JSON lines and a table."""
+    """`alloc bench`: solvers over instances, JSON lines and a table."""
     from . import bench
+    from .sweep.config import parse_seeds
     paths = [Path(p) for p in args.instances] or bench.default_instances()
     if not paths:
         raise InputError("bench: no instance files given and none shipped in instances/")
-    names = args.solvers.split(",") if args.solvers else bench.default_solvers()
+    names = [n.strip() for n in args.solvers.split(",")] if args.solvers \
+        else bench.default_solvers()
+    seeds = parse_seeds(args.seeds, "--seeds")
     progress = not args.no_progress and sys.stderr.isatty()
     if args.out:
         try:
@@ -209,16 +258,36 @@ def cmd_bench(args) -> int:
         out = sys.stdout
     try:
         rows = bench.run(paths, names, objective=args.objective, time_limit=args.time_limit,
-                         seed=args.seed, out=out, progress=progress)
+                         seeds=seeds, repeats=args.repeats, warmup=args.warmup, out=out,
+                         progress=progress)
     finally:
         if args.out:
             out.close()
     print(bench.table(rows), file=sys.stderr)
-    failed = [r for r in rows if r["status"] in ("error", "unavailable")]
-    return EXIT_SOLVER if rows and len(failed) == len(rows) else EXIT_OK
+    for msg in dict.fromkeys(f"{r['instance']}: {w}" for r in rows for w in r.get("warnings", ())):
+        print(f"alloc: warning: {msg}", file=sys.stderr)
+    return EXIT_OK if any(bench.has_result(r) for r in rows) or not rows else EXIT_SOLVER
 
 
-_COMMANDS = {"solve": cmd_solve, "check": cmd_check, "solvers": cmd_solvers, "bench": cmd_bench}
+def cmd_validate(args) -> int:
+    """`alloc validate`: every problem of each file (stdout), a summary line
+    per file and each warning (stderr); exit 2 if any file has a problem."""
+    from .validate import instance_report
+    bad = 0
+    for path in args.files:
+        problems, notes = instance_report(path)
+        for p in problems:
+            print(f"{path}: {p}")
+        for w in notes["warnings"]:
+            print(f"alloc: warning: {path}: {w}", file=sys.stderr)
+        bad += bool(problems)
+        print(f"{path}: {len(problems)} problem{'s' if len(problems) != 1 else ''}"
+              + (f"; {notes['summary']}" if not problems else ""), file=sys.stderr)
+    return EXIT_INPUT if bad else EXIT_OK
+
+
+_COMMANDS = {"solve": cmd_solve, "check": cmd_check, "solvers": cmd_solvers, "bench": cmd_bench,
+             "validate": cmd_validate}
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -29,6 +29,17 @@ class InputError(AllocError, ValueError):
         return first + (f" (and {more} more problem{'s' if more > 1 else ''})" if more > 0 else "")
 
 
+class UnsupportedInput(InputError):
+    """A solver cannot take this input: it lacks a capability the input needs
+    (the message names the capabilities and the solvers that have them)."""
+
+
+class InputWarning(UserWarning):
+    """Input that is valid but probably not what was meant (a request below
+    its profile's grid, a GPU type its profile does not know): the answer is
+    computed, and the warning says what it assumed."""
+
+
 class SolverError(AllocError, RuntimeError):
     """A solver failed or returned a placement that breaks a hard constraint."""
 

@@ -63,8 +63,30 @@ class Assign:
 
 @dataclass
 class Solution:
-    """What a solver returns: assignments by job index, a status, a proven
-    bound (exact solvers), running jobs it stopped, statistics."""
+    """What a solve function returns.
+
+    Attributes
+    ----------
+    assign : dict of int to Assign
+        Job index -> where the job runs, for every job the solver places.
+        Pending jobs it leaves out stay unplaced.  Running jobs
+        (`Problem.fixed`) need not be listed: unless the solver declares
+        `migration` or `preemption`, `finish()` puts each back where it runs.
+    status : Status
+        `feasible` (default), or for an exact solver `optimal` (proven:
+        `finish()` keeps it only when the value recomputed from the placement
+        meets `bound`), `infeasible` (proven) or `unknown`.  A heuristic's
+        `optimal` and `infeasible` become `feasible`.
+    bound : float or None
+        An upper bound of the objective over every feasible answer to the
+        problem as given (exact solvers; None: no bound).
+    preempted : tuple of int
+        Indices of the running jobs it stopped (`preemption` capability).
+    stats : dict
+        Anything worth reporting (JSON values); `covers_instance` (bool) says
+        that a solver which declares `restricts` proved its bound for the
+        instance as given.
+    """
     assign: dict[int, Assign] = field(default_factory=dict)
     status: Status = Status.FEASIBLE
     bound: float | None = None
@@ -254,6 +276,12 @@ def cluster_arrays(cluster: Cluster) -> ClusterArrays:
 class Problem:
     """Integer-indexed view of (cluster, jobs, objective) -- see the module notes.
 
+    What a solve function receives.  Servers are `s = 0..S-1` in the
+    cluster's order, GPUs `g = 0..G-1` server by server (GPU `k` of server
+    `s` is `gpu_first[s] + k`), jobs `j = 0..J-1` in input order.  CPU in
+    milli-cores, memory in MiB, GPU shares in milli-GPU (1000 = one GPU).
+    Treat every attribute as read-only: copy an array before changing it.
+
     Parameters
     ----------
     cluster : Cluster
@@ -266,9 +294,63 @@ class Problem:
         Job ids, highest rank first (an explicit job order).
     max_moves : int or None
         Running jobs a solver may move (0: none; None: no limit when
-        ``move_cost`` is given, else none).
+        `move_cost` is given, else none).
     move_cost : float or None
         Objective units subtracted per move (None: moves are free within the budget).
+
+    Attributes
+    ----------
+    cluster : Cluster
+        The cluster (servers, levels, tenants).
+    jobs : tuple of Job
+        Every job, pending and running, in input order.
+    objective : Objective
+        What to maximise; use `coef`, `value_of`, `upper_coef`.
+    name : str
+        The instance's name.
+    S, G, J : int
+        Numbers of servers, GPUs and jobs.
+    srv_cpu, srv_mem, srv_gpus : numpy.ndarray of int64
+        Per server: CPU, memory and GPUs in all (running jobs included).
+    free_cpu, free_mem : numpy.ndarray of int64
+        Per server: CPU and memory left after the running jobs.
+    gpu_free : numpy.ndarray of int64
+        Per GPU: milli-GPU left after the running jobs.
+    types : tuple of str
+        The cluster's GPU types; `srv_type[s]` indexes it (-1: no GPUs).
+    gpu_first, gpu_server : numpy.ndarray of int64
+        Index of each server's first GPU; the server of each GPU.
+    levels : tuple of str
+        Hierarchy levels, outermost first (`rack`, `server`, `socket`,
+        `switch`, `gpu`).
+    domain : dict of str to numpy.ndarray
+        Per level, the id of the node above each GPU: a job whose
+        `locality` is `L` needs GPUs of one `domain[L]` value.
+    classes : list of list of int
+        Groups of identical servers; `server_class[s]` is the group of `s`.
+    job_index : dict of str to int
+        Job id -> job index.
+    options : list of tuple of Option
+        Per job, its CPU/memory choices: option 0 is the request; the others
+        are the grid points of its profile (for solvers with `grid`).
+    pending : tuple of int
+        The jobs to place: not running and placeable on this cluster now.
+    running, fixed : tuple of int, dict of int to Assign
+        The running jobs and where each runs now.
+    reasons : dict of int to str
+        Jobs that cannot be placed on this cluster now, with why (neither
+        pending nor running; they stay unplaced).
+    rank : numpy.ndarray of int64
+        Each job's rank, 0 first: the caller's order, else priority (highest
+        first) then input order; `job_order` sorts by it.
+    explicit_order : bool
+        True when the caller gave an order.
+    prio_key : list of int
+        The sort key behind `rank` (smaller first).
+    max_moves : int or None
+        Running jobs that may move (None: any number); `moves_allowed`.
+    move_cost : float or None
+        Objective units charged per move.
     """
 
     def __init__(self, cluster: Cluster, jobs: Sequence[Job], objective: str | Objective = "throughput",

@@ -1,41 +1,81 @@
-"""The solver registry: every solver, declared in one place per family.
+"""The solver registry: the built-in families, installed plug-ins and solvers
+registered at run time, behind one lookup.
 
-A solver is a plain function::
+A solver is a plain function
 
-    solve(problem: Problem, *, deadline: Deadline, seed: int, **options) -> Solution
+```python
+solve(problem: Problem, *, deadline: Deadline, seed: int, **options) -> Solution
+```
 
-declared by a :class:`SolverInfo` (its entry point as ``"module:function"``,
-whether it is exact, the capabilities it handles, its :class:`~alloc.options.Option`
-declarations, the modules it needs).  Each family package under
-``alloc/solvers/`` lists its solvers in a ``SOLVERS`` tuple;
-:data:`FAMILIES` names the packages.  Nothing is registered by importing a
-module as a side effect, and a solver's module is imported only when the solver
-is used, so ``import alloc`` and the first ``allocate()`` load only what the
-chosen solver needs.  A third party adds a solver with :func:`register`.
+described by a [SolverInfo][alloc.registry.SolverInfo]: whether it is exact,
+the capabilities it handles, its declared options, the modules it needs.  The
+contract a solve function keeps is the page "Write a solver"
+(`docs/write-a-solver.md`).
+
+Where solvers come from:
+
+1. **Built-in families.**  Each package under `alloc/solvers/` lists its
+   solvers in a `SOLVERS` tuple built with `declare`; `FAMILIES` names the
+   packages.  A solver's module is imported only when the solver is used, so
+   `import alloc` stays light.
+2. **Plug-ins.**  An installed package declares an entry point in the group
+   `alloc.solvers` whose name is the solver's name and whose value is
+   `"module:function"`; the function carries its declaration (the `solver`
+   decorator).  Every process that has the package installed sees it:
+   `allocate()`, `Session`, `alloc solve`, `alloc bench`, `alloc sweep` (its
+   worker processes and Ray tasks), `alloc serve`, the simulators.
+3. **Run-time registration.**  `register(name, target)` adds a function or a
+   `"module:function"` text in this process; `alloc sweep` hands such
+   registrations to its worker processes (a function they can import: one
+   defined in a module, not in the script being run).
+4. **Command lines and config files** may name a function directly as
+   `"module:function"` (`use`); it is registered under that text.
+   `get_solver` itself accepts names only, so that a network request naming a
+   solver can never make the process import a module.
+
+A name is taken once: `register` refuses a name that exists (built-in,
+plug-in or registered) unless `replace=True`.  A plug-in that names a built-in
+solver is ignored with a warning; a name two installed packages declare is
+unavailable, with the reason, until one is removed.  A plug-in that fails to
+load is listed as unavailable with the error, never breaks the listing.
 """
 from __future__ import annotations
 
 import importlib
-from dataclasses import dataclass, field
-from typing import Callable, Sequence
+import sys
+import warnings
+from dataclasses import dataclass, field, replace
+from typing import Callable, Mapping, Sequence
 
 from .options import Option
 
-#: What a solver may declare it handles.
-CAPABILITIES = frozenset({
-    "sharing",      # milli-GPU jobs sharing a GPU
-    "grid",         # chooses CPU/memory points from a profile grid
-    "locality",     # locality levels below server (socket, switch) and rack
-    "spread",       # multi-GPU jobs spanning several servers
-    "tenancy",      # tenants, guaranteed cells, opportunistic jobs
-    "preemption",   # may stop running jobs where the tenancy rules allow it
-    "elastic",      # picks a GPU count in [min_gpus, max_gpus]
-    "migration",    # moves running jobs itself (under the call's move budget)
-    "colocation",   # opportunistic jobs on GPUs held by guaranteed jobs
-})
+#: What a solver may declare it handles, with what each means (the guide
+#: "Write a solver" says which inputs require which).
+CAPABILITY_MEANING: Mapping[str, str] = {
+    "sharing": "milli-GPU jobs (gpus == 1, gpu_milli < 1000) sharing one GPU",
+    "grid": "gives a job any point of its profile's CPU x memory grid instead of its "
+            "request (re-sizes CPU and memory)",
+    "locality": "locality levels other than server: socket, switch and rack",
+    "spread": "multi-GPU jobs without a locality spanning several servers",
+    "tenancy": "tenants, guaranteed cells, opportunistic jobs (HiveD's rules)",
+    "preemption": "stops running jobs where the tenancy rules allow it (returns them "
+                  "unplaced and lists them in Solution.preempted)",
+    "elastic": "picks a job's GPU count in [min_gpus, max_gpus]",
+    "migration": "moves running jobs itself, within the call's move budget",
+    "colocation": "opportunistic jobs on GPUs held by guaranteed jobs",
+}
+#: The capability names.
+CAPABILITIES = frozenset(CAPABILITY_MEANING)
 
-#: Family packages under ``alloc.solvers`` that declare solvers.
+#: Family packages under `alloc.solvers` that declare solvers.
 FAMILIES = ("heuristics", "exact", "synergy", "fgd", "hived", "drf")
+
+#: The entry-point group plug-ins declare their solvers in.
+ENTRY_POINT_GROUP = "alloc.solvers"
+
+#: The family of every solver that is not built in (plug-ins and solvers
+#: registered at run time; the exact family's warm start leaves them out).
+PLUGIN = "third-party"
 
 
 @dataclass(frozen=True)
@@ -45,16 +85,17 @@ class SolverInfo:
     Parameters
     ----------
     name : str
-        The name ``allocate(solver=...)`` takes.
+        The name `allocate(solver=...)` takes.
     entry : str
-        ``"module:function"`` of the solve function (imported on first use),
-        or empty when ``function`` is given.
+        `"module:function"` of the solve function (imported on first use);
+        empty for a function that other processes cannot import.
     family : str
-        The family package (``"exact"``, ``"heuristics"``, ...).
+        The family package (`"exact"`, `"heuristics"`, ...), or
+        `"third-party"` for a plug-in or a solver registered at run time.
     exact : bool
-        Proves bounds (may report ``optimal`` / ``infeasible``).
+        Proves bounds (may report `optimal` / `infeasible`).
     capabilities : frozenset of str
-        Members of :data:`CAPABILITIES` it handles.
+        Members of `CAPABILITIES` it handles.
     options : tuple of Option
         Its declared options.
     requires : tuple of str
@@ -63,9 +104,14 @@ class SolverInfo:
         One line.
     restricts : str
         Constraints it adds to the problem as given (empty: none).  Its
-        ``optimal`` then holds for the instance only when its proof covers it.
+        `optimal` then holds for the instance only when its proof covers it.
     function : callable, optional
-        The solve function itself (third-party registration).
+        The solve function itself (a function registered at run time).
+    origin : str
+        Where the solver comes from (empty for a built-in one).
+    broken : str
+        Why the solver cannot run anywhere (a plug-in that failed to load);
+        empty when it can.
     """
     name: str
     entry: str = ""
@@ -77,22 +123,32 @@ class SolverInfo:
     description: str = ""
     restricts: str = ""
     function: Callable | None = field(default=None, compare=False, repr=False)
+    origin: str = ""
+    broken: str = ""
 
     @property
     def solve(self) -> Callable:
         """The solve function (its module is imported now)."""
         if self.function is not None:
             return self.function
-        mod, _, fn = self.entry.partition(":")
-        return getattr(importlib.import_module(mod), fn)
+        return load_function(self.entry)
 
     @property
     def solves_problem_as_given(self) -> bool:
         """True for an exact solver that adds no constraint."""
         return self.exact and not self.restricts
 
+    @property
+    def resizes(self) -> bool:
+        """True when the solver may give a job CPU and memory other than its
+        request (the `grid` capability)."""
+        return "grid" in self.capabilities
+
     def unavailable_reason(self) -> str | None:
-        """Why the solver cannot run here (a missing module), or None."""
+        """Why the solver cannot run here (a missing module, a plug-in that
+        does not load), or None."""
+        if self.broken:
+            return self.broken
         for mod in self.requires:
             try:
                 importlib.import_module(mod)
@@ -102,78 +158,368 @@ class SolverInfo:
 
     @property
     def available(self) -> bool:
-        """True when every module the solver needs imports."""
+        """True when the solver can run here."""
         return self.unavailable_reason() is None
 
     def to_dict(self) -> dict:
-        """The declaration as JSON-ready data (``alloc solvers --json``)."""
+        """The declaration as JSON-ready data (`alloc solvers --json`)."""
         why = self.unavailable_reason()
         return {"name": self.name, "family": self.family,
                 "kind": "exact" if self.exact else "heuristic",
                 "available": why is None, "unavailable_reason": why,
                 "capabilities": sorted(self.capabilities),
                 "options": [o.to_dict() for o in self.options],
-                "description": self.description, "restricts": self.restricts}
+                "description": self.description, "restricts": self.restricts,
+                "entry": self.entry, "origin": self.origin}
 
 
 def declare(name: str, entry: str, *, exact: bool = False, capabilities: Sequence[str] = (),
             options: Sequence[Option] = (), requires: Sequence[str] = (),
             description: str = "", restricts: str = "") -> SolverInfo:
-    """A :class:`SolverInfo` (checks the capabilities); families use it in
-    their ``SOLVERS`` tuples."""
+    """A `SolverInfo`, its capabilities checked; the families use it in their
+    `SOLVERS` tuples.
+
+    Raises
+    ------
+    ValueError
+        An unknown capability, or options that are not `Option` values.
+    """
+    if isinstance(capabilities, str):
+        raise ValueError(f"capabilities: expected a list of names, got {capabilities!r}")
     unknown = set(capabilities) - CAPABILITIES
     if unknown:
         raise ValueError(f"unknown capabilities {sorted(unknown)}; valid: {sorted(CAPABILITIES)}")
+    if not all(isinstance(o, Option) for o in options):
+        raise ValueError("options: expected alloc.Option declarations")
     family = entry.split(".")[2] if entry.startswith("alloc.solvers.") else ""
-    return SolverInfo(name, entry, family, exact, frozenset(capabilities), tuple(options),
+    return SolverInfo(name, entry, family, bool(exact), frozenset(capabilities), tuple(options),
                       tuple(requires), description, restricts)
 
 
-_REGISTRY: dict[str, SolverInfo] = {}
-_EXTRA: dict[str, SolverInfo] = {}
+# ------------------------------------------------------------ declarations
+#: The attribute the `solver` decorator sets on a solve function.
+DECLARATION = "__alloc_solver__"
 
 
-def _load() -> dict[str, SolverInfo]:
-    if not _REGISTRY:
-        for fam in FAMILIES:
-            mod = importlib.import_module(f"alloc.solvers.{fam}")
-            for info in mod.SOLVERS:
-                _REGISTRY[info.name] = info
-    return _REGISTRY
+def solver(*, exact: bool = False, capabilities: Sequence[str] = (),
+           options: Sequence[Option] = (), requires: Sequence[str] = (),
+           description: str = "", restricts: str = ""):
+    """Decorator declaring what a solve function is, without registering it.
 
+    The function keeps working as before; the declaration travels with it, so
+    that a plug-in's entry point, `register(name, function)` and a
+    `"module:function"` text on the command line all read the same facts.
+    A function without a declaration is a heuristic with no capabilities.
 
-def register(name: str, *, exact: bool = False, capabilities: Sequence[str] = (),
-             options: Sequence[Option] = (), requires: Sequence[str] = (),
-             description: str = "", restricts: str = ""):
-    """Decorator adding ``fn`` as solver ``name`` (for third-party solvers).
+    Parameters
+    ----------
+    exact : bool
+        The solver proves bounds (see the guide: what an exact solver proves).
+    capabilities : sequence of str
+        Members of `CAPABILITIES` it handles.
+    options : sequence of Option
+        Its options (`allocate(..., **options)`, `--option KEY=VALUE`).
+    requires : sequence of str
+        Modules it needs; without them it is listed as unavailable.
+    description : str
+        One line (default: the first line of the docstring).
+    restricts : str
+        Constraints it adds to the problem as given (empty: none).
 
-    The function has the solver signature (see the module notes) and must pass
-    the conformance suite (:func:`alloc.conformance.check_solver`).
+    Examples
+    --------
+    >>> from alloc import Solution, solver
+    >>> @solver(capabilities=["sharing"], description="places nothing")
+    ... def solve(problem, *, deadline, seed, **options):
+    ...     return Solution()
+    >>> sorted(solve.__alloc_solver__.capabilities)
+    ['sharing']
     """
+    decl = declare("", "", exact=exact, capabilities=capabilities, options=options,
+                   requires=requires, description=description, restricts=restricts)
+
     def deco(fn):
-        info = declare(name, "", exact=exact, capabilities=capabilities, options=options,
-                       requires=requires,
-                       description=description or (fn.__doc__ or "").strip().split("\n")[0],
-                       restricts=restricts)
-        from dataclasses import replace
-        _EXTRA[name] = replace(info, function=fn, family="third-party")
+        setattr(fn, DECLARATION, decl)
         return fn
     return deco
 
 
+def load_function(spec: str) -> Callable:
+    """The function a `"module:function"` text names (imported now).
+
+    Raises
+    ------
+    ValueError
+        One line: the text is malformed, the module does not import, the
+        attribute is missing or not callable.
+    """
+    if not isinstance(spec, str) or spec.count(":") != 1:
+        raise ValueError(f"solver {spec!r}: expected 'module:function'")
+    mod, _, attr = spec.partition(":")
+    if not mod or not attr:
+        raise ValueError(f"solver {spec!r}: expected 'module:function'")
+    try:
+        obj = importlib.import_module(mod)
+    except Exception as exc:
+        raise ValueError(f"solver {spec!r}: cannot import {mod} ({type(exc).__name__}: "
+                         f"{str(exc).splitlines()[0] if str(exc) else ''})") from None
+    for part in attr.split("."):
+        if not hasattr(obj, part):
+            raise ValueError(f"solver {spec!r}: {mod} has no attribute {attr!r}")
+        obj = getattr(obj, part)
+    if not callable(obj):
+        raise ValueError(f"solver {spec!r}: {attr} is not a function")
+    return obj
+
+
+def spec_of(fn: Callable) -> str | None:
+    """`"module:function"` of a function another process can import (defined
+    at the top level of a module other than the script being run), else None."""
+    mod, qual = getattr(fn, "__module__", None), getattr(fn, "__qualname__", "")
+    if not mod or mod in ("__main__", "__mp_main__") or "<" in qual or not qual:
+        return None
+    spec = f"{mod}:{qual}"
+    try:
+        return spec if load_function(spec) is fn else None
+    except ValueError:
+        return None
+
+
+def _info_for(name: str, fn: Callable, origin: str, spec: str | None = None,
+              meta: Mapping | None = None) -> SolverInfo:
+    """The `SolverInfo` of solve function `fn` registered as `name`."""
+    decl = getattr(fn, DECLARATION, None)
+    if decl is not None and meta:
+        raise ValueError(f"solver {name!r}: {getattr(fn, '__qualname__', fn)} is already "
+                         f"declared with alloc.solver; give no declaration to register")
+    if decl is None:
+        decl = declare("", "", **(meta or {}))
+    doc = (getattr(fn, "__doc__", None) or "").strip().split("\n")[0]
+    return replace(decl, name=name, entry=spec if spec is not None else (spec_of(fn) or ""),
+                   family=PLUGIN, function=fn, origin=origin,
+                   description=decl.description or doc)
+
+
+# ------------------------------------------------------------ the registry
+_BUILTIN: dict[str, SolverInfo] = {}
+_EXTRA: dict[str, SolverInfo] = {}
+_EP: dict = {"path": None, "points": {}}
+_LOADED: dict[tuple, SolverInfo] = {}
+_WARNED: set[str] = set()
+
+
+def _builtin() -> dict[str, SolverInfo]:
+    if not _BUILTIN:
+        for fam in FAMILIES:
+            mod = importlib.import_module(f"alloc.solvers.{fam}")
+            for info in mod.SOLVERS:
+                _BUILTIN[info.name] = info
+    return _BUILTIN
+
+
+def _entry_points() -> dict[str, list]:
+    """Installed entry points of the group by name (rescanned when `sys.path`
+    changes)."""
+    key = tuple(sys.path)
+    if _EP["path"] != key:
+        from importlib.metadata import entry_points
+        points: dict[str, list] = {}
+        seen = set()
+        for ep in entry_points(group=ENTRY_POINT_GROUP):
+            dist = getattr(getattr(ep, "dist", None), "name", "") or ""
+            if (ep.name, ep.value, dist) not in seen:
+                seen.add((ep.name, ep.value, dist))
+                points.setdefault(ep.name, []).append(ep)
+        _EP["path"], _EP["points"] = key, points
+    return _EP["points"]
+
+
+def _plugin_names() -> list[str]:
+    return [n for n in _entry_points() if n not in _builtin()]
+
+
+def _warn_shadowed() -> None:
+    for name, eps in _entry_points().items():
+        if name in _builtin() and name not in _WARNED:
+            _WARNED.add(name)
+            dists = ", ".join(_dist(ep) for ep in eps)
+            warnings.warn(f"plug-in solver {name!r} of {dists} ignored: {name!r} is a built-in "
+                          f"solver", RuntimeWarning, stacklevel=3)
+
+
+def _dist(ep) -> str:
+    d = getattr(ep, "dist", None)
+    return f"package {d.name}" if d is not None else f"entry point {ep.value}"
+
+
+def _plugin(name: str) -> SolverInfo | None:
+    """The plug-in solver `name` (loaded on first use), or None."""
+    eps = _entry_points().get(name)
+    if not eps or name in _builtin():
+        return None
+    key = (name, tuple((ep.value, _dist(ep)) for ep in eps))
+    info = _LOADED.get(key)
+    if info is None:
+        origin = f"entry point {ENTRY_POINT_GROUP} of {', '.join(_dist(ep) for ep in eps)}"
+        if len(eps) > 1:
+            info = SolverInfo(name, family=PLUGIN, origin=origin,
+                              broken=f"several installed packages declare solver {name!r} "
+                                     f"({', '.join(_dist(ep) for ep in eps)}); remove all but one")
+        else:
+            info = _load_plugin(name, eps[0], origin)
+        _LOADED[key] = info
+    return info
+
+
+def _load_plugin(name: str, ep, origin: str) -> SolverInfo:
+    try:
+        fn = load_function(ep.value)
+        return _info_for(name, fn, origin, spec=ep.value)
+    except ValueError as exc:
+        return SolverInfo(name, ep.value, PLUGIN, origin=origin,
+                          broken=f"plug-in does not load: {exc}")
+
+
+def _taken(name: str) -> bool:
+    return name in _EXTRA or name in _builtin() or name in _entry_points()
+
+
+def _check_name(name) -> None:
+    if not isinstance(name, str) or not name.strip() or ":" in name or len(name) > 256:
+        raise ValueError(f"solver name: expected a non-empty name without ':' (a "
+                         f"'module:function' text is not a name), got {name!r}")
+
+
+def register(name: str, target: Callable | str | None = None, *, replace: bool = False,
+             exact: bool | None = None, capabilities: Sequence[str] | None = None,
+             options: Sequence[Option] | None = None, requires: Sequence[str] | None = None,
+             description: str | None = None, restricts: str | None = None):
+    """Add a solver under `name` in this process.
+
+    Parameters
+    ----------
+    name : str
+        The solver's name (no `:`).
+    target : callable or str, optional
+        The solve function, or `"module:function"` naming it.  Without it,
+        `register` is a decorator: `@register("mine", capabilities=[...])`.
+    replace : bool
+        Allow replacing a solver of that name (built-in, plug-in or
+        registered); without it an existing name is an error.
+    exact, capabilities, options, requires, description, restricts
+        The declaration of a function that carries none (see `solver`);
+        giving them for a declared function is an error.
+
+    Returns
+    -------
+    SolverInfo or callable
+        The registered declaration; the decorator form returns the function.
+
+    Raises
+    ------
+    ValueError
+        The name exists (and `replace` is false), a bad name, a
+        `"module:function"` that does not load, a declaration given twice.
+
+    Examples
+    --------
+    >>> import alloc
+    >>> info = alloc.register("example-greedy", "alloc.solvers.heuristics.greedy:solve_best_fit",
+    ...                       capabilities=["sharing", "locality", "spread"])
+    >>> info.name, info.family
+    ('example-greedy', 'third-party')
+    >>> alloc.unregister("example-greedy")
+    """
+    meta = {k: v for k, v in dict(exact=exact, capabilities=capabilities, options=options,
+                                  requires=requires, description=description,
+                                  restricts=restricts).items() if v is not None}
+    _check_name(name)
+    if _taken(name) and not replace:
+        raise ValueError(f"solver {name!r} already exists; pass replace=True to replace it")
+    if target is None:
+        def deco(fn):
+            register(name, fn, replace=True, **meta)
+            return fn
+        return deco
+    if isinstance(target, str):
+        info = _info_for(name, load_function(target), f"registered as {target}", target, meta)
+    elif callable(target):
+        info = _info_for(name, target, "registered in this process", meta=meta)
+    else:
+        raise ValueError(f"solver {name!r}: expected a function or 'module:function', "
+                         f"got {target!r:.60}")
+    _EXTRA[name] = info
+    return info
+
+
+def unregister(name: str) -> None:
+    """Remove a solver registered with `register` (built-in solvers and
+    plug-ins stay; `ValueError` for them)."""
+    if name not in _EXTRA:
+        raise ValueError(f"solver {name!r} was not registered in this process")
+    del _EXTRA[name]
+
+
+def use(text: str) -> SolverInfo:
+    """The solver a command line or a config file names: a name, or
+    `"module:function"` (registered under that text on first use).
+
+    Raises
+    ------
+    ValueError
+        An unknown name (the valid ones listed), or a `"module:function"`
+        that does not load.
+    """
+    if isinstance(text, str) and ":" in text and not _taken(text):
+        _EXTRA[text] = _info_for(text, load_function(text), f"named as {text}", text)
+    return get_solver(text)
+
+
+def registrations() -> tuple[SolverInfo, ...]:
+    """The solvers registered in this process, as other processes can take
+    them (`restore`): by `"module:function"`, or, for a function they cannot
+    import, a declaration saying so."""
+    out = []
+    for name, info in _EXTRA.items():
+        if info.entry:
+            out.append(replace(info, function=None))
+        else:
+            fn = getattr(info.function, "__qualname__", "a function")
+            out.append(replace(info, function=None, broken=(
+                f"solver {name!r} is {fn}, defined where other processes cannot import it; "
+                f"define it in a module and register it as 'module:function', or install it "
+                f"as a plug-in (entry point {ENTRY_POINT_GROUP})")))
+    return tuple(out)
+
+
+def restore(infos: Sequence[SolverInfo]) -> None:
+    """Register `registrations()` of another process here (worker processes),
+    replacing what this process had under those names."""
+    for info in infos:
+        _EXTRA[info.name] = info
+
+
 def solvers() -> dict[str, SolverInfo]:
-    """All registered solvers by name (sorted)."""
-    reg = dict(_load())
+    """Every solver by name, sorted: built-in, plug-ins and registered ones
+    (plug-ins are loaded now)."""
+    _warn_shadowed()
+    reg = dict(_builtin())
+    for name in _plugin_names():
+        reg[name] = _plugin(name)
     reg.update(_EXTRA)
     return dict(sorted(reg.items()))
 
 
 def get_solver(name: str) -> SolverInfo:
-    """The solver called ``name``; ``ValueError`` listing the valid names."""
-    reg = solvers()
-    if name not in reg:
-        raise ValueError(f"unknown solver {name!r}; valid solvers: {', '.join(reg)}")
-    return reg[name]
+    """The solver called `name`; `ValueError` listing the valid names."""
+    if isinstance(name, str):
+        info = _EXTRA.get(name) or _builtin().get(name) or _plugin(name)
+        if info is not None:
+            return info
+    names = sorted({*_builtin(), *_EXTRA, *_plugin_names()})
+    raise ValueError(f"unknown solver {name!r}; valid solvers: {', '.join(names)} (a plug-in "
+                     f"is a package declaring entry point group {ENTRY_POINT_GROUP!r}; the "
+                     f"command line also takes 'module:function')")
 
 
 def exact_solvers(available_only: bool = True) -> list[str]:
@@ -186,5 +532,7 @@ def heuristic_solvers(available_only: bool = True) -> list[str]:
     return [n for n, s in solvers().items() if not s.exact and (s.available or not available_only)]
 
 
-__all__ = ["CAPABILITIES", "FAMILIES", "SolverInfo", "declare", "exact_solvers", "get_solver",
-           "heuristic_solvers", "register", "solvers"]
+__all__ = ["CAPABILITIES", "CAPABILITY_MEANING", "ENTRY_POINT_GROUP", "FAMILIES", "PLUGIN",
+           "SolverInfo", "declare", "exact_solvers", "get_solver", "heuristic_solvers",
+           "load_function", "register", "registrations", "restore", "solver", "solvers",
+           "spec_of", "unregister", "use"]

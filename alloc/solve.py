@@ -25,7 +25,7 @@ from dataclasses import replace
 from typing import Sequence
 
 from .deadline import Deadline, check_time_limit
-from .errors import InputError, SolverError, SolverUnavailable
+from .errors import InputError, SolverError, SolverUnavailable, UnsupportedInput
 from .model import Allocation, Cluster, Job, Status
 from .objectives import get_objective
 from .options import validate_options
@@ -134,7 +134,7 @@ def allocate(cluster: Cluster, jobs: Sequence[Job], *, solver: str = "best-fit",
     missing = needed_capabilities(cluster, jobs) - info.capabilities
     if missing:
         able = [n for n, s in solvers().items() if missing <= s.capabilities]
-        raise InputError(f"solver {solver!r} does not support {', '.join(sorted(missing))} "
+        raise UnsupportedInput(f"solver {solver!r} does not support {', '.join(sorted(missing))} "
                          f"which this input needs; solvers that do: {', '.join(able) or 'none'}")
     from .problem import compile_problem
     problem = compile_problem(cluster, jobs, obj, instance, order=order, max_moves=max_moves,

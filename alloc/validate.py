@@ -13,19 +13,28 @@ memory), together within capacity, and consistent with the tenancy rules.
 
 A well-formed job that cannot be placed on this cluster now (GPU type absent,
 wider than any server) is *not* an input problem: it stays unplaced with a
-reason (:func:`alloc.problem.placeable_reason`).
+reason (`alloc.problem.placeable_reason`).
 
 Every problem is reported with its field path (``jobs[3].gpu_milli``) and what
-was expected; :func:`validate_model` raises one :class:`InputError` holding all.
+was expected; `validate_model` raises one `InputError` holding all.
+
+Valid input that probably does not mean what it says gets an
+`alloc.InputWarning` (`model_warnings`, issued by `prepare`): a job whose
+CPU or memory per GPU is below every point of its profile's grid (it runs at
+throughput 0 at its request, so a solver gains nothing by placing it and an
+exact one may leave it out or stop it), and a GPU type a job may use that its
+profile gives no speed for (it is counted at speed 1.0 there, the reference
+type's).  The command line prints each as one `alloc: warning:` line.
 """
 from __future__ import annotations
 
 import math
+import warnings
 from collections import Counter
 from dataclasses import replace
 from typing import Sequence
 
-from .errors import InputError
+from .errors import InputError, InputWarning
 from .model import (DEFAULT_GPU_TYPE, KNOWN_LEVELS, MILLI, Allocation, Cluster, Job, Placement,
                     Profile, Server)
 
@@ -206,7 +215,8 @@ def job_problems(cluster: Cluster, jobs: Sequence[Job]) -> list[str]:
         out += bad
         if not bad:
             ok.append((i, j))
-    dup = [k for k, n in Counter(j.id for _, j in ok).items() if n > 1]
+    dup = [k for k, n in Counter(j.id for j in jobs if isinstance(j, Job)
+                                 and isinstance(j.id, str)).items() if n > 1]
     if dup:
         out.append(f"jobs: duplicate job id {dup[0]!r}")
     if not out:
@@ -309,7 +319,142 @@ def prepare(cluster: Cluster, jobs: Sequence[Job], source: str | None = None
     problems += model_problems(cluster, jobs)
     if problems:
         raise InputError(problems, source)
+    warn_model(cluster, jobs, source)
     return cluster, jobs
+
+
+# ------------------------------------------------------------------ warnings
+def _named(ids: Sequence[str]) -> str:
+    shown = ", ".join(repr(x) for x in ids[:3])
+    more = f" and {len(ids) - 3} more" if len(ids) > 3 else ""
+    return f"job{'s' if len(ids) > 1 else ''} {shown}{more}"
+
+
+def _grid_start(prof: Profile) -> str:
+    """Where the grid's feasible points start, in words."""
+    cells = [(c, m) for i, c in enumerate(prof.cpu_per_gpu) for k, m in enumerate(prof.mem_per_gpu)
+             if (prof.tput[i][k] or 0) > 0]
+    if not cells:
+        return "it has no point of positive speed"
+    return (f"it starts at {min(c for c, _ in cells)} milli-CPU and "
+            f"{min(m for _, m in cells)} MiB per GPU")
+
+
+def model_warnings(cluster: Cluster, jobs: Sequence[Job]) -> list[str]:
+    """What valid input probably does not mean (see the module notes), one
+    line per model and request or per model and GPU type, naming the jobs.
+
+    Parameters
+    ----------
+    cluster : Cluster
+    jobs : sequence of Job
+        Validated jobs with their profiles resolved.
+
+    Returns
+    -------
+    list of str
+        Empty when nothing is suspicious.
+    """
+    groups: dict[tuple, list] = {}
+    seen: dict[tuple, tuple] = {}
+    types = cluster.gpu_types
+    for j in jobs:
+        prof = j.profile
+        if prof is None or not j.gpus:
+            continue
+        key = (id(prof), j.gpus, j.cpu, j.mem, j.gpu_types)
+        found = seen.get(key)
+        if found is None:
+            found = seen[key] = _suspicious(j, types)
+        for k in found:
+            groups.setdefault(k, [prof]).append(j.id)
+    out = []
+    for (kind, _, a, b), (prof, *ids) in groups.items():
+        if kind == "grid":
+            out.append(f"{_named(ids)}: {a:g} milli-CPU and {b:g} MiB per GPU is below every "
+                       f"point of model {prof.name!r}'s grid ({_grid_start(prof)}): at its "
+                       f"request such a job runs at throughput 0, so a solver gains nothing by "
+                       f"placing it and may leave it out or stop it")
+        else:
+            out.append(f"{_named(ids)}: model {prof.name!r} gives no speed for GPU type {a!r} "
+                       f"(it gives {', '.join(sorted(prof.gpu_speed))}), so there the job "
+                       f"counts at speed 1.0")
+    return out
+
+
+def _suspicious(j: Job, types: Sequence[str]) -> tuple:
+    """The warning groups one job belongs to (`model_warnings`)."""
+    prof, out = j.profile, []
+    per_cpu, per_mem = j.cpu / j.gpus, j.mem / j.gpus
+    if prof.has_grid and prof.grid_value(per_cpu, per_mem) <= 0:
+        out.append(("grid", id(prof), per_cpu, per_mem))
+    if prof.gpu_speed:
+        out += [("type", id(prof), t, None) for t in types
+                if t not in prof.gpu_speed and t != prof.reference_gpu and j.allows(t)]
+    return tuple(out)
+
+
+def warn_model(cluster: Cluster, jobs: Sequence[Job], source: str | None = None) -> None:
+    """Issue each of `model_warnings` as an `alloc.InputWarning`, shown at
+    the caller's line outside alloc."""
+    msgs = model_warnings(cluster, jobs)
+    if msgs:
+        level = _outside_stacklevel()
+        for msg in msgs:
+            warnings.warn(f"{source}: {msg}" if source else msg, InputWarning, stacklevel=level)
+
+
+def _outside_stacklevel() -> int:
+    """The `stacklevel` of the first caller outside this package."""
+    import os
+    import sys
+    here = os.path.dirname(os.path.abspath(__file__)) + os.sep
+    frame, level = sys._getframe(1), 1
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(here):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
+def instance_report(path) -> tuple[list[str], dict]:
+    """What `alloc validate` says about an instance file.
+
+    Returns
+    -------
+    (list of str, dict)
+        Every problem found (field path first; empty when the file is
+        valid), and `{"warnings": [...], "summary": "..."}`: the input
+        warnings, the jobs that cannot be placed on this cluster now, and one
+        line with the size, the capabilities the instance needs and the
+        solvers that take it.
+
+    Notes
+    -----
+    Problems are found in stages: the file and its JSON Schema; then the
+    cluster; its tenants; the jobs.  Each stage lists every problem it finds;
+    a later stage runs once the earlier ones pass, since its checks need them
+    (a job's locality is checked against valid cluster levels).
+    """
+    from .io import load_instance
+    try:
+        inst = load_instance(path)
+    except InputError as exc:
+        lead = f"{path}: "
+        return [p[len(lead):] if p.startswith(lead) else p for p in exc.problems], \
+            {"warnings": [], "summary": ""}
+    from .problem import placeable_reason
+    from .registry import solvers
+    from .solve import needed_capabilities
+    c, jobs = inst.cluster, inst.jobs
+    notes = model_warnings(c, jobs)
+    notes += [f"job {j.id!r} cannot be placed on this cluster now: {why}" for j in jobs
+              if j.current is None and (why := placeable_reason(c, j))]
+    need = needed_capabilities(c, jobs)
+    able = [n for n, s in solvers().items() if need <= s.capabilities and s.available]
+    running = sum(j.current is not None for j in jobs)
+    summary = (f"{len(jobs)} jobs ({running} running) on {len(c.servers)} servers with "
+               f"{c.total_gpus} GPUs; needs {', '.join(sorted(need)) or 'no capability'}; "
+               f"solvers that take it: {', '.join(able) or 'none'}")
+    return [], {"warnings": notes, "summary": summary}
 
 
 def resolve_models(jobs: tuple) -> tuple[tuple, list[str]]:
@@ -331,5 +476,6 @@ def resolve_models(jobs: tuple) -> tuple[tuple, list[str]]:
 
 
 __all__ = ["MAX_INT", "MAX_NAME", "MAX_WEIGHT", "PRIORITY_RANGE", "cluster_problems",
-           "current_problems", "job_problems", "model_problems", "prepare", "resolve_models",
-           "validate_model"]
+           "current_problems", "instance_report", "job_problems", "model_problems",
+           "model_warnings", "prepare",
+           "resolve_models", "validate_model", "warn_model"]

@@ -1,6 +1,7 @@
 """alloc sweep: config validation, the run grid, pool and Ray executors giving
 the same rows, resume, JSON lines and Parquet, summary, exit codes."""
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -84,6 +85,9 @@ def test_pool_run_jsonl_and_resume(small, tmp_path):
     assert all(r["jobs_measured"] == 20 and r["mean_jct_h"] > 0 for r in sims)
     ob = [r for r in rows if r["kind"] == "openb"]
     assert all(len(r["alloc_curve"]) == 131 and 0 < r["alloc_100"] <= 100 for r in ob)
+    # every row of every kind follows the documented schema (docs/bench-rows.md)
+    from alloc.schema import schema_problems
+    assert not [p for r in rows for p in schema_problems(r, "row")]
     # resume: nothing left to do, nothing appended
     again = run_sweep(cfg, out, executor=PoolExecutor(2))
     assert again.ran == 0 and again.skipped == 20
@@ -95,9 +99,20 @@ def test_pool_run_jsonl_and_resume(small, tmp_path):
     assert stable(read_rows(out)) == stable(rows)
 
 
-def test_ray_gives_the_pool_results(small, tmp_path):
+def test_ray_gives_the_pool_results(small, tmp_path, monkeypatch):
+    """The pool and Ray give the same rows; an installed plug-in solver and a
+    solver registered here as module:function run in Ray tasks too."""
     ray = pytest.importorskip("ray", reason="Ray is not installed (pip install 'alloc[ray]')")
-    cfg = load_config(small)
+    from plugin_dist import ENTRY, NAME, make_site
+    from alloc import registry
+    site = make_site(tmp_path / "site")
+    monkeypatch.syspath_prepend(str(site))
+    monkeypatch.setenv("PYTHONPATH", f"{site}{os.pathsep}{ROOT}")
+    monkeypatch.setattr(registry, "_EXTRA", dict(registry._EXTRA))  # undone after the test
+    registry.register("ffr-spec", ENTRY)
+    doc = json.loads(small.read_text())
+    doc["allocation"]["solvers"] += [NAME, "ffr-spec"]
+    cfg = load_config(write(small, doc))
     pool = run_sweep(cfg, tmp_path / "pool.jsonl", executor=PoolExecutor(2))
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
     try:
@@ -106,6 +121,8 @@ def test_ray_gives_the_pool_results(small, tmp_path):
         ray.shutdown()
     assert on_ray.ran == len(pool.rows)
     assert stable(on_ray.rows) == stable(pool.rows)
+    mine = [r for r in on_ray.rows if r.get("solver") in (NAME, "ffr-spec")]
+    assert mine and all(r["error"] is None and r["status"] == "feasible" for r in mine)
 
 
 def test_cli_summary_parquet_plot_and_no_progress(small, tmp_path, capsys):
@@ -139,9 +156,9 @@ def test_all_runs_failed_exits_3(tmp_path, capsys):
     out = tmp_path / "f.jsonl"
     assert main(["sweep", str(cfg), "--out", str(out), "--jobs", "1"]) == 3
     row = read_rows(out)[0]
-    # a capability the solver lacks is bad input of that run
-    assert row["error_kind"] == "input" and "tenancy" in row["error"]
-    assert "1 run(s) failed" in capsys.readouterr().err
+    # a solver that lacks a capability the instance needs: a refused row with the reason
+    assert row["status"] == "refused" and "tenancy" in row["reason"] and row["error"] is None
+    assert "1 run(s) refused" in capsys.readouterr().err
 
 
 BAD = [

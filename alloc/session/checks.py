@@ -61,6 +61,8 @@ def check_job(job, cluster: Cluster, capabilities: frozenset, solver: str, where
     if missing:
         raise InputError(f"{where}: solver {solver!r} does not support "
                          f"{', '.join(sorted(missing))} which this job needs")
+    from ..validate import warn_model
+    warn_model(cluster, [job], where)
 
 
 def placement_servers(p: Placement) -> set[str]:

@@ -62,11 +62,11 @@ def build(doc: dict, base: Path | None = None, source: str = "config"):
     if window[0] > window[1]:
         raise InputError(f"{source}: workload.window: expected first <= last, got {list(window)}")
     allocator = doc.get("allocator", "synergy-tune")
-    from ..solve import solvers
-    reg = solvers()
-    if allocator not in reg:
-        raise InputError(f"{source}: allocator: unknown solver {allocator!r}; expected one of "
-                         f"{', '.join(reg)}")
+    from ..registry import use
+    try:
+        use(allocator)  # a name, or "module:function"
+    except ValueError as exc:
+        raise InputError(f"{source}: allocator: {exc}") from None
     order = doc.get("order", "fifo")
     if order not in ORDERS:  # pragma: no cover - the schema enumerates them
         raise InputError(f"{source}: order: expected one of {', '.join(ORDERS)}")

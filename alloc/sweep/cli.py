@@ -42,17 +42,21 @@ class SweepResult:
         Wall time of this call, in seconds.
     failed : int
         Rows whose run raised an error (a non-empty ``error`` field).
+    refused : int
+        Allocation rows whose solver could not take the instance.
     """
     rows: tuple[dict, ...]
     ran: int
     skipped: int
     wall_s: float
     failed: int = field(default=0)
+    refused: int = field(default=0)
 
     @property
     def all_failed(self) -> bool:
-        """True when the grid has rows and every one of them failed (exit code 3)."""
-        return bool(self.rows) and self.failed == len(self.rows)
+        """True when the grid has rows and none of them has a result: each
+        failed or was refused (exit code 3)."""
+        return bool(self.rows) and self.failed + self.refused == len(self.rows)
 
 
 def _progress(total: int, enabled: bool):
@@ -107,7 +111,9 @@ def run_sweep(cfg: SweepConfig, out, *, executor=None, jobs: int | None = None,
                 bar.close()
         rows = tuple(store.rows[r.key] for r in runs if r.key in store.rows)
     failed = sum(1 for r in rows if r.get("error"))
-    return SweepResult(rows, len(todo), len(runs) - len(todo), time.perf_counter() - t0, failed)
+    refused = sum(1 for r in rows if r.get("status") == "refused")
+    return SweepResult(rows, len(todo), len(runs) - len(todo), time.perf_counter() - t0, failed,
+                       refused)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -160,6 +166,9 @@ def _report(cfg: SweepConfig, res: SweepResult, args, argv: list[str]) -> None:
     errs = [r for r in res.rows if r.get("error")]
     if errs:
         print(f"{len(errs)} run(s) failed; first: {errs[0]['error']}", file=sys.stderr)
+    refused = [r for r in res.rows if r.get("status") == "refused"]
+    if refused:
+        print(f"{len(refused)} run(s) refused; first: {refused[0]['reason']}", file=sys.stderr)
     print(f"sweep {cfg.name}: {len(res.rows)} runs, {res.ran} run now, {res.skipped} already "
           f"recorded, {res.wall_s:.1f} s wall", file=sys.stderr)
     if args.parquet:

@@ -1,27 +1,35 @@
 """Sweep configuration (``alloc.sweep/1``): loading and validation.
 
 A sweep config is a JSON object (schema ``alloc/schemas/sweep.schema.json``)
-with up to three sections, each a grid::
+with up to three sections, each a grid:
 
-    {"format": "alloc.sweep/1", "name": "demo", "seeds": [0, 1],
-     "allocation": {"instances": ["../instances/tiny-grid.json",
-                                  {"generator": "synergy", "params": {"servers": 4}}],
-                    "solvers": ["proportional", "best-fit"],
-                    "objectives": ["throughput"], "time_limits": [10]},
-     "simulation": {"configs": ["synergy-main.json"],
-                    "vary": {"allocator": ["proportional", "synergy-tune"],
-                             "workload.jobs_per_hour": [8, 9]},
-                    "seeds": "0-19", "horizon_h": 1500},
-     "openb": {"workloads": ["default", "cpu050"], "policies": ["fgd", "best-fit"],
-               "seeds": "42-51", "tune": 1.3}}
+```json
+{"format": "alloc.sweep/1", "name": "demo", "seeds": [0, 1],
+ "allocation": {"instances": ["../instances/tiny-grid.json",
+                              {"generator": "synergy", "params": {"servers": 4}}],
+                "solvers": ["proportional", "best-fit"],
+                "objectives": ["throughput"], "time_limits": [10],
+                "repeats": 1, "warmup": 1},
+ "simulation": {"configs": ["synergy-main.json"],
+                "vary": {"allocator": ["proportional", "synergy-tune"],
+                         "workload.jobs_per_hour": [8, 9]},
+                "seeds": "0-19", "horizon_h": 1500},
+ "openb": {"workloads": ["default", "cpu050"], "policies": ["fgd", "best-fit"],
+           "seeds": "42-51", "tune": 1.3}}
+```
 
 * Paths are relative to the config file.
 * ``seeds``: a list of integers or a string of integers and ranges
   (``"42-51"``, ``"0,3,7-9"``); a section without seeds uses the top-level
   ones (default ``[0]``).
 * ``allocation.instances``: instance files, or generator specs
-  (:mod:`alloc.experiments.generators`) whose ``seed`` is fixed or, when
+  (`alloc.experiments.generators`) whose ``seed`` is fixed or, when
   absent, the run's seed.
+* ``allocation.solvers``: solver names (built-in, plug-ins, registered) or
+  ``"module:function"`` texts; ``repeats`` (default 1) runs each grid point
+  that many times; ``warmup`` (default 1) is the number of untimed calls each
+  solver gets in each worker process before its first timed one (the page
+  "Bench and sweep rows" says how runs are timed).
 * ``simulation.configs``: ``alloc simulate`` configs (files or inline objects);
   ``vary`` maps a dotted field (``workload.jobs_per_hour``) to the values to
   sweep; each seed replaces ``workload.seed``; ``horizon_h`` caps a synthetic
@@ -32,7 +40,7 @@ with up to three sections, each a grid::
   default the shared openb folder) or pod CSV paths, FGD policies, ``tune``
   (default 1.3).
 
-Every problem raises :class:`~alloc.errors.InputError` with one line naming the
+Every problem raises `InputError` with one line naming the
 file, the field and what was expected, before any run starts.
 """
 from __future__ import annotations
@@ -96,12 +104,19 @@ class AllocationSection:
     time_limits : tuple of float or None
         Per-run time limits in seconds (default ``(None,)``: the solver's
         default).
+    repeats : int
+        Timed runs per grid point (default 1).
+    warmup : int
+        Untimed calls per solver and worker process before its first timed
+        one (default 1).
     """
     instances: tuple[InstanceSpec, ...]
     solvers: tuple[str, ...]
     objectives: tuple[str, ...]
     seeds: tuple[int, ...]
     time_limits: tuple[float | None, ...]
+    repeats: int = 1
+    warmup: int = 1
 
 
 @dataclass(frozen=True)
@@ -236,12 +251,12 @@ def _instance_spec(item, i: int, base: Path) -> InstanceSpec:
 
 def _allocation(sec: Mapping, top, base: Path) -> AllocationSection:
     from ..objectives import OBJECTIVES
-    from ..solve import solvers
-    known = solvers()
+    from ..registry import use
     for i, s in enumerate(sec["solvers"]):
-        if s not in known:
-            raise InputError(f"allocation.solvers[{i}]: unknown solver {s!r}; expected one of "
-                             f"{', '.join(known)}")
+        try:
+            use(s)
+        except ValueError as exc:
+            raise InputError(f"allocation.solvers[{i}]: {exc}") from None
     objectives = tuple(sec.get("objectives", ["throughput"]))
     for i, o in enumerate(objectives):
         if o not in OBJECTIVES:
@@ -250,7 +265,8 @@ def _allocation(sec: Mapping, top, base: Path) -> AllocationSection:
     instances = tuple(_instance_spec(x, i, base) for i, x in enumerate(sec["instances"]))
     return AllocationSection(instances, tuple(sec["solvers"]), objectives,
                              _section_seeds(sec, top, "allocation"),
-                             tuple(sec.get("time_limits", [None])))
+                             tuple(sec.get("time_limits", [None])), sec.get("repeats", 1),
+                             sec.get("warmup", 1))
 
 
 def set_dotted(doc: dict, dotted: str, value) -> None:
@@ -317,7 +333,9 @@ def _openb(sec: Mapping, top, base: Path) -> OpenbSection:
     for i, p in enumerate(sec["policies"]):
         if p not in POLICIES:
             raise InputError(f"openb.policies[{i}]: unknown policy {p!r}; expected one of "
-                             f"{', '.join(POLICIES)}")
+                             f"{', '.join(POLICIES)} (the FGD experiment's online policies; "
+                             f"any solver runs on openb-shaped instances in an allocation "
+                             f"section)")
     data = _resolve(base, sec["data_dir"]) if "data_dir" in sec else openb_dir()
     nodes = _resolve(base, sec["nodes"]) if "nodes" in sec else \
         data / "openb_node_list_gpu_node.csv"

@@ -1,20 +1,25 @@
-"""Executors: run a list of :class:`~.grid.Run` and yield each result row as
-soon as its run finishes (completion order, not grid order).
+"""Executors: run a list of `Run` and yield each result row as soon as its
+run finishes (completion order, not grid order).
 
-* :class:`PoolExecutor` — a local process pool (``spawn`` processes, so a
-  worker imports the same ``alloc`` as the parent and shares no state).
-* :class:`RayExecutor` — tasks on a Ray cluster.  Ray is optional and imported
+* `SerialExecutor` — one run after the other in this process (`alloc
+  bench`: no run competes with another for the CPU).
+* `PoolExecutor` — a local process pool (`spawn` processes, so a worker
+  imports the same `alloc` as the parent and shares no state but the
+  solvers registered here, handed over as `"module:function"`).
+* `RayExecutor` — tasks on a Ray cluster.  Ray is optional and imported
   only here, when the executor starts.  ``address="auto"`` lets Ray decide (an
   existing cluster on this machine or ``RAY_ADDRESS``, else a new local one);
   another address connects to that cluster.  A Ray session that is already
   initialised (e.g. by a test) is used as is and left running.
 
 On a multi-node cluster every node must have alloc installed (with its
-``models/`` folder), and instance files and openb traces must be readable at
-the same paths on every node.
+``models/`` folder) and every plug-in solver the sweep uses, and instance
+files and openb traces must be readable at the same paths on every node.
+Solvers registered in the parent process reach Ray tasks as
+`"module:function"` as well.
 
-Both executors call :func:`~.worker.execute`, a pure function of the run, so
-the same grid gives the same rows on either (up to times and memory).  A run
+Every executor calls `execute`, a pure function of the run, so
+the same grid gives the same rows on each (up to times and memory).  A run
 whose worker dies gives a ``crash`` error row (retried on resume).
 """
 from __future__ import annotations
@@ -26,15 +31,27 @@ from typing import Iterator, Sequence
 
 from ..errors import InputError
 from .grid import Run
-from .worker import execute
+from .worker import error_row, execute, execute_with
 
 RAY_INSTALL_HINT = "pip install 'alloc[ray]'"
 
 
 def crash_row(run: Run, exc: BaseException) -> dict:
-    """The row of a run whose worker failed outside :func:`execute`."""
-    return {"key": run.key, "kind": run.kind, **run.params,
-            "error": f"{type(exc).__name__}: {exc}", "error_kind": "crash"}
+    """The row of a run whose worker failed outside `execute`."""
+    return {"key": run.key, "kind": run.kind, **run.params, **error_row(run, exc, "crash")}
+
+
+class SerialExecutor:
+    """Runs one after the other in this process."""
+
+    def describe(self) -> str:
+        """One line for the log."""
+        return "this process, one run at a time"
+
+    def map(self, runs: Sequence[Run]) -> Iterator[dict]:
+        """Yield one row per run, in order."""
+        for r in runs:
+            yield execute(r)
 
 
 class PoolExecutor:
@@ -51,8 +68,10 @@ class PoolExecutor:
         """Yield one row per run as runs finish."""
         if not runs:
             return
+        from ..registry import registrations, restore
         ctx = multiprocessing.get_context("spawn")
-        ex = ProcessPoolExecutor(max_workers=min(self.jobs, len(runs)), mp_context=ctx)
+        ex = ProcessPoolExecutor(max_workers=min(self.jobs, len(runs)), mp_context=ctx,
+                                 initializer=restore, initargs=(registrations(),))
         try:
             pending = {ex.submit(execute, r): r for r in runs}
             while pending:
@@ -146,17 +165,19 @@ class RayExecutor:
         """Yield one row per run as runs finish."""
         if not runs:
             return
+        from ..registry import registrations
         ray = self.ray
         started = self._start()
         try:
-            task = ray.remote(num_cpus=1, max_retries=0)(execute)
+            task = ray.remote(num_cpus=1, max_retries=0)(execute_with)
+            registered = ray.put(registrations())
             limit = self.jobs or len(runs)
             queue = list(reversed(runs))
             inflight: dict = {}
             while queue or inflight:
                 while queue and len(inflight) < limit:
                     r = queue.pop()
-                    inflight[task.remote(r)] = r
+                    inflight[task.remote(registered, r)] = r
                 ready, _ = ray.wait(list(inflight), num_returns=1)
                 for ref in ready:
                     run = inflight.pop(ref)

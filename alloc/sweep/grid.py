@@ -52,7 +52,7 @@ def make_run(kind: str, params: Mapping[str, Any], inputs: Mapping[str, Any] | N
 
 def allocation_runs(cfg: SweepConfig) -> list[Run]:
     """The runs of the allocation section: instance x solver x objective x time
-    limit x seed, in that nesting order.
+    limit x seed x repeat, in that nesting order.
 
     Parameters
     ----------
@@ -66,7 +66,9 @@ def allocation_runs(cfg: SweepConfig) -> list[Run]:
         (seconds; None: the solver's default) and seed.  A file instance is
         keyed by its content digest as well, so that an edited file gives new
         keys; a generated instance records ``generator_seed`` (the spec's
-        fixed seed, else the run's seed) and is keyed by its full spec.
+        fixed seed, else the run's seed) and is keyed by its full spec.  The
+        repeat number (from 0) and the warm-up count are inputs, recorded in
+        the row; a repeat after the first enters the key.
     """
     sec = cfg.allocation
     out = []
@@ -77,17 +79,22 @@ def allocation_runs(cfg: SweepConfig) -> list[Run]:
                     for seed in sec.seeds:
                         params = {"instance": inst.label, "solver": solver,
                                   "objective": objective, "time_limit": tl, "seed": seed}
-                        if inst.generator:
-                            gseed = seed if inst.seed is None else inst.seed
-                            spec = {"generator": inst.generator, "params": dict(inst.params),
-                                    "seed": gseed}
-                            params["generator_seed"] = gseed
-                            out.append(make_run("allocation", params, {"spec": spec},
-                                                {"spec": spec}))
-                        else:
-                            out.append(make_run("allocation", params, {"path": inst.path},
-                                                {"digest": inst.digest}))
+                        out += _repeats(sec, inst, params, seed)
     return out
+
+
+def _repeats(sec, inst, params: dict, seed: int) -> list[Run]:
+    """The runs of one allocation grid point, one per repeat."""
+    if inst.generator:
+        gseed = seed if inst.seed is None else inst.seed
+        spec = {"generator": inst.generator, "params": dict(inst.params), "seed": gseed}
+        params = dict(params, generator_seed=gseed)
+        inputs, keyed = {"spec": spec}, {"spec": spec}
+    else:
+        inputs, keyed = {"path": inst.path}, {"digest": inst.digest}
+    return [make_run("allocation", params, dict(inputs, repeat=r, warmup=sec.warmup),
+                     dict(keyed, repeat=r) if r else keyed)
+            for r in range(sec.repeats)]
 
 
 def simulation_runs(cfg: SweepConfig) -> list[Run]:

@@ -36,20 +36,22 @@ class GroupStats:
     kind : str
         ``"allocation"``, ``"simulation"`` or ``"openb"``.
     fields : tuple of (str, object)
-        The parameters defining the group: the kind's :data:`GROUPS` columns,
+        The parameters defining the group: the kind's `GROUPS` columns,
         then the other ``vary`` fields, sorted.
     n : int
-        Runs without error.
+        Runs without error (and not refused).
     errors : int
         Failed runs.
     mean, ci95 : float or None
-        Mean of the kind's main metric (:data:`METRIC`) over the runs without
+        Mean of the kind's main metric (`METRIC`) over the runs without
         error, and the half-width of its 95 % Student's t interval (None
         below two values).
     median_s : float or None
         Median of the runs' timed seconds (``wall_s``).
     seeds : tuple of int
         The seeds of every run of the group, sorted.
+    refused : int
+        Allocation runs whose solver could not take the instance.
     """
     kind: str
     fields: tuple[tuple[str, object], ...]
@@ -59,6 +61,7 @@ class GroupStats:
     ci95: float | None
     median_s: float | None
     seeds: tuple[int, ...]
+    refused: int = 0
 
     @property
     def label(self) -> str:
@@ -131,13 +134,14 @@ def summarize(rows: Iterable[dict]) -> list[GroupStats]:
         groups.setdefault(group_key(r), []).append(r)
     out = []
     for (kind, fields), rs in groups.items():
-        ok = [r for r in rs if not r.get("error")]
+        refused = [r for r in rs if r.get("status") == "refused"]
+        ok = [r for r in rs if not r.get("error") and r.get("status") != "refused"]
         metric = METRIC[kind][0]
         m, ci = mean_ci([r.get(metric) for r in ok])
         secs = [r["wall_s"] for r in ok if r.get("wall_s") is not None]
-        out.append(GroupStats(kind, fields, len(ok), len(rs) - len(ok), m, ci,
+        out.append(GroupStats(kind, fields, len(ok), len(rs) - len(ok) - len(refused), m, ci,
                               statistics.median(secs) if secs else None,
-                              tuple(sorted(r.get("seed") for r in rs))))
+                              tuple(sorted(r.get("seed") for r in rs)), len(refused)))
     return out
 
 
@@ -153,13 +157,14 @@ def table(stats: Sequence[GroupStats]) -> str:
     Parameters
     ----------
     stats : sequence of GroupStats
-        From :func:`summarize`.
+        From `summarize`.
 
     Returns
     -------
     str
-        Per kind a header and one line per group: runs, failed runs, mean and
-        95 % CI half-width of the main metric, median timed seconds.
+        Per kind a header and one line per group: runs, failed runs, refused
+        runs, mean and 95 % CI half-width of the main metric, median timed
+        seconds.
     """
     lines = []
     for kind in GROUPS:
@@ -169,11 +174,11 @@ def table(stats: Sequence[GroupStats]) -> str:
         metric = METRIC[kind][1]
         width = max(len("group"), *(len(s.label) for s in ss))
         lines.append(f"{kind}: {metric}, mean ± 95 % CI over seeds")
-        lines.append(f"  {'group':<{width}} {'n':>4} {'err':>4} {'mean':>10} {'± CI95':>9} "
-                     f"{'median s':>9}")
+        lines.append(f"  {'group':<{width}} {'n':>4} {'err':>4} {'ref':>4} {'mean':>10} "
+                     f"{'± CI95':>9} {'median s':>9}")
         for s in ss:
-            lines.append(f"  {s.label:<{width}} {s.n:>4} {s.errors:>4} {_num(s.mean):>10} "
-                         f"{_num(s.ci95, 3):>9} {_num(s.median_s, 3):>9}")
+            lines.append(f"  {s.label:<{width}} {s.n:>4} {s.errors:>4} {s.refused:>4} "
+                         f"{_num(s.mean):>10} {_num(s.ci95, 3):>9} {_num(s.median_s, 3):>9}")
     return "\n".join(lines)
 
 
@@ -241,11 +246,14 @@ def _panel(ax, ss: Sequence[GroupStats], kind: str) -> None:
 
 
 def _cell(s: GroupStats | None, digits: int) -> str:
+    if s is not None and s.mean is None and s.refused:
+        return "refused"
     if s is None or s.mean is None:
         return "-"
     ci = f" ± {s.ci95:.{digits}f}" if s.ci95 is not None else ""
     err = f" ({s.errors} failed)" if s.errors else ""
-    return f"{s.mean:.{digits}f}{ci}{err}"
+    ref = f" ({s.refused} refused)" if s.refused else ""
+    return f"{s.mean:.{digits}f}{ci}{err}{ref}"
 
 
 def markdown(stats: Sequence[GroupStats], digits: int = 2) -> str:

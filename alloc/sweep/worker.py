@@ -1,28 +1,41 @@
-"""The worker side of a sweep: :func:`execute` turns one :class:`~.grid.Run`
-into one result row (a flat dict of JSON values).
+"""The worker side of a sweep and of `alloc bench`: `execute` turns one
+`Run` into one result row (a flat dict of JSON values; every field is
+explained on the page "Bench and sweep rows", schema
+`alloc/schemas/row.schema.json`).
 
-It runs in a pool process or a Ray worker, so it only takes and returns plain
-values and caches what several runs share (instances, openb tables) per
-process.  A run that raises an :class:`~alloc.errors.AllocError` (bad instance
-data, a solver that cannot handle the input or fails) gives an error row with
-``error_kind`` ``"input"`` or ``"solver"``: final, resume skips it.  Any other
-exception (a bug, memory exhaustion) gives ``error_kind`` ``"crash"``; resume
-runs it again.
+It runs in a pool process, a Ray worker or (`alloc bench`) the calling
+process, so it only takes and returns plain values and caches what several
+runs share (instances, openb tables) per process.
 
-Times are in seconds: ``wall_s`` is the timed part (``allocate()``, the
-simulation, the openb placement loop) and ``run_s`` the whole run including
-loading or generating its input.  ``peak_rss_mib`` is the worker process's peak
-resident memory so far (``getrusage`` high-water mark, MiB), so it also covers
+An allocation run whose solver cannot take the instance (a capability it
+lacks, a backend that is not installed) is a `refused` row with the reason:
+final, resume skips it.  A run that raises another `alloc.AllocError` (bad
+instance data, a solver that fails) gives an error row with `error_kind`
+`"input"` or `"solver"`: final too.  Any other exception (a bug, memory
+exhaustion) gives `error_kind` `"crash"`; resume runs it again.
+
+Allocation runs are timed fairly: each solver gets `warmup` untimed calls in
+each process before its first timed one (imports, engine start-up), and every
+call gets a fresh copy of the cluster, so that no run reuses what an earlier
+run derived from it.
+
+Times are in seconds: `wall_s` is the timed part (`allocate()`, the
+simulation, the openb placement loop) and `run_s` the whole run including
+loading or generating its input.  `peak_rss_mib` is the worker process's peak
+resident memory so far (`getrusage` high-water mark, MiB), so it also covers
 earlier runs in the same process.
 """
 from __future__ import annotations
 
 import resource
 import time
+import warnings
+from dataclasses import replace
 from functools import lru_cache
 from pathlib import Path
+from typing import Sequence
 
-from ..errors import AllocError, InputError
+from ..errors import AllocError, InputError, InputWarning, SolverUnavailable, UnsupportedInput
 from .grid import Run, canonical
 
 SIM_KEYS = ("jobs_measured", "mean_jct_s", "p50_jct_s", "p99_jct_s", "p999_jct_s",
@@ -71,20 +84,91 @@ def _pods(path: str):
     return pods, typical_pods(sort_by_name(pods))
 
 
+#: The answer fields of an allocation row without an answer.
+NO_ANSWER = dict.fromkeys(("reason", "value", "bound", "gap", "placed", "restriction",
+                           "warm_start", "wall_s"))
+
+
+def error_row(run: Run, exc: BaseException, kind: str) -> dict:
+    """The fields of a run that failed: `error` (`"Type: message"`),
+    `error_kind`, and for an allocation run `status` `"error"` and the
+    answer fields null."""
+    out = {"error": f"{type(exc).__name__}: {exc}", "error_kind": kind}
+    if run.kind == "allocation":
+        out.update(NO_ANSWER, status="error")
+    return out
+
+
 # ------------------------------------------------------------------ kinds
-def run_allocation(run: Run) -> dict:
-    """``allocate()`` on the run's instance; status, value, bound, gap, placed."""
+#: Untimed calls made so far in this process, per solver (the warm-up).
+_WARM: dict[str, int] = {}
+
+
+def _call(inst, p: dict):
+    """`allocate()` on a fresh copy of the instance's cluster."""
     from ..solve import allocate
-    p = run.params
+    return allocate(replace(inst.cluster), inst.jobs, solver=p["solver"],
+                    objective=p["objective"], time_limit=p["time_limit"], seed=p["seed"],
+                    instance=inst.name)
+
+
+def warm_up(inst, p: dict, times: int) -> None:
+    """Untimed calls of the run's solver on the run's instance until this
+    process has made `times` of them for that solver.  A refusal does not
+    count (the first instance the solver can take warms it up); another
+    failure does (the timed call reports it)."""
+    while _WARM.get(p["solver"], 0) < times:
+        try:
+            _call(inst, p)
+        except (UnsupportedInput, SolverUnavailable):
+            return
+        except AllocError:
+            pass
+        _WARM[p["solver"]] = _WARM.get(p["solver"], 0) + 1
+
+
+def allocation_fields(inst, info, objective: str) -> dict:
+    """The fields of an allocation row that do not depend on the answer."""
+    return {"instance_name": inst.name, "jobs": len(inst.jobs),
+            "servers": len(inst.cluster.servers), "exact": info.exact, "resizes": info.resizes,
+            "known_optimum": inst.meta.get("known_optimum", {}).get(objective)}
+
+
+def answer_fields(a) -> dict:
+    """The fields of an allocation row taken from the answer; the bound only
+    where it bounds the instance as given (the honest path drops a restricted
+    model's bound and names the restriction)."""
+    return {"status": a.status.value, "reason": None, "value": a.value, "bound": a.bound,
+            "gap": a.gap, "placed": len(a.placements),
+            "restriction": a.stats.get("restriction"),
+            "warm_start": a.stats.get("warm_start")}
+
+
+def run_allocation(run: Run) -> dict:
+    """`allocate()` on the run's instance (after the warm-up); the row's
+    allocation fields, or a `refused` row with the reason."""
+    from ..registry import use
+    p = dict(run.params)
+    try:
+        info = use(p["solver"])
+    except ValueError as exc:
+        raise InputError(str(exc)) from None
     inst = instance_of(run)
-    t0 = time.perf_counter()
-    a = allocate(inst.cluster, inst.jobs, solver=p["solver"], objective=p["objective"],
-                 time_limit=p["time_limit"], seed=p["seed"], instance=inst.name)
-    wall = time.perf_counter() - t0
-    return {"instance_name": inst.name, "status": a.status.value, "value": a.value,
-            "bound": a.bound, "gap": a.gap, "placed": len(a.placements),
-            "jobs": len(inst.jobs), "servers": len(inst.cluster.servers),
-            "wall_s": round(wall, 4)}
+    out = {"repeat": run.inputs.get("repeat", 0), "warmup": run.inputs.get("warmup", 0),
+           **allocation_fields(inst, info, p["objective"])}
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", InputWarning)
+        warm_up(inst, p, out["warmup"])
+        t0 = time.perf_counter()
+        try:
+            a = _call(inst, p)
+        except (UnsupportedInput, SolverUnavailable) as exc:
+            out.update(NO_ANSWER, status="refused", reason=str(exc))
+        else:
+            out.update(answer_fields(a), wall_s=round(time.perf_counter() - t0, 4))
+    out["warnings"] = sorted({str(w.message) for w in caught
+                              if issubclass(w.category, InputWarning)})
+    return out
 
 
 def run_simulation(run: Run) -> dict:
@@ -116,6 +200,14 @@ def run_openb(run: Run) -> dict:
 RUNNERS = {"allocation": run_allocation, "simulation": run_simulation, "openb": run_openb}
 
 
+def execute_with(registered: Sequence, run: Run) -> dict:
+    """`execute` in a process that first takes the solvers registered in the
+    parent process (`alloc.registry.registrations`); Ray tasks call it."""
+    from ..registry import restore
+    restore(registered)
+    return execute(run)
+
+
 def execute(run: Run) -> dict:
     """Run one grid point.
 
@@ -138,11 +230,9 @@ def execute(run: Run) -> dict:
         row.update(RUNNERS[run.kind](run))
         row["error"] = None
     except AllocError as exc:
-        row["error"] = f"{type(exc).__name__}: {exc}"
-        row["error_kind"] = "input" if isinstance(exc, InputError) else "solver"
+        row.update(error_row(run, exc, "input" if isinstance(exc, InputError) else "solver"))
     except Exception as exc:  # noqa: BLE001 - recorded; resume retries it
-        row["error"] = f"{type(exc).__name__}: {exc}"
-        row["error_kind"] = "crash"
+        row.update(error_row(run, exc, "crash"))
     row["run_s"] = round(time.perf_counter() - t0, 4)
     row["peak_rss_mib"] = peak_rss_mib()
     return row
