@@ -32,6 +32,8 @@ CAPABILITIES = frozenset({
     "elastic",      # picks a GPU count in [min_gpus, max_gpus]
     "migration",    # moves running jobs itself (under the call's move budget)
     "colocation",   # opportunistic jobs on GPUs held by guaranteed jobs
+    "gpu-memory",   # never over-commits a GPU's memory (jobs' and servers' gpu_mem)
+    "gpu-compute",  # compute shares (gpu_compute), opportunistic shares (milli 0) and caps
 })
 
 #: Family packages under ``alloc.solvers`` that declare solvers.
