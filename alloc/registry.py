@@ -37,7 +37,7 @@ CAPABILITIES = frozenset({
 })
 
 #: Family packages under ``alloc.solvers`` that declare solvers.
-FAMILIES = ("heuristics", "exact", "synergy", "fgd", "hived", "drf")
+FAMILIES = ("heuristics", "exact", "synergy", "fgd", "hived", "drf", "antman")
 
 
 @dataclass(frozen=True)
