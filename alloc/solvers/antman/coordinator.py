@@ -10,10 +10,12 @@ the resource-guaranteed job on the GPU keeps its speed:
 * **growth** (:meth:`Coordinator.tick`, once per window): while the
   guaranteed job's observed slowdown ``s = t_minibatch / t_alone - 1`` stays
   within the tolerance ``tau``, the riders first get the GPU memory left over
-  (up to their demand), then their compute caps are raised by ``step`` milli
-  each -- but only when the slope seen on the last raise says the next one
-  keeps ``s <= tau`` (``s + slope * step <= tau``); when ``s > tau`` the last
-  raise is undone (pessimistic back-off, §3.3);
+  (up to their demand), then one rider a window (the least capped) has its
+  compute cap raised by at most ``step`` milli and by what its own slope --
+  the slowdown per milli seen on its earlier raises -- says keeps
+  ``s <= tau`` (``(tau - s) / slope``; a rider's first raise is a probe of
+  ``step / 5``, made only with half the tolerance left); when ``s > tau`` the last raise is undone (pessimistic
+  back-off, §3.3);
 * **surge** (:meth:`Coordinator.surge`): when the guaranteed job's memory grows,
   the riders' memory is shrunk at once to make room.
 
@@ -48,13 +50,14 @@ class Rider:
 @dataclass(frozen=True)
 class Gpu:
     """One GPU as its coordinator sees it: memory capacity (MiB), the
-    guaranteed job's memory and compute (None: none), the riders, and the
-    slope (slowdown per milli) seen on the last compute raise."""
+    guaranteed job's memory and compute (None: none), the riders, and each
+    rider's slope (the guaranteed job's slowdown per milli of its cap, the
+    largest seen on its raises)."""
     capacity: int
     guaranteed_mem: int | None = None
     guaranteed_comp: int = 0
     riders: tuple[Rider, ...] = ()
-    slope: float | None = None
+    slopes: tuple[tuple[str, float], ...] = ()
     last_raise: tuple[tuple[str, int], ...] = field(default=(), compare=False)
 
     @property
@@ -81,7 +84,7 @@ class Coordinator:
         rider's floor; what still does not fit is the caller's to preempt)."""
         riders = [replace(r, comp=0) for r in gpu.riders]
         g = replace(gpu, guaranteed_mem=mem, guaranteed_comp=comp, riders=tuple(riders),
-                    slope=None, last_raise=())
+                    slopes=(), last_raise=())
         return self._shrink(g)
 
     def surge(self, gpu: Gpu, mem: int) -> Gpu:
@@ -90,7 +93,7 @@ class Coordinator:
 
     def leave(self, gpu: Gpu) -> Gpu:
         """The guaranteed job leaves: riders share the GPU (module notes)."""
-        return self.share(replace(gpu, guaranteed_mem=None, guaranteed_comp=0, slope=None,
+        return self.share(replace(gpu, guaranteed_mem=None, guaranteed_comp=0, slopes=(),
                                   last_raise=()))
 
     def _shrink(self, gpu: Gpu) -> Gpu:
@@ -118,24 +121,32 @@ class Coordinator:
         g = self._grow_memory(gpu)
         if g is not gpu:
             return g
-        if gpu.slope is not None and slowdown + gpu.slope * self.step > self.tau:
-            return gpu
-        riders, raised = [], []
-        room = gpu.free_comp
-        for r in gpu.riders:
-            up = max(0, min(self.step, r.comp_demand - r.comp, room))
-            room -= up
-            riders.append(replace(r, comp=r.comp + up))
-            if up:
-                raised.append((r.id, up))
-        return replace(gpu, riders=tuple(riders), last_raise=tuple(raised))
+        want = [r for r in gpu.riders if r.comp < r.comp_demand]
+        if not want or gpu.free_comp <= 0:
+            return replace(gpu, last_raise=())
+        r = min(want, key=lambda r: (r.comp, r.id))      # one rider a window, least first
+        slope = dict(gpu.slopes).get(r.id)
+        if slope is None:                                # a probe, with half the tolerance left
+            budget = max(1, self.step // 5) if slowdown <= self.tau / 2 else 0
+        elif slope > 0:
+            budget = int((self.tau - slowdown) / slope)
+        else:
+            budget = self.step
+        up = max(0, min(self.step, budget, r.comp_demand - r.comp, gpu.free_comp))
+        if not up:
+            return replace(gpu, last_raise=())
+        riders = tuple(replace(x, comp=x.comp + up) if x.id == r.id else x for x in gpu.riders)
+        return replace(gpu, riders=riders, last_raise=((r.id, up),))
 
     def observe(self, gpu: Gpu, before: float, after: float) -> Gpu:
-        """Record the slope of the last raise (slowdown change per milli)."""
-        total = sum(u for _, u in gpu.last_raise)
-        if not total:
+        """Record the slope of the last raise (slowdown change per milli of
+        the raised rider's cap)."""
+        if not gpu.last_raise:
             return gpu
-        return replace(gpu, slope=max(0.0, (after - before) / total))
+        rid, up = gpu.last_raise[0]
+        slopes = dict(gpu.slopes)
+        slopes[rid] = max(slopes.get(rid, 0.0), max(0.0, (after - before) / up))
+        return replace(gpu, slopes=tuple(sorted(slopes.items())))
 
     def _grow_memory(self, gpu: Gpu) -> Gpu:
         free = gpu.free_mem
@@ -161,7 +172,7 @@ class Coordinator:
             c = r.comp_demand if comp <= MILLI else r.comp_demand * MILLI // comp
             out.append(replace(r, mem=m, comp=c))
         order = {r.id: k for k, r in enumerate(gpu.riders)}
-        return replace(gpu, riders=tuple(sorted(out, key=lambda r: order[r.id])), slope=None,
+        return replace(gpu, riders=tuple(sorted(out, key=lambda r: order[r.id])), slopes=(),
                        last_raise=())
 
 

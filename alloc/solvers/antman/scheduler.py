@@ -11,17 +11,19 @@ Job ``j`` of tenant ``v`` wanting ``n`` GPUs of ``gpu_milli`` each, memory
 ``D_mem`` and compute ``D_comp``:
 
 1. quota: ``held_v + n <= quota_v`` (GPUs of the tenant's cells,
-   `alloc.tenancy.quota_gpus`), else it waits;
+   `alloc.tenancy.quota_gpus`), else it waits, reserving (rule 4) at most
+   the ``quota_v - held_v`` GPUs its quota has left;
 2. ``findNodes(n, topo)``: GPUs of an allowed type with ``f_g >= gpu_milli``
    (riders hold none), not reserved for another gang, where the job fits once
-   the riders are shrunk to their least memory and capped to zero compute:
+   the riders are capped to zero compute and shrunk (or, past their least
+   memory, preempted: an opportunistic job never blocks a guaranteed one):
 
-       cap_g - m_g + sum_riders (mem_r - floor_r) >= D_mem,
+       cap_g - m_g + sum_riders mem_r >= D_mem,
        1000 - c_g + sum_riders comp_r >= D_comp;
 
    all under one node of the job's locality level (one server by default:
-   NVLink), the server with the fewest such GPUs first (best fit), GPUs with
-   the least rider load first;
+   NVLink), the server with the fewest such GPUs first (best fit), GPUs where
+   shrinking the riders is enough first, then the least rider load;
 3. fits: place it and cap the riders *at once* (AntMan's local coordinator,
    `alloc.solvers.antman.coordinator`, raises them again later): memory
    shrunk largest-first until the job's memory fits, compute scaled down so
@@ -143,31 +145,37 @@ class State:
 
 
 # ------------------------------------------------------------- guaranteed
-def slack(st: State, j: int, g: int) -> tuple[int, int]:
-    """Memory and compute job j could have on GPU g once the riders are
-    shrunk to their least memory and capped to zero compute."""
+def slack(st: State, j: int, g: int) -> tuple[int, int, int]:
+    """Memory job j could have on GPU g once the riders are shrunk to their
+    least memory, once they are gone, and compute once they are capped to 0."""
     jobs = st.p.jobs
     mem = int(st.cap[g] - st.mem[g])
     comp = MILLI - int(st.comp[g])
+    gone = mem
     for r, (mu, cu) in st.riders[g].items():
         mem += mu - mem_floor(jobs[r], int(st.cap[g]))
+        gone += mu
         comp += cu
-    return mem, comp
+    return mem, gone, comp
 
 
-def guaranteed_gpus(st: State, j: int, taken: set) -> list[int]:
-    """GPUs of an allowed type where guaranteed job j fits (rule 2)."""
+def guaranteed_gpus(st: State, j: int, taken: set) -> tuple[list[int], set]:
+    """GPUs of an allowed type where guaranteed job j fits (rule 2), riders
+    preempted where shrinking them is not enough; and the GPUs that need it."""
     p = st.p
     job = p.jobs[j]
-    out = []
+    out, hard = [], set()
     for s in p.allowed_servers(j):
         for g in range(int(p.gpu_first[s]), int(p.gpu_first[s] + p.srv_gpus[s])):
             if st.free[g] < job.gpu_milli or g in taken:
                 continue
-            mem, comp = slack(st, j, g)
-            if mem >= mem_demand(job, int(st.cap[g])) and comp >= compute_demand(job):
+            mem, gone, comp = slack(st, j, g)
+            need = mem_demand(job, int(st.cap[g]))
+            if gone >= need and comp >= compute_demand(job):
                 out.append(g)
-    return out
+                if mem < need:
+                    hard.add(g)
+    return out, hard
 
 
 def choose(st: State, j: int, cands: list[int], key) -> list[int] | None:
@@ -237,14 +245,12 @@ def place_guaranteed(st: State, j: int, reserved: dict, preempted: set, stats: d
     p = st.p
     job = p.jobs[j]
     types = {p.cluster.servers[int(p.gpu_server[g])].gpu_type for g in range(p.G)}
-    quota = sum(quota_gpus(p.cluster, job.tenant, t) for t in types if t)
-    if st.gheld[job.tenant] + job.gpus > quota:
-        return False
+    room = sum(quota_gpus(p.cluster, job.tenant, t) for t in types if t) - st.gheld[job.tenant]
     taken = {g for jid, gs in reserved.items() if jid != job.id for g in gs}
-    cands = guaranteed_gpus(st, j, taken)
+    cands, hard = guaranteed_gpus(st, j, taken)
     mine = set(reserved.get(job.id, ()))
-    load = lambda g: (g not in mine, len(st.riders[g]), int(st.comp[g]), g)  # noqa: E731
-    gpus = choose(st, j, cands, load)
+    load = lambda g: (g not in mine, g in hard, len(st.riders[g]), int(st.comp[g]), g)  # noqa: E731
+    gpus = choose(st, j, cands, load) if room >= job.gpus else None
     if gpus is not None:
         a = p.make_assign(j, gpus, 0)
         if cpu_fits(st, a):
@@ -253,11 +259,11 @@ def place_guaranteed(st: State, j: int, reserved: dict, preempted: set, stats: d
             if _tenancy_ok(st):
                 return True
             st.remove(j)
-    part = partial(st, j, cands)
+    part = sorted(partial(st, j, cands), key=load)[:max(0, room)]
     if part:
         ids = p.cluster.gpu_ids
-        stats.setdefault("reserved", {})[job.id] = [ids[g] for g in part]
-        reserved[job.id] = [ids[g] for g in part]
+        stats.setdefault("reserved", {})[job.id] = [ids[g] for g in sorted(part)]
+        reserved[job.id] = list(part)
     return False
 
 
@@ -341,7 +347,8 @@ def solve_antman(problem: Problem, *, deadline: Deadline, seed: int = 0,
     for r in sorted(p.fixed, key=lambda r: (not p.jobs[r].guaranteed, r)):
         st.place(r, p.fixed[r])
     before = {r: st.rider_assign(r) for r in p.fixed if any(m == 0 for _, m in p.fixed[r].gpus)}
-    reserved = {k: list(v) for k, v in (reserved or {}).items()}
+    gidx = p.cluster.gpu_index
+    reserved = {k: [gidx[g] for g in v if g in gidx] for k, v in (reserved or {}).items()}
     preempted: set[int] = set()
     stats: dict = {}
     order = sorted(p.pending, key=lambda j: (not p.jobs[j].guaranteed, int(p.rank[j])))
