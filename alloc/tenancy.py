@@ -92,7 +92,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field, replace
 from typing import Iterable, Mapping, Sequence
 
-from .model import MILLI, Allocation, Cluster, Job
+from .model import Allocation, Cluster, Job
 
 from .resources import DEFAULT_GPU_MEM, GPU_MEM_MIB, gpu_mem_capacity  # noqa: F401 (re-exported)
 

@@ -53,9 +53,11 @@ MACHINES = (2, 4, 8)
 
 
 def comm_share(model: str) -> float:
-    """``1 - span(cluster)`` of the model's profile (Gavel's spread measurement)."""
+    """The model profile's communication share (``1 - span(cluster)``:
+    Gavel's spread measurement, `alloc.byteps.assign.comm_share_of`)."""
+    from alloc.byteps.assign import comm_share_of
     from alloc.profiles import load_model
-    return round(1.0 - load_model(model).span_factor("cluster"), 6)
+    return round(comm_share_of(load_model(model)), 6)
 
 
 def job_mix(n_jobs: int, seed: int, tiers=(100.0,), single: float = 0.5,

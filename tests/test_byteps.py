@@ -109,3 +109,23 @@ def test_composed_never_below_placement_first():
         for s, n in gs.items():
             used[s] = used.get(s, 0) + n
     assert all(used[s] <= free[s] for s in used)
+
+
+@pytest.mark.parametrize("page", ["antman.md", "byteps.md"])
+def test_docs_examples_run(page):
+    import re
+    for code in re.findall(r"```python\n(.*?)```", (ROOT / "docs" / page).read_text(), re.S):
+        exec(compile(code, page, "exec"), {})
+
+
+def test_profile_fields_are_optional_and_checked():
+    from alloc.byteps.assign import comm_share_of, from_job
+    from alloc import Job
+    from alloc.profiles import load_model, profile_from_dict
+    assert comm_share_of(load_model("bert")) == pytest.approx(1 - 0.44)
+    p = profile_from_dict({"format": "alloc.model/1", "name": "x", "model_mb": 97.5,
+                           "comm_share": 0.3}, source="x")
+    assert comm_share_of(p) == 0.3 and p.meta["model_mb"] == 97.5
+    assert from_job(Job("j", gpus=16, profile=p), 2, 100.0).comm_share == 0.3
+    with pytest.raises(InputError, match="comm_share"):
+        profile_from_dict({"format": "alloc.model/1", "comm_share": 1.5}, source="x")

@@ -88,6 +88,21 @@ class Assignment:
         return len(self.servers.get(job_id, ()))
 
 
+def comm_share_of(profile) -> float:
+    """A profile's communication share: its ``comm_share`` when declared,
+    else ``1 - span(cluster)`` (the slowdown measured for the model spread
+    over servers: the time spent communicating)."""
+    if profile is None:
+        return 0.0
+    c = profile.meta.get("comm_share")
+    return float(c) if c is not None else max(0.0, 1.0 - profile.span_factor("cluster"))
+
+
+def from_job(job, n: int, gbps: float, base: float = 1.0) -> CommJob:
+    """A `alloc.model.Job` spread over ``n`` GPU machines as a `CommJob`."""
+    return CommJob(job.id, n, gbps, comm_share_of(job.profile), job.weight, base)
+
+
 def validate(jobs: Sequence[CommJob], machines: Sequence[CpuMachine], ss_cpu: int = SS_CPU) -> None:
     """One-line :class:`InputError` naming the first bad field."""
     for i, j in enumerate(jobs):
@@ -226,18 +241,8 @@ def exact(jobs: Sequence[CommJob], machines: Sequence[CpuMachine], *, ss_cpu: in
     validate(jobs, machines, ss_cpu)
     warm = greedy(jobs, machines, ss_cpu=ss_cpu)
     cls = classes(machines)
-    tiers = sorted({j.gbps for j in jobs})
     m = LinearModel("byteps-summation")
-    y = {}
-    for c, ((cpu, nic), ids) in enumerate(cls):
-        row = {}
-        for b in tiers:
-            q = slots(CpuMachine("", cpu, nic), b, ss_cpu)
-            if q > 0:
-                y[(c, b)] = (m.add_var(0, len(ids), integer=True), q)
-                row[y[(c, b)][0]] = 1
-        if row:
-            m.add_row(row, hi=len(ids))
+    y = tier_vars(m, cls, sorted({j.gbps for j in jobs}), ss_cpu)
     load = defaultdict(dict)
     x = {}
     dcols: dict[str, list[int]] = {}
@@ -247,23 +252,13 @@ def exact(jobs: Sequence[CommJob], machines: Sequence[CpuMachine], *, ss_cpu: in
         const += j.weight * j.base * speedup(j.n, 0, j.comm_share) if j.n >= 1 else 0.0
         if not gs:
             continue
-        cols = {}
-        for c, (_, ids) in enumerate(cls):
-            if (c, j.gbps) not in y:
-                continue
-            v = m.add_var(0, min(len(ids), len(gs)), integer=True)
-            x[(j.id, c)] = v
-            cols[v] = 1
-            m.add_row({v: 1, y[(c, j.gbps)][0]: -1}, hi=0)
-            load[(c, j.gbps)][v] = 1
+        cols = server_cols(m, cls, y, j, len(gs), x, load)
         if not cols:
             continue
         d = [m.add_var(0, 1, obj=gk) for gk in gs]
         m.add_row({**cols, **{dk: -1 for dk in d}}, 0, 0)
         dcols[j.id] = d
-    for key, row in load.items():
-        col, q = y[key]
-        m.add_row({**row, col: -q}, hi=0)
+    slot_rows(m, y, load)
     m.obj_const = const
     m.hint = start(warm, jobs, cls, y, x, dcols)
     res = solve(m, "highs", time_limit=max(0.1, time_limit - (time.perf_counter() - t0)),
@@ -281,6 +276,44 @@ def exact(jobs: Sequence[CommJob], machines: Sequence[CpuMachine], *, ss_cpu: in
     return Assignment(servers, value, bound, status, time.perf_counter() - t0,
                       {"rule": "exact", "source": "model", "model": res.status.value,
                        "columns": m.n, "rows": m.m})
+
+
+def tier_vars(m, cls, tiers, ss_cpu: int) -> dict:
+    """``y[(c, b)] = (column, q)``: machines of class c serving tier b (at most
+    the class's machines in all), with q slots each."""
+    y = {}
+    for c, ((cpu, nic), ids) in enumerate(cls):
+        row = {}
+        for b in tiers:
+            q = slots(CpuMachine("", cpu, nic), b, ss_cpu)
+            if q > 0:
+                y[(c, b)] = (m.add_var(0, len(ids), integer=True), q)
+                row[y[(c, b)][0]] = 1
+        if row:
+            m.add_row(row, hi=len(ids))
+    return y
+
+
+def server_cols(m, cls, y, job, most: int, x: dict, load: dict) -> dict:
+    """The job's server counts per class (``x[(job, c)] <= y[(c, b)]``, at
+    most ``most``), added to ``load``; returns them as ``{column: 1}``."""
+    cols = {}
+    for c, (_, ids) in enumerate(cls):
+        if (c, job.gbps) not in y:
+            continue
+        v = m.add_var(0, min(len(ids), most), integer=True)
+        x[(job.id, c)] = v
+        cols[v] = 1
+        m.add_row({v: 1, y[(c, job.gbps)][0]: -1}, hi=0)
+        load[(c, job.gbps)][v] = 1
+    return cols
+
+
+def slot_rows(m, y, load) -> None:
+    """``sum_{i in b} x_ic <= q_c(b) y_cb`` for every class and tier."""
+    for key, row in load.items():
+        col, q = y[key]
+        m.add_row({**row, col: -q}, hi=0)
 
 
 def start(warm: Assignment, jobs, cls, y, x, dcols) -> dict[int, float]:
@@ -327,5 +360,6 @@ def decode(jobs, cls, y, x, sol) -> dict[str, tuple[str, ...]]:
     return {j: tuple(ms) for j, ms in out.items()}
 
 
-__all__ = ["Assignment", "CommJob", "CpuMachine", "SS_CPU", "classes", "decode", "exact",
+__all__ = ["Assignment", "CommJob", "CpuMachine", "SS_CPU", "classes", "comm_share_of",
+           "decode", "exact", "from_job",
            "gains", "greedy", "problems", "slots", "total", "validate"]

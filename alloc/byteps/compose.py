@@ -32,7 +32,8 @@ from typing import Mapping, Sequence
 
 from ..errors import InputError
 from ..model import Status
-from .assign import SS_CPU, CommJob, CpuMachine, classes, decode, exact, slots
+from .assign import (SS_CPU, CommJob, CpuMachine, classes, decode, exact, server_cols, slot_rows,
+                     tier_vars, validate)
 from .model import speedup
 
 
@@ -79,11 +80,7 @@ def _check(jobs: Sequence[GpuJob], free: Sequence[int]) -> None:
     for i, j in enumerate(jobs):
         if j.gpus < 1:
             raise InputError(f"jobs[{i}].gpus: expected at least 1, got {j.gpus!r}")
-        if not j.gbps > 0:
-            raise InputError(f"jobs[{i}].gbps: expected a bandwidth B > 0, got {j.gbps!r}")
-        if not 0 <= j.comm_share < 1:
-            raise InputError(f"jobs[{i}].comm_share: expected a share in [0, 1), got "
-                             f"{j.comm_share!r}")
+    validate([CommJob(j.id, 1, j.gbps, j.comm_share, j.weight, j.base) for j in jobs], ())
     for s, f in enumerate(free):
         if f < 0:
             raise InputError(f"free[{s}]: expected free GPUs >= 0, got {f}")
@@ -91,25 +88,34 @@ def _check(jobs: Sequence[GpuJob], free: Sequence[int]) -> None:
 
 def compose(jobs: Sequence[GpuJob], free: Sequence[int], machines: Sequence[CpuMachine], *,
             ss_cpu: int = SS_CPU, time_limit: float = 10.0, with_servers: bool = True) -> Plan:
-    """The joint model of the module notes (``with_servers=False``: ``k = 0``)."""
-    from ..kernel import LinearModel, solve
+    """The joint model of the module notes (``with_servers=False``: ``k = 0``);
+    never below :func:`sequential`, which it runs first with a third of the
+    time (its answer is returned when the joint model finds nothing better)."""
     t0 = time.perf_counter()
     _check(jobs, free)
+    if not with_servers:
+        return _joint(jobs, free, machines, ss_cpu, time_limit, False)
+    first = sequential(jobs, free, machines, ss_cpu=ss_cpu, time_limit=time_limit / 3)
+    plan = _joint(jobs, free, machines, ss_cpu, time_limit - (time.perf_counter() - t0), True)
+    if plan.value < first.value - 1e-9:
+        st = Status.OPTIMAL if plan.bound is not None and first.value >= plan.bound - 1e-6 * max(
+            1, plan.bound) else Status.FEASIBLE
+        plan = Plan(first.gpus, first.servers, first.value, plan.bound, st, 0.0,
+                    {**plan.stats, "source": "placement first"})
+    return Plan(plan.gpus, plan.servers, plan.value, plan.bound, plan.status,
+                time.perf_counter() - t0, plan.stats)
+
+
+def _joint(jobs, free, machines, ss_cpu, time_limit, with_servers) -> Plan:
+    """Build and solve the joint model."""
+    from ..kernel import LinearModel, solve
+    t0 = time.perf_counter()
     m = LinearModel("byteps-compose")
     S = len(free)
     x, u, z, xs = {}, {}, {}, {}
     per_srv: dict[int, dict] = defaultdict(dict)
     cls = classes(machines) if with_servers else []
-    y = {}
-    for c, ((cpu, nic), ids) in enumerate(cls):
-        row = {}
-        for b in sorted({j.gbps for j in jobs}):
-            q = slots(CpuMachine("", cpu, nic), b, ss_cpu)
-            if q > 0:
-                y[(c, b)] = (m.add_var(0, len(ids), integer=True), q)
-                row[y[(c, b)][0]] = 1
-        if row:
-            m.add_row(row, hi=len(ids))
+    y = tier_vars(m, cls, sorted({j.gbps for j in jobs}), ss_cpu)
     load: dict = defaultdict(dict)
     for j in jobs:
         srv = [s for s in range(S) if free[s] > 0]
@@ -132,20 +138,11 @@ def compose(jobs: Sequence[GpuJob], free: Sequence[int], machines: Sequence[CpuM
         m.add_row({**{u[(j.id, s)]: 1 for s in srv}, **{v: -n for (n, _), v in zs.items()}}, 0, 0)
         ks = {v: -k for (_, k), v in zs.items() if k}
         if ks:
-            cols = {}
-            for c, _ in enumerate(cls):
-                if (c, j.gbps) in y:
-                    v = m.add_var(0, len(cls[c][1]), integer=True)
-                    xs[(j.id, c)] = v
-                    cols[v] = 1
-                    m.add_row({v: 1, y[(c, j.gbps)][0]: -1}, hi=0)
-                    load[(c, j.gbps)][v] = 1
+            cols = server_cols(m, cls, y, j, j.gpus, xs, load)
             m.add_row({**cols, **ks}, 0, 0)
     for s, row in per_srv.items():
         m.add_row(row, hi=free[s])
-    for key, row in load.items():
-        col, q = y[key]
-        m.add_row({**row, col: -q}, hi=0)
+    slot_rows(m, y, load)
     res = solve(m, "highs", time_limit=max(0.1, time_limit - (time.perf_counter() - t0)),
                 mip_rel_gap=1e-4)
     if not res.has_solution:
@@ -171,8 +168,8 @@ def sequential(jobs: Sequence[GpuJob], free: Sequence[int], machines: Sequence[C
     """GPU placement first (no summation servers), then the spare CPU
     machines to the placed jobs: the post-processing :func:`compose` replaces."""
     t0 = time.perf_counter()
-    first = compose(jobs, free, machines, ss_cpu=ss_cpu, time_limit=time_limit / 2,
-                    with_servers=False)
+    _check(jobs, free)
+    first = _joint(jobs, free, machines, ss_cpu, time_limit / 2, False)
     cj = [CommJob(j.id, len(first.gpus[j.id]), j.gbps, j.comm_share,
                   j.weight * (1 - j.comm_share), j.base) for j in jobs if j.id in first.gpus]
     a = exact(cj, machines, ss_cpu=ss_cpu, time_limit=time_limit / 2)

@@ -55,7 +55,7 @@ from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from importlib import resources as ir
 
-from ..model import Cell, Cluster, GpuShare, Job, Placement, Server, Tenant
+from ..model import Cell, Cluster, GpuShare, Job, Server, Tenant
 
 WINDOW_S = 10.0          # the coordinator's window (AntMan §3.3: "the past 10 seconds")
 
