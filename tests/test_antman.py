@@ -9,10 +9,20 @@ from hypothesis import strategies as st
 from alloc import Cluster, Job, Server, allocate, violations
 from alloc.conformance import check_solver, instances
 from alloc.model import Cell, Tenant
-from alloc.sim.antman import (Share, coordinated_speeds, coordination, simulate_cluster, table2,
-                              trace)
-from alloc.solvers.antman.classes import job_class, upgrade
-from alloc.solvers.antman.coordinator import Coordinator, Gpu, Rider
+
+# the family's modules are imported inside the tests: importing a subpackage of
+# alloc.solvers at collection time would shadow alloc.solvers (the registry
+# function) for the test modules collected after this one
+
+
+def family():
+    from alloc.solvers.antman import classes, coordinator
+    return classes, coordinator
+
+
+def sim():
+    from alloc.sim import antman
+    return antman
 
 
 def cluster(servers=1, gpus=8, quota=None):
@@ -88,6 +98,8 @@ def test_quota_bounds_guaranteed_jobs():
 
 
 def test_job_class_and_upgrade():
+    classes, _ = family()
+    job_class, upgrade = classes.job_class, classes.upgrade
     c = cluster(gpus=2, quota=1)
     jobs, _ = running(c, [opp("o", tenant="a"), opp("p", mem=2048, comp=200)])
     assert job_class(c, jobs, guar("x")) is True
@@ -102,7 +114,9 @@ def test_job_class_and_upgrade():
 
 # ------------------------------------------------------------- coordinator
 def test_coordinator_caps_at_once_then_grows_within_tolerance():
-    co = Coordinator(tau=0.035, step=50)
+    _, co_mod = family()
+    Gpu, Rider = co_mod.Gpu, co_mod.Rider
+    co = co_mod.Coordinator(tau=0.035, step=50)
     gpu = Gpu(32768, riders=(Rider("r", 8192, 1024, 500, 8192, 500),))
     gpu = co.admit(gpu, 30000, 600)
     assert gpu.riders[0].comp == 0 and gpu.riders[0].mem == 32768 - 30000
@@ -123,8 +137,12 @@ def test_coordinator_caps_at_once_then_grows_within_tolerance():
 def test_guaranteed_speed_never_below_tolerance(ug, riders):
     """Window by window, the coordinator never lets a rider push the
     guaranteed job's slowdown past the tolerance."""
-    kappa, tau = coordination()
-    co = Coordinator(tau=tau)
+    _, co_mod = family()
+    Gpu, Rider = co_mod.Gpu, co_mod.Rider
+    m = sim()
+    Share, coordinated_speeds = m.Share, m.coordinated_speeds
+    kappa, tau = m.coordination()
+    co = co_mod.Coordinator(tau=tau)
     gpu = Gpu(32768, riders=tuple(Rider(f"r{k}", 1000, 100, int(u * 1000) or 1, 1000,
                                         int(u * 1000) or 1) for k, (u, _) in enumerate(riders)))
     gpu = co.admit(gpu, 20000, int(ug * 1000))
@@ -171,6 +189,8 @@ def test_antman_conforms(inst):
 
 # -------------------------------------------------------------- experiments
 def test_table2_policies():
+    m = sim()
+    table2, coordination = m.table2, m.coordination
     assert table2("Preempt") == (None, 91.1)
     a, b = table2("FIFO")
     assert a == 43.0 and b == pytest.approx(108.1)
@@ -183,7 +203,9 @@ def test_table2_policies():
 
 
 def test_short_trace_runs_every_policy():
-    tr = trace(25, 1.5, seed=3)
+    m = sim()
+    simulate_cluster, coordination = m.simulate_cluster, m.coordination
+    tr = m.trace(25, 1.5, seed=3)
     out = {p: simulate_cluster(tr, p) for p in ("antman", "yarn-cs", "yarn-cs-preempt",
                                                  "gandiva-packing")}
     for r in out.values():
