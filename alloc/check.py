@@ -9,7 +9,9 @@ Checked:
   or none, each with its share), GPU type, locality level, CPU and memory only
   on servers that hold the job's GPUs (one server for a CPU-only job), CPU and
   memory equal to the request or a feasible grid point of its profile;
-* capacities: no server over its CPU or memory, no GPU over 1000 milli;
+* capacities: no server over its CPU or memory, no GPU over 1000 milli, nor
+  over its memory or compute (`alloc.resources`: a share's memory and compute
+  caps within the job's demand, opportunistic shares only where allowed);
 * the reported throughput equals the recomputed one;
 * live state: a running job (``current``) placed elsewhere is listed in
   ``moved`` and the moves fit the call's allowance (``max_moves``; a move is a
@@ -23,12 +25,13 @@ Checked:
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from typing import Sequence
+from typing import Mapping, Sequence
 
 from .errors import InputError
 from .model import MILLI, Allocation, Cluster, FrozenMap, Job, Placement
 from .memo import remembered
 from .objectives import throughput
+from .resources import capacity_problems as gpu_resource_problems, share_problems
 
 
 def _gpu_table(cluster: Cluster) -> dict:
@@ -64,7 +67,7 @@ def placement_problems(cluster: Cluster, job: Job, p: Placement, where: str) -> 
         if r is None:
             return [f"{where}: unknown GPU {g.gpu!r}"]
         rows.append(r)
-        if g.milli != job.gpu_milli and not out:
+        if g.milli != job.gpu_milli and g.milli != 0 and not out:
             out.append(f"{where}: {g.gpu} share {g.milli} milli, job asks {job.gpu_milli}")
     n = len(rows)
     if n > 1 and len({g.gpu for g in p.gpus}) != n:
@@ -87,6 +90,7 @@ def placement_problems(cluster: Cluster, job: Job, p: Placement, where: str) -> 
             if len(doms) > 1:
                 out.append(f"{where}: GPUs span {len(doms)} {job.locality} nodes, "
                            f"locality needs one")
+    out += share_problems(cluster, job, p, where)
     return out + _cpu_mem_problems(cluster, job, p, where, {s.id for s, _ in rows})
 
 
@@ -250,6 +254,8 @@ def violations(cluster: Cluster, jobs: Sequence[Job], allocation: Allocation, *,
         if known:
             good.append(p)
     out += capacity_problems(cluster, good)
+    caps = allocation.stats.get("gpu_mem_capacity") if allocation.stats else None
+    out += gpu_resource_problems(cluster, jobs, good, caps if isinstance(caps, Mapping) else None)
     out += live_state_problems(jobs, allocation, max_moves)
     from .tenancy import tenancy_violations
     out.extend(tenancy_violations(cluster, jobs, allocation, deadline=deadline))

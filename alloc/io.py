@@ -53,7 +53,8 @@ def check_format(doc: Any, expected: str, source: str) -> None:
 def placement_from_dict(d: Mapping, job_id: str | None = None) -> Placement:
     """A Placement from its file form."""
     return Placement(d.get("job", job_id) or "",
-                     tuple(GpuShare(g["gpu"], int(g["milli"])) for g in d.get("gpus", [])),
+                     tuple(GpuShare(g["gpu"], int(g["milli"]), g.get("mem"), g.get("compute"))
+                           for g in d.get("gpus", [])),
                      dict(d.get("cpu", {})), dict(d.get("mem", {})),
                      float(d.get("throughput", 0.0)))
 
@@ -68,7 +69,8 @@ def instance_from_dict(doc: Any, source: str = "<instance>") -> Instance:
     levels = tuple(c.get("levels", ("server", "gpu")))
     servers = tuple(Server(s["id"], s["cpu"], s["mem"], s.get("gpus", 0),
                            s.get("gpu_type", DEFAULT_GPU_TYPE if s.get("gpus", 0) else None),
-                           s.get("rack"), s.get("sockets", 1), s.get("switches_per_socket", 1))
+                           s.get("rack"), s.get("sockets", 1), s.get("switches_per_socket", 1),
+                           s.get("gpu_mem"))
                     for s in c["servers"])
     tenants = {name: Tenant(name, tuple(Cell(x["level"], x["count"], x.get("gpu_type"))
                                         for x in t["cells"]))
@@ -102,7 +104,8 @@ def instance_from_dict(doc: Any, source: str = "<instance>") -> Instance:
             guaranteed=j.get("guaranteed", tenant is not None), priority=j.get("priority", 0),
             weight=float(j.get("weight", 1.0)),
             current=placement_from_dict(cur, j["id"]) if cur else None,
-            min_gpus=j.get("min_gpus"), max_gpus=j.get("max_gpus"), gpu_mem=j.get("gpu_mem")))
+            min_gpus=j.get("min_gpus"), max_gpus=j.get("max_gpus"), gpu_mem=j.get("gpu_mem"),
+            gpu_compute=j.get("gpu_compute"), gpu_mem_min=j.get("gpu_mem_min")))
     problems.extend(model_problems(cluster, jobs))
     if problems:
         raise InputError(problems, source)
@@ -136,10 +139,20 @@ def profile_to_dict(p: Profile) -> dict:
     return d
 
 
+def share_to_dict(g: GpuShare) -> dict:
+    """A GPU share in its file form (``mem`` and ``compute`` only when set)."""
+    d: dict[str, Any] = {"gpu": g.gpu, "milli": g.milli}
+    if g.mem is not None:
+        d["mem"] = g.mem
+    if g.compute is not None:
+        d["compute"] = g.compute
+    return d
+
+
 def placement_to_dict(p: Placement, with_job: bool = True) -> dict:
     """A Placement in its file form."""
     d: dict[str, Any] = {"job": p.job} if with_job else {}
-    d.update(gpus=[{"gpu": g.gpu, "milli": g.milli} for g in p.gpus],
+    d.update(gpus=[share_to_dict(g) for g in p.gpus],
              cpu=dict(p.cpu), mem=dict(p.mem), throughput=p.throughput)
     return d
 
@@ -163,7 +176,7 @@ def job_to_dict(j: Job) -> dict:
         d["weight"] = j.weight
     if j.current is not None:
         d["current"] = placement_to_dict(j.current, with_job=False)
-    for k in ("min_gpus", "max_gpus", "gpu_mem"):
+    for k in ("min_gpus", "max_gpus", "gpu_mem", "gpu_compute", "gpu_mem_min"):
         if getattr(j, k) is not None:
             d[k] = getattr(j, k)
     return d
@@ -181,6 +194,8 @@ def server_to_dict(s: Server) -> dict:
         d["sockets"] = s.sockets
     if s.switches_per_socket != 1:
         d["switches_per_socket"] = s.switches_per_socket
+    if s.gpu_mem is not None:
+        d["gpu_mem"] = s.gpu_mem
     return d
 
 

@@ -109,6 +109,9 @@ class Server:
         Rack name (needed when the cluster declares the ``rack`` level).
     sockets, switches_per_socket : int
         How the GPUs split evenly over CPU sockets and PCIe switches.
+    gpu_mem : int or None
+        Memory of each of its GPUs in MiB (None: the table of its GPU type,
+        `alloc.resources.gpu_mem_capacity`).
     """
     id: str
     cpu: int
@@ -118,6 +121,7 @@ class Server:
     rack: str | None = None
     sockets: int = 1
     switches_per_socket: int = 1
+    gpu_mem: int | None = None
 
     def gpu_ids(self) -> tuple[str, ...]:
         """The names of this server's GPUs, in index order."""
@@ -286,9 +290,30 @@ class Profile:
 
 @dataclass(frozen=True)
 class GpuShare:
-    """``milli`` milli-GPU of the GPU called ``gpu``."""
+    """What a job holds of one GPU.
+
+    Parameters
+    ----------
+    gpu : str
+        The GPU's name.
+    milli : int
+        Milli-GPU held (the allocation, at most 1000 per GPU).  0 marks an
+        *opportunistic share*: the job holds none of the GPU and runs on its
+        spare memory and compute under the caps below (AntMan).
+    mem : int or None
+        GPU memory granted in MiB (None: the job's ``gpu_mem``, else its
+        ``milli`` share of the GPU's memory).  Below the job's ``gpu_mem`` the
+        rest lives in host memory.
+    compute : int or None
+        Cap on the GPU's compute (streaming multiprocessors) in milli of the
+        GPU (None: the job's ``gpu_compute``, else ``milli``).
+
+    See `alloc.resources` for the rules.
+    """
     gpu: str
     milli: int
+    mem: int | None = None
+    compute: int | None = None
 
 
 @dataclass(frozen=True)
@@ -403,7 +428,15 @@ class Job:
     min_gpus, max_gpus : int or None
         Elastic range of the GPU count.
     gpu_mem : int or None
-        GPU memory per GPU in MiB (co-location limits).
+        GPU memory per GPU in MiB (what it needs on each of its GPUs).
+    gpu_compute : int or None
+        Compute share per GPU in milli of the GPU's streaming multiprocessors
+        (1..1000; its utilisation when alone).  A guaranteed job keeps it; a
+        job that is not guaranteed may be capped below it and may run on
+        opportunistic shares (milli 0) of GPUs others hold (AntMan).
+    gpu_mem_min : int or None
+        The least GPU memory per GPU in MiB it runs with (a job that is not
+        guaranteed; the rest spills to host memory).  Default ``gpu_mem``.
     """
     id: str
     gpus: int = 0
@@ -422,6 +455,8 @@ class Job:
     min_gpus: int | None = None
     max_gpus: int | None = None
     gpu_mem: int | None = None
+    gpu_compute: int | None = None
+    gpu_mem_min: int | None = None
 
     @property
     def milli_total(self) -> int:

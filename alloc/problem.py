@@ -49,11 +49,14 @@ class Option:
 
 @dataclass(frozen=True)
 class Assign:
-    """A job's assignment in index form: GPUs ``(global index, milli)`` and
-    CPU / memory per server index."""
+    """A job's assignment in index form: GPUs ``(global index, milli)``, CPU /
+    memory per server index and, aligned with ``gpus`` (or empty: none), the
+    GPU memory and compute caps ``(mem, compute)`` of each share
+    (`alloc.resources`)."""
     gpus: tuple[tuple[int, int], ...] = ()
     cpu: tuple[tuple[int, int], ...] = ()
     mem: tuple[tuple[int, int], ...] = ()
+    caps: tuple[tuple[int | None, int | None], ...] = ()
 
     @property
     def servers(self) -> tuple[int, ...]:
@@ -436,9 +439,11 @@ class Problem:
         cur = self.jobs[j].current
         a = recall(cur, "assign", (c,))
         if a is None:
+            caps = tuple((g.mem, g.compute) for g in cur.gpus)
             a = Assign(tuple((c.gpu_index[g.gpu], g.milli) for g in cur.gpus),
                        tuple(sorted((c.server_index[s], v) for s, v in cur.cpu.items() if v)),
-                       tuple(sorted((c.server_index[s], v) for s, v in cur.mem.items() if v)))
+                       tuple(sorted((c.server_index[s], v) for s, v in cur.mem.items() if v)),
+                       caps if any(x != (None, None) for x in caps) else ())
             keep(cur, "assign", (c,), a)
         return a
 
@@ -582,7 +587,10 @@ class Problem:
         mem = {sids[s]: v for s, v in a.mem}
         tp = throughput(c, job, gids, sum(cpu.values()), sum(mem.values()))
         gs = []
-        for g, m in a.gpus:
+        for k, (g, m) in enumerate(a.gpus):
+            if a.caps and a.caps[k] != (None, None):
+                gs.append(GpuShare(ids[g], m, *a.caps[k]))
+                continue
             sh = shares.get((g, m))
             if sh is None:
                 sh = shares[(g, m)] = GpuShare(ids[g], m)

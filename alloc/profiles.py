@@ -86,7 +86,8 @@ def profile_from_dict(doc: Mapping, *, source: str, name: str | None = None,
     if problems:
         raise InputError(problems, source)
     grid = tuple(tuple(None if v is None else float(v) for v in row) for row in doc.get("tput", []))
-    meta = {k: doc[k] for k in ("class", "source", "ideal", "iter_time_s", "batch") if k in doc}
+    meta = {k: doc[k] for k in ("class", "source", "ideal", "iter_time_s", "batch", "model_mb",
+                                "comm_share") if k in doc}
     prof = Profile(
         name=name or doc.get("name") or "",
         cpu_per_gpu=tuple(doc.get("cpu_per_gpu", ())) if grid else (),

@@ -63,12 +63,14 @@ CAPABILITY_MEANING: Mapping[str, str] = {
     "elastic": "picks a job's GPU count in [min_gpus, max_gpus]",
     "migration": "moves running jobs itself, within the call's move budget",
     "colocation": "opportunistic jobs on GPUs held by guaranteed jobs",
+    "gpu-memory": "never over-commits a GPU's memory (jobs' and servers' gpu_mem)",
+    "gpu-compute": "compute shares (gpu_compute), opportunistic shares (milli 0) and caps",
 }
 #: The capability names.
 CAPABILITIES = frozenset(CAPABILITY_MEANING)
 
 #: Family packages under `alloc.solvers` that declare solvers.
-FAMILIES = ("heuristics", "exact", "synergy", "fgd", "hived", "drf")
+FAMILIES = ("heuristics", "exact", "synergy", "fgd", "hived", "drf", "antman")
 
 #: The entry-point group plug-ins declare their solvers in.
 ENTRY_POINT_GROUP = "alloc.solvers"

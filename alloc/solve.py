@@ -48,6 +48,8 @@ def needed_capabilities(cluster: Cluster, jobs: Sequence[Job]) -> frozenset:
             need.add("elastic")
     if cluster.tenants:
         need.add("tenancy")
+    from .resources import needs
+    need |= needs(cluster, jobs)
     return frozenset(need)
 
 

@@ -69,18 +69,14 @@ job must be placed or listed as preempted.
 
 Co-location (AntMan, OSDI'20)
 -----------------------------
-A guaranteed job's ``gpu_milli`` is the compute share reserved for it on its
-GPU (below 1000 only for one-GPU jobs).  Opportunistic jobs may co-run on the
-same GPU in the remainder ``1000 - sum(guaranteed milli)`` (the core check keeps
-``sum milli <= 1000``), so the guaranteed job keeps its reserved share and is
-never slowed below it.  GPU memory is the second limit:
-
-    sum_{jobs on g} gpu_mem_j <= cap(type(g))
-
-with ``gpu_mem_j`` the job's declared per-GPU memory, or
-``cap * gpu_milli_j / 1000`` when undeclared, and ``cap`` from
-:data:`GPU_MEM_MIB` (override with ``stats["gpu_mem_capacity"]``).  Guaranteed
-jobs of two tenants never share a GPU (their cells are disjoint).
+A guaranteed job's ``gpu_milli`` is the share reserved for it on its GPU
+(below 1000 only for one-GPU jobs).  Opportunistic jobs may co-run on the same
+GPU in the remainder ``1000 - sum(guaranteed milli)`` (the core check keeps
+``sum milli <= 1000``), or on opportunistic shares (milli 0) under memory and
+compute caps.  GPU memory and compute are resources of every GPU, checked by
+`alloc.resources` for every allocation (override a type's memory with
+``stats["gpu_mem_capacity"]``).  Guaranteed jobs of two tenants never share a
+GPU (their cells are disjoint).
 
 Failures
 --------
@@ -96,45 +92,16 @@ from collections import defaultdict
 from dataclasses import dataclass, field, replace
 from typing import Iterable, Mapping, Sequence
 
-from .model import MILLI, Allocation, Cluster, Job
+from .model import Allocation, Cluster, Job
 
-#: GPU memory per GPU (MiB) by type, for co-location limits.
-GPU_MEM_MIB = {
-    "K80": 12288, "P100": 16384, "P4": 8192, "T4": 16384, "V100": 32768, "V100M16": 16384,
-    "V100M32": 32768, "A10": 24576, "A100": 40960, "A100-80G": 81920, "H100": 81920,
-    "G1": 16384, "G2": 32768, "G3": 24576,
-}
-DEFAULT_GPU_MEM = 16384
-
-
-def gpu_mem_capacity(gpu_type: str | None, overrides: Mapping | None = None) -> int:
-    """Memory of one GPU of a type, the co-location limit on that GPU.
-
-    Parameters
-    ----------
-    gpu_type : str or None
-        GPU type name (e.g. ``"V100"``); None or an unknown type gets
-        :data:`DEFAULT_GPU_MEM`.
-    overrides : Mapping, optional
-        ``{gpu_type: MiB}`` taking precedence over :data:`GPU_MEM_MIB` (an
-        allocation's ``stats["gpu_mem_capacity"]``).
-
-    Returns
-    -------
-    int
-        GPU memory in MiB: ``overrides[gpu_type]`` if given, else
-        ``GPU_MEM_MIB[gpu_type]``, else ``DEFAULT_GPU_MEM`` (16384 MiB).
-    """
-    if overrides and gpu_type in overrides:
-        return int(overrides[gpu_type])
-    return GPU_MEM_MIB.get(gpu_type or "", DEFAULT_GPU_MEM)
+from .resources import DEFAULT_GPU_MEM, GPU_MEM_MIB, gpu_mem_capacity  # noqa: F401 (re-exported)
 
 
 def job_gpu_mem(job: Job, cap: int) -> int:
-    """Per-GPU memory of a job: declared, or its milli share of the GPU."""
-    if job.gpu_mem is not None:
-        return int(job.gpu_mem)
-    return cap * job.gpu_milli // MILLI
+    """Per-GPU memory of a job: declared, or its milli share of the GPU
+    (`alloc.resources.mem_demand`)."""
+    from .resources import mem_demand
+    return mem_demand(job, cap)
 
 
 # --------------------------------------------------------------- cell forest
@@ -757,8 +724,8 @@ def tenancy_violations(cluster: Cluster, jobs: Sequence[Job], allocation: Alloca
                    "tenancy: no binding of the tenants' cells holds every guaranteed job "
                    "with sharing safety")
 
-    # co-location limits
-    caps = allocation.stats.get("gpu_mem_capacity") if allocation.stats else None
+    # co-location: guaranteed jobs of two tenants never share a GPU (memory
+    # and compute are checked for every GPU by alloc.resources)
     on_gpu: dict[str, list[Job]] = defaultdict(list)
     for jid, p in placed.items():
         j = by_id.get(jid)
@@ -772,10 +739,6 @@ def tenancy_violations(cluster: Cluster, jobs: Sequence[Job], allocation: Alloca
         tens = {j.tenant for j in js if j.guaranteed}
         if len(tens) > 1:
             out.append(f"GPU {g}: guaranteed jobs of tenants {sorted(map(str, tens))} share it")
-        cap = gpu_mem_capacity(tree.gpu_type[gidx[g]], caps if isinstance(caps, Mapping) else None)
-        mem = sum(job_gpu_mem(j, cap) for j in js)
-        if mem > cap:
-            out.append(f"GPU {g}: co-located jobs need {mem} MiB of GPU memory, capacity {cap}")
     return out
 
 

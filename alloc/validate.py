@@ -127,7 +127,9 @@ def server_problems(s, where: str, levels: Sequence[str]) -> list[str]:
                        _int_problem(f"{where}.sockets", s.sockets, 1, 1024),
                        _int_problem(f"{where}.switches_per_socket", s.switches_per_socket, 1, 1024),
                        _name_problem(f"{where}.gpu_type", s.gpu_type, optional=True),
-                       _name_problem(f"{where}.rack", s.rack, optional=True)) if p]
+                       _name_problem(f"{where}.rack", s.rack, optional=True),
+                       None if s.gpu_mem is None else _int_problem(f"{where}.gpu_mem", s.gpu_mem, 1))
+           if p]
     if out:
         return out
     if "/" in s.id:
@@ -162,10 +164,11 @@ def job_field_problems(j, where: str, cluster: Cluster) -> list[str]:
     if isinstance(w, bool) or not isinstance(w, (int, float)) or not math.isfinite(w) \
             or not 0 <= w <= MAX_WEIGHT:
         out.append(f"{where}.weight: expected a number in 0..{MAX_WEIGHT:g}, got {_short(w)}")
-    for name in ("min_gpus", "max_gpus", "gpu_mem"):
+    for name, lo, hi in (("min_gpus", 1, 2 ** 20), ("max_gpus", 1, 2 ** 20), ("gpu_mem", 0, MAX_INT),
+                         ("gpu_mem_min", 0, MAX_INT), ("gpu_compute", 1, MILLI)):
         v = getattr(j, name)
         if v is not None:
-            p = _int_problem(f"{where}.{name}", v, 1 if name != "gpu_mem" else 0, 2 ** 20 if name != "gpu_mem" else MAX_INT)
+            p = _int_problem(f"{where}.{name}", v, lo, hi)
             if p:
                 out.append(p)
     if j.locality is not None and not isinstance(j.locality, str):
@@ -198,7 +201,30 @@ def job_rule_problems(j: Job, where: str, cluster: Cluster) -> list[str]:
         out.append(f"{where}.min_gpus: expected 1 <= min_gpus <= gpus ({j.gpus}), got {j.min_gpus}")
     if j.max_gpus is not None and j.max_gpus < j.gpus:
         out.append(f"{where}.max_gpus: expected max_gpus >= gpus ({j.gpus}), got {j.max_gpus}")
-    return out
+    return out + gpu_memory_problems(j, where, cluster)
+
+
+def gpu_memory_problems(j: Job, where: str, cluster: Cluster) -> list[str]:
+    """A job's GPU memory against its own fields and the cluster's GPUs: a
+    ``gpu_mem_min`` needs ``gpu_mem`` and is at most it; the least memory the
+    job runs with must fit some GPU of a type it allows (when the cluster has
+    one: else it waits with a reason)."""
+    from .resources import server_gpu_mem
+    if j.gpu_mem_min is not None:
+        if j.gpu_mem is None:
+            return [f"{where}.gpu_mem_min: needs gpu_mem (the memory it wants)"]
+        if j.gpu_mem_min > j.gpu_mem:
+            return [f"{where}.gpu_mem_min: expected at most gpu_mem ({j.gpu_mem}), "
+                    f"got {j.gpu_mem_min}"]
+    if j.gpu_mem is None or not j.gpus:
+        return []
+    need = j.gpu_mem if j.guaranteed or j.gpu_mem_min is None else j.gpu_mem_min
+    caps = [server_gpu_mem(s) for s in cluster.servers if s.gpus and j.allows(s.gpu_type)]
+    if caps and need > max(caps):
+        field = "gpu_mem" if need == j.gpu_mem else "gpu_mem_min"
+        return [f"{where}.{field}: {need} MiB exceeds the memory of every GPU it may use "
+                f"(largest {max(caps)} MiB)"]
+    return []
 
 
 def job_problems(cluster: Cluster, jobs: Sequence[Job]) -> list[str]:
@@ -239,6 +265,9 @@ def current_problems(cluster: Cluster, jobs: Sequence[tuple[int, Job]]) -> list[
     cur = [replace(j.current, job=j.id) for _, j in running]
     out += [f"jobs: running jobs' current placements overlap: {p}"
             for p in capacity_problems(cluster, cur)]
+    from .resources import capacity_problems as gpu_problems
+    out += [f"jobs: running jobs' current placements overlap: {p}"
+            for p in gpu_problems(cluster, [j for _, j in running], cur)]
     if out:
         return out
     if cluster.tenants and any(j.guaranteed for _, j in running):
@@ -298,8 +327,10 @@ def validate_model(cluster: Cluster, jobs: Sequence[Job], source: str | None = N
 
 def prepare(cluster: Cluster, jobs: Sequence[Job], source: str | None = None
             ) -> tuple[Cluster, tuple[Job, ...]]:
-    """Validated input with model names resolved to profiles (from ``models/``)
-    and GPU servers without a type given :data:`~alloc.model.DEFAULT_GPU_TYPE`.
+    """Validated input with model names resolved to profiles (from ``models/``),
+    GPU servers without a type given :data:`~alloc.model.DEFAULT_GPU_TYPE`, and
+    jobs that declare GPU memory limited to the GPU types that can hold it
+    (`alloc.resources.restrict_types`).
 
     Raises
     ------
@@ -319,6 +350,8 @@ def prepare(cluster: Cluster, jobs: Sequence[Job], source: str | None = None
     problems += model_problems(cluster, jobs)
     if problems:
         raise InputError(problems, source)
+    from .resources import restrict_types
+    jobs = restrict_types(cluster, jobs)
     warn_model(cluster, jobs, source)
     return cluster, jobs
 

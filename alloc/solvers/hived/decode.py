@@ -258,7 +258,7 @@ def place_kept(p: Problem, eng: Engine, kept) -> list[int]:
     homeless = []
     for r in sorted(kept, key=lambda r: (not p.jobs[r].guaranteed, r)):
         a = current_assign(p, r)
-        if fits_at(eng, a):
+        if fits_at(eng, a, r):
             eng.place(r, a)
         else:
             homeless.append(r)
@@ -332,7 +332,7 @@ def decode_exact(tm: TenancyModel, xv, deadline):
     missed = []
     for j, gs in sorted(chosen.items()):
         a = p.make_assign(j, gs, 0)
-        if fits_at(eng, a):
+        if fits_at(eng, a, j):
             eng.place(j, a)
         else:
             missed.append(j)
@@ -389,7 +389,7 @@ def carve_spread(eng: Engine, plan: Plan) -> list[tuple[int, set]]:
             gpus += free[:k]
             take[s] = k
         a = p.make_assign(j, gpus, 0) if len(gpus) == n else None
-        if a is None or not fits_at(eng, a):
+        if a is None or not fits_at(eng, a, j):
             out.append((j, srv))
             continue
         eng.place(j, a)

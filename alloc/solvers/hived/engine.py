@@ -2,7 +2,7 @@
 Gandiva-style migration and grow/shrink, and AntMan-style co-location.
 
 State.  Every GPU g has free milli ``f_g``, GPU memory in use ``m_g`` (limit
-``cap_g``, see :mod:`alloc.tenancy`) and an ``owner`` (the tenant whose bound
+``cap_g``, see `alloc.resources`; never over-committed) and an ``owner`` (the tenant whose bound
 cell holds it, or none).  Physical cells form the forest of
 :func:`alloc.tenancy.cell_tree`; ``free[t, l]`` is the set of maximal cells of
 type t at level l holding no bound GPU (the buddy free lists) and
@@ -83,8 +83,9 @@ from ...model import MILLI, Job, Status
 from ...objectives import scale_factor
 from ...problem import Assign, Problem, Solution
 from ...deadline import Deadline
-from ...tenancy import (binding_keys, cell_size, cell_tree, gpu_mem_capacity, infer_binding,
-                        job_gpu_mem, outranks, quotas, safety)
+from ...resources import gpu_mem_caps as gpu_mem_caps_of, share_mem
+from ...tenancy import (binding_keys, cell_size, cell_tree, infer_binding, job_gpu_mem, outranks,
+                        quotas, safety)
 
 INNER = ("switch", "socket")
 
@@ -116,8 +117,7 @@ class Engine:
         self.cpu = p.srv_cpu.copy()
         self.mem = p.srv_mem.copy()
         self.gfree = np.full(p.G, MILLI, dtype=np.int64)
-        self.gcap = np.array([gpu_mem_capacity(t, gpu_mem_caps) for t in tree.gpu_type],
-                             dtype=np.int64)
+        self.gcap = np.array(gpu_mem_caps_of(c, gpu_mem_caps), dtype=np.int64)
         self.gmem = np.zeros(p.G, dtype=np.int64)
         self.owner = np.full(p.G, -1, dtype=np.int64)
         self.on_gpu: list[dict[int, int]] = [dict() for _ in range(p.G)]
@@ -187,6 +187,17 @@ class Engine:
         else ``cap_g * gpu_milli / 1000``."""
         return job_gpu_mem(self.job(j), int(self.gcap[g]))
 
+    def held_mem(self, j: int, a: Assign, k: int) -> int:
+        """GPU memory (MiB) job j holds on the k-th GPU of ``a``: the share's
+        own memory cap when ``a`` carries one (a running job), else
+        :meth:`mem_of`."""
+        g = a.gpus[k][0]
+        if a.caps and a.caps[k][0] is not None:
+            from ...model import GpuShare
+            return share_mem(self.job(j), GpuShare("", a.gpus[k][1], a.caps[k][0]),
+                             int(self.gcap[g]))
+        return self.mem_of(j, g)
+
     def gpus_of(self, s: int) -> range:
         """Global indices of server s's GPUs (consecutive)."""
         f = int(self.first[s])
@@ -195,9 +206,9 @@ class Engine:
     def place(self, j: int, a: Assign) -> None:
         """Put job j on ``a`` (capacity is the caller's check)."""
         job = self.job(j)
-        for g, m in a.gpus:
+        for k, (g, m) in enumerate(a.gpus):
             self.gfree[g] -= m
-            self.gmem[g] += self.mem_of(j, g)
+            self.gmem[g] += self.held_mem(j, a, k)
             self.on_gpu[g][j] = m
             if job.guaranteed:
                 self.gguar[g] += 1
@@ -221,9 +232,9 @@ class Engine:
             self._log.append(("remove", j, a))
         self.size.pop(j, None)
         job = self.job(j)
-        for g, m in a.gpus:
+        for k, (g, m) in enumerate(a.gpus):
             self.gfree[g] += m
-            self.gmem[g] -= self.mem_of(j, g)
+            self.gmem[g] -= self.held_mem(j, a, k)
             self.on_gpu[g].pop(j, None)
             if job.guaranteed:
                 self.gguar[g] -= 1
@@ -343,7 +354,7 @@ class Engine:
     def victims_on(self, j: int, g: int, milli: int, level: int) -> list[int] | None:
         """Jobs to preempt on GPU g so that job j's share fits ([] = none), or
         None.  level 0: no victims; 1: opportunistic only; 2: any job j outranks."""
-        mem = self.mem_of(j, g) if milli < MILLI else 0
+        mem = self.mem_of(j, g)
         free, mfree = int(self.gfree[g]), int(self.gcap[g] - self.gmem[g])
         if free >= milli and mfree >= mem:
             return []
@@ -364,11 +375,10 @@ class Engine:
         return out if free >= milli and mfree >= mem else None
 
     def room_ok(self, j: int, g: int, milli: int) -> bool:
-        """GPU g has ``milli`` free and, for a shared GPU (``milli < 1000``),
-        room for job j's GPU memory."""
+        """GPU g has ``milli`` free and room for job j's GPU memory."""
         if self.gfree[g] < milli:
             return False
-        return milli >= MILLI or self.gcap[g] - self.gmem[g] >= self.mem_of(j, g)
+        return self.gcap[g] - self.gmem[g] >= self.mem_of(j, g)
 
     def pick_server(self, j: int, n: int, s: int, mask, level: int):
         """(gpus, victims) for n GPUs of job j on server s among mask, or None."""

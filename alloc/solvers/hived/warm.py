@@ -141,7 +141,7 @@ def greedy(p: Problem, running, pending, vbest: dict, pcost: float, dens: float 
                 eng.try_place(j, jobs[j].gpus, 1, set())   # opportunistic victims only
         for r in drop:
             a = current_assign(p, r)
-            if fits_at(eng, a):
+            if fits_at(eng, a, r):
                 eng.place(r, a)
         _release_empty(eng)
         fresh = [i for i in eng.assign if i in pend or i in homeless]
@@ -153,9 +153,11 @@ def greedy(p: Problem, running, pending, vbest: dict, pcost: float, dens: float 
     return None
 
 
-def fits_at(eng: Engine, a) -> bool:
-    """The assignment ``a`` fits the engine's free GPUs, CPU and memory."""
-    return all(eng.gfree[g] >= mi for g, mi in a.gpus) and \
+def fits_at(eng: Engine, a, j: int) -> bool:
+    """Job j's assignment ``a`` fits the engine's free GPUs (milli and GPU
+    memory), CPU and memory."""
+    return all(eng.gfree[g] >= mi and eng.gcap[g] - eng.gmem[g] >= eng.held_mem(j, a, k)
+               for k, (g, mi) in enumerate(a.gpus)) and \
         all(eng.cpu[s] >= v for s, v in a.cpu) and all(eng.mem[s] >= v for s, v in a.mem)
 
 

@@ -1,0 +1,377 @@
+r"""AntMan's global scheduler (Xiao et al., OSDI'20, §3.3, Algorithm 1).
+
+State per GPU ``g``: free milli ``f_g``, GPU memory in use ``m_g`` of capacity
+``cap_g``, compute in use ``c_g`` (milli-SM; `alloc.resources`), the jobs
+*riding* it (opportunistic shares, milli 0) with their memory and compute
+caps, and its utilisation ``u_g`` (``gpu_util`` measured over the last window,
+else ``c_g / 1000``).  Running jobs are put back first, with their caps.
+
+**Guaranteed jobs** (``guaranteed``: inside the tenant's quota), in rank order.
+Job ``j`` of tenant ``v`` wanting ``n`` GPUs of ``gpu_milli`` each, memory
+``D_mem`` and compute ``D_comp``:
+
+1. quota: ``held_v + n <= quota_v`` (GPUs of the tenant's cells,
+   `alloc.tenancy.quota_gpus`), else it waits, reserving (rule 4) at most
+   the ``quota_v - held_v`` GPUs its quota has left;
+2. ``findNodes(n, topo)``: GPUs of an allowed type with ``f_g >= gpu_milli``
+   (riders hold none), not reserved for another gang, where the job fits once
+   the riders are capped to zero compute and shrunk (or, past their least
+   memory, preempted: an opportunistic job never blocks a guaranteed one):
+
+       cap_g - m_g + sum_riders mem_r >= D_mem,
+       1000 - c_g + sum_riders comp_r >= D_comp;
+
+   all under one node of the job's locality level (one server by default:
+   NVLink), the server with the fewest such GPUs first (best fit), GPUs where
+   shrinking the riders is enough first, then the least rider load;
+3. fits: place it and cap the riders *at once* (AntMan's local coordinator,
+   `alloc.solvers.antman.coordinator`, raises them again later): memory
+   shrunk largest-first until the job's memory fits, compute scaled down so
+   that the GPU's compute is not over-committed.  A rider whose least memory
+   still does not fit is preempted (an opportunistic job; the tenancy rules);
+4. otherwise the GPUs of the best partial server are *reserved* for the gang
+   (``stats["reserved"]``, handed back by the caller as the ``reserved``
+   option): no other guaranteed job takes them, opportunistic jobs may.
+
+**Opportunistic jobs** (everything else), in rank order.  ``minLoadNodes``: a
+job that may ride (`alloc.resources.can_ride`) takes the ``n`` GPUs of
+lowest utilisation with ``u_g < util_threshold`` (default 0.8, the paper's
+M), its memory free (the coordinator may shrink it later, to its least
+memory) and some compute left, under one node of its
+locality level (one server for a gang of at most a server); its share has
+milli 0, memory ``D_mem`` and compute ``min(D_comp, 1000 - c_g)``.  Any other job holds free milli on the least-loaded GPUs.
+
+The tenancy invariant is kept by construction for cells at the GPU level and
+checked with `alloc.tenancy.infer_binding` otherwise.  Running jobs whose caps
+changed are listed in ``stats["resized"]`` (a cap change is not a restart).
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+
+import numpy as np
+
+from ...deadline import Deadline
+from ...model import MILLI, GpuShare, Status
+from ...problem import Assign, Problem, Solution
+from ...resources import (can_ride, compute_demand, gpu_mem_caps, mem_demand, mem_floor,
+                          share_compute, share_mem)
+from ...tenancy import infer_binding, quota_gpus
+
+
+class State:
+    """Per-GPU memory, compute, milli and riders of a compiled problem."""
+
+    def __init__(self, p: Problem, gpu_util=None):
+        self.p = p
+        self.cap = np.array(gpu_mem_caps(p.cluster), dtype=np.int64)
+        self.free = np.full(p.G, MILLI, dtype=np.int64)
+        self.mem = np.zeros(p.G, dtype=np.int64)
+        self.comp = np.zeros(p.G, dtype=np.int64)
+        self.cpu = p.srv_cpu.copy()
+        self.smem = p.srv_mem.copy()
+        self.riders: list[dict[int, list[int]]] = [dict() for _ in range(p.G)]   # j -> [mem, comp]
+        self.holders: list[set[int]] = [set() for _ in range(p.G)]
+        self.assign: dict[int, Assign] = {}
+        self.gheld: dict[str, int] = defaultdict(int)       # tenant -> guaranteed GPUs
+        self.measured = None
+        if gpu_util:
+            idx = p.cluster.gpu_index
+            self.measured = {idx[g]: float(u) for g, u in gpu_util.items() if g in idx}
+
+    def util(self, g: int) -> float:
+        """Utilisation of GPU g: measured, else the compute its shares hold."""
+        if self.measured is not None and g in self.measured:
+            return self.measured[g]
+        return self.comp[g] / MILLI
+
+    def place(self, j: int, a: Assign) -> None:
+        """Put job j on ``a`` (the caller checked the room)."""
+        job = self.p.jobs[j]
+        for k, (g, m) in enumerate(a.gpus):
+            mem, comp = a.caps[k] if a.caps else (None, None)
+            sh = GpuShare("", m, mem, comp)
+            mu, cu = share_mem(job, sh, int(self.cap[g])), share_compute(job, sh)
+            self.free[g] -= m
+            self.mem[g] += mu
+            self.comp[g] += cu
+            if m == 0:
+                self.riders[g][j] = [mu, cu]
+            else:
+                self.holders[g].add(j)
+        for s, v in a.cpu:
+            self.cpu[s] -= v
+        for s, v in a.mem:
+            self.smem[s] -= v
+        if job.guaranteed and job.tenant is not None:
+            self.gheld[job.tenant] += len(a.gpus)
+        self.assign[j] = a
+
+    def remove(self, j: int) -> None:
+        """Take job j off its GPUs."""
+        a = self.assign.pop(j)
+        job = self.p.jobs[j]
+        for g, m in a.gpus:
+            self.free[g] += m
+            if m == 0:
+                mu, cu = self.riders[g].pop(j)
+            else:
+                self.holders[g].discard(j)
+                k = [x for x, _ in a.gpus].index(g)
+                mem, comp = a.caps[k] if a.caps else (None, None)
+                sh = GpuShare("", m, mem, comp)
+                mu, cu = share_mem(job, sh, int(self.cap[g])), share_compute(job, sh)
+            self.mem[g] -= mu
+            self.comp[g] -= cu
+        for s, v in a.cpu:
+            self.cpu[s] += v
+        for s, v in a.mem:
+            self.smem[s] += v
+        if job.guaranteed and job.tenant is not None:
+            self.gheld[job.tenant] -= len(a.gpus)
+
+    def set_rider_caps(self, j: int, g: int, mem: int, comp: int) -> None:
+        """New memory and compute caps of rider j on GPU g."""
+        old = self.riders[g][j]
+        self.mem[g] += mem - old[0]
+        self.comp[g] += comp - old[1]
+        old[0], old[1] = mem, comp
+
+    def rider_assign(self, j: int) -> Assign:
+        """Rider j's assignment with its current caps."""
+        a = self.assign[j]
+        return Assign(a.gpus, a.cpu, a.mem,
+                      tuple((self.riders[g][j][0], self.riders[g][j][1]) for g, _ in a.gpus))
+
+
+# ------------------------------------------------------------- guaranteed
+def slack(st: State, j: int, g: int) -> tuple[int, int, int]:
+    """Memory job j could have on GPU g once the riders are shrunk to their
+    least memory, once they are gone, and compute once they are capped to 0."""
+    jobs = st.p.jobs
+    mem = int(st.cap[g] - st.mem[g])
+    comp = MILLI - int(st.comp[g])
+    gone = mem
+    for r, (mu, cu) in st.riders[g].items():
+        mem += mu - mem_floor(jobs[r], int(st.cap[g]))
+        gone += mu
+        comp += cu
+    return mem, gone, comp
+
+
+def guaranteed_gpus(st: State, j: int, taken: set) -> tuple[list[int], set]:
+    """GPUs of an allowed type where guaranteed job j fits (rule 2), riders
+    preempted where shrinking them is not enough; and the GPUs that need it."""
+    p = st.p
+    job = p.jobs[j]
+    out, hard = [], set()
+    for s in p.allowed_servers(j):
+        for g in range(int(p.gpu_first[s]), int(p.gpu_first[s] + p.srv_gpus[s])):
+            if st.free[g] < job.gpu_milli or g in taken:
+                continue
+            mem, gone, comp = slack(st, j, g)
+            need = mem_demand(job, int(st.cap[g]))
+            if gone >= need and comp >= compute_demand(job):
+                out.append(g)
+                if mem < need:
+                    hard.add(g)
+    return out, hard
+
+
+def choose(st: State, j: int, cands: list[int], key) -> list[int] | None:
+    """n GPUs of ``cands`` under one node of the job's locality level (one
+    server when it has none and a server holds n), the node with the fewest
+    candidates first, GPUs by ``key``; without locality a gang no server
+    holds spreads over the servers with the most candidates."""
+    p = st.p
+    job = p.jobs[j]
+    n = job.gpus
+    level = job.locality or "server"
+    groups: dict[int, list[int]] = defaultdict(list)
+    for g in cands:
+        s = int(p.gpu_server[g])
+        if st.cpu[s] < -(-job.cpu // n) or st.smem[s] < -(-job.mem // n):
+            continue
+        groups[int(p.domain[level][g]) if level in p.domain else -1].append(g)
+    fit = [gs for gs in groups.values() if len(gs) >= n]
+    if fit:
+        best = min(fit, key=lambda gs: (len(gs), min(gs)))
+        return sorted(best, key=key)[:n]
+    if job.locality is None and n > 1:
+        pool = sorted(cands, key=lambda g: (-sum(1 for h in cands if p.gpu_server[h] == p.gpu_server[g]),
+                                            key(g)))
+        return pool[:n] if len(pool) >= n else None
+    return None
+
+
+def cpu_fits(st: State, a: Assign) -> bool:
+    """The assignment's CPU and memory fit its servers."""
+    return all(st.cpu[s] >= v for s, v in a.cpu) and all(st.smem[s] >= v for s, v in a.mem)
+
+
+def make_room(st: State, j: int, gpus: list[int], preempted: set) -> None:
+    """Cap (or, past their least memory, preempt) the riders on job j's GPUs
+    so that its memory and compute fit (rule 3)."""
+    p = st.p
+    job = p.jobs[j]
+    for g in gpus:
+        cap = int(st.cap[g])
+        need = mem_demand(job, cap) - int(cap - st.mem[g])
+        for r in sorted(st.riders[g], key=lambda r: (-st.riders[g][r][0], r)):
+            if need <= 0:
+                break
+            mu, cu = st.riders[g][r]
+            cut = min(need, mu - mem_floor(p.jobs[r], cap))
+            if cut > 0:
+                st.set_rider_caps(r, g, mu - cut, cu)
+                need -= cut
+        over = int(st.comp[g]) + compute_demand(job) - MILLI
+        if over > 0 and st.riders[g]:
+            have = sum(cu for _, cu in st.riders[g].values())
+            keep = max(0, have - over)
+            for r, (mu, cu) in sorted(st.riders[g].items()):
+                new = cu * keep // have if have else 0
+                st.set_rider_caps(r, g, mu, new)
+        for r in sorted(st.riders[g], key=lambda r: (p.jobs[r].priority, r)):
+            if int(st.cap[g] - st.mem[g]) >= mem_demand(job, cap):
+                break
+            if p.jobs[r].current is not None:
+                preempted.add(r)
+            st.remove(r)
+
+
+def place_guaranteed(st: State, j: int, reserved: dict, preempted: set, stats: dict) -> bool:
+    """Rules 1-4 for guaranteed job j; True when placed."""
+    p = st.p
+    job = p.jobs[j]
+    types = {p.cluster.servers[int(p.gpu_server[g])].gpu_type for g in range(p.G)}
+    room = sum(quota_gpus(p.cluster, job.tenant, t) for t in types if t) - st.gheld[job.tenant]
+    taken = {g for jid, gs in reserved.items() if jid != job.id for g in gs}
+    cands, hard = guaranteed_gpus(st, j, taken)
+    mine = set(reserved.get(job.id, ()))
+    load = lambda g: (g not in mine, g in hard, len(st.riders[g]), int(st.comp[g]), g)  # noqa: E731
+    gpus = choose(st, j, cands, load) if room >= job.gpus else None
+    if gpus is not None:
+        a = p.make_assign(j, gpus, 0)
+        if cpu_fits(st, a):
+            make_room(st, j, gpus, preempted)
+            st.place(j, a)
+            if _tenancy_ok(st):
+                return True
+            st.remove(j)
+    part = sorted(partial(st, j, cands), key=load)[:max(0, room)]
+    if part:
+        ids = p.cluster.gpu_ids
+        stats.setdefault("reserved", {})[job.id] = [ids[g] for g in sorted(part)]
+        reserved[job.id] = list(part)
+    return False
+
+
+def partial(st: State, j: int, cands: list[int]) -> list[int]:
+    """The GPUs of the node of the job's locality level holding most candidates."""
+    p = st.p
+    level = p.jobs[j].locality or "server"
+    if level not in p.domain:
+        return []
+    groups: dict[int, list[int]] = defaultdict(list)
+    for g in cands:
+        groups[int(p.domain[level][g])].append(g)
+    return max(groups.values(), key=len, default=[])
+
+
+def _tenancy_ok(st: State) -> bool:
+    """The tenancy invariant holds for the guaranteed jobs placed so far."""
+    p = st.p
+    cl = p.cluster
+    if not cl.tenants or all(c.level == "gpu" for t in cl.tenants.values() for c in t.cells):
+        return True
+    used: dict[str, set] = defaultdict(set)
+    for j, a in st.assign.items():
+        job = p.jobs[j]
+        if job.guaranteed and job.tenant is not None:
+            used[job.tenant].update(g for g, _ in a.gpus)
+    return infer_binding(cl, dict(used), exact=False) is not None
+
+
+# ----------------------------------------------------------- opportunistic
+def place_opportunistic(st: State, j: int, threshold: float) -> bool:
+    """minLoadNodes for job j; True when placed."""
+    p = st.p
+    job = p.jobs[j]
+    if job.gpus == 0:
+        return place_cpu_only(st, j)
+    ride = can_ride(job)
+    cands = []
+    for s in p.allowed_servers(j):
+        for g in range(int(p.gpu_first[s]), int(p.gpu_first[s] + p.srv_gpus[s])):
+            if ride:
+                cap = int(st.cap[g])
+                if (st.util(g) < threshold and cap - st.mem[g] >= mem_demand(job, cap)
+                        and st.comp[g] < MILLI):
+                    cands.append(g)
+            elif st.free[g] >= job.gpu_milli and st.cap[g] - st.mem[g] >= mem_demand(
+                    job, int(st.cap[g])) and MILLI - st.comp[g] >= compute_demand(job):
+                cands.append(g)
+    gpus = choose(st, j, cands, lambda g: (st.util(g), g))
+    if gpus is None:
+        return False
+    a = p.make_assign(j, gpus, 0)
+    if ride:
+        caps = tuple((mem_demand(job, int(st.cap[g])), min(compute_demand(job),
+                                                           MILLI - int(st.comp[g])))
+                     for g, _ in a.gpus)
+        a = Assign(tuple((g, 0) for g, _ in a.gpus), a.cpu, a.mem, caps)
+    if not cpu_fits(st, a):
+        return False
+    st.place(j, a)
+    return True
+
+
+def place_cpu_only(st: State, j: int) -> bool:
+    """A CPU-only job on the first server with room."""
+    p = st.p
+    opt = p.options[j][0]
+    for s in range(p.S):
+        if st.cpu[s] >= opt.cpu and st.smem[s] >= opt.mem:
+            st.place(j, p.make_cpu_assign(j, s))
+            return True
+    return False
+
+
+# -------------------------------------------------------------------- solve
+def solve_antman(problem: Problem, *, deadline: Deadline, seed: int = 0,
+                 util_threshold: float = 0.8, gpu_util=None, reserved=None) -> Solution:
+    """The global scheduler on a compiled problem (module notes)."""
+    p = problem
+    st = State(p, gpu_util)
+    for r in sorted(p.fixed, key=lambda r: (not p.jobs[r].guaranteed, r)):
+        st.place(r, p.fixed[r])
+    before = {r: st.rider_assign(r) for r in p.fixed if any(m == 0 for _, m in p.fixed[r].gpus)}
+    gidx = p.cluster.gpu_index
+    reserved = {k: [gidx[g] for g in v if g in gidx] for k, v in (reserved or {}).items()}
+    preempted: set[int] = set()
+    stats: dict = {}
+    order = sorted(p.pending, key=lambda j: (not p.jobs[j].guaranteed, int(p.rank[j])))
+    timed_out = False
+    for j in order:
+        if deadline.expired():
+            timed_out = True
+            break
+        if p.jobs[j].guaranteed:
+            if place_guaranteed(st, j, reserved, preempted, stats):
+                reserved.pop(p.jobs[j].id, None)
+        else:
+            place_opportunistic(st, j, util_threshold)
+    out = {}
+    for j, a in st.assign.items():
+        out[j] = st.rider_assign(j) if any(m == 0 for _, m in a.gpus) else a
+    resized = sorted(p.jobs[r].id for r, a in before.items() if r in out and out[r] != a)
+    if resized:
+        stats["resized"] = resized
+    if timed_out:
+        stats["timed_out"] = True
+    stats["riders"] = sum(1 for a in out.values() if any(m == 0 for _, m in a.gpus))
+    return Solution(out, Status.FEASIBLE, None, tuple(sorted(preempted)), stats)
+
+
+__all__ = ["State", "solve_antman"]

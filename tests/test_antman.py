@@ -1,0 +1,216 @@
+"""AntMan: the global scheduler (hand-worked cases and properties), the local
+coordinator, job upgrades, Table 2 and a short trace run."""
+from dataclasses import replace
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from alloc import Cluster, Job, Server, allocate, violations
+from alloc.conformance import check_solver, instances
+from alloc.model import Cell, Tenant
+
+# the family's modules are imported inside the tests: importing a subpackage of
+# alloc.solvers at collection time would shadow alloc.solvers (the registry
+# function) for the test modules collected after this one
+
+
+def family():
+    from alloc.solvers.antman import classes, coordinator
+    return classes, coordinator
+
+
+def sim():
+    from alloc.sim import antman
+    return antman
+
+
+def cluster(servers=1, gpus=8, quota=None):
+    quota = servers * gpus if quota is None else quota
+    return Cluster(tuple(Server(f"s{i}", 96000, 736000, gpus, "V100") for i in range(servers)),
+                   tenants={"a": Tenant("a", (Cell("gpu", quota),))})
+
+
+def opp(jid, mem=4096, comp=300, gpus=1, **kw):
+    return Job(jid, gpus=gpus, cpu=1000 * gpus, mem=1000 * gpus, gpu_mem=mem, gpu_compute=comp,
+               gpu_mem_min=kw.pop("floor", 512), locality="server" if gpus > 1 else None, **kw)
+
+
+def guar(jid, gpus=1, mem=30720, comp=900, **kw):
+    return Job(jid, gpus=gpus, cpu=1000 * gpus, mem=1000 * gpus, gpu_mem=mem, gpu_compute=comp,
+               tenant="a", guaranteed=True, locality="server" if gpus > 1 else None, **kw)
+
+
+def running(c, jobs, solver="antman", **kw):
+    r = allocate(c, jobs, solver=solver, **kw)
+    return [replace(j, current=r.placement(j.id)) if r.placement(j.id) else j for j in jobs], r
+
+
+# ------------------------------------------------------------ hand-worked
+def test_table2_case_through_allocate():
+    c = Cluster((Server("s0", 8000, 64000, 1, "V100"),), tenants={"a": Tenant("a", (Cell("gpu", 1),))})
+    (a,), _ = running(c, [opp("A", 3584, 40, floor=0)])
+    r = allocate(c, [a, guar("B", mem=30720, comp=940)], solver="antman")
+    share = r.placement("A").gpus[0]
+    assert (share.milli, share.mem, share.compute) == (0, 2048, 40)   # 2 GB left (Table 2)
+    assert r.placement("B").gpus[0].milli == 1000 and r.stats["resized"] == ["A"]
+    assert not r.preempted and not r.moved
+
+
+def test_opportunistic_jobs_go_to_least_loaded_gpus_below_threshold():
+    c = cluster(gpus=2)
+    busy = {"s0/gpu0": 0.85, "s0/gpu1": 0.3}
+    r = allocate(c, [opp("o")], solver="antman", gpu_util=busy)
+    assert r.placement("o").gpus[0].gpu == "s0/gpu1"
+    r = allocate(c, [opp("o")], solver="antman", gpu_util={"s0/gpu0": 0.9, "s0/gpu1": 0.8})
+    assert r.unplaced == ("o",)
+    r = allocate(c, [opp("o")], solver="antman", gpu_util={"s0/gpu0": 0.9, "s0/gpu1": 0.8},
+                 util_threshold=0.95)
+    assert r.placement("o").gpus[0].gpu == "s0/gpu1"
+
+
+def test_partial_gang_reserves_its_gpus_for_opportunistic_use_only():
+    c = cluster(gpus=8)
+    jobs, _ = running(c, [guar(f"g{i}", mem=1000, comp=500) for i in range(3)])
+    big = guar("big", gpus=8, mem=1000, comp=500)
+    r = allocate(c, jobs + [big], solver="antman")
+    assert "big" in r.unplaced and len(r.stats["reserved"]["big"]) == 5
+    small = guar("small", mem=1000, comp=500)
+    r2 = allocate(c, jobs + [big, small], solver="antman", reserved=r.stats["reserved"])
+    assert "small" in r2.unplaced                       # the reserved GPUs stay the gang's
+    r3 = allocate(c, jobs + [big, opp("o")], solver="antman", reserved=r.stats["reserved"])
+    assert r3.placement("o").gpus[0].gpu in r.stats["reserved"]["big"]
+
+
+def test_guaranteed_job_preempts_riders_only_past_their_least_memory():
+    c = Cluster((Server("s0", 8000, 64000, 1, "V100"),), tenants={"a": Tenant("a", (Cell("gpu", 1),))})
+    (o,), _ = running(c, [opp("o", 8192, 300, floor=6000)])
+    r = allocate(c, [o, guar("g", mem=30000)], solver="antman")
+    assert r.preempted == ("o",) and r.placement("g")
+    assert not violations(c, [o, guar("g", mem=30000)], r)
+
+
+def test_quota_bounds_guaranteed_jobs():
+    c = cluster(gpus=8, quota=2)
+    r = allocate(c, [guar("g1", mem=1000), guar("g2", mem=1000), guar("g3", mem=1000)],
+                 solver="antman")
+    assert r.unplaced == ("g3",)
+
+
+def test_job_class_and_upgrade():
+    classes, _ = family()
+    job_class, upgrade = classes.job_class, classes.upgrade
+    c = cluster(gpus=2, quota=1)
+    jobs, _ = running(c, [opp("o", tenant="a"), opp("p", mem=2048, comp=200)])
+    assert job_class(c, jobs, guar("x")) is True
+    up = upgrade(c, jobs, "o")
+    assert up is not None
+    o = next(j for j in up if j.id == "o")
+    assert o.guaranteed and o.current.gpus[0].milli == 1000
+    assert not violations(c, up, allocate(c, up, solver="antman"))
+    held, _ = running(c, [guar("g", mem=1000)])
+    assert upgrade(c, held + [next(j for j in up if j.id == "p")], "p") is None   # no tenant
+
+
+# ------------------------------------------------------------- coordinator
+def test_coordinator_caps_at_once_then_grows_within_tolerance():
+    _, co_mod = family()
+    Gpu, Rider = co_mod.Gpu, co_mod.Rider
+    co = co_mod.Coordinator(tau=0.035, step=50)
+    gpu = Gpu(32768, riders=(Rider("r", 8192, 1024, 500, 8192, 500),))
+    gpu = co.admit(gpu, 30000, 600)
+    assert gpu.riders[0].comp == 0 and gpu.riders[0].mem == 32768 - 30000
+    up = co.tick(gpu, 0.0)
+    assert up.riders[0].comp == 10                      # a probe first
+    up = co.observe(up, 0.0, 0.001)                     # 0.0001 per milli
+    up2 = co.tick(up, 0.001)
+    assert up2.riders[0].comp == 60                     # a full step fits the tolerance
+    back = co.tick(up2, 0.05)
+    assert back.riders[0].comp == 10
+    grown = co.surge(gpu, 31744)
+    assert grown.riders[0].mem == 1024
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.floats(0.05, 1.0), st.lists(st.tuples(st.floats(0.01, 1.0), st.floats(0.1, 1.0)),
+                                      min_size=1, max_size=3))
+def test_guaranteed_speed_never_below_tolerance(ug, riders):
+    """Window by window, the coordinator never lets a rider push the
+    guaranteed job's slowdown past the tolerance."""
+    _, co_mod = family()
+    Gpu, Rider = co_mod.Gpu, co_mod.Rider
+    m = sim()
+    Share, coordinated_speeds = m.Share, m.coordinated_speeds
+    kappa, tau = m.coordination()
+    co = co_mod.Coordinator(tau=tau)
+    gpu = Gpu(32768, riders=tuple(Rider(f"r{k}", 1000, 100, int(u * 1000) or 1, 1000,
+                                        int(u * 1000) or 1) for k, (u, _) in enumerate(riders)))
+    gpu = co.admit(gpu, 20000, int(ug * 1000))
+    slow = None
+    for _ in range(60):
+        shares = [Share(ug, 1.0, guaranteed=True)] + [
+            Share(u, h, r.comp / 1000) for (u, h), r in zip(riders, gpu.riders)]
+        speed = coordinated_speeds(shares, kappa)[0]
+        assert speed >= 1 / (1 + tau) - 1e-9
+        new = 1 / speed - 1
+        if slow is not None:
+            gpu = co.observe(gpu, slow, new)
+        slow = new
+        gpu = co.tick(gpu, slow)
+
+
+# --------------------------------------------------------------- properties
+@st.composite
+def live(draw):
+    n = draw(st.integers(1, 4))
+    c = cluster(servers=1, gpus=n, quota=n)
+    riders = [opp(f"o{k}", draw(st.sampled_from([2048, 8192, 16384])),
+                  draw(st.sampled_from([100, 300, 600])), floor=1024) for k in range(draw(st.integers(0, 5)))]
+    g = guar("g", gpus=draw(st.integers(1, n)), mem=draw(st.sampled_from([8192, 20000, 30000])),
+             comp=draw(st.sampled_from([300, 700])))
+    return c, riders, g
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
+@given(live())
+def test_opportunistic_jobs_never_block_a_guaranteed_job_that_fits(inst):
+    c, riders, g = inst
+    jobs, _ = running(c, riders)
+    r = allocate(c, jobs + [g], solver="antman")       # checked by allocate()
+    assert r.placement("g") is not None
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=list(HealthCheck))
+@given(instances(max_servers=2, max_jobs=5))
+def test_antman_conforms(inst):
+    bad, _ = check_solver("antman", *inst, time_limit=5.0)
+    assert not bad, bad
+
+
+# -------------------------------------------------------------- experiments
+def test_table2_policies():
+    m = sim()
+    table2, coordination = m.table2, m.coordination
+    assert table2("Preempt") == (None, 91.1)
+    a, b = table2("FIFO")
+    assert a == 43.0 and b == pytest.approx(108.1)
+    assert table2("Pack")[1] is None
+    a, b = table2("AntMan")
+    kappa, tau = coordination()
+    assert 43.0 < a < 50 and 91.1 <= b <= 91.1 * (1 + tau)
+    with pytest.raises(ValueError, match="unknown policy"):
+        table2("nope")
+
+
+def test_short_trace_runs_every_policy():
+    m = sim()
+    simulate_cluster, coordination = m.simulate_cluster, m.coordination
+    tr = m.trace(25, 1.5, seed=3)
+    out = {p: simulate_cluster(tr, p) for p in ("antman", "yarn-cs", "yarn-cs-preempt",
+                                                 "gandiva-packing")}
+    for r in out.values():
+        assert len(r.jct) == 25 and all(v > 0 for v in r.jct.values())
+    assert out["antman"].preemptions == 0
+    _, tau = coordination()                            # guaranteed jobs: at most tau slower
+    assert out["antman"].guaranteed_mean_jct_min <= \
+        out["yarn-cs"].guaranteed_mean_jct_min * (1 + tau) + 1e-6
