@@ -8,7 +8,8 @@ from pathlib import Path
 from typing import Iterable, Sequence
 
 from .errors import AllocError, InputError, SolverUnavailable
-from .io import load_instance
+from .io import load_instance, plain_numbers
+from .shipped import data_dir
 from .solve import allocate, get_solver, solvers
 
 #: What ``alloc bench`` runs when given no instance: the shipped instances
@@ -17,8 +18,8 @@ DEFAULT_INSTANCES = ("tiny-*.json", "synergy-16x8.json")
 
 
 def shipped_instances_dir() -> Path:
-    """The instances/ folder of a source checkout."""
-    return Path(__file__).resolve().parents[1] / "instances"
+    """The instances shipped inside the package (`alloc/data/instances/`)."""
+    return data_dir("instances")
 
 
 def default_instances() -> list[Path]:
@@ -72,7 +73,7 @@ def run(instances: Sequence[Path], solver_names: Sequence[str], *, objective: st
                     row[k] = a.stats[k]
         rows.append(row)
         if out is not None:
-            out.write(json.dumps(row) + "\n")
+            out.write(json.dumps(plain_numbers(row)) + "\n")
             out.flush()
         if bar is not None:
             bar.update(1)

@@ -7,6 +7,7 @@ collected with its field path and the :class:`InputError` names the file.
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -14,6 +15,7 @@ from .errors import InputError
 from .model import (DEFAULT_GPU_TYPE, Allocation, Cell, Cluster, GpuShare, Instance, Job,
                     Placement, Profile, Server, Status, Tenant, frozen_map)
 from .profiles import available_models, load_model, profile_from_dict
+from .shipped import names as shipped_names, resolve
 from .schema import schema_problems
 from .validate import model_problems
 
@@ -37,6 +39,13 @@ def read_json(path, what: str = "file") -> Any:
                          f"({exc.msg})") from None
     except RecursionError:
         raise InputError(f"{path}: JSON nested too deeply") from None
+
+
+def _exists(p: Path) -> bool:
+    try:
+        return p.exists()
+    except (OSError, ValueError):
+        return True  # read_json names the problem
 
 
 def check_format(doc: Any, expected: str, source: str) -> None:
@@ -113,8 +122,15 @@ def instance_from_dict(doc: Any, source: str = "<instance>") -> Instance:
 
 def load_instance(path) -> Instance:
     """Read and validate an instance file; raises :class:`InputError` naming the
-    file, the field and what was expected."""
-    return instance_from_dict(read_json(path, "instance file"), str(path))
+    file, the field and what was expected.
+
+    A name that is not an existing file but names a shipped instance
+    (`alloc.shipped.names("instances")`) reads the shipped one."""
+    p = resolve(path, "instances")
+    if not _exists(p):
+        raise InputError(f"{path}: no such instance file (nor a shipped instance: "
+                         f"{', '.join(shipped_names('instances'))})")
+    return instance_from_dict(read_json(p, "instance file"), str(path))
 
 
 def profile_to_dict(p: Profile) -> dict:
@@ -203,8 +219,34 @@ def instance_to_dict(inst: Instance) -> dict:
     return d
 
 
+#: Significant digits of a float written to JSON: enough for any figure alloc
+#: computes, few enough to drop the last-bit noise of sums (76.39999999999999).
+FLOAT_DIGITS = 12
+
+
+def plain_numbers(v: Any) -> Any:
+    """``v`` with every finite float rounded to `FLOAT_DIGITS` significant digits
+    (dicts, lists and tuples walked; other values as they are).
+
+    Examples
+    --------
+    >>> plain_numbers({"value": 76.39999999999999, "jobs": [0.1 + 0.2, 3]})
+    {'value': 76.4, 'jobs': [0.3, 3]}
+    """
+    if isinstance(v, float):
+        return float(f"{v:.{FLOAT_DIGITS}g}") if math.isfinite(v) else v
+    if isinstance(v, dict):
+        return {k: plain_numbers(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [plain_numbers(x) for x in v]
+    return v
+
+
 def compact_json(doc: Mapping, rows: tuple[str, ...] = ("servers", "jobs", "placements")) -> str:
-    """Indented JSON with one line per server, job and placement."""
+    """Indented JSON with one line per server, job and placement (floats
+    through `plain_numbers`)."""
+    doc = plain_numbers(dict(doc))
+
     def enc(v, key, depth):
         pad = " " * depth
         if isinstance(v, dict) and v and key not in rows:

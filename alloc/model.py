@@ -15,6 +15,9 @@ from typing import Mapping
 from .memo import without_memo
 
 MILLI = 1000  # milli-GPU in one whole GPU
+#: A relative gap below this is floating-point rounding of the value's sum,
+#: reported as 0.
+GAP_ZERO = 1e-12
 
 #: Hierarchy levels alloc knows, outermost first.  An instance uses a subset
 #: that contains "server" and ends with "gpu".
@@ -527,11 +530,14 @@ class Allocation:
 
     @property
     def gap(self) -> float | None:
-        """Relative gap between value and bound (None without a bound)."""
+        """Relative gap between value and bound, ``(bound - value) / |bound|``
+        (None without a bound; 0 when the two differ only by floating-point
+        rounding, below `GAP_ZERO`)."""
         if self.bound is None:
             return None
         denom = max(abs(self.bound), 1e-9)
-        return max(0.0, (self.bound - self.value) / denom)
+        gap = (self.bound - self.value) / denom
+        return gap if gap >= GAP_ZERO else 0.0
 
     def diff(self, previous: "Allocation | None") -> Diff:
         """Start / stop / move lists that turn ``previous`` into this allocation."""
