@@ -35,3 +35,15 @@ class SolverError(AllocError, RuntimeError):
 
 class SolverUnavailable(AllocError, RuntimeError):
     """The solver's backend is not installed."""
+
+
+def install_hint(extra: str, packages: str) -> str:
+    """How to install an optional extra, without assuming alloc came from an index.
+
+    Examples
+    --------
+    >>> install_hint("ray", "ray")
+    "pip install ray (alloc's 'ray' extra; in a clone of alloc: pip install '.[ray]')"
+    """
+    return f"pip install {packages} (alloc's {extra!r} extra; in a clone of alloc: " \
+           f"pip install '.[{extra}]')"
