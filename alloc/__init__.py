@@ -10,6 +10,9 @@ The public API (imported on first use, so ``import alloc`` stays light):
 * files: :func:`load_instance`, :func:`dump_allocation`, :func:`load_model`, ...;
 * :class:`Session` -- a scheduler loop's state across rounds.
 """
+import sys
+import types
+
 from .errors import AllocError, InputError, SolverError, SolverUnavailable
 from .model import (Allocation, Cell, Cluster, Diff, GpuShare, Instance, Job, Placement,
                     Profile, Server, Status, Tenant)
@@ -30,6 +33,23 @@ __all__ = [
     "Allocation", "Cell", "Cluster", "Diff", "GpuShare", "Instance", "Job", "Placement",
     "Profile", "Server", "Status", "Tenant", "__version__", *_LAZY,
 ]
+
+
+class _Module(types.ModuleType):
+    """``alloc.solvers`` stays the registry function: importing the package
+    `alloc/solvers/` would otherwise rebind the name to that package."""
+
+    @property
+    def solvers(self):
+        from .registry import solvers
+        return solvers
+
+    @solvers.setter
+    def solvers(self, value):  # the import system binding the subpackage: ignored
+        pass
+
+
+sys.modules[__name__].__class__ = _Module
 
 
 def __getattr__(name):

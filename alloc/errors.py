@@ -4,7 +4,14 @@ from __future__ import annotations
 
 
 class AllocError(Exception):
-    """Base class of alloc's errors."""
+    """Base class of alloc's errors.
+
+    Examples
+    --------
+    >>> from alloc import AllocError, InputError, SolverError
+    >>> issubclass(InputError, AllocError) and issubclass(SolverError, AllocError)
+    True
+    """
 
 
 class InputError(AllocError, ValueError):
@@ -12,6 +19,16 @@ class InputError(AllocError, ValueError):
 
     ``problems`` holds every problem found (validation collects them in one
     pass); ``str()`` gives the first one and how many more there are.
+
+    Examples
+    --------
+    >>> from alloc import InputError
+    >>> err = InputError(["jobs[0].gpus: expected an integer >= 0, got -1", "jobs[1].id: missing"],
+    ...                  "my.json")
+    >>> str(err)
+    'my.json: jobs[0].gpus: expected an integer >= 0, got -1 (and 1 more problem)'
+    >>> isinstance(err, ValueError), len(err.problems)
+    (True, 2)
     """
 
     def __init__(self, problems, source: str | None = None):
@@ -30,11 +47,29 @@ class InputError(AllocError, ValueError):
 
 
 class SolverError(AllocError, RuntimeError):
-    """A solver failed or returned a placement that breaks a hard constraint."""
+    """A solver failed or returned a placement that breaks a hard constraint.
+
+    Examples
+    --------
+    >>> from alloc import SolverError
+    >>> try:
+    ...     raise SolverError("solver 'mine' returned job 'j1' twice")
+    ... except SolverError as exc:
+    ...     print(exc)
+    solver 'mine' returned job 'j1' twice
+    """
 
 
 class SolverUnavailable(AllocError, RuntimeError):
-    """The solver's backend is not installed."""
+    """The solver's backend is not installed.
+
+    Examples
+    --------
+    >>> from alloc import SolverUnavailable, get_solver
+    >>> info = get_solver("milp-cbc")
+    >>> info.unavailable_reason() is None or issubclass(SolverUnavailable, Exception)
+    True
+    """
 
 
 def install_hint(extra: str, packages: str) -> str:

@@ -125,7 +125,19 @@ def load_instance(path) -> Instance:
     file, the field and what was expected.
 
     A name that is not an existing file but names a shipped instance
-    (`alloc.shipped.names("instances")`) reads the shipped one."""
+    (`alloc.shipped.names("instances")`) reads the shipped one.
+
+    Examples
+    --------
+    >>> from alloc import load_instance
+    >>> inst = load_instance("tiny-grid")          # a shipped instance, by name
+    >>> inst.name, inst.cluster.total_gpus
+    ('tiny-grid', 8)
+    >>> load_instance("no-such-file.json")
+    Traceback (most recent call last):
+    ...
+    alloc.errors.InputError: no-such-file.json: no such instance file (nor a shipped instance: ...)
+    """
     p = resolve(path, "instances")
     if not _exists(p):
         raise InputError(f"{path}: no such instance file (nor a shipped instance: "
@@ -201,7 +213,15 @@ def server_to_dict(s: Server) -> dict:
 
 
 def instance_to_dict(inst: Instance) -> dict:
-    """An Instance as an ``alloc.instance/1`` document."""
+    """An Instance as an ``alloc.instance/1`` document.
+
+    Examples
+    --------
+    >>> from alloc import instance_to_dict, load_instance
+    >>> d = instance_to_dict(load_instance("tiny-grid"))
+    >>> d["format"], [s["id"] for s in d["cluster"]["servers"]]
+    ('alloc.instance/1', ['s00', 's01'])
+    """
     c = inst.cluster
     d: dict[str, Any] = {"format": INSTANCE_FORMAT, "name": inst.name}
     for k in ("description", "generator", "known_optimum"):
@@ -260,7 +280,16 @@ def compact_json(doc: Mapping, rows: tuple[str, ...] = ("servers", "jobs", "plac
 
 
 def dump_instance(inst: Instance, path=None) -> str:
-    """The instance as JSON text (written to ``path`` when given)."""
+    """The instance as JSON text (written to ``path`` when given).
+
+    Examples
+    --------
+    >>> import json
+    >>> from alloc import dump_instance, load_instance
+    >>> text = dump_instance(load_instance("tiny-grid"))
+    >>> json.loads(text)["format"], text.splitlines()[1]
+    ('alloc.instance/1', ' "format": "alloc.instance/1",')
+    """
     text = compact_json(instance_to_dict(inst))
     if path is not None:
         Path(path).write_text(text)
@@ -269,7 +298,16 @@ def dump_instance(inst: Instance, path=None) -> str:
 
 # ---------------------------------------------------------------- allocations
 def allocation_to_dict(a: Allocation) -> dict:
-    """An Allocation as an ``alloc.allocation/1`` document."""
+    """An Allocation as an ``alloc.allocation/1`` document.
+
+    Examples
+    --------
+    >>> from alloc import allocate, allocation_to_dict, load_instance
+    >>> inst = load_instance("tiny-grid")
+    >>> d = allocation_to_dict(allocate(inst.cluster, inst.jobs, instance=inst.name))
+    >>> d["format"], d["status"], d["instance"]
+    ('alloc.allocation/1', 'feasible', 'tiny-grid')
+    """
     return {
         "format": ALLOCATION_FORMAT, "instance": a.instance, "solver": a.solver,
         "objective": a.objective, "status": a.status.value, "value": a.value,
@@ -305,12 +343,31 @@ def allocation_from_dict(doc: Any, source: str = "<allocation>") -> Allocation:
 
 
 def load_allocation(path) -> Allocation:
-    """Read and check an allocation file."""
+    """Read and check an allocation file.
+
+    Examples
+    --------
+    >>> from alloc import allocate, dump_allocation, load_allocation, load_instance, violations
+    >>> inst = load_instance("tiny-grid")
+    >>> _ = dump_allocation(allocate(inst.cluster, inst.jobs), "a.json")
+    >>> violations(inst.cluster, inst.jobs, load_allocation("a.json"))
+    []
+    """
     return allocation_from_dict(read_json(path, "allocation file"), str(path))
 
 
 def dump_allocation(a: Allocation, path=None) -> str:
-    """The allocation as ``alloc.allocation/1`` JSON (written to ``path`` when given)."""
+    """The allocation as ``alloc.allocation/1`` JSON (written to ``path`` when given).
+
+    Examples
+    --------
+    >>> from alloc import allocate, dump_allocation, load_allocation, load_instance
+    >>> inst = load_instance("tiny-grid")
+    >>> a = allocate(inst.cluster, inst.jobs)
+    >>> text = dump_allocation(a, "a.json")          # also written to a.json
+    >>> load_allocation("a.json").placements == a.placements
+    True
+    """
     text = compact_json(allocation_to_dict(a))
     if path is not None:
         Path(path).write_text(text)

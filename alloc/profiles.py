@@ -124,7 +124,15 @@ def _load(path: str) -> Profile:
 
 
 def load_model(name: str) -> Profile:
-    """The profile of model ``name`` from the models directory."""
+    """The profile of model ``name`` from the models directory.
+
+    Examples
+    --------
+    >>> from alloc import load_model
+    >>> p = load_model("res50")
+    >>> p.name, len(p.cpu_per_gpu) > 1, round(p.speed("P100"), 3)
+    ('res50', True, 0.596)
+    """
     ok = isinstance(name, str) and 0 < len(name) <= 256 and "/" not in name and "\\" not in name
     path = models_dir() / f"{name}.json" if ok else None
     try:

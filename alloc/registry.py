@@ -149,6 +149,19 @@ def register(name: str, *, exact: bool = False, capabilities: Sequence[str] = ()
 
     The function has the solver signature (see the module notes) and must pass
     the conformance suite (:func:`alloc.conformance.check_solver`).
+
+    Examples
+    --------
+    >>> from alloc import Cluster, Job, Server, allocate, get_solver, register
+    >>> from alloc.registry import unregister
+    >>> @register("first-fit-demo", description="best-fit under another name")
+    ... def first_fit_demo(problem, *, deadline, seed, **options):
+    ...     return get_solver("best-fit").solve(problem, deadline=deadline, seed=seed)
+    >>> cluster = Cluster((Server("s0", cpu=8000, mem=64000, gpus=2),))
+    >>> a = allocate(cluster, [Job("a", 1, cpu=1000, mem=1000)], solver="first-fit-demo")
+    >>> a.solver, [p.job for p in a.placements]
+    ('first-fit-demo', ['a'])
+    >>> unregister("first-fit-demo")
     """
     def deco(fn):
         info = declare(name, "", exact=exact, capabilities=capabilities, options=options,
@@ -161,15 +174,41 @@ def register(name: str, *, exact: bool = False, capabilities: Sequence[str] = ()
     return deco
 
 
+def unregister(name: str) -> None:
+    """Remove a solver added with `register` (a notebook or a test cleaning up);
+    ``ValueError`` for any other name."""
+    if _EXTRA.pop(name, None) is None:
+        raise ValueError(f"solver {name!r} was not added with register()")
+
+
 def solvers() -> dict[str, SolverInfo]:
-    """All registered solvers by name (sorted)."""
+    """All registered solvers by name (sorted).
+
+    Examples
+    --------
+    >>> from alloc import solvers
+    >>> reg = solvers()
+    >>> reg["best-fit"].exact, reg["cpsat"].exact, "sharing" in reg["fgd"].capabilities
+    (False, True, True)
+    """
     reg = dict(_load())
     reg.update(_EXTRA)
     return dict(sorted(reg.items()))
 
 
 def get_solver(name: str) -> SolverInfo:
-    """The solver called ``name``; ``ValueError`` listing the valid names."""
+    """The solver called ``name``; ``ValueError`` listing the valid names.
+
+    Examples
+    --------
+    >>> from alloc import get_solver
+    >>> get_solver("cpsat").family
+    'exact'
+    >>> get_solver("nope")
+    Traceback (most recent call last):
+    ...
+    ValueError: unknown solver 'nope'; valid solvers: ...
+    """
     reg = solvers()
     if name not in reg:
         raise ValueError(f"unknown solver {name!r}; valid solvers: {', '.join(reg)}")
@@ -177,12 +216,26 @@ def get_solver(name: str) -> SolverInfo:
 
 
 def exact_solvers(available_only: bool = True) -> list[str]:
-    """Names of the exact solvers (available ones only by default)."""
+    """Names of the exact solvers (available ones only by default).
+
+    Examples
+    --------
+    >>> from alloc import exact_solvers
+    >>> {"cpsat", "milp"} <= set(exact_solvers())
+    True
+    """
     return [n for n, s in solvers().items() if s.exact and (s.available or not available_only)]
 
 
 def heuristic_solvers(available_only: bool = True) -> list[str]:
-    """Names of the heuristics (available ones only by default)."""
+    """Names of the heuristics (available ones only by default).
+
+    Examples
+    --------
+    >>> from alloc import heuristic_solvers
+    >>> "best-fit" in heuristic_solvers() and "cpsat" not in heuristic_solvers()
+    True
+    """
     return [n for n, s in solvers().items() if not s.exact and (s.available or not available_only)]
 
 

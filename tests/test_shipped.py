@@ -133,3 +133,9 @@ def test_gap_of_rounding_only_is_zero():
     from alloc.model import Allocation, Status
     a = Allocation(status=Status.OPTIMAL, value=141.20999999999998, bound=141.21)
     assert a.gap == 0.0
+
+
+def test_alloc_solvers_stays_the_registry_function():
+    import alloc.solvers.heuristics  # noqa: F401  (binds the subpackage's name)
+    from alloc import solvers
+    assert callable(solvers) and "best-fit" in solvers()
