@@ -172,7 +172,7 @@ SOLVERS = (
             description="MILP (CBC through PuLP) on an aggregated pattern model"),
     declare("cpsat-tenancy", "alloc.solvers.exact.solvers:solve_cpsat_tenancy", exact=True,
             capabilities=("tenancy", "preemption", "migration", "locality", "sharing",
-                          "colocation", "elastic", "spread"),
+                          "colocation", "elastic", "spread", "grid"),
             requires=("ortools",),
             options=_TENANCY + (
                 Option("workers", "int", None, "CP-SAT workers (default: 1, deterministic)",
