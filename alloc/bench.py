@@ -92,6 +92,29 @@ def _progress(total: int, enabled: bool):
     return tqdm(total=total, file=sys.stderr, leave=False, unit="run")
 
 
+#: Solvers that place by size and never look at the objective: how they choose.
+OBJECTIVE_BLIND = {
+    "proportional": "jobs in order, first fit, each job exactly its request (Synergy's baseline)",
+    "best-fit": "largest jobs first, each on the server left fullest, exactly its request",
+}
+
+
+def notes(rows: Iterable[dict]) -> list[str]:
+    """Lines printed under the table: what an objective-blind solver's value means."""
+    rows = list(rows)
+    blind = [s for s in OBJECTIVE_BLIND if any(r["solver"] == s for r in rows)]
+    if not blind:
+        return []
+    objective = rows[0].get("objective", "throughput")
+    out = [f"note: {' and '.join(blind)} ignore the objective ({objective}):"]
+    out += [f"  {s}: {OBJECTIVE_BLIND[s]}" for s in blind]
+    if objective == "throughput":
+        out.append("  under throughput each placed job counts about its speed, so a placement "
+                   "of a few large jobs scores low;")
+        out.append("  the other solvers choose jobs (and CPU/memory) for the objective.")
+    return out
+
+
 def fmt(v, spec: str) -> str:
     """A number formatted by spec, or a right-aligned dash for None."""
     width = int(spec.split(".")[0]) if spec[0].isdigit() else 0
@@ -100,6 +123,7 @@ def fmt(v, spec: str) -> str:
 
 def table(rows: Iterable[dict]) -> str:
     """The runs as a text table (solver, status, value, bound, gap, seconds)."""
+    rows = list(rows)
     head = f"{'instance':<22} {'solver':<16} {'status':<11} {'value':>11} {'bound':>11} {'gap%':>7} {'seconds':>8}"
     lines = [head, "-" * len(head)]
     for r in rows:
@@ -108,4 +132,4 @@ def table(rows: Iterable[dict]) -> str:
                      f"{fmt(r.get('value'), '11.3f')} {fmt(r.get('bound'), '11.3f')} "
                      f"{fmt(None if gap is None else 100 * gap, '7.2f')} "
                      f"{fmt(r.get('seconds'), '8.2f')}")
-    return "\n".join(lines)
+    return "\n".join(lines + notes(rows))
