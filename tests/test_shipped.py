@@ -139,3 +139,12 @@ def test_alloc_solvers_stays_the_registry_function():
     import alloc.solvers.heuristics  # noqa: F401  (binds the subpackage's name)
     from alloc import solvers
     assert callable(solvers) and "best-fit" in solvers()
+
+
+def test_bench_table_says_why_best_fit_scores_low():
+    from alloc.bench import table
+    rows = [{"instance": "synergy-16x8", "solver": s, "status": "feasible", "value": v,
+             "objective": "throughput"} for s, v in (("best-fit", 30.0), ("cpsat", 141.21))]
+    text = table(rows)
+    assert "best-fit" in text.split("note:")[1] and "ignore the objective" in text
+    assert "note:" not in table(rows[1:])
