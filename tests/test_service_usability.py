@@ -1,26 +1,63 @@
 """The service as a newcomer meets it: idle sessions expire, malformed JSON is
 named by line and column, one path notation in every message, the /docs page
 needs no other host, and the status table of docs/service.md is the truth."""
+import json
 import re
+import urllib.error
+import urllib.request
 from pathlib import Path
 
 import pytest
 
 pytest.importorskip("fastapi", reason="the service extra (fastapi) is not installed")
-pytest.importorskip("httpx", reason="the service-test extra (httpx) is not installed")
-
-from fastapi.testclient import TestClient  # noqa: E402
+pytest.importorskip("uvicorn", reason="the service extra (uvicorn) is not installed")
 
 from alloc.service.app import ServiceConfig, create_app  # noqa: E402
+from alloc.service.server import run_in_thread  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 CLUSTER = {"servers": [{"id": "s0", "cpu": 24000, "mem": 512000, "gpus": 8}]}
 
 
+class Answer:
+    """A response: status code, text, JSON."""
+
+    def __init__(self, status_code, text):
+        self.status_code, self.text = status_code, text
+
+    def json(self):
+        return json.loads(self.text)
+
+
+class Client:
+    """A plain HTTP client of a service on loopback (standard library only)."""
+
+    def __init__(self, url):
+        self.url = url
+
+    def request(self, method, path, body=None, headers=None):
+        req = urllib.request.Request(self.url + path, data=body, method=method,
+                                     headers=headers or {})
+        try:
+            with urllib.request.urlopen(req, timeout=30) as r:
+                return Answer(r.status, r.read().decode(errors="replace"))
+        except urllib.error.HTTPError as e:
+            return Answer(e.code, e.read().decode(errors="replace"))
+
+    def get(self, path):
+        return self.request("GET", path)
+
+    def post(self, path, json=None, content=None, headers=None):
+        if json is not None:
+            content = globals()["json"].dumps(json).encode()
+            headers = {"content-type": "application/json"}
+        return self.request("POST", path, content, headers)
+
+
 @pytest.fixture(scope="module")
 def client():
-    with TestClient(create_app(ServiceConfig(max_sessions=4))) as c:
-        yield c
+    with run_in_thread(create_app(ServiceConfig(max_sessions=4))) as srv:
+        yield Client(srv.url)
 
 
 def new_session(client):

@@ -89,14 +89,15 @@ def test_help_gives_every_command_one_line(capsys):
 
 def test_check_against_the_wrong_instance_summarises(tmp_path, capsys):
     out = tmp_path / "a.json"
-    assert main(["solve", "synergy-16x8", "--out", str(out)]) == 0
+    inst = str(ROOT / "instances" / "tiny-grid.json")
+    assert main(["solve", str(ROOT / "instances" / "synergy-16x8.json"), "--out", str(out)]) == 0
     capsys.readouterr()
-    assert main(["check", "tiny-grid", str(out)]) == 1
+    assert main(["check", inst, str(out)]) == 1
     cap = capsys.readouterr()
     lines = cap.out.splitlines()
     assert len(lines) <= 6 and "more (--all" in lines[-1]
     assert cap.err.count("\n") == 1 and "made for instance 'synergy-16x8'" in cap.err
-    assert main(["check", "tiny-grid", str(out), "--all"]) == 1
+    assert main(["check", inst, str(out), "--all"]) == 1
     assert len(capsys.readouterr().out.splitlines()) > 100
 
 
@@ -121,7 +122,8 @@ def test_json_outputs_carry_no_float_noise(tmp_path):
     out = tmp_path / "a.json"
     # cpsat proves these optimal; their sums show last-bit noise unless cleaned
     for name in ("tiny-types", "synergy-16x8"):
-        assert main(["solve", name, "--solver", "cpsat", "--time-limit", "20",
+        assert main(["solve", str(ROOT / "instances" / f"{name}.json"), "--solver", "cpsat",
+                     "--time-limit", "20",
                      "--out", str(out)]) == 0
         doc = json.loads(out.read_text())
         assert doc["gap"] == 0.0 or doc["gap"] > 1e-12
