@@ -15,6 +15,9 @@ The public API (imported on first use, so `import alloc` stays light):
 * errors and warnings: `InputError` (and `UnsupportedInput`), `SolverError`,
   `SolverUnavailable`, `InputWarning`.
 """
+import sys
+import types
+
 from .errors import (AllocError, InputError, InputWarning, SolverError, SolverUnavailable,
                      UnsupportedInput)
 from .model import (Allocation, Cell, Cluster, Diff, GpuShare, Instance, Job, Placement,
@@ -40,6 +43,40 @@ __all__ = [
     "Allocation", "Cell", "Cluster", "Diff", "GpuShare", "Instance", "Job", "Placement",
     "Profile", "Server", "Status", "Tenant", "__version__", *_LAZY,
 ]
+
+
+class _Module(types.ModuleType):
+    """``alloc.solvers`` stays the registry function: importing the package
+    `alloc/solvers/` would otherwise rebind the name to that package."""
+
+    @property
+    def solvers(self):
+        from .registry import solvers
+        return solvers
+
+    @solvers.setter
+    def solvers(self, value):  # the import system binding the subpackage: ignored
+        pass
+
+
+sys.modules[__name__].__class__ = _Module
+
+
+class _Module(types.ModuleType):
+    """``alloc.solvers`` stays the registry function: importing the package
+    `alloc/solvers/` would otherwise rebind the name to that package."""
+
+    @property
+    def solvers(self):
+        from .registry import solvers
+        return solvers
+
+    @solvers.setter
+    def solvers(self, value):  # the import system binding the subpackage: ignored
+        pass
+
+
+sys.modules[__name__].__class__ = _Module
 
 
 def __getattr__(name):

@@ -33,8 +33,9 @@ from pathlib import Path
 from typing import Iterable, Sequence
 
 from .errors import InputError
-from .io import load_instance
+from .io import load_instance, plain_numbers
 from .registry import solvers, use
+from .shipped import data_dir, resolve
 
 #: What `alloc bench` runs when given no instance: the shipped instances
 #: small enough for a quick look, with every available solver.
@@ -42,8 +43,8 @@ DEFAULT_INSTANCES = ("tiny-*.json", "synergy-16x8.json")
 
 
 def shipped_instances_dir() -> Path:
-    """The instances/ folder of a source checkout."""
-    return Path(__file__).resolve().parents[1] / "instances"
+    """The instances shipped inside the package (`alloc/data/instances/`)."""
+    return data_dir("instances")
 
 
 def default_instances() -> list[Path]:
@@ -90,7 +91,8 @@ def bench_runs(instances: Sequence[Path], solver_names: Sequence[str], *,
     specs = []
     for p in instances:
         load_instance(p)  # bad input names the file and the field
-        specs.append(InstanceSpec(str(p), str(Path(p).resolve()), file_digest(Path(p))))
+        path = resolve(p, "instances")  # a shipped instance's name reads the shipped file
+        specs.append(InstanceSpec(str(p), str(path.resolve()), file_digest(path)))
     sec = AllocationSection(tuple(specs), tuple(solver_names), (objective,), tuple(seeds),
                             (time_limit,), repeats, warmup)
     return allocation_runs(SweepConfig("bench", "alloc bench", allocation=sec))
@@ -135,7 +137,7 @@ def run(instances: Sequence[Path], solver_names: Sequence[str], *, objective: st
     for row in SerialExecutor().map(runs):
         rows.append(row)
         if out is not None:
-            out.write(json.dumps(row) + "\n")
+            out.write(json.dumps(plain_numbers(row)) + "\n")
             out.flush()
         if bar is not None:
             bar.set_description(f"{row['instance_name'] if 'instance_name' in row else ''}:"
@@ -154,6 +156,52 @@ def _progress(total: int, enabled: bool):
     except ImportError:  # pragma: no cover - tqdm is a dependency
         return None
     return tqdm(total=total, file=sys.stderr, leave=False, unit="run")
+
+
+#: Solvers that place by size and never look at the objective: how they choose.
+OBJECTIVE_BLIND = {
+    "proportional": "jobs in order, first fit, each job exactly its request (Synergy's baseline)",
+    "best-fit": "largest jobs first, each on the server left fullest, exactly its request",
+}
+
+
+def notes(rows: Iterable[dict]) -> list[str]:
+    """Lines printed under the table: what an objective-blind solver's value means."""
+    rows = list(rows)
+    blind = [s for s in OBJECTIVE_BLIND if any(r["solver"] == s for r in rows)]
+    if not blind:
+        return []
+    objective = rows[0].get("objective", "throughput")
+    out = [f"note: {' and '.join(blind)} ignore the objective ({objective}):"]
+    out += [f"  {s}: {OBJECTIVE_BLIND[s]}" for s in blind]
+    if objective == "throughput":
+        out.append("  under throughput each placed job counts about its speed, so a placement "
+                   "of a few large jobs scores low;")
+        out.append("  the other solvers choose jobs (and CPU/memory) for the objective.")
+    return out
+
+
+#: Solvers that place by size and never look at the objective: how they choose.
+OBJECTIVE_BLIND = {
+    "proportional": "jobs in order, first fit, each job exactly its request (Synergy's baseline)",
+    "best-fit": "largest jobs first, each on the server left fullest, exactly its request",
+}
+
+
+def objective_notes(rows: Iterable[dict]) -> list[str]:
+    """Lines printed under the table: what an objective-blind solver's value means."""
+    rows = list(rows)
+    blind = [s for s in OBJECTIVE_BLIND if any(r["solver"] == s for r in rows)]
+    if not blind:
+        return []
+    objective = rows[0].get("objective", "throughput")
+    out = [f"note: {' and '.join(blind)} ignore the objective ({objective}):"]
+    out += [f"  {s}: {OBJECTIVE_BLIND[s]}" for s in blind]
+    if objective == "throughput":
+        out.append("  under throughput each placed job counts about its speed, so a placement "
+                   "of a few large jobs scores low;")
+        out.append("  the other solvers choose jobs (and CPU/memory) for the objective.")
+    return out
 
 
 def fmt(v, spec: str) -> str:
@@ -210,6 +258,7 @@ def summary(rows: Iterable[dict]) -> list[dict]:
 def table(rows: Iterable[dict]) -> str:
     """The runs as a text table (see the module notes), then the reasons of
     refused and failed runs."""
+    rows = list(rows)
     lines_ = summary(rows)
     head = (f"{'instance':<20} {'solver':<16} {'resize':<6} {'runs':>4} {'status':<11} "
             f"{'value':>11} {'spread':>8} {'bound':>11} {'gap%':>7} {'seconds':>8} "
@@ -230,8 +279,8 @@ def table(rows: Iterable[dict]) -> str:
               "jobs CPU and memory other than their request (a point of the profile's grid)"]
     if notes:
         lines += ["refused or failed:"] + [f"  {n}" for n in notes]
-    return "\n".join(lines)
+    return "\n".join(lines + objective_notes(rows))
 
 
 __all__ = ["DEFAULT_INSTANCES", "bench_runs", "default_instances", "default_solvers", "fmt",
-           "has_result", "run", "shipped_instances_dir", "summary", "table"]
+           "has_result", "objective_notes", "run", "shipped_instances_dir", "summary", "table"]

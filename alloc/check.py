@@ -229,6 +229,19 @@ def violations(cluster: Cluster, jobs: Sequence[Job], allocation: Allocation, *,
         A job names a model that ``models/`` does not have (jobs that name a
         model without a profile are read with its profile, as
         :func:`alloc.allocate` reads them).
+
+    Examples
+    --------
+    >>> from dataclasses import replace
+    >>> from alloc import Cluster, GpuShare, Job, Server, allocate, violations
+    >>> cluster = Cluster((Server("s0", cpu=8000, mem=64000, gpus=2),))
+    >>> jobs = [Job("a", 1, cpu=1000, mem=1000), Job("b", 1, cpu=1000, mem=1000)]
+    >>> a = allocate(cluster, jobs)
+    >>> violations(cluster, jobs, a)
+    []
+    >>> same_gpu = tuple(replace(p, gpus=(GpuShare("s0/gpu0", 1000),)) for p in a.placements)
+    >>> violations(cluster, jobs, replace(a, placements=same_gpu))
+    ['GPU s0/gpu0: 2000 milli allocated, capacity 1000']
     """
     from .validate import resolve_models
     jobs, unknown = resolve_models(tuple(jobs))     # model names, as allocate() reads them

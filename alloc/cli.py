@@ -21,6 +21,8 @@ from pathlib import Path
 from .errors import InputError, InputWarning, SolverError, SolverUnavailable
 
 EXIT_OK, EXIT_VIOLATIONS, EXIT_INPUT, EXIT_SOLVER = 0, 1, 2, 3
+#: Violations ``alloc check`` prints before a count of the rest (``--all``: every one).
+CHECK_SHOWN = 5
 
 #: Sub-programs with their own argument parsers: name -> "module:function".
 SUBPROGRAMS = {
@@ -30,6 +32,14 @@ SUBPROGRAMS = {
     "serve": "alloc.service.cli:serve_main",
 }
 
+#: One line of ``alloc --help`` for each sub-program.
+SUBPROGRAM_HELP = {
+    "simulate": "simulate a cluster round by round (Synergy); JCTs",
+    "shares": "Gavel's time-share policies over GPU types",
+    "sweep": "grids of runs over seeds, resumable, on a pool or Ray",
+    "serve": "HTTP/JSON service for scheduler loops (extra: service)",
+}
+
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message):  # usage errors are bad input: exit 2, one line
@@ -37,7 +47,8 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _solve_args(s) -> None:
-    s.add_argument("instance", help="instance file (alloc.instance/1 JSON)")
+    s.add_argument("instance", help="instance file (alloc.instance/1 JSON) or a shipped "
+                   "instance's name (tiny-grid, ...)")
     s.add_argument("--solver", default="best-fit", help="solver name or module:function "
                    "(default: best-fit; see `alloc solvers`)")
     s.add_argument("--objective", default="throughput",
@@ -79,7 +90,11 @@ def _bench_args(b) -> None:
 
 def _parser() -> argparse.ArgumentParser:
     from . import __version__
-    p = _Parser(prog="alloc", description="Decide which deep-learning jobs run where on a GPU cluster.")
+    p = _Parser(prog="alloc", description="Decide which deep-learning jobs run where on a GPU cluster.",
+                epilog="`alloc COMMAND --help` gives a command's options.  Input files may "
+                       "also be named by a shipped name: `alloc solve tiny-grid`, "
+                       "`alloc simulate simulate-small`, `alloc shares shares-small "
+                       "--policy max-min`, `alloc sweep sweep-small`.")
     p.add_argument("--version", action="version", version=f"alloc {__version__}")
     sub = p.add_subparsers(dest="cmd", required=True, parser_class=_Parser)
     _solve_args(sub.add_parser("solve", help="place an instance's jobs; prints an allocation"))
@@ -88,6 +103,8 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument("allocation", help="allocation file (alloc.allocation/1 JSON)")
     c.add_argument("--max-moves", type=int, default=0, metavar="K",
                    help="running jobs the call allowed to move (default: 0; -1: any)")
+    c.add_argument("--all", action="store_true",
+                   help=f"list every violation (default: the first {CHECK_SHOWN} and a count)")
     sv = sub.add_parser("solvers", help="registered solvers, available or why not")
     sv.add_argument("--json", action="store_true", help="machine-readable listing with options")
     v = sub.add_parser("validate", help="list every problem of instance files; exit 2 if any")
@@ -102,7 +119,8 @@ def _parser() -> argparse.ArgumentParser:
         epilog="Rows are explained field by field in docs/bench-rows.md. "
                "`alloc bench openb --help`: the FGD experiment on the openb traces."))
     for name in SUBPROGRAMS:
-        sub.add_parser(name, help=f"`alloc {name} --help` for its options", add_help=False)
+        sub.add_parser(name, help=SUBPROGRAM_HELP.get(name, f"`alloc {name} --help` for its options"),
+                       add_help=False)
     return p
 
 
@@ -214,9 +232,14 @@ def cmd_check(args) -> int:
     a = load_allocation(args.allocation)
     bad = violations(inst.cluster, inst.jobs, a,
                      max_moves=None if args.max_moves < 0 else args.max_moves)
-    for v in bad:
+    shown = bad if args.all else bad[:CHECK_SHOWN]
+    for v in shown:
         print(v)
-    print(f"{args.allocation}: {len(bad)} violation(s)", file=sys.stderr)
+    if len(shown) < len(bad):
+        print(f"... and {len(bad) - len(shown)} more (--all lists every one)")
+    made_for = f"; it was made for instance {a.instance!r}, not {inst.name!r}" \
+        if bad and a.instance and a.instance != inst.name else ""
+    print(f"{args.allocation}: {len(bad)} violation(s){made_for}", file=sys.stderr)
     return EXIT_VIOLATIONS if bad else EXIT_OK
 
 
@@ -244,7 +267,7 @@ def cmd_bench(args) -> int:
     from .sweep.config import parse_seeds
     paths = [Path(p) for p in args.instances] or bench.default_instances()
     if not paths:
-        raise InputError("bench: no instance files given and none shipped in instances/")
+        raise InputError("bench: no instance files given and none shipped in the package")
     names = [n.strip() for n in args.solvers.split(",")] if args.solvers \
         else bench.default_solvers()
     seeds = parse_seeds(args.seeds, "--seeds")

@@ -7,6 +7,7 @@ collected with its field path and the :class:`InputError` names the file.
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -14,6 +15,7 @@ from .errors import InputError
 from .model import (DEFAULT_GPU_TYPE, Allocation, Cell, Cluster, GpuShare, Instance, Job,
                     Placement, Profile, Server, Status, Tenant, frozen_map)
 from .profiles import available_models, load_model, profile_from_dict
+from .shipped import names as shipped_names, resolve
 from .schema import schema_problems
 from .validate import model_problems
 
@@ -37,6 +39,13 @@ def read_json(path, what: str = "file") -> Any:
                          f"({exc.msg})") from None
     except RecursionError:
         raise InputError(f"{path}: JSON nested too deeply") from None
+
+
+def _exists(p: Path) -> bool:
+    try:
+        return p.exists()
+    except (OSError, ValueError):
+        return True  # read_json names the problem
 
 
 def check_format(doc: Any, expected: str, source: str) -> None:
@@ -116,8 +125,27 @@ def instance_from_dict(doc: Any, source: str = "<instance>") -> Instance:
 
 def load_instance(path) -> Instance:
     """Read and validate an instance file; raises :class:`InputError` naming the
-    file, the field and what was expected."""
-    return instance_from_dict(read_json(path, "instance file"), str(path))
+    file, the field and what was expected.
+
+    A name that is not an existing file but names a shipped instance
+    (`alloc.shipped.names("instances")`) reads the shipped one.
+
+    Examples
+    --------
+    >>> from alloc import load_instance
+    >>> inst = load_instance("tiny-grid")          # a shipped instance, by name
+    >>> inst.name, inst.cluster.total_gpus
+    ('tiny-grid', 8)
+    >>> load_instance("no-such-file.json")
+    Traceback (most recent call last):
+    ...
+    alloc.errors.InputError: no-such-file.json: no such instance file (nor a shipped instance: ...)
+    """
+    p = resolve(path, "instances")
+    if not _exists(p):
+        raise InputError(f"{path}: no such instance file (nor a shipped instance: "
+                         f"{', '.join(shipped_names('instances'))})")
+    return instance_from_dict(read_json(p, "instance file"), str(path))
 
 
 def profile_to_dict(p: Profile) -> dict:
@@ -200,7 +228,15 @@ def server_to_dict(s: Server) -> dict:
 
 
 def instance_to_dict(inst: Instance) -> dict:
-    """An Instance as an ``alloc.instance/1`` document."""
+    """An Instance as an ``alloc.instance/1`` document.
+
+    Examples
+    --------
+    >>> from alloc import instance_to_dict, load_instance
+    >>> d = instance_to_dict(load_instance("tiny-grid"))
+    >>> d["format"], [s["id"] for s in d["cluster"]["servers"]]
+    ('alloc.instance/1', ['s00', 's01'])
+    """
     c = inst.cluster
     d: dict[str, Any] = {"format": INSTANCE_FORMAT, "name": inst.name}
     for k in ("description", "generator", "known_optimum"):
@@ -218,8 +254,34 @@ def instance_to_dict(inst: Instance) -> dict:
     return d
 
 
+#: Significant digits of a float written to JSON: enough for any figure alloc
+#: computes, few enough to drop the last-bit noise of sums (76.39999999999999).
+FLOAT_DIGITS = 12
+
+
+def plain_numbers(v: Any) -> Any:
+    """``v`` with every finite float rounded to `FLOAT_DIGITS` significant digits
+    (dicts, lists and tuples walked; other values as they are).
+
+    Examples
+    --------
+    >>> plain_numbers({"value": 76.39999999999999, "jobs": [0.1 + 0.2, 3]})
+    {'value': 76.4, 'jobs': [0.3, 3]}
+    """
+    if isinstance(v, float):
+        return float(f"{v:.{FLOAT_DIGITS}g}") if math.isfinite(v) else v
+    if isinstance(v, dict):
+        return {k: plain_numbers(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [plain_numbers(x) for x in v]
+    return v
+
+
 def compact_json(doc: Mapping, rows: tuple[str, ...] = ("servers", "jobs", "placements")) -> str:
-    """Indented JSON with one line per server, job and placement."""
+    """Indented JSON with one line per server, job and placement (floats
+    through `plain_numbers`)."""
+    doc = plain_numbers(dict(doc))
+
     def enc(v, key, depth):
         pad = " " * depth
         if isinstance(v, dict) and v and key not in rows:
@@ -233,7 +295,16 @@ def compact_json(doc: Mapping, rows: tuple[str, ...] = ("servers", "jobs", "plac
 
 
 def dump_instance(inst: Instance, path=None) -> str:
-    """The instance as JSON text (written to ``path`` when given)."""
+    """The instance as JSON text (written to ``path`` when given).
+
+    Examples
+    --------
+    >>> import json
+    >>> from alloc import dump_instance, load_instance
+    >>> text = dump_instance(load_instance("tiny-grid"))
+    >>> json.loads(text)["format"], text.splitlines()[1]
+    ('alloc.instance/1', ' "format": "alloc.instance/1",')
+    """
     text = compact_json(instance_to_dict(inst))
     if path is not None:
         Path(path).write_text(text)
@@ -242,7 +313,16 @@ def dump_instance(inst: Instance, path=None) -> str:
 
 # ---------------------------------------------------------------- allocations
 def allocation_to_dict(a: Allocation) -> dict:
-    """An Allocation as an ``alloc.allocation/1`` document."""
+    """An Allocation as an ``alloc.allocation/1`` document.
+
+    Examples
+    --------
+    >>> from alloc import allocate, allocation_to_dict, load_instance
+    >>> inst = load_instance("tiny-grid")
+    >>> d = allocation_to_dict(allocate(inst.cluster, inst.jobs, instance=inst.name))
+    >>> d["format"], d["status"], d["instance"]
+    ('alloc.allocation/1', 'feasible', 'tiny-grid')
+    """
     return {
         "format": ALLOCATION_FORMAT, "instance": a.instance, "solver": a.solver,
         "objective": a.objective, "status": a.status.value, "value": a.value,
@@ -278,12 +358,31 @@ def allocation_from_dict(doc: Any, source: str = "<allocation>") -> Allocation:
 
 
 def load_allocation(path) -> Allocation:
-    """Read and check an allocation file."""
+    """Read and check an allocation file.
+
+    Examples
+    --------
+    >>> from alloc import allocate, dump_allocation, load_allocation, load_instance, violations
+    >>> inst = load_instance("tiny-grid")
+    >>> _ = dump_allocation(allocate(inst.cluster, inst.jobs), "a.json")
+    >>> violations(inst.cluster, inst.jobs, load_allocation("a.json"))
+    []
+    """
     return allocation_from_dict(read_json(path, "allocation file"), str(path))
 
 
 def dump_allocation(a: Allocation, path=None) -> str:
-    """The allocation as ``alloc.allocation/1`` JSON (written to ``path`` when given)."""
+    """The allocation as ``alloc.allocation/1`` JSON (written to ``path`` when given).
+
+    Examples
+    --------
+    >>> from alloc import allocate, dump_allocation, load_allocation, load_instance
+    >>> inst = load_instance("tiny-grid")
+    >>> a = allocate(inst.cluster, inst.jobs)
+    >>> text = dump_allocation(a, "a.json")          # also written to a.json
+    >>> load_allocation("a.json").placements == a.placements
+    True
+    """
     text = compact_json(allocation_to_dict(a))
     if path is not None:
         Path(path).write_text(text)

@@ -15,6 +15,9 @@ from typing import Mapping
 from .memo import without_memo
 
 MILLI = 1000  # milli-GPU in one whole GPU
+#: A relative gap below this is floating-point rounding of the value's sum,
+#: reported as 0.
+GAP_ZERO = 1e-12
 
 #: Hierarchy levels alloc knows, outermost first.  An instance uses a subset
 #: that contains "server" and ends with "gpu".
@@ -112,6 +115,13 @@ class Server:
     gpu_mem : int or None
         Memory of each of its GPUs in MiB (None: the table of its GPU type,
         `alloc.resources.gpu_mem_capacity`).
+
+    Examples
+    --------
+    >>> from alloc import Server
+    >>> s = Server("s0", cpu=24000, mem=512000, gpus=8, gpu_type="V100", sockets=2)
+    >>> s.gpus, s.gpu_type, s.cpu // 1000
+    (8, 'V100', 24)
     """
     id: str
     cpu: int
@@ -149,7 +159,16 @@ class Server:
 @dataclass(frozen=True)
 class Cell:
     """A tenant's guaranteed cells: ``count`` cells at hierarchy ``level`` of
-    GPU type ``gpu_type`` (None: the cluster's only type)."""
+    GPU type ``gpu_type`` (None: the cluster's only type).
+
+    Examples
+    --------
+    >>> from alloc import Cell, Cluster, Server, Tenant
+    >>> servers = (Server("s0", cpu=24000, mem=512000, gpus=8, gpu_type="V100"),)
+    >>> research = Tenant("research", (Cell("server", 1, "V100"),))
+    >>> Cluster(servers, tenants={"research": research}).tenants["research"].cells[0].count
+    1
+    """
     level: str
     count: int
     gpu_type: str | None = None
@@ -157,7 +176,15 @@ class Cell:
 
 @dataclass(frozen=True)
 class Tenant:
-    """A tenant (virtual cluster) and the cells guaranteed to it (HiveD)."""
+    """A tenant (virtual cluster) and the cells guaranteed to it (HiveD).
+
+    Examples
+    --------
+    >>> from alloc import Cell, Tenant
+    >>> t = Tenant("research", (Cell("server", 1, "V100"), Cell("gpu", 2)))
+    >>> [(c.level, c.count) for c in t.cells]
+    [('server', 1), ('gpu', 2)]
+    """
     id: str
     cells: tuple[Cell, ...] = ()
 
@@ -174,6 +201,14 @@ class Cluster:
         ``"gpu"`` (default ``("server", "gpu")``).
     tenants : mapping of str to Tenant
         Tenants and their guaranteed cells (empty: no tenancy).
+
+    Examples
+    --------
+    >>> from alloc import Cluster, Server
+    >>> c = Cluster(tuple(Server(f"s{i}", cpu=24000, mem=512000, gpus=8, gpu_type="V100")
+    ...                   for i in range(2)))
+    >>> c.total_gpus, c.gpu_ids[:2], c.levels
+    (16, ('s0/gpu0', 's0/gpu1'), ('server', 'gpu'))
     """
     servers: tuple[Server, ...]
     levels: tuple[str, ...] = ("server", "gpu")
@@ -234,6 +269,13 @@ class Profile:
     ``span`` the factor by the hierarchy level a multi-GPU job's GPUs span
     (missing level = 1.0), ``scaling`` the speed-up with n GPUs relative to one GPU
     (elastic jobs; missing = linear).
+
+    Examples
+    --------
+    >>> from alloc import load_model
+    >>> p = load_model("res18")
+    >>> p.has_grid, p.reference_gpu, p.speed("K80") < p.speed("V100")
+    (True, 'V100', True)
     """
     name: str
     cpu_per_gpu: tuple[int, ...] = ()
@@ -309,6 +351,12 @@ class GpuShare:
         GPU (None: the job's ``gpu_compute``, else ``milli``).
 
     See `alloc.resources` for the rules.
+
+    Examples
+    --------
+    >>> from alloc import GpuShare
+    >>> GpuShare("s0/gpu3", 250)
+    GpuShare(gpu='s0/gpu3', milli=250, mem=None, compute=None)
     """
     gpu: str
     milli: int
@@ -331,6 +379,14 @@ class Placement:
         server for a CPU-only job).
     throughput : float
         The job's throughput there (recomputed by :func:`alloc.allocate`).
+
+    Examples
+    --------
+    >>> from alloc import GpuShare, Placement
+    >>> p = Placement("train", (GpuShare("s0/gpu0", 1000), GpuShare("s0/gpu1", 1000)),
+    ...               {"s0": 6000}, {"s0": 128000})
+    >>> [g.gpu for g in p.gpus], dict(p.cpu)
+    (['s0/gpu0', 's0/gpu1'], {'s0': 6000})
     """
     job: str
     gpus: tuple[GpuShare, ...] = ()
@@ -403,30 +459,43 @@ class Job:
     Parameters
     ----------
     id : str
-        Unique name.
+        Unique name (1 to 256 characters).
     gpus : int
-        Whole GPUs wanted (0 = a CPU-only job).
+        Whole GPUs wanted, >= 0 (0: a CPU-only job).
     gpu_milli : int
-        Share of each GPU, 1..1000 (below 1000 only with ``gpus == 1``: GPU sharing).
-    cpu, mem : int
-        Total request in milli-cores and MiB.  With a profile grid a solver
-        may give any grid point instead (Synergy) and reports what it gave.
+        Share of each GPU in milli-GPU, 1..1000 (default 1000, whole GPUs;
+        below 1000 only with ``gpus == 1``: GPU sharing).
+    cpu : int
+        Total CPU request in milli-cores, >= 0.
+    mem : int
+        Total memory request in MiB, >= 0.
     gpu_types : tuple of str
-        Allowed GPU types (empty = any).
+        Allowed GPU types (empty: any).
     locality : str or None
-        A level name: all the job's GPUs under one node of that level.
+        A level name of the cluster (``"server"``, ``"socket"``, ...): all the
+        job's GPUs under one node of that level (None: anywhere).
     model : str or None
-        Name of its throughput profile (a file in ``models/`` or an instance's
-        inline model); ``profile`` is the resolved profile.
-    tenant, guaranteed, priority : str or None, bool, int
-        HiveD-style tenancy: guaranteed jobs run inside their tenant's cells;
-        opportunistic ones use free GPUs and may be preempted.
+        Name of its throughput profile: a shipped model (`alloc/data/models/`,
+        or `$ALLOC_MODELS`) or an instance's inline model.
+    profile : Profile or None
+        The resolved profile (filled in from ``model`` when None).
+    tenant : str or None
+        The tenant (virtual cluster) the job belongs to (None: no tenant).
+    guaranteed : bool
+        True: the job runs inside its tenant's guaranteed cells and may
+        preempt opportunistic jobs; False (default): opportunistic, it uses
+        free GPUs and may be preempted.
+    priority : int
+        -1000..1000 (default 0), higher first; among a tenant's guaranteed
+        jobs, a higher priority may preempt a lower one.
     weight : float
-        Weight in the ``throughput`` objective (>= 0).
+        Weight in the ``throughput`` objective, 0 to 1e9 (default 1).
     current : Placement or None
         Where the job runs now (None: pending).
-    min_gpus, max_gpus : int or None
-        Elastic range of the GPU count.
+    min_gpus : int or None
+        Elastic jobs: the fewest GPUs it accepts (None: ``gpus``).
+    max_gpus : int or None
+        Elastic jobs: the most GPUs it accepts (None: ``gpus``).
     gpu_mem : int or None
         GPU memory per GPU in MiB (what it needs on each of its GPUs).
     gpu_compute : int or None
@@ -437,10 +506,19 @@ class Job:
     gpu_mem_min : int or None
         The least GPU memory per GPU in MiB it runs with (a job that is not
         guaranteed; the rest spills to host memory).  Default ``gpu_mem``.
+
+    Examples
+    --------
+    >>> from alloc import Job
+    >>> j = Job("train", gpus=4, cpu=12000, mem=256000, model="res18", locality="server")
+    >>> j.gpu_milli, j.milli_total, j.elastic
+    (1000, 4000, False)
+    >>> Job("notebook", gpus=1, gpu_milli=250, cpu=2000, mem=16384).milli_total
+    250
     """
     id: str
     gpus: int = 0
-    gpu_milli: int = MILLI
+    gpu_milli: int = 1000  # MILLI: whole GPUs
     cpu: int = 0
     mem: int = 0
     gpu_types: tuple[str, ...] = ()
@@ -481,7 +559,14 @@ class Job:
 class Status(str, enum.Enum):
     """How good an answer is: ``OPTIMAL`` (proven), ``FEASIBLE`` (a solution,
     optimality not proven), ``INFEASIBLE`` (proven impossible under the hard
-    constraints), ``UNKNOWN`` (no solution, no proof)."""
+    constraints), ``UNKNOWN`` (no solution, no proof).
+
+    Examples
+    --------
+    >>> from alloc import Status
+    >>> Status("optimal") is Status.OPTIMAL, str(Status.FEASIBLE)
+    (True, 'feasible')
+    """
     OPTIMAL = "optimal"
     FEASIBLE = "feasible"
     INFEASIBLE = "infeasible"
@@ -503,6 +588,16 @@ class Diff:
         Jobs placed before and not now.
     move : tuple of Placement
         Jobs placed in both whose placement changed (their new placement).
+
+    Examples
+    --------
+    >>> from alloc import Cluster, Job, Server, allocate
+    >>> cluster = Cluster((Server("s0", cpu=8000, mem=64000, gpus=4),))
+    >>> first = allocate(cluster, [Job("a", 2, cpu=1000, mem=1000)])
+    >>> now = allocate(cluster, [Job("b", 1, cpu=1000, mem=1000)])
+    >>> d = now.diff(first)
+    >>> [p.job for p in d.start], d.stop, d.move
+    (['b'], ('a',), ())
     """
     start: tuple[Placement, ...] = ()
     stop: tuple[str, ...] = ()
@@ -529,14 +624,33 @@ class Allocation:
     reasons : mapping of str to str
         For unplaced jobs that cannot be placed on this cluster now: why.
     status : Status
+        How good the answer is: ``optimal`` (the value is proven to meet the
+        bound for this input), ``feasible`` (a valid answer, optimality not
+        proven; every heuristic's status), ``infeasible`` or ``unknown``.
     value : float
         The objective recomputed from the placements (minus move costs).
     bound : float or None
-        A proven upper bound of the optimum (exact solvers).
+        A proven upper bound of the optimum (exact solvers; None otherwise).
     wall_time_s : float
-    solver, objective, instance : str
+        Seconds the whole call took, validation and final check included.
+    solver : str
+        The solver that answered.
+    objective : str
+        The objective maximised (``throughput``, ``gpus`` or ``jobs``).
+    instance : str
+        The name given to `allocate` (an instance file's name).
     stats : mapping
         Solver statistics (not part of the comparison).
+
+    Examples
+    --------
+    >>> from alloc import allocate, load_instance
+    >>> inst = load_instance("tiny-grid")
+    >>> a = allocate(inst.cluster, inst.jobs, solver="best-fit", instance=inst.name)
+    >>> a.status.value, a.bound, len(a.placements) + len(a.unplaced) == len(inst.jobs)
+    ('feasible', None, True)
+    >>> a.placement(a.placements[0].job) is a.placements[0]
+    True
     """
     placements: tuple[Placement, ...] = ()
     unplaced: tuple[str, ...] = ()
@@ -562,11 +676,14 @@ class Allocation:
 
     @property
     def gap(self) -> float | None:
-        """Relative gap between value and bound (None without a bound)."""
+        """Relative gap between value and bound, ``(bound - value) / |bound|``
+        (None without a bound; 0 when the two differ only by floating-point
+        rounding, below `GAP_ZERO`)."""
         if self.bound is None:
             return None
         denom = max(abs(self.bound), 1e-9)
-        return max(0.0, (self.bound - self.value) / denom)
+        gap = (self.bound - self.value) / denom
+        return gap if gap >= GAP_ZERO else 0.0
 
     def diff(self, previous: "Allocation | None") -> Diff:
         """Start / stop / move lists that turn ``previous`` into this allocation."""
@@ -585,7 +702,15 @@ class Allocation:
 
 @dataclass(frozen=True)
 class Instance:
-    """An instance file: a name, the cluster, the jobs and inline models."""
+    """An instance file: a name, the cluster, the jobs and inline models.
+
+    Examples
+    --------
+    >>> from alloc import load_instance
+    >>> inst = load_instance("tiny-grid")
+    >>> inst.name, len(inst.cluster.servers), len(inst.jobs), inst.meta["known_optimum"]["jobs"]
+    ('tiny-grid', 2, 6, 6.0)
+    """
     name: str
     cluster: Cluster
     jobs: tuple[Job, ...]

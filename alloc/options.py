@@ -39,6 +39,13 @@ class Option:
         Bounds for numbers (inclusive).
     nullable : bool
         None is accepted.
+
+    Examples
+    --------
+    >>> from alloc import Option
+    >>> o = Option("passes", "int", 2, "improvement passes", minimum=0)
+    >>> o.default, o.to_dict()["type"]
+    (2, 'int')
     """
     name: str
     kind: str

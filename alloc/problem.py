@@ -52,7 +52,15 @@ class Assign:
     """A job's assignment in index form: GPUs ``(global index, milli)``, CPU /
     memory per server index and, aligned with ``gpus`` (or empty: none), the
     GPU memory and compute caps ``(mem, compute)`` of each share
-    (`alloc.resources`)."""
+    (`alloc.resources`).
+
+    Examples
+    --------
+    >>> from alloc import Assign
+    >>> a = Assign(gpus=((0, 1000), (1, 1000)), cpu=((0, 4000),), mem=((0, 8000),))
+    >>> a.servers
+    (0,)
+    """
     gpus: tuple[tuple[int, int], ...] = ()
     cpu: tuple[tuple[int, int], ...] = ()
     mem: tuple[tuple[int, int], ...] = ()
@@ -89,6 +97,13 @@ class Solution:
         Anything worth reporting (JSON values); `covers_instance` (bool) says
         that a solver which declares `restricts` proved its bound for the
         instance as given.
+
+    Examples
+    --------
+    >>> from alloc import Assign, Solution
+    >>> sol = Solution({0: Assign(gpus=((0, 1000),), cpu=((0, 1000),), mem=((0, 1000),))})
+    >>> sol.status.value, sol.bound
+    ('feasible', None)
     """
     assign: dict[int, Assign] = field(default_factory=dict)
     status: Status = Status.FEASIBLE
@@ -354,6 +369,15 @@ class Problem:
         Running jobs that may move (None: any number); `moves_allowed`.
     move_cost : float or None
         Objective units charged per move.
+
+    Examples
+    --------
+    >>> from alloc import Cluster, Job, Server
+    >>> from alloc.problem import compile_problem
+    >>> cluster = Cluster((Server("s0", cpu=8000, mem=64000, gpus=2, gpu_type="V100"),))
+    >>> p = compile_problem(cluster, [Job("a", 1, cpu=1000, mem=1000)])
+    >>> p.S, p.G, p.J, list(p.pending)
+    (1, 2, 1, [0])
     """
 
     def __init__(self, cluster: Cluster, jobs: Sequence[Job], objective: str | Objective = "throughput",
@@ -687,7 +711,18 @@ def job_types(problem: Problem, jobs: Sequence[int] | None = None) -> list[list[
 
 def job_order(problem: Problem, key=None, jobs: Sequence[int] | None = None) -> list[int]:
     """The pending jobs (or ``jobs``) by rank: the explicit order, else priority
-    (highest first) and then ``key`` (default: input order)."""
+    (highest first) and then ``key`` (default: input order).
+
+    Examples
+    --------
+    >>> from alloc import Cluster, Job, Server, job_order
+    >>> from alloc.problem import compile_problem
+    >>> cluster = Cluster((Server("s0", cpu=8000, mem=64000, gpus=2, gpu_type="V100"),))
+    >>> jobs = [Job("a", 1, cpu=1000, mem=1000), Job("b", 1, cpu=1000, mem=1000, priority=5)]
+    >>> p = compile_problem(cluster, jobs)
+    >>> [p.jobs[j].id for j in job_order(p)]
+    ['b', 'a']
+    """
     pk = problem.prio_key
     src = problem.pending if jobs is None else jobs
     return sorted(src, key=lambda j: (pk[j], key(j) if key else j))

@@ -6,9 +6,9 @@ the GPU-proportional share on the reference GPU type), a relative speed per GPU
 type, a factor by the hierarchy level a multi-GPU job spans, and optionally its
 speed-up with n GPUs relative to one (``scaling``).
 
-The models directory is found in this order: ``$ALLOC_MODELS``, the
-``models/`` folder next to the package (a source checkout or editable
-install).
+The models directory is ``$ALLOC_MODELS`` when set, else the package's own
+`alloc/data/models/` (read through `importlib.resources`, so an installed
+wheel has them; a source checkout links `models/` there).
 """
 from __future__ import annotations
 
@@ -20,14 +20,15 @@ from typing import Mapping
 
 from .errors import InputError
 from .model import Profile, frozen_map
+from .shipped import data_dir
 
 
 def models_dir() -> Path:
-    """The models folder: ``$ALLOC_MODELS`` or the ``models/`` folder next to the package."""
+    """The models folder: `$ALLOC_MODELS` or the package's `alloc/data/models/`."""
     env = os.environ.get("ALLOC_MODELS")
     if env:
         return Path(env)
-    return Path(__file__).resolve().parents[1] / "models"
+    return data_dir("models")
 
 
 def available_models() -> list[str]:
@@ -106,9 +107,8 @@ def profile_from_dict(doc: Mapping, *, source: str, name: str | None = None,
 
 
 def _shipped(path: Path) -> bool:
-    """True for a file of the package's own ``models/`` folder."""
-    own = Path(__file__).resolve().parents[1] / "models"
-    return path.resolve().parent == own
+    """True for a file of the package's own models folder."""
+    return path.resolve().parent == data_dir("models").resolve()
 
 
 @lru_cache(maxsize=None)
@@ -125,7 +125,15 @@ def _load(path: str) -> Profile:
 
 
 def load_model(name: str) -> Profile:
-    """The profile of model ``name`` from the models directory."""
+    """The profile of model ``name`` from the models directory.
+
+    Examples
+    --------
+    >>> from alloc import load_model
+    >>> p = load_model("res50")
+    >>> p.name, len(p.cpu_per_gpu) > 1, round(p.speed("P100"), 3)
+    ('res50', True, 0.596)
+    """
     ok = isinstance(name, str) and 0 < len(name) <= 256 and "/" not in name and "\\" not in name
     path = models_dir() / f"{name}.json" if ok else None
     try:

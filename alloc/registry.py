@@ -114,6 +114,13 @@ class SolverInfo:
     broken : str
         Why the solver cannot run anywhere (a plug-in that failed to load);
         empty when it can.
+
+    Examples
+    --------
+    >>> from alloc import get_solver
+    >>> info = get_solver("best-fit")
+    >>> info.name, info.family, info.exact, "sharing" in info.capabilities
+    ('best-fit', 'heuristics', False, True)
     """
     name: str
     entry: str = ""
@@ -456,7 +463,16 @@ def register(name: str, target: Callable | str | None = None, *, replace: bool =
 
 def unregister(name: str) -> None:
     """Remove a solver registered with `register` (built-in solvers and
-    plug-ins stay; `ValueError` for them)."""
+    plug-ins stay; `ValueError` for them).
+
+    Examples
+    --------
+    >>> import alloc
+    >>> _ = alloc.register("demo", "alloc.solvers.heuristics.greedy:solve_best_fit")
+    >>> alloc.unregister("demo")
+    >>> "demo" in alloc.solvers()
+    False
+    """
     if name not in _EXTRA:
         raise ValueError(f"solver {name!r} was not registered in this process")
     del _EXTRA[name]
@@ -503,7 +519,15 @@ def restore(infos: Sequence[SolverInfo]) -> None:
 
 def solvers() -> dict[str, SolverInfo]:
     """Every solver by name, sorted: built-in, plug-ins and registered ones
-    (plug-ins are loaded now)."""
+    (plug-ins are loaded now).
+
+    Examples
+    --------
+    >>> from alloc import solvers
+    >>> reg = solvers()
+    >>> reg["best-fit"].exact, reg["cpsat"].exact, "sharing" in reg["fgd"].capabilities
+    (False, True, True)
+    """
     _warn_shadowed()
     reg = dict(_builtin())
     for name in _plugin_names():
@@ -513,7 +537,18 @@ def solvers() -> dict[str, SolverInfo]:
 
 
 def get_solver(name: str) -> SolverInfo:
-    """The solver called `name`; `ValueError` listing the valid names."""
+    """The solver called `name`; `ValueError` listing the valid names.
+
+    Examples
+    --------
+    >>> from alloc import get_solver
+    >>> get_solver("cpsat").family
+    'exact'
+    >>> get_solver("nope")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: unknown solver 'nope'; valid solvers: ...
+    """
     if isinstance(name, str):
         info = _EXTRA.get(name) or _builtin().get(name) or _plugin(name)
         if info is not None:
@@ -525,12 +560,26 @@ def get_solver(name: str) -> SolverInfo:
 
 
 def exact_solvers(available_only: bool = True) -> list[str]:
-    """Names of the exact solvers (available ones only by default)."""
+    """Names of the exact solvers (available ones only by default).
+
+    Examples
+    --------
+    >>> from alloc import exact_solvers
+    >>> {"cpsat", "milp"} <= set(exact_solvers())
+    True
+    """
     return [n for n, s in solvers().items() if s.exact and (s.available or not available_only)]
 
 
 def heuristic_solvers(available_only: bool = True) -> list[str]:
-    """Names of the heuristics (available ones only by default)."""
+    """Names of the heuristics (available ones only by default).
+
+    Examples
+    --------
+    >>> from alloc import heuristic_solvers
+    >>> "best-fit" in heuristic_solvers() and "cpsat" not in heuristic_solvers()
+    True
+    """
     return [n for n, s in solvers().items() if not s.exact and (s.available or not available_only)]
 
 

@@ -81,18 +81,23 @@ def allocate(cluster: Cluster, jobs: Sequence[Job], *, solver: str = "best-fit",
         A registered solver (``alloc.solvers()``; a bad name raises
         ``ValueError`` listing them).
     objective : {"throughput", "gpus", "jobs"}
-        What to maximise (:mod:`alloc.objectives`).
+        What to maximise ([`alloc.objectives`][alloc.objectives]).
     time_limit : float, optional
         Seconds for the whole call, final check included (default
-        :data:`alloc.deadline.DEFAULT_TIME_LIMIT`); the call returns within
+        `alloc.deadline.DEFAULT_TIME_LIMIT`, 60); the call returns within
         ``time_limit * 1.1 + 0.5`` s.  A heuristic out of time returns what it
         has (status ``feasible``).
     seed : int
-        Same input and seed, same answer.
+        The random seed.  Heuristics give the same answer for the same input
+        and seed.  A solver stopped by the clock may not: an exact solver's
+        phases end at the time limit, so the same call can prove ``optimal``
+        once and stop at ``feasible`` the next time on a busier machine; cpsat
+        with ``deterministic=True`` repeats its searches exactly (see "Same
+        input, same answer" in the solvers page).
     instance : str
         Name recorded in the allocation.
     check : bool
-        Run :func:`alloc.violations` on the answer (default True).
+        Run [`violations`][alloc.check.violations] on the answer (default True).
     order : sequence of str, optional
         Job ids, highest rank first: solvers place in this order, and a
         heuristic never displaces a job for one ranked below it.
@@ -110,7 +115,23 @@ def allocate(cluster: Cluster, jobs: Sequence[Job], *, solver: str = "best-fit",
     Returns
     -------
     Allocation
-        Value recomputed from the placements, status honest, checked.
+        The answer, checked against every hard constraint (``check=True``):
+
+        * ``placements``: one [`Placement`][alloc.model.Placement] per placed
+          job (its GPUs with their milli shares, CPU and memory per server,
+          throughput), running jobs kept in place included;
+        * ``unplaced``: every other job; ``reasons[job]`` says why for the
+          ones that cannot be placed on this cluster now (a GPU type no server
+          has, wider than any server), the others wait for room;
+        * ``preempted`` and ``moved``: running jobs stopped or placed elsewhere
+          (only where the call and the tenancy rules allow it);
+        * ``status``: ``optimal`` only when proven for this input, ``feasible``
+          otherwise (every heuristic), ``infeasible`` or ``unknown``;
+        * ``value``: the objective recomputed from the placements (minus move
+          costs); ``bound`` a proven upper bound (exact solvers, else None),
+          ``value <= bound``, and ``gap`` their relative difference;
+        * ``wall_time_s``, ``solver``, ``objective``, ``instance`` and the
+          solver's ``stats``.
 
     Raises
     ------
@@ -121,6 +142,18 @@ def allocate(cluster: Cluster, jobs: Sequence[Job], *, solver: str = "best-fit",
         The solver's backend is not installed.
     SolverError
         The solver failed or broke a hard constraint.
+
+    Examples
+    --------
+    >>> from alloc import Cluster, Job, Server, allocate
+    >>> cluster = Cluster((Server("s0", cpu=24000, mem=512000, gpus=8, gpu_type="V100"),))
+    >>> jobs = [Job("a", gpus=4, cpu=8000, mem=64000), Job("b", gpus=8, cpu=8000, mem=64000)]
+    >>> a = allocate(cluster, jobs, solver="best-fit", objective="gpus")
+    >>> [p.job for p in a.placements], a.unplaced, a.status.value
+    (['b'], ('a',), 'feasible')
+    >>> e = allocate(cluster, jobs, solver="cpsat", objective="gpus", time_limit=10)
+    >>> e.status.value, e.value, e.bound
+    ('optimal', 8000.0, 8000.0)
     """
     deadline = Deadline.after(check_time_limit(time_limit))
     info = get_solver(solver)

@@ -315,9 +315,9 @@ counted apart.
 ## Example rows
 
 An exact solver that proved its answer optimal, and a heuristic that cannot
-take an instance with tenants:
+take an instance with tenants (JSON lines, one row a line):
 
-```json
+```jsonl
 {rows}
 ```
 
@@ -327,7 +327,7 @@ Reading rows in Python (this runs a small bench):
 import statistics
 from alloc.bench import run
 
-rows = run(["instances/tiny-grid.json"], ["best-fit", "cpsat"], time_limit=5,
+rows = run(["tiny-grid"], ["best-fit", "cpsat"], time_limit=5,
            seeds=[0, 1], progress=False)
 for solver in ("best-fit", "cpsat"):
     mine = [r for r in rows if r["solver"] == solver and r["status"] != "refused"]

@@ -18,6 +18,38 @@ tenancy model with its own engine, never below the applicable heuristics;
 `cpsat-tenancy` is the tenancy model alone (CP-SAT).
 A solver that restricts the problem says so (`restricts` below) and reports
 `optimal` only when its proof covers the instance.
+
+## CPU and memory: the request, or a point of the profile grid
+
+A job's `cpu` and `mem` are its request.  When the job names a model whose
+profile has a CPU x memory grid (the shipped models do), a solver with the
+`grid` capability may give it another point of that grid instead: more CPU or
+memory than it asked for where the throughput objective gains (the exact
+family gave a 4-GPU `res18` job that asked 12,000 milli-CPU 24,000 on an idle
+24-core server), or less.  It reports what it gave in the placement (`cpu`,
+`mem` per server), and the value counts the speed at that point.  Solvers
+without `grid` give exactly the request.
+
+## Same input, same answer
+
+Heuristics give the same answer for the same input and seed, whatever the
+machine's load.  An exact solver works in phases (warm start, column
+generation, the integer master, the proof), each stopped by its share of the
+time limit, so under a tight limit the same call can end in a different place
+on a busier machine or on a first call in a fresh process (imports count
+against the limit): `optimal` once, `feasible` with a gap of 0.01 % the next
+time.  Two ways to get the same answer every time:
+
+* a limit long enough for the proof: every `optimal` answer has the same
+  value (the proven optimum);
+* `cpsat` with `deterministic=True` (`--option deterministic=true` on the
+  command line): one CP-SAT worker on every model, the seed fixed, and each
+  CP-SAT search stopped by its deterministic work count instead of the clock,
+  so a search ends at the same point on an idle or a loaded machine.  The
+  phases that are not CP-SAT searches (the warm-start heuristics' local
+  search, the column generation's LP rounds) still stop on the clock when
+  their share runs out; at limits that cut them short the answer can still
+  differ, and the time limit stays the law.
 """
 
 

@@ -1,8 +1,8 @@
 """Drive ``alloc serve`` over HTTP with the standard library only -- the
 calls a scheduler written in Go or C makes, in Python for brevity.
 
-Start a service first (``alloc serve``, needs ``pip install 'alloc[service]'``),
-then run ``python examples/service_client.py [--url URL] [--token T]``.
+Start a service first (``alloc serve``; it needs the service extra,
+``pip install '.[service]'`` in a clone), then run ``python examples/service_client.py [--url URL] [--token T]``.
 """
 from __future__ import annotations
 

@@ -53,7 +53,7 @@ def test_instance_examples_are_valid_and_solve():
 
 
 def test_row_examples_follow_the_schema():
-    rows = [json.loads(x) for b in blocks("bench-rows.md", "json") for x in b.splitlines()]
+    rows = [json.loads(x) for b in blocks("bench-rows.md", "jsonl") for x in b.splitlines()]
     assert len(rows) == 2 and not [p for r in rows for p in schema_problems(r, "row")]
 
 

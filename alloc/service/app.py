@@ -17,7 +17,9 @@ Endpoints (JSON in, JSON out; the file formats of the design notes inside):
 
 Errors are ``{"error": "<one line>"}``: 400 for what the library refuses
 (its own message), 401 without the bearer token, 404 for an unknown session
-or path, 413 for a body over the limit, 422 for a request of the wrong shape,
+or path, 413 for a body over the limit, 422 for a request of the wrong shape
+(malformed JSON, a missing or mistyped request field; a wrong type inside an
+instance, job or event is the library's 400),
 429 when the session table is full, 503 when a solver's backend is missing;
 never a stack trace.  Requests to one session are serialised by its lock;
 different sessions run in parallel.
@@ -57,6 +59,8 @@ class ServiceConfig:
         Largest request body in bytes.
     max_sessions : int
         Sessions held at once.
+    session_idle_s : float or None
+        Seconds without a request after which a session expires (None: never).
     max_time_limit : float
         Largest time limit (seconds) a request may ask; also the default.
     max_gpus : int
@@ -67,6 +71,7 @@ class ServiceConfig:
     token: str | None = None
     max_body: int = 16 * 1024 * 1024
     max_sessions: int = 256
+    session_idle_s: float | None = 3600.0
     max_time_limit: float = 60.0
     max_gpus: int = 100_000
     workers: int = 4
@@ -85,14 +90,48 @@ ERRORS = {400: _ERR, 401: _ERR, 413: _ERR, 422: _ERR}
 SESSION_ERRORS = {**ERRORS, 404: _ERR}
 
 
-def _one_line(exc: RequestValidationError) -> str:
+def _union_tags() -> frozenset[str]:
+    """The event ``type`` tags, which pydantic puts in an error's location."""
+    from typing import get_args
+    members = get_args(get_args(m.Event)[0])
+    return frozenset(t for c in members for t in get_args(c.model_fields["type"].annotation))
+
+
+_TAGS = _union_tags()
+
+
+def _location(loc) -> str:
+    """A pydantic location in the library's notation (`events[0].job.gpus`),
+    without the body prefix and the event-type tags."""
+    from ..schema import path_str
+    parts = list(loc[1:] if loc[:1] == ("body",) else loc)
+    parts = [x for i, x in enumerate(parts)
+             if not (i and isinstance(parts[i - 1], int) and x in _TAGS)]
+    return path_str(parts) or "body"
+
+
+def _malformed_json(e: dict, body: bytes) -> str:
+    """Where a request body stops being JSON, as line and column."""
+    pos = e["loc"][-1] if isinstance(e["loc"][-1], int) else 0
+    head = body[:pos].decode("utf-8", "replace")
+    line, col = head.count("\n") + 1, len(head) - (head.rfind("\n") + 1) + 1
+    reason = (e.get("ctx") or {}).get("error", "not JSON")
+    return f"request body: line {line} column {col}: malformed JSON ({reason})"
+
+
+def _one_line(exc: RequestValidationError, body: bytes = b"") -> str:
     errs = exc.errors()
     if not errs:
         return "malformed request"
     e = errs[0]
-    loc = ".".join(str(x) for x in e.get("loc", ()) if x != "body") or "body"
+    if e.get("type") == "json_invalid":
+        return _malformed_json(e, body)[:500]
     more = f" (and {len(errs) - 1} more)" if len(errs) > 1 else ""
-    return f"{loc}: {e.get('msg', 'invalid')}{more}"[:500]
+    return f"{_location(e.get('loc', ()))}: {e.get('msg', 'invalid')}{more}"[:500]
+
+
+async def _invalid_request(request: Request, exc: RequestValidationError) -> JSONResponse:
+    return _error(422, _one_line(exc, await request.body()))
 
 
 def _error(status: int, message: str, headers: dict | None = None) -> JSONResponse:
@@ -103,7 +142,6 @@ def _error(status: int, message: str, headers: dict | None = None) -> JSONRespon
 def install_error_handlers(app: FastAPI) -> None:
     """Every error as ``{"error": one line}`` with its status."""
     handlers: dict[Any, Callable] = {
-        RequestValidationError: lambda r, e: _error(422, _one_line(e)),
         StarletteHTTPException: lambda r, e: _error(e.status_code, e.detail,
                                                     getattr(e, "headers", None)),
         Refused: lambda r, e: _error(e.status, str(e),
@@ -116,6 +154,7 @@ def install_error_handlers(app: FastAPI) -> None:
     }
     for exc, fn in handlers.items():
         app.add_exception_handler(exc, _async(fn))
+    app.add_exception_handler(RequestValidationError, _invalid_request)
 
     async def internal(request: Request, exc: Exception):
         log.exception("internal error on %s %s", request.method, request.url.path)
@@ -140,11 +179,12 @@ def create_app(config: ServiceConfig | None = None) -> FastAPI:
         anyio.to_thread.current_default_thread_limiter().total_tokens = cfg.workers
         yield
 
-    app = FastAPI(title="alloc", version=__version__, lifespan=lifespan,
+    app = FastAPI(title="alloc", version=__version__, lifespan=lifespan, docs_url=None,
+                  redoc_url=None,
                   description="Which deep-learning jobs run where on a shared GPU cluster: "
                               "one-shot solves and scheduler sessions over HTTP/JSON.")
     app.state.config = cfg
-    app.state.store = SessionStore(cfg.max_sessions)
+    app.state.store = SessionStore(cfg.max_sessions, cfg.session_idle_s)
     install_error_handlers(app)
     app.add_middleware(BodyLimit, max_body=cfg.max_body)
     bearer = HTTPBearer(auto_error=False)
@@ -156,8 +196,10 @@ def create_app(config: ServiceConfig | None = None) -> FastAPI:
                                                    cfg.token.encode()):
             raise Refused(401, "missing or wrong bearer token (Authorization: Bearer <token>)")
 
+    from .docs import add_docs
     from .routes import add_routes
     add_routes(app, Depends(auth))
+    add_docs(app)
 
     def openapi():
         if app.openapi_schema is None:

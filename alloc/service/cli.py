@@ -9,8 +9,11 @@ import argparse
 import os
 import sys
 
+from ..errors import install_hint
+
 TOKEN_ENV = "ALLOC_SERVICE_TOKEN"
-INSTALL_HINT = "alloc serve: needs the service extra; install it with: pip install 'alloc[service]'"
+INSTALL_HINT = "alloc serve: needs the service extra; install it with: " + install_hint(
+    "service", "fastapi uvicorn swagger-ui-bundle-v2")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -45,6 +48,9 @@ def parser() -> argparse.ArgumentParser:
                         "(default: 4)")
     p.add_argument("--max-sessions", type=_positive(int), default=256, metavar="N",
                    help="sessions held at once; more get 429 (default: 256)")
+    p.add_argument("--session-idle", type=float, default=3600.0, metavar="S",
+                   help="a session without a request for S seconds expires; 0: never "
+                        "(default: 3600)")
     p.add_argument("--max-time-limit", type=_positive(float), default=60.0, metavar="S",
                    help="largest time limit a request may ask, and the default (default: 60)")
     p.add_argument("--max-gpus", type=_positive(int), default=100_000, metavar="N",
@@ -67,6 +73,7 @@ def serve_main(argv: list[str] | None = None) -> int:
     from .app import ServiceConfig, create_app
     token = args.token if args.token is not None else os.environ.get(TOKEN_ENV) or None
     cfg = ServiceConfig(token=token, max_body=args.max_body, max_sessions=args.max_sessions,
+                        session_idle_s=args.session_idle if args.session_idle > 0 else None,
                         max_time_limit=args.max_time_limit, max_gpus=args.max_gpus,
                         workers=args.workers)
     app = create_app(cfg)

@@ -2,6 +2,11 @@
 
 Requests to one session run one at a time (its lock); requests to different
 sessions run in parallel.  The store's own lock guards only the id table.
+
+A session not used for ``idle_s`` seconds (no request naming it) expires: it
+is dropped the next time the store is asked to add or list sessions, and a
+later request naming it gets "unknown session ... (expired ...)".  A session
+in use never expires.
 """
 from __future__ import annotations
 
@@ -31,36 +36,77 @@ class Entry:
     lock: threading.Lock = field(default_factory=threading.Lock)
     created: float = field(default_factory=time.time)
     closed: bool = False
+    used: float = 0.0  # the store's clock at the last request naming it
 
 
 class SessionStore:
-    """Sessions by id (at most ``max_sessions`` at once)."""
+    """Sessions by id (at most ``max_sessions`` at once; idle ones expire).
 
-    def __init__(self, max_sessions: int = 256):
+    Parameters
+    ----------
+    max_sessions : int
+        Sessions held at once; one more is refused (`TooManySessions`).
+    idle_s : float or None
+        Seconds without a request after which a session expires (None: never).
+    clock : callable
+        Monotonic seconds (`time.monotonic`; a test may pass its own).
+    """
+
+    def __init__(self, max_sessions: int = 256, idle_s: float | None = 3600.0,
+                 clock=time.monotonic):
         self.max_sessions = max_sessions
+        self.idle_s = idle_s
+        self._clock = clock
         self._lock = threading.Lock()
         self._entries: dict[str, Entry] = {}
+        self._expired: dict[str, None] = {}  # recent expired ids, for the message
 
     def add(self, session: Session) -> str:
         """Keep ``session``; returns its new id."""
         with self._lock:
+            self._expire()
             if len(self._entries) >= self.max_sessions:
                 raise TooManySessions(f"too many sessions ({self.max_sessions}); delete one "
                                       f"first")
             sid = secrets.token_urlsafe(9)
-            self._entries[sid] = Entry(sid, session)
+            self._entries[sid] = Entry(sid, session, used=self._clock())
             return sid
 
     def ids(self) -> list[str]:
         """Ids of the sessions, oldest first."""
         with self._lock:
+            self._expire()
             return list(self._entries)
+
+    def _expire(self) -> None:
+        """Drop the sessions idle for over ``idle_s`` (the store's lock held)."""
+        if self.idle_s is None:
+            return
+        now = self._clock()
+        for sid, e in list(self._entries.items()):
+            if now - e.used > self.idle_s and e.lock.acquire(blocking=False):
+                try:
+                    e.closed = True
+                    del self._entries[sid]
+                    self._expired[sid] = None
+                finally:
+                    e.lock.release()
+        while len(self._expired) > 4 * self.max_sessions:
+            self._expired.pop(next(iter(self._expired)))
+
+    def _unknown(self, sid: str) -> UnknownSession:
+        why = f" (expired after {self.idle_s:g} s idle)" if sid in self._expired else ""
+        return UnknownSession(f"unknown session {sid[:64]!r}{why}")
 
     def _entry(self, sid: str) -> Entry:
         with self._lock:
             e = self._entries.get(sid)
+            if e is not None and self.idle_s is not None and \
+                    self._clock() - e.used > self.idle_s:
+                self._expire()
+                e = self._entries.get(sid)
         if e is None:
-            raise UnknownSession(f"unknown session {sid[:64]!r}")
+            raise self._unknown(sid)
         return e
 
     @contextmanager
@@ -69,15 +115,18 @@ class SessionStore:
         e = self._entry(sid)
         with e.lock:
             if e.closed:
-                raise UnknownSession(f"unknown session {sid[:64]!r}")
-            yield e.session
+                raise self._unknown(sid)
+            try:
+                yield e.session
+            finally:
+                e.used = self._clock()
 
     def delete(self, sid: str) -> None:
         """Forget session ``sid`` (waits for a request using it to finish)."""
         e = self._entry(sid)
         with e.lock:
             if e.closed:
-                raise UnknownSession(f"unknown session {sid[:64]!r}")
+                raise self._unknown(sid)
             e.closed = True
             with self._lock:
                 self._entries.pop(sid, None)

@@ -66,6 +66,19 @@ class Session:
     they are submitted, never again.  After the round
     ``current(j) = placement(j)`` for every placed job and
     ``current(j) = None`` for every preempted one.
+
+    Examples
+    --------
+    >>> from alloc import Cluster, Job, Server, Session
+    >>> s = Session(Cluster((Server("s0", cpu=24000, mem=512000, gpus=8),)), solver="best-fit")
+    >>> s.submit(Job("a", 4, cpu=4000, mem=4000))
+    >>> s.submit(Job("b", 8, cpu=4000, mem=4000))
+    >>> r = s.step()
+    >>> [p.job for p in r.start], r.unplaced
+    (['b'], ('a',))
+    >>> s.finish("b")
+    >>> [p.job for p in s.step().start]
+    ['a']
     """
 
     def __init__(self, cluster: Cluster, *, jobs: Sequence[Job] = (), solver: str = "best-fit",

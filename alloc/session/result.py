@@ -42,6 +42,15 @@ class RoundResult:
         session's update), ``attempts`` (solves: more than 1 only when a
         solver put a job on a drained or failed server and the round was
         solved again without it).
+
+    Examples
+    --------
+    >>> from alloc import Cluster, Job, Server, Session
+    >>> s = Session(Cluster((Server("s0", cpu=24000, mem=512000, gpus=8),)))
+    >>> s.submit(Job("a", 2, cpu=4000, mem=4000))
+    >>> r = s.step()
+    >>> r.round, [p.job for p in r.start], r.stop, r.allocation.status.value
+    (1, ['a'], (), 'feasible')
     """
     round: int
     start: tuple[Placement, ...] = ()

@@ -31,6 +31,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from ..errors import InputError
+from ..io import plain_numbers
 from ..model import Status
 from ..schema import schema_problems
 
@@ -307,7 +308,8 @@ def load_shares(path) -> SharesProblem:
         Malformed JSON, NaN/Infinity, a schema or meaning problem: one line
         naming the file, the field and what was expected.
     """
-    return problem_from_dict(read_json_strict(path), str(path))
+    from ..shipped import resolve
+    return problem_from_dict(read_json_strict(resolve(path, "examples")), str(path))
 
 
 def problem_to_dict(p: SharesProblem) -> dict:
@@ -436,7 +438,7 @@ def dump_shares_result(r: SharesResult, path=None) -> str:
     -------
     str
     """
-    text = json.dumps(result_to_dict(r), indent=1) + "\n"
+    text = json.dumps(plain_numbers(result_to_dict(r)), indent=1) + "\n"
     if path is not None:
         Path(path).write_text(text)
     return text

@@ -21,6 +21,7 @@ import sys
 from pathlib import Path
 
 from ..errors import InputError
+from ..io import plain_numbers
 from .engine import ClusterSpec, Simulator
 from .policies import ORDERS
 from .workload import CLASS_ORDER, MODEL_CLASSES, SyntheticWorkload
@@ -107,7 +108,8 @@ def load_config(path: str | Path):
     """Read and validate a simulation config file: ``(Simulator, config)``;
     messages name the path as given."""
     from ..io import read_json
-    p = Path(path)
+    from ..shipped import resolve
+    p = resolve(path, "examples")
     doc = read_json(p, "simulation config")
     return build(doc, p.resolve().parent, str(path))
 
@@ -127,7 +129,7 @@ def simulate_main(argv: list[str]) -> int:
         res = sim.run()
         out = res.summary()
         out["config"] = cfg
-        text = json.dumps(out, indent=1)
+        text = json.dumps(plain_numbers(out), indent=1)
         if args.out:
             try:
                 Path(args.out).write_text(text + "\n")

@@ -130,8 +130,8 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("config", help="sweep config (JSON, format alloc.sweep/1)")
     ap.add_argument("--out", metavar="FILE",
                     help="JSON-lines results, one row per finished run; an existing file is "
-                         "resumed (default: sweep-<config file stem>.jsonl in the current "
-                         "folder)")
+                         "resumed (default: sweep-<config file stem>.jsonl in the current folder; "
+                         "sweep-small.json gives sweep-small.jsonl)")
     ap.add_argument("--parquet", metavar="FILE",
                     help="also write every row of the sweep to this Parquet file at the end "
                          "(needs pyarrow; default: none)")
@@ -205,6 +205,19 @@ def write_markdown(cfg: SweepConfig, res: SweepResult, path, command=None) -> No
     Path(path).write_text("\n".join(head) + "\n" + markdown(summarize(res.rows)))
 
 
+def default_out(config) -> str:
+    """The default results file: ``sweep-<config stem>.jsonl`` in the current
+    folder, without doubling a stem that already starts with ``sweep``.
+
+    Examples
+    --------
+    >>> default_out("grids/openb.json"), default_out("sweep-small.json")
+    ('sweep-openb.jsonl', 'sweep-small.jsonl')
+    """
+    stem = Path(config).stem
+    return f"{stem if stem.lower().startswith('sweep') else f'sweep-{stem}'}.jsonl"
+
+
 def sweep_main(argv: list[str]) -> int:
     """Entry point of ``alloc sweep``.
 
@@ -223,7 +236,7 @@ def sweep_main(argv: list[str]) -> int:
     try:
         _check_flags(args)
         cfg = load_config(args.config)
-        out = args.out or f"sweep-{Path(args.config).stem}.jsonl"
+        out = args.out or default_out(args.config)
         executor = make_executor(args.ray, args.jobs)
         runs = build_runs(cfg)
         print(f"sweep {cfg.name}: {len(runs)} runs on {executor.describe()}, results in {out}",

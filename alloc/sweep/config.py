@@ -414,5 +414,6 @@ def load_config(path) -> SweepConfig:
     InputError
         One line naming the file, the field and what was expected.
     """
-    p = Path(path)
+    from ..shipped import resolve
+    p = resolve(path, "examples")
     return config_from_dict(read_config(p), str(path), p.resolve().parent)

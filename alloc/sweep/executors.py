@@ -29,11 +29,11 @@ import os
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from typing import Iterator, Sequence
 
-from ..errors import InputError
+from ..errors import InputError, install_hint
 from .grid import Run
 from .worker import error_row, execute, execute_with
 
-RAY_INSTALL_HINT = "pip install 'alloc[ray]'"
+RAY_INSTALL_HINT = install_hint("ray", "ray")
 
 
 def crash_row(run: Run, exc: BaseException) -> dict:

@@ -153,10 +153,14 @@ _COMMON = (
 ) + _TENANCY
 _WORKERS = Option("workers", "int", 1, "CP-SAT workers on large masters (1: deterministic)",
                   minimum=1)
+_DETERMINISTIC = Option("deterministic", "bool", False,
+                        "repeatable answers at the same limit: one CP-SAT worker on every "
+                        "model, the seed fixed, each CP-SAT search stopped by its deterministic "
+                        "work budget (the clock still bounds the call)")
 
 SOLVERS = (
     declare("cpsat", "alloc.solvers.exact.solvers:solve_cpsat", exact=True, capabilities=_CAPS,
-            options=_COMMON + (_WORKERS,), requires=("ortools",),
+            options=_COMMON + (_WORKERS, _DETERMINISTIC), requires=("ortools",),
             description="CP-SAT on an aggregated pattern model (column generation, "
                         "warm-started, proven bound)"),
     declare("milp", "alloc.solvers.exact.solvers:solve_milp", exact=True, capabilities=_CAPS,
@@ -168,7 +172,7 @@ SOLVERS = (
             description="MILP (CBC through PuLP) on an aggregated pattern model"),
     declare("cpsat-tenancy", "alloc.solvers.exact.solvers:solve_cpsat_tenancy", exact=True,
             capabilities=("tenancy", "preemption", "migration", "locality", "sharing",
-                          "colocation", "elastic", "spread", "gpu-memory"),
+                          "colocation", "elastic", "spread", "gpu-memory", "grid"),
             requires=("ortools",),
             options=_TENANCY + (
                 Option("workers", "int", None, "CP-SAT workers (default: 1, deterministic)",

@@ -121,9 +121,11 @@ def configuration(problem: Problem, engine: Engine, *, deadline: Deadline, seed:
 # family's ``__init__``) are those of :func:`run` and :func:`configuration`.
 
 def solve_cpsat(problem: Problem, *, deadline: Deadline, seed: int = 0, workers: int = 1,
-                **options) -> Solution:
-    """``cpsat``: the configuration model (or the tenancy model) with CP-SAT."""
-    return run(problem, Engine("cpsat", workers), deadline=deadline, seed=seed, **options)
+                deterministic: bool = False, **options) -> Solution:
+    """``cpsat``: the configuration model (or the tenancy model) with CP-SAT
+    (``deterministic``: see `Engine`)."""
+    engine = Engine("cpsat", 1, deterministic=True) if deterministic else Engine("cpsat", workers)
+    return run(problem, engine, deadline=deadline, seed=seed, **options)
 
 
 def solve_milp(problem: Problem, *, deadline: Deadline, seed: int = 0, **options) -> Solution:
