@@ -214,3 +214,13 @@ def test_short_trace_runs_every_policy():
     _, tau = coordination()                            # guaranteed jobs: at most tau slower
     assert out["antman"].guaranteed_mean_jct_min <= \
         out["yarn-cs"].guaranteed_mean_jct_min * (1 + tau) + 1e-6
+
+
+def test_a_gang_goes_to_the_server_that_has_its_memory():
+    """The scheduler took the first server with enough GPUs and gave up when
+    its memory was short, though another server held the whole job."""
+    c = Cluster((Server("s0", cpu=8000, mem=65536, gpus=2, gpu_type="V100"),
+                 Server("s1", cpu=8000, mem=262144, gpus=2, gpu_type="V100")))
+    j = Job("j0", gpus=2, cpu=2000, mem=128000)
+    a = allocate(c, [j], solver="antman")
+    assert [g.gpu for g in a.placement("j0").gpus] == ["s1/gpu0", "s1/gpu1"]

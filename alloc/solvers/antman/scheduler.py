@@ -180,9 +180,10 @@ def guaranteed_gpus(st: State, j: int, taken: set) -> tuple[list[int], set]:
 
 def choose(st: State, j: int, cands: list[int], key) -> list[int] | None:
     """n GPUs of ``cands`` under one node of the job's locality level (one
-    server when it has none and a server holds n), the node with the fewest
-    candidates first, GPUs by ``key``; without locality a gang no server
-    holds spreads over the servers with the most candidates."""
+    server when it has none and a server holds n) whose servers have the
+    job's CPU and memory, the node with the fewest candidates first, GPUs by
+    ``key``; without locality a gang no server holds spreads over the
+    servers with the most candidates."""
     p = st.p
     job = p.jobs[j]
     n = job.gpus
@@ -193,11 +194,12 @@ def choose(st: State, j: int, cands: list[int], key) -> list[int] | None:
         if st.cpu[s] < -(-job.cpu // n) or st.smem[s] < -(-job.mem // n):
             continue
         groups[int(p.domain[level][g]) if level in p.domain else -1].append(g)
-    fit = [gs for gs in groups.values() if len(gs) >= n]
-    if fit:
-        best = min(fit, key=lambda gs: (len(gs), min(gs)))
-        return sorted(best, key=key)[:n]
-    if job.locality is None and n > 1:
+    for gs in sorted((gs for gs in groups.values() if len(gs) >= n),
+                     key=lambda gs: (len(gs), min(gs))):
+        gpus = sorted(gs, key=key)[:n]
+        if cpu_fits(st, p.make_assign(j, gpus, 0)):
+            return gpus
+    if job.locality is None and n > 1 and not any(len(gs) >= n for gs in groups.values()):
         pool = sorted(cands, key=lambda g: (-sum(1 for h in cands if p.gpu_server[h] == p.gpu_server[g]),
                                             key(g)))
         return pool[:n] if len(pool) >= n else None
