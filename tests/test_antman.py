@@ -224,3 +224,16 @@ def test_a_gang_goes_to_the_server_that_has_its_memory():
     j = Job("j0", gpus=2, cpu=2000, mem=128000)
     a = allocate(c, [j], solver="antman")
     assert [g.gpu for g in a.placement("j0").gpus] == ["s1/gpu0", "s1/gpu1"]
+
+
+def test_a_guaranteed_job_runs_only_on_its_tenants_gpu_types():
+    """The scheduler counted the tenant's quota over every type and placed a
+    guaranteed job on a type the tenant has no cells of."""
+    c = Cluster((Server("s0", cpu=8000, mem=65536, gpus=2, gpu_type="V100"),
+                 Server("s1", cpu=8000, mem=65536, gpus=2, gpu_type="P100")),
+                tenants={"vc0": Tenant("vc0", (Cell("gpu", 1, "P100"),))})
+    jobs = [Job("g", gpus=1, cpu=1000, mem=1000, tenant="vc0", guaranteed=True),
+            Job("h", gpus=1, cpu=1000, mem=1000, tenant="vc0", guaranteed=True)]
+    a = allocate(c, jobs, solver="antman")
+    assert [g.gpu for g in a.placement("g").gpus] == ["s1/gpu0"]
+    assert a.unplaced == ("h",)                   # its one P100 cell is taken
