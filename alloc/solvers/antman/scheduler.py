@@ -191,8 +191,9 @@ def choose(st: State, j: int, cands: list[int], key) -> list[int] | None:
     """n GPUs of ``cands`` under one node of the job's locality level (one
     server when it has none and a server holds n) whose servers have the
     job's CPU and memory, the node with the fewest candidates first, GPUs by
-    ``key``; without locality a gang no server holds spreads over the
-    servers with the most candidates."""
+    ``key``; without locality, a gang no single server takes spreads over
+    the servers with the most candidates, each taking no more GPUs than its
+    CPU and memory hold their share of."""
     p = st.p
     job = p.jobs[j]
     n = job.gpus
@@ -208,10 +209,27 @@ def choose(st: State, j: int, cands: list[int], key) -> list[int] | None:
         gpus = sorted(gs, key=key)[:n]
         if cpu_fits(st, p.make_assign(j, gpus, 0)):
             return gpus
-    if job.locality is None and n > 1 and not any(len(gs) >= n for gs in groups.values()):
-        pool = sorted(cands, key=lambda g: (-sum(1 for h in cands if p.gpu_server[h] == p.gpu_server[g]),
-                                            key(g)))
-        return pool[:n] if len(pool) >= n else None
+    if job.locality is None and n > 1:
+        return _spread(st, j, cands, key)
+    return None
+
+
+def _spread(st: State, j: int, cands: list[int], key) -> list[int] | None:
+    """n GPUs of ``cands`` over several servers (see `choose`), or None."""
+    p = st.p
+    job = p.jobs[j]
+    n = job.gpus
+    per: dict[int, list[int]] = defaultdict(list)
+    for g in cands:
+        per[int(p.gpu_server[g])].append(g)
+    take: list[int] = []
+    for s in sorted(per, key=lambda s: (-len(per[s]), s)):
+        most = min(len(per[s]), n - len(take),
+                   int(st.cpu[s]) * n // job.cpu if job.cpu else n,
+                   int(st.smem[s]) * n // job.mem if job.mem else n)
+        take += sorted(per[s], key=key)[:max(0, most)]
+        if len(take) == n:
+            return take if cpu_fits(st, p.make_assign(j, take, 0)) else None
     return None
 
 
