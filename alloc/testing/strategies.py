@@ -27,6 +27,7 @@ This module needs hypothesis (the ``test`` extra: ``pip install alloc[test]``).
 """
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, field, replace
 from typing import Sequence
 
@@ -245,7 +246,7 @@ def jobs(draw, cluster: Cluster, k: int, *, capabilities=None, random_profiles: 
         kw["guaranteed"] = bool(cluster.tenants[kw["tenant"]].cells) and kw["gpus"] > 0 \
             and draw(st.integers(0, 2)) > 0
     job = Job(f"j{k}", cpu=per * draw(st.sampled_from([1000, 2000, 3000])),
-              mem=per * draw(st.sampled_from([16384, 64000])),
+              mem=per * draw(st.sampled_from([16384, 64000, 64000, 131072])),
               weight=draw(st.sampled_from([1.0, 1.0, 2.0, 0.5])),
               priority=draw(st.sampled_from([0, 0, 1, -1])), **kw)
     if job.gpus:
@@ -257,7 +258,7 @@ def jobs(draw, cluster: Cluster, k: int, *, capabilities=None, random_profiles: 
 def _running(draw, cluster: Cluster, jobs: list, caps: frozenset) -> list:
     """``jobs`` with some of them running where a heuristic placed them
     (unchanged when the placement would need a capability outside ``caps``)."""
-    from ..errors import SolverError
+    from ..errors import InputWarning, SolverError
     from ..solve import allocate, needed_capabilities
     picked = sorted(draw(st.sets(st.integers(0, len(jobs) - 1), min_size=1)))
     sub = [jobs[i] for i in picked]
@@ -267,7 +268,9 @@ def _running(draw, cluster: Cluster, jobs: list, caps: frozenset) -> list:
     if not able:
         return jobs
     try:
-        a = allocate(cluster, sub, solver=draw(st.sampled_from(able)), time_limit=5)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", InputWarning)
+            a = allocate(cluster, sub, solver=draw(st.sampled_from(able)), time_limit=5)
     except SolverError:            # the placer's own defect: its conformance test shows it
         return jobs
     placed = {p.job: replace(p, throughput=0.0) for p in a.placements}

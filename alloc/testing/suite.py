@@ -18,12 +18,14 @@ hypothesis settings are those of the active profile, ``max_examples`` and
 """
 from __future__ import annotations
 
+import warnings
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Sequence
 
 from hypothesis import HealthCheck, given, settings
 
+from ..errors import InputWarning
 from ..registry import get_solver, solvers
 from .conformance import applicable_solvers, check_across, solver_problems
 from .strategies import Call, calls
@@ -142,9 +144,12 @@ def check_solver(name: str, *, max_examples: int | None = None, time_limit: floa
 def _drive(run, strategy, how: settings, key: str) -> None:
     """Run ``run`` over ``strategy`` under ``how``; failing calls are saved
     in the example database under ``key`` (one per solver or group) and
-    replayed first next time."""
+    replayed first next time.  The drawn input's warnings (a request below
+    its profile's grid, say) are not shown: drawing them is the point."""
     run._hypothesis_internal_add_digest = key.encode()
-    how(given(strategy)(run))()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", InputWarning)
+        how(given(strategy)(run))()
 
 
 def capability_groups(names: Iterable[str]) -> list[frozenset]:
