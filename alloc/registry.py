@@ -35,7 +35,7 @@ CAPABILITIES = frozenset({
 })
 
 #: Family packages under ``alloc.solvers`` that declare solvers.
-FAMILIES = ("heuristics", "exact", "synergy", "fgd", "hived", "drf")
+FAMILIES = ("heuristics", "exact", "synergy", "fgd", "hived", "drf", "gandiva")
 
 
 @dataclass(frozen=True)
