@@ -47,6 +47,7 @@ sys.path.insert(0, str(ROOT))
 from alloc.errors import InputError  # noqa: E402
 from alloc.sim.gandiva import (gandiva_cluster, gpu_memory, load_models,  # noqa: E402
                                packing_workload, simulate, trace_workload)
+from alloc.sim.gandiva.workload import trace_jobs  # noqa: E402
 
 #: The papers' figures.
 PAPER = {
@@ -177,7 +178,10 @@ def main(argv=None) -> int:
     ap.add_argument("--servers", type=int, default=None,
                     help="servers of 4 GPUs (default: 45 for packing, 25 for migration)")
     ap.add_argument("--jobs", type=int, default=None,
-                    help="jobs (default: 1000 for packing, 440 for migration)")
+                    help="jobs (default: 1000 for packing; for migration as many as make "
+                         "the offered load --load)")
+    ap.add_argument("--load", type=float, default=1.0,
+                    help="offered load of the migration experiment (default: 1)")
     ap.add_argument("--hours", type=float, default=2.0,
                     help="arrival window of the packing experiment, hours (default: 2)")
     ap.add_argument("--days", type=float, default=9.0,
@@ -198,7 +202,8 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     mig = args.experiment == "migration"
     args.servers = args.servers if args.servers is not None else (25 if mig else 45)
-    args.jobs = args.jobs if args.jobs is not None else (440 if mig else 1000)
+    if args.jobs is None:
+        args.jobs = trace_jobs(args.load, 4 * args.servers, args.days) if mig else 1000
     load0 = os.getloadavg()
     t0 = time.perf_counter()
     try:

@@ -15,7 +15,9 @@ model's batch time from Table 1 (32 ms), MPS's contended latency from the
 text of section 6.1 (about 80 ms).  The simulator is alloc.sim.pipeswitch.
 
 The shared-cluster part places inference services beside training jobs with
-alloc.pipeswitch.share_gpus at each cycle and mechanism and runs the result
+alloc.pipeswitch.share_gpus at each ``--shared-cycles`` cycle and mechanism (a
+cycle no longer than PipeSwitch's own switch is bad input: exit 2; the other
+mechanisms skip the cycles their switches outlast) and runs the result
 (Poisson requests), reporting the GPU time left to training, lost to
 switching, and the latency each service sees.  Writes
 bench/results/pipeswitch.md and bench/results/pipeswitch_fig6.png
@@ -46,14 +48,14 @@ SERVICES = [("web-a", 6.0, 150.0), ("web-b", 4.0, 300.0), ("batch-c", 2.0, 2000.
             ("batch-d", 1.0, 5000.0), ("api-e", 8.0, 100.0), ("api-f", 3.0, 1200.0)]
 
 
-def _cycles(text: str) -> list[float]:
+def _cycles(text: str, flag: str) -> list[float]:
     try:
         out = [float(x) for x in text.split(",") if x.strip()]
     except ValueError:
-        raise InputError(f"--cycles: expected numbers separated by commas, got {text!r}") from None
+        raise InputError(f"{flag}: expected numbers separated by commas, got {text!r}") from None
     if not out or any(not x > 0 for x in out):
-        raise InputError(f"--cycles: expected numbers > 0 (seconds), got {text!r}")
-    return out
+        raise InputError(f"{flag}: expected numbers > 0 (seconds), got {text!r}")
+    return [int(x) if x == int(x) else x for x in out]
 
 
 def fig6(cycles, costs, model: str, gpu: str) -> dict:
@@ -74,6 +76,8 @@ def shared(cycles, costs, mechanisms) -> list[dict]:
             try:
                 d = share_gpus(cl, trainings, services, cycle_s=T, mechanism=mech, costs=costs)
             except InputError as exc:
+                if mech == "pipeswitch":        # the cycles asked for must suit PipeSwitch
+                    raise
                 rows.append({"mechanism": mech, "T": T, "refused": str(exc)})
                 continue
             r = shared_run(d, {s.id: s.rate for s in services}, horizon_s=600.0)
@@ -118,7 +122,8 @@ def _md(pts, cycles, rows, wall: float) -> str:
             "| training jobs waiting | services within SLO (p99) |", "|---|---|---|---|---|---|---|"]
     for r in rows:
         if "refused" in r:
-            out.append(f"| {r['mechanism']} | {r['T']:g} | refused: {r['refused']} | | | | |")
+            why = r["refused"].split(" (")[-1].rstrip(")")
+            out.append(f"| {r['mechanism']} | {r['T']:g} | cannot run: a switch takes {why} | | | | |")
             continue
         out.append(f"| {r['mechanism']} | {r['T']:g} | {r['training_share']:.3f} | "
                    f"{r['switch_share']:.4f} | {r['shared']} | {r['waiting']} | "
@@ -137,6 +142,9 @@ def main(argv=None) -> int:
     """Run the reproduction; exit 2 with one line on bad input."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--cycles", default="1,2,5,10,30", help="cycles T, seconds (default: 1,2,5,10,30)")
+    ap.add_argument("--shared-cycles", default="0.1,0.25,0.5,1,2,10,30",
+                    help="cycles of the shared-cluster runs, seconds "
+                         "(default: 0.1,0.25,0.5,1,2,10,30)")
     ap.add_argument("--model", default="ResNet152", help="model (default: ResNet152)")
     ap.add_argument("--gpu", default="V100", help="GPU type (default: V100)")
     ap.add_argument("--costs", default=None, help="a costs file (default: the shipped Table 3 data)")
@@ -148,10 +156,10 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
     try:
-        cycles = _cycles(args.cycles)
+        cycles = _cycles(args.cycles, "--cycles")
         costs = load_costs(args.costs)
         pts = fig6(cycles, costs, args.model, args.gpu)
-        rows = shared(cycles, costs, MECHANISMS)
+        rows = shared(_cycles(args.shared_cycles, "--shared-cycles"), costs, MECHANISMS)
     except InputError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

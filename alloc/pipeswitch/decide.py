@@ -34,7 +34,7 @@ Decision.
 
 The result is checked by the core: each service holds the milli-GPU share
 $\lceil 1000 (w_i + s_i) / T \rceil$ of its GPU (1000 alone on its GPU), the
-training job the share left, and [allocate][alloc.allocate] with every job
+training job the share left, and [allocate][alloc.solve.allocate] with every job
 running where decided must return it unchanged and pass ``violations()``.
 """
 from __future__ import annotations

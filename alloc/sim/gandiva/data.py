@@ -3,33 +3,33 @@ r"""Per-model data of the Gandiva simulator and its interference rule.
 The data file (``alloc/sim/data/gandiva_models.json``, format
 ``alloc.gandiva-models/1``) holds, per model set (``table1``: the eight jobs
 of Gandiva's Table 1; ``table2``: the ten models of its Table 2), each
-model's GPU utilisation alone :math:`u_m`, its mini-batch rate alone
-:math:`r_m`, Table 1's best packing rate, GPU memory, suspend-resume and
+model's GPU utilisation alone $u_m$, its mini-batch rate alone
+$r_m$, Table 1's best packing rate, GPU memory, suspend-resume and
 migration costs (seconds) and locality factors, every number with its source
 (the file's ``sources``).  A user's file in the same format may replace it.
 
 Interference of jobs packed on one GPU (1-GPU jobs only).  A job of model
-:math:`m` alone keeps the GPU busy a fraction :math:`u_m` of the time.  A
-group :math:`G` sharing one GPU is served like processor sharing with a
-packing efficiency :math:`\eta_G`: each job runs at
+$m$ alone keeps the GPU busy a fraction $u_m$ of the time.  A
+group $G$ sharing one GPU is served like processor sharing with a
+packing efficiency $\eta_G$: each job runs at
 
 $$
 f_i = \eta_G \cdot \min\Big(1, \frac{1}{\sum_{k \in G} u_k}\Big)
 $$
 
-times its rate alone, with :math:`\eta_G` the geometric mean of its
-members' :math:`\eta_m` (a single job: :math:`f = 1`).  :math:`\eta_m` comes
-from Table 1: two copies of model :math:`m` give a total of
-:math:`A_m = \mathrm{packing\ max} / r_m` times the rate alone, so
-:math:`\eta_m = A_m / (2 \min(1, 1/(2 u_m)))` where a pair can reach
-:math:`A_m`.  For VAE and SuperResolution Table 1's maximum (5.1x and 3.6x)
+times its rate alone, with $\eta_G$ the geometric mean of its
+members' $\eta_m$ (a single job: $f = 1$).  $\eta_m$ comes
+from Table 1: two copies of model $m$ give a total of
+$A_m = \mathrm{packing\ max} / r_m$ times the rate alone, so
+$\eta_m = A_m / (2 \min(1, 1/(2 u_m)))$ where a pair can reach
+$A_m$.  For VAE and SuperResolution Table 1's maximum (5.1x and 3.6x)
 is beyond what two copies can give (2x): it is a maximum over more copies,
-so their :math:`\eta_m` is the mean of the others' (0.86).  A file may give
+so their $\eta_m$ is the mean of the others' (0.86).  A file may give
 measured pair rates instead (``pairs``: per-job factors of each pair); it
 must then give every pair of the 1-GPU models it lists.
 
-The GPU utilisation a running job adds is :math:`n \, u_m \, f` for
-:math:`n` GPUs at factor :math:`f` (its speed over its speed alone): the
+The GPU utilisation a running job adds is $n \, u_m \, f$ for
+$n$ GPUs at factor $f$ (its speed over its speed alone): the
 busy time that does the job's work.
 """
 from __future__ import annotations
@@ -103,7 +103,7 @@ class ModelSet:
     pairs : mapping of frozenset to mapping of str to float, optional
         Measured per-job rate factors of packed pairs (empty: the rule).
     eta : mapping of str to float
-        Packing efficiency per model (the rule's :math:`\\eta_m`).
+        Packing efficiency per model (the rule's $\\eta_m$).
     """
     name: str
     models: Mapping[str, ModelSpec]
@@ -186,7 +186,7 @@ def _groups(doc, models: Mapping[str, ModelSpec], where: str):
 
 
 def eta_from_table(models: Mapping[str, ModelSpec]) -> dict[str, float]:
-    """Each model's packing efficiency :math:`\\eta_m` (see the module notes);
+    """Each model's packing efficiency $\\eta_m$ (see the module notes);
     empty when no model has a packing rate a pair can reach."""
     got, rest = {}, []
     for m, spec in models.items():

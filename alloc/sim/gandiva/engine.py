@@ -41,7 +41,7 @@ import math
 import statistics
 import time
 from dataclasses import dataclass, field
-from typing import Mapping, Sequence
+from typing import Callable, Mapping, Sequence
 
 from ...errors import InputError
 from ...model import Cluster, Job, Profile
@@ -123,6 +123,9 @@ class GandivaSim:
     bin_s : float
     until : float, optional
         Stop at this time (jobs not done count as ``unfinished``).
+    audit : callable, optional
+        ``audit(sim, decision)`` after every event (tests check invariants
+        there).
     """
 
     def __init__(self, jobs: Sequence[SimJob], models: ModelSet, cluster: Cluster, *,
@@ -131,7 +134,7 @@ class GandivaSim:
                  gpu_mem_capacity: Mapping[str, int] | None = None,
                  failures: Sequence[tuple[float, str]] = (),
                  window: tuple[float, float] = (1200.0, 12000.0), bin_s: float = 60.0,
-                 until: float | None = None):
+                 until: float | None = None, audit: Callable | None = None):
         if mode not in ("gandiva", "baseline"):
             raise InputError(f"mode: expected 'gandiva' or 'baseline', got {mode!r}")
         for j in jobs:
@@ -142,6 +145,7 @@ class GandivaSim:
         self.models, self.mode, self.window, self.bin_s = models, mode, window, float(bin_s)
         self.slice_s = float(slice_s)
         self.until = math.inf if until is None else float(until)
+        self.audit = audit
         self.sched = GandivaScheduler(
             cluster, slice_s=slice_s, oversubscribe=g, packing=g and packing,
             pack_limit=pack_limit, migration=g and migration, grow_shrink=g and grow_shrink,
@@ -195,6 +199,8 @@ class GandivaSim:
                 dec = self.sched.tick(now, self._measured())
                 heapq.heappush(heap, (now + self.slice_s, _ORDER["tick"], -1, "tick", None))
             seq = self._apply(dec, now, heap, seq)
+            if self.audit is not None:
+                self.audit(self, dec)
         for st in self.state.values():
             self._settle(st, now)
         return self._result(now, time.perf_counter() - t0, time.process_time() - c0)

@@ -1,16 +1,18 @@
 """The Gandiva experiments' workloads and clusters (Xiao et al., OSDI'18).
 
-* Section 6.3 (:func:`packing_workload`): ``jobs`` jobs arriving uniformly at
+* Section 6.3 (`packing_workload`): ``jobs`` jobs arriving uniformly at
   random over ``hours`` hours; the model drawn from the mix of Table 1
   (groups of models with their probabilities, each model of a group equally
   likely); the GPU count drawn from the model's list; the work making it
   run ``U(30, 45)`` minutes alone.
-* Section 6.4 (:func:`trace_workload`): the models of Table 2 in the
-  trace's shares; Poisson arrivals of ``jobs`` jobs over ``days`` days; GPU
+* Section 6.4 (`trace_workload`): the models of Table 2 in the
+  trace's shares; Poisson arrivals of ``jobs`` jobs over ``days`` days (by
+  default as many as make the offered load 1, `trace_jobs`: the paper
+  says only that the cluster is in high load); GPU
   counts of Philly's mix as Gavel draws them
-  ([gpu_demand][alloc.sim.workload.gpu_demand], ``multi``) and durations of
+  (`alloc.sim.workload.gpu_demand`, ``multi``) and durations of
   Gavel's Philly-derived distribution
-  ([gavel_work_s][alloc.sim.workload.gavel_work_s]): the paper's trace is
+  (`alloc.sim.workload.gavel_work_s`): the paper's trace is
   internal.
 * Clusters: servers of 4 GPUs, 12 cores and 448 GB (section 6), GPU types
   alternating P100 and P40 ("about an equal mix").
@@ -26,7 +28,7 @@ import random
 from dataclasses import dataclass
 
 from ...model import Cluster, Server
-from ..workload import gavel_work_s, gpu_demand
+from ..workload import GPU_MIX, gavel_mean_work_s, gavel_work_s, gpu_demand
 from .data import ModelSet
 
 #: Server shape of the Gandiva cluster (section 6): 12 cores, 448 GB, 4 GPUs.
@@ -96,6 +98,14 @@ def trace_workload(models: ModelSet, jobs: int = 440, days: float = 9.0, seed: i
     return out
 
 
+def trace_jobs(load: float, gpus: int, days: float, max_gpus: int = 8) -> int:
+    """Jobs whose expected GPU-time is ``load`` times what ``gpus`` GPUs
+    give over ``days`` days: ``load * gpus * days / (E[GPUs] E[duration])``
+    with the means of the section 6.4 workload's distributions."""
+    mean_gpus = sum(min(n, max_gpus) * p for n, p in GPU_MIX["multi"])
+    return max(1, round(load * gpus * days * 86400.0 / (mean_gpus * gavel_mean_work_s())))
+
+
 def _check(jobs, span) -> None:
     from ...errors import InputError
     if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
@@ -106,4 +116,4 @@ def _check(jobs, span) -> None:
 
 
 __all__ = ["JOB_CPU_PER_GPU", "JOB_MEM_PER_GPU", "SERVER_CPU", "SERVER_GPUS", "SERVER_MEM",
-           "SimJob", "gandiva_cluster", "packing_workload", "trace_workload"]
+           "SimJob", "gandiva_cluster", "packing_workload", "trace_jobs", "trace_workload"]

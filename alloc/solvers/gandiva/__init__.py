@@ -11,7 +11,7 @@
 
 The ``gandiva`` share policy of ``alloc shares`` is a different thing:
 Gavel's stand-in for Gandiva's random pairing inside a time-share policy
-([alloc.shares.heuristics][]).
+(`alloc.shares.heuristics`).
 """
 from ...options import Option
 from ...registry import declare

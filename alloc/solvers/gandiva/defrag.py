@@ -96,7 +96,7 @@ def locality_moves(free: Sequence[int], spread: Sequence[tuple[Hashable, int, Ma
     spread : sequence of (key, int, mapping)
         Jobs spread over servers: key, GPU count, GPUs held per server.
     allowed : callable, optional
-        ``allowed(key, server)`` as for :func:`defrag_moves`.
+        ``allowed(key, server)`` as for `defrag_moves`.
 
     Returns
     -------

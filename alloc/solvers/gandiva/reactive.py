@@ -6,21 +6,21 @@ Server *height* and *affinity* are those of
 jobs and jobs time-sliced there but suspended) over GPUs, and the GPU count
 of the jobs on the server.
 
-Reactive placement of a pending job needing :math:`g` GPUs (Algorithm 1),
+Reactive placement of a pending job needing $g$ GPUs (Algorithm 1),
 in the problem's rank order (the caller's order, else priority then input
 order), on servers of a GPU type the job allows whose free milli-cores and
 MiB hold its request:
 
-1. a server of affinity :math:`g` with :math:`g` whole free GPUs, least
+1. a server of affinity $g$ with $g$ whole free GPUs, least
    loaded (lowest height) first -- *same affinity*;
-2. else an idle server (nothing on it, affinity 0) with :math:`g` free GPUs,
+2. else an idle server (nothing on it, affinity 0) with $g$ free GPUs,
    lowest index first -- *unallocated*;
-3. else any server with :math:`g` free GPUs, least loaded first -- *relaxed*;
+3. else any server with $g$ free GPUs, least loaded first -- *relaxed*;
    for a multi-GPU job without a locality level that no server holds, the
    servers with the most free GPUs together (fewest servers) -- *spread*,
    the fragmented placement that migration can later undo;
 4. else, with ``oversubscribe``, the least loaded server of affinity
-   :math:`g` with at least :math:`g` GPUs: the job is bound to it and
+   $g$ with at least $g$ GPUs: the job is bound to it and
    time-sliced there (it holds nothing until its slice; the binding is in
    ``stats["gandiva"]["bound"]``) -- *over-subscribed*;
 5. else it stays queued.
@@ -288,7 +288,7 @@ def solve_gandiva(problem: Problem, *, deadline: Deadline, seed: int = 0,
     ----------
     problem : Problem
     deadline : Deadline
-        Checked every :data:`CHECK_EVERY` pending jobs; out of time the jobs
+        Checked every `CHECK_EVERY` pending jobs; out of time the jobs
         placed so far are returned (``stats["stopped"]``).
     seed : int
         Unused (the rules are deterministic).
@@ -320,6 +320,8 @@ def solve_gandiva(problem: Problem, *, deadline: Deadline, seed: int = 0,
     stats: dict = {"bound": {}, "rules": dict.fromkeys(RULES, 0), "missed": [], "moves": 0}
     if problem.moves_allowed:
         _moves(problem, view, pidx, assign, stats)
+    else:
+        stats["missed"] += [problem.jobs[j].id for j in pidx if j in problem.fixed]
         if defrag:
             stats["moves"] = _defrag(problem, view, assign, defrag_threshold, bidx)
     out = {"gandiva": stats}

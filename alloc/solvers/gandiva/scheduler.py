@@ -37,7 +37,8 @@ Introspective mode (at each slice boundary, after the rotation):
 * Packing, only while some server is over-subscribed: suspended 1-GPU jobs
   that have been profiled (they ran alone for ``profile_s``), lowest GPU
   utilisation first, each onto the GPU of lowest utilisation on its server
-  that runs fewer than ``pack_limit`` jobs, all profiled, whose GPU memory
+  that runs fewer than ``pack_limit`` jobs, all profiled and of the job's
+  priority (a packed unit has one priority), whose GPU memory
   (the jobs' ``gpu_mem``, MiB) fits the GPU's (``gpu_mem_capacity`` by GPU
   type); never a set of jobs whose packing was undone before.  Packed jobs
   share the GPU in equal milli-GPU shares (``1000 // k`` each for k jobs:
@@ -129,7 +130,7 @@ class Decision:
 
 
 class _Log:
-    """Collects one event's changes into a :class:`Decision`."""
+    """Collects one event's changes into a `Decision`."""
 
     def __init__(self, now: float):
         self.now = now
@@ -236,7 +237,8 @@ class GandivaScheduler:
         self.session = Session(cluster, solver="gandiva", time_limit=time_limit,
                                options={"oversubscribe": oversubscribe, "bound": self._bound,
                                         "plan": self._plan},
-                               max_moves=None if moves else 0, models=models, name="gandiva")
+                               max_moves=None if moves else 0,
+                               move_cost=0.0 if moves else None, models=models, name="gandiva")
         self._jobs: dict[str, _Job] = {}
         self._on: dict[str, set[str]] = {s.id: set() for s in cluster.servers}
         self._spread: dict[str, dict[str, int]] = {}
@@ -676,8 +678,10 @@ class GandivaScheduler:
         for c in cands:
             sid = self._jobs[c].home
             best = None
+            prio = self._jobs[c].base.priority
             for gpu, members in targets.get(sid, ()):
                 if gpu in used or frozenset(members + [c]) in self._failed \
+                        or any(self._jobs[m].base.priority != prio for m in members) \
                         or not self._memory_fits(gpu, members + [c]):
                     continue
                 u = sum(self._jobs[m].util for m in members)

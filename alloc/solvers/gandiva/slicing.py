@@ -1,15 +1,15 @@
 r"""Gandiva's time-slicing: weighted round-robin on one server (section 4.2.1).
 
 The jobs homed on a server form *units*: a job alone, or the jobs packed on
-one GPU.  A unit needs :math:`n_u` GPUs (a packed unit: 1) and has a priority
-:math:`p_u`, a weight :math:`w_u` and a virtual time :math:`v_u`.
+one GPU.  A unit needs $n_u$ GPUs (a packed unit: 1) and has a priority
+$p_u$, a weight $w_u$ and a virtual time $v_u$.
 
 At every slice boundary (60 s by default) the server runs the units chosen
 greedily in the order (priority highest first, virtual time lowest first,
 arrival first) while their GPUs fit what the server has for time-sliced jobs.
-Once a unit of priority :math:`p` does not fit, no unit of lower priority is
+Once a unit of priority $p$ does not fit, no unit of lower priority is
 taken: a higher-priority job is never suspended to make room for a lower one.
-Each unit that runs a slice advances its virtual time by :math:`1 / w_u`, so
+Each unit that runs a slice advances its virtual time by $1 / w_u$, so
 over a busy period every unit of one priority gets slices in proportion to
 its weight (stride scheduling); a unit joining a server starts at the
 smallest virtual time among the units already there, at the tail of the

@@ -1,17 +1,17 @@
 r"""Gandiva's view of the servers during one call: free GPUs, height, affinity.
 
-For server :math:`s` with :math:`N_s` GPUs, the *allocated* GPUs
-:math:`M_s` count every job that belongs to the server: running jobs (the
+For server $s$ with $N_s$ GPUs, the *allocated* GPUs
+$M_s$ count every job that belongs to the server: running jobs (the
 milli-GPU they hold there, over 1000) and jobs time-sliced on it but
 suspended (the ``bound`` jobs, their whole demand).  Its *height* is
-:math:`M_s / N_s` (above 1: over-subscribed) and its *affinity* the GPU count
+$M_s / N_s$ (above 1: over-subscribed) and its *affinity* the GPU count
 of the jobs on it: 0 when none, else the count most of its jobs have (ties:
 the larger).  A job spread over several servers counts in each server's
-:math:`M_s` for the GPUs it holds there but in no affinity.
+$M_s$ for the GPUs it holds there but in no affinity.
 
 The view also keeps what is free after the running jobs: milli-GPU per GPU,
-milli-cores and MiB per server; :meth:`ServerView.take` and
-:meth:`ServerView.give` keep every figure in step when a job is placed,
+milli-cores and MiB per server; `ServerView.take` and
+`ServerView.give` keep every figure in step when a job is placed,
 moved or bound.
 """
 from __future__ import annotations
@@ -29,7 +29,7 @@ class ServerView:
     Parameters
     ----------
     problem : Problem
-        Running jobs are :attr:`Problem.fixed`; capacities left after them
+        Running jobs are `Problem.fixed`; capacities left after them
         are ``free_cpu``, ``free_mem`` and ``gpu_free``.
     bound : mapping of int to int
         Job index to server index: pending jobs time-sliced on a server
