@@ -292,3 +292,17 @@ def test_bench_bad_model_file_exit_2(tmp_path):
     bad.write_text(json.dumps(doc))
     p = run_bench("--models", str(bad))
     assert p.returncode == 2 and "no throughput for the pair" in p.stderr
+
+
+def test_pair_rule_against_gavels_measured_pairs(shared_dir):
+    from alloc.sim.gandiva.data import gavel_pair_check
+    got = gavel_pair_check(shared_dir / "data" / "reference" / "gavel_throughputs.json")
+    assert got["p100"]["pairs"] > 500 and got["p100"]["median"] < 0.1
+
+
+def test_failures_during_a_run_keep_every_job():
+    ms = load_models()
+    jobs = packing_workload(ms, 24, hours=0.1, seed=5, minutes=(3.0, 6.0))
+    r = simulate(jobs, ms, gandiva_cluster(3), gpu_mem_capacity=MEM,
+                 failures=[(120.0, "s001"), (200.0, "s002")])
+    assert r.summary["unfinished"] == 0

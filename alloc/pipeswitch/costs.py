@@ -15,13 +15,12 @@ Mechanisms that share one GPU between a training task and inference:
 """
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 from typing import Mapping
 
+from ..datafiles import read_data_file
 from ..errors import InputError
 
 #: The mechanisms, as named in the data file.
@@ -89,14 +88,7 @@ def load_costs(path: str | Path | None = None) -> SwitchCosts:
     """The costs of the data file (default: the shipped one); InputError
     naming the file and field for bad data."""
     where = f"{path}: " if path is not None else ""
-    try:
-        text = (Path(path).read_text() if path is not None
-                else resources.files("alloc").joinpath(DATA_FILE).read_text())
-        doc = json.loads(text)
-    except (OSError, ValueError) as exc:
-        raise InputError(f"{where}cannot read it ({exc})") from None
-    if not isinstance(doc, Mapping) or doc.get("format") != FORMAT:
-        raise InputError(f"{where}format: expected {FORMAT!r}")
+    doc = read_data_file(path, DATA_FILE, FORMAT)
     sw = _table(doc, "switch_ms", 3, where)
     for t, models in sw.items():
         for m, mech in models.items():

@@ -28,6 +28,12 @@ so their $\eta_m$ is the mean of the others' (0.86).  A file may give
 measured pair rates instead (``pairs``: per-job factors of each pair); it
 must then give every pair of the 1-GPU models it lists.
 
+The geometric mean is checked against measured data: over Gavel's measured
+co-located throughputs (``gavel_throughputs.json``, every pair of distinct
+single-GPU configurations), the total of a pair, predicted as the geometric
+mean of the two self-pairs' totals, is within 8 % of the measured total in
+the median on P100 and K80 and 13 % on V100 (`gavel_pair_check`).
+
 The GPU utilisation a running job adds is $n \, u_m \, f$ for
 $n$ GPUs at factor $f$ (its speed over its speed alone): the
 busy time that does the job's work.
@@ -37,11 +43,11 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass, field
-from importlib import resources
 from itertools import combinations_with_replacement
 from pathlib import Path
 from typing import Mapping, Sequence
 
+from ...datafiles import read_data_file
 from ...errors import InputError
 
 #: The shipped data file (inside the package).
@@ -239,14 +245,7 @@ def load_models(path: str | Path | None = None, table: str = "table1") -> ModelS
         One line naming the file, the field and what was expected.
     """
     source = str(path) if path is not None else ""
-    try:
-        text = (Path(path).read_text() if path is not None
-                else resources.files("alloc").joinpath(DATA_FILE).read_text())
-        doc = json.loads(text)
-    except (OSError, ValueError) as exc:
-        raise InputError(f"{_where(source, 'file')}: cannot read it ({exc})") from None
-    if not isinstance(doc, Mapping) or doc.get("format") != FORMAT:
-        raise InputError(_where(source, f"format: expected {FORMAT!r}"))
+    doc = read_data_file(path, DATA_FILE, FORMAT)
     sec = doc.get(table)
     if not isinstance(sec, Mapping):
         raise InputError(_where(source, f"{table}: no such model set; expected one of "
@@ -260,12 +259,41 @@ def load_models(path: str | Path | None = None, table: str = "table1") -> ModelS
     return ModelSet(table, models, groups, pairs, eta_from_table(models))
 
 
+def gavel_pair_check(path: str | Path | None = None) -> dict[str, dict[str, float]]:
+    """How well the geometric-mean rule predicts Gavel's measured pairs.
+
+    For each GPU type of Gavel's throughputs and each pair of distinct
+    single-GPU configurations a, b measured together, the pair's total
+    normalised rate $A_{ab}$ (each job's rate over its rate alone, summed)
+    is predicted as $\sqrt{A_{aa} A_{bb}}$.
+
+    Returns
+    -------
+    dict
+        Per type: ``pairs`` (count), ``median`` and ``mean`` relative error.
+    """
+    from ..gavel import throughputs_path
+    doc = json.loads(Path(path or throughputs_path()).read_text())
+    out = {}
+    for t in ("k80", "p100", "v100"):
+        v = doc[t]
+        names = [k for k in v if k.endswith(", 1)")]
+        agg = {(a, b): v[a][b][0] / v[a]["null"] + v[a][b][1] / v[b]["null"]
+               for a in names for b in names if b in v[a]}
+        errs = [abs(math.sqrt(agg[(a, a)] * agg[(b, b)]) - x) / x
+                for (a, b), x in agg.items()
+                if a != b and x > 0 and agg.get((a, a), 0) > 0 and agg.get((b, b), 0) > 0]
+        errs.sort()
+        out[t] = {"pairs": len(errs), "median": errs[len(errs) // 2] if errs else 0.0,
+                  "mean": sum(errs) / len(errs) if errs else 0.0}
+    return out
+
+
 def gpu_memory(path: str | Path | None = None) -> dict[str, int]:
     """GPU memory per GPU type (MiB) from the data file."""
-    text = (Path(path).read_text() if path is not None
-            else resources.files("alloc").joinpath(DATA_FILE).read_text())
-    return {t: int(v["value"]) for t, v in json.loads(text)["gpu_mem_capacity_mib"].items()}
+    doc = read_data_file(path, DATA_FILE, FORMAT)
+    return {t: int(v["value"]) for t, v in doc["gpu_mem_capacity_mib"].items()}
 
 
-__all__ = ["DATA_FILE", "FORMAT", "ModelSet", "ModelSpec", "eta_from_table", "gpu_memory",
-           "load_models"]
+__all__ = ["DATA_FILE", "FORMAT", "ModelSet", "ModelSpec", "eta_from_table", "gavel_pair_check",
+           "gpu_memory", "load_models"]

@@ -326,11 +326,11 @@ class GandivaScheduler:
                                  or not 0.0 <= util <= 1.0):
             raise InputError(f"util: expected a number in 0..1, got {util!r}")
         log = _Log(now)
-        if self.grow_shrink:
-            self._shrink_for(job, log)
         self.session.submit(job)
         self._jobs[job.id] = _Job(job, self._seq, None if util is None else float(util), job.gpus)
         self._seq += 1
+        if self.grow_shrink:
+            self._shrink_for(job, log)
         self._step(log)
         if self.session.jobs[job.id].current is None and job.id not in self._bound:
             log.add("queued", job.id)
