@@ -233,7 +233,7 @@ def main(argv=None) -> int:
     md = args.md if args.md is not None else str(
         ROOT / "bench" / "results" / ("gandiva_migration.md" if mig else "gandiva.md"))
     if md:
-        write_md(md, args, rows, perf)
+        write_md(md, args, rows, perf, sys.argv[1:] if argv is None else argv)
     pl = args.plot if args.plot is not None else (
         "" if mig else str(ROOT / "bench" / "results" / "gandiva_fig15.png"))
     if pl and not plot(res, out, pl):
@@ -241,10 +241,9 @@ def main(argv=None) -> int:
     return 0
 
 
-def write_md(path: str, args, rows, perf: str) -> None:
+def write_md(path: str, args, rows, perf: str, argv) -> None:
     """The results page: command, figures beside the paper's, timing."""
-    cmd = "python bench/gandiva.py" + ("" if args.experiment == "packing"
-                                       else " --experiment migration")
+    cmd = " ".join(["python bench/gandiva.py", *argv])
     head = [f"# Gandiva (Xiao et al., OSDI'18): {'time-slicing and packing (section 6.3, Fig. 15)' if args.experiment == 'packing' else 'time-slicing and migration (section 6.4, Table 5)'}",
             "", f"Command: `{cmd}` (seed {args.seed}, {args.servers} servers x 4 GPUs, "
             f"{args.jobs} jobs).", "", *rows, "", perf + ".", ""]

@@ -134,6 +134,9 @@ def _md(pts, cycles, rows, wall: float) -> str:
 def _plot(pts, cycles, path: str) -> bool:
     from alloc.sim.metrics import plot_lines
     series = {m: [p.utilisation for p in pts[m]] for m in MECHANISMS}
+    if list(cycles) == PAPER_T:          # the paper's bars over its upper bound
+        series.update({f"{m} (paper)": [x / PAPER["upper_bound"] for x in PAPER[m]]
+                       for m in MECHANISMS})
     return plot_lines(cycles, series, path, "scheduling cycle T (s)", "GPU utilisation",
                       "PipeSwitch Fig. 6a: utilisation against the cycle")
 
@@ -172,7 +175,10 @@ def main(argv=None) -> int:
         doc = {"T": cycles, **{m: [p.utilisation for p in pts[m]] for m in MECHANISMS}}
         Path(args.out).write_text(json.dumps(doc, indent=1) + "\n")
     if args.md:
-        Path(args.md).write_text(_md(pts, cycles, rows, wall))
+        page = Path(args.md)
+        old = page.read_text() if page.exists() else ""
+        keep = old[old.index("## Reading"):] if "## Reading" in old else ""
+        page.write_text(_md(pts, cycles, rows, wall) + ("\n" + keep if keep else ""))
     if args.plot and not _plot(pts, cycles, args.plot):
         print("note: matplotlib is not installed; no plot", file=sys.stderr)
     print(f"wall {wall:.2f} s", file=sys.stderr)
