@@ -306,3 +306,12 @@ def test_failures_during_a_run_keep_every_job():
     r = simulate(jobs, ms, gandiva_cluster(3), gpu_mem_capacity=MEM,
                  failures=[(120.0, "s001"), (200.0, "s002")])
     assert r.summary["unfinished"] == 0
+
+
+def test_a_running_job_submitted_stays_and_counts():
+    g = GandivaScheduler(servers(1, gpus=2), gpu_mem_capacity=MEM, packing=False)
+    g.submit(running("r", ["s0/gpu1"]), 0.0)
+    g.submit(job("a"), 1.0)
+    d = g.submit(job("b"), 2.0)
+    assert on(g, "r") == ["s0/gpu1"] and on(g, "a") == ["s0/gpu0"]
+    assert d.bound == {"b": "s0"} and g.height("s0") == 1.5

@@ -321,14 +321,19 @@ class GandivaScheduler:
     # --------------------------------------------------------------- events
     def submit(self, job: Job, now: float, *, util: float | None = None) -> Decision:
         """A job arrives (``util``: its GPU utilisation alone, 0..1, known
-        to the scheduler once the job is profiled)."""
+        to the scheduler once the job is profiled).  A job with ``current``
+        set runs there already and stays."""
         if util is not None and (isinstance(util, bool) or not isinstance(util, (int, float))
                                  or not 0.0 <= util <= 1.0):
             raise InputError(f"util: expected a number in 0..1, got {util!r}")
         log = _Log(now)
         self.session.submit(job)
-        self._jobs[job.id] = _Job(job, self._seq, None if util is None else float(util), job.gpus)
+        self._jobs[job.id] = _Job(replace(job, current=None), self._seq,
+                                  None if util is None else float(util), job.gpus)
         self._seq += 1
+        if job.current is not None:                   # it runs already: keep it there
+            self._jobs[job.id].ran = True
+            self._settle(job.id, _servers(job.current))
         if self.grow_shrink:
             self._shrink_for(job, log)
         self._step(log)
