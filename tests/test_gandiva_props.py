@@ -20,13 +20,13 @@ TIMING = ("wall_s", "cpu_s", "decision_ms_median", "decision_ms_p95", "checked_m
 
 @st.composite
 def workloads(draw):
-    n = draw(st.integers(3, 10))
+    n = draw(st.integers(5, 12))
     names = sorted(MODELS.models)
     jobs = []
     for i in range(n):
         m = draw(st.sampled_from(names))
         jobs.append(SimJob(f"j{i:02d}", m, draw(st.sampled_from(MODELS.models[m].gpus)),
-                           float(draw(st.integers(0, 600))), float(draw(st.integers(60, 900))),
+                           float(draw(st.integers(0, 300))), float(draw(st.integers(120, 1500))),
                            priority=draw(st.sampled_from([0, 0, 1]))))
     jobs.sort(key=lambda j: (j.arrival, j.id))
     servers = draw(st.integers(1, 3))
@@ -89,13 +89,13 @@ def run(jobs, servers, limit, migration, seed=0):
     return res
 
 
-@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(workloads())
 def test_invariants_hold_after_every_event(w):
     run(*w)
 
 
-@settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=5, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(workloads())
 def test_same_seed_same_run(w):
     a, b = run(*w), run(*w)
