@@ -119,3 +119,6 @@ def test_bench_out_shape_and_bad_input(tmp_path):
     bad = run_bench("--md", "", "--plot", "", "--shared-cycles", "0.004")
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1
     assert "cycle_s" in bad.stderr and "switch cost" in bad.stderr
+    unknown = run_bench("--md", "", "--plot", "", "--model", "VGG19")
+    assert unknown.returncode == 2 and "VGG19" in unknown.stderr
+    assert unknown.stderr.count("\n") == 1

@@ -21,8 +21,8 @@ nothing else:
   (checkpointed at suspension points) after ``migrate_s``;
 * suspended and queued jobs make no progress and hold nothing;
 * completions are exact: a job finishes at the instant its mini-batches are
-  done, and the time it reaches its 100th mini-batch is kept (early
-  feedback).
+  done, and the time it reaches its ``feedback_mb``-th mini-batch (100 by
+  default, as the paper) is kept: early feedback.
 
 GPU utilisation at time $t$ is $\sum_j n_j u_{m_j} f_j$ over the jobs
 making progress, over the cluster's GPUs: the busy time that does the jobs'
@@ -126,6 +126,8 @@ class GandivaSim:
     audit : callable, optional
         ``audit(sim, decision)`` after every event (tests check invariants
         there).
+    feedback_mb : float
+        The N of "time to the first N mini-batches" (early feedback).
     """
 
     def __init__(self, jobs: Sequence[SimJob], models: ModelSet, cluster: Cluster, *,
@@ -134,7 +136,8 @@ class GandivaSim:
                  gpu_mem_capacity: Mapping[str, int] | None = None,
                  failures: Sequence[tuple[float, str]] = (),
                  window: tuple[float, float] = (1200.0, 12000.0), bin_s: float = 60.0,
-                 until: float | None = None, audit: Callable | None = None):
+                 until: float | None = None, audit: Callable | None = None,
+                 feedback_mb: float = FEEDBACK_MB):
         if mode not in ("gandiva", "baseline"):
             raise InputError(f"mode: expected 'gandiva' or 'baseline', got {mode!r}")
         for j in jobs:
@@ -146,6 +149,10 @@ class GandivaSim:
         self.slice_s = float(slice_s)
         self.until = math.inf if until is None else float(until)
         self.audit = audit
+        if isinstance(feedback_mb, bool) or not isinstance(feedback_mb, (int, float)) \
+                or not math.isfinite(feedback_mb) or feedback_mb <= 0:
+            raise InputError(f"feedback_mb: expected a number > 0, got {feedback_mb!r}")
+        self.feedback_mb = float(feedback_mb)
         self.sched = GandivaScheduler(
             cluster, slice_s=slice_s, oversubscribe=g, packing=g and packing,
             pack_limit=pack_limit, migration=g and migration, grow_shrink=g and grow_shrink,
@@ -288,8 +295,8 @@ class GandivaSim:
         if st.rate > 0 and now > start:
             before = st.done
             st.done = min(st.total, before + st.rate * (now - start))
-            if st.t100 is None and st.done >= FEEDBACK_MB:
-                st.t100 = start + (FEEDBACK_MB - before) / st.rate
+            if st.t100 is None and st.done >= self.feedback_mb:
+                st.t100 = start + (self.feedback_mb - before) / st.rate
             self._busy(start, now, len(st.gpus) * st.util * st.factor)
         st.last = now
 
