@@ -8,7 +8,13 @@ resume, a packing, a migration, a resize -- is made by a round
 problem, checked by ``violations()``.  The scheduler keeps what the core
 does not: which server a suspended job is time-sliced on (the solver's
 ``bound`` option), the placements it plans for the next round (``plan``),
-packed groups, virtual times and profiles.
+packed groups, virtual times and profiles.  The session holds the ``bound``
+and ``plan`` dictionaries by reference as its solver options; the scheduler
+updates them between rounds and the solver only reads them.  A suspension
+is the session's requeue event (``fail_job(job, requeue=True)``: the job
+stops, holds nothing and waits); a packing or its end submits the job again
+with its new share (``finish`` then ``submit``, so the session's count of
+finished jobs counts those too).
 
 Reactive mode (events).
 
