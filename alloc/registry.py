@@ -70,7 +70,7 @@ CAPABILITY_MEANING: Mapping[str, str] = {
 CAPABILITIES = frozenset(CAPABILITY_MEANING)
 
 #: Family packages under `alloc.solvers` that declare solvers.
-FAMILIES = ("heuristics", "exact", "synergy", "fgd", "hived", "drf", "antman")
+FAMILIES = ("heuristics", "exact", "synergy", "fgd", "hived", "drf", "antman", "gandiva")
 
 #: The entry-point group plug-ins declare their solvers in.
 ENTRY_POINT_GROUP = "alloc.solvers"
