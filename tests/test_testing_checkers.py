@@ -255,3 +255,47 @@ def test_share_checkers_catch_unfair_policies(p):
     worse = low < best * (1 - 1e-4)
     assume(worse or low >= best * (1 - 1e-8))     # not within the checker's tolerance
     assert bool(max_min_problems(p, solve_shares(p, "fifo").X)) == worse
+
+
+# ----------------------------------------------------------- packaging
+def test_alloc_and_its_checkers_need_no_hypothesis():
+    """`import alloc` never loads hypothesis; without it the checkers work
+    and the strategies say which extra they need."""
+    import subprocess
+    import sys
+    code = (
+        "import sys\n"
+        "import alloc, alloc.testing\n"
+        "assert 'hypothesis' not in sys.modules\n"
+        "sys.modules['hypothesis'] = None\n"
+        "from alloc.testing import ranks\n"
+        "assert ranks([alloc.Job('a')]) == {'a': 0}\n"
+        "try:\n"
+        "    alloc.testing.check_solver\n"
+        "except ImportError as exc:\n"
+        "    assert 'alloc[test]' in str(exc), exc\n"
+        "else:\n"
+        "    raise SystemExit('no ImportError')\n")
+    import os
+    from pathlib import Path
+    root = str(Path(__file__).resolve().parents[1])
+    env = {**os.environ, "PYTHONPATH": root + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert r.returncode == 0, r.stderr
+
+
+def test_the_old_conformance_names_still_work_and_warn():
+    from alloc import conformance
+    c = Cluster((server(0),))
+    jobs = [Job("a", 1, cpu=100, mem=100)]
+    with pytest.warns(DeprecationWarning, match="alloc.testing.solver_problems"):
+        bad, a = conformance.check_solver("best-fit", c, jobs)
+    assert bad == [] and a.placement("a") is not None
+    with pytest.warns(DeprecationWarning):
+        strategy = conformance.instances(tenancy=True, running=True)
+
+    @settings(max_examples=5)
+    @given(strategy)
+    def drawn(inst):
+        assert not model_problems(*inst)
+    drawn()

@@ -53,7 +53,7 @@ TOL = 1e-6
 #: TUNE admits jobs by total GPU demand first (Synergy, OSDI'22, section 4).
 PROMISES: dict[str, frozenset] = {
     **{n: frozenset({"order", "maximal"}) for n in (
-        "antman", "best-fit", "dotprod", "fgd", "fgd-lookahead", "gandiva", "gpu-clustering",
+        "antman", "best-fit", "dotprod", "fgd", "fgd-lookahead", "gpu-clustering",
         "gpu-packing", "greedy-upgrade", "hived", "local-search", "openb-best-fit",
         "proportional", "random")},
     "drf": frozenset({"order-per-user", "maximal", "drf"}),
