@@ -32,6 +32,7 @@ CAPABILITIES = frozenset({
     "elastic",      # picks a GPU count in [min_gpus, max_gpus]
     "migration",    # moves running jobs itself (under the call's move budget)
     "colocation",   # opportunistic jobs on GPUs held by guaranteed jobs
+    "order-preemption",  # keeps the core's pinned jobs in place (preempt="order")
 })
 
 #: Family packages under ``alloc.solvers`` that declare solvers.

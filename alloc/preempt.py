@@ -1,0 +1,492 @@
+r"""Preemption by the caller's order: which running jobs stop, and for whom.
+
+Under ``preempt="order"`` the caller's order (a ranked list of job ids,
+highest first, as LAS, FIFO, SRTF or Tiresias produce) decides who may stop
+whom, and the core decides it once, the same for every solver, before the
+solver runs.  The rule ([outranks][alloc.tenancy.outranks] with the order):
+
+* a running job ``r`` is stopped only for a waiting job ``p`` that the order
+  lists above it and that cannot otherwise be placed now;
+* ``p`` is placed on a server ``r`` held (a stopped job frees room for the
+  job it is stopped for, not for anyone);
+* the lowest-ranked go first, as few as possible: among the placements of
+  ``p``, the one whose highest-ranked victim ranks lowest, and on it no
+  victim that ``p`` does not need;
+* a stopped job is not placed again in the same call.
+
+Walk.  Let ``F`` be what the running jobs leave free (milli-GPU per GPU,
+CPU and memory per server).  For each waiting job ``p`` the order lists, by
+rank, while some running job ranks below it:
+
+1. if ``p`` fits ``F`` (at any of its CPU/memory options, its smallest size
+   if elastic), its room is set aside in ``F`` (the solver places it; the
+   reservation only keeps a lower-ranked job from counting on that room);
+2. else let ``F_t`` be ``F`` plus everything held by the running jobs ranked
+   ``t`` or lower (``t > rank(p)``).  ``p`` fits ``F_t`` for ``t`` small
+   enough or not at all, so a binary search over the running jobs' ranks
+   finds the largest ``t*`` with ``p`` fitting ``F_{t*}``: the job ``v*`` of
+   rank ``t*`` is the highest-ranked job any placement of ``p`` must stop,
+   and it is stopped.  ``p`` is placed on a server of ``v*`` (or, for a
+   gang spread over servers, on the servers with the most usable GPUs, those
+   of the victims first): jobs ranked ``t*`` or lower there are stopped
+   lowest-ranked first until ``p`` fits, then every victim ``p`` still fits
+   without is kept running (highest-ranked first);
+3. else ``p`` waits.
+
+Each test of ``F_t`` is vectorised over the GPUs and servers; a walk costs
+``O(pending * (G + S))`` plus ``O(log R)`` such tests per job that preempts.
+
+The jobs placed in step 2 are *pinned*: the solver sees them running where
+the walk put them and may neither move nor stop them
+([Problem][alloc.problem.Problem] ``pinned``); the victims are not in the
+solver's problem at all.  Everything else is the solver's, on what is left:
+exact solvers prove their bound and optimum for that problem.
+
+Scope: clusters without tenants' guarantees (with tenants, preemption
+follows the tenancy rules; ``allocate`` refuses ``preempt="order"`` there).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+from .deadline import Deadline
+from .model import MILLI, Allocation
+from .problem import Assign, Problem
+
+#: the preemption rules ``allocate(preempt=...)`` takes
+PREEMPT_RULES = (None, "order")
+INNER = ("switch", "socket")
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What the walk decided: ``victims`` (running job index -> the index of
+    the job it is stopped for) and ``pinned`` (job index -> its assignment)."""
+    victims: dict = field(default_factory=dict)
+    pinned: dict = field(default_factory=dict)
+
+
+class _Walk:
+    """Free capacity and the running jobs' holdings, as arrays."""
+
+    def __init__(self, p: Problem):
+        self.p = p
+        self.gfree = p.gpu_free.astype(np.int64).copy()
+        self.cfree = p.free_cpu.astype(np.int64).copy()
+        self.mfree = p.free_mem.astype(np.int64).copy()
+        self.gsrv = p.gpu_server
+        self.whole = np.bincount(self.gsrv[self.gfree >= MILLI], minlength=p.S)
+        self.rank = p.rank
+        self.alive = np.zeros(p.J, dtype=bool)
+        rg, rs = ([], [], []), ([], [], [], [])
+        self.on_server: dict[int, list[int]] = {}
+        for r, a in p.fixed.items():
+            self.alive[r] = True
+            for g, m in a.gpus:
+                rg[0].append(r), rg[1].append(g), rg[2].append(m)
+            srv = {s for s, _ in a.cpu} | {s for s, _ in a.mem} | \
+                {int(self.gsrv[g]) for g, _ in a.gpus}
+            cpu, mem = dict(a.cpu), dict(a.mem)
+            for s in srv:
+                rs[0].append(r), rs[1].append(s), rs[2].append(cpu.get(s, 0))
+                rs[3].append(mem.get(s, 0))
+                self.on_server.setdefault(s, []).append(r)
+        self.g_job, self.g_gpu, self.g_milli = (np.array(x, dtype=np.int64) for x in rg)
+        self.s_job, self.s_srv, self.s_cpu, self.s_mem = (np.array(x, dtype=np.int64)
+                                                          for x in rs)
+        self.masks: dict = {}
+        self.failed: dict = {}      # job shape -> victims stopped when it last failed
+        self.full: dict = {}        # job shape -> victims stopped when it last found no room
+
+    # ------------------------------------------------------------ job shape
+    def shape(self, j: int) -> tuple:
+        """(GPUs, milli, [(cpu, mem)], locality, allowed-server mask) of job j."""
+        p = self.p
+        job = p.jobs[j]
+        n = job.min_gpus if job.elastic and job.min_gpus is not None else job.gpus
+        opts = tuple(dict.fromkeys((o.cpu, o.mem) for o in p.options[j]))
+        key = tuple(bool(x) for x in p.type_ok[j]) if n else None
+        mask = self.masks.get(key)
+        if mask is None:
+            mask = np.zeros(p.S, dtype=bool)
+            mask[p.allowed_servers(j)] = True
+            self.masks[key] = mask
+        return n, job.gpu_milli, opts, job.locality, mask
+
+    # --------------------------------------------------------------- tests
+    def freed(self, t: int | None):
+        """Free GPU milli, CPU and memory with every live running job ranked
+        ``t`` or lower stopped (``t=None``: none)."""
+        if t is None:
+            return self.gfree, self.cfree, self.mfree
+        S, G = self.p.S, self.p.G
+        ev = self.alive & (self.rank >= t)
+        mg, ms = ev[self.g_job], ev[self.s_job]
+        gf = self.gfree + np.bincount(self.g_gpu[mg], self.g_milli[mg], G).astype(np.int64)
+        cf = self.cfree + np.bincount(self.s_srv[ms], self.s_cpu[ms], S).astype(np.int64)
+        mf = self.mfree + np.bincount(self.s_srv[ms], self.s_mem[ms], S).astype(np.int64)
+        return gf, cf, mf
+
+    def servers_ok(self, sh, gf, cf, mf, whole=None) -> list:
+        """Per option: the mask of servers that hold the job alone."""
+        p = self.p
+        n, q, opts, loc, mask = sh
+        out = []
+        if n and q >= MILLI:
+            w = gf >= MILLI
+            if loc in INNER:
+                dom = p.domain[loc]
+                cnt = np.bincount(dom[w], minlength=int(dom.max()) + 1)
+                gpu_ok = (cnt >= n)[dom]
+                srv_gpu = np.zeros(p.S, dtype=bool)
+                srv_gpu[self.gsrv[gpu_ok]] = True
+            else:
+                ws = whole if whole is not None else np.bincount(self.gsrv[w], minlength=p.S)
+                srv_gpu = ws >= n
+        elif n:
+            srv_gpu = np.zeros(p.S, dtype=bool)
+            srv_gpu[self.gsrv[gf >= q]] = True
+        else:
+            srv_gpu = mask
+        base = mask & srv_gpu
+        for c, m in opts:
+            out.append(base & (cf >= c) & (mf >= m))
+        return out
+
+    def spread_ok(self, sh, gf, cf, mf) -> bool:
+        """A gang of whole GPUs spread over servers (one rack for rack locality) fits."""
+        n, q, opts, loc, mask = sh
+        if n < 2 or q < MILLI or loc not in (None, "rack"):
+            return False
+        for c, m in opts:
+            use = self.usable(gf, cf, mf, mask, n, c, m)
+            if loc == "rack":
+                rack = self.p.domain["rack"][self.p.gpu_first]
+                if (np.bincount(rack, use) >= n).any():
+                    return True
+            elif use.sum() >= n:
+                return True
+        return False
+
+    def usable(self, gf, cf, mf, mask, n, c, m) -> np.ndarray:
+        """Whole GPUs each server can give a spread gang of n (CPU and memory
+        per GPU rounded up, so that any split in proportion to GPUs fits)."""
+        w = np.bincount(self.gsrv[gf >= MILLI], minlength=self.p.S)
+        cper, mper = -(-c // n), -(-m // n)
+        use = w.copy()
+        if cper:
+            use = np.minimum(use, cf // cper)
+        if mper:
+            use = np.minimum(use, mf // mper)
+        return np.where(mask, use, 0)
+
+    def fits(self, sh, t: int | None) -> bool:
+        """Job shape ``sh`` fits with the running jobs ranked ``t`` or lower stopped."""
+        gf, cf, mf = self.freed(t)
+        if any(ok.any() for ok in self.servers_ok(sh, gf, cf, mf,
+                                                   self.whole if t is None else None)):
+            return True
+        return self.spread_ok(sh, gf, cf, mf)
+
+    # ------------------------------------------------------------ changes
+    def commit(self, j: int, a: Assign) -> None:
+        """Set job j's assignment aside in the free capacity."""
+        self._apply(a, -1)
+
+    def stop(self, r: int) -> None:
+        """Running job r is stopped: what it held is free."""
+        self.alive[r] = False
+        self._apply(self.p.fixed[r], 1)
+
+    def _apply(self, a: Assign, sign: int) -> None:
+        for g, m in a.gpus:
+            self.gfree[g] += sign * m
+        for s, v in a.cpu:
+            self.cfree[s] += sign * v
+        for s, v in a.mem:
+            self.mfree[s] += sign * v
+        for s in {int(self.gsrv[g]) for g, _ in a.gpus}:
+            f = int(self.p.gpu_first[s])
+            self.whole[s] = int((self.gfree[f:f + int(self.p.srv_gpus[s])] >= MILLI).sum())
+
+    # ------------------------------------------------------------ placing
+    def gpus_on(self, s: int, sh, gf) -> list[int] | None:
+        """GPUs of server s for the job (``gf``: free milli by GPU index, an
+        array or a mapping over s's GPUs): the tightest node of the
+        innermost declared level that holds a gang, the tightest GPU for a share."""
+        p = self.p
+        n, q, _, loc, _ = sh
+        if not n:
+            return []
+        f = int(p.gpu_first[s])
+        gs = range(f, f + int(p.srv_gpus[s]))
+        if q < MILLI:
+            ok = [g for g in gs if gf[g] >= q]
+            return [min(ok, key=lambda g: (gf[g], g))] if ok else None
+        free = [g for g in gs if gf[g] >= MILLI]
+        if len(free) < n:
+            return None
+        for lv in INNER:
+            if lv not in p.levels:
+                continue
+            groups: dict[int, list[int]] = {}
+            for g in free:
+                groups.setdefault(int(p.domain[lv][g]), []).append(g)
+            fit = [v for v in groups.values() if len(v) >= n]
+            if fit:
+                return min(fit, key=lambda v: (len(v), v[0]))[:n]
+            if loc == lv:
+                return None
+        return free[:n]
+
+    def assign_on(self, j: int, s: int, sh, o: int, gf) -> Assign | None:
+        """Job j alone on server s at option o, or None."""
+        gpus = self.gpus_on(s, sh, gf)
+        if gpus is None:
+            return None
+        if not sh[0]:
+            return self.p.make_cpu_assign(j, s, o)
+        return self.p.make_assign(j, gpus, o)
+
+    def place_free(self, j: int, sh) -> Assign | None:
+        """Job j in the free capacity (the fullest server that holds it, else
+        a spread gang), or None."""
+        for o, ok in enumerate(self.servers_ok(sh, self.gfree, self.cfree, self.mfree,
+                                               self.whole)):
+            cand = np.flatnonzero(ok)
+            if len(cand):
+                s = int(cand[np.argmin(self.whole[cand] * self.p.S + cand)])
+                a = self.assign_on(j, s, sh, o, self.gfree)
+                if a is not None:
+                    return a
+        return self.spread(j, sh, self.gfree, self.cfree, self.mfree, ())
+
+    def spread(self, j: int, sh, gf, cf, mf, first) -> Assign | None:
+        """A gang spread over servers (``first``: servers to use before the
+        others; then the most usable GPUs), or None."""
+        n, q, opts, loc, mask = sh
+        if n < 2 or q < MILLI or loc not in (None, "rack"):
+            return None
+        p = self.p
+        for o, (c, m) in enumerate(opts):
+            use = self.usable(gf, cf, mf, mask, n, c, m)
+            if loc == "rack":
+                rack = p.domain["rack"][p.gpu_first]
+                tot = np.bincount(rack, use)
+                good = np.flatnonzero(tot >= n)
+                if not len(good):
+                    continue
+                pref = [int(rack[s]) for s in first if tot[rack[s]] >= n]
+                use = np.where(rack == (pref[0] if pref else good[0]), use, 0)
+            elif use.sum() < n:
+                continue
+            firsts = [s for s in dict.fromkeys(first) if use[s] > 0]
+            rest = [int(s) for s in np.argsort(-use, kind="stable") if use[s] > 0
+                    and s not in firsts]
+            gpus: list[int] = []
+            for s in firsts + rest:
+                k = min(int(use[s]), n - len(gpus))
+                f = int(p.gpu_first[s])
+                gpus += [g for g in range(f, f + int(p.srv_gpus[s])) if gf[g] >= MILLI][:k]
+                if len(gpus) == n:
+                    return p.make_assign(j, gpus, o)
+        return None
+
+    # ------------------------------------------------------------ victims
+    def local(self, s: int, victims) -> tuple[dict, int, int]:
+        """Free milli of server s's GPUs, its CPU and memory with ``victims`` stopped."""
+        p = self.p
+        f = int(p.gpu_first[s])
+        gf = {g: int(self.gfree[g]) for g in range(f, f + int(p.srv_gpus[s]))}
+        c, m = int(self.cfree[s]), int(self.mfree[s])
+        for v in victims:
+            a = p.fixed[v]
+            for g, mi in a.gpus:
+                if g in gf:
+                    gf[g] += mi
+            c += dict(a.cpu).get(s, 0)
+            m += dict(a.mem).get(s, 0)
+        return gf, c, m
+
+    def try_server(self, j: int, s: int, sh, victims) -> Assign | None:
+        """Job j alone on server s with ``victims`` stopped, or None."""
+        gf, c, m = self.local(s, victims)
+        if not sh[4][s]:
+            return None
+        for o, (oc, om) in enumerate(sh[2]):
+            if oc <= c and om <= m:
+                a = self.assign_on(j, s, sh, o, gf)
+                if a is not None:
+                    return a
+        return None
+
+    def on_server_victims(self, j: int, s: int, sh, t: int):
+        """Victims on server s (ranked t or lower, lowest first, then pruned
+        highest first) and job j's assignment there, or None."""
+        cands = sorted((r for r in self.on_server.get(s, ()) if self.alive[r]
+                        and self.rank[r] >= t), key=lambda r: -self.rank[r])
+        victims: list[int] = []
+        for r in cands:
+            victims.append(r)
+            if self.try_server(j, s, sh, victims) is not None:
+                break
+        else:
+            return None
+        for r in sorted(victims, key=lambda r: self.rank[r]):
+            rest = [v for v in victims if v != r]
+            if self.try_server(j, s, sh, rest) is not None:
+                victims = rest
+        return victims, self.try_server(j, s, sh, victims)
+
+    def spread_victims(self, j: int, sh, t: int):
+        """Victims for a spread gang (ranked t or lower, lowest first until
+        the gang fits, then pruned highest first) and its assignment, or None."""
+        p = self.p
+        mask = sh[4]
+        held = {int(r): p.servers_of(p.fixed[int(r)])
+                for r in np.flatnonzero(self.alive & (self.rank >= t))}
+        cands = sorted((r for r, srv in held.items() if any(mask[s] for s in srv)),
+                       key=lambda r: -self.rank[r])
+
+        def attempt(victims):
+            gf, cf, mf = self.gfree.copy(), self.cfree.copy(), self.mfree.copy()
+            for v in victims:
+                a = p.fixed[v]
+                for g, mi in a.gpus:
+                    gf[g] += mi
+                for s, x in a.cpu:
+                    cf[s] += x
+                for s, x in a.mem:
+                    mf[s] += x
+            first = [s for v in victims for s in sorted(held[v])]
+            return self.spread(j, sh, gf, cf, mf, first)
+
+        victims: list[int] = []
+        for r in cands:
+            victims.append(r)
+            if attempt(victims) is not None:
+                break
+        else:
+            return None
+        for r in sorted(victims, key=lambda r: self.rank[r]):
+            rest = [v for v in victims if v != r]
+            if attempt(rest) is not None:
+                victims = rest
+        return victims, attempt(victims)
+
+    def with_victims(self, j: int, sh):
+        """Stop the fewest lowest-ranked running jobs so that job j fits (module
+        notes); returns (victims, assignment) or None."""
+        rj = self.rank[j]
+        ranks = np.sort(self.rank[self.alive & (self.rank > rj)])
+        if not len(ranks) or not self.fits(sh, int(ranks[0])):
+            return None
+        lo, hi = 0, len(ranks) - 1          # fits at ranks[lo]; find the last that fits
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            if self.fits(sh, int(ranks[mid])):
+                lo = mid
+            else:
+                hi = mid - 1
+        t = int(ranks[lo])
+        top = int(np.flatnonzero(self.rank == t)[0])
+        best = None
+        for s in sorted(self.p.servers_of(self.p.fixed[top])):
+            got = self.on_server_victims(j, s, sh, t)
+            if got is not None and (best is None or len(got[0]) < len(best[0])):
+                best = got
+        if best is None:
+            best = self.spread_victims(j, sh, t)
+        if best is None:
+            return None
+        victims, a = best
+        used = self.p.servers_of(a)
+        return [v for v in victims if self.p.servers_of(self.p.fixed[v]) & used], a
+
+
+def plan(problem: Problem, deadline: Deadline | None = None) -> Plan:
+    """The walk of the module notes on a compiled problem (``preempt="order"``);
+    out of time it returns what it decided so far."""
+    p = problem
+    rank = p.order_rank
+    if p.preempt != "order" or not rank or not p.fixed:
+        return Plan()
+    deadline = deadline if deadline is not None else Deadline.never()
+    w = _Walk(p)
+    victims: dict[int, int] = {}
+    pinned: dict[int, Assign] = {}
+    lowest = int(w.rank[w.alive].max())
+    listed = sorted((j for j in p.pending if p.jobs[j].id in rank), key=lambda j: w.rank[j])
+    for j in listed:
+        if w.rank[j] >= lowest or deadline.expired():
+            break
+        sh = w.shape(j)
+        key = sh[:4] + (id(sh[4]),)
+        if w.full.get(key) != len(victims):
+            a = w.place_free(j, sh)
+            if a is not None:
+                w.commit(j, a)
+                continue
+            w.full[key] = len(victims)    # nothing frees room until the next stop
+        if w.failed.get(key) == len(victims):
+            continue                  # the same shape failed since the last stop
+        got = w.with_victims(j, sh)
+        if got is None:
+            w.failed[key] = len(victims)
+            continue
+        stopped, a = got
+        for v in stopped:
+            w.stop(v)
+            victims[v] = j
+        w.commit(j, a)
+        pinned[j] = a
+        if w.alive.any():
+            lowest = int(w.rank[w.alive].max())
+        else:
+            break
+    return Plan(victims, pinned)
+
+
+def reduced(problem: Problem, plan: Plan) -> Problem:
+    """The problem the solver gets: the victims gone, the pinned jobs running
+    where the walk put them, priorities set aside (the order ranks the jobs,
+    and nothing may stop anything now)."""
+    from .problem import compile_problem
+    p = problem
+    jobs, order = [], []
+    for j in sorted(range(p.J), key=lambda j: p.rank[j]):
+        if j in plan.victims:
+            continue
+        job = p.jobs[j]
+        if j in plan.pinned:
+            job = replace(job, current=p.placement(j, plan.pinned[j]), priority=0)
+        elif job.priority:
+            job = replace(job, priority=0)
+        jobs.append((j, job))
+        order.append(job.id)
+    jobs.sort()
+    return compile_problem(p.cluster, [job for _, job in jobs], p.objective, p.name,
+                           order=order, max_moves=p.max_moves, move_cost=p.move_cost,
+                           pinned=[p.jobs[j].id for j in plan.pinned])
+
+
+def lifted(problem: Problem, plan: Plan, alloc: Allocation) -> Allocation:
+    """The allocation of the reduced problem, told for the caller's problem:
+    the victims preempted (and unplaced), the pinned jobs started (not moved),
+    ``stats["preempted_for"]`` naming the job each victim was stopped for."""
+    p = problem
+    ids = {j: p.jobs[j].id for j in plan.victims}
+    started = {p.jobs[j].id for j in plan.pinned}
+    moved = tuple(j for j in alloc.moved if j not in started)
+    value = p.objective.total(p.jobs, alloc.placements) - (p.move_cost or 0.0) * len(moved)
+    unplaced = set(alloc.unplaced) | set(ids.values())
+    stats = dict(alloc.stats)
+    stats["preempted_for"] = {ids[v]: p.jobs[b].id for v, b in sorted(plan.victims.items())}
+    return replace(alloc, unplaced=tuple(j.id for j in p.jobs if j.id in unplaced),
+                   preempted=alloc.preempted + tuple(ids[v] for v in sorted(ids)),
+                   moved=moved, value=value, stats=stats)
+
+
+__all__ = ["PREEMPT_RULES", "Plan", "lifted", "plan", "reduced"]
