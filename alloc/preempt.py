@@ -163,12 +163,19 @@ class _Walk:
         for c, m in opts:
             use = self.usable(gf, cf, mf, mask, n, c, m)
             if loc == "rack":
-                rack = self.p.domain["rack"][self.p.gpu_first]
-                if (np.bincount(rack, use) >= n).any():
+                if (np.bincount(self.racks(), use) >= n).any():
                     return True
             elif use.sum() >= n:
                 return True
         return False
+
+    def racks(self) -> np.ndarray:
+        """Each server's rack as an index."""
+        if not hasattr(self, "_racks"):
+            names: dict = {}
+            self._racks = np.array([names.setdefault(sv.rack, len(names))
+                                    for sv in self.p.cluster.servers], dtype=np.int64)
+        return self._racks
 
     def usable(self, gf, cf, mf, mask, n, c, m) -> np.ndarray:
         """Whole GPUs each server can give a spread gang of n (CPU and memory
@@ -273,7 +280,7 @@ class _Walk:
         for o, (c, m) in enumerate(opts):
             use = self.usable(gf, cf, mf, mask, n, c, m)
             if loc == "rack":
-                rack = p.domain["rack"][p.gpu_first]
+                rack = self.racks()
                 tot = np.bincount(rack, use)
                 good = np.flatnonzero(tot >= n)
                 if not len(good):
