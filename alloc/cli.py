@@ -5,7 +5,7 @@ Exit codes: 0 done (any status), 1 ``check`` found violations, 2 bad input
 capability and an unknown option are bad input too), 3 solver failure.  A
 human summary goes to stderr; machine output to stdout or ``--out``.
 Sub-programs with their own parsers (``bench openb``, ``simulate``,
-``shares``, ``sweep``, ``serve``) are dispatched by name and imported only when used.
+``shares``, ``sweep``, ``serve``, ``slurm``) are dispatched by name and imported only when used.
 """
 from __future__ import annotations
 
@@ -24,6 +24,7 @@ SUBPROGRAMS = {
     "shares": "alloc.shares.cli:shares_main",
     "sweep": "alloc.sweep.cli:sweep_main",
     "serve": "alloc.service.cli:serve_main",
+    "slurm": "alloc.adapters.slurm:slurm_main",
 }
 
 

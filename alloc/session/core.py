@@ -266,12 +266,20 @@ class Session:
         placement.  A job stopped on purpose is `stop` or `preempt`."""
         self._leave(job_id, requeue, "failed", where or "fail_job")
 
-    def stop(self, job_id, *, requeue: bool = False, where: str | None = None) -> None:
+    def stop(self, job_id, *, requeue: bool = False, hold: bool = False,
+             where: str | None = None) -> None:
         """A job stopped on purpose, not a failure (cancelled, or suspended by
         the scheduler): it leaves the session (counted as stopped), or with
-        ``requeue=True`` waits again for a placement.  A waiting job may be
-        stopped (cancelled) too."""
-        self._leave(job_id, requeue, "stopped", where or "stop")
+        ``requeue=True`` waits again for a placement (``hold=True``: not in
+        the next round).  A waiting job may be stopped (cancelled) too."""
+        where = where or "stop"
+        with self._journal.transaction(self._reorder):
+            if not isinstance(hold, bool) or (hold and requeue is not True):
+                raise InputError(f"{where}.hold: expected true (with requeue) or false, "
+                                 f"got {_short(hold)}")
+            self._leave(job_id, requeue, "stopped", where)
+            if hold:
+                self._flag(self._held, self._known(job_id, where).id, True)
 
     def preempt(self, job_id, *, where: str | None = None) -> None:
         """The scheduler preempted a running job by its own policy: it waits
