@@ -35,6 +35,14 @@ CAPABILITIES = frozenset({
     "order-preemption",  # keeps the core's pinned jobs in place (preempt="order")
 })
 
+#: How to install what a solver ``requires`` (one line each).
+INSTALL = {
+    "ortools": "pip install 'ortools>=9.8' (it needs pandas>=2; beside pandas<2 the solvers "
+               "without CP-SAT all run: see `alloc solvers`)",
+    "highspy": "pip install 'highspy>=1.11,<1.13'",
+    "pulp": "pip install 'pulp>=2.8,<4'",
+}
+
 #: Family packages under ``alloc.solvers`` that declare solvers.
 FAMILIES = ("heuristics", "exact", "synergy", "fgd", "hived", "drf")
 
@@ -93,10 +101,16 @@ class SolverInfo:
         return self.exact and not self.restricts
 
     def unavailable_reason(self) -> str | None:
-        """Why the solver cannot run here (a missing module), or None."""
+        """Why the solver cannot run here (a missing module, and how to
+        install it), or None."""
         for mod in self.requires:
             try:
                 importlib.import_module(mod)
+            except ImportError as exc:
+                if isinstance(exc, ModuleNotFoundError) and exc.name == mod:
+                    how = INSTALL.get(mod, f"pip install {mod}")
+                    return f"needs {mod}, which is not installed: {how}"
+                return f"needs {mod} ({type(exc).__name__}: {exc})"
             except Exception as exc:  # pragma: no cover - depends on the machine
                 return f"needs {mod} ({type(exc).__name__}: {exc})"
         return None
@@ -187,5 +201,5 @@ def heuristic_solvers(available_only: bool = True) -> list[str]:
     return [n for n, s in solvers().items() if not s.exact and (s.available or not available_only)]
 
 
-__all__ = ["CAPABILITIES", "FAMILIES", "SolverInfo", "declare", "exact_solvers", "get_solver",
-           "heuristic_solvers", "register", "solvers"]
+__all__ = ["CAPABILITIES", "FAMILIES", "INSTALL", "SolverInfo", "declare", "exact_solvers",
+           "get_solver", "heuristic_solvers", "register", "solvers"]

@@ -7,7 +7,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from alloc import InputError
+from alloc import InputError, solvers
 from alloc.adapters.blox import AllocPlacement
 
 
@@ -127,7 +127,8 @@ def test_multi_gpu_jobs_consolidated_moves_and_a_new_node():
     active = {10: {"num_GPUs": 4, "is_running": False, "placement_preference": "consolidated"},
               11: {"num_GPUs": 2, "is_running": False},
               12: {"num_GPUs": 6, "is_running": False}}
-    policy = AllocPlacement(solver="cpsat", time_limit=5)
+    policy = AllocPlacement(solver="cpsat" if solvers()["cpsat"].available else "milp",
+                            time_limit=5)
     stop, launch = policy.place(SimpleNamespace(active_jobs=active), cl,
                                 {"job_order": [(10, {}), (11, {}), (12, {})]})
     assert not stop and set(launch) == {10, 11}

@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from alloc import (Cluster, InputError, Job, Server, allocate, load_instance, register,
-                   violations)
+                   solvers, violations)
 from alloc.conformance import applicable_solvers, check_across, check_solver, instances
 from alloc.model import Allocation, GpuShare, Placement
 
@@ -122,7 +122,7 @@ def test_without_preempt_nothing_changes():
     cl = Cluster((server(0, gpus=2),))
     run = [running("low", "s0", [0, 1])]
     pend = [Job("p", 1, cpu=1000, mem=1000)]
-    for solver in ("best-fit", "hived", "cpsat"):
+    for solver in [x for x in ("best-fit", "hived", "cpsat") if solvers()[x].available]:
         a = allocate(cl, run + pend, solver=solver, order=["p", "low"])
         assert not a.preempted and a.placement("low").same_as(run[0].current)
 
@@ -159,6 +159,7 @@ def test_violations_name_a_victim_not_stopped_for_a_higher_ranked_job_on_its_ser
     assert violations(cl, jobs, ok)          # equal priorities: no one outranks v
 
 
+@pytest.mark.skipif(not solvers()["cpsat"].available, reason="cpsat needs ortools (absent)")
 def test_cpsat_with_an_order_stays_on_the_configuration_model():
     cl = Cluster(tuple(server(i) for i in range(4)))
     run = [running(f"r{k}", f"s{k // 4}", [k % 4]) for k in range(16)]

@@ -1,9 +1,11 @@
 """What a scheduler's loop needs from a Session: ids of any hashable type with
 GPU keys mapped, stop / preempt events distinct from failures, reconcile,
 orders naming jobs not submitted yet, preemption by order in rounds."""
+from pathlib import Path
+
 import pytest
 
-from alloc import Cluster, InputError, Job, Server, Session, violations
+from alloc import Cluster, InputError, Job, Server, Session, load_instance, violations
 
 
 def cluster(n=2, gpus=4):
@@ -131,9 +133,8 @@ def test_preemption_by_order_in_rounds_and_closed_servers_are_left_alone():
     r = checked(s)
     assert all(not p.gpus[0].gpu.startswith(drained) for p in r.start)
     assert not set(r.stop) & running_there
+    inst = load_instance(Path(__file__).resolve().parents[1] / "instances" / "tenancy_small.json")
     with pytest.raises(InputError, match="tenancy rules"):
-        from alloc import load_instance
-        inst = load_instance("instances/tenancy_small.json")
         Session(inst.cluster, jobs=inst.jobs, solver="hived", preempt="order")
 
 
