@@ -180,8 +180,7 @@ def live_state_problems(jobs: Sequence[Job], allocation: Allocation,
     if max_moves is not None and len(moved) > max_moves:
         out.append(f"{len(moved)} running job(s) moved, the call allows {max_moves}"
                    + (f" (first: {sorted(moved)[0]!r})" if moved else ""))
-    fresh = [by_id[jid] for jid, p in placed.items()
-             if jid in by_id and not p.same_as(by_id[jid].current)]
+    fresh = _fresh_by_server(by_id, placed) if allocation.preempted else {}
     for jid in allocation.preempted:
         v = by_id.get(jid)
         if v is None:
@@ -200,18 +199,22 @@ def live_state_problems(jobs: Sequence[Job], allocation: Allocation,
     return out
 
 
-def _stopped_for(v: Job, fresh: Sequence[Job], placed: dict, rank) -> bool:
-    """Some job of ``fresh`` outranks ``v`` and is placed on a server ``v`` held."""
+def _fresh_by_server(by_id: dict, placed: dict) -> dict:
+    """The jobs placed now and not already running there, by server id."""
+    out: dict = defaultdict(list)
+    for jid, p in placed.items():
+        a = by_id.get(jid)
+        if a is not None and not p.same_as(a.current):
+            for s in placement_servers(p):
+                out[s].append(a)
+    return out
+
+
+def _stopped_for(v: Job, fresh: dict, placed: dict, rank) -> bool:
+    """Some job placed now on a server ``v`` held outranks ``v``."""
     from .tenancy import outranks
-    held = None
-    for a in fresh:
-        if a.id == v.id or not outranks(a, v, rank):
-            continue
-        if held is None:
-            held = placement_servers(v.current)
-        if held & placement_servers(placed[a.id]):
-            return True
-    return False
+    return any(a.id != v.id and outranks(a, v, rank)
+               for s in placement_servers(v.current) for a in fresh.get(s, ()))
 
 
 def _own_problems(cluster: Cluster, job: Job, p: Placement) -> tuple[list[str], bool]:

@@ -48,6 +48,7 @@ follows the tenancy rules; ``allocate`` refuses ``preempt="order"`` there).
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from itertools import chain
 
 import numpy as np
 
@@ -80,25 +81,25 @@ class _Walk:
         self.whole = np.bincount(self.gsrv[self.gfree >= MILLI], minlength=p.S)
         self.rank = p.rank
         self.alive = np.zeros(p.J, dtype=bool)
-        rg, rs = ([], [], []), ([], [], [], [])
-        self.on_server: dict[int, list[int]] = {}
-        for r, a in p.fixed.items():
-            self.alive[r] = True
-            for g, m in a.gpus:
-                rg[0].append(r), rg[1].append(g), rg[2].append(m)
-            srv = {s for s, _ in a.cpu} | {s for s, _ in a.mem} | \
-                {int(self.gsrv[g]) for g, _ in a.gpus}
-            cpu, mem = dict(a.cpu), dict(a.mem)
-            for s in srv:
-                rs[0].append(r), rs[1].append(s), rs[2].append(cpu.get(s, 0))
-                rs[3].append(mem.get(s, 0))
-                self.on_server.setdefault(s, []).append(r)
-        self.g_job, self.g_gpu, self.g_milli = (np.array(x, dtype=np.int64) for x in rg)
-        self.s_job, self.s_srv, self.s_cpu, self.s_mem = (np.array(x, dtype=np.int64)
-                                                          for x in rs)
+        self.alive[list(p.fixed)] = True
+        #: running jobs, lowest-ranked first
+        self.by_rank = sorted(p.fixed, key=lambda r: -int(p.rank[r]))
+        self._on_server: dict[int, list[int]] | None = None
         self.masks: dict = {}
-        self.failed: dict = {}      # job shape -> victims stopped when it last failed
-        self.full: dict = {}        # job shape -> victims stopped when it last found no room
+        #: bumped whenever stopping jobs leaves room beside what their beneficiary took
+        self.version = 0
+        self.failed: dict = {}      # job shape -> version when it last failed
+        self.full: dict = {}        # job shape -> version when it last found no room
+
+    @property
+    def on_server(self) -> dict[int, list[int]]:
+        """Running jobs by server index (built on first use)."""
+        if self._on_server is None:
+            self._on_server = {}
+            for r in self.p.fixed:
+                for s in self.p.servers_of(self.p.fixed[r]):
+                    self._on_server.setdefault(s, []).append(r)
+        return self._on_server
 
     # ------------------------------------------------------------ job shape
     def shape(self, j: int) -> tuple:
@@ -116,19 +117,6 @@ class _Walk:
         return n, job.gpu_milli, opts, job.locality, mask
 
     # --------------------------------------------------------------- tests
-    def freed(self, t: int | None):
-        """Free GPU milli, CPU and memory with every live running job ranked
-        ``t`` or lower stopped (``t=None``: none)."""
-        if t is None:
-            return self.gfree, self.cfree, self.mfree
-        S, G = self.p.S, self.p.G
-        ev = self.alive & (self.rank >= t)
-        mg, ms = ev[self.g_job], ev[self.s_job]
-        gf = self.gfree + np.bincount(self.g_gpu[mg], self.g_milli[mg], G).astype(np.int64)
-        cf = self.cfree + np.bincount(self.s_srv[ms], self.s_cpu[ms], S).astype(np.int64)
-        mf = self.mfree + np.bincount(self.s_srv[ms], self.s_mem[ms], S).astype(np.int64)
-        return gf, cf, mf
-
     def servers_ok(self, sh, gf, cf, mf, whole=None) -> list:
         """Per option: the mask of servers that hold the job alone."""
         p = self.p
@@ -155,20 +143,6 @@ class _Walk:
             out.append(base & (cf >= c) & (mf >= m))
         return out
 
-    def spread_ok(self, sh, gf, cf, mf) -> bool:
-        """A gang of whole GPUs spread over servers (one rack for rack locality) fits."""
-        n, q, opts, loc, mask = sh
-        if n < 2 or q < MILLI or loc not in (None, "rack"):
-            return False
-        for c, m in opts:
-            use = self.usable(gf, cf, mf, mask, n, c, m)
-            if loc == "rack":
-                if (np.bincount(self.racks(), use) >= n).any():
-                    return True
-            elif use.sum() >= n:
-                return True
-        return False
-
     def racks(self) -> np.ndarray:
         """Each server's rack as an index."""
         if not hasattr(self, "_racks"):
@@ -180,7 +154,8 @@ class _Walk:
     def usable(self, gf, cf, mf, mask, n, c, m) -> np.ndarray:
         """Whole GPUs each server can give a spread gang of n (CPU and memory
         per GPU rounded up, so that any split in proportion to GPUs fits)."""
-        w = np.bincount(self.gsrv[gf >= MILLI], minlength=self.p.S)
+        w = self.whole if gf is self.gfree else \
+            np.bincount(self.gsrv[gf >= MILLI], minlength=self.p.S)
         cper, mper = -(-c // n), -(-m // n)
         use = w.copy()
         if cper:
@@ -189,15 +164,6 @@ class _Walk:
             use = np.minimum(use, mf // mper)
         return np.where(mask, use, 0)
 
-    def fits(self, sh, t: int | None) -> bool:
-        """Job shape ``sh`` fits with the running jobs ranked ``t`` or lower stopped."""
-        gf, cf, mf = self.freed(t)
-        if any(ok.any() for ok in self.servers_ok(sh, gf, cf, mf,
-                                                   self.whole if t is None else None)):
-            return True
-        return self.spread_ok(sh, gf, cf, mf)
-
-    # ------------------------------------------------------------ changes
     def commit(self, j: int, a: Assign) -> None:
         """Set job j's assignment aside in the free capacity."""
         self._apply(a, -1)
@@ -206,6 +172,25 @@ class _Walk:
         """Running job r is stopped: what it held is free."""
         self.alive[r] = False
         self._apply(self.p.fixed[r], 1)
+
+    def replace(self, victims: list[int], a: Assign) -> None:
+        """Stop ``victims`` and set ``a`` aside; bump `version` when that
+        leaves more room anywhere than there was (a job that found none
+        before may find some now)."""
+        p = self.p
+        touched = set(p.servers_of(a))
+        for v in victims:
+            touched |= p.servers_of(p.fixed[v])
+        gs = [g for x in touched for g in range(int(p.gpu_first[x]),
+                                                int(p.gpu_first[x]) + int(p.srv_gpus[x]))]
+        xs = sorted(touched)
+        before = (self.gfree[gs].copy(), self.cfree[xs].copy(), self.mfree[xs].copy())
+        for v in victims:
+            self.stop(v)
+        self.commit(-1, a)
+        after = (self.gfree[gs], self.cfree[xs], self.mfree[xs])
+        if any((y > x).any() for x, y in zip(before, after)):
+            self.version += 1
 
     def _apply(self, a: Assign, sign: int) -> None:
         for g, m in a.gpus:
@@ -290,10 +275,11 @@ class _Walk:
             elif use.sum() < n:
                 continue
             firsts = [s for s in dict.fromkeys(first) if use[s] > 0]
-            rest = [int(s) for s in np.argsort(-use, kind="stable") if use[s] > 0
-                    and s not in firsts]
+            some = np.flatnonzero(use > 0)
+            rest = (int(s) for s in some[np.argsort(-use[some], kind="stable")]
+                    if s not in firsts)
             gpus: list[int] = []
-            for s in firsts + rest:
+            for s in chain(firsts, rest):
                 k = min(int(use[s]), n - len(gpus))
                 f = int(p.gpu_first[s])
                 gpus += [g for g in range(f, f + int(p.srv_gpus[s])) if gf[g] >= MILLI][:k]
@@ -317,16 +303,17 @@ class _Walk:
             m += dict(a.mem).get(s, 0)
         return gf, c, m
 
-    def try_server(self, j: int, s: int, sh, victims) -> Assign | None:
-        """Job j alone on server s with ``victims`` stopped, or None."""
-        gf, c, m = self.local(s, victims)
+    def try_server(self, j: int, s: int, sh, victims, build: bool = False):
+        """Whether job j fits alone on server s with ``victims`` stopped (its
+        assignment with ``build``), else None."""
         if not sh[4][s]:
             return None
+        gf, c, m = self.local(s, victims)
         for o, (oc, om) in enumerate(sh[2]):
             if oc <= c and om <= m:
-                a = self.assign_on(j, s, sh, o, gf)
-                if a is not None:
-                    return a
+                gpus = self.gpus_on(s, sh, gf)
+                if gpus is not None:
+                    return self.assign_on(j, s, sh, o, gf) if build else True
         return None
 
     def on_server_victims(self, j: int, s: int, sh, t: int):
@@ -345,73 +332,110 @@ class _Walk:
             rest = [v for v in victims if v != r]
             if self.try_server(j, s, sh, rest) is not None:
                 victims = rest
-        return victims, self.try_server(j, s, sh, victims)
+        return victims, self.try_server(j, s, sh, victims, build=True)
 
-    def spread_victims(self, j: int, sh, t: int):
-        """Victims for a spread gang (ranked t or lower, lowest first until
-        the gang fits, then pruned highest first) and its assignment, or None."""
-        p = self.p
-        mask = sh[4]
-        held = {int(r): p.servers_of(p.fixed[int(r)])
-                for r in np.flatnonzero(self.alive & (self.rank >= t))}
-        cands = sorted((r for r, srv in held.items() if any(mask[s] for s in srv)),
-                       key=lambda r: -self.rank[r])
+    def usable_on(self, s: int, sh, victims, c: int, m: int) -> int:
+        """Whole GPUs server s gives a spread gang with ``victims`` stopped
+        (CPU and memory per GPU rounded up, as in `usable`)."""
+        n, _, _, _, mask = sh
+        if not mask[s]:
+            return 0
+        gf, cf, mf = self.local(s, victims)
+        w = sum(1 for x in gf.values() if x >= MILLI)
+        cper, mper = -(-c // n), -(-m // n)
+        return min(w, cf // cper if cper else w, mf // mper if mper else w)
 
-        def attempt(victims):
-            gf, cf, mf = self.gfree.copy(), self.cfree.copy(), self.mfree.copy()
-            for v in victims:
-                a = p.fixed[v]
-                for g, mi in a.gpus:
-                    gf[g] += mi
-                for s, x in a.cpu:
-                    cf[s] += x
-                for s, x in a.mem:
-                    mf[s] += x
-            first = [s for v in victims for s in sorted(held[v])]
-            return self.spread(j, sh, gf, cf, mf, first)
+    def spread_victims(self, j: int, sh, cands, c: int, m: int):
+        """Victims for a spread gang (``cands`` lowest-ranked first, until it
+        fits; then every one it fits without is kept, highest-ranked first)
+        and its assignment, or None."""
+        p, n = self.p, sh[0]
+        use = self.usable(self.gfree, self.cfree, self.mfree, sh[4], n, c, m)
+        total, on = int(use.sum()), {}
 
-        victims: list[int] = []
+        def enough():
+            if sh[3] == "rack":
+                return bool((np.bincount(self.racks(), use) >= n).any())
+            return total >= n
+        held = {r: self.p.servers_of(p.fixed[r]) for r in cands}
+
+        def gain(r, sign):
+            nonlocal total
+            for x in held[r]:
+                vs = on.setdefault(x, [])
+                if sign > 0:
+                    vs.append(r)
+                else:
+                    vs.remove(r)
+                u = self.usable_on(x, sh, vs, c, m)
+                total += u - int(use[x])
+                use[x] = u
+        victims = []
         for r in cands:
             victims.append(r)
-            if attempt(victims) is not None:
+            gain(r, 1)
+            if enough():
                 break
         else:
             return None
         for r in sorted(victims, key=lambda r: self.rank[r]):
-            rest = [v for v in victims if v != r]
-            if attempt(rest) is not None:
-                victims = rest
-        return victims, attempt(victims)
+            gain(r, -1)
+            if enough():
+                victims.remove(r)
+            else:
+                gain(r, 1)
+        gf, cf, mf = self.gfree.copy(), self.cfree.copy(), self.mfree.copy()
+        for r in victims:
+            a = p.fixed[r]
+            for g, mi in a.gpus:
+                gf[g] += mi
+            for x, v in a.cpu:
+                cf[x] += v
+            for x, v in a.mem:
+                mf[x] += v
+        first = [x for r in victims for x in sorted(held[r])]
+        a = self.spread(j, sh, gf, cf, mf, first)
+        return None if a is None else (victims, a)
 
     def with_victims(self, j: int, sh):
         """Stop the fewest lowest-ranked running jobs so that job j fits (module
-        notes); returns (victims, assignment) or None."""
-        rj = self.rank[j]
-        ranks = np.sort(self.rank[self.alive & (self.rank > rj)])
-        if not len(ranks) or not self.fits(sh, int(ranks[0])):
-            return None
-        lo, hi = 0, len(ranks) - 1          # fits at ranks[lo]; find the last that fits
-        while lo < hi:
-            mid = (lo + hi + 1) // 2
-            if self.fits(sh, int(ranks[mid])):
-                lo = mid
-            else:
-                hi = mid - 1
-        t = int(ranks[lo])
-        top = int(np.flatnonzero(self.rank == t)[0])
-        best = None
-        for s in sorted(self.p.servers_of(self.p.fixed[top])):
-            got = self.on_server_victims(j, s, sh, t)
-            if got is not None and (best is None or len(got[0]) < len(best[0])):
-                best = got
-        if best is None:
-            best = self.spread_victims(j, sh, t)
-        if best is None:
-            return None
-        victims, a = best
-        used = self.p.servers_of(a)
-        return [v for v in victims if self.p.servers_of(self.p.fixed[v]) & used], a
+        notes); returns (victims, assignment) or None.
 
+        Running jobs are taken lowest-ranked first; after each, the servers it
+        held are tested (the job alone on one of them) and, for a gang that
+        may spread, the whole GPUs usable over the cluster (or a rack); the
+        first test that passes fixes ``t*``, the rank of the last job taken."""
+        p, rj = self.p, self.rank[j]
+        on: dict[int, list[int]] = {}
+        n, q, opts, loc, mask = sh
+        spread = n >= 2 and q >= MILLI and loc in (None, "rack")
+        use = [self.usable(self.gfree, self.cfree, self.mfree, mask, n, c, m) for c, m in opts] \
+            if spread else []
+        cands = []
+        for r in self.by_rank:
+            if self.rank[r] <= rj:
+                break
+            if not self.alive[r]:
+                continue
+            cands.append(r)
+            servers = sorted(p.servers_of(p.fixed[r]))
+            for x in servers:
+                on.setdefault(x, []).append(r)
+            hit = [x for x in servers if self.try_server(j, x, sh, on[x]) is not None]
+            if hit:
+                got = [self.on_server_victims(j, x, sh, int(self.rank[r])) for x in hit]
+                got = [g for g in got if g is not None]
+                if got:
+                    return min(got, key=lambda g: len(g[0]))
+            for o, (c, m) in enumerate(opts if spread else ()):
+                for x in servers:
+                    use[o][x] = self.usable_on(x, sh, on[x], c, m)
+                tot = np.bincount(self.racks(), use[o]).max() if loc == "rack" else use[o].sum()
+                if tot >= n:
+                    got = self.spread_victims(j, sh, cands, c, m)
+                    if got is not None:
+                        return got
+        return None
 
 def plan(problem: Problem, deadline: Deadline | None = None) -> Plan:
     """The walk of the module notes on a compiled problem (``preempt="order"``);
@@ -431,23 +455,21 @@ def plan(problem: Problem, deadline: Deadline | None = None) -> Plan:
             break
         sh = w.shape(j)
         key = sh[:4] + (id(sh[4]),)
-        if w.full.get(key) != len(victims):
+        if w.full.get(key) != w.version:
             a = w.place_free(j, sh)
             if a is not None:
                 w.commit(j, a)
                 continue
-            w.full[key] = len(victims)    # nothing frees room until the next stop
-        if w.failed.get(key) == len(victims):
-            continue                  # the same shape failed since the last stop
+            w.full[key] = w.version       # no room until a stop leaves some
+        if w.failed.get(key) == w.version:
+            continue                      # the same shape failed since then
         got = w.with_victims(j, sh)
         if got is None:
-            w.failed[key] = len(victims)
+            w.failed[key] = w.version
             continue
         stopped, a = got
-        for v in stopped:
-            w.stop(v)
-            victims[v] = j
-        w.commit(j, a)
+        w.replace(stopped, a)
+        victims.update(dict.fromkeys(stopped, j))
         pinned[j] = a
         if w.alive.any():
             lowest = int(w.rank[w.alive].max())
@@ -460,23 +482,7 @@ def reduced(problem: Problem, plan: Plan) -> Problem:
     """The problem the solver gets: the victims gone, the pinned jobs running
     where the walk put them, priorities set aside (the order ranks the jobs,
     and nothing may stop anything now)."""
-    from .problem import compile_problem
-    p = problem
-    jobs, order = [], []
-    for j in sorted(range(p.J), key=lambda j: p.rank[j]):
-        if j in plan.victims:
-            continue
-        job = p.jobs[j]
-        if j in plan.pinned:
-            job = replace(job, current=p.placement(j, plan.pinned[j]), priority=0)
-        elif job.priority:
-            job = replace(job, priority=0)
-        jobs.append((j, job))
-        order.append(job.id)
-    jobs.sort()
-    return compile_problem(p.cluster, [job for _, job in jobs], p.objective, p.name,
-                           order=order, max_moves=p.max_moves, move_cost=p.move_cost,
-                           pinned=[p.jobs[j].id for j in plan.pinned])
+    return problem.reduced(set(plan.victims), plan.pinned)
 
 
 def lifted(problem: Problem, plan: Plan, alloc: Allocation) -> Allocation:
@@ -487,7 +493,8 @@ def lifted(problem: Problem, plan: Plan, alloc: Allocation) -> Allocation:
     ids = {j: p.jobs[j].id for j in plan.victims}
     started = {p.jobs[j].id for j in plan.pinned}
     moved = tuple(j for j in alloc.moved if j not in started)
-    value = p.objective.total(p.jobs, alloc.placements) - (p.move_cost or 0.0) * len(moved)
+    # the same placements: the value finish() recomputed stands (pinned jobs never move)
+    value = alloc.value - (p.move_cost or 0.0) * (len(moved) - len(alloc.moved))
     unplaced = set(alloc.unplaced) | set(ids.values())
     stats = dict(alloc.stats)
     stats["preempted_for"] = {ids[v]: p.jobs[b].id for v, b in sorted(plan.victims.items())}

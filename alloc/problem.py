@@ -367,6 +367,53 @@ class Problem:
             for s, v in a.mem:
                 self.free_mem[s] -= v
 
+    def reduced(self, drop, pin: dict) -> "Problem":
+        """This problem without the jobs ``drop`` (indices), with the jobs of
+        ``pin`` (index -> `Assign`) running there and pinned, priorities set
+        aside (the order ranks the jobs) and no preemption rule -- what
+        [alloc.preempt][] hands the solver.  Built from this problem's arrays,
+        not compiled again."""
+        from dataclasses import replace
+        kept = [j for j in range(self.J) if j not in drop]
+        new = {j: k for k, j in enumerate(kept)}
+        out = object.__new__(Problem)
+        out.__dict__.update({k: v for k, v in self.__dict__.items()
+                             if k not in ("type_ok", "allowed", "preemption_possible")})
+        jobs = []
+        for j in kept:
+            job = self.jobs[j]
+            if j in pin:
+                cur = self.placement(j, pin[j])
+                keep(cur, "assign", (self.cluster,), pin[j])
+                job = replace(job, current=cur, priority=0)
+            elif job.priority:
+                job = replace(job, priority=0)
+            jobs.append(job)
+        out.jobs, out.J = tuple(jobs), len(jobs)
+        out.job_index = {job.id: k for k, job in enumerate(jobs)}
+        out.options = [self.options[j] for j in kept]
+        out.request_option = [self.request_option[j] for j in kept]
+        out.prio_key = [self.prio_key[j] for j in kept]
+        out.rank = self.rank[kept]
+        out.preempt, out.explicit_order = None, True
+        out.fixed = {new[j]: a for j, a in self.fixed.items() if j not in drop}
+        out.fixed.update((new[j], a) for j, a in pin.items())
+        out.reasons = {new[j]: r for j, r in self.reasons.items() if j not in drop}
+        out.running = tuple(sorted(out.fixed))
+        out.pending = tuple(new[j] for j in self.pending if j not in pin and j not in drop)
+        out.free_cpu, out.free_mem = self.free_cpu.copy(), self.free_mem.copy()
+        out.gpu_free = self.gpu_free.copy()
+        for j, sign in [(j, 1) for j in drop if j in self.fixed] + [(j, -1) for j in pin]:
+            a = self.fixed[j] if sign > 0 else pin[j]
+            for g, m in a.gpus:
+                out.gpu_free[g] += sign * m
+            for x, v in a.cpu:
+                out.free_cpu[x] += sign * v
+            for x, v in a.mem:
+                out.free_mem[x] += sign * v
+        out.pinned = frozenset(new[j] for j in pin)
+        return out
+
     def current_assign(self, j: int) -> Assign:
         """The running job ``j``'s current placement in index form."""
         c = self.cluster

@@ -7,7 +7,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from alloc import InputError, solvers
+from alloc import InputError
+from alloc.registry import solvers
 from alloc.adapters.blox import AllocPlacement
 
 

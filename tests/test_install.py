@@ -17,7 +17,8 @@ class Absent(importlib.abc.MetaPathFinder):
 sys.meta_path.insert(0, Absent())
 from types import SimpleNamespace
 import alloc
-from alloc import Cluster, Job, Server, Session, SolverUnavailable, allocate, solvers
+from alloc import Cluster, Job, Server, Session, SolverUnavailable, allocate
+from alloc.registry import solvers
 from alloc.adapters.blox import AllocPlacement
 cl = Cluster(tuple(Server(f"s{i}", 32000, 256000, 4, "V100") for i in range(3)))
 jobs = [Job(f"j{k}", 1 + k % 3, cpu=1000, mem=1000) for k in range(8)]

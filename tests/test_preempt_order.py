@@ -9,7 +9,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from alloc import (Cluster, InputError, Job, Server, allocate, load_instance, register,
-                   solvers, violations)
+                   violations)
+from alloc.registry import solvers
 from alloc.conformance import applicable_solvers, check_across, check_solver, instances
 from alloc.model import Allocation, GpuShare, Placement
 
