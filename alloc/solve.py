@@ -106,7 +106,8 @@ def allocate(cluster: Cluster, jobs: Sequence[Job], *, solver: str = "best-fit",
         placed on a server the stopped ones held ([alloc.preempt][]; the same
         decision for every solver).  Jobs the order does not list rank below
         every listed one and stop no one.  Not for inputs with tenants or
-        guaranteed jobs.
+        guaranteed jobs.  (A solver's own option called ``preempt`` -- hived's
+        true/false -- is passed to it as before.)
     max_moves : int, optional
         Running jobs that may move (default: none, or any number when
         ``move_cost`` is given).
@@ -135,6 +136,9 @@ def allocate(cluster: Cluster, jobs: Sequence[Job], *, solver: str = "best-fit",
     """
     deadline = Deadline.after(check_time_limit(time_limit))
     info = get_solver(solver)
+    if preempt is not None and preempt != "order" and \
+            any(o.name == "preempt" for o in info.options):
+        options, preempt = {**options, "preempt": preempt}, None   # the solver's own option
     opts = validate_options(f"solver {solver!r}", info.options, options)
     obj = get_objective(objective)
     from .validate import check_call_settings
