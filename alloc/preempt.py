@@ -54,7 +54,7 @@ import numpy as np
 
 from .deadline import Deadline
 from .model import MILLI, Allocation
-from .problem import Assign, Problem
+from .problem import Assign, Problem, add_assign
 
 #: the preemption rules ``allocate(preempt=...)`` takes
 PREEMPT_RULES = (None, "order")
@@ -193,12 +193,7 @@ class _Walk:
             self.version += 1
 
     def _apply(self, a: Assign, sign: int) -> None:
-        for g, m in a.gpus:
-            self.gfree[g] += sign * m
-        for s, v in a.cpu:
-            self.cfree[s] += sign * v
-        for s, v in a.mem:
-            self.mfree[s] += sign * v
+        add_assign(a, self.gfree, self.cfree, self.mfree, sign)
         for s in {int(self.gsrv[g]) for g, _ in a.gpus}:
             f = int(self.p.gpu_first[s])
             self.whole[s] = int((self.gfree[f:f + int(self.p.srv_gpus[s])] >= MILLI).sum())
@@ -386,13 +381,7 @@ class _Walk:
                 gain(r, 1)
         gf, cf, mf = self.gfree.copy(), self.cfree.copy(), self.mfree.copy()
         for r in victims:
-            a = p.fixed[r]
-            for g, mi in a.gpus:
-                gf[g] += mi
-            for x, v in a.cpu:
-                cf[x] += v
-            for x, v in a.mem:
-                mf[x] += v
+            add_assign(p.fixed[r], gf, cf, mf)
         first = [x for r in victims for x in sorted(held[r])]
         a = self.spread(j, sh, gf, cf, mf, first)
         return None if a is None else (victims, a)

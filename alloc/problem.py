@@ -80,6 +80,17 @@ class Solution:
     stats: dict = field(default_factory=dict)
 
 
+def add_assign(a: Assign, gpu, cpu, mem, sign: int = 1) -> None:
+    """Add (``sign=1``) or take (``-1``) an assignment's milli-GPU, CPU and
+    memory to / from free-capacity arrays indexed by GPU and server."""
+    for g, m in a.gpus:
+        gpu[g] += sign * m
+    for s, v in a.cpu:
+        cpu[s] += sign * v
+    for s, v in a.mem:
+        mem[s] += sign * v
+
+
 def split(total: int, counts: Sequence[int]) -> list[int]:
     """Split ``total`` over parts in proportion to ``counts`` (largest
     remainder; parts sum to ``total``)."""
@@ -360,12 +371,7 @@ class Problem:
         self.free_mem = self.srv_mem.copy()
         self.gpu_free = np.full(self.G, MILLI, dtype=np.int64)
         for a in self.fixed.values():
-            for g, m in a.gpus:
-                self.gpu_free[g] -= m
-            for s, v in a.cpu:
-                self.free_cpu[s] -= v
-            for s, v in a.mem:
-                self.free_mem[s] -= v
+            add_assign(a, self.gpu_free, self.free_cpu, self.free_mem, -1)
 
     def reduced(self, drop, pin: dict) -> "Problem":
         """This problem without the jobs ``drop`` (indices), with the jobs of
@@ -403,14 +409,11 @@ class Problem:
         out.pending = tuple(new[j] for j in self.pending if j not in pin and j not in drop)
         out.free_cpu, out.free_mem = self.free_cpu.copy(), self.free_mem.copy()
         out.gpu_free = self.gpu_free.copy()
-        for j, sign in [(j, 1) for j in drop if j in self.fixed] + [(j, -1) for j in pin]:
-            a = self.fixed[j] if sign > 0 else pin[j]
-            for g, m in a.gpus:
-                out.gpu_free[g] += sign * m
-            for x, v in a.cpu:
-                out.free_cpu[x] += sign * v
-            for x, v in a.mem:
-                out.free_mem[x] += sign * v
+        for j in drop:
+            if j in self.fixed:
+                add_assign(self.fixed[j], out.gpu_free, out.free_cpu, out.free_mem)
+        for a in pin.values():
+            add_assign(a, out.gpu_free, out.free_cpu, out.free_mem, -1)
         out.pinned = frozenset(new[j] for j in pin)
         return out
 
@@ -709,5 +712,5 @@ def compile_problem(cluster: Cluster, jobs: Sequence[Job], objective: str | Obje
     return Problem(cluster, jobs, objective, name, **kw)
 
 
-__all__ = ["Assign", "ClusterArrays", "Option", "Problem", "Solution", "cluster_arrays",
+__all__ = ["Assign", "ClusterArrays", "add_assign", "Option", "Problem", "Solution", "cluster_arrays",
            "compile_problem", "job_order", "job_type_key", "order_ranks", "job_types", "option_of", "pareto_options", "placeable_reason", "split", "MILLI"]
