@@ -194,7 +194,10 @@ class Loopback:
         raise RuntimeError(f"{what} did not come up within {timeout:.0f} s: {tail}")
 
     def stop(self) -> None:
-        """Stop the daemons this object started (and remove its own directory)."""
+        """Cancel this Slurm's jobs (so that no job step outlives its slurmd),
+        stop the daemons this object started and remove its own directory."""
+        if self.procs and all(p.poll() is None for p in self.procs):
+            self._cancel_all()
         for p in reversed(self.procs):
             if p.poll() is None:
                 p.terminate()
@@ -207,6 +210,23 @@ class Loopback:
         self.procs = []
         if self._own:
             shutil.rmtree(self.dir, ignore_errors=True)
+
+    def _cancel_all(self, timeout: float = 15.0) -> None:
+        def ids():
+            out = subprocess.run(["squeue", "-h", "-o", "%i"], env=self.env,
+                                 capture_output=True, text=True, timeout=30)
+            return out.stdout.split() if out.returncode == 0 else []
+        try:
+            jobs = ids()
+            if jobs:
+                subprocess.run(["scancel", *jobs], env=self.env, capture_output=True,
+                               timeout=30)
+            end = time.monotonic() + timeout
+            while jobs and time.monotonic() < end:
+                time.sleep(0.3)
+                jobs = ids()
+        except (OSError, subprocess.TimeoutExpired):
+            pass
 
     def __enter__(self) -> "Loopback":
         return self.start()
