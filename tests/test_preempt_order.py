@@ -137,13 +137,18 @@ def test_refused_where_it_does_not_apply():
     with pytest.raises(InputError, match="tenancy rules"):
         allocate(inst.cluster, inst.jobs, preempt="order")
 
+    from alloc import registry
+
     @register("keeps-nothing-pinned")
     def solve(problem, *, deadline, seed=0):
         """A solver that does not declare order-preemption."""
         from alloc.problem import Solution
         return Solution({})
-    with pytest.raises(InputError, match="order-preemption"):
-        allocate(cl, run, solver="keeps-nothing-pinned", order=["low"], preempt="order")
+    try:
+        with pytest.raises(InputError, match="order-preemption"):
+            allocate(cl, run, solver="keeps-nothing-pinned", order=["low"], preempt="order")
+    finally:
+        registry._EXTRA.pop("keeps-nothing-pinned")
 
 
 def test_violations_name_a_victim_not_stopped_for_a_higher_ranked_job_on_its_server():
