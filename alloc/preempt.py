@@ -23,18 +23,22 @@ rank, while some running job ranks below it:
    reservation only keeps a lower-ranked job from counting on that room);
 2. else let ``F_t`` be ``F`` plus everything held by the running jobs ranked
    ``t`` or lower (``t > rank(p)``).  ``p`` fits ``F_t`` for ``t`` small
-   enough or not at all, so a binary search over the running jobs' ranks
-   finds the largest ``t*`` with ``p`` fitting ``F_{t*}``: the job ``v*`` of
-   rank ``t*`` is the highest-ranked job any placement of ``p`` must stop,
-   and it is stopped.  ``p`` is placed on a server of ``v*`` (or, for a
-   gang spread over servers, on the servers with the most usable GPUs, those
-   of the victims first): jobs ranked ``t*`` or lower there are stopped
-   lowest-ranked first until ``p`` fits, then every victim ``p`` still fits
-   without is kept running (highest-ranked first);
+   enough or not at all; the largest such ``t*`` is found by taking the
+   running jobs one by one from the lowest rank up and testing, after each,
+   the servers it held (``p`` alone on one of them) and, for a gang that may
+   spread, the GPUs usable over the cluster (or its rack): only what the
+   last job freed can make ``p`` fit.  The job ``v*`` of rank ``t*`` is the
+   highest-ranked job any placement of ``p`` must stop, and it is stopped.
+   ``p`` is placed on a server of ``v*`` (or, spread, on the servers with the
+   most usable GPUs, the victims' first): jobs ranked ``t*`` or lower there
+   are stopped lowest-ranked first until ``p`` fits, then every victim ``p``
+   still fits without is kept running (highest-ranked first);
 3. else ``p`` waits.
 
-Each test of ``F_t`` is vectorised over the GPUs and servers; a walk costs
-``O(pending * (G + S))`` plus ``O(log R)`` such tests per job that preempts.
+A job that preempts costs one test per job taken (a server's GPUs, or one
+vector over the servers for a gang); a job that fits costs one vectorised
+test.  A job shape that found no room (or no victims) is not tried again
+until a stop leaves room beside what its beneficiary took.
 
 The jobs placed in step 2 are *pinned*: the solver sees them running where
 the walk put them and may neither move nor stop them
