@@ -7,7 +7,7 @@ problem), 3 solver failure.  A human summary goes to stderr; machine output
 to stdout or `--out`; each `alloc.InputWarning` is one `alloc: warning:` line
 on stderr.  `--solver` takes a solver's name or `module:function`.
 Sub-programs with their own parsers (`bench openb`, `simulate`, `shares`,
-`sweep`, `serve`) are dispatched by name and imported only when used.
+`sweep`, `serve`, `slurm`) are dispatched by name and imported only when used.
 """
 from __future__ import annotations
 
@@ -30,6 +30,7 @@ SUBPROGRAMS = {
     "shares": "alloc.shares.cli:shares_main",
     "sweep": "alloc.sweep.cli:sweep_main",
     "serve": "alloc.service.cli:serve_main",
+    "slurm": "alloc.adapters.slurm:slurm_main",
 }
 
 #: One line of ``alloc --help`` for each sub-program.

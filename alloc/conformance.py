@@ -32,7 +32,7 @@ from typing import Sequence
 
 from .check import violations
 from .errors import SolverError
-from .model import Allocation, Cluster, Job, Status
+from .model import MILLI, Allocation, Cluster, Job, Status
 from .objectives import allocation_value
 from .registry import get_solver, solvers
 from .solve import allocate, needed_capabilities
@@ -40,22 +40,26 @@ from .solve import allocate, needed_capabilities
 TOL = 1e-6
 
 
-def applicable_solvers(cluster: Cluster, jobs: Sequence[Job], *, exact: bool | None = None):
-    """Available solvers whose declared capabilities cover the input."""
-    need = needed_capabilities(cluster, jobs)
+def applicable_solvers(cluster: Cluster, jobs: Sequence[Job], *, exact: bool | None = None,
+                       preempt: str | None = None):
+    """Available solvers whose declared capabilities cover the input (and the
+    preemption rule)."""
+    need = needed_capabilities(cluster, jobs, preempt)
     return [n for n, s in solvers().items()
             if s.available and need <= s.capabilities and (exact is None or s.exact == exact)]
 
 
 def check_solver(name: str, cluster: Cluster, jobs: Sequence[Job], *, objective="throughput",
                  seed: int = 0, time_limit: float = 5.0, max_moves: int | None = None,
-                 move_cost: float | None = None) -> tuple[list[str], Allocation | None]:
-    """What solver ``name`` gets wrong on one input, and its allocation."""
+                 move_cost: float | None = None, order: Sequence[str] | None = None,
+                 preempt: str | None = None) -> tuple[list[str], Allocation | None]:
+    """What solver ``name`` gets wrong on one input, and its allocation
+    (``order`` and ``preempt`` as [allocate][alloc.allocate] takes them)."""
     info = get_solver(name)
     jobs = list(jobs)
     before = (copy.deepcopy(cluster), copy.deepcopy(jobs))
     kw = dict(solver=name, objective=objective, seed=seed, time_limit=time_limit,
-              max_moves=max_moves, move_cost=move_cost)
+              max_moves=max_moves, move_cost=move_cost, order=order, preempt=preempt)
     t0 = time.perf_counter()
     try:
         a = allocate(cluster, jobs, check=False, **kw)
@@ -68,7 +72,10 @@ def check_solver(name: str, cluster: Cluster, jobs: Sequence[Job], *, objective=
     if (cluster, jobs) != before:
         out.append(f"{name}: mutated its input")
     allowed = None if (max_moves is None and move_cost is not None) else (max_moves or 0)
-    out += [f"{name}: {v}" for v in violations(cluster, jobs, a, max_moves=allowed)]
+    out += [f"{name}: {v}" for v in violations(cluster, jobs, a, max_moves=allowed,
+                                               order=order, preempt=preempt)]
+    if preempt == "order":
+        out += [f"{name}: {v}" for v in order_preemption_problems(jobs, a, order)]
     moves = (move_cost or 0.0) * len(a.moved)
     if abs(allocation_value(objective, jobs, a.placements) - moves - a.value) > TOL * max(1, abs(a.value)):
         out.append(f"{name}: value {a.value} is not the placement's value")
@@ -84,6 +91,38 @@ def check_solver(name: str, cluster: Cluster, jobs: Sequence[Job], *, objective=
         if "no_such_option_" not in str(exc):
             out.append(f"{name}: unknown option refused without naming it: {exc}")
     return out, a
+
+
+def order_preemption_problems(jobs: Sequence[Job], a: Allocation, order) -> list[str]:
+    """What preemption by order got wrong beyond [violations][alloc.check.violations]
+    (``stats["preempted_for"]`` names the job each victim was stopped for):
+    a victim stopped for a job the order does not rank above it or that is
+    not placed, and -- the lowest-ranked go first -- a victim stopped for a
+    one-GPU job while a job ranked below the victim, on the same servers and
+    holding at least as many whole GPUs, CPU and memory, kept running."""
+    from .check import placement_servers
+    rank = {j: k for k, j in enumerate(order or ())}
+    by_id = {j.id: j for j in jobs}
+    placed = {p.job: p for p in a.placements}
+    out = []
+    for v, b in (a.stats.get("preempted_for") or {}).items():
+        if rank.get(b, len(rank)) >= rank.get(v, len(rank)):
+            out.append(f"job {v!r} stopped for {b!r}, which the order does not rank above it")
+        if b not in placed:
+            out.append(f"job {v!r} stopped for {b!r}, which is not placed")
+        cur = by_id[v].current
+        for k, p in placed.items():
+            o = by_id[k]
+            if o.current is None or not p.same_as(o.current) or rank.get(k, len(rank)) <= \
+                    rank.get(v, len(rank)):
+                continue
+            if placement_servers(p) == placement_servers(cur) and p.gpus and cur.gpus and \
+                    len(p.gpus) >= len(cur.gpus) and o.gpu_milli == MILLI and \
+                    p.total_cpu >= cur.total_cpu and p.total_mem >= cur.total_mem and \
+                    by_id[b].gpus == 1 and by_id[b].gpu_milli == MILLI:
+                out.append(f"job {v!r} stopped for {b!r} while {k!r}, ranked lower on the "
+                           f"same server, kept running")
+    return out
 
 
 def _status_problems(name: str, exact: bool, a: Allocation) -> list[str]:
@@ -255,4 +294,4 @@ def _make_running(cluster: Cluster, jobs: list[Job], picked) -> list[Job]:
 
 
 __all__ = ["applicable_solvers", "check_across", "check_against_optimum", "check_solver",
-           "instances"]
+           "instances", "order_preemption_problems"]

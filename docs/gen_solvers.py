@@ -17,7 +17,11 @@ their options.  A solver that lacks a capability the input needs is refused
 tenancy model with its own engine, never below the applicable heuristics;
 `cpsat-tenancy` is the tenancy model alone (CP-SAT).
 A solver that restricts the problem says so (`restricts` below) and reports
-`optimal` only when its proof covers the instance.
+`optimal` only when its proof covers the instance.  Preemption by the
+caller's order (`preempt="order"`) is decided by the core, the same for every
+solver (`alloc.preempt`); a solver declares `order-preemption` when it keeps
+the jobs the core pins where they are.
+
 
 ## CPU and memory: the request, or a point of the profile grid
 

@@ -133,7 +133,7 @@ from ...registry import declare
 from ..hived import RESTRICTIONS
 
 _CAPS = ("sharing", "grid", "locality", "spread", "tenancy", "preemption", "migration",
-         "colocation", "elastic")
+         "colocation", "elastic", "order-preemption")
 _TENANCY = (
     Option("preemption_cost", "float", 0.0, "objective units per preempted job (tenancy inputs)",
            minimum=0.0),
@@ -172,7 +172,8 @@ SOLVERS = (
             description="MILP (CBC through PuLP) on an aggregated pattern model"),
     declare("cpsat-tenancy", "alloc.solvers.exact.solvers:solve_cpsat_tenancy", exact=True,
             capabilities=("tenancy", "preemption", "migration", "locality", "sharing",
-                          "colocation", "elastic", "spread", "gpu-memory", "grid"),
+                          "colocation", "elastic", "spread", "gpu-memory", "grid",
+                          "order-preemption"),
             requires=("ortools",),
             options=_TENANCY + (
                 Option("workers", "int", None, "CP-SAT workers (default: 1, deterministic)",

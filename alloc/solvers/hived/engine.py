@@ -84,8 +84,8 @@ from ...objectives import scale_factor
 from ...problem import Assign, Problem, Solution
 from ...deadline import Deadline
 from ...resources import gpu_mem_caps as gpu_mem_caps_of, share_mem
-from ...tenancy import (binding_keys, cell_size, cell_tree, infer_binding, job_gpu_mem, outranks,
-                        quotas, safety)
+from ...tenancy import (binding_keys, cell_size, cell_tree, infer_binding,
+                        job_gpu_mem, quotas, safety)
 
 INNER = ("switch", "socket")
 
@@ -360,9 +360,8 @@ class Engine:
             return []
         if level == 0:
             return None
-        job = self.job(j)
-        cands = [i for i in self.on_gpu[g]
-                 if outranks(job, self.job(i)) and (level >= 2 or not self.job(i).guaranteed)]
+        cands = [i for i in self.on_gpu[g] if i not in self.p.pinned and self.p.outranks(j, i)
+                 and (level >= 2 or not self.job(i).guaranteed)]
         cands.sort(key=lambda i: (self.job(i).guaranteed, self.job(i).priority,
                                   self.job(i).weight, i))
         out = []
@@ -441,7 +440,8 @@ class Engine:
             if level == 0:
                 return None
             extra = [i for i in self.jobs_on_server(s) if i not in victims
-                     and outranks(job, self.job(i)) and (level >= 2 or not self.job(i).guaranteed)]
+                     and i not in self.p.pinned and self.p.outranks(j, i)
+                     and (level >= 2 or not self.job(i).guaranteed)]
             extra.sort(key=lambda i: (self.job(i).guaranteed, self.job(i).priority, i))
             for i in extra:
                 if fc >= cpu_need and fm >= mem_need:
@@ -1071,8 +1071,8 @@ def _defragment(eng: Engine, order, moves: _Moves, deadline: Deadline) -> None:
         for s in range(p.S):
             if not p.allowed[j, s] or p.srv_gpus[s] < n:
                 continue
-            movers = sorted((i for i in eng.jobs_on_server(s)
-                             if i not in moves.moved and jobs[i].current is not None),
+            movers = sorted((i for i in eng.jobs_on_server(s) if i not in moves.moved
+                             and jobs[i].current is not None and i not in p.pinned),
                             key=lambda i: (eng.size.get(i, 0), i))
             if _clear_server(eng, j, n, s, movers, moves, gain):
                 break
@@ -1127,7 +1127,8 @@ def _consolidate(eng: Engine, moves: _Moves, deadline: Deadline) -> None:
     for j in sorted(list(eng.assign), key=lambda j: (-jobs[j].priority, j)):
         if deadline.expired():
             return
-        if not moves.left() or j in moves.moved or jobs[j].current is None or eng.size[j] < 2:
+        if not moves.left() or j in moves.moved or jobs[j].current is None or eng.size[j] < 2 \
+                or j in p.pinned:
             continue
         old = eng.assign[j]
         before = p.placement(j, old).throughput * jobs[j].weight

@@ -37,7 +37,8 @@ Constraints (usage u of a job on s: whole GPUs, shared milli, CPU, memory):
     sum_s b[v,l,s] + sum_q R[v,q] = c[v,t,l]      (every cell bound, WLOG)
     g[v,s] = sum_l z_l b[v,l,s] + G_s sum_{q ∋ s} R[v,q];   sum_v g[v,s] <= G_s
     v's guaranteed whole GPUs on s + hv[v,s] + (kept jobs inside v's cells) <= g[v,s]
-    pre[r] <= sum of fresh placements of jobs that outrank r    (legal victims)
+    pre[r] <= sum of fresh placements, on servers r holds, of jobs that
+              outrank r                                      (legal victims)
     sum mv + sum ms <= max_moves
 
 plus the cover of kept guaranteed jobs by cell positions, the fragmentation of
@@ -208,6 +209,8 @@ class TenancyModel:
         GPUs) by column.
     fresh : dict
         Job -> columns meaning "placed afresh" (new or moved).
+    where : dict
+        Fresh column -> the servers its placement may use.
     """
 
     def __init__(self, p: Problem, pcost: float = 0.0):
@@ -242,6 +245,7 @@ class TenancyModel:
         self.obj: dict = defaultdict(int)
         self.work: dict = defaultdict(int)
         self.fresh: dict = defaultdict(list)
+        self.where: dict = {}            # fresh column -> the servers it may use
         self.units_exact = True
         self.floor_row: int | None = None
         self.deadline = None
@@ -386,6 +390,7 @@ def add_pending(tm: TenancyModel) -> None:
             tm.add_usage(j0, s, n, col)
             tm.obj[col] += coef[c]
             by_group[G.group[k]][col] = 1
+            tm.where[col] = (s,)
             for j in members:
                 tm.fresh[j].append(col)
         if not spreadable(job, n):
@@ -398,6 +403,7 @@ def add_pending(tm: TenancyModel) -> None:
             best = max(srv, key=lambda s: (p.speed(j0, s), -s))
             tm.obj[col] += tm.value_of(value_on(p, j0, best, n, span=spread_span(p, j0)))
             by_group[G.group[k]][col] = 1
+            tm.where[col] = tuple(srv)
             for j in members:
                 tm.fresh[j].append(col)
     for g, cols in by_group.items():
@@ -406,8 +412,9 @@ def add_pending(tm: TenancyModel) -> None:
 
 
 def add_running(tm: TenancyModel) -> None:
-    """keep[r], the moves mv[r,s] / ms[r,d] (when allowed) and pre[r]:
-    keep + sum mv + sum ms + pre = 1; a running elastic job keeps its size."""
+    """keep[r], the moves mv[r,s] / ms[r,d] (when allowed, and not for a job
+    the core pinned) and pre[r]: keep + sum mv + sum ms + pre = 1; a running
+    elastic job keeps its size."""
     p = tm.p
     for r in tm.running:
         tm.tick()
@@ -426,7 +433,7 @@ def add_running(tm: TenancyModel) -> None:
         tm.obj[k] += tm.value_of(p.value_of(r, a))
         row = {k: 1}
         n_r = len(a.gpus)
-        if tm.migrate:
+        if tm.migrate and r not in p.pinned:
             # a move may also re-place the job on a server it runs on (other GPUs)
             for s in range(p.S):
                 if not fits_server(p, r, s, n_r) or not tm.guaranteed_ok(r, s):
@@ -435,6 +442,7 @@ def add_running(tm: TenancyModel) -> None:
                 tm.add_usage(r, s, n_r, col)
                 tm.obj[col] += tm.value_of(value_on(p, r, s, n_r) - tm.mcost)
                 tm.fresh[r].append(col)
+                tm.where[col] = (s,)
                 row[col] = 1
             if spreadable(job, n_r):
                 for d, srv in tm.domains(r).items():
@@ -446,6 +454,7 @@ def add_running(tm: TenancyModel) -> None:
                     tm.obj[col] += tm.value_of(
                         value_on(p, r, best, n_r, span=spread_span(p, r)) - tm.mcost)
                     tm.fresh[r].append(col)
+                    tm.where[col] = tuple(srv)
                     row[col] = 1
         pr = tm.pre[r] = tm.var(1)
         row[pr] = 1
@@ -460,40 +469,42 @@ def add_running(tm: TenancyModel) -> None:
 
 
 def add_victims(tm: TenancyModel) -> None:
-    """Legal victims: pre[r] <= fresh placements of jobs that outrank r,
-    summed per rank class (guaranteed, tenant, priority) in one auxiliary
-    column each, so every row stays short."""
+    """Legal victims (the core's one rule): pre[r] <= fresh placements of
+    jobs that outrank r on servers r holds, summed per rank class
+    (guaranteed, tenant, priority) and server in one auxiliary column each,
+    so every row stays short.  A spread placement counts on every server of
+    its domain (a relaxation the decode checks)."""
     p = tm.p
     jobs = p.jobs
-    by_class: dict[tuple, dict] = defaultdict(dict)
+    by_class: dict[tuple, dict] = defaultdict(lambda: defaultdict(dict))
     for i, cols in tm.fresh.items():
         ji = jobs[i]
         key = (ji.guaranteed, ji.tenant if ji.guaranteed else None, ji.priority)
         for c in cols:
-            by_class[key][c] = 1
-    total = {}
-    for key, cols in by_class.items():
-        ub = sum(tm.m.ub[c] for c in cols)
-        cs = tm.var(ub)
-        row = {c: 1 for c in cols}
-        row[cs] = -1
-        tm.m.add_row(row, 0, 0)
-        total[key] = cs
+            for s in tm.where[c]:
+                by_class[key][s][c] = 1
+    total: dict[tuple, dict[int, int]] = defaultdict(dict)
+    for key, per_srv in by_class.items():
+        for s, cols in per_srv.items():
+            cs = tm.var(sum(tm.m.ub[c] for c in cols))
+            row = dict(cols)
+            row[cs] = -1
+            tm.m.add_row(row, 0, 0)
+            total[key][s] = cs
+            tm.aux[s].append(cs)
     for r in tm.running:
         tm.tick()
         jr = jobs[r]
-        terms: dict[int, float] = {}
-        for key, cs in total.items():
+        held = p.servers_of(current_assign(p, r))
+        terms: dict[int, float] = defaultdict(float)
+        for key, per_srv in total.items():
             probe = replace(jr, guaranteed=key[0], tenant=key[1] if key[0] else None,
                             priority=key[2])
             if not outranks(probe, jr):
                 continue
-            own = [c for c in tm.fresh.get(r, ()) if c in by_class[key]]
-            if len(own) == len(by_class[key]):
-                continue
-            terms[cs] = terms.get(cs, 0) + 1
-            for c in own:                     # r's own moves do not rescue r
-                terms[c] = terms.get(c, 0) - 1
+            for s in held & per_srv.keys():
+                terms[per_srv[s]] += 1
+        # r's own moves are in r's class, which never outranks r: they do not rescue it
         row = {c: -v for c, v in terms.items()}
         row[tm.pre[r]] = 1
         tm.m.add_row(row, hi=0)
