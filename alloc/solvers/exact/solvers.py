@@ -71,37 +71,67 @@ def run(problem: Problem, engine: Engine, *, deadline: Deadline, seed: int = 0,
 
 def tenancy(problem: Problem, engine: Engine, *, deadline: Deadline, seed: int,
             preemption_cost: float, guaranteed_first: bool, warm_share: float) -> Solution:
-    """The tenancy model, never below the applicable heuristics: on clusters
-    without tenants' cells they run first (running jobs kept where they run,
-    a feasible answer of the instance) within ``warm_share`` of the time,
-    and the best of them is
-    returned when it scores more than the model's answer (the score the call
-    reports: value minus the move and preemption costs)."""
+    """The tenancy model, never below the applicable heuristics: they run
+    first within ``warm_share`` of the time (running jobs kept where they
+    run), the best whose answer passes the instance's check (capacity, and
+    with tenants' cells the tenancy rules) is handed to the model as the
+    answer to beat, and it is returned when it scores at least as much as
+    the model's answer (the score the call reports: value minus the move and
+    preemption costs; on a tie the answer that stops fewer running jobs)."""
     from ..hived.exact import scorer, solve_tenancy
     from .driver import warm_start
-    best, values = {}, {}
-    if not problem.cluster.tenants:
-        # without cells a heuristic's pending placements on what the running
-        # jobs leave are an answer of the instance (warm_start checks capacity);
-        # with cells the model's own warm start (hived) covers the heuristics
-        best, _, _, values = warm_start(problem, deadline.share(warm_share), seed,
-                                        floor=deadline.share(max(warm_share, 0.5)))
+    best, _, sols, values = warm_start(problem, deadline.share(warm_share), seed,
+                                       floor=deadline.share(max(warm_share, 0.5)))
+    score = scorer(problem, problem.running, preemption_cost)
+    name, kept, rejected = best_valid(problem, dict(zip(values, sols)), score,
+                                      deadline.share(warm_share))
+    values = {n: v for n, v in values.items() if n not in rejected}
+    extra = {"heuristics_rejected": sorted(rejected)} if rejected else {}
+    rival = score(kept, ())[0] if kept else None
     # 5 % kept back: scoring both answers, and the model's own overrun on
     # very large models (87k columns at 1,024 servers)
     sol = solve_tenancy(problem, deadline=deadline.share(0.95), seed=seed, engine=engine.name,
                         preemption_cost=preemption_cost, guaranteed_first=guaranteed_first,
-                        workers=engine.workers)
-    kept = {**problem.fixed, **best}
-    # what the call reports: the objective less the move and preemption costs
-    score = scorer(problem, problem.running, preemption_cost)
-    if best and score(kept, ())[0][0] > score(sol.assign, sol.preempted)[0][0] + 1e-9:
-        name = max(values, key=values.get)
+                        workers=engine.workers, rival=rival)
+    if kept and rival >= score(sol.assign, sol.preempted)[0]:
         # the model's own answer is not returned: drop what describes it
         stats = {k: v for k, v in sol.stats.items()
                  if k not in ("binding", "moves", "preemptions", "raw_value")}
-        stats.update(heuristics=values, source=f"heuristic {name}")
-        return Solution(kept, Status.FEASIBLE, sol.bound, (), stats)
-    return replace(sol, stats={**sol.stats, "heuristics": values}) if values else sol
+        stats.update(heuristics=values, source=f"heuristic {name}", **extra)
+        value, b = score(kept, ())[1], sol.bound
+        proven = b is not None and value >= b - 1e-6 * max(1.0, abs(b))
+        return Solution(kept, Status.OPTIMAL if proven else Status.FEASIBLE, b, (), stats)
+    return replace(sol, stats={**sol.stats, "heuristics": values, **extra}) \
+        if values or extra else sol
+
+
+def best_valid(problem: Problem, sols: dict, score, deadline: Deadline) -> tuple[str, dict, set]:
+    """The best heuristic answer ``(name, assign, rejected)`` -- its pending
+    placements, the running jobs kept where they run -- that is an answer of
+    the instance: capacity is checked by the warm start; with tenants' cells
+    the tenancy rules are checked here (a heuristic's placements of pending
+    jobs may rely on the running jobs it stopped, or break the tenancy rules
+    it does not know); ``rejected`` names the better ones that failed."""
+    ranked = sorted(((n, {**problem.fixed, **a}) for n, a in sols.items()),
+                    key=lambda na: score(na[1], ())[0], reverse=True)
+    rejected = set()
+    for name, a in ranked:
+        if not problem.cluster.tenants or instance_ok(problem, a, deadline):
+            return name, a, rejected
+        rejected.add(name)
+    return "", {}, rejected
+
+
+def instance_ok(problem: Problem, assign: dict, deadline: Deadline) -> bool:
+    """``assign`` (every running job kept) passes the instance's check (the
+    binding search stops at ``deadline``: inconclusive is a failure)."""
+    from ...check import violations
+    from ...model import Allocation
+    placements = tuple(problem.placement(j, a) for j, a in sorted(assign.items()))
+    placed = {p.job for p in placements}
+    alloc = Allocation(placements, tuple(j.id for j in problem.jobs if j.id not in placed), (),
+                       Status.FEASIBLE, 0.0, None, 0.0, "", problem.objective.name, problem.name)
+    return not violations(problem.cluster, problem.jobs, alloc, max_moves=0, deadline=deadline)
 
 
 def configuration(problem: Problem, engine: Engine, *, deadline: Deadline, seed: int = 0,
@@ -139,8 +169,15 @@ def solve_cbc(problem: Problem, *, deadline: Deadline, seed: int = 0, **options)
 def solve_cpsat_tenancy(problem: Problem, *, deadline: Deadline, seed: int = 0,
                         preemption_cost: float = 0.0, guaranteed_first: bool = True,
                         workers: int | None = None) -> Solution:
-    """``cpsat-tenancy``: :func:`tenancy` with CP-SAT on every input, the
-    applicable heuristics included (cpsat sends only tenancy inputs there)."""
+    """``cpsat-tenancy``: :func:`tenancy` with CP-SAT on every input the
+    tenancy model is needed for (:func:`needs_tenancy_model`), the
+    applicable heuristics included; elsewhere the configuration model with
+    CP-SAT, as ``cpsat`` (its proof covers the instance: the tenancy model
+    would only restrict it, placing every job at its request)."""
+    if not needs_tenancy_model(problem):
+        sol = run(problem, Engine("cpsat", workers or 1), deadline=deadline, seed=seed)
+        return replace(sol, stats={**sol.stats, "covers_instance": True,
+                                   "model": "configuration (no tenancy input)"})
     return tenancy(problem, Engine("cpsat", workers or 1), deadline=deadline, seed=seed,
                    preemption_cost=preemption_cost, guaranteed_first=guaranteed_first,
                    warm_share=0.15)
