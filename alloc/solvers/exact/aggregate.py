@@ -15,6 +15,11 @@ An *item* of class ``c`` is either a *whole* item ``(t, o)`` -- one job of type
 spreadable type (whole GPUs, ``g_t >= 2``, no locality or rack locality) with
 ``ceil(cpu_o / g_t)`` CPU and ``ceil(mem_o / g_t)`` memory on that server.
 Spread jobs are counted per spread *group* (all allowed classes, or one rack).
+
+The build looks at its deadline once per server class (and every 256
+servers): on 256 servers with 2,000 jobs it makes 768,647 items in about
+ten seconds, so under a short time limit it stops with :class:`OutOfTime`
+and the driver answers with what it has.
 """
 from __future__ import annotations
 
@@ -27,6 +32,10 @@ from ...problem import Problem, job_types
 from ...topology import reachable_levels
 
 INNER = ("switch", "socket")
+
+
+class OutOfTime(Exception):
+    """The deadline passed while the aggregate was being built."""
 
 
 @dataclass
@@ -106,11 +115,19 @@ def canonical_gpus(problem: Problem, s: int) -> tuple[list[int], tuple]:
 class Aggregate:
     """Job types, server classes, items and spread groups of a problem."""
 
-    def __init__(self, problem: Problem):
+    def __init__(self, problem: Problem, deadline=None):
         self.p = problem
+        self.deadline = deadline
         self._build_classes()
+        self._tick()
         self._build_types()
+        self._tick()
         self._build_items()
+
+    def _tick(self) -> None:
+        """Raise :class:`OutOfTime` when the build's deadline has passed."""
+        if self.deadline is not None and self.deadline.expired():
+            raise OutOfTime("building the aggregate")
 
     # -------------------------------------------------------------- classes
     def _build_classes(self) -> None:
@@ -119,6 +136,8 @@ class Aggregate:
         self.perm: list[list[int]] = [[] for _ in range(p.S)]
         shapes = {}
         for s, sv in enumerate(p.cluster.servers):
+            if s % 256 == 255:
+                self._tick()
             order, shape = canonical_gpus(p, s)
             self.perm[s] = order
             key = (int(p.free_cpu[s]), int(p.free_mem[s]), sv.gpu_type if sv.gpus else None,
@@ -258,6 +277,7 @@ class Aggregate:
         self.item_index: list[dict[tuple, int]] = [dict() for _ in range(self.K)]
         self.exact_units = True
         for c in range(self.K):
+            self._tick()
             C, M, G = self.cap[c]
             s = self.rep_server[c]
             for t in self.types:
@@ -308,4 +328,4 @@ class Aggregate:
         return max(ub, 0)
 
 
-__all__ = ["Aggregate", "INNER", "Item", "JobType", "Pattern", "canonical_gpus"]
+__all__ = ["Aggregate", "INNER", "Item", "JobType", "OutOfTime", "Pattern", "canonical_gpus"]

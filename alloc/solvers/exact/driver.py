@@ -27,7 +27,7 @@ from ...model import Status
 from ...objectives import tighten
 from ...options import validate_options
 from ...problem import Problem, Solution
-from .aggregate import Aggregate
+from .aggregate import Aggregate, OutOfTime
 from .bounds import big_machine_bound
 from .columns import check_assign, decode, solution_to_columns, true_value
 from .dive import dive
@@ -168,13 +168,18 @@ class ExactRun:
         self.stats.update(warm_start=v, t_warm=time.perf_counter() - self.t0, heuristics=values)
         return sols
 
-    def aggregate(self, sols) -> None:
-        """Phase 2: aggregation, the simple bounds and the seeded pool."""
+    def aggregate(self, sols) -> bool:
+        """Phase 2: aggregation, the simple bounds and the seeded pool; False
+        when the aggregate is not built in time (the warm start stands)."""
         p = self.p
-        self.agg = agg = Aggregate(p)
+        self.bounds.append(sum(p.upper_coef(j) for j in p.pending))
+        try:
+            self.agg = agg = Aggregate(p, deadline=self.deadline.reserve(0.05 * self.total))
+        except OutOfTime:
+            self.stats["timed_out"] = "aggregate"
+            return False
         self.stats.update(types=len(agg.types), classes=agg.K,
                           items=sum(len(x) for x in agg.items), exact_units=agg.exact_units)
-        self.bounds.append(sum(p.upper_coef(j) for j in p.pending))
         bm = big_machine_bound(agg, deadline=self.deadline.share(0.2))
         if bm is not None:
             self.stats["lp_bound"] = bm
@@ -183,6 +188,7 @@ class ExactRun:
         for sol in sols:
             self.seed_columns(sol)
         self.warm_cols = self.seed_columns(self.best) if self.best else None
+        return True
 
     def colgen(self) -> None:
         """Phase 3: column generation and its Lagrangian bound."""
@@ -272,7 +278,8 @@ def solve_exact(problem: Problem, engine: Engine, *, deadline: Deadline, seed: i
     if not problem.pending:
         run.bounds.append(0.0)
         return run.solution()
-    run.aggregate(sols)
+    if not run.aggregate(sols):
+        return run.solution()
     for phase in (run.colgen, run.master_ip, run.proof, run.dive, run.polish):
         phase()
     return run.solution()
