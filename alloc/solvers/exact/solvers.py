@@ -83,8 +83,8 @@ def tenancy(problem: Problem, engine: Engine, *, deadline: Deadline, seed: int,
     best, _, sols, values = warm_start(problem, deadline.share(warm_share), seed,
                                        floor=deadline.share(max(warm_share, 0.5)))
     score = scorer(problem, problem.running, preemption_cost)
-    name, kept, rejected = best_valid(problem, dict(zip(values, sols)), score,
-                                      deadline.share(warm_share))
+    name, kept, binding, rejected = best_valid(problem, dict(zip(values, sols)), score,
+                                               deadline.share(warm_share))
     values = {n: v for n, v in values.items() if n not in rejected}
     extra = {"heuristics_rejected": sorted(rejected)} if rejected else {}
     rival = score(kept, ())[0] if kept else None
@@ -93,11 +93,13 @@ def tenancy(problem: Problem, engine: Engine, *, deadline: Deadline, seed: int,
     sol = solve_tenancy(problem, deadline=deadline.share(0.95), seed=seed, engine=engine.name,
                         preemption_cost=preemption_cost, guaranteed_first=guaranteed_first,
                         workers=engine.workers, rival=rival)
-    if kept and rival >= score(sol.assign, sol.preempted)[0]:
+    if kept and rival > score(sol.assign, sol.preempted)[0]:
         # the model's own answer is not returned: drop what describes it
         stats = {k: v for k, v in sol.stats.items()
                  if k not in ("binding", "moves", "preemptions", "raw_value")}
         stats.update(heuristics=values, source=f"heuristic {name}", **extra)
+        if binding is not None:
+            stats["binding"] = binding
         value, b = score(kept, ())[1], sol.bound
         proven = b is not None and value >= b - 1e-6 * max(1.0, abs(b))
         return Solution(kept, Status.OPTIMAL if proven else Status.FEASIBLE, b, (), stats)
@@ -105,33 +107,46 @@ def tenancy(problem: Problem, engine: Engine, *, deadline: Deadline, seed: int,
         if values or extra else sol
 
 
-def best_valid(problem: Problem, sols: dict, score, deadline: Deadline) -> tuple[str, dict, set]:
-    """The best heuristic answer ``(name, assign, rejected)`` -- its pending
+def best_valid(problem: Problem, sols: dict, score, deadline: Deadline):
+    """The best heuristic answer ``(name, assign, binding, rejected)`` -- its pending
     placements, the running jobs kept where they run -- that is an answer of
     the instance: capacity is checked by the warm start; with tenants' cells
     the tenancy rules are checked here (a heuristic's placements of pending
     jobs may rely on the running jobs it stopped, or break the tenancy rules
-    it does not know); ``rejected`` names the better ones that failed."""
+    it does not know) with the binding of the tenants' cells that holds it;
+    ``rejected`` names the better ones that failed."""
     ranked = sorted(((n, {**problem.fixed, **a}) for n, a in sols.items()),
                     key=lambda na: score(na[1], ())[0], reverse=True)
     rejected = set()
+    tenancy = bool(problem.cluster.tenants) or any(j.guaranteed for j in problem.jobs)
     for name, a in ranked:
-        if not problem.cluster.tenants or instance_ok(problem, a, deadline):
-            return name, a, rejected
+        if not tenancy:
+            return name, a, None, rejected
+        ok, binding = instance_ok(problem, a, deadline)
+        if ok:
+            return name, a, binding, rejected
         rejected.add(name)
-    return "", {}, rejected
+    return "", {}, None, rejected
 
 
-def instance_ok(problem: Problem, assign: dict, deadline: Deadline) -> bool:
-    """``assign`` (every running job kept) passes the instance's check (the
-    binding search stops at ``deadline``: inconclusive is a failure)."""
+def instance_ok(problem: Problem, assign: dict, deadline: Deadline):
+    """``(ok, binding)``: ``assign`` (every running job kept) passes the
+    instance's check with the binding of the tenants' cells found for it
+    (the search stops at ``deadline``: inconclusive is a failure)."""
     from ...check import violations
     from ...model import Allocation
+    from ...tenancy import binding_keys, cell_tree, guaranteed_usage, infer_binding
+    c = problem.cluster
     placements = tuple(problem.placement(j, a) for j, a in sorted(assign.items()))
+    b = infer_binding(c, guaranteed_usage(c, problem.jobs, placements), deadline=deadline)
+    if b is None:
+        return False, None
+    binding = binding_keys(cell_tree(c), b)
     placed = {p.job for p in placements}
     alloc = Allocation(placements, tuple(j.id for j in problem.jobs if j.id not in placed), (),
-                       Status.FEASIBLE, 0.0, None, 0.0, "", problem.objective.name, problem.name)
-    return not violations(problem.cluster, problem.jobs, alloc, max_moves=0, deadline=deadline)
+                       Status.FEASIBLE, 0.0, None, 0.0, "", problem.objective.name, problem.name,
+                       {"binding": binding})
+    return not violations(c, problem.jobs, alloc, max_moves=0, deadline=deadline), binding
 
 
 def configuration(problem: Problem, engine: Engine, *, deadline: Deadline, seed: int = 0,
