@@ -46,8 +46,8 @@ WARM_FIRST_SHARING = ("proportional", "best-fit", "fgd", "greedy-upgrade", "syne
 
 def warm_heuristics(problem: Problem) -> tuple[list[str], list[str]]:
     """Registered heuristics whose capabilities cover the input: those tried
-    first (:data:`WARM_FIRST`, in that order) and the others (``local-search``
-    excluded: it starts from the best of them)."""
+    first (`WARM_FIRST`, in that order) and the others (``local-search``
+    excluded: it runs last, as registered and from the best of them)."""
     from ...registry import solvers
     from ...solve import needed_capabilities
     need = needed_capabilities(problem.cluster, problem.jobs)
@@ -62,11 +62,12 @@ def warm_heuristics(problem: Problem) -> tuple[list[str], list[str]]:
 def warm_start(problem: Problem, deadline: Deadline, seed: int = 0,
                floor: Deadline | None = None):
     """Run the applicable heuristics: (best assign, its value, all solutions,
-    value per heuristic).  The first ones (:func:`warm_heuristics`) run one
+    value per heuristic).  The first ones (`warm_heuristics`) run one
     after the other, each with all of ``deadline`` that is left or, once it
     has passed, up to ``floor`` (a later deadline), so that they finish even
     on large instances; the others share what is left of ``deadline``
-    equally."""
+    equally; local search last (as registered, then from the best), also
+    up to ``floor``."""
     from ...registry import get_solver
     sols, values = [], {}
     best, best_v = {}, 0.0
@@ -96,12 +97,18 @@ def warm_start(problem: Problem, deadline: Deadline, seed: int = 0,
         sols.append(assign)
         if v > best_v + 1e-12:
             best, best_v = dict(assign), v
-    if not deadline.expired():
-        from ..heuristics.improve import local_search
-        ls = local_search(problem, best or None, deadline=deadline, seed=seed)
+    # local search as registered (from greedy-upgrade), then from the best,
+    # like the first heuristics up to the floor
+    from ..heuristics.improve import local_search
+    starts = [("local-search", None)] + ([("local-search from the best", best)] if best else [])
+    for k, (label, start) in enumerate(starts):
+        dl = deadline if not deadline.expired() or floor is None else floor
+        if dl.expired():
+            break
+        ls = local_search(problem, start, deadline=dl.share(1.0 / (len(starts) - k)), seed=seed)
         if check_assign(problem, ls):
             v = true_value(problem, ls)
-            values["local-search"] = v
+            values[label] = v
             sols.append(ls)
             if v > best_v + 1e-12:
                 best, best_v = ls, v

@@ -93,6 +93,10 @@ def tenancy(problem: Problem, engine: Engine, *, deadline: Deadline, seed: int,
     sol = solve_tenancy(problem, deadline=deadline.share(0.95), seed=seed, engine=engine.name,
                         preemption_cost=preemption_cost, guaranteed_first=guaranteed_first,
                         workers=engine.workers, rival=rival)
+    if kept and not problem.cluster.tenants and rival <= score(sol.assign, sol.preempted)[0]:
+        # the rest of the time: local search from the heuristics' best
+        name, kept = polish(problem, name, kept, score, deadline.share(0.5), seed)
+        rival = score(kept, ())[0]
     if kept and rival > score(sol.assign, sol.preempted)[0]:
         # the model's own answer is not returned: drop what describes it
         stats = {k: v for k, v in sol.stats.items()
@@ -105,6 +109,21 @@ def tenancy(problem: Problem, engine: Engine, *, deadline: Deadline, seed: int,
         return Solution(kept, Status.OPTIMAL if proven else Status.FEASIBLE, b, (), stats)
     return replace(sol, stats={**sol.stats, "heuristics": values, **extra}) \
         if values or extra else sol
+
+
+def polish(problem: Problem, name: str, kept: dict, score, deadline: Deadline, seed: int):
+    """``(name, assign)``: local search from ``kept`` (its pending part; the
+    running jobs stay) within ``deadline`` when that scores more."""
+    from ..heuristics.improve import local_search
+    from .columns import check_assign
+    if deadline.left() < 0.05:
+        return name, kept
+    start = {j: a for j, a in kept.items() if j not in problem.fixed}
+    ls = local_search(problem, start, deadline=deadline, seed=seed)
+    cand = {**problem.fixed, **ls}
+    if check_assign(problem, ls) and score(cand, ())[0] > score(kept, ())[0]:
+        return f"local-search from {name}", cand
+    return name, kept
 
 
 def best_valid(problem: Problem, sols: dict, score, deadline: Deadline):
