@@ -20,7 +20,7 @@ again.  Features, each drawn independently:
   from 1e-3 to 1e3.
 
 A quarter of the instances are medium-sized (up to 24 servers and 40 jobs),
-the rest small (up to 6 servers and 12 jobs).  Tiny instances (at most two servers of at most four GPUs, three jobs,
+the rest small (up to 6 servers and 12 jobs).  Tiny instances (at most three servers of at most eight GPUs, five jobs,
 every multi-GPU job inside one server) are small enough for
 [alloc.experiments.fuzz.brute.brute_force][].
 """
@@ -42,7 +42,7 @@ MODELS = ("res18", "res50", "bert", "alexnet", "gnmt", "lstm", "m5", "mobilenet"
 
 def server_doc(rng: random.Random, i: int, levels, tiny: bool, extreme: bool) -> dict:
     """One server: capacities, GPUs and their shape under ``levels``."""
-    g = rng.choice((1, 2, 4) if tiny else (0, 1, 2, 4, 8, 8, 16))
+    g = rng.choice((1, 2, 4, 8) if tiny else (0, 1, 2, 4, 8, 8, 16))
     cpu = rng.choice((2000, 4000, 8000, 16000, 24000, 48000, 96000))
     mem = rng.choice((8000, 16000, 64000, 256000, 1024000))
     if extreme and rng.random() < 0.3:
@@ -118,13 +118,13 @@ def instance_doc(rng: random.Random, *, tiny: bool = False, name: str = "fuzz") 
     medium = not tiny and rng.random() < 0.25
     levels = ("server", "gpu") if tiny else rng.choice(LEVELS)
     servers = [server_doc(rng, i, levels, tiny, extreme)
-               for i in range(rng.randint(1, 2 if tiny else (24 if medium else 6)))]
+               for i in range(rng.randint(1, 3 if tiny else (24 if medium else 6)))]
     tenants = tenants_doc(rng, servers, levels) if not tiny and rng.random() < 0.35 else {}
     doc = {"format": "alloc.instance/1", "name": name,
            "cluster": {"levels": list(levels), "servers": servers}, "jobs": []}
     if tenants:
         doc["tenants"] = tenants
-    for k in range(rng.randint(1, 3 if tiny else (40 if medium else 12))):
+    for k in range(rng.randint(1, 5 if tiny else (40 if medium else 12))):
         for _ in range(5):             # a job the validation refuses is drawn again
             j = job_doc(rng, k, levels, tenants, tiny, extreme)
             try:
