@@ -256,7 +256,8 @@ def honest_status(alloc: Allocation, *, exact: bool, restricts: str = "",
     * An exact solver's answer below the best applicable heuristic it ran
       (``stats["heuristics"]``: each one's value on the pending jobs, the
       running ones kept, worth ``fixed_value``) is named in
-      ``stats["below_heuristic"]`` and never OPTIMAL.
+      ``stats["below_heuristic"]`` and never OPTIMAL; a bound below that
+      heuristic's value is dropped too.
     """
     st, bound, stats = alloc.status, alloc.bound, dict(alloc.stats)
     if not exact and st in (Status.OPTIMAL, Status.INFEASIBLE):
@@ -285,6 +286,10 @@ def honest_status(alloc: Allocation, *, exact: bool, restricts: str = "",
             stats["below_heuristic"] = {name: best}
             if st is Status.OPTIMAL:
                 st = Status.FEASIBLE
+        if bound is not None and best > bound + TOL * max(1.0, abs(bound)):
+            stats["bound_dropped"] = bound
+            stats["bound_dropped_reason"] = f"below the value {best!r} of heuristic {name!r}"
+            bound = None
     if st is Status.UNKNOWN and alloc.placements:
         st = Status.FEASIBLE
     if (st, bound, stats) == (alloc.status, alloc.bound, dict(alloc.stats)):

@@ -181,3 +181,20 @@ def test_openb_loader_reads_ascii_integers_only(capsys, tmp_path):
         path.write_text(text)
         with pytest.raises(InputError, match="expected an integer"):
             load_pods(path)
+
+
+# ------------------------------------------------------------------ found by bench/fuzz.py
+def test_cpu_only_job_upper_value_ignores_gpu_speeds():
+    """A CPU-only job with a profile slower than 1 on every GPU type is worth
+    its weight: the sum of upper values bounded it by the GPU speed, and the
+    exact solvers proved a false optimum (4.0243 where 4.58208 is reachable)."""
+    from alloc import Cluster, Job, Server, load_model
+    c = Cluster((Server("s00", 8000, 1024000, 2, "K80"), Server("s01", 8000, 8000, 1, "K80"),
+                 Server("s02", 2000, 64000, 8, "P100")))
+    jobs = [Job("j1", gpus=0, cpu=500, mem=64000, model="transformer",
+                profile=load_model("transformer"), weight=3.7),
+            Job("j3", gpus=1, gpu_milli=900, cpu=0, mem=64000, model="res50",
+                profile=load_model("res50"), weight=2.0)]
+    for solver in ("cpsat", "milp", "synergy-opt"):
+        a = allocate(c, jobs, solver=solver, time_limit=5)
+        assert a.value == pytest.approx(4.58208) and a.status.value == "optimal", solver

@@ -8,7 +8,7 @@ no bound (``UNKNOWN``).
 HiGHS's MIP presolve checks its time limit rarely: on pattern masters it took
 0.6 s of a 0.2 s limit at 2,000 columns and 5.8 s of 2 s at 26,000 (about
 0.3 ms a column on a loaded two-core machine).  A MIP is presolved only when
-that cost, :data:`PRESOLVE_SECONDS_PER_COLUMN` a column, stays within a
+that cost, `PRESOLVE_SECONDS_PER_COLUMN` a column, stays within a
 quarter of its time limit (the caller may still set ``presolve``).
 """
 from __future__ import annotations

@@ -195,7 +195,7 @@ def _nonfinite(doc, where: str = "") -> list[str]:
 
 
 #: the positive throughputs (and steps remaining) of one file span at most
-#: this ratio, the weights at most :data:`WEIGHT_RANGE`: beyond it the LPs'
+#: this ratio, the weights at most `WEIGHT_RANGE`: beyond it the LPs'
 #: rows differ by more than their tolerances resolve (a throughput of 1e-300
 #: next to one of 3 is read as 0 and its job silently gets nothing)
 RATE_RANGE = 1e9
@@ -216,7 +216,7 @@ def _range_problems(values, what: str, span: float, zero_ok: bool) -> list[str]:
 
 
 def _scale_problems(doc, types: list[str]) -> list[str]:
-    """Numbers the LPs cannot resolve against each other (see :data:`RATE_RANGE`)."""
+    """Numbers the LPs cannot resolve against each other (see `RATE_RANGE`)."""
     jobs = doc["jobs"]
     rates = [(f"jobs[{i}].throughput.{t}", float(v)) for i, j in enumerate(jobs)
              for t, v in j["throughput"].items()]

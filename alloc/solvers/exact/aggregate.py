@@ -144,7 +144,7 @@ class Aggregate:
         self._build_items()
 
     def _tick(self) -> None:
-        """Raise :class:`OutOfTime` when the build's deadline has passed."""
+        """Raise `OutOfTime` when the build's deadline has passed."""
         if self.deadline is not None and self.deadline.expired():
             raise OutOfTime("building the aggregate")
 

@@ -203,8 +203,8 @@ def solve_cbc(problem: Problem, *, deadline: Deadline, seed: int = 0, **options)
 def solve_cpsat_tenancy(problem: Problem, *, deadline: Deadline, seed: int = 0,
                         preemption_cost: float = 0.0, guaranteed_first: bool = True,
                         workers: int | None = None) -> Solution:
-    """``cpsat-tenancy``: :func:`tenancy` with CP-SAT on every input the
-    tenancy model is needed for (:func:`needs_tenancy_model`), the
+    """``cpsat-tenancy``: `tenancy` with CP-SAT on every input the
+    tenancy model is needed for (`needs_tenancy_model`), the
     applicable heuristics included; elsewhere the configuration model with
     CP-SAT, as ``cpsat`` (its proof covers the instance: the tenancy model
     would only restrict it, placing every job at its request)."""

@@ -37,18 +37,28 @@ The model is :mod:`alloc.solvers.hived.model` (one
    answer is the best of the decoded solutions and the warm starts, so it is
    never below ``hived``.
 
-Status.  ``optimal`` only when the engine proved both phases, the decode
-realised every model placement, no penalty applies and the model covers the
-instance (:func:`~alloc.solvers.hived.model.restrictions` is empty, i.e. no
-guaranteed-work floor, no CPU/memory point other than the request that the
-objective values, spread CPU/memory that divides by the GPUs, no running
-elastic job that may move).  Otherwise the bound is the restricted model's:
-it is reported in ``stats["restricted_bound"]`` with the restrictions in
-``stats["restrictions"]`` and the solution carries no bound
-(``stats["covers_instance"]`` is False).  With preemption or migration costs
-the model optimises the penalised objective: ``stats["penalised"]``,
+Status.  ``optimal`` only when the value meets a bound of the instance:
+the model's own when it covers the instance (`restrictions` is empty, i.e.
+no guaranteed-work floor, no job with a CPU/memory point other than its
+request that the objective values or that asks less CPU or memory, spread
+CPU/memory that divides by the GPUs, no running elastic job that may move),
+else the LP of the relaxed model (`instance_bound`: every job at the
+smallest CPU and memory of its points, worth the best of them, spread units
+rounded down, no floor).  The restricted model's bound goes to
+``stats["restricted_bound"]`` with the restrictions in
+``stats["restrictions"]``; without a bound of the instance the solution
+carries none and ``stats["no_bound"]`` says why (``stats["covers_instance"]``
+is False).  A bound below the chosen answer's value is dropped
+(``stats["dropped_bound"]``).  With preemption or migration costs the model
+optimises the penalised objective: ``stats["penalised"]``,
 ``stats["penalised_bound"]`` and ``stats["raw_value"]`` report it and no
 bound is given.
+
+Preemption.  The score breaks ties by fewer preemptions, so a running job
+is stopped only where the objective (less the preemption cost) gains.  The
+caller may hand over the score of its best heuristic answer (``rival``):
+when the answer under the guaranteed-work floor is below it, the floor is
+dropped and the time left goes to the objective alone.
 """
 from __future__ import annotations
 
@@ -173,7 +183,7 @@ def solve_tenancy(problem: Problem, *, deadline: Deadline, seed: int = 0, engine
     workers : int, optional
         CP-SAT workers (default 1: deterministic for a seed).
     rival : tuple, optional
-        The score key (:func:`scorer`) of the best answer the caller has
+        The score key (`scorer`) of the best answer the caller has
         from elsewhere (the applicable heuristics): when the answer under the
         guaranteed-work floor is below it, the time left goes to the
         objective without the floor.
@@ -340,7 +350,7 @@ def instance_bound(call: Call, tm: TenancyModel, floor, deadline, stats: dict) -
     reason then goes to ``stats["no_instance_bound"]``): with only the
     guaranteed-work floor, the model's LP without it; with a CPU/memory point
     or spread units the model restricts, the LP of the relaxed model
-    (:func:`~alloc.solvers.hived.model.build_model`); a running elastic job
+    (`alloc.solvers.hived.model.build_model`); a running elastic job
     that may move keeps its size in both, so it has none."""
     applied = restrictions(tm, floor is not None)
     if not applied:
@@ -428,7 +438,7 @@ def result(p: Problem, tm: TenancyModel | None, chosen: Chosen, score, running, 
            bound: float | None, floor, pcost: float, inst: float | None = None) -> Solution:
     """The :class:`~alloc.problem.Solution` of the chosen answer (module
     notes: status, bound, restrictions, penalties).  ``inst``: a bound of
-    the instance where the model restricts it (:func:`instance_bound`)."""
+    the instance where the model restricts it (`instance_bound`)."""
     eng = chosen.eng
     key, raw = score(eng.assign, chosen.preempted)
     penalised = bool(p.move_cost) or pcost > 0

@@ -257,7 +257,7 @@ class TenancyModel:
 
     # ---------------------------------------------------------- helpers
     def tick(self) -> None:
-        """Raise :class:`OutOfTime` when the build's deadline has passed."""
+        """Raise `OutOfTime` when the build's deadline has passed."""
         if self.deadline is not None and self.deadline.expired():
             raise OutOfTime("building the model")
 
@@ -373,7 +373,7 @@ class TenancyModel:
 def build_model(p: Problem, pcost: float = 0.0, deadline=None,
                 relaxed: bool = False) -> TenancyModel:
     """The tenancy model of ``p`` (module notes), step by step; raises
-    :class:`OutOfTime` when ``deadline`` passes.  ``relaxed``: every job
+    `OutOfTime` when ``deadline`` passes.  ``relaxed``: every job
     reserves the smallest CPU and memory of its options, is worth the best
     of them, and a spread job's units round down -- a relaxation of the
     instance (its LP bounds the instance) that is never decoded."""
