@@ -208,3 +208,20 @@ def test_highs_sub_mip_heuristics_keep_the_deadline():
         t0 = time.perf_counter()
         allocate(i.cluster, i.jobs, solver="milp", objective="throughput", time_limit=2)
         assert time.perf_counter() - t0 <= 2 * 1.1 + 0.5
+
+
+def test_exact_family_runs_local_search_only_where_it_applies():
+    """Local search lacks the elastic capability: on this elastic input it
+    grew a job to 4 GPUs at a 2-GPU point's CPU and memory, and milp-cbc at
+    0.5 s returned that answer (refused by the final check)."""
+    from alloc.objectives import get_objective
+    from alloc.deadline import Deadline
+    from alloc.problem import compile_problem
+    from alloc.solvers.exact.driver import warm_start
+    i = inst("elastic_local_search.json")
+    p = compile_problem(i.cluster, i.jobs, get_objective("gpus"))
+    _, _, _, values = warm_start(p, Deadline.after(2.0), floor=Deadline.after(2.0))
+    assert values and not any(k.startswith("local-search") for k in values)
+    for limit in (0.5, 1.0):
+        a = allocate(i.cluster, i.jobs, solver="milp-cbc", objective="gpus", time_limit=limit)
+        assert not violations(i.cluster, i.jobs, a)

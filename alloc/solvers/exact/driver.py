@@ -44,6 +44,12 @@ WARM_FIRST = ("proportional", "best-fit", "greedy-upgrade", "synergy-tune")
 WARM_FIRST_SHARING = ("proportional", "best-fit", "fgd", "greedy-upgrade", "synergy-tune")
 
 
+def need_ok(problem: Problem, capabilities) -> bool:
+    """The input needs nothing beyond ``capabilities``."""
+    from ...solve import needed_capabilities
+    return needed_capabilities(problem.cluster, problem.jobs) <= capabilities
+
+
 def warm_heuristics(problem: Problem) -> tuple[list[str], list[str]]:
     """Registered heuristics whose capabilities cover the input: those tried
     first (`WARM_FIRST`, in that order) and the others (``local-search``
@@ -66,8 +72,9 @@ def warm_start(problem: Problem, deadline: Deadline, seed: int = 0,
     after the other, each with all of ``deadline`` that is left or, once it
     has passed, up to ``floor`` (a later deadline), so that they finish even
     on large instances; the others share what is left of ``deadline``
-    equally; local search last (as registered, then from the best), also
-    up to ``floor`` (unless ``local`` is False)."""
+    equally; local search last (as registered, then from the best, when its
+    capabilities cover the input), also up to ``floor`` (unless ``local`` is
+    False)."""
     from ...registry import get_solver
     sols, values = [], {}
     best, best_v = {}, 0.0
@@ -101,7 +108,9 @@ def warm_start(problem: Problem, deadline: Deadline, seed: int = 0,
     # like the first heuristics up to the floor
     from ..heuristics.improve import local_search
     starts = [("local-search", None)] + ([("local-search from the best", best)] if best else [])
-    starts = starts if local else []
+    from ...registry import solvers
+    applies = need_ok(problem, solvers()["local-search"].capabilities)
+    starts = starts if local and applies else []
     for k, (label, start) in enumerate(starts):
         dl = deadline if not deadline.expired() or floor is None else floor
         if dl.expired():

@@ -114,14 +114,17 @@ def tenancy(problem: Problem, engine: Engine, *, deadline: Deadline, seed: int,
 def polish(problem: Problem, name: str, kept: dict, score, deadline: Deadline, seed: int):
     """``(name, assign)``: local search from ``kept`` (its pending part; the
     running jobs stay) within ``deadline`` when that scores more."""
+    from ...registry import get_solver
     from ..heuristics.improve import local_search
     from .columns import check_assign
-    if deadline.left() < 0.05:
+    from .driver import need_ok
+    if deadline.left() < 0.05 or not need_ok(problem, get_solver("local-search").capabilities):
         return name, kept
     start = {j: a for j, a in kept.items() if j not in problem.fixed}
     ls = local_search(problem, start, deadline=deadline, seed=seed)
     cand = {**problem.fixed, **ls}
-    if check_assign(problem, ls) and score(cand, ())[0] > score(kept, ())[0]:
+    if check_assign(problem, ls) and score(cand, ())[0] > score(kept, ())[0] and \
+            instance_ok(problem, cand, deadline)[0]:
         return f"local-search from {name}", cand
     return name, kept
 
@@ -129,18 +132,15 @@ def polish(problem: Problem, name: str, kept: dict, score, deadline: Deadline, s
 def best_valid(problem: Problem, sols: dict, score, deadline: Deadline):
     """The best heuristic answer ``(name, assign, binding, rejected)`` -- its pending
     placements, the running jobs kept where they run -- that is an answer of
-    the instance: capacity is checked by the warm start; with tenants' cells
-    the tenancy rules are checked here (a heuristic's placements of pending
-    jobs may rely on the running jobs it stopped, or break the tenancy rules
-    it does not know) with the binding of the tenants' cells that holds it;
-    ``rejected`` names the better ones that failed."""
+    the instance, checked as the answer will be (a heuristic's placements of
+    pending jobs may rely on the running jobs it stopped, or break rules it
+    does not know: tenants' cells, elastic sizes), with the binding of the
+    tenants' cells that holds it; ``rejected`` names the better ones that
+    failed."""
     ranked = sorted(((n, {**problem.fixed, **a}) for n, a in sols.items()),
                     key=lambda na: score(na[1], ())[0], reverse=True)
     rejected = set()
-    tenancy = bool(problem.cluster.tenants) or any(j.guaranteed for j in problem.jobs)
     for name, a in ranked:
-        if not tenancy:
-            return name, a, None, rejected
         ok, binding = instance_ok(problem, a, deadline)
         if ok:
             return name, a, binding, rejected
@@ -151,20 +151,23 @@ def best_valid(problem: Problem, sols: dict, score, deadline: Deadline):
 def instance_ok(problem: Problem, assign: dict, deadline: Deadline):
     """``(ok, binding)``: ``assign`` (every running job kept) passes the
     instance's check with the binding of the tenants' cells found for it
-    (the search stops at ``deadline``: inconclusive is a failure)."""
+    (None without tenancy; the search stops at ``deadline``: inconclusive is
+    a failure)."""
     from ...check import violations
     from ...model import Allocation
     from ...tenancy import binding_keys, cell_tree, guaranteed_usage, infer_binding
     c = problem.cluster
     placements = tuple(problem.placement(j, a) for j, a in sorted(assign.items()))
-    b = infer_binding(c, guaranteed_usage(c, problem.jobs, placements), deadline=deadline)
-    if b is None:
-        return False, None
-    binding = binding_keys(cell_tree(c), b)
+    binding = None
+    if c.tenants or any(j.guaranteed for j in problem.jobs):
+        b = infer_binding(c, guaranteed_usage(c, problem.jobs, placements), deadline=deadline)
+        if b is None:
+            return False, None
+        binding = binding_keys(cell_tree(c), b)
     placed = {p.job for p in placements}
     alloc = Allocation(placements, tuple(j.id for j in problem.jobs if j.id not in placed), (),
                        Status.FEASIBLE, 0.0, None, 0.0, "", problem.objective.name, problem.name,
-                       {"binding": binding})
+                       {"binding": binding} if binding is not None else {})
     return not violations(c, problem.jobs, alloc, max_moves=0, deadline=deadline), binding
 
 
