@@ -207,11 +207,14 @@ def cmd_solve(args) -> int:
     inst = load_instance(args.instance)
     use(args.solver)
     opts = parse_options(args.solver, args.option)
-    with warnings_to_stderr(args.instance):
-        a = allocate(inst.cluster, inst.jobs, solver=args.solver, objective=args.objective,
-                     time_limit=args.time_limit, seed=args.seed, instance=inst.name,
-                     max_moves=args.max_moves, move_cost=args.move_cost, strict=args.strict,
-                     **opts)
+    try:
+        with warnings_to_stderr(args.instance):
+            a = allocate(inst.cluster, inst.jobs, solver=args.solver, objective=args.objective,
+                         time_limit=args.time_limit, seed=args.seed, instance=inst.name,
+                         max_moves=args.max_moves, move_cost=args.move_cost,
+                         strict=args.strict, **opts)
+    except InputError as exc:      # what the instance asks of the solver: name the file
+        raise InputError(exc.problems, args.instance) from None
     for jid, why in a.reasons.items():
         print(f"alloc: warning: {args.instance}: job {jid!r} cannot be placed now: {why}",
               file=sys.stderr)

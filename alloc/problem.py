@@ -212,7 +212,9 @@ def _shape_index(cluster: Cluster) -> dict:
         for s in cluster.servers:
             t = s.gpu_type if s.gpus else None
             shapes.setdefault(t, set()).add(s)
-            for key in ((None, t), (s.rack, t)):
+            # the whole cluster once, and the server's rack when it has one
+            keys = (("cluster", t),) + ((("rack", s.rack, t),) if s.rack is not None else ())
+            for key in keys:
                 g, c, m = totals.get(key, (0, 0, 0))
                 totals[key] = (g + s.gpus, c + s.cpu, m + s.mem)
         uniq = {t: list({(v.gpus, v.sockets, v.switches_per_socket, v.cpu, v.mem): v
@@ -252,10 +254,14 @@ def placeable_reason(cluster: Cluster, job: Job) -> str | None:
     if any(_width(s, job.locality) >= n and s.cpu >= cpu and s.mem >= mem for s in ok):
         return None
     if n > 1 and job.gpu_milli == MILLI and job.locality in (None, "rack"):
-        keys = [k for k in idx["totals"] if k[1] in types and
-                (k[0] is None) == (job.locality is None or "rack" not in cluster.levels)]
-        best = max((idx["totals"][k] for k in keys), default=(0, 0, 0))
-        if any(g >= n and c >= cpu and m >= mem for g, c, m in (idx["totals"][k] for k in keys)):
+        within = "rack" if job.locality == "rack" and "rack" in cluster.levels else "cluster"
+        # a spread job may mix the allowed GPU types: sum them per scope
+        scopes: dict = {}
+        for k, tot in idx["totals"].items():
+            if k[0] == within and k[-1] in types:
+                scopes[k[:-1]] = tuple(a + b for a, b in zip(scopes.get(k[:-1], (0, 0, 0)), tot))
+        best = max(scopes.values(), default=(0, 0, 0))
+        if any(g >= n and c >= cpu and m >= mem for g, c, m in scopes.values()):
             return None
         return (f"needs {n} GPUs, {cpu} milli-CPU and {mem} MiB; the allowed servers "
                 + ("of one rack " if job.locality == "rack" else "") + f"hold {best[0]} GPUs")
@@ -534,8 +540,8 @@ class Problem:
         if a is None:
             caps = tuple((g.mem, g.compute) for g in cur.gpus)
             a = Assign(tuple((c.gpu_index[g.gpu], g.milli) for g in cur.gpus),
-                       tuple(sorted((c.server_index[s], v) for s, v in cur.cpu.items() if v)),
-                       tuple(sorted((c.server_index[s], v) for s, v in cur.mem.items() if v)),
+                       tuple(sorted((c.server_index[s], v) for s, v in cur.cpu.items())),
+                       tuple(sorted((c.server_index[s], v) for s, v in cur.mem.items())),
                        caps if any(x != (None, None) for x in caps) else ())
             keep(cur, "assign", (c,), a)
         return a

@@ -327,16 +327,36 @@ def finish(problem, sol, info: SolverInfo, wall: float) -> Allocation:
         # its proof covers the problem with the running jobs pinned, not this one
         restricts = "; ".join(x for x in (restricts, KEPT_IN_PLACE) if x)
         alloc = replace(alloc, stats={**alloc.stats, "covers_instance": False})
-    return honest_status(alloc, exact=info.exact, restricts=restricts)
+    kept = sum(problem.value_of(j, a) for j, a in problem.fixed.items())
+    return honest_status(alloc, exact=info.exact, restricts=restricts, fixed_value=kept)
 
 
-def honest_status(alloc: Allocation, *, exact: bool, restricts: str = "") -> Allocation:
-    """Heuristics never claim OPTIMAL or INFEASIBLE; an exact solver claims
-    OPTIMAL only when the recomputed value meets its bound; a solver that
-    restricts the problem keeps OPTIMAL (and its bound) only when its solution
-    says the proof covers the instance (``stats["covers_instance"]``), else it
-    reports FEASIBLE with the restriction named in ``stats["restriction"]`` and
-    its own bound in ``stats["restricted_bound"]``."""
+#: relative float noise tolerated between a value and a bound (far below any
+#: objective step: values are sums of products of decimal factors)
+TOL = 1e-6
+
+
+def honest_status(alloc: Allocation, *, exact: bool, restricts: str = "",
+                  fixed_value: float = 0.0) -> Allocation:
+    """The status, bound and statistics an answer may honestly claim.
+
+    * Heuristics never claim OPTIMAL or INFEASIBLE.
+    * A solver that restricts the problem keeps OPTIMAL (and its bound) only
+      when its solution says the proof covers the instance
+      (``stats["covers_instance"]``); otherwise it reports FEASIBLE with the
+      restriction named in ``stats["restriction"]`` and its own bound in
+      ``stats["restricted_bound"]``.
+    * A bound below the recomputed value (beyond float noise, `TOL`) bounds
+      nothing: it is dropped, kept in ``stats["bound_dropped"]`` with the
+      reason in ``stats["bound_dropped_reason"]``, and the status is
+      downgraded.
+    * OPTIMAL only when the recomputed value meets the bound.
+    * An exact solver's answer below the best applicable heuristic it ran
+      (``stats["heuristics"]``: each one's value on the pending jobs, the
+      running ones kept, worth ``fixed_value``) is named in
+      ``stats["below_heuristic"]`` and never OPTIMAL; a bound below that
+      heuristic's value is dropped too.
+    """
     st, bound, stats = alloc.status, alloc.bound, dict(alloc.stats)
     if not exact and st in (Status.OPTIMAL, Status.INFEASIBLE):
         st = Status.FEASIBLE
@@ -347,9 +367,27 @@ def honest_status(alloc: Allocation, *, exact: bool, restricts: str = "") -> All
         bound = None
         if st in (Status.OPTIMAL, Status.INFEASIBLE):
             st = Status.FEASIBLE if alloc.placements or st is Status.OPTIMAL else Status.UNKNOWN
-    if st is Status.OPTIMAL:
-        if bound is None or alloc.value < bound - 1e-6 * max(1.0, abs(bound)):
+    if bound is not None and alloc.value > bound + TOL * max(1.0, abs(bound)):
+        stats["bound_dropped"] = bound
+        stats["bound_dropped_reason"] = f"below the value {alloc.value!r} of the answer"
+        bound = None
+        if st is Status.INFEASIBLE:
             st = Status.FEASIBLE
+    if st is Status.OPTIMAL:
+        if bound is None or alloc.value < bound - TOL * max(1.0, abs(bound)):
+            st = Status.FEASIBLE
+    heur = stats.get("heuristics") if exact else None
+    if heur:
+        name = max(heur, key=heur.get)
+        best = heur[name] + fixed_value
+        if alloc.value < best - TOL * max(1.0, abs(best)):
+            stats["below_heuristic"] = {name: best}
+            if st is Status.OPTIMAL:
+                st = Status.FEASIBLE
+        if bound is not None and best > bound + TOL * max(1.0, abs(bound)):
+            stats["bound_dropped"] = bound
+            stats["bound_dropped_reason"] = f"below the value {best!r} of heuristic {name!r}"
+            bound = None
     if st is Status.UNKNOWN and alloc.placements:
         st = Status.FEASIBLE
     if (st, bound, stats) == (alloc.status, alloc.bound, dict(alloc.stats)):

@@ -51,6 +51,15 @@ def test_conforms_with_elastic_jobs(inst):
     conform(*inst)
 
 
+@settings(max_examples=10)
+@given(instances(max_servers=3, max_jobs=5, tenancy=True, running=True))
+def test_conforms_with_tenants(inst):
+    """Tenancy inputs (cells, guaranteed and opportunistic jobs, running ones):
+    every bound at least every value, no false optimum, the exact family
+    never below hived or drf."""
+    conform(*inst)
+
+
 @settings(max_examples=40)
 @given(instances(random_profiles=True, running=True))
 def test_drf_conforms_alone(inst):

@@ -126,7 +126,8 @@ result and its ``optimal`` holds only when its proof covers the instance.
 
 Registered solvers: ``cpsat`` (CP-SAT masters and pricing), ``milp`` (HiGHS),
 ``milp-cbc`` (CBC) -- all through :mod:`alloc.kernel` -- and ``cpsat-tenancy``,
-the tenancy path on every input (with CP-SAT).
+the tenancy path (with CP-SAT) on every input that needs it and the
+configuration model elsewhere.
 """
 from ...options import Option
 from ...registry import declare
@@ -179,6 +180,6 @@ SOLVERS = (
                 Option("workers", "int", None, "CP-SAT workers (default: 1, deterministic)",
                        minimum=1, nullable=True),),
             restricts="; ".join(RESTRICTIONS),
-            description="the tenancy model (kernel, CP-SAT) on every input, never below the "
-                        "applicable heuristics"),
+            description="the tenancy model (kernel, CP-SAT) on tenancy inputs (the "
+                        "configuration model elsewhere), never below the applicable heuristics"),
 )

@@ -946,7 +946,7 @@ def run(p: Problem, *, preempt=True, colocate=True, grow=True, gpu_mem_capacity=
     moves = _Moves(p)
     timed_out = _place_all(eng, order, 2 if preempt else 0, moves, deadline)
     if grow and not timed_out:
-        timed_out = _grow(eng, moves.allowed, deadline)
+        timed_out = _grow(eng, moves, deadline)
     if moves.allowed and not timed_out:
         _defragment(eng, order, moves, deadline)
         _consolidate(eng, moves, deadline)
@@ -997,10 +997,11 @@ def _place_all(eng: Engine, order, max_level: int, moves: _Moves, deadline: Dead
     return False
 
 
-def _grow(eng: Engine, migrate: bool, deadline: Deadline) -> bool:
+def _grow(eng: Engine, moves: _Moves, deadline: Deadline) -> bool:
     """Gandiva grow: each placed elastic job, highest priority first, takes the
     size of largest speed-up that fits free GPUs and raises its real
-    throughput.  Returns True when the deadline stopped it."""
+    throughput (a running one only within the move budget: growing moves
+    it).  Returns True when the deadline stopped it."""
     p = eng.p
     jobs = p.jobs
     for j in sorted(eng.assign, key=lambda j: (-jobs[j].priority, j)):
@@ -1008,7 +1009,8 @@ def _grow(eng: Engine, migrate: bool, deadline: Deadline) -> bool:
             return True
         job = jobs[j]
         hi = job.max_gpus if job.max_gpus is not None else job.gpus
-        if not job.elastic or hi <= eng.size[j] or (job.current is not None and not migrate):
+        running = job.current is not None and j not in moves.moved
+        if not job.elastic or hi <= eng.size[j] or (running and not moves.left()):
             continue
         cur = eng.size[j]
         old = eng.assign[j]
@@ -1020,6 +1022,8 @@ def _grow(eng: Engine, migrate: bool, deadline: Deadline) -> bool:
             if eng.try_place(j, n, 0, set()):
                 if job_value(p, j, eng.assign[j]) > old_value + 1e-12:
                     _release_empty(eng)
+                    if running:
+                        moves.moved.add(j)
                     break
                 # more GPUs but less throughput (e.g. CPU or memory per GPU
                 # below the profile's grid): keep the old size
