@@ -18,14 +18,16 @@ import warnings
 from typing import Sequence
 
 from .model import Allocation, Cluster, Job
-from .testing.conformance import applicable_solvers, check_across, check_against_optimum
+from .testing.conformance import (applicable_solvers, check_across, check_against_optimum,
+                                  order_preemption_problems)
 
 _MOVED = "alloc.conformance.{} is deprecated; use alloc.testing.{}"
 
 
 def check_solver(name: str, cluster: Cluster, jobs: Sequence[Job], *, objective="throughput",
                  seed: int = 0, time_limit: float = 5.0, max_moves: int | None = None,
-                 move_cost: float | None = None) -> tuple[list[str], Allocation | None]:
+                 move_cost: float | None = None, order: Sequence[str] | None = None,
+                 preempt: str | None = None) -> tuple[list[str], Allocation | None]:
     """Deprecated: `alloc.testing.solver_problems` (the promised properties
     of `alloc.testing.PROMISES` are not checked here, as before)."""
     warnings.warn(_MOVED.format("check_solver", "solver_problems"), DeprecationWarning,
@@ -33,7 +35,7 @@ def check_solver(name: str, cluster: Cluster, jobs: Sequence[Job], *, objective=
     from .testing.conformance import solver_problems
     return solver_problems(name, cluster, jobs, objective=objective, seed=seed,
                            time_limit=time_limit, max_moves=max_moves, move_cost=move_cost,
-                           promises=())
+                           order=order, preempt=preempt, promises=())
 
 
 def instances(max_servers: int = 3, max_jobs: int = 6,
@@ -52,4 +54,4 @@ def instances(max_servers: int = 3, max_jobs: int = 6,
 
 
 __all__ = ["applicable_solvers", "check_across", "check_against_optimum", "check_solver",
-           "instances"]
+           "instances", "order_preemption_problems"]

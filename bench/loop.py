@@ -22,6 +22,15 @@ preemptions, and the mean GPU allocation.  For ``cpsat`` each round's input is
 also given to every heuristic (``allocate()`` on the same jobs): cpsat's value
 against the best of them (rounds below it must be 0) and its gap to its bound.
 
+``--order las --preempt order`` runs the session as a LAS scheduler would:
+every round the order is the jobs by GPU-rounds attained (least first, then
+arrival; with ``--las-quantum Q`` attained service counts in steps of Q
+GPU-rounds, Tiresias' discretised LAS) and the session preempts by it
+(``Session(preempt="order")``); a preempted job keeps its progress (rounds
+left) and waits.  With ``--load`` above 1 the queue never empties: plain LAS
+then preempts hundreds of jobs a round (every arrival outranks every running
+job), the discretised one far fewer.
+
 ``--first-call`` measures, in fresh processes, ``import alloc`` plus the first
 ``allocate()`` (best-fit, 32 x 8 GPUs, 100 jobs).
 
@@ -29,6 +38,7 @@ Examples::
 
     python bench/loop.py --servers 32 --rounds 200
     python bench/loop.py --servers 1000 --rounds 200 --solvers best-fit fgd
+    python bench/loop.py --servers 1000 --solvers best-fit --order las --preempt order --load 1.2
     python bench/loop.py --first-call
 """
 from __future__ import annotations
@@ -117,7 +127,8 @@ def unexplained(before: dict, alloc) -> int:
 
 def run(solver: str, servers: int, rounds: int, warmup: int, seed: int, load: float,
         mean_rounds: float, time_limit: float | None, compare_every: int = 1,
-        profile: bool = False) -> dict:
+        profile: bool = False, order: str = "none", preempt: str = "none",
+        quantum: float = 0.0) -> dict:
     """One solver through ``warmup + rounds`` rounds; the summary of the measured ones."""
     cl = cluster(servers)
     G = cl.total_gpus
@@ -136,7 +147,10 @@ def run(solver: str, servers: int, rounds: int, warmup: int, seed: int, load: fl
     for j in first:
         if j.current is not None:
             left[j.id] = life.pop(j.id)
-    s = Session(cl, jobs=first, solver=solver, time_limit=time_limit)
+    s = Session(cl, jobs=first, solver=solver, time_limit=time_limit,
+                preempt="order" if preempt == "order" else None)
+    attained: dict[str, int] = {}         # GPU-rounds run (LAS)
+    arrival = {j.id: k for k, j in enumerate(first)}
     prof = cProfile.Profile() if profile else None
     rows = []
     for r in range(warmup + rounds):
@@ -147,9 +161,16 @@ def run(solver: str, servers: int, rounds: int, warmup: int, seed: int, load: fl
         for _ in range(stream.poisson(lam)):
             job, n = stream.job()
             life[job.id] = n
+            arrival[job.id] = len(arrival)
             events.append({"type": "submit", "job": job})
+        if order == "las":
+            live = [j for j in arrival if j in life or j in left]
+            q = quantum or 1
+            events.append({"type": "set_order", "order": sorted(
+                live, key=lambda j: (attained.get(j, 0) // q, arrival[j]))})
         s.apply(events)
         before = dict(s.jobs) if r >= warmup else None
+        ranked = [j for j in s.order if j in s.jobs] if s.order else None
         if prof is not None and before is not None:
             prof.enable()
         c0 = time.process_time()
@@ -157,10 +178,13 @@ def run(solver: str, servers: int, rounds: int, warmup: int, seed: int, load: fl
         cpu = time.process_time() - c0
         if prof is not None:
             prof.disable()
+        for jid in res.stop:                       # preempted: keeps its progress, waits
+            life[jid] = left.pop(jid)
         for p in res.start:
             left[p.job] = life.pop(p.job)
         for jid in left:
             left[jid] -= 1
+            attained[jid] = attained.get(jid, 0) + s.jobs[jid].gpus
         if before is None:
             continue
         a = res.allocation
@@ -172,7 +196,8 @@ def run(solver: str, servers: int, rounds: int, warmup: int, seed: int, load: fl
                "gap": a.gap}
         if solver == "cpsat" and (r - warmup) % compare_every == 0:
             row["best_heuristic"] = max(
-                allocate(cl, list(before.values()), solver=h, time_limit=10).value
+                allocate(cl, list(before.values()), solver=h, time_limit=10, order=ranked,
+                         preempt=s.preempt_rule).value
                 for h in HEURISTICS)
         rows.append(row)
     out = summarise(solver, servers, rows)
@@ -335,6 +360,12 @@ def main(argv=None) -> int:
                     help="run the heuristics on cpsat's input every K-th round (default: 1)")
     ap.add_argument("--profile", action="store_true",
                     help="profile the measured rounds (cProfile) and print where the time goes")
+    ap.add_argument("--order", choices=("none", "las"), default="none",
+                    help="hand the session a LAS order every round (default: none)")
+    ap.add_argument("--preempt", choices=("none", "order"), default="none",
+                    help="preempt by the order (default: none)")
+    ap.add_argument("--las-quantum", type=float, default=0.0, metavar="Q",
+                    help="LAS counts attained GPU-rounds in steps of Q (default: 0, plain LAS)")
     ap.add_argument("--first-call", action="store_true",
                     help="only measure import + first allocate() in fresh processes")
     args = ap.parse_args(argv)
@@ -351,7 +382,8 @@ def main(argv=None) -> int:
             t0 = time.perf_counter()
             tl = args.time_limit if solver == "cpsat" else None
             r = run(solver, servers, args.rounds, args.warmup, args.seed, args.load,
-                    args.mean_rounds, tl, args.compare_every, args.profile)
+                    args.mean_rounds, tl, args.compare_every, args.profile, args.order,
+                    args.preempt, args.las_quantum)
             results.append(r)
             if args.profile:
                 total = r["profile"][0][1]

@@ -37,7 +37,7 @@ from typing import Iterable, Sequence
 
 from ..check import violations
 from ..errors import InputError, SolverError
-from ..model import Allocation, Cluster, Job, Status
+from ..model import MILLI, Allocation, Cluster, Job, Status
 from ..objectives import allocation_value
 from ..registry import get_solver, solvers
 from ..solve import allocate, needed_capabilities
@@ -59,16 +59,17 @@ PROMISES: dict[str, frozenset] = {
     "drf": frozenset({"order-per-user", "maximal", "drf"}),
 }
 #: Every check, in the order they run.
-CHECKS = ("runs", "deadline", "input", "violations", "value", "status", "bound",
-          "determinism", "options", "order", "order-per-user", "maximal", "drf")
+CHECKS = ("runs", "deadline", "input", "violations", "order-preemption", "value", "status",
+          "bound", "determinism", "options", "order", "order-per-user", "maximal", "drf")
 
 
 def applicable_solvers(cluster: Cluster, jobs: Sequence[Job], *, exact: bool | None = None,
-                       names: Iterable[str] | None = None) -> list[str]:
+                       names: Iterable[str] | None = None,
+                       preempt: str | None = None) -> list[str]:
     """Available solvers (of ``names``, default all) whose declared
-    capabilities cover the input (``exact``: only exact solvers, or only
-    heuristics)."""
-    need = needed_capabilities(cluster, jobs)
+    capabilities cover the input and the preemption rule ``preempt``
+    (``exact``: only exact solvers, or only heuristics)."""
+    need = needed_capabilities(cluster, jobs, preempt)
     reg = solvers()
     pick = reg if names is None else {n: reg[n] for n in names if n in reg}
     return [n for n, s in pick.items()
@@ -82,7 +83,8 @@ def _allowed_moves(max_moves, move_cost):
 def solver_problems(name: str, cluster: Cluster, jobs: Sequence[Job], *,
                     objective: str = "throughput", seed: int = 0, time_limit: float = 5.0,
                     max_moves: int | None = None, move_cost: float | None = None,
-                    order: Sequence[str] | None = None, promises: Iterable[str] | None = None,
+                    order: Sequence[str] | None = None, preempt: str | None = None,
+                    promises: Iterable[str] | None = None,
                     skip: Iterable[str] = ()) -> tuple[list[str], Allocation | None]:
     """What solver ``name`` gets wrong on one call, and its allocation.
 
@@ -90,7 +92,7 @@ def solver_problems(name: str, cluster: Cluster, jobs: Sequence[Job], *,
     ----------
     name : str
         A registered solver.
-    cluster, jobs, objective, seed, time_limit, max_moves, move_cost, order
+    cluster, jobs, objective, seed, time_limit, max_moves, move_cost, order, preempt
         The call (as `allocate` takes them).
     promises : iterable of str, optional
         Properties the solver promises (default `PROMISES` of its name;
@@ -117,7 +119,8 @@ def solver_problems(name: str, cluster: Cluster, jobs: Sequence[Job], *,
     info = get_solver(name)
     jobs = list(jobs)
     kw = dict(solver=name, objective=objective, seed=seed, time_limit=time_limit,
-              max_moves=max_moves, move_cost=move_cost, order=list(order) if order else None)
+              max_moves=max_moves, move_cost=move_cost, order=list(order) if order else None,
+              preempt=preempt)
     before = (copy.deepcopy(cluster), copy.deepcopy(jobs))
     t0 = time.perf_counter()
     try:
@@ -135,7 +138,10 @@ def solver_problems(name: str, cluster: Cluster, jobs: Sequence[Job], *,
     add("deadline", [f"took {wall:.2f} s for a time limit of {time_limit} s"]
         if wall > time_limit * 1.1 + 0.5 else [])
     add("input", ["mutated its input"] if (cluster, jobs) != before else [])
-    add("violations", violations(cluster, jobs, a, max_moves=_allowed_moves(max_moves, move_cost)))
+    add("violations", violations(cluster, jobs, a, max_moves=_allowed_moves(max_moves, move_cost),
+                                 order=kw["order"], preempt=preempt))
+    if preempt == "order":
+        add("order-preemption", order_preemption_problems(jobs, a, kw["order"]))
     moves = (move_cost or 0.0) * len(a.moved)
     value = allocation_value(objective, jobs, a.placements) - moves
     add("value", [f"value {a.value} is not the placement's value {value}"]
@@ -173,7 +179,7 @@ def add_promises(add, name: str, cluster: Cluster, jobs: Sequence[Job], a: Alloc
     want = PROMISES.get(name, frozenset()) if promises is None else frozenset(promises)
     unknown = want - set(CHECKS)
     if unknown:
-        raise ValueError(f"promises: unknown {sorted(unknown)}; valid: {list(CHECKS[9:])}")
+        raise ValueError(f"promises: unknown {sorted(unknown)}; valid: {list(CHECKS[CHECKS.index("order"):])}")
     spread = "spread" in get_solver(name).capabilities
     if "order" in want:
         add("order", order_problems(cluster, jobs, a, order, spread=spread))
@@ -189,13 +195,56 @@ def add_promises(add, name: str, cluster: Cluster, jobs: Sequence[Job], a: Alloc
 
 def status_problems(exact: bool, a: Allocation) -> list[str]:
     """Honest status: a heuristic never claims ``optimal`` or ``infeasible``;
-    ``optimal`` only with a bound."""
+    ``optimal`` only with a bound that the value meets."""
     out = []
     if not exact and a.status in (Status.OPTIMAL, Status.INFEASIBLE):
         out.append(f"a heuristic claimed {a.status.value}")
     if a.status is Status.OPTIMAL and a.bound is None:
         out.append("claims optimal without a bound")
+    if a.status is Status.OPTIMAL and a.bound is not None and \
+            a.value < a.bound - TOL * max(1, abs(a.bound)):
+        out.append(f"claims optimal {a.value} below its bound {a.bound}")
     return out
+
+
+def order_preemption_problems(jobs: Sequence[Job], a: Allocation, order) -> list[str]:
+    """What preemption by order got wrong beyond `alloc.violations`
+    (``stats["preempted_for"]`` names the job each victim was stopped for):
+    a victim stopped for a job the order does not rank above it or that is
+    not placed, and -- the lowest-ranked go first -- a victim stopped for a
+    one-GPU job while a job ranked below the victim, on the same servers and
+    holding at least as many whole GPUs, CPU and memory, kept running."""
+    rank = {j: k for k, j in enumerate(order or ())}
+    low = len(rank)
+    by_id = {j.id: j for j in jobs}
+    placed = {p.job: p for p in a.placements}
+    out = []
+    for v, b in (a.stats.get("preempted_for") or {}).items():
+        if rank.get(b, low) >= rank.get(v, low):
+            out.append(f"job {v!r} stopped for {b!r}, which the order does not rank above it")
+        if b not in placed:
+            out.append(f"job {v!r} stopped for {b!r}, which is not placed")
+        if by_id[b].gpus == 1 and by_id[b].gpu_milli == MILLI:
+            out += [f"job {v!r} stopped for {b!r} while {k!r}, ranked lower on the same "
+                    f"server, kept running"
+                    for k in _kept_below(by_id, placed, rank, v)]
+    return out
+
+
+def _kept_below(by_id, placed, rank, v):
+    """Running jobs ranked below ``v`` that kept their place on ``v``'s
+    servers with at least its whole GPUs, CPU and memory."""
+    from ..check import placement_servers
+    low = len(rank)
+    cur = by_id[v].current
+    for k, p in placed.items():
+        o = by_id[k]
+        if o.current is None or not p.same_as(o.current) or rank.get(k, low) <= rank.get(v, low):
+            continue
+        if placement_servers(p) == placement_servers(cur) and p.gpus and cur.gpus and \
+                len(p.gpus) >= len(cur.gpus) and o.gpu_milli == MILLI and \
+                p.total_cpu >= cur.total_cpu and p.total_mem >= cur.total_mem:
+            yield k
 
 
 def bound_problems(a: Allocation) -> list[str]:
@@ -240,6 +289,9 @@ def check_across(results: dict[str, Allocation]) -> list[str]:
             if b.value > a.bound + 1e-5 * max(1.0, abs(a.bound)):
                 out.append(f"{m} found {b.value}, above {n}'s bound {a.bound}")
     heur = {n: a for n, a in results.items() if not reg[n].exact}
+    # exact solvers that say which heuristics they ran promise to be above them
+    exact = exact + [n for n, a in results.items() if reg[n].exact and n not in exact
+                     and "heuristics" in a.stats]
     for n in exact:
         for m, b in heur.items():
             if results[n].value < b.value - 1e-5 * max(1.0, abs(b.value)):
@@ -250,5 +302,5 @@ def check_across(results: dict[str, Allocation]) -> list[str]:
 
 __all__ = ["CHECKS", "PROMISES", "add_promises", "applicable_solvers", "bound_problems",
            "check_across",
-           "check_against_optimum", "option_problems", "placement_key", "solver_problems",
+           "check_against_optimum", "option_problems", "order_preemption_problems", "placement_key", "solver_problems",
            "status_problems"]

@@ -85,8 +85,8 @@ from ...objectives import scale_factor
 from ...problem import Assign, Problem, Solution
 from ...deadline import Deadline
 from ...resources import gpu_mem_caps as gpu_mem_caps_of, share_mem
-from ...tenancy import (binding_keys, cell_size, cell_tree, infer_binding, job_gpu_mem, outranks,
-                        quotas, safety)
+from ...tenancy import (binding_keys, cell_size, cell_tree, infer_binding,
+                        job_gpu_mem, quotas, safety)
 
 INNER = ("switch", "socket")
 
@@ -361,9 +361,8 @@ class Engine:
             return []
         if level == 0:
             return None
-        job = self.job(j)
-        cands = [i for i in self.on_gpu[g]
-                 if outranks(job, self.job(i)) and (level >= 2 or not self.job(i).guaranteed)]
+        cands = [i for i in self.on_gpu[g] if i not in self.p.pinned and self.p.outranks(j, i)
+                 and (level >= 2 or not self.job(i).guaranteed)]
         cands.sort(key=lambda i: (self.job(i).guaranteed, self.job(i).priority,
                                   self.job(i).weight, i))
         out = []
@@ -442,7 +441,8 @@ class Engine:
             if level == 0:
                 return None
             extra = [i for i in self.jobs_on_server(s) if i not in victims
-                     and outranks(job, self.job(i)) and (level >= 2 or not self.job(i).guaranteed)]
+                     and i not in self.p.pinned and self.p.outranks(j, i)
+                     and (level >= 2 or not self.job(i).guaranteed)]
             extra.sort(key=lambda i: (self.job(i).guaranteed, self.job(i).priority, i))
             for i in extra:
                 if fc >= cpu_need and fm >= mem_need:
@@ -947,7 +947,7 @@ def run(p: Problem, *, preempt=True, colocate=True, grow=True, gpu_mem_capacity=
     moves = _Moves(p)
     timed_out = _place_all(eng, order, 2 if preempt else 0, moves, deadline)
     if grow and not timed_out:
-        timed_out = _grow(eng, moves.allowed, deadline)
+        timed_out = _grow(eng, moves, deadline)
     if moves.allowed and not timed_out:
         _defragment(eng, order, moves, deadline)
         _consolidate(eng, moves, deadline)
@@ -998,10 +998,11 @@ def _place_all(eng: Engine, order, max_level: int, moves: _Moves, deadline: Dead
     return False
 
 
-def _grow(eng: Engine, migrate: bool, deadline: Deadline) -> bool:
+def _grow(eng: Engine, moves: _Moves, deadline: Deadline) -> bool:
     """Gandiva grow: each placed elastic job, highest rank first, takes the
     size of largest speed-up that fits free GPUs and raises its real
-    throughput.  Returns True when the deadline stopped it."""
+    throughput (a running one only within the move budget: growing moves
+    it).  Returns True when the deadline stopped it."""
     p = eng.p
     jobs = p.jobs
     for j in sorted(eng.assign, key=lambda j: (p.prio_key[j], j)):
@@ -1009,7 +1010,8 @@ def _grow(eng: Engine, migrate: bool, deadline: Deadline) -> bool:
             return True
         job = jobs[j]
         hi = job.max_gpus if job.max_gpus is not None else job.gpus
-        if not job.elastic or hi <= eng.size[j] or (job.current is not None and not migrate):
+        running = job.current is not None and j not in moves.moved
+        if not job.elastic or hi <= eng.size[j] or (running and not moves.left()):
             continue
         cur = eng.size[j]
         old = eng.assign[j]
@@ -1021,6 +1023,8 @@ def _grow(eng: Engine, migrate: bool, deadline: Deadline) -> bool:
             if eng.try_place(j, n, 0, set()):
                 if job_value(p, j, eng.assign[j]) > old_value + 1e-12:
                     _release_empty(eng)
+                    if running:
+                        moves.moved.add(j)
                     break
                 # more GPUs but less throughput (e.g. CPU or memory per GPU
                 # below the profile's grid): keep the old size
@@ -1072,8 +1076,8 @@ def _defragment(eng: Engine, order, moves: _Moves, deadline: Deadline) -> None:
         for s in range(p.S):
             if not p.allowed[j, s] or p.srv_gpus[s] < n:
                 continue
-            movers = sorted((i for i in eng.jobs_on_server(s)
-                             if i not in moves.moved and jobs[i].current is not None),
+            movers = sorted((i for i in eng.jobs_on_server(s) if i not in moves.moved
+                             and jobs[i].current is not None and i not in p.pinned),
                             key=lambda i: (eng.size.get(i, 0), i))
             if _clear_server(eng, j, n, s, movers, moves, gain):
                 break
@@ -1128,7 +1132,8 @@ def _consolidate(eng: Engine, moves: _Moves, deadline: Deadline) -> None:
     for j in sorted(list(eng.assign), key=lambda j: (-jobs[j].priority, j)):
         if deadline.expired():
             return
-        if not moves.left() or j in moves.moved or jobs[j].current is None or eng.size[j] < 2:
+        if not moves.left() or j in moves.moved or jobs[j].current is None or eng.size[j] < 2 \
+                or j in p.pinned:
             continue
         old = eng.assign[j]
         before = p.placement(j, old).throughput * jobs[j].weight
