@@ -58,9 +58,11 @@ PROMISES: dict[str, frozenset] = {
         "proportional", "random")},
     "drf": frozenset({"order-per-user", "maximal", "drf"}),
 }
-#: Every check, in the order they run.
+#: Every check, in the order they run (the last four are promises).
 CHECKS = ("runs", "deadline", "input", "violations", "order-preemption", "value", "status",
           "bound", "determinism", "options", "order", "order-per-user", "maximal", "drf")
+#: The checks a solver may promise (`PROMISES`).
+PROMISABLE = CHECKS[CHECKS.index("order"):]
 
 
 def applicable_solvers(cluster: Cluster, jobs: Sequence[Job], *, exact: bool | None = None,
@@ -177,9 +179,9 @@ def add_promises(add, name: str, cluster: Cluster, jobs: Sequence[Job], a: Alloc
     from .placements import idle_room_problems, order_problems
     from .users import by_tenant
     want = PROMISES.get(name, frozenset()) if promises is None else frozenset(promises)
-    unknown = want - set(CHECKS)
+    unknown = want - set(PROMISABLE)
     if unknown:
-        raise ValueError(f"promises: unknown {sorted(unknown)}; valid: {list(CHECKS[CHECKS.index("order"):])}")
+        raise ValueError(f"promises: unknown {sorted(unknown)}; valid: {list(PROMISABLE)}")
     spread = "spread" in get_solver(name).capabilities
     if "order" in want:
         add("order", order_problems(cluster, jobs, a, order, spread=spread))
