@@ -28,24 +28,8 @@ TIME = 2.0
 USER_SOLVER = "user-first-fit"
 
 
-def below_grid(call) -> bool:
-    """Some job asks CPU and memory below every point of its profile's grid
-    (it runs at throughput 0 at its request, and above 0 at a grid point)."""
-    return any(j.gpus and j.profile is not None and j.profile.has_grid
-               and j.profile.grid_value(j.cpu / j.gpus, j.mem / j.gpus) <= 0 for j in call.jobs)
-
-
 def known(call, line: str) -> bool:
-    """Known defects of the exact family, tolerated here and shown by the
-    xfail tests below (each named there)."""
-    bound = line.startswith("[bound]") or "'s bound" in line or "proven optimum" in line
-    if bound and "cpsat-tenancy" in line:
-        return True                      # test_cpsat_tenancy_bound_covers_grid_points
-    if bound and (below_grid(call) or {"elastic", "profiles"} <= call.features):
-        return True                      # test_exact_bound_covers_grid_points_below_the_request,
-        #                                  test_exact_bound_covers_elastic_grid_points
-    if "below heuristic" in line and ("tenancy" in call.features or below_grid(call)):
-        return True                      # test_exact_never_below_a_heuristic_under_tenancy
+    """Known defects, tolerated here and shown by the xfail tests below."""
     return line.startswith("[determinism] milp-cbc")    # test_milp_cbc_is_deterministic
 
 
@@ -141,9 +125,7 @@ def test_every_solver_keeps_its_deadline_at_256_servers(limit):
     assert not late, late
 
 
-# ------------------------------------------------------------ known defects
-@pytest.mark.xfail(strict=False, reason="exact family: the tenancy model's bound leaves out "
-                   "the grid points of a job whose request is below its profile's grid")
+# ------------------------------------------- defects found before (regression tests)
 def test_cpsat_tenancy_bound_covers_grid_points():
     cl = Cluster((Server("s0", cpu=8000, mem=262144, gpus=4, gpu_type="V100"),))
     jobs = [Job("a", gpus=1, gpu_milli=100, cpu=3000, mem=16384, model="res18"),
@@ -152,9 +134,6 @@ def test_cpsat_tenancy_bound_covers_grid_points():
     assert a.bound is None or a.value <= a.bound + 1e-6
 
 
-@pytest.mark.xfail(strict=False, reason="exact family: with running jobs, the bound and the "
-                   "optimal claim leave out the grid point of a pending job whose request is "
-                   "below its profile's grid")
 def test_exact_bound_covers_grid_points_below_the_request():
     cl = Cluster((Server("s0", cpu=8000, mem=262144, gpus=2, gpu_type="V100"),
                   Server("s1", cpu=8000, mem=65536, gpus=0)))
@@ -170,8 +149,6 @@ def test_exact_bound_covers_grid_points_below_the_request():
         assert a.value >= best - 1e-9 and (a.bound is None or a.bound >= best - 1e-6), name
 
 
-@pytest.mark.xfail(strict=False, reason="exact family: the bound of the path for elastic "
-                   "jobs leaves out a grid point at a size other than the request")
 def test_exact_bound_covers_elastic_grid_points():
     grid = Profile("p6", (500,), (8192, 16384), ((0.01, None),))
     cl = Cluster((Server("s0", cpu=8000, mem=65536, gpus=4, gpu_type="V100"),))
@@ -182,8 +159,6 @@ def test_exact_bound_covers_elastic_grid_points():
         assert a.bound is None or a.value <= a.bound + 1e-6, (name, a.value, a.bound)
 
 
-@pytest.mark.xfail(strict=False, reason="exact family: on a cluster with tenants the "
-                   "exact solvers' tenancy path returned less than antman")
 def test_exact_never_below_a_heuristic_under_tenancy():
     cl = Cluster((Server("s0", cpu=8000, mem=262144, gpus=4, gpu_type="V100"),
                   Server("s1", cpu=8000, mem=524288, gpus=2, gpu_type="P100")),
