@@ -9,7 +9,7 @@ from dataclasses import replace
 import pytest
 
 from alloc import (Cell, Cluster, GpuShare, InputError, Job, Placement, Server, Tenant,
-                   allocate)
+                   allocate, violations)
 from alloc.model import frozen_map
 from alloc.tenancy import with_current
 
@@ -110,4 +110,6 @@ def test_rounds_never_fail(solver):
             jobs.append(Job(f"j{n}", gpus=size, cpu=500 * size, mem=500 * size, tenant=ten,
                             guaranteed=ten is not None, priority=rng.randint(0, 2)))
         r = allocate(c, jobs, solver=solver, time_limit=5)
+        assert not violations(c, jobs, r)
+        assert r.placements and len(r.placements) + len(r.unplaced) == len(jobs)
         jobs = [j for j in with_current(jobs, r) if rng.random() > 0.2]

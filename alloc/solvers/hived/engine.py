@@ -11,7 +11,8 @@ type t at level l holding no bound GPU (the buddy free lists) and
 Round.  (1) Running jobs (``current``) are put back where they run; the binding
 of their tenants' cells is inferred (:func:`alloc.tenancy.infer_binding`:
 minimal cover, then the exact cell-placing model, under the caller's deadline).  (2) Pending guaranteed jobs, by
-priority, then pending opportunistic jobs.  A guaranteed job of tenant v that
+rank (the caller's order, else priority: `alloc.problem.Problem.prio_key`),
+then pending opportunistic jobs by rank.  A guaranteed job of tenant v that
 needs n GPUs tries, in order:
 
     A0  GPUs of v's bound cells that are free;
@@ -941,8 +942,8 @@ def run(p: Problem, *, preempt=True, colocate=True, grow=True, gpu_mem_capacity=
     running = [j for j in range(p.J) if jobs[j].current is not None]
     pending = [j for j in range(p.J) if jobs[j].current is None]
     homeless = restore_running(eng, running, deadline)
-    order = sorted(pending + homeless,
-                   key=lambda j: (not jobs[j].guaranteed, -jobs[j].priority, j))
+    pk = p.prio_key
+    order = sorted(pending + homeless, key=lambda j: (not jobs[j].guaranteed, pk[j], j))
     moves = _Moves(p)
     timed_out = _place_all(eng, order, 2 if preempt else 0, moves, deadline)
     if grow and not timed_out:
@@ -998,13 +999,13 @@ def _place_all(eng: Engine, order, max_level: int, moves: _Moves, deadline: Dead
 
 
 def _grow(eng: Engine, moves: _Moves, deadline: Deadline) -> bool:
-    """Gandiva grow: each placed elastic job, highest priority first, takes the
+    """Gandiva grow: each placed elastic job, highest rank first, takes the
     size of largest speed-up that fits free GPUs and raises its real
     throughput (a running one only within the move budget: growing moves
     it).  Returns True when the deadline stopped it."""
     p = eng.p
     jobs = p.jobs
-    for j in sorted(eng.assign, key=lambda j: (-jobs[j].priority, j)):
+    for j in sorted(eng.assign, key=lambda j: (p.prio_key[j], j)):
         if deadline.expired():
             return True
         job = jobs[j]
