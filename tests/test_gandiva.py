@@ -160,6 +160,21 @@ def test_packing_only_where_gpu_memory_fits():
         assert not g.tick(60.0 * t, {}).packed    # 28,000 MiB > 24,576 MiB of a P40
 
 
+def test_packing_reads_the_servers_gpu_memory():
+    """A server's declared ``gpu_mem`` bounds packing; without a mapping the
+    library's table gives the type's memory (a P40: 24,576 MiB)."""
+    small = Cluster((Server("s0", 12000, 458752, 1, "P40", gpu_mem=8192),))
+    g = GandivaScheduler(small, gpu_mem_capacity=MEM)
+    g.submit(job("a", gpu_mem=5000), 0.0, util=0.1)
+    g.submit(job("b", gpu_mem=5000), 1.0, util=0.1)
+    assert not any(g.tick(60.0 * t, {}).packed for t in range(1, 8))   # 10,000 > 8,192
+    g = GandivaScheduler(servers(1, gpus=1))
+    g.submit(job("a", gpu_mem=5000), 0.0, util=0.1)
+    g.submit(job("b", gpu_mem=5000), 1.0, util=0.1)
+    assert any(g.tick(60.0 * t, {}).packed for t in range(1, 8))       # 10,000 <= 24,576
+
+
+
 # ---------------------------------------------------------------- migration
 def test_defrag_empties_the_emptiest_busy_server():
     moves = defrag_moves([3, 1, 2], {0: [("x", 1)], 1: [("y", 3)], 2: [("z", 1), ("w", 1)]})

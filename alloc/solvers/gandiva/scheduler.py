@@ -11,8 +11,8 @@ does not: which server a suspended job is time-sliced on (the solver's
 packed groups, virtual times and profiles.  The session holds the ``bound``
 and ``plan`` dictionaries by reference as its solver options; the scheduler
 updates them between rounds and the solver only reads them.  A suspension
-is the session's requeue event (``fail_job(job, requeue=True)``: the job
-stops, holds nothing and waits); a packing or its end submits the job again
+is the session's stop event (``stop(job, requeue=True)``: the job
+stops on purpose -- not a crash -- holds nothing and waits); a packing or its end submits the job again
 with its new share (``finish`` then ``submit``, so the session's count of
 finished jobs counts those too).
 
@@ -34,7 +34,7 @@ at the boundary has had a slice and its virtual time advances; then on each
 server the
 units (a job, or the jobs packed on one GPU) are chosen by weighted
 round-robin ([alloc.solvers.gandiva.slicing][]); a running unit not chosen
-is suspended -- the session's requeue event: it stops and holds no GPU --
+is suspended -- the session's stop event: it stops and holds no GPU --
 and a chosen suspended unit resumes on the server's free GPUs.  A
 higher-priority job is never suspended for a lower one.
 
@@ -45,8 +45,9 @@ Introspective mode (at each slice boundary, after the rotation):
   utilisation first, each onto the GPU of lowest utilisation on its server
   that runs fewer than ``pack_limit`` jobs, all profiled and of the job's
   priority (a packed unit has one priority), whose GPU memory
-  (the jobs' ``gpu_mem``, MiB) fits the GPU's (``gpu_mem_capacity`` by GPU
-  type); never a set of jobs whose packing was undone before.  Packed jobs
+  (the jobs' ``gpu_mem``, MiB) fits the GPU's (the server's ``gpu_mem``,
+  else ``gpu_mem_capacity`` by GPU type, else the library's table,
+  [alloc.resources.gpu_mem_capacity][]); never a set of jobs whose packing was undone before.  Packed jobs
   share the GPU in equal milli-GPU shares (``1000 // k`` each for k jobs:
   the job is submitted again with that share, so the core's check holds
   them to the GPU's 1000 milli).  At the next boundary the packing is kept
@@ -76,6 +77,7 @@ from typing import Mapping
 
 from ...errors import InputError
 from ...model import MILLI, Cluster, Job, Profile
+from ...resources import server_gpu_mem
 from ...session import Session
 from .defrag import DEFRAG_THRESHOLD, defrag_moves, locality_moves
 from .slicing import Unit, slice_choice
@@ -200,8 +202,9 @@ class GandivaScheduler:
     grow_shrink : bool
         Grow elastic jobs when the cluster is idle, shrink them on demand.
     gpu_mem_capacity : mapping of str to int, optional
-        GPU memory (MiB) per GPU type, the packing limit (missing type: no
-        packing on it).
+        GPU memory (MiB) per GPU type, the packing limit, for servers that
+        do not declare their ``gpu_mem`` (a type missing here: the
+        library's table, [alloc.resources.gpu_mem_capacity][]).
     profile_s : float, optional
         Seconds a job runs alone before it is profiled (default
         ``slice_s / 10``).
@@ -490,7 +493,7 @@ class GandivaScheduler:
 
     def _suspend(self, jid: str, sid: str, log: _Log) -> None:
         """Stop a running job; it holds nothing and waits on its server."""
-        self.session.fail_job(jid, requeue=True)
+        self.session.stop(jid, requeue=True)
         self._bound[jid] = sid
         self._jobs[jid].alone_since = None
         log.add("suspended", jid)
@@ -705,8 +708,9 @@ class GandivaScheduler:
         return changed
 
     def _memory_fits(self, gpu: str, members: list[str]) -> bool:
-        cap = self.gpu_mem_capacity.get(self.cluster.server(gpu.rsplit("/", 1)[0]).gpu_type)
-        return cap is not None and sum(self._jobs[m].base.gpu_mem for m in members) <= cap
+        server = self.cluster.server(gpu.rsplit("/", 1)[0])
+        cap = server_gpu_mem(server, self.gpu_mem_capacity)
+        return sum(self._jobs[m].base.gpu_mem for m in members) <= cap
 
     def _pack(self, members: list[str], guest: str, gpu: str, now: float, log: _Log) -> None:
         """Run ``guest`` on ``gpu`` beside ``members``, in equal shares."""
