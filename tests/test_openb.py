@@ -313,3 +313,44 @@ def test_bound_honours_its_time_limit():
     _time.sleep(0.01)
     r0 = upper_bound(pods, cpu, mem, gpus, models, deadline=dl)
     assert r0.status == "time limit" and r0.bound == min(r0.demand, int(gpus.sum()) * 1000)
+
+
+def test_a_registered_solver_runs_the_experiment(tmp_path, monkeypatch):
+    """A solver the registry resolves places the pods one per round; the
+    curves are measured as for FGD's own policies."""
+    from alloc import registry
+    monkeypatch.setattr(registry, "_EXTRA", dict(registry._EXTRA))
+    fn = "alloc.solvers.heuristics.greedy:solve_proportional"
+    registry.register("mine", fn, capabilities=["sharing"])
+    n = write(tmp_path, "nodes.csv", NODES)
+    p = write(tmp_path, "pods.csv", PODS)
+    nodes, pods = load_nodes(n), load_pods(p)
+    fgd = run(pods, nodes, "fgd", 1)
+    for policy in ("hived", "mine"):
+        r = run(pods, nodes, policy, 1, time_limit=2.0)
+        assert r.policy == policy and r.attempted == fgd.attempted
+        assert 0 < r.placed <= r.attempted
+        curve = [v for v in r.alloc if v is not None]
+        assert curve == sorted(curve) and curve[-1] <= 100.0
+    out = tmp_path / "c.csv"
+    assert bench_main(["--pods", str(p), "--nodes", str(n), "--policy", "fgd,mine",
+                       "--seeds", "1", "--out", str(out)]) == 0
+    assert len(out.read_text().splitlines()) == 3
+
+
+def test_a_solver_that_refuses_the_trace(tmp_path, capsys):
+    """A ``module:function`` solver declares no capability: shared pods are
+    refused in one line (exit 2)."""
+    n = write(tmp_path, "nodes.csv", NODES)
+    p = write(tmp_path, "pods.csv", PODS)
+    fn = "alloc.solvers.heuristics.greedy:solve_proportional"
+    assert bench_main(["--pods", str(p), "--nodes", str(n), "--policy", fn]) == 2
+    err = capsys.readouterr().err
+    assert err.count("alloc bench openb:") == 1 and "does not support sharing" in err
+
+
+def test_a_registered_solver_without_moves(tmp_path):
+    nodes = load_nodes(write(tmp_path, "nodes.csv", NODES))
+    pods = load_pods(write(tmp_path, "pods.csv", PODS))
+    with pytest.raises(InputError, match="moves"):
+        run(pods, nodes, "hived", 1, max_moves=2)

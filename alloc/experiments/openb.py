@@ -33,8 +33,8 @@ from typing import Sequence
 import numpy as np
 
 from ..errors import InputError
-from ..solvers.fgd.engine import (MILLI, ClusterState, FragModel, Pod, make_policy, simulate,
-                     simulate_moves)
+from ..solvers.fgd.engine import (MILLI, POLICIES, ClusterState, FragModel, Pod, make_policy,
+                                  simulate, simulate_moves)
 
 NCOLS = 131  # x = 0..130
 
@@ -434,14 +434,21 @@ def run(pods: PodTable, nodes: NodeTable, policy: str, seed: int, *, tune: float
     """One run: build the seed's workload, place every pod online with
     ``policy``, and bin allocation and fragmentation (protocol sections 1-5).
     With ``max_moves`` the run may move up to that many placed pods
-    (:func:`alloc.solvers.fgd.engine.simulate_moves`)."""
+    (`alloc.solvers.fgd.engine.simulate_moves`).  A ``policy`` that is not
+    one of FGD's own (`alloc.solvers.fgd.engine.POLICIES`) is a solver the
+    registry resolves, run one pod per round
+    (`alloc.experiments.openb_session.SessionPolicy`; ``policy_options`` are
+    its options and ``time_limit``, without moves)."""
     wl = build_workload(pods, nodes, seed, tune)
     W = wl.pods
     fm = fm or typical_pods(W)
     state = ClusterState(nodes.cpu, nodes.mem, nodes.gpus, nodes.model, rank=wl.rank,
                          frag_model=fm)
-    pol = make_policy(policy, seed, **policy_options)
     seq = wl.arrivals()
+    if policy not in POLICIES:
+        return _session_run(state, seq, nodes, policy, seed, tune, workload, progress,
+                            max_moves, policy_options)
+    pol = make_policy(policy, seed, **policy_options)
     t0, c0 = time.perf_counter(), time.process_time()
     if max_moves is None:
         placements, used, frag = simulate(state, pol, seq, progress=progress)
@@ -449,6 +456,29 @@ def run(pods: PodTable, nodes: NodeTable, policy: str, seed: int, *, tune: float
     else:
         placements, used, frag, moves = simulate_moves(state, pol, seq, max_moves)
     secs, cpu_secs = time.perf_counter() - t0, time.process_time() - c0
+    return _result(state, seq, placements, used, frag, moves, nodes, workload, policy, seed,
+                   tune, secs, cpu_secs, max_moves)
+
+
+def _session_run(state, seq, nodes, policy, seed, tune, workload, progress, max_moves,
+                 options):
+    """`run` with a registered solver (`SessionPolicy`)."""
+    from .openb_session import SessionPolicy, simulate_session
+    if max_moves is not None:
+        raise InputError(f"--policy {policy}: moves are simulated for FGD's own policies "
+                         f"only ({', '.join(POLICIES)})")
+    pol = SessionPolicy(policy, to_cluster(nodes), seed, **options)
+    t0, c0 = time.perf_counter(), time.process_time()
+    placements, used, frag = simulate_session(state, pol, seq, progress=progress)
+    secs, cpu_secs = time.perf_counter() - t0, time.process_time() - c0
+    moves = np.zeros(len(seq), dtype=np.int64)
+    return _result(state, seq, placements, used, frag, moves, nodes, workload, policy, seed,
+                   tune, secs, cpu_secs, None)
+
+
+def _result(state, seq, placements, used, frag, moves, nodes, workload, policy, seed, tune,
+            secs, cpu_secs, max_moves) -> RunResult:
+    """The binned curves and counts of one run."""
     cap = state.capacity
     g = np.array([p.g for p in seq], dtype=np.int64)
     arrived = np.cumsum(g)
@@ -549,11 +579,9 @@ def bench_main(argv: list[str]) -> int:
     ap.add_argument("--plot", help="PNG of allocation vs arrived workload")
     args = ap.parse_args(argv)
     try:
-        from ..solvers.fgd.engine import POLICIES
         policies = _parse_list(args.policy, "policy")
         for p in policies:
-            if p not in POLICIES:
-                raise InputError(f"--policy: unknown policy {p!r}; valid: {', '.join(POLICIES)}")
+            _known_policy(p)
         seeds = parse_seeds(args.seeds)
         nodes = load_nodes(args.nodes)
         pods = load_pods(args.pods)
@@ -569,10 +597,27 @@ def bench_main(argv: list[str]) -> int:
         return 2
     try:
         return _bench_runs(args, policies, seeds, nodes, pods)
+    except InputError as exc:          # a solver refused the trace (a capability it lacks)
+        print(f"alloc bench openb: {exc}", file=sys.stderr)
+        return 2
     except OSError as exc:
         print(f"alloc bench openb: {exc.filename or ''}: cannot write ({exc.strerror or exc})",
               file=sys.stderr)
         return 2
+
+
+def _known_policy(name: str) -> None:
+    """One of FGD's policies or a solver the registry resolves, else a
+    one-line `InputError` naming both."""
+    if name in POLICIES:
+        return
+    from ..registry import use
+    try:
+        use(name)
+    except ValueError:
+        from ..registry import solvers
+        raise InputError(f"--policy: unknown policy {name!r}; valid: {', '.join(POLICIES)}, "
+                         f"or a solver ({', '.join(solvers())}, 'module:function')") from None
 
 
 def _mean_text(vals) -> str:

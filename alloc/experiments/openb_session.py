@@ -1,0 +1,119 @@
+"""Any registered solver as an online policy of the FGD experiment.
+
+The FGD protocol (Weng et al., ATC'23) places pods one at a time, in arrival
+order, never moving a placed pod and dropping a pod that fits nowhere.  Its
+own policies (`alloc.solvers.fgd.engine.POLICIES`) score nodes directly on
+the experiment's `ClusterState`.  `SessionPolicy` runs the same protocol with
+any solver the registry knows -- a built-in one, a plug-in from an entry
+point, or a ``"module:function"`` -- through a [Session][alloc.session.Session]
+over the nodes:
+
+* arrival of pod ``i``: the session gets the job ``p<i>`` and runs one round
+  (`Session.step`) with no moves allowed, so the pods already placed stay
+  where they are (the checked path holds every round to the invariants);
+* placed: the job's server and GPU indices become the node and the GPU slots
+  the experiment applies to its state (allocation and fragmentation are then
+  measured exactly as for the built-in policies);
+* not placed: the job is cancelled (`Session.stop`), as the protocol drops it.
+
+The session's objective is ``"gpus"`` (allocated GPU, what the experiment
+measures).  A round costs a solver call over every pod placed so far, so a
+run takes longer than with the built-in policies, which score nodes
+incrementally.
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+from ..errors import InputError
+from ..model import Cluster, Job
+from ..solvers.fgd.engine import ClusterState, Pod
+
+
+class SessionPolicy:
+    """A registered solver placing one pod per round (see the module notes).
+
+    Parameters
+    ----------
+    solver : str
+        A solver name the registry resolves (`alloc.registry.use`).
+    cluster : Cluster
+        The nodes as a cluster, in the experiment's node order
+        (`alloc.experiments.openb.to_cluster`).
+    seed : int
+        The session's seed.
+    time_limit : float
+        Seconds per round (one pod).
+    options : dict
+        The solver's options.
+
+    Examples
+    --------
+    >>> from alloc import Cluster, Server
+    >>> from alloc.solvers.fgd.engine import Pod
+    >>> pol = SessionPolicy("best-fit", Cluster((Server("n0", 8000, 65536, 2, "V100"),)))
+    >>> pol.select(None, Pod(c=1000, mem=1024, k=1, m=500))
+    (0, [0])
+    """
+    name = "session"
+
+    def __init__(self, solver: str, cluster: Cluster, seed: int = 0, *,
+                 time_limit: float = 10.0, **options):
+        from ..registry import use
+        from ..session import Session
+        try:
+            use(solver)
+        except ValueError as exc:
+            raise InputError(f"--policy: {exc}") from None
+        self.name = solver
+        self.session = Session(cluster, solver=solver, objective="gpus", seed=seed,
+                               time_limit=time_limit, options=options, max_moves=0)
+        self.node = {s.id: n for n, s in enumerate(cluster.servers)}
+        self.count = 0
+
+    def select(self, state: ClusterState | None, pod: Pod):
+        """Place ``pod`` by one session round: ``(node, gpu slots)`` or None
+        (the pod is then cancelled).  ``state`` is not read: the session
+        holds the same placements."""
+        jid = f"p{self.count}"
+        self.count += 1
+        self.session.submit(Job(jid, gpus=pod.k, gpu_milli=pod.m if pod.k else 1000,
+                                cpu=pod.c, mem=pod.mem, gpu_types=pod.types if pod.k else ()))
+        r = self.session.step()
+        if r.move or r.preempt:
+            raise InputError(f"--policy {self.name}: moved or stopped placed pods, which the "
+                             "FGD protocol forbids")
+        placed = next((p for p in r.start if p.job == jid), None)
+        if placed is None:
+            self.session.stop(jid)
+            return None
+        servers = {g.gpu.rsplit("/", 1)[0] for g in placed.gpus} or set(placed.cpu)
+        if len(servers) != 1:
+            raise InputError(f"--policy {self.name}: spread a pod over {len(servers)} nodes, "
+                             "which the FGD protocol forbids")
+        sid = servers.pop()
+        slots = sorted(int(g.gpu.rsplit("/gpu", 1)[1]) for g in placed.gpus)
+        return self.node[sid], slots
+
+
+def simulate_session(state: ClusterState, policy: SessionPolicy, pods: Sequence[Pod], *,
+                     progress=None):
+    """`alloc.solvers.fgd.engine.simulate` with a `SessionPolicy`: every pod
+    attempted once in order; returns (placements, used, frag) as it does."""
+    import numpy as np
+    out = []
+    used = np.zeros(len(pods), dtype=np.int64)
+    frag = np.zeros(len(pods))
+    for i, pod in enumerate(pods):
+        r = policy.select(state, pod)
+        if r is not None:
+            state.apply(r[0], r[1], pod)
+        out.append(r)
+        used[i] = state.used
+        frag[i] = state.frag.sum()
+        if progress is not None:
+            progress(1)
+    return out, used, frag
+
+
+__all__ = ["SessionPolicy", "simulate_session"]
