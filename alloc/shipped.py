@@ -14,7 +14,9 @@ these folders.  Wherever alloc reads an input file (`load_instance`,
 `alloc solve`, `alloc simulate`, `alloc shares`, `alloc sweep`), a name that is
 not an existing file but names a shipped file of the right kind reads the
 shipped one: `load_instance("tiny-grid")`, `alloc simulate simulate-small`.
-An existing file always wins.
+An existing file always wins.  The simulators' reference data
+(`alloc/sim/data/*.json`, each with its `format`) is read by
+`read_data_file`.
 
 Examples
 --------
@@ -26,8 +28,12 @@ True
 """
 from __future__ import annotations
 
+import json
 from importlib import resources
 from pathlib import Path
+from typing import Mapping
+
+from .errors import InputError
 
 #: The shipped kinds and the folder of each under `alloc/data/`.
 KINDS = ("models", "instances", "examples")
@@ -70,3 +76,24 @@ def resolve(path, kind: str) -> Path:
         return p
     found = shipped(str(path), kind)
     return found if found is not None else p
+
+
+def read_data_file(path: str | Path | None, default: str, fmt: str) -> dict:
+    """The JSON object of ``path``, or of the packaged file ``default``
+    (relative to the ``alloc`` package) when ``path`` is None.
+
+    Raises
+    ------
+    InputError
+        The file cannot be read, is not JSON, or its ``format`` is not ``fmt``.
+    """
+    where = f"{path}: " if path is not None else ""
+    try:
+        text = (Path(path).read_text() if path is not None
+                else resources.files("alloc").joinpath(default).read_text())
+        doc = json.loads(text)
+    except (OSError, ValueError) as exc:
+        raise InputError(f"{where}cannot read it ({exc})") from None
+    if not isinstance(doc, Mapping) or doc.get("format") != fmt:
+        raise InputError(f"{where}format: expected {fmt!r}")
+    return doc

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping
 
-from ..datafiles import read_data_file
+from ..shipped import read_data_file
 from ..errors import InputError
 
 #: The mechanisms, as named in the data file.

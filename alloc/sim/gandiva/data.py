@@ -47,7 +47,7 @@ from itertools import combinations_with_replacement
 from pathlib import Path
 from typing import Mapping, Sequence
 
-from ...datafiles import read_data_file
+from ...shipped import read_data_file
 from ...errors import InputError
 
 #: The shipped data file (inside the package).
