@@ -78,9 +78,34 @@ def keep(obj: Any, name: str, deps: tuple, value: Any) -> None:
     store[name] = (deps, value)
 
 
+def forget(obj: Any, name: str) -> None:
+    """Drop what is kept on ``obj`` under ``name`` (nothing if none)."""
+    store = obj.__dict__.get(SLOT)
+    if store is not None:
+        store.pop(name, None)
+
+
+_FIELDS: tuple = ()
+
+
+def same_but_current(a: Any, b: Any) -> bool:
+    """Two jobs equal in every field but ``current`` (the profile the same
+    object): what the core derives for a job's placement alone does not read
+    ``current``, so a job that started keeps what was derived for it while
+    it waited."""
+    global _FIELDS
+    if not _FIELDS:
+        from dataclasses import fields
+        from .model import Job
+        _FIELDS = tuple(f.name for f in fields(Job) if f.name not in ("current", "profile"))
+    if a is b:
+        return True
+    return a.profile is b.profile and all(getattr(a, f) == getattr(b, f) for f in _FIELDS)
+
+
 def without_memo(state: dict) -> dict:
     """An object's ``__dict__`` without its memo (for pickling and copying)."""
     return {k: v for k, v in state.items() if k != SLOT} if SLOT in state else state
 
 
-__all__ = ["SLOT", "keep", "recall", "remembered", "without_memo"]
+__all__ = ["SLOT", "forget", "keep", "recall", "remembered", "same_but_current", "without_memo"]

@@ -342,6 +342,7 @@ def test_server_prefilter_keeps_placements(monkeypatch):
         skipped.append(0 if v is None else int((~v).sum()))
         return v
     monkeypatch.setattr(Engine, "viable", count)
+    monkeypatch.setattr(Engine, "vectorised", False)     # the plain loop, with the filter
     assert placements() == fast and sum(skipped) > 0     # the filter did skip servers
     monkeypatch.setattr(Engine, "viable", lambda self, j, n, mask: None)
     assert placements() == fast

@@ -13,6 +13,7 @@ from ..validate import PRIORITY_RANGE, _short, check_call_settings
 from .blockers import blockers, breaches, strip
 from .checks import (check_current, check_job, check_server, placement_servers,
                      resolve_profile)
+from ..carry import Carry
 from .journal import Journal
 from .result import RoundResult
 
@@ -129,6 +130,8 @@ class Session:
         self._round = 0
         self._last: RoundResult | None = None
         self._journal = Journal()
+        #: what the core and the solver derived last round (`alloc.carry`)
+        self._carry = Carry()
         for j in jobs:
             self._put(j if j.current is None or j.current.job == j.id
                       else replace(j, current=replace(j.current, job=j.id)))
@@ -414,10 +417,10 @@ class Session:
             problem = compile_problem(
                 self._cluster, jobs + extra, self._objective, self.name, order=order,
                 max_moves=0 if no_moves else self.max_moves,
-                move_cost=None if no_moves else self.move_cost)
+                move_cost=None if no_moves else self.move_cost, carry=self._carry)
             t2 = time.perf_counter()
             alloc = run_solver(problem, self._info, deadline, seed=self.seed,
-                               options=self._options)
+                               options=self._options, timings=timings)
             timings["compile_s"] += t2 - t1
             timings["solve_s"] += time.perf_counter() - t2
             timings["attempts"] += 1

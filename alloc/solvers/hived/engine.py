@@ -103,6 +103,10 @@ class Engine:
         Opportunistic jobs may co-run on guaranteed jobs' GPUs.
     """
 
+    #: search many servers for a whole-GPU job without victims in numpy
+    #: (`_pick_first`; False: the plain loop over servers, the same answers)
+    vectorised = True
+
     def __init__(self, problem: Problem, gpu_mem_caps=None, colocate: bool = True):
         p = self.p = problem
         c = p.cluster
@@ -120,7 +124,9 @@ class Engine:
         self.gcap = np.array(gpu_mem_caps_of(c, gpu_mem_caps), dtype=np.int64)
         self.gmem = np.zeros(p.G, dtype=np.int64)
         self.owner = np.full(p.G, -1, dtype=np.int64)
-        self.on_gpu: list[dict[int, int]] = [dict() for _ in range(p.G)]
+        #: per GPU, the milli each job on it holds, by job id (ids stay the same
+        #: from one problem to the next; see `alloc.solvers.hived.kept`)
+        self.on_gpu: list[dict[str, int]] = [dict() for _ in range(p.G)]
         self.gguar = np.zeros(p.G, dtype=np.int64)   # guaranteed jobs on each GPU
         self.nbound = [0] * tree.N
         self.bound: dict[str, set[int]] = {v: set() for v in self.tenants}
@@ -132,13 +138,9 @@ class Engine:
         self.assign: dict[int, Assign] = {}
         self.size: dict[int, int] = {}
         self.colocate = colocate
-        self.type_ok = np.zeros((p.J, len(p.types) + 1), dtype=bool)
         self.gpu_tix = np.array([p.srv_type[s] for s in p.gpu_server], dtype=np.int64) \
             if p.G else np.zeros(0, dtype=np.int64)
-        self.jmem = [0] * p.J
-        for j, job in enumerate(p.jobs):
-            for ti, t in enumerate(p.types):
-                self.type_ok[j, ti] = job.allows(t)
+        self._allowed: dict[tuple, tuple] = {}
         self.first = p.gpu_first
         self.lv = {x: i for i, x in enumerate(p.levels)}
         #: when set, placements and new cells are confined to these servers
@@ -209,7 +211,7 @@ class Engine:
         for k, (g, m) in enumerate(a.gpus):
             self.gfree[g] -= m
             self.gmem[g] += self.held_mem(j, a, k)
-            self.on_gpu[g][j] = m
+            self.on_gpu[g][job.id] = m
             if job.guaranteed:
                 self.gguar[g] += 1
                 n = self.cell_of(g)
@@ -235,7 +237,7 @@ class Engine:
         for k, (g, m) in enumerate(a.gpus):
             self.gfree[g] += m
             self.gmem[g] -= self.held_mem(j, a, k)
-            self.on_gpu[g].pop(j, None)
+            self.on_gpu[g].pop(job.id, None)
             if job.guaranteed:
                 self.gguar[g] -= 1
                 n = self.cell_of(g)
@@ -361,7 +363,8 @@ class Engine:
         if level == 0:
             return None
         job = self.job(j)
-        cands = [i for i in self.on_gpu[g]
+        on = self.jobs_on_gpu(g)
+        cands = [i for i in on
                  if outranks(job, self.job(i)) and (level >= 2 or not self.job(i).guaranteed)]
         cands.sort(key=lambda i: (self.job(i).guaranteed, self.job(i).priority,
                                   self.job(i).weight, i))
@@ -370,9 +373,28 @@ class Engine:
             if free >= milli and mfree >= mem:
                 break
             out.append(i)
-            free += self.on_gpu[g][i]
+            free += on[i]
             mfree += self.mem_of(i, g)
         return out if free >= milli and mfree >= mem else None
+
+    def jobs_on_gpu(self, g: int) -> dict[int, int]:
+        """The jobs on GPU g (job index -> milli it holds)."""
+        idx = self.p.job_index
+        return {idx[i]: m for i, m in self.on_gpu[g].items()}
+
+    def allowed(self, j: int) -> tuple[np.ndarray, list[bool]]:
+        """Servers job j may use (one of its GPU types; any for a CPU-only
+        job), as a boolean array and a list (kept per GPU-type list)."""
+        job = self.job(j)
+        key = (job.gpus == 0, job.gpu_types)
+        hit = self._allowed.get(key)
+        if hit is None:
+            p = self.p
+            ok = np.array([job.gpus == 0 or job.allows(t) for t in p.types] + [job.gpus == 0],
+                          dtype=bool)
+            mask = ok[np.where(p.srv_type >= 0, p.srv_type, len(p.types))]
+            hit = self._allowed[key] = (mask, mask.tolist())
+        return hit
 
     def room_ok(self, j: int, g: int, milli: int) -> bool:
         """GPU g has ``milli`` free and room for job j's GPU memory."""
@@ -490,22 +512,27 @@ class Engine:
             elif mask is not None and n:
                 servers = []
             else:
-                servers = [s for s in range(p.S) if p.allowed[j, s]]
+                servers = np.flatnonzero(self.allowed(j)[0]).tolist()
         if self.only_servers is not None:
             servers = [s for s in servers if s in self.only_servers]
         best, best_key = None, None
+        allowed = self.allowed(j)[1]
         found = 0
         many = len(servers) > 64 and n
-        if many:
+        viable = None
+        if many and level == 0 and cnt is not None and job.gpu_milli == MILLI and self.vectorised:
+            best = self._pick_first(j, n, mask, cnt, servers)
+            servers = ()
+        elif many:
             # large clusters: best fit among the tightest servers that fit
             arr = np.asarray(servers, dtype=np.int64)
             free = cnt[arr] if cnt is not None else p.srv_gpus[arr]
             servers = arr[np.lexsort((arr, free))].tolist()
-        # servers where no n GPUs are free (in one node of the job's locality
-        # level): pick_server would find nothing there without victims
-        viable = self.viable(j, n, mask) if level == 0 and many else None
+            # servers where no n GPUs are free (in one node of the job's
+            # locality level): pick_server would find nothing there without victims
+            viable = self.viable(j, n, mask) if level == 0 else None
         for s in servers:
-            if not p.allowed[j, s] or (viable is not None and not viable[s]):
+            if not allowed[s] or (viable is not None and not viable[s]):
                 continue
             r = self.pick_server(j, n, s, mask, level)
             if r is None:
@@ -523,18 +550,58 @@ class Engine:
             if not given:
                 # no single server holds the job: every server with a GPU of the mask
                 servers = np.flatnonzero(cnt > 0).tolist() if cnt is not None else \
-                    [s for s in range(p.S) if p.allowed[j, s]]
+                    np.flatnonzero(self.allowed(j)[0]).tolist()
                 if self.only_servers is not None:
                     servers = [s for s in servers if s in self.only_servers]
             return self.pick_spread(j, n, mask, level, servers)
         return None
 
+    def _pick_first(self, j: int, n: int, mask, cnt: np.ndarray, servers: list):
+        """The loop of :meth:`pick` without victims for a whole-GPU job on many
+        servers, in numpy: the servers where :meth:`pick_server` succeeds
+        (n GPUs of the mask with a whole GPU and its memory free, in one node
+        of the job's inner locality level, the CPU and memory free), the
+        first 8 in the order (GPUs of the mask, index), the best
+        :meth:`score` of those (then index)."""
+        p, job = self.p, self.job(j)
+        opt = p.options[j][0]
+        need = np.full(p.G, job.gpu_mem) if job.gpu_mem is not None else self.gcap
+        room = mask & (self.gfree >= MILLI) & (self.gcap - self.gmem >= need)
+        if job.locality in INNER and job.locality in self.lv:
+            dom = p.domain[job.locality]
+            per_dom = np.bincount(dom, weights=room, minlength=int(dom.max()) + 1)
+            first, srv = self.first_nonempty()
+            have = np.zeros(p.S)
+            if len(srv):
+                have[srv] = np.maximum.reduceat(per_dom[dom], first)
+        else:
+            have = self.per_server(room)
+        arr = np.asarray(servers, dtype=np.int64)
+        ok = (have[arr] >= n) & self.allowed(j)[0][arr] & (self.cpu[arr] >= opt.cpu) \
+            & (self.mem[arr] >= opt.mem)
+        cand = arr[ok]
+        if not len(cand):
+            return None
+        key = cnt[cand] * p.S + cand
+        if len(cand) > 8:
+            key = key[np.argpartition(key, 7)[:8]]
+        best, best_key = None, None
+        for s in (np.sort(key) % p.S).tolist():
+            k = (self.score(s, j, range(n)), s)
+            if best_key is None or k < best_key:
+                best, best_key = s, k
+        r = self.pick_server(j, n, best, mask, 0)
+        assert r is not None and not r[1], "the vectorised test disagrees with pick_server"
+        return r
+
     def per_server(self, mask) -> np.ndarray:
         """Number of GPUs in ``mask`` on each server (an array over servers)."""
         first, srv = self.first_nonempty()
+        if len(srv) == self.p.S:
+            return np.add.reduceat(mask, first, dtype=np.int64)
         out = np.zeros(self.p.S, dtype=np.int64)
         if len(srv):
-            out[srv] = np.add.reduceat(mask.astype(np.int64), first)
+            out[srv] = np.add.reduceat(mask, first, dtype=np.int64)
         return out
 
     def viable(self, j: int, n: int, mask) -> np.ndarray | None:
@@ -560,8 +627,8 @@ class Engine:
         (cached), the segments of per-server reductions over GPUs."""
         cache = getattr(self, "_fne", None)
         if cache is None:
-            srv = [s for s in range(self.p.S) if self.p.srv_gpus[s] > 0]
-            cache = self._fne = (np.array([self.first[s] for s in srv], dtype=np.int64), srv)
+            srv = np.flatnonzero(self.p.srv_gpus > 0)
+            cache = self._fne = (np.asarray(self.first, dtype=np.int64)[srv], srv)
         return cache
 
     def pick_spread(self, j: int, n: int, mask, level: int, servers):
@@ -572,7 +639,8 @@ class Engine:
         opt = p.options[j][0]
         per_cpu = -(-opt.cpu // n)
         per_mem = -(-opt.mem // n)
-        servers = [s for s in servers if p.allowed[j, s]]
+        allowed = self.allowed(j)[1]
+        servers = [s for s in servers if allowed[s]]
         if level == 0 and p.G:
             room = self.gfree >= MILLI
             if mask is not None:
@@ -918,44 +986,60 @@ def restore_running(eng: Engine, running: Sequence[int], deadline: Deadline | No
         homeless.append(j)
         used = _guaranteed_gpus(eng)
         binding = infer_binding(p.cluster, used, exact=False) if used else {}
-    # re-register the guaranteed jobs against the inferred cells
+    rebind(eng, binding)
+    return homeless
+
+
+def rebind(eng: Engine, binding: dict) -> None:
+    """Bind exactly the cells of ``binding`` (``{tenant: nodes}``) and
+    register the placed guaranteed jobs against them; cells left without
+    guaranteed jobs are released."""
+    jobs = eng.p.jobs
     keep = {j: eng.assign[j] for j in list(eng.assign) if jobs[j].guaranteed}
     for j in keep:
         eng.remove(j, release=False)
+    for n in list(eng.bound_use):
+        eng.unbind(n)
     for v, nodes in binding.items():
         for n in nodes:
             eng.bind(n, v)
     for j, a in keep.items():
         eng.place(j, a)
     _release_empty(eng)
-    return homeless
 
 
 def run(p: Problem, *, preempt=True, colocate=True, grow=True, gpu_mem_capacity=None,
         deadline: Deadline | None = None) -> tuple[Engine, set, dict]:
     """One HiveD round on ``p`` (moves under the problem's allowance) before
     ``deadline``; returns the engine, the preempted running jobs and statistics."""
+    from .kept import keep, start
     deadline = deadline if deadline is not None else Deadline.never()
-    eng = Engine(p, gpu_mem_capacity, colocate)
     jobs = p.jobs
-    running = [j for j in range(p.J) if jobs[j].current is not None]
     pending = [j for j in range(p.J) if jobs[j].current is None]
-    homeless = restore_running(eng, running, deadline)
+    settings = (gpu_mem_capacity, colocate)
+    eng, homeless = start(p, settings, deadline)
+    mark = eng.checkpoint()          # the round's changes, journalled from here
     order = sorted(pending + homeless,
                    key=lambda j: (not jobs[j].guaranteed, -jobs[j].priority, j))
     moves = _Moves(p)
     timed_out = _place_all(eng, order, 2 if preempt else 0, moves, deadline)
     if grow and not timed_out:
-        timed_out = _grow(eng, moves.allowed, deadline)
+        # a running job grows only when it may move
+        timed_out = _grow(eng, moves.allowed, deadline,
+                          None if moves.allowed else [j for j in order if jobs[j].current is None])
     if moves.allowed and not timed_out:
         _defragment(eng, order, moves, deadline)
         _consolidate(eng, moves, deadline)
-    n_moves = sum(1 for j in eng.assign if jobs[j].current is not None
+    # a running job the round did not place again is where it runs
+    touched = {op[1] for op in eng._log[mark:] if op[0] == "place"}
+    n_moves = sum(1 for j in touched if j in eng.assign and jobs[j].current is not None
                   and not _same(p, j, eng.assign[j]))
-    preempted = {j for j in range(p.J) if j not in eng.assign and jobs[j].current is not None}
+    preempted = {j for j in p.running if j not in eng.assign}
     stats = {"moves": n_moves}
     if deadline.expired():
         stats["timed_out"] = True
+    if not homeless and mark == 0:
+        keep(p, eng, settings)
     return eng, preempted, stats
 
 
@@ -997,13 +1081,16 @@ def _place_all(eng: Engine, order, max_level: int, moves: _Moves, deadline: Dead
     return False
 
 
-def _grow(eng: Engine, migrate: bool, deadline: Deadline) -> bool:
-    """Gandiva grow: each placed elastic job, highest priority first, takes the
-    size of largest speed-up that fits free GPUs and raises its real
-    throughput.  Returns True when the deadline stopped it."""
+def _grow(eng: Engine, migrate: bool, deadline: Deadline, jobs_: Sequence[int] = None) -> bool:
+    """Gandiva grow: each placed elastic job (of ``jobs_`` when given),
+    highest priority first, takes the size of largest speed-up that fits
+    free GPUs and raises its real throughput.  Returns True when the
+    deadline stopped it."""
     p = eng.p
     jobs = p.jobs
-    for j in sorted(eng.assign, key=lambda j: (-jobs[j].priority, j)):
+    cands = [j for j in (eng.assign if jobs_ is None else jobs_)
+             if jobs[j].elastic and j in eng.assign]
+    for j in sorted(cands, key=lambda j: (-jobs[j].priority, j)):
         if deadline.expired():
             return True
         job = jobs[j]
@@ -1068,8 +1155,9 @@ def _defragment(eng: Engine, order, moves: _Moves, deadline: Deadline) -> None:
         if n == 0:
             continue
         gain = _value(p, j, n) * max(p.upper_coef(j), 1e-9)
+        allowed = eng.allowed(j)[1]
         for s in range(p.S):
-            if not p.allowed[j, s] or p.srv_gpus[s] < n:
+            if not allowed[s] or p.srv_gpus[s] < n:
                 continue
             movers = sorted((i for i in eng.jobs_on_server(s)
                              if i not in moves.moved and jobs[i].current is not None),
