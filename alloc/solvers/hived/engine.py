@@ -141,8 +141,15 @@ class Engine:
         self.gpu_tix = np.array([p.srv_type[s] for s in p.gpu_server], dtype=np.int64) \
             if p.G else np.zeros(0, dtype=np.int64)
         self._allowed: dict[tuple, tuple] = {}
+        self._typed: dict[tuple, tuple] = {}
         self.first = p.gpu_first
         self.lv = {x: i for i, x in enumerate(p.levels)}
+        #: idle GPUs (nothing on them: all milli and no GPU memory in use) per
+        #: server and per node of each inner level, kept by place and remove
+        self.idle = p.srv_gpus.astype(np.int64)
+        self.idle_dom = {lv: np.bincount(p.domain[lv]).astype(np.int64)
+                         for lv in INNER if lv in self.lv and p.G}
+        self.guaranteed_uses = 0                     # sum of gguar
         #: when set, placements and new cells are confined to these servers
         self.only_servers: set[int] | None = None
         #: inverse operations since the outermost open checkpoint (None: none open)
@@ -205,15 +212,27 @@ class Engine:
         f = int(self.first[s])
         return range(f, f + int(self.p.srv_gpus[s]))
 
+    def _idle(self, g: int, was: bool) -> None:
+        """Count GPU g's change from idle (``was``) to its state now."""
+        now = self.gfree[g] == MILLI and self.gmem[g] == 0
+        if now != was:
+            d = 1 if now else -1
+            self.idle[self.p.gpu_server[g]] += d
+            for lv, cnt in self.idle_dom.items():
+                cnt[self.p.domain[lv][g]] += d
+
     def place(self, j: int, a: Assign) -> None:
         """Put job j on ``a`` (capacity is the caller's check)."""
         job = self.job(j)
         for k, (g, m) in enumerate(a.gpus):
+            was = self.gfree[g] == MILLI and self.gmem[g] == 0
             self.gfree[g] -= m
             self.gmem[g] += self.held_mem(j, a, k)
+            self._idle(g, was)
             self.on_gpu[g][job.id] = m
             if job.guaranteed:
                 self.gguar[g] += 1
+                self.guaranteed_uses += 1
                 n = self.cell_of(g)
                 if n >= 0:
                     self.bound_use[n] = self.bound_use.get(n, 0) + 1
@@ -235,11 +254,14 @@ class Engine:
         self.size.pop(j, None)
         job = self.job(j)
         for k, (g, m) in enumerate(a.gpus):
+            was = self.gfree[g] == MILLI and self.gmem[g] == 0
             self.gfree[g] += m
             self.gmem[g] -= self.held_mem(j, a, k)
+            self._idle(g, was)
             self.on_gpu[g].pop(job.id, None)
             if job.guaranteed:
                 self.gguar[g] -= 1
+                self.guaranteed_uses -= 1
                 n = self.cell_of(g)
                 if n >= 0:
                     self.bound_use[n] -= 1
@@ -498,17 +520,23 @@ class Engine:
                    - len(gpus) * self.job(j).gpu_milli) / (MILLI * p.srv_gpus[s])
         return float(sc)
 
-    def pick(self, j: int, n: int, mask, level: int, servers=None):
-        """Best placement (gpus, victims) of job j with n GPUs within mask."""
+    def pick(self, j: int, n: int, mask, level: int, servers=None, typed: bool = False):
+        """Best placement (gpus, victims) of job j with n GPUs within mask
+        (``typed``: the mask is the job's :meth:`type_mask`)."""
         p = self.p
         job = self.job(j)
         cnt = None                  # GPUs of mask per server (numpy, all servers)
         if mask is not None and n and p.G:
-            cnt = self.per_server(mask)
+            cnt = self.typed(j)[1] if typed else self.per_server(mask)
         given = servers is not None
         if servers is None:
             if cnt is not None:
-                servers = np.flatnonzero(cnt >= n).tolist()
+                servers = np.flatnonzero(cnt >= n)
+                if self.only_servers is None and len(servers) > 64 and level == 0 \
+                        and job.gpu_milli == MILLI and self.vectorised:
+                    return self._pick_first(j, n, mask, cnt, servers, typed) or \
+                        self._spread(j, n, mask, level, cnt, given)
+                servers = servers.tolist()
             elif mask is not None and n:
                 servers = []
             else:
@@ -520,10 +548,7 @@ class Engine:
         found = 0
         many = len(servers) > 64 and n
         viable = None
-        if many and level == 0 and cnt is not None and job.gpu_milli == MILLI and self.vectorised:
-            best = self._pick_first(j, n, mask, cnt, servers)
-            servers = ()
-        elif many:
+        if many:
             # large clusters: best fit among the tightest servers that fit
             arr = np.asarray(servers, dtype=np.int64)
             free = cnt[arr] if cnt is not None else p.srv_gpus[arr]
@@ -546,6 +571,12 @@ class Engine:
                     break
         if best is not None:
             return best
+        return self._spread(j, n, mask, level, cnt, given, servers)
+
+    def _spread(self, j: int, n: int, mask, level: int, cnt, given: bool, servers=None):
+        """:meth:`pick_spread` when the job may spread (over ``servers``, or
+        every server with a GPU of the mask), else None."""
+        job = self.job(j)
         if n > 1 and job.gpu_milli == MILLI and job.locality in (None, "rack"):
             if not given:
                 # no single server holds the job: every server with a GPU of the mask
@@ -556,7 +587,7 @@ class Engine:
             return self.pick_spread(j, n, mask, level, servers)
         return None
 
-    def _pick_first(self, j: int, n: int, mask, cnt: np.ndarray, servers: list):
+    def _pick_first(self, j: int, n: int, mask, cnt: np.ndarray, servers, typed: bool = False):
         """The loop of :meth:`pick` without victims for a whole-GPU job on many
         servers, in numpy: the servers where :meth:`pick_server` succeeds
         (n GPUs of the mask with a whole GPU and its memory free, in one node
@@ -565,6 +596,38 @@ class Engine:
         :meth:`score` of those (then index)."""
         p, job = self.p, self.job(j)
         opt = p.options[j][0]
+        if typed and job.gpu_mem is None:
+            have = self.idle_per_server(job.locality)     # room: idle GPUs of its type
+        else:
+            have = self._room(j, n, mask)
+        arr = servers
+        ok = (have[arr] >= n) & self.allowed(j)[0][arr] & (self.cpu[arr] >= opt.cpu) \
+            & (self.mem[arr] >= opt.mem)
+        cand = arr[ok]
+        if not len(cand):
+            return None
+        key = cnt[cand] * p.S + cand
+        if len(cand) > 8:
+            key = key[np.argpartition(key, 7)[:8]]
+        first = np.sort(key) % p.S                   # the first 8 in the loop's order
+        c = first
+        # score() of each, the same arithmetic in numpy
+        sc = (self.cpu[c] - opt.cpu) / np.maximum(p.srv_cpu[c], 1) + \
+            (self.mem[c] - opt.mem) / np.maximum(p.srv_mem[c], 1)
+        start = np.asarray(self.first, dtype=np.int64)[c]
+        gsum = np.array([self.gfree[a:a + k].sum() for a, k in zip(start.tolist(),
+                                                                   p.srv_gpus[c].tolist())])
+        sc = sc + (gsum - n * job.gpu_milli) / (MILLI * p.srv_gpus[c])
+        best = int(c[min(range(len(c)), key=lambda i: (float(sc[i]), int(c[i])))])
+        r = self.pick_server(j, n, best, mask, 0)
+        assert r is not None and not r[1], "the vectorised test disagrees with pick_server"
+        return r
+
+    def _room(self, j: int, n: int, mask) -> np.ndarray:
+        """Per server, the GPUs of ``mask`` where whole-GPU job j fits alone
+        (all milli and its GPU memory free), in the fullest node of its inner
+        locality level when it has one."""
+        p, job = self.p, self.job(j)
         need = np.full(p.G, job.gpu_mem) if job.gpu_mem is not None else self.gcap
         room = mask & (self.gfree >= MILLI) & (self.gcap - self.gmem >= need)
         if job.locality in INNER and job.locality in self.lv:
@@ -574,25 +637,20 @@ class Engine:
             have = np.zeros(p.S)
             if len(srv):
                 have[srv] = np.maximum.reduceat(per_dom[dom], first)
-        else:
-            have = self.per_server(room)
-        arr = np.asarray(servers, dtype=np.int64)
-        ok = (have[arr] >= n) & self.allowed(j)[0][arr] & (self.cpu[arr] >= opt.cpu) \
-            & (self.mem[arr] >= opt.mem)
-        cand = arr[ok]
-        if not len(cand):
-            return None
-        key = cnt[cand] * p.S + cand
-        if len(cand) > 8:
-            key = key[np.argpartition(key, 7)[:8]]
-        best, best_key = None, None
-        for s in (np.sort(key) % p.S).tolist():
-            k = (self.score(s, j, range(n)), s)
-            if best_key is None or k < best_key:
-                best, best_key = s, k
-        r = self.pick_server(j, n, best, mask, 0)
-        assert r is not None and not r[1], "the vectorised test disagrees with pick_server"
-        return r
+            return have
+        return self.per_server(room)
+
+    def idle_per_server(self, locality: str | None) -> np.ndarray:
+        """Idle GPUs per server (:attr:`idle`), or in its fullest node of
+        ``locality`` when that is an inner level of the cluster."""
+        if locality not in self.idle_dom:
+            return self.idle
+        first, srv = self.first_nonempty()
+        have = np.zeros(self.p.S, dtype=np.int64)
+        if len(srv):
+            starts = self.p.domain[locality][first]
+            have[srv] = np.maximum.reduceat(self.idle_dom[locality], starts)
+        return have
 
     def per_server(self, mask) -> np.ndarray:
         """Number of GPUs in ``mask`` on each server (an array over servers)."""
@@ -694,12 +752,25 @@ class Engine:
 
     # ------------------------------------------------------------ jobs
     def type_mask(self, j: int) -> np.ndarray:
-        """Boolean array over GPUs: True where job j may use the GPU's type."""
+        """Boolean array over GPUs: True where job j may use the GPU's type
+        (read-only, kept per GPU-type list)."""
+        return self.typed(j)[0]
+
+    def typed(self, j: int) -> tuple[np.ndarray, np.ndarray]:
+        """(:meth:`type_mask`, its GPUs per server), kept per GPU-type list."""
         job = self.job(j)
-        if not job.gpu_types:
-            return np.ones(self.p.G, dtype=bool)
-        ok = np.array([job.allows(t) for t in self.p.types] + [False], dtype=bool)
-        return ok[self.gpu_tix]
+        hit = self._typed.get(job.gpu_types)
+        if hit is None:
+            if not job.gpu_types:
+                mask = np.ones(self.p.G, dtype=bool)
+            else:
+                ok = np.array([job.allows(t) for t in self.p.types] + [False], dtype=bool)
+                mask = ok[self.gpu_tix]
+            mask.flags.writeable = False
+            cnt = self.per_server(mask)
+            cnt.flags.writeable = False
+            hit = self._typed[job.gpu_types] = (mask, cnt)
+        return hit
 
     def commit(self, j: int, n: int, gpus, victims, preempted: set) -> None:
         """Preempt ``victims`` (removed, added to ``preempted``) and place job j
@@ -875,12 +946,19 @@ class Engine:
         placed."""
         job = self.job(j)
         tmask = self.type_mask(j)
-        masks = [tmask & (self.owner < 0)]
+        if not self.bound_use and not self.guaranteed_uses:
+            # no bound cell and no guaranteed job: each mask below is the
+            # type mask (or, for co-location, empty), so one search decides
+            r = self.pick(j, n, tmask, 0, typed=True)
+            if r is not None:
+                self.commit(j, n, r[0], r[1], set())
+            return r is not None
+        masks = [lambda: tmask & (self.owner < 0)]
         if self.colocate and n == 1 and job.gpu_milli < MILLI:
-            masks.append(tmask & (self.gguar > 0))
-        masks.append(tmask & (self.gguar == 0))
+            masks.append(lambda: tmask & (self.gguar > 0))
+        masks.append(lambda: tmask & (self.gguar == 0))
         for mask in masks:
-            r = self.pick(j, n, mask, 0)
+            r = self.pick(j, n, mask(), 0)
             if r is not None:
                 self.commit(j, n, r[0], r[1], set())
                 return True
@@ -939,7 +1017,9 @@ def current_assign(p: Problem, j: int) -> Assign | None:
         mem = tuple((c.server_index[s], v) for s, v in cur.mem.items())
     except KeyError:
         return None
-    return Assign(gpus, cpu, mem)
+    a = Assign(gpus, cpu, mem)
+    kept = p.fixed.get(j)            # the problem's own, when equal (the core then knows it)
+    return kept if kept == a else a
 
 
 def _guaranteed_gpus(eng: Engine) -> dict[str, set]:
