@@ -69,6 +69,19 @@ def recall(obj: Any, name: str, deps: tuple) -> Any:
     return hit[1]
 
 
+def recall2(obj: Any, name: str, a: Any, b: Any) -> Any:
+    """`recall` for two dependencies ``(a, b)`` (the hot path of a scheduler
+    loop: one call per running job and round)."""
+    store = obj.__dict__.get(SLOT)
+    if store is not None:
+        hit = store.get(name)
+        if hit is not None:
+            kept = hit[0]
+            if len(kept) == 2 and kept[0] is a and kept[1] is b:
+                return hit[1]
+    return None
+
+
 def keep(obj: Any, name: str, deps: tuple, value: Any) -> None:
     """Keep ``value`` (not None) on ``obj`` under ``name`` for ``deps``."""
     store = obj.__dict__.get(SLOT)
@@ -85,7 +98,7 @@ def forget(obj: Any, name: str) -> None:
         store.pop(name, None)
 
 
-_FIELDS: tuple = ()
+_FIELDS: list = []
 
 
 def same_but_current(a: Any, b: Any) -> bool:
@@ -93,14 +106,16 @@ def same_but_current(a: Any, b: Any) -> bool:
     object): what the core derives for a job's placement alone does not read
     ``current``, so a job that started keeps what was derived for it while
     it waited."""
-    global _FIELDS
     if not _FIELDS:
         from dataclasses import fields
+        from operator import attrgetter
         from .model import Job
-        _FIELDS = tuple(f.name for f in fields(Job) if f.name not in ("current", "profile"))
+        _FIELDS.append(attrgetter(*(f.name for f in fields(Job)
+                                    if f.name not in ("current", "profile"))))
     if a is b:
         return True
-    return a.profile is b.profile and all(getattr(a, f) == getattr(b, f) for f in _FIELDS)
+    get = _FIELDS[0]
+    return a.profile is b.profile and get(a) == get(b)
 
 
 def without_memo(state: dict) -> dict:
@@ -108,4 +123,4 @@ def without_memo(state: dict) -> dict:
     return {k: v for k, v in state.items() if k != SLOT} if SLOT in state else state
 
 
-__all__ = ["SLOT", "forget", "keep", "recall", "remembered", "same_but_current", "without_memo"]
+__all__ = ["SLOT", "forget", "keep", "recall", "recall2", "remembered", "same_but_current", "without_memo"]

@@ -33,7 +33,7 @@ from typing import Sequence
 import numpy as np
 
 from .model import CLUSTER, MILLI, Cluster, GpuShare, Job, Placement, Status
-from .memo import forget, keep, recall, same_but_current
+from .memo import forget, keep, recall, recall2, same_but_current
 from .objectives import Objective, get_objective, throughput
 
 
@@ -267,6 +267,30 @@ def _take(problem: "Problem", assigns, sign: int) -> None:
             np.add.at(arr, np.asarray(idx, dtype=np.int64), sign * np.asarray(val, dtype=np.int64))
 
 
+def _domain_ids(servers, level: str) -> np.ndarray:
+    """Per GPU, the id of its node at ``level``: ids in order of first
+    appearance of `Server.gpu_domain`'s names along the GPUs.  Inside a
+    server the names follow from its shape (a server id prefix, or its rack),
+    so the pattern is worked out once per shape."""
+    if level == "rack":
+        racks: dict[str, int] = {}
+        per = [racks.setdefault(s.rack or "", len(racks)) if s.gpus else 0 for s in servers]
+        return np.repeat(np.asarray(per, dtype=np.int64),
+                         [s.gpus for s in servers]).astype(np.int64)
+    shapes: dict[tuple, tuple[list[int], int]] = {}
+    out, base = [], 0
+    for s in servers:
+        key = (s.gpus, s.sockets, s.switches_per_socket)
+        hit = shapes.get(key)
+        if hit is None:
+            local: dict[str, int] = {}
+            pat = [local.setdefault(s.gpu_domain(k, level), len(local)) for k in range(s.gpus)]
+            hit = shapes[key] = (pat, len(local))
+        out.append(np.asarray(hit[0], dtype=np.int64) + base)
+        base += hit[1]
+    return np.concatenate(out) if out else np.zeros(0, dtype=np.int64)
+
+
 class ClusterArrays:
     """Integer-indexed arrays of a cluster (cached on the cluster: built once
     per cluster, shared by every call on it)."""
@@ -283,12 +307,8 @@ class ClusterArrays:
                                  dtype=np.int64)
         self.gpu_first = np.array(cluster.gpu_first, dtype=np.int64)
         self.gpu_server = np.array(cluster.gpu_server, dtype=np.int64)
-        self.domain: dict[str, np.ndarray] = {}
-        for level in cluster.levels:
-            names: dict[str, int] = {}
-            ids = [names.setdefault(s.gpu_domain(k, level), len(names))
-                   for s in srv for k in range(s.gpus)]
-            self.domain[level] = np.array(ids, dtype=np.int64)
+        self.domain: dict[str, np.ndarray] = {level: _domain_ids(srv, level)
+                                              for level in cluster.levels}
         classes: dict[tuple, list[int]] = {}
         for s, sv in enumerate(srv):
             key = (sv.cpu, sv.mem, sv.gpus, sv.gpu_type, sv.sockets, sv.switches_per_socket,
@@ -562,6 +582,9 @@ class Problem:
         running one."""
         if not self.running:
             return False
+        pk = self.prio_key
+        if min(pk) == max(pk) and not any(self.jobs[j].guaranteed for j in self.pending):
+            return False        # one priority and nothing guaranteed waits: nobody outranks
         low_opp, low_gua = None, {}
         for r in self.running:
             job = self.jobs[r]
@@ -671,7 +694,7 @@ class Problem:
         job = self.jobs[j]
         cur = job.current
         if cur is not None and (a is self.fixed.get(j) or a == self.current_assign(j)):
-            p = recall(cur, "placement", (self.cluster, job))
+            p = recall2(cur, "placement", self.cluster, job)
             if p is None:
                 p = self._rebuilt(job, cur, a)
                 keep(cur, "placement", (self.cluster, job), p)
@@ -691,7 +714,10 @@ class Problem:
             if made[1] == a and same_but_current(job, made[0]):
                 return cur
         p = self._build_placement(job, a)
-        return cur if p == cur else p
+        if p != cur:
+            return p
+        keep(cur, "throughput", (self.cluster, job), recall(p, "throughput", (self.cluster, job)))
+        return cur
 
     def _build_placement(self, job: Job, a: Assign) -> Placement:
         c = self.cluster
@@ -709,7 +735,10 @@ class Problem:
             if sh is None:
                 sh = shares[(g, m)] = GpuShare(ids[g], m)
             gs.append(sh)
-        return Placement.make(job.id, tuple(gs), cpu, mem, round(tp, 9))
+        p = Placement.make(job.id, tuple(gs), cpu, mem, round(tp, 9))
+        # the final check recomputes this very value from the placement
+        keep(p, "throughput", (c, job), tp)
+        return p
 
     def value_of(self, j: int, a: Assign) -> float:
         """The objective's real value of job j placed as ``a`` -- the value of
