@@ -27,7 +27,7 @@ was derived from are the same objects, so a changed job, a new cluster
 (a server failed, drained servers' placeholder jobs, a server added) or a
 rolled-back event simply finds nothing to reuse.  What the carry derives is
 equal to what a fresh computation gives (the tests compare a session's
-rounds with fresh [`allocate`][alloc.allocate] calls on deep copies).
+rounds with fresh [`allocate`][alloc.solve.allocate] calls on deep copies).
 """
 from __future__ import annotations
 

@@ -64,7 +64,10 @@ class Session:
     Per round, the session hands the core the jobs it holds (running jobs
     with ``current``, pending ones without) and the cluster object it keeps
     (so the cluster's compiled arrays are reused); jobs are validated when
-    they are submitted, never again.  After the round
+    they are submitted, never again.  What the compile step, the final check
+    and the solver derived last round is carried to the next
+    (`alloc.carry`), so a round's work follows what changed; its answer is
+    the one a fresh call on the same input gives.  After the round
     ``current(j) = placement(j)`` for every placed job and
     ``current(j) = None`` for every preempted one.
 

@@ -142,6 +142,7 @@ class Engine:
             if p.G else np.zeros(0, dtype=np.int64)
         self._allowed: dict[tuple, tuple] = {}
         self._typed: dict[tuple, tuple] = {}
+        self._fit: dict[tuple, np.ndarray] = {}
         self.first = p.gpu_first
         self.lv = {x: i for i, x in enumerate(p.levels)}
         #: idle GPUs (nothing on them: all milli and no GPU memory in use) per
@@ -531,7 +532,7 @@ class Engine:
         given = servers is not None
         if servers is None:
             if cnt is not None:
-                servers = np.flatnonzero(cnt >= n)
+                servers = self._fitting(j, n) if typed else np.flatnonzero(cnt >= n)
                 if self.only_servers is None and len(servers) > 64 and level == 0 \
                         and job.gpu_milli == MILLI and self.vectorised:
                     return self._pick_first(j, n, mask, cnt, servers, typed) or \
@@ -597,20 +598,30 @@ class Engine:
         p, job = self.p, self.job(j)
         opt = p.options[j][0]
         if typed and job.gpu_mem is None:
-            have = self.idle_per_server(job.locality)     # room: idle GPUs of its type
+            # room: the idle GPUs of its type; the order is fixed, so the
+            # first 8 are found in growing slices of it
+            have = self.idle_per_server(job.locality)
+            order, out, lo, step = self._ordered(j, n), [], 0, 256
+            while lo < len(order) and len(out) < 8:
+                idx = order[lo:lo + step]
+                ok = (have[idx] >= n) & (self.cpu[idx] >= opt.cpu) & (self.mem[idx] >= opt.mem)
+                out.extend(idx[ok][:8 - len(out)].tolist())
+                lo, step = lo + step, 4 * step
+            if not out:
+                return None
+            c = np.asarray(out, dtype=np.int64)
         else:
             have = self._room(j, n, mask)
-        arr = servers
-        ok = (have[arr] >= n) & self.allowed(j)[0][arr] & (self.cpu[arr] >= opt.cpu) \
-            & (self.mem[arr] >= opt.mem)
-        cand = arr[ok]
-        if not len(cand):
-            return None
-        key = cnt[cand] * p.S + cand
-        if len(cand) > 8:
-            key = key[np.argpartition(key, 7)[:8]]
-        first = np.sort(key) % p.S                   # the first 8 in the loop's order
-        c = first
+            arr = servers
+            ok = (have[arr] >= n) & self.allowed(j)[0][arr] & (self.cpu[arr] >= opt.cpu) \
+                & (self.mem[arr] >= opt.mem)
+            cand = arr[ok]
+            if not len(cand):
+                return None
+            key = cnt[cand] * p.S + cand
+            if len(cand) > 8:
+                key = key[np.argpartition(key, 7)[:8]]
+            c = np.sort(key) % p.S                   # the first 8 in the loop's order
         # score() of each, the same arithmetic in numpy
         sc = (self.cpu[c] - opt.cpu) / np.maximum(p.srv_cpu[c], 1) + \
             (self.mem[c] - opt.mem) / np.maximum(p.srv_mem[c], 1)
@@ -755,6 +766,27 @@ class Engine:
         """Boolean array over GPUs: True where job j may use the GPU's type
         (read-only, kept per GPU-type list)."""
         return self.typed(j)[0]
+
+    def _ordered(self, j: int, n: int) -> np.ndarray:
+        """:meth:`_fitting` in :meth:`pick`'s order: GPUs of the job's types,
+        then index (kept)."""
+        key = (self.job(j).gpu_types, n, "order")
+        hit = self._fit.get(key)
+        if hit is None:
+            srv = self._fitting(j, n)
+            cnt = self.typed(j)[1][srv]
+            hit = self._fit[key] = srv[np.argsort(cnt * self.p.S + srv, kind="stable")]
+            hit.flags.writeable = False
+        return hit
+
+    def _fitting(self, j: int, n: int) -> np.ndarray:
+        """Servers with at least n GPUs of job j's types (kept per type list)."""
+        key = (self.job(j).gpu_types, n)
+        hit = self._fit.get(key)
+        if hit is None:
+            hit = self._fit[key] = np.flatnonzero(self.typed(j)[1] >= n)
+            hit.flags.writeable = False
+        return hit
 
     def typed(self, j: int) -> tuple[np.ndarray, np.ndarray]:
         """(:meth:`type_mask`, its GPUs per server), kept per GPU-type list."""
