@@ -151,6 +151,11 @@ class Engine:
         self.idle_dom = {lv: np.bincount(p.domain[lv]).astype(np.int64)
                          for lv in INNER if lv in self.lv and p.G}
         self.guaranteed_uses = 0                     # sum of gguar
+        #: servers whose idle GPUs, CPU or memory changed, in order (what the
+        #: kept searches of `alloc.solvers.hived.first` catch up from)
+        self.touched: list[int] = []
+        self.touched_epoch = 0
+        self._firsts: dict[tuple, object] = {}
         #: when set, placements and new cells are confined to these servers
         self.only_servers: set[int] | None = None
         #: inverse operations since the outermost open checkpoint (None: none open)
@@ -218,7 +223,9 @@ class Engine:
         now = self.gfree[g] == MILLI and self.gmem[g] == 0
         if now != was:
             d = 1 if now else -1
-            self.idle[self.p.gpu_server[g]] += d
+            s = self.p.gpu_server[g]
+            self.idle[s] += d
+            self.touched.append(s)
             for lv, cnt in self.idle_dom.items():
                 cnt[self.p.domain[lv][g]] += d
 
@@ -239,6 +246,7 @@ class Engine:
                     self.bound_use[n] = self.bound_use.get(n, 0) + 1
         for s, v in a.cpu:
             self.cpu[s] -= v
+            self.touched.append(s)
         for s, v in a.mem:
             self.mem[s] -= v
         self.assign[j] = a
@@ -270,6 +278,7 @@ class Engine:
                         self.unbind(n)
         for s, v in a.cpu:
             self.cpu[s] += v
+            self.touched.append(s)
         for s, v in a.mem:
             self.mem[s] += v
         return a
@@ -600,16 +609,9 @@ class Engine:
         if typed and job.gpu_mem is None:
             # room: the idle GPUs of its type; the order is fixed, so the
             # first 8 are found in growing slices of it
-            have = self.idle_per_server(job.locality)
-            order, out, lo, step = self._ordered(j, n), [], 0, 256
-            while lo < len(order) and len(out) < 8:
-                idx = order[lo:lo + step]
-                ok = (have[idx] >= n) & (self.cpu[idx] >= opt.cpu) & (self.mem[idx] >= opt.mem)
-                out.extend(idx[ok][:8 - len(out)].tolist())
-                lo, step = lo + step, 4 * step
-            if not out:
+            c = self._firsts_of(j, n, opt).first(8)
+            if not c:
                 return None
-            c = np.asarray(out, dtype=np.int64)
         else:
             have = self._room(j, n, mask)
             arr = servers
@@ -621,15 +623,17 @@ class Engine:
             key = cnt[cand] * p.S + cand
             if len(cand) > 8:
                 key = key[np.argpartition(key, 7)[:8]]
-            c = np.sort(key) % p.S                   # the first 8 in the loop's order
-        # score() of each, the same arithmetic in numpy
-        sc = (self.cpu[c] - opt.cpu) / np.maximum(p.srv_cpu[c], 1) + \
-            (self.mem[c] - opt.mem) / np.maximum(p.srv_mem[c], 1)
-        start = np.asarray(self.first, dtype=np.int64)[c]
-        gsum = np.array([self.gfree[a:a + k].sum() for a, k in zip(start.tolist(),
-                                                                   p.srv_gpus[c].tolist())])
-        sc = sc + (gsum - n * job.gpu_milli) / (MILLI * p.srv_gpus[c])
-        best = int(c[min(range(len(c)), key=lambda i: (float(sc[i]), int(c[i])))])
+            c = (np.sort(key) % p.S).tolist()       # the first 8 in the loop's order
+        # the best score() of those (the same arithmetic on exact integers), then index
+        best, best_key = None, None
+        for s in c:
+            k = int(p.srv_gpus[s])
+            a = int(self.first[s])
+            sc = (int(self.cpu[s]) - opt.cpu) / max(int(p.srv_cpu[s]), 1) + \
+                (int(self.mem[s]) - opt.mem) / max(int(p.srv_mem[s]), 1)
+            sc += (int(self.gfree[a:a + k].sum()) - n * job.gpu_milli) / (MILLI * k)
+            if best_key is None or (sc, s) < best_key:
+                best, best_key = s, (sc, s)
         r = self.pick_server(j, n, best, mask, 0)
         assert r is not None and not r[1], "the vectorised test disagrees with pick_server"
         return r
@@ -766,6 +770,33 @@ class Engine:
         """Boolean array over GPUs: True where job j may use the GPU's type
         (read-only, kept per GPU-type list)."""
         return self.typed(j)[0]
+
+    def _firsts_of(self, j: int, n: int, opt):
+        """The kept search (`alloc.solvers.hived.first.Firsts`) of job j's
+        shape: its types, n GPUs, its CPU and memory, its inner locality."""
+        from .first import Firsts
+        job = self.job(j)
+        loc = job.locality if job.locality in self.idle_dom else None
+        key = (job.gpu_types, n, opt.cpu, opt.mem, loc)
+        if len(self.touched) > 8 * self.p.S + 100_000:
+            self.touched.clear()                   # every kept search rebuilds
+            self.touched_epoch += 1
+        f = self._firsts.get(key)
+        if f is None:
+            f = self._firsts[key] = Firsts(self, self._ordered(j, n), n, opt.cpu, opt.mem, loc)
+        return f
+
+    def have(self, s: int, locality: str | None) -> int:
+        """Idle GPUs of server s, or in its fullest node of ``locality`` (an
+        inner level of the cluster)."""
+        if locality not in self.idle_dom:
+            return int(self.idle[s])
+        dom = self.p.domain[locality]
+        a = int(self.first[s])
+        k = int(self.p.srv_gpus[s])
+        if not k:
+            return 0
+        return int(self.idle_dom[locality][dom[a]:dom[a + k - 1] + 1].max())
 
     def _ordered(self, j: int, n: int) -> np.ndarray:
         """:meth:`_fitting` in :meth:`pick`'s order: GPUs of the job's types,
