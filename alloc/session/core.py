@@ -443,7 +443,8 @@ class Session:
 
     def _commit(self, alloc: Allocation, timings: dict, t0: float) -> RoundResult:
         t1 = time.perf_counter()
-        start = [p for p in alloc.placements if self._jobs[p.job].current is None]
+        jobs = self._jobs
+        start = [p for p in alloc.placements if jobs[p.job].current is None]
         move = [alloc.placement(j) for j in alloc.moved]
         moved_from = {j: self._jobs[j].current for j in alloc.moved}
         preempt = [self._jobs[j].current for j in alloc.preempted]

@@ -62,7 +62,8 @@ def _apply_running(problem: Problem, state: ClusterState, jobs=None) -> None:
 
 class _Kept:
     """The state carried to the next round: the cluster state with the
-    running jobs of problem ``stamp`` and the pods placed on top of it."""
+    running jobs of problem ``stamp`` and the pods placed on top of it
+    (``(job id, server, GPU slots, pod)`` each)."""
     __slots__ = ("stamp", "state", "placed")
 
     def __init__(self, stamp: int, state: ClusterState, placed: list):
@@ -76,12 +77,22 @@ def _state(problem: Problem) -> ClusterState:
     kept = carry.take(_KEY) if carry is not None else None
     if kept is not None and ch is not None and ch.since == kept.stamp:
         st = kept.state
-        for n, gpus, pod in reversed(kept.placed):
+        # a pod placed last round that now runs as placed stays as it is
+        own = {jid: (n, gpus, pod) for jid, n, gpus, pod in kept.placed}
+        added = []
+        for j in ch.added:
+            job = problem.jobs[j]
+            parts = _parts(problem, job, problem.fixed[j])
+            if len(parts) == 1 and own.get(job.id) == parts[0]:
+                del own[job.id]
+            else:
+                added.append(j)
+        for n, gpus, pod in own.values():
             st.remove(n, gpus, pod, untag=True)
         for _, job, a in ch.removed:
             for n, gpus, pod in _parts(problem, job, a):
                 st.remove(n, gpus, pod, untag=True)
-        _apply_running(problem, st, ch.added)
+        _apply_running(problem, st, added)
         st.restart_log()
         return st
     servers = problem.cluster.servers
@@ -116,7 +127,7 @@ def run_online(problem: Problem, policy: str, seed: int = 0,
         if r is None:
             continue
         n, gpus = r
-        placed.append((n, gpus, pod))
+        placed.append((problem.jobs[j].id, n, list(gpus), pod))
         if pod.k:
             first = int(problem.gpu_first[n])
             sol.assign[j] = problem.make_assign(j, [first + int(i) for i in gpus], 0)
