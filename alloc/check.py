@@ -29,7 +29,7 @@ from typing import Mapping, Sequence
 
 from .errors import InputError
 from .model import MILLI, Allocation, Cluster, FrozenMap, Job, Placement
-from .memo import recall, remembered
+from .memo import forget, recall, remembered
 from .objectives import throughput
 from .resources import capacity_problems as gpu_resource_problems, share_problems
 
@@ -201,7 +201,9 @@ def _own_problems(cluster: Cluster, job: Job, p: Placement) -> tuple[list[str], 
     if bad and any("unknown" in b for b in bad):
         return bad, False
     tp = recall(p, "throughput", (cluster, job))      # kept when the core built it
-    if tp is None:
+    if tp is not None:
+        forget(p, "throughput")                       # asked once
+    else:
         tp = throughput(cluster, job, [g.gpu for g in p.gpus], sum(_d(p.cpu).values()),
                         sum(_d(p.mem).values()))
     if abs(tp - p.throughput) > 1e-6 * max(1.0, abs(tp)):

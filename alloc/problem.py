@@ -47,7 +47,7 @@ class Option:
     request: bool = False
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Assign:
     """A job's assignment in index form: GPUs ``(global index, milli)``, CPU /
     memory per server index and, aligned with ``gpus`` (or empty: none), the

@@ -39,7 +39,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
-from .memo import remembered, same_but_current
+from .memo import same_but_current
 from .model import MILLI, Allocation, Cluster, Job
 
 
@@ -155,7 +155,7 @@ def _partial(rec: Checked, cluster: Cluster, jobs: tuple, allocation: Allocation
         before = was.get(p.job)
         if id(p) in rec.placements and before is not None and same_but_current(job, before):
             continue                         # the pair passed with the job before it started
-        bad, known = remembered(p, "problems", (cluster, job), lambda: _own(cluster, job, p))
+        bad, known = _own(cluster, job, p)          # once: the record keeps the pair
         if bad or not known:
             return False
         if job.current is not None and not p.same_as(job.current):
