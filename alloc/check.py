@@ -16,9 +16,10 @@ Checked:
 * live state: a running job (``current``) placed elsewhere is listed in
   ``moved`` and the moves fit the call's allowance (``max_moves``; a move is a
   change of GPUs, shares, CPU or memory); a running job not placed is listed in
-  ``preempted``, and only where the rules allow it -- some job placed now
-  that was not already running there outranks it
-  (:func:`alloc.tenancy.outranks`); ``moved`` and ``preempted`` list nothing else;
+  ``preempted``, and only for a job that outranks it (the tenancy rules, or
+  the caller's order under ``preempt="order"``: [outranks][alloc.tenancy.outranks])
+  and is placed now, not already running there, on a server the stopped job
+  held; ``moved`` and ``preempted`` list nothing else;
 * tenancy: guaranteed jobs inside their tenants' cells with sharing safety,
   co-location limits (:mod:`alloc.tenancy`).
 """
@@ -145,12 +146,23 @@ def capacity_problems(cluster: Cluster, placements: Sequence[Placement]) -> list
     return out
 
 
+def placement_servers(p: Placement) -> set[str]:
+    """Ids of the servers a placement uses (its GPUs', its CPU's and memory's)."""
+    out = set(_d(p.cpu)) | set(_d(p.mem))
+    out.update(g.gpu.rsplit("/", 1)[0] for g in p.gpus)
+    return out
+
+
 def live_state_problems(jobs: Sequence[Job], allocation: Allocation,
-                        max_moves: int | None = 0) -> list[str]:
+                        max_moves: int | None = 0, *, order: Sequence | None = None,
+                        preempt: str | None = None) -> list[str]:
     """Running jobs moved without allowance, dropped without being listed, or
-    preempted where no placed job outranks them; ``moved``/``preempted``
-    listing anything else (``max_moves=None``: moves unlimited)."""
-    from .tenancy import outranks
+    preempted but not for a job that outranks them and is placed now on a
+    server they held; ``moved``/``preempted`` listing anything else
+    (``max_moves=None``: moves unlimited; ``order`` and ``preempt`` as given
+    to [allocate][alloc.allocate])."""
+    from .problem import order_ranks
+    rank = order_ranks(order) if preempt == "order" else None
     out: list[str] = []
     by_id = {j.id: j for j in jobs}
     placed = {p.job: p for p in allocation.placements}
@@ -172,8 +184,7 @@ def live_state_problems(jobs: Sequence[Job], allocation: Allocation,
     if max_moves is not None and len(moved) > max_moves:
         out.append(f"{len(moved)} running job(s) moved, the call allows {max_moves}"
                    + (f" (first: {sorted(moved)[0]!r})" if moved else ""))
-    fresh = [by_id[jid] for jid, p in placed.items()
-             if jid in by_id and not p.same_as(by_id[jid].current)]
+    fresh = _fresh_by_server(by_id, placed) if allocation.preempted else {}
     for jid in allocation.preempted:
         v = by_id.get(jid)
         if v is None:
@@ -182,12 +193,32 @@ def live_state_problems(jobs: Sequence[Job], allocation: Allocation,
             out.append(f"preempted job {jid!r}: was not running (no current placement)")
         elif jid in placed:
             out.append(f"preempted job {jid!r}: is also placed")
-        elif not any(outranks(a, v) for a in fresh if a.id != v.id):
+        elif not _stopped_for(v, fresh, placed, rank):
             kind = (f"guaranteed job of tenant {v.tenant!r} (priority {v.priority})"
-                    if v.guaranteed else f"job of priority {v.priority}")
-            out.append(f"preempted job {jid!r}: a {kind} may only be preempted by a newly "
-                       f"placed job that outranks it, and none does")
+                    if v.guaranteed else f"job of priority {v.priority}" if rank is None
+                    else "job ranked " + (f"{rank[v.id] + 1}" if v.id in rank else "last")
+                    + " in the order")
+            out.append(f"preempted job {jid!r}: a {kind} may only be preempted for a job "
+                       f"that outranks it placed now on a server it held, and none is")
     return out
+
+
+def _fresh_by_server(by_id: dict, placed: dict) -> dict:
+    """The jobs placed now and not already running there, by server id."""
+    out: dict = defaultdict(list)
+    for jid, p in placed.items():
+        a = by_id.get(jid)
+        if a is not None and not p.same_as(a.current):
+            for s in placement_servers(p):
+                out[s].append(a)
+    return out
+
+
+def _stopped_for(v: Job, fresh: dict, placed: dict, rank) -> bool:
+    """Some job placed now on a server ``v`` held outranks ``v``."""
+    from .tenancy import outranks
+    return any(a.id != v.id and outranks(a, v, rank)
+               for s in placement_servers(v.current) for a in fresh.get(s, ()))
 
 
 def _own_problems(cluster: Cluster, job: Job, p: Placement) -> tuple[list[str], bool]:
@@ -212,7 +243,8 @@ def _own_problems(cluster: Cluster, job: Job, p: Placement) -> tuple[list[str], 
 
 
 def violations(cluster: Cluster, jobs: Sequence[Job], allocation: Allocation, *,
-               max_moves: int | None = 0, deadline=None) -> list[str]:
+               max_moves: int | None = 0, deadline=None, order: Sequence | None = None,
+               preempt: str | None = None) -> list[str]:
     """Every hard constraint ``allocation`` breaks (see the module notes).
 
     Parameters
@@ -223,6 +255,9 @@ def violations(cluster: Cluster, jobs: Sequence[Job], allocation: Allocation, *,
         Running jobs the call allowed to move (None: any number).
     deadline : Deadline, optional
         Bounds the tenancy binding search (the only part that is not linear).
+    order, preempt
+        The call's job order and preemption rule (``preempt="order"``: a
+        running job may be stopped for a job the order ranks above it).
 
     Returns
     -------
@@ -275,10 +310,11 @@ def violations(cluster: Cluster, jobs: Sequence[Job], allocation: Allocation, *,
     out += capacity_problems(cluster, good)
     caps = allocation.stats.get("gpu_mem_capacity") if allocation.stats else None
     out += gpu_resource_problems(cluster, jobs, good, caps if isinstance(caps, Mapping) else None)
-    out += live_state_problems(jobs, allocation, max_moves)
+    out += live_state_problems(jobs, allocation, max_moves, order=order, preempt=preempt)
     from .tenancy import tenancy_violations
     out.extend(tenancy_violations(cluster, jobs, allocation, deadline=deadline))
     return out
 
 
-__all__ = ["capacity_problems", "live_state_problems", "placement_problems", "violations"]
+__all__ = ["capacity_problems", "live_state_problems", "placement_problems",
+           "placement_servers", "violations"]

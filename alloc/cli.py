@@ -7,7 +7,7 @@ problem), 3 solver failure.  A human summary goes to stderr; machine output
 to stdout or `--out`; each `alloc.InputWarning` is one `alloc: warning:` line
 on stderr.  `--solver` takes a solver's name or `module:function`.
 Sub-programs with their own parsers (`bench openb`, `simulate`, `shares`,
-`sweep`, `serve`) are dispatched by name and imported only when used.
+`sweep`, `serve`, `slurm`) are dispatched by name and imported only when used.
 """
 from __future__ import annotations
 
@@ -30,6 +30,7 @@ SUBPROGRAMS = {
     "shares": "alloc.shares.cli:shares_main",
     "sweep": "alloc.sweep.cli:sweep_main",
     "serve": "alloc.service.cli:serve_main",
+    "slurm": "alloc.adapters.slurm:slurm_main",
 }
 
 #: One line of ``alloc --help`` for each sub-program.
@@ -206,11 +207,14 @@ def cmd_solve(args) -> int:
     inst = load_instance(args.instance)
     use(args.solver)
     opts = parse_options(args.solver, args.option)
-    with warnings_to_stderr(args.instance):
-        a = allocate(inst.cluster, inst.jobs, solver=args.solver, objective=args.objective,
-                     time_limit=args.time_limit, seed=args.seed, instance=inst.name,
-                     max_moves=args.max_moves, move_cost=args.move_cost, strict=args.strict,
-                     **opts)
+    try:
+        with warnings_to_stderr(args.instance):
+            a = allocate(inst.cluster, inst.jobs, solver=args.solver, objective=args.objective,
+                         time_limit=args.time_limit, seed=args.seed, instance=inst.name,
+                         max_moves=args.max_moves, move_cost=args.move_cost,
+                         strict=args.strict, **opts)
+    except InputError as exc:      # what the instance asks of the solver: name the file
+        raise InputError(exc.problems, args.instance) from None
     for jid, why in a.reasons.items():
         print(f"alloc: warning: {args.instance}: job {jid!r} cannot be placed now: {why}",
               file=sys.stderr)

@@ -144,7 +144,8 @@ class Objective:
             span = 1.0
             if n > 1 and prof is not None:
                 span = max(prof.span_factor(lv) for lv in reachable_levels(cluster, job.locality))
-            best = max(best, self.coef(job, base, speed=speed, span=span,
+            # a CPU-only job runs at its base speed: no GPU type scales it
+            best = max(best, self.coef(job, base, speed=speed if n else 1.0, span=span,
                                        scale=scale_factor(prof, job, n), gpus=n))
         return best
 

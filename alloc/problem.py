@@ -20,6 +20,14 @@ Order.  :attr:`rank` orders the jobs: the caller's explicit ``order`` (a ranked
 list of job ids, as LAS/FIFO/Tiresias schedulers produce), else priority
 (highest first) then input order.  :func:`job_order` sorts by it.
 
+Preemption.  ``preempt=None`` (the default): a solver that declares
+``preemption`` may stop a running job where the tenancy rules allow it
+([outranks][alloc.tenancy.outranks]).  ``preempt="order"``: the caller's order
+decides instead (`order_rank`); the core stops the victims and places the
+jobs they are stopped for before the solver runs ([alloc.preempt][]), and
+those placements are `pinned` -- running for the solver, never moved or
+stopped by it.
+
 Solvers return a :class:`Solution` (job index -> :class:`Assign`);
 :func:`alloc.solve.allocate` turns it into an :class:`~alloc.model.Allocation`,
 recomputing throughput and value from the placement.
@@ -112,6 +120,17 @@ class Solution:
     stats: dict = field(default_factory=dict)
 
 
+def add_assign(a: Assign, gpu, cpu, mem, sign: int = 1) -> None:
+    """Add (``sign=1``) or take (``-1``) an assignment's milli-GPU, CPU and
+    memory to / from free-capacity arrays indexed by GPU and server."""
+    for g, m in a.gpus:
+        gpu[g] += sign * m
+    for s, v in a.cpu:
+        cpu[s] += sign * v
+    for s, v in a.mem:
+        mem[s] += sign * v
+
+
 def split(total: int, counts: Sequence[int]) -> list[int]:
     """Split ``total`` over parts in proportion to ``counts`` (largest
     remainder; parts sum to ``total``)."""
@@ -193,7 +212,9 @@ def _shape_index(cluster: Cluster) -> dict:
         for s in cluster.servers:
             t = s.gpu_type if s.gpus else None
             shapes.setdefault(t, set()).add(s)
-            for key in ((None, t), (s.rack, t)):
+            # the whole cluster once, and the server's rack when it has one
+            keys = (("cluster", t),) + ((("rack", s.rack, t),) if s.rack is not None else ())
+            for key in keys:
                 g, c, m = totals.get(key, (0, 0, 0))
                 totals[key] = (g + s.gpus, c + s.cpu, m + s.mem)
         uniq = {t: list({(v.gpus, v.sockets, v.switches_per_socket, v.cpu, v.mem): v
@@ -233,10 +254,14 @@ def placeable_reason(cluster: Cluster, job: Job) -> str | None:
     if any(_width(s, job.locality) >= n and s.cpu >= cpu and s.mem >= mem for s in ok):
         return None
     if n > 1 and job.gpu_milli == MILLI and job.locality in (None, "rack"):
-        keys = [k for k in idx["totals"] if k[1] in types and
-                (k[0] is None) == (job.locality is None or "rack" not in cluster.levels)]
-        best = max((idx["totals"][k] for k in keys), default=(0, 0, 0))
-        if any(g >= n and c >= cpu and m >= mem for g, c, m in (idx["totals"][k] for k in keys)):
+        within = "rack" if job.locality == "rack" and "rack" in cluster.levels else "cluster"
+        # a spread job may mix the allowed GPU types: sum them per scope
+        scopes: dict = {}
+        for k, tot in idx["totals"].items():
+            if k[0] == within and k[-1] in types:
+                scopes[k[:-1]] = tuple(a + b for a, b in zip(scopes.get(k[:-1], (0, 0, 0)), tot))
+        best = max(scopes.values(), default=(0, 0, 0))
+        if any(g >= n and c >= cpu and m >= mem for g, c, m in scopes.values()):
             return None
         return (f"needs {n} GPUs, {cpu} milli-CPU and {mem} MiB; the allowed servers "
                 + ("of one rack " if job.locality == "rack" else "") + f"hold {best[0]} GPUs")
@@ -355,6 +380,10 @@ class Problem:
         `move_cost` is given, else none).
     move_cost : float or None
         Objective units subtracted per move (None: moves are free within the budget).
+    preempt : {None, "order"}
+        Who may stop a running job: the tenancy rules (None) or the order.
+    pinned : iterable of str
+        Running jobs no solver may move or stop (placed by the core this call).
     carry : Carry, optional
         What a scheduler loop keeps between rounds (`alloc.carry`): the jobs
         that are the very same objects as in the last problem compiled with
@@ -436,7 +465,7 @@ class Problem:
     def __init__(self, cluster: Cluster, jobs: Sequence[Job], objective: str | Objective = "throughput",
                  name: str = "", *, order: Sequence[str] | None = None,
                  max_moves: int | None = None, move_cost: float | None = None,
-                 carry=None):
+                 preempt: str | None = None, pinned: Sequence[str] = (), carry=None):
         from .carry import next_stamp
         self.cluster = cluster
         self.jobs = tuple(jobs)
@@ -456,12 +485,18 @@ class Problem:
         self.max_moves = (None if move_cost is not None else 0) if max_moves is None \
             else int(max_moves)
         self.move_cost = move_cost
+        self.preempt = preempt
+        #: ``{job id: position}`` of the jobs the caller's order lists (None: no order)
+        self.order_rank = order_ranks(order)
         self.carry, self.stamp = carry, next_stamp()
         previous = carry.previous(cluster) if carry is not None else None
         self._set_rank(order)
         self._set_live_state(previous)
+        idx = self.job_index
+        #: indices of running jobs no solver may move or stop
+        self.pinned = frozenset(idx[j] for j in pinned)
         if carry is not None:
-            carry.problem = self
+            carry.compiled(self)
 
     # ------------------------------------------------------------ live state
     def _set_rank(self, order: Sequence[str] | None) -> None:
@@ -476,7 +511,7 @@ class Problem:
             ranked = base
         else:
             self.explicit_order = True
-            pos = {jid: k for k, jid in enumerate(order)}
+            pos = self.order_rank
             listed = sorted((j for j in range(self.J) if jobs[j].id in pos),
                             key=lambda j: pos[jobs[j].id])
             ranked = listed + [j for j in base if jobs[j].id not in pos]
@@ -553,6 +588,62 @@ class Problem:
         _take(self, [a for _, _, a in removed], 1)
         _take(self, [fixed[j] for j in added], -1)
 
+    def reduced(self, drop, pin: dict) -> "Problem":
+        """This problem without the jobs ``drop`` (indices), with the jobs of
+        ``pin`` (index -> `Assign`) running there and pinned, priorities set
+        aside (the order ranks the jobs) and no preemption rule -- what
+        [alloc.preempt][] hands the solver.  Built from this problem's arrays,
+        not compiled again.
+
+        It has a stamp of its own; with a carry, its `changes` tell its
+        running jobs (the victims gone, the pinned ones new) against the
+        problem this one's are told against, and the carry notes the
+        reduction, so that the next compile tells its changes against the
+        problem the solver saw (`alloc.carry.Carry.compiled`)."""
+        from dataclasses import replace
+        from .carry import next_stamp, reduced_changes
+        kept = [j for j in range(self.J) if j not in drop]
+        new = {j: k for k, j in enumerate(kept)}
+        out = object.__new__(Problem)
+        out.__dict__.update({k: v for k, v in self.__dict__.items()
+                             if k not in ("type_ok", "allowed", "preemption_possible")})
+        jobs = []
+        for j in kept:
+            job = self.jobs[j]
+            if j in pin:
+                cur = self.placement(j, pin[j])
+                keep(cur, "assign", (self.cluster,), pin[j])
+                job = replace(job, current=cur, priority=0)
+            elif job.priority:
+                job = replace(job, priority=0)
+            jobs.append(job)
+        out.jobs, out.J = tuple(jobs), len(jobs)
+        out.job_index = {job.id: k for k, job in enumerate(jobs)}
+        out.options = [self.options[j] for j in kept]
+        out.request_option = [self.request_option[j] for j in kept]
+        out.prio_key = [self.prio_key[j] for j in kept]
+        out.rank = self.rank[kept]
+        out.preempt, out.explicit_order = None, True
+        out.fixed = {new[j]: a for j, a in self.fixed.items() if j not in drop}
+        out.fixed.update((new[j], a) for j, a in pin.items())
+        out.reasons = {new[j]: r for j, r in self.reasons.items() if j not in drop}
+        out.running = tuple(sorted(out.fixed))
+        out.pending = tuple(new[j] for j in self.pending if j not in pin and j not in drop)
+        out.free_cpu, out.free_mem = self.free_cpu.copy(), self.free_mem.copy()
+        out.gpu_free = self.gpu_free.copy()
+        for j in drop:
+            if j in self.fixed:
+                add_assign(self.fixed[j], out.gpu_free, out.free_cpu, out.free_mem)
+        for a in pin.values():
+            add_assign(a, out.gpu_free, out.free_cpu, out.free_mem, -1)
+        out.pinned = frozenset(new[j] for j in pin)
+        out.stamp = next_stamp()
+        out.changes = None if self.changes is None else \
+            reduced_changes(self.changes, self, drop, pin, new)
+        if self.carry is not None:
+            self.carry.reduced(self, out, new, pin)
+        return out
+
     def current_assign(self, j: int) -> Assign:
         """The running job ``j``'s current placement in index form."""
         c = self.cluster
@@ -561,8 +652,8 @@ class Problem:
         if a is None:
             caps = tuple((g.mem, g.compute) for g in cur.gpus)
             a = Assign(tuple((c.gpu_index[g.gpu], g.milli) for g in cur.gpus),
-                       tuple(sorted((c.server_index[s], v) for s, v in cur.cpu.items() if v)),
-                       tuple(sorted((c.server_index[s], v) for s, v in cur.mem.items() if v)),
+                       tuple(sorted((c.server_index[s], v) for s, v in cur.cpu.items())),
+                       tuple(sorted((c.server_index[s], v) for s, v in cur.mem.items())),
                        caps if any(x != (None, None) for x in caps) else ())
             keep(cur, "assign", (c,), a)
         return a
@@ -571,6 +662,33 @@ class Problem:
     def moves_allowed(self) -> bool:
         """True when the call lets running jobs move."""
         return self.max_moves is None or self.max_moves > 0
+
+    def outranks(self, a: int, b: int) -> bool:
+        """May job ``a`` stop running job ``b`` under this call's rule
+        ([outranks][alloc.tenancy.outranks], by the order under ``preempt="order"``)?"""
+        from .tenancy import outranks
+        rank = self.order_rank if self.preempt == "order" else None
+        return outranks(self.jobs[a], self.jobs[b], rank)
+
+    def servers_of(self, a: Assign) -> set[int]:
+        """Server indices an assignment uses (its GPUs', CPU's and memory's)."""
+        out = {s for s, _ in a.cpu} | {s for s, _ in a.mem}
+        out.update(int(self.gpu_server[g]) for g, _ in a.gpus)
+        return out
+
+    def stopped_for(self, r: int, assign: dict, fresh) -> bool:
+        """Running job ``r`` may be stopped: a job of ``fresh`` outranks it
+        (`outranks`) and is placed (``assign[i]``) on a server ``r`` held --
+        the rule [violations][alloc.check.violations] checks."""
+        held = None
+        for i in fresh:
+            if i == r or not self.outranks(i, r):
+                continue
+            if held is None:
+                held = self.servers_of(self.current_assign(r))
+            if held & self.servers_of(assign[i]):
+                return True
+        return False
 
     @cached_property
     def preemption_possible(self) -> bool:
@@ -782,6 +900,13 @@ class Problem:
         return CLUSTER
 
 
+def order_ranks(order: Sequence | None) -> dict | None:
+    """``{job id: position}`` of a ranked list of job ids (highest first), or None."""
+    if order is None:
+        return None
+    return {jid: k for k, jid in enumerate(order)}
+
+
 def option_of(problem: Problem, j: int, a: Assign) -> int:
     """Index of the option whose CPU and memory ``a`` gives job j (0 if none)."""
     cpu = sum(v for _, v in a.cpu)
@@ -853,5 +978,5 @@ def compile_problem(cluster: Cluster, jobs: Sequence[Job], objective: str | Obje
     return Problem(cluster, jobs, objective, name, **kw)
 
 
-__all__ = ["Assign", "ClusterArrays", "Option", "Problem", "Solution", "cluster_arrays",
-           "compile_problem", "job_order", "job_type_key", "job_types", "option_of", "pareto_options", "placeable_reason", "split", "MILLI"]
+__all__ = ["Assign", "ClusterArrays", "add_assign", "Option", "Problem", "Solution", "cluster_arrays",
+           "compile_problem", "job_order", "job_type_key", "order_ranks", "job_types", "option_of", "pareto_options", "placeable_reason", "split", "MILLI"]

@@ -95,9 +95,12 @@ def record(cluster: Cluster, jobs: Sequence[Job], allocation: Allocation) -> Che
 
 def violations_since(checked: Checked | None, cluster: Cluster, jobs: Sequence[Job],
                      allocation: Allocation, *, max_moves: int | None = 0,
-                     deadline=None) -> tuple[list[str], Checked | None]:
+                     deadline=None, order=None,
+                     preempt: str | None = None) -> tuple[list[str], Checked | None]:
     """[`violations`][alloc.check.violations], examining only what changed
-    since ``checked`` (see the module notes).
+    since ``checked`` (see the module notes); ``order`` and ``preempt`` as
+    the full check takes them (they bear only on preempted jobs, which the
+    partial check leaves to the full one).
 
     Returns
     -------
@@ -110,7 +113,8 @@ def violations_since(checked: Checked | None, cluster: Cluster, jobs: Sequence[J
     if checked is not None and checked.cluster is cluster and checked.simple:
         if _partial(checked, cluster, jobs, allocation):
             return [], checked
-    bad = violations(cluster, jobs, allocation, max_moves=max_moves, deadline=deadline)
+    bad = violations(cluster, jobs, allocation, max_moves=max_moves, deadline=deadline,
+                     order=order, preempt=preempt)
     return bad, (None if bad else record(cluster, jobs, allocation))
 
 

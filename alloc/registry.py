@@ -65,12 +65,22 @@ CAPABILITY_MEANING: Mapping[str, str] = {
     "colocation": "opportunistic jobs on GPUs held by guaranteed jobs",
     "gpu-memory": "never over-commits a GPU's memory (jobs' and servers' gpu_mem)",
     "gpu-compute": "compute shares (gpu_compute), opportunistic shares (milli 0) and caps",
+    "order-preemption": "keeps the running jobs the core pinned in place (preempt=\"order\": "
+                        "the core stops the victims by the caller's order before the solver runs)",
 }
 #: The capability names.
 CAPABILITIES = frozenset(CAPABILITY_MEANING)
 
+#: How to install what a solver ``requires`` (one line each).
+INSTALL = {
+    "ortools": "pip install 'ortools>=9.8' (it needs pandas>=2; beside pandas<2 the solvers "
+               "without CP-SAT all run: see `alloc solvers`)",
+    "highspy": "pip install 'highspy>=1.11,<1.13'",
+    "pulp": "pip install 'pulp>=2.8,<4'",
+}
+
 #: Family packages under `alloc.solvers` that declare solvers.
-FAMILIES = ("heuristics", "exact", "synergy", "fgd", "hived", "drf", "antman")
+FAMILIES = ("heuristics", "exact", "synergy", "fgd", "hived", "drf", "antman", "gandiva")
 
 #: The entry-point group plug-ins declare their solvers in.
 ENTRY_POINT_GROUP = "alloc.solvers"
@@ -154,13 +164,18 @@ class SolverInfo:
         return "grid" in self.capabilities
 
     def unavailable_reason(self) -> str | None:
-        """Why the solver cannot run here (a missing module, a plug-in that
-        does not load), or None."""
+        """Why the solver cannot run here (a plug-in that does not load, a
+        missing module and how to install it), or None."""
         if self.broken:
             return self.broken
         for mod in self.requires:
             try:
                 importlib.import_module(mod)
+            except ImportError as exc:
+                if isinstance(exc, ModuleNotFoundError) and exc.name == mod:
+                    how = INSTALL.get(mod, f"pip install {mod}")
+                    return f"needs {mod}, which is not installed: {how}"
+                return f"needs {mod} ({type(exc).__name__}: {exc})"
             except Exception as exc:  # pragma: no cover - depends on the machine
                 return f"needs {mod} ({type(exc).__name__}: {exc})"
         return None
@@ -583,7 +598,7 @@ def heuristic_solvers(available_only: bool = True) -> list[str]:
     return [n for n, s in solvers().items() if not s.exact and (s.available or not available_only)]
 
 
-__all__ = ["CAPABILITIES", "CAPABILITY_MEANING", "ENTRY_POINT_GROUP", "FAMILIES", "PLUGIN",
+__all__ = ["CAPABILITIES", "CAPABILITY_MEANING", "ENTRY_POINT_GROUP", "FAMILIES", "INSTALL", "PLUGIN",
            "SolverInfo", "declare", "exact_solvers", "get_solver", "heuristic_solvers",
            "load_function", "register", "registrations", "restore", "solver", "solvers",
            "spec_of", "unregister", "use"]

@@ -54,7 +54,7 @@ from .model import MILLI, Cluster, GpuShare, Job, Placement
 
 #: GPU memory per GPU (MiB) by type, when a server does not declare its own.
 GPU_MEM_MIB = {
-    "K80": 12288, "P100": 16384, "P4": 8192, "T4": 16384, "V100": 32768, "V100M16": 16384,
+    "K80": 12288, "P100": 16384, "P4": 8192, "P40": 24576, "T4": 16384, "V100": 32768, "V100M16": 16384,
     "V100M32": 32768, "A10": 24576, "A100": 40960, "A100-80G": 81920, "H100": 81920,
     "G1": 16384, "G2": 32768, "G3": 24576,
 }

@@ -33,9 +33,11 @@ from .registry import (SolverInfo, exact_solvers, get_solver, heuristic_solvers,
                        solvers)
 
 
-def needed_capabilities(cluster: Cluster, jobs: Sequence[Job]) -> frozenset:
-    """Capabilities a solver must have to handle this input correctly."""
-    need = set()
+def needed_capabilities(cluster: Cluster, jobs: Sequence[Job],
+                        preempt: str | None = None) -> frozenset:
+    """Capabilities a solver must have to handle this input correctly (and
+    the call's preemption rule)."""
+    need = {"order-preemption"} if preempt == "order" else set()
     inner = {"socket", "switch", "rack"}
     for j in jobs:
         if j.gpus == 1 and j.gpu_milli < 1000:
@@ -65,7 +67,7 @@ def allocate(cluster: Cluster, jobs: Sequence[Job], *, solver: str = "best-fit",
              objective: str = "throughput", time_limit: float | None = None, seed: int = 0,
              instance: str = "", check: bool = True, order: Sequence[str] | None = None,
              max_moves: int | None = None, move_cost: float | None = None, strict: bool = False,
-             **options) -> Allocation:
+             preempt: str | None = None, **options) -> Allocation:
     """Decide which jobs run where.
 
     Parameters
@@ -101,6 +103,18 @@ def allocate(cluster: Cluster, jobs: Sequence[Job], *, solver: str = "best-fit",
     order : sequence of str, optional
         Job ids, highest rank first: solvers place in this order, and a
         heuristic never displaces a job for one ranked below it.
+    preempt : {None, "order"}
+        Who may stop a running job.  None (default): the tenancy rules, for
+        solvers that declare ``preemption`` (a guaranteed job over
+        opportunistic ones, a higher priority over a lower one).
+        ``"order"``: a running job ranked below a waiting job that cannot
+        otherwise be placed is stopped for it -- the lowest-ranked first, as
+        few as possible, never placed again in the same call, the waiting job
+        placed on a server the stopped ones held ([alloc.preempt][]; the same
+        decision for every solver).  Jobs the order does not list rank below
+        every listed one and stop no one.  Not for inputs with tenants or
+        guaranteed jobs.  (A solver's own option called ``preempt`` -- hived's
+        true/false -- is passed to it as before.)
     max_moves : int, optional
         Running jobs that may move (default: none, or any number when
         ``move_cost`` is given).
@@ -156,24 +170,17 @@ def allocate(cluster: Cluster, jobs: Sequence[Job], *, solver: str = "best-fit",
     ('optimal', 8000.0, 8000.0)
     """
     deadline = Deadline.after(check_time_limit(time_limit))
-    info = get_solver(solver)
-    opts = validate_options(f"solver {solver!r}", info.options, options)
+    info, opts, preempt = _solver_call(solver, preempt, options)
     obj = get_objective(objective)
     from .validate import check_call_settings
     check_call_settings(seed, max_moves, move_cost)
-    reason = info.unavailable_reason()
-    if reason:
-        raise SolverUnavailable(f"solver {solver!r} is unavailable: {reason}")
     cluster, jobs = _prepare(cluster, jobs)
     _check_order(jobs, order)
-    missing = needed_capabilities(cluster, jobs) - info.capabilities
-    if missing:
-        able = [n for n, s in solvers().items() if missing <= s.capabilities]
-        raise UnsupportedInput(f"solver {solver!r} does not support {', '.join(sorted(missing))} "
-                         f"which this input needs; solvers that do: {', '.join(able) or 'none'}")
+    check_preempt(cluster, jobs, preempt)
+    check_capabilities(info, cluster, jobs, preempt)
     from .problem import compile_problem
     problem = compile_problem(cluster, jobs, obj, instance, order=order, max_moves=max_moves,
-                              move_cost=move_cost)
+                              move_cost=move_cost, preempt=preempt)
     if strict and problem.reasons:
         j, why = next(iter(problem.reasons.items()))
         raise InputError(f"jobs[{j}]: job {jobs[j].id!r} cannot be placed on this cluster "
@@ -181,9 +188,49 @@ def allocate(cluster: Cluster, jobs: Sequence[Job], *, solver: str = "best-fit",
     return run_solver(problem, info, deadline, seed=seed, options=opts, check=check)
 
 
+def _solver_call(solver: str, preempt, options: dict):
+    """The solver's declaration, its checked options and the call's `preempt`
+    (a solver's own `preempt` option passes through to it); raises
+    `SolverUnavailable` when its backend is missing."""
+    info = get_solver(solver)
+    if preempt is not None and preempt != "order" and \
+            any(o.name == "preempt" for o in info.options):
+        options, preempt = {**options, "preempt": preempt}, None   # the solver's own option
+    opts = validate_options(f"solver {solver!r}", info.options, options)
+    reason = info.unavailable_reason()
+    if reason:
+        raise SolverUnavailable(f"solver {solver!r} is unavailable: {reason}")
+    return info, opts, preempt
+
+
+def check_capabilities(info: SolverInfo, cluster: Cluster, jobs: Sequence[Job],
+                       preempt: str | None = None) -> None:
+    """`UnsupportedInput` naming the capabilities the input needs that the
+    solver lacks, and the solvers that have them."""
+    missing = needed_capabilities(cluster, jobs, preempt) - info.capabilities
+    if missing:
+        able = [n for n, s in solvers().items() if missing <= s.capabilities]
+        raise UnsupportedInput(f"solver {info.name!r} does not support "
+                               f"{', '.join(sorted(missing))} which this input needs; solvers "
+                               f"that do: {', '.join(able) or 'none'}")
+
+
 def _prepare(cluster, jobs):
     from .validate import prepare
     return prepare(cluster, jobs)
+
+
+def check_preempt(cluster: Cluster, jobs: Sequence[Job], preempt) -> None:
+    """One-line ``InputError`` unless ``preempt`` is a preemption rule that
+    applies to this input (``"order"``: no tenants, no guaranteed jobs)."""
+    from .preempt import PREEMPT_RULES
+    if preempt not in PREEMPT_RULES or isinstance(preempt, bool):
+        raise InputError(f"preempt: expected one of {', '.join(map(repr, PREEMPT_RULES))}, "
+                         f"got {preempt!r:.60}")
+    if preempt == "order" and (cluster.tenants or any(j.guaranteed for j in jobs)):
+        raise InputError("preempt: 'order' ranks work on clusters without tenants' guarantees; "
+                         "with tenants or guaranteed jobs preemption follows the tenancy rules "
+                         "(leave preempt unset)")
 
 
 def _check_order(jobs: Sequence[Job], order) -> None:
@@ -210,14 +257,18 @@ def run_solver(problem, info: SolverInfo, deadline: Deadline, *, seed: int = 0,
     ``solver_s``, ``finish_s`` and ``check_s``."""
     t0 = time.perf_counter()
     inner = deadline.reserve(check_reserve(problem))
+    solved, plan = _order_preemption(problem, inner)
     try:
-        sol = info.solve(problem, deadline=inner, seed=seed, **(options or {}))
+        sol = info.solve(solved, deadline=inner, seed=seed, **(options or {}))
     except (InputError, SolverError, SolverUnavailable):
         raise
     except ValueError as exc:
         raise InputError(str(exc)) from None
     t1 = time.perf_counter()
-    alloc = finish(problem, sol, info, t1 - t0)
+    alloc = finish(solved, sol, info, t1 - t0)
+    if plan is not None:
+        from .preempt import lifted
+        alloc = lifted(problem, plan, alloc)
     t2 = time.perf_counter()
     if check:
         bad = _violations(problem, alloc, deadline)
@@ -231,18 +282,31 @@ def run_solver(problem, info: SolverInfo, deadline: Deadline, *, seed: int = 0,
     return replace(alloc, wall_time_s=t3 - t0)
 
 
+def _order_preemption(problem, deadline: Deadline):
+    """Under ``preempt="order"``: the problem the solver gets and the core's
+    plan ([alloc.preempt][]), else the problem itself and None."""
+    if problem.preempt != "order":
+        return problem, None
+    from .preempt import plan, reduced
+    decided = plan(problem, deadline.share(0.25))
+    if not decided.victims and not any(j.priority for j in problem.jobs):
+        return problem, None
+    return reduced(problem, decided), decided
+
+
 def _violations(problem, alloc: Allocation, deadline: Deadline) -> list[str]:
     """The final check; in a scheduler loop (a problem compiled with a carry)
     the one that examines what changed since the last checked round
     (`alloc.recheck`), whose answer is the full check's."""
     carry = problem.carry
+    kw = dict(max_moves=problem.max_moves, deadline=deadline, order=problem.order_rank,
+              preempt=problem.preempt)
     if carry is None:
         from .check import violations
-        return violations(problem.cluster, problem.jobs, alloc, max_moves=problem.max_moves,
-                          deadline=deadline)
+        return violations(problem.cluster, problem.jobs, alloc, **kw)
     from .recheck import violations_since
     bad, carry.checked = violations_since(carry.checked, problem.cluster, problem.jobs, alloc,
-                                          max_moves=problem.max_moves, deadline=deadline)
+                                          **kw)
     return bad
 
 
@@ -288,16 +352,36 @@ def finish(problem, sol, info: SolverInfo, wall: float) -> Allocation:
         # its proof covers the problem with the running jobs pinned, not this one
         restricts = "; ".join(x for x in (restricts, KEPT_IN_PLACE) if x)
         alloc = replace(alloc, stats={**alloc.stats, "covers_instance": False})
-    return honest_status(alloc, exact=info.exact, restricts=restricts)
+    kept = sum(problem.value_of(j, a) for j, a in problem.fixed.items())
+    return honest_status(alloc, exact=info.exact, restricts=restricts, fixed_value=kept)
 
 
-def honest_status(alloc: Allocation, *, exact: bool, restricts: str = "") -> Allocation:
-    """Heuristics never claim OPTIMAL or INFEASIBLE; an exact solver claims
-    OPTIMAL only when the recomputed value meets its bound; a solver that
-    restricts the problem keeps OPTIMAL (and its bound) only when its solution
-    says the proof covers the instance (``stats["covers_instance"]``), else it
-    reports FEASIBLE with the restriction named in ``stats["restriction"]`` and
-    its own bound in ``stats["restricted_bound"]``."""
+#: relative float noise tolerated between a value and a bound (far below any
+#: objective step: values are sums of products of decimal factors)
+TOL = 1e-6
+
+
+def honest_status(alloc: Allocation, *, exact: bool, restricts: str = "",
+                  fixed_value: float = 0.0) -> Allocation:
+    """The status, bound and statistics an answer may honestly claim.
+
+    * Heuristics never claim OPTIMAL or INFEASIBLE.
+    * A solver that restricts the problem keeps OPTIMAL (and its bound) only
+      when its solution says the proof covers the instance
+      (``stats["covers_instance"]``); otherwise it reports FEASIBLE with the
+      restriction named in ``stats["restriction"]`` and its own bound in
+      ``stats["restricted_bound"]``.
+    * A bound below the recomputed value (beyond float noise, `TOL`) bounds
+      nothing: it is dropped, kept in ``stats["bound_dropped"]`` with the
+      reason in ``stats["bound_dropped_reason"]``, and the status is
+      downgraded.
+    * OPTIMAL only when the recomputed value meets the bound.
+    * An exact solver's answer below the best applicable heuristic it ran
+      (``stats["heuristics"]``: each one's value on the pending jobs, the
+      running ones kept, worth ``fixed_value``) is named in
+      ``stats["below_heuristic"]`` and never OPTIMAL; a bound below that
+      heuristic's value is dropped too.
+    """
     st, bound, stats = alloc.status, alloc.bound, dict(alloc.stats)
     if not exact and st in (Status.OPTIMAL, Status.INFEASIBLE):
         st = Status.FEASIBLE
@@ -308,9 +392,27 @@ def honest_status(alloc: Allocation, *, exact: bool, restricts: str = "") -> All
         bound = None
         if st in (Status.OPTIMAL, Status.INFEASIBLE):
             st = Status.FEASIBLE if alloc.placements or st is Status.OPTIMAL else Status.UNKNOWN
-    if st is Status.OPTIMAL:
-        if bound is None or alloc.value < bound - 1e-6 * max(1.0, abs(bound)):
+    if bound is not None and alloc.value > bound + TOL * max(1.0, abs(bound)):
+        stats["bound_dropped"] = bound
+        stats["bound_dropped_reason"] = f"below the value {alloc.value!r} of the answer"
+        bound = None
+        if st is Status.INFEASIBLE:
             st = Status.FEASIBLE
+    if st is Status.OPTIMAL:
+        if bound is None or alloc.value < bound - TOL * max(1.0, abs(bound)):
+            st = Status.FEASIBLE
+    heur = stats.get("heuristics") if exact else None
+    if heur:
+        name = max(heur, key=heur.get)
+        best = heur[name] + fixed_value
+        if alloc.value < best - TOL * max(1.0, abs(best)):
+            stats["below_heuristic"] = {name: best}
+            if st is Status.OPTIMAL:
+                st = Status.FEASIBLE
+        if bound is not None and best > bound + TOL * max(1.0, abs(bound)):
+            stats["bound_dropped"] = bound
+            stats["bound_dropped_reason"] = f"below the value {best!r} of heuristic {name!r}"
+            bound = None
     if st is Status.UNKNOWN and alloc.placements:
         st = Status.FEASIBLE
     if (st, bound, stats) == (alloc.status, alloc.bound, dict(alloc.stats)):
@@ -318,5 +420,5 @@ def honest_status(alloc: Allocation, *, exact: bool, restricts: str = "") -> All
     return replace(alloc, status=st, bound=bound, stats=stats)
 
 
-__all__ = ["allocate", "exact_solvers", "finish", "get_solver", "heuristic_solvers",
+__all__ = ["allocate", "check_preempt", "exact_solvers", "finish", "get_solver", "heuristic_solvers",
            "honest_status", "needed_capabilities", "register", "run_solver", "solvers"]

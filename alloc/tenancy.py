@@ -61,11 +61,13 @@ Preemption
 ----------
 A job listed in ``allocation.preempted`` was running and is stopped.  It is a
 legal victim only if some job placed now that was not already running there
-(new or moved) outranks it: a guaranteed job outranks every opportunistic job;
-a guaranteed job outranks a guaranteed job of the *same* tenant with lower
-priority; an opportunistic job outranks an opportunistic job of lower priority.
-A guaranteed job is never preempted for another tenant.  A running guaranteed
-job must be placed or listed as preempted.
+(new or moved) outranks it (`outranks`) *and* is placed on a server the
+victim held: a guaranteed job outranks every opportunistic job; a guaranteed
+job outranks a guaranteed job of the *same* tenant with lower priority; an
+opportunistic job outranks an opportunistic job of lower priority -- or, under
+preemption by order (``preempt="order"``), one the caller's order ranks below
+it.  A guaranteed job is never preempted for another tenant.  A running
+guaranteed job must be placed or listed as preempted.
 
 Co-location (AntMan, OSDI'20)
 -----------------------------
@@ -624,14 +626,33 @@ def tenant_problems(cluster: Cluster) -> list[str]:
 
 
 # ---------------------------------------------------------------- violations
-def outranks(a: Job, b: Job) -> bool:
-    """May ``a`` preempt ``b``?"""
+def outranks(a: Job, b: Job, rank: Mapping | None = None) -> bool:
+    """May ``a`` preempt ``b``?  The one rule of who may stop whom.
+
+    A guaranteed job outranks every opportunistic job, and a guaranteed job
+    of its own tenant of lower priority; a guaranteed job is never stopped
+    for another tenant.  Between opportunistic jobs, ``a`` outranks ``b``
+    when it has the higher priority -- or, under preemption by order
+    (``rank`` given: ``{job id: position}``, highest rank first), when the
+    order lists ``a`` above ``b`` (a job the order does not list outranks no
+    one, and every listed job outranks it).
+
+    Outranking is necessary, not sufficient: a stopped job must also have
+    been stopped *for* a job placed now on a server it held
+    ([live_state_problems][alloc.check.live_state_problems]).
+    """
     if a.guaranteed and not b.guaranteed:
         return True
     if a.guaranteed and b.guaranteed:
         return a.tenant == b.tenant and a.priority > b.priority
     if not a.guaranteed and not b.guaranteed:
-        return a.priority > b.priority
+        if rank is None:
+            return a.priority > b.priority
+        ra = rank.get(a.id)
+        if ra is None:
+            return False
+        rb = rank.get(b.id)
+        return rb is None or ra < rb
     return False
 
 

@@ -29,6 +29,15 @@ of them (rounds below it must be 0) and its gap to its bound.
 At production scale, ``--servers 16000`` is 128,000 GPUs with about 57,000
 running jobs and 2,900 arrivals (and as many finishes) a round.
 
+``--order las --preempt order`` runs the session as a LAS scheduler would:
+every round the order is the jobs by GPU-rounds attained (least first, then
+arrival; with ``--las-quantum Q`` attained service counts in steps of Q
+GPU-rounds, Tiresias' discretised LAS) and the session preempts by it
+(``Session(preempt="order")``); a preempted job keeps its progress (rounds
+left) and waits.  With ``--load`` above 1 the queue never empties: plain LAS
+then preempts hundreds of jobs a round (every arrival outranks every running
+job), the discretised one far fewer.
+
 ``--first-call`` measures, in fresh processes, ``import alloc`` plus the first
 ``allocate()`` (best-fit, 32 x 8 GPUs, 100 jobs).
 
@@ -37,6 +46,7 @@ Examples
 ```
 python bench/loop.py --servers 32 --rounds 200
 python bench/loop.py --servers 1000 --rounds 200 --solvers best-fit fgd
+python bench/loop.py --servers 1000 --solvers best-fit --order las --preempt order --load 1.2
 python bench/loop.py --servers 16000 --rounds 50 --solvers best-fit synergy-tune fgd hived
 python bench/loop.py --first-call
 ```
@@ -130,7 +140,8 @@ def unexplained(before: dict, alloc) -> int:
 
 def run(solver: str, servers: int, rounds: int, warmup: int, seed: int, load: float,
         mean_rounds: float, time_limit: float | None, compare_every: int = 1,
-        profile: bool = False) -> dict:
+        profile: bool = False, order: str = "none", preempt: str = "none",
+        quantum: float = 0.0) -> dict:
     """One solver through ``warmup + rounds`` rounds; the summary of the measured ones."""
     cl = cluster(servers)
     G = cl.total_gpus
@@ -149,7 +160,10 @@ def run(solver: str, servers: int, rounds: int, warmup: int, seed: int, load: fl
     for j in first:
         if j.current is not None:
             left[j.id] = life.pop(j.id)
-    s = Session(cl, jobs=first, solver=solver, time_limit=time_limit)
+    s = Session(cl, jobs=first, solver=solver, time_limit=time_limit,
+                preempt="order" if preempt == "order" else None)
+    attained: dict[str, int] = {}         # GPU-rounds run (LAS)
+    arrival = {j.id: k for k, j in enumerate(first)}
     prof = cProfile.Profile() if profile else None
     rows = []
     collecting = [0.0, 0.0]                    # collector seconds, start of the current one
@@ -168,9 +182,16 @@ def run(solver: str, servers: int, rounds: int, warmup: int, seed: int, load: fl
         for _ in range(stream.poisson(lam)):
             job, n = stream.job()
             life[job.id] = n
+            arrival[job.id] = len(arrival)
             events.append({"type": "submit", "job": job})
+        if order == "las":
+            live = [j for j in arrival if j in life or j in left]
+            q = quantum or 1
+            events.append({"type": "set_order", "order": sorted(
+                live, key=lambda j: (attained.get(j, 0) // q, arrival[j]))})
         s.apply(events)
         before = dict(s.jobs) if r >= warmup else None
+        ranked = [j for j in s.order if j in s.jobs] if s.order else None
         if prof is not None and before is not None:
             prof.enable()
         c0, g0 = time.process_time(), collecting[0]
@@ -179,10 +200,13 @@ def run(solver: str, servers: int, rounds: int, warmup: int, seed: int, load: fl
         collected = collecting[0] - g0
         if prof is not None:
             prof.disable()
+        for jid in res.stop:                       # preempted: keeps its progress, waits
+            life[jid] = left.pop(jid)
         for p in res.start:
             left[p.job] = life.pop(p.job)
         for jid in left:
             left[jid] -= 1
+            attained[jid] = attained.get(jid, 0) + s.jobs[jid].gpus
         if before is None:
             continue
         a = res.allocation
@@ -196,7 +220,8 @@ def run(solver: str, servers: int, rounds: int, warmup: int, seed: int, load: fl
                "gap": a.gap}
         if solver == "cpsat" and (r - warmup) % compare_every == 0:
             row["best_heuristic"] = max(
-                allocate(cl, list(before.values()), solver=h, time_limit=10).value
+                allocate(cl, list(before.values()), solver=h, time_limit=10, order=ranked,
+                         preempt=s.preempt_rule).value
                 for h in HEURISTICS)
         rows.append(row)
     gc.callbacks.remove(watch)
@@ -371,6 +396,12 @@ def main(argv=None) -> int:
                     help="run the heuristics on cpsat's input every K-th round (default: 1)")
     ap.add_argument("--profile", action="store_true",
                     help="profile the measured rounds (cProfile) and print where the time goes")
+    ap.add_argument("--order", choices=("none", "las"), default="none",
+                    help="hand the session a LAS order every round (default: none)")
+    ap.add_argument("--preempt", choices=("none", "order"), default="none",
+                    help="preempt by the order (default: none)")
+    ap.add_argument("--las-quantum", type=float, default=0.0, metavar="Q",
+                    help="LAS counts attained GPU-rounds in steps of Q (default: 0, plain LAS)")
     ap.add_argument("--first-call", action="store_true",
                     help="only measure import + first allocate() in fresh processes")
     ap.add_argument("--worker", help=argparse.SUPPRESS)
@@ -394,7 +425,9 @@ def main(argv=None) -> int:
             r = worker(dict(solver=solver, servers=servers, rounds=args.rounds,
                             warmup=args.warmup, seed=args.seed, load=args.load,
                             mean_rounds=args.mean_rounds, time_limit=tl,
-                            compare_every=args.compare_every, profile=args.profile))
+                            compare_every=args.compare_every, profile=args.profile,
+                            order=args.order, preempt=args.preempt,
+                            quantum=args.las_quantum))
             results.append(r)
             if args.profile:
                 total = r["profile"][0][1]

@@ -15,9 +15,18 @@ their options.  A solver that lacks a capability the input needs is refused
 (bad input), naming the solvers that have it.  The exact family (`cpsat`,
 `milp`, `milp-cbc`) solves tenancy, elastic and move-allowed inputs on the
 tenancy model with its own engine, never below the applicable heuristics;
-`cpsat-tenancy` is the tenancy model alone (CP-SAT).
+`cpsat-tenancy` is the tenancy model (CP-SAT) on every input that needs it
+and the configuration model elsewhere.
 A solver that restricts the problem says so (`restricts` below) and reports
-`optimal` only when its proof covers the instance.
+`optimal` only when its proof covers the instance; where it restricts, the
+tenancy path bounds the instance by the LP of a relaxed model (every job at
+the smallest CPU and memory of its options and the best value of any) or says
+in `stats["no_bound"]` why it has no bound.  The checked path drops any bound
+below the answer's value (`stats["bound_dropped"]`).  Preemption by the
+caller's order (`preempt="order"`) is decided by the core, the same for every
+solver (`alloc.preempt`); a solver declares `order-preemption` when it keeps
+the jobs the core pins where they are.
+
 
 ## CPU and memory: the request, or a point of the profile grid
 

@@ -8,9 +8,9 @@ ROOT = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("ALLOC_SHARED", ROOT.parent / "shared"))
 
 settings.register_profile("default", deadline=None, max_examples=30,
-                          suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+                          suppress_health_check=[HealthCheck.too_slow])
 settings.register_profile("ci", deadline=None, max_examples=30, derandomize=True,
-                          suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+                          suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile("ci" if os.environ.get("CI") else "default")
 
 

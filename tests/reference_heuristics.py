@@ -2,14 +2,15 @@
 index (one scan of every server per job), kept to test that the indexed
 versions place every job exactly where these do.
 
-Two edits, the tie-breaks the indexed versions use:
+Three edits: the tie-breaks the indexed versions use, and the swap rule:
 
 * :func:`leftover_score` (and the ``greedy-upgrade`` score built on it)
   compares exactly (``Fraction``) instead of in floating point;
 * :meth:`Local.reoptimize` (the per-server option knapsack) sees the jobs in
   a canonical order -- by their option lists and values, then index -- when
   :data:`CANONICAL` is true (set it to False for the job-index order of
-  before).
+  before);
+* :func:`try_swap` never swaps out a job ranked above the one it brings in.
 """
 from __future__ import annotations
 
@@ -505,7 +506,7 @@ def try_swap(loc: Local, j: int) -> bool:
         jobs = sorted(loc.on[s])
         cur = _server_value(loc, s, jobs)
         for v in jobs:
-            if loc.value(v, loc.st.option[v], s) >= vj - 1e-12:
+            if p.prio_key[v] < p.prio_key[j] or loc.value(v, loc.st.option[v], s) >= vj - 1e-12:
                 continue
             a = loc.remove(v)
             gpus = loc.st.gpus_on_server(j, s)

@@ -1,80 +1,82 @@
-"""Every registered solver passes the conformance suite on random small
-instances (profiles across what the API accepts, running jobs, elastic jobs)
-and on the shipped tiny instances with known optima; every solver keeps its
-deadline on a 256-server instance."""
+"""Every registered solver -- a solver registered in this process included --
+passes the conformance suite of alloc.testing on calls drawn over the input
+space it declares (tenants and cells, every level, running jobs with move
+budgets and costs, every objective, seeds, the caller's order, elastic jobs,
+GPU sharing, GPU memory and compute), and the solvers agree with each other
+on shared calls; plus the shipped tiny instances with known optima and the
+deadline at 256 servers.
+
+Known defects found by the suite are tolerated by narrow filters below, each
+shown by an xfail test with its reproducer."""
 import random
 import time
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given, note, settings
 
-from alloc import Cluster, Job, Server, allocate, load_instance, load_model, solvers
-from alloc.conformance import applicable_solvers, check_across, check_solver, instances
-from alloc.model import Status
+from alloc import (Cell, Cluster, GpuShare, Job, Placement, Server, Tenant, allocate,
+                   load_instance, load_model, solvers)
+from alloc.model import Profile, Status
+from alloc.testing import (applicable_solvers, check_across, check_solver, check_solvers,
+                           solver_problems)
+from alloc.testing.strategies import instances
 
-TIME = 5.0
-
-
-def conform(cluster, jobs, **kw):
-    results, problems = {}, []
-    for name in applicable_solvers(cluster, jobs):
-        bad, a = check_solver(name, cluster, jobs, time_limit=TIME, **kw)
-        problems += bad
-        if a is not None:
-            results[name] = a
-    problems += check_across(results)
-    assert not problems, problems
-    return results
+#: Seconds per call: enough for the exact solvers to prove small optima, and a
+#: bound on the suite's time (a solver out of time answers ``feasible``).
+TIME = 2.0
+#: A solver registered at run time, as a user would (the suite must reach it).
+USER_SOLVER = "user-first-fit"
 
 
-@given(instances())
-def test_every_solver_conforms(inst):
-    conform(*inst)
+def known(call, line: str) -> bool:
+    """Known defects, tolerated here and shown by the xfail tests below."""
+    return line.startswith("[determinism] milp-cbc")    # test_milp_cbc_is_deterministic
 
 
-@settings(max_examples=15)
-@given(instances(random_profiles=True, running=True))
-def test_conforms_with_random_profiles_and_running_jobs(inst):
-    cluster, jobs = inst
-    results = conform(cluster, jobs)
-    running = {j.id: j.current for j in jobs if j.current is not None}
-    for name, a in results.items():      # no moves allowed: every running job stays
-        assert not a.moved
-        for jid, cur in running.items():
-            p = a.placement(jid)
-            assert (p is not None and p.same_as(cur)) or jid in a.preempted, (name, jid)
+@pytest.fixture
+def user_solver(monkeypatch):
+    from alloc import registry
+    monkeypatch.setattr(registry, "_EXTRA", dict(registry._EXTRA))
+    registry.register(USER_SOLVER, "alloc.solvers.heuristics.greedy:solve_proportional",
+                      capabilities=["sharing", "locality", "spread"])
+    return USER_SOLVER
 
 
-@settings(max_examples=8)
-@given(instances(max_servers=2, max_jobs=4, elastic=True))
-def test_conforms_with_elastic_jobs(inst):
-    conform(*inst)
+EXAMPLES = {n: (5 if s.exact else 15) for n, s in solvers().items()}
 
 
-@settings(max_examples=40)
-@given(instances(random_profiles=True, running=True))
-def test_drf_conforms_alone(inst):
-    """``drf`` on its own (it also runs in every cross-solver check above)."""
-    cluster, jobs = inst
-    if "drf" not in applicable_solvers(cluster, jobs):
-        return
-    bad, a = check_solver("drf", cluster, jobs, time_limit=TIME)
-    assert not bad, bad
-    for j in jobs:                       # running jobs stay exactly where they run
-        if j.current is not None:
-            assert a.placement(j.id).same_as(j.current)
+@pytest.mark.parametrize("name", [*sorted(n for n, s in solvers().items() if s.available),
+                                  USER_SOLVER])
+def test_each_solver_conforms(name, user_solver):
+    report = check_solver(name, max_examples=EXAMPLES.get(name, 10), time_limit=TIME,
+                          known=known)
+    assert report.examples and report.share(name) == 1.0
 
 
-@given(instances(max_servers=2, max_jobs=5))
+def test_solvers_agree_and_every_solver_runs(user_solver):
+    report = check_solvers(max_examples=3, time_limit=TIME, known=known)
+    reg = [n for n, s in solvers().items() if s.available]
+    assert USER_SOLVER in reg
+    low = {n: report.share(n) for n in reg if report.share(n) < 1 / report.groups}
+    assert not low, f"solvers that ran on less than 1/{report.groups} of the calls: {low}"
+
+
+@settings(max_examples=10)
+@given(instances(max_servers=2, max_jobs=5, capabilities={"sharing", "locality", "spread"},
+                 running=False))
 def test_exact_solvers_order_independent(inst):
+    """The input order changes neither a proven optimum nor the bounds."""
     cluster, jobs = inst
+    shuffled = list(jobs)
+    random.Random(1).shuffle(shuffled)
     for name in applicable_solvers(cluster, jobs, exact=True):
         a = allocate(cluster, jobs, solver=name, time_limit=TIME)
-        shuffled = list(jobs)
-        random.Random(1).shuffle(shuffled)
         b = allocate(cluster, shuffled, solver=name, time_limit=TIME)
-        if a.status is Status.OPTIMAL and b.status is Status.OPTIMAL:
-            assert abs(a.value - b.value) < 1e-6
+        note(f"{name}: {a.status} {a.value} <= {a.bound}; {b.status} {b.value} <= {b.bound}")
+        for x, y in ((a, b), (b, a)):
+            assert y.bound is None or x.value <= y.bound + 1e-6 * max(1.0, abs(y.bound))
+        assert (a.status is not Status.OPTIMAL or b.status is not Status.OPTIMAL
+                or abs(a.value - b.value) < 1e-6)
 
 
 @pytest.mark.parametrize("name", ["tiny-grid", "tiny-share", "tiny-types"])
@@ -82,14 +84,17 @@ def test_exact_solvers_order_independent(inst):
 def test_known_optimum(instances_dir, name, objective):
     inst = load_instance(instances_dir / f"{name}.json")
     opt = inst.meta["known_optimum"][objective]
+    results = {}
     for solver in applicable_solvers(inst.cluster, inst.jobs):
-        bad, a = check_solver(solver, inst.cluster, inst.jobs, objective=objective,
-                              time_limit=TIME)
+        bad, a = solver_problems(solver, inst.cluster, inst.jobs, objective=objective,
+                                 time_limit=5.0, skip=("determinism",))
         assert not bad, bad
+        results[solver] = a
         assert a.value <= opt + 1e-6, (solver, a.value, opt)
         if solvers()[solver].solves_problem_as_given:
             assert a.status is Status.OPTIMAL, (solver, a.status)
             assert a.value == pytest.approx(opt, abs=1e-6), solver
+    assert not check_across(results)
 
 
 def big_instance(servers: int = 256, seed: int = 0):
@@ -118,3 +123,57 @@ def test_every_solver_keeps_its_deadline_at_256_servers(limit):
             late.append((name, round(wall, 2)))
         assert a.status in (Status.FEASIBLE, Status.OPTIMAL, Status.UNKNOWN)
     assert not late, late
+
+
+# ------------------------------------------- defects found before (regression tests)
+def test_cpsat_tenancy_bound_covers_grid_points():
+    cl = Cluster((Server("s0", cpu=8000, mem=262144, gpus=4, gpu_type="V100"),))
+    jobs = [Job("a", gpus=1, gpu_milli=100, cpu=3000, mem=16384, model="res18"),
+            Job("b", gpus=3, cpu=6000, mem=49152)]
+    a = allocate(cl, jobs, solver="cpsat-tenancy", objective="gpus", check=False, time_limit=5)
+    assert a.bound is None or a.value <= a.bound + 1e-6
+
+
+def test_exact_bound_covers_grid_points_below_the_request():
+    cl = Cluster((Server("s0", cpu=8000, mem=262144, gpus=2, gpu_type="V100"),
+                  Server("s1", cpu=8000, mem=65536, gpus=0)))
+    jobs = [Job("j0", cpu=1000, mem=16384,
+                current=Placement("j0", (), {"s1": 1000}, {"s1": 16384})),
+            Job("j1", cpu=1000, mem=64000),
+            Job("j2", gpus=1, gpu_milli=100, cpu=1000, mem=16384, model="res18",
+                current=Placement("j2", (GpuShare("s0/gpu0", 100),), {"s0": 6000}, {"s0": 64000})),
+            Job("j3", gpus=1, gpu_milli=100, cpu=2000, mem=16384, model="res18", priority=1)]
+    best = allocate(cl, jobs, solver="local-search", objective="jobs").value      # 4 jobs
+    for name in ("cpsat", "milp"):
+        a = allocate(cl, jobs, solver=name, objective="jobs", check=False, time_limit=5)
+        assert a.value >= best - 1e-9 and (a.bound is None or a.bound >= best - 1e-6), name
+
+
+def test_exact_bound_covers_elastic_grid_points():
+    grid = Profile("p6", (500,), (8192, 16384), ((0.01, None),))
+    cl = Cluster((Server("s0", cpu=8000, mem=65536, gpus=4, gpu_type="V100"),))
+    jobs = [Job("j0", cpu=1000, mem=16384), Job("j1", cpu=1000, mem=16384),
+            Job("j6", gpus=3, cpu=3000, mem=49152, model="p6", profile=grid, min_gpus=1)]
+    for name in ("cpsat", "milp"):
+        a = allocate(cl, jobs, solver=name, objective="jobs", check=False, time_limit=5)
+        assert a.bound is None or a.value <= a.bound + 1e-6, (name, a.value, a.bound)
+
+
+def test_exact_never_below_a_heuristic_under_tenancy():
+    cl = Cluster((Server("s0", cpu=8000, mem=262144, gpus=4, gpu_type="V100"),
+                  Server("s1", cpu=8000, mem=524288, gpus=2, gpu_type="P100")),
+                 tenants={"vc0": Tenant("vc0", (Cell("server", 1, "P100"),))})
+    jobs = [Job("j0", gpus=1, gpu_milli=100, cpu=1000, mem=16384),
+            Job("j1", gpus=2, cpu=2000, mem=128000, model="res50")]
+    best = allocate(cl, jobs, solver="antman", time_limit=5).value
+    for name in ("cpsat", "milp"):
+        assert allocate(cl, jobs, solver=name, time_limit=5).value >= best - 1e-9, name
+
+
+@pytest.mark.xfail(strict=False, reason="exact family: milp-cbc's phases stop on wall-clock "
+                   "shares, so the same input and seed can give another placement of the "
+                   "same value")
+def test_milp_cbc_is_deterministic():
+    check_solver("milp-cbc", max_examples=6, time_limit=TIME,
+                 skip=("runs", "deadline", "input", "violations", "value", "status", "bound",
+                       "options"))

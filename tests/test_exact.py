@@ -6,7 +6,7 @@ import itertools
 from dataclasses import replace
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from alloc import allocate, violations
@@ -155,11 +155,15 @@ def test_never_below_warm_start(sv):
 
 
 def test_deterministic():
+    """Same input and seed: each call's value is within the other's bound,
+    and the values agree whenever both calls prove optimality (a call
+    stopped by the clock may stop elsewhere)."""
     cl, jobs = medium()
     a = allocate(cl, jobs, solver="cpsat", time_limit=5, seed=3)
     b = allocate(cl, jobs, solver="cpsat", time_limit=5, seed=3)
-    if a.status is Status.OPTIMAL and b.status is Status.OPTIMAL:
-        assert a.value == b.value
+    assert a.bound is not None and b.bound is not None
+    assert a.value <= b.bound + 1e-6 and b.value <= a.bound + 1e-6
+    assert a.status is not Status.OPTIMAL or b.status is not Status.OPTIMAL or a.value == b.value
 
 
 # -------------------------------------------------------------- features
@@ -255,7 +259,7 @@ def test_heuristics_registered():
 
 
 # ------------------------------------------------- objective step, dive
-@settings(max_examples=12, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(small_instance(), st.sampled_from(["throughput", "gpus", "jobs"]),
        st.floats(0.0, 0.999))
 def test_objective_step_bound_valid(inst, objective, frac):
@@ -264,9 +268,8 @@ def test_objective_step_bound_valid(inst, objective, frac):
     from alloc.objectives import get_objective, tighten
     cl, jobs = inst
     delta = get_objective(objective).step(cl, jobs)
+    assume(delta is not None)
     opt = brute_force(cl, jobs, objective)
-    if delta is None:
-        return
     assert delta > 0
     q = opt / delta
     assert abs(q - round(q)) < 1e-6, (opt, delta)

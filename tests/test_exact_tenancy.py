@@ -118,12 +118,13 @@ def test_a_higher_priority_job_may_preempt_so_the_exact_family_prices_it():
 def test_the_tenancy_path_is_never_below_a_heuristic():
     """A pending priority-1 job sends the input to the tenancy model, whose
     CPU/memory stay at the request; local-search gives the profiled job a
-    better grid point.  The exact family returns the heuristic's answer."""
+    better grid point (it swaps out p, of the same rank: never a job ranked
+    above).  The exact family returns the heuristic's answer."""
     cl = Cluster((Server("s0", 8000, 262144, 2, "V100"),))
     cur = Placement("r", (GpuShare("s0/gpu0", 1000),), {"s0": 1000}, {"s0": 16384})
     jobs = [Job("r", 1, cpu=1000, mem=16384, current=cur),
             Job("p", 1, cpu=1000, mem=16384, priority=1),
-            Job("m", 1, cpu=1000, mem=16384, model="res18")]
+            Job("m", 1, cpu=1000, mem=16384, model="res18", priority=1)]
     ls = allocate(cl, jobs, solver="local-search", time_limit=5)
     for solver in ("cpsat", "milp"):
         a = allocate(cl, jobs, solver=solver, time_limit=5)

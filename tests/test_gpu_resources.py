@@ -4,19 +4,17 @@ solver over-commits them."""
 import json
 import subprocess
 import sys
-from dataclasses import replace
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings
 
 from alloc import Cluster, Job, Server, allocate, load_instance, violations
-from alloc.conformance import instances
 from alloc.errors import InputError
 from alloc.io import allocation_from_dict, allocation_to_dict, instance_from_dict, instance_to_dict
 from alloc.model import Allocation, Cell, GpuShare, Instance, Placement, Tenant
 from alloc.resources import needs
 from alloc.solve import needed_capabilities
+from alloc.testing.strategies import instances
 
 
 def cluster(gpu_mem=None, tenants=True):
@@ -138,30 +136,20 @@ def test_types_too_small_for_a_job_are_never_used():
 
 
 # ----------------------------------------------------------------- property
-@st.composite
-def with_memory(draw):
-    c, jobs = draw(instances(max_servers=2, max_jobs=5))
-    out = []
-    for j in jobs:
-        if j.gpus and draw(st.booleans()):
-            j = replace(j, gpu_mem=draw(st.sampled_from([4000, 9000, 16000, 20000])))
-            if j.gpus == 1 and draw(st.booleans()):
-                j = replace(j, gpu_compute=draw(st.sampled_from([100, 400, 900])),
-                            gpu_mem_min=1000)
-        out.append(j)
-    return c, out
+MEMORY = {"sharing", "locality", "spread", "gpu-memory", "gpu-compute", "tenancy",
+          "colocation", "preemption"}
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
-@given(with_memory())
+@settings(max_examples=25, deadline=None)
+@given(instances(max_servers=2, max_jobs=5, capabilities=MEMORY))
 def test_no_solver_over_commits_gpu_memory_or_compute(inst):
-    from alloc.conformance import applicable_solvers
-    from alloc.validate import model_problems
+    """Every heuristic that takes the input keeps GPU memory and compute
+    (the exact solvers run in the conformance suite)."""
+    from alloc.testing import applicable_solvers, overcommit_problems
     c, jobs = inst
-    if model_problems(c, jobs):
-        return
-    for name in applicable_solvers(c, jobs):
-        if name in ("cpsat", "milp", "milp-cbc", "synergy-opt"):
-            continue                       # covered by the conformance suite
+    ran = applicable_solvers(c, jobs, exact=False)
+    assert ran                                   # antman takes every such input
+    for name in ran:
         r = allocate(c, jobs, solver=name, time_limit=3, check=False)
+        assert overcommit_problems(c, jobs, r) == [], name
         assert violations(c, jobs, r) == [], name

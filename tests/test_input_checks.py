@@ -46,10 +46,12 @@ def test_unknown_gpu_type_warns_once_per_model_and_type():
 
 
 def test_valid_input_is_silent():
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        allocate(V100, [FINE, Job("plain", gpus=1, cpu=1, mem=1)], solver="best-fit")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        a = allocate(V100, [FINE, Job("plain", gpus=1, cpu=1, mem=1)], solver="best-fit")
         alloc.Session(V100, jobs=[FINE], solver="best-fit").step()
+    assert len(a.placements) == 2
+    assert not [w for w in caught if issubclass(w.category, InputWarning)]
 
 
 def test_session_warns_for_a_submitted_job():

@@ -3,15 +3,15 @@ running jobs are fixed and their capacity is taken; ranks follow the order."""
 from hypothesis import given, settings
 
 from alloc import Cluster, GpuShare, Job, Placement, Server
-from alloc.conformance import instances
 from alloc.deadline import Deadline
 from alloc.problem import compile_problem, job_order
 from alloc.registry import get_solver
+from alloc.testing.strategies import instances
 from alloc.validate import prepare
 
 
 @settings(max_examples=40)
-@given(instances(random_profiles=True, running=True, elastic=True))
+@given(instances())
 def test_value_on_indices_equals_the_placements_value(inst):
     cl, jobs = prepare(*inst)
     for obj in ("throughput", "gpus", "jobs"):

@@ -76,7 +76,7 @@ BAD_EVENTS = [
     ("drain_server", ("nope",), "unknown server"),
     ("undrain_server", ("s0",), "is not drained"),
     ("set_order", (["j0", "j0"],), "listed twice"),
-    ("set_order", (["j0", "zz"],), "unknown job 'zz'"),
+    ("set_order", (["j0", ["zz"]],), "expected a job id"),
     ("set_order", ("j0",), "expected a list"),
     ("submit", (job("j0"),), "already exists"),
     ("submit", (Job("x", 2, gpu_milli=500),), "gpu_milli"),
@@ -276,8 +276,12 @@ def test_order_given_at_construction_with_initial_jobs():
     s = Session(cluster(1), jobs=jobs, order=["j2", "j0"])
     r = checked_step(s)
     assert [p.job for p in r.start] == ["j2"]
-    with pytest.raises(InputError, match=r"order\[0\]: unknown job"):
-        Session(cluster(1), order=["zz"])
+    with pytest.raises(InputError, match=r"order\[1\]: job 'zz' listed twice"):
+        Session(cluster(1), order=["zz", "zz"])
+    # ids not submitted yet take their place when they are
+    s = Session(cluster(1), order=["later", "j0"], jobs=[job("j0", 8)])
+    s.submit(job("later", 8))
+    assert [p.job for p in checked_step(s).start] == ["later"]
 
 
 def test_priority_changes_the_order():

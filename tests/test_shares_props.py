@@ -2,13 +2,14 @@
 max-min bottlenecks, water-filling's leximin order, finish-time fairness
 against the isolated share, tenant weights, weight monotonicity, feasibility."""
 import numpy as np
-from hypothesis import given, settings, strategies as st
+from hypothesis import assume, given, settings, strategies as st
 
 from alloc.kernel import LinearModel, solve
 from alloc.model import Status
 from alloc.shares import POLICIES, problem_from_dict, solve_shares
 from alloc.shares import check
 from alloc.shares.policies import FREEZE_MARGIN
+from alloc.testing import water_filling_problems
 
 TYPES = ("a", "b", "c")
 PROPS = settings(max_examples=25, deadline=None)
@@ -98,19 +99,12 @@ def test_max_min_no_job_at_the_minimum_can_rise(seed, m, k):
 @PROPS
 @given(seed=st.integers(0, 2 ** 31), m=st.integers(2, 7), k=st.integers(1, 3))
 def test_water_filling_no_job_can_rise_without_lowering_one_at_or_below(seed, m, k):
+    """alloc.testing's water-filling check; a frozen job is kept at its
+    round's level less FREEZE_MARGIN (relative), so the floors hold it at
+    the level."""
     p = build(seed, m, k)
     r = solve_shares(p, "water-filling")
-    v = values(p, r)
-    for i in range(p.m):
-        floors = np.where(v <= v[i] * (1 + 1e-9), v, np.nan)
-        floors[i] = np.nan
-        best = value_lp(p, i, floors)
-        if best > v[i] * (1 + 1e-6) + 1e-9:
-            # a frozen job is kept at its round's level less 1e-9 (relative);
-            # where one job's rise costs another a thousandfold less, that
-            # margin alone lets it rise ~1e-6: held at the levels, it cannot
-            best = value_lp(p, i, floors * (1 + FREEZE_MARGIN))
-            assert best is not None and best <= v[i] * (1 + 1e-6) + 1e-9, (i, best, v[i])
+    assert not water_filling_problems(p, r.X, r.Y, margin=FREEZE_MARGIN)
 
 
 def lex_geq(ours, other, tol=1e-7):
@@ -170,8 +164,7 @@ def test_tenant_weights_respected_when_backlogged(seed, m, tenants, within):
     p = problem_from_dict(doc)
     r = solve_shares(p, "hierarchical")
     time = r.X.sum(axis=1)
-    if (time >= 1 - 1e-9).any():
-        return                                 # someone is not backlogged
+    assume(not (time >= 1 - 1e-9).any())     # everyone backlogged
     agg = np.zeros(tenants)
     np.add.at(agg, np.arange(m) % tenants, check.normalized_shares(p, r.effective) * p.weight)
     np.testing.assert_allclose(agg / W, (agg / W).mean(), rtol=1e-6)

@@ -23,6 +23,7 @@ import csv
 import io
 import math
 import os
+import re
 import sys
 import time
 from dataclasses import dataclass
@@ -166,6 +167,9 @@ def _read_rows(path, required: Sequence[str]):
     return path, pos, rows
 
 
+_INTEGER = re.compile(r"[+-]?[0-9]+")
+
+
 def _field(path, line, row, pos, col, *, integer=True, required=True, maximum=MAX_INT):
     i = pos[col]
     if i >= len(row) or (required and row[i].strip() == ""):
@@ -175,12 +179,13 @@ def _field(path, line, row, pos, col, *, integer=True, required=True, maximum=MA
     v = row[i].strip()
     if not integer:
         return v
-    try:
-        x = int(v)
-    except ValueError:
+    # ASCII digits with an optional sign only: Python's int() also reads other
+    # scripts' digits ("٥٠٠") and underscores ("1_000"), which no CSV means
+    if not _INTEGER.fullmatch(v):
         shown = v if len(v) <= 40 else v[:37] + "..."
         raise InputError(f"{path}:{line}: column '{col}' expected an integer, got {shown!r}") \
             from None
+    x = int(v)
     if x < 0 or x > maximum:
         shown = str(x) if len(v) <= 40 else v[:37] + "..."
         raise InputError(f"{path}:{line}: column '{col}' expected an integer 0..{maximum}, "

@@ -41,6 +41,9 @@ def solve_cbc(model: LinearModel, time_limit: float, *, seed: int = 0, relax: bo
         xs[k].setInitialValue(v)
     # the time limit covers building the model too
     left = float(time_limit) - (time.perf_counter() - t0)
+    if left <= 0:
+        return Result(Status.UNKNOWN, stats={"engine": "cbc", "wall": time.perf_counter() - t0,
+                                             "timed_out": "build"})
     solver = pulp.PULP_CBC_CMD(msg=False, timeLimit=max(0.01, left), gapRel=0.0,
                                warmStart=warm, options=[f"randomSeed {int(seed) % 2**31}"])
     stats = {"engine": "cbc"}

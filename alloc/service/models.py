@@ -48,6 +48,9 @@ class Settings(_Strict):
     move_cost: float | None = Field(None, ge=0, allow_inf_nan=False,
                                     description="objective units per move")
     order: list[str] | None = Field(None, description="job ids, highest rank first")
+    preempt: Literal["order"] | None = Field(
+        None, description="'order': a running job ranked below a waiting job that cannot "
+                          "otherwise be placed is stopped for it (null: the tenancy rules)")
 
 
 class SolveIn(Settings):
@@ -92,6 +95,26 @@ class FailJob(_Strict):
     requeue: bool = False
 
 
+class Stop(_Strict):
+    """The job was stopped on purpose (not a failure): it leaves, or waits again."""
+    type: Literal["stop"]
+    job: str
+    requeue: bool = False
+
+
+class Preempt(_Strict):
+    """The scheduler preempted the running job: it waits, not placed next round."""
+    type: Literal["preempt"]
+    job: str
+
+
+class Reconcile(_Strict):
+    """What runs where, as the caller sees it: job id -> GPU names (null: where the
+    session has it); the session reports and fixes the difference."""
+    type: Literal["reconcile"]
+    running: dict[str, list[str] | None]
+
+
 class FailServer(_Strict):
     """The server is gone: its jobs wait again."""
     type: Literal["fail_server"]
@@ -129,8 +152,9 @@ class SetOrder(_Strict):
     order: list[str] | None
 
 
-Event = Annotated[Union[Submit, Finish, FailJob, FailServer, DrainServer, UndrainServer,
-                        AddServer, SetPriority, SetOrder], Field(discriminator="type")]
+Event = Annotated[Union[Submit, Finish, FailJob, Stop, Preempt, Reconcile, FailServer,
+                        DrainServer, UndrainServer, AddServer, SetPriority, SetOrder],
+                  Field(discriminator="type")]
 
 
 class EventsIn(_Strict):

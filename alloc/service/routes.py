@@ -39,7 +39,7 @@ def _check_size(cfg, servers: Any, where: str) -> None:
 
 def _settings(body: m.Settings) -> dict:
     return dict(solver=body.solver, objective=body.objective, seed=body.seed,
-                max_moves=body.max_moves, move_cost=body.move_cost)
+                max_moves=body.max_moves, move_cost=body.move_cost, preempt=body.preempt)
 
 
 def add_routes(app: FastAPI, auth) -> None:
@@ -72,9 +72,12 @@ def add_routes(app: FastAPI, auth) -> None:
         tl = _time_limit(cfg, body.time_limit)
         _check_size(cfg, _servers(body.instance), "instance.cluster.servers")
         inst = instance_from_dict(body.instance, "instance")
+        if body.preempt is not None and "preempt" in body.options:
+            from ..errors import InputError
+            raise InputError("preempt: given both as a setting and as a solver option")
         a = allocate(inst.cluster, inst.jobs, time_limit=tl,
                      instance=inst.name, order=body.order, strict=body.strict,
-                     **_settings(body), **body.options)
+                     **{**_settings(body), **body.options})
         return JSONResponse(allocation_to_dict(a))
 
     @app.post("/v1/check", response_model=m.CheckOut, dependencies=deps, tags=["library"],

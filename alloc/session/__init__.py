@@ -2,8 +2,9 @@
 
 A scheduler calls :func:`alloc.allocate` every round with the jobs waiting
 and the jobs running.  A :class:`Session` keeps both: the scheduler reports
-*events* (a job arrived, finished or failed; a server failed, was drained or
-added; priorities and ranks changed) and asks for a *round*
+*events* (a job arrived, finished, failed, was stopped or preempted; a server
+failed, was drained or added; priorities and ranks changed; what runs, as the
+scheduler sees it: `Session.reconcile`) and asks for a *round*
 (:meth:`Session.step`), which answers with what to change -- jobs to start,
 to move and to preempt, each with its binding (GPUs, CPU and memory per
 server) -- and makes the placed jobs running.
@@ -25,6 +26,7 @@ servers), :mod:`.journal` (atomic batches), :mod:`.result` (a round's answer).
 """
 from .core import Session
 from .events import apply_event, job_from_dict, server_from_dict
-from .result import RoundResult
+from .result import Reconciled, RoundResult
 
-__all__ = ["RoundResult", "Session", "apply_event", "job_from_dict", "server_from_dict"]
+__all__ = ["Reconciled", "RoundResult", "Session", "apply_event", "job_from_dict",
+           "server_from_dict"]

@@ -15,8 +15,9 @@ from collections import defaultdict
 from dataclasses import replace
 from typing import Iterable, Mapping
 
+from ..check import placement_servers
 from ..errors import InputError
-from ..model import DEFAULT_GPU_TYPE, MILLI, Cluster, Job, Placement, Profile, Server
+from ..model import DEFAULT_GPU_TYPE, MILLI, Cluster, Job, Profile, Server
 from ..validate import (job_field_problems, job_rule_problems, profile_object_problems,
                         server_problems)
 
@@ -63,13 +64,6 @@ def check_job(job, cluster: Cluster, capabilities: frozenset, solver: str, where
                          f"{', '.join(sorted(missing))} which this job needs")
     from ..validate import warn_model
     warn_model(cluster, [job], where)
-
-
-def placement_servers(p: Placement) -> set[str]:
-    """Ids of the servers a placement uses (GPUs, CPU, memory)."""
-    out = set(p.cpu) | set(p.mem)
-    out.update(g.gpu.split("/", 1)[0] for g in p.gpus)
-    return out
 
 
 def server_usage(cluster: Cluster, sid: str, running: Iterable[Job]

@@ -8,19 +8,22 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from ..deadline import Deadline, check_time_limit
 from ..errors import InputError, SolverUnavailable
-from ..model import Allocation, Cluster, Job, Profile, Server
+from ..model import Allocation, Cluster, GpuShare, Job, Placement, Profile, Server
 from ..validate import PRIORITY_RANGE, _short, check_call_settings
 from .blockers import blockers, breaches, strip
 from .checks import (check_current, check_job, check_server, placement_servers,
                      resolve_profile)
 from ..carry import Carry
+from .ids import ID_PREFIX, GpuKeys, JobIds
 from .journal import Journal
-from .result import RoundResult
+from .result import Reconciled, RoundResult
 
 #: Rounds solved again when a solver placed a job on a closed server.
 MAX_RERUNS = 3
 #: Why a job was held back from a round that would have put it on a blocked server.
 BLOCKED_REASON = "only a drained or failed server had room for it this round"
+#: Why a job the scheduler preempted waits this round.
+HELD_REASON = "preempted by the scheduler; not placed again in the round that follows"
 
 
 class Session:
@@ -50,8 +53,17 @@ class Session:
         None: any number, with ``move_cost``).
     move_cost : float, optional
         Objective units per move.
-    order : sequence of str, optional
-        Ranked job ids, highest first (see :meth:`set_order`).
+    order : sequence, optional
+        Ranked job ids, highest first (see `set_order`).
+    preempt : {None, "order"}
+        Who may stop a running job in a round, as for [allocate][alloc.allocate]:
+        the tenancy rules (None), or the order (a running job ranked below a
+        waiting job that cannot otherwise be placed is stopped for it).
+    gpu_keys : mapping or callable, optional
+        The caller's key of each GPU (a mapping from the core's names
+        ``"<server>/gpu<k>"``, or a function of the name): rounds report
+        GPUs by these keys (`RoundResult.gpus`), and `placement` and
+        `reconcile` take them.
     seed : int
         Seed of every round.
     name : str
@@ -71,6 +83,11 @@ class Session:
     ``current(j) = placement(j)`` for every placed job and
     ``current(j) = None`` for every preempted one.
 
+    Job ids may be any hashable value (an integer, a tuple); what the session
+    returns uses them (`RoundResult` `start`, `stop`, `unplaced`, ...),
+    while `Job.id` inside the session and the round's `allocation` use
+    the core's string names (the same when the ids are strings).
+
     Examples
     --------
     >>> from alloc import Cluster, Job, Server, Session
@@ -88,13 +105,13 @@ class Session:
     def __init__(self, cluster: Cluster, *, jobs: Sequence[Job] = (), solver: str = "best-fit",
                  objective: str = "throughput", time_limit: float | None = None,
                  options: Mapping[str, Any] | None = None, max_moves: int | None = 0,
-                 move_cost: float | None = None, order: Sequence[str] | None = None,
-                 seed: int = 0, name: str = "session",
-                 models: Mapping[str, Profile] | None = None):
+                 move_cost: float | None = None, order: Sequence | None = None,
+                 preempt: str | None = None, gpu_keys=None, seed: int = 0,
+                 name: str = "session", models: Mapping[str, Profile] | None = None):
         from ..objectives import get_objective
         from ..options import validate_options
         from ..registry import get_solver
-        from ..solve import needed_capabilities
+        from ..solve import check_preempt, needed_capabilities
         from ..validate import prepare
         try:
             self._info = get_solver(solver)
@@ -112,10 +129,14 @@ class Session:
         if why:
             raise SolverUnavailable(f"solver {solver!r} is unavailable: {why}")
         self._models = dict(models or {})
-        jobs = [resolve_profile(j, self._models, f"jobs[{i}]") if isinstance(j, Job) else j
-                for i, j in enumerate(jobs)]
+        self._ids, self._gpus = JobIds(), GpuKeys(gpu_keys)
+        self._journal = Journal()
+        jobs = [self._core_job(resolve_profile(j, self._models, f"jobs[{i}]"), f"jobs[{i}]")
+                if isinstance(j, Job) else j for i, j in enumerate(jobs)]
         cluster, jobs = prepare(cluster, jobs)
-        missing = needed_capabilities(cluster, jobs) - self._info.capabilities
+        check_preempt(cluster, jobs, preempt)
+        self.preempt_rule = preempt
+        missing = needed_capabilities(cluster, jobs, preempt) - self._info.capabilities
         if missing:
             raise InputError(f"solver {solver!r} does not support {', '.join(sorted(missing))} "
                              f"which this cluster or its jobs need")
@@ -127,19 +148,20 @@ class Session:
         self._on_server: dict[str, set[str]] = {}
         self._drained: dict[str, None] = {}
         self._failed: dict[str, None] = {}
-        self._order: dict[str, int] | None = None
-        self._counts = {"events": 0, "finished": 0, "failed": 0}
+        self._order: dict | None = None
+        self._held: dict[str, None] = {}
+        self._counts = {"events": 0, "finished": 0, "failed": 0, "stopped": 0,
+                        "preempted": 0}
         self._next_seq = 0
         self._round = 0
         self._last: RoundResult | None = None
-        self._journal = Journal()
         #: what the core and the solver derived last round (`alloc.carry`)
         self._carry = Carry()
         for j in jobs:
             self._put(j if j.current is None or j.current.job == j.id
                       else replace(j, current=replace(j.current, job=j.id)))
         if order is not None:
-            self._order = _ranks(order, self._jobs, "order")
+            self._order = _ranks(order, "order")
 
     # ---------------------------------------------------------------- views
     @property
@@ -148,19 +170,22 @@ class Session:
         return self._cluster
 
     @property
-    def jobs(self) -> Mapping[str, Job]:
-        """Every job by id, in submission order (read-only view)."""
-        return MappingProxyType(self._jobs)
+    def jobs(self) -> Mapping:
+        """Every job by the caller's id, in submission order (read-only view)."""
+        if not self._ids.mapped:
+            return MappingProxyType(self._jobs)
+        return MappingProxyType({self._ids.caller(j): job for j, job in self._jobs.items()})
 
     @property
-    def running(self) -> tuple[str, ...]:
+    def running(self) -> tuple:
         """Ids of the running jobs (``current`` set)."""
-        return tuple(j for j, job in self._jobs.items() if job.current is not None)
+        return tuple(self._ids.caller(j) for j, job in self._jobs.items()
+                     if job.current is not None)
 
     @property
-    def pending(self) -> tuple[str, ...]:
+    def pending(self) -> tuple:
         """Ids of the waiting jobs."""
-        return tuple(j for j, job in self._jobs.items() if job.current is None)
+        return tuple(self._ids.caller(j) for j, job in self._jobs.items() if job.current is None)
 
     @property
     def drained(self) -> tuple[str, ...]:
@@ -174,7 +199,13 @@ class Session:
         return tuple(self._failed)
 
     @property
-    def order(self) -> tuple[str, ...] | None:
+    def counts(self) -> Mapping[str, int]:
+        """Events so far by kind: ``finished``, ``failed``, ``stopped``,
+        ``preempted`` (by the scheduler's events and by rounds)."""
+        return MappingProxyType({k: v for k, v in self._counts.items() if k != "events"})
+
+    @property
+    def order(self) -> tuple | None:
         """The explicit job order, highest rank first (None: by priority)."""
         if self._order is None:
             return None
@@ -224,10 +255,15 @@ class Session:
         if not isinstance(job, Job):
             raise InputError(f"{where}: expected a Job, got {_short(job)}")
         with self._journal.transaction(self._reorder):
-            if isinstance(job.id, str) and job.id in self._jobs:
-                raise InputError(f"{where}: job {job.id!r} already exists")
-            job = resolve_profile(job, self._models, f"{where}.job")
+            if self._ids.core(job.id) in self._jobs:
+                raise InputError(f"{where}: job {_short(job.id)} already exists")
+            job = self._core_job(resolve_profile(job, self._models, f"{where}.job"),
+                                 f"{where}.job")
             check_job(job, self._cluster, self._info.capabilities, self.solver, f"{where}.job")
+            if self.preempt_rule == "order" and (job.guaranteed or job.tenant is not None):
+                raise InputError(f"{where}.job: a tenant's job in a session that preempts by "
+                                 f"order (preemption by order is for clusters without "
+                                 f"tenants' guarantees)")
             if job.current is not None:
                 job = check_current(job, self._cluster, self._on_server, self._jobs,
                                     f"{where}.job")
@@ -235,27 +271,62 @@ class Session:
             self._put(job)
             self._bump("events")
 
-    def finish(self, job_id: str, *, where: str | None = None) -> None:
+    def finish(self, job_id, *, where: str | None = None) -> None:
         """Remove a job that completed (its resources are free at once)."""
         with self._journal.transaction(self._reorder):
-            self._known(job_id, where or "finish")
-            self._drop(job_id)
+            job = self._known(job_id, where or "finish")
+            self._drop(job.id)
             self._bump("finished")
             self._bump("events")
 
-    def fail_job(self, job_id: str, *, requeue: bool = False, where: str | None = None) -> None:
-        """A job stopped abnormally: it leaves the session (counted as failed),
-        or with ``requeue=True`` waits again for a placement."""
+    def fail_job(self, job_id, *, requeue: bool = False, where: str | None = None) -> None:
+        """A job stopped abnormally (it crashed): it leaves the session
+        (counted as failed), or with ``requeue=True`` waits again for a
+        placement.  A job stopped on purpose is `stop` or `preempt`."""
+        self._leave(job_id, requeue, "failed", where or "fail_job")
+
+    def stop(self, job_id, *, requeue: bool = False, hold: bool = False,
+             where: str | None = None) -> None:
+        """A job stopped on purpose, not a failure (cancelled, or suspended by
+        the scheduler): it leaves the session (counted as stopped), or with
+        ``requeue=True`` waits again for a placement (``hold=True``: not in
+        the next round).  A waiting job may be stopped (cancelled) too."""
+        where = where or "stop"
         with self._journal.transaction(self._reorder):
-            job = self._known(job_id, where or "fail_job")
+            if not isinstance(hold, bool) or (hold and requeue is not True):
+                raise InputError(f"{where}.hold: expected true (with requeue) or false, "
+                                 f"got {_short(hold)}")
+            self._leave(job_id, requeue, "stopped", where)
+            if hold:
+                self._flag(self._held, self._known(job_id, where).id, True)
+
+    def preempt(self, job_id, *, where: str | None = None) -> None:
+        """The scheduler preempted a running job by its own policy: it waits
+        again (counted as preempted) and the next round does not place it
+        (a job stopped to make room does not start again in the same step)."""
+        where = where or "preempt"
+        with self._journal.transaction(self._reorder):
+            job = self._known(job_id, where)
+            if job.current is None:
+                raise InputError(f"{where}: job {_short(job_id)} is not running")
+            self._put(replace(job, current=None))
+            self._flag(self._held, job.id, True)
+            self._bump("preempted")
+            self._bump("events")
+
+    def _leave(self, job_id, requeue, count: str, where: str) -> None:
+        with self._journal.transaction(self._reorder):
+            job = self._known(job_id, where)
             if not isinstance(requeue, bool):
-                raise InputError(f"{where or 'fail_job'}.requeue: expected true or false, "
+                raise InputError(f"{where}.requeue: expected true or false, "
                                  f"got {_short(requeue)}")
             if requeue:
+                if job.current is None:
+                    raise InputError(f"{where}: job {_short(job_id)} is not running")
                 self._put(replace(job, current=None))
             else:
-                self._drop(job_id)
-                self._bump("failed")
+                self._drop(job.id)
+                self._bump(count)
             self._bump("events")
 
     def fail_server(self, server_id: str, *, where: str | None = None) -> tuple[str, ...]:
@@ -275,6 +346,7 @@ class Session:
             lost = sorted(self._on_server.get(server_id, ()), key=self._arrival.__getitem__)
             for jid in lost:
                 self._put(replace(self._jobs[jid], current=None))
+            lost = [self._ids.caller(j) for j in lost]
             if server_id in self._drained:
                 self._flag(self._drained, server_id, False)
             from ..tenancy import tenant_problems
@@ -330,7 +402,7 @@ class Session:
             self._set_cluster(new)
             self._bump("events")
 
-    def set_priority(self, job_id: str, priority: int, *, where: str | None = None) -> None:
+    def set_priority(self, job_id, priority: int, *, where: str | None = None) -> None:
         """Change a job's priority (-1000..1000; see :meth:`set_order` for ranks)."""
         where = where or "set_priority"
         with self._journal.transaction(self._reorder):
@@ -343,15 +415,66 @@ class Session:
             self._put(replace(job, priority=priority))
             self._bump("events")
 
-    def set_order(self, ranked: Sequence[str] | None, *, where: str | None = None) -> None:
+    def set_order(self, ranked: Sequence | None, *, where: str | None = None) -> None:
         """Rank jobs explicitly, highest first (as LAS, FIFO or Tiresias
-        produce; any length).  Unlisted jobs come after, by priority; None
-        goes back to priority order.  Finished jobs leave the order."""
+        produce; any length, no cap).  Unlisted jobs come after, by priority;
+        None goes back to priority order.
+
+        The order may name jobs not submitted yet: each takes its place when
+        it is submitted (a scheduler may rank its whole queue before handing
+        the jobs over).  Finished jobs leave the order.  An id listed twice,
+        or one that is not hashable, is an error."""
         where = where or "set_order"
         with self._journal.transaction(self._reorder):
-            self._set_order(None if ranked is None else _ranks(ranked, self._jobs,
-                                                              f"{where}.order"))
+            self._set_order(None if ranked is None else _ranks(ranked, f"{where}.order"))
             self._bump("events")
+
+    def placement(self, job_id, gpus, *, where: str | None = None) -> Placement:
+        """A placement of the job on ``gpus`` (the caller's GPU keys, or the
+        core's GPU names; a CPU-only job: one server id), with its requested
+        CPU and memory split over the servers in proportion to their GPUs --
+        for `submit` with ``current`` and for `reconcile`."""
+        where = where or "placement"
+        job = self._known(job_id, where)
+        return self._placement_of(job, gpus, where)
+
+    def reconcile(self, running, *, where: str | None = None) -> Reconciled:
+        """State what runs, as the scheduler sees it; the session reports and
+        fixes the difference (atomically).
+
+        Parameters
+        ----------
+        running : mapping or iterable
+            Every job the scheduler believes is running: a mapping from job
+            id to where it runs (a `Placement`, a list of GPU keys, or None
+            for "where the session has it"), or a list of job ids.
+
+        Returns
+        -------
+        Reconciled
+            ``started``: jobs the session had waiting, now running where the
+            scheduler says; ``moved``: running jobs whose placement differed,
+            now the scheduler's; ``stopped``: jobs the session had running
+            that the scheduler does not list, now waiting.
+
+        Raises
+        ------
+        InputError
+            An unknown job, a waiting job given without its placement, a
+            placement that does not fit what the other running jobs hold.
+        """
+        where = where or "reconcile"
+        if isinstance(running, Mapping):
+            items = list(running.items())
+        elif isinstance(running, (str, bytes)) or not isinstance(running, Iterable):
+            raise InputError(f"{where}: expected a mapping of job ids to placements or a "
+                             f"list of job ids, got {_short(running)}")
+        else:
+            items = [(j, None) for j in running]
+        with self._journal.transaction(self._reorder):
+            out = self._reconcile(items, where)
+            self._bump("events")
+        return out
 
     def apply(self, events: Iterable) -> list:
         """Apply a batch of events atomically: all of them or (on the first
@@ -405,10 +528,10 @@ class Session:
         blocked = set(self._drained) | set(self._failed)
         extra = [b for sid in blocked for b in blockers(
             self._cluster, sid, (self._jobs[j] for j in self._on_server.get(sid, ())))]
-        excluded: dict[str, str] = {}
+        excluded: dict[str, str] = dict.fromkeys(self._held, HELD_REASON)
         no_moves = False
         timings = {"compile_s": 0.0, "solve_s": 0.0, "attempts": 0}
-        order = list(self._order) if self._order is not None else None
+        order = self._round_order(blocked, extra)
         for attempt in range(MAX_RERUNS + 2):
             if attempt > MAX_RERUNS:  # last resort: start nothing, move nothing
                 excluded.update((j, BLOCKED_REASON) for j, job in self._jobs.items()
@@ -420,7 +543,8 @@ class Session:
             problem = compile_problem(
                 self._cluster, jobs + extra, self._objective, self.name, order=order,
                 max_moves=0 if no_moves else self.max_moves,
-                move_cost=None if no_moves else self.move_cost, carry=self._carry)
+                move_cost=None if no_moves else self.move_cost, preempt=self.preempt_rule,
+                carry=self._carry)
             t2 = time.perf_counter()
             alloc = run_solver(problem, self._info, deadline, seed=self.seed,
                                options=self._options, timings=timings)
@@ -441,6 +565,21 @@ class Session:
                             reasons={**alloc.reasons, **excluded})
         return alloc, timings
 
+    def _round_order(self, blocked, extra) -> list[str] | None:
+        """The core's job order: the caller's, its ids the core's (jobs not
+        submitted yet left out); under preemption by order the jobs of closed
+        servers (and their blockers) first, so that no one stops them to start
+        something there."""
+        first: list[str] = []
+        if self.preempt_rule == "order":
+            first = [b.id for b in extra] + [j for sid in sorted(blocked)
+                                             for j in sorted(self._on_server.get(sid, ()))]
+        if self._order is None and not first:
+            return None
+        core, jobs = self._ids.core, self._jobs
+        rest = [c for c in map(core, self._order or ()) if c in jobs]
+        return list(dict.fromkeys(first + rest))
+
     def _commit(self, alloc: Allocation, timings: dict, t0: float) -> RoundResult:
         t1 = time.perf_counter()
         jobs = self._jobs
@@ -452,11 +591,23 @@ class Session:
             self._put(replace(self._jobs[p.job], current=p))
         for j in alloc.preempted:
             self._put(replace(self._jobs[j], current=None))
+        self._counts["preempted"] += len(alloc.preempted)
+        self._held.clear()
         self._round += 1
         timings["commit_s"] = time.perf_counter() - t1
-        now = time.perf_counter()
+        ext = self._ids.caller
+        gpus = {ext(p.job): tuple(self._gpus.caller(g.gpu) for g in p.gpus)
+                for p in start + move}
+        why = alloc.stats.get("preempted_for") or {}
+        if self._ids.mapped:
+            start, move, preempt = ([replace(p, job=ext(p.job)) for p in ps]
+                                    for ps in (start, move, preempt))
+            moved_from = {ext(j): replace(p, job=ext(j)) for j, p in moved_from.items()}
         res = RoundResult(self._round, tuple(start), tuple(move), tuple(preempt), moved_from,
-                          alloc.unplaced, alloc.reasons, alloc, now - t0, timings)
+                          tuple(map(ext, alloc.unplaced)),
+                          {ext(j): r for j, r in alloc.reasons.items()}, alloc,
+                          time.perf_counter() - t0, timings, gpus,
+                          {ext(v): ext(b) for v, b in why.items()})
         self._last = res
         return res
 
@@ -474,9 +625,10 @@ class Session:
             "servers": [server_to_dict(s) for s in self._cluster.servers],
             "drained": list(self._drained), "failed": list(self._failed),
             "order": None if self._order is None else list(self._order),
+            "preempt": self.preempt_rule,
             "counts": {"jobs": len(self._jobs), "running": len(self.running),
                        "pending": len(self._jobs) - len(self.running),
-                       "finished": self._counts["finished"], "failed": self._counts["failed"]},
+                       **{k: v for k, v in self._counts.items() if k != "events"}},
         }
         if jobs:
             out["jobs"] = [job_to_dict(j) for j in self._jobs.values()]
@@ -484,11 +636,78 @@ class Session:
 
     # -------------------------------------------------------------- helpers
     def _known(self, job_id, where: str) -> Job:
-        job = self._jobs.get(job_id) if isinstance(job_id, str) else None
+        job = self._jobs.get(self._ids.core(job_id))
         if job is None:
             raise InputError(f"{where}: unknown job {_short(job_id)} (never submitted, or "
                              f"already finished)")
         return job
+
+    def _core_job(self, job: Job, where: str) -> Job:
+        """``job`` named by its core id (a new internal name for an id that is
+        not a string; its ``current`` renamed with it)."""
+        if isinstance(job.id, str):
+            if job.id.startswith(ID_PREFIX):
+                raise InputError(f"{where}.id: ids starting with {ID_PREFIX!r} are reserved")
+            return job
+        cid = self._ids.add(job.id, where, self._journal.record)
+        cur = job.current
+        if cur is not None and cur.job in ("", job.id):
+            cur = replace(cur, job=cid)
+        return replace(job, id=cid, current=cur)
+
+    def _placement_of(self, job: Job, gpus, where: str) -> Placement:
+        if isinstance(gpus, Placement):
+            return replace(gpus, job=job.id)
+        c = self._cluster
+        if job.gpus == 0:
+            if gpus not in c.server_index:
+                raise InputError(f"{where}: expected a server id for CPU-only job "
+                                 f"{_short(self._ids.caller(job.id))}, got {_short(gpus)}")
+            return Placement(job.id, (), {gpus: job.cpu}, {gpus: job.mem})
+        if isinstance(gpus, (str, bytes, Mapping)) or not isinstance(gpus, Iterable):
+            raise InputError(f"{where}: expected a list of GPUs, got {_short(gpus)}")
+        names = [self._gpus.core(g, c.gpu_index, where) for g in gpus]
+        counts: dict[str, int] = {}
+        for g in names:
+            sid = g.rsplit("/", 1)[0]
+            counts[sid] = counts.get(sid, 0) + 1
+        from ..problem import split
+        servers = sorted(counts)
+        cpu = split(job.cpu, [counts[x] for x in servers])
+        mem = split(job.mem, [counts[x] for x in servers])
+        return Placement(job.id, tuple(GpuShare(g, job.gpu_milli) for g in names),
+                         dict(zip(servers, cpu)), dict(zip(servers, mem)))
+
+    def _reconcile(self, items, where: str) -> Reconciled:
+        listed, changed = set(), []
+        for jid, where_now in items:
+            w = f"{where}[{_short(jid)}]"
+            job = self._known(jid, w)
+            if job.id in listed:
+                raise InputError(f"{w}: listed twice")
+            listed.add(job.id)
+            if where_now is None:
+                if job.current is None:
+                    raise InputError(f"{w}: the session has it waiting; give where it runs")
+                continue
+            p = self._placement_of(job, where_now, w)
+            if job.current is None or not p.same_as(job.current):
+                changed.append((job, p, w))
+        stopped = [cid for cid in list(self._jobs) if cid not in listed
+                   and self._jobs[cid].current is not None]
+        for cid in stopped:
+            self._put(replace(self._jobs[cid], current=None))
+        for job, _, _ in changed:
+            self._put(replace(self._jobs[job.id], current=None))
+        for job, p, w in changed:
+            placed = check_current(replace(self._jobs[job.id], current=p), self._cluster,
+                                   self._on_server, self._jobs, w)
+            self._check_tenancy(placed, w)
+            self._put(placed)
+        ext = self._ids.caller
+        return Reconciled(tuple(ext(j.id) for j, _, _ in changed if j.current is None),
+                          tuple(ext(j.id) for j, _, _ in changed if j.current is not None),
+                          tuple(ext(c) for c in stopped))
 
     def _server(self, server_id, where: str, open_only: bool = False) -> Server:
         idx = self._cluster.server_index.get(server_id) if isinstance(server_id, str) else None
@@ -544,14 +763,19 @@ class Session:
         old = self._jobs.pop(jid)
         seq = self._arrival.pop(jid)
         self._index(old, False)
-        rank = self._order.pop(jid, None) if self._order is not None else None
+        ext = self._ids.caller(jid)
+        rank = self._order.pop(ext, None) if self._order is not None else None
+        held = self._held.pop(jid, 0)
 
         def undo():
             self._jobs[jid], self._arrival[jid] = old, seq
             self._index(old, True)
             if rank is not None:
-                self._order[jid] = rank
+                self._order[ext] = rank
+            if held is None:
+                self._held[jid] = None
         self._journal.record(undo)
+        self._ids.drop(jid, self._journal.record)
 
     def _reorder(self) -> None:
         """After a rollback: jobs back in submission order, the order by rank."""
@@ -590,16 +814,19 @@ class Session:
         return want == self._on_server and ordered and set(self._arrival) == set(self._jobs)
 
 
-def _ranks(order, jobs: Mapping[str, Job], where: str) -> dict[str, int]:
-    """``{job id: rank}`` of a ranked list of known, distinct job ids."""
+def _ranks(order, where: str) -> dict:
+    """``{job id: rank}`` of a ranked list of distinct, hashable job ids
+    (submitted or not)."""
     if isinstance(order, (str, bytes, Mapping)) or not isinstance(order, Iterable):
         raise InputError(f"{where}: expected a list of job ids, got {_short(order)}")
-    out: dict[str, int] = {}
+    out: dict = {}
     for k, jid in enumerate(order):
-        if not isinstance(jid, str) or jid not in jobs:
-            raise InputError(f"{where}[{k}]: unknown job {_short(jid)}")
-        if jid in out:
-            raise InputError(f"{where}[{k}]: job {jid!r} listed twice")
+        try:
+            dup = jid in out
+        except TypeError:
+            raise InputError(f"{where}[{k}]: expected a job id, got {_short(jid)}") from None
+        if dup:
+            raise InputError(f"{where}[{k}]: job {_short(jid)} listed twice")
         out[jid] = k
     return out
 

@@ -9,6 +9,9 @@ type                fields                                           effect
 ``submit``          ``job``: a job of the instance format            a new job
 ``finish``          ``job``: id                                      the job completed
 ``fail_job``        ``job``: id, ``requeue``: bool (default false)   it failed (or waits again)
+``stop``            ``job``: id, ``requeue``: bool (default false)   stopped on purpose (or waits)
+``preempt``         ``job``: id                                      waits; not placed next round
+``reconcile``       ``running``: {id: [GPU, ...] or null} or [id]    what runs, as the caller sees it
 ``fail_server``     ``server``: id                                   its jobs wait again
 ``drain_server``    ``server``: id                                   no new placements there
 ``undrain_server``  ``server``: id                                   open again
@@ -105,12 +108,21 @@ def _add_server(s, ev, where):
     return s.add_server(srv, where=where)
 
 
+def _reconciled(r) -> dict:
+    return {"started": list(r.started), "moved": list(r.moved), "stopped": list(r.stopped)}
+
+
 #: Event type -> (its fields, handler(session, event, where)).
 EVENTS: dict[str, tuple[tuple[str, ...], Callable]] = {
     "submit": (("job",), _submit),
     "finish": (("job",), lambda s, ev, w: s.finish(_field(ev, "job", w), where=w)),
     "fail_job": (("job", "requeue"), lambda s, ev, w: s.fail_job(
         _field(ev, "job", w), requeue=_field(ev, "requeue", w, False), where=w)),
+    "stop": (("job", "requeue"), lambda s, ev, w: s.stop(
+        _field(ev, "job", w), requeue=_field(ev, "requeue", w, False), where=w)),
+    "preempt": (("job",), lambda s, ev, w: s.preempt(_field(ev, "job", w), where=w)),
+    "reconcile": (("running",), lambda s, ev, w: _reconciled(
+        s.reconcile(_field(ev, "running", w), where=w))),
     "fail_server": (("server",), lambda s, ev, w: list(s.fail_server(_field(ev, "server", w),
                                                                      where=w))),
     "drain_server": (("server",), lambda s, ev, w: s.drain_server(_field(ev, "server", w),
@@ -126,7 +138,8 @@ EVENTS: dict[str, tuple[tuple[str, ...], Callable]] = {
 
 def apply_event(session, ev: Any, where: str = "event") -> Any:
     """Apply one event (a mapping, see the module notes) to ``session``;
-    returns the event's result (``fail_server``: the requeued job ids)."""
+    returns the event's result (``fail_server``: the requeued job ids;
+    ``reconcile``: the jobs started, moved and stopped)."""
     if not isinstance(ev, Mapping):
         raise InputError(f"{where}: expected an object with a 'type', got {str(ev)[:60]!r}")
     kind = ev.get("type")

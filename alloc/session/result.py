@@ -43,6 +43,13 @@ class RoundResult:
         session's update), ``attempts`` (solves: more than 1 only when a
         solver put a job on a drained or failed server and the round was
         solved again without it).
+    gpus : mapping
+        GPUs of each started and moved job by the caller's keys (the
+        session's ``gpu_keys``; the core's names without them), in the
+        placement's order.
+    preempted_for : mapping
+        Under preemption by order: each preempted job -> the job it was
+        stopped for.
 
     Examples
     --------
@@ -63,9 +70,11 @@ class RoundResult:
     allocation: Allocation = field(default_factory=Allocation)
     latency_s: float = 0.0
     timings: Mapping[str, float] = field(default_factory=frozen_map)
+    gpus: Mapping = field(default_factory=frozen_map)
+    preempted_for: Mapping = field(default_factory=frozen_map)
 
     @property
-    def stop(self) -> tuple[str, ...]:
+    def stop(self) -> tuple:
         """Ids of the jobs to stop (the preempted ones)."""
         return tuple(p.job for p in self.preempt)
 
@@ -84,6 +93,7 @@ class RoundResult:
                 self.moved_from[p.job], with_job=False)}) for p in self.move],
             "preempt": [placement_to_dict(p) for p in self.preempt],
             "unplaced": list(self.unplaced), "reasons": dict(self.reasons),
+            "preempted_for": dict(self.preempted_for),
             "running": len(a.placements), "latency_s": round(self.latency_s, 6),
         }
         if allocation:
@@ -91,4 +101,25 @@ class RoundResult:
         return out
 
 
-__all__ = ["RoundResult"]
+@dataclass(frozen=True)
+class Reconciled:
+    """What [Session.reconcile][alloc.session.Session.reconcile] found and fixed.
+
+    Attributes
+    ----------
+    started : tuple
+        Jobs the session had waiting that run (now running where the scheduler says).
+    moved : tuple
+        Running jobs the scheduler has elsewhere (now placed as it says).
+    stopped : tuple
+        Jobs the session had running that the scheduler does not list (now waiting).
+    """
+    started: tuple = ()
+    moved: tuple = ()
+    stopped: tuple = ()
+
+    def __bool__(self) -> bool:
+        return bool(self.started or self.moved or self.stopped)
+
+
+__all__ = ["Reconciled", "RoundResult"]

@@ -176,7 +176,7 @@ def normalized_shares(p: SharesProblem, eff: np.ndarray, agnostic: bool = False)
     """
     T = agnostic_throughputs(p)[0] if agnostic else None
     P = proportional_throughput(p, T)
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         return np.where(p.served, p.scale_factor * eff / (p.weight * P), np.nan)
 
 

@@ -3,7 +3,8 @@
 Exit codes: 0 done (any status), 2 bad input (one line naming the file, the
 field and what was expected), 3 solver failure.  The result
 (``alloc.shares-result/1``) goes to stdout or ``--out``; a one-line summary
-to stderr.
+to stderr, after one warning line per job that cannot run on the cluster
+(it stays in the result with no share and its reason under ``unserved``).
 """
 from __future__ import annotations
 
@@ -76,6 +77,9 @@ def shares_main(argv: list[str] | None = None) -> int:
     except OSError as exc:
         print(f"alloc shares: --out {args.out}: cannot write ({type(exc).__name__})", file=sys.stderr)
         return EXIT_INPUT
+    for jid, why in result.unserved.items():
+        print(f"alloc shares: warning: {args.file}: job {jid!r} gets no share, it cannot run on "
+              f"this cluster: {why}", file=sys.stderr)
     obj = "-" if result.objective is None else f"{result.objective:.6g}"
     bound = "-" if result.bound is None else f"{result.bound:.6g}"
     print(f"{args.file}: {args.policy} {result.status.value}, objective {obj} (bound {bound}), "

@@ -3,7 +3,9 @@ r"""The share problem and its result: ``alloc.shares/1`` in, ``alloc.shares-resu
 Loading validates in one pass, like :mod:`alloc.io` does for instances: the
 JSON Schema (``alloc/schemas/shares.schema.json``) first, then the checks by
 meaning (unique ids, known GPU types, a job that can run somewhere, pairs of
-known jobs with equal scale factors, known tenants, finite numbers).  Every
+known jobs with equal scale factors, known tenants, finite numbers, a cluster
+on which some job can run, numbers within the range the LPs resolve:
+`RATE_RANGE`, `WEIGHT_RANGE`).  Every
 problem names the field; :class:`~alloc.errors.InputError` names the file.
 
 Notation used across :mod:`alloc.shares`: jobs ``i``, GPU types ``j``,
@@ -87,6 +89,9 @@ class SharesProblem:
     pairs : tuple of Pair
     tenants : dict of str to TenantSpec
     name : str
+    steps_given : ndarray of bool (m,), optional
+        Jobs whose file gave ``steps_remaining`` (None: every job's is
+        known, as for a problem built in code).
     """
     gpu_types: tuple
     capacity: np.ndarray
@@ -101,6 +106,7 @@ class SharesProblem:
     pairs: tuple = ()
     tenants: Mapping[str, TenantSpec] = field(default_factory=dict)
     name: str = ""
+    steps_given: np.ndarray | None = None
 
     @property
     def m(self) -> int:
@@ -189,6 +195,59 @@ def _nonfinite(doc, where: str = "") -> list[str]:
     return []
 
 
+#: the positive throughputs (and steps remaining) of one file span at most
+#: this ratio, the weights at most `WEIGHT_RANGE`: beyond it the LPs'
+#: rows differ by more than their tolerances resolve (a throughput of 1e-300
+#: next to one of 3 is read as 0 and its job silently gets nothing)
+RATE_RANGE = 1e9
+WEIGHT_RANGE = 1e6
+
+
+def _range_problems(values, what: str, span: float, zero_ok: bool) -> list[str]:
+    """``values``: (field path, number); each positive one must lie within
+    ``span`` of the largest (0 allowed when ``zero_ok``)."""
+    top = max((v for _, v in values), default=0.0)
+    out = []
+    for where, v in values:
+        if v > 0 and v * span < top:
+            out.append(f"{where}: {v:.3g} is more than {span:.0e} times below the largest "
+                       f"{what} ({top:.3g}); expected " + ("0 or " if zero_ok else "")
+                       + f"a value >= {top / span:.3g}")
+    return out
+
+
+def _scale_problems(doc, types: list[str]) -> list[str]:
+    """Numbers the LPs cannot resolve against each other (see `RATE_RANGE`)."""
+    jobs = doc["jobs"]
+    rates = [(f"jobs[{i}].throughput.{t}", float(v)) for i, j in enumerate(jobs)
+             for t, v in j["throughput"].items()]
+    rates += [(f"pairs[{q}].throughput.{t}[{s}]", float(x))
+              for q, pr in enumerate(doc.get("pairs", [])) for t, xy in pr["throughput"].items()
+              for s, x in enumerate(xy)]
+    steps = [(f"jobs[{i}].steps_remaining", float(j["steps_remaining"]))
+             for i, j in enumerate(jobs) if "steps_remaining" in j]
+    weights = [(f"jobs[{i}].weight", float(j.get("weight", 1.0))) for i, j in enumerate(jobs)]
+    tenants = [(f"tenants.{t}.weight", float(v.get("weight", 1.0)))
+               for t, v in doc.get("tenants", {}).items()]
+    return (_range_problems(rates, "throughput", RATE_RANGE, True)
+            + _range_problems(steps, "steps_remaining", RATE_RANGE, True)
+            + _range_problems(weights, "job weight", WEIGHT_RANGE, False)
+            + _range_problems(tenants, "tenant weight", WEIGHT_RANGE, False))
+
+
+def _cluster_problems(doc, types: list[str]) -> list[str]:
+    """At least one job can run on the cluster (enough GPUs of a type it runs on)."""
+    cap = doc["gpu_types"]
+    for j in doc["jobs"]:
+        sf = j.get("scale_factor", 1)
+        if any(v > 0 and cap.get(t, 0) >= sf for t, v in j["throughput"].items()):
+            return []
+    if not any(cap.values()):
+        return ["gpu_types: expected at least one GPU, every count is 0"]
+    return [f"gpu_types: no job can run on this cluster (each needs more GPUs of the types it "
+            f"runs on than there are: {json.dumps(cap)[:60]})"]
+
+
 def _job_problems(doc, types: list[str]) -> list[str]:
     out = []
     jobs = doc["jobs"]
@@ -266,6 +325,8 @@ def problem_from_dict(doc: Any, source: str = "<shares>") -> SharesProblem:
         raise InputError(problems, source)
     types = list(doc["gpu_types"])
     problems = _job_problems(doc, types) + _pair_problems(doc, types)
+    if not problems:
+        problems = _scale_problems(doc, types) + _cluster_problems(doc, types)
     if problems:
         raise InputError(problems, source)
     jobs = doc["jobs"]
@@ -296,6 +357,7 @@ def problem_from_dict(doc: Any, source: str = "<shares>") -> SharesProblem:
         weight=arr("weight", 1.0), throughput=T, steps_remaining=arr("steps_remaining", 0.0),
         elapsed_s=arr("elapsed_s", 0.0), isolated_time_s=arr("isolated_time_s", 0.0),
         tenant=tuple(j.get("tenant") for j in jobs), pairs=tuple(pairs), tenants=tenants,
+        steps_given=np.array(["steps_remaining" in j for j in jobs]),
         name=str(doc.get("name", Path(source).stem if source != "<shares>" else "")))
 
 

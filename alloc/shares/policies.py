@@ -242,6 +242,8 @@ def max_sum(p: SharesProblem, deadline: Deadline, *, space_sharing: bool = True)
             raise SolverError(f"max-sum LP ended {sol.status.value}")
         return Outcome(sol.X, sol.Y, sol.status, sol.bound, sol.objective, sol.stats)
     served = np.flatnonzero(p.served)
+    if not len(served):                  # nothing can run: no share is the optimum
+        return Outcome(np.zeros((p.m, p.k)), None, Status.OPTIMAL, 0.0, 0.0)
     key = r.prof[served] * (int(p.scale_factor.max()) + 1) + p.scale_factor[served].astype(int)
     _, first, cls, counts = np.unique(key, return_index=True, return_inverse=True, return_counts=True)
     rep = served[first]
@@ -257,8 +259,12 @@ def max_sum(p: SharesProblem, deadline: Deadline, *, space_sharing: bool = True)
 
 def makespan(p: SharesProblem, deadline: Deadline, *, space_sharing: bool = True) -> Outcome:
     r"""Minimum makespan :math:`\min\max_i s_i/eff_i`, exactly: the LP
-    :math:`\max\lambda` s.t. :math:`eff_i/s_i \ge \lambda`, makespan
-    ``1/lambda`` (its bound ``1/bound``).
+    :math:`\max\lambda` s.t. :math:`L\,eff_i/s_i \ge \lambda`, makespan
+    ``L/lambda`` (its bound ``L/bound``), with :math:`L = \max_i s_i/\max_j
+    T_{ij}` (every job alone on its fastest type: a lower bound on the
+    makespan), so that ``lambda`` lies in (0, 1] whatever the units -- read
+    unscaled, a makespan of 1e9 s is a ``lambda`` of 1e-9, below the LP's
+    tolerances, and the shares came out 0.
 
     Parameters
     ----------
@@ -278,10 +284,11 @@ def makespan(p: SharesProblem, deadline: Deadline, *, space_sharing: bool = True
     live = p.served & (p.steps_remaining > 0)
     if not live.any():
         return Outcome(np.zeros((p.m, p.k)), status=Status.OPTIMAL)
-    with np.errstate(divide="ignore"):
-        kappa = 1.0 / p.steps_remaining
+    s = p.steps_remaining
+    L = float(np.max(s[live] / r.T[live].max(axis=1)))
+    kappa = np.where(live, L / np.where(live, s, 1.0), 1.0)
     req = _requirement(r, kappa, live.astype(float), np.zeros(p.m), deadline)
-    inv = (lambda x: 1.0 / x if x else None)
+    inv = (lambda x: L / x if x else None)
     return _outcome(p, req, inv(req.lam), inv(req.bound))
 
 
@@ -502,11 +509,13 @@ def hierarchical(p: SharesProblem, deadline: Deadline, *, within: str = "fairnes
 class PolicySpec:
     """A registered policy: its function ``fn(problem, deadline, seed, **options)``,
     the objective kind its result reports (:func:`alloc.shares.check.objective`),
-    its options with defaults, and one line of description."""
+    its options with defaults, one line of description, and whether it needs
+    every job's ``steps_remaining``."""
     fn: Callable[..., Outcome]
     objective: str
     options: Mapping[str, Any]
     description: str
+    needs_steps: bool = False
 
 
 def _heur(fn):
@@ -532,9 +541,10 @@ POLICIES: dict[str, PolicySpec] = {
                                    "min-share-agnostic", _SS, "max-min with every throughput 1"),
     "max-sum": PolicySpec(lambda p, d, s, **o: max_sum(p, d, **o), "sum", _SS, "total throughput"),
     "makespan": PolicySpec(lambda p, d, s, **o: makespan(p, d, **o), "makespan", _SS,
-                           "minimum makespan, exact (LP in 1/makespan)"),
+                           "minimum makespan, exact (LP in 1/makespan)", True),
     "finish-time-fairness": PolicySpec(lambda p, d, s, **o: finish_time_fairness(p, d, **o), "ftf",
-                                       _SS, "Themis finish-time fairness, exact parametric LP"),
+                                       _SS, "Themis finish-time fairness, exact parametric LP",
+                                       True),
     "water-filling": PolicySpec(lambda p, d, s, **o: water_filling(p, d, **o), "min-share", _SS,
                                 "leximin of the max-min values"),
     "water-filling-agnostic": PolicySpec(lambda p, d, s, **o: water_filling(p, d, agnostic=True, **o),
@@ -550,7 +560,7 @@ POLICIES: dict[str, PolicySpec] = {
                        "arrival order, fastest type with free GPUs, whole GPUs"),
     "gandiva": PolicySpec(_heur(lambda p, d, s: heuristics.gandiva(p, s)), "sum", {},
                           "time slicing with random packing of pairs (seeded)"),
-    "allox": PolicySpec(_heur(_allox), "sum", {}, "min-cost matching to (type, position) slots"),
+    "allox": PolicySpec(_heur(_allox), "sum", {}, "min-cost matching to (type, position) slots", True),
 }
 
 
@@ -610,12 +620,26 @@ def solve_shares(problem: SharesProblem | Mapping, policy: str, *, time_limit: f
     if spec is None:
         raise InputError(f"unknown policy {policy!r}; valid policies: {', '.join(POLICIES)}")
     opts = _options(policy, spec, options)
+    if spec.needs_steps:
+        _check_steps(problem, policy)
     try:
         deadline = Deadline.after(time_limit)
     except ValueError as exc:
         raise InputError(str(exc)) from None
     out = spec.fn(problem, deadline, seed, **opts)
     return _finish(problem, policy, spec, out, t0)
+
+
+def _check_steps(p: SharesProblem, policy: str) -> None:
+    """A policy that needs ``steps_remaining`` has it for every job, and some
+    job that can run has steps left (one-line InputError naming the field)."""
+    if p.steps_given is not None and not p.steps_given.all():
+        i = int(np.flatnonzero(~p.steps_given)[0])
+        raise InputError(f"jobs[{i}].steps_remaining: policy {policy} needs the steps each "
+                         f"job has left; expected a number > 0 for job {p.job_ids[i]!r}")
+    if not (p.served & (p.steps_remaining > 0)).any():
+        raise InputError(f"jobs: policy {policy} needs a job with steps_remaining > 0 that "
+                         f"can run on this cluster; none has")
 
 
 def _finish(p: SharesProblem, policy: str, spec: PolicySpec, out: Outcome, t0: float) -> SharesResult:

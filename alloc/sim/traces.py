@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 from datetime import datetime
 from pathlib import Path
 from typing import Callable, Sequence
@@ -29,11 +30,17 @@ from .workload import ModelAssigner, SimJob
 CSV_FIELDS = ("job_id", "model", "arrival_s", "gpus")
 
 
+#: a number as a CSV writes it: ASCII digits, an optional sign, decimals and
+#: exponent (Python's int() and float() also read other scripts' digits,
+#: underscores and "inf")
+_NUMBER = {int: re.compile(r"\s*[+-]?[0-9]+\s*"),
+           float: re.compile(r"\s*[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?\s*")}
+
+
 def _num(v: str, kind, name: str, where: str, minimum=0):
-    try:
-        x = kind(v)
-    except (TypeError, ValueError):
-        raise InputError(f"{where}: {name}: expected a number, got {v!r}") from None
+    if not isinstance(v, str) or not _NUMBER[kind].fullmatch(v):
+        raise InputError(f"{where}: {name}: expected a number, got {v!r}")
+    x = kind(v)
     if x != x or x < minimum:
         raise InputError(f"{where}: {name}: expected a value >= {minimum}, got {v!r}")
     return x

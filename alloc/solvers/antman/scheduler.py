@@ -10,10 +10,11 @@ else ``c_g / 1000``).  Running jobs are put back first, with their caps.
 Job ``j`` of tenant ``v`` wanting ``n`` GPUs of ``gpu_milli`` each, memory
 ``D_mem`` and compute ``D_comp``:
 
-1. quota: ``held_v + n <= quota_v`` (GPUs of the tenant's cells,
+1. quota, per GPU type ``t`` the tenant has cells of (in turn):
+   ``held_vt + n <= quota_vt`` (GPUs of the tenant's cells of that type,
    `alloc.tenancy.quota_gpus`), else it waits, reserving (rule 4) at most
-   the ``quota_v - held_v`` GPUs its quota has left;
-2. ``findNodes(n, topo)``: GPUs of an allowed type with ``f_g >= gpu_milli``
+   the ``quota_vt - held_vt`` GPUs its quota has left;
+2. ``findNodes(n, topo)``: GPUs of type ``t`` with ``f_g >= gpu_milli``
    (riders hold none), not reserved for another gang, where the job fits once
    the riders are capped to zero compute and shrunk (or, past their least
    memory, preempted: an opportunistic job never blocks a guaranteed one):
@@ -73,11 +74,15 @@ class State:
         self.riders: list[dict[int, list[int]]] = [dict() for _ in range(p.G)]   # j -> [mem, comp]
         self.holders: list[set[int]] = [set() for _ in range(p.G)]
         self.assign: dict[int, Assign] = {}
-        self.gheld: dict[str, int] = defaultdict(int)       # tenant -> guaranteed GPUs
+        self.gheld: dict[tuple, int] = defaultdict(int)     # (tenant, type) -> guaranteed GPUs
         self.measured = None
         if gpu_util:
             idx = p.cluster.gpu_index
             self.measured = {idx[g]: float(u) for g, u in gpu_util.items() if g in idx}
+
+    def gpu_type(self, g: int) -> str | None:
+        """The type of GPU g."""
+        return self.p.cluster.servers[int(self.p.gpu_server[g])].gpu_type
 
     def util(self, g: int) -> float:
         """Utilisation of GPU g: measured, else the compute its shares hold."""
@@ -104,7 +109,8 @@ class State:
         for s, v in a.mem:
             self.smem[s] -= v
         if job.guaranteed and job.tenant is not None:
-            self.gheld[job.tenant] += len(a.gpus)
+            for g, _ in a.gpus:
+                self.gheld[(job.tenant, self.gpu_type(g))] += 1
         self.assign[j] = a
 
     def remove(self, j: int) -> None:
@@ -128,7 +134,8 @@ class State:
         for s, v in a.mem:
             self.smem[s] += v
         if job.guaranteed and job.tenant is not None:
-            self.gheld[job.tenant] -= len(a.gpus)
+            for g, _ in a.gpus:
+                self.gheld[(job.tenant, self.gpu_type(g))] -= 1
 
     def set_rider_caps(self, j: int, g: int, mem: int, comp: int) -> None:
         """New memory and compute caps of rider j on GPU g."""
@@ -159,13 +166,15 @@ def slack(st: State, j: int, g: int) -> tuple[int, int, int]:
     return mem, gone, comp
 
 
-def guaranteed_gpus(st: State, j: int, taken: set) -> tuple[list[int], set]:
-    """GPUs of an allowed type where guaranteed job j fits (rule 2), riders
+def guaranteed_gpus(st: State, j: int, taken: set, gpu_type: str) -> tuple[list[int], set]:
+    """GPUs of type ``gpu_type`` where guaranteed job j fits (rule 2), riders
     preempted where shrinking them is not enough; and the GPUs that need it."""
     p = st.p
     job = p.jobs[j]
     out, hard = [], set()
     for s in p.allowed_servers(j):
+        if p.cluster.servers[s].gpu_type != gpu_type:
+            continue
         for g in range(int(p.gpu_first[s]), int(p.gpu_first[s] + p.srv_gpus[s])):
             if st.free[g] < job.gpu_milli or g in taken:
                 continue
@@ -180,9 +189,11 @@ def guaranteed_gpus(st: State, j: int, taken: set) -> tuple[list[int], set]:
 
 def choose(st: State, j: int, cands: list[int], key) -> list[int] | None:
     """n GPUs of ``cands`` under one node of the job's locality level (one
-    server when it has none and a server holds n), the node with the fewest
-    candidates first, GPUs by ``key``; without locality a gang no server
-    holds spreads over the servers with the most candidates."""
+    server when it has none and a server holds n) whose servers have the
+    job's CPU and memory, the node with the fewest candidates first, GPUs by
+    ``key``; without locality, a gang no single server takes spreads over
+    the servers with the most candidates, each taking no more GPUs than its
+    CPU and memory hold their share of."""
     p = st.p
     job = p.jobs[j]
     n = job.gpus
@@ -193,14 +204,32 @@ def choose(st: State, j: int, cands: list[int], key) -> list[int] | None:
         if st.cpu[s] < -(-job.cpu // n) or st.smem[s] < -(-job.mem // n):
             continue
         groups[int(p.domain[level][g]) if level in p.domain else -1].append(g)
-    fit = [gs for gs in groups.values() if len(gs) >= n]
-    if fit:
-        best = min(fit, key=lambda gs: (len(gs), min(gs)))
-        return sorted(best, key=key)[:n]
+    for gs in sorted((gs for gs in groups.values() if len(gs) >= n),
+                     key=lambda gs: (len(gs), min(gs))):
+        gpus = sorted(gs, key=key)[:n]
+        if cpu_fits(st, p.make_assign(j, gpus, 0)):
+            return gpus
     if job.locality is None and n > 1:
-        pool = sorted(cands, key=lambda g: (-sum(1 for h in cands if p.gpu_server[h] == p.gpu_server[g]),
-                                            key(g)))
-        return pool[:n] if len(pool) >= n else None
+        return _spread(st, j, cands, key)
+    return None
+
+
+def _spread(st: State, j: int, cands: list[int], key) -> list[int] | None:
+    """n GPUs of ``cands`` over several servers (see `choose`), or None."""
+    p = st.p
+    job = p.jobs[j]
+    n = job.gpus
+    per: dict[int, list[int]] = defaultdict(list)
+    for g in cands:
+        per[int(p.gpu_server[g])].append(g)
+    take: list[int] = []
+    for s in sorted(per, key=lambda s: (-len(per[s]), s)):
+        most = min(len(per[s]), n - len(take),
+                   int(st.cpu[s]) * n // job.cpu if job.cpu else n,
+                   int(st.smem[s]) * n // job.mem if job.mem else n)
+        take += sorted(per[s], key=key)[:max(0, most)]
+        if len(take) == n:
+            return take if cpu_fits(st, p.make_assign(j, take, 0)) else None
     return None
 
 
@@ -241,29 +270,37 @@ def make_room(st: State, j: int, gpus: list[int], preempted: set) -> None:
 
 
 def place_guaranteed(st: State, j: int, reserved: dict, preempted: set, stats: dict) -> bool:
-    """Rules 1-4 for guaranteed job j; True when placed."""
+    """Rules 1-4 for guaranteed job j, on each GPU type its tenant has cells
+    of in turn; True when placed."""
     p = st.p
     job = p.jobs[j]
-    types = {p.cluster.servers[int(p.gpu_server[g])].gpu_type for g in range(p.G)}
-    room = sum(quota_gpus(p.cluster, job.tenant, t) for t in types if t) - st.gheld[job.tenant]
     taken = {g for jid, gs in reserved.items() if jid != job.id for g in gs}
-    cands, hard = guaranteed_gpus(st, j, taken)
     mine = set(reserved.get(job.id, ()))
-    load = lambda g: (g not in mine, g in hard, len(st.riders[g]), int(st.comp[g]), g)  # noqa: E731
-    gpus = choose(st, j, cands, load) if room >= job.gpus else None
-    if gpus is not None:
-        a = p.make_assign(j, gpus, 0)
-        if cpu_fits(st, a):
-            make_room(st, j, gpus, preempted)
-            st.place(j, a)
-            if _tenancy_ok(st):
-                return True
-            st.remove(j)
-    part = sorted(partial(st, j, cands), key=load)[:max(0, room)]
-    if part:
+    best_part: list[int] = []
+    for t in p.cluster.gpu_types:
+        quota = quota_gpus(p.cluster, job.tenant, t)
+        if not quota or not job.allows(t):
+            continue
+        room = quota - st.gheld[(job.tenant, t)]
+        cands, hard = guaranteed_gpus(st, j, taken, t)
+        load = lambda g: (g not in mine, g in hard, len(st.riders[g]),  # noqa: E731
+                          int(st.comp[g]), g)
+        gpus = choose(st, j, cands, load) if room >= job.gpus else None
+        if gpus is not None:
+            a = p.make_assign(j, gpus, 0)
+            if cpu_fits(st, a):
+                make_room(st, j, gpus, preempted)
+                st.place(j, a)
+                if _tenancy_ok(st):
+                    return True
+                st.remove(j)
+        part = sorted(partial(st, j, cands), key=load)[:max(0, room)]
+        if len(part) > len(best_part):
+            best_part = part
+    if best_part:
         ids = p.cluster.gpu_ids
-        stats.setdefault("reserved", {})[job.id] = [ids[g] for g in sorted(part)]
-        reserved[job.id] = list(part)
+        stats.setdefault("reserved", {})[job.id] = [ids[g] for g in sorted(best_part)]
+        reserved[job.id] = list(best_part)
     return False
 
 

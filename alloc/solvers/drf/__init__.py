@@ -13,7 +13,7 @@ from ...registry import declare
 
 SOLVERS = (
     declare("drf", "alloc.solvers.drf.progressive:solve_drf",
-            capabilities=("sharing", "locality", "spread", "tenancy"),
+            capabilities=("sharing", "locality", "spread", "tenancy", "order-preemption"),
             options=(
                 Option("weights", "mapping", None,
                        "user -> weight > 0: tenants by name, jobs without a tenant by id "

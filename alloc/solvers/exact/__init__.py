@@ -126,14 +126,15 @@ result and its ``optimal`` holds only when its proof covers the instance.
 
 Registered solvers: ``cpsat`` (CP-SAT masters and pricing), ``milp`` (HiGHS),
 ``milp-cbc`` (CBC) -- all through :mod:`alloc.kernel` -- and ``cpsat-tenancy``,
-the tenancy path on every input (with CP-SAT).
+the tenancy path (with CP-SAT) on every input that needs it and the
+configuration model elsewhere.
 """
 from ...options import Option
 from ...registry import declare
 from ..hived import RESTRICTIONS
 
 _CAPS = ("sharing", "grid", "locality", "spread", "tenancy", "preemption", "migration",
-         "colocation", "elastic")
+         "colocation", "elastic", "order-preemption")
 _TENANCY = (
     Option("preemption_cost", "float", 0.0, "objective units per preempted job (tenancy inputs)",
            minimum=0.0),
@@ -172,12 +173,13 @@ SOLVERS = (
             description="MILP (CBC through PuLP) on an aggregated pattern model"),
     declare("cpsat-tenancy", "alloc.solvers.exact.solvers:solve_cpsat_tenancy", exact=True,
             capabilities=("tenancy", "preemption", "migration", "locality", "sharing",
-                          "colocation", "elastic", "spread", "gpu-memory", "grid"),
+                          "colocation", "elastic", "spread", "gpu-memory", "grid",
+                          "order-preemption"),
             requires=("ortools",),
             options=_TENANCY + (
                 Option("workers", "int", None, "CP-SAT workers (default: 1, deterministic)",
                        minimum=1, nullable=True),),
             restricts="; ".join(RESTRICTIONS),
-            description="the tenancy model (kernel, CP-SAT) on every input, never below the "
-                        "applicable heuristics"),
+            description="the tenancy model (kernel, CP-SAT) on tenancy inputs (the "
+                        "configuration model elsewhere), never below the applicable heuristics"),
 )

@@ -67,6 +67,8 @@ def big_machine_bound(agg: Aggregate, *, pool: str = "class", place_all: bool = 
     link: dict[tuple[int, int, int], dict[int, float]] = {}
     groups = [[c] for c in range(agg.K)] if pool == "class" else [list(range(agg.K))]
     for cls in groups:
+        if deadline is not None and deadline.expired():
+            return None
         _class_rows(agg, m, cls, type_rows, link)
     for (t, o, gid, val) in agg.spread_vars:
         v = m.add_var(0, agg.types[t].count, obj=val)

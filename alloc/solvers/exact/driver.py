@@ -27,7 +27,7 @@ from ...model import Status
 from ...objectives import tighten
 from ...options import validate_options
 from ...problem import Problem, Solution
-from .aggregate import Aggregate
+from .aggregate import SECONDS_PER_ITEM, Aggregate, OutOfTime
 from .bounds import big_machine_bound
 from .columns import check_assign, decode, solution_to_columns, true_value
 from .dive import dive
@@ -44,10 +44,16 @@ WARM_FIRST = ("proportional", "best-fit", "greedy-upgrade", "synergy-tune")
 WARM_FIRST_SHARING = ("proportional", "best-fit", "fgd", "greedy-upgrade", "synergy-tune")
 
 
+def need_ok(problem: Problem, capabilities) -> bool:
+    """The input needs nothing beyond ``capabilities``."""
+    from ...solve import needed_capabilities
+    return needed_capabilities(problem.cluster, problem.jobs) <= capabilities
+
+
 def warm_heuristics(problem: Problem) -> tuple[list[str], list[str]]:
     """Registered heuristics whose capabilities cover the input: those tried
-    first (:data:`WARM_FIRST`, in that order) and the others (``local-search``
-    excluded: it starts from the best of them)."""
+    first (`WARM_FIRST`, in that order) and the others (``local-search``
+    excluded: it runs last, as registered and from the best of them)."""
     from ...registry import solvers
     from ...solve import needed_capabilities
     need = needed_capabilities(problem.cluster, problem.jobs)
@@ -60,13 +66,15 @@ def warm_heuristics(problem: Problem) -> tuple[list[str], list[str]]:
 
 
 def warm_start(problem: Problem, deadline: Deadline, seed: int = 0,
-               floor: Deadline | None = None):
+               floor: Deadline | None = None, local: bool = True):
     """Run the applicable heuristics: (best assign, its value, all solutions,
-    value per heuristic).  The first ones (:func:`warm_heuristics`) run one
+    value per heuristic).  The first ones (`warm_heuristics`) run one
     after the other, each with all of ``deadline`` that is left or, once it
     has passed, up to ``floor`` (a later deadline), so that they finish even
     on large instances; the others share what is left of ``deadline``
-    equally."""
+    equally; local search last (as registered, then from the best, when its
+    capabilities cover the input), also up to ``floor`` (unless ``local`` is
+    False)."""
     from ...registry import get_solver
     sols, values = [], {}
     best, best_v = {}, 0.0
@@ -96,12 +104,21 @@ def warm_start(problem: Problem, deadline: Deadline, seed: int = 0,
         sols.append(assign)
         if v > best_v + 1e-12:
             best, best_v = dict(assign), v
-    if not deadline.expired():
-        from ..heuristics.improve import local_search
-        ls = local_search(problem, best or None, deadline=deadline, seed=seed)
+    # local search as registered (from greedy-upgrade), then from the best,
+    # like the first heuristics up to the floor
+    from ..heuristics.improve import local_search
+    starts = [("local-search", None)] + ([("local-search from the best", best)] if best else [])
+    from ...registry import solvers
+    applies = need_ok(problem, solvers()["local-search"].capabilities)
+    starts = starts if local and applies else []
+    for k, (label, start) in enumerate(starts):
+        dl = deadline if not deadline.expired() or floor is None else floor
+        if dl.expired():
+            break
+        ls = local_search(problem, start, deadline=dl.share(1.0 / (len(starts) - k)), seed=seed)
         if check_assign(problem, ls):
             v = true_value(problem, ls)
-            values["local-search"] = v
+            values[label] = v
             sols.append(ls)
             if v > best_v + 1e-12:
                 best, best_v = ls, v
@@ -168,13 +185,51 @@ class ExactRun:
         self.stats.update(warm_start=v, t_warm=time.perf_counter() - self.t0, heuristics=values)
         return sols
 
-    def aggregate(self, sols) -> None:
-        """Phase 2: aggregation, the simple bounds and the seeded pool."""
+    def plan(self) -> bool:
+        """Phase 0: the aggregate's classes and types, and whether its items
+        can be built in half the time (else the model is left out)."""
+        self.bounds.append(sum(self.p.upper_coef(j) for j in self.p.pending))
+        try:
+            self.agg = Aggregate(self.p, deadline=self.deadline.share(0.25), items=False)
+        except OutOfTime:
+            self.stats["model"] = "left out: the aggregate's classes took a quarter of the time"
+            return False
+        est = self.agg.item_estimate * SECONDS_PER_ITEM
+        self.stats["items_estimate"] = self.agg.item_estimate
+        if est > 0.5 * self.deadline.left():
+            self.stats["model"] = (f"left out: its items would take about {est:.1f} s of "
+                                   f"{self.deadline.left():.1f} s")
+            return False
+        return True
+
+    def heuristics_only(self) -> None:
+        """Without the model: local search as registered (the strongest
+        heuristic at scale, still improving when its time ends) with three
+        quarters of the time, every other applicable heuristic with most of
+        what is left, local search from the best with the rest."""
+        from ..heuristics.improve import local_search
+        ls = local_search(self.p, None, deadline=self.deadline.share(0.75), seed=self.seed)
+        self.offer(ls, "local-search", "ls_value")
+        best, v, _, values = warm_start(self.p, self.deadline.share(0.8), self.seed,
+                                        floor=self.deadline.share(0.8), local=False)
+        if "ls_value" in self.stats:
+            values["local-search"] = self.stats.pop("ls_value")
+        self.offer(best, "warm start")
+        self.stats.update(warm_start=v, heuristics=values)
+        self.polish(0.9)
+
+    def aggregate(self, sols) -> bool:
+        """Phase 2: aggregation, the simple bounds and the seeded pool; False
+        when the aggregate is not built in time (the warm start stands)."""
         p = self.p
-        self.agg = agg = Aggregate(p)
+        try:
+            self.agg.build_items(self.deadline.reserve(0.05 * self.total))
+        except OutOfTime:
+            self.stats["timed_out"] = "aggregate"
+            return False
+        agg = self.agg
         self.stats.update(types=len(agg.types), classes=agg.K,
                           items=sum(len(x) for x in agg.items), exact_units=agg.exact_units)
-        self.bounds.append(sum(p.upper_coef(j) for j in p.pending))
         bm = big_machine_bound(agg, deadline=self.deadline.share(0.2))
         if bm is not None:
             self.stats["lp_bound"] = bm
@@ -183,6 +238,7 @@ class ExactRun:
         for sol in sols:
             self.seed_columns(sol)
         self.warm_cols = self.seed_columns(self.best) if self.best else None
+        return True
 
     def colgen(self) -> None:
         """Phase 3: column generation and its Lagrangian bound."""
@@ -241,12 +297,13 @@ class ExactRun:
             self.stats["dive_value"] = dv.value
             self.offer(decode(self.agg, dv.z, self.master.pool, dv.x), "dive", "dive_true")
 
-    def polish(self) -> None:
-        """Phase 7: local search from the best solution with what is left."""
+    def polish(self, share: float = 0.5) -> None:
+        """Phase 7: local search from the best solution with ``share`` of
+        what is left."""
         if self.deadline.left() < 0.05 or self.done():
             return
         from ..heuristics.improve import local_search
-        self.offer(local_search(self.p, self.best, deadline=self.deadline.share(0.5),
+        self.offer(local_search(self.p, self.best, deadline=self.deadline.share(share),
                                 seed=self.seed), "polish")
 
     def solution(self) -> Solution:
@@ -268,11 +325,16 @@ def solve_exact(problem: Problem, engine: Engine, *, deadline: Deadline, seed: i
                 warm_share: float = 0.15, cg_share: float = 0.45) -> Solution:
     """The driver (see the module notes) on ``problem`` with ``engine``."""
     run = ExactRun(problem, engine, deadline, seed, warm_share, cg_share)
-    sols = run.warm()
     if not problem.pending:
         run.bounds.append(0.0)
         return run.solution()
-    run.aggregate(sols)
+    if not run.plan():
+        run.heuristics_only()
+        return run.solution()
+    sols = run.warm()
+    if not run.aggregate(sols):
+        run.polish()
+        return run.solution()
     for phase in (run.colgen, run.master_ip, run.proof, run.dive, run.polish):
         phase()
     return run.solution()

@@ -38,7 +38,7 @@ from ...deadline import Deadline
 from ...model import Cluster, Status
 from ...objectives import tighten
 from ...problem import Assign, Problem, Solution, compile_problem, job_types
-from .aggregate import Aggregate, canonical_gpus
+from .aggregate import Aggregate, OutOfTime, canonical_gpus
 from .bounds import big_machine_bound
 from .columns import check_assign, solution_to_columns, true_value
 from .engine import Engine
@@ -196,7 +196,11 @@ def whole_bound(problem: Problem, engine: Engine, deadline: Deadline, assign: di
                 stats: dict) -> float | None:
     """A bound of the whole problem's pending part (see the module notes)."""
     bounds = [sum(problem.upper_coef(j) for j in problem.pending)]
-    agg = Aggregate(problem)
+    try:
+        agg = Aggregate(problem, deadline=deadline)
+    except OutOfTime:
+        stats["bound_timed_out"] = "aggregate"
+        return bounds[0]
     bm = big_machine_bound(agg, deadline=deadline.share(0.3))
     if bm is not None:
         bounds.append(bm)

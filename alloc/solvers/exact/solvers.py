@@ -71,37 +71,104 @@ def run(problem: Problem, engine: Engine, *, deadline: Deadline, seed: int = 0,
 
 def tenancy(problem: Problem, engine: Engine, *, deadline: Deadline, seed: int,
             preemption_cost: float, guaranteed_first: bool, warm_share: float) -> Solution:
-    """The tenancy model, never below the applicable heuristics: on clusters
-    without tenants' cells they run first (running jobs kept where they run,
-    a feasible answer of the instance) within ``warm_share`` of the time,
-    and the best of them is
-    returned when it scores more than the model's answer (the score the call
-    reports: value minus the move and preemption costs)."""
+    """The tenancy model, never below the applicable heuristics: they run
+    first within ``warm_share`` of the time (running jobs kept where they
+    run), the best whose answer passes the instance's check (capacity, and
+    with tenants' cells the tenancy rules) is handed to the model as the
+    answer to beat, and it is returned when it scores at least as much as
+    the model's answer (the score the call reports: value minus the move and
+    preemption costs; on a tie the answer that stops fewer running jobs)."""
     from ..hived.exact import scorer, solve_tenancy
     from .driver import warm_start
-    best, values = {}, {}
-    if not problem.cluster.tenants:
-        # without cells a heuristic's pending placements on what the running
-        # jobs leave are an answer of the instance (warm_start checks capacity);
-        # with cells the model's own warm start (hived) covers the heuristics
-        best, _, _, values = warm_start(problem, deadline.share(warm_share), seed,
-                                        floor=deadline.share(max(warm_share, 0.5)))
+    best, _, sols, values = warm_start(problem, deadline.share(warm_share), seed,
+                                       floor=deadline.share(max(warm_share, 0.5)))
+    score = scorer(problem, problem.running, preemption_cost)
+    name, kept, binding, rejected = best_valid(problem, dict(zip(values, sols)), score,
+                                               deadline.share(warm_share))
+    values = {n: v for n, v in values.items() if n not in rejected}
+    extra = {"heuristics_rejected": sorted(rejected)} if rejected else {}
+    rival = score(kept, ())[0] if kept else None
     # 5 % kept back: scoring both answers, and the model's own overrun on
     # very large models (87k columns at 1,024 servers)
     sol = solve_tenancy(problem, deadline=deadline.share(0.95), seed=seed, engine=engine.name,
                         preemption_cost=preemption_cost, guaranteed_first=guaranteed_first,
-                        workers=engine.workers)
-    kept = {**problem.fixed, **best}
-    # what the call reports: the objective less the move and preemption costs
-    score = scorer(problem, problem.running, preemption_cost)
-    if best and score(kept, ())[0][0] > score(sol.assign, sol.preempted)[0][0] + 1e-9:
-        name = max(values, key=values.get)
+                        workers=engine.workers, rival=rival)
+    if kept and not problem.cluster.tenants and rival <= score(sol.assign, sol.preempted)[0]:
+        # the rest of the time: local search from the heuristics' best
+        name, kept = polish(problem, name, kept, score, deadline.share(0.5), seed)
+        rival = score(kept, ())[0]
+    if kept and rival > score(sol.assign, sol.preempted)[0]:
         # the model's own answer is not returned: drop what describes it
         stats = {k: v for k, v in sol.stats.items()
                  if k not in ("binding", "moves", "preemptions", "raw_value")}
-        stats.update(heuristics=values, source=f"heuristic {name}")
-        return Solution(kept, Status.FEASIBLE, sol.bound, (), stats)
-    return replace(sol, stats={**sol.stats, "heuristics": values}) if values else sol
+        stats.update(heuristics=values, source=f"heuristic {name}", **extra)
+        if binding is not None:
+            stats["binding"] = binding
+        value, b = score(kept, ())[1], sol.bound
+        proven = b is not None and value >= b - 1e-6 * max(1.0, abs(b))
+        return Solution(kept, Status.OPTIMAL if proven else Status.FEASIBLE, b, (), stats)
+    return replace(sol, stats={**sol.stats, "heuristics": values, **extra}) \
+        if values or extra else sol
+
+
+def polish(problem: Problem, name: str, kept: dict, score, deadline: Deadline, seed: int):
+    """``(name, assign)``: local search from ``kept`` (its pending part; the
+    running jobs stay) within ``deadline`` when that scores more."""
+    from ...registry import get_solver
+    from ..heuristics.improve import local_search
+    from .columns import check_assign
+    from .driver import need_ok
+    if deadline.left() < 0.05 or not need_ok(problem, get_solver("local-search").capabilities):
+        return name, kept
+    start = {j: a for j, a in kept.items() if j not in problem.fixed}
+    ls = local_search(problem, start, deadline=deadline, seed=seed)
+    cand = {**problem.fixed, **ls}
+    if check_assign(problem, ls) and score(cand, ())[0] > score(kept, ())[0] and \
+            instance_ok(problem, cand, deadline)[0]:
+        return f"local-search from {name}", cand
+    return name, kept
+
+
+def best_valid(problem: Problem, sols: dict, score, deadline: Deadline):
+    """The best heuristic answer ``(name, assign, binding, rejected)`` -- its pending
+    placements, the running jobs kept where they run -- that is an answer of
+    the instance, checked as the answer will be (a heuristic's placements of
+    pending jobs may rely on the running jobs it stopped, or break rules it
+    does not know: tenants' cells, elastic sizes), with the binding of the
+    tenants' cells that holds it; ``rejected`` names the better ones that
+    failed."""
+    ranked = sorted(((n, {**problem.fixed, **a}) for n, a in sols.items()),
+                    key=lambda na: score(na[1], ())[0], reverse=True)
+    rejected = set()
+    for name, a in ranked:
+        ok, binding = instance_ok(problem, a, deadline)
+        if ok:
+            return name, a, binding, rejected
+        rejected.add(name)
+    return "", {}, None, rejected
+
+
+def instance_ok(problem: Problem, assign: dict, deadline: Deadline):
+    """``(ok, binding)``: ``assign`` (every running job kept) passes the
+    instance's check with the binding of the tenants' cells found for it
+    (None without tenancy; the search stops at ``deadline``: inconclusive is
+    a failure)."""
+    from ...check import violations
+    from ...model import Allocation
+    from ...tenancy import binding_keys, cell_tree, guaranteed_usage, infer_binding
+    c = problem.cluster
+    placements = tuple(problem.placement(j, a) for j, a in sorted(assign.items()))
+    binding = None
+    if c.tenants or any(j.guaranteed for j in problem.jobs):
+        b = infer_binding(c, guaranteed_usage(c, problem.jobs, placements), deadline=deadline)
+        if b is None:
+            return False, None
+        binding = binding_keys(cell_tree(c), b)
+    placed = {p.job for p in placements}
+    alloc = Allocation(placements, tuple(j.id for j in problem.jobs if j.id not in placed), (),
+                       Status.FEASIBLE, 0.0, None, 0.0, "", problem.objective.name, problem.name,
+                       {"binding": binding} if binding is not None else {})
+    return not violations(c, problem.jobs, alloc, max_moves=0, deadline=deadline), binding
 
 
 def configuration(problem: Problem, engine: Engine, *, deadline: Deadline, seed: int = 0,
@@ -141,8 +208,15 @@ def solve_cbc(problem: Problem, *, deadline: Deadline, seed: int = 0, **options)
 def solve_cpsat_tenancy(problem: Problem, *, deadline: Deadline, seed: int = 0,
                         preemption_cost: float = 0.0, guaranteed_first: bool = True,
                         workers: int | None = None) -> Solution:
-    """``cpsat-tenancy``: :func:`tenancy` with CP-SAT on every input, the
-    applicable heuristics included (cpsat sends only tenancy inputs there)."""
+    """``cpsat-tenancy``: `tenancy` with CP-SAT on every input the
+    tenancy model is needed for (`needs_tenancy_model`), the
+    applicable heuristics included; elsewhere the configuration model with
+    CP-SAT, as ``cpsat`` (its proof covers the instance: the tenancy model
+    would only restrict it, placing every job at its request)."""
+    if not needs_tenancy_model(problem):
+        sol = run(problem, Engine("cpsat", workers or 1), deadline=deadline, seed=seed)
+        return replace(sol, stats={**sol.stats, "covers_instance": True,
+                                   "model": "configuration (no tenancy input)"})
     return tenancy(problem, Engine("cpsat", workers or 1), deadline=deadline, seed=seed,
                    preemption_cost=preemption_cost, guaranteed_first=guaranteed_first,
                    warm_share=0.15)

@@ -20,7 +20,9 @@ r"""Value-aware heuristics: ``greedy-upgrade`` and ``local-search``.
     Starts from ``greedy-upgrade`` (or a given solution) and repeats, until no
     move helps or time runs out: *insert* an unplaced job on a server, re-choosing
     that server's options (the job may take them from its neighbours); *swap*
-    an unplaced job with a placed one of lower value on a server.  Identical
+    an unplaced job with a placed one of lower value on a server, never one
+    ranked above it (the caller's order, else priority: a job is not
+    displaced for one ranked below it).  Identical
     jobs are tried once per pass.  Deterministic for a given input and seed.
 
 Speed.  The best-fit server of step 2 comes from the server index (per job
@@ -485,10 +487,11 @@ def try_insert(loc: Local, j: int, deadline: Deadline | None = None) -> bool:
 
 
 def try_swap(loc: Local, j: int, deadline: Deadline | None = None) -> bool:
-    """Swap unplaced job j with a single-server job of lower value where
-    re-choosing that server's options gains most; False when no swap gains
-    or the deadline passes first."""
+    """Swap unplaced job j with a single-server job of lower value, ranked
+    no higher than j, where re-choosing that server's options gains most;
+    False when no swap gains or the deadline passes first."""
     p = loc.p
+    pk = p.prio_key
     best = None
     oj = max(range(len(p.options[j])), key=lambda o: p.options[j][o].base)
     vj = max((loc.tab.vals(j, t)[oj] for t in _types(loc, j)), default=0.0)
@@ -503,7 +506,7 @@ def try_swap(loc: Local, j: int, deadline: Deadline | None = None) -> bool:
         jobs = sorted(loc.on[s])
         cur = _server_value(loc, s, jobs)
         for v in jobs:
-            if loc.value(v, loc.st.option[v], s) >= vj - 1e-12:
+            if pk[v] < pk[j] or loc.value(v, loc.st.option[v], s) >= vj - 1e-12:
                 continue
             gpus = _gpus_without(loc, j, s, v)
             rest = [k for k in jobs if k != v]

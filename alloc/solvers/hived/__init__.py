@@ -21,7 +21,7 @@ RESTRICTIONS = ("guaranteed work first (throughput and its bound under the prove
                 "a running elastic job keeps its size when it moves")
 
 _CAPS = ("tenancy", "preemption", "locality", "sharing", "spread", "elastic", "migration",
-         "colocation", "gpu-memory")
+         "colocation", "gpu-memory", "order-preemption")
 
 SOLVERS = (
     declare("hived", "alloc.solvers.hived.engine:solve_hived", capabilities=_CAPS,

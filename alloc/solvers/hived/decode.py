@@ -51,8 +51,7 @@ import numpy as np
 from ...kernel import solve
 from ...model import MILLI
 from ...problem import Problem
-from ...tenancy import (CellRequest, cell_placement_model, check_binding, feasibility_engine,
-                        outranks)
+from ...tenancy import CellRequest, cell_placement_model, check_binding, feasibility_engine
 from .engine import Engine, _release_empty, current_assign, job_value, restore_running
 from .model import SCALE, TenancyModel, value_on
 from .warm import LossAwareEngine, fits_at
@@ -206,7 +205,7 @@ def server_plan(p: Problem, eng: Engine, s: int, counts, jobs_on, busy, optional
         if len(cols) > 1:
             m.add_row({c: 1 for c in cols}, hi=1)
         for r in optional:
-            if outranks(jobs[j], jobs[r]):
+            if p.outranks(j, r):
                 rescuers[r].extend(cols)
     for g, cols in use.items():
         if len(cols) > 1:
@@ -522,12 +521,12 @@ def polish(eng: Engine, deadline) -> int:
 
 
 def victims_ok(p: Problem, eng: Engine, running) -> bool:
-    """Every running job left out is outranked by a job placed afresh."""
+    """Every running job left out is outranked by a job placed afresh on a
+    server it held (the core's one victim rule, `Problem.stopped_for`)."""
     jobs = p.jobs
     fresh = [i for i, a in eng.assign.items() if jobs[i].current is None
              or sorted(a.gpus) != sorted(current_assign(p, i).gpus)]
-    return all(any(outranks(jobs[i], jobs[r]) for i in fresh if i != r)
-               for r in running if r not in eng.assign)
+    return all(p.stopped_for(r, eng.assign, fresh) for r in running if r not in eng.assign)
 
 
 def binding_ok(p: Problem, eng: Engine) -> bool:

@@ -11,7 +11,8 @@ type t at level l holding no bound GPU (the buddy free lists) and
 Round.  (1) Running jobs (``current``) are put back where they run; the binding
 of their tenants' cells is inferred (:func:`alloc.tenancy.infer_binding`:
 minimal cover, then the exact cell-placing model, under the caller's deadline).  (2) Pending guaranteed jobs, by
-priority, then pending opportunistic jobs.  A guaranteed job of tenant v that
+rank (the caller's order, else priority: `alloc.problem.Problem.prio_key`),
+then pending opportunistic jobs by rank.  A guaranteed job of tenant v that
 needs n GPUs tries, in order:
 
     A0  GPUs of v's bound cells that are free;
@@ -84,8 +85,8 @@ from ...objectives import scale_factor
 from ...problem import Assign, Problem, Solution
 from ...deadline import Deadline
 from ...resources import gpu_mem_caps as gpu_mem_caps_of, share_mem
-from ...tenancy import (binding_keys, cell_size, cell_tree, infer_binding, job_gpu_mem, outranks,
-                        quotas, safety)
+from ...tenancy import (binding_keys, cell_size, cell_tree, infer_binding,
+                        job_gpu_mem, quotas, safety)
 
 INNER = ("switch", "socket")
 
@@ -394,10 +395,10 @@ class Engine:
             return []
         if level == 0:
             return None
-        job = self.job(j)
         on = self.jobs_on_gpu(g)
-        cands = [i for i in on
-                 if outranks(job, self.job(i)) and (level >= 2 or not self.job(i).guaranteed)]
+        pinned = self.p.pinned
+        cands = [i for i in on if i not in pinned and self.p.outranks(j, i)
+                 and (level >= 2 or not self.job(i).guaranteed)]
         cands.sort(key=lambda i: (self.job(i).guaranteed, self.job(i).priority,
                                   self.job(i).weight, i))
         out = []
@@ -495,7 +496,8 @@ class Engine:
             if level == 0:
                 return None
             extra = [i for i in self.jobs_on_server(s) if i not in victims
-                     and outranks(job, self.job(i)) and (level >= 2 or not self.job(i).guaranteed)]
+                     and i not in self.p.pinned and self.p.outranks(j, i)
+                     and (level >= 2 or not self.job(i).guaranteed)]
             extra.sort(key=lambda i: (self.job(i).guaranteed, self.job(i).priority, i))
             for i in extra:
                 if fc >= cpu_need and fm >= mem_need:
@@ -1162,13 +1164,13 @@ def run(p: Problem, *, preempt=True, colocate=True, grow=True, gpu_mem_capacity=
     settings = (gpu_mem_capacity, colocate)
     eng, homeless = start(p, settings, deadline)
     mark = eng.checkpoint()          # the round's changes, journalled from here
-    order = sorted(pending + homeless,
-                   key=lambda j: (not jobs[j].guaranteed, -jobs[j].priority, j))
+    pk = p.prio_key
+    order = sorted(pending + homeless, key=lambda j: (not jobs[j].guaranteed, pk[j], j))
     moves = _Moves(p)
     timed_out = _place_all(eng, order, 2 if preempt else 0, moves, deadline)
     if grow and not timed_out:
-        # a running job grows only when it may move
-        timed_out = _grow(eng, moves.allowed, deadline,
+        # with no move allowed only the jobs placed now may grow
+        timed_out = _grow(eng, moves, deadline,
                           None if moves.allowed else [j for j in order if jobs[j].current is None])
     if moves.allowed and not timed_out:
         _defragment(eng, order, moves, deadline)
@@ -1224,21 +1226,22 @@ def _place_all(eng: Engine, order, max_level: int, moves: _Moves, deadline: Dead
     return False
 
 
-def _grow(eng: Engine, migrate: bool, deadline: Deadline, jobs_: Sequence[int] = None) -> bool:
-    """Gandiva grow: each placed elastic job (of ``jobs_`` when given),
-    highest priority first, takes the size of largest speed-up that fits
-    free GPUs and raises its real throughput.  Returns True when the
-    deadline stopped it."""
+def _grow(eng: Engine, moves: _Moves, deadline: Deadline, jobs_: Sequence[int] = None) -> bool:
+    """Gandiva grow: each placed elastic job (of ``jobs_`` when given), highest
+    rank first, takes the size of largest speed-up that fits free GPUs and
+    raises its real throughput (a running one only within the move budget:
+    growing moves it).  Returns True when the deadline stopped it."""
     p = eng.p
     jobs = p.jobs
     cands = [j for j in (eng.assign if jobs_ is None else jobs_)
              if jobs[j].elastic and j in eng.assign]
-    for j in sorted(cands, key=lambda j: (-jobs[j].priority, j)):
+    for j in sorted(cands, key=lambda j: (p.prio_key[j], j)):
         if deadline.expired():
             return True
         job = jobs[j]
         hi = job.max_gpus if job.max_gpus is not None else job.gpus
-        if not job.elastic or hi <= eng.size[j] or (job.current is not None and not migrate):
+        running = job.current is not None and j not in moves.moved
+        if not job.elastic or hi <= eng.size[j] or (running and not moves.left()):
             continue
         cur = eng.size[j]
         old = eng.assign[j]
@@ -1250,6 +1253,8 @@ def _grow(eng: Engine, migrate: bool, deadline: Deadline, jobs_: Sequence[int] =
             if eng.try_place(j, n, 0, set()):
                 if job_value(p, j, eng.assign[j]) > old_value + 1e-12:
                     _release_empty(eng)
+                    if running:
+                        moves.moved.add(j)
                     break
                 # more GPUs but less throughput (e.g. CPU or memory per GPU
                 # below the profile's grid): keep the old size
@@ -1302,8 +1307,8 @@ def _defragment(eng: Engine, order, moves: _Moves, deadline: Deadline) -> None:
         for s in range(p.S):
             if not allowed[s] or p.srv_gpus[s] < n:
                 continue
-            movers = sorted((i for i in eng.jobs_on_server(s)
-                             if i not in moves.moved and jobs[i].current is not None),
+            movers = sorted((i for i in eng.jobs_on_server(s) if i not in moves.moved
+                             and jobs[i].current is not None and i not in p.pinned),
                             key=lambda i: (eng.size.get(i, 0), i))
             if _clear_server(eng, j, n, s, movers, moves, gain):
                 break
@@ -1358,7 +1363,8 @@ def _consolidate(eng: Engine, moves: _Moves, deadline: Deadline) -> None:
     for j in sorted(list(eng.assign), key=lambda j: (-jobs[j].priority, j)):
         if deadline.expired():
             return
-        if not moves.left() or j in moves.moved or jobs[j].current is None or eng.size[j] < 2:
+        if not moves.left() or j in moves.moved or jobs[j].current is None or eng.size[j] < 2 \
+                or j in p.pinned:
             continue
         old = eng.assign[j]
         before = p.placement(j, old).throughput * jobs[j].weight

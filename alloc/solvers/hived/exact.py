@@ -37,18 +37,28 @@ The model is :mod:`alloc.solvers.hived.model` (one
    answer is the best of the decoded solutions and the warm starts, so it is
    never below ``hived``.
 
-Status.  ``optimal`` only when the engine proved both phases, the decode
-realised every model placement, no penalty applies and the model covers the
-instance (:func:`~alloc.solvers.hived.model.restrictions` is empty, i.e. no
-guaranteed-work floor, no CPU/memory point other than the request that the
-objective values, spread CPU/memory that divides by the GPUs, no running
-elastic job that may move).  Otherwise the bound is the restricted model's:
-it is reported in ``stats["restricted_bound"]`` with the restrictions in
-``stats["restrictions"]`` and the solution carries no bound
-(``stats["covers_instance"]`` is False).  With preemption or migration costs
-the model optimises the penalised objective: ``stats["penalised"]``,
+Status.  ``optimal`` only when the value meets a bound of the instance:
+the model's own when it covers the instance (`restrictions` is empty, i.e.
+no guaranteed-work floor, no job with a CPU/memory point other than its
+request that the objective values or that asks less CPU or memory, spread
+CPU/memory that divides by the GPUs, no running elastic job that may move),
+else the LP of the relaxed model (`instance_bound`: every job at the
+smallest CPU and memory of its points, worth the best of them, spread units
+rounded down, no floor).  The restricted model's bound goes to
+``stats["restricted_bound"]`` with the restrictions in
+``stats["restrictions"]``; without a bound of the instance the solution
+carries none and ``stats["no_bound"]`` says why (``stats["covers_instance"]``
+is False).  A bound below the chosen answer's value is dropped
+(``stats["dropped_bound"]``).  With preemption or migration costs the model
+optimises the penalised objective: ``stats["penalised"]``,
 ``stats["penalised_bound"]`` and ``stats["raw_value"]`` report it and no
 bound is given.
+
+Preemption.  The score breaks ties by fewer preemptions, so a running job
+is stopped only where the objective (less the preemption cost) gains.  The
+caller may hand over the score of its best heuristic answer (``rival``):
+when the answer under the guaranteed-work floor is below it, the floor is
+dropped and the time left goes to the objective alone.
 """
 from __future__ import annotations
 
@@ -61,10 +71,12 @@ import numpy as np
 from ...deadline import Deadline
 from ...kernel import ENGINES, INF, Result, solve, solve_lp
 from ...model import Status
+from ...objectives import tighten
 from ...problem import Problem, Solution
 from ...tenancy import binding_keys, quota_gpus
 from .decode import binding_ok, decode_exact, decode_replay, polish, victims_ok
 from .engine import current_assign
+from . import RESTRICTIONS
 from .model import SCALE, OutOfTime, TenancyModel, build_model, restrictions
 from .search import complete, neighbourhood_search
 from .warm import hint_values, warm_starts
@@ -135,7 +147,8 @@ class Chosen:
 
 def scorer(p: Problem, running, pcost: float):
     """``score(assign, preempted) -> (key, raw)``: the penalised objective
-    (ties broken by guaranteed work) and the raw value."""
+    (ties broken by fewer preemptions -- a running job is stopped only where
+    the objective gains -- then by guaranteed work) and the raw value."""
     mcost = float(p.move_cost or 0.0)
     gwt = {j: (p.jobs[j].gpus or 1) if p.jobs[j].guaranteed else 0 for j in range(p.J)}
     cur = {r: sorted(current_assign(p, r).gpus) for r in running}
@@ -144,13 +157,13 @@ def scorer(p: Problem, running, pcost: float):
         raw = sum(p.value_of(j, a) for j, a in assign.items())
         moves = sum(1 for r in running if r in assign and sorted(assign[r].gpus) != cur[r])
         pen = raw - pcost * len(preempted) - mcost * moves
-        return (round(pen, 9), sum(gwt[j] for j in assign)), raw
+        return (round(pen, 9), -len(preempted), sum(gwt[j] for j in assign)), raw
     return score
 
 
 def solve_tenancy(problem: Problem, *, deadline: Deadline, seed: int = 0, engine: str = "cpsat",
                   preemption_cost: float = 0.0, guaranteed_first: bool = True,
-                  workers: int | None = None) -> Solution:
+                  workers: int | None = None, rival: tuple | None = None) -> Solution:
     """Allocation under HiveD tenancy by the tenancy model (module notes).
 
     Parameters
@@ -169,6 +182,11 @@ def solve_tenancy(problem: Problem, *, deadline: Deadline, seed: int = 0, engine
         First maximise the GPUs of placed guaranteed jobs, then the objective.
     workers : int, optional
         CP-SAT workers (default 1: deterministic for a seed).
+    rival : tuple, optional
+        The score key (`scorer`) of the best answer the caller has
+        from elsewhere (the applicable heuristics): when the answer under the
+        guaranteed-work floor is below it, the time left goes to the
+        objective without the floor.
 
     Returns
     -------
@@ -203,6 +221,7 @@ def solve_tenancy(problem: Problem, *, deadline: Deadline, seed: int = 0, engine
     clock.lap("phase1")
     lp = lp_bound(tm, relax_floor=not phase1_proven, deadline=deadline.share(0.15))
     stats["lp_bound"] = lp
+    inst = instance_bound(call, tm, floor, deadline.share(0.15), stats)
     clock.lap("lp")
     reserve = decode_reserve(p, deadline)
     res, incumbents = search(call, tm, full, deadline, reserve, stats)
@@ -215,9 +234,22 @@ def solve_tenancy(problem: Problem, *, deadline: Deadline, seed: int = 0, engine
         chosen = decode_best(tm, incumbents, res.status is Status.OPTIMAL, chosen, score,
                              running, deadline, stats)
     clock.lap("decode")
+    if floor is not None and rival is not None and rival > chosen.key and \
+            deadline.left() > reserve + 0.05:
+        # the floor's answer is below a heuristic's: the objective alone
+        tm.m.set_row_bounds(tm.floor_row, lo=-INF)
+        floor, stats["floor_dropped"] = None, "the floor's answer was below a heuristic's"
+        x0 = incumbents[0][0] if incumbents else full
+        res, incumbents = search(call, tm, x0, deadline, reserve, stats)
+        lp = lp_bound(tm, relax_floor=False, deadline=deadline.share(0.1))
+        cp_bound = res.bound / SCALE + 0.5 * p.J / SCALE if res.bound is not None else None
+        if incumbents:
+            chosen = decode_best(tm, incumbents, res.status is Status.OPTIMAL, chosen, score,
+                                 running, deadline, stats)
+        clock.lap("objective alone")
     bounds = [b for b in (lp, cp_bound) if b is not None]
     return result(p, tm, chosen, score, running, stats, min(bounds) if bounds else None, floor,
-                  call.pcost)
+                  call.pcost, inst)
 
 
 # ------------------------------------------------------------------ steps
@@ -312,6 +344,34 @@ def lp_bound(tm: TenancyModel, relax_floor: bool, deadline) -> float | None:
     return val + 1e-6 * max(1.0, abs(val))
 
 
+def instance_bound(call: Call, tm: TenancyModel, floor, deadline, stats: dict) -> float | None:
+    """A bound of the instance itself where the model restricts it (None
+    where the model's own bound is the instance's, or none can be had; the
+    reason then goes to ``stats["no_instance_bound"]``): with only the
+    guaranteed-work floor, the model's LP without it; with a CPU/memory point
+    or spread units the model restricts, the LP of the relaxed model
+    (`alloc.solvers.hived.model.build_model`); a running elastic job
+    that may move keeps its size in both, so it has none."""
+    applied = restrictions(tm, floor is not None)
+    if not applied:
+        return None
+    if RESTRICTIONS[3] in applied:
+        stats["no_instance_bound"] = f"the model keeps this restriction: {RESTRICTIONS[3]}"
+        return None
+    if applied == [RESTRICTIONS[0]]:
+        b = lp_bound(tm, relax_floor=True, deadline=deadline)
+    else:
+        try:
+            relaxed = build_model(call.p, call.pcost, deadline.share(0.7), relaxed=True)
+        except OutOfTime:
+            stats["no_instance_bound"] = "the relaxed model was not built in time"
+            return None
+        b = lp_bound(relaxed, relax_floor=True, deadline=deadline)
+    if b is None:
+        stats["no_instance_bound"] = "the relaxation's LP was not solved in time"
+    return b
+
+
 def decode_reserve(p: Problem, deadline) -> float:
     """Seconds kept for decoding and comparing at the end."""
     left = deadline.left()
@@ -375,18 +435,27 @@ def decode_best(tm: TenancyModel, incumbents, model_proven: bool, chosen: Chosen
 
 
 def result(p: Problem, tm: TenancyModel | None, chosen: Chosen, score, running, stats: dict,
-           bound: float | None, floor, pcost: float) -> Solution:
+           bound: float | None, floor, pcost: float, inst: float | None = None) -> Solution:
     """The :class:`~alloc.problem.Solution` of the chosen answer (module
-    notes: status, bound, restrictions, penalties)."""
+    notes: status, bound, restrictions, penalties).  ``inst``: a bound of
+    the instance where the model restricts it (`instance_bound`)."""
     eng = chosen.eng
     key, raw = score(eng.assign, chosen.preempted)
     penalised = bool(p.move_cost) or pcost > 0
-    if bound is not None and not penalised and raw > bound + 1e-6 * max(1.0, abs(bound)):
-        bound = None        # the answer lies outside the model (a restriction cut it)
+    step = p.objective.step(p.cluster, [p.jobs[j] for j in range(p.J) if j not in p.reasons])
+    bound, inst = tighten(bound, step), tighten(inst, step)
     applied = restrictions(tm, floor is not None) if tm is not None else ["no model in time"]
     covers = not applied
-    proven = chosen.proven and not penalised and covers and \
-        (floor is None or stats.get("phase1_proven", False))
+    if not covers and inst is not None:
+        stats["restricted_bound"], stats["bound_source"] = bound, "relaxation"
+        bound, covers = inst, True
+    if bound is not None and not penalised and raw > bound + 1e-6 * max(1.0, abs(bound)):
+        # a bound below an answer of the instance bounds nothing: dropped
+        stats["dropped_bound"] = bound
+        bound, covers = None, False
+        applied = applied or ["a bound below the answer (dropped)"]
+    proven = not penalised and covers and bound is not None and (
+        (chosen.proven and not applied) or raw >= bound - 1e-6 * max(1.0, abs(bound)))
     stats.update({"binding": binding_keys(eng.tree, eng.bound), "source": chosen.name,
                   "moves": sum(1 for r in running if r in eng.assign and sorted(
                       eng.assign[r].gpus) != sorted(current_assign(p, r).gpus)),
@@ -394,9 +463,13 @@ def result(p: Problem, tm: TenancyModel | None, chosen: Chosen, score, running, 
                   "covers_instance": covers, "restrictions": applied})
     if penalised:
         stats["penalised"], stats["penalised_bound"] = key[0], bound
+        stats["no_bound"] = ("the model maximises the value less the preemption and move "
+                             "costs; its bound is that objective's")
         bound = None
     elif not covers:
-        stats["restricted_bound"] = bound
+        stats.setdefault("restricted_bound", bound)
+        stats["no_bound"] = "the model restricts the instance: " + "; ".join(applied) + (
+            f" ({stats['no_instance_bound']})" if "no_instance_bound" in stats else "")
         bound = None
     status = Status.OPTIMAL if proven else Status.FEASIBLE
     return Solution(dict(eng.assign), status, bound, tuple(sorted(chosen.preempted)), stats)

@@ -37,7 +37,8 @@ Constraints (usage u of a job on s: whole GPUs, shared milli, CPU, memory):
     sum_s b[v,l,s] + sum_q R[v,q] = c[v,t,l]      (every cell bound, WLOG)
     g[v,s] = sum_l z_l b[v,l,s] + G_s sum_{q ∋ s} R[v,q];   sum_v g[v,s] <= G_s
     v's guaranteed whole GPUs on s + hv[v,s] + (kept jobs inside v's cells) <= g[v,s]
-    pre[r] <= sum of fresh placements of jobs that outrank r    (legal victims)
+    pre[r] <= sum of fresh placements, on servers r holds, of jobs that
+              outrank r                                      (legal victims)
     sum mv + sum ms <= max_moves
 
 plus the cover of kept guaranteed jobs by cell positions, the fragmentation of
@@ -128,18 +129,20 @@ def best_span(p: Problem, j: int, s: int, n: int) -> float:
     return max(cands) if cands else prof.span_factor("server")
 
 
-def value_on(p: Problem, j: int, s: int, n: int, span: float | None = None) -> float:
-    """Upper bound on job j's value on server s with n GPUs (best span there,
-    or ``span``): weight * grid(cpu / n, mem / n) * speed(t_s) * span * scale(n)."""
+def value_on(p: Problem, j: int, s: int, n: int, span: float | None = None,
+             option: int = 0) -> float:
+    """Upper bound on job j's value on server s with n GPUs at one of its
+    options (default the request; best span there, or ``span``):
+    weight * grid(cpu / n, mem / n) * speed(t_s) * span * scale(n)."""
     job = p.jobs[j]
     sp = best_span(p, j, s, n) if span is None else span
     if n == job.gpus:
-        return p.coef(j, 0, s, span=sp)
+        return p.coef(j, option, s, span=sp)
     if "grid" not in p.objective.factors:
         return p.objective.coef(job, speed=p.speed(j, s) if n else 1.0, span=sp,
                                 scale=scale_factor(job.profile, job, n), gpus=n)
     prof = job.profile
-    opt = p.options[j][0]
+    opt = p.options[j][option]
     base = prof.grid_value(opt.cpu / n, opt.mem / n) if prof is not None and prof.has_grid \
         else 1.0
     return p.objective.coef(job, base, speed=p.speed(j, s), span=sp,
@@ -157,11 +160,15 @@ def spread_span(p: Problem, j: int) -> float:
     return max(prof.span_factor(x) for x in lv)
 
 
-def fits_server(p: Problem, j: int, s: int, n: int) -> bool:
-    """Job j with n GPUs (its request's CPU and memory) fits the empty server s."""
+def fits_server(p: Problem, j: int, s: int, n: int, cpu: int | None = None,
+                mem: int | None = None) -> bool:
+    """Job j with n GPUs (its request's CPU and memory, or ``cpu`` and
+    ``mem``) fits the empty server s."""
     job = p.jobs[j]
     opt = p.options[j][0]
-    if not p.allowed[j, s] or opt.cpu > p.srv_cpu[s] or opt.mem > p.srv_mem[s]:
+    cpu = opt.cpu if cpu is None else cpu
+    mem = opt.mem if mem is None else mem
+    if not p.allowed[j, s] or cpu > p.srv_cpu[s] or mem > p.srv_mem[s]:
         return False
     if n > p.srv_gpus[s]:
         return False
@@ -208,10 +215,13 @@ class TenancyModel:
         GPUs) by column.
     fresh : dict
         Job -> columns meaning "placed afresh" (new or moved).
+    where : dict
+        Fresh column -> the servers its placement may use.
     """
 
-    def __init__(self, p: Problem, pcost: float = 0.0):
+    def __init__(self, p: Problem, pcost: float = 0.0, relaxed: bool = False):
         self.p = p
+        self.relaxed = relaxed
         jobs = p.jobs
         self.running = [j for j in p.running if current_assign(p, j) is not None]
         run = set(self.running)
@@ -242,6 +252,7 @@ class TenancyModel:
         self.obj: dict = defaultdict(int)
         self.work: dict = defaultdict(int)
         self.fresh: dict = defaultdict(list)
+        self.where: dict = {}            # fresh column -> the servers it may use
         self.units_exact = True
         self.floor_row: int | None = None
         self.deadline = None
@@ -250,7 +261,7 @@ class TenancyModel:
 
     # ---------------------------------------------------------- helpers
     def tick(self) -> None:
-        """Raise :class:`OutOfTime` when the build's deadline has passed."""
+        """Raise `OutOfTime` when the build's deadline has passed."""
         if self.deadline is not None and self.deadline.expired():
             raise OutOfTime("building the model")
 
@@ -268,6 +279,25 @@ class TenancyModel:
         f = int(self.p.gpu_first[s])
         return range(f, f + int(self.p.srv_gpus[s]))
 
+    def request(self, j: int) -> tuple[int, int]:
+        """(CPU, memory) the model reserves for job j: its request or, in the
+        relaxed model, the smallest CPU and the smallest memory of any of its
+        options (each may come from a different option)."""
+        opts = self.p.options[j]
+        if self.relaxed:
+            return min(o.cpu for o in opts), min(o.mem for o in opts)
+        return opts[0].cpu, opts[0].mem
+
+    def fits(self, j: int, s: int, n: int) -> bool:
+        """Job j with n GPUs fits the empty server s at what the model reserves."""
+        return fits_server(self.p, j, s, n, *self.request(j))
+
+    def value(self, j: int, s: int, n: int, span: float | None = None) -> float:
+        """Job j's value on server s with n GPUs: at its request or, in the
+        relaxed model, the best of its options."""
+        opts = range(len(self.p.options[j])) if self.relaxed else (0,)
+        return max(value_on(self.p, j, s, n, span, option=o) for o in opts)
+
     def tenant_types(self, v: str) -> set:
         """GPU types in which tenant v holds at least one cell."""
         return {t for (t, _), c in self.q.get(v, {}).items() if c}
@@ -282,12 +312,11 @@ class TenancyModel:
                   cpu: int | None = None, mem: int | None = None) -> None:
         """Usage of job j with n GPUs on server s when ``col`` is 1 (``coef``
         copies); CPU and memory default to its request."""
-        job = self.p.jobs[j]
-        opt = self.p.options[j][0]
+        rc, rm = self.request(j)
         if n:
             self.add_gpus(j, s, n * coef, col)
-        self.use.cpu[s].append(((opt.cpu if cpu is None else cpu) * coef, col))
-        self.use.mem[s].append(((opt.mem if mem is None else mem) * coef, col))
+        self.use.cpu[s].append(((rc if cpu is None else cpu) * coef, col))
+        self.use.mem[s].append(((rm if mem is None else mem) * coef, col))
 
     def add_gpus(self, j: int, s: int, n: int, col: int) -> None:
         """GPU usage of job j on server s when ``col`` is 1: n whole GPUs, or
@@ -318,17 +347,20 @@ class TenancyModel:
     def pool(self, j: int, n: int, d) -> tuple:
         """The unit pool of job j spread on n GPUs over domain d: ``(tenant of
         a guaranteed job or None, ceil(cpu / n) millicores, ceil(mem / n) MiB,
-        allowed GPU types, d)``."""
+        allowed GPU types, d)`` (rounded down in the relaxed model)."""
         job = self.p.jobs[j]
-        opt = self.p.options[j][0]
-        return (job.tenant if job.guaranteed else None, -(-opt.cpu // n), -(-opt.mem // n),
+        cpu, mem = self.request(j)
+        if self.relaxed:
+            return (job.tenant if job.guaranteed else None, cpu // n, mem // n,
+                    tuple(job.gpu_types), d)
+        return (job.tenant if job.guaranteed else None, -(-cpu // n), -(-mem // n),
                 tuple(job.gpu_types), d)
 
     def add_spread(self, j: int, n: int, d, servers, col: int, coef: int = 1) -> None:
         """``col`` jobs of n GPUs spread over ``servers`` draw n units each from their pool."""
         key = self.pool(j, n, d)
-        opt = self.p.options[j][0]
-        if key[1] * n != opt.cpu or key[2] * n != opt.mem:
+        cpu, mem = self.request(j)
+        if key[1] * n != cpu or key[2] * n != mem:
             self.units_exact = False
         row = self.pool_rows.get(key)
         if row is None:
@@ -342,10 +374,14 @@ class TenancyModel:
         row[col] = row.get(col, 0) - n * coef
 
 
-def build_model(p: Problem, pcost: float = 0.0, deadline=None) -> TenancyModel:
+def build_model(p: Problem, pcost: float = 0.0, deadline=None,
+                relaxed: bool = False) -> TenancyModel:
     """The tenancy model of ``p`` (module notes), step by step; raises
-    :class:`OutOfTime` when ``deadline`` passes."""
-    tm = TenancyModel(p, pcost)
+    `OutOfTime` when ``deadline`` passes.  ``relaxed``: every job
+    reserves the smallest CPU and memory of its options, is worth the best
+    of them, and a spread job's units round down -- a relaxation of the
+    instance (its LP bounds the instance) that is never decoded."""
+    tm = TenancyModel(p, pcost, relaxed)
     tm.deadline = deadline
     steps = (add_pending, add_running, add_victims, add_cells, add_cover, add_fragmentation,
              add_positions, add_capacity, add_symmetry, add_objective)
@@ -374,18 +410,19 @@ def add_pending(tm: TenancyModel) -> None:
         for s in range(p.S):
             c = int(p.server_class[s])
             if c not in coef:
-                opt = p.options[j0][0]
+                cpu, mem = tm.request(j0)
                 if n == 0:
-                    ok = opt.cpu <= p.srv_cpu[s] and opt.mem <= p.srv_mem[s]
+                    ok = cpu <= p.srv_cpu[s] and mem <= p.srv_mem[s]
                 else:
-                    ok = fits_server(p, j0, s, n) and tm.guaranteed_ok(j0, s)
-                coef[c] = tm.value_of(value_on(p, j0, s, n)) if ok else None
+                    ok = tm.fits(j0, s, n) and tm.guaranteed_ok(j0, s)
+                coef[c] = tm.value_of(tm.value(j0, s, n)) if ok else None
             if coef[c] is None:
                 continue
             col = tm.x[(k, s)] = tm.var(len(members))
             tm.add_usage(j0, s, n, col)
             tm.obj[col] += coef[c]
             by_group[G.group[k]][col] = 1
+            tm.where[col] = (s,)
             for j in members:
                 tm.fresh[j].append(col)
         if not spreadable(job, n):
@@ -396,8 +433,9 @@ def add_pending(tm: TenancyModel) -> None:
             col = tm.y[(k, d)] = tm.var(len(members))
             tm.add_spread(j0, n, d, srv, col)
             best = max(srv, key=lambda s: (p.speed(j0, s), -s))
-            tm.obj[col] += tm.value_of(value_on(p, j0, best, n, span=spread_span(p, j0)))
+            tm.obj[col] += tm.value_of(tm.value(j0, best, n, span=spread_span(p, j0)))
             by_group[G.group[k]][col] = 1
+            tm.where[col] = tuple(srv)
             for j in members:
                 tm.fresh[j].append(col)
     for g, cols in by_group.items():
@@ -406,8 +444,9 @@ def add_pending(tm: TenancyModel) -> None:
 
 
 def add_running(tm: TenancyModel) -> None:
-    """keep[r], the moves mv[r,s] / ms[r,d] (when allowed) and pre[r]:
-    keep + sum mv + sum ms + pre = 1; a running elastic job keeps its size."""
+    """keep[r], the moves mv[r,s] / ms[r,d] (when allowed, and not for a job
+    the core pinned) and pre[r]: keep + sum mv + sum ms + pre = 1; a running
+    elastic job keeps its size."""
     p = tm.p
     for r in tm.running:
         tm.tick()
@@ -426,15 +465,16 @@ def add_running(tm: TenancyModel) -> None:
         tm.obj[k] += tm.value_of(p.value_of(r, a))
         row = {k: 1}
         n_r = len(a.gpus)
-        if tm.migrate:
+        if tm.migrate and r not in p.pinned:
             # a move may also re-place the job on a server it runs on (other GPUs)
             for s in range(p.S):
-                if not fits_server(p, r, s, n_r) or not tm.guaranteed_ok(r, s):
+                if not tm.fits(r, s, n_r) or not tm.guaranteed_ok(r, s):
                     continue
                 col = tm.mv[(r, s)] = tm.var(1)
                 tm.add_usage(r, s, n_r, col)
-                tm.obj[col] += tm.value_of(value_on(p, r, s, n_r) - tm.mcost)
+                tm.obj[col] += tm.value_of(tm.value(r, s, n_r) - tm.mcost)
                 tm.fresh[r].append(col)
+                tm.where[col] = (s,)
                 row[col] = 1
             if spreadable(job, n_r):
                 for d, srv in tm.domains(r).items():
@@ -444,8 +484,9 @@ def add_running(tm: TenancyModel) -> None:
                     tm.add_spread(r, n_r, d, srv, col)
                     best = max(srv, key=lambda s: (p.speed(r, s), -s))
                     tm.obj[col] += tm.value_of(
-                        value_on(p, r, best, n_r, span=spread_span(p, r)) - tm.mcost)
+                        tm.value(r, best, n_r, span=spread_span(p, r)) - tm.mcost)
                     tm.fresh[r].append(col)
+                    tm.where[col] = tuple(srv)
                     row[col] = 1
         pr = tm.pre[r] = tm.var(1)
         row[pr] = 1
@@ -460,40 +501,42 @@ def add_running(tm: TenancyModel) -> None:
 
 
 def add_victims(tm: TenancyModel) -> None:
-    """Legal victims: pre[r] <= fresh placements of jobs that outrank r,
-    summed per rank class (guaranteed, tenant, priority) in one auxiliary
-    column each, so every row stays short."""
+    """Legal victims (the core's one rule): pre[r] <= fresh placements of
+    jobs that outrank r on servers r holds, summed per rank class
+    (guaranteed, tenant, priority) and server in one auxiliary column each,
+    so every row stays short.  A spread placement counts on every server of
+    its domain (a relaxation the decode checks)."""
     p = tm.p
     jobs = p.jobs
-    by_class: dict[tuple, dict] = defaultdict(dict)
+    by_class: dict[tuple, dict] = defaultdict(lambda: defaultdict(dict))
     for i, cols in tm.fresh.items():
         ji = jobs[i]
         key = (ji.guaranteed, ji.tenant if ji.guaranteed else None, ji.priority)
         for c in cols:
-            by_class[key][c] = 1
-    total = {}
-    for key, cols in by_class.items():
-        ub = sum(tm.m.ub[c] for c in cols)
-        cs = tm.var(ub)
-        row = {c: 1 for c in cols}
-        row[cs] = -1
-        tm.m.add_row(row, 0, 0)
-        total[key] = cs
+            for s in tm.where[c]:
+                by_class[key][s][c] = 1
+    total: dict[tuple, dict[int, int]] = defaultdict(dict)
+    for key, per_srv in by_class.items():
+        for s, cols in per_srv.items():
+            cs = tm.var(sum(tm.m.ub[c] for c in cols))
+            row = dict(cols)
+            row[cs] = -1
+            tm.m.add_row(row, 0, 0)
+            total[key][s] = cs
+            tm.aux[s].append(cs)
     for r in tm.running:
         tm.tick()
         jr = jobs[r]
-        terms: dict[int, float] = {}
-        for key, cs in total.items():
+        held = p.servers_of(current_assign(p, r))
+        terms: dict[int, float] = defaultdict(float)
+        for key, per_srv in total.items():
             probe = replace(jr, guaranteed=key[0], tenant=key[1] if key[0] else None,
                             priority=key[2])
             if not outranks(probe, jr):
                 continue
-            own = [c for c in tm.fresh.get(r, ()) if c in by_class[key]]
-            if len(own) == len(by_class[key]):
-                continue
-            terms[cs] = terms.get(cs, 0) + 1
-            for c in own:                     # r's own moves do not rescue r
-                terms[c] = terms.get(c, 0) - 1
+            for s in held & per_srv.keys():
+                terms[per_srv[s]] += 1
+        # r's own moves are in r's class, which never outranks r: they do not rescue it
         row = {c: -v for c, v in terms.items()}
         row[tm.pre[r]] = 1
         tm.m.add_row(row, hi=0)
@@ -822,18 +865,29 @@ def add_objective(tm: TenancyModel) -> None:
 def restrictions(tm: TenancyModel, floor: bool) -> list[str]:
     """The restrictions of :data:`RESTRICTIONS` that cut this instance (empty:
     the model relaxes the instance, its bound is the instance's): the
-    guaranteed-work floor, a profile grid the objective values, spread
-    CPU/memory that does not divide by the GPUs, a running elastic job that
-    may move."""
+    guaranteed-work floor, a job placed at its request that has another
+    CPU/memory point the objective values or that asks less CPU or memory
+    (a point that may fit where the request does not), spread CPU/memory
+    that does not divide by the GPUs, a running elastic job that may move."""
     p = tm.p
     out = []
     if floor:
         out.append(RESTRICTIONS[0])
     movable = tm.pending + (tm.running if tm.migrate else [])
-    if "grid" in p.objective.factors and any(len(p.options[j]) > 1 for j in movable):
+    if any(other_points_matter(p, j) for j in movable):
         out.append(RESTRICTIONS[1])
     if not tm.units_exact:
         out.append(RESTRICTIONS[2])
     if tm.migrate and any(p.jobs[r].elastic for r in tm.running):
         out.append(RESTRICTIONS[3])
     return out
+
+
+def other_points_matter(p: Problem, j: int) -> bool:
+    """Job j has a CPU/memory point besides its request that the objective
+    values or that asks less CPU or less memory than the request."""
+    req, *rest = p.options[j]
+    if not rest:
+        return False
+    return "grid" in p.objective.factors or \
+        any(o.cpu < req.cpu or o.mem < req.mem for o in rest)

@@ -26,7 +26,6 @@ from collections import defaultdict
 from ...deadline import Deadline
 from ...model import MILLI
 from ...problem import Problem
-from ...tenancy import outranks
 from .engine import Engine, _release_empty, current_assign, restore_running, run
 from .model import TenancyModel, fits_server, spread_span, spreadable, value_on
 
@@ -120,7 +119,7 @@ def greedy(p: Problem, running, pending, vbest: dict, pcost: float, dens: float 
     drop = [r for r in running if not pcost
             and (cur[r] <= 1e-12 or (not jobs[r].guaranteed
                                      and cur[r] / max(jobs[r].gpus, 1) < dens))
-            and any(outranks(jobs[i], jobs[r]) for i in pend)]
+            and any(p.outranks(i, r) for i in pend)]
 
     def key(j):
         job = jobs[j]
@@ -146,7 +145,7 @@ def greedy(p: Problem, running, pending, vbest: dict, pcost: float, dens: float 
         _release_empty(eng)
         fresh = [i for i in eng.assign if i in pend or i in homeless]
         bad = [r for r in running if r not in eng.assign
-               and not any(outranks(jobs[i], jobs[r]) for i in fresh if i != r)]
+               and not p.stopped_for(r, eng.assign, fresh)]
         if not bad:
             return eng, {r for r in running if r not in eng.assign}
         drop = [r for r in drop if r not in bad]

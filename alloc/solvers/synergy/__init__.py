@@ -9,7 +9,7 @@ See :mod:`alloc.solvers.synergy.allocators`.
 from ...options import Option
 from ...registry import declare
 
-_CAPS = ("grid", "sharing", "spread")
+_CAPS = ("grid", "sharing", "spread", "order-preemption")
 
 SOLVERS = (
     declare("synergy-greedy", "alloc.solvers.synergy.tune:solve_greedy", capabilities=_CAPS,

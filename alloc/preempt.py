@@ -1,0 +1,499 @@
+r"""Preemption by the caller's order: which running jobs stop, and for whom.
+
+Under ``preempt="order"`` the caller's order (a ranked list of job ids,
+highest first, as LAS, FIFO, SRTF or Tiresias produce) decides who may stop
+whom, and the core decides it once, the same for every solver, before the
+solver runs.  The rule ([outranks][alloc.tenancy.outranks] with the order):
+
+* a running job ``r`` is stopped only for a waiting job ``p`` that the order
+  lists above it and that cannot otherwise be placed now;
+* ``p`` is placed on a server ``r`` held (a stopped job frees room for the
+  job it is stopped for, not for anyone);
+* the lowest-ranked go first, as few as possible: among the placements of
+  ``p``, the one whose highest-ranked victim ranks lowest, and on it no
+  victim that ``p`` does not need;
+* a stopped job is not placed again in the same call.
+
+Walk.  Let ``F`` be what the running jobs leave free (milli-GPU per GPU,
+CPU and memory per server).  For each waiting job ``p`` the order lists, by
+rank, while some running job ranks below it:
+
+1. if ``p`` fits ``F`` (at any of its CPU/memory options, its smallest size
+   if elastic), its room is set aside in ``F`` (the solver places it; the
+   reservation only keeps a lower-ranked job from counting on that room);
+2. else let ``F_t`` be ``F`` plus everything held by the running jobs ranked
+   ``t`` or lower (``t > rank(p)``).  ``p`` fits ``F_t`` for ``t`` small
+   enough or not at all; the largest such ``t*`` is found by taking the
+   running jobs one by one from the lowest rank up and testing, after each,
+   the servers it held (``p`` alone on one of them) and, for a gang that may
+   spread, the GPUs usable over the cluster (or its rack): only what the
+   last job freed can make ``p`` fit.  The job ``v*`` of rank ``t*`` is the
+   highest-ranked job any placement of ``p`` must stop, and it is stopped.
+   ``p`` is placed on a server of ``v*`` (or, spread, on the servers with the
+   most usable GPUs, the victims' first): jobs ranked ``t*`` or lower there
+   are stopped lowest-ranked first until ``p`` fits, then every victim ``p``
+   still fits without is kept running (highest-ranked first);
+3. else ``p`` waits.
+
+A job that preempts costs one test per job taken (a server's GPUs, or one
+vector over the servers for a gang); a job that fits costs one vectorised
+test.  A job shape that found no room (or no victims) is not tried again
+until a stop leaves room beside what its beneficiary took.
+
+The jobs placed in step 2 are *pinned*: the solver sees them running where
+the walk put them and may neither move nor stop them
+([Problem][alloc.problem.Problem] ``pinned``); the victims are not in the
+solver's problem at all.  Everything else is the solver's, on what is left:
+exact solvers prove their bound and optimum for that problem.
+
+Scope: clusters without tenants' guarantees (with tenants, preemption
+follows the tenancy rules; ``allocate`` refuses ``preempt="order"`` there).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from itertools import chain
+
+import numpy as np
+
+from .deadline import Deadline
+from .model import MILLI, Allocation
+from .problem import Assign, Problem, add_assign
+
+#: the preemption rules ``allocate(preempt=...)`` takes
+PREEMPT_RULES = (None, "order")
+INNER = ("switch", "socket")
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What the walk decided: ``victims`` (running job index -> the index of
+    the job it is stopped for) and ``pinned`` (job index -> its assignment)."""
+    victims: dict = field(default_factory=dict)
+    pinned: dict = field(default_factory=dict)
+
+
+class _Walk:
+    """Free capacity and the running jobs' holdings, as arrays."""
+
+    def __init__(self, p: Problem):
+        self.p = p
+        self.gfree = p.gpu_free.astype(np.int64).copy()
+        self.cfree = p.free_cpu.astype(np.int64).copy()
+        self.mfree = p.free_mem.astype(np.int64).copy()
+        self.gsrv = p.gpu_server
+        self.whole = np.bincount(self.gsrv[self.gfree >= MILLI], minlength=p.S)
+        self.rank = p.rank
+        self.alive = np.zeros(p.J, dtype=bool)
+        self.alive[list(p.fixed)] = True
+        #: running jobs, lowest-ranked first
+        self.by_rank = sorted(p.fixed, key=lambda r: -int(p.rank[r]))
+        self._on_server: dict[int, list[int]] | None = None
+        self.masks: dict = {}
+        #: bumped whenever stopping jobs leaves room beside what their beneficiary took
+        self.version = 0
+        self.failed: dict = {}      # job shape -> version when it last failed
+        self.full: dict = {}        # job shape -> version when it last found no room
+
+    @property
+    def on_server(self) -> dict[int, list[int]]:
+        """Running jobs by server index (built on first use)."""
+        if self._on_server is None:
+            self._on_server = {}
+            for r in self.p.fixed:
+                for s in self.p.servers_of(self.p.fixed[r]):
+                    self._on_server.setdefault(s, []).append(r)
+        return self._on_server
+
+    # ------------------------------------------------------------ job shape
+    def shape(self, j: int) -> tuple:
+        """(GPUs, milli, [(cpu, mem)], locality, allowed-server mask) of job j."""
+        p = self.p
+        job = p.jobs[j]
+        n = job.min_gpus if job.elastic and job.min_gpus is not None else job.gpus
+        opts = tuple(dict.fromkeys((o.cpu, o.mem) for o in p.options[j]))
+        key = tuple(bool(x) for x in p.type_ok[j]) if n else None
+        mask = self.masks.get(key)
+        if mask is None:
+            mask = np.zeros(p.S, dtype=bool)
+            mask[p.allowed_servers(j)] = True
+            self.masks[key] = mask
+        return n, job.gpu_milli, opts, job.locality, mask
+
+    # --------------------------------------------------------------- tests
+    def servers_ok(self, sh, gf, cf, mf, whole=None) -> list:
+        """Per option: the mask of servers that hold the job alone."""
+        p = self.p
+        n, q, opts, loc, mask = sh
+        out = []
+        if n and q >= MILLI:
+            w = gf >= MILLI
+            if loc in INNER:
+                dom = p.domain[loc]
+                cnt = np.bincount(dom[w], minlength=int(dom.max()) + 1)
+                gpu_ok = (cnt >= n)[dom]
+                srv_gpu = np.zeros(p.S, dtype=bool)
+                srv_gpu[self.gsrv[gpu_ok]] = True
+            else:
+                ws = whole if whole is not None else np.bincount(self.gsrv[w], minlength=p.S)
+                srv_gpu = ws >= n
+        elif n:
+            srv_gpu = np.zeros(p.S, dtype=bool)
+            srv_gpu[self.gsrv[gf >= q]] = True
+        else:
+            srv_gpu = mask
+        base = mask & srv_gpu
+        for c, m in opts:
+            out.append(base & (cf >= c) & (mf >= m))
+        return out
+
+    def racks(self) -> np.ndarray:
+        """Each server's rack as an index."""
+        if not hasattr(self, "_racks"):
+            names: dict = {}
+            self._racks = np.array([names.setdefault(sv.rack, len(names))
+                                    for sv in self.p.cluster.servers], dtype=np.int64)
+        return self._racks
+
+    def usable(self, gf, cf, mf, mask, n, c, m) -> np.ndarray:
+        """Whole GPUs each server can give a spread gang of n (CPU and memory
+        per GPU rounded up, so that any split in proportion to GPUs fits)."""
+        w = self.whole if gf is self.gfree else \
+            np.bincount(self.gsrv[gf >= MILLI], minlength=self.p.S)
+        cper, mper = -(-c // n), -(-m // n)
+        use = w.copy()
+        if cper:
+            use = np.minimum(use, cf // cper)
+        if mper:
+            use = np.minimum(use, mf // mper)
+        return np.where(mask, use, 0)
+
+    def commit(self, j: int, a: Assign) -> None:
+        """Set job j's assignment aside in the free capacity."""
+        self._apply(a, -1)
+
+    def stop(self, r: int) -> None:
+        """Running job r is stopped: what it held is free."""
+        self.alive[r] = False
+        self._apply(self.p.fixed[r], 1)
+
+    def replace(self, victims: list[int], a: Assign) -> None:
+        """Stop ``victims`` and set ``a`` aside; bump `version` when that
+        leaves more room anywhere than there was (a job that found none
+        before may find some now)."""
+        p = self.p
+        touched = set(p.servers_of(a))
+        for v in victims:
+            touched |= p.servers_of(p.fixed[v])
+        gs = [g for x in touched for g in range(int(p.gpu_first[x]),
+                                                int(p.gpu_first[x]) + int(p.srv_gpus[x]))]
+        xs = sorted(touched)
+        before = (self.gfree[gs].copy(), self.cfree[xs].copy(), self.mfree[xs].copy())
+        for v in victims:
+            self.stop(v)
+        self.commit(-1, a)
+        after = (self.gfree[gs], self.cfree[xs], self.mfree[xs])
+        if any((y > x).any() for x, y in zip(before, after)):
+            self.version += 1
+
+    def _apply(self, a: Assign, sign: int) -> None:
+        add_assign(a, self.gfree, self.cfree, self.mfree, sign)
+        for s in {int(self.gsrv[g]) for g, _ in a.gpus}:
+            f = int(self.p.gpu_first[s])
+            self.whole[s] = int((self.gfree[f:f + int(self.p.srv_gpus[s])] >= MILLI).sum())
+
+    # ------------------------------------------------------------ placing
+    def gpus_on(self, s: int, sh, gf) -> list[int] | None:
+        """GPUs of server s for the job (``gf``: free milli by GPU index, an
+        array or a mapping over s's GPUs): the tightest node of the
+        innermost declared level that holds a gang, the tightest GPU for a share."""
+        p = self.p
+        n, q, _, loc, _ = sh
+        if not n:
+            return []
+        f = int(p.gpu_first[s])
+        gs = range(f, f + int(p.srv_gpus[s]))
+        if q < MILLI:
+            ok = [g for g in gs if gf[g] >= q]
+            return [min(ok, key=lambda g: (gf[g], g))] if ok else None
+        free = [g for g in gs if gf[g] >= MILLI]
+        if len(free) < n:
+            return None
+        for lv in INNER:
+            if lv not in p.levels:
+                continue
+            groups: dict[int, list[int]] = {}
+            for g in free:
+                groups.setdefault(int(p.domain[lv][g]), []).append(g)
+            fit = [v for v in groups.values() if len(v) >= n]
+            if fit:
+                return min(fit, key=lambda v: (len(v), v[0]))[:n]
+            if loc == lv:
+                return None
+        return free[:n]
+
+    def assign_on(self, j: int, s: int, sh, o: int, gf) -> Assign | None:
+        """Job j alone on server s at option o, or None."""
+        gpus = self.gpus_on(s, sh, gf)
+        if gpus is None:
+            return None
+        if not sh[0]:
+            return self.p.make_cpu_assign(j, s, o)
+        return self.p.make_assign(j, gpus, o)
+
+    def place_free(self, j: int, sh) -> Assign | None:
+        """Job j in the free capacity (the fullest server that holds it, else
+        a spread gang), or None."""
+        for o, ok in enumerate(self.servers_ok(sh, self.gfree, self.cfree, self.mfree,
+                                               self.whole)):
+            cand = np.flatnonzero(ok)
+            if len(cand):
+                s = int(cand[np.argmin(self.whole[cand] * self.p.S + cand)])
+                a = self.assign_on(j, s, sh, o, self.gfree)
+                if a is not None:
+                    return a
+        return self.spread(j, sh, self.gfree, self.cfree, self.mfree, ())
+
+    def spread(self, j: int, sh, gf, cf, mf, first) -> Assign | None:
+        """A gang spread over servers (``first``: servers to use before the
+        others; then the most usable GPUs), or None."""
+        n, q, opts, loc, mask = sh
+        if n < 2 or q < MILLI or loc not in (None, "rack"):
+            return None
+        p = self.p
+        for o, (c, m) in enumerate(opts):
+            use = self.usable(gf, cf, mf, mask, n, c, m)
+            if loc == "rack":
+                rack = self.racks()
+                tot = np.bincount(rack, use)
+                good = np.flatnonzero(tot >= n)
+                if not len(good):
+                    continue
+                pref = [int(rack[s]) for s in first if tot[rack[s]] >= n]
+                use = np.where(rack == (pref[0] if pref else good[0]), use, 0)
+            elif use.sum() < n:
+                continue
+            firsts = [s for s in dict.fromkeys(first) if use[s] > 0]
+            some = np.flatnonzero(use > 0)
+            rest = (int(s) for s in some[np.argsort(-use[some], kind="stable")]
+                    if s not in firsts)
+            gpus: list[int] = []
+            for s in chain(firsts, rest):
+                k = min(int(use[s]), n - len(gpus))
+                f = int(p.gpu_first[s])
+                gpus += [g for g in range(f, f + int(p.srv_gpus[s])) if gf[g] >= MILLI][:k]
+                if len(gpus) == n:
+                    return p.make_assign(j, gpus, o)
+        return None
+
+    # ------------------------------------------------------------ victims
+    def local(self, s: int, victims) -> tuple[dict, int, int]:
+        """Free milli of server s's GPUs, its CPU and memory with ``victims`` stopped."""
+        p = self.p
+        f = int(p.gpu_first[s])
+        gf = {g: int(self.gfree[g]) for g in range(f, f + int(p.srv_gpus[s]))}
+        c, m = int(self.cfree[s]), int(self.mfree[s])
+        for v in victims:
+            a = p.fixed[v]
+            for g, mi in a.gpus:
+                if g in gf:
+                    gf[g] += mi
+            c += dict(a.cpu).get(s, 0)
+            m += dict(a.mem).get(s, 0)
+        return gf, c, m
+
+    def try_server(self, j: int, s: int, sh, victims, build: bool = False):
+        """Whether job j fits alone on server s with ``victims`` stopped (its
+        assignment with ``build``), else None."""
+        if not sh[4][s]:
+            return None
+        gf, c, m = self.local(s, victims)
+        for o, (oc, om) in enumerate(sh[2]):
+            if oc <= c and om <= m:
+                gpus = self.gpus_on(s, sh, gf)
+                if gpus is not None:
+                    return self.assign_on(j, s, sh, o, gf) if build else True
+        return None
+
+    def on_server_victims(self, j: int, s: int, sh, t: int):
+        """Victims on server s (ranked t or lower, lowest first, then pruned
+        highest first) and job j's assignment there, or None."""
+        cands = sorted((r for r in self.on_server.get(s, ()) if self.alive[r]
+                        and self.rank[r] >= t), key=lambda r: -self.rank[r])
+        victims: list[int] = []
+        for r in cands:
+            victims.append(r)
+            if self.try_server(j, s, sh, victims) is not None:
+                break
+        else:
+            return None
+        for r in sorted(victims, key=lambda r: self.rank[r]):
+            rest = [v for v in victims if v != r]
+            if self.try_server(j, s, sh, rest) is not None:
+                victims = rest
+        return victims, self.try_server(j, s, sh, victims, build=True)
+
+    def usable_on(self, s: int, sh, victims, c: int, m: int) -> int:
+        """Whole GPUs server s gives a spread gang with ``victims`` stopped
+        (CPU and memory per GPU rounded up, as in `usable`)."""
+        n, _, _, _, mask = sh
+        if not mask[s]:
+            return 0
+        gf, cf, mf = self.local(s, victims)
+        w = sum(1 for x in gf.values() if x >= MILLI)
+        cper, mper = -(-c // n), -(-m // n)
+        return min(w, cf // cper if cper else w, mf // mper if mper else w)
+
+    def spread_victims(self, j: int, sh, cands, c: int, m: int):
+        """Victims for a spread gang (``cands`` lowest-ranked first, until it
+        fits; then every one it fits without is kept, highest-ranked first)
+        and its assignment, or None."""
+        p, n = self.p, sh[0]
+        use = self.usable(self.gfree, self.cfree, self.mfree, sh[4], n, c, m)
+        total, on = int(use.sum()), {}
+
+        def enough():
+            if sh[3] == "rack":
+                return bool((np.bincount(self.racks(), use) >= n).any())
+            return total >= n
+        held = {r: self.p.servers_of(p.fixed[r]) for r in cands}
+
+        def gain(r, sign):
+            nonlocal total
+            for x in held[r]:
+                vs = on.setdefault(x, [])
+                if sign > 0:
+                    vs.append(r)
+                else:
+                    vs.remove(r)
+                u = self.usable_on(x, sh, vs, c, m)
+                total += u - int(use[x])
+                use[x] = u
+        victims = []
+        for r in cands:
+            victims.append(r)
+            gain(r, 1)
+            if enough():
+                break
+        else:
+            return None
+        for r in sorted(victims, key=lambda r: self.rank[r]):
+            gain(r, -1)
+            if enough():
+                victims.remove(r)
+            else:
+                gain(r, 1)
+        gf, cf, mf = self.gfree.copy(), self.cfree.copy(), self.mfree.copy()
+        for r in victims:
+            add_assign(p.fixed[r], gf, cf, mf)
+        first = [x for r in victims for x in sorted(held[r])]
+        a = self.spread(j, sh, gf, cf, mf, first)
+        return None if a is None else (victims, a)
+
+    def with_victims(self, j: int, sh):
+        """Stop the fewest lowest-ranked running jobs so that job j fits (module
+        notes); returns (victims, assignment) or None.
+
+        Running jobs are taken lowest-ranked first; after each, the servers it
+        held are tested (the job alone on one of them) and, for a gang that
+        may spread, the whole GPUs usable over the cluster (or a rack); the
+        first test that passes fixes ``t*``, the rank of the last job taken."""
+        p, rj = self.p, self.rank[j]
+        on: dict[int, list[int]] = {}
+        n, q, opts, loc, mask = sh
+        spread = n >= 2 and q >= MILLI and loc in (None, "rack")
+        use = [self.usable(self.gfree, self.cfree, self.mfree, mask, n, c, m) for c, m in opts] \
+            if spread else []
+        cands = []
+        for r in self.by_rank:
+            if self.rank[r] <= rj:
+                break
+            if not self.alive[r]:
+                continue
+            cands.append(r)
+            servers = sorted(p.servers_of(p.fixed[r]))
+            for x in servers:
+                on.setdefault(x, []).append(r)
+            hit = [x for x in servers if self.try_server(j, x, sh, on[x]) is not None]
+            if hit:
+                got = [self.on_server_victims(j, x, sh, int(self.rank[r])) for x in hit]
+                got = [g for g in got if g is not None]
+                if got:
+                    return min(got, key=lambda g: len(g[0]))
+            for o, (c, m) in enumerate(opts if spread else ()):
+                for x in servers:
+                    use[o][x] = self.usable_on(x, sh, on[x], c, m)
+                tot = np.bincount(self.racks(), use[o]).max() if loc == "rack" else use[o].sum()
+                if tot >= n:
+                    got = self.spread_victims(j, sh, cands, c, m)
+                    if got is not None:
+                        return got
+        return None
+
+def plan(problem: Problem, deadline: Deadline | None = None) -> Plan:
+    """The walk of the module notes on a compiled problem (``preempt="order"``);
+    out of time it returns what it decided so far."""
+    p = problem
+    rank = p.order_rank
+    if p.preempt != "order" or not rank or not p.fixed:
+        return Plan()
+    deadline = deadline if deadline is not None else Deadline.never()
+    w = _Walk(p)
+    victims: dict[int, int] = {}
+    pinned: dict[int, Assign] = {}
+    lowest = int(w.rank[w.alive].max())
+    listed = sorted((j for j in p.pending if p.jobs[j].id in rank), key=lambda j: w.rank[j])
+    for j in listed:
+        if w.rank[j] >= lowest or deadline.expired():
+            break
+        sh = w.shape(j)
+        key = sh[:4] + (id(sh[4]),)
+        if w.full.get(key) != w.version:
+            a = w.place_free(j, sh)
+            if a is not None:
+                w.commit(j, a)
+                continue
+            w.full[key] = w.version       # no room until a stop leaves some
+        if w.failed.get(key) == w.version:
+            continue                      # the same shape failed since then
+        got = w.with_victims(j, sh)
+        if got is None:
+            w.failed[key] = w.version
+            continue
+        stopped, a = got
+        w.replace(stopped, a)
+        victims.update(dict.fromkeys(stopped, j))
+        pinned[j] = a
+        if w.alive.any():
+            lowest = int(w.rank[w.alive].max())
+        else:
+            break
+    return Plan(victims, pinned)
+
+
+def reduced(problem: Problem, plan: Plan) -> Problem:
+    """The problem the solver gets: the victims gone, the pinned jobs running
+    where the walk put them, priorities set aside (the order ranks the jobs,
+    and nothing may stop anything now)."""
+    return problem.reduced(set(plan.victims), plan.pinned)
+
+
+def lifted(problem: Problem, plan: Plan, alloc: Allocation) -> Allocation:
+    """The allocation of the reduced problem, told for the caller's problem:
+    the victims preempted (and unplaced), the pinned jobs started (not moved),
+    ``stats["preempted_for"]`` naming the job each victim was stopped for."""
+    p = problem
+    ids = {j: p.jobs[j].id for j in plan.victims}
+    started = {p.jobs[j].id for j in plan.pinned}
+    moved = tuple(j for j in alloc.moved if j not in started)
+    # the same placements: the value finish() recomputed stands (pinned jobs never move)
+    value = alloc.value - (p.move_cost or 0.0) * (len(moved) - len(alloc.moved))
+    unplaced = set(alloc.unplaced) | set(ids.values())
+    stats = dict(alloc.stats)
+    stats["preempted_for"] = {ids[v]: p.jobs[b].id for v, b in sorted(plan.victims.items())}
+    return replace(alloc, unplaced=tuple(j.id for j in p.jobs if j.id in unplaced),
+                   preempted=alloc.preempted + tuple(ids[v] for v in sorted(ids)),
+                   moved=moved, value=value, stats=stats)
+
+
+__all__ = ["PREEMPT_RULES", "Plan", "lifted", "plan", "reduced"]

@@ -1,0 +1,66 @@
+"""The fuzz harness: its exhaustive search agrees with the shipped known
+optima, its mutations reach the loaders, and a short campaign finds no
+failure of any check (the long one is ``python bench/fuzz.py``)."""
+import random
+
+import pytest
+
+from alloc import load_instance
+from alloc.experiments.fuzz import CHECKS, campaign
+from alloc.experiments.fuzz.brute import brute_force
+from alloc.experiments.fuzz.campaign import Tally, check_cli, cross_check
+from alloc.experiments.fuzz.generate import dumps, mutate, valid_instance
+
+
+@pytest.mark.parametrize("name", ["tiny-grid", "tiny-share", "tiny-types"])
+@pytest.mark.parametrize("objective", ["throughput", "gpus", "jobs"])
+def test_brute_force_finds_the_known_optimum(instances_dir, name, objective):
+    inst = load_instance(instances_dir / f"{name}.json")
+    assert brute_force(inst.cluster, inst.jobs, objective) == \
+        pytest.approx(inst.meta["known_optimum"][objective], abs=1e-6)
+
+
+def test_generated_instances_are_valid_and_varied():
+    rng = random.Random(3)
+    seen = set()
+    for _ in range(40):
+        doc, inst = valid_instance(rng)
+        seen |= {"tenants"} if inst.cluster.tenants else set()
+        seen |= {"running"} if any(j.current for j in inst.jobs) else set()
+        seen |= {"elastic"} if any(j.elastic for j in inst.jobs) else set()
+        seen |= {"shared"} if any(j.gpu_milli < 1000 for j in inst.jobs) else set()
+        seen |= {"cpu-only"} if any(j.gpus == 0 for j in inst.jobs) else set()
+        seen |= set(inst.cluster.levels)
+    assert {"tenants", "running", "elastic", "shared", "cpu-only", "rack", "socket",
+            "switch"} <= seen
+
+
+def test_cross_check_counts_a_bound_below_a_value():
+    """The checks fail when they should: a bound under another solver's value."""
+    from alloc import Cluster, Job, Server, allocate
+    c = Cluster((Server("s0", 8000, 64000, 2, "V100"),))
+    jobs = [Job("a", gpus=1, cpu=1000, mem=1000), Job("b", gpus=1, cpu=1000, mem=1000)]
+    good = allocate(c, jobs, solver="cpsat")
+    bad = allocate(c, jobs[:1], solver="best-fit")
+    from dataclasses import replace
+    tally = Tally()
+    cross_check(tally, None, {"cpsat": good, "best-fit": replace(bad, bound=1.0)}, "jobs")
+    assert tally.counts["bound-below-value"] == 1
+
+
+def test_malformed_files_are_refused_in_one_line():
+    rng = random.Random(5)
+    tally = Tally()
+    for _ in range(15):
+        doc, _ = valid_instance(rng, running=False)
+        check_cli(tally, "instance", dumps(mutate(rng, doc)),
+                  lambda p: ["solve", p, "--solver", "best-fit", "--time-limit", "1"])
+    assert tally.counts["instance files"] == 15 and tally.counts["instance files refused"]
+    assert not tally.failures, tally.failures
+
+
+def test_short_campaign_finds_nothing():
+    tally = campaign(20, seed=11, limits=(0.5, 1.0))
+    assert tally.counts["solver runs"] and tally.counts["shares runs"]
+    assert tally.counts["tiny instances"] and tally.counts["openb files"]
+    assert not any(tally.counts[c] for c in CHECKS), tally.failures[:5]

@@ -1,0 +1,57 @@
+"""alloc beside a scheduler's environment: without OR-Tools (and without
+pandas) alloc imports and every solver that needs no CP-SAT runs -- the
+heuristics, milp, hived, a session with preemption by order, the Blox
+adapter; cpsat then says in one line how to install it."""
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+WITHOUT = r"""
+import importlib.abc, sys
+class Absent(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in ("ortools", "pandas"):
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+sys.meta_path.insert(0, Absent())
+from types import SimpleNamespace
+import alloc
+from alloc import Cluster, Job, Server, Session, SolverUnavailable, allocate
+from alloc.registry import solvers
+from alloc.adapters.blox import AllocPlacement
+cl = Cluster(tuple(Server(f"s{i}", 32000, 256000, 4, "V100") for i in range(3)))
+jobs = [Job(f"j{k}", 1 + k % 3, cpu=1000, mem=1000) for k in range(8)]
+for name, info in solvers().items():
+    if info.available:
+        allocate(cl, jobs, solver=name, time_limit=5)
+why = solvers()["cpsat"].unavailable_reason()
+assert "pip install" in why and "\n" not in why, why
+try:
+    allocate(cl, jobs, solver="cpsat")
+    raise SystemExit("cpsat ran without ortools")
+except SolverUnavailable as exc:
+    assert "pip install" in str(exc) and "\n" not in str(exc)
+s = Session(cl, solver="best-fit", preempt="order")
+for j in jobs:
+    s.submit(j)
+s.step()
+s.submit(Job("hot", 4, cpu=1000, mem=1000, locality="server"))
+s.set_order(["hot"] + [j.id for j in jobs])
+assert s.step().stop
+rows = [{"GPU_ID": g, "Node_ID": g // 4, "Local_GPU_ID": g % 4, "IN_USE": False,
+         "JOB_IDS": None} for g in range(8)]
+stop, launch = AllocPlacement(solver="milp").place(
+    SimpleNamespace(active_jobs={0: {"num_GPUs": 2, "is_running": False}}),
+    SimpleNamespace(server_map={}, gpu_df=rows), {"job_order": [0]})
+assert list(launch) == [0]
+assert "ortools" not in sys.modules and "pandas" not in sys.modules
+print(sorted(n for n, i in solvers().items() if not i.available))
+"""
+
+
+def test_everything_but_cp_sat_runs_without_ortools_and_pandas():
+    out = subprocess.run([sys.executable, "-c", WITHOUT], cwd=ROOT, capture_output=True,
+                         text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "cpsat" in out.stdout and "milp" not in out.stdout

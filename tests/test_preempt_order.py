@@ -1,0 +1,213 @@
+"""Preemption by the caller's order (``allocate(..., order=..., preempt="order")``):
+the one victim rule, the lowest-ranked first, as few as possible, never placed
+again in the call, the same decision for every solver; refused where it does
+not apply; nothing changes without it."""
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from alloc import (Cluster, InputError, Job, Server, allocate, load_instance, register,
+                   violations)
+from alloc.registry import solvers
+from alloc.conformance import applicable_solvers, check_across, check_solver, instances
+from alloc.model import Allocation, GpuShare, Placement
+
+INSTANCES = Path(__file__).resolve().parents[1] / "instances"
+
+
+def server(i, gpus=4, cpu=32000, mem=256000, **kw):
+    return Server(f"s{i}", cpu, mem, gpus, "V100", **kw)
+
+
+def running(jid, srv, gpus, n=1, cpu=1000, mem=1000):
+    """A job running on GPUs ``gpus`` (local indices) of server ``srv``."""
+    k = len(gpus)
+    return Job(jid, k, cpu=cpu, mem=mem,
+               current=Placement(jid, tuple(GpuShare(f"{srv}/gpu{g}", 1000) for g in gpus),
+                                 {srv: cpu}, {srv: mem}))
+
+
+def test_lowest_ranked_one_gpu_jobs_stop_first():
+    cl = Cluster((server(0), server(1)))
+    run = [running(f"r{k}", f"s{k // 4}", [k % 4]) for k in range(8)]
+    pend = [Job("p0", 1, cpu=1000, mem=1000), Job("p1", 1, cpu=1000, mem=1000)]
+    order = ["r0", "r1", "p0", "r2", "r3", "p1", "r4", "r5", "r6", "r7"]
+    a = allocate(cl, run + pend, order=order, preempt="order")
+    assert set(a.preempted) == {"r6", "r7"}
+    assert a.stats["preempted_for"] == {"r7": "p0", "r6": "p1"}
+    assert {"p0", "p1"} <= {p.job for p in a.placements}
+    assert not violations(cl, run + pend, a, order=order, preempt="order")
+
+
+def test_the_highest_victim_ranks_lowest_then_as_few_as_possible():
+    # p needs a whole 4-GPU server.  s0: jobs ranked 3 and 9; s1: jobs ranked 5,
+    # 6 (two 1-GPU jobs) and 7, 8; stopping s1's four jobs keeps every job
+    # ranked above 5 running, s0 would stop the job ranked 3.
+    cl = Cluster((server(0), server(1)))
+    run = [running("a3", "s0", [0, 1]), running("a9", "s0", [2, 3]),
+           running("b5", "s1", [0]), running("b6", "s1", [1]), running("b7", "s1", [2]),
+           running("b8", "s1", [3])]
+    p = Job("p", 4, cpu=1000, mem=1000, locality="server")
+    order = ["p", "x1", "x2", "a3", "x4", "b5", "b6", "b7", "b8", "a9"]
+    order = [j for j in order if not j.startswith("x")]
+    a = allocate(cl, run + [p], order=order, preempt="order")
+    assert set(a.preempted) == {"b5", "b6", "b7", "b8"}
+    # prune: 2 GPUs free, a 1-GPU job ranked last and a 3-GPU job above it;
+    # stopping the 3-GPU job alone is enough, so the 1-GPU job keeps running
+    run = [running("big", "s0", [0, 1, 2]), running("small", "s1", [0]),
+           running("other", "s1", [1])]
+    cl = Cluster((server(0, gpus=8), server(1, gpus=2)))
+    run = [running("big", "s0", [0, 1, 2]), running("small", "s0", [3]),
+           running("fill", "s0", [4, 5]), running("s1a", "s1", [0, 1])]
+    p = Job("p", 4, cpu=1000, mem=1000, locality="server")
+    a = allocate(cl, run + [p], order=["fill", "s1a", "p", "big", "small"], preempt="order")
+    assert a.preempted == ("big",)
+    assert a.placement("small").same_as(run[1].current)
+
+
+def test_a_stopped_job_is_not_placed_again_and_unlisted_jobs_stop_no_one():
+    cl = Cluster((server(0, gpus=2),))
+    run = [running("low", "s0", [0, 1])]
+    pend = [Job("p", 1, cpu=1000, mem=1000), Job("q", 1, cpu=1000, mem=1000)]
+    a = allocate(cl, run + pend, order=["p", "low"], preempt="order")
+    assert a.preempted == ("low",)                 # room for "low" is left, unused
+    assert "low" in a.unplaced and a.placement("p") is not None
+    # q is not listed: it ranks below every listed job and stops no one
+    a = allocate(cl, run + pend[1:], order=["low"], preempt="order")
+    assert not a.preempted
+    # unlisted running jobs rank below every listed one: stopped first
+    run2 = [running("u", "s0", [0]), running("l", "s0", [1])]
+    a = allocate(cl, run2 + pend[:1], order=["p", "l"], preempt="order")
+    assert a.preempted == ("u",)
+
+
+def test_gangs_spread_over_servers_shared_gpus_and_cpu_only_jobs():
+    cl = Cluster((server(0), server(1), server(2)))
+    run = [running("h0", "s0", [0, 1, 2, 3]), running("l1", "s1", [0, 1]),
+           running("h1", "s1", [2, 3]), running("l2", "s2", [0, 1, 2, 3])]
+    gang = Job("gang", 6, cpu=6000, mem=6000)          # no locality: may spread
+    order = ["h0", "h1", "gang", "l1", "l2"]
+    a = allocate(cl, run + [gang], order=order, preempt="order")
+    assert set(a.preempted) == {"l1", "l2"}
+    assert {g.gpu.split("/")[0] for g in a.placement("gang").gpus} == {"s1", "s2"}
+    share = Job("share", 1, gpu_milli=600, cpu=1000, mem=1000)
+    half = Job("half", 1, gpu_milli=500, cpu=1000, mem=1000,
+               current=Placement("half", (GpuShare("s0/gpu0", 500),), {"s0": 1000},
+                                 {"s0": 1000}))
+    full = [running(f"f{k}", "s0", [k]) for k in (1, 2, 3)]
+    cl1 = Cluster((server(0),))
+    a = allocate(cl1, [half, share] + full, order=["f1", "f2", "f3", "share", "half"],
+                 preempt="order")
+    assert a.preempted == ("half",)
+    cpu_only = Job("cpu", 0, cpu=30000, mem=1000)
+    big_cpu = Job("bigcpu", 0, cpu=31000, mem=1000,
+                  current=Placement("bigcpu", (), {"s0": 31000}, {"s0": 1000}))
+    a = allocate(cl1, [big_cpu, cpu_only], order=["cpu", "bigcpu"], preempt="order")
+    assert a.preempted == ("bigcpu",)
+
+
+def test_socket_locality_frees_one_socket():
+    cl = Cluster((Server("s0", 32000, 256000, 8, "V100", sockets=2),),
+                 ("server", "socket", "gpu"))
+    run = [running("a", "s0", [0, 1]), running("b", "s0", [2, 3]),
+           running("c", "s0", [4, 5]), running("d", "s0", [6, 7])]
+    p = Job("p", 4, cpu=1000, mem=1000, locality="socket")
+    a = allocate(cl, run + [p], order=["a", "p", "c", "b", "d"], preempt="order")
+    # socket 0 would stop a (ranked above p); socket 1 stops c and d
+    assert set(a.preempted) == {"c", "d"}
+
+
+def test_without_preempt_nothing_changes():
+    cl = Cluster((server(0, gpus=2),))
+    run = [running("low", "s0", [0, 1])]
+    pend = [Job("p", 1, cpu=1000, mem=1000)]
+    for solver in [x for x in ("best-fit", "hived", "cpsat") if solvers()[x].available]:
+        a = allocate(cl, run + pend, solver=solver, order=["p", "low"])
+        assert not a.preempted and a.placement("low").same_as(run[0].current)
+
+
+def test_refused_where_it_does_not_apply():
+    cl = Cluster((server(0, gpus=2),))
+    run = [running("low", "s0", [0, 1])]
+    with pytest.raises(InputError, match="preempt: expected one of"):
+        allocate(cl, run, preempt="rank")
+    inst = load_instance(INSTANCES / "tenancy_small.json")
+    with pytest.raises(InputError, match="tenancy rules"):
+        allocate(inst.cluster, inst.jobs, preempt="order")
+
+    from alloc import registry
+
+    @register("keeps-nothing-pinned")
+    def solve(problem, *, deadline, seed=0):
+        """A solver that does not declare order-preemption."""
+        from alloc.problem import Solution
+        return Solution({})
+    try:
+        with pytest.raises(InputError, match="order-preemption"):
+            allocate(cl, run, solver="keeps-nothing-pinned", order=["low"], preempt="order")
+    finally:
+        registry._EXTRA.pop("keeps-nothing-pinned")
+
+
+def test_violations_name_a_victim_not_stopped_for_a_higher_ranked_job_on_its_server():
+    cl = Cluster((server(0, gpus=1), server(1, gpus=1)))
+    jobs = [running("v", "s0", [0]), Job("p", 1, cpu=1000, mem=1000)]
+    elsewhere = Placement("p", (GpuShare("s1/gpu0", 1000),), {"s1": 1000}, {"s1": 1000}, 1.0)
+    bad = Allocation((elsewhere,), ("v",), ("v",))
+    out = violations(cl, jobs, bad, order=["p", "v"], preempt="order")
+    assert any("placed now on a server it held" in x for x in out)
+    there = Placement("p", (GpuShare("s0/gpu0", 1000),), {"s0": 1000}, {"s0": 1000}, 1.0)
+    ok = Allocation((there,), ("v",), ("v",))
+    assert not violations(cl, jobs, ok, order=["p", "v"], preempt="order")
+    assert violations(cl, jobs, ok, order=["v", "p"], preempt="order")
+    assert violations(cl, jobs, ok)          # equal priorities: no one outranks v
+
+
+@pytest.mark.skipif(not solvers()["cpsat"].available, reason="cpsat needs ortools (absent)")
+def test_cpsat_with_an_order_stays_on_the_configuration_model():
+    cl = Cluster(tuple(server(i) for i in range(4)))
+    run = [running(f"r{k}", f"s{k // 4}", [k % 4]) for k in range(16)]
+    pend = [Job(f"p{k}", 1, cpu=1000, mem=1000) for k in range(4)]
+    order = [j.id for j in pend] + [j.id for j in run]
+    a = allocate(cl, run + pend, solver="cpsat", order=order, preempt="order", time_limit=10)
+    assert len(a.preempted) == 4 and a.status.value == "optimal"
+    assert "restrictions" not in a.stats and "binding" not in a.stats
+
+
+@st.composite
+def ordered(draw):
+    cluster, jobs = draw(instances(max_servers=3, max_jobs=7, running=True))
+    ids = [j.id for j in jobs]
+    listed = draw(st.permutations(ids))
+    cut = draw(st.integers(len(ids) // 2, len(ids)))
+    return cluster, jobs, list(listed[:cut])
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(ordered())
+def test_every_solver_conforms_under_preemption_by_order(inst):
+    cluster, jobs, order = inst
+    results, problems = {}, []
+    for name in applicable_solvers(cluster, jobs, preempt="order"):
+        bad, a = check_solver(name, cluster, jobs, time_limit=5.0, order=order,
+                              preempt="order")
+        problems += bad
+        if a is not None:
+            results[name] = a
+    problems += check_across(results)
+    assert not problems, problems
+    decided = {tuple(sorted(a.preempted)) for a in results.values()}
+    assert len(decided) <= 1, decided        # the core decides, the same for every solver
+    for a in results.values():
+        assert not set(a.preempted) & {p.job for p in a.placements}
+
+
+def test_a_rank_is_not_capped():
+    cl = Cluster(tuple(server(i, gpus=8) for i in range(300)))
+    run = [running(f"r{k}", f"s{k // 8}", [k % 8]) for k in range(2400)]
+    pend = [Job(f"p{k}", 1, cpu=1000, mem=1000) for k in range(3)]
+    order = [j.id for j in run[:2000]] + [j.id for j in pend] + [j.id for j in run[2000:]]
+    a = allocate(cl, run + pend, order=order, preempt="order")
+    assert set(a.preempted) == {"r2399", "r2398", "r2397"}
