@@ -166,6 +166,73 @@ def test_rounds_equal_fresh_calls(solver, sharing, locality, tenants, monkeypatc
         assert used["state"] >= 10, used
 
 
+def fresh_by_order(s: Session):
+    """`fresh` for a session that preempts by its order."""
+    cl = copy.deepcopy(s.cluster)
+    jobs = copy.deepcopy(list(s.jobs.values()))
+    order = [j for j in s.order if j in s.jobs]
+    opts = {k: v for k, v in s.options.items() if k != "preempt"}     # hived's own: default
+    if not s.drained and not s.failed:
+        return allocate(cl, jobs, solver=s.solver, order=order, preempt="order", **opts)
+    t = Session(cl, jobs=jobs, solver=s.solver, options=opts, order=order, preempt="order")
+    for sid in s.failed:
+        t.fail_server(sid)
+    for sid in s.drained:
+        t.drain_server(sid)
+    return t.step().allocation
+
+
+@pytest.mark.parametrize("solver,sharing,locality", [
+    ("best-fit", True, True), ("synergy-tune", True, False), ("fgd", True, False),
+    ("hived", False, True)])
+def test_rounds_preempting_by_order_equal_fresh_calls(solver, sharing, locality, monkeypatch):
+    """Under ``preempt="order"`` the solver gets the reduced problem (victims
+    gone, pinned jobs running); its kept state must follow it into the next
+    round.  A LAS-like order (the newest first, then by rounds run) makes
+    arrivals preempt running jobs most rounds."""
+    from alloc.solvers.fgd import solvers as fgd
+    from alloc.solvers.hived import kept
+    used = {"state": 0, "preempted": 0, "after": 0}
+    real_advance, real_state = kept._advance, fgd._state
+    last = {"preempted": False}
+
+    def advance(eng, p, deadline):
+        ok = real_advance(eng, p, deadline)
+        used["state"] += ok
+        used["after"] += ok and last["preempted"]
+        return ok
+
+    def state(problem):
+        st = real_state(problem)
+        ok = st.nlog == 0 and problem.changes is not None
+        used["state"] += ok
+        used["after"] += ok and last["preempted"]
+        return st
+    monkeypatch.setattr(kept, "_advance", advance)
+    monkeypatch.setattr(fgd, "_state", state)
+    for seed in (3, 4):
+        w = Workload(seed, sharing, False, locality)
+        s = Session(cluster(8), solver=solver, preempt="order")
+        ran: dict[str, int] = {}
+        spare = [Server(f"y{seed}{i}", 24000, 512000, 8, "V100", "r9", 2, 2) for i in range(2)]
+        for r in range(20):
+            evs = events(s, w, spare)
+            s.apply(evs)
+            ids = list(s.jobs)
+            s.set_order(sorted(ids, key=lambda j: (ran.get(j, -1) if w.rng.random() < 0.8
+                                                   else w.rng.randint(0, 5), j)))
+            want = fresh_by_order(s)
+            got = s.step().allocation
+            assert same(got, want), (solver, seed, r)
+            last["preempted"] = bool(got.preempted)
+            used["preempted"] += len(got.preempted)
+            for j in s.running:
+                ran[j] = ran.get(j, 0) + 1
+    assert used["preempted"] >= 5, used
+    if solver in ("fgd", "hived"):
+        assert used["state"] >= 10 and used["after"] >= 2, used
+
+
 def test_compile_with_a_carry_equals_a_fresh_compile():
     """Free capacities, running and pending jobs, reasons, options and ranks
     of the incremental compile equal a fresh compile's, round after round."""
