@@ -30,7 +30,7 @@ from typing import Mapping, Sequence
 
 from .errors import InputError
 from .model import MILLI, Allocation, Cluster, FrozenMap, Job, Placement
-from .memo import remembered
+from .memo import forget, recall, remembered
 from .objectives import throughput
 from .resources import capacity_problems as gpu_resource_problems, share_problems
 
@@ -226,11 +226,17 @@ def _own_problems(cluster: Cluster, job: Job, p: Placement) -> tuple[list[str], 
     throughput against the recomputed one; whether its GPUs and servers are
     known (it then counts in the capacities)."""
     where = f"job {p.job!r}"
-    bad = placement_problems(cluster, job, p, where)
+    # the validation of running jobs found nothing wrong with this very pair
+    bad = [] if recall(p, "placement_ok", (cluster, job)) else \
+        placement_problems(cluster, job, p, where)
     if bad and any("unknown" in b for b in bad):
         return bad, False
-    tp = throughput(cluster, job, [g.gpu for g in p.gpus], sum(_d(p.cpu).values()),
-                    sum(_d(p.mem).values()))
+    tp = recall(p, "throughput", (cluster, job))      # kept when the core built it
+    if tp is not None:
+        forget(p, "throughput")                       # asked once
+    else:
+        tp = throughput(cluster, job, [g.gpu for g in p.gpus], sum(_d(p.cpu).values()),
+                        sum(_d(p.mem).values()))
     if abs(tp - p.throughput) > 1e-6 * max(1.0, abs(tp)):
         bad = bad + [f"{where}: reported throughput {p.throughput} but it is {tp:.6g}"]
     return bad, True

@@ -69,6 +69,19 @@ def recall(obj: Any, name: str, deps: tuple) -> Any:
     return hit[1]
 
 
+def recall2(obj: Any, name: str, a: Any, b: Any) -> Any:
+    """`recall` for two dependencies ``(a, b)`` (the hot path of a scheduler
+    loop: one call per running job and round)."""
+    store = obj.__dict__.get(SLOT)
+    if store is not None:
+        hit = store.get(name)
+        if hit is not None:
+            kept = hit[0]
+            if len(kept) == 2 and kept[0] is a and kept[1] is b:
+                return hit[1]
+    return None
+
+
 def keep(obj: Any, name: str, deps: tuple, value: Any) -> None:
     """Keep ``value`` (not None) on ``obj`` under ``name`` for ``deps``."""
     store = obj.__dict__.get(SLOT)
@@ -78,9 +91,36 @@ def keep(obj: Any, name: str, deps: tuple, value: Any) -> None:
     store[name] = (deps, value)
 
 
+def forget(obj: Any, name: str) -> None:
+    """Drop what is kept on ``obj`` under ``name`` (nothing if none)."""
+    store = obj.__dict__.get(SLOT)
+    if store is not None:
+        store.pop(name, None)
+
+
+_FIELDS: list = []
+
+
+def same_but_current(a: Any, b: Any) -> bool:
+    """Two jobs equal in every field but ``current`` (the profile the same
+    object): what the core derives for a job's placement alone does not read
+    ``current``, so a job that started keeps what was derived for it while
+    it waited."""
+    if not _FIELDS:
+        from dataclasses import fields
+        from operator import attrgetter
+        from .model import Job
+        _FIELDS.append(attrgetter(*(f.name for f in fields(Job)
+                                    if f.name not in ("current", "profile"))))
+    if a is b:
+        return True
+    get = _FIELDS[0]
+    return a.profile is b.profile and get(a) == get(b)
+
+
 def without_memo(state: dict) -> dict:
     """An object's ``__dict__`` without its memo (for pickling and copying)."""
     return {k: v for k, v in state.items() if k != SLOT} if SLOT in state else state
 
 
-__all__ = ["SLOT", "keep", "recall", "remembered", "without_memo"]
+__all__ = ["SLOT", "forget", "keep", "recall", "recall2", "remembered", "same_but_current", "without_memo"]

@@ -41,7 +41,7 @@ from typing import Sequence
 import numpy as np
 
 from .model import CLUSTER, MILLI, Cluster, GpuShare, Job, Placement, Status
-from .memo import keep, recall
+from .memo import forget, keep, recall, recall2, same_but_current
 from .objectives import Objective, get_objective, throughput
 
 
@@ -55,7 +55,7 @@ class Option:
     request: bool = False
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Assign:
     """A job's assignment in index form: GPUs ``(global index, milli)``, CPU /
     memory per server index and, aligned with ``gpus`` (or empty: none), the
@@ -272,6 +272,50 @@ def placeable_reason(cluster: Cluster, job: Job) -> str | None:
             f"{best.mem} MiB")
 
 
+def _take(problem: "Problem", assigns, sign: int) -> None:
+    """Add ``sign`` times the assignments' GPU shares, CPU and memory to the
+    problem's free capacities (vectorised; -1 takes, +1 gives back)."""
+    gi, gv, ci, cv, mi, mv = [], [], [], [], [], []
+    for a in assigns:
+        for g, m in a.gpus:
+            gi.append(g)
+            gv.append(m)
+        for s, v in a.cpu:
+            ci.append(s)
+            cv.append(v)
+        for s, v in a.mem:
+            mi.append(s)
+            mv.append(v)
+    for arr, idx, val in ((problem.gpu_free, gi, gv), (problem.free_cpu, ci, cv),
+                          (problem.free_mem, mi, mv)):
+        if idx:
+            np.add.at(arr, np.asarray(idx, dtype=np.int64), sign * np.asarray(val, dtype=np.int64))
+
+
+def _domain_ids(servers, level: str) -> np.ndarray:
+    """Per GPU, the id of its node at ``level``: ids in order of first
+    appearance of `Server.gpu_domain`'s names along the GPUs.  Inside a
+    server the names follow from its shape (a server id prefix, or its rack),
+    so the pattern is worked out once per shape."""
+    if level == "rack":
+        racks: dict[str, int] = {}
+        per = [racks.setdefault(s.rack or "", len(racks)) if s.gpus else 0 for s in servers]
+        return np.repeat(np.asarray(per, dtype=np.int64),
+                         [s.gpus for s in servers]).astype(np.int64)
+    shapes: dict[tuple, tuple[list[int], int]] = {}
+    out, base = [], 0
+    for s in servers:
+        key = (s.gpus, s.sockets, s.switches_per_socket)
+        hit = shapes.get(key)
+        if hit is None:
+            local: dict[str, int] = {}
+            pat = [local.setdefault(s.gpu_domain(k, level), len(local)) for k in range(s.gpus)]
+            hit = shapes[key] = (pat, len(local))
+        out.append(np.asarray(hit[0], dtype=np.int64) + base)
+        base += hit[1]
+    return np.concatenate(out) if out else np.zeros(0, dtype=np.int64)
+
+
 class ClusterArrays:
     """Integer-indexed arrays of a cluster (cached on the cluster: built once
     per cluster, shared by every call on it)."""
@@ -288,12 +332,8 @@ class ClusterArrays:
                                  dtype=np.int64)
         self.gpu_first = np.array(cluster.gpu_first, dtype=np.int64)
         self.gpu_server = np.array(cluster.gpu_server, dtype=np.int64)
-        self.domain: dict[str, np.ndarray] = {}
-        for level in cluster.levels:
-            names: dict[str, int] = {}
-            ids = [names.setdefault(s.gpu_domain(k, level), len(names))
-                   for s in srv for k in range(s.gpus)]
-            self.domain[level] = np.array(ids, dtype=np.int64)
+        self.domain: dict[str, np.ndarray] = {level: _domain_ids(srv, level)
+                                              for level in cluster.levels}
         classes: dict[tuple, list[int]] = {}
         for s, sv in enumerate(srv):
             key = (sv.cpu, sv.mem, sv.gpus, sv.gpu_type, sv.sockets, sv.switches_per_socket,
@@ -344,6 +384,12 @@ class Problem:
         Who may stop a running job: the tenancy rules (None) or the order.
     pinned : iterable of str
         Running jobs no solver may move or stop (placed by the core this call).
+    carry : Carry, optional
+        What a scheduler loop keeps between rounds (`alloc.carry`): the jobs
+        that are the very same objects as in the last problem compiled with
+        it, on the very same cluster, are taken as they were, and the
+        capacities the running jobs leave follow from the old ones and the
+        difference (`changes`).
 
     Attributes
     ----------
@@ -398,6 +444,13 @@ class Problem:
         Running jobs that may move (None: any number); `moves_allowed`.
     move_cost : float or None
         Objective units charged per move.
+    carry : Carry or None
+        The carry it was compiled with (solvers keep their state in it).
+    stamp : int
+        Unique per compiled problem (solver states name the problem they reflect).
+    changes : Changes or None
+        With a carry whose last problem is on this cluster: the running jobs
+        gone and new since that problem (`alloc.carry.Changes`); else None.
 
     Examples
     --------
@@ -412,7 +465,8 @@ class Problem:
     def __init__(self, cluster: Cluster, jobs: Sequence[Job], objective: str | Objective = "throughput",
                  name: str = "", *, order: Sequence[str] | None = None,
                  max_moves: int | None = None, move_cost: float | None = None,
-                 preempt: str | None = None, pinned: Sequence[str] = ()):
+                 preempt: str | None = None, pinned: Sequence[str] = (), carry=None):
+        from .carry import next_stamp
         self.cluster = cluster
         self.jobs = tuple(jobs)
         self.objective = get_objective(objective)
@@ -426,7 +480,6 @@ class Problem:
         self.levels, self.domain = cluster.levels, arr.domain
         self.classes, self.server_class = arr.classes, arr.server_class
         self.job_index = {j.id: i for i, j in enumerate(self.jobs)}
-        self.options: list[tuple[Option, ...]] = [pareto_options(j) for j in self.jobs]
         self.request_option = [0] * self.J
         #: running jobs that may move (None: any number)
         self.max_moves = (None if move_cost is not None else 0) if max_moves is None \
@@ -435,19 +488,26 @@ class Problem:
         self.preempt = preempt
         #: ``{job id: position}`` of the jobs the caller's order lists (None: no order)
         self.order_rank = order_ranks(order)
+        self.carry, self.stamp = carry, next_stamp()
+        previous = carry.previous(cluster) if carry is not None else None
         self._set_rank(order)
-        self._set_live_state()
+        self._set_live_state(previous)
         idx = self.job_index
         #: indices of running jobs no solver may move or stop
         self.pinned = frozenset(idx[j] for j in pinned)
+        if carry is not None:
+            carry.compiled(self)
 
     # ------------------------------------------------------------ live state
     def _set_rank(self, order: Sequence[str] | None) -> None:
         jobs = self.jobs
-        base = sorted(range(self.J), key=lambda j: (-jobs[j].priority, j))
+        neg = [-j.priority for j in jobs]
+        # a stable sort keeps input order among equal priorities
+        base = list(range(self.J)) if not neg or min(neg) == max(neg) else \
+            sorted(range(self.J), key=neg.__getitem__)
         if order is None:
             self.explicit_order = False
-            self.prio_key = [-jobs[j].priority for j in range(self.J)]
+            self.prio_key = neg
             ranked = base
         else:
             self.explicit_order = True
@@ -459,42 +519,89 @@ class Problem:
             for k, j in enumerate(ranked):
                 self.prio_key[j] = k
         self.rank = np.empty(self.J, dtype=np.int64)
-        for k, j in enumerate(ranked):
-            self.rank[j] = k
+        self.rank[np.asarray(ranked, dtype=np.int64)] = np.arange(self.J, dtype=np.int64)
 
-    def _set_live_state(self) -> None:
+    def _set_live_state(self, previous: "Problem | None" = None) -> None:
+        """Options, running jobs fixed, pending jobs and reasons, free capacities.
+
+        With ``previous`` (the last problem compiled with the carry, on this
+        cluster) a job that is the very same object as there keeps what was
+        derived for it, and the free capacities are the old ones with the
+        running jobs gone given back and the new ones taken
+        (`alloc.carry.Changes`); the result equals a fresh compile."""
+        jobs, cluster = self.jobs, self.cluster
         self.fixed: dict[int, Assign] = {}
         self.reasons: dict[int, str] = {}
-        pending = []
-        seen: dict[tuple, str | None] = {}
-        for j, job in enumerate(self.jobs):
+        self.options: list[tuple[Option, ...]] = []
+        fixed, reasons, options = self.fixed, self.reasons, self.options
+        pending, added, kept = [], [], {}
+        seen = cluster.__dict__.setdefault("_placeable", {})   # shape -> (profile, reason)
+        if len(seen) > 4096:
+            seen.clear()
+        pidx = previous.job_index if previous is not None else {}
+        pjobs = previous.jobs if previous is not None else ()
+        pfixed = previous.fixed if previous is not None else {}
+        preasons = previous.reasons if previous is not None else {}
+        popts = previous.options if previous is not None else ()
+        for j, job in enumerate(jobs):
+            k = pidx.get(job.id)
+            same = k is not None and pjobs[k] is job
+            options.append(popts[k] if same else pareto_options(job))
             if job.current is not None:
-                self.fixed[j] = self.current_assign(j)
+                a = pfixed.get(k) if same else None
+                if a is None:
+                    fixed[j] = self.current_assign(j)
+                    added.append(j)
+                else:
+                    fixed[j] = a
+                    kept[j] = k
                 continue
-            key = (id(job.profile), job.gpus, job.gpu_milli, job.cpu, job.mem, job.min_gpus,
-                   job.gpu_types, job.locality)
-            if key not in seen:
-                seen[key] = placeable_reason(self.cluster, job)
-            why = seen[key]
+            if same:
+                why = preasons.get(k)
+            else:
+                key = (id(job.profile), job.gpus, job.gpu_milli, job.cpu, job.mem, job.min_gpus,
+                       job.gpu_types, job.locality)
+                hit = seen.get(key)
+                if hit is None or hit[0] is not job.profile:
+                    hit = seen[key] = (job.profile, placeable_reason(cluster, job))
+                why = hit[1]
             if why is None:
                 pending.append(j)
             else:
-                self.reasons[j] = why
-        self.running = tuple(sorted(self.fixed))
+                reasons[j] = why
+        self.running = tuple(fixed)     # ascending: fixed is filled in job order
         self.pending = tuple(pending)
-        self.free_cpu = self.srv_cpu.copy()
-        self.free_mem = self.srv_mem.copy()
-        self.gpu_free = np.full(self.G, MILLI, dtype=np.int64)
-        for a in self.fixed.values():
-            add_assign(a, self.gpu_free, self.free_cpu, self.free_mem, -1)
+        if previous is None:
+            self.changes = None
+            self.free_cpu = self.srv_cpu.copy()
+            self.free_mem = self.srv_mem.copy()
+            self.gpu_free = np.full(self.G, MILLI, dtype=np.int64)
+            _take(self, fixed.values(), -1)
+            return
+        back = set(kept.values())
+        removed = tuple((k, pjobs[k], a) for k, a in pfixed.items() if k not in back)
+        from .carry import Changes
+        self.changes = Changes(previous.stamp, tuple(added), removed, kept)
+        self.free_cpu = previous.free_cpu.copy()
+        self.free_mem = previous.free_mem.copy()
+        self.gpu_free = previous.gpu_free.copy()
+        _take(self, [a for _, _, a in removed], 1)
+        _take(self, [fixed[j] for j in added], -1)
 
     def reduced(self, drop, pin: dict) -> "Problem":
         """This problem without the jobs ``drop`` (indices), with the jobs of
         ``pin`` (index -> `Assign`) running there and pinned, priorities set
         aside (the order ranks the jobs) and no preemption rule -- what
         [alloc.preempt][] hands the solver.  Built from this problem's arrays,
-        not compiled again."""
+        not compiled again.
+
+        It has a stamp of its own; with a carry, its `changes` tell its
+        running jobs (the victims gone, the pinned ones new) against the
+        problem this one's are told against, and the carry notes the
+        reduction, so that the next compile tells its changes against the
+        problem the solver saw (`alloc.carry.Carry.compiled`)."""
         from dataclasses import replace
+        from .carry import next_stamp, reduced_changes
         kept = [j for j in range(self.J) if j not in drop]
         new = {j: k for k, j in enumerate(kept)}
         out = object.__new__(Problem)
@@ -530,6 +637,11 @@ class Problem:
         for a in pin.values():
             add_assign(a, out.gpu_free, out.free_cpu, out.free_mem, -1)
         out.pinned = frozenset(new[j] for j in pin)
+        out.stamp = next_stamp()
+        out.changes = None if self.changes is None else \
+            reduced_changes(self.changes, self, drop, pin, new)
+        if self.carry is not None:
+            self.carry.reduced(self, out, new, pin)
         return out
 
     def current_assign(self, j: int) -> Assign:
@@ -588,6 +700,9 @@ class Problem:
         running one."""
         if not self.running:
             return False
+        pk = self.prio_key
+        if min(pk) == max(pk) and not any(self.jobs[j].guaranteed for j in self.pending):
+            return False        # one priority and nothing guaranteed waits: nobody outranks
         low_opp, low_gua = None, {}
         for r in self.running:
             job = self.jobs[r]
@@ -697,13 +812,30 @@ class Problem:
         job = self.jobs[j]
         cur = job.current
         if cur is not None and (a is self.fixed.get(j) or a == self.current_assign(j)):
-            p = recall(cur, "placement", (self.cluster, job))
+            p = recall2(cur, "placement", self.cluster, job)
             if p is None:
-                p = self._build_placement(job, a)
-                p = cur if p == cur else p
+                p = self._rebuilt(job, cur, a)
                 keep(cur, "placement", (self.cluster, job), p)
             return p
-        return self._build_placement(job, a)
+        p = self._build_placement(job, a)
+        keep(p, "built", (self.cluster,), (job, a))
+        return p
+
+    def _rebuilt(self, job: Job, cur: Placement, a: Assign) -> Placement:
+        """The placement of running ``job`` on ``a`` (its current one in index
+        form): ``cur`` itself when equal.  A placement this core built for
+        the job while it waited (equal but for ``current``) from an equal
+        assignment is what a rebuild gives, without rebuilding."""
+        made = recall(cur, "built", (self.cluster,))
+        if made is not None:
+            forget(cur, "built")
+            if made[1] == a and same_but_current(job, made[0]):
+                return cur
+        p = self._build_placement(job, a)
+        if p != cur:
+            return p
+        keep(cur, "throughput", (self.cluster, job), recall(p, "throughput", (self.cluster, job)))
+        return cur
 
     def _build_placement(self, job: Job, a: Assign) -> Placement:
         c = self.cluster
@@ -721,7 +853,10 @@ class Problem:
             if sh is None:
                 sh = shares[(g, m)] = GpuShare(ids[g], m)
             gs.append(sh)
-        return Placement.make(job.id, tuple(gs), cpu, mem, round(tp, 9))
+        p = Placement.make(job.id, tuple(gs), cpu, mem, round(tp, 9))
+        # the final check recomputes this very value from the placement
+        keep(p, "throughput", (c, job), tp)
+        return p
 
     def value_of(self, j: int, a: Assign) -> float:
         """The objective's real value of job j placed as ``a`` -- the value of

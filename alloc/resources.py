@@ -219,6 +219,8 @@ def share_problems(cluster: Cluster, job: Job, p: Placement, where: str) -> list
 
 
 def _share_line(job: Job, g: GpuShare, cap: int) -> str | None:
+    if g.mem is None and g.compute is None:
+        return None
     dm, fm, dc = mem_demand(job, cap), mem_floor(job, cap), compute_demand(job)
     if g.mem is not None:
         if job.guaranteed and g.mem != dm:

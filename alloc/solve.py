@@ -249,8 +249,12 @@ def _check_order(jobs: Sequence[Job], order) -> None:
 
 
 def run_solver(problem, info: SolverInfo, deadline: Deadline, *, seed: int = 0,
-               options: dict | None = None, check: bool = True) -> Allocation:
-    """Steps 4-6 of the chain on a compiled problem (see the module notes)."""
+               options: dict | None = None, check: bool = True,
+               timings: dict | None = None) -> Allocation:
+    """Steps 4-6 of the chain on a compiled problem (see the module notes).
+
+    ``timings``, when given, gets the seconds of each step added to its
+    ``solver_s``, ``finish_s`` and ``check_s``."""
     t0 = time.perf_counter()
     inner = deadline.reserve(check_reserve(problem))
     solved, plan = _order_preemption(problem, inner)
@@ -260,17 +264,22 @@ def run_solver(problem, info: SolverInfo, deadline: Deadline, *, seed: int = 0,
         raise
     except ValueError as exc:
         raise InputError(str(exc)) from None
-    wall = time.perf_counter() - t0
-    alloc = finish(solved, sol, info, wall)
+    t1 = time.perf_counter()
+    alloc = finish(solved, sol, info, t1 - t0)
     if plan is not None:
         from .preempt import lifted
         alloc = lifted(problem, plan, alloc)
+    t2 = time.perf_counter()
     if check:
         bad = _violations(problem, alloc, deadline)
         if bad:
             raise SolverError(f"solver {info.name!r} returned an allocation with "
                               f"{len(bad)} violation(s): {bad[0]}")
-    return replace(alloc, wall_time_s=time.perf_counter() - t0)
+    t3 = time.perf_counter()
+    if timings is not None:
+        for key, dt in (("solver_s", t1 - t0), ("finish_s", t2 - t1), ("check_s", t3 - t2)):
+            timings[key] = timings.get(key, 0.0) + dt
+    return replace(alloc, wall_time_s=t3 - t0)
 
 
 def _order_preemption(problem, deadline: Deadline):
@@ -286,9 +295,19 @@ def _order_preemption(problem, deadline: Deadline):
 
 
 def _violations(problem, alloc: Allocation, deadline: Deadline) -> list[str]:
-    from .check import violations
-    return violations(problem.cluster, problem.jobs, alloc, max_moves=problem.max_moves,
-                      deadline=deadline, order=problem.order_rank, preempt=problem.preempt)
+    """The final check; in a scheduler loop (a problem compiled with a carry)
+    the one that examines what changed since the last checked round
+    (`alloc.recheck`), whose answer is the full check's."""
+    carry = problem.carry
+    kw = dict(max_moves=problem.max_moves, deadline=deadline, order=problem.order_rank,
+              preempt=problem.preempt)
+    if carry is None:
+        from .check import violations
+        return violations(problem.cluster, problem.jobs, alloc, **kw)
+    from .recheck import violations_since
+    bad, carry.checked = violations_since(carry.checked, problem.cluster, problem.jobs, alloc,
+                                          **kw)
+    return bad
 
 
 #: the restriction of a solver that keeps running jobs in place where the call
@@ -309,15 +328,21 @@ def finish(problem, sol, info: SolverInfo, wall: float) -> Allocation:
             if j not in assign and "preemption" not in caps:
                 assign[j] = problem.fixed[j]
     jobs = problem.jobs
-    placements = tuple(problem.placement(j, assign[j]) for j in sorted(assign))
-    placed = {p.job for p in placements}
-    moved = tuple(p.job for p in placements
-                  if jobs[problem.job_index[p.job]].current is not None
-                  and not p.same_as(jobs[problem.job_index[p.job]].current))
-    preempted = tuple(jobs[j].id for j in problem.running if jobs[j].id not in placed)
-    unplaced = tuple(job.id for job in jobs if job.id not in placed)
+    order = sorted(assign)
+    placement, placements, moved = problem.placement, [], []
+    for j in order:
+        p = placement(j, assign[j])
+        placements.append(p)
+        cur = jobs[j].current
+        if cur is not None and not p.same_as(cur):
+            moved.append(p.job)
+    placements, moved = tuple(placements), tuple(moved)
+    preempted = tuple(jobs[j].id for j in problem.running if j not in assign)
+    unplaced = tuple(job.id for j, job in enumerate(jobs) if j not in assign)
     reasons = {jobs[j].id: why for j, why in problem.reasons.items()}
-    value = problem.objective.total(jobs, placements) - (problem.move_cost or 0.0) * len(moved)
+    of = problem.objective.value
+    value = float(sum(of(jobs[j], p) for j, p in zip(order, placements))) \
+        - (problem.move_cost or 0.0) * len(moved)
     stats = dict(sol.stats)
     alloc = Allocation(placements, unplaced, preempted, sol.status, value, sol.bound, wall,
                        info.name, problem.objective.name, problem.name, stats, moved, reasons)

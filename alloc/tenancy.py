@@ -97,12 +97,12 @@ from typing import Iterable, Mapping, Sequence
 from .model import Allocation, Cluster, Job
 
 from .resources import DEFAULT_GPU_MEM, GPU_MEM_MIB, gpu_mem_capacity  # noqa: F401 (re-exported)
+from .resources import mem_demand
 
 
 def job_gpu_mem(job: Job, cap: int) -> int:
     """Per-GPU memory of a job: declared, or its milli share of the GPU
     (`alloc.resources.mem_demand`)."""
-    from .resources import mem_demand
     return mem_demand(job, cap)
 
 

@@ -77,17 +77,26 @@ def span_level(cluster: Cluster, gpu_ids: Iterable[str]) -> str | None:
     gids = list(gpu_ids)
     if not gids:
         return None
-    idx, srv, first = cluster.gpu_index, cluster.gpu_server, cluster.gpu_first
-    for level in reversed(cluster.levels):
-        names = set()
-        for g in gids:
-            i = idx[g]
-            names.add(cluster.servers[srv[i]].gpu_domain(i - first[srv[i]], level))
-            if len(names) > 1:
-                break
-        if len(names) == 1:
+    idx = cluster.gpu_index
+    ks = [idx[g] for g in gids]
+    k0, rest = ks[0], ks[1:]
+    for level, dom in _domains(cluster):
+        d0 = dom[k0]
+        if all(dom[k] == d0 for k in rest):
             return level
     return CLUSTER
+
+
+def _domains(cluster: Cluster) -> list:
+    """``(level, node id of each GPU)`` innermost level first (the compile
+    step's arrays: one id per node name of `Server.gpu_domain`), cached."""
+    hit = cluster.__dict__.get("_span_domains")
+    if hit is None:
+        from .problem import cluster_arrays
+        dom = cluster_arrays(cluster).domain
+        hit = cluster.__dict__["_span_domains"] = [(lv, dom[lv].tolist())
+                                                   for lv in reversed(cluster.levels)]
+    return hit
 
 
 def reachable_levels(cluster: Cluster, locality: str | None) -> list[str]:

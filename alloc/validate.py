@@ -227,17 +227,48 @@ def gpu_memory_problems(j: Job, where: str, cluster: Cluster) -> list[str]:
     return []
 
 
+def _plain(j, levels) -> bool:
+    """A job of the common kind, well formed: every field of its type and in
+    range, no tenant, no elastic sizes, no GPU memory or compute, a known
+    locality level.  Tested without building a message; when it holds,
+    `job_field_problems` and `job_rule_problems` find nothing."""
+    if type(j) is not Job:
+        return False
+    i, g, m, w, loc, types = j.id, j.gpus, j.gpu_milli, j.weight, j.locality, j.gpu_types
+    return (type(i) is str and 0 < len(i) <= MAX_NAME
+            and type(g) is int and 0 <= g <= 2 ** 20
+            and type(j.cpu) is int and 0 <= j.cpu <= MAX_INT
+            and type(j.mem) is int and 0 <= j.mem <= MAX_INT
+            and type(m) is int and 1 <= m <= MILLI and (m == MILLI or g == 1)
+            and type(j.priority) is int and PRIORITY_RANGE[0] <= j.priority <= PRIORITY_RANGE[1]
+            and (j.model is None or (type(j.model) is str and 0 < len(j.model) <= MAX_NAME))
+            and j.tenant is None and j.guaranteed is False
+            and type(w) in (int, float) and 0 <= w <= MAX_WEIGHT
+            and type(types) is tuple and all(type(t) is str for t in types)
+            and j.min_gpus is None and j.max_gpus is None and j.gpu_mem is None
+            and j.gpu_mem_min is None and j.gpu_compute is None
+            and (loc is None or (type(loc) is str and loc in levels))
+            and (j.current is None or type(j.current) is Placement)
+            and (j.profile is None or type(j.profile) is Profile))
+
+
 def job_problems(cluster: Cluster, jobs: Sequence[Job]) -> list[str]:
     """Problems of the jobs (fields, rules, running jobs' placements)."""
+    from .profiles import is_checked
     out = []
     ok = []
+    levels = frozenset(cluster.levels)
     for i, j in enumerate(jobs):
-        where = f"jobs[{i}]"
-        bad = job_field_problems(j, where, cluster)
-        if not bad:
-            bad = job_rule_problems(j, where, cluster)
-        if not bad and j.profile is not None:
-            bad = profile_object_problems(j.profile, f"{where}.profile")
+        if _plain(j, levels):
+            bad = [] if j.profile is None or is_checked(j.profile) else \
+                profile_object_problems(j.profile, f"jobs[{i}].profile")
+        else:
+            where = f"jobs[{i}]"
+            bad = job_field_problems(j, where, cluster)
+            if not bad:
+                bad = job_rule_problems(j, where, cluster)
+            if not bad and j.profile is not None:
+                bad = profile_object_problems(j.profile, f"{where}.profile")
         out += bad
         if not bad:
             ok.append((i, j))
@@ -255,11 +286,16 @@ def current_problems(cluster: Cluster, jobs: Sequence[tuple[int, Job]]) -> list[
     capacity and consistent with tenancy."""
     from .check import capacity_problems, placement_problems
     out = []
+    from .memo import keep
     running = [(i, j) for i, j in jobs if j.current is not None]
     for i, j in running:
         if j.current.job not in ("", j.id):
             out.append(f"jobs[{i}].current.job: expected {j.id!r} or nothing, got {j.current.job!r}")
-        out += placement_problems(cluster, j, j.current, f"jobs[{i}].current")
+        bad = placement_problems(cluster, j, j.current, f"jobs[{i}].current")
+        if bad:
+            out += bad
+        else:          # the final check asks the same of the same objects
+            keep(j.current, "placement_ok", (cluster, j), True)
     if out or not running:
         return out
     cur = [replace(j.current, job=j.id) for _, j in running]

@@ -1,4 +1,4 @@
-"""Scheduler-loop benchmark: a :class:`alloc.Session` carrying running jobs
+"""Scheduler-loop benchmark: an `alloc.Session` carrying running jobs
 through rounds of arrivals and finishes.
 
 Workload (the Synergy job mix, Mohan et al., OSDI'22): each job picks one of
@@ -15,12 +15,19 @@ stream; finishes follow each solver's own start times.
 
 Per solver the table gives the round latency (the whole ``Session.step``:
 the core's compile, solver, finish and final check, and the session's
-update) median / p95 / max, where it goes (compile / solve+check / commit,
-medians), unexplained moves (a running job whose placement changed without
-being listed in ``moved``, or any move at all: the session allows none),
-preemptions, and the mean GPU allocation.  For ``cpsat`` each round's input is
-also given to every heuristic (``allocate()`` on the same jobs): cpsat's value
-against the best of them (rounds below it must be 0) and its gap to its bound.
+update) median / p95 / max, the process's CPU time per round (median), where
+the time goes (medians of compile / solver / finish / check / commit, and
+of the garbage collector's time inside the round), the process's peak
+memory (each size and solver runs in a fresh process; the peak includes the
+workload, the starting allocation and the session), unexplained moves (a
+running job whose placement changed without being listed in ``moved``, or
+any move at all: the session allows none), preemptions, and the mean GPU
+allocation.  For ``cpsat`` each round's input is also given to every
+heuristic (``allocate()`` on the same jobs): cpsat's value against the best
+of them (rounds below it must be 0) and its gap to its bound.
+
+At production scale, ``--servers 16000`` is 128,000 GPUs with about 57,000
+running jobs and 2,900 arrivals (and as many finishes) a round.
 
 ``--order las --preempt order`` runs the session as a LAS scheduler would:
 every round the order is the jobs by GPU-rounds attained (least first, then
@@ -34,20 +41,26 @@ job), the discretised one far fewer.
 ``--first-call`` measures, in fresh processes, ``import alloc`` plus the first
 ``allocate()`` (best-fit, 32 x 8 GPUs, 100 jobs).
 
-Examples::
-
-    python bench/loop.py --servers 32 --rounds 200
-    python bench/loop.py --servers 1000 --rounds 200 --solvers best-fit fgd
-    python bench/loop.py --servers 1000 --solvers best-fit --order las --preempt order --load 1.2
-    python bench/loop.py --first-call
+Examples
+--------
+```
+python bench/loop.py --servers 32 --rounds 200
+python bench/loop.py --servers 1000 --rounds 200 --solvers best-fit fgd
+python bench/loop.py --servers 1000 --solvers best-fit --order las --preempt order --load 1.2
+python bench/loop.py --servers 16000 --rounds 50 --solvers best-fit synergy-tune fgd hived
+python bench/loop.py --first-call
+```
 """
 from __future__ import annotations
 
 import argparse
 import cProfile
+import gc
+import json
 import math
 import pstats
 import random
+import resource
 import statistics
 import subprocess
 import sys
@@ -153,6 +166,14 @@ def run(solver: str, servers: int, rounds: int, warmup: int, seed: int, load: fl
     arrival = {j.id: k for k, j in enumerate(first)}
     prof = cProfile.Profile() if profile else None
     rows = []
+    collecting = [0.0, 0.0]                    # collector seconds, start of the current one
+
+    def watch(phase, info):
+        if phase == "start":
+            collecting[1] = time.perf_counter()
+        else:
+            collecting[0] += time.perf_counter() - collecting[1]
+    gc.callbacks.append(watch)
     for r in range(warmup + rounds):
         events = []
         for jid in [j for j, n in left.items() if n <= 0]:
@@ -173,9 +194,10 @@ def run(solver: str, servers: int, rounds: int, warmup: int, seed: int, load: fl
         ranked = [j for j in s.order if j in s.jobs] if s.order else None
         if prof is not None and before is not None:
             prof.enable()
-        c0 = time.process_time()
+        c0, g0 = time.process_time(), collecting[0]
         res = s.step()
         cpu = time.process_time() - c0
+        collected = collecting[0] - g0
         if prof is not None:
             prof.disable()
         for jid in res.stop:                       # preempted: keeps its progress, waits
@@ -188,8 +210,10 @@ def run(solver: str, servers: int, rounds: int, warmup: int, seed: int, load: fl
         if before is None:
             continue
         a = res.allocation
-        row = {"latency": res.latency_s, "cpu": cpu, "compile": res.timings["compile_s"],
-               "solve": res.timings["solve_s"], "commit": res.timings["commit_s"],
+        t = res.timings
+        row = {"latency": res.latency_s, "cpu": cpu, "compile": t["compile_s"],
+               "solver": t["solver_s"], "finish": t["finish_s"], "check": t["check_s"],
+               "commit": t["commit_s"], "gc": collected,
                "unexplained": unexplained(before, a), "preempted": len(a.preempted),
                "util": sum(g.milli for p in a.placements for g in p.gpus) / (1000 * G),
                "jobs": len(before), "waiting": len(a.unplaced), "value": a.value,
@@ -200,7 +224,9 @@ def run(solver: str, servers: int, rounds: int, warmup: int, seed: int, load: fl
                          preempt=s.preempt_rule).value
                 for h in HEURISTICS)
         rows.append(row)
+    gc.callbacks.remove(watch)
     out = summarise(solver, servers, rows)
+    out["peak_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     if prof is not None:
         out["profile"] = breakdown(prof, solver, len(rows))
     return out
@@ -220,7 +246,9 @@ PROFILED = (
     ("    solve.finish", "alloc/solve.py", "finish"),
     ("      Problem.placement (every placed job, running ones too)", "alloc/problem.py",
      "placement"),
-    ("    check.violations (final check)", "alloc/check.py", "violations"),
+    ("    recheck.violations_since (final check: what changed)", "alloc/recheck.py",
+     "violations_since"),
+    ("    check.violations (final check: full)", "alloc/check.py", "violations"),
     ("      check.placement_problems (every placement)", "alloc/check.py",
      "placement_problems"),
     ("      check.live_state_problems", "alloc/check.py", "live_state_problems"),
@@ -233,7 +261,7 @@ PROFILED = (
 
 
 def breakdown(prof: cProfile.Profile, solver: str, rounds: int) -> list[tuple[str, float]]:
-    """Cumulative milliseconds per round of :data:`PROFILED` (under the profiler)."""
+    """Cumulative milliseconds per round of `PROFILED` (under the profiler)."""
     from alloc.registry import get_solver
     fn = get_solver(solver).entry.partition(":")[2]
     st = pstats.Stats(prof).stats
@@ -244,9 +272,9 @@ def breakdown(prof: cProfile.Profile, solver: str, rounds: int) -> list[tuple[st
     out = []
     for label, file, func in PROFILED:
         if file is None:  # the solver: what run_solver spends outside finish and the check
-            label = f"    the solver ({fn}; run_solver - finish - violations)"
+            label = f"    the solver ({fn}; run_solver - finish - final check)"
             ct = cum("alloc/solve.py", "run_solver") - cum("alloc/solve.py", "finish") \
-                - cum("alloc/check.py", "violations")
+                - cum("alloc/solve.py", "_violations")
         else:
             ct = cum(file, func)
         out.append((label, 1e3 * ct / max(1, rounds)))
@@ -266,9 +294,8 @@ def summarise(solver: str, servers: int, rows: list[dict]) -> dict:
            "median_ms": 1e3 * statistics.median(lat), "p95_ms": 1e3 * pct(lat, 0.95),
            "max_ms": 1e3 * max(lat),
            "cpu_ms": 1e3 * statistics.median(r["cpu"] for r in rows),
-           "compile_ms": 1e3 * statistics.median(r["compile"] for r in rows),
-           "solve_ms": 1e3 * statistics.median(r["solve"] for r in rows),
-           "commit_ms": 1e3 * statistics.median(r["commit"] for r in rows),
+           **{f"{k}_ms": 1e3 * statistics.median(r[k] for r in rows)
+              for k in ("compile", "solver", "finish", "check", "commit", "gc")},
            "unexplained": sum(r["unexplained"] for r in rows),
            "preempted": sum(r["preempted"] for r in rows),
            "util": statistics.mean(r["util"] for r in rows),
@@ -291,10 +318,10 @@ def summarise(solver: str, servers: int, rows: list[dict]) -> dict:
 def table(results: list[dict]) -> str:
     """The summaries as a markdown table."""
     head = ("| GPUs | solver | median ms | p95 ms | max ms | CPU ms (median) "
-            "| compile / solve+check / commit ms "
+            "| compile / solver / finish / check / commit ms | GC ms | peak MB "
             "| unexplained moves | preemptions | GPU util | jobs / waiting | cpsat vs best "
             "heuristic | cpsat gap |")
-    lines = [head, "|" + "---|" * 13]
+    lines = [head, "|" + "---|" * 15]
     for r in results:
         vs = gap = "-"
         if "below_heuristic" in r:
@@ -305,11 +332,20 @@ def table(results: list[dict]) -> str:
                  f"{r['gap_over_1pct']} of {r['gap_rounds']} rounds > 1 %")
         lines.append(
             f"| {8 * r['servers']} | {r['solver']} | {r['median_ms']:.1f} | {r['p95_ms']:.1f} "
-            f"| {r['max_ms']:.1f} | {r['cpu_ms']:.1f} | {r['compile_ms']:.1f} / "
-            f"{r['solve_ms']:.1f} / "
-            f"{r['commit_ms']:.1f} | {r['unexplained']} | {r['preempted']} "
+            f"| {r['max_ms']:.1f} | {r['cpu_ms']:.1f} | "
+            + " / ".join(f"{r[k + '_ms']:.1f}" for k in ("compile", "solver", "finish", "check",
+                                                          "commit"))
+            + f" | {r['gc_ms']:.1f} | {r.get('peak_mb', 0):.0f} "
+            f"| {r['unexplained']} | {r['preempted']} "
             f"| {100 * r['util']:.1f} % | {r['jobs']:.0f} / {r['waiting']:.0f} | {vs} | {gap} |")
     return "\n".join(lines)
+
+
+def worker(kwargs: dict) -> dict:
+    """:func:`run` in a fresh process (the peak memory is the run's own)."""
+    cmd = [sys.executable, __file__, "--worker", json.dumps(kwargs)]
+    out = subprocess.run(cmd, cwd=ROOT, check=True, capture_output=True, text=True).stdout
+    return json.loads(out.strip().splitlines()[-1])
 
 
 FIRST_CALL = """
@@ -368,7 +404,12 @@ def main(argv=None) -> int:
                     help="LAS counts attained GPU-rounds in steps of Q (default: 0, plain LAS)")
     ap.add_argument("--first-call", action="store_true",
                     help="only measure import + first allocate() in fresh processes")
+    ap.add_argument("--worker", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    if args.worker:                      # one size and solver, in this process
+        w = json.loads(args.worker)
+        print(json.dumps(run(**w)))
+        return 0
     if args.first_call:
         fc = first_call()
         print(f"import alloc {fc['import_s']:.3f} s + first allocate() "
@@ -381,9 +422,12 @@ def main(argv=None) -> int:
         for solver in args.solvers:
             t0 = time.perf_counter()
             tl = args.time_limit if solver == "cpsat" else None
-            r = run(solver, servers, args.rounds, args.warmup, args.seed, args.load,
-                    args.mean_rounds, tl, args.compare_every, args.profile, args.order,
-                    args.preempt, args.las_quantum)
+            r = worker(dict(solver=solver, servers=servers, rounds=args.rounds,
+                            warmup=args.warmup, seed=args.seed, load=args.load,
+                            mean_rounds=args.mean_rounds, time_limit=tl,
+                            compare_every=args.compare_every, profile=args.profile,
+                            order=args.order, preempt=args.preempt,
+                            quantum=args.las_quantum))
             results.append(r)
             if args.profile:
                 total = r["profile"][0][1]

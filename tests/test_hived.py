@@ -359,7 +359,62 @@ def test_server_prefilter_keeps_placements(monkeypatch):
         skipped.append(0 if v is None else int((~v).sum()))
         return v
     monkeypatch.setattr(Engine, "viable", count)
+    monkeypatch.setattr(Engine, "vectorised", False)     # the plain loop, with the filter
     assert placements() == fast and sum(skipped) > 0     # the filter did skip servers
     monkeypatch.setattr(Engine, "viable", lambda self, j, n, mask: None)
     assert placements() == fast
     assert sum(x is not None for x in fast) >= len(probes) // 2
+
+
+def test_vectorised_search_equals_the_loop(monkeypatch):
+    """Without tenants the whole-GPU search runs on idle-GPU counts and a fixed
+    server order (`Engine._pick_first`); on a mixed cluster of 80 servers,
+    round after round, it places as the plain loop over servers does."""
+    import random
+
+    from alloc import Session
+    from alloc.solvers.hived.engine import Engine
+
+    rng = random.Random(7)
+    servers = tuple(Server(f"s{i:02d}", 64000, 512000, 8, ("V100", "K80")[i % 3 == 0],
+                           f"r{i // 8}", 2, 2) for i in range(80))
+    c = Cluster(servers, LEVELS)
+    jobs, k = [], 0
+    for _ in range(6):
+        batch = []
+        for _ in range(60):
+            k += 1
+            n = rng.choice((1, 1, 2, 4, 8))
+            kw = {}
+            if rng.random() < 0.3:
+                kw["gpu_types"] = (rng.choice(("V100", "K80")),)
+            if n > 1 and rng.random() < 0.3:
+                kw["locality"] = rng.choice(("socket", "switch", "server"))
+            if n == 1 and rng.random() < 0.2:
+                kw["gpu_milli"] = 500
+            if rng.random() < 0.1:
+                kw["gpu_mem"] = 8000
+            batch.append(oj(f"o{k}", n, prio=rng.choice((0, 1)), **kw))
+        jobs.append(batch)
+
+    typed = []
+    real = Engine._pick_first
+
+    def spy(self, j, n, mask, cnt, servers, t=False):
+        typed.append(t)
+        return real(self, j, n, mask, cnt, servers, t)
+    monkeypatch.setattr(Engine, "_pick_first", spy)
+
+    def rounds(vectorised):
+        monkeypatch.setattr(Engine, "vectorised", vectorised)
+        s = Session(c, solver="hived")
+        out = []
+        for r, batch in enumerate(jobs):
+            for jid in [j for j in s.running if int(j[1:]) % 3 == r % 3]:
+                s.finish(jid)
+            for j in batch:
+                s.submit(j)
+            out.append(s.step().allocation.placements)
+        return out
+    assert rounds(True) == rounds(False)
+    assert sum(typed) > 100

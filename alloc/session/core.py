@@ -13,6 +13,7 @@ from ..validate import PRIORITY_RANGE, _short, check_call_settings
 from .blockers import blockers, breaches, strip
 from .checks import (check_current, check_job, check_server, placement_servers,
                      resolve_profile)
+from ..carry import Carry
 from .ids import ID_PREFIX, GpuKeys, JobIds
 from .journal import Journal
 from .result import Reconciled, RoundResult
@@ -75,7 +76,10 @@ class Session:
     Per round, the session hands the core the jobs it holds (running jobs
     with ``current``, pending ones without) and the cluster object it keeps
     (so the cluster's compiled arrays are reused); jobs are validated when
-    they are submitted, never again.  After the round
+    they are submitted, never again.  What the compile step, the final check
+    and the solver derived last round is carried to the next
+    (`alloc.carry`), so a round's work follows what changed; its answer is
+    the one a fresh call on the same input gives.  After the round
     ``current(j) = placement(j)`` for every placed job and
     ``current(j) = None`` for every preempted one.
 
@@ -151,6 +155,8 @@ class Session:
         self._next_seq = 0
         self._round = 0
         self._last: RoundResult | None = None
+        #: what the core and the solver derived last round (`alloc.carry`)
+        self._carry = Carry()
         for j in jobs:
             self._put(j if j.current is None or j.current.job == j.id
                       else replace(j, current=replace(j.current, job=j.id)))
@@ -537,10 +543,11 @@ class Session:
             problem = compile_problem(
                 self._cluster, jobs + extra, self._objective, self.name, order=order,
                 max_moves=0 if no_moves else self.max_moves,
-                move_cost=None if no_moves else self.move_cost, preempt=self.preempt_rule)
+                move_cost=None if no_moves else self.move_cost, preempt=self.preempt_rule,
+                carry=self._carry)
             t2 = time.perf_counter()
             alloc = run_solver(problem, self._info, deadline, seed=self.seed,
-                               options=self._options)
+                               options=self._options, timings=timings)
             timings["compile_s"] += t2 - t1
             timings["solve_s"] += time.perf_counter() - t2
             timings["attempts"] += 1
@@ -575,7 +582,8 @@ class Session:
 
     def _commit(self, alloc: Allocation, timings: dict, t0: float) -> RoundResult:
         t1 = time.perf_counter()
-        start = [p for p in alloc.placements if self._jobs[p.job].current is None]
+        jobs = self._jobs
+        start = [p for p in alloc.placements if jobs[p.job].current is None]
         move = [alloc.placement(j) for j in alloc.moved]
         moved_from = {j: self._jobs[j].current for j in alloc.moved}
         preempt = [self._jobs[j].current for j in alloc.preempted]

@@ -38,7 +38,8 @@ class RoundResult:
         Wall time of the round (seconds).
     timings : mapping of str to float
         Where the round's time went: ``compile_s`` (the core's compile step),
-        ``solve_s`` (solver, finish and the final check), ``commit_s`` (the
+        ``solve_s`` (solver, finish and the final check; split into
+        ``solver_s``, ``finish_s`` and ``check_s``), ``commit_s`` (the
         session's update), ``attempts`` (solves: more than 1 only when a
         solver put a job on a drained or failed server and the round was
         solved again without it).

@@ -227,6 +227,7 @@ class ClusterState:
         self.room[:] = max_pods - 1
         self.npods = np.zeros(self.N, dtype=np.int64)
         self.tags = np.zeros(self.N, dtype=np.int64)
+        self._tagn: dict[tuple[int, int], int] = {}   # (node, tag bit) -> pods holding it
         self.gsum = self.gfree.sum(axis=1)
         self._req: dict[Pod, np.ndarray] = {}
         self.cpu_norm = float(max(1, int(self.cpu_cap.max()) if self.N else 1))
@@ -244,15 +245,56 @@ class ClusterState:
         self.log = np.zeros(1024, dtype=np.int64)    # node changed at each clock tick
         self.nlog = 0
         self._dirty: list[int] = []                  # nodes whose F is out of date
-        self.fm = frag_model
+        self.fm = None
+        self._cols: dict[tuple, list] = {}           # typical type -> [a, cnt, ok, clock]
+        self.type_ok = None
+        self._frag = np.zeros(self.N)
         if frag_model is not None:
-            self.type_ok = frag_model.type_ok(self.models)
-            self._fa, self._fcnt = frag_model.counts(self.gfree, self.valid)
-            self._frag = frag_model.value(self.cpu_free, self._fa, self._fcnt, self.gsum,
-                                          self.type_ok)
-        else:
-            self.type_ok = None
-            self._frag = np.zeros(self.N)
+            self.set_frag_model(frag_model)
+
+    def set_frag_model(self, fm: FragModel) -> None:
+        """Measure fragmentation against the target workload ``fm`` from now on.
+
+        A typical pod type's per-node counts (:meth:`FragModel.counts`: the
+        free milli below its share and the GPUs that fit it) and whether a
+        node's GPU model suits it depend on the node and the type alone; they
+        are kept per type (its ``c, m, k`` and model list) across models and
+        brought up to date only on the nodes changed since the type was last
+        used, so a new target workload costs the nodes' ``F`` from those
+        counts and the types it has not seen before."""
+        if self.fm is not None:
+            if self._dirty:
+                self._flush()
+            for t, key in enumerate(self._keys):
+                col = self._cols[key]
+                col[0], col[1], col[3] = self._fa[:, t].copy(), self._fcnt[:, t].copy(), self.clock
+        keys = [(int(fm.c[t]), int(fm.m[t]), int(fm.k[t]), fm.types[t]) for t in range(fm.T)]
+        a = np.zeros((self.N, fm.T), dtype=np.int64)
+        cnt = np.zeros((self.N, fm.T), dtype=np.int64)
+        ok = np.ones((self.N, fm.T), dtype=bool)
+        for t, key in enumerate(keys):
+            col = self._cols.get(key)
+            one = FragModel([key[0]], [key[1]], [key[2]], [key[3]], [1.0])
+            if col is None:
+                ca, cc = one.counts(self.gfree, self.valid)
+                col = self._cols[key] = [ca[:, 0], cc[:, 0], one.type_ok(self.models)[:, 0],
+                                         self.clock]
+            elif col[3] < self.clock:
+                idx = np.flatnonzero(self.stamp > col[3])
+                if len(idx):
+                    ca, cc = one.counts(self.gfree[idx], self.valid[idx])
+                    col[0][idx], col[1][idx] = ca[:, 0], cc[:, 0]
+                col[3] = self.clock
+            a[:, t], cnt[:, t], ok[:, t] = col[0], col[1], col[2]
+        if len(self._cols) > 2 * fm.T + 64:        # forget types no longer typical
+            self._cols = {k: self._cols[k] for k in keys}
+        self.fm, self._keys, self._dirty = fm, keys, []
+        self.type_ok, self._fa, self._fcnt = ok, a, cnt
+        self._frag = fm.value(self.cpu_free, a, cnt, self.gsum, ok)
+
+    def restart_log(self) -> None:
+        """Empty the change log (score indexes built before must not be used again)."""
+        self.nlog = 0
 
     def _flush(self) -> None:
         nodes = sorted(set(self._dirty))
@@ -373,11 +415,25 @@ class ClusterState:
             for i in gpus:
                 row[i] -= pod.m
             self._gpu_summary(n, pod, 1)
-            self.tags[n] |= 1 if pod.shared else (1 << pod.k)
+            bit = 1 if pod.shared else (1 << pod.k)
+            self.tags[n] |= bit
+            self._tagn[(n, bit)] = self._tagn.get((n, bit), 0) + 1
         self._changed(n)
 
-    def remove(self, n: int, gpus: Sequence[int], pod: Pod) -> None:
-        """Undo :meth:`apply` (the GpuClustering tags are left as they are)."""
+    def remove(self, n: int, gpus: Sequence[int], pod: Pod, *, untag: bool = False) -> None:
+        """Undo :meth:`apply`.  The GpuClustering tags are left as they are
+        (the online experiment's rule), or with ``untag`` a tag no pod on the
+        node holds any more is cleared (the state then equals one that never
+        saw the pod)."""
+        if pod.k:
+            bit = 1 if pod.shared else (1 << pod.k)
+            left = self._tagn.get((n, bit), 0) - 1
+            if left > 0:
+                self._tagn[(n, bit)] = left
+            else:
+                self._tagn.pop((n, bit), None)
+                if untag:
+                    self.tags[n] &= ~bit
         self.cpu_free[n] += pod.c
         self.mem_free[n] += pod.mem
         self.npods[n] -= 1

@@ -3,11 +3,19 @@
 Each solver starts from the cluster as the running jobs leave it (they stay
 where they run), then places the pending jobs one by one in rank order, each
 at its own request (option 0), with the node-scoring policy of
-:mod:`alloc.solvers.fgd.engine`; a job that fits nowhere stays unplaced.
+`alloc.solvers.fgd.engine`; a job that fits nowhere stays unplaced.
 Multi-GPU jobs take whole free GPUs of one server; CPU-only jobs take CPU and
 memory on one server.  Node ties go to the lowest server index.  FGD's target
 workload (typical pods) is built from the pending jobs.  Stops at the deadline
 (checked before every job) with what it has placed.
+
+In a scheduler loop (a problem compiled with a carry, `alloc.carry`) the
+cluster state is kept between rounds: the next round takes back the pods it
+placed, gives back the running jobs gone and takes the new ones
+(`alloc.carry.Changes`), so that its cost follows what changed; the per-node
+fragmentation counts of each typical pod type are kept with it
+(`ClusterState.set_frag_model`).  The state then equals the one built
+from the running jobs (tags of GPU pods included), and so do the answers.
 """
 from __future__ import annotations
 
@@ -27,37 +35,88 @@ def _pod(problem: Problem, j: int) -> Pod:
                tuple(job.gpu_types) if k else ())
 
 
-def _apply_running(problem: Problem, state: ClusterState) -> None:
-    """Put the running jobs kept in place into the state, server by server."""
+def _parts(problem: Problem, job, a) -> list[tuple[int, list[int], Pod]]:
+    """A running job's pods, one per server it uses: (server, GPU slots, pod)."""
     first = problem.gpu_first
-    for j, a in problem.fixed.items():
-        parts: dict[int, list] = defaultdict(lambda: [0, 0, []])
-        for s, v in a.cpu:
-            parts[s][0] += v
-        for s, v in a.mem:
-            parts[s][1] += v
-        milli = problem.jobs[j].gpu_milli
-        for g, _ in a.gpus:
-            s = int(problem.gpu_server[g])
-            parts[s][2].append(int(g - first[s]))
-        for s, (c, m, gpus) in sorted(parts.items()):
-            state.apply(s, gpus, Pod(int(c), int(m), len(gpus), milli if gpus else 0))
+    parts: dict[int, list] = defaultdict(lambda: [0, 0, []])
+    for s, v in a.cpu:
+        parts[s][0] += v
+    for s, v in a.mem:
+        parts[s][1] += v
+    for g, _ in a.gpus:
+        s = int(problem.gpu_server[g])
+        parts[s][2].append(int(g - first[s]))
+    milli = job.gpu_milli
+    return [(s, gpus, Pod(int(c), int(m), len(gpus), milli if gpus else 0))
+            for s, (c, m, gpus) in sorted(parts.items())]
+
+
+def _apply_running(problem: Problem, state: ClusterState, jobs=None) -> None:
+    """Put the running jobs kept in place (or those of ``jobs``) into the
+    state, server by server."""
+    fixed = problem.fixed
+    for j in (fixed if jobs is None else jobs):
+        for s, gpus, pod in _parts(problem, problem.jobs[j], fixed[j]):
+            state.apply(s, gpus, pod)
+
+
+class _Kept:
+    """The state carried to the next round: the cluster state with the
+    running jobs of problem ``stamp`` and the pods placed on top of it
+    (``(job id, server, GPU slots, pod)`` each)."""
+    __slots__ = ("stamp", "state", "placed")
+
+    def __init__(self, stamp: int, state: ClusterState, placed: list):
+        self.stamp, self.state, self.placed = stamp, state, placed
+
+
+def _state(problem: Problem) -> ClusterState:
+    """The cluster state as the running jobs leave it: the carried one with
+    what changed applied, else a new one."""
+    carry, ch = problem.carry, problem.changes
+    kept = carry.take(_KEY) if carry is not None else None
+    if kept is not None and ch is not None and ch.since == kept.stamp:
+        st = kept.state
+        # a pod placed last round that now runs as placed stays as it is
+        own = {jid: (n, gpus, pod) for jid, n, gpus, pod in kept.placed}
+        added = []
+        for j in ch.added:
+            job = problem.jobs[j]
+            parts = _parts(problem, job, problem.fixed[j])
+            if len(parts) == 1 and own.get(job.id) == parts[0]:
+                del own[job.id]
+            else:
+                added.append(j)
+        for n, gpus, pod in own.values():
+            st.remove(n, gpus, pod, untag=True)
+        for _, job, a in ch.removed:
+            for n, gpus, pod in _parts(problem, job, a):
+                st.remove(n, gpus, pod, untag=True)
+        _apply_running(problem, st, added)
+        st.restart_log()
+        return st
+    servers = problem.cluster.servers
+    st = ClusterState([s.cpu for s in servers], [s.mem for s in servers],
+                      [s.gpus for s in servers],
+                      [(s.gpu_type or "") if s.gpus else "" for s in servers], max_pods=1 << 62)
+    _apply_running(problem, st)
+    return st
+
+
+_KEY = "fgd-cluster-state"
 
 
 def run_online(problem: Problem, policy: str, seed: int = 0,
                deadline: Deadline | None = None, **policy_options) -> Solution:
     """Place the pending jobs of ``problem`` in rank order with the named policy."""
-    servers = problem.cluster.servers
     order = job_order(problem)
     pods = {j: _pod(problem, j) for j in order}
-    fm = FragModel.from_pods(list(pods.values())) if pods else None
-    state = ClusterState([s.cpu for s in servers], [s.mem for s in servers],
-                         [s.gpus for s in servers],
-                         [(s.gpu_type or "") if s.gpus else "" for s in servers],
-                         max_pods=1 << 62, frag_model=fm)
-    _apply_running(problem, state)
+    state = _state(problem)
+    if pods:
+        state.set_frag_model(FragModel.from_pods(list(pods.values())))
     pol = make_policy(policy, seed, **policy_options)
     sol = Solution(status=Status.FEASIBLE)
+    placed = []
     for j in order:
         # one check per job: a pod kind's first arrival scores every server
         if deadline is not None and deadline.expired():
@@ -68,12 +127,15 @@ def run_online(problem: Problem, policy: str, seed: int = 0,
         if r is None:
             continue
         n, gpus = r
+        placed.append((problem.jobs[j].id, n, list(gpus), pod))
         if pod.k:
             first = int(problem.gpu_first[n])
             sol.assign[j] = problem.make_assign(j, [first + int(i) for i in gpus], 0)
         else:
             sol.assign[j] = problem.make_cpu_assign(j, n, 0)
     sol.stats.update(policy=policy, placed=len(sol.assign), jobs=len(order))
+    if problem.carry is not None:
+        problem.carry.keep(_KEY, _Kept(problem.stamp, state, placed))
     return sol
 
 

@@ -104,6 +104,10 @@ class Engine:
         Opportunistic jobs may co-run on guaranteed jobs' GPUs.
     """
 
+    #: search many servers for a whole-GPU job without victims in numpy
+    #: (`_pick_first`; False: the plain loop over servers, the same answers)
+    vectorised = True
+
     def __init__(self, problem: Problem, gpu_mem_caps=None, colocate: bool = True):
         p = self.p = problem
         c = p.cluster
@@ -121,7 +125,9 @@ class Engine:
         self.gcap = np.array(gpu_mem_caps_of(c, gpu_mem_caps), dtype=np.int64)
         self.gmem = np.zeros(p.G, dtype=np.int64)
         self.owner = np.full(p.G, -1, dtype=np.int64)
-        self.on_gpu: list[dict[int, int]] = [dict() for _ in range(p.G)]
+        #: per GPU, the milli each job on it holds, by job id (ids stay the same
+        #: from one problem to the next; see `alloc.solvers.hived.kept`)
+        self.on_gpu: list[dict[str, int]] = [dict() for _ in range(p.G)]
         self.gguar = np.zeros(p.G, dtype=np.int64)   # guaranteed jobs on each GPU
         self.nbound = [0] * tree.N
         self.bound: dict[str, set[int]] = {v: set() for v in self.tenants}
@@ -133,15 +139,24 @@ class Engine:
         self.assign: dict[int, Assign] = {}
         self.size: dict[int, int] = {}
         self.colocate = colocate
-        self.type_ok = np.zeros((p.J, len(p.types) + 1), dtype=bool)
         self.gpu_tix = np.array([p.srv_type[s] for s in p.gpu_server], dtype=np.int64) \
             if p.G else np.zeros(0, dtype=np.int64)
-        self.jmem = [0] * p.J
-        for j, job in enumerate(p.jobs):
-            for ti, t in enumerate(p.types):
-                self.type_ok[j, ti] = job.allows(t)
+        self._allowed: dict[tuple, tuple] = {}
+        self._typed: dict[tuple, tuple] = {}
+        self._fit: dict[tuple, np.ndarray] = {}
         self.first = p.gpu_first
         self.lv = {x: i for i, x in enumerate(p.levels)}
+        #: idle GPUs (nothing on them: all milli and no GPU memory in use) per
+        #: server and per node of each inner level, kept by place and remove
+        self.idle = p.srv_gpus.astype(np.int64)
+        self.idle_dom = {lv: np.bincount(p.domain[lv]).astype(np.int64)
+                         for lv in INNER if lv in self.lv and p.G}
+        self.guaranteed_uses = 0                     # sum of gguar
+        #: servers whose idle GPUs, CPU or memory changed, in order (what the
+        #: kept searches of `alloc.solvers.hived.first` catch up from)
+        self.touched: list[int] = []
+        self.touched_epoch = 0
+        self._firsts: dict[tuple, object] = {}
         #: when set, placements and new cells are confined to these servers
         self.only_servers: set[int] | None = None
         #: inverse operations since the outermost open checkpoint (None: none open)
@@ -204,20 +219,35 @@ class Engine:
         f = int(self.first[s])
         return range(f, f + int(self.p.srv_gpus[s]))
 
+    def _idle(self, g: int, was: bool) -> None:
+        """Count GPU g's change from idle (``was``) to its state now."""
+        now = self.gfree[g] == MILLI and self.gmem[g] == 0
+        if now != was:
+            d = 1 if now else -1
+            s = self.p.gpu_server[g]
+            self.idle[s] += d
+            self.touched.append(s)
+            for lv, cnt in self.idle_dom.items():
+                cnt[self.p.domain[lv][g]] += d
+
     def place(self, j: int, a: Assign) -> None:
         """Put job j on ``a`` (capacity is the caller's check)."""
         job = self.job(j)
         for k, (g, m) in enumerate(a.gpus):
+            was = self.gfree[g] == MILLI and self.gmem[g] == 0
             self.gfree[g] -= m
             self.gmem[g] += self.held_mem(j, a, k)
-            self.on_gpu[g][j] = m
+            self._idle(g, was)
+            self.on_gpu[g][job.id] = m
             if job.guaranteed:
                 self.gguar[g] += 1
+                self.guaranteed_uses += 1
                 n = self.cell_of(g)
                 if n >= 0:
                     self.bound_use[n] = self.bound_use.get(n, 0) + 1
         for s, v in a.cpu:
             self.cpu[s] -= v
+            self.touched.append(s)
         for s, v in a.mem:
             self.mem[s] -= v
         self.assign[j] = a
@@ -234,11 +264,14 @@ class Engine:
         self.size.pop(j, None)
         job = self.job(j)
         for k, (g, m) in enumerate(a.gpus):
+            was = self.gfree[g] == MILLI and self.gmem[g] == 0
             self.gfree[g] += m
             self.gmem[g] -= self.held_mem(j, a, k)
-            self.on_gpu[g].pop(j, None)
+            self._idle(g, was)
+            self.on_gpu[g].pop(job.id, None)
             if job.guaranteed:
                 self.gguar[g] -= 1
+                self.guaranteed_uses -= 1
                 n = self.cell_of(g)
                 if n >= 0:
                     self.bound_use[n] -= 1
@@ -246,6 +279,7 @@ class Engine:
                         self.unbind(n)
         for s, v in a.cpu:
             self.cpu[s] += v
+            self.touched.append(s)
         for s, v in a.mem:
             self.mem[s] += v
         return a
@@ -361,7 +395,9 @@ class Engine:
             return []
         if level == 0:
             return None
-        cands = [i for i in self.on_gpu[g] if i not in self.p.pinned and self.p.outranks(j, i)
+        on = self.jobs_on_gpu(g)
+        pinned = self.p.pinned
+        cands = [i for i in on if i not in pinned and self.p.outranks(j, i)
                  and (level >= 2 or not self.job(i).guaranteed)]
         cands.sort(key=lambda i: (self.job(i).guaranteed, self.job(i).priority,
                                   self.job(i).weight, i))
@@ -370,9 +406,28 @@ class Engine:
             if free >= milli and mfree >= mem:
                 break
             out.append(i)
-            free += self.on_gpu[g][i]
+            free += on[i]
             mfree += self.mem_of(i, g)
         return out if free >= milli and mfree >= mem else None
+
+    def jobs_on_gpu(self, g: int) -> dict[int, int]:
+        """The jobs on GPU g (job index -> milli it holds)."""
+        idx = self.p.job_index
+        return {idx[i]: m for i, m in self.on_gpu[g].items()}
+
+    def allowed(self, j: int) -> tuple[np.ndarray, list[bool]]:
+        """Servers job j may use (one of its GPU types; any for a CPU-only
+        job), as a boolean array and a list (kept per GPU-type list)."""
+        job = self.job(j)
+        key = (job.gpus == 0, job.gpu_types)
+        hit = self._allowed.get(key)
+        if hit is None:
+            p = self.p
+            ok = np.array([job.gpus == 0 or job.allows(t) for t in p.types] + [job.gpus == 0],
+                          dtype=bool)
+            mask = ok[np.where(p.srv_type >= 0, p.srv_type, len(p.types))]
+            hit = self._allowed[key] = (mask, mask.tolist())
+        return hit
 
     def room_ok(self, j: int, g: int, milli: int) -> bool:
         """GPU g has ``milli`` free and room for job j's GPU memory."""
@@ -477,36 +532,44 @@ class Engine:
                    - len(gpus) * self.job(j).gpu_milli) / (MILLI * p.srv_gpus[s])
         return float(sc)
 
-    def pick(self, j: int, n: int, mask, level: int, servers=None):
-        """Best placement (gpus, victims) of job j with n GPUs within mask."""
+    def pick(self, j: int, n: int, mask, level: int, servers=None, typed: bool = False):
+        """Best placement (gpus, victims) of job j with n GPUs within mask
+        (``typed``: the mask is the job's :meth:`type_mask`)."""
         p = self.p
         job = self.job(j)
         cnt = None                  # GPUs of mask per server (numpy, all servers)
         if mask is not None and n and p.G:
-            cnt = self.per_server(mask)
+            cnt = self.typed(j)[1] if typed else self.per_server(mask)
         given = servers is not None
         if servers is None:
             if cnt is not None:
-                servers = np.flatnonzero(cnt >= n).tolist()
+                servers = self._fitting(j, n) if typed else np.flatnonzero(cnt >= n)
+                if self.only_servers is None and len(servers) > 64 and level == 0 \
+                        and job.gpu_milli == MILLI and self.vectorised:
+                    return self._pick_first(j, n, mask, cnt, servers, typed) or \
+                        self._spread(j, n, mask, level, cnt, given)
+                servers = servers.tolist()
             elif mask is not None and n:
                 servers = []
             else:
-                servers = [s for s in range(p.S) if p.allowed[j, s]]
+                servers = np.flatnonzero(self.allowed(j)[0]).tolist()
         if self.only_servers is not None:
             servers = [s for s in servers if s in self.only_servers]
         best, best_key = None, None
+        allowed = self.allowed(j)[1]
         found = 0
         many = len(servers) > 64 and n
+        viable = None
         if many:
             # large clusters: best fit among the tightest servers that fit
             arr = np.asarray(servers, dtype=np.int64)
             free = cnt[arr] if cnt is not None else p.srv_gpus[arr]
             servers = arr[np.lexsort((arr, free))].tolist()
-        # servers where no n GPUs are free (in one node of the job's locality
-        # level): pick_server would find nothing there without victims
-        viable = self.viable(j, n, mask) if level == 0 and many else None
+            # servers where no n GPUs are free (in one node of the job's
+            # locality level): pick_server would find nothing there without victims
+            viable = self.viable(j, n, mask) if level == 0 else None
         for s in servers:
-            if not p.allowed[j, s] or (viable is not None and not viable[s]):
+            if not allowed[s] or (viable is not None and not viable[s]):
                 continue
             r = self.pick_server(j, n, s, mask, level)
             if r is None:
@@ -520,22 +583,100 @@ class Engine:
                     break
         if best is not None:
             return best
+        return self._spread(j, n, mask, level, cnt, given, servers)
+
+    def _spread(self, j: int, n: int, mask, level: int, cnt, given: bool, servers=None):
+        """:meth:`pick_spread` when the job may spread (over ``servers``, or
+        every server with a GPU of the mask), else None."""
+        job = self.job(j)
         if n > 1 and job.gpu_milli == MILLI and job.locality in (None, "rack"):
             if not given:
                 # no single server holds the job: every server with a GPU of the mask
                 servers = np.flatnonzero(cnt > 0).tolist() if cnt is not None else \
-                    [s for s in range(p.S) if p.allowed[j, s]]
+                    np.flatnonzero(self.allowed(j)[0]).tolist()
                 if self.only_servers is not None:
                     servers = [s for s in servers if s in self.only_servers]
             return self.pick_spread(j, n, mask, level, servers)
         return None
 
+    def _pick_first(self, j: int, n: int, mask, cnt: np.ndarray, servers, typed: bool = False):
+        """The loop of :meth:`pick` without victims for a whole-GPU job on many
+        servers, in numpy: the servers where :meth:`pick_server` succeeds
+        (n GPUs of the mask with a whole GPU and its memory free, in one node
+        of the job's inner locality level, the CPU and memory free), the
+        first 8 in the order (GPUs of the mask, index), the best
+        :meth:`score` of those (then index)."""
+        p, job = self.p, self.job(j)
+        opt = p.options[j][0]
+        if typed and job.gpu_mem is None:
+            # room: the idle GPUs of its type; the order is fixed, so the
+            # first 8 are found in growing slices of it
+            c = self._firsts_of(j, n, opt).first(8)
+            if not c:
+                return None
+        else:
+            have = self._room(j, n, mask)
+            arr = servers
+            ok = (have[arr] >= n) & self.allowed(j)[0][arr] & (self.cpu[arr] >= opt.cpu) \
+                & (self.mem[arr] >= opt.mem)
+            cand = arr[ok]
+            if not len(cand):
+                return None
+            key = cnt[cand] * p.S + cand
+            if len(cand) > 8:
+                key = key[np.argpartition(key, 7)[:8]]
+            c = (np.sort(key) % p.S).tolist()       # the first 8 in the loop's order
+        # the best score() of those (the same arithmetic on exact integers), then index
+        best, best_key = None, None
+        for s in c:
+            k = int(p.srv_gpus[s])
+            a = int(self.first[s])
+            sc = (int(self.cpu[s]) - opt.cpu) / max(int(p.srv_cpu[s]), 1) + \
+                (int(self.mem[s]) - opt.mem) / max(int(p.srv_mem[s]), 1)
+            sc += (int(self.gfree[a:a + k].sum()) - n * job.gpu_milli) / (MILLI * k)
+            if best_key is None or (sc, s) < best_key:
+                best, best_key = s, (sc, s)
+        r = self.pick_server(j, n, best, mask, 0)
+        assert r is not None and not r[1], "the vectorised test disagrees with pick_server"
+        return r
+
+    def _room(self, j: int, n: int, mask) -> np.ndarray:
+        """Per server, the GPUs of ``mask`` where whole-GPU job j fits alone
+        (all milli and its GPU memory free), in the fullest node of its inner
+        locality level when it has one."""
+        p, job = self.p, self.job(j)
+        need = np.full(p.G, job.gpu_mem) if job.gpu_mem is not None else self.gcap
+        room = mask & (self.gfree >= MILLI) & (self.gcap - self.gmem >= need)
+        if job.locality in INNER and job.locality in self.lv:
+            dom = p.domain[job.locality]
+            per_dom = np.bincount(dom, weights=room, minlength=int(dom.max()) + 1)
+            first, srv = self.first_nonempty()
+            have = np.zeros(p.S)
+            if len(srv):
+                have[srv] = np.maximum.reduceat(per_dom[dom], first)
+            return have
+        return self.per_server(room)
+
+    def idle_per_server(self, locality: str | None) -> np.ndarray:
+        """Idle GPUs per server (:attr:`idle`), or in its fullest node of
+        ``locality`` when that is an inner level of the cluster."""
+        if locality not in self.idle_dom:
+            return self.idle
+        first, srv = self.first_nonempty()
+        have = np.zeros(self.p.S, dtype=np.int64)
+        if len(srv):
+            starts = self.p.domain[locality][first]
+            have[srv] = np.maximum.reduceat(self.idle_dom[locality], starts)
+        return have
+
     def per_server(self, mask) -> np.ndarray:
         """Number of GPUs in ``mask`` on each server (an array over servers)."""
         first, srv = self.first_nonempty()
+        if len(srv) == self.p.S:
+            return np.add.reduceat(mask, first, dtype=np.int64)
         out = np.zeros(self.p.S, dtype=np.int64)
         if len(srv):
-            out[srv] = np.add.reduceat(mask.astype(np.int64), first)
+            out[srv] = np.add.reduceat(mask, first, dtype=np.int64)
         return out
 
     def viable(self, j: int, n: int, mask) -> np.ndarray | None:
@@ -561,8 +702,8 @@ class Engine:
         (cached), the segments of per-server reductions over GPUs."""
         cache = getattr(self, "_fne", None)
         if cache is None:
-            srv = [s for s in range(self.p.S) if self.p.srv_gpus[s] > 0]
-            cache = self._fne = (np.array([self.first[s] for s in srv], dtype=np.int64), srv)
+            srv = np.flatnonzero(self.p.srv_gpus > 0)
+            cache = self._fne = (np.asarray(self.first, dtype=np.int64)[srv], srv)
         return cache
 
     def pick_spread(self, j: int, n: int, mask, level: int, servers):
@@ -573,7 +714,8 @@ class Engine:
         opt = p.options[j][0]
         per_cpu = -(-opt.cpu // n)
         per_mem = -(-opt.mem // n)
-        servers = [s for s in servers if p.allowed[j, s]]
+        allowed = self.allowed(j)[1]
+        servers = [s for s in servers if allowed[s]]
         if level == 0 and p.G:
             room = self.gfree >= MILLI
             if mask is not None:
@@ -627,12 +769,73 @@ class Engine:
 
     # ------------------------------------------------------------ jobs
     def type_mask(self, j: int) -> np.ndarray:
-        """Boolean array over GPUs: True where job j may use the GPU's type."""
+        """Boolean array over GPUs: True where job j may use the GPU's type
+        (read-only, kept per GPU-type list)."""
+        return self.typed(j)[0]
+
+    def _firsts_of(self, j: int, n: int, opt):
+        """The kept search (`alloc.solvers.hived.first.Firsts`) of job j's
+        shape: its types, n GPUs, its CPU and memory, its inner locality."""
+        from .first import Firsts
         job = self.job(j)
-        if not job.gpu_types:
-            return np.ones(self.p.G, dtype=bool)
-        ok = np.array([job.allows(t) for t in self.p.types] + [False], dtype=bool)
-        return ok[self.gpu_tix]
+        loc = job.locality if job.locality in self.idle_dom else None
+        key = (job.gpu_types, n, opt.cpu, opt.mem, loc)
+        if len(self.touched) > 8 * self.p.S + 100_000:
+            self.touched.clear()                   # every kept search rebuilds
+            self.touched_epoch += 1
+        f = self._firsts.get(key)
+        if f is None:
+            f = self._firsts[key] = Firsts(self, self._ordered(j, n), n, opt.cpu, opt.mem, loc)
+        return f
+
+    def have(self, s: int, locality: str | None) -> int:
+        """Idle GPUs of server s, or in its fullest node of ``locality`` (an
+        inner level of the cluster)."""
+        if locality not in self.idle_dom:
+            return int(self.idle[s])
+        dom = self.p.domain[locality]
+        a = int(self.first[s])
+        k = int(self.p.srv_gpus[s])
+        if not k:
+            return 0
+        return int(self.idle_dom[locality][dom[a]:dom[a + k - 1] + 1].max())
+
+    def _ordered(self, j: int, n: int) -> np.ndarray:
+        """:meth:`_fitting` in :meth:`pick`'s order: GPUs of the job's types,
+        then index (kept)."""
+        key = (self.job(j).gpu_types, n, "order")
+        hit = self._fit.get(key)
+        if hit is None:
+            srv = self._fitting(j, n)
+            cnt = self.typed(j)[1][srv]
+            hit = self._fit[key] = srv[np.argsort(cnt * self.p.S + srv, kind="stable")]
+            hit.flags.writeable = False
+        return hit
+
+    def _fitting(self, j: int, n: int) -> np.ndarray:
+        """Servers with at least n GPUs of job j's types (kept per type list)."""
+        key = (self.job(j).gpu_types, n)
+        hit = self._fit.get(key)
+        if hit is None:
+            hit = self._fit[key] = np.flatnonzero(self.typed(j)[1] >= n)
+            hit.flags.writeable = False
+        return hit
+
+    def typed(self, j: int) -> tuple[np.ndarray, np.ndarray]:
+        """(:meth:`type_mask`, its GPUs per server), kept per GPU-type list."""
+        job = self.job(j)
+        hit = self._typed.get(job.gpu_types)
+        if hit is None:
+            if not job.gpu_types:
+                mask = np.ones(self.p.G, dtype=bool)
+            else:
+                ok = np.array([job.allows(t) for t in self.p.types] + [False], dtype=bool)
+                mask = ok[self.gpu_tix]
+            mask.flags.writeable = False
+            cnt = self.per_server(mask)
+            cnt.flags.writeable = False
+            hit = self._typed[job.gpu_types] = (mask, cnt)
+        return hit
 
     def commit(self, j: int, n: int, gpus, victims, preempted: set) -> None:
         """Preempt ``victims`` (removed, added to ``preempted``) and place job j
@@ -808,12 +1011,19 @@ class Engine:
         placed."""
         job = self.job(j)
         tmask = self.type_mask(j)
-        masks = [tmask & (self.owner < 0)]
+        if not self.bound_use and not self.guaranteed_uses:
+            # no bound cell and no guaranteed job: each mask below is the
+            # type mask (or, for co-location, empty), so one search decides
+            r = self.pick(j, n, tmask, 0, typed=True)
+            if r is not None:
+                self.commit(j, n, r[0], r[1], set())
+            return r is not None
+        masks = [lambda: tmask & (self.owner < 0)]
         if self.colocate and n == 1 and job.gpu_milli < MILLI:
-            masks.append(tmask & (self.gguar > 0))
-        masks.append(tmask & (self.gguar == 0))
+            masks.append(lambda: tmask & (self.gguar > 0))
+        masks.append(lambda: tmask & (self.gguar == 0))
         for mask in masks:
-            r = self.pick(j, n, mask, 0)
+            r = self.pick(j, n, mask(), 0)
             if r is not None:
                 self.commit(j, n, r[0], r[1], set())
                 return True
@@ -872,7 +1082,9 @@ def current_assign(p: Problem, j: int) -> Assign | None:
         mem = tuple((c.server_index[s], v) for s, v in cur.mem.items())
     except KeyError:
         return None
-    return Assign(gpus, cpu, mem)
+    a = Assign(gpus, cpu, mem)
+    kept = p.fixed.get(j)            # the problem's own, when equal (the core then knows it)
+    return kept if kept == a else a
 
 
 def _guaranteed_gpus(eng: Engine) -> dict[str, set]:
@@ -919,44 +1131,60 @@ def restore_running(eng: Engine, running: Sequence[int], deadline: Deadline | No
         homeless.append(j)
         used = _guaranteed_gpus(eng)
         binding = infer_binding(p.cluster, used, exact=False) if used else {}
-    # re-register the guaranteed jobs against the inferred cells
+    rebind(eng, binding)
+    return homeless
+
+
+def rebind(eng: Engine, binding: dict) -> None:
+    """Bind exactly the cells of ``binding`` (``{tenant: nodes}``) and
+    register the placed guaranteed jobs against them; cells left without
+    guaranteed jobs are released."""
+    jobs = eng.p.jobs
     keep = {j: eng.assign[j] for j in list(eng.assign) if jobs[j].guaranteed}
     for j in keep:
         eng.remove(j, release=False)
+    for n in list(eng.bound_use):
+        eng.unbind(n)
     for v, nodes in binding.items():
         for n in nodes:
             eng.bind(n, v)
     for j, a in keep.items():
         eng.place(j, a)
     _release_empty(eng)
-    return homeless
 
 
 def run(p: Problem, *, preempt=True, colocate=True, grow=True, gpu_mem_capacity=None,
         deadline: Deadline | None = None) -> tuple[Engine, set, dict]:
     """One HiveD round on ``p`` (moves under the problem's allowance) before
     ``deadline``; returns the engine, the preempted running jobs and statistics."""
+    from .kept import keep, start
     deadline = deadline if deadline is not None else Deadline.never()
-    eng = Engine(p, gpu_mem_capacity, colocate)
     jobs = p.jobs
-    running = [j for j in range(p.J) if jobs[j].current is not None]
     pending = [j for j in range(p.J) if jobs[j].current is None]
-    homeless = restore_running(eng, running, deadline)
+    settings = (gpu_mem_capacity, colocate)
+    eng, homeless = start(p, settings, deadline)
+    mark = eng.checkpoint()          # the round's changes, journalled from here
     pk = p.prio_key
     order = sorted(pending + homeless, key=lambda j: (not jobs[j].guaranteed, pk[j], j))
     moves = _Moves(p)
     timed_out = _place_all(eng, order, 2 if preempt else 0, moves, deadline)
     if grow and not timed_out:
-        timed_out = _grow(eng, moves, deadline)
+        # with no move allowed only the jobs placed now may grow
+        timed_out = _grow(eng, moves, deadline,
+                          None if moves.allowed else [j for j in order if jobs[j].current is None])
     if moves.allowed and not timed_out:
         _defragment(eng, order, moves, deadline)
         _consolidate(eng, moves, deadline)
-    n_moves = sum(1 for j in eng.assign if jobs[j].current is not None
+    # a running job the round did not place again is where it runs
+    touched = {op[1] for op in eng._log[mark:] if op[0] == "place"}
+    n_moves = sum(1 for j in touched if j in eng.assign and jobs[j].current is not None
                   and not _same(p, j, eng.assign[j]))
-    preempted = {j for j in range(p.J) if j not in eng.assign and jobs[j].current is not None}
+    preempted = {j for j in p.running if j not in eng.assign}
     stats = {"moves": n_moves}
     if deadline.expired():
         stats["timed_out"] = True
+    if not homeless and mark == 0:
+        keep(p, eng, settings)
     return eng, preempted, stats
 
 
@@ -998,14 +1226,16 @@ def _place_all(eng: Engine, order, max_level: int, moves: _Moves, deadline: Dead
     return False
 
 
-def _grow(eng: Engine, moves: _Moves, deadline: Deadline) -> bool:
-    """Gandiva grow: each placed elastic job, highest rank first, takes the
-    size of largest speed-up that fits free GPUs and raises its real
-    throughput (a running one only within the move budget: growing moves
-    it).  Returns True when the deadline stopped it."""
+def _grow(eng: Engine, moves: _Moves, deadline: Deadline, jobs_: Sequence[int] = None) -> bool:
+    """Gandiva grow: each placed elastic job (of ``jobs_`` when given), highest
+    rank first, takes the size of largest speed-up that fits free GPUs and
+    raises its real throughput (a running one only within the move budget:
+    growing moves it).  Returns True when the deadline stopped it."""
     p = eng.p
     jobs = p.jobs
-    for j in sorted(eng.assign, key=lambda j: (p.prio_key[j], j)):
+    cands = [j for j in (eng.assign if jobs_ is None else jobs_)
+             if jobs[j].elastic and j in eng.assign]
+    for j in sorted(cands, key=lambda j: (p.prio_key[j], j)):
         if deadline.expired():
             return True
         job = jobs[j]
@@ -1073,8 +1303,9 @@ def _defragment(eng: Engine, order, moves: _Moves, deadline: Deadline) -> None:
         if n == 0:
             continue
         gain = _value(p, j, n) * max(p.upper_coef(j), 1e-9)
+        allowed = eng.allowed(j)[1]
         for s in range(p.S):
-            if not p.allowed[j, s] or p.srv_gpus[s] < n:
+            if not allowed[s] or p.srv_gpus[s] < n:
                 continue
             movers = sorted((i for i in eng.jobs_on_server(s) if i not in moves.moved
                              and jobs[i].current is not None and i not in p.pinned),

@@ -69,7 +69,7 @@ class LossAwareEngine(Engine):
         v = self.job(j).tenant
         best = None
         for size, c, buddy_ok, r in self.cell_candidates(j, n, tmask, level, prune=False):
-            inside = {i for g in self.tree.gpus[c] for i in self.on_gpu[g]}
+            inside = {i for g in self.tree.gpus[c] for i in self.jobs_on_gpu(g)}
             key = (sum(self.loss.get(i, 0.0) for i in r[1]), len(r[1]),
                    sum(self.loss.get(i, 0.0) for i in inside), not buddy_ok, size, c)
             if best is None or key < best[0]:

@@ -1,0 +1,113 @@
+"""The final check of what changed (`alloc.recheck`) equals the full one.
+
+On a session's generated rounds, every allocation -- as the solver gave it,
+and corrupted in every way the full check catches (a job missing or listed
+twice, an over-committed GPU, server CPU or memory, a running job moved or
+dropped unlisted, a wrong throughput, an unknown GPU or job, a false move
+or preemption) -- gets the same answer from `violations_since` as from
+`violations`, and the partial check never passes a corrupted one.
+"""
+from __future__ import annotations
+
+import random
+from dataclasses import replace
+
+from alloc import Cluster, GpuShare, Job, Server, Session, violations
+from alloc.recheck import Checked, _partial, violations_since
+
+MODELS = ("res18", "bert", "gnmt")
+
+
+def clone(rec: Checked) -> Checked:
+    return Checked(rec.cluster, dict(rec.jobs), dict(rec.placements), dict(rec.by_id),
+                   dict(rec.placed), dict(rec.gpu), dict(rec.cpu), dict(rec.mem), rec.simple)
+
+
+def corruptions(rng: random.Random, cluster: Cluster, jobs: list, a) -> list:
+    """Allocations the full check must refuse, built from ``a``."""
+    ps = list(a.placements)
+    by_id = {j.id: j for j in jobs}
+    running = [p for p in ps if by_id[p.job].current is not None]
+    new = [p for p in ps if by_id[p.job].current is None]
+    out = []
+
+    def put(i, p):
+        q = list(ps)
+        q[i] = p
+        return replace(a, placements=tuple(q))
+    if ps:
+        i = rng.randrange(len(ps))
+        out.append(replace(a, placements=tuple(ps[:i] + ps[i + 1:])))          # missing
+        out.append(replace(a, unplaced=a.unplaced + (ps[i].job,)))             # twice
+    if new and running:
+        k = ps.index(new[0])
+        held = running[0].gpus
+        gpus = tuple(GpuShare(held[m % len(held)].gpu, 1000) for m in range(len(new[0].gpus)))
+        out.append(put(k, replace(new[0], gpus=gpus)))                         # over-committed
+    if new:
+        p = new[-1]
+        k = ps.index(p)
+        sid = next(iter(p.cpu))
+        cap = cluster.server(sid)
+        out.append(put(k, replace(p, cpu={**p.cpu, sid: cap.cpu + 1})))      # CPU over
+        out.append(put(k, replace(p, mem={**p.mem, sid: cap.mem + 1})))      # memory over
+        out.append(put(k, replace(p, throughput=p.throughput + 1.0)))         # throughput
+        out.append(put(k, replace(p, gpus=(GpuShare("nowhere/gpu0", 1000),) + p.gpus[1:])))
+        out.append(replace(a, placements=a.placements + (replace(p, job="ghost"),)))
+        out.append(replace(a, moved=(p.job,)))                                # false move
+    if running:
+        p = running[-1]
+        k = ps.index(p)
+        free = [g for g in cluster.gpu_ids if g not in {x.gpu for q in ps for x in q.gpus}
+                and g.split("/")[0] in p.cpu]
+        if free and len(p.gpus) == 1:
+            out.append(put(k, replace(p, gpus=(GpuShare(free[0], p.gpus[0].milli),))))  # moved
+        out.append(replace(a, placements=tuple(q for q in ps if q is not p),
+                           unplaced=a.unplaced + (p.job,)))                   # dropped
+        out.append(replace(a, placements=tuple(q for q in ps if q is not p),
+                           unplaced=a.unplaced + (p.job,), preempted=(p.job,)))  # not outranked
+    return out
+
+
+def test_partial_check_equals_the_full_one():
+    rng = random.Random(11)
+    cl = Cluster(tuple(Server(f"s{i}", 24000, 512000, 8, "V100") for i in range(6)))
+    s = Session(cl, solver="best-fit")
+    rec, k, passed, refused = None, 0, 0, 0
+    for _ in range(30):
+        done = [j for j in s.running if rng.random() < 0.3]
+        for j in done:
+            s.finish(j)
+        for _ in range(rng.randint(0, 8)):
+            k += 1
+            n = rng.choice((1, 1, 2, 4))
+            milli = rng.choice((1000, 1000, 500)) if n == 1 else 1000
+            s.submit(Job(f"j{k}", n, gpu_milli=milli, cpu=3000 * n, mem=64000 * n,
+                         model=rng.choice(MODELS)))
+        jobs = list(s.jobs.values())
+        a = s.step().allocation
+        for bad in corruptions(rng, cl, jobs, a):
+            full = violations(cl, jobs, bad)
+            assert full, "not a corruption"
+            if rec is not None:
+                assert not _partial(clone(rec), cl, tuple(jobs), bad)
+                assert violations_since(clone(rec), cl, jobs, bad)[0] == full
+                refused += 1
+        assert violations(cl, jobs, a) == []
+        if rec is not None:
+            passed += _partial(clone(rec), cl, tuple(jobs), a)
+        bad, rec = violations_since(rec, cl, jobs, a)
+        assert bad == [] and rec is not None
+    assert passed >= 25 and refused >= 200
+
+
+def test_a_record_is_not_used_on_another_cluster():
+    cl = Cluster((Server("s0", 8000, 64000, 2),))
+    jobs = [Job("a", 1, cpu=1000, mem=1000)]
+    s = Session(cl, jobs=jobs)
+    a = s.step().allocation
+    _, rec = violations_since(None, cl, jobs, a)
+    other = Cluster((Server("s0", 8000, 64000, 1),))
+    over = replace(a, placements=tuple(replace(p, gpus=(GpuShare("s0/gpu1", 1000),))
+                                       for p in a.placements))
+    assert violations_since(rec, other, jobs, over)[0] == violations(other, jobs, over) != []
