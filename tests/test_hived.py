@@ -320,7 +320,7 @@ def test_server_prefilter_keeps_placements(monkeypatch):
     import random
 
     from alloc.problem import compile_problem
-    from alloc.solvers.hived.engine import Engine, restore_running
+    from alloc.solvers.common.cells import Engine, restore_running
 
     rng = random.Random(3)
     c = make_cluster(100, {"a": [("server", 10, "V100"), ("switch", 20, "V100")],

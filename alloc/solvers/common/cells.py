@@ -859,20 +859,11 @@ def job_value(p: Problem, j: int, a: Assign) -> float:
 
 
 def current_assign(p: Problem, j: int) -> Assign | None:
-    """Job j's running placement (``current``) in index form, or None when
-    it is pending or its placement names a GPU or server the cluster lacks."""
-    job = p.jobs[j]
-    cur = job.current
-    if cur is None:
-        return None
-    c = p.cluster
-    try:
-        gpus = tuple((c.gpu_index[g.gpu], g.milli) for g in cur.gpus)
-        cpu = tuple((c.server_index[s], v) for s, v in cur.cpu.items())
-        mem = tuple((c.server_index[s], v) for s, v in cur.mem.items())
-    except KeyError:
-        return None
-    return Assign(gpus, cpu, mem)
+    """Job j's running placement (``current``) in index form, or None when it
+    is pending: the problem's one translation, `Problem.current_assign`
+    (servers in index order, every CPU/memory entry kept, zero ones too, and
+    the shares' GPU memory and compute caps)."""
+    return p.current_assign(j) if p.jobs[j].current is not None else None
 
 
 def _guaranteed_gpus(eng: Engine) -> dict[str, set]:
@@ -1146,16 +1137,3 @@ def _consolidate(eng: Engine, moves: _Moves, deadline: Deadline) -> None:
                 moves.moved.add(j)
                 continue
         eng.rollback(mark)
-
-
-def solve_hived(problem: Problem, *, deadline: Deadline, seed: int = 0, preempt: bool = True,
-                colocate: bool = True, grow: bool = True, gpu_mem_capacity=None) -> Solution:
-    """``hived`` (see the module notes); moves under the call's allowance;
-    out of time it returns the jobs placed so far."""
-    eng, preempted, stats = run(problem, preempt=preempt, colocate=colocate, grow=grow,
-                                gpu_mem_capacity=gpu_mem_capacity, deadline=deadline)
-    stats["binding"] = binding_keys(eng.tree, eng.bound)
-    stats["preemptions"] = len(preempted)
-    if gpu_mem_capacity:
-        stats["gpu_mem_capacity"] = dict(gpu_mem_capacity)
-    return Solution(dict(eng.assign), Status.FEASIBLE, None, tuple(sorted(preempted)), stats)

@@ -11,7 +11,7 @@ tasks on a cluster -- and then joined:
    each class's servers are dealt round-robin (seeded).  Pending jobs of each
    type are dealt round-robin (in rank order, seeded start) in proportion to
    the parts' GPU capacity.
-2. **Solve** each part with the exact driver (:mod:`~alloc.solvers.exact.driver`)
+2. **Solve** each part with the exact driver (`alloc.solvers.common.configuration.driver`)
    within the time left; running jobs stay on their servers.
 3. **Join and repair.**  The parts' placements are joined; jobs left unplaced
    in their part are placed on what any part left (best fit), then the joined
@@ -34,10 +34,10 @@ import time
 from collections import defaultdict
 from dataclasses import dataclass
 
-from ...deadline import Deadline
-from ...model import Cluster, Status
-from ...objectives import tighten
-from ...problem import Assign, Problem, Solution, compile_problem, job_types
+from ....deadline import Deadline
+from ....model import Cluster, Status
+from ....objectives import tighten
+from ....problem import Assign, Problem, Solution, compile_problem, job_types
 from .aggregate import Aggregate, OutOfTime, canonical_gpus
 from .bounds import big_machine_bound
 from .columns import check_assign, solution_to_columns, true_value
@@ -176,8 +176,8 @@ def _join(problem: Problem, results) -> dict[int, Assign]:
 
 def _repair(problem: Problem, assign: dict, deadline: Deadline) -> dict:
     """Place the jobs left unplaced on what the parts left (best fit, rank order)."""
-    from ...problem import job_order
-    from ..heuristics.greedy import State, best_fit
+    from ....problem import job_order
+    from ..greedy import State, best_fit
     st = State(problem)
     for j, a in assign.items():
         st.place(j, a, 0)
@@ -251,7 +251,7 @@ def solve_partitioned(problem: Problem, engine: Engine, *, deadline: Deadline, s
         assign, value = dict(warm), warm_v
         stats["source"] = f"heuristic {max(warm_values, key=warm_values.get)}"
     if deadline.left() > 0.1:
-        from ..heuristics.improve import local_search
+        from ..improve import local_search
         better = local_search(problem, assign, deadline=deadline.share(0.4), seed=seed)
         if check_assign(problem, better) and true_value(problem, better) > value + 1e-9:
             assign, value = better, true_value(problem, better)

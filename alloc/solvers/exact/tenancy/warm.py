@@ -23,10 +23,10 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from ...deadline import Deadline
-from ...model import MILLI
-from ...problem import Problem
-from .engine import Engine, _release_empty, current_assign, restore_running, run
+from ....deadline import Deadline
+from ....model import MILLI
+from ....problem import Problem
+from ...common.cells import Engine, _release_empty, current_assign, restore_running, run
 from .model import TenancyModel, fits_server, spread_span, spreadable, value_on
 
 #: the second greedy variant also sets aside opportunistic jobs below this value per GPU

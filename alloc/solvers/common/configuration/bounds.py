@@ -20,9 +20,9 @@ an upper bound of every placement's value.
 """
 from __future__ import annotations
 
-from ...deadline import Deadline
-from ...kernel import INF, LinearModel, solve_lp
-from ...model import MILLI, Status
+from ....deadline import Deadline
+from ....kernel import INF, LinearModel, solve_lp
+from ....model import MILLI, Status
 from .aggregate import Aggregate
 
 

@@ -30,9 +30,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ...model import MILLI
-from ...problem import Problem, job_types
-from ...topology import reachable_levels
+from ....model import MILLI
+from ....problem import Problem, job_types
+from ....topology import reachable_levels
 
 INNER = ("switch", "socket")
 #: seconds one item costs to build (768,647 items in 6 to 11 s on a loaded
