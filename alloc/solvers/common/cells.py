@@ -924,10 +924,9 @@ def restore_running(eng: Engine, running: Sequence[int], deadline: Deadline | No
 
 
 def run(p: Problem, *, preempt=True, colocate=True, grow=True, gpu_mem_capacity=None,
-        deadline: Deadline | None = None) -> tuple[Engine, set, dict]:
+        deadline: Deadline) -> tuple[Engine, set, dict]:
     """One HiveD round on ``p`` (moves under the problem's allowance) before
     ``deadline``; returns the engine, the preempted running jobs and statistics."""
-    deadline = deadline if deadline is not None else Deadline.never()
     eng = Engine(p, gpu_mem_capacity, colocate)
     jobs = p.jobs
     running = [j for j in range(p.J) if jobs[j].current is not None]

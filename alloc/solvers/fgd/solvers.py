@@ -57,6 +57,8 @@ def run_online(problem: Problem, policy: str, seed: int = 0,
                          max_pods=1 << 62, frag_model=fm)
     _apply_running(problem, state)
     pol = make_policy(policy, seed, **policy_options)
+    if fm is not None and hasattr(pol, "prices"):
+        pol.prices(fm, deadline)     # fgd-lookahead's share prices, under the deadline
     sol = Solution(status=Status.FEASIBLE)
     for j in order:
         # one check per job: a pod kind's first arrival scores every server

@@ -108,12 +108,11 @@ def best_values(p: Problem, jobs_: list[int]) -> dict[int, float]:
     return out
 
 
-def greedy(p: Problem, running, pending, vbest: dict, pcost: float, dens: float = 0.0,
-           deadline: Deadline | None = None):
+def greedy(p: Problem, running, pending, vbest: dict, pcost: float, dens: float,
+           deadline: Deadline):
     """The value-aware greedy (module notes); returns (engine, preempted) or
     None when a victim would be illegal or the deadline passes."""
     jobs = p.jobs
-    deadline = deadline if deadline is not None else Deadline.never()
     pend = set(pending)
     cur = {r: p.value_of(r, current_assign(p, r)) for r in running}
     drop = [r for r in running if not pcost
