@@ -375,7 +375,7 @@ def _fast_order(problem: Problem, key) -> list[int]:
     return [t[-1] for t in sorted((pk[j],) + key(j) for j in problem.pending)]
 
 
-def greedy_upgrade(problem: Problem, deadline: Deadline | None = None) -> Local:
+def greedy_upgrade(problem: Problem, deadline: Deadline) -> Local:
     """Cheapest good option, value-density order, best fit; then per-server
     option upgrades (see the module notes).  Stops placing at the deadline."""
     loc = Local(problem)
@@ -405,7 +405,7 @@ def greedy_upgrade(problem: Problem, deadline: Deadline | None = None) -> Local:
     return loc
 
 
-def upgrade_all(loc: Local, deadline: Deadline | None) -> None:
+def upgrade_all(loc: Local, deadline: Deadline) -> None:
     """:meth:`Local.upgrade_server` on every server that holds a placed job."""
     for k, s in enumerate([s for s in range(loc.p.S) if loc.on[s]]):
         if deadline is not None and k % 16 == 0 and deadline.expired():
@@ -456,7 +456,7 @@ def _allowed(loc: Local, j: int):
     return [s for s in range(loc.p.S) if ok[cls[s]]]
 
 
-def try_insert(loc: Local, j: int, deadline: Deadline | None = None) -> bool:
+def try_insert(loc: Local, j: int, deadline: Deadline) -> bool:
     """Insert unplaced job j on the server (lowest index among the best)
     where re-choosing that server's options gains most; False when no
     server gains or the deadline passes first."""
@@ -486,7 +486,7 @@ def try_insert(loc: Local, j: int, deadline: Deadline | None = None) -> bool:
     return True
 
 
-def try_swap(loc: Local, j: int, deadline: Deadline | None = None) -> bool:
+def try_swap(loc: Local, j: int, deadline: Deadline) -> bool:
     """Swap unplaced job j with a single-server job of lower value, ranked
     no higher than j, where re-choosing that server's options gains most;
     False when no swap gains or the deadline passes first."""

@@ -50,7 +50,7 @@ def _class_rows(agg: Aggregate, m: LinearModel, cls, type_rows, link) -> None:
 
 
 def big_machine_bound(agg: Aggregate, *, pool: str = "class", place_all: bool = False,
-                      deadline: Deadline | None = None) -> float | None:
+                      deadline: Deadline) -> float | None:
     """The LP bound of the module notes (None when the LP is not solved in time).
 
     Parameters
