@@ -32,6 +32,7 @@ from .errors import InputError
 from .model import MILLI, Allocation, Cluster, FrozenMap, Job, Placement
 from .memo import forget, recall, remembered
 from .objectives import throughput
+from .profiles import resolve_models
 from .resources import capacity_problems as gpu_resource_problems, share_problems
 
 
@@ -284,7 +285,6 @@ def violations(cluster: Cluster, jobs: Sequence[Job], allocation: Allocation, *,
     >>> violations(cluster, jobs, replace(a, placements=same_gpu))
     ['GPU s0/gpu0: 2000 milli allocated, capacity 1000']
     """
-    from .validate import resolve_models
     jobs, unknown = resolve_models(tuple(jobs))     # model names, as allocate() reads them
     if unknown:
         raise InputError(unknown)

@@ -299,7 +299,7 @@ def cmd_bench(args) -> int:
 def cmd_validate(args) -> int:
     """`alloc validate`: every problem of each file (stdout), a summary line
     per file and each warning (stderr); exit 2 if any file has a problem."""
-    from .validate import instance_report
+    from .report import instance_report
     bad = 0
     for path in args.files:
         problems, notes = instance_report(path)

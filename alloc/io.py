@@ -14,7 +14,7 @@ from typing import Any, Mapping
 from .errors import InputError
 from .model import (DEFAULT_GPU_TYPE, Allocation, Cell, Cluster, GpuShare, Instance, Job,
                     Placement, Profile, Server, Status, Tenant, frozen_map)
-from .profiles import available_models, load_model, profile_from_dict
+from .profiles import available_models, load_model, profile_from_dict, profile_to_dict
 from .shipped import names as shipped_names, resolve
 from .schema import schema_problems
 from .validate import model_problems
@@ -146,25 +146,6 @@ def load_instance(path) -> Instance:
         raise InputError(f"{path}: no such instance file (nor a shipped instance: "
                          f"{', '.join(shipped_names('instances'))})")
     return instance_from_dict(read_json(p, "instance file"), str(path))
-
-
-def profile_to_dict(p: Profile) -> dict:
-    """A Profile in the model-file form (``alloc.model/1``)."""
-    d: dict[str, Any] = {"format": "alloc.model/1", "name": p.name}
-    if p.tput:
-        d.update(cpu_per_gpu=list(p.cpu_per_gpu), mem_per_gpu=list(p.mem_per_gpu),
-                 tput=[list(r) for r in p.tput])
-    if p.gpu_speed:
-        d["gpu_speed"] = dict(p.gpu_speed)
-    if p.span:
-        d["span"] = dict(p.span)
-    if p.scaling:
-        d["scaling"] = {str(k): v for k, v in p.scaling.items()}
-    if p.reference_gpu:
-        d["reference_gpu"] = p.reference_gpu
-    for k, v in p.meta.items():
-        d[k] = v
-    return d
 
 
 def share_to_dict(g: GpuShare) -> dict:

@@ -16,6 +16,8 @@ no part in equality, hashing, pickling or copying.
 """
 from __future__ import annotations
 
+from dataclasses import fields
+from operator import attrgetter
 from typing import Any, Callable
 
 #: The attribute that holds an object's memo.
@@ -107,10 +109,7 @@ def same_but_current(a: Any, b: Any) -> bool:
     ``current``, so a job that started keeps what was derived for it while
     it waited."""
     if not _FIELDS:
-        from dataclasses import fields
-        from operator import attrgetter
-        from .model import Job
-        _FIELDS.append(attrgetter(*(f.name for f in fields(Job)
+        _FIELDS.append(attrgetter(*(f.name for f in fields(a)
                                     if f.name not in ("current", "profile"))))
     if a is b:
         return True

@@ -15,6 +15,8 @@ from typing import Mapping
 from .memo import without_memo
 
 MILLI = 1000  # milli-GPU in one whole GPU
+#: Longest name accepted (ids, models, tenants, GPU types).
+MAX_NAME = 256
 #: A relative gap below this is floating-point rounding of the value's sum,
 #: reported as 0.
 GAP_ZERO = 1e-12

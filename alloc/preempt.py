@@ -430,14 +430,13 @@ class _Walk:
                         return got
         return None
 
-def plan(problem: Problem, deadline: Deadline | None = None) -> Plan:
+def plan(problem: Problem, deadline: Deadline) -> Plan:
     """The walk of the module notes on a compiled problem (``preempt="order"``);
     out of time it returns what it decided so far."""
     p = problem
     rank = p.order_rank
     if p.preempt != "order" or not rank or not p.fixed:
         return Plan()
-    deadline = deadline if deadline is not None else Deadline.never()
     w = _Walk(p)
     victims: dict[int, int] = {}
     pinned: dict[int, Assign] = {}

@@ -16,10 +16,11 @@ import json
 import os
 from functools import lru_cache
 from pathlib import Path
-from typing import Mapping
+from dataclasses import replace
+from typing import Any, Mapping
 
 from .errors import InputError
-from .model import Profile, frozen_map
+from .model import MAX_NAME, Job, Profile, frozen_map
 from .shipped import data_dir
 
 
@@ -144,3 +145,39 @@ def load_model(name: str) -> Profile:
         raise InputError(f"model {name!r}: not found; expected one of "
                          f"{', '.join(available_models()) or '(no models directory)'}")
     return _load(str(path))
+
+
+def profile_to_dict(p: Profile) -> dict:
+    """A Profile in the model-file form (``alloc.model/1``)."""
+    d: dict[str, Any] = {"format": "alloc.model/1", "name": p.name}
+    if p.tput:
+        d.update(cpu_per_gpu=list(p.cpu_per_gpu), mem_per_gpu=list(p.mem_per_gpu),
+                 tput=[list(r) for r in p.tput])
+    if p.gpu_speed:
+        d["gpu_speed"] = dict(p.gpu_speed)
+    if p.span:
+        d["span"] = dict(p.span)
+    if p.scaling:
+        d["scaling"] = {str(k): v for k, v in p.scaling.items()}
+    if p.reference_gpu:
+        d["reference_gpu"] = p.reference_gpu
+    for k, v in p.meta.items():
+        d[k] = v
+    return d
+
+
+def resolve_models(jobs: tuple) -> tuple[tuple, list[str]]:
+    """Jobs that name a model and carry no profile get the profile of
+    ``models/<name>.json``; returns ``(jobs, problems)``, one problem line per
+    unknown model name."""
+    out, problems = [], []
+    for i, j in enumerate(jobs):
+        if isinstance(j, Job) and j.profile is None and isinstance(j.model, str) and j.model \
+                and len(j.model) <= MAX_NAME:
+            try:
+                j = replace(j, profile=load_model(j.model))
+            except InputError:
+                problems.append(f"jobs[{i}].model: unknown model {j.model!r}; expected one of "
+                                f"{', '.join(available_models())}")
+        out.append(j)
+    return tuple(out), problems

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Iterable
 
+from .arrays import cluster_arrays
 from .model import CLUSTER, MILLI, Cluster
 
 
@@ -92,7 +93,6 @@ def _domains(cluster: Cluster) -> list:
     step's arrays: one id per node name of `Server.gpu_domain`), cached."""
     hit = cluster.__dict__.get("_span_domains")
     if hit is None:
-        from .problem import cluster_arrays
         dom = cluster_arrays(cluster).domain
         hit = cluster.__dict__["_span_domains"] = [(lv, dom[lv].tolist())
                                                    for lv in reversed(cluster.levels)]

@@ -34,17 +34,17 @@ from collections import Counter
 from dataclasses import replace
 from typing import Sequence
 
+from .check import capacity_problems, placement_problems
 from .errors import InputError, InputWarning
-from .model import (DEFAULT_GPU_TYPE, KNOWN_LEVELS, MILLI, Allocation, Cluster, Job, Placement,
-                    Profile, Server)
+from .model import (DEFAULT_GPU_TYPE, KNOWN_LEVELS, MAX_NAME, MILLI, Allocation, Cluster, Job,
+                    Placement, Profile, Server)
+from .profiles import is_checked, profile_problems, profile_to_dict, resolve_models
 
 PRIORITY_RANGE = (-1000, 1000)
 #: Largest integer quantity accepted (exact in a double).
 MAX_INT = 2 ** 53 - 1
 #: Largest job weight accepted.
 MAX_WEIGHT = 1e9
-#: Longest name accepted (ids, models, tenants, GPU types).
-MAX_NAME = 256
 
 
 def _is_int(v) -> bool:
@@ -284,7 +284,6 @@ def job_problems(cluster: Cluster, jobs: Sequence[Job]) -> list[str]:
 def current_problems(cluster: Cluster, jobs: Sequence[tuple[int, Job]]) -> list[str]:
     """Running jobs' ``current`` placements: each valid, together within
     capacity and consistent with tenancy."""
-    from .check import capacity_problems, placement_problems
     out = []
     from .memo import keep
     running = [(i, j) for i, j in jobs if j.current is not None]
@@ -320,14 +319,11 @@ _PROFILE_OK: dict[int, tuple] = {}
 
 def profile_object_problems(prof: Profile, where: str) -> list[str]:
     """A :class:`Profile` built in Python, checked like a ``models/`` file."""
-    from .profiles import is_checked
     if is_checked(prof):
         return []
     hit = _PROFILE_OK.get(id(prof))
     if hit is not None and hit[0] is prof:
         return list(hit[1])
-    from .io import profile_to_dict
-    from .profiles import profile_problems
     try:
         doc = profile_to_dict(prof)
         out = profile_problems(doc, f"{where}.")
@@ -484,67 +480,7 @@ def _outside_stacklevel() -> int:
     return level
 
 
-def instance_report(path) -> tuple[list[str], dict]:
-    """What `alloc validate` says about an instance file.
-
-    Returns
-    -------
-    (list of str, dict)
-        Every problem found (field path first; empty when the file is
-        valid), and `{"warnings": [...], "summary": "..."}`: the input
-        warnings, the jobs that cannot be placed on this cluster now, and one
-        line with the size, the capabilities the instance needs and the
-        solvers that take it.
-
-    Notes
-    -----
-    Problems are found in stages: the file and its JSON Schema; then the
-    cluster; its tenants; the jobs.  Each stage lists every problem it finds;
-    a later stage runs once the earlier ones pass, since its checks need them
-    (a job's locality is checked against valid cluster levels).
-    """
-    from .io import load_instance
-    try:
-        inst = load_instance(path)
-    except InputError as exc:
-        lead = f"{path}: "
-        return [p[len(lead):] if p.startswith(lead) else p for p in exc.problems], \
-            {"warnings": [], "summary": ""}
-    from .problem import placeable_reason
-    from .registry import solvers
-    from .solve import needed_capabilities
-    c, jobs = inst.cluster, inst.jobs
-    notes = model_warnings(c, jobs)
-    notes += [f"job {j.id!r} cannot be placed on this cluster now: {why}" for j in jobs
-              if j.current is None and (why := placeable_reason(c, j))]
-    need = needed_capabilities(c, jobs)
-    able = [n for n, s in solvers().items() if need <= s.capabilities and s.available]
-    running = sum(j.current is not None for j in jobs)
-    summary = (f"{len(jobs)} jobs ({running} running) on {len(c.servers)} servers with "
-               f"{c.total_gpus} GPUs; needs {', '.join(sorted(need)) or 'no capability'}; "
-               f"solvers that take it: {', '.join(able) or 'none'}")
-    return [], {"warnings": notes, "summary": summary}
-
-
-def resolve_models(jobs: tuple) -> tuple[tuple, list[str]]:
-    """Jobs that name a model and carry no profile get the profile of
-    ``models/<name>.json``; returns ``(jobs, problems)``, one problem line per
-    unknown model name."""
-    from .profiles import available_models, load_model
-    out, problems = [], []
-    for i, j in enumerate(jobs):
-        if isinstance(j, Job) and j.profile is None and isinstance(j.model, str) and j.model \
-                and len(j.model) <= MAX_NAME:
-            try:
-                j = replace(j, profile=load_model(j.model))
-            except InputError:
-                problems.append(f"jobs[{i}].model: unknown model {j.model!r}; expected one of "
-                                f"{', '.join(available_models())}")
-        out.append(j)
-    return tuple(out), problems
-
-
 __all__ = ["MAX_INT", "MAX_NAME", "MAX_WEIGHT", "PRIORITY_RANGE", "cluster_problems",
-           "current_problems", "instance_report", "job_problems", "model_problems",
+           "current_problems", "job_problems", "model_problems",
            "model_warnings", "prepare",
            "resolve_models", "validate_model", "warn_model"]

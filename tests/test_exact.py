@@ -301,12 +301,12 @@ def test_dive_feasible_and_bounded():
     from alloc.deadline import Deadline
     from alloc.problem import Solution
     from alloc.solve import finish, get_solver
-    from alloc.solvers.exact.aggregate import Aggregate
-    from alloc.solvers.exact.columns import check_assign, decode, solution_to_columns, true_value
-    from alloc.solvers.exact.dive import dive
-    from alloc.solvers.exact.driver import warm_start
-    from alloc.solvers.exact.engine import Engine
-    from alloc.solvers.exact.master import Master, column_generation
+    from alloc.solvers.common.configuration.aggregate import Aggregate
+    from alloc.solvers.common.configuration.columns import check_assign, decode, solution_to_columns, true_value
+    from alloc.solvers.common.configuration.dive import dive
+    from alloc.solvers.common.configuration.driver import warm_start
+    from alloc.solvers.common.configuration.engine import Engine
+    from alloc.solvers.common.configuration.master import Master, column_generation
     cl, jobs = medium()
     p = compile_problem(cl, jobs, "throughput")
     backend = Engine("cpsat")

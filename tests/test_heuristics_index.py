@@ -9,8 +9,8 @@ from hypothesis import strategies as st
 from alloc import Cluster, Job, Server
 from alloc.model import MILLI
 from alloc.problem import Assign, compile_problem
-from alloc.solvers.heuristics import greedy as G
-from alloc.solvers.heuristics.index import FIRST, FIT, GPUS, WHOLE, Finder, leftover
+from alloc.solvers.common import greedy as G
+from alloc.solvers.common.index import FIRST, FIT, GPUS, WHOLE, Finder, leftover
 from heuristic_instances import problems
 
 

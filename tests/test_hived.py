@@ -320,7 +320,7 @@ def test_server_prefilter_keeps_placements(monkeypatch):
     import random
 
     from alloc.problem import compile_problem
-    from alloc.solvers.hived.engine import Engine, restore_running
+    from alloc.solvers.common.cells import Engine, restore_running
 
     rng = random.Random(3)
     c = make_cluster(100, {"a": [("server", 10, "V100"), ("switch", 20, "V100")],
@@ -373,7 +373,7 @@ def test_vectorised_search_equals_the_loop(monkeypatch):
     import random
 
     from alloc import Session
-    from alloc.solvers.hived.engine import Engine
+    from alloc.solvers.common.cells import Engine
 
     rng = random.Random(7)
     servers = tuple(Server(f"s{i:02d}", 64000, 512000, 8, ("V100", "K80")[i % 3 == 0],

@@ -78,7 +78,7 @@ def test_exact_binding_stops_at_its_deadline(big):
 def test_hived_out_of_time_returns_what_it_has(big):
     """hived with no time left places nothing new but keeps the running jobs."""
     from alloc.problem import compile_problem
-    from alloc.solvers.hived.engine import solve_hived
+    from alloc.solvers.hived.solvers import solve_hived
     c, jobs = big
     p = compile_problem(c, jobs)
     sol = solve_hived(p, deadline=Deadline.after(1e-6))

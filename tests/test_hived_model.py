@@ -14,12 +14,12 @@ from alloc.deadline import Deadline
 from alloc.kernel import solve
 from alloc.model import Status, frozen_map
 from alloc.problem import compile_problem
-from alloc.solvers.hived import exact as X
-from alloc.solvers.hived.decode import Plan, binding_ok, carve_spread, decode_exact, victims_ok
-from alloc.solvers.hived.engine import Engine, restore_running
-from alloc.solvers.hived.model import (SCALE, build_model, group_jobs, restrictions)
-from alloc.solvers.hived.search import complete, neighbourhood_search, restrict
-from alloc.solvers.hived.warm import LossAwareEngine, hint_values, warm_starts
+from alloc.solvers.exact.tenancy import solve as X
+from alloc.solvers.exact.tenancy.decode import Plan, binding_ok, carve_spread, decode_exact, victims_ok
+from alloc.solvers.common.cells import Engine, restore_running
+from alloc.solvers.exact.tenancy.model import (SCALE, build_model, group_jobs, restrictions)
+from alloc.solvers.exact.tenancy.search import complete, neighbourhood_search, restrict
+from alloc.solvers.exact.tenancy.warm import LossAwareEngine, hint_values, warm_starts
 from alloc.tenancy import (CellRequest, cell_placement_model, cell_tree, check_binding,
                            exact_binding, with_current)
 

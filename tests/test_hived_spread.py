@@ -95,7 +95,7 @@ def test_rack_locality_spread():
 
 def test_greedy_warm_start_spreads_only_jobs_wider_than_servers():
     from alloc.problem import compile_problem
-    from alloc.solvers.hived.warm import LossAwareEngine
+    from alloc.solvers.exact.tenancy.warm import LossAwareEngine
     c = cluster(2, levels=("server", "gpu"))
     p = compile_problem(c, [job("x", 4), job("y", 4), job("z", 6), job("w", 12)])
 

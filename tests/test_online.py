@@ -341,7 +341,7 @@ def test_reservation_never_refuses_a_pod_that_fits():
 def test_share_prices_and_reduced_costs_by_hand():
     from alloc.solvers.fgd.engine import share_prices
     # one 810 per GPU, two 470 per GPU: y_810 = 1, y_470 = 1/2, and V(1000) = 1
-    y, V = share_prices([470, 810], [0.5, 0.5])
+    y, V = share_prices([470, 810], [0.5, 0.5], deadline=None)
     assert y.tolist() == pytest.approx([0.5, 1.0]) and V[1000] == pytest.approx(1.0)
     assert V[530] == pytest.approx(0.5) and V[900] == pytest.approx(1.0) and V[469] == 0
     fm = FragModel([1000, 1000], [810, 470], [1, 1], [(), ()], [0.5, 0.5])
@@ -362,7 +362,7 @@ def test_share_prices_with_a_filler_size():
     from alloc.solvers.fgd.engine import share_prices
     # fewer 160s than 810s, and 810 + 160 fit one GPU: some 810s sit alone, so
     # an 810 pays a whole GPU and the 160 is free (complementary slackness)
-    y, V = share_prices([160, 810], [0.2, 0.5])
+    y, V = share_prices([160, 810], [0.2, 0.5], deadline=None)
     assert y.tolist() == pytest.approx([0.0, 1.0]) and V[1000] == pytest.approx(1.0)
 
 
@@ -371,3 +371,15 @@ def test_share_prices_with_a_filler_size():
 def test_lookahead_rejects_bad_options(opt):
     with pytest.raises(ValueError, match=f"option '{next(iter(opt))}'"):
         make_policy("fgd-lookahead", **opt)
+
+
+def test_share_prices_stop_at_the_deadline():
+    """Past the deadline no LP runs: zero prices, which switch the reduced
+    cost off; with time the prices are the LP's."""
+    from alloc.deadline import Deadline
+    from alloc.solvers.fgd.engine import share_prices
+    y, V = share_prices([470, 810], [0.5, 0.5], deadline=Deadline.after(60).share(0.0))
+    assert not y.any() and not V.any()
+    y, _ = share_prices([470, 810], [0.5, 0.5], deadline=Deadline.after(60))
+    assert y.tolist() == share_prices([470, 810], [0.5, 0.5], deadline=None)[0].tolist()
+    assert y.any()

@@ -244,8 +244,10 @@ def min_share_gpus(shares: Sequence[int]) -> int:
 
     with arcs ``l -> l+m`` for a share and ``l -> l'`` (next level) for waste.
     """
-    from scipy.optimize import linprog
     from scipy.sparse import coo_matrix
+
+    from ..kernel import INF, LinearModel, solve_lp
+    from ..model import Status
     cnt = Counter(int(m) for m in shares)
     if not cnt:
         return 0
@@ -264,20 +266,21 @@ def min_share_gpus(shares: Sequence[int]) -> int:
     rows += [0, L - 1]
     cols += [A, A]
     vals += [-1.0, 1.0]
-    eq = coo_matrix((vals, (rows, cols)), shape=(L, A + 1)).tocsr()
+    lp = LinearModel("share-bin-packing", maximize=False)
+    lp.add_vars(A + 1)
+    lp.set_objective({A: 1.0})
+    lp.add_rows(coo_matrix((vals, (rows, cols)), shape=(L, A + 1)), 0.0, 0.0)
     r2, c2 = [], []
     for a, (_u, _v, m) in enumerate(arcs):
         if m:
             r2.append(sizes.index(m))
             c2.append(a)
-    dem = coo_matrix(([-1.0] * len(r2), (r2, c2)), shape=(len(sizes), A + 1)).tocsr()
-    c = np.zeros(A + 1)
-    c[A] = 1.0
-    res = linprog(c, A_ub=dem, b_ub=[-cnt[m] for m in sizes], A_eq=eq, b_eq=np.zeros(L),
-                  bounds=(0, None), method="highs")
-    if res.status != 0:
-        raise RuntimeError(f"bin-packing LP failed: {res.message}")
-    return int(np.ceil(res.fun - 1e-6))
+    lp.add_rows(coo_matrix(([1.0] * len(r2), (r2, c2)), shape=(len(sizes), A + 1)),
+                [float(cnt[m]) for m in sizes], INF)
+    res = solve_lp(lp)
+    if res.status is not Status.OPTIMAL:
+        raise RuntimeError(f"bin-packing LP failed: {res.status.value}")
+    return int(np.ceil(res.objective - 1e-6))
 
 
 def saturation(pods: Sequence[Pod], total_gpus: int) -> int:

@@ -40,7 +40,9 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from .. import __version__
 from ..errors import SolverError, SolverUnavailable
 from . import models as m
+from .errors import Refused
 from .limits import BodyLimit
+from .routes import add_routes
 from .schemas import add_components
 from .store import SessionStore, TooManySessions, UnknownSession
 
@@ -75,14 +77,6 @@ class ServiceConfig:
     max_time_limit: float = 60.0
     max_gpus: int = 100_000
     workers: int = 4
-
-
-class Refused(Exception):
-    """A request the service refuses (status, one line)."""
-
-    def __init__(self, status: int, message: str):
-        super().__init__(message)
-        self.status = status
 
 
 _ERR = {"model": m.ErrorOut}
@@ -197,7 +191,6 @@ def create_app(config: ServiceConfig | None = None) -> FastAPI:
             raise Refused(401, "missing or wrong bearer token (Authorization: Bearer <token>)")
 
     from .docs import add_docs
-    from .routes import add_routes
     add_routes(app, Depends(auth))
     add_docs(app)
 

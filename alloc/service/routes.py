@@ -10,12 +10,12 @@ from fastapi.responses import JSONResponse
 from .. import __version__
 from ..deadline import DEFAULT_TIME_LIMIT
 from . import models as m
+from .errors import Refused
 from .schemas import ref
 
 
 def _time_limit(cfg, asked: float | None) -> float:
     """The request's time limit within the service's cap (the cap by default)."""
-    from .app import Refused
     if asked is None:
         return min(DEFAULT_TIME_LIMIT, cfg.max_time_limit)
     if asked > cfg.max_time_limit:
@@ -26,7 +26,6 @@ def _time_limit(cfg, asked: float | None) -> float:
 
 def _check_size(cfg, servers: Any, where: str) -> None:
     """Refuse clusters over the service's GPU limit before building them."""
-    from .app import Refused
     total = 0
     if isinstance(servers, list):
         for s in servers:

@@ -112,7 +112,7 @@ solution is not better.
 Live state
 ----------
 Running jobs are fixed: classes are built from what they leave of each server
-(:mod:`~alloc.solvers.exact.aggregate`), only the pending jobs form types, and
+(`alloc.solvers.common.configuration.aggregate`), only the pending jobs form types, and
 the fixed jobs' value is added to every bound.
 
 Tenancy, elastic jobs and moves
@@ -120,7 +120,7 @@ Tenancy, elastic jobs and moves
 Inputs with tenants, guaranteed or opportunistic jobs, elastic jobs, or
 running jobs the call lets move or a pending job may preempt (the tenancy
 rules: :func:`alloc.tenancy.outranks`) are solved by the tenancy model
-(:mod:`alloc.solvers.hived.model`: cells, preemption, migration and elastic
+(`alloc.solvers.exact.tenancy.model`: cells, preemption, migration and elastic
 sizes as variables) with the same engine; its restrictions are named in the
 result and its ``optimal`` holds only when its proof covers the instance.
 
@@ -131,7 +131,7 @@ configuration model elsewhere.
 """
 from ...options import Option
 from ...registry import declare
-from ..hived import RESTRICTIONS
+from .tenancy import RESTRICTIONS
 
 _CAPS = ("sharing", "grid", "locality", "spread", "tenancy", "preemption", "migration",
          "colocation", "elastic", "order-preemption")

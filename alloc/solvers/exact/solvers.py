@@ -6,42 +6,21 @@ Dispatch (:func:`run`):
 
 * tenants, guaranteed or opportunistic jobs, elastic jobs, or running jobs
   the call lets move or a pending job may preempt (:func:`needs_tenancy_model`) go to the tenancy model
-  (:func:`alloc.solvers.hived.exact.solve_tenancy`) with the same engine: it
+  (`alloc.solvers.exact.tenancy.solve.solve_tenancy`) with the same engine: it
   has the cells, preemption, migration and elastic sizes, and reports its
   restrictions against the instance itself;
 * the rest goes to the configuration model, on the whole problem or on
-  ``parts`` parts (:func:`auto_parts`).
+  ``parts`` parts (`alloc.solvers.common.configuration.solve.auto_parts`).
 """
 from __future__ import annotations
 
-import os
 from dataclasses import replace
 
 from ...deadline import Deadline
 from ...model import Status
 from ...problem import Problem, Solution
-from .driver import solve_exact
-from .engine import Engine
-from .partition import solve_partitioned
-
-#: ``parts=0`` (auto) partitions instances with at least this many servers...
-AUTO_PARTITION_SERVERS = 1024
-#: ... and at least this many server classes (the configuration model's size
-#: grows with the classes, not with the servers: one class never gains).
-AUTO_PARTITION_CLASSES = 64
-
-
-def auto_parts(problem: Problem, parts: int) -> int:
-    """The number of parts: ``parts`` when given (1 = whole), else one per core
-    on large instances with many server classes, else one."""
-    if parts:
-        return parts
-    if problem.S < AUTO_PARTITION_SERVERS:
-        return 1
-    from .aggregate import canonical_gpus
-    shapes = {(int(problem.free_cpu[s]), int(problem.free_mem[s]), canonical_gpus(problem, s)[1])
-              for s in range(problem.S)}
-    return max(2, os.cpu_count() or 1) if len(shapes) >= AUTO_PARTITION_CLASSES else 1
+from ..common.configuration.engine import Engine
+from ..common.configuration.solve import configuration
 
 
 def needs_tenancy_model(problem: Problem) -> bool:
@@ -78,8 +57,8 @@ def tenancy(problem: Problem, engine: Engine, *, deadline: Deadline, seed: int,
     answer to beat, and it is returned when it scores at least as much as
     the model's answer (the score the call reports: value minus the move and
     preemption costs; on a tie the answer that stops fewer running jobs)."""
-    from ..hived.exact import scorer, solve_tenancy
-    from .driver import warm_start
+    from .tenancy.solve import scorer, solve_tenancy
+    from ..common.configuration.driver import warm_start
     best, _, sols, values = warm_start(problem, deadline.share(warm_share), seed,
                                        floor=deadline.share(max(warm_share, 0.5)))
     score = scorer(problem, problem.running, preemption_cost)
@@ -115,9 +94,9 @@ def polish(problem: Problem, name: str, kept: dict, score, deadline: Deadline, s
     """``(name, assign)``: local search from ``kept`` (its pending part; the
     running jobs stay) within ``deadline`` when that scores more."""
     from ...registry import get_solver
-    from ..heuristics.improve import local_search
-    from .columns import check_assign
-    from .driver import need_ok
+    from ..common.improve import local_search
+    from ..common.configuration.columns import check_assign
+    from ..common.configuration.driver import need_ok
     if deadline.left() < 0.05 or not need_ok(problem, get_solver("local-search").capabilities):
         return name, kept
     start = {j: a for j, a in kept.items() if j not in problem.fixed}
@@ -169,19 +148,6 @@ def instance_ok(problem: Problem, assign: dict, deadline: Deadline):
                        Status.FEASIBLE, 0.0, None, 0.0, "", problem.objective.name, problem.name,
                        {"binding": binding} if binding is not None else {})
     return not violations(c, problem.jobs, alloc, max_moves=0, deadline=deadline), binding
-
-
-def configuration(problem: Problem, engine: Engine, *, deadline: Deadline, seed: int = 0,
-                  warm_share: float = 0.15, cg_share: float = 0.45, parts: int = 0,
-                  executor: str = "process", ray_address: str | None = None) -> Solution:
-    """The configuration-model driver on the whole problem or on ``parts`` parts."""
-    k = auto_parts(problem, parts)
-    if k > 1 and len(problem.pending) > k:
-        return solve_partitioned(problem, engine, deadline=deadline, seed=seed, parts=k,
-                                 executor=executor, ray_address=ray_address,
-                                 warm_share=warm_share, cg_share=cg_share)
-    return solve_exact(problem, engine, deadline=deadline, seed=seed, warm_share=warm_share,
-                       cg_share=cg_share)
 
 
 # The registered entry points: one engine each; the options (declared in the

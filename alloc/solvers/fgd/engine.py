@@ -34,6 +34,7 @@ from typing import Sequence
 
 import numpy as np
 
+from ...deadline import Deadline
 from .index import ScoreIndex
 
 MILLI = 1000
@@ -761,7 +762,7 @@ def hole_values(sizes: Sequence[int], prices: Sequence[float], cap: int = MILLI)
 
 
 def share_prices(sizes: Sequence[int], demand: Sequence[float], cap: int = MILLI,
-                 max_rounds: int = 500):
+                 max_rounds: int = 500, *, deadline: Deadline | None):
     """Optimal dual prices ``y_s`` of the bin-packing LP (Gilmore-Gomory) for a
     share mix, and the hole values ``V`` they induce (:func:`hole_values`).
 
@@ -770,12 +771,24 @@ def share_prices(sizes: Sequence[int], demand: Sequence[float], cap: int = MILLI
     over the patterns P (multisets of shares with sum <= cap), by column
     generation: the pricing problem is the unbounded knapsack ``V(cap)``; a
     pattern with ``V(cap) > 1`` enters, and at the optimum ``V(cap) = 1``.
-    ``y_s`` is the fraction of a GPU that a share of size s is worth."""
+    ``y_s`` is the fraction of a GPU that a share of size s is worth.
+
+    ``deadline``: checked before every LP; once it has passed, the prices of
+    the patterns generated so far are returned (dual prices of a restricted
+    LP: the reduced costs they give still steer, less sharply; all zero when
+    no LP ran, which turns the reduced-cost term off).  None: no
+    limit (the offline openb experiment).  The LP goes through scipy's
+    HiGHS rather than `alloc.kernel`: its duals feed published figures
+    (``bench/results/openb*.md``), which a different HiGHS build may move
+    at degenerate optima."""
     from scipy.optimize import linprog
     n = len(sizes)
     pats = [np.eye(n, dtype=np.int64)[j] * max(1, cap // sizes[j]) for j in range(n)]
     d = np.asarray(demand, dtype=np.float64)
+    y, V = np.zeros(n), None        # no LP before the deadline: no prices
     for _ in range(max_rounds):
+        if deadline is not None and deadline.expired():
+            break
         a = np.array(pats).T
         res = linprog(np.ones(len(pats)), A_ub=-a, b_ub=-d, bounds=(0, None), method="highs")
         if res.status != 0:
@@ -792,6 +805,8 @@ def share_prices(sizes: Sequence[int], demand: Sequence[float], cap: int = MILLI
             pat[last[f]] += 1
             f -= sizes[last[f]]
         pats.append(pat)
+    if V is None:
+        V, _ = hole_values(sizes, y, cap)
     return y, V
 
 
@@ -968,8 +983,10 @@ class FGDLookaheadPolicy(_Cached):
         hit = ix.best(ent)
         return None if hit is None else self.gpus_of(state, pod, ent, *hit)
 
-    def prices(self, fm: FragModel):
-        """({share m: y_m}, V) from the typical pods' share mix (:func:`share_prices`)."""
+    def prices(self, fm: FragModel, deadline: Deadline | None = None):
+        """({share m: y_m}, V) from the typical pods' share mix (`share_prices`,
+        before ``deadline`` when given: the solver computes them once up
+        front under the call's deadline)."""
         if self._prices is None:
             mix: dict[int, float] = {}
             for t in range(fm.T):
@@ -977,7 +994,7 @@ class FGDLookaheadPolicy(_Cached):
                     mix[int(fm.m[t])] = mix.get(int(fm.m[t]), 0.0) + float(fm.p[t])
             sizes = sorted(mix)
             if sizes:
-                y, V = share_prices(sizes, [mix[m] for m in sizes])
+                y, V = share_prices(sizes, [mix[m] for m in sizes], deadline=deadline)
                 self._prices = (dict(zip(sizes, y.tolist())), V)
             else:
                 self._prices = ({}, np.zeros(MILLI + 1))

@@ -112,9 +112,12 @@ def run_online(problem: Problem, policy: str, seed: int = 0,
     order = job_order(problem)
     pods = {j: _pod(problem, j) for j in order}
     state = _state(problem)
-    if pods:
-        state.set_frag_model(FragModel.from_pods(list(pods.values())))
+    fm = FragModel.from_pods(list(pods.values())) if pods else None
+    if fm is not None:
+        state.set_frag_model(fm)
     pol = make_policy(policy, seed, **policy_options)
+    if fm is not None and hasattr(pol, "prices"):
+        pol.prices(fm, deadline)     # fgd-lookahead's share prices, under the deadline
     sol = Solution(status=Status.FEASIBLE)
     placed = []
     for j in order:

@@ -16,8 +16,8 @@ from typing import Iterable, Sequence
 
 from ...model import MILLI
 from ...problem import Assign, Option, Problem, split
-from ..heuristics.greedy import State
-from ..heuristics.index import GPUS, WHOLE, Finder, Shape
+from ..common.greedy import State
+from ..common.index import GPUS, WHOLE, Finder, Shape
 
 
 class ProblemPacker:
@@ -220,7 +220,7 @@ class ProblemPacker:
     def soft_targets(self, j: int):
         """The servers with GPU room for job j and a placed job whose option
         may still be reverted, fewest whole free GPUs first (then index),
-        lazily (see :meth:`~alloc.solvers.heuristics.index.Finder.ordered`)."""
+        lazily (see `alloc.solvers.common.index.Finder.ordered`)."""
         st = self.st
         sh = st.shape(j, 0)
         room = st.shapes.get(("room",) + sh.key)

@@ -27,7 +27,7 @@ Jobs arrive in the scheduler's rank order; every allocation is one round.
 
 On a compiled problem (:class:`~alloc.solvers.synergy.packers.ProblemPacker`)
 the feasible server with the fewest free GPUs comes from the server index
-(:mod:`alloc.solvers.heuristics.index`), and step 3 visits, in the same order,
+(`alloc.solvers.common.index`), and step 3 visits, in the same order,
 only the targets where reverting can change something: servers holding a job
 placed this round above its capped option, and servers whose capacity grew
 during this job's step 3 (a reverted job may span several servers).  Every

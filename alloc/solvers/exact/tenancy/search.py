@@ -37,8 +37,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ...kernel import INF, LinearModel, Result, solve
-from ...model import Status
+from ....kernel import INF, LinearModel, Result, solve
+from ....model import Status
 from .model import TenancyModel
 
 #: longest single neighbourhood solve (seconds)

@@ -11,8 +11,11 @@ tasks on a cluster -- and then joined:
    each class's servers are dealt round-robin (seeded).  Pending jobs of each
    type are dealt round-robin (in rank order, seeded start) in proportion to
    the parts' GPU capacity.
-2. **Solve** each part with the exact driver (:mod:`~alloc.solvers.exact.driver`)
-   within the time left; running jobs stay on their servers.
+2. **Solve** each part with the exact driver (`alloc.solvers.common.configuration.driver`)
+   within 60 % of the time; running jobs stay on their servers.  The driver
+   waits for a part (processes or Ray tasks) a grace period past that and no
+   longer: a part still running is left out (``stats["parts_timed_out"]``)
+   and its jobs are placed by the repair and the heuristics below.
 3. **Join and repair.**  The parts' placements are joined; jobs left unplaced
    in their part are placed on what any part left (best fit), then the joined
    solution is improved by local search with the time left.  The applicable
@@ -34,10 +37,10 @@ import time
 from collections import defaultdict
 from dataclasses import dataclass
 
-from ...deadline import Deadline
-from ...model import Cluster, Status
-from ...objectives import tighten
-from ...problem import Assign, Problem, Solution, compile_problem, job_types
+from ....deadline import Deadline
+from ....model import Cluster, Status
+from ....objectives import tighten
+from ....problem import Assign, Problem, Solution, compile_problem, job_types
 from .aggregate import Aggregate, OutOfTime, canonical_gpus
 from .bounds import big_machine_bound
 from .columns import check_assign, solution_to_columns, true_value
@@ -144,7 +147,18 @@ def solve_part(args) -> tuple[dict, dict]:
     return out, stats
 
 
-def _run(tasks, executor: str, ray_address: str | None):
+#: Seconds a part may run past its own limit (at least; 10 % of the call's
+#: limit when more) before the driver stops waiting for it: its answer is
+#: then left out, and the repair and the heuristics place its jobs.
+PART_GRACE = 0.5
+
+#: The answer of a part that did not come back in time.
+LATE = ({}, {"status": "timed out"})
+
+
+def _run(tasks, executor: str, ray_address: str | None, timeout: float):
+    """The parts' answers, in the order of ``tasks``; a part still running
+    ``timeout`` seconds from now answers `LATE`."""
     if executor == "serial" or len(tasks) == 1:
         return [solve_part(t) for t in tasks]
     if executor == "ray":
@@ -152,12 +166,24 @@ def _run(tasks, executor: str, ray_address: str | None):
         if not ray.is_initialized():
             ray.init(address=ray_address, ignore_reinit_error=True, log_to_driver=False)
         remote = ray.remote(solve_part)
-        return ray.get([remote.remote(t) for t in tasks])
+        refs = [remote.remote(t) for t in tasks]
+        ready, late = ray.wait(refs, num_returns=len(refs), timeout=max(0.0, timeout))
+        for ref in late:
+            ray.cancel(ref, force=True)
+        done = dict(zip(ready, ray.get(ready))) if ready else {}
+        return [done.get(ref, LATE) for ref in refs]
     import multiprocessing as mp
-    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures import ProcessPoolExecutor, wait
     workers = min(len(tasks), os.cpu_count() or 1)
-    with ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("fork")) as ex:
-        return list(ex.map(solve_part, tasks))
+    ex = ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("fork"))
+    futures: list = []
+    try:
+        futures = [ex.submit(solve_part, t) for t in tasks]
+        wait(futures, timeout=max(0.0, timeout))
+        return [f.result() if f.done() else LATE for f in futures]
+    finally:
+        # a late part is not waited for: the call keeps its deadline
+        ex.shutdown(wait=all(f.done() for f in futures), cancel_futures=True)
 
 
 def _join(problem: Problem, results) -> dict[int, Assign]:
@@ -176,8 +202,8 @@ def _join(problem: Problem, results) -> dict[int, Assign]:
 
 def _repair(problem: Problem, assign: dict, deadline: Deadline) -> dict:
     """Place the jobs left unplaced on what the parts left (best fit, rank order)."""
-    from ...problem import job_order
-    from ..heuristics.greedy import State, best_fit
+    from ....problem import job_order
+    from ..greedy import State, best_fit
     st = State(problem)
     for j, a in assign.items():
         st.place(j, a, 0)
@@ -234,8 +260,11 @@ def solve_partitioned(problem: Problem, engine: Engine, *, deadline: Deadline, s
         cl, jobs, order = sub_instance(problem, part)
         tasks.append((cl, jobs, order, problem.objective, engine, solve_for, seed + n,
                       (warm_share, cg_share)))
-    results = _run(tasks, executor, ray_address)
+    results = _run(tasks, executor, ray_address,
+                   min(solve_for + max(PART_GRACE, 0.1 * total), deadline.left() - 0.1 * total))
     stats["part_stats"] = [s for _, s in results]
+    if any(r is LATE for r in results):
+        stats["parts_timed_out"] = sum(r is LATE for r in results)
     assign = _repair(problem, _join(problem, results), deadline.share(0.3))
     stats["t_parts"] = time.perf_counter() - t0
     if not check_assign(problem, assign):       # pragma: no cover - a join bug
@@ -251,7 +280,7 @@ def solve_partitioned(problem: Problem, engine: Engine, *, deadline: Deadline, s
         assign, value = dict(warm), warm_v
         stats["source"] = f"heuristic {max(warm_values, key=warm_values.get)}"
     if deadline.left() > 0.1:
-        from ..heuristics.improve import local_search
+        from ..improve import local_search
         better = local_search(problem, assign, deadline=deadline.share(0.4), seed=seed)
         if check_assign(problem, better) and true_value(problem, better) > value + 1e-9:
             assign, value = better, true_value(problem, better)

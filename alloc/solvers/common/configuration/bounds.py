@@ -20,9 +20,9 @@ an upper bound of every placement's value.
 """
 from __future__ import annotations
 
-from ...deadline import Deadline
-from ...kernel import INF, LinearModel, solve_lp
-from ...model import MILLI, Status
+from ....deadline import Deadline
+from ....kernel import INF, LinearModel, solve_lp
+from ....model import MILLI, Status
 from .aggregate import Aggregate
 
 
@@ -50,7 +50,7 @@ def _class_rows(agg: Aggregate, m: LinearModel, cls, type_rows, link) -> None:
 
 
 def big_machine_bound(agg: Aggregate, *, pool: str = "class", place_all: bool = False,
-                      deadline: Deadline | None = None) -> float | None:
+                      deadline: Deadline) -> float | None:
     """The LP bound of the module notes (None when the LP is not solved in time).
 
     Parameters

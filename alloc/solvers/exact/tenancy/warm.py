@@ -23,10 +23,11 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from ...deadline import Deadline
-from ...model import MILLI
-from ...problem import Problem
-from .engine import Engine, _release_empty, current_assign, restore_running, run
+from ....deadline import Deadline
+from ....model import MILLI
+from ....problem import Problem
+from ...common.cell_round import run
+from ...common.cells import Engine, _release_empty, current_assign, restore_running
 from .model import TenancyModel, fits_server, spread_span, spreadable, value_on
 
 #: the second greedy variant also sets aside opportunistic jobs below this value per GPU
@@ -108,12 +109,11 @@ def best_values(p: Problem, jobs_: list[int]) -> dict[int, float]:
     return out
 
 
-def greedy(p: Problem, running, pending, vbest: dict, pcost: float, dens: float = 0.0,
-           deadline: Deadline | None = None):
+def greedy(p: Problem, running, pending, vbest: dict, pcost: float, dens: float,
+           deadline: Deadline):
     """The value-aware greedy (module notes); returns (engine, preempted) or
     None when a victim would be illegal or the deadline passes."""
     jobs = p.jobs
-    deadline = deadline if deadline is not None else Deadline.never()
     pend = set(pending)
     cur = {r: p.value_of(r, current_assign(p, r)) for r in running}
     drop = [r for r in running if not pcost

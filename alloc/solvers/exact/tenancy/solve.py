@@ -1,22 +1,22 @@
 r"""The tenancy model solved exactly: ``solve_tenancy`` (the ``cpsat-tenancy``
 solver, and the exact family's solvers on tenancy input).
 
-The model is :mod:`alloc.solvers.hived.model` (one
+The model is `alloc.solvers.exact.tenancy.model` (one
 :class:`~alloc.kernel.LinearModel`); every solve goes through
 :func:`alloc.kernel.solve` with the engine the caller names (``"cpsat"``,
 ``"highs"`` or ``"cbc"``), and every phase takes its share of the caller's
 :class:`~alloc.deadline.Deadline`:
 
-1. **Warm starts** (:func:`~alloc.solvers.hived.warm.warm_starts`): ``hived``
+1. **Warm starts** (`alloc.solvers.exact.tenancy.warm.warm_starts`): ``hived``
    (up to 80 % of the time: it normally needs far less, and when it does not
    its answer is all there is time for) and two value-aware greedy variants
    (a quarter of what is left each); the best by the (penalised) objective is
    the answer if nothing better follows.
-2. **Build** (:func:`~alloc.solvers.hived.model.build_model`, up to 60 % of
+2. **Build** (`alloc.solvers.exact.tenancy.model.build_model`, up to 60 % of
    what is left): out of time, the best warm start is returned.
 3. **Hint**: the greedy state read as model values
-   (:func:`~alloc.solvers.hived.warm.hint_values`), completed by the engine
-   with those values fixed (:func:`~alloc.solvers.hived.search.complete`).
+   (`alloc.solvers.exact.tenancy.warm.hint_values`), completed by the engine
+   with those values fixed (`alloc.solvers.exact.tenancy.search.complete`).
 4. **Phase 1** (``guaranteed_first``, default): maximise the GPUs of placed
    guaranteed jobs (HiveD's guarantee: a tenant's jobs within its cells are
    served, preempting opportunistic work) and fix the optimum as a floor.  It
@@ -28,10 +28,10 @@ The model is :mod:`alloc.solvers.hived.model` (one
 6. **Phase 2**: maximise the objective (never below the hint's value).  On
    large models (more than 100 jobs, 8+ servers) a quarter of the time goes to
    the whole model and the rest to the large-neighbourhood search
-   (:func:`~alloc.solvers.hived.search.neighbourhood_search`), from the whole
+   (`alloc.solvers.exact.tenancy.search.neighbourhood_search`), from the whole
    model's answer or, when it found none in its time, from the hint; the
    search's last four incumbents are decoded, best first.
-7. **Decode** (:mod:`alloc.solvers.hived.decode`): exact server by server,
+7. **Decode** (`alloc.solvers.exact.tenancy.decode`): exact server by server,
    then the two replays; a decode whose binding fails the tenancy check or
    that stops a running job no fresh placement outranks is discarded.  The
    answer is the best of the decoded solutions and the warm starts, so it is
@@ -68,14 +68,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ...deadline import Deadline
-from ...kernel import ENGINES, INF, Result, solve, solve_lp
-from ...model import Status
-from ...objectives import tighten
-from ...problem import Problem, Solution
-from ...tenancy import binding_keys, quota_gpus
+from ....deadline import Deadline
+from ....kernel import ENGINES, INF, Result, solve, solve_lp
+from ....model import Status
+from ....objectives import tighten
+from ....problem import Problem, Solution
+from ....tenancy import binding_keys, quota_gpus
 from .decode import binding_ok, decode_exact, decode_replay, polish, victims_ok
-from .engine import current_assign
+from ...common.cells import current_assign
 from . import RESTRICTIONS
 from .model import SCALE, OutOfTime, TenancyModel, build_model, restrictions
 from .search import complete, neighbourhood_search
@@ -350,7 +350,7 @@ def instance_bound(call: Call, tm: TenancyModel, floor, deadline, stats: dict) -
     reason then goes to ``stats["no_instance_bound"]``): with only the
     guaranteed-work floor, the model's LP without it; with a CPU/memory point
     or spread units the model restricts, the LP of the relaxed model
-    (`alloc.solvers.hived.model.build_model`); a running elastic job
+    (`alloc.solvers.exact.tenancy.model.build_model`); a running elastic job
     that may move keeps its size in both, so it has none."""
     applied = restrictions(tm, floor is not None)
     if not applied:

@@ -5,13 +5,13 @@ master, proof, dive, polish -- each phase within its share of one deadline.
    Synergy and online policies included) within ``warm_share`` of the time,
    cheapest first; the answer is never below the best of them.
 2. *Bounds*: the sum of the jobs' honest upper coefficients and the
-   big-machine LP (:mod:`~alloc.solvers.exact.bounds`).
-3. *Column generation* (:mod:`~alloc.solvers.exact.master`) within
+   big-machine LP (`alloc.solvers.common.configuration.bounds`).
+3. *Column generation* (`alloc.solvers.common.configuration.master`) within
    ``cg_share``, seeded with every heuristic solution's patterns; its
    Lagrangian bound when the units are exact.
 4. *Integer master* over the pool, hinted with the best heuristic.
-5. *Proof* (:mod:`~alloc.solvers.exact.proof`) when column generation converged.
-6. *Dive* (:mod:`~alloc.solvers.exact.dive`) and a *polish* by local search
+5. *Proof* (`alloc.solvers.common.configuration.proof`) when column generation converged.
+6. *Dive* (`alloc.solvers.common.configuration.dive`) and a *polish* by local search
    with what is left.
 
 Running jobs are fixed: the model places the pending jobs on what they leave;
@@ -22,11 +22,11 @@ from __future__ import annotations
 
 import time
 
-from ...deadline import Deadline
-from ...model import Status
-from ...objectives import tighten
-from ...options import validate_options
-from ...problem import Problem, Solution
+from ....deadline import Deadline
+from ....model import Status
+from ....objectives import tighten
+from ....options import validate_options
+from ....problem import Problem, Solution
 from .aggregate import SECONDS_PER_ITEM, Aggregate, OutOfTime
 from .bounds import big_machine_bound
 from .columns import check_assign, decode, solution_to_columns, true_value
@@ -46,7 +46,7 @@ WARM_FIRST_SHARING = ("proportional", "best-fit", "fgd", "greedy-upgrade", "syne
 
 def need_ok(problem: Problem, capabilities) -> bool:
     """The input needs nothing beyond ``capabilities``."""
-    from ...solve import needed_capabilities
+    from ....solve import needed_capabilities
     return needed_capabilities(problem.cluster, problem.jobs) <= capabilities
 
 
@@ -54,8 +54,8 @@ def warm_heuristics(problem: Problem) -> tuple[list[str], list[str]]:
     """Registered heuristics whose capabilities cover the input: those tried
     first (`WARM_FIRST`, in that order) and the others (``local-search``
     excluded: it runs last, as registered and from the best of them)."""
-    from ...registry import solvers
-    from ...solve import needed_capabilities
+    from ....registry import solvers
+    from ....solve import needed_capabilities
     need = needed_capabilities(problem.cluster, problem.jobs)
     ok = [n for n, s in solvers().items()
           if not s.exact and s.family != "third-party" and need <= s.capabilities
@@ -75,7 +75,7 @@ def warm_start(problem: Problem, deadline: Deadline, seed: int = 0,
     equally; local search last (as registered, then from the best, when its
     capabilities cover the input), also up to ``floor`` (unless ``local`` is
     False)."""
-    from ...registry import get_solver
+    from ....registry import get_solver
     sols, values = [], {}
     best, best_v = {}, 0.0
     first, rest = warm_heuristics(problem)
@@ -106,9 +106,9 @@ def warm_start(problem: Problem, deadline: Deadline, seed: int = 0,
             best, best_v = dict(assign), v
     # local search as registered (from greedy-upgrade), then from the best,
     # like the first heuristics up to the floor
-    from ..heuristics.improve import local_search
+    from ..improve import local_search
     starts = [("local-search", None)] + ([("local-search from the best", best)] if best else [])
-    from ...registry import solvers
+    from ....registry import solvers
     applies = need_ok(problem, solvers()["local-search"].capabilities)
     starts = starts if local and applies else []
     for k, (label, start) in enumerate(starts):
@@ -207,7 +207,7 @@ class ExactRun:
         heuristic at scale, still improving when its time ends) with three
         quarters of the time, every other applicable heuristic with most of
         what is left, local search from the best with the rest."""
-        from ..heuristics.improve import local_search
+        from ..improve import local_search
         ls = local_search(self.p, None, deadline=self.deadline.share(0.75), seed=self.seed)
         self.offer(ls, "local-search", "ls_value")
         best, v, _, values = warm_start(self.p, self.deadline.share(0.8), self.seed,
@@ -302,7 +302,7 @@ class ExactRun:
         what is left."""
         if self.deadline.left() < 0.05 or self.done():
             return
-        from ..heuristics.improve import local_search
+        from ..improve import local_search
         self.offer(local_search(self.p, self.best, deadline=self.deadline.share(share),
                                 seed=self.seed), "polish")
 

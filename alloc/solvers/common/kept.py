@@ -1,14 +1,14 @@
 """The hived engine kept across the rounds of a scheduler loop.
 
-A round of ``hived`` starts from an [`Engine`][alloc.solvers.hived.engine.Engine]
+A round of ``hived`` starts from an [`Engine`][alloc.solvers.common.cells.Engine]
 holding the running jobs where they run, with their tenants' cells bound
-([`restore_running`][alloc.solvers.hived.engine.restore_running]).  In a
+([`restore_running`][alloc.solvers.common.cells.restore_running]).  In a
 scheduler loop (a problem compiled with a carry, `alloc.carry`) the engine of
 the last round is kept instead of rebuilt:
 
 1. every change the last round made after its start (placements,
    preemptions, moves, cells bound and released) was journalled
-   ([`Engine.checkpoint`][alloc.solvers.hived.engine.Engine.checkpoint]) and
+   ([`Engine.checkpoint`][alloc.solvers.common.cells.Engine.checkpoint]) and
    is rolled back: the engine holds the last problem's running jobs again;
 2. the running jobs gone since (`Changes.removed`: finished, stopped,
    moved, failed, changed) are taken out, the engine's job indices move to
@@ -16,7 +16,7 @@ the last round is kept instead of rebuilt:
    (`Changes.added`) are put where they run;
 3. when a guaranteed job came or went, the binding is inferred again from
    the guaranteed GPUs in use and the cells bound afresh
-   ([`rebind`][alloc.solvers.hived.engine.rebind]), as `restore_running`
+   ([`rebind`][alloc.solvers.common.cells.rebind]), as `restore_running`
    does.
 
 The engine then holds what `restore_running` builds from the running jobs:
@@ -31,7 +31,7 @@ from __future__ import annotations
 from ...deadline import Deadline
 from ...problem import Problem
 from ...tenancy import infer_binding
-from .engine import Engine, _guaranteed_gpus, current_assign, rebind, restore_running
+from .cells import Engine, _guaranteed_gpus, current_assign, rebind, restore_running
 
 #: where the engine is kept in the carry
 KEY = "hived-engine"

@@ -61,13 +61,13 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, field, replace
 
-from ...model import MILLI
-from ...kernel import LinearModel
-from ...objectives import job_sizes, scale_factor
-from ...problem import Problem
-from ...tenancy import cell_size, cell_tree, outranks, quotas
+from ....model import MILLI
+from ....kernel import LinearModel
+from ....objectives import job_sizes, scale_factor
+from ....problem import Problem
+from ....tenancy import cell_size, cell_tree, outranks, quotas
 from . import RESTRICTIONS
-from .engine import current_assign
+from ...common.cells import current_assign
 
 #: objective coefficients are ``round(value * SCALE)``
 SCALE = 10 ** 7

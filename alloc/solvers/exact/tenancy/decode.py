@@ -48,11 +48,11 @@ from itertools import combinations
 
 import numpy as np
 
-from ...kernel import solve
-from ...model import MILLI
-from ...problem import Problem
-from ...tenancy import CellRequest, cell_placement_model, check_binding, feasibility_engine
-from .engine import Engine, _release_empty, current_assign, job_value, restore_running
+from ....kernel import solve
+from ....model import MILLI
+from ....problem import Problem
+from ....tenancy import CellRequest, cell_placement_model, check_binding, feasibility_engine
+from ...common.cells import Engine, _release_empty, current_assign, job_value, restore_running
 from .model import SCALE, TenancyModel, value_on
 from .warm import LossAwareEngine, fits_at
 

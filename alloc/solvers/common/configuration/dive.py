@@ -15,8 +15,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from ...deadline import Deadline
-from ...objectives import tighten
+from ....deadline import Deadline
+from ....objectives import tighten
 from .engine import Engine
 from .master import Master, column_generation
 

@@ -20,9 +20,9 @@ sufficient.  A *layout* gives each item its canonical GPU offsets
 """
 from __future__ import annotations
 
-from ...deadline import Deadline
-from ...kernel import LinearModel
-from ...model import MILLI, Status
+from ....deadline import Deadline
+from ....kernel import LinearModel
+from ....model import MILLI, Status
 from .aggregate import Aggregate, Pattern
 from .engine import Engine
 

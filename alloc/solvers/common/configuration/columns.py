@@ -8,7 +8,7 @@ are cut into runs of ``g_t`` (same server first) for the ``x_tok`` spread jobs.
 """
 from __future__ import annotations
 
-from ...problem import Assign, Problem, option_of
+from ....problem import Assign, Problem, option_of
 from .aggregate import Aggregate, Pattern
 from .patterns import make_pattern
 

@@ -30,9 +30,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ...model import MILLI
-from ...problem import Problem, job_types
-from ...topology import reachable_levels
+from ....deadline import Deadline
+from ....model import MILLI
+from ....problem import Problem, job_types
+from ....topology import reachable_levels
 
 INNER = ("switch", "socket")
 #: seconds one item costs to build (768,647 items in 6 to 11 s on a loaded
@@ -138,7 +139,7 @@ class Aggregate:
         return sum(len(t.classes) * len(t.options) * (2 if t.spreadable else 1)
                    for t in self.types)
 
-    def build_items(self, deadline=None) -> None:
+    def build_items(self, deadline: Deadline) -> None:
         """The items (see the module notes), before ``deadline``."""
         self.deadline = deadline
         self._build_items()

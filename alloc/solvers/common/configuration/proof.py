@@ -22,9 +22,9 @@ from __future__ import annotations
 
 import math
 
-from ...deadline import Deadline
-from ...model import MILLI, Status
-from ...objectives import tighten
+from ....deadline import Deadline
+from ....model import MILLI, Status
+from ....objectives import tighten
 from .aggregate import Aggregate
 from .engine import Engine
 from .master import CGResult, Master, hint_from, solve_master_ip

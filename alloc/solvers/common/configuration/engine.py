@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ...deadline import Deadline
-from ...kernel import LinearModel, Result, solve
+from ....deadline import Deadline
+from ....kernel import LinearModel, Result, solve
 
 
 @dataclass(frozen=True)

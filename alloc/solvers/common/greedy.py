@@ -1,0 +1,666 @@
+r"""Greedy placement engine and the baseline heuristics.
+
+:class:`State` tracks free CPU, memory and per-GPU milli while jobs are placed
+one at a time; every heuristic in alloc builds on it.  GPUs inside a server are
+chosen to consolidate: the innermost hierarchy node (switch, then socket) that
+fits, best fit among those; a shared job takes the fullest GPU that still fits.
+
+Which server takes a job comes from the server index
+(`alloc.solvers.common.index`): per job shape, the servers that can
+take it, ordered by the placement rule, caught up incrementally after each
+placement -- no scan of every server per job.
+
+Registered heuristics:
+
+* ``proportional`` — Synergy's baseline: every job gets its request (its
+  GPU-proportional CPU and memory), jobs in order (priority first), first fit
+  over servers; multi-GPU jobs without a locality level may spread.
+* ``best-fit`` — jobs by decreasing size, each on the server that leaves the
+  least normalised free capacity :math:`\sum_r (\mathrm{free}_r -
+  \mathrm{use}_r) / \mathrm{cap}_r`, compared exactly (ties: lowest index).
+"""
+from __future__ import annotations
+
+from typing import Iterable, Sequence
+
+import numpy as np
+
+from fractions import Fraction
+
+from ...deadline import Deadline
+from ...model import MILLI, Status
+from ...problem import Assign, Problem, Solution
+from .index import FIRST, FIT, INNER_LEVELS, Finder, Shape, SpreadFinder, layout, leftover
+
+#: change-log entries kept (beyond 8 per server) before the logs are dropped
+LOG_LIMIT = 1_000_000
+
+
+class State:
+    r"""Mutable free capacities for a problem: server CPU/memory, GPU milli.
+
+    It starts from the capacities left by the running jobs kept in place
+    (:attr:`Problem.fixed`); :attr:`assign` holds only what is placed on top.
+
+    Parameters
+    ----------
+    problem : Problem
+
+    Attributes
+    ----------
+    cpu, mem : numpy.ndarray
+        Free milli-cores and MiB per server (read them freely; change the
+        state only through :meth:`place`, :meth:`remove` and
+        :meth:`reassign`, which keep the index in step).
+    gfree : numpy.ndarray
+        Free milli-GPU per GPU.
+    cpu_l, mem_l, g_l : list of int
+        The same as Python lists (what the index reads).
+    whole, gsum, share : list of int
+        Per server: whole free GPUs :math:`W_s`, free milli-GPU
+        :math:`\sum_g f_g`, largest free share :math:`Q_s`.
+    dmax : dict of str to list of int
+        Per declared inner level: whole free GPUs in the server's fullest node.
+    assign, option : dict
+        The assignments placed on top of the running jobs and their options.
+    log, rlog : list of int
+        Servers changed, in order (``rlog``: only capacity increases); the
+        finders of :meth:`finder` catch up from them.
+    """
+
+    def __init__(self, problem: Problem):
+        self.p = problem
+        self.cpu = problem.free_cpu.copy()
+        self.mem = problem.free_mem.copy()
+        self.gfree = problem.gpu_free.copy()
+        self.assign: dict[int, Assign] = {}
+        self.option: dict[int, int] = {}
+        self._setup()
+
+    def _setup(self) -> None:
+        p = self.p
+        self.lay = lay = layout(p)
+        self.S = p.S
+        self.cpu_l = self.cpu.tolist()
+        self.mem_l = self.mem.tolist()
+        self.g_l = self.gfree.tolist()
+        self.gsrv = lay.gpu_server
+        g = self.gfree
+        first = np.asarray(p.gpu_first, dtype=np.int64)
+        n = np.asarray(p.srv_gpus, dtype=np.int64)
+        csum = np.concatenate(([0], np.cumsum(g)))
+        cwhole = np.concatenate(([0], np.cumsum(g == MILLI)))
+        self.gsum = (csum[first + n] - csum[first]).tolist()
+        self.whole = (cwhole[first + n] - cwhole[first]).tolist()
+        share = np.zeros(p.S, dtype=np.int64)
+        has = n > 0
+        if has.any():
+            share[has] = np.maximum.reduceat(g, first[has])
+        self.share = share.tolist()
+        self.dmax: dict[str, list[int]] = {}
+        for level in lay.levels:
+            dom = p.domain[level]
+            cnt = np.bincount(dom, weights=(g == MILLI),
+                              minlength=int(dom.max()) + 1 if len(dom) else 0)
+            per = np.zeros(p.S, dtype=np.int64)
+            if has.any():
+                per[has] = np.maximum.reduceat(cnt[dom].astype(np.int64), first[has])
+            self.dmax[level] = per.tolist()
+        self.log: list[int] = []
+        self.rlog: list[int] = []
+        self.removals = 0
+        self.version = 0
+        self.shapes: dict[tuple, Shape] = {}
+        self._raw: dict[tuple, Shape] = {}
+        self._okmask: dict[tuple, tuple] = {}
+        self._buckets: list[list[set]] | None = None
+        self._spread_fail: dict[tuple, int] = {}
+        self._arrays: tuple[int, dict] | None = None
+
+    # ---------------------------------------------------------------- basics
+    def copy(self) -> "State":
+        """An independent copy (same problem; the finders are rebuilt on use)."""
+        st = State.__new__(State)
+        st.p = self.p
+        st.cpu, st.mem, st.gfree = self.cpu.copy(), self.mem.copy(), self.gfree.copy()
+        st.assign, st.option = dict(self.assign), dict(self.option)
+        st._setup()
+        return st
+
+    def gpus_of(self, s: int) -> range:
+        """Global indices of server s's GPUs."""
+        first = self.lay.first[s]
+        return range(first, first + self.lay.ngpu[s])
+
+    def free_whole(self, s: int) -> list[int]:
+        """Server s's whole free GPUs, ascending."""
+        a = self.lay.first[s]
+        gl = self.g_l
+        return [g for g in range(a, a + self.lay.ngpu[s]) if gl[g] == MILLI]
+
+    def place(self, j: int, a: Assign, option: int = 0):
+        """Put job j at assignment ``a`` (option index ``option``); returns the
+        servers whose capacity it changed."""
+        touched = self._apply(a, -1)
+        self.assign[j] = a
+        self.option[j] = option
+        return touched
+
+    def remove(self, j: int) -> Assign:
+        """Take job j out; returns its assignment."""
+        a = self.assign.pop(j)
+        self.option.pop(j, None)
+        self.removals += 1
+        self._apply(a, 1)
+        return a
+
+    def reassign(self, changes: Sequence[tuple[int, Assign, int]]) -> None:
+        """Move placed jobs to new assignments at once: ``(job, assignment,
+        option)`` each (e.g. new options on the same GPUs).  The net change
+        per server and GPU is applied once; every server whose capacity
+        changed is refreshed and logged once."""
+        dc: dict[int, int] = {}
+        dm: dict[int, int] = {}
+        dg: dict[int, int] = {}
+        for j, a, o in changes:
+            old = self.assign[j]
+            for s, v in old.cpu:
+                dc[s] = dc.get(s, 0) + v
+            for s, v in a.cpu:
+                dc[s] = dc.get(s, 0) - v
+            for s, v in old.mem:
+                dm[s] = dm.get(s, 0) + v
+            for s, v in a.mem:
+                dm[s] = dm.get(s, 0) - v
+            if old.gpus != a.gpus:
+                for g, v in old.gpus:
+                    dg[g] = dg.get(g, 0) + v
+                for g, v in a.gpus:
+                    dg[g] = dg.get(g, 0) - v
+            self.assign[j] = a
+            self.option[j] = o
+        grew = False
+        touched: set[int] = set()
+        for s, v in dc.items():
+            if v:
+                self.cpu[s] += v
+                self.cpu_l[s] += v
+                touched.add(s)
+                grew = grew or v > 0
+        for s, v in dm.items():
+            if v:
+                self.mem[s] += v
+                self.mem_l[s] += v
+                touched.add(s)
+                grew = grew or v > 0
+        gpu_srv = set()
+        for g, v in dg.items():
+            if v:
+                self.gfree[g] += v
+                self.g_l[g] += v
+                gpu_srv.add(self.gsrv[g])
+                grew = grew or v > 0
+        for s in gpu_srv:
+            self._refresh(s)
+        for s in touched | gpu_srv:
+            self.log.append(s)
+            if grew:
+                self.rlog.append(s)
+        if grew:
+            self.removals += 1
+        self._changed()
+
+    def _apply(self, a: Assign, sign: int):
+        gf, gl, gsrv = self.gfree, self.g_l, self.gsrv
+        cpu, mem, gpus = a.cpu, a.mem, a.gpus
+        if len(cpu) == 1 and len(mem) == 1:
+            s, c = cpu[0]
+            s2, m = mem[0]
+            if s == s2 and all(gsrv[g] == s for g, _ in gpus):
+                for g, q in gpus:
+                    gf[g] += sign * q
+                    gl[g] += sign * q
+                self.cpu[s] += sign * c
+                self.cpu_l[s] += sign * c
+                self.mem[s] += sign * m
+                self.mem_l[s] += sign * m
+                if gpus:
+                    self._refresh(s)
+                self.log.append(s)
+                if sign > 0:
+                    self.rlog.append(s)
+                self._changed()
+                return (s,)
+        touched = set()
+        for g, q in gpus:
+            gf[g] += sign * q
+            gl[g] += sign * q
+            touched.add(gsrv[g])
+        ca, cl = self.cpu, self.cpu_l
+        for s, c in cpu:
+            ca[s] += sign * c
+            cl[s] += sign * c
+            touched.add(s)
+        ma, ml = self.mem, self.mem_l
+        for s, m in mem:
+            ma[s] += sign * m
+            ml[s] += sign * m
+            touched.add(s)
+        for s in touched:
+            self._refresh(s)
+            self.log.append(s)
+            if sign > 0:
+                self.rlog.append(s)
+        self._changed()
+        return touched
+
+    def _changed(self) -> None:
+        """Count a change; drop the logs when they grow past a bound (every
+        finder is rebuilt on its next query)."""
+        self.version += 1
+        if len(self.log) > LOG_LIMIT + 8 * self.S:
+            for sh in self.shapes.values():
+                for f in sh.finders.values():
+                    f.pos = -1
+            self.log.clear()
+            self.rlog.clear()
+
+    def _refresh(self, s: int) -> None:
+        lay = self.lay
+        n = lay.ngpu[s]
+        if not n:
+            return
+        a = lay.first[s]
+        gl = self.g_l[a:a + n]
+        w = gl.count(MILLI)
+        if self._buckets is not None and w != self.whole[s]:
+            b = self._buckets[lay.cls[s]]
+            b[self.whole[s]].discard(s)
+            b[w].add(s)
+        self.whole[s] = w
+        self.gsum[s] = sum(gl)
+        self.share[s] = max(gl)
+        for level in lay.levels:
+            best = 0
+            for grp in lay.groups[level][lay.cls[s]]:
+                k = 0
+                for i in grp:
+                    if gl[i] == MILLI:
+                        k += 1
+                if k > best:
+                    best = k
+            self.dmax[level][s] = best
+
+    def solution(self, status: Status = Status.FEASIBLE, **stats) -> Solution:
+        """The assignments placed so far as a :class:`~alloc.problem.Solution`."""
+        return Solution(dict(self.assign), status, None, (), dict(stats))
+
+    def value(self) -> float:
+        """Objective value of the current assignment (model coefficients)."""
+        p = self.p
+        tot = 0.0
+        for j, a in self.assign.items():
+            s = a.cpu[0][0] if a.cpu else None
+            tot += p.coef(j, self.option.get(j, 0), s)
+        return tot
+
+    # ----------------------------------------------------------------- index
+    def arrays(self) -> dict:
+        """numpy copies of the per-server free capacities (for building finders)."""
+        n = self.version
+        if self._arrays is None or self._arrays[0] != n:
+            arr = {"cpu": np.array(self.cpu_l, dtype=np.int64),
+                   "mem": np.array(self.mem_l, dtype=np.int64),
+                   "whole": np.array(self.whole, dtype=np.int64),
+                   "gsum": np.array(self.gsum, dtype=np.int64),
+                   "share": np.array(self.share, dtype=np.int64)}
+            for level, v in self.dmax.items():
+                arr[level] = np.array(v, dtype=np.int64)
+            self._arrays = (n, arr)
+        return self._arrays[1]
+
+    def class_mask(self, j: int) -> tuple:
+        """Per server class: may job j use it (its GPU type is allowed; every
+        class for a CPU-only job)."""
+        job = self.p.jobs[j]
+        key = (job.gpus == 0, job.gpu_types)
+        ok = self._okmask.get(key)
+        if ok is None:
+            types = self.p.types
+            ok = tuple(job.gpus == 0 or (t >= 0 and job.allows(types[t]))
+                       for _, _, _, t in self.lay.cap)
+            self._okmask[key] = ok
+        return ok
+
+    def shape(self, j: int, option: int = 0) -> Shape:
+        """The `alloc.solvers.common.index.Shape` of job j at an option."""
+        job = self.p.jobs[j]
+        opt = self.p.options[j][option]
+        raw = (job.gpus, job.gpu_milli, opt.cpu, opt.mem, job.locality, job.gpu_types)
+        sh = self._raw.get(raw)
+        if sh is None:
+            ok = self.class_mask(j)
+            loc = job.locality if (job.locality in self.lay.levels and job.gpus
+                                   and job.gpu_milli == MILLI) else None
+            key = (job.gpus, job.gpu_milli if job.gpus else MILLI, opt.cpu, opt.mem, loc, ok)
+            sh = self.shapes.get(key)
+            if sh is None:
+                sh = Shape(key[0], key[1], opt.cpu, opt.mem, loc, ok, key)
+                self.shapes[key] = sh
+            self._raw[raw] = sh
+        return sh
+
+    def passes(self, sh: Shape, s: int) -> bool:
+        """Can server s take a job of shape ``sh`` alone now?"""
+        if not sh.ok[self.lay.cls[s]] or self.cpu_l[s] < sh.c or self.mem_l[s] < sh.m:
+            return False
+        k = sh.k
+        if not k:
+            return True
+        if sh.q < MILLI:
+            return self.share[s] >= sh.q
+        if self.whole[s] < k:
+            return False
+        return sh.loc is None or self.dmax[sh.loc][s] >= k
+
+    def finder(self, sh: Shape, rule: str, cls: int | None = None) -> Finder:
+        """The `alloc.solvers.common.index.Finder` of shape ``sh``
+        under ``rule`` (one of `alloc.solvers.common.index.RULES`;
+        ``fit`` per server class ``cls``), built on first use."""
+        f = sh.finders.get((rule, cls))
+        if f is None:
+            f = Finder(self, sh, rule, cls)
+            sh.finders[(rule, cls)] = f
+        return f
+
+    # ------------------------------------------------------------ GPU choice
+    def pick_gpus(self, sh: Shape, s: int) -> list[int] | None:
+        """The GPUs a job of shape ``sh`` gets on server s (consolidated: the
+        innermost node that fits, fewest free first; a share on the fullest
+        GPU that fits), or None; ignores CPU and memory."""
+        lay = self.lay
+        a, n = lay.first[s], lay.ngpu[s]
+        gl = self.g_l
+        k = sh.k
+        if sh.q < MILLI:
+            best, best_free = None, MILLI + 1
+            for g in range(a, a + n):
+                f = gl[g]
+                if sh.q <= f < best_free:
+                    best, best_free = g, f
+            return None if best is None else [best]
+        free = [g for g in range(a, a + n) if gl[g] == MILLI]
+        if len(free) < k:
+            return None
+        for level in lay.levels:
+            fit = []
+            for grp in lay.groups[level][lay.cls[s]]:
+                gs = [a + i for i in grp if gl[a + i] == MILLI]
+                if len(gs) >= k:
+                    fit.append(gs)
+            if fit:
+                fit.sort(key=lambda gs: (len(gs), gs[0]))
+                return fit[0][:k]
+            if sh.loc == level:
+                return None
+        return free[:k]
+
+    def gpus_on_server(self, j: int, s: int) -> list[int] | None:
+        """GPUs for job j on server s alone (ignores CPU/memory), or None."""
+        sh = self.shape(j, 0)
+        if not sh.ok[self.lay.cls[s]]:
+            return None
+        if sh.k == 0:
+            return []
+        if sh.k > self.lay.ngpu[s]:
+            return None
+        return self.pick_gpus(sh, s)
+
+    def fits_cpu(self, s: int, cpu: int, mem: int) -> bool:
+        """Has server s ``cpu`` milli-cores and ``mem`` MiB free?"""
+        return self.cpu_l[s] >= cpu and self.mem_l[s] >= mem
+
+    def assign_on(self, j: int, s: int, sh: Shape) -> Assign:
+        """Job j of shape ``sh`` on server s alone (s must pass the shape's
+        test): its GPUs and all its CPU and memory there."""
+        if not sh.k:
+            return Assign((), ((s, sh.c),), ((s, sh.m),))
+        gpus = sorted(self.pick_gpus(sh, s))
+        q = sh.q
+        return Assign(tuple((g, q) for g in gpus), ((s, sh.c),), ((s, sh.m),))
+
+    def try_server(self, j: int, s: int, option: int = 0) -> Assign | None:
+        """An assignment of job j on server s alone at the option, or None."""
+        sh = self.shape(j, option)
+        if not self.passes(sh, s):
+            return None
+        return self.assign_on(j, s, sh)
+
+    # ----------------------------------------------------------------- spread
+    def try_spread(self, j: int, option: int = 0,
+                   servers: Sequence[int] | None = None) -> Assign | None:
+        """Whole-GPU job j over several servers (most usable GPUs first, then
+        lowest index), CPU and memory split in proportion to GPUs; honours a
+        rack locality.  A server's usable GPUs are its whole free GPUs, at
+        most as many as its free CPU and memory cover at the job's per-GPU
+        share (rounded up)."""
+        p = self.p
+        job = p.jobs[j]
+        if job.gpus < 2 or job.gpu_milli < MILLI or job.locality in ("server",) + INNER_LEVELS:
+            return None
+        if servers is None and not (job.locality == "rack" and "rack" in p.levels):
+            return self._spread_indexed(j, option)
+        return self._spread_scan(j, option, servers)
+
+    def _usable(self, s: int, pc: int, pm: int) -> int:
+        u = self.whole[s]
+        if pc:
+            u = min(u, self.cpu_l[s] // pc)
+        if pm:
+            u = min(u, self.mem_l[s] // pm)
+        return u
+
+    def _spread_scan(self, j: int, option: int, servers) -> Assign | None:
+        p = self.p
+        job = p.jobs[j]
+        sh = self.shape(j, option)
+        cls = self.lay.cls
+        cand = [s for s in (range(p.S) if servers is None else servers)
+                if sh.ok[cls[s]] and self.cpu_l[s] > 0 and self.mem_l[s] > 0]
+        if job.locality == "rack" and "rack" in p.levels:
+            groups: dict[str, list[int]] = {}
+            for s in cand:
+                groups.setdefault(p.cluster.servers[s].rack or "", []).append(s)
+            pools = list(groups.values())
+        else:
+            pools = [cand]
+        opt = p.options[j][option]
+        pc, pm = -(-opt.cpu // job.gpus), -(-opt.mem // job.gpus)
+        for pool in pools:
+            frees = sorted((-u, s) for s in pool if (u := self._usable(s, pc, pm)) > 0)
+            a = self._take(j, option, [(s, -nu) for nu, s in frees])
+            if a is not None:
+                return a
+        return None
+
+    def _take(self, j: int, option: int, ordered) -> Assign | None:
+        """Take GPUs from ``ordered`` ``(server, usable)`` until the job has
+        them all; the assignment if its CPU/memory split fits."""
+        need, chosen = self.p.jobs[j].gpus, []
+        for s, u in ordered:
+            take = min(u, need)
+            chosen.extend(self.free_whole(s)[:take])
+            need -= take
+            if need == 0:
+                break
+        if need:
+            return None
+        a = self.p.make_assign(j, chosen, option)
+        if all(self.cpu_l[s] >= c for s, c in a.cpu) and all(self.mem_l[s] >= m for s, m in a.mem):
+            return a
+        return None
+
+    def buckets(self) -> list[list[set]]:
+        """Per class, the servers by whole free GPU count (kept up to date)."""
+        if self._buckets is None:
+            lay = self.lay
+            self._buckets = [[set() for _ in range(cap[2] + 1)] for cap in lay.cap]
+            for s in range(self.S):
+                self._buckets[lay.cls[s]][self.whole[s]].add(s)
+        return self._buckets
+
+    def _spread_indexed(self, j: int, option: int) -> Assign | None:
+        """:meth:`try_spread` over every server, from the shape's
+        `alloc.solvers.common.index.SpreadFinder` (most usable
+        GPUs first, then index).  A failure is remembered until a capacity
+        increases (placements only lower usable counts)."""
+        sh = self.shape(j, option)
+        key = (sh.key, "spread")
+        if self._spread_fail.get(key) == self.removals:
+            return None
+        f = sh.finders.get(("spread", None))
+        if f is None:
+            f = sh.finders[("spread", None)] = SpreadFinder(self, sh)
+        need, ordered = self.p.jobs[j].gpus, []
+        it = f.ordered()
+        try:
+            for s, u in it:
+                ordered.append((s, u))
+                need -= u
+                if need <= 0:
+                    break
+        finally:
+            it.close()
+        if need > 0:
+            self._spread_fail[key] = self.removals
+            return None
+        return self._take(j, option, ordered)
+
+
+# ------------------------------------------------------------------- rules
+def first_fit(state: State, j: int, option: int = 0,
+              servers: Iterable[int] | None = None) -> Assign | None:
+    """Job j at an option on the lowest-index server that can take it alone
+    (among ``servers`` when given), else spread (:meth:`State.try_spread`).
+
+    Returns
+    -------
+    Assign or None
+        Not placed in ``state``."""
+    if servers is not None:
+        for s in servers:
+            a = state.try_server(j, s, option)
+            if a is not None:
+                return a
+        return state.try_spread(j, option)
+    sh = state.shape(j, option)
+    f = sh.finders.get((FIRST, None)) or state.finder(sh, FIRST)
+    s = f.top()
+    if s is not None:
+        return state.assign_on(j, s, sh)
+    return state.try_spread(j, option)
+
+
+def leftover_score(state: State, s: int, a: Assign) -> float:
+    r"""Normalised free capacity of server s left after ``a``:
+    :math:`\sum_r (\mathrm{free}_r - \mathrm{use}_r) / \mathrm{cap}_r` over CPU,
+    memory and (on a GPU server) milli-GPU, in floating point."""
+    p = state.p
+    c = sum(v for _, v in a.cpu)
+    m = sum(v for _, v in a.mem)
+    g = sum(v for _, v in a.gpus)
+    score = (state.cpu_l[s] - c) / max(int(p.srv_cpu[s]), 1) \
+        + (state.mem_l[s] - m) / max(int(p.srv_mem[s]), 1)
+    if p.srv_gpus[s]:
+        score += (state.gsum[s] - g) / (MILLI * int(p.srv_gpus[s]))
+    return float(score)
+
+
+def fit_candidates(state: State, sh: Shape) -> list[tuple[int, int, int]]:
+    """Per allowed class, the best-fit server for shape ``sh``:
+    ``[(free key, server, class)]`` (see :func:`fit_score`)."""
+    out = []
+    S = state.S
+    for c in sh.classes:
+        f = sh.finders.get((FIT, c)) or state.finder(sh, FIT, c)
+        s = f.top()
+        if s is not None:
+            out.append((f.heap[0] // S, s, c))
+    return out
+
+
+def fit_score(state: State, sh: Shape, cand: tuple[int, int, int]) -> Fraction:
+    """The exact best-fit leftover of a :func:`fit_candidates` entry."""
+    return leftover(state.lay, cand[1], cand[0], sh)
+
+
+def best_candidate(state: State, sh: Shape, cands, minus=None) -> int:
+    r"""The server of the least exact ``leftover - minus(server)`` among
+    :func:`fit_candidates` entries (ties: lowest index); ``minus`` gives a
+    float (None: 0).
+
+    Scores are compared in floating point first (a quotient of integers and
+    a difference, each correctly rounded: error below :math:`10^{-15}` of the
+    scores' size); only candidates within :math:`10^{-9}` of the least are
+    compared exactly."""
+    lay = state.lay
+    approx = []
+    for free_key, s, c in cands:
+        a, b, g, D = lay.weights[c]
+        n = free_key - (a * sh.c + b * sh.m + g * sh.k * sh.q)
+        e = minus(s) if minus is not None else 0.0
+        approx.append((n / D - e, s, n, D, e))
+    lo = min(x[0] for x in approx)
+    close = [x for x in approx if x[0] <= lo + 1e-9 * max(1.0, abs(lo))]
+    if len(close) == 1:
+        return close[0][1]
+    return min((Fraction(n, D) - Fraction(e), s) for _, s, n, D, e in close)[1]
+
+
+def best_fit(state: State, j: int, option: int = 0) -> Assign | None:
+    r"""Job j at an option on the server left fullest, else spread.
+
+    The server minimises the leftover
+    :math:`\ell_s = \sum_{r \in \{cpu, mem, gpu\}} (\mathrm{free}_{rs} -
+    \mathrm{use}_r) / \mathrm{cap}_{rs}` (no GPU term on a server without
+    GPUs), compared exactly; ties go to the lowest index.  Per server class
+    the index gives the class's best server; classes are then compared.
+
+    Returns
+    -------
+    Assign or None
+        Not placed in ``state``."""
+    sh = state.shape(j, option)
+    cands = fit_candidates(state, sh)
+    if len(cands) == 1:
+        return state.assign_on(j, cands[0][1], sh)
+    if cands:
+        return state.assign_on(j, best_candidate(state, sh, cands), sh)
+    return state.try_spread(j, option)
+
+
+def place_in_order(st: State, order: Sequence[int], pick, deadline: Deadline) -> bool:
+    """Place each job of ``order`` where ``pick(state, j)`` says (skip when
+    None); stops at the deadline.  Returns False when it ran out of time."""
+    for k, j in enumerate(order):
+        if k % 64 == 0 and deadline.expired():
+            return False
+        a = pick(st, j)
+        if a is not None:
+            st.place(j, a, 0)
+    return True
+
+
+def rank_order(problem: Problem, key=None) -> list[int]:
+    """:func:`~alloc.problem.job_order` of the pending jobs with a tuple
+    ``key`` (default: the index), sorted without a call per comparison."""
+    pk = problem.prio_key
+    if key is None:
+        return sorted(problem.pending, key=pk.__getitem__)  # stable: index within rank
+    return [t[-1] for t in sorted((pk[j],) + key(j) for j in problem.pending)]
+
+
+__all__ = ["INNER_LEVELS", "State", "best_candidate", "best_fit", "first_fit", "fit_candidates",
+           "fit_score",
+           "leftover_score",
+           "place_in_order", "rank_order"]
