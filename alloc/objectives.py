@@ -245,6 +245,9 @@ GPUS = Objective("gpus", frozenset({"size"}), "milli-GPU allocated")
 JOBS = Objective("jobs", frozenset(), "number of jobs placed")
 
 #: Objectives by name.
+#: The objective of a call that names none.
+DEFAULT_OBJECTIVE = "throughput"
+
 OBJECTIVES: dict[str, Objective] = {o.name: o for o in (THROUGHPUT, GPUS, JOBS)}
 
 
