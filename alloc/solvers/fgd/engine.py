@@ -34,9 +34,8 @@ from typing import Sequence
 
 import numpy as np
 
+from ...model import MILLI
 from .index import ScoreIndex
-
-MILLI = 1000
 
 
 # --------------------------------------------------------------------- pods
