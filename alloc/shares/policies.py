@@ -53,6 +53,7 @@ import numpy as np
 from ..deadline import Deadline
 from ..errors import InputError, SolverError
 from ..model import Status
+from ..options import Option, parse_value, validate_options
 from . import check, heuristics
 from .core import RequirementLP, SumLP, solve_requirement, solve_sum
 from .io import SharesProblem, SharesResult, pair_key, problem_from_dict
@@ -509,11 +510,11 @@ def hierarchical(p: SharesProblem, deadline: Deadline, *, within: str = "fairnes
 class PolicySpec:
     """A registered policy: its function ``fn(problem, deadline, seed, **options)``,
     the objective kind its result reports (:func:`alloc.shares.check.objective`),
-    its options with defaults, one line of description, and whether it needs
+    its declared options (`alloc.options.Option`), one line of description, and whether it needs
     every job's ``steps_remaining``."""
     fn: Callable[..., Outcome]
     objective: str
-    options: Mapping[str, Any]
+    options: tuple[Option, ...]
     description: str
     needs_steps: bool = False
 
@@ -533,7 +534,7 @@ def _allox(p, deadline, seed):
     return Outcome(X, None, st, stats=stats)
 
 
-_SS = {"space_sharing": True}
+_SS = (Option("space_sharing", "bool", True, "use the problem's space-sharing pairs"),)
 POLICIES: dict[str, PolicySpec] = {
     "max-min": PolicySpec(lambda p, d, s, **o: max_min(p, d, **o), "min-share", _SS,
                           "heterogeneity-aware weighted max-min fairness (Gavel)"),
@@ -550,36 +551,32 @@ POLICIES: dict[str, PolicySpec] = {
     "water-filling-agnostic": PolicySpec(lambda p, d, s, **o: water_filling(p, d, agnostic=True, **o),
                                          "min-share-agnostic", _SS, "leximin, throughputs 1"),
     "hierarchical": PolicySpec(lambda p, d, s, **o: hierarchical(p, d, **o), "tenant-share",
-                               {"within": "fairness", **_SS},
+                               (Option("within", "str", "fairness",
+                                       "the policy inside a tenant that names none",
+                                       choices=("fairness", "fifo")), *_SS),
                                "weighted fairness across tenants, fairness or fifo within"),
-    "isolated": PolicySpec(_heur(lambda p, d, s: heuristics.isolated(p)), "min-share", {},
+    "isolated": PolicySpec(_heur(lambda p, d, s: heuristics.isolated(p)), "min-share", (),
                            "1/m of every type each (divided by the scale factor)"),
-    "proportional": PolicySpec(_heur(lambda p, d, s: heuristics.proportional(p)), "min-share", {},
+    "proportional": PolicySpec(_heur(lambda p, d, s: heuristics.proportional(p)), "min-share", (),
                                "time split in proportion to type sizes"),
-    "fifo": PolicySpec(_heur(lambda p, d, s: heuristics.fifo(p)), "sum", {},
+    "fifo": PolicySpec(_heur(lambda p, d, s: heuristics.fifo(p)), "sum", (),
                        "arrival order, fastest type with free GPUs, whole GPUs"),
-    "gandiva": PolicySpec(_heur(lambda p, d, s: heuristics.gandiva(p, s)), "sum", {},
+    "gandiva": PolicySpec(_heur(lambda p, d, s: heuristics.gandiva(p, s)), "sum", (),
                           "time slicing with random packing of pairs (seeded)"),
-    "allox": PolicySpec(_heur(_allox), "sum", {}, "min-cost matching to (type, position) slots", True),
+    "allox": PolicySpec(_heur(_allox), "sum", (), "min-cost matching to (type, position) slots", True),
 }
 
 
 def _options(name: str, spec: PolicySpec, options: Mapping[str, Any]) -> dict:
-    bad = sorted(set(options) - set(spec.options))
-    if bad:
-        raise InputError(f"policy {name}: unknown option {bad[0]!r}; valid options: "
-                         f"{', '.join(spec.options) or 'none'}")
-    out = dict(spec.options)
-    for k, v in options.items():
-        if isinstance(spec.options[k], bool) and not isinstance(v, bool):
-            if str(v).lower() in ("1", "true", "yes"):
-                v = True
-            elif str(v).lower() in ("0", "false", "no"):
-                v = False
-            else:
-                raise InputError(f"option {k}: expected true or false, got {v!r}")
-        out[k] = v
-    return out
+    """The policy's options checked by the one option validator (texts, as
+    from the command line, read in the declared kind); InputError on one line."""
+    specs = {o.name: o for o in spec.options}
+    given = {k: parse_value(specs[k], v) if k in specs and isinstance(v, str) else v
+             for k, v in options.items()}
+    try:
+        return validate_options(f"policy {name}", spec.options, given)
+    except ValueError as exc:
+        raise InputError(str(exc)) from None
 
 
 def solve_shares(problem: SharesProblem | Mapping, policy: str, *, time_limit: float | None = None,

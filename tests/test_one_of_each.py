@@ -1,0 +1,56 @@
+"""One of each: the share policies' options go through the one option
+validator; the session quotes values with the public `short_repr`; the FGD
+engine and the sweep config reuse the core's `MILLI` and `read_json`."""
+import pytest
+
+from alloc.errors import InputError
+from alloc.model import MILLI
+from alloc.shares.policies import POLICIES, _options
+from alloc.options import Option
+from alloc.validate import short_repr
+
+
+def test_policy_options_are_declared_options():
+    for name, spec in POLICIES.items():
+        assert all(isinstance(o, Option) for o in spec.options), name
+
+
+def test_policy_options_read_texts_and_fill_defaults():
+    spec = POLICIES["hierarchical"]
+    assert _options("hierarchical", spec, {}) == {"within": "fairness", "space_sharing": True}
+    assert _options("hierarchical", spec, {"space_sharing": "no", "within": "fifo"}) == \
+        {"within": "fifo", "space_sharing": False}
+    assert _options("max-min", POLICIES["max-min"], {"space_sharing": False}) == \
+        {"space_sharing": False}
+
+
+@pytest.mark.parametrize("opts, match", [
+    ({"space_sharin": True}, r"policy max-min: unknown option 'space_sharin' \(did you mean "
+                             r"'space_sharing'\?\)"),
+    ({"space_sharing": "maybe"}, r"policy max-min: option 'space_sharing': expected"),
+])
+def test_policy_option_errors_are_one_input_error_line(opts, match):
+    with pytest.raises(InputError, match=match) as exc:
+        _options("max-min", POLICIES["max-min"], opts)
+    assert "\n" not in str(exc.value)
+
+
+def test_within_choices():
+    with pytest.raises(InputError, match="within"):
+        _options("hierarchical", POLICIES["hierarchical"], {"within": "lifo"})
+
+
+def test_shared_constants_and_helpers():
+    from alloc.solvers.fgd import engine
+    assert engine.MILLI is MILLI
+    assert short_repr("ab") == "'ab'" and len(short_repr(list(range(100)))) == 60
+
+
+def test_sweep_config_read_by_read_json(tmp_path):
+    from alloc.sweep.config import read_config
+    bad = tmp_path / "bad.json"
+    bad.write_text("{\n  nope\n}")
+    with pytest.raises(InputError, match="bad.json: line 2 column 3: malformed JSON"):
+        read_config(bad)
+    with pytest.raises(InputError, match="no such sweep config"):
+        read_config(tmp_path / "missing.json")
