@@ -54,3 +54,11 @@ def test_sweep_config_read_by_read_json(tmp_path):
         read_config(bad)
     with pytest.raises(InputError, match="no such sweep config"):
         read_config(tmp_path / "missing.json")
+
+
+def test_one_share_lp_result_type():
+    from alloc.shares import core, lp, policies
+    assert lp.FullSolution is core.LPResult and core.CoreResult is core.LPResult
+    assert not hasattr(policies, "_Req")
+    fields = [f for f in core.LPResult.__dataclass_fields__]
+    assert fields[:5] == ["status", "X", "Y", "objective", "bound"]
