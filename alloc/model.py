@@ -8,9 +8,9 @@ cached on the object.
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
-from typing import Mapping
+from typing import Iterable, Mapping, Sequence
 
 from .memo import without_memo
 
@@ -673,6 +673,51 @@ class Allocation:
     def placement(self, job_id: str) -> Placement | None:
         """The placement of ``job_id`` (None when unplaced)."""
         return self._by_job.get(job_id)
+
+    def advance(self, jobs: Sequence[Job], drop: Iterable[str] = ()) -> tuple[Job, ...]:
+        """The jobs after this allocation is carried out, for the next call.
+
+        A job this allocation places runs there (its `current` is the
+        placement, `throughput` cleared: the next call recomputes it); a job it
+        leaves unplaced (preempted ones included) is pending (`current`
+        None); a job it does not name is unchanged.  Jobs whose ids are in
+        `drop` (finished ones) are left out.
+
+        Parameters
+        ----------
+        jobs : sequence of Job
+            The jobs of the call (or more).
+        drop : iterable of str
+            Ids of jobs to leave out.
+
+        Returns
+        -------
+        tuple of Job
+
+        Examples
+        --------
+        >>> from alloc import Cluster, Job, Server, allocate
+        >>> c = Cluster([Server("s0", cpu=8000, mem=16000, gpus=1)])
+        >>> jobs = [Job("a", 1, cpu=1000, mem=1000), Job("b", 1, cpu=1000, mem=1000)]
+        >>> a = allocate(c, jobs, solver="best-fit")
+        >>> [(j.id, j.current is not None) for j in a.advance(jobs)]
+        [('a', True), ('b', False)]
+        >>> [j.id for j in a.advance(jobs, drop=["a"])]
+        ['b']
+        """
+        gone = set(drop)
+        unplaced = set(self.unplaced)
+        out = []
+        for j in jobs:
+            if j.id in gone:
+                continue
+            p = self._by_job.get(j.id)
+            if p is not None:
+                j = replace(j, current=replace(p, throughput=0.0))
+            elif j.id in unplaced:
+                j = replace(j, current=None)
+            out.append(j)
+        return tuple(out)
 
     @property
     def gap(self) -> float | None:

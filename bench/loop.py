@@ -52,7 +52,6 @@ import statistics
 import subprocess
 import sys
 import time
-from dataclasses import replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -143,7 +142,7 @@ def run(solver: str, servers: int, rounds: int, warmup: int, seed: int, load: fl
         life[job.id] = n
     # every solver starts from the same running set: the first jobs placed by best-fit
     a = allocate(cl, first, solver="best-fit")
-    first = [replace(j, current=a.placement(j.id)) for j in first]
+    first = list(a.advance(first))
     for j in first:
         if j.current is not None:
             left[j.id] = life.pop(j.id)

@@ -62,3 +62,27 @@ def test_one_share_lp_result_type():
     assert not hasattr(policies, "_Req")
     fields = [f for f in core.LPResult.__dataclass_fields__]
     assert fields[:5] == ["status", "X", "Y", "objective", "bound"]
+
+
+def test_advance_is_the_one_jobs_after_an_allocation():
+    from alloc import Cluster, Job, Server, allocate
+    from alloc.tenancy import with_current
+    c = Cluster([Server("s0", cpu=8000, mem=16000, gpus=2)])
+    jobs = [Job(f"j{i}", 1, cpu=1000, mem=1000) for i in range(3)]
+    a = allocate(c, jobs, solver="best-fit")
+    after = a.advance(jobs)
+    assert [j.current is not None for j in after] == [True, True, False]
+    assert all(j.current.throughput == 0.0 and j.current.same_as(a.placement(j.id))
+               for j in after if j.current is not None)
+    # running jobs stay where they run; a job the allocation does not name is unchanged
+    extra = Job("x", 1, cpu=1000, mem=1000, current=after[0].current)
+    again = allocate(c, after, solver="best-fit")
+    assert again.advance([*after, extra])[-1] is extra
+    assert again.advance(after) == after
+    assert with_current(jobs, a) == after and with_current([*jobs, extra], a, drop=["j0"]) \
+        == (*after[1:], replace_current(extra, None))
+
+
+def replace_current(job, current):
+    from dataclasses import replace
+    return replace(job, current=current)

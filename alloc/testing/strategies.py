@@ -273,8 +273,7 @@ def _running(draw, cluster: Cluster, jobs: list, caps: frozenset) -> list:
             a = allocate(cluster, sub, solver=draw(st.sampled_from(able)), time_limit=5)
     except SolverError:            # the placer's own defect: its conformance test shows it
         return jobs
-    placed = {p.job: replace(p, throughput=0.0) for p in a.placements}
-    out = [replace(j, current=placed[j.id]) if j.id in placed else j for j in jobs]
+    out = list(a.advance(jobs))
     return out if needed_capabilities(cluster, out) <= caps else jobs
 
 
