@@ -272,8 +272,8 @@ class Profile:
 
     Examples
     --------
-    >>> from alloc import load_model
-    >>> p = load_model("res18")
+    >>> from alloc import load_profile
+    >>> p = load_profile("res18")
     >>> p.has_grid, p.reference_gpu, p.speed("K80") < p.speed("V100")
     (True, 'V100', True)
     """

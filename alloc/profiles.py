@@ -18,6 +18,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Mapping
 
+from .deprecation import renamed
 from .errors import InputError
 from .model import Profile, frozen_map
 from .shipped import data_dir
@@ -124,13 +125,14 @@ def _load(path: str) -> Profile:
     return profile_from_dict(doc, source=p.name, name=p.stem, schema=not _shipped(p))
 
 
-def load_model(name: str) -> Profile:
-    """The profile of model ``name`` from the models directory.
+def load_profile(name: str) -> Profile:
+    """The profile of model ``name`` from the models directory (formerly
+    `load_model`).
 
     Examples
     --------
-    >>> from alloc import load_model
-    >>> p = load_model("res50")
+    >>> from alloc import load_profile
+    >>> p = load_profile("res50")
     >>> p.name, len(p.cpu_per_gpu) > 1, round(p.speed("P100"), 3)
     ('res50', True, 0.596)
     """
@@ -144,3 +146,6 @@ def load_model(name: str) -> Profile:
         raise InputError(f"model {name!r}: not found; expected one of "
                          f"{', '.join(available_models()) or '(no models directory)'}")
     return _load(str(path))
+
+
+__getattr__ = renamed(__name__, {"load_model": "load_profile"}, globals())

@@ -501,13 +501,13 @@ def resolve_models(jobs: tuple) -> tuple[tuple, list[str]]:
     """Jobs that name a model and carry no profile get the profile of
     ``models/<name>.json``; returns ``(jobs, problems)``, one problem line per
     unknown model name."""
-    from .profiles import available_models, load_model
+    from .profiles import available_models, load_profile
     out, problems = [], []
     for i, j in enumerate(jobs):
         if isinstance(j, Job) and j.profile is None and isinstance(j.model, str) and j.model \
                 and len(j.model) <= MAX_NAME:
             try:
-                j = replace(j, profile=load_model(j.model))
+                j = replace(j, profile=load_profile(j.model))
             except InputError:
                 problems.append(f"jobs[{i}].model: unknown model {j.model!r}; expected one of "
                                 f"{', '.join(available_models())}")

@@ -63,10 +63,10 @@ def reference_profiles(path: Path = REFERENCE) -> dict[str, Profile]:
 
 def profiles() -> dict[str, Profile]:
     try:
-        from alloc.profiles import available_models, load_model
+        from alloc.profiles import available_models, load_profile
         names = available_models()
         if names:
-            return {n: load_model(n) for n in names}
+            return {n: load_profile(n) for n in names}
     except Exception:
         pass
     return reference_profiles()

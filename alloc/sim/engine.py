@@ -145,8 +145,8 @@ class Simulator:
         self.R = float(round_s)
         self.window = tuple(window) if window is not None else None
         if profiles is None:
-            from ..profiles import load_model
-            profiles = load_model
+            from ..profiles import load_profile
+            profiles = load_profile
         self._profile_src = profiles
         self._profiles: dict[str, Profile] = {}
         self.span, self.check, self.progress = span, check, progress

@@ -304,8 +304,8 @@ def solve_opt(problem: Problem, *, deadline: Deadline, seed: int = 0, backend: s
         backend = "aggregated" if place_all else "cpsat"
     if backend in ("cpsat", "milp"):
         # the configuration model itself: running jobs stay where they run
-        from ..exact.solvers import Engine, configuration
-        sol = configuration(fp, Engine("cpsat" if backend == "cpsat" else "highs"),
+        from ..exact.solvers import Backend, configuration
+        sol = configuration(fp, Backend("cpsat" if backend == "cpsat" else "highs"),
                             deadline=deadline, seed=seed)
     else:
         sol = aggregated_opt(fp, deadline=deadline, seed=seed, place_all=place_all,
