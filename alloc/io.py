@@ -53,7 +53,7 @@ def check_format(doc: Any, expected: str, source: str) -> None:
     is named)."""
     fmt = doc.get("format") if isinstance(doc, dict) else None
     if fmt != expected:
-        got = f"format {fmt!r}" if fmt is not None else f"no format field" if isinstance(doc, dict) \
+        got = f"format {fmt!r}" if fmt is not None else "no format field" if isinstance(doc, dict) \
             else f"a JSON {type(doc).__name__}"
         raise InputError(f"{source}: format: expected an {expected} file, got {got}")
 

@@ -190,7 +190,6 @@ def job_field_problems(j, where: str, cluster: Cluster) -> list[str]:
 def job_rule_problems(j: Job, where: str, cluster: Cluster) -> list[str]:
     """Problems of one well-typed job against the rules and the cluster."""
     out = []
-    types = set(cluster.gpu_types)
     if j.gpu_milli < MILLI and j.gpus != 1:
         out.append(f"{where}.gpu_milli: a share below 1000 needs gpus == 1, job has {j.gpus}")
     # a GPU type no server has now is not bad input: the job waits with a

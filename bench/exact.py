@@ -37,7 +37,7 @@ sys.path.insert(0, str(ROOT))
 
 from alloc import allocate  # noqa: E402
 from alloc.check import violations  # noqa: E402
-from alloc.model import Cluster, Job, Profile, Server, Status  # noqa: E402
+from alloc.model import Cluster, Job, Profile, Server  # noqa: E402
 from alloc.problem import Solution, compile_problem  # noqa: E402
 
 GPU_MIX = ((1, 0.70), (2, 0.10), (4, 0.15), (8, 0.05))

@@ -123,7 +123,7 @@ def _fits(items, free) -> bool:
 def with_optimum(name, cluster, jobs, seed, params) -> Instance:
     opt = {obj: brute_force(cluster, jobs, obj) for obj in OBJECTIVES}
     return Instance(name, cluster, tuple(jobs), meta=frozen_map({
-        "description": f"tiny instance; known_optimum found by exhaustive enumeration",
+        "description": "tiny instance; known_optimum found by exhaustive enumeration",
         "generator": {"script": "bench/generate.py", "seed": seed, **params},
         "known_optimum": opt}))
 

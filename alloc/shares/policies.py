@@ -275,7 +275,9 @@ def makespan(p: SharesProblem, deadline: Deadline, *, space_sharing: bool = True
     L = float(np.max(s[live] / r.T[live].max(axis=1)))
     kappa = np.where(live, L / np.where(live, s, 1.0), 1.0)
     req = _requirement(r, kappa, live.astype(float), np.zeros(p.m), deadline)
-    inv = (lambda x: L / x if x else None)
+
+    def inv(x: float | None) -> float | None:
+        return L / x if x else None
     return _outcome(p, req, inv(req.objective), inv(req.bound))
 
 

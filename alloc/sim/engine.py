@@ -264,7 +264,6 @@ class Simulator:
             self.stats["opt_rounds"] += 1
             self.stats["opt_optimal"] += int(alloc.stats.get("mip_status") == "optimal")
         by_job = {p.job: p for p in alloc.placements}
-        gps = self.spec.gpus_per_server
         out, cached = [], []
         sidx = cl.server_index
         for st in adm:

@@ -221,7 +221,6 @@ class ExactRun:
     def aggregate(self, sols) -> bool:
         """Phase 2: aggregation, the simple bounds and the seeded pool; False
         when the aggregate is not built in time (the warm start stands)."""
-        p = self.p
         try:
             self.agg.build_items(self.deadline.reserve(0.05 * self.total))
         except OutOfTime:

@@ -43,7 +43,7 @@ from typing import Sequence
 
 from ...deadline import Deadline
 from ...model import MILLI, Status
-from ...problem import Assign, Problem, Solution, job_order, job_type_key, option_of
+from ...problem import Assign, Problem, Solution, job_type_key, option_of
 from .greedy import State, best_candidate, fit_candidates
 
 BEAM = 300
