@@ -49,7 +49,7 @@ class ClusterArrays:
         self.srv_gpus = np.array([s.gpus for s in srv], dtype=np.int64)
         self.types = cluster.gpu_types
         tix = {t: i for i, t in enumerate(self.types)}
-        self.srv_type = np.array([tix.get(s.gpu_type, -1) if s.gpus else -1 for s in srv],
+        self.srv_type = np.array([tix.get(s.gpu_type or "", -1) if s.gpus else -1 for s in srv],
                                  dtype=np.int64)
         self.gpu_first = np.array(cluster.gpu_first, dtype=np.int64)
         self.gpu_server = np.array(cluster.gpu_server, dtype=np.int64)

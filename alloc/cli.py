@@ -52,8 +52,9 @@ def _solve_args(s) -> None:
                    "instance's name (tiny-grid, ...)")
     s.add_argument("--solver", default="best-fit", help="solver name or module:function "
                    "(default: best-fit; see `alloc solvers`)")
-    s.add_argument("--objective", default="throughput",
-                   help="throughput, gpus or jobs (default: throughput)")
+    s.add_argument("--objective", default=None,
+                   help="throughput, gpus or jobs (default: throughput; naming one a solver "
+                   "ignores warns)")
     s.add_argument("--time-limit", type=float, default=None, metavar="S",
                    help="seconds for the whole call (default: 60)")
     s.add_argument("--seed", type=int, default=0, help="random seed (default: 0)")
@@ -221,7 +222,7 @@ def cmd_solve(args) -> int:
     write_output(args.out, dump_allocation(a))
     gap = "" if a.gap is None else f" gap {100 * a.gap:.2f}%"
     live = f", {len(a.moved)} moved, {len(a.preempted)} preempted" if (a.moved or a.preempted) else ""
-    print(f"{inst.name}: {a.solver} {a.status.value}, {args.objective} {a.value:.4g}"
+    print(f"{inst.name}: {a.solver} {a.status.value}, {a.objective} {a.value:.4g}"
           f" (bound {a.bound if a.bound is None else format(a.bound, '.4g')}{gap}), "
           f"{len(a.placements)}/{len(inst.jobs)} jobs placed{live} in {a.wall_time_s:.2f}s",
           file=sys.stderr)
@@ -259,7 +260,8 @@ def cmd_solvers(args) -> int:
         caps = ",".join(sorted(info.capabilities)) or "-"
         state = "available" if why is None else f"unavailable: {why}"
         opts = ",".join(o.name for o in info.options)
-        print(f"{name:<16} {kind:<9} {state:<10} [{caps}]"
+        objs = ",".join(sorted(info.objectives)) or "none"
+        print(f"{name:<16} {kind:<9} {state:<10} [{caps}] objectives: {objs}"
               + (f" options: {opts}" if opts else "") + f"  {info.description}"
               + (f" ({info.origin})" if info.origin else ""))
     return EXIT_OK

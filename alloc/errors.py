@@ -2,6 +2,8 @@
 message naming the file, the field and what was expected."""
 from __future__ import annotations
 
+from typing import Sequence
+
 
 class AllocError(Exception):
     """Base class of alloc's errors.
@@ -31,7 +33,7 @@ class InputError(AllocError, ValueError):
     (True, 2)
     """
 
-    def __init__(self, problems, source: str | None = None):
+    def __init__(self, problems: str | Sequence[str], source: str | None = None) -> None:
         if isinstance(problems, str):
             problems = [problems]
         self.problems = list(problems)

@@ -14,7 +14,7 @@ from typing import Any, Mapping
 from .errors import InputError
 from .model import (DEFAULT_GPU_TYPE, Allocation, Cell, Cluster, GpuShare, Instance, Job,
                     Placement, Profile, Server, Status, Tenant, frozen_map)
-from .profiles import available_models, load_model, profile_from_dict, profile_to_dict
+from .profiles import available_models, load_profile, profile_from_dict, profile_to_dict
 from .shipped import names as shipped_names, resolve
 from .schema import schema_problems
 from .validate import model_problems
@@ -53,7 +53,7 @@ def check_format(doc: Any, expected: str, source: str) -> None:
     is named)."""
     fmt = doc.get("format") if isinstance(doc, dict) else None
     if fmt != expected:
-        got = f"format {fmt!r}" if fmt is not None else f"no format field" if isinstance(doc, dict) \
+        got = f"format {fmt!r}" if fmt is not None else "no format field" if isinstance(doc, dict) \
             else f"a JSON {type(doc).__name__}"
         raise InputError(f"{source}: format: expected an {expected} file, got {got}")
 
@@ -99,7 +99,7 @@ def instance_from_dict(doc: Any, source: str = "<instance>") -> Instance:
             prof = models.get(mname)
             if prof is None:
                 try:
-                    prof = load_model(mname)
+                    prof = load_profile(mname)
                 except InputError:
                     problems.append(f"jobs[{i}].model: unknown model {mname!r}; expected one of the "
                                     f"instance's models {sorted(models)} or "

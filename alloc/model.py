@@ -8,9 +8,9 @@ cached on the object.
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
-from typing import Mapping
+from typing import Any, ItemsView, Iterable, Iterator, KeysView, Mapping, Sequence, ValuesView
 
 from .memo import without_memo
 
@@ -31,65 +31,65 @@ CLUSTER = "cluster"
 DEFAULT_GPU_TYPE = "gpu"
 
 
-class FrozenMap(Mapping):
+class FrozenMap(Mapping[Any, Any]):
     """A read-only mapping (picklable, deep-copyable, hashable when its values are)."""
     __slots__ = ("_d",)
 
-    def __init__(self, d: Mapping | None = None):
+    def __init__(self, d: Mapping[Any, Any] | None = None) -> None:
         self._d = dict(d or {})
 
-    def __getitem__(self, k):
+    def __getitem__(self, k: Any) -> Any:
         return self._d[k]
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Any]:
         return iter(self._d)
 
-    def __len__(self):
+    def __len__(self) -> int:
         return len(self._d)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return repr(self._d)
 
-    def __hash__(self):
+    def __hash__(self) -> int:
         return hash(frozenset(self._d.items()))
 
-    def __reduce__(self):
+    def __reduce__(self) -> tuple[type, tuple[dict[Any, Any]]]:
         return (FrozenMap, (self._d,))
 
     # the mixin methods of Mapping are written in Python; delegate to the dict
-    def __contains__(self, k):
+    def __contains__(self, k: object) -> bool:
         return k in self._d
 
-    def get(self, k, default=None):
+    def get(self, k: Any, default: Any = None) -> Any:
         """The value of ``k``, or ``default``."""
         return self._d.get(k, default)
 
-    def keys(self):
+    def keys(self) -> KeysView[Any]:
         """The keys."""
         return self._d.keys()
 
-    def values(self):
+    def values(self) -> ValuesView[Any]:
         """The values."""
         return self._d.values()
 
-    def items(self):
+    def items(self) -> ItemsView[Any, Any]:
         """The (key, value) pairs."""
         return self._d.items()
 
-    def __eq__(self, other):
+    def __eq__(self, other: object) -> bool:
         if isinstance(other, FrozenMap):
             return self._d == other._d
         return isinstance(other, Mapping) and self._d == dict(other.items())
 
     @classmethod
-    def wrap(cls, d: dict) -> "FrozenMap":
+    def wrap(cls, d: dict[Any, Any]) -> "FrozenMap":
         """A FrozenMap over ``d`` itself (no copy: ``d`` must not change afterwards)."""
         out = cls.__new__(cls)
         out._d = d
         return out
 
 
-def frozen_map(d: Mapping | None = None) -> Mapping:
+def frozen_map(d: Mapping[Any, Any] | None = None) -> Mapping[Any, Any]:
     """``d`` as a :class:`FrozenMap` (unchanged when it already is one)."""
     return d if isinstance(d, FrozenMap) else FrozenMap(d)
 
@@ -274,8 +274,8 @@ class Profile:
 
     Examples
     --------
-    >>> from alloc import load_model
-    >>> p = load_model("res18")
+    >>> from alloc import load_profile
+    >>> p = load_profile("res18")
     >>> p.has_grid, p.reference_gpu, p.speed("K80") < p.speed("V100")
     (True, 'V100', True)
     """
@@ -396,13 +396,14 @@ class Placement:
     mem: Mapping[str, int] = field(default_factory=frozen_map)
     throughput: float = 0.0
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         object.__setattr__(self, "cpu", frozen_map(self.cpu))
         object.__setattr__(self, "mem", frozen_map(self.mem))
         object.__setattr__(self, "gpus", tuple(self.gpus))
 
     @classmethod
-    def make(cls, job: str, gpus: tuple, cpu: dict, mem: dict, throughput: float) -> "Placement":
+    def make(cls, job: str, gpus: tuple[GpuShare, ...], cpu: dict[str, int], mem: dict[str, int],
+             throughput: float) -> "Placement":
         """A placement from fresh values (no copies; the dicts must not change)."""
         p = cls.__new__(cls)
         object.__setattr__(p, "job", job)
@@ -423,7 +424,7 @@ class Placement:
         return sum(self.mem.values())
 
     @property
-    def servers(self) -> frozenset:
+    def servers(self) -> frozenset[str]:
         """The servers the placement uses."""
         return frozenset(self.cpu) | frozenset(self.mem)
 
@@ -439,15 +440,15 @@ class Placement:
                 and {k: v for k, v in self.cpu.items() if v} == {k: v for k, v in other.cpu.items() if v}
                 and {k: v for k, v in self.mem.items() if v} == {k: v for k, v in other.mem.items() if v})
 
-    def __getstate__(self):
+    def __getstate__(self) -> dict[str, Any]:
         # the core's memo (alloc.memo) is not part of the placement
         return without_memo(self.__dict__)
 
-    def __hash__(self):
+    def __hash__(self) -> int:
         return hash((self.job, self.gpus, tuple(sorted(self.cpu.items())),
                      tuple(sorted(self.mem.items())), self.throughput))
 
-    def __eq__(self, other):
+    def __eq__(self, other: object) -> bool:
         return (isinstance(other, Placement) and self.job == other.job
                 and self.gpus == other.gpus and dict(self.cpu) == dict(other.cpu)
                 and dict(self.mem) == dict(other.mem)
@@ -675,6 +676,51 @@ class Allocation:
     def placement(self, job_id: str) -> Placement | None:
         """The placement of ``job_id`` (None when unplaced)."""
         return self._by_job.get(job_id)
+
+    def advance(self, jobs: Sequence[Job], drop: Iterable[str] = ()) -> tuple[Job, ...]:
+        """The jobs after this allocation is carried out, for the next call.
+
+        A job this allocation places runs there (its `current` is the
+        placement, `throughput` cleared: the next call recomputes it); a job it
+        leaves unplaced (preempted ones included) is pending (`current`
+        None); a job it does not name is unchanged.  Jobs whose ids are in
+        `drop` (finished ones) are left out.
+
+        Parameters
+        ----------
+        jobs : sequence of Job
+            The jobs of the call (or more).
+        drop : iterable of str
+            Ids of jobs to leave out.
+
+        Returns
+        -------
+        tuple of Job
+
+        Examples
+        --------
+        >>> from alloc import Cluster, Job, Server, allocate
+        >>> c = Cluster([Server("s0", cpu=8000, mem=16000, gpus=1)])
+        >>> jobs = [Job("a", 1, cpu=1000, mem=1000), Job("b", 1, cpu=1000, mem=1000)]
+        >>> a = allocate(c, jobs, solver="best-fit")
+        >>> [(j.id, j.current is not None) for j in a.advance(jobs)]
+        [('a', True), ('b', False)]
+        >>> [j.id for j in a.advance(jobs, drop=["a"])]
+        ['b']
+        """
+        gone = set(drop)
+        unplaced = set(self.unplaced)
+        out = []
+        for j in jobs:
+            if j.id in gone:
+                continue
+            p = self._by_job.get(j.id)
+            if p is not None:
+                j = replace(j, current=replace(p, throughput=0.0))
+            elif j.id in unplaced:
+                j = replace(j, current=None)
+            out.append(j)
+        return tuple(out)
 
     @property
     def gap(self) -> float | None:

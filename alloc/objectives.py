@@ -50,7 +50,7 @@ def scale_factor(profile: Profile | None, job: Job, n: int) -> float:
     return n / job.gpus
 
 
-def throughput(cluster: Cluster, job: Job, gpu_ids, cpu: int, mem: int) -> float:
+def throughput(cluster: Cluster, job: Job, gpu_ids: Iterable[str], cpu: int, mem: int) -> float:
     """Speed of ``job`` on the given GPUs with ``cpu`` milli-cores and ``mem``
     MiB in total (see the module notes); 0 for a GPU job given no GPUs."""
     gpu_ids = list(gpu_ids)
@@ -97,7 +97,7 @@ class Objective:
         One line for listings.
     """
     name: str
-    factors: frozenset
+    factors: frozenset[str]
     description: str
 
     def coef(self, job: Job, base: float = 1.0, *, speed: float = 1.0, span: float = 1.0,
@@ -174,7 +174,7 @@ class Objective:
             step = _gcd_fraction(step, js)
         return float(step) if step > 0 else None
 
-    def _job_step(self, cluster: Cluster, job: Job, types) -> Fraction | None:
+    def _job_step(self, cluster: Cluster, job: Job, types: Iterable[str | None]) -> Fraction | None:
         if self.name == "gpus":
             return Fraction(job.gpu_milli if job.elastic else job.gpus * job.gpu_milli)
         prof = job.profile
@@ -199,7 +199,7 @@ class Objective:
         return js
 
 
-def decimal_step(values, max_digits: int = 6) -> Fraction | None:
+def decimal_step(values: Iterable[float], max_digits: int = 6) -> Fraction | None:
     """Largest ``d = g / 10**k`` (``k <= max_digits``) with every value an
     integer multiple of ``d``; ``Fraction(0)`` when all values are 0; None when
     some value has more than ``max_digits`` decimals."""
@@ -245,6 +245,9 @@ GPUS = Objective("gpus", frozenset({"size"}), "milli-GPU allocated")
 JOBS = Objective("jobs", frozenset(), "number of jobs placed")
 
 #: Objectives by name.
+#: The objective of a call that names none.
+DEFAULT_OBJECTIVE = "throughput"
+
 OBJECTIVES: dict[str, Objective] = {o.name: o for o in (THROUGHPUT, GPUS, JOBS)}
 
 
@@ -263,7 +266,8 @@ def check_objective(name: str) -> str:
     return get_objective(name).name
 
 
-def allocation_value(objective: str | Objective, jobs, placements) -> float:
+def allocation_value(objective: str | Objective, jobs: Sequence[Job],
+                     placements: Iterable[Placement]) -> float:
     """The objective's value of a set of placements."""
     return get_objective(objective).total(jobs, placements)
 

@@ -51,7 +51,7 @@ class Option:
     kind: str
     default: Any
     help: str
-    choices: tuple | None = None
+    choices: tuple[Any, ...] | None = None
     minimum: float | None = None
     maximum: float | None = None
     nullable: bool = False
@@ -89,7 +89,7 @@ class Option:
                 ok = False
         return None if ok else self.expected()
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """The declaration as JSON-ready data (``alloc solvers --json``)."""
         d = {"name": self.name, "type": self.kind, "default": self.default, "help": self.help}
         for k in ("choices", "minimum", "maximum"):
@@ -101,7 +101,7 @@ class Option:
         return d
 
 
-def _is_int(v) -> bool:
+def _is_int(v: object) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)
 
 
@@ -123,7 +123,8 @@ def unknown_message(owner: str, name: str, valid: Sequence[str]) -> str:
     return f"{owner}: unknown option {name!r}{hint}; valid options: {listing}"
 
 
-def validate_options(owner: str, declared: Sequence[Option], given: Mapping[str, Any]) -> dict:
+def validate_options(owner: str, declared: Sequence[Option],
+                     given: Mapping[str, Any]) -> dict[str, Any]:
     """The options with defaults filled in; ``ValueError`` (one line) for an
     unknown option or a value that is not what the declaration expects.
 

@@ -40,6 +40,7 @@ from typing import Sequence
 
 import numpy as np
 
+from .deprecation import renamed
 from .model import CLUSTER, MILLI, Cluster, GpuShare, Job, Placement, Status
 from .arrays import ClusterArrays, cluster_arrays
 from .memo import forget, keep, recall, recall2, same_but_current
@@ -47,9 +48,18 @@ from .objectives import Objective, get_objective, throughput
 
 
 @dataclass(frozen=True)
-class Option:
-    """A CPU/memory choice for a job: totals for the whole job (milli-cores,
-    MiB) and its grid speed ``base`` (before type, span and scale factors)."""
+class GridPoint:
+    """A CPU/memory point of a job's profile grid that a solver may give it:
+    totals for the whole job (milli-cores, MiB) and its grid speed ``base``
+    (before type, span and scale factors); ``request`` marks the job's own
+    request.  (Formerly `Option`, which also named a solver option.)
+
+    Examples
+    --------
+    >>> from alloc.problem import GridPoint
+    >>> GridPoint(cpu=4000, mem=8000, base=1.0, request=True).cpu
+    4000
+    """
     cpu: int
     mem: int
     base: float
@@ -149,7 +159,7 @@ def split(total: int, counts: Sequence[int]) -> list[int]:
 _OPTIONS_CACHE: dict = {}
 
 
-def pareto_options(job: Job) -> tuple[Option, ...]:
+def pareto_options(job: Job) -> tuple[GridPoint, ...]:
     """The job's request plus every grid cell not dominated by another (less or
     equal CPU and memory with at least the same speed)."""
     prof = job.profile
@@ -164,19 +174,19 @@ def pareto_options(job: Job) -> tuple[Option, ...]:
     return out
 
 
-def _pareto(job: Job) -> tuple[Option, ...]:
+def _pareto(job: Job) -> tuple[GridPoint, ...]:
     prof = job.profile
     n = job.gpus
     req_base = (prof.grid_value(job.cpu / n, job.mem / n)
                 if prof is not None and prof.has_grid and n else 1.0)
-    opts = [Option(job.cpu, job.mem, req_base, True)]
+    opts = [GridPoint(job.cpu, job.mem, req_base, True)]
     if prof is not None and prof.has_grid and n:
         cells = []
         for i, c in enumerate(prof.cpu_per_gpu):
             for k, m in enumerate(prof.mem_per_gpu):
                 v = prof.tput[i][k]
                 if v is not None and v > 0:
-                    cells.append(Option(c * n, m * n, float(v)))
+                    cells.append(GridPoint(c * n, m * n, float(v)))
         for o in cells:
             dominated = any(
                 (p.cpu <= o.cpu and p.mem <= o.mem and p.base >= o.base)
@@ -360,7 +370,7 @@ class Problem:
         Groups of identical servers; `server_class[s]` is the group of `s`.
     job_index : dict of str to int
         Job id -> job index.
-    options : list of tuple of Option
+    options : list of tuple of GridPoint
         Per job, its CPU/memory choices: option 0 is the request; the others
         are the grid points of its profile (for solvers with `grid`).
     pending : tuple of int
@@ -469,7 +479,7 @@ class Problem:
         jobs, cluster = self.jobs, self.cluster
         self.fixed: dict[int, Assign] = {}
         self.reasons: dict[int, str] = {}
-        self.options: list[tuple[Option, ...]] = []
+        self.options: list[tuple[GridPoint, ...]] = []
         fixed, reasons, options = self.fixed, self.reasons, self.options
         pending, added, kept = [], [], {}
         seen = cluster.__dict__.setdefault("_placeable", {})   # shape -> (profile, reason)
@@ -915,5 +925,8 @@ def compile_problem(cluster: Cluster, jobs: Sequence[Job], objective: str | Obje
     return Problem(cluster, jobs, objective, name, **kw)
 
 
-__all__ = ["Assign", "ClusterArrays", "add_assign", "Option", "Problem", "Solution", "cluster_arrays",
+__all__ = ["Assign", "ClusterArrays", "add_assign", "GridPoint", "Problem", "Solution", "cluster_arrays",
            "compile_problem", "job_order", "job_type_key", "order_ranks", "job_types", "option_of", "pareto_options", "placeable_reason", "split", "MILLI"]
+
+
+__getattr__ = renamed(__name__, {"Option": "GridPoint"}, globals())

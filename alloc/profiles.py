@@ -19,6 +19,7 @@ from pathlib import Path
 from dataclasses import replace
 from typing import Any, Mapping
 
+from .deprecation import renamed
 from .errors import InputError
 from .model import MAX_NAME, Job, Profile, frozen_map
 from .shipped import data_dir
@@ -125,13 +126,14 @@ def _load(path: str) -> Profile:
     return profile_from_dict(doc, source=p.name, name=p.stem, schema=not _shipped(p))
 
 
-def load_model(name: str) -> Profile:
-    """The profile of model ``name`` from the models directory.
+def load_profile(name: str) -> Profile:
+    """The profile of model ``name`` from the models directory (formerly
+    `load_model`).
 
     Examples
     --------
-    >>> from alloc import load_model
-    >>> p = load_model("res50")
+    >>> from alloc import load_profile
+    >>> p = load_profile("res50")
     >>> p.name, len(p.cpu_per_gpu) > 1, round(p.speed("P100"), 3)
     ('res50', True, 0.596)
     """
@@ -175,9 +177,12 @@ def resolve_models(jobs: tuple) -> tuple[tuple, list[str]]:
         if isinstance(j, Job) and j.profile is None and isinstance(j.model, str) and j.model \
                 and len(j.model) <= MAX_NAME:
             try:
-                j = replace(j, profile=load_model(j.model))
+                j = replace(j, profile=load_profile(j.model))
             except InputError:
                 problems.append(f"jobs[{i}].model: unknown model {j.model!r}; expected one of "
                                 f"{', '.join(available_models())}")
         out.append(j)
     return tuple(out), problems
+
+
+__getattr__ = renamed(__name__, {"load_model": "load_profile"}, globals())

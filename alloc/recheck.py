@@ -129,21 +129,23 @@ def _partial(rec: Checked, cluster: Cluster, jobs: tuple, allocation: Allocation
     if len(jmap) != len(jobs) or len(pmap) != len(ps):
         return False
     new_jobs = [jmap[k] for k in jmap.keys() - rec.jobs.keys()]
-    gone_jobs = [rec.jobs[k] for k in rec.jobs.keys() - jmap.keys()]
+    gone_jobs: list = [rec.jobs[k] for k in rec.jobs.keys() - jmap.keys()]
     new = [pmap[k] for k in pmap.keys() - rec.placements.keys()]
-    gone = [rec.placements[k] for k in rec.placements.keys() - pmap.keys()]
+    gone: list = [rec.placements[k] for k in rec.placements.keys() - pmap.keys()]
     if _declares(new_jobs, new) or _tenancy(cluster, new_jobs) or _unresolved(new_jobs):
         return False
     by_id, placed = rec.by_id, rec.placed
     was = {j.id: by_id.get(j.id) for j in new_jobs}
     for j in gone_jobs:
-        if by_id.get(j.id) is j:
-            del by_id[j.id]
+        jid = j.id
+        if by_id.get(jid) is j:
+            del by_id[jid]
     for j in new_jobs:
         by_id[j.id] = j
     for p in gone:
-        if placed.get(p.job) is p:
-            del placed[p.job]
+        pid = p.job
+        if placed.get(pid) is p:
+            del placed[pid]
     for p in new:
         placed[p.job] = p
     if not _books(rec, jobs, ps, allocation.unplaced, gone_jobs, new):

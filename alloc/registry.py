@@ -47,6 +47,7 @@ import warnings
 from dataclasses import dataclass, field, replace
 from typing import Callable, Mapping, Sequence
 
+from .objectives import OBJECTIVES
 from .options import Option
 
 #: What a solver may declare it handles, with what each means (the guide
@@ -70,6 +71,10 @@ CAPABILITY_MEANING: Mapping[str, str] = {
 }
 #: The capability names.
 CAPABILITIES = frozenset(CAPABILITY_MEANING)
+
+#: The objective names; a solver declared without `objectives` honours all
+#: of them.
+ALL_OBJECTIVES = frozenset(OBJECTIVES)
 
 #: How to install what a solver ``requires`` (one line each).
 INSTALL = {
@@ -124,6 +129,10 @@ class SolverInfo:
     broken : str
         Why the solver cannot run anywhere (a plug-in that failed to load);
         empty when it can.
+    objectives : frozenset of str
+        The objectives (`alloc.objectives.OBJECTIVES`) its answer maximises.
+        A solver that places by its own rule (size, fragmentation, fairness)
+        honours none: `allocate` warns when a caller asks it for an objective.
 
     Examples
     --------
@@ -131,6 +140,8 @@ class SolverInfo:
     >>> info = get_solver("best-fit")
     >>> info.name, info.family, info.exact, "sharing" in info.capabilities
     ('best-fit', 'heuristics', False, True)
+    >>> sorted(info.objectives), sorted(get_solver("cpsat").objectives)
+    ([], ['gpus', 'jobs', 'throughput'])
     """
     name: str
     entry: str = ""
@@ -144,6 +155,7 @@ class SolverInfo:
     function: Callable | None = field(default=None, compare=False, repr=False)
     origin: str = ""
     broken: str = ""
+    objectives: frozenset = ALL_OBJECTIVES
 
     @property
     def solve(self) -> Callable:
@@ -156,6 +168,10 @@ class SolverInfo:
     def solves_problem_as_given(self) -> bool:
         """True for an exact solver that adds no constraint."""
         return self.exact and not self.restricts
+
+    def honours(self, objective: str) -> bool:
+        """True when the solver's answer maximises `objective`."""
+        return objective in self.objectives
 
     @property
     def resizes(self) -> bool:
@@ -192,6 +208,7 @@ class SolverInfo:
                 "kind": "exact" if self.exact else "heuristic",
                 "available": why is None, "unavailable_reason": why,
                 "capabilities": sorted(self.capabilities),
+                "objectives": sorted(self.objectives),
                 "options": [o.to_dict() for o in self.options],
                 "description": self.description, "restricts": self.restricts,
                 "entry": self.entry, "origin": self.origin}
@@ -199,14 +216,19 @@ class SolverInfo:
 
 def declare(name: str, entry: str, *, exact: bool = False, capabilities: Sequence[str] = (),
             options: Sequence[Option] = (), requires: Sequence[str] = (),
-            description: str = "", restricts: str = "") -> SolverInfo:
-    """A `SolverInfo`, its capabilities checked; the families use it in their
-    `SOLVERS` tuples.
+            description: str = "", restricts: str = "",
+            objectives: Sequence[str] | None = None) -> SolverInfo:
+    """A `SolverInfo`, its capabilities and objectives checked; the families
+    use it in their `SOLVERS` tuples.
+
+    `objectives` None (the default) declares every objective honoured;
+    `()` declares that the solver places by a rule of its own.
 
     Raises
     ------
     ValueError
-        An unknown capability, or options that are not `Option` values.
+        An unknown capability or objective, or options that are not `Option`
+        values.
     """
     if isinstance(capabilities, str):
         raise ValueError(f"capabilities: expected a list of names, got {capabilities!r}")
@@ -217,7 +239,30 @@ def declare(name: str, entry: str, *, exact: bool = False, capabilities: Sequenc
         raise ValueError("options: expected alloc.Option declarations")
     family = entry.split(".")[2] if entry.startswith("alloc.solvers.") else ""
     return SolverInfo(name, entry, family, bool(exact), frozenset(capabilities), tuple(options),
-                      tuple(requires), description, restricts)
+                      tuple(requires), description, restricts,
+                      objectives=_objectives(objectives))
+
+
+def _objectives(objectives: Sequence[str] | None) -> frozenset:
+    """The declared objectives, checked (None: all of them)."""
+    if objectives is None:
+        return ALL_OBJECTIVES
+    if isinstance(objectives, str):
+        raise ValueError(f"objectives: expected a list of names, got {objectives!r}")
+    unknown = set(objectives) - ALL_OBJECTIVES
+    if unknown:
+        raise ValueError(f"unknown objectives {sorted(unknown)}; valid: {sorted(ALL_OBJECTIVES)}")
+    return frozenset(objectives)
+
+
+def objective_warning(info: SolverInfo, objective: str) -> str | None:
+    """The one-line warning for a call that asks solver `info` for an
+    `objective` it does not honour (naming the solvers that do), or None."""
+    if info.honours(objective):
+        return None
+    able = [n for n, s in solvers().items() if s.honours(objective)]
+    return (f"solver {info.name!r} ignores the objective {objective!r} (it places by its own "
+            f"rule); solvers that honour it: {', '.join(able) or 'none'}")
 
 
 # ------------------------------------------------------------ declarations
@@ -227,7 +272,8 @@ DECLARATION = "__alloc_solver__"
 
 def solver(*, exact: bool = False, capabilities: Sequence[str] = (),
            options: Sequence[Option] = (), requires: Sequence[str] = (),
-           description: str = "", restricts: str = ""):
+           description: str = "", restricts: str = "",
+           objectives: Sequence[str] | None = None):
     """Decorator declaring what a solve function is, without registering it.
 
     The function keeps working as before; the declaration travels with it, so
@@ -249,6 +295,11 @@ def solver(*, exact: bool = False, capabilities: Sequence[str] = (),
         One line (default: the first line of the docstring).
     restricts : str
         Constraints it adds to the problem as given (empty: none).
+    objectives : sequence of str, optional
+        The objectives its answer maximises.  None (the default): all of them
+        (a solve function receives `problem.objective` and is expected to
+        maximise it); `()` for a solver that places by a rule of its own, so
+        that callers asking it for an objective are warned.
 
     Examples
     --------
@@ -260,7 +311,8 @@ def solver(*, exact: bool = False, capabilities: Sequence[str] = (),
     ['sharing']
     """
     decl = declare("", "", exact=exact, capabilities=capabilities, options=options,
-                   requires=requires, description=description, restricts=restricts)
+                   requires=requires, description=description, restricts=restricts,
+                   objectives=objectives)
 
     def deco(fn):
         setattr(fn, DECLARATION, decl)
@@ -417,7 +469,8 @@ def _check_name(name) -> None:
 def register(name: str, target: Callable | str | None = None, *, replace: bool = False,
              exact: bool | None = None, capabilities: Sequence[str] | None = None,
              options: Sequence[Option] | None = None, requires: Sequence[str] | None = None,
-             description: str | None = None, restricts: str | None = None):
+             description: str | None = None, restricts: str | None = None,
+             objectives: Sequence[str] | None = None):
     """Add a solver under `name` in this process.
 
     Parameters
@@ -430,7 +483,7 @@ def register(name: str, target: Callable | str | None = None, *, replace: bool =
     replace : bool
         Allow replacing a solver of that name (built-in, plug-in or
         registered); without it an existing name is an error.
-    exact, capabilities, options, requires, description, restricts
+    exact, capabilities, options, requires, description, restricts, objectives
         The declaration of a function that carries none (see `solver`);
         giving them for a declared function is an error.
 
@@ -456,7 +509,8 @@ def register(name: str, target: Callable | str | None = None, *, replace: bool =
     """
     meta = {k: v for k, v in dict(exact=exact, capabilities=capabilities, options=options,
                                   requires=requires, description=description,
-                                  restricts=restricts).items() if v is not None}
+                                  restricts=restricts, objectives=objectives).items()
+            if v is not None}
     _check_name(name)
     if _taken(name) and not replace:
         raise ValueError(f"solver {name!r} already exists; pass replace=True to replace it")

@@ -96,4 +96,4 @@ def read_data_file(path: str | Path | None, default: str, fmt: str) -> dict:
         raise InputError(f"{where}cannot read it ({exc})") from None
     if not isinstance(doc, Mapping) or doc.get("format") != fmt:
         raise InputError(f"{where}format: expected {fmt!r}")
-    return doc
+    return dict(doc)

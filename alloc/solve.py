@@ -21,16 +21,17 @@ online runner, sessions -- goes through it):
 from __future__ import annotations
 
 import time
+import warnings
 from dataclasses import replace
 from typing import Sequence
 
 from .deadline import Deadline, check_time_limit
-from .errors import InputError, SolverError, SolverUnavailable, UnsupportedInput
+from .errors import InputError, InputWarning, SolverError, SolverUnavailable, UnsupportedInput
 from .model import Allocation, Cluster, Job, Status
-from .objectives import get_objective
+from .objectives import DEFAULT_OBJECTIVE, get_objective
 from .options import validate_options
-from .registry import (SolverInfo, exact_solvers, get_solver, heuristic_solvers, register,
-                       solvers)
+from .registry import (SolverInfo, exact_solvers, get_solver, heuristic_solvers,
+                       objective_warning, register, solvers)
 
 
 def needed_capabilities(cluster: Cluster, jobs: Sequence[Job],
@@ -64,7 +65,7 @@ def check_reserve(problem) -> float:
 
 
 def allocate(cluster: Cluster, jobs: Sequence[Job], *, solver: str = "best-fit",
-             objective: str = "throughput", time_limit: float | None = None, seed: int = 0,
+             objective: str | None = None, time_limit: float | None = None, seed: int = 0,
              instance: str = "", check: bool = True, order: Sequence[str] | None = None,
              max_moves: int | None = None, move_cost: float | None = None, strict: bool = False,
              preempt: str | None = None, **options) -> Allocation:
@@ -82,8 +83,12 @@ def allocate(cluster: Cluster, jobs: Sequence[Job], *, solver: str = "best-fit",
     solver : str
         A registered solver (``alloc.solvers()``; a bad name raises
         ``ValueError`` listing them).
-    objective : {"throughput", "gpus", "jobs"}
-        What to maximise ([`alloc.objectives`][alloc.objectives]).
+    objective : {"throughput", "gpus", "jobs"}, optional
+        What to maximise ([`alloc.objectives`][alloc.objectives]); None (the
+        default) is ``"throughput"``.  Asking a solver that does not honour
+        the objective (`SolverInfo.objectives`, `alloc solvers`) for one
+        warns (`InputWarning`, naming the solvers that do); the default
+        does not.
     time_limit : float, optional
         Seconds for the whole call, final check included (default
         `alloc.deadline.DEFAULT_TIME_LIMIT`, 60); the call returns within
@@ -171,7 +176,9 @@ def allocate(cluster: Cluster, jobs: Sequence[Job], *, solver: str = "best-fit",
     """
     deadline = Deadline.after(check_time_limit(time_limit))
     info, opts, preempt = _solver_call(solver, preempt, options)
-    obj = get_objective(objective)
+    obj = get_objective(DEFAULT_OBJECTIVE if objective is None else objective)
+    if objective is not None:
+        warn_ignored_objective(info, obj.name)
     from .validate import check_call_settings
     check_call_settings(seed, max_moves, move_cost)
     cluster, jobs = _prepare(cluster, jobs)
@@ -186,6 +193,14 @@ def allocate(cluster: Cluster, jobs: Sequence[Job], *, solver: str = "best-fit",
         raise InputError(f"jobs[{j}]: job {jobs[j].id!r} cannot be placed on this cluster "
                          f"now: {why}")
     return run_solver(problem, info, deadline, seed=seed, options=opts, check=check)
+
+
+def warn_ignored_objective(info: SolverInfo, objective: str) -> None:
+    """One `InputWarning` line when the caller asked solver `info` for an
+    `objective` it does not honour, naming the solvers that do."""
+    msg = objective_warning(info, objective)
+    if msg:
+        warnings.warn(msg, InputWarning, stacklevel=3)
 
 
 def _solver_call(solver: str, preempt, options: dict):
@@ -336,7 +351,6 @@ def finish(problem, sol, info: SolverInfo, wall: float) -> Allocation:
         cur = jobs[j].current
         if cur is not None and not p.same_as(cur):
             moved.append(p.job)
-    placements, moved = tuple(placements), tuple(moved)
     preempted = tuple(jobs[j].id for j in problem.running if j not in assign)
     unplaced = tuple(job.id for j, job in enumerate(jobs) if j not in assign)
     reasons = {jobs[j].id: why for j, why in problem.reasons.items()}
@@ -344,8 +358,9 @@ def finish(problem, sol, info: SolverInfo, wall: float) -> Allocation:
     value = float(sum(of(jobs[j], p) for j, p in zip(order, placements))) \
         - (problem.move_cost or 0.0) * len(moved)
     stats = dict(sol.stats)
-    alloc = Allocation(placements, unplaced, preempted, sol.status, value, sol.bound, wall,
-                       info.name, problem.objective.name, problem.name, stats, moved, reasons)
+    alloc = Allocation(tuple(placements), unplaced, preempted, sol.status, value, sol.bound,
+                       wall, info.name, problem.objective.name, problem.name, stats,
+                       tuple(moved), reasons)
     restricts = info.restricts
     if (problem.moves_allowed and problem.fixed and "migration" not in caps) or \
             (problem.preemption_possible and "preemption" not in caps):

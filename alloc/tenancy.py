@@ -799,14 +799,8 @@ __all__ = ["CellModel", "CellRequest", "CellTree", "GPU_MEM_MIB", "SafetyResult"
 def with_current(jobs: Sequence[Job], allocation: Allocation,
                  drop: Iterable[str] = ()) -> tuple[Job, ...]:
     """The jobs after an allocation: placed jobs run there (``current``),
-    others are pending; ``drop`` removes finished jobs."""
-    gone = set(drop)
-    out = []
-    for j in jobs:
-        if j.id in gone:
-            continue
-        p = allocation.placement(j.id)
-        if p is not None:
-            p = replace(p, throughput=0.0)
-        out.append(replace(j, current=p))
-    return tuple(out)
+    others are pending; ``drop`` removes finished jobs (every job is pending
+    unless placed: see `Allocation.advance`)."""
+    placed = {p.job for p in allocation.placements}
+    unplaced = tuple(j.id for j in jobs if j.id not in placed)
+    return replace(allocation, unplaced=unplaced).advance(jobs, drop)

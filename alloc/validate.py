@@ -62,11 +62,18 @@ def _name_problem(where: str, v, *, optional: bool = False) -> str | None:
         return None
     if not isinstance(v, str) or not v or len(v) > MAX_NAME:
         return (f"{where}: expected a non-empty string of at most {MAX_NAME} characters, "
-                f"got {_short(v)}")
+                f"got {short_repr(v)}")
     return None
 
 
-def _short(v) -> str:
+def short_repr(v) -> str:
+    """`repr(v)` cut to 60 characters, for a value quoted in an error line.
+
+    Examples
+    --------
+    >>> short_repr("x" * 100)[-5:], len(short_repr("x" * 100))
+    ('xx...', 60)
+    """
     r = repr(v)
     return r if len(r) <= 60 else r[:57] + "..."
 
@@ -82,14 +89,14 @@ def check_call_settings(seed, max_moves, move_cost) -> None:
         One line naming the setting and what was expected.
     """
     if isinstance(seed, bool) or not isinstance(seed, int):
-        raise InputError(f"seed: expected an integer, got {_short(seed)}")
+        raise InputError(f"seed: expected an integer, got {short_repr(seed)}")
     if max_moves is not None and (isinstance(max_moves, bool) or not isinstance(max_moves, int)
                                   or max_moves < 0):
-        raise InputError(f"max_moves: expected an integer >= 0 or None, got {_short(max_moves)}")
+        raise InputError(f"max_moves: expected an integer >= 0 or None, got {short_repr(max_moves)}")
     if move_cost is not None and (isinstance(move_cost, bool)
                                   or not isinstance(move_cost, (int, float))
                                   or not 0 <= move_cost < float("inf")):
-        raise InputError(f"move_cost: expected a number >= 0, got {_short(move_cost)}")
+        raise InputError(f"move_cost: expected a number >= 0, got {short_repr(move_cost)}")
 
 
 # ------------------------------------------------------------------- cluster
@@ -98,7 +105,7 @@ def cluster_problems(cluster: Cluster) -> list[str]:
     out = []
     lv = list(cluster.levels) if isinstance(cluster.levels, (tuple, list)) else None
     if lv is None:
-        return [f"cluster.levels: expected a list of level names, got {_short(cluster.levels)}"]
+        return [f"cluster.levels: expected a list of level names, got {short_repr(cluster.levels)}"]
     if "server" not in lv or lv[-1] != "gpu":
         out.append(f"cluster.levels: expected a list containing 'server' and ending with 'gpu', got {lv}")
     unknown = [x for x in lv if x not in KNOWN_LEVELS]
@@ -120,7 +127,7 @@ def cluster_problems(cluster: Cluster) -> list[str]:
 def server_problems(s, where: str, levels: Sequence[str]) -> list[str]:
     """Problems of one server."""
     if not isinstance(s, Server):
-        return [f"{where}: expected a Server, got {_short(s)}"]
+        return [f"{where}: expected a Server, got {short_repr(s)}"]
     out = [p for p in (_name_problem(f"{where}.id", s.id),
                        _int_problem(f"{where}.cpu", s.cpu, 1), _int_problem(f"{where}.mem", s.mem, 1),
                        _int_problem(f"{where}.gpus", s.gpus, 0, 2 ** 20),
@@ -148,7 +155,7 @@ def server_problems(s, where: str, levels: Sequence[str]) -> list[str]:
 def job_field_problems(j, where: str, cluster: Cluster) -> list[str]:
     """Problems of one job's fields (types, ranges, names that must exist)."""
     if not isinstance(j, Job):
-        return [f"{where}: expected a Job, got {_short(j)}"]
+        return [f"{where}: expected a Job, got {short_repr(j)}"]
     out = [p for p in (_name_problem(f"{where}.id", j.id),
                        _int_problem(f"{where}.gpus", j.gpus, 0, 2 ** 20),
                        _int_problem(f"{where}.cpu", j.cpu), _int_problem(f"{where}.mem", j.mem),
@@ -157,13 +164,13 @@ def job_field_problems(j, where: str, cluster: Cluster) -> list[str]:
                        _name_problem(f"{where}.model", j.model, optional=True),
                        _name_problem(f"{where}.tenant", j.tenant, optional=True)) if p]
     if not isinstance(j.gpu_types, tuple) or not all(isinstance(t, str) for t in j.gpu_types):
-        out.append(f"{where}.gpu_types: expected a tuple of GPU type names, got {_short(j.gpu_types)}")
+        out.append(f"{where}.gpu_types: expected a tuple of GPU type names, got {short_repr(j.gpu_types)}")
     if not isinstance(j.guaranteed, bool):
-        out.append(f"{where}.guaranteed: expected true or false, got {_short(j.guaranteed)}")
+        out.append(f"{where}.guaranteed: expected true or false, got {short_repr(j.guaranteed)}")
     w = j.weight
     if isinstance(w, bool) or not isinstance(w, (int, float)) or not math.isfinite(w) \
             or not 0 <= w <= MAX_WEIGHT:
-        out.append(f"{where}.weight: expected a number in 0..{MAX_WEIGHT:g}, got {_short(w)}")
+        out.append(f"{where}.weight: expected a number in 0..{MAX_WEIGHT:g}, got {short_repr(w)}")
     for name, lo, hi in (("min_gpus", 1, 2 ** 20), ("max_gpus", 1, 2 ** 20), ("gpu_mem", 0, MAX_INT),
                          ("gpu_mem_min", 0, MAX_INT), ("gpu_compute", 1, MILLI)):
         v = getattr(j, name)
@@ -172,18 +179,17 @@ def job_field_problems(j, where: str, cluster: Cluster) -> list[str]:
             if p:
                 out.append(p)
     if j.locality is not None and not isinstance(j.locality, str):
-        out.append(f"{where}.locality: expected a level name, got {_short(j.locality)}")
+        out.append(f"{where}.locality: expected a level name, got {short_repr(j.locality)}")
     if j.current is not None and not isinstance(j.current, Placement):
-        out.append(f"{where}.current: expected a Placement, got {_short(j.current)}")
+        out.append(f"{where}.current: expected a Placement, got {short_repr(j.current)}")
     if j.profile is not None and not isinstance(j.profile, Profile):
-        out.append(f"{where}.profile: expected a Profile, got {_short(j.profile)}")
+        out.append(f"{where}.profile: expected a Profile, got {short_repr(j.profile)}")
     return out
 
 
 def job_rule_problems(j: Job, where: str, cluster: Cluster) -> list[str]:
     """Problems of one well-typed job against the rules and the cluster."""
     out = []
-    types = set(cluster.gpu_types)
     if j.gpu_milli < MILLI and j.gpus != 1:
         out.append(f"{where}.gpu_milli: a share below 1000 needs gpus == 1, job has {j.gpus}")
     # a GPU type no server has now is not bad input: the job waits with a
@@ -346,7 +352,7 @@ def model_problems(cluster: Cluster, jobs: Sequence[Job]) -> list[str]:
     if out:
         return out
     if not isinstance(jobs, (tuple, list)):
-        return [f"jobs: expected a sequence of jobs, got {_short(jobs)}"]
+        return [f"jobs: expected a sequence of jobs, got {short_repr(jobs)}"]
     return out + job_problems(cluster, jobs)
 
 
@@ -370,7 +376,7 @@ def prepare(cluster: Cluster, jobs: Sequence[Job], source: str | None = None
         Every problem found, the first one in the message.
     """
     if not isinstance(cluster, Cluster):
-        raise InputError(f"cluster: expected a Cluster, got {_short(cluster)}", source)
+        raise InputError(f"cluster: expected a Cluster, got {short_repr(cluster)}", source)
     if any(isinstance(s, Server) and s.gpus and s.gpu_type is None for s in cluster.servers):
         cluster = replace(cluster, servers=tuple(
             replace(s, gpu_type=DEFAULT_GPU_TYPE) if isinstance(s, Server) and s.gpus

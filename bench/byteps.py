@@ -56,8 +56,8 @@ def comm_share(model: str) -> float:
     """The model profile's communication share (``1 - span(cluster)``:
     Gavel's spread measurement, `alloc.byteps.assign.comm_share_of`)."""
     from alloc.byteps.assign import comm_share_of
-    from alloc.profiles import load_model
-    return round(comm_share_of(load_model(model)), 6)
+    from alloc.profiles import load_profile
+    return round(comm_share_of(load_profile(model)), 6)
 
 
 def job_mix(n_jobs: int, seed: int, tiers=(100.0,), single: float = 0.5,

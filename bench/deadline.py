@@ -34,7 +34,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from alloc import Cluster, Job, Server, allocate, load_model, solvers  # noqa: E402
+from alloc import Cluster, Job, Server, allocate, load_profile, solvers  # noqa: E402
 from alloc.solve import needed_capabilities  # noqa: E402
 from alloc.errors import AllocError  # noqa: E402
 
@@ -56,7 +56,7 @@ def synergy_instance(servers: int, seed: int = 0):
         g = rng.choices((1, 2, 4, 8), (70, 10, 15, 5))[0]
         m = rng.choice(MODELS)
         jobs.append(Job(f"j{k}", gpus=g, cpu=3000 * g, mem=64000 * g, model=m,
-                        profile=load_model(m), locality="server" if g > 1 and rng.random() < 0.5
+                        profile=load_profile(m), locality="server" if g > 1 and rng.random() < 0.5
                         else None))
     return cl, jobs
 

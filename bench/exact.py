@@ -37,7 +37,7 @@ sys.path.insert(0, str(ROOT))
 
 from alloc import allocate  # noqa: E402
 from alloc.check import violations  # noqa: E402
-from alloc.model import Cluster, Job, Profile, Server, Status  # noqa: E402
+from alloc.model import Cluster, Job, Profile, Server  # noqa: E402
 from alloc.problem import Solution, compile_problem  # noqa: E402
 
 GPU_MIX = ((1, 0.70), (2, 0.10), (4, 0.15), (8, 0.05))
@@ -63,10 +63,10 @@ def reference_profiles(path: Path = REFERENCE) -> dict[str, Profile]:
 
 def profiles() -> dict[str, Profile]:
     try:
-        from alloc.profiles import available_models, load_model
+        from alloc.profiles import available_models, load_profile
         names = available_models()
         if names:
-            return {n: load_model(n) for n in names}
+            return {n: load_profile(n) for n in names}
     except Exception:
         pass
     return reference_profiles()

@@ -14,7 +14,6 @@ seconds, pods placed and the final allocation (% of GPU capacity).
 from __future__ import annotations
 
 import argparse
-import csv
 import sys
 import time
 from pathlib import Path

@@ -26,7 +26,7 @@ from alloc.io import dump_instance  # noqa: E402
 from alloc.model import Cluster, Instance, Job, Server, frozen_map  # noqa: E402
 from alloc.objectives import OBJECTIVES  # noqa: E402
 from alloc.problem import compile_problem  # noqa: E402
-from alloc.profiles import available_models, load_model  # noqa: E402
+from alloc.profiles import available_models, load_profile  # noqa: E402
 
 GB = 1024
 CPU_PER_GPU, MEM_PER_GPU = 3000, 64000  # proportional share on 24-core / 500 GB / 8-GPU servers
@@ -45,7 +45,7 @@ def synergy_jobs(rng: random.Random, n: int, *, prefix="j", types_choice=None):
         m = models[rng.randrange(len(models))]
         types = types_choice(rng) if types_choice else ()
         out.append(Job(f"{prefix}{i:03d}", gpus=g, cpu=CPU_PER_GPU * g, mem=MEM_PER_GPU * g,
-                       model=m, profile=load_model(m), locality="server" if g > 1 else None,
+                       model=m, profile=load_profile(m), locality="server" if g > 1 else None,
                        gpu_types=types))
     return out
 
@@ -123,7 +123,7 @@ def _fits(items, free) -> bool:
 def with_optimum(name, cluster, jobs, seed, params) -> Instance:
     opt = {obj: brute_force(cluster, jobs, obj) for obj in OBJECTIVES}
     return Instance(name, cluster, tuple(jobs), meta=frozen_map({
-        "description": f"tiny instance; known_optimum found by exhaustive enumeration",
+        "description": "tiny instance; known_optimum found by exhaustive enumeration",
         "generator": {"script": "bench/generate.py", "seed": seed, **params},
         "known_optimum": opt}))
 
@@ -135,7 +135,7 @@ def tiny_grid(seed=1) -> Instance:
     for i, m in enumerate(["res18", "alexnet", "bert", "m5", "res50", "shufflenet"]):
         g = rng.choice([1, 1, 2])
         jobs.append(Job(f"j{i}", gpus=g, cpu=CPU_PER_GPU * g, mem=MEM_PER_GPU * g, model=m,
-                        profile=load_model(m), locality="server" if g > 1 else None))
+                        profile=load_profile(m), locality="server" if g > 1 else None))
     return with_optimum("tiny-grid", cl, jobs, seed, {"kind": "grid"})
 
 
@@ -157,7 +157,7 @@ def tiny_types(seed=3) -> Instance:
         g = rng.choice([1, 2, 4])
         types = rng.choice([(), (), ("V100",), ("P100", "K80")])
         jobs.append(Job(f"j{i}", gpus=g, cpu=CPU_PER_GPU * g, mem=MEM_PER_GPU * g, model=m,
-                        profile=load_model(m), locality="server" if g > 1 else None,
+                        profile=load_profile(m), locality="server" if g > 1 else None,
                         gpu_types=types))
     return with_optimum("tiny-types", cl, jobs, seed, {"kind": "gpu types"})
 

@@ -51,13 +51,13 @@ VARIANTS = ("synergy", "hetero", "live")
 
 def instance(servers: int, variant: str = "synergy", seed: int = 0):
     """(cluster, jobs) of the Synergy mix (see the module notes)."""
-    from alloc import Cluster, Job, Server, load_model
+    from alloc import Cluster, Job, Server, load_profile
 
     rng = random.Random(seed)
     types = ("V100", "P100", "K80") if variant == "hetero" else ("V100",)
     cluster = Cluster(tuple(Server(f"s{i:05d}", 24000, 512000, 8, types[i % len(types)])
                             for i in range(servers)))
-    profiles = {m: load_model(m) for m in MODELS}
+    profiles = {m: load_profile(m) for m in MODELS}
 
     def draw(name: str, gpu_types=()) -> Job:
         g = rng.choices((1, 2, 4, 8), (70, 10, 15, 5))[0]

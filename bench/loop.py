@@ -65,14 +65,13 @@ import statistics
 import subprocess
 import sys
 import time
-from dataclasses import replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from alloc import Cluster, Job, Server, Session, allocate  # noqa: E402
-from alloc.profiles import available_models, load_model  # noqa: E402
+from alloc.profiles import available_models, load_profile  # noqa: E402
 
 MIX = ((1, 0.70), (2, 0.10), (4, 0.15), (8, 0.05))
 MEAN_GPUS = sum(n * p for n, p in MIX)
@@ -91,7 +90,7 @@ class Stream:
     def __init__(self, seed: int, mean_rounds: float):
         self.rng = random.Random(seed)
         self.models = available_models()
-        self.profiles = {m: load_model(m) for m in self.models}
+        self.profiles = {m: load_profile(m) for m in self.models}
         self.q = 1.0 / mean_rounds
         self.k = 0
 
@@ -156,7 +155,7 @@ def run(solver: str, servers: int, rounds: int, warmup: int, seed: int, load: fl
         life[job.id] = n
     # every solver starts from the same running set: the first jobs placed by best-fit
     a = allocate(cl, first, solver="best-fit")
-    first = [replace(j, current=a.placement(j.id)) for j in first]
+    first = list(a.advance(first))
     for j in first:
         if j.current is not None:
             left[j.id] = life.pop(j.id)

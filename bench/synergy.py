@@ -69,7 +69,7 @@ def one(task):
 def opt_round(servers: int, seed: int, mix: str, limit: float) -> dict:
     """synergy-opt vs tune vs proportional on one full round."""
     from alloc import Cluster, Job, Server, allocate
-    from alloc.profiles import load_model
+    from alloc.profiles import load_profile
     from alloc.sim.workload import ModelAssigner, gpu_demand
     rng = random.Random(seed)
     cl = Cluster(tuple(Server(f"s{i:03d}", 24000, 512000, 8, "V100") for i in range(servers)))
@@ -82,7 +82,7 @@ def opt_round(servers: int, seed: int, mix: str, limit: float) -> dict:
         tot += n
         m = assign()
         jobs.append(Job(f"j{len(jobs)}", n, cpu=3000 * n, mem=64000 * n, model=m,
-                        profile=load_model(m)))
+                        profile=load_profile(m)))
     out = {"jobs": len(jobs), "gpus": tot}
     for s in ("proportional", "synergy-tune", "synergy-opt"):
         kw = {"place_all": True, "time_limit": limit} if s == "synergy-opt" else {}

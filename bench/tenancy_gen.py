@@ -44,7 +44,7 @@ sys.path.insert(0, str(ROOT))
 from alloc import allocate  # noqa: E402
 from alloc.io import dump_instance  # noqa: E402
 from alloc.model import Cell, Cluster, Instance, Job, Server, Tenant, frozen_map  # noqa: E402
-from alloc.profiles import load_model  # noqa: E402
+from alloc.profiles import load_profile  # noqa: E402
 from alloc.tenancy import with_current  # noqa: E402
 
 LEVELS = ("rack", "server", "socket", "switch", "gpu")
@@ -57,7 +57,7 @@ CPU_PER_GPU, MEM_PER_GPU = 3000, 32000
 def profiles(elastic: bool = False):
     out = {}
     for m in MODELS:
-        p = load_model(m)
+        p = load_profile(m)
         name = f"{m}-topo"
         out[name] = replace(p, name=name, span=frozen_map(SPAN),
                             scaling=frozen_map(SCALING if elastic else {}))

@@ -39,6 +39,24 @@ family gave a 4-GPU `res18` job that asked 12,000 milli-CPU 24,000 on an idle
 `mem` per server), and the value counts the speed at that point.  Solvers
 without `grid` give exactly the request.
 
+## Objectives: which solvers maximise what you ask
+
+`allocate(objective=...)` (`--objective`) names what to maximise.  The
+`objectives` column says which objectives a solver's answer maximises; a
+solver marked "none" places by a rule of its own (size, fragmentation,
+fairness, a paper's policy) and gives the same placement whatever the
+objective (the value reported is still the asked objective, recomputed).
+Asking such a solver for an objective warns (`alloc.InputWarning`, one line
+naming the solvers that honour it); leaving the objective out (the default,
+`throughput`) does not warn.
+
+A plug-in or a solver registered at run time declares its objectives with
+`objectives=` (`alloc.solver`, `alloc.register`); without it, it is taken to
+honour every objective: a solve function receives `problem.objective` and the
+contract ("Write a solver") is to maximise it, so an undeclared solver is not
+second-guessed.  A solver that places by its own rule declares
+`objectives=()`.
+
 ## Same input, same answer
 
 Heuristics give the same answer for the same input and seed, whatever the
@@ -70,11 +88,14 @@ def page() -> str:
     for fam in FAMILIES:
         rows = [s for s in reg.values() if s.family == fam]
         out.append(f"## {fam}\n\nSee [`alloc.solvers.{fam}`](api/families.md).\n")
-        out.append("| solver | kind | capabilities | options | restricts |\n|---|---|---|---|---|")
+        out.append("| solver | kind | capabilities | objectives | options | restricts |\n"
+                   "|---|---|---|---|---|---|")
         for s in rows:
             opts = ", ".join(f"`{o.name}`" for o in s.options) or "-"
+            objs = ", ".join(sorted(s.objectives)) or "none (own rule)"
             out.append(f"| `{s.name}` | {'exact' if s.exact else 'heuristic'} | "
-                       f"{', '.join(sorted(s.capabilities))} | {opts} | {s.restricts or '-'} |")
+                       f"{', '.join(sorted(s.capabilities))} | {objs} | {opts} | "
+                       f"{s.restricts or '-'} |")
         out.append("")
     return "\n".join(out)
 

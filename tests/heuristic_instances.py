@@ -10,7 +10,7 @@ from dataclasses import replace
 from hypothesis import assume
 from hypothesis import strategies as st
 
-from alloc import Cluster, Job, Server, allocate, load_model
+from alloc import Cluster, Job, Server, allocate, load_profile
 from alloc.problem import compile_problem
 from alloc.validate import model_problems
 
@@ -71,7 +71,7 @@ def jobs_for(draw, cluster: Cluster, max_jobs: int = 40, min_jobs: int = 1):
                        cpu=per * draw(st.sampled_from([1000, 2000, 3000, 6000])),
                        mem=per * draw(st.sampled_from([16384, 32000, 64000])),
                        gpu_types=gt, locality=loc, model=model if g else None,
-                       profile=load_model(model) if (model and g) else None,
+                       profile=load_profile(model) if (model and g) else None,
                        weight=draw(st.sampled_from([1.0, 1.0, 2.0, 0.5])),
                        priority=draw(st.sampled_from([0, 0, 0, 1, 2]))))
     return out

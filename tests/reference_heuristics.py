@@ -24,7 +24,7 @@ import numpy as np
 
 from alloc.deadline import Deadline
 from alloc.model import MILLI, Status
-from alloc.problem import (Assign, Option, Problem, Solution, job_order, job_types, option_of,
+from alloc.problem import (Assign, GridPoint, Problem, Solution, job_order, job_types, option_of,
                            split)
 
 #: the knapsack sees a server's jobs in canonical order (False: by index)
@@ -556,7 +556,7 @@ def solve_local_search(problem: Problem, *, deadline: Deadline, seed: int = 0) -
 
 
 # ---------------------------------------------------------- options.py
-def ideal_option(opts: Sequence[Option], n: int, caps: Iterable[tuple[int, int, int]]) -> int:
+def ideal_option(opts: Sequence[GridPoint], n: int, caps: Iterable[tuple[int, int, int]]) -> int:
     """Index of the best-case option: maximum speed among the options that fit
     one server's per-GPU bound (``caps``: (gpus, cpu, mem) of candidate
     servers), ties broken by least normalised resources."""
@@ -566,7 +566,7 @@ def ideal_option(opts: Sequence[Option], n: int, caps: Iterable[tuple[int, int, 
     ref_c = max(c for _, c, _ in caps) or 1
     ref_m = max(m for _, _, m in caps) or 1
 
-    def fits(o: Option) -> bool:
+    def fits(o: GridPoint) -> bool:
         for g, c, m in caps:
             k = min(n, g) if g else n
             if k and o.cpu * k <= c * n and o.mem * k <= m * n:
@@ -583,7 +583,7 @@ def ideal_option(opts: Sequence[Option], n: int, caps: Iterable[tuple[int, int, 
     return best
 
 
-def capped_option(opts: Sequence[Option]) -> int:
+def capped_option(opts: Sequence[GridPoint]) -> int:
     """Best option inside the fair box (CPU and memory at most the request's,
     speed at least the request's); 0 when nothing beats the request."""
     r = opts[0]
@@ -596,7 +596,7 @@ def capped_option(opts: Sequence[Option]) -> int:
     return best
 
 
-def floor_options(opts: Sequence[Option]) -> tuple[Option, ...]:
+def floor_options(opts: Sequence[GridPoint]) -> tuple[GridPoint, ...]:
     """The request plus every option at least as fast (the fairness floor)."""
     r = opts[0]
     return (r,) + tuple(o for o in opts[1:] if o.base >= r.base - 1e-12)
@@ -748,7 +748,7 @@ class FastPacker:
         self.G, self.C, self.M = list(gpus), list(cpu), list(mem)
         self.S = len(self.G)
         self.fg, self.fc, self.fm = list(self.G), list(self.C), list(self.M)
-        self.opts: dict[int, Sequence[Option]] = {}
+        self.opts: dict[int, Sequence[GridPoint]] = {}
         self._n: dict[int, int] = {}
         self.parts: dict[int, tuple] = {}
         self.opt: dict[int, int] = {}
@@ -773,7 +773,7 @@ class FastPacker:
         b[old].remove(s)
         insort(b[new], s)
 
-    def add_job(self, j: int, n: int, opts: Sequence[Option]) -> None:
+    def add_job(self, j: int, n: int, opts: Sequence[GridPoint]) -> None:
         self._n[j] = n
         self.opts[j] = opts
 

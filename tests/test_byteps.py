@@ -124,8 +124,8 @@ def test_docs_examples_run(page):
 def test_profile_fields_are_optional_and_checked():
     from alloc.byteps.assign import comm_share_of, from_job
     from alloc import Job
-    from alloc.profiles import load_model, profile_from_dict
-    assert comm_share_of(load_model("bert")) == pytest.approx(1 - 0.44)
+    from alloc.profiles import load_profile, profile_from_dict
+    assert comm_share_of(load_profile("bert")) == pytest.approx(1 - 0.44)
     p = profile_from_dict({"format": "alloc.model/1", "name": "x", "model_mb": 97.5,
                            "comm_share": 0.3}, source="x")
     assert comm_share_of(p) == 0.3 and p.meta["model_mb"] == 97.5

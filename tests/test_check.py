@@ -5,7 +5,7 @@ import pytest
 
 from alloc import Cluster, GpuShare, Job, Placement, Server, allocate, violations
 from alloc.model import Allocation
-from alloc.profiles import load_model
+from alloc.profiles import load_profile
 
 CL = Cluster((Server("a", 8000, 65536, 4, "V100", sockets=2),
               Server("b", 8000, 65536, 4, "P100", sockets=2)),
@@ -60,7 +60,7 @@ def test_violation_detected(jobs, a, expect):
 
 
 def test_grid_point_must_be_feasible():
-    prof = load_model("res18")
+    prof = load_profile("res18")
     j = Job("x", gpus=1, cpu=3000, mem=64000, model="res18", profile=prof)
     ok = P("x", ["a/gpu0"], {"a": 6000}, {"a": 64000}, tp=prof.grid_value(6000, 64000))
     assert violations(CL, [j], alloc_of(ok)) == []

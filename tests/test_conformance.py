@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, note, settings
 
 from alloc import (Cell, Cluster, GpuShare, Job, Placement, Server, Tenant, allocate,
-                   load_instance, load_model, solvers)
+                   load_instance, load_profile, solvers)
 from alloc.model import Profile, Status
 from alloc.testing import (applicable_solvers, check_across, check_solver, check_solvers,
                            solver_problems)
@@ -107,7 +107,7 @@ def big_instance(servers: int = 256, seed: int = 0):
         g = rng.choices((1, 2, 4, 8), (70, 10, 15, 5))[0]
         m = rng.choice(names)
         jobs.append(Job(f"j{k}", gpus=g, cpu=3000 * g, mem=64000 * g, model=m,
-                        profile=load_model(m)))
+                        profile=load_profile(m)))
     return cl, jobs
 
 

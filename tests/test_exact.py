@@ -305,11 +305,11 @@ def test_dive_feasible_and_bounded():
     from alloc.solvers.common.configuration.columns import check_assign, decode, solution_to_columns, true_value
     from alloc.solvers.common.configuration.dive import dive
     from alloc.solvers.common.configuration.driver import warm_start
-    from alloc.solvers.common.configuration.engine import Engine
+    from alloc.solvers.common.configuration.engine import Backend
     from alloc.solvers.common.configuration.master import Master, column_generation
     cl, jobs = medium()
     p = compile_problem(cl, jobs, "throughput")
-    backend = Engine("cpsat")
+    backend = Backend("cpsat")
     _, best_v, sols, _ = warm_start(p, Deadline.after(1.0))
     agg = Aggregate(p)
     master = Master(agg)

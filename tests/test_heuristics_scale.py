@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from alloc import Cluster, Job, Server, allocate, load_model
+from alloc import Cluster, Job, Server, allocate, load_profile
 
 MODELS = ("res18", "bert", "res50", "alexnet", "gnmt", "transformer")
 
@@ -16,7 +16,7 @@ MODELS = ("res18", "bert", "res50", "alexnet", "gnmt", "transformer")
 def synergy_100k():
     rng = random.Random(0)
     cluster = Cluster(tuple(Server(f"s{i:05d}", 24000, 512000, 8, "V100") for i in range(12500)))
-    prof = {m: load_model(m) for m in MODELS}
+    prof = {m: load_profile(m) for m in MODELS}
     jobs = []
     for k in range(100_000):
         g = rng.choices((1, 2, 4, 8), (70, 10, 15, 5))[0]

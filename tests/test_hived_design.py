@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from alloc import Cell, Cluster, InputError, Job, Tenant, allocate, load_instance, violations
+from alloc import Cell, InputError, Job, Tenant, allocate, load_instance, violations
 from alloc.model import frozen_map
 from alloc.tenancy import with_current
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from alloc import Cell, Cluster, Job, Server, Tenant, allocate, load_instance

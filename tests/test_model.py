@@ -2,7 +2,7 @@
 import pytest
 from hypothesis import given, strategies as st
 
-from alloc import Cluster, InputError, Job, Server, load_model
+from alloc import Cluster, InputError, Job, Server, load_profile
 from alloc.model import CLUSTER
 from alloc.objectives import span_level, throughput
 from alloc.problem import compile_problem, pareto_options, split
@@ -38,7 +38,7 @@ def test_all_models_load_and_are_normalised():
     names = available_models()
     assert len(names) >= 12
     for n in names:
-        p = load_model(n)
+        p = load_profile(n)
         assert p.grid_value(3000, 64000) == pytest.approx(1.0), n  # proportional share
         assert p.speed("V100") == 1.0
 
@@ -52,7 +52,7 @@ def test_bad_model_document():
 
 
 def test_throughput_factors():
-    prof = load_model("res18")
+    prof = load_profile("res18")
     j = Job("x", gpus=2, cpu=6000, mem=128000, model="res18", profile=prof)
     same = throughput(DEEP, j, ["s0/gpu0", "s0/gpu1"], 6000, 128000)
     spread = throughput(DEEP, j, ["s0/gpu0", "s2/gpu0"], 6000, 128000)
@@ -74,7 +74,7 @@ def test_split_sums_and_is_proportional(total, counts):
 
 
 def test_pareto_options_drop_dominated_points():
-    j = Job("x", gpus=1, cpu=3000, mem=64000, model="alexnet", profile=load_model("alexnet"))
+    j = Job("x", gpus=1, cpu=3000, mem=64000, model="alexnet", profile=load_profile("alexnet"))
     opts = pareto_options(j)
     assert opts[0].request and opts[0].base == pytest.approx(1.0)
     for a in opts[1:]:
@@ -83,7 +83,7 @@ def test_pareto_options_drop_dominated_points():
                 assert not (b.cpu <= a.cpu and b.mem <= a.mem and b.base >= a.base)
     assert max(o.base for o in opts) == pytest.approx(2.94)
     # language models gain nothing from CPU: only cheaper points survive
-    bert = Job("y", gpus=1, cpu=3000, mem=64000, model="bert", profile=load_model("bert"))
+    bert = Job("y", gpus=1, cpu=3000, mem=64000, model="bert", profile=load_profile("bert"))
     assert all(o.cpu <= 3000 for o in pareto_options(bert))
 
 

@@ -61,11 +61,11 @@ def test_tenancy_model_names_the_request_restriction_when_another_point_is_small
     """On a tenancy input the model places jobs at their request: a job with
     a smaller grid point restricts it, whatever the objective; the bound then
     comes from the relaxed model and holds."""
-    from alloc import Cluster, Job, Server, Tenant, Cell, load_model
+    from alloc import Cluster, Job, Server, Tenant, Cell, load_profile
     from alloc.model import frozen_map
     c = Cluster((Server("s0", 8000, 512000, 2, "V100"),), ("server", "gpu"),
                 frozen_map({"vc": Tenant("vc", (Cell("server", 1, "V100"),))}))
-    prof = load_model("res18")
+    prof = load_profile("res18")
     big = Job("a", gpus=1, cpu=8000, mem=64000, model="res18", profile=prof, tenant="vc",
               guaranteed=True)
     jobs = [big, Job("b", gpus=1, cpu=4000, mem=1000, tenant="vc", guaranteed=True)]
@@ -188,13 +188,13 @@ def test_cpu_only_job_upper_value_ignores_gpu_speeds():
     """A CPU-only job with a profile slower than 1 on every GPU type is worth
     its weight: the sum of upper values bounded it by the GPU speed, and the
     exact solvers proved a false optimum (4.0243 where 4.58208 is reachable)."""
-    from alloc import Cluster, Job, Server, load_model
+    from alloc import Cluster, Job, Server, load_profile
     c = Cluster((Server("s00", 8000, 1024000, 2, "K80"), Server("s01", 8000, 8000, 1, "K80"),
                  Server("s02", 2000, 64000, 8, "P100")))
     jobs = [Job("j1", gpus=0, cpu=500, mem=64000, model="transformer",
-                profile=load_model("transformer"), weight=3.7),
+                profile=load_profile("transformer"), weight=3.7),
             Job("j3", gpus=1, gpu_milli=900, cpu=0, mem=64000, model="res50",
-                profile=load_model("res50"), weight=2.0)]
+                profile=load_profile("res50"), weight=2.0)]
     for solver in ("cpsat", "milp", "synergy-opt"):
         a = allocate(c, jobs, solver=solver, time_limit=5)
         assert a.value == pytest.approx(4.58208) and a.status.value == "optimal", solver

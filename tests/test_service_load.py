@@ -20,7 +20,7 @@ pytest.importorskip("uvicorn", reason="the service extra (uvicorn) is not instal
 from alloc import Cluster, Server, violations  # noqa: E402
 from alloc.check import capacity_problems  # noqa: E402
 from alloc.io import allocation_from_dict, placement_from_dict  # noqa: E402
-from alloc.profiles import load_model  # noqa: E402
+from alloc.profiles import load_profile  # noqa: E402
 from alloc.service.server import spawn  # noqa: E402
 from alloc.session import job_from_dict  # noqa: E402
 
@@ -78,7 +78,7 @@ def own_session(c, k, errors, shared_log, shared):
                 del jobs[e["job"]]
             else:
                 j = job_from_dict(e["job"])
-                jobs[j.id] = replace(j, profile=load_model(j.model)) if j.model else j
+                jobs[j.id] = replace(j, profile=load_profile(j.model)) if j.model else j
         if rnd % 50 == 25:  # a bad batch: refused whole, nothing changes
             st, out = c("POST", f"/v1/sessions/{sid}/events",
                         {"events": [{"type": "submit", "job": new_job(rng, "x")},

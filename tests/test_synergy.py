@@ -7,7 +7,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from alloc import Cluster, Job, Server, allocate, violations
 from alloc.objectives import throughput
 from alloc.problem import Problem
-from alloc.profiles import load_model
+from alloc.profiles import load_profile
 from alloc.solvers.synergy.options import capped_option, floor_problem, ideal_option
 
 MODELS = ["alexnet", "res18", "res50", "mobilenet", "shufflenet", "gnmt", "lstm",
@@ -20,7 +20,7 @@ def cluster(servers=4, gpus=8, cpu=24000, mem=512000):
 
 def jobs_for(models_and_gpus, cpu_per_gpu=3000, mem_per_gpu=64000):
     return [Job(f"j{i}", n, cpu=cpu_per_gpu * n, mem=mem_per_gpu * n, model=m,
-                profile=load_model(m))
+                profile=load_profile(m))
             for i, (m, n) in enumerate(models_and_gpus)]
 
 

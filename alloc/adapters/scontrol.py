@@ -251,7 +251,7 @@ class Scontrol:
             out = subprocess.run([exe, *args], env=self.env, capture_output=True, text=True,
                                  timeout=self.timeout)
         except subprocess.TimeoutExpired:
-            raise SlurmError(f"scontrol {' '.join(args)}: no answer in {self.timeout:.0f} s")
+            raise SlurmError(f"scontrol {' '.join(args)}: no answer in {self.timeout:.0f} s") from None
         finally:
             self.spent += time.perf_counter() - t0
             self.calls += 1

@@ -150,12 +150,12 @@ def _meta(kind: str, seed: int, params: dict, description: str) -> Mapping:
 
 
 def _profiles():
-    from ..profiles import available_models, load_model
+    from ..profiles import available_models, load_profile
     names = available_models()
     if not names:
         raise InputError("generators: no model profiles found (models/ folder or "
                          "$ALLOC_MODELS)")
-    return names, {n: load_model(n) for n in names}
+    return names, {n: load_profile(n) for n in names}
 
 
 def synergy_jobs(rng: random.Random, n: int, prefix: str = "j") -> list[Job]:

@@ -278,7 +278,7 @@ def min_share_gpus(shares: Sequence[int]) -> int:
     lp.add_rows(coo_matrix(([1.0] * len(r2), (r2, c2)), shape=(len(sizes), A + 1)),
                 [float(cnt[m]) for m in sizes], INF)
     res = solve_lp(lp)
-    if res.status is not Status.OPTIMAL:
+    if res.status is not Status.OPTIMAL or res.objective is None:
         raise RuntimeError(f"bin-packing LP failed: {res.status.value}")
     return int(np.ceil(res.objective - 1e-6))
 

@@ -32,9 +32,9 @@ def resolve_profile(job: Job, models: Mapping[str, Profile], where: str) -> Job:
         return job
     prof = models.get(job.model)
     if prof is None:
-        from ..profiles import available_models, load_model
+        from ..profiles import available_models, load_profile
         try:
-            prof = load_model(job.model)
+            prof = load_profile(job.model)
         except InputError:
             known = sorted(set(models) | set(available_models()))
             raise InputError(f"{where}.model: unknown model {job.model!r}; expected one of "

@@ -9,7 +9,7 @@ from typing import Any, Iterable, Mapping, Sequence
 from ..deadline import Deadline, check_time_limit
 from ..errors import InputError, SolverUnavailable
 from ..model import Allocation, Cluster, GpuShare, Job, Placement, Profile, Server
-from ..validate import PRIORITY_RANGE, _short, check_call_settings
+from ..validate import PRIORITY_RANGE, check_call_settings, short_repr
 from .blockers import blockers, breaches, strip
 from .checks import (check_current, check_job, check_server, placement_servers,
                      resolve_profile)
@@ -253,10 +253,10 @@ class Session:
         """
         where = where or "submit"
         if not isinstance(job, Job):
-            raise InputError(f"{where}: expected a Job, got {_short(job)}")
+            raise InputError(f"{where}: expected a Job, got {short_repr(job)}")
         with self._journal.transaction(self._reorder):
             if self._ids.core(job.id) in self._jobs:
-                raise InputError(f"{where}: job {_short(job.id)} already exists")
+                raise InputError(f"{where}: job {short_repr(job.id)} already exists")
             job = self._core_job(resolve_profile(job, self._models, f"{where}.job"),
                                  f"{where}.job")
             check_job(job, self._cluster, self._info.capabilities, self.solver, f"{where}.job")
@@ -295,7 +295,7 @@ class Session:
         with self._journal.transaction(self._reorder):
             if not isinstance(hold, bool) or (hold and requeue is not True):
                 raise InputError(f"{where}.hold: expected true (with requeue) or false, "
-                                 f"got {_short(hold)}")
+                                 f"got {short_repr(hold)}")
             self._leave(job_id, requeue, "stopped", where)
             if hold:
                 self._flag(self._held, self._known(job_id, where).id, True)
@@ -308,7 +308,7 @@ class Session:
         with self._journal.transaction(self._reorder):
             job = self._known(job_id, where)
             if job.current is None:
-                raise InputError(f"{where}: job {_short(job_id)} is not running")
+                raise InputError(f"{where}: job {short_repr(job_id)} is not running")
             self._put(replace(job, current=None))
             self._flag(self._held, job.id, True)
             self._bump("preempted")
@@ -319,10 +319,10 @@ class Session:
             job = self._known(job_id, where)
             if not isinstance(requeue, bool):
                 raise InputError(f"{where}.requeue: expected true or false, "
-                                 f"got {_short(requeue)}")
+                                 f"got {short_repr(requeue)}")
             if requeue:
                 if job.current is None:
-                    raise InputError(f"{where}: job {_short(job_id)} is not running")
+                    raise InputError(f"{where}: job {short_repr(job_id)} is not running")
                 self._put(replace(job, current=None))
             else:
                 self._drop(job.id)
@@ -376,7 +376,7 @@ class Session:
         where = where or "undrain_server"
         with self._journal.transaction(self._reorder):
             if server_id not in self._drained:
-                raise InputError(f"{where}: server {_short(server_id)} is not drained")
+                raise InputError(f"{where}: server {short_repr(server_id)} is not drained")
             self._flag(self._drained, server_id, False)
             self._bump("events")
 
@@ -411,7 +411,7 @@ class Session:
             if isinstance(priority, bool) or not isinstance(priority, int) \
                     or not lo <= priority <= hi:
                 raise InputError(f"{where}.priority: expected an integer in {lo}..{hi}, "
-                                 f"got {_short(priority)}")
+                                 f"got {short_repr(priority)}")
             self._put(replace(job, priority=priority))
             self._bump("events")
 
@@ -468,7 +468,7 @@ class Session:
             items = list(running.items())
         elif isinstance(running, (str, bytes)) or not isinstance(running, Iterable):
             raise InputError(f"{where}: expected a mapping of job ids to placements or a "
-                             f"list of job ids, got {_short(running)}")
+                             f"list of job ids, got {short_repr(running)}")
         else:
             items = [(j, None) for j in running]
         with self._journal.transaction(self._reorder):
@@ -486,7 +486,7 @@ class Session:
         jobs ``fail_server`` requeued, else None)."""
         from .events import apply_event
         if isinstance(events, (str, bytes, Mapping)) or not isinstance(events, Iterable):
-            raise InputError(f"events: expected a list of events, got {_short(events)}")
+            raise InputError(f"events: expected a list of events, got {short_repr(events)}")
         out = []
         with self._journal.transaction(self._reorder):
             for k, ev in enumerate(events):
@@ -638,7 +638,7 @@ class Session:
     def _known(self, job_id, where: str) -> Job:
         job = self._jobs.get(self._ids.core(job_id))
         if job is None:
-            raise InputError(f"{where}: unknown job {_short(job_id)} (never submitted, or "
+            raise InputError(f"{where}: unknown job {short_repr(job_id)} (never submitted, or "
                              f"already finished)")
         return job
 
@@ -662,10 +662,10 @@ class Session:
         if job.gpus == 0:
             if gpus not in c.server_index:
                 raise InputError(f"{where}: expected a server id for CPU-only job "
-                                 f"{_short(self._ids.caller(job.id))}, got {_short(gpus)}")
+                                 f"{short_repr(self._ids.caller(job.id))}, got {short_repr(gpus)}")
             return Placement(job.id, (), {gpus: job.cpu}, {gpus: job.mem})
         if isinstance(gpus, (str, bytes, Mapping)) or not isinstance(gpus, Iterable):
-            raise InputError(f"{where}: expected a list of GPUs, got {_short(gpus)}")
+            raise InputError(f"{where}: expected a list of GPUs, got {short_repr(gpus)}")
         names = [self._gpus.core(g, c.gpu_index, where) for g in gpus]
         counts: dict[str, int] = {}
         for g in names:
@@ -681,7 +681,7 @@ class Session:
     def _reconcile(self, items, where: str) -> Reconciled:
         listed, changed = set(), []
         for jid, where_now in items:
-            w = f"{where}[{_short(jid)}]"
+            w = f"{where}[{short_repr(jid)}]"
             job = self._known(jid, w)
             if job.id in listed:
                 raise InputError(f"{w}: listed twice")
@@ -712,7 +712,7 @@ class Session:
     def _server(self, server_id, where: str, open_only: bool = False) -> Server:
         idx = self._cluster.server_index.get(server_id) if isinstance(server_id, str) else None
         if idx is None or (open_only and server_id in self._failed):
-            raise InputError(f"{where}: unknown server {_short(server_id)}"
+            raise InputError(f"{where}: unknown server {short_repr(server_id)}"
                              + (" (it has failed)" if idx is not None else ""))
         return self._cluster.servers[idx]
 
@@ -818,15 +818,15 @@ def _ranks(order, where: str) -> dict:
     """``{job id: rank}`` of a ranked list of distinct, hashable job ids
     (submitted or not)."""
     if isinstance(order, (str, bytes, Mapping)) or not isinstance(order, Iterable):
-        raise InputError(f"{where}: expected a list of job ids, got {_short(order)}")
+        raise InputError(f"{where}: expected a list of job ids, got {short_repr(order)}")
     out: dict = {}
     for k, jid in enumerate(order):
         try:
             dup = jid in out
         except TypeError:
-            raise InputError(f"{where}[{k}]: expected a job id, got {_short(jid)}") from None
+            raise InputError(f"{where}[{k}]: expected a job id, got {short_repr(jid)}") from None
         if dup:
-            raise InputError(f"{where}[{k}]: job {_short(jid)} listed twice")
+            raise InputError(f"{where}[{k}]: job {short_repr(jid)} listed twice")
         out[jid] = k
     return out
 
@@ -834,7 +834,7 @@ def _ranks(order, where: str) -> dict:
 def _check_settings(max_moves, move_cost, seed, name) -> None:
     check_call_settings(seed, max_moves, move_cost)
     if not isinstance(name, str):
-        raise InputError(f"name: expected a string, got {_short(name)}")
+        raise InputError(f"name: expected a string, got {short_repr(name)}")
 
 
 __all__ = ["BLOCKED_REASON", "MAX_RERUNS", "Session"]

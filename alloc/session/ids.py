@@ -21,7 +21,7 @@ from __future__ import annotations
 from typing import Any, Callable, Hashable, Mapping
 
 from ..errors import InputError
-from ..validate import _short
+from ..validate import short_repr
 
 #: Internal names of jobs whose id is not a string start with this.
 ID_PREFIX = "~id:"
@@ -62,9 +62,9 @@ class JobIds:
             hash(jid)
         except TypeError:
             raise InputError(f"{where}.id: expected a string or another hashable value, got "
-                             f"{_short(jid)}") from None
+                             f"{short_repr(jid)}") from None
         if jid is None or isinstance(jid, float) and jid != jid:
-            raise InputError(f"{where}.id: expected a job id, got {_short(jid)}")
+            raise InputError(f"{where}.id: expected a job id, got {short_repr(jid)}")
         cid = f"{ID_PREFIX}{self.next}"
         self.next += 1
         self.to_core[jid], self.to_caller[cid] = cid, jid
@@ -93,7 +93,7 @@ class GpuKeys:
     def __init__(self, keys: Mapping | Callable | None):
         if keys is not None and not (isinstance(keys, Mapping) or callable(keys)):
             raise InputError(f"gpu_keys: expected a mapping from GPU names to keys or a "
-                             f"function of the name, got {_short(keys)}")
+                             f"function of the name, got {short_repr(keys)}")
         self.keys = keys
         self.back: dict = {}
 
@@ -117,7 +117,7 @@ class GpuKeys:
         if name is None and isinstance(key, str) and key in gpu_ids:
             name = key
         if name is None:
-            raise InputError(f"{where}: unknown GPU {_short(key)}")
+            raise InputError(f"{where}: unknown GPU {short_repr(key)}")
         return name
 
 

@@ -175,8 +175,9 @@ class SumLP:
 
 
 @dataclass(frozen=True, eq=False)
-class CoreResult:
-    """Outcome of a core solve.
+class LPResult:
+    """The result of every share LP solve (the structured core solvers here
+    and the full LP of `alloc.shares.lp`).
 
     Attributes
     ----------
@@ -185,6 +186,9 @@ class CoreResult:
         shares but no proof; ``UNKNOWN`` without shares (time ran out).
     X : ndarray (m, k) or None
         Shares (fraction of time on each type).
+    Y : ndarray or None
+        Shares of the space-sharing pair columns (the full LP; None in the
+        structured solvers, which have no pair columns).
     objective : float or None
         ``lambda`` (requirement form) or the sum (sum form) of ``X``.
     bound : float or None
@@ -197,12 +201,17 @@ class CoreResult:
     """
     status: Status
     X: np.ndarray | None = None
+    Y: np.ndarray | None = None
     objective: float | None = None
     bound: float | None = None
     u: np.ndarray | None = None
     v: np.ndarray | None = None
     p: np.ndarray | None = None
     stats: dict = field(default_factory=dict)
+
+
+#: The former name of `LPResult` in this module.
+CoreResult = LPResult
 
 
 # ------------------------------------------------------- local bases (vector)
@@ -551,19 +560,19 @@ def _failures(lp, plan, lam, p, lam_ub, each_ub, overrun, u, v) -> np.ndarray:
     return fail
 
 
-def _finish(lp, lam, X, u, v, p, stats) -> CoreResult:
+def _finish(lp, lam, X, u, v, p, stats) -> LPResult:
     """Certify a converged master: primal feasibility and the duality gap."""
     X = np.maximum(X, 0.0)
     bound, primal = _certify(lp, lam, X, u, v, p)
     if not primal:
-        return CoreResult(Status.UNKNOWN, stats=stats | {"certificate": "primal"})
+        return LPResult(Status.UNKNOWN, stats=stats | {"certificate": "primal"})
     gap_ok = bound is not None and bound - lam <= GAP_TOL * max(1.0, abs(lam))
-    return CoreResult(Status.OPTIMAL if gap_ok else Status.FEASIBLE, X, lam,
-                      max(bound, lam) if bound is not None else None, u, v, p, stats)
+    return LPResult(Status.OPTIMAL if gap_ok else Status.FEASIBLE, X, None, lam,
+                    max(bound, lam) if bound is not None else None, u, v, p, stats)
 
 
 def solve_requirement(lp: RequirementLP, deadline: Deadline | None = None,
-                      start: tuple[float, np.ndarray] | None = None) -> CoreResult:
+                      start: tuple[float, np.ndarray] | None = None) -> LPResult:
     r"""Solve the requirement-form LP exactly (see the module notes).
 
     .. math::
@@ -588,7 +597,7 @@ def solve_requirement(lp: RequirementLP, deadline: Deadline | None = None,
 
     Returns
     -------
-    CoreResult
+    LPResult
         ``objective`` is ``lambda``; ``u, v, p`` the certified duals.
     """
     deadline = deadline or Deadline.never()
@@ -633,9 +642,9 @@ def solve_requirement(lp: RequirementLP, deadline: Deadline | None = None,
             margin *= MARGIN_GROWTH                 # fixed jobs took too much: widen
         else:
             status = Status.UNKNOWN if sol.status is Status.FEASIBLE else sol.status
-            return CoreResult(status, stats=stats | {"master": sol.status.value})
+            return LPResult(status, stats=stats | {"master": sol.status.value})
         if deadline.expired():
-            return CoreResult(Status.UNKNOWN, stats=stats | {"stopped": "time limit"})
+            return LPResult(Status.UNKNOWN, stats=stats | {"stopped": "time limit"})
         if margin > 1.0 or explicit.sum() > need.sum() // 2 or ref is None:
             explicit |= need                        # the band is everything: the whole LP
             ref = ref if ref is not None else (0.0, np.zeros(lp.k))
@@ -756,7 +765,7 @@ def _sum_master(lp: SumLP, E: np.ndarray, choice: np.ndarray, fixed: np.ndarray,
 
 
 def solve_sum(lp: SumLP, deadline: Deadline | None = None,
-              start: np.ndarray | None = None) -> CoreResult:
+              start: np.ndarray | None = None) -> LPResult:
     r"""Solve the sum-form LP exactly.
 
     At prices ``p`` a class either idles or spends all its time on the type
@@ -776,7 +785,7 @@ def solve_sum(lp: SumLP, deadline: Deadline | None = None,
 
     Returns
     -------
-    CoreResult
+    LPResult
         ``objective`` is the sum; ``v, p`` the duals.
     """
     deadline = deadline or Deadline.never()
@@ -801,7 +810,7 @@ def solve_sum(lp: SumLP, deadline: Deadline | None = None,
                 margin *= MARGIN_GROWTH
                 continue
             status = Status.UNKNOWN if sol.status is Status.FEASIBLE else sol.status
-            return CoreResult(status, stats=stats | {"master": sol.status.value})
+            return LPResult(status, stats=stats | {"master": sol.status.value})
         p = np.maximum(sol.duals[len(E):], 0.0) / np.maximum(lp.n, 1e-300)
         X = np.zeros((m, lp.k))
         XE = np.zeros((len(E), lp.k))
@@ -823,21 +832,21 @@ def solve_sum(lp: SumLP, deadline: Deadline | None = None,
         if margin > 1.0 or explicit.sum() > m // 2:
             explicit[:] = True
         if deadline.expired():
-            return CoreResult(Status.UNKNOWN, stats=stats | {"stopped": "time limit"})
+            return LPResult(Status.UNKNOWN, stats=stats | {"stopped": "time limit"})
 
 
-def _sum_finish(lp: SumLP, X, v, p, stats) -> CoreResult:
+def _sum_finish(lp: SumLP, X, v, p, stats) -> LPResult:
     """Certificate of the sum form: primal feasibility and the duality gap."""
     X = np.maximum(X, 0.0)
     obj = float(np.sum(lp.q * (lp.G * X).sum(axis=1)))
     primal = bool((X.sum(axis=1) <= 1 + TOL).all()
                   and ((lp.q * lp.w) @ X <= lp.n + TOL * np.maximum(1, lp.n)).all())
     if not primal:
-        return CoreResult(Status.UNKNOWN, stats=stats | {"certificate": "primal"})
+        return LPResult(Status.UNKNOWN, stats=stats | {"certificate": "primal"})
     bound = float(v.sum() + lp.n @ p)
     ok = bound - obj <= GAP_TOL * max(1.0, abs(obj))
-    return CoreResult(Status.OPTIMAL if ok else Status.FEASIBLE, X, obj, max(bound, obj),
-                      None, v, p, stats)
+    return LPResult(Status.OPTIMAL if ok else Status.FEASIBLE, X, None, obj, max(bound, obj),
+                    None, v, p, stats)
 
 
 def sum_price_start(lp: SumLP, deadline: Deadline | None = None) -> np.ndarray:

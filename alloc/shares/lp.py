@@ -33,6 +33,7 @@ from scipy import sparse
 from ..deadline import Deadline
 from ..kernel import INF, LinearModel, session
 from ..model import Status
+from .core import LPResult
 
 #: Pair columns added per pricing round, at most.
 BATCH = 1000
@@ -77,19 +78,9 @@ class FullLP:
         return self.b is not None
 
 
-@dataclass(frozen=True, eq=False)
-class FullSolution:
-    """Shares, duals and status of a :class:`FullLP` solve (``u`` is None in
-    the sum form); ``objective`` is ``lambda`` or the sum."""
-    status: Status
-    X: np.ndarray | None = None
-    Y: np.ndarray | None = None
-    objective: float | None = None
-    bound: float | None = None
-    u: np.ndarray | None = None
-    v: np.ndarray | None = None
-    p: np.ndarray | None = None
-    stats: dict = field(default_factory=dict)
+#: A full LP solve's result: the one share LP result type (``u`` is None in
+#: the sum form; ``objective`` is ``lambda`` or the sum).
+FullSolution = LPResult
 
 
 def _model(lp: FullLP):

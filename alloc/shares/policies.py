@@ -53,8 +53,9 @@ import numpy as np
 from ..deadline import Deadline
 from ..errors import InputError, SolverError
 from ..model import Status
+from ..options import Option, parse_value, validate_options
 from . import check, heuristics
-from .core import RequirementLP, SumLP, solve_requirement, solve_sum
+from .core import LPResult, RequirementLP, SumLP, solve_requirement, solve_sum
 from .io import SharesProblem, SharesResult, pair_key, problem_from_dict
 from .lp import FullLP, FullSolver, solve_full
 
@@ -114,21 +115,8 @@ def _rates(p: SharesProblem, agnostic: bool, space_sharing: bool) -> _Rates:
     return _Rates(p, T, PT, rows, prof, bool(space_sharing and len(p.pairs)))
 
 
-@dataclass(frozen=True, eq=False)
-class _Req:
-    """A solved requirement LP (``max lambda s.t. kappa_i eff_i >= b_i lambda + c_i``)."""
-    status: Status
-    lam: float | None = None
-    bound: float | None = None
-    X: np.ndarray | None = None
-    Y: np.ndarray | None = None
-    u: np.ndarray | None = None
-    p: np.ndarray | None = None
-    stats: dict = field(default_factory=dict)
-
-
 def _requirement(r: _Rates, kappa: np.ndarray, b: np.ndarray, c: np.ndarray,
-                 deadline: Deadline, start=None, keep: dict | None = None) -> _Req:
+                 deadline: Deadline, start=None, keep: dict | None = None) -> LPResult:
     """Solve :math:`\\max\\lambda` s.t. :math:`\\kappa_i\\,eff_i \\ge b_i\\lambda + c_i`
     exactly: the structured solver without pairs, the full LP with pair
     columns priced in otherwise (kept in ``keep`` between calls with the same
@@ -146,10 +134,9 @@ def _requirement(r: _Rates, kappa: np.ndarray, b: np.ndarray, c: np.ndarray,
         else:
             solver.set_requirements(b, c)
         sol = solver.solve(deadline)
-        return _Req(sol.status, sol.objective, sol.bound, sol.X, sol.Y, sol.u, sol.p, sol.stats)
+        return sol
     lp = RequirementLP(r.rows, r.prof, kappa, b, c, p.scale_factor, p.capacity)
-    res = solve_requirement(lp, deadline, start)
-    return _Req(res.status, res.objective, res.bound, res.X, None, res.u, res.p, res.stats)
+    return solve_requirement(lp, deadline, start)
 
 
 def _nothing(p: SharesProblem, stats=None) -> Outcome:
@@ -157,14 +144,14 @@ def _nothing(p: SharesProblem, stats=None) -> Outcome:
     return Outcome(np.zeros((p.m, p.k)), None, Status.UNKNOWN, stats=dict(stats or {}))
 
 
-def _outcome(p: SharesProblem, req: _Req, lp_objective=None, bound=None) -> Outcome:
+def _outcome(p: SharesProblem, req: LPResult, lp_objective=None, bound=None) -> Outcome:
     if req.X is None and req.status is Status.UNKNOWN:
         return _nothing(p, req.stats)
     if req.X is None:
         raise SolverError(f"LP solve ended {req.status.value} without shares "
                           f"({', '.join(f'{k}={v}' for k, v in req.stats.items())})")
     return Outcome(req.X, req.Y, req.status, req.bound if bound is None else bound,
-                   req.lam if lp_objective is None else lp_objective, dict(req.stats))
+                   req.objective if lp_objective is None else lp_objective, dict(req.stats))
 
 
 # --------------------------------------------------------------- LP policies
@@ -288,8 +275,10 @@ def makespan(p: SharesProblem, deadline: Deadline, *, space_sharing: bool = True
     L = float(np.max(s[live] / r.T[live].max(axis=1)))
     kappa = np.where(live, L / np.where(live, s, 1.0), 1.0)
     req = _requirement(r, kappa, live.astype(float), np.zeros(p.m), deadline)
-    inv = (lambda x: L / x if x else None)
-    return _outcome(p, req, inv(req.lam), inv(req.bound))
+
+    def inv(x: float | None) -> float | None:
+        return L / x if x else None
+    return _outcome(p, req, inv(req.objective), inv(req.bound))
 
 
 def _ftf_cut_root(y, s, D, t, target, rho):
@@ -367,8 +356,8 @@ def finish_time_fairness(p: SharesProblem, deadline: Deadline, *,
         if req.u is None or req.status is not Status.OPTIMAL:
             break
         y = np.where(live, req.u * kappa, 0.0)
-        lb = max(lb, _ftf_cut_root(y, s, D, t, float(req.lam), rho))
-        start = (req.lam, req.p)
+        lb = max(lb, _ftf_cut_root(y, s, D, t, float(req.objective), rho))
+        start = (req.objective, req.p)
         if ub - lb <= FTF_GAP * max(1.0, ub) or deadline.expired():
             break
         rho = lb
@@ -405,7 +394,7 @@ def _water_fill(r: _Rates, kappa: np.ndarray, weights: Callable[[np.ndarray], np
         if req.X is None or req.u is None:
             exact = False
             break
-        if until_rise and first is not None and req.lam > first.lam * (1 + 1e-9) + 1e-12:
+        if until_rise and first is not None and req.objective > first.objective * (1 + 1e-9) + 1e-12:
             last = req
             break
         rounds += 1
@@ -415,16 +404,16 @@ def _water_fill(r: _Rates, kappa: np.ndarray, weights: Callable[[np.ndarray], np
         cand = active & (b > 0)
         umax = float(req.u[cand].max(initial=0.0))
         freeze = cand & (req.u > 1e-9 * umax) if umax > 0 else cand
-        floor[freeze] = b[freeze] * req.lam
+        floor[freeze] = b[freeze] * req.objective
         active &= ~freeze
-        start = (req.lam, req.p)
+        start = (req.objective, req.p)
         if deadline.expired() and active.any():
             exact = False
             break
     if last is None:
         return _nothing(p, {"rounds": 0})
     return Outcome(last.X, last.Y, Status.OPTIMAL if exact else Status.FEASIBLE, first.bound,
-                   first.lam, {"rounds": rounds})
+                   first.objective, {"rounds": rounds})
 
 
 def water_filling(p: SharesProblem, deadline: Deadline, *, agnostic: bool = False,
@@ -509,11 +498,11 @@ def hierarchical(p: SharesProblem, deadline: Deadline, *, within: str = "fairnes
 class PolicySpec:
     """A registered policy: its function ``fn(problem, deadline, seed, **options)``,
     the objective kind its result reports (:func:`alloc.shares.check.objective`),
-    its options with defaults, one line of description, and whether it needs
+    its declared options (`alloc.options.Option`), one line of description, and whether it needs
     every job's ``steps_remaining``."""
     fn: Callable[..., Outcome]
     objective: str
-    options: Mapping[str, Any]
+    options: tuple[Option, ...]
     description: str
     needs_steps: bool = False
 
@@ -533,7 +522,7 @@ def _allox(p, deadline, seed):
     return Outcome(X, None, st, stats=stats)
 
 
-_SS = {"space_sharing": True}
+_SS = (Option("space_sharing", "bool", True, "use the problem's space-sharing pairs"),)
 POLICIES: dict[str, PolicySpec] = {
     "max-min": PolicySpec(lambda p, d, s, **o: max_min(p, d, **o), "min-share", _SS,
                           "heterogeneity-aware weighted max-min fairness (Gavel)"),
@@ -550,36 +539,32 @@ POLICIES: dict[str, PolicySpec] = {
     "water-filling-agnostic": PolicySpec(lambda p, d, s, **o: water_filling(p, d, agnostic=True, **o),
                                          "min-share-agnostic", _SS, "leximin, throughputs 1"),
     "hierarchical": PolicySpec(lambda p, d, s, **o: hierarchical(p, d, **o), "tenant-share",
-                               {"within": "fairness", **_SS},
+                               (Option("within", "str", "fairness",
+                                       "the policy inside a tenant that names none",
+                                       choices=("fairness", "fifo")), *_SS),
                                "weighted fairness across tenants, fairness or fifo within"),
-    "isolated": PolicySpec(_heur(lambda p, d, s: heuristics.isolated(p)), "min-share", {},
+    "isolated": PolicySpec(_heur(lambda p, d, s: heuristics.isolated(p)), "min-share", (),
                            "1/m of every type each (divided by the scale factor)"),
-    "proportional": PolicySpec(_heur(lambda p, d, s: heuristics.proportional(p)), "min-share", {},
+    "proportional": PolicySpec(_heur(lambda p, d, s: heuristics.proportional(p)), "min-share", (),
                                "time split in proportion to type sizes"),
-    "fifo": PolicySpec(_heur(lambda p, d, s: heuristics.fifo(p)), "sum", {},
+    "fifo": PolicySpec(_heur(lambda p, d, s: heuristics.fifo(p)), "sum", (),
                        "arrival order, fastest type with free GPUs, whole GPUs"),
-    "gandiva": PolicySpec(_heur(lambda p, d, s: heuristics.gandiva(p, s)), "sum", {},
+    "gandiva": PolicySpec(_heur(lambda p, d, s: heuristics.gandiva(p, s)), "sum", (),
                           "time slicing with random packing of pairs (seeded)"),
-    "allox": PolicySpec(_heur(_allox), "sum", {}, "min-cost matching to (type, position) slots", True),
+    "allox": PolicySpec(_heur(_allox), "sum", (), "min-cost matching to (type, position) slots", True),
 }
 
 
 def _options(name: str, spec: PolicySpec, options: Mapping[str, Any]) -> dict:
-    bad = sorted(set(options) - set(spec.options))
-    if bad:
-        raise InputError(f"policy {name}: unknown option {bad[0]!r}; valid options: "
-                         f"{', '.join(spec.options) or 'none'}")
-    out = dict(spec.options)
-    for k, v in options.items():
-        if isinstance(spec.options[k], bool) and not isinstance(v, bool):
-            if str(v).lower() in ("1", "true", "yes"):
-                v = True
-            elif str(v).lower() in ("0", "false", "no"):
-                v = False
-            else:
-                raise InputError(f"option {k}: expected true or false, got {v!r}")
-        out[k] = v
-    return out
+    """The policy's options checked by the one option validator (texts, as
+    from the command line, read in the declared kind); InputError on one line."""
+    specs = {o.name: o for o in spec.options}
+    given = {k: parse_value(specs[k], v) if k in specs and isinstance(v, str) else v
+             for k, v in options.items()}
+    try:
+        return validate_options(f"policy {name}", spec.options, given)
+    except ValueError as exc:
+        raise InputError(str(exc)) from None
 
 
 def solve_shares(problem: SharesProblem | Mapping, policy: str, *, time_limit: float | None = None,

@@ -30,8 +30,8 @@ DEFAULT_WINDOW = (4000, 4999)
 
 
 def _profiles():
-    from ..profiles import available_models, load_model
-    return available_models(), load_model
+    from ..profiles import available_models, load_profile
+    return available_models(), load_profile
 
 
 def build(doc: dict, base: Path | None = None, source: str = "config"):
@@ -44,7 +44,7 @@ def build(doc: dict, base: Path | None = None, source: str = "config"):
     spec = ClusterSpec(c["servers"], c["gpus_per_server"], c["cpu_per_server"],
                        c["mem_per_server"])
     w = dict(doc.get("workload", {}))
-    known, load_model = _profiles()
+    known, load_profile = _profiles()
     classes = w.get("classes") or {k: list(v) for k, v in MODEL_CLASSES.items()}
     for cname, models in classes.items():
         for i, m in enumerate(models):
@@ -83,7 +83,7 @@ def build(doc: dict, base: Path | None = None, source: str = "config"):
             jobs = load_philly(path, split=split, classes=classes, max_gpus=total)
         else:
             def iter_time(m):
-                return float(load_model(m).meta.get("iter_time_s", 1.0))
+                return float(load_profile(m).meta.get("iter_time_s", 1.0))
             jobs = load_csv(path, models=known, iter_time=iter_time, max_gpus=total)
         win = window if "window" in w else None
     else:

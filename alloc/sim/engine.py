@@ -145,8 +145,8 @@ class Simulator:
         self.R = float(round_s)
         self.window = tuple(window) if window is not None else None
         if profiles is None:
-            from ..profiles import load_model
-            profiles = load_model
+            from ..profiles import load_profile
+            profiles = load_profile
         self._profile_src = profiles
         self._profiles: dict[str, Profile] = {}
         self.span, self.check, self.progress = span, check, progress
@@ -264,7 +264,6 @@ class Simulator:
             self.stats["opt_rounds"] += 1
             self.stats["opt_optimal"] += int(alloc.stats.get("mip_status") == "optimal")
         by_job = {p.job: p for p in alloc.placements}
-        gps = self.spec.gpus_per_server
         out, cached = [], []
         sidx = cl.server_index
         for st in adm:

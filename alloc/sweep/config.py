@@ -48,12 +48,12 @@ from __future__ import annotations
 import copy
 import hashlib
 import itertools
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
 from ..errors import InputError
+from ..io import read_json
 from ..model import frozen_map
 
 FORMAT = "alloc.sweep/1"
@@ -178,18 +178,7 @@ class SweepConfig:
 # ------------------------------------------------------------------ helpers
 def read_config(path) -> Any:
     """The JSON document of a config file (InputError naming the file)."""
-    p = Path(path)
-    try:
-        text = p.read_text()
-    except FileNotFoundError:
-        raise InputError(f"{path}: no such sweep config") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"{path}: cannot read sweep config ({type(exc).__name__})") from None
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InputError(f"{path}: line {exc.lineno} column {exc.colno}: malformed JSON "
-                         f"({exc.msg})") from None
+    return read_json(path, "sweep config")
 
 
 def parse_seeds(value, where: str) -> tuple[int, ...]:

@@ -222,7 +222,7 @@ def _memory_part(draw, job: Job, caps: frozenset) -> dict:
 def jobs(draw, cluster: Cluster, k: int, *, capabilities=None, random_profiles: bool = True,
          models: Sequence[str] = MODELS) -> Job:
     """Job ``j<k>`` for ``cluster`` within ``capabilities``."""
-    from ..profiles import load_model
+    from ..profiles import load_profile
     caps = _caps(capabilities)
     types = list(cluster.gpu_types)
     kw: dict = {}
@@ -238,7 +238,7 @@ def jobs(draw, cluster: Cluster, k: int, *, capabilities=None, random_profiles: 
             kw["profile"] = draw(profiles(f"p{k}", types))
         else:
             kw["model"] = draw(st.sampled_from([None, *models]))
-            kw["profile"] = load_model(kw["model"]) if kw["model"] else None
+            kw["profile"] = load_profile(kw["model"]) if kw["model"] else None
     per = max(kw["gpus"], 1)
     names = sorted(cluster.tenants)
     if "tenancy" in caps and names and draw(st.booleans()):
@@ -273,8 +273,7 @@ def _running(draw, cluster: Cluster, jobs: list, caps: frozenset) -> list:
             a = allocate(cluster, sub, solver=draw(st.sampled_from(able)), time_limit=5)
     except SolverError:            # the placer's own defect: its conformance test shows it
         return jobs
-    placed = {p.job: replace(p, throughput=0.0) for p in a.placements}
-    out = [replace(j, current=placed[j.id]) if j.id in placed else j for j in jobs]
+    out = list(a.advance(jobs))
     return out if needed_capabilities(cluster, out) <= caps else jobs
 
 

@@ -260,7 +260,7 @@ def load_models(path: str | Path | None = None, table: str = "table1") -> ModelS
 
 
 def gavel_pair_check(path: str | Path | None = None) -> dict[str, dict[str, float]]:
-    """How well the geometric-mean rule predicts Gavel's measured pairs.
+    r"""How well the geometric-mean rule predicts Gavel's measured pairs.
 
     For each GPU type of Gavel's throughputs and each pair of distinct
     single-GPU configurations a, b measured together, the pair's total

@@ -16,7 +16,7 @@ from ...options import Option
 from ...registry import declare
 
 SOLVERS = (
-    declare("antman", "alloc.solvers.antman.scheduler:solve_antman",
+    declare("antman", "alloc.solvers.antman.scheduler:solve_antman", objectives=(),
             capabilities=("sharing", "locality", "spread", "tenancy", "preemption",
                           "colocation", "gpu-memory", "gpu-compute"),
             options=(

@@ -34,7 +34,8 @@ def run(p: Problem, *, preempt=True, colocate=True, grow=True, gpu_mem_capacity=
         _defragment(eng, order, moves, deadline)
         _consolidate(eng, moves, deadline)
     # a running job the round did not place again is where it runs
-    touched = {op[1] for op in eng._log[mark:] if op[0] == "place"}
+    log = eng._log if eng._log is not None else []
+    touched = {op[1] for op in log[mark:] if op[0] == "place"}
     n_moves = sum(1 for j in touched if j in eng.assign and jobs[j].current is not None
                   and not _same(p, j, eng.assign[j]))
     preempted = {j for j in p.running if j not in eng.assign}
@@ -84,7 +85,7 @@ def _place_all(eng: Engine, order, max_level: int, moves: _Moves, deadline: Dead
     return False
 
 
-def _grow(eng: Engine, moves: _Moves, deadline: Deadline, jobs_: Sequence[int] = None) -> bool:
+def _grow(eng: Engine, moves: _Moves, deadline: Deadline, jobs_: Sequence[int] | None = None) -> bool:
     """Gandiva grow: each placed elastic job (of ``jobs_`` when given), highest
     rank first, takes the size of largest speed-up that fits free GPUs and
     raises its real throughput (a running one only within the move budget:

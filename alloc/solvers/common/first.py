@@ -69,7 +69,8 @@ class Firsts:
                     live.add(at)
                     heappush(heap, at)
             self.seen = len(log)
-        out, taken = [], []
+        out: list = []
+        taken: list = []
         heap, live, order = self.heap, self.live, self.order
         while heap and len(out) < k:
             at = heappop(heap)

@@ -42,8 +42,8 @@ from bisect import bisect_right
 from typing import Sequence
 
 from ...deadline import Deadline
-from ...model import MILLI, Status
-from ...problem import Assign, Problem, Solution, job_order, job_type_key, option_of
+from ...model import MILLI
+from ...problem import Assign, Problem, job_type_key, option_of
 from .greedy import State, best_candidate, fit_candidates
 
 BEAM = 300

@@ -75,6 +75,7 @@ def _advance(eng: Engine, p: Problem, deadline: Deadline) -> bool:
     """Move the engine from the last problem's running jobs to ``p``'s; False
     when it cannot (the engine is then left to be dropped)."""
     ch = p.changes
+    assert ch is not None            # a problem compiled with a carry
     old = eng.p
     churn = False
     for k, job, _ in ch.removed:

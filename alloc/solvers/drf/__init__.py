@@ -12,7 +12,7 @@ from ...options import Option
 from ...registry import declare
 
 SOLVERS = (
-    declare("drf", "alloc.solvers.drf.progressive:solve_drf",
+    declare("drf", "alloc.solvers.drf.progressive:solve_drf", objectives=(),
             capabilities=("sharing", "locality", "spread", "tenancy", "order-preemption"),
             options=(
                 Option("weights", "mapping", None,

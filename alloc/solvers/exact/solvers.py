@@ -19,7 +19,7 @@ from dataclasses import replace
 from ...deadline import Deadline
 from ...model import Status
 from ...problem import Problem, Solution
-from ..common.configuration.engine import Engine
+from ..common.configuration.engine import Backend
 from ..common.configuration.solve import configuration
 
 
@@ -33,7 +33,7 @@ def needs_tenancy_model(problem: Problem) -> bool:
     return any(j.tenant is not None or j.guaranteed or j.elastic for j in problem.jobs)
 
 
-def run(problem: Problem, engine: Engine, *, deadline: Deadline, seed: int = 0,
+def run(problem: Problem, engine: Backend, *, deadline: Deadline, seed: int = 0,
         preemption_cost: float = 0.0, guaranteed_first: bool = True, **config) -> Solution:
     """The tenancy model or the configuration model (module notes); running
     jobs the configuration model keeps are part of its answer.  ``config``:
@@ -48,7 +48,7 @@ def run(problem: Problem, engine: Engine, *, deadline: Deadline, seed: int = 0,
     return sol
 
 
-def tenancy(problem: Problem, engine: Engine, *, deadline: Deadline, seed: int,
+def tenancy(problem: Problem, engine: Backend, *, deadline: Deadline, seed: int,
             preemption_cost: float, guaranteed_first: bool, warm_share: float) -> Solution:
     """The tenancy model, never below the applicable heuristics: they run
     first within ``warm_share`` of the time (running jobs kept where they
@@ -156,19 +156,19 @@ def instance_ok(problem: Problem, assign: dict, deadline: Deadline):
 def solve_cpsat(problem: Problem, *, deadline: Deadline, seed: int = 0, workers: int = 1,
                 deterministic: bool = False, **options) -> Solution:
     """``cpsat``: the configuration model (or the tenancy model) with CP-SAT
-    (``deterministic``: see `Engine`)."""
-    engine = Engine("cpsat", 1, deterministic=True) if deterministic else Engine("cpsat", workers)
+    (``deterministic``: see `Backend`)."""
+    engine = Backend("cpsat", 1, deterministic=True) if deterministic else Backend("cpsat", workers)
     return run(problem, engine, deadline=deadline, seed=seed, **options)
 
 
 def solve_milp(problem: Problem, *, deadline: Deadline, seed: int = 0, **options) -> Solution:
     """``milp``: the configuration model (or the tenancy model) with HiGHS."""
-    return run(problem, Engine("highs"), deadline=deadline, seed=seed, **options)
+    return run(problem, Backend("highs"), deadline=deadline, seed=seed, **options)
 
 
 def solve_cbc(problem: Problem, *, deadline: Deadline, seed: int = 0, **options) -> Solution:
     """``milp-cbc``: the configuration model (or the tenancy model) with CBC."""
-    return run(problem, Engine("cbc"), deadline=deadline, seed=seed, **options)
+    return run(problem, Backend("cbc"), deadline=deadline, seed=seed, **options)
 
 
 def solve_cpsat_tenancy(problem: Problem, *, deadline: Deadline, seed: int = 0,
@@ -180,9 +180,9 @@ def solve_cpsat_tenancy(problem: Problem, *, deadline: Deadline, seed: int = 0,
     CP-SAT, as ``cpsat`` (its proof covers the instance: the tenancy model
     would only restrict it, placing every job at its request)."""
     if not needs_tenancy_model(problem):
-        sol = run(problem, Engine("cpsat", workers or 1), deadline=deadline, seed=seed)
+        sol = run(problem, Backend("cpsat", workers or 1), deadline=deadline, seed=seed)
         return replace(sol, stats={**sol.stats, "covers_instance": True,
                                    "model": "configuration (no tenancy input)"})
-    return tenancy(problem, Engine("cpsat", workers or 1), deadline=deadline, seed=seed,
+    return tenancy(problem, Backend("cpsat", workers or 1), deadline=deadline, seed=seed,
                    preemption_cost=preemption_cost, guaranteed_first=guaranteed_first,
                    warm_share=0.15)

@@ -18,19 +18,19 @@ _LOOK = (
 )
 
 SOLVERS = (
-    declare("random", _E + "solve_random", capabilities=("sharing", "order-preemption"),
+    declare("random", _E + "solve_random", objectives=(), capabilities=("sharing", "order-preemption"),
             description="Online: uniformly random feasible server (FGD paper baseline)"),
-    declare("dotprod", _E + "solve_dotprod", capabilities=("sharing", "order-preemption"),
+    declare("dotprod", _E + "solve_dotprod", objectives=(), capabilities=("sharing", "order-preemption"),
             description="Online: smallest dot product of free and requested CPU/GPU"),
-    declare("gpu-clustering", _E + "solve_gpu_clustering", capabilities=("sharing", "order-preemption"),
+    declare("gpu-clustering", _E + "solve_gpu_clustering", objectives=(), capabilities=("sharing", "order-preemption"),
             description="Online: cluster GPU jobs of the same kind on a server"),
-    declare("gpu-packing", _E + "solve_gpu_packing", capabilities=("sharing", "order-preemption"),
+    declare("gpu-packing", _E + "solve_gpu_packing", objectives=(), capabilities=("sharing", "order-preemption"),
             description="Online: pack onto partly used GPUs, then used servers"),
-    declare("openb-best-fit", _E + "solve_openb_best_fit", capabilities=("sharing", "order-preemption"),
+    declare("openb-best-fit", _E + "solve_openb_best_fit", objectives=(), capabilities=("sharing", "order-preemption"),
             description="Online: least CPU+GPU left over on the server (FGD paper's BestFit)"),
-    declare("fgd", _E + "solve_fgd", capabilities=("sharing", "order-preemption"),
+    declare("fgd", _E + "solve_fgd", objectives=(), capabilities=("sharing", "order-preemption"),
             description="Online: fragmentation gradient descent (Weng et al., ATC'23)"),
-    declare("fgd-lookahead", _E + "solve_fgd_lookahead", capabilities=("sharing", "order-preemption"),
+    declare("fgd-lookahead", _E + "solve_fgd_lookahead", objectives=(), capabilities=("sharing", "order-preemption"),
             options=_LOOK,
             description="Online: FGD plus CPU-stranding, share-packing and GPU-model "
                         "look-ahead terms"),

@@ -35,9 +35,8 @@ from typing import Sequence
 import numpy as np
 
 from ...deadline import Deadline
+from ...model import MILLI
 from .index import ScoreIndex
-
-MILLI = 1000
 
 
 # --------------------------------------------------------------------- pods
@@ -246,7 +245,7 @@ class ClusterState:
         self.log = np.zeros(1024, dtype=np.int64)    # node changed at each clock tick
         self.nlog = 0
         self._dirty: list[int] = []                  # nodes whose F is out of date
-        self.fm = None
+        self.fm: FragModel | None = None
         self._cols: dict[tuple, list] = {}           # typical type -> [a, cnt, ok, clock]
         self.type_ok = None
         self._frag = np.zeros(self.N)

@@ -17,7 +17,7 @@ from ...options import Option
 from ...registry import declare
 
 SOLVERS = (
-    declare("gandiva", "alloc.solvers.gandiva.reactive:solve_gandiva",
+    declare("gandiva", "alloc.solvers.gandiva.reactive:solve_gandiva", objectives=(),
             capabilities=("sharing", "spread", "migration", "elastic"),
             options=(
                 Option("oversubscribe", "bool", True,

@@ -12,10 +12,10 @@ from ...registry import declare
 _BASE = ("sharing", "locality", "spread", "order-preemption")
 
 SOLVERS = (
-    declare("proportional", "alloc.solvers.heuristics.greedy:solve_proportional",
+    declare("proportional", "alloc.solvers.heuristics.greedy:solve_proportional", objectives=(),
             capabilities=_BASE,
             description="GPU-proportional CPU/memory, first fit (Synergy's baseline)"),
-    declare("best-fit", "alloc.solvers.heuristics.greedy:solve_best_fit", capabilities=_BASE,
+    declare("best-fit", "alloc.solvers.heuristics.greedy:solve_best_fit", objectives=(), capabilities=_BASE,
             description="largest jobs first, each on the server left fullest"),
     declare("greedy-upgrade", "alloc.solvers.heuristics.improve:solve_greedy_upgrade",
             capabilities=_BASE + ("grid",),

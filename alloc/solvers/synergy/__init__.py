@@ -12,9 +12,9 @@ from ...registry import declare
 _CAPS = ("grid", "sharing", "spread", "order-preemption")
 
 SOLVERS = (
-    declare("synergy-greedy", "alloc.solvers.synergy.tune:solve_greedy", capabilities=_CAPS,
+    declare("synergy-greedy", "alloc.solvers.synergy.tune:solve_greedy", objectives=(), capabilities=_CAPS,
             description="Synergy GREEDY: each job at its best-case CPU/memory point or skipped"),
-    declare("synergy-tune", "alloc.solvers.synergy.tune:solve_tune", capabilities=_CAPS,
+    declare("synergy-tune", "alloc.solvers.synergy.tune:solve_tune", objectives=(), capabilities=_CAPS,
             options=(Option("sort_by_gpus", "bool", True,
                             "place the admitted jobs largest GPU demand first"),),
             description="Synergy TUNE: best case, else proportional, else reclaim peers' excess"),

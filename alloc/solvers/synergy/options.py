@@ -15,10 +15,10 @@ from __future__ import annotations
 import copy
 from typing import Iterable, Sequence
 
-from ...problem import Option, Problem
+from ...problem import GridPoint, Problem
 
 
-def ideal_option(opts: Sequence[Option], n: int, caps: Iterable[tuple[int, int, int]]) -> int:
+def ideal_option(opts: Sequence[GridPoint], n: int, caps: Iterable[tuple[int, int, int]]) -> int:
     """Index of the best-case option: maximum speed among the options that fit
     one server's per-GPU bound (``caps``: (gpus, cpu, mem) of candidate
     servers), ties broken by least normalised resources."""
@@ -28,7 +28,7 @@ def ideal_option(opts: Sequence[Option], n: int, caps: Iterable[tuple[int, int, 
     ref_c = max(c for _, c, _ in caps) or 1
     ref_m = max(m for _, _, m in caps) or 1
 
-    def fits(o: Option) -> bool:
+    def fits(o: GridPoint) -> bool:
         for g, c, m in caps:
             k = min(n, g) if g else n
             if k and o.cpu * k <= c * n and o.mem * k <= m * n:
@@ -45,7 +45,7 @@ def ideal_option(opts: Sequence[Option], n: int, caps: Iterable[tuple[int, int, 
     return best
 
 
-def capped_option(opts: Sequence[Option]) -> int:
+def capped_option(opts: Sequence[GridPoint]) -> int:
     """Best option inside the fair box (CPU and memory at most the request's,
     speed at least the request's); 0 when nothing beats the request."""
     r = opts[0]
@@ -58,7 +58,7 @@ def capped_option(opts: Sequence[Option]) -> int:
     return best
 
 
-def floor_options(opts: Sequence[Option]) -> tuple[Option, ...]:
+def floor_options(opts: Sequence[GridPoint]) -> tuple[GridPoint, ...]:
     """The request plus every option at least as fast (the fairness floor)."""
     r = opts[0]
     return (r,) + tuple(o for o in opts[1:] if o.base >= r.base - 1e-12)

@@ -15,7 +15,7 @@ from heapq import nsmallest
 from typing import Iterable, Sequence
 
 from ...model import MILLI
-from ...problem import Assign, Option, Problem, split
+from ...problem import Assign, GridPoint, Problem, split
 from ..common.greedy import State
 from ..common.index import GPUS, WHOLE, Finder, Shape
 
@@ -259,7 +259,7 @@ class FastPacker:
         self.G, self.C, self.M = list(gpus), list(cpu), list(mem)
         self.S = len(self.G)
         self.fg, self.fc, self.fm = list(self.G), list(self.C), list(self.M)
-        self.opts: dict[int, Sequence[Option]] = {}
+        self.opts: dict[int, Sequence[GridPoint]] = {}
         self._n: dict[int, int] = {}
         self.parts: dict[int, tuple] = {}
         self.opt: dict[int, int] = {}
@@ -286,7 +286,7 @@ class FastPacker:
         b[old].remove(s)
         insort(b[new], s)
 
-    def add_job(self, j: int, n: int, opts: Sequence[Option]) -> None:
+    def add_job(self, j: int, n: int, opts: Sequence[GridPoint]) -> None:
         """Register job j asking ``n`` whole GPUs, with its options ``opts``
         (CPU milli-cores and memory MiB totals for the whole job)."""
         self._n[j] = n

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from ....deadline import Deadline
 from ....objectives import tighten
-from .engine import Engine
+from .engine import Backend
 from .master import Master, column_generation
 
 
@@ -97,7 +97,7 @@ class _Search:
                 self.stop = True
 
 
-def dive(master: Master, engine: Engine, deadline: Deadline, target: float | None = None,
+def dive(master: Master, engine: Backend, deadline: Deadline, target: float | None = None,
          delta: float | None = None, stats: dict | None = None, goal: float | None = None,
          width: int = 3) -> DiveResult | None:
     """Depth-first price-and-dive (see the module notes); the best integral

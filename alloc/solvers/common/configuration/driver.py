@@ -31,7 +31,7 @@ from .aggregate import SECONDS_PER_ITEM, Aggregate, OutOfTime
 from .bounds import big_machine_bound
 from .columns import check_assign, decode, solution_to_columns, true_value
 from .dive import dive
-from .engine import Engine
+from .engine import Backend
 from .master import CGResult, Master, column_generation, hint_from, solve_master_ip
 from .proof import enumerate_and_solve
 
@@ -128,7 +128,7 @@ def warm_start(problem: Problem, deadline: Deadline, seed: int = 0,
 class ExactRun:
     """One run of the driver (see the module notes)."""
 
-    def __init__(self, problem: Problem, engine: Engine, deadline: Deadline, seed: int,
+    def __init__(self, problem: Problem, engine: Backend, deadline: Deadline, seed: int,
                  warm_share: float, cg_share: float):
         self.p, self.engine, self.deadline, self.seed = problem, engine, deadline, seed
         self.t0 = time.perf_counter()
@@ -221,7 +221,6 @@ class ExactRun:
     def aggregate(self, sols) -> bool:
         """Phase 2: aggregation, the simple bounds and the seeded pool; False
         when the aggregate is not built in time (the warm start stands)."""
-        p = self.p
         try:
             self.agg.build_items(self.deadline.reserve(0.05 * self.total))
         except OutOfTime:
@@ -321,7 +320,7 @@ class ExactRun:
         return Solution(self.best, status, bound, (), self.stats)
 
 
-def solve_exact(problem: Problem, engine: Engine, *, deadline: Deadline, seed: int = 0,
+def solve_exact(problem: Problem, engine: Backend, *, deadline: Deadline, seed: int = 0,
                 warm_share: float = 0.15, cg_share: float = 0.45) -> Solution:
     """The driver (see the module notes) on ``problem`` with ``engine``."""
     run = ExactRun(problem, engine, deadline, seed, warm_share, cg_share)

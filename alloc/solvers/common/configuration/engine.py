@@ -4,14 +4,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ....deprecation import renamed
 from ....deadline import Deadline
 from ....kernel import LinearModel, Result, solve
 
 
 @dataclass(frozen=True)
-class Engine:
+class Backend:
     """A kernel engine (``"cpsat"``, ``"highs"`` or ``"cbc"``) with the
-    exact family's settings.
+    exact family's settings (formerly `Engine`, a name hived's cell allocator
+    also has).
 
     CP-SAT: one worker (deterministic for a seed) except on large models or
     hinted masters (``workers``); the full LP linearisation
@@ -40,4 +42,7 @@ class Engine:
         return solve(model, self.name, deadline=deadline, seed=seed, **params)
 
 
-__all__ = ["Engine"]
+__all__ = ["Backend"]
+
+
+__getattr__ = renamed(__name__, {"Engine": "Backend"}, globals())

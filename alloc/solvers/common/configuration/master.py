@@ -28,7 +28,7 @@ from ....deadline import Deadline
 from ....kernel import INF, LinearModel, solve_lp
 from ....model import Status
 from .aggregate import Aggregate, Pattern
-from .engine import Engine
+from .engine import Backend
 from .patterns import make_pattern, server_rows
 
 EPS = 1e-7
@@ -159,7 +159,7 @@ def lp_duals(master: Master, deadline: Deadline):
     return res.objective, list(res.x), duals, zv, xv
 
 
-def _price_class(master: Master, engine: Engine, c: int, duals: dict, deadline: Deadline):
+def _price_class(master: Master, engine: Backend, c: int, duals: dict, deadline: Deadline):
     """Price class c: (proven bound of its reduced cost or None, new pattern or None)."""
     agg = master.agg
     pm, a = master.pricing_model(c, duals)
@@ -174,7 +174,7 @@ def _price_class(master: Master, engine: Engine, c: int, duals: dict, deadline: 
     return r.bound, pat
 
 
-def column_generation(master: Master, engine: Engine, deadline: Deadline,
+def column_generation(master: Master, engine: Backend, deadline: Deadline,
                       max_rounds: int = 10000) -> CGResult:
     """Column generation until no column prices out or the deadline."""
     agg = master.agg
@@ -206,7 +206,7 @@ def column_generation(master: Master, engine: Engine, deadline: Deadline,
     return out
 
 
-def solve_master_ip(master: Master, engine: Engine, deadline: Deadline, seed: int,
+def solve_master_ip(master: Master, engine: Backend, deadline: Deadline, seed: int,
                     hint_z: dict | None = None, hint_x: dict | None = None):
     """Integer master over the pool: (status, z, x, value, bound, stats)."""
     m, zv, xv, _ = master.build(integer=True)

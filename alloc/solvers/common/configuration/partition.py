@@ -44,7 +44,7 @@ from ....problem import Assign, Problem, Solution, compile_problem, job_types
 from .aggregate import Aggregate, OutOfTime, canonical_gpus
 from .bounds import big_machine_bound
 from .columns import check_assign, solution_to_columns, true_value
-from .engine import Engine
+from .engine import Backend
 from .master import Master, column_generation
 
 #: Executors that run the parts.
@@ -153,7 +153,7 @@ def solve_part(args) -> tuple[dict, dict]:
 PART_GRACE = 0.5
 
 #: The answer of a part that did not come back in time.
-LATE = ({}, {"status": "timed out"})
+LATE: tuple[dict, dict] = ({}, {"status": "timed out"})
 
 
 def _run(tasks, executor: str, ray_address: str | None, timeout: float):
@@ -218,7 +218,7 @@ def _repair(problem: Problem, assign: dict, deadline: Deadline) -> dict:
     return dict(st.assign)
 
 
-def whole_bound(problem: Problem, engine: Engine, deadline: Deadline, assign: dict,
+def whole_bound(problem: Problem, engine: Backend, deadline: Deadline, assign: dict,
                 stats: dict) -> float | None:
     """A bound of the whole problem's pending part (see the module notes)."""
     bounds = [sum(problem.upper_coef(j) for j in problem.pending)]
@@ -245,7 +245,7 @@ def whole_bound(problem: Problem, engine: Engine, deadline: Deadline, assign: di
     return min(bounds)
 
 
-def solve_partitioned(problem: Problem, engine: Engine, *, deadline: Deadline, seed: int = 0,
+def solve_partitioned(problem: Problem, engine: Backend, *, deadline: Deadline, seed: int = 0,
                       parts: int = 2, executor: str = "process", ray_address: str | None = None,
                       warm_share: float = 0.15, cg_share: float = 0.45) -> Solution:
     """The partitioned solver (see the module notes)."""

@@ -24,7 +24,7 @@ from ....deadline import Deadline
 from ....kernel import LinearModel
 from ....model import MILLI, Status
 from .aggregate import Aggregate, Pattern
-from .engine import Engine
+from .engine import Backend
 
 #: Seconds an exact layout may take at most.
 LAYOUT_TIME = 2.0
@@ -127,7 +127,7 @@ def _locality_rows(agg: Aggregate, model: LinearModel, c: int, a, info) -> None:
 
 
 # ----------------------------------------------------------------- layouts
-def layout(agg: Aggregate, c: int, counts: dict[int, int], engine: Engine | None = None,
+def layout(agg: Aggregate, c: int, counts: dict[int, int], engine: Backend | None = None,
            deadline: Deadline | None = None) -> tuple | None:
     """Canonical GPU offsets for ``counts`` on a server of class ``c`` (None
     when they do not fit)."""
@@ -206,7 +206,7 @@ def layout_ffd(agg: Aggregate, c: int, counts: dict[int, int]):
     return tuple(out)
 
 
-def _layout_exact(agg: Aggregate, c: int, counts: dict[int, int], engine: Engine,
+def _layout_exact(agg: Aggregate, c: int, counts: dict[int, int], engine: Backend,
                   deadline: Deadline | None):
     m = LinearModel("layout")
     a = {i: m.add_var(n, n, integer=True) for i, n in counts.items() if n}
@@ -259,7 +259,7 @@ def _layout_from(agg: Aggregate, c: int, counts, info, x):
 
 
 def make_pattern(agg: Aggregate, c: int, counts: dict[int, int], lay=None,
-                 engine: Engine | None = None, deadline: Deadline | None = None) -> Pattern | None:
+                 engine: Backend | None = None, deadline: Deadline | None = None) -> Pattern | None:
     """The :class:`Pattern` of ``counts`` (a layout is found when not given;
     None when the items do not fit)."""
     counts = {i: n for i, n in counts.items() if n > 0}

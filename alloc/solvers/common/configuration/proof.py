@@ -26,7 +26,7 @@ from ....deadline import Deadline
 from ....model import MILLI, Status
 from ....objectives import tighten
 from .aggregate import Aggregate
-from .engine import Engine
+from .engine import Backend
 from .master import CGResult, Master, hint_from, solve_master_ip
 from .patterns import make_pattern
 
@@ -122,7 +122,7 @@ def _reduced_cost(master: Master, c: int, duals: dict, counts) -> float:
     return sum(master.item_coef(c, duals, i) * n for i, n in counts)
 
 
-def _sub_master(master: Master, engine: Engine, cg: CGResult, gap: float, deadline: Deadline,
+def _sub_master(master: Master, engine: Backend, cg: CGResult, gap: float, deadline: Deadline,
                 limit: int, keep: int, stats: dict):
     """The master over the pool's and the enumerated patterns with reduced
     cost ``>= -gap``: (sub-master, complete), or None when out of time."""
@@ -162,7 +162,7 @@ def _sub_master(master: Master, engine: Engine, cg: CGResult, gap: float, deadli
     return sub, complete_all
 
 
-def enumerate_and_solve(master: Master, engine: Engine, cg: CGResult, incumbent: float,
+def enumerate_and_solve(master: Master, engine: Backend, cg: CGResult, incumbent: float,
                         deadline: Deadline, seed: int, stats: dict, *, limit: int = 20000,
                         keep: int = 3000, hint=None, delta: float | None = None,
                         top: float | None = None, ip_deadline: Deadline | None = None):
@@ -225,7 +225,7 @@ def enumerate_and_solve(master: Master, engine: Engine, cg: CGResult, incumbent:
     return z, x, val, pool, proven
 
 
-def solve_target_ip(sub: Master, engine: Engine, duals: dict, lp: float, target: float,
+def solve_target_ip(sub: Master, engine: Backend, duals: dict, lp: float, target: float,
                     deadline: Deadline, seed: int):
     """The master over ``sub`` restricted to solutions worth ``>= target``,
     with reduced-cost tightening from the LP duals (optimum ``lp``): a solution

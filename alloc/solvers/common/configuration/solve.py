@@ -8,7 +8,7 @@ import os
 from ....deadline import Deadline
 from ....problem import Problem, Solution
 from .driver import solve_exact
-from .engine import Engine
+from .engine import Backend
 from .partition import solve_partitioned
 
 #: ``parts=0`` (auto) partitions instances with at least this many servers...
@@ -31,7 +31,7 @@ def auto_parts(problem: Problem, parts: int) -> int:
     return max(2, os.cpu_count() or 1) if len(shapes) >= AUTO_PARTITION_CLASSES else 1
 
 
-def configuration(problem: Problem, engine: Engine, *, deadline: Deadline, seed: int = 0,
+def configuration(problem: Problem, engine: Backend, *, deadline: Deadline, seed: int = 0,
                   warm_share: float = 0.15, cg_share: float = 0.45, parts: int = 0,
                   executor: str = "process", ray_address: str | None = None) -> Solution:
     """The configuration-model driver on the whole problem or on ``parts`` parts."""

@@ -46,7 +46,6 @@ from __future__ import annotations
 from collections import defaultdict
 from itertools import combinations
 
-import numpy as np
 
 from ....kernel import solve
 from ....model import MILLI
