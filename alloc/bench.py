@@ -158,30 +158,7 @@ def _progress(total: int, enabled: bool):
     return tqdm(total=total, file=sys.stderr, leave=False, unit="run")
 
 
-#: Solvers that place by size and never look at the objective: how they choose.
-OBJECTIVE_BLIND = {
-    "proportional": "jobs in order, first fit, each job exactly its request (Synergy's baseline)",
-    "best-fit": "largest jobs first, each on the server left fullest, exactly its request",
-}
-
-
-def notes(rows: Iterable[dict]) -> list[str]:
-    """Lines printed under the table: what an objective-blind solver's value means."""
-    rows = list(rows)
-    blind = [s for s in OBJECTIVE_BLIND if any(r["solver"] == s for r in rows)]
-    if not blind:
-        return []
-    objective = rows[0].get("objective", "throughput")
-    out = [f"note: {' and '.join(blind)} ignore the objective ({objective}):"]
-    out += [f"  {s}: {OBJECTIVE_BLIND[s]}" for s in blind]
-    if objective == "throughput":
-        out.append("  under throughput each placed job counts about its speed, so a placement "
-                   "of a few large jobs scores low;")
-        out.append("  the other solvers choose jobs (and CPU/memory) for the objective.")
-    return out
-
-
-#: Solvers that place by size and never look at the objective: how they choose.
+#: How solvers that ignore the objective choose (the others: "by its own rule").
 OBJECTIVE_BLIND = {
     "proportional": "jobs in order, first fit, each job exactly its request (Synergy's baseline)",
     "best-fit": "largest jobs first, each on the server left fullest, exactly its request",
@@ -189,14 +166,21 @@ OBJECTIVE_BLIND = {
 
 
 def objective_notes(rows: Iterable[dict]) -> list[str]:
-    """Lines printed under the table: what an objective-blind solver's value means."""
+    """Lines printed under the table: what the value of a solver that ignores
+    the objective means (the solvers whose declaration does not name it,
+    `SolverInfo.objectives`)."""
+    from .registry import solvers
     rows = list(rows)
-    blind = [s for s in OBJECTIVE_BLIND if any(r["solver"] == s for r in rows)]
-    if not blind:
+    if not rows:
         return []
     objective = rows[0].get("objective", "throughput")
-    out = [f"note: {' and '.join(blind)} ignore the objective ({objective}):"]
-    out += [f"  {s}: {OBJECTIVE_BLIND[s]}" for s in blind]
+    reg = solvers()
+    names = dict.fromkeys(r["solver"] for r in rows)
+    blind = [s for s in names if s in reg and not reg[s].honours(objective)]
+    if not blind:
+        return []
+    out = [f"note: {', '.join(blind)} ignore the objective ({objective}):"]
+    out += [f"  {s}: {OBJECTIVE_BLIND.get(s, 'places by its own rule')}" for s in blind]
     if objective == "throughput":
         out.append("  under throughput each placed job counts about its speed, so a placement "
                    "of a few large jobs scores low;")
