@@ -229,13 +229,13 @@ def solve_master_ip(master: Master, engine: Engine, deadline: Deadline, seed: in
 def hint_from(master: Master, cols) -> tuple[dict, dict]:
     """Pool indices of a converted heuristic solution."""
     pats, xcount = cols
+    index = {(q.cls, q.counts): (c, pi) for c, pool in enumerate(master.pool)
+             for pi, q in enumerate(pool)}
     z: dict[tuple[int, int], int] = {}
     for pat in pats.values():
-        c = pat.cls
-        for pi, q in enumerate(master.pool[c]):
-            if q.counts == pat.counts:
-                z[(c, pi)] = z.get((c, pi), 0) + 1
-                break
+        key = index.get((pat.cls, pat.counts))
+        if key is not None:
+            z[key] = z.get(key, 0) + 1
     return z, dict(xcount)
 
 
