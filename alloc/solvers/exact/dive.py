@@ -159,7 +159,9 @@ def round_down(master: Master, engine: Engine, cg, deadline: Deadline,
                 _apply(master, c, pi, n)
                 fixed[(c, pi)] = n
         left = sum(master.n_cap)
-        _, z, x, _, _, _ = solve_master_ip(master, engine, deadline, seed)
+        # hinted with the empty residual (feasible): CP-SAT then starts from a
+        # solution instead of searching for a first one
+        _, z, x, _, _, _ = solve_master_ip(master, engine, deadline, seed, {}, {})
     finally:
         _restore(master, saved)
     z, x = z or {}, x or {}
