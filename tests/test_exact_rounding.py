@@ -19,10 +19,10 @@ def hetero_problem(servers: int = 24):
 
 def seeded_master(p):
     """A master seeded with greedy-upgrade's patterns, its aggregate, and that value."""
+    from alloc.registry import get_solver
     from alloc.solvers.exact.aggregate import Aggregate
     from alloc.solvers.exact.columns import solution_to_columns, true_value
     from alloc.solvers.exact.master import Master
-    from alloc.registry import get_solver
     agg = Aggregate(p)
     start = get_solver("greedy-upgrade").solve(p, deadline=Deadline.after(5)).assign
     master = Master(agg)
@@ -50,7 +50,8 @@ def test_round_down_is_valid_and_restores_the_residual():
     rd = round_down(master, engine, cg, Deadline.after(5), stats=stats)
     assert (list(master.n_cap), list(master.t_cap), dict(master.link_cap)) == caps
     assert rd is not None
-    floors = sum(master.pool[c][pi].value * int(cg.primal[v] + 1e-6) for (c, pi), v in cg.zv.items())
+    floors = sum(master.pool[c][pi].value * int(cg.primal[v] + 1e-6)
+                 for (c, pi), v in cg.zv.items())
     assert rd.value >= floors - 1e-6
     assert sum(n for (c, _), n in rd.z.items() if c == 0) <= agg.n_c[0]
     assign = decode(agg, rd.z, master.pool, rd.x)

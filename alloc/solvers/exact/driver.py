@@ -385,7 +385,8 @@ def solve_exact(problem: Problem, engine: Engine, *, deadline: Deadline, seed: i
     if not run.aggregate(sols):
         run.polish()
         return run.solution()
-    for phase in (run.colgen, run.rounding, run.more_columns, run.master_ip, run.proof, run.dive, run.polish):
+    for phase in (run.colgen, run.rounding, run.more_columns, run.master_ip, run.proof,
+                  run.dive, run.polish):
         phase()
     return run.solution()
 
