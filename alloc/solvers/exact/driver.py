@@ -155,6 +155,7 @@ class ExactRun:
         self.stats["objective_step"] = self.step
         self.cg = CGResult()
         self.hint: tuple[dict, dict] | None = None
+        self.decode_s = 0.0     # seconds the rounding's answer took to decode and check
 
     def at(self, share: float) -> Deadline:
         """The deadline ``share`` of the whole budget after the start."""
@@ -295,8 +296,9 @@ class ExactRun:
                         self.seed, self.stats)
         self.stats["t_round"] = time.perf_counter() - self.t0
         if rd is not None:
-            before = self.best_v
+            before, t = self.best_v, time.perf_counter()
             self.offer(decode(self.agg, rd.z, self.master.pool, rd.x), "rounding", "round_value")
+            self.decode_s = max(self.decode_s, time.perf_counter() - t)
             if self.best_v > before:
                 self.hint = (rd.z, rd.x)
 
@@ -308,11 +310,14 @@ class ExactRun:
         hz, hx = hint_from(self.master, self.warm_cols) if self.warm_cols else (None, None)
         if self.hint is not None and self.src == "rounding":
             hz, hx = self.hint
-        # converged: a short run (the enumeration is the proof engine)
-        left = self.deadline.left()
+        # the answer's decoding and check kept back (as long again as the
+        # rounding's took: seconds at 100k jobs); converged: a short run (the
+        # enumeration is the proof engine)
+        dl = self.deadline.reserve(2.0 * self.decode_s)
+        left = dl.left()
         budget = min(0.4 * left, 0.1 * self.total) if self.cg.converged else 0.9 * left
         st, z, x, obj, _, ipstats = solve_master_ip(self.master, self.engine,
-                                                    self.deadline.within(budget), self.seed, hz, hx)
+                                                    dl.within(budget), self.seed, hz, hx)
         self.stats["master_status"] = st.value
         self.stats.update({f"master_{k}": v for k, v in ipstats.items()})
         if z is not None:
@@ -349,8 +354,11 @@ class ExactRun:
 
     def polish(self, share: float = 0.5) -> None:
         """Phase 7: local search from the best solution with ``share`` of
-        what is left."""
-        if self.deadline.left() < 0.05 or self.done():
+        what is left -- when that is more than twice what setting it up
+        (linear in the jobs, like decoding an answer) and checking its answer
+        take."""
+        left = self.deadline.left()
+        if left < 0.05 or left * share < 2.0 * self.decode_s or self.done():
             return
         from ..heuristics.improve import local_search
         self.offer(local_search(self.p, self.best, deadline=self.deadline.share(share),
