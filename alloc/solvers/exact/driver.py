@@ -288,10 +288,10 @@ class ExactRun:
 
     def rounding(self) -> None:
         """Phase 3b: the restricted LP rounded down, the residual integer
-        master within a twentieth of the time (`round_down`)."""
+        master within a tenth of the time (`round_down`)."""
         if self.cg.lp is None or self.done() or self.deadline.left() < 0.1:
             return
-        budget = min(0.05 * self.total, 0.25 * self.deadline.left())
+        budget = min(0.1 * self.total, 0.5 * self.deadline.left())
         rd = round_down(self.master, self.engine, self.cg, self.deadline.within(budget),
                         self.seed, self.stats)
         self.stats["t_round"] = time.perf_counter() - self.t0
@@ -316,6 +316,8 @@ class ExactRun:
         dl = self.deadline.reserve(2.0 * self.decode_s)
         left = dl.left()
         budget = min(0.4 * left, 0.1 * self.total) if self.cg.converged else 0.9 * left
+        if self.cg.converged and self.src == "rounding":
+            budget = 0.5 * left     # the rounding left a gap: half for the master
         st, z, x, obj, _, ipstats = solve_master_ip(self.master, self.engine,
                                                     dl.within(budget), self.seed, hz, hx)
         self.stats["master_status"] = st.value

@@ -85,7 +85,10 @@ class Master:
                 # a pattern the residual jobs cannot fill is dropped; in the LP
                 # other bounds are left to the rows (duals on variable bounds
                 # would hide columns from the pricing, which knows only rows)
-                ub = (self.n_cap[c] if integer else INF) if self.copies_ub(c, pat) else 0
+                fits = self.copies_ub(c, pat) > 0
+                if integer and not fits:
+                    continue    # fixed at zero: left out of the integer model
+                ub = (self.n_cap[c] if integer else INF) if fits else 0
                 v = m.add_var(0, ub, integer, obj=pat.value)
                 zv[(c, pi)] = v
                 crow[v] = 1
