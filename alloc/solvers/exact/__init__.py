@@ -98,6 +98,20 @@ LP by column generation and repeats until the LP is integral, backtracking
 over the few best patterns of a node while the rounded LP bound stays above
 the target.
 
+Rounding down
+-------------
+With thousands of servers per class (100k GPUs in three GPU types: about
+4,000 servers a class) neither fixing one copy per dive node nor the integer
+master over the pool gets far in the time, while the restricted LP is already
+close to its bound.  After column generation's share -- and again after
+more column generation when it has not converged -- `round_down` fixes
+``floor(z*_cp)`` copies of every column of the LP's solution at once (rounding
+down keeps every master row satisfied) and solves the small residual master
+(a few servers per class, the jobs left) over the whole pool; the integer
+master then starts from that answer.  Solutions of the heuristics worth less
+than half the best do not seed the pool (their one-job patterns only slow
+every LP).
+
 Decoding
 --------
 Patterns carry a *layout*: the local GPU offsets of each item (found by a

@@ -8,6 +8,8 @@ are cut into runs of ``g_t`` (same server first) for the ``x_tok`` spread jobs.
 """
 from __future__ import annotations
 
+from collections import deque
+
 from ....problem import Assign, Problem, option_of
 from .aggregate import Aggregate, Pattern
 from .patterns import make_pattern
@@ -74,7 +76,7 @@ def decode(agg: Aggregate, z: dict[tuple[int, int], int], pool: list[list[Patter
     """Assignments from pattern counts ``z[(c, p)]`` and spread job counts
     ``x[(t, o, group)]`` (see the module notes)."""
     p = agg.p
-    queue = {t.index: list(t.jobs) for t in agg.types}
+    queue = {t.index: deque(t.jobs) for t in agg.types}
     out: dict[int, Assign] = {}
     units: dict[tuple[int, int, int], list[tuple[int, int]]] = {}
     for c in range(agg.K):
@@ -92,7 +94,7 @@ def decode(agg: Aggregate, z: dict[tuple[int, int], int], pool: list[list[Patter
                         continue
                     if not queue[it.t]:
                         continue
-                    j = queue[it.t].pop(0)
+                    j = queue[it.t].popleft()
                     if p.jobs[j].gpus == 0:
                         out[j] = p.make_cpu_assign(j, s, it.o)
                     else:
@@ -103,7 +105,7 @@ def decode(agg: Aggregate, z: dict[tuple[int, int], int], pool: list[list[Patter
         for r in range(n):
             if (r + 1) * g > len(slots) or not queue[t]:
                 break
-            j = queue[t].pop(0)
+            j = queue[t].popleft()
             out[j] = p.make_assign(j, [gg for _, gg in slots[r * g:(r + 1) * g]], o)
     return out
 

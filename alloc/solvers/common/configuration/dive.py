@@ -9,6 +9,17 @@ rounded down to the objective step, is below the target (raised to the best
 dive value plus a step as solutions are found) is cut off.  The search stops
 at the deadline or when a solution reaches ``goal`` (the rounded bound).  New
 columns stay in the pool; the residual capacities are restored at the end.
+
+Rounding down (`round_down`) is the one-step dive for masters whose classes
+hold thousands of servers, where fixing one copy per node cannot finish:
+every column of the restricted LP's solution ``(z*, x*)`` is fixed at
+``floor(z*_cp)`` copies at once (rounding down keeps every row of the master
+satisfied: class and type rows lose load, a spread group's unit slots stay
+in the residual link capacity), and the residual integer master -- at most
+one server per fractional column left per class, the jobs the fixed copies
+do not take -- is solved over the whole pool, spread jobs included.  The
+answer ``floor(z*) + z_res`` loses at most the value of the fractional
+columns' servers against the LP, which is small beside thousands of copies.
 """
 from __future__ import annotations
 
@@ -18,7 +29,7 @@ from dataclasses import dataclass
 from ....deadline import Deadline
 from ....objectives import tighten
 from .engine import Backend
-from .master import Master, column_generation
+from .master import Master, column_generation, solve_master_ip
 
 
 @dataclass
@@ -131,4 +142,40 @@ def dive(master: Master, engine: Backend, deadline: Deadline, target: float | No
     return srch.best
 
 
-__all__ = ["DiveResult", "dive"]
+def round_down(master: Master, engine: Backend, cg, deadline: Deadline,
+               seed: int = 0, stats: dict | None = None) -> DiveResult | None:
+    """Fix the floors of the restricted LP's columns (``cg``: the column
+    generation result whose primal is read), solve the residual integer master
+    within ``deadline``, and return both together (see the module notes), or
+    None when the LP fixes nothing and the residual master finds nothing."""
+    if not cg.primal:
+        return None
+    saved = _snapshot(master)
+    fixed: dict = {}
+    try:
+        for (c, pi), v in cg.zv.items():
+            n = min(int(math.floor(cg.primal[v] + 1e-6)), master.copies_ub(c, master.pool[c][pi]))
+            if n > 0:
+                _apply(master, c, pi, n)
+                fixed[(c, pi)] = n
+        left = sum(master.n_cap)
+        # hinted with the empty residual (feasible): CP-SAT then starts from a
+        # solution instead of searching for a first one
+        _, z, x, _, _, _ = solve_master_ip(master, engine, deadline, seed, {}, {})
+    finally:
+        _restore(master, saved)
+    z, x = z or {}, x or {}
+    if not fixed and not z:
+        return None
+    for k, n in z.items():
+        fixed[k] = fixed.get(k, 0) + n
+    val = sum(master.pool[c][pi].value * n for (c, pi), n in fixed.items())
+    spread = {(t, o, g): v for (t, o, g, v) in master.agg.spread_vars}
+    val += sum(spread[k] * n for k, n in x.items())
+    if stats is not None:
+        stats.update(round_residual_servers=left,
+                     round_residual_found=bool(z or x))
+    return DiveResult(fixed, x, val, 1, True)
+
+
+__all__ = ["DiveResult", "dive", "round_down"]

@@ -9,7 +9,9 @@ master, proof, dive, polish -- each phase within its share of one deadline.
 3. *Column generation* (`alloc.solvers.common.configuration.master`) within
    ``cg_share``, seeded with every heuristic solution's patterns; its
    Lagrangian bound when the units are exact.
-4. *Integer master* over the pool, hinted with the best heuristic.
+   Then the restricted LP *rounded down* (`round_down`: its columns' floors
+   fixed, the small residual master solved).
+4. *Integer master* over the pool, hinted with the best solution so far.
 5. *Proof* (`alloc.solvers.common.configuration.proof`) when column generation converged.
 6. *Dive* (`alloc.solvers.common.configuration.dive`) and a *polish* by local search
    with what is left.
@@ -30,7 +32,7 @@ from ....problem import Problem, Solution
 from .aggregate import SECONDS_PER_ITEM, Aggregate, OutOfTime
 from .bounds import big_machine_bound
 from .columns import check_assign, decode, solution_to_columns, true_value
-from .dive import dive
+from .dive import dive, round_down
 from .engine import Backend
 from .master import CGResult, Master, column_generation, hint_from, solve_master_ip
 from .proof import enumerate_and_solve
@@ -42,6 +44,16 @@ from .proof import enumerate_and_solve
 WARM_FIRST = ("proportional", "best-fit", "greedy-upgrade", "synergy-tune")
 #: Heuristics tried first on inputs with GPU sharing.
 WARM_FIRST_SHARING = ("proportional", "best-fit", "fgd", "greedy-upgrade", "synergy-tune")
+
+
+#: Heuristic solutions worth less than this share of the best do not seed the
+#: pool: their many distinct patterns (one-job servers) slow every LP of column
+#: generation (23,000 columns instead of 7,500 at 12,500 servers) and the LP
+#: hardly uses them.
+SEED_SHARE = 0.5
+#: Share of the budget after which column generation stops for good when it
+#: has not converged in its own share (`ExactRun.more_columns`).
+MORE_COLUMNS_UNTIL = 0.85
 
 
 def need_ok(problem: Problem, capabilities) -> bool:
@@ -66,22 +78,22 @@ def warm_heuristics(problem: Problem) -> tuple[list[str], list[str]]:
 
 
 def warm_start(problem: Problem, deadline: Deadline, seed: int = 0,
-               floor: Deadline | None = None, local: bool = True):
+               floor: Deadline | None = None, local: bool = True, local_floor: bool = True):
     """Run the applicable heuristics: (best assign, its value, all solutions,
     value per heuristic).  The first ones (`warm_heuristics`) run one
-    after the other, each with all of ``deadline`` that is left or, once it
-    has passed, up to ``floor`` (a later deadline), so that they finish even
-    on large instances; the others share what is left of ``deadline``
-    equally; local search last (as registered, then from the best, when its
-    capabilities cover the input), also up to ``floor`` (unless ``local`` is
-    False)."""
+    after the other, each up to ``floor`` (a later deadline; ``deadline``
+    without one), so that they finish even on large instances; the others
+    share what is left of ``deadline`` equally; local search last (as
+    registered, then from the best, when its capabilities cover the input),
+    also up to ``floor`` (only within ``deadline`` when ``local_floor`` is
+    False; not at all when ``local`` is False)."""
     from ....registry import get_solver
     sols, values = [], {}
     best, best_v = {}, 0.0
     first, rest = warm_heuristics(problem)
     for k, name in enumerate(first + rest):
         if k < len(first):
-            dl = deadline if not deadline.expired() or floor is None else floor
+            dl = deadline if floor is None else floor
         else:
             dl = deadline.share(1.0 / max(1, len(first) + len(rest) - k))
         if dl.expired():
@@ -112,7 +124,7 @@ def warm_start(problem: Problem, deadline: Deadline, seed: int = 0,
     applies = need_ok(problem, solvers()["local-search"].capabilities)
     starts = starts if local and applies else []
     for k, (label, start) in enumerate(starts):
-        dl = deadline if not deadline.expired() or floor is None else floor
+        dl = deadline if not deadline.expired() or floor is None or not local_floor else floor
         if dl.expired():
             break
         ls = local_search(problem, start, deadline=dl.share(1.0 / (len(starts) - k)), seed=seed)
@@ -142,6 +154,8 @@ class ExactRun:
         self.step = problem.objective.step(problem.cluster, [problem.jobs[j] for j in problem.pending])
         self.stats["objective_step"] = self.step
         self.cg = CGResult()
+        self.hint: tuple[dict, dict] | None = None
+        self.decode_s = 0.0     # seconds the rounding's answer took to decode and check
 
     def at(self, share: float) -> Deadline:
         """The deadline ``share`` of the whole budget after the start."""
@@ -178,12 +192,15 @@ class ExactRun:
 
     # ------------------------------------------------------------- phases
     def warm(self) -> list:
-        """Phase 1: the warm start; returns every heuristic solution."""
+        """Phase 1: the warm start; returns the heuristic solutions that seed
+        the pool: those worth at least `SEED_SHARE` of the best."""
         best, v, sols, values = warm_start(self.p, self.at(self.warm_share), self.seed,
-                                           floor=self.at(max(self.warm_share, 0.5)))
+                                           floor=self.at(max(self.warm_share, 0.5)),
+                                           local_floor=False)
         self.best, self.best_v = best, v
         self.stats.update(warm_start=v, t_warm=time.perf_counter() - self.t0, heuristics=values)
-        return sols
+        # values and solutions are recorded together, in the same order
+        return [a for a, w in zip(sols, values.values()) if w >= SEED_SHARE * v]
 
     def plan(self) -> bool:
         """Phase 0: the aggregate's classes and types, and whether its items
@@ -239,29 +256,69 @@ class ExactRun:
         self.warm_cols = self.seed_columns(self.best) if self.best else None
         return True
 
-    def colgen(self) -> None:
-        """Phase 3: column generation and its Lagrangian bound."""
+    def colgen(self, until: float | None = None) -> None:
+        """Phase 3: column generation (up to ``until`` of the budget, default
+        the warm start's and column generation's shares) and its Lagrangian
+        bound."""
         if self.done() or self.deadline.left() < 0.05:
             return
-        self.cg = cg = column_generation(self.master, self.engine,
-                                         self.at(self.warm_share + self.cg_share))
-        self.stats.update(t_cg=time.perf_counter() - self.t0, cg_rounds=cg.rounds,
+        until = self.warm_share + self.cg_share if until is None else until
+        rounds, calls = self.stats.get("cg_rounds", 0), self.stats.get("pricing_calls", 0)
+        self.cg = cg = column_generation(self.master, self.engine, self.at(until))
+        self.stats.update(t_cg=time.perf_counter() - self.t0, cg_rounds=rounds + cg.rounds,
                           cg_converged=cg.converged, cg_lp=cg.lp, columns=self.master.size,
-                          pricing_calls=cg.pricing_calls)
+                          pricing_calls=calls + cg.pricing_calls)
         if cg.bound is not None and self.agg.exact_units:
-            self.stats["cg_bound"] = cg.bound
+            self.stats["cg_bound"] = min(cg.bound, self.stats.get("cg_bound", cg.bound))
             self.bounds.append(cg.bound)
 
+    def more_columns(self) -> None:
+        """Phase 3c, when column generation has not converged (or had no time
+        left after a slow warm start): more of it, to
+        `MORE_COLUMNS_UNTIL` of the budget, and the LP rounded down again
+        when it rose (the rounding, not the integer master, finds the
+        solutions of masters with thousands of servers per class)."""
+        if self.cg.converged or self.done():
+            return
+        lp = self.cg.lp
+        self.colgen(MORE_COLUMNS_UNTIL)
+        if self.cg.lp is not None and (lp is None or self.cg.lp > lp + 1e-9 * max(1.0, abs(lp))):
+            self.rounding()
+
+    def rounding(self) -> None:
+        """Phase 3b: the restricted LP rounded down, the residual integer
+        master within a tenth of the time (`round_down`)."""
+        if self.cg.lp is None or self.done() or self.deadline.left() < 0.1:
+            return
+        budget = min(0.1 * self.total, 0.5 * self.deadline.left())
+        rd = round_down(self.master, self.engine, self.cg, self.deadline.within(budget),
+                        self.seed, self.stats)
+        self.stats["t_round"] = time.perf_counter() - self.t0
+        if rd is not None:
+            before, t = self.best_v, time.perf_counter()
+            self.offer(decode(self.agg, rd.z, self.master.pool, rd.x), "rounding", "round_value")
+            self.decode_s = max(self.decode_s, time.perf_counter() - t)
+            if self.best_v > before:
+                self.hint = (rd.z, rd.x)
+
     def master_ip(self) -> None:
-        """Phase 4: the integer master over the pool."""
+        """Phase 4: the integer master over the pool, hinted with the best
+        solution (the rounding's when it leads, else the warm start's)."""
         if self.done() or self.deadline.left() < 0.05 or not self.master.size:
             return
         hz, hx = hint_from(self.master, self.warm_cols) if self.warm_cols else (None, None)
-        # converged: a short run (the enumeration is the proof engine)
-        left = self.deadline.left()
+        if self.hint is not None and self.src == "rounding":
+            hz, hx = self.hint
+        # the answer's decoding and check kept back (as long again as the
+        # rounding's took: seconds at 100k jobs); converged: a short run (the
+        # enumeration is the proof engine)
+        dl = self.deadline.reserve(2.0 * self.decode_s)
+        left = dl.left()
         budget = min(0.4 * left, 0.1 * self.total) if self.cg.converged else 0.9 * left
+        if self.cg.converged and self.src == "rounding":
+            budget = 0.5 * left     # the rounding left a gap: half for the master
         st, z, x, obj, _, ipstats = solve_master_ip(self.master, self.engine,
-                                                    self.deadline.within(budget), self.seed, hz, hx)
+                                                    dl.within(budget), self.seed, hz, hx)
         self.stats["master_status"] = st.value
         self.stats.update({f"master_{k}": v for k, v in ipstats.items()})
         if z is not None:
@@ -298,8 +355,11 @@ class ExactRun:
 
     def polish(self, share: float = 0.5) -> None:
         """Phase 7: local search from the best solution with ``share`` of
-        what is left."""
-        if self.deadline.left() < 0.05 or self.done():
+        what is left -- when that is more than twice what setting it up
+        (linear in the jobs, like decoding an answer) and checking its answer
+        take."""
+        left = self.deadline.left()
+        if left < 0.05 or left * share < 2.0 * self.decode_s or self.done():
             return
         from ..improve import local_search
         self.offer(local_search(self.p, self.best, deadline=self.deadline.share(share),
@@ -334,7 +394,8 @@ def solve_exact(problem: Problem, engine: Backend, *, deadline: Deadline, seed: 
     if not run.aggregate(sols):
         run.polish()
         return run.solution()
-    for phase in (run.colgen, run.master_ip, run.proof, run.dive, run.polish):
+    for phase in (run.colgen, run.rounding, run.more_columns, run.master_ip, run.proof,
+                  run.dive, run.polish):
         phase()
     return run.solution()
 

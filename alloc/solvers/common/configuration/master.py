@@ -85,7 +85,10 @@ class Master:
                 # a pattern the residual jobs cannot fill is dropped; in the LP
                 # other bounds are left to the rows (duals on variable bounds
                 # would hide columns from the pricing, which knows only rows)
-                ub = (self.n_cap[c] if integer else INF) if self.copies_ub(c, pat) else 0
+                fits = self.copies_ub(c, pat) > 0
+                if integer and not fits:
+                    continue    # fixed at zero: left out of the integer model
+                ub = (self.n_cap[c] if integer else INF) if fits else 0
                 v = m.add_var(0, ub, integer, obj=pat.value)
                 zv[(c, pi)] = v
                 crow[v] = 1
@@ -229,13 +232,13 @@ def solve_master_ip(master: Master, engine: Backend, deadline: Deadline, seed: i
 def hint_from(master: Master, cols) -> tuple[dict, dict]:
     """Pool indices of a converted heuristic solution."""
     pats, xcount = cols
+    index = {(q.cls, q.counts): (c, pi) for c, pool in enumerate(master.pool)
+             for pi, q in enumerate(pool)}
     z: dict[tuple[int, int], int] = {}
     for pat in pats.values():
-        c = pat.cls
-        for pi, q in enumerate(master.pool[c]):
-            if q.counts == pat.counts:
-                z[(c, pi)] = z.get((c, pi), 0) + 1
-                break
+        key = index.get((pat.cls, pat.counts))
+        if key is not None:
+            z[key] = z.get(key, 0) + 1
     return z, dict(xcount)
 
 
