@@ -367,7 +367,9 @@ def finish(problem, sol, info: SolverInfo, wall: float) -> Allocation:
         # its proof covers the problem with the running jobs pinned, not this one
         restricts = "; ".join(x for x in (restricts, KEPT_IN_PLACE) if x)
         alloc = replace(alloc, stats={**alloc.stats, "covers_instance": False})
-    kept = sum(problem.value_of(j, a) for j, a in problem.fixed.items())
+    # the running jobs' value, for the comparison with the heuristics an exact solver ran
+    kept = sum(problem.value_of(j, a) for j, a in problem.fixed.items()) \
+        if info.exact and sol.stats.get("heuristics") else 0.0
     return honest_status(alloc, exact=info.exact, restricts=restricts, fixed_value=kept)
 
 
