@@ -70,16 +70,18 @@ def close(a: float, b: float) -> float:
 
 @dataclass
 class Tally:
-    """Counts per check and input kind, and the failures with what reproduces them."""
+    """Counts per check and input kind, and the failures with what reproduces
+    them (``context``: the call being checked, kept with each failure)."""
     counts: Counter = field(default_factory=Counter)
     failures: list = field(default_factory=list)
     save: Path | None = None
+    context: dict = field(default_factory=dict)
 
     def fail(self, check: str, what: str, doc=None, **detail) -> None:
         """Count one failure of ``check`` and keep its details (and the input
         under ``save``)."""
         self.counts[check] += 1
-        rec = {"check": check, "what": what, **detail}
+        rec = {"check": check, "what": what, **self.context, **detail}
         if self.save is not None and doc is not None:
             self.save.mkdir(parents=True, exist_ok=True)
             path = self.save / f"{check.replace(' ', '_')}-{len(self.failures)}.json"
@@ -180,10 +182,12 @@ def fuzz_instance(tally: Tally, rng: random.Random, limits, tiny: bool = False) 
     names = applicable(inst.cluster, inst.jobs, call.get("preempt"))
     for objective in OBJECTIVES:
         limit = rng.choice(limits)
+        tally.context = {"call": call, "time_limit": limit}
         results = {n: a for n in names
                    if (a := run_one(tally, doc, inst, n, objective, limit, call)) is not None}
         best = brute_force(inst.cluster, inst.jobs, objective) if tiny else None
         cross_check(tally, doc, results, objective, best)
+    tally.context = {}
 
 
 # ------------------------------------------------------------------ files

@@ -1002,7 +1002,7 @@ def _grow(eng: Engine, moves: _Moves, deadline: Deadline) -> bool:
     """Gandiva grow: each placed elastic job, highest rank first, takes the
     size of largest speed-up that fits free GPUs and raises its real
     throughput (a running one only within the move budget: growing moves
-    it).  Returns True when the deadline stopped it."""
+    it; a pinned one never).  Returns True when the deadline stopped it."""
     p = eng.p
     jobs = p.jobs
     for j in sorted(eng.assign, key=lambda j: (p.prio_key[j], j)):
@@ -1011,7 +1011,8 @@ def _grow(eng: Engine, moves: _Moves, deadline: Deadline) -> bool:
         job = jobs[j]
         hi = job.max_gpus if job.max_gpus is not None else job.gpus
         running = job.current is not None and j not in moves.moved
-        if not job.elastic or hi <= eng.size[j] or (running and not moves.left()):
+        if not job.elastic or hi <= eng.size[j] or (running and not moves.left()) \
+                or j in p.pinned:
             continue
         cur = eng.size[j]
         old = eng.assign[j]
