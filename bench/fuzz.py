@@ -1,7 +1,8 @@
 """Fuzz alloc against its own promises and print the failures per check.
 
 Every round draws a generated instance (every feature: tenants, running
-jobs, GPU sharing, elastic and CPU-only jobs, every hierarchy level) solved
+jobs, GPU sharing, GPU memory and compute, elastic and CPU-only jobs, every
+hierarchy level; calls with the caller's order and preemption by it) solved
 by every applicable solver under the three objectives, a tiny instance
 checked against exhaustive search, a mutated instance file, shares file and
 openb CSV, and a shares problem through every policy

@@ -239,3 +239,17 @@ def test_a_gang_spreads_when_no_server_holds_its_memory():
     j = Job("j0", gpus=5, cpu=5000, mem=81920)
     a = allocate(c, [j], solver="antman")
     assert {g.gpu.split("/")[0] for g in a.placement("j0").gpus} == {"s0", "s2"}
+
+
+def test_a_guaranteed_cpu_only_job_takes_a_server_without_quota():
+    """A guaranteed job of no GPUs holds no quota: it goes where its CPU and
+    memory fit, beside a job that uses the whole quota."""
+    c = Cluster((Server("s0", 2000, 64000, 8, "V100"), Server("s1", 96000, 64000, 4, "V100")),
+                tenants={"a": Tenant("a", (Cell("gpu", 2),))})
+    jobs = [Job("cpu", gpus=0, cpu=6000, mem=8000, tenant="a", guaranteed=True),
+            guar("g", gpus=2, mem=1024, comp=100)]
+    for objective in ("throughput", "gpus", "jobs"):
+        a = allocate(c, jobs, solver="antman", objective=objective, time_limit=2)
+        assert not violations(c, jobs, a)
+        assert set(a.placement("cpu").servers) == {"s1"}
+        assert {p.job for p in a.placements} == {"cpu", "g"}

@@ -8,7 +8,7 @@ import pytest
 from alloc import load_instance
 from alloc.experiments.fuzz import CHECKS, campaign
 from alloc.experiments.fuzz.brute import brute_force
-from alloc.experiments.fuzz.campaign import Tally, check_cli, cross_check
+from alloc.experiments.fuzz.campaign import Tally, applicable, check_cli, cross_check, draw_call
 from alloc.experiments.fuzz.generate import dumps, mutate, valid_instance
 
 
@@ -21,10 +21,21 @@ def test_brute_force_finds_the_known_optimum(instances_dir, name, objective):
 
 
 def test_generated_instances_are_valid_and_varied():
+    """Every feature is drawn, every available solver is reached (antman and
+    gandiva included), and the calls include preemption by the order."""
+    from alloc.registry import solvers
     rng = random.Random(3)
-    seen = set()
+    seen, names = set(), set()
     for _ in range(40):
         doc, inst = valid_instance(rng)
+        call = draw_call(rng, inst)
+        names |= set(applicable(inst.cluster, inst.jobs, call.get("preempt")))
+        seen |= {"preempt-order"} if call.get("preempt") == "order" else set()
+        seen |= {"gpu-memory"} if any(j.gpu_mem is not None for j in inst.jobs) else set()
+        seen |= {"gpu-compute"} if any(j.gpu_compute is not None for j in inst.jobs) else set()
+        seen |= {"server-gpu-memory"} if any(s.gpu_mem for s in inst.cluster.servers) else set()
+        seen |= {"rider"} if any(j.current and any(g.milli == 0 for g in j.current.gpus)
+                                 for j in inst.jobs) else set()
         seen |= {"tenants"} if inst.cluster.tenants else set()
         seen |= {"running"} if any(j.current for j in inst.jobs) else set()
         seen |= {"elastic"} if any(j.elastic for j in inst.jobs) else set()
@@ -32,7 +43,9 @@ def test_generated_instances_are_valid_and_varied():
         seen |= {"cpu-only"} if any(j.gpus == 0 for j in inst.jobs) else set()
         seen |= set(inst.cluster.levels)
     assert {"tenants", "running", "elastic", "shared", "cpu-only", "rack", "socket",
-            "switch"} <= seen
+            "switch", "preempt-order", "gpu-memory", "gpu-compute", "server-gpu-memory",
+            "rider"} <= seen
+    assert names == {n for n, s in solvers().items() if s.available}
 
 
 def test_cross_check_counts_a_bound_below_a_value():

@@ -153,3 +153,20 @@ def test_no_solver_over_commits_gpu_memory_or_compute(inst):
         r = allocate(c, jobs, solver=name, time_limit=3, check=False)
         assert overcommit_problems(c, jobs, r) == [], name
         assert violations(c, jobs, r) == [], name
+
+
+@pytest.mark.parametrize("objective", ["throughput", "gpus", "jobs"])
+def test_cpsat_tenancy_never_over_commits_gpu_memory(objective):
+    """Neither exact model sees GPU memory: on an input where it binds,
+    cpsat-tenancy returned a shared job at its full 40,000 MiB on a 16 GiB GPU
+    (its least memory, 12,534 MiB, fits); its answer now holds and is not
+    below hived's."""
+    c = Cluster((Server("s0", 24000, 8000, 1, "P100"), Server("s1", 4000, 256000, 2, "P100")))
+    jobs = [Job("a", gpus=1, gpu_milli=100, cpu=2000, mem=0, gpu_mem=40000, gpu_mem_min=12534,
+                weight=3.7),
+            Job("b", gpus=1, gpu_milli=700, cpu=1000, mem=4000, weight=0.5)]
+    assert "gpu-memory" in needs(c, jobs)
+    h = allocate(c, jobs, solver="hived", objective=objective, time_limit=5)
+    a = allocate(c, jobs, solver="cpsat-tenancy", objective=objective, time_limit=5)
+    assert not violations(c, jobs, a) and a.value >= h.value - 1e-9
+    assert a.bound is None or a.value <= a.bound + 1e-6

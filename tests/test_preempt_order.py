@@ -211,3 +211,19 @@ def test_a_rank_is_not_capped():
     order = [j.id for j in run[:2000]] + [j.id for j in pend] + [j.id for j in run[2000:]]
     a = allocate(cl, run + pend, order=order, preempt="order")
     assert set(a.preempted) == {"r2399", "r2398", "r2397"}
+
+
+def test_a_pinned_elastic_job_keeps_the_size_it_was_placed_at():
+    """The job a stop was made for is pinned at its smallest size: hived does
+    not grow it (with moves allowed it grew it past the exact solvers, which
+    keep the pin)."""
+    cl = Cluster((server(0, gpus=8),))
+    r = running("r", "s0", range(6))
+    p = Job("p", 4, cpu=1000, mem=1000, min_gpus=4, max_gpus=8)
+    values = {}
+    for name in ("hived", "cpsat"):
+        a = allocate(cl, [r, p], solver=name, order=["p", "r"], preempt="order", move_cost=0.1,
+                     time_limit=5)
+        assert a.preempted == ("r",) and len(a.placement("p").gpus) == 4, name
+        values[name] = a.value
+    assert values["hived"] == pytest.approx(values["cpsat"])

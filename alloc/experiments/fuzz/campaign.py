@@ -25,7 +25,9 @@ Checks (the names the counts are printed under):
     error message of more than one line.
 
 Inputs, in turn: a generated instance solved by every applicable solver
-under each objective (running jobs kept unless a move budget is drawn);
+under each objective (running jobs kept unless a move budget is drawn;
+sometimes with the caller's order and, with running jobs and no tenancy,
+preemption by that order; the checks then hold the answer to both);
 a tiny instance checked against [alloc.experiments.fuzz.brute.brute_force][];
 a mutated instance file and a mutated openb CSV through the command line's
 loaders; a shares problem through every policy (max-sum, max-min and
@@ -68,16 +70,18 @@ def close(a: float, b: float) -> float:
 
 @dataclass
 class Tally:
-    """Counts per check and input kind, and the failures with what reproduces them."""
+    """Counts per check and input kind, and the failures with what reproduces
+    them (``context``: the call being checked, kept with each failure)."""
     counts: Counter = field(default_factory=Counter)
     failures: list = field(default_factory=list)
     save: Path | None = None
+    context: dict = field(default_factory=dict)
 
     def fail(self, check: str, what: str, doc=None, **detail) -> None:
         """Count one failure of ``check`` and keep its details (and the input
         under ``save``)."""
         self.counts[check] += 1
-        rec = {"check": check, "what": what, **detail}
+        rec = {"check": check, "what": what, **self.context, **detail}
         if self.save is not None and doc is not None:
             self.save.mkdir(parents=True, exist_ok=True)
             path = self.save / f"{check.replace(' ', '_')}-{len(self.failures)}.json"
@@ -87,9 +91,10 @@ class Tally:
 
 
 # ------------------------------------------------------------------ instances
-def applicable(cluster, jobs) -> list[str]:
-    """Available solvers whose capabilities cover the input."""
-    need = needed_capabilities(cluster, jobs)
+def applicable(cluster, jobs, preempt: str | None = None) -> list[str]:
+    """Available solvers whose capabilities cover the input and the call's
+    preemption rule."""
+    need = needed_capabilities(cluster, jobs, preempt)
     return [n for n, s in solvers().items() if s.available and need <= s.capabilities]
 
 
@@ -112,7 +117,8 @@ def run_one(tally: Tally, doc, inst, name: str, objective: str, limit: float, ca
                    wall=round(wall, 3), load=os.getloadavg()[0])
     allowed = None if (call.get("max_moves") is None and call.get("move_cost") is not None) \
         else (call.get("max_moves") or 0)
-    bad = violations(inst.cluster, inst.jobs, a, max_moves=allowed)
+    bad = violations(inst.cluster, inst.jobs, a, max_moves=allowed, order=call.get("order"),
+                     preempt=call.get("preempt"))
     moves = (call.get("move_cost") or 0.0) * len(a.moved)
     value = allocation_value(objective, inst.jobs, a.placements) - moves
     if bad or abs(value - a.value) > close(value, a.value):
@@ -150,25 +156,38 @@ def cross_check(tally: Tally, doc, results: dict, objective: str, best: float | 
 
 
 def draw_call(rng: random.Random, inst) -> dict:
-    """The call's live-state settings: mostly none; sometimes a move budget or a move cost."""
-    if not any(j.current is not None for j in inst.jobs):
-        return {}
+    """The call's settings: mostly none; sometimes the caller's order of (some
+    of) the jobs; with running jobs sometimes a move budget, a move cost or,
+    without tenancy, preemption by the order (``preempt="order"``)."""
+    call: dict = {}
+    tenancy = inst.cluster.tenants or any(j.tenant or j.guaranteed for j in inst.jobs)
+    running = any(j.current is not None for j in inst.jobs)
+    if rng.random() < (0.4 if running and not tenancy else 0.1):
+        ids = [j.id for j in inst.jobs]
+        rng.shuffle(ids)
+        call["order"] = ids[:rng.randint(1, len(ids))] if rng.random() < 0.3 else ids
+        if running and not tenancy and rng.random() < 0.6:
+            call["preempt"] = "order"
+    if not running:
+        return call
     r = rng.random()
-    return {"max_moves": 1} if r < 0.1 else ({"move_cost": 0.1} if r < 0.2 else {})
+    return {**call, **({"max_moves": 1} if r < 0.1 else ({"move_cost": 0.1} if r < 0.2 else {}))}
 
 
 def fuzz_instance(tally: Tally, rng: random.Random, limits, tiny: bool = False) -> None:
     """A generated instance through every applicable solver and objective."""
     doc, inst = valid_instance(rng, tiny=tiny, name=f"fz{rng.randrange(10 ** 6)}")
     tally.counts["tiny instances" if tiny else "instances"] += 1
-    names = applicable(inst.cluster, inst.jobs)
     call = {} if tiny else draw_call(rng, inst)
+    names = applicable(inst.cluster, inst.jobs, call.get("preempt"))
     for objective in OBJECTIVES:
         limit = rng.choice(limits)
+        tally.context = {"call": call, "time_limit": limit}
         results = {n: a for n in names
                    if (a := run_one(tally, doc, inst, n, objective, limit, call)) is not None}
         best = brute_force(inst.cluster, inst.jobs, objective) if tiny else None
         cross_check(tally, doc, results, objective, best)
+    tally.context = {}
 
 
 # ------------------------------------------------------------------ files

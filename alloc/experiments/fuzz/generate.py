@@ -15,7 +15,11 @@ again.  Features, each drawn independently:
   level, allowed GPU types, weights and priorities, zero CPU or memory;
 * tenants with cells at the server, socket or GPU level, guaranteed and
   opportunistic jobs;
-* running jobs: a subset placed first by a heuristic (``current``);
+* GPU memory and compute: servers declaring their GPUs' memory; in a third
+  of the instances, jobs declaring ``gpu_mem``, ``gpu_mem_min`` and
+  ``gpu_compute``;
+* running jobs: a subset placed first by a heuristic (``current``; AntMan's
+  opportunistic and capped shares among them);
 * extreme values: capacities and requests near the schema's limits, weights
   from 1e-3 to 1e3.
 
@@ -36,6 +40,8 @@ from ...io import instance_from_dict, placement_to_dict
 GPU_TYPES = ("V100", "P100", "K80")
 LEVELS = (("server", "gpu"), ("rack", "server", "gpu"), ("rack", "server", "socket", "gpu"),
           ("rack", "server", "socket", "switch", "gpu"), ("server", "socket", "switch", "gpu"))
+#: GPU memory of a server's GPUs (MiB) when it declares its own
+GPU_MEM = (4096, 8192, 16384, 24576, 32768, 81920)
 MODELS = ("res18", "res50", "bert", "alexnet", "gnmt", "lstm", "m5", "mobilenet", "shufflenet",
           "transformer", "vae", "deepspeech")
 
@@ -50,6 +56,8 @@ def server_doc(rng: random.Random, i: int, levels, tiny: bool, extreme: bool) ->
     s = {"id": f"s{i:02d}", "cpu": cpu, "mem": mem}
     if g:
         s.update(gpus=g, gpu_type=rng.choice(GPU_TYPES))
+        if not tiny and rng.random() < 0.15:
+            s["gpu_mem"] = rng.choice(GPU_MEM)
     if "rack" in levels:
         s["rack"] = f"r{rng.randint(0, 1)}"
     if g >= 2 and "socket" in levels:
@@ -74,8 +82,10 @@ def tenants_doc(rng: random.Random, servers, levels) -> dict:
     return out
 
 
-def job_doc(rng: random.Random, k: int, levels, tenants, tiny: bool, extreme: bool) -> dict:
-    """One pending job of a random kind (module notes)."""
+def job_doc(rng: random.Random, k: int, levels, tenants, tiny: bool, extreme: bool,
+            demands: bool = False) -> dict:
+    """One pending job of a random kind (module notes); GPU memory and compute
+    declared only with ``demands``."""
     kind = rng.choice(("whole", "whole", "share", "cpu") + (() if tiny else ("elastic",)))
     j: dict = {"id": f"j{k}"}
     g, milli = 0, 1000
@@ -102,6 +112,8 @@ def job_doc(rng: random.Random, k: int, levels, tenants, tiny: bool, extreme: bo
             j["locality"] = rng.choice([lv for lv in levels if lv != "gpu"])
     if g and rng.random() < 0.3:
         j["gpu_types"] = sorted(rng.sample(GPU_TYPES, rng.randint(1, 2)))
+    if g and demands and rng.random() < 0.5:
+        gpu_demand(rng, j)
     if rng.random() < 0.5:
         j["model"] = rng.choice(MODELS)
     j["weight"] = rng.choice((1.0, 1.0, 0.5, 2.0, 3.7) + ((1e-3, 1e3) if extreme else ()))
@@ -110,6 +122,17 @@ def job_doc(rng: random.Random, k: int, levels, tenants, tiny: bool, extreme: bo
         j["tenant"] = rng.choice(sorted(tenants))
         j["guaranteed"] = rng.random() < 0.6
     return j
+
+
+def gpu_demand(rng: random.Random, j: dict) -> None:
+    """GPU memory and compute for job ``j`` (`alloc.resources`): memory, often
+    with a least memory a capped share runs with, and often a compute share
+    (both make a job that may ride on others' GPUs)."""
+    j["gpu_mem"] = rng.choice((0, 512, 2048, 6000, 12000, 16384, 30000, 40000))
+    if rng.random() < 0.6:
+        j["gpu_mem_min"] = rng.randint(0, j["gpu_mem"])
+    if rng.random() < 0.7:
+        j["gpu_compute"] = rng.choice((1, 100, 300, 500, 900, 1000))
 
 
 def instance_doc(rng: random.Random, *, tiny: bool = False, name: str = "fuzz") -> dict:
@@ -124,9 +147,10 @@ def instance_doc(rng: random.Random, *, tiny: bool = False, name: str = "fuzz") 
            "cluster": {"levels": list(levels), "servers": servers}, "jobs": []}
     if tenants:
         doc["tenants"] = tenants
+    demands = not tiny and rng.random() < 0.3
     for k in range(rng.randint(1, 5 if tiny else (40 if medium else 12))):
         for _ in range(5):             # a job the validation refuses is drawn again
-            j = job_doc(rng, k, levels, tenants, tiny, extreme)
+            j = job_doc(rng, k, levels, tenants, tiny, extreme, demands)
             try:
                 instance_from_dict({**doc, "jobs": doc["jobs"] + [j]})
             except InputError:
@@ -161,14 +185,25 @@ def valid_instance(rng: random.Random, *, tiny: bool = False, running: bool = Tr
     raise RuntimeError("no valid instance drawn in 50 tries")
 
 
+#: heuristics that place the running jobs: antman gives opportunistic shares
+#: (milli 0) and capped memory and compute, gandiva spread and elastic jobs
+PLACERS = ("best-fit", "hived", "antman", "gandiva")
+
+
 def with_running(rng: random.Random, doc: dict, inst):
     """The instance with a random subset of its jobs running where a
-    heuristic places them."""
-    from ...solve import allocate
+    heuristic whose capabilities cover them (`PLACERS`) places them."""
+    from ...registry import solvers
+    from ...resources import can_ride
+    from ...solve import allocate, needed_capabilities
     picked = [j for j in inst.jobs if rng.random() < 0.5]
     if not picked:
         return doc, inst
-    solver = "hived" if inst.cluster.tenants or any(j.elastic for j in picked) else "best-fit"
+    need = needed_capabilities(inst.cluster, picked)
+    reg = solvers()
+    fit = [n for n in PLACERS if need <= reg[n].capabilities] or ["hived"]
+    ride = "antman" in fit and any(can_ride(j) for j in picked)
+    solver = "antman" if ride and rng.random() < 0.7 else rng.choice(fit)
     try:
         a = allocate(inst.cluster, picked, solver=solver, time_limit=5)
     except InputError:

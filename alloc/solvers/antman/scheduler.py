@@ -42,6 +42,9 @@ memory) and some compute left, under one node of its
 locality level (one server for a gang of at most a server); its share has
 milli 0, memory ``D_mem`` and compute ``min(D_comp, 1000 - c_g)``.  Any other job holds free milli on the least-loaded GPUs.
 
+A CPU-only job, guaranteed or not, takes the first server whose CPU and
+memory it fits: it holds no GPU, so no quota.
+
 The tenancy invariant is kept by construction for cells at the GPU level and
 checked with `alloc.tenancy.infer_binding` otherwise.  Running jobs whose caps
 changed are listed in ``stats["resized"]`` (a cap change is not a restart).
@@ -274,6 +277,8 @@ def place_guaranteed(st: State, j: int, reserved: dict, preempted: set, stats: d
     of in turn; True when placed."""
     p = st.p
     job = p.jobs[j]
+    if job.gpus == 0:                  # holds no GPU, so no quota: only CPU and memory
+        return place_cpu_only(st, j)
     taken = {g for jid, gs in reserved.items() if jid != job.id for g in gs}
     mine = set(reserved.get(job.id, ()))
     best_part: list[int] = []

@@ -89,7 +89,8 @@ def _grow(eng: Engine, moves: _Moves, deadline: Deadline, jobs_: Sequence[int] |
     """Gandiva grow: each placed elastic job (of ``jobs_`` when given), highest
     rank first, takes the size of largest speed-up that fits free GPUs and
     raises its real throughput (a running one only within the move budget:
-    growing moves it).  Returns True when the deadline stopped it."""
+    growing moves it; a pinned one never).  Returns True when the deadline
+    stopped it."""
     p = eng.p
     jobs = p.jobs
     cands = [j for j in (eng.assign if jobs_ is None else jobs_)
@@ -100,7 +101,8 @@ def _grow(eng: Engine, moves: _Moves, deadline: Deadline, jobs_: Sequence[int] |
         job = jobs[j]
         hi = job.max_gpus if job.max_gpus is not None else job.gpus
         running = job.current is not None and j not in moves.moved
-        if not job.elastic or hi <= eng.size[j] or (running and not moves.left()):
+        if not job.elastic or hi <= eng.size[j] or (running and not moves.left()) \
+                or j in p.pinned:
             continue
         cur = eng.size[j]
         old = eng.assign[j]

@@ -72,6 +72,11 @@ def tenancy(problem: Problem, engine: Backend, *, deadline: Deadline, seed: int,
     sol = solve_tenancy(problem, deadline=deadline.share(0.95), seed=seed, engine=engine.name,
                         preemption_cost=preemption_cost, guaranteed_first=guaranteed_first,
                         workers=engine.workers, rival=rival)
+    if memory_broken(problem, sol.assign):
+        # the model does not see GPU memory: its answer is a relaxation's (its
+        # bound stands), returned only where the GPUs' memory holds it
+        extra["model_answer_dropped"] = "over-commits GPU memory"
+        sol = replace(sol, assign=dict(problem.fixed), status=Status.FEASIBLE, preempted=())
     if kept and not problem.cluster.tenants and rival <= score(sol.assign, sol.preempted)[0]:
         # the rest of the time: local search from the heuristics' best
         name, kept = polish(problem, name, kept, score, deadline.share(0.5), seed)
@@ -88,6 +93,14 @@ def tenancy(problem: Problem, engine: Backend, *, deadline: Deadline, seed: int,
         return Solution(kept, Status.OPTIMAL if proven else Status.FEASIBLE, b, (), stats)
     return replace(sol, stats={**sol.stats, "heuristics": values, **extra}) \
         if values or extra else sol
+
+
+def memory_broken(problem: Problem, assign: dict) -> bool:
+    """True when ``assign`` over-commits some GPU's memory or compute
+    (`alloc.resources.capacity_problems`), which the tenancy model leaves out."""
+    from ...resources import capacity_problems
+    placements = [problem.placement(j, a) for j, a in sorted(assign.items())]
+    return bool(capacity_problems(problem.cluster, problem.jobs, placements))
 
 
 def polish(problem: Problem, name: str, kept: dict, score, deadline: Deadline, seed: int):
@@ -178,8 +191,14 @@ def solve_cpsat_tenancy(problem: Problem, *, deadline: Deadline, seed: int = 0,
     tenancy model is needed for (`needs_tenancy_model`), the
     applicable heuristics included; elsewhere the configuration model with
     CP-SAT, as ``cpsat`` (its proof covers the instance: the tenancy model
-    would only restrict it, placing every job at its request)."""
-    if not needs_tenancy_model(problem):
+    would only restrict it, placing every job at its request).  Where GPU
+    memory can bind (the ``gpu-memory`` capability) the tenancy path runs:
+    neither model sees GPU memory, and that path returns the model's answer
+    only where the GPUs' memory holds it, else the best heuristic's that
+    passes the instance's check (the model's bound stands: a relaxation)."""
+    from ...resources import needs
+    if not needs_tenancy_model(problem) and "gpu-memory" not in needs(problem.cluster,
+                                                                      problem.jobs):
         sol = run(problem, Backend("cpsat", workers or 1), deadline=deadline, seed=seed)
         return replace(sol, stats={**sol.stats, "covers_instance": True,
                                    "model": "configuration (no tenancy input)"})
