@@ -65,7 +65,7 @@ def tenancy(problem: Problem, engine: Backend, *, deadline: Deadline, seed: int,
     name, kept, binding, rejected = best_valid(problem, dict(zip(values, sols)), score,
                                                deadline.share(warm_share))
     values = {n: v for n, v in values.items() if n not in rejected}
-    extra = {"heuristics_rejected": sorted(rejected)} if rejected else {}
+    extra: dict = {"heuristics_rejected": sorted(rejected)} if rejected else {}
     rival = score(kept, ())[0] if kept else None
     # 5 % kept back: scoring both answers, and the model's own overrun on
     # very large models (87k columns at 1,024 servers)
