@@ -69,7 +69,7 @@ class ClusterArrays:
 
 
 def cluster_arrays(cluster: Cluster) -> ClusterArrays:
-    """The :class:`ClusterArrays` of ``cluster`` (cached on it)."""
+    """The [`ClusterArrays`][alloc.problem.ClusterArrays] of ``cluster`` (cached on it)."""
     arr = cluster.__dict__.get("_arrays")
     if arr is None:
         arr = ClusterArrays(cluster)

@@ -4,7 +4,8 @@ allocation breaks, one readable line each (empty list = valid).
 Checked:
 
 * each job exactly once in ``placements`` or ``unplaced``;
-* per placement (:func:`placement_problems`, shared with the validation of
+* per placement ([`placement_problems`][alloc.check.placement_problems], shared with the validation
+  of
   running jobs' ``current``): known GPUs and servers, gang (all of a job's GPUs
   or none, each with its share), GPU type, locality level, CPU and memory only
   on servers that hold the job's GPUs (one server for a CPU-only job), CPU and
@@ -21,7 +22,7 @@ Checked:
   and is placed now, not already running there, on a server the stopped job
   held; ``moved`` and ``preempted`` list nothing else;
 * tenancy: guaranteed jobs inside their tenants' cells with sharing safety,
-  co-location limits (:mod:`alloc.tenancy`).
+  co-location limits ([`alloc.tenancy`][alloc.tenancy]).
 """
 from __future__ import annotations
 
@@ -161,7 +162,7 @@ def live_state_problems(jobs: Sequence[Job], allocation: Allocation,
     preempted but not for a job that outranks them and is placed now on a
     server they held; ``moved``/``preempted`` listing anything else
     (``max_moves=None``: moves unlimited; ``order`` and ``preempt`` as given
-    to [allocate][alloc.allocate])."""
+    to [allocate][alloc.solve.allocate])."""
     from .problem import order_ranks
     rank = order_ranks(order) if preempt == "order" else None
     out: list[str] = []
@@ -223,7 +224,7 @@ def _stopped_for(v: Job, fresh: dict, placed: dict, rank) -> bool:
 
 
 def _own_problems(cluster: Cluster, job: Job, p: Placement) -> tuple[list[str], bool]:
-    """:func:`placement_problems` of a placed job and its reported
+    """[`placement_problems`][alloc.check.placement_problems] of a placed job and its reported
     throughput against the recomputed one; whether its GPUs and servers are
     known (it then counts in the capacities)."""
     where = f"job {p.job!r}"
@@ -270,7 +271,7 @@ def violations(cluster: Cluster, jobs: Sequence[Job], allocation: Allocation, *,
     InputError
         A job names a model that ``models/`` does not have (jobs that name a
         model without a profile are read with its profile, as
-        :func:`alloc.allocate` reads them).
+        [`alloc.allocate`][alloc.solve.allocate] reads them).
 
     Examples
     --------

@@ -1,12 +1,12 @@
 """One deadline, passed down to every solver and every inner phase.
 
-A :class:`Deadline` is an absolute point on the monotonic clock
-(:func:`time.perf_counter`).  ``allocate(..., time_limit=T)`` makes one and
+A [`Deadline`][alloc.deadline.Deadline] is an absolute point on the monotonic clock
+(`time.perf_counter`).  ``allocate(..., time_limit=T)`` makes one and
 hands it to the solver; the solver hands *shares* of it to its phases (warm
 start, bounds, pricing, proof, decode) and every phase stops when its share is
 spent.  The final check gets what is left.
 
-``time_limit=None`` means :data:`DEFAULT_TIME_LIMIT` seconds, for every solver.
+``time_limit=None`` means `DEFAULT_TIME_LIMIT` seconds, for every solver.
 A time limit that is not a positive finite number is refused with one line.
 """
 from __future__ import annotations
@@ -34,7 +34,7 @@ def check_time_limit(time_limit: float | None, what: str = "time_limit") -> floa
 
 @dataclass(frozen=True)
 class Deadline:
-    """An absolute end time ``end`` (seconds of :func:`time.perf_counter`).
+    """An absolute end time ``end`` (seconds of `time.perf_counter`).
 
     Parameters
     ----------
@@ -54,7 +54,7 @@ class Deadline:
 
     @classmethod
     def after(cls, seconds: float | None) -> "Deadline":
-        """A deadline ``seconds`` from now (:data:`DEFAULT_TIME_LIMIT` for None)."""
+        """A deadline ``seconds`` from now (`DEFAULT_TIME_LIMIT` for None)."""
         now = time.perf_counter()
         return cls(now, now + check_time_limit(seconds))
 

@@ -1,4 +1,4 @@
-"""Exceptions.  Every input problem is an :class:`InputError` with a one-line
+"""Exceptions.  Every input problem is an [`InputError`][alloc.errors.InputError] with a one-line
 message naming the file, the field and what was expected."""
 from __future__ import annotations
 

@@ -1,8 +1,8 @@
 """Instance and allocation files (``alloc.instance/1``, ``alloc.allocation/1``).
 
 Loading validates in one pass: the JSON Schema (shipped in ``alloc/schemas``)
-first, then the semantic checks of :mod:`alloc.validate`; every problem is
-collected with its field path and the :class:`InputError` names the file.
+first, then the semantic checks of [`alloc.validate`][alloc.validate]; every problem is
+collected with its field path and the [`InputError`][alloc.errors.InputError] names the file.
 """
 from __future__ import annotations
 
@@ -69,7 +69,7 @@ def placement_from_dict(d: Mapping, job_id: str | None = None) -> Placement:
 
 
 def instance_from_dict(doc: Any, source: str = "<instance>") -> Instance:
-    """Build and validate an :class:`Instance` from a parsed file."""
+    """Build and validate an [`Instance`][alloc.model.Instance] from a parsed file."""
     check_format(doc, INSTANCE_FORMAT, source)
     problems = schema_problems(doc, "instance")
     if problems:
@@ -124,7 +124,8 @@ def instance_from_dict(doc: Any, source: str = "<instance>") -> Instance:
 
 
 def load_instance(path) -> Instance:
-    """Read and validate an instance file; raises :class:`InputError` naming the
+    """Read and validate an instance file; raises [`InputError`][alloc.errors.InputError] naming
+the
     file, the field and what was expected.
 
     A name that is not an existing file but names a shipped instance
@@ -324,7 +325,8 @@ def _jsonable(v) -> bool:
 
 
 def allocation_from_dict(doc: Any, source: str = "<allocation>") -> Allocation:
-    """Build an :class:`Allocation` from a parsed file (checked against the schema)."""
+    """Build an [`Allocation`][alloc.model.Allocation] from a parsed file (checked against the
+schema)."""
     check_format(doc, ALLOCATION_FORMAT, source)
     problems = schema_problems(doc, "allocation")
     if problems:

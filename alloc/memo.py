@@ -1,9 +1,9 @@
 """What the core derives from a placement, kept on the placement.
 
 A scheduler loop hands the core the same running jobs round after round:
-the same :class:`~alloc.model.Job` objects, whose ``current`` is the same
-:class:`~alloc.model.Placement` object, on the same
-:class:`~alloc.model.Cluster` object.  What the core derives from a
+the same [`Job`][alloc.model.Job] objects, whose ``current`` is the same
+[`Placement`][alloc.model.Placement] object, on the same
+[`Cluster`][alloc.model.Cluster] object.  What the core derives from a
 placement (its index form, the placement it rebuilds from it, its own
 checks) is a pure function of these frozen objects, so it is kept on the
 placement and given back while the objects it was derived from are the same
@@ -11,7 +11,7 @@ ones -- identity, not equality, so that a hit costs no comparison.  A round
 then does per-running-job work of a few dictionary lookups instead of
 rebuilding and re-checking every placement.
 
-The memo lives in the placement's ``__dict__`` under :data:`SLOT`; it takes
+The memo lives in the placement's ``__dict__`` under `SLOT`; it takes
 no part in equality, hashing, pickling or copying.
 """
 from __future__ import annotations

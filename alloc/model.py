@@ -90,7 +90,7 @@ class FrozenMap(Mapping[Any, Any]):
 
 
 def frozen_map(d: Mapping[Any, Any] | None = None) -> Mapping[Any, Any]:
-    """``d`` as a :class:`FrozenMap` (unchanged when it already is one)."""
+    """``d`` as a [`FrozenMap`][alloc.model.FrozenMap] (unchanged when it already is one)."""
     return d if isinstance(d, FrozenMap) else FrozenMap(d)
 
 
@@ -350,9 +350,8 @@ class GpuShare:
         rest lives in host memory.
     compute : int or None
         Cap on the GPU's compute (streaming multiprocessors) in milli of the
-        GPU (None: the job's ``gpu_compute``, else ``milli``).
-
-    See `alloc.resources` for the rules.
+        GPU (None: the job's ``gpu_compute``, else ``milli``); the rules are
+        in `alloc.resources`.
 
     Examples
     --------
@@ -380,7 +379,7 @@ class Placement:
         Milli-cores and MiB on each server (the servers holding its GPUs; one
         server for a CPU-only job).
     throughput : float
-        The job's throughput there (recomputed by :func:`alloc.allocate`).
+        The job's throughput there (recomputed by [`alloc.allocate`][alloc.solve.allocate]).
 
     Examples
     --------

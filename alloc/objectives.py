@@ -3,10 +3,10 @@ r"""Objectives: the one place that says what a placement is worth.
 A job's throughput (1.0 = its speed at the GPU-proportional share on its
 reference GPU type) on ``n`` GPUs with ``c`` milli-cores and ``m`` MiB in total is
 
-.. math::
-
-    \mathrm{tput} = \mathrm{base}(c/n, m/n)\cdot \mathrm{speed}(\tau)\cdot
-                    \mathrm{span}(\ell)\cdot \mathrm{scale}(n)
+$$
+\mathrm{tput} = \mathrm{base}(c/n, m/n)\cdot \mathrm{speed}(\tau)\cdot
+                \mathrm{span}(\ell)\cdot \mathrm{scale}(n)
+$$
 
 with ``base`` the profile's grid value per GPU, ``speed`` the relative speed of
 the slowest GPU type ``tau`` it got, ``span`` the factor of the innermost
@@ -14,15 +14,17 @@ hierarchy level ``ell`` one node of which holds all its GPUs (1 for one GPU), an
 ``scale`` its speed with ``n`` GPUs relative to the requested count (elastic
 jobs).  An objective sums a value over the placed jobs (an unplaced job adds 0):
 
-* ``throughput``: :math:`w_j\cdot\mathrm{tput}_j` (``w`` = the job's weight);
-* ``gpus``: the milli-GPU the job holds, :math:`n\cdot\mathrm{milli}_j`;
+* ``throughput``: $w_j\cdot\mathrm{tput}_j$ (``w`` = the job's weight);
+* ``gpus``: the milli-GPU the job holds, $n\cdot\mathrm{milli}_j$;
 * ``jobs``: 1.
 
-Solvers never test an objective's name: they ask the :class:`Objective` for a
-placement's value (:meth:`Objective.value`), an option's coefficient
-(:meth:`Objective.coef`), which factors matter (:attr:`Objective.factors`),
+Solvers never test an objective's name: they ask the [`Objective`][alloc.objectives.Objective] for
+a
+placement's value ([`Objective.value`][alloc.objectives.Objective.value]), an option's coefficient
+([`Objective.coef`][alloc.objectives.Objective.coef]), which factors matter (`Objective.factors`),
 an honest upper bound of a job's value over every placement
-(:meth:`Objective.upper`) and the objective's step (:meth:`Objective.step`).
+([`Objective.upper`][alloc.objectives.Objective.upper]) and the objective's step
+([`Objective.step`][alloc.objectives.Objective.step]).
 """
 from __future__ import annotations
 
@@ -91,7 +93,7 @@ class Objective:
     name : str
         ``"throughput"``, ``"gpus"`` or ``"jobs"``.
     factors : frozenset of str
-        The factors of :data:`FACTORS` a job's value depends on (a solver may
+        The factors of `FACTORS` a job's value depends on (a solver may
         ignore the others, e.g. the CPU/memory grid for ``gpus``).
     description : str
         One line for listings.
@@ -124,7 +126,7 @@ class Objective:
         return 1.0
 
     def total(self, jobs: Iterable[Job], placements: Iterable[Placement]) -> float:
-        """Sum of :meth:`value` over the placements."""
+        """Sum of [`value`][alloc.objectives.Objective.value] over the placements."""
         by_id = {j.id: j for j in jobs}
         return float(sum(self.value(by_id[p.job], p) for p in placements))
 

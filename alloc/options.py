@@ -1,14 +1,18 @@
 """Declared solver options and their validation (one error template).
 
-Each solver declares its options as :class:`Option` values (name, type,
-default, one-line help, an optional check).  :func:`validate_options` fills in
+Each solver declares its options as [`Option`][alloc.options.Option] values (name, type,
+default, one-line help, an optional check).  [`validate_options`][alloc.options.validate_options]
+fills in
 the defaults and refuses what is not declared or not of the declared kind with
-one line naming the solver, the option and what was expected::
+one line naming the solver, the option and what was expected:
 
-    solver 'cpsat': unknown option 'time_limt'; valid options: engine, workers
-    solver 'hived': option 'max_moves': expected an integer >= 0, got -1
+```text
+solver 'cpsat': unknown option 'time_limt'; valid options: engine, workers
+solver 'hived': option 'max_moves': expected an integer >= 0, got -1
+```
 
-The command line passes options as ``--option KEY=VALUE``; :func:`parse_value`
+The command line passes options as ``--option KEY=VALUE``;
+[`parse_value`][alloc.options.parse_value]
 turns the text into the declared type.
 """
 from __future__ import annotations

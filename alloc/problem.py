@@ -1,24 +1,24 @@
 r"""One compile step shared by every solver.
 
-:class:`Problem` turns a cluster and its jobs into integer-indexed arrays:
+[`Problem`][alloc.problem.Problem] turns a cluster and its jobs into integer-indexed arrays:
 servers ``s = 0..S-1`` (capacities ``C_s``, ``M_s``, ``G_s``, GPU type ``t_s``),
 GPUs ``g = 0..G-1`` (server, domain id at each hierarchy level), jobs
 ``j = 0..J-1`` with their *options* (CPU/memory points: the request, or any
 Pareto-optimal cell of the profile's grid) and the objective's coefficient of
-job ``j`` at option ``o`` on a server of type ``t`` (:meth:`Problem.coef`).
+job ``j`` at option ``o`` on a server of type ``t`` ([`Problem.coef`][alloc.problem.Problem.coef]).
 
-Live state.  A job with ``current`` is *running*: it is in :attr:`Problem.fixed`
+Live state.  A job with ``current`` is *running*: it is in `Problem.fixed`
 (its current assignment) and stays there unless the solver declares the
 capability to move or stop it and the call allows it.  The capacities left
-after the fixed jobs are :attr:`free_cpu`, :attr:`free_mem` (per server) and
-:attr:`gpu_free` (milli per GPU).  :attr:`pending` lists the jobs a solver
+after the fixed jobs are `free_cpu`, `free_mem` (per server) and
+`gpu_free` (milli per GPU).  `pending` lists the jobs a solver
 places: not running and placeable on this cluster now; a well-formed job that
-is not (its GPU type absent, wider than any server) is in :attr:`reasons`
+is not (its GPU type absent, wider than any server) is in `reasons`
 with one line saying why, and stays unplaced.
 
-Order.  :attr:`rank` orders the jobs: the caller's explicit ``order`` (a ranked
+Order.  `rank` orders the jobs: the caller's explicit ``order`` (a ranked
 list of job ids, as LAS/FIFO/Tiresias schedulers produce), else priority
-(highest first) then input order.  :func:`job_order` sorts by it.
+(highest first) then input order.  [`job_order`][alloc.problem.job_order] sorts by it.
 
 Preemption.  ``preempt=None`` (the default): a solver that declares
 ``preemption`` may stop a running job where the tenancy rules allow it
@@ -28,8 +28,10 @@ jobs they are stopped for before the solver runs ([alloc.preempt][]), and
 those placements are `pinned` -- running for the solver, never moved or
 stopped by it.
 
-Solvers return a :class:`Solution` (job index -> :class:`Assign`);
-:func:`alloc.solve.allocate` turns it into an :class:`~alloc.model.Allocation`,
+Solvers return a [`Solution`][alloc.problem.Solution] (job index ->
+[`Assign`][alloc.problem.Assign]);
+[`alloc.solve.allocate`][alloc.solve.allocate] turns it into an
+[`Allocation`][alloc.model.Allocation],
 recomputing throughput and value from the placement.
 """
 from __future__ import annotations
@@ -640,7 +642,7 @@ class Problem:
     @cached_property
     def preemption_possible(self) -> bool:
         """True when the tenancy rules let some pending job stop a running one
-        (:func:`alloc.tenancy.outranks`: a guaranteed job over an opportunistic
+        ([`alloc.tenancy.outranks`][alloc.tenancy.outranks]: a guaranteed job over an opportunistic
         one or over a lower-priority guaranteed job of its tenant; an
         opportunistic job over a lower-priority opportunistic one).  Linear in
         the jobs: the highest pending priority of each kind against the lowest
@@ -679,7 +681,8 @@ class Problem:
     @cached_property
     def allowed(self) -> np.ndarray:
         """``allowed[j, s]``: server s has a GPU type job j allows (any server
-        for a CPU-only job).  J x S booleans: large solvers use :meth:`allowed_servers`."""
+        for a CPU-only job).  J x S booleans: large solvers use
+        [`allowed_servers`][alloc.problem.Problem.allowed_servers]."""
         tix = np.where(self.srv_type >= 0, self.srv_type, len(self.types))
         out = self.type_ok[:, tix].copy()
         cpu_only = np.array([job.gpus == 0 for job in self.jobs], dtype=bool)
@@ -753,7 +756,7 @@ class Problem:
         return Assign((), ((server, opt.cpu),), ((server, opt.mem),))
 
     def placement(self, j: int, a: Assign) -> Placement:
-        """The :class:`~alloc.model.Placement` of job j, throughput recomputed
+        """The [`Placement`][alloc.model.Placement] of job j, throughput recomputed
         (a running job kept where it runs: its ``current`` object itself when
         that is what the rebuilt placement equals, remembered on it)."""
         job = self.jobs[j]
@@ -807,7 +810,8 @@ class Problem:
 
     def value_of(self, j: int, a: Assign) -> float:
         """The objective's real value of job j placed as ``a`` -- the value of
-        its :meth:`placement`, computed on indices (no strings, no objects)."""
+        its [`placement`][alloc.problem.Problem.placement], computed on indices (no strings, no
+        objects)."""
         job = self.jobs[j]
         obj = self.objective
         if "grid" not in obj.factors and "speed" not in obj.factors:
@@ -817,7 +821,8 @@ class Problem:
         return job.weight * round(self.throughput_of(j, a), 9)
 
     def throughput_of(self, j: int, a: Assign) -> float:
-        """:func:`alloc.objectives.throughput` of job j placed as ``a``, on indices."""
+        """[`alloc.objectives.throughput`][alloc.objectives.throughput] of job j placed as ``a``,
+on indices."""
         from .objectives import scale_factor
         job = self.jobs[j]
         prof = job.profile
@@ -893,7 +898,8 @@ def job_type_key(problem: Problem, j: int) -> tuple:
 
 
 def job_types(problem: Problem, jobs: Sequence[int] | None = None) -> list[list[int]]:
-    """Groups of interchangeable jobs (:func:`job_type_key`), each in rank order."""
+    """Groups of interchangeable jobs ([`job_type_key`][alloc.problem.job_type_key]), each in rank
+order."""
     groups: dict[tuple, list[int]] = {}
     for j in (problem.pending if jobs is None else jobs):
         groups.setdefault(job_type_key(problem, j), []).append(j)
@@ -921,7 +927,8 @@ def job_order(problem: Problem, key=None, jobs: Sequence[int] | None = None) -> 
 
 def compile_problem(cluster: Cluster, jobs: Sequence[Job], objective: str | Objective = "throughput",
                     name: str = "", **kw) -> Problem:
-    """The :class:`Problem` of validated input (see :class:`Problem`)."""
+    """The [`Problem`][alloc.problem.Problem] of validated input (see
+[`Problem`][alloc.problem.Problem])."""
     return Problem(cluster, jobs, objective, name, **kw)
 
 

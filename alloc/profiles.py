@@ -84,7 +84,7 @@ def is_checked(profile: Profile) -> bool:
 
 def profile_from_dict(doc: Mapping, *, source: str, name: str | None = None,
                       where: str = "", schema: bool = True) -> Profile:
-    """Build a :class:`Profile` from a model document, validating it."""
+    """Build a [`Profile`][alloc.model.Profile] from a model document, validating it."""
     problems = profile_problems(doc, where, schema)
     if problems:
         raise InputError(problems, source)

@@ -5,7 +5,7 @@ Every GPU ``g`` has three capacities:
 * **milli** -- 1000 milli-GPU of allocation (``sum milli <= 1000``, the rule
   every solver keeps);
 * **memory** -- ``cap_g`` MiB: its server's ``gpu_mem`` when declared, else the
-  table of its GPU type (:data:`GPU_MEM_MIB`, overridden per type by an
+  table of its GPU type (`GPU_MEM_MIB`, overridden per type by an
   allocation's ``stats["gpu_mem_capacity"]``);
 * **compute** -- 1000 milli of its streaming multiprocessors (SMs).
 
@@ -34,11 +34,12 @@ gpu_compute_j`` (else ``gpu_milli_j``):
   GPU of the job (a gang is opportunistic as a whole).
 
 **Where a job may run.**  A job is never placed on a GPU type whose GPUs
-cannot hold the least memory it runs with (:func:`fits_type`; validation
-narrows such a job's ``gpu_types``, :func:`restrict_types`), and a job that fits no GPU of
+cannot hold the least memory it runs with ([`fits_type`][alloc.resources.fits_type]; validation
+narrows such a job's ``gpu_types``, [`restrict_types`][alloc.resources.restrict_types]), and a job
+that fits no GPU of
 the cluster at all is bad input.
 
-**What a solver must honour.**  :func:`needs` names the capabilities an input
+**What a solver must honour.**  [`needs`][alloc.resources.needs] names the capabilities an input
 calls for: ``gpu-memory`` when memory can bind (some job's ``gpu_mem`` is above
 its milli share of a GPU it may use, or a running share holds more than that),
 ``gpu-compute`` when a job declares ``gpu_compute`` or a running share carries
@@ -69,9 +70,9 @@ def gpu_mem_capacity(gpu_type: str | None, overrides: Mapping | None = None) -> 
     ----------
     gpu_type : str or None
         GPU type name (e.g. ``"V100"``); None or an unknown type gets
-        :data:`DEFAULT_GPU_MEM`.
+        `DEFAULT_GPU_MEM`.
     overrides : Mapping, optional
-        ``{gpu_type: MiB}`` taking precedence over :data:`GPU_MEM_MIB` (an
+        ``{gpu_type: MiB}`` taking precedence over `GPU_MEM_MIB` (an
         allocation's ``stats["gpu_mem_capacity"]``).
 
     Returns

@@ -3,20 +3,22 @@
 The chain (each step one function, every caller -- the CLI, the simulator, the
 online runner, sessions -- goes through it):
 
-1. :func:`alloc.validate.prepare` -- validate the input once, resolve model
-   names to profiles (:class:`~alloc.errors.InputError` for any problem);
-2. the solver's declared options are checked (:func:`alloc.options.validate_options`)
-   and its capabilities against what the input needs (:func:`needed_capabilities`);
-3. :class:`~alloc.problem.Problem` -- the one compile step: running jobs fixed,
+1. [`alloc.validate.prepare`][alloc.validate.prepare] -- validate the input once, resolve model
+   names to profiles ([`InputError`][alloc.errors.InputError] for any problem);
+2. the solver's declared options are checked
+   ([`alloc.options.validate_options`][alloc.options.validate_options])
+   and its capabilities against what the input needs
+   ([`needed_capabilities`][alloc.solve.needed_capabilities]);
+3. [`Problem`][alloc.problem.Problem] -- the one compile step: running jobs fixed,
    unplaceable jobs set aside with a reason, ranks from the job order;
-4. the solver runs against one :class:`~alloc.deadline.Deadline` (a share is
+4. the solver runs against one [`Deadline`][alloc.deadline.Deadline] (a share is
    kept back for the final check);
-5. :func:`finish` -- running jobs the solver may not touch are put back, the
+5. [`finish`][alloc.solve.finish] -- running jobs the solver may not touch are put back, the
    value is recomputed from the placements, ``moved`` / ``preempted`` /
    ``reasons`` are filled in, and the status is kept honest
-   (:func:`honest_status`);
-6. :func:`alloc.check.violations` -- a solver bug surfaces as a
-   :class:`~alloc.errors.SolverError`, never as an over-committed cluster.
+   ([`honest_status`][alloc.solve.honest_status]);
+6. [`alloc.check.violations`][alloc.check.violations] -- a solver bug surfaces as a
+   [`SolverError`][alloc.errors.SolverError], never as an over-committed cluster.
 """
 from __future__ import annotations
 
@@ -332,7 +334,8 @@ KEPT_IN_PLACE = ("running jobs kept where they run (the call allows moves, or th
 
 
 def finish(problem, sol, info: SolverInfo, wall: float) -> Allocation:
-    """The :class:`Allocation` of a solver's :class:`~alloc.problem.Solution`."""
+    """The [`Allocation`][alloc.model.Allocation] of a solver's
+[`Solution`][alloc.problem.Solution]."""
     caps = info.capabilities
     assign = dict(sol.assign)
     touches_running = "preemption" in caps or ("migration" in caps and problem.moves_allowed)

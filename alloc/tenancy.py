@@ -26,27 +26,30 @@ top-down over a type's levels
     ns[top] = free[top] - unused[top]
     ns[l]   = ns[l+1] * fanout(l+1) + free[l] - unused[l]      must be >= 0.
 
-:func:`safety` evaluates it by splitting cells explicitly (the pool of level-l
+[`safety`][alloc.tenancy.safety] evaluates it by splitting cells explicitly (the pool of level-l
 cells is the children of the level-(l+1) cells left over plus the maximal
 free level-l cells; the ``unused[l]`` smallest are consumed).  With uniform
 fanout this is exactly the formula above; for irregular shapes it builds a
 witness, so it is a sufficient condition.
 
 Cell sizes: one rule.  A tenant's cells at (GPU type t, level l) all have the
-size ``z[t,l]`` of the physical cells there (:func:`cell_size`);
-:func:`tenant_problems` refuses cells at a (type, level) whose physical cells
+size ``z[t,l]`` of the physical cells there ([`cell_size`][alloc.tenancy.cell_size]);
+[`tenant_problems`][alloc.tenancy.tenant_problems] refuses cells at a (type, level) whose physical
+cells
 differ in size (e.g. servers of 16 and 8 P100 GPUs: cells at the server level
 are refused, cells at the GPU level are fine).  Quotas in GPUs
-(:func:`quota_gpus`), ``hived``'s buddy cells, the tenancy model and the
+([`quota_gpus`][alloc.tenancy.quota_gpus]), ``hived``'s buddy cells, the tenancy model and the
 checks all use that one size.
 
 Where the binding comes from: a solver reports its binding in
 ``allocation.stats["binding"]`` (``{tenant: ["level:node", ...]}``); the check
-verifies it.  Without one (or when it fails), :func:`infer_binding` searches
+verifies it.  Without one (or when it fails), [`infer_binding`][alloc.tenancy.infer_binding]
+searches
 one: a greedy minimal cover (smallest cells first, merging the densest groups
 of used GPUs into bigger cells when the small ones run out), then, if that
-fails, the exact cell-placing model (:func:`cell_placement_model`, solved by
-:func:`alloc.kernel.solve`)
+fails, the exact cell-placing model ([`cell_placement_model`][alloc.tenancy.cell_placement_model],
+solved by
+[`alloc.kernel.solve`][alloc.kernel.solve])
 
     y[v,n] in {0,1}  (tenant v's virtual cell bound to physical cell n)
     sum_{n at (t,l)} y[v,n] = c[v,t,l]                (bind every cell, WLOG)
@@ -82,11 +85,12 @@ GPU (their cells are disjoint).
 
 Failures
 --------
-:func:`fail_server` models a failed server as a new :class:`Cluster` without
+[`fail_server`][alloc.tenancy.fail_server] models a failed server as a new
+[`Cluster`][alloc.model.Cluster] without
 it: the jobs that ran there lose their ``current`` placement (they were killed
 and are pending again).  If the tenants' cells no longer fit the smaller
-cluster, :func:`tenant_problems` reports it and the failure raises
-:class:`~alloc.errors.InputError` (quotas must be renegotiated).
+cluster, [`tenant_problems`][alloc.tenancy.tenant_problems] reports it and the failure raises
+[`InputError`][alloc.errors.InputError] (quotas must be renegotiated).
 """
 from __future__ import annotations
 
@@ -224,7 +228,8 @@ def quotas(cluster: Cluster) -> dict[str, dict[tuple[str, int], int]]:
 def cell_size(tree: CellTree, gpu_type: str, lvl: int) -> int:
     """GPUs in a cell of ``gpu_type`` at level index ``lvl`` (0 when there is
     none).  Valid tenant input has one size per (type, level) holding cells
-    (:func:`tenant_problems`); where physical sizes differ the smallest is
+    ([`tenant_problems`][alloc.tenancy.tenant_problems]); where physical sizes differ the smallest
+    is
     returned (no tenant cell can sit there)."""
     nodes = tree.by_type_level.get((gpu_type, lvl))
     if not nodes:
@@ -248,7 +253,7 @@ def quota_gpus(cluster: Cluster, tenant: str, gpu_type: str) -> int:
 # ------------------------------------------------------------------- safety
 @dataclass
 class SafetyResult:
-    """Outcome of :func:`safety`.
+    """Outcome of `safety`.
 
     ``ok`` is true when every unbound virtual cell can still be bound;
     ``splittable[(type, level)]`` is ``ns[l]``, the cells of that level left
@@ -420,7 +425,8 @@ class CellRequest:
 
 @dataclass
 class CellModel:
-    """A cell-placing model: ``model`` (an :class:`alloc.kernel.LinearModel`),
+    """A cell-placing model: ``model`` (an
+[`alloc.kernel.LinearModel`][alloc.kernel.model.LinearModel]),
     ``y[(tenant, node)]`` its 0/1 columns and ``own[(gpu, tenant)]`` the
     columns of the tenant's candidate cells holding that GPU."""
     model: object
@@ -434,18 +440,18 @@ def cell_placement_model(tree: CellTree, requests: Sequence[CellRequest],
                          name: str = "cells") -> CellModel | None:
     r"""The one model that places tenants' cells on physical cells.
 
-    .. math::
-
-        y_{v,n} \in \{0,1\},\qquad
-        \sum_{n \in N_r} y_{v_r,n} = c_r \ \ (\text{request } r),\qquad
-        \sum_{v}\sum_{n \ni g} y_{v,n} \le 1 \ \ (\text{GPU } g),\qquad
-        \sum_{n \ni g} y_{\mathrm{cover}(g),n} \ge 1
+    $$
+    y_{v,n} \in \{0,1\},\qquad
+    \sum_{n \in N_r} y_{v_r,n} = c_r \ \ (\text{request } r),\qquad
+    \sum_{v}\sum_{n \ni g} y_{v,n} \le 1 \ \ (\text{GPU } g),\qquad
+    \sum_{n \ni g} y_{\mathrm{cover}(g),n} \ge 1
+    $$
 
     A candidate cell holding a GPU that must belong to another tenant
     (``cover[g]``: a guaranteed job of that tenant runs there; ``fixed[g]``: a
     cell already bound to that tenant) is left out, and so is one holding a
     GPU of ``fixed`` at all (that GPU is taken).  ``model`` extends an existing
-    :class:`~alloc.kernel.LinearModel` (callers add their own columns and
+    [`LinearModel`][alloc.kernel.model.LinearModel] (callers add their own columns and
     rows: the decoders put jobs in the cells).
 
     Returns
@@ -503,7 +509,8 @@ def feasibility_engine() -> str:
 
 def exact_binding(cluster: Cluster, used: Mapping[str, set], deadline=None,
                   time_limit: float | None = None) -> dict[str, list[int]] | None:
-    """A full binding covering ``used`` (:func:`cell_placement_model` with
+    """A full binding covering ``used``
+([`cell_placement_model`][alloc.tenancy.cell_placement_model] with
     every tenant's cells requested), or None (none exists, or none found
     before ``deadline`` / within ``time_limit`` seconds)."""
     from .kernel import solve
@@ -533,8 +540,8 @@ def infer_binding(cluster: Cluster, used: Mapping[str, set], exact: bool = True,
                   deadline=None) -> dict[str, list[int]] | None:
     """A binding proving the tenancy invariant for ``used``, or None.
 
-    The greedy cover first, then (``exact``) :func:`exact_binding` before
-    ``deadline`` (at most :data:`EXACT_BINDING_SECONDS` without one).  A
+    The greedy cover first, then (``exact``) [`exact_binding`][alloc.tenancy.exact_binding] before
+    ``deadline`` (at most `EXACT_BINDING_SECONDS` without one).  A
     binding found is remembered on the cluster for the same ``used``."""
     key = frozenset((v, frozenset(gs)) for v, gs in used.items() if gs)
     cache = cluster.__dict__.setdefault("_bindings", {})
@@ -557,7 +564,8 @@ def infer_binding(cluster: Cluster, used: Mapping[str, set], exact: bool = True,
 
 
 def binding_keys(tree: CellTree, binding: Mapping[str, Iterable[int]]) -> dict[str, list[str]]:
-    """The inverse of :func:`binding_from_keys`: node ids per tenant as sorted
+    """The inverse of [`binding_from_keys`][alloc.tenancy.binding_from_keys]: node ids per tenant
+as sorted
     ``"level:node"`` keys, the form reported in ``allocation.stats["binding"]``
     (tenants with no bound cell are left out)."""
     return {v: sorted(tree.key[n] for n in ns) for v, ns in binding.items() if ns}
@@ -673,7 +681,8 @@ def guaranteed_usage(cluster: Cluster, jobs: Sequence[Job], placements) -> dict[
     -------
     dict
         ``{tenant: set of global GPU indices}``, the ``used`` argument of
-        :func:`check_binding` and :func:`infer_binding`.
+        [`check_binding`][alloc.tenancy.check_binding] and
+        [`infer_binding`][alloc.tenancy.infer_binding].
     """
     by_id = {j.id: j for j in jobs}
     gidx = cluster.gpu_index

@@ -1,6 +1,6 @@
 """The cluster hierarchy as a networkx graph, and functions over it.
 
-:func:`hierarchy_graph` builds a directed tree: a root ``"cluster"`` node, then
+`hierarchy_graph` builds a directed tree: a root ``"cluster"`` node, then
 one node per declared level (rack -> server -> socket -> switch -> gpu), edges
 from parent to child.  Every node carries ``level``; servers carry ``cpu``,
 ``mem`` and ``gpu_type``; GPU leaves carry ``server``, ``gpu_type`` and

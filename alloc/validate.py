@@ -79,8 +79,8 @@ def short_repr(v) -> str:
 
 
 def check_call_settings(seed, max_moves, move_cost) -> None:
-    """The per-call settings of :func:`alloc.allocate` and of a
-    :class:`~alloc.session.Session`: ``seed`` an integer, ``max_moves`` an
+    """The per-call settings of [`alloc.allocate`][alloc.solve.allocate] and of a
+    [`Session`][alloc.session.Session]: ``seed`` an integer, ``max_moves`` an
     integer >= 0 or None, ``move_cost`` a finite number >= 0 or None.
 
     Raises
@@ -324,7 +324,7 @@ _PROFILE_OK: dict[int, tuple] = {}
 
 
 def profile_object_problems(prof: Profile, where: str) -> list[str]:
-    """A :class:`Profile` built in Python, checked like a ``models/`` file."""
+    """A [`Profile`][alloc.model.Profile] built in Python, checked like a ``models/`` file."""
     if is_checked(prof):
         return []
     hit = _PROFILE_OK.get(id(prof))
@@ -357,7 +357,8 @@ def model_problems(cluster: Cluster, jobs: Sequence[Job]) -> list[str]:
 
 
 def validate_model(cluster: Cluster, jobs: Sequence[Job], source: str | None = None) -> None:
-    """Raise one :class:`InputError` holding every problem (see the module notes)."""
+    """Raise one [`InputError`][alloc.errors.InputError] holding every problem (see the module
+notes)."""
     problems = model_problems(cluster, jobs)
     if problems:
         raise InputError(problems, source)
@@ -366,7 +367,7 @@ def validate_model(cluster: Cluster, jobs: Sequence[Job], source: str | None = N
 def prepare(cluster: Cluster, jobs: Sequence[Job], source: str | None = None
             ) -> tuple[Cluster, tuple[Job, ...]]:
     """Validated input with model names resolved to profiles (from ``models/``),
-    GPU servers without a type given :data:`~alloc.model.DEFAULT_GPU_TYPE`, and
+    GPU servers without a type given `DEFAULT_GPU_TYPE`, and
     jobs that declare GPU memory limited to the GPU types that can hold it
     (`alloc.resources.restrict_types`).
 

@@ -18,7 +18,7 @@ floor(N_s / b))`` slots.  The objective is the total throughput
 with ``r`` the speed-up of `alloc.byteps.model.speedup` (concave in ``k``,
 ``k_i <= n_i``).
 
-**Exact** (:func:`exact`, a `alloc.kernel.LinearModel` solved by HiGHS).
+**Exact** ([`exact`][alloc.byteps.assign.exact], a `alloc.kernel.LinearModel` solved by HiGHS).
 Machines of equal ``(C, N)`` form classes ``c`` of ``m_c`` machines.
 
     y_cb  in Z, 0..m_c   machines of class c serving tier b,  sum_b y_cb <= m_c
@@ -33,7 +33,7 @@ machines of a tier take each job's ``x_ic`` servers round robin: no machine
 gets two servers of one job or more than ``q`` servers), so the model is
 exact, and HiGHS's bound is a bound of the problem.
 
-**Greedy** (:func:`greedy`): repeatedly the server of largest marginal gain
+**Greedy** ([`greedy`][alloc.byteps.assign.greedy]): repeatedly the server of largest marginal gain
 ``w_i v_i (r(n_i, k_i + 1) - r(n_i, k_i))``, on the machine (not already
 serving the job, of its tier or unused) with the fewest slots left that fits.
 """
@@ -104,7 +104,7 @@ def from_job(job, n: int, gbps: float, base: float = 1.0) -> CommJob:
 
 
 def validate(jobs: Sequence[CommJob], machines: Sequence[CpuMachine], ss_cpu: int = SS_CPU) -> None:
-    """One-line :class:`InputError` naming the first bad field."""
+    """One-line [`InputError`][alloc.errors.InputError] naming the first bad field."""
     for i, j in enumerate(jobs):
         if not isinstance(j.n, int) or isinstance(j.n, bool) or j.n < 1:
             raise InputError(f"jobs[{i}].n: expected at least 1 GPU machine, got {j.n!r}")
@@ -234,7 +234,8 @@ def classes(machines: Sequence[CpuMachine]) -> list[tuple[tuple[int, float], lis
 
 def exact(jobs: Sequence[CommJob], machines: Sequence[CpuMachine], *, ss_cpu: int = SS_CPU,
           time_limit: float = 10.0, gap: float = 1e-4) -> Assignment:
-    """The exact model of the module notes (HiGHS; never below :func:`greedy`,
+    """The exact model of the module notes (HiGHS; never below
+[`greedy`][alloc.byteps.assign.greedy],
     whose answer is its start)."""
     from ..kernel import LinearModel, solve
     t0 = time.perf_counter()

@@ -8,7 +8,7 @@ so with ``k`` summation servers (`alloc.byteps.model`) its speed is
 
     v_i (1 - c_i) r(n, k)     (1 - c_i at k = 0: the profile's spread factor).
 
-Jointly (:func:`compose`, one `alloc.kernel.LinearModel`, HiGHS):
+Jointly ([`compose`][alloc.byteps.compose.compose], one `alloc.kernel.LinearModel`, HiGHS):
 
     x_is in Z, 0..min(g_i, f_s)   GPUs of job i on machine s,  u_is in {0,1},
     u_is <= x_is <= min(g_i, f_s) u_is,     sum_i x_is <= f_s,
@@ -18,7 +18,8 @@ Jointly (:func:`compose`, one `alloc.kernel.LinearModel`, HiGHS):
     sum_c x^ss_ic = sum_nk k z_ink,
     max sum_i w_i v_i sum_nk value(n, k) z_ink.
 
-:func:`sequential` is the post-processing it replaces: the GPU placement is
+[`sequential`][alloc.byteps.compose.sequential] is the post-processing it replaces: the GPU
+placement is
 chosen first for the speeds without summation servers (the same model with
 ``k = 0``), then the spare CPU machines are given to the placed jobs
 (`alloc.byteps.assign.exact`).
@@ -89,7 +90,8 @@ def _check(jobs: Sequence[GpuJob], free: Sequence[int]) -> None:
 def compose(jobs: Sequence[GpuJob], free: Sequence[int], machines: Sequence[CpuMachine], *,
             ss_cpu: int = SS_CPU, time_limit: float = 10.0, with_servers: bool = True) -> Plan:
     """The joint model of the module notes (``with_servers=False``: ``k = 0``);
-    never below :func:`sequential`, which it runs first with a third of the
+    never below [`sequential`][alloc.byteps.compose.sequential], which it runs first with a third
+    of the
     time (its answer is returned when the joint model finds nothing better)."""
     t0 = time.perf_counter()
     _check(jobs, free)
@@ -166,7 +168,8 @@ def _joint(jobs, free, machines, ss_cpu, time_limit, with_servers) -> Plan:
 def sequential(jobs: Sequence[GpuJob], free: Sequence[int], machines: Sequence[CpuMachine], *,
                ss_cpu: int = SS_CPU, time_limit: float = 10.0) -> Plan:
     """GPU placement first (no summation servers), then the spare CPU
-    machines to the placed jobs: the post-processing :func:`compose` replaces."""
+    machines to the placed jobs: the post-processing [`compose`][alloc.byteps.compose.compose]
+    replaces."""
     t0 = time.perf_counter()
     _check(jobs, free)
     first = _joint(jobs, free, machines, ss_cpu, time_limit / 2, False)

@@ -2,7 +2,8 @@
 
 Each generator is a plain function ``f(seed, **params) -> Instance``,
 deterministic for a seed (Python's ``random.Random(seed)``), chosen by name
-from :data:`GENERATORS` (:func:`get_generator`, :func:`generate`):
+from `GENERATORS` ([`get_generator`][alloc.experiments.generators.get_generator],
+[`generate`][alloc.experiments.generators.generate]):
 
 * ``synergy`` — Synergy's servers (8 V100, 24 cores = 24000 milli-CPU, 500 GB
   = 512000 MiB each) with ``jobs_per_server`` jobs per server of the 12
@@ -20,7 +21,7 @@ from :data:`GENERATORS` (:func:`get_generator`, :func:`generate`):
   traces' statistics (tables below); no trace file is read.
 
 Units: CPU milli-cores, memory MiB, GPU share milli-GPU (1000 = one GPU).
-A bad generator name or parameter raises :class:`~alloc.errors.InputError`
+A bad generator name or parameter raises [`InputError`][alloc.errors.InputError]
 (a ``ValueError``) naming it and listing the valid ones.
 """
 from __future__ import annotations
@@ -105,7 +106,7 @@ def check_params(kind: str, params: Mapping) -> None:
     Parameters
     ----------
     kind : str
-        A generator name (:data:`GENERATORS`).
+        A generator name (`GENERATORS`).
     params : mapping
         Parameters for it (without the seed).
 
@@ -243,7 +244,7 @@ def hetero(seed: int, servers: int = 48, jobs_per_server: float = 8,
         Servers of 8 GPUs, 24000 milli-CPU, 512000 MiB; equal thirds of V100,
         P100 and K80 (the first types get the remainder), one rack per type.
     jobs_per_server, jobs : float, int
-        As in :func:`synergy` (the same draws for the same seed).
+        As in [`synergy`][alloc.experiments.generators.synergy] (the same draws for the same seed).
     restricted : float
         Fraction of jobs (rounded) restricted to one GPU type (``gpu_types``),
         the type uniform over the three.
@@ -308,7 +309,7 @@ def live(seed: int, servers: int = 16, jobs_per_server: float = 8, jobs: int | N
     seed : int
         Seed of the job draws and of the running set and its placement.
     servers, jobs_per_server, jobs : int, float, int
-        As in :func:`synergy` (the same jobs for the same seed).
+        As in [`synergy`][alloc.experiments.generators.synergy] (the same jobs for the same seed).
     running : float
         Fraction of the cluster's GPUs held by running jobs (0..1).
     name : str, optional
@@ -391,7 +392,8 @@ def openb_servers(rng: random.Random, gpus: int, cpu_nodes: float) -> list[Serve
         Shuffles the node order.
     gpus : int
         About this many GPUs: the trace's 1213 GPU nodes scaled by
-        ``gpus / 6212``, shape counts by :func:`apportion` (the trace's mix).
+        ``gpus / 6212``, shape counts by [`apportion`][alloc.experiments.generators.apportion] (the
+        trace's mix).
     cpu_nodes : float
         Fraction of all nodes that are CPU-only (shapes of the full node list).
 
@@ -528,7 +530,7 @@ def get_generator(name: str) -> Callable[..., Instance]:
     Parameters
     ----------
     name : str
-        One of :data:`GENERATORS`.
+        One of `GENERATORS`.
 
     Returns
     -------
@@ -553,7 +555,7 @@ def generate(kind: str, seed: int, **params) -> Instance:
     Parameters
     ----------
     kind : str
-        One of :data:`GENERATORS`.
+        One of `GENERATORS`.
     seed : int
         The generator's seed (>= 0).
     **params

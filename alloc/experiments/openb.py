@@ -2,16 +2,16 @@
 
 * Loaders: node CSV (``sn, cpu_milli, memory_mib, gpu, model``) and pod CSV
   (``name, cpu_milli, memory_mib, num_gpu, gpu_milli[, gpu_spec]``) into numpy
-  tables, and from those into alloc :class:`~alloc.model.Cluster` /
-  :class:`~alloc.model.Job` objects.  Bad rows raise
-  :class:`~alloc.errors.InputError` naming the file, line and column.
+  tables, and from those into alloc [`Cluster`][alloc.model.Cluster] /
+  [`Job`][alloc.model.Job] objects.  Bad rows raise
+  [`InputError`][alloc.errors.InputError] naming the file, line and column.
 * Workload construction: pods sorted by name, Fisher-Yates shuffled with a
   seeded numpy Generator, tuned to ``tune`` x GPU capacity (appending pods
   drawn with replacement when short, deleting random pods when over), and a
   random tie-break rank per node.
 * Metrics: allocation and fragmentation after every attempt, binned by the
   arrived GPU demand in integer % of capacity (columns 0..130).
-* :func:`run` (one policy, one seed) and :func:`bench_main` (``alloc bench
+* `run` (one policy, one seed) and `bench_main` (``alloc bench
   openb``).
 
 Units: CPU milli-cores, memory MiB, GPU milli (1000 = one GPU).
@@ -48,7 +48,7 @@ def shared_dir() -> Path:
 
 
 def openb_dir() -> Path:
-    """The folder of the openb trace CSVs: ``data/openb`` in :func:`shared_dir`."""
+    """The folder of the openb trace CSVs: ``data/openb`` in `shared_dir`."""
     return shared_dir() / "data" / "openb"
 
 
@@ -116,7 +116,7 @@ class PodTable:
         return len(self.names)
 
     def pod(self, i: int) -> Pod:
-        """Row ``i`` as an engine :class:`~alloc.solvers.fgd.engine.Pod`."""
+        """Row ``i`` as an engine `Pod`."""
         return Pod(int(self.cpu[i]), int(self.mem[i]), int(self.k[i]), int(self.m[i]),
                    self.types[i] if self.k[i] else ())
 
@@ -281,7 +281,7 @@ def to_jobs(pods: PodTable, order: Sequence[int] | None = None):
 # ------------------------------------------------------------------ workload
 @dataclass
 class Workload:
-    """One seed's workload (:func:`build_workload`).
+    """One seed's workload (`build_workload`).
 
     Attributes
     ----------
@@ -376,10 +376,10 @@ def bin_curve(arrived: np.ndarray, values: np.ndarray, capacity: int, *,
 
 @dataclass
 class RunResult:
-    """Outcome of one openb run (:func:`run`).
+    """Outcome of one openb run (`run`).
 
     Curves have one value per column x = 0..130, the arrived GPU demand in
-    integer % of the cluster's GPU capacity (:func:`bin_curve`; None where
+    integer % of the cluster's GPU capacity (`bin_curve`; None where
     the arrivals never come near x).
 
     Attributes

@@ -48,7 +48,7 @@ from ..solvers.fgd.engine import MILLI, Pod
 
 @dataclass
 class BoundResult:
-    """Outcome of :func:`upper_bound`.
+    """Outcome of `upper_bound`.
 
     Attributes
     ----------
@@ -62,7 +62,7 @@ class BoundResult:
     lp : float
         LP relaxation value (milli-GPU).
     status : str
-        Status of the last solve (an :class:`~alloc.model.Status` value such
+        Status of the last solve (an [`Status`][alloc.model.Status] value such
         as ``"optimal"`` or ``"feasible"``), or ``"time limit"`` when the time
         ran out before the LP relaxation was solved.
     seconds : float

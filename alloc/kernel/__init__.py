@@ -2,8 +2,9 @@ r"""alloc's one integer-programming layer.
 
 Every exact model in alloc -- the configuration (pattern) model of the exact
 family, Synergy OPT, the tenancy model, the openb bound, the share policies --
-is written once as a :class:`LinearModel` and solved by :func:`solve` with one
-of the engines in :data:`ENGINES`:
+is written once as a [`LinearModel`][alloc.kernel.model.LinearModel] and solved by
+[`solve`][alloc.kernel.solve] with one
+of the engines in `ENGINES`:
 
 ``"highs"``
     HiGHS through ``highspy``: LPs (with row duals) and MIPs.
@@ -13,8 +14,8 @@ of the engines in :data:`ENGINES`:
     CBC through PuLP.
 
 Every engine is given the time left on the caller's
-:class:`~alloc.deadline.Deadline` and reports a :class:`Result` with a
-:class:`~alloc.model.Status` (``OPTIMAL`` only when proven) and, where it has
+[`Deadline`][alloc.deadline.Deadline] and reports a [`Result`][alloc.kernel.result.Result] with a
+[`Status`][alloc.model.Status] (``OPTIMAL`` only when proven) and, where it has
 one, a proven bound.
 
 Examples
@@ -110,7 +111,7 @@ def solve(model: LinearModel, engine: str = "highs", *, deadline: Deadline | Non
 
 def session(model: LinearModel, engine: str = "highs", **params):
     """An LP held by the engine for repeated solves as columns are added
-    (column generation); see :class:`alloc.kernel.highs.HighsSession`.
+    (column generation); see `alloc.kernel.highs.HighsSession`.
 
     Only ``"highs"`` keeps a model between solves.
     """

@@ -126,7 +126,7 @@ def solve_highs(model: LinearModel, time_limit: float, *, seed: int = 0, relax: 
 
 class HighsSession:
     """An LP kept inside HiGHS between solves, for column generation: columns
-    are added to the loaded model and each :meth:`solve` starts from the last
+    are added to the loaded model and each [`solve`][alloc.kernel.solve] starts from the last
     optimal basis (the new columns enter at their lower bound), instead of
     rebuilding the model and solving from scratch.
 
@@ -189,7 +189,7 @@ class HighsSession:
         """Re-solve from the last basis within ``time_limit`` seconds (HiGHS
         ``options`` set first, e.g. ``simplex_strategy=4`` for primal simplex
         after adding columns): an ``OPTIMAL`` result carries row duals and
-        reduced costs (as :func:`solve_highs` does for an LP), anything else
+        reduced costs (as `solve_highs` does for an LP), anything else
         no solution."""
         t0 = time.perf_counter()
         for k, v in options.items():

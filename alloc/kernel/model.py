@@ -1,15 +1,17 @@
 r"""The linear model every exact formulation in alloc is written in.
 
-.. math::
-
-    \max\ (\text{or } \min)\quad c^\top x + c_0 \quad\text{s.t.}\quad
-    \ell^{row} \le A x \le u^{row},\qquad \ell \le x \le u,\qquad
-    x_j \in \mathbb{Z}\ (j \in I)
+$$
+\max\ (\text{or } \min)\quad c^\top x + c_0 \quad\text{s.t.}\quad
+\ell^{row} \le A x \le u^{row},\qquad \ell \le x \le u,\qquad
+x_j \in \mathbb{Z}\ (j \in I)
+$$
 
 Variables are columns ``0..n-1``; rows are added one at a time from a
-``{column: coefficient}`` dict (:meth:`LinearModel.add_row`) or as a block from
-a sparse matrix (:meth:`LinearModel.add_rows`).  The model holds no solver
-state: :func:`alloc.kernel.solve` builds the engine's own model from it, so
+``{column: coefficient}`` dict ([`LinearModel.add_row`][alloc.kernel.model.LinearModel.add_row]) or
+as a block from
+a sparse matrix ([`LinearModel.add_rows`][alloc.kernel.model.LinearModel.add_rows]).  The model
+holds no solver
+state: [`alloc.kernel.solve`][alloc.kernel.solve] builds the engine's own model from it, so
 one model can be solved by HiGHS, CP-SAT or CBC, relaxed, re-bounded and solved
 again.  A *hint* (a full or partial assignment) is passed to engines that take
 one.

@@ -1,4 +1,4 @@
-"""What an engine returns for a :class:`~alloc.kernel.LinearModel`."""
+"""What an engine returns for a [`LinearModel`][alloc.kernel.model.LinearModel]."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field

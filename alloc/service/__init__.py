@@ -2,22 +2,22 @@
 written in Python (Kubernetes scheduler extenders in Go, Slurm plugins in C).
 
 Needs the optional ``service`` extra (FastAPI and uvicorn), imported only
-when the service is used.  :func:`create_app` builds the application
-(:mod:`.app`, routes in :mod:`.routes`), :func:`alloc.service.cli.serve_main`
-runs it, :func:`run_in_thread` serves it from a background thread (tests,
+when the service is used.  [`create_app`][alloc.service.create_app] builds the application
+(`app`, routes in `routes`), `alloc.service.cli.serve_main`
+runs it, [`run_in_thread`][alloc.service.run_in_thread] serves it from a background thread (tests,
 examples).
 """
 from __future__ import annotations
 
 
 def create_app(config=None):
-    """The FastAPI application (see :mod:`alloc.service.app`)."""
+    """The FastAPI application (see `alloc.service.app`)."""
     from .app import create_app as make
     return make(config)
 
 
 def run_in_thread(app, host: str = "127.0.0.1", port: int = 0):
-    """Serve ``app`` from a background thread (see :mod:`alloc.service.server`)."""
+    """Serve ``app`` from a background thread (see `alloc.service.server`)."""
     from .server import run_in_thread as run
     return run(app, host, port)
 

@@ -2,7 +2,7 @@
 
 Instances, jobs, servers, placements and allocations are passed through as
 JSON objects in the file formats (documented by the components of
-:mod:`alloc.service.schemas`) and checked by the library itself, so the
+`alloc.service.schemas`) and checked by the library itself, so the
 messages are the library's.  The envelopes around them are checked here: a
 request of the wrong shape is refused with 422.
 """

@@ -1,4 +1,4 @@
-"""The routes of :mod:`alloc.service.app` (plain functions run on the worker
+"""The routes of `alloc.service.app` (plain functions run on the worker
 threads; the library calls inside are the ones a Python scheduler makes)."""
 from __future__ import annotations
 

@@ -40,7 +40,7 @@ def _rewrite(node):
 
 @lru_cache(maxsize=None)
 def components() -> dict:
-    """Component schemas by name (a fresh copy is returned by :func:`ref_components`)."""
+    """Component schemas by name (a fresh copy is returned by `ref_components`)."""
     inst = _load("instance")
     out = {_DEFS[k]: _rewrite(v) for k, v in inst["$defs"].items() if k in _DEFS}
     out["Instance"] = _rewrite(inst)

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 @dataclass
 class Running:
-    """A service running in a background thread; :meth:`stop` ends it."""
+    """A service running in a background thread; `stop` ends it."""
     url: str
     server: object
     thread: threading.Thread
@@ -56,7 +56,7 @@ def free_port(host: str = "127.0.0.1") -> int:
 
 @dataclass
 class Process:
-    """``alloc serve`` running in a child process; :meth:`stop` ends it."""
+    """``alloc serve`` running in a child process; `stop` ends it."""
     url: str
     proc: object
     log: object = None

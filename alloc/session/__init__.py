@@ -1,28 +1,28 @@
 """Sessions: a scheduler loop's cluster and jobs across rounds.
 
-A scheduler calls :func:`alloc.allocate` every round with the jobs waiting
-and the jobs running.  A :class:`Session` keeps both: the scheduler reports
+A scheduler calls [`alloc.allocate`][alloc.solve.allocate] every round with the jobs waiting
+and the jobs running.  A [`Session`][alloc.session.Session] keeps both: the scheduler reports
 *events* (a job arrived, finished, failed, was stopped or preempted; a server
 failed, was drained or added; priorities and ranks changed; what runs, as the
 scheduler sees it: `Session.reconcile`) and asks for a *round*
-(:meth:`Session.step`), which answers with what to change -- jobs to start,
+([`Session.step`][alloc.session.Session.step]), which answers with what to change -- jobs to start,
 to move and to preempt, each with its binding (GPUs, CPU and memory per
 server) -- and makes the placed jobs running.
 
 * Placements are stable: a running job stays exactly where it runs unless
   the session allows moves (``max_moves`` / ``move_cost``) and the solver
   makes them, or the tenancy rules let a solver with preemption stop it.
-* Bad events raise a one-line :class:`~alloc.errors.InputError` and change
-  nothing; a batch of events (:meth:`Session.apply`) is atomic.
+* Bad events raise a one-line [`InputError`][alloc.errors.InputError] and change
+  nothing; a batch of events ([`Session.apply`][alloc.session.Session.apply]) is atomic.
 * Per-round work outside the core is proportional to what changed: jobs are
   validated when submitted, the cluster object (and its compiled arrays) is
   kept between rounds.  Every round still goes through the core's checked
-  path (:func:`alloc.solve.run_solver`: finish, honest status,
-  :func:`alloc.violations`).
+  path ([`alloc.solve.run_solver`][alloc.solve.run_solver]: finish, honest status,
+  [`alloc.violations`][alloc.check.violations]).
 
-Modules: :mod:`.core` (the session), :mod:`.events` (the JSON form of events),
-:mod:`.checks` (incremental validation), :mod:`.blockers` (drained and failed
-servers), :mod:`.journal` (atomic batches), :mod:`.result` (a round's answer).
+Modules: `core` (the session), [`events`][alloc.session.Session.events] (the JSON form of events),
+`checks` (incremental validation), `blockers` (drained and failed
+servers), `journal` (atomic batches), `result` (a round's answer).
 """
 from .core import Session
 from .events import apply_event, job_from_dict, server_from_dict

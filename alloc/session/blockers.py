@@ -14,8 +14,9 @@ Nothing is left for a pending job on ``s``, so a solver that keeps running
 jobs in place cannot start anything there.  A solver that may stop or move
 running jobs (``preemption`` for guaranteed jobs, ``migration`` under a move
 budget) could displace a blocker, or a real job of a closed server, and use
-the room; :func:`breaches` finds such placements and the session solves the
-round again without the jobs concerned (see :meth:`alloc.session.Session.step`).  Blockers never appear in what the
+the room; `breaches` finds such placements and the session solves the
+round again without the jobs concerned (see
+[`alloc.session.Session.step`][alloc.session.Session.step]).  Blockers never appear in what the
 session returns: their placements are removed and their value (the
 ``jobs``/``gpus`` objectives count them) subtracted from value and bound.
 """

@@ -1,13 +1,13 @@
 """Incremental validation: one submitted job, one added server, one running
-job's placement -- the checks :func:`alloc.validate.prepare` runs over the
+job's placement -- the checks [`alloc.validate.prepare`][alloc.validate.prepare] runs over the
 whole input, applied only to what an event changes.
 
 A job is checked once, when it is submitted (its fields, the rules against
 the cluster, its profile, the solver's capabilities); a server when it is
 added; a running job's ``current`` placement against the capacity its servers
 have left.  Jobs already in the session are not checked again: every round's
-answer is still checked in full by :func:`alloc.check.violations` inside
-:func:`alloc.solve.run_solver`.
+answer is still checked in full by [`alloc.check.violations`][alloc.check.violations] inside
+[`alloc.solve.run_solver`][alloc.solve.run_solver].
 """
 from __future__ import annotations
 
@@ -43,11 +43,11 @@ def resolve_profile(job: Job, models: Mapping[str, Profile], where: str) -> Job:
 
 
 def check_job(job, cluster: Cluster, capabilities: frozenset, solver: str, where: str) -> None:
-    """Raise :class:`InputError` (one line) unless ``job`` is a valid job for
+    """Raise [`InputError`][alloc.errors.InputError] (one line) unless ``job`` is a valid job for
     ``cluster`` that ``solver`` (with ``capabilities``) can handle.
 
-    The same checks as :func:`alloc.validate.prepare` applies to one job
-    (its ``current`` placement aside: see :func:`check_current`)."""
+    The same checks as [`alloc.validate.prepare`][alloc.validate.prepare] applies to one job
+    (its ``current`` placement aside: see `check_current`)."""
     bad = job_field_problems(job, where, cluster)
     if not bad:
         bad = job_rule_problems(job, where, cluster)
@@ -87,7 +87,7 @@ def server_usage(cluster: Cluster, sid: str, running: Iterable[Job]
 def check_current(job: Job, cluster: Cluster, on_server: Mapping[str, set],
                   jobs: Mapping[str, Job], where: str) -> Job:
     """``job`` (running: ``current`` set) with ``current.job`` filled in;
-    :class:`InputError` unless the placement is valid on its own and fits what
+    [`InputError`][alloc.errors.InputError] unless the placement is valid on its own and fits what
     the other running jobs leave on its servers."""
     from ..check import placement_problems
     cur = job.current
@@ -115,7 +115,7 @@ def check_current(job: Job, cluster: Cluster, on_server: Mapping[str, set],
 
 def check_server(server, cluster: Cluster, where: str) -> Server:
     """``server`` (a GPU server without a type gets
-    :data:`~alloc.model.DEFAULT_GPU_TYPE`); :class:`InputError` unless it is
+    `DEFAULT_GPU_TYPE`); [`InputError`][alloc.errors.InputError] unless it is
     valid for the cluster's levels and its id is new."""
     if isinstance(server, Server) and server.gpus and server.gpu_type is None:
         server = replace(server, gpu_type=DEFAULT_GPU_TYPE)

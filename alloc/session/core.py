@@ -1,4 +1,4 @@
-"""The :class:`Session`: a scheduler loop's cluster and jobs across rounds."""
+"""The [`Session`][alloc.session.Session]: a scheduler loop's cluster and jobs across rounds."""
 from __future__ import annotations
 
 import time
@@ -30,11 +30,13 @@ class Session:
     r"""A scheduler loop's state: the cluster and its jobs across rounds.
 
     Events change the state between rounds (each one, or each batch given to
-    :meth:`apply`, atomically: a bad event raises a one-line
-    :class:`~alloc.errors.InputError` and changes nothing); :meth:`step` runs
-    one round through the core (:func:`alloc.problem.compile_problem`, then
-    :func:`alloc.solve.run_solver`, whose answer is checked by
-    :func:`alloc.violations`) and makes the placed jobs running.
+    [`apply`][alloc.session.Session.apply], atomically: a bad event raises a one-line
+    [`InputError`][alloc.errors.InputError] and changes nothing);
+    [`step`][alloc.session.Session.step] runs
+    one round through the core ([`alloc.problem.compile_problem`][alloc.problem.compile_problem],
+    then
+    [`alloc.solve.run_solver`][alloc.solve.run_solver], whose answer is checked by
+    [`alloc.violations`][alloc.check.violations]) and makes the placed jobs running.
 
     Parameters
     ----------
@@ -43,9 +45,9 @@ class Session:
     jobs : sequence of Job, optional
         Jobs to start with (running ones have ``current``); validated once.
     solver, objective : str
-        As for :func:`alloc.allocate`.
+        As for [`alloc.allocate`][alloc.solve.allocate].
     time_limit : float, optional
-        Seconds per round (default :data:`alloc.deadline.DEFAULT_TIME_LIMIT`).
+        Seconds per round (default `alloc.deadline.DEFAULT_TIME_LIMIT`).
     options : mapping, optional
         The solver's declared options.
     max_moves : int or None
@@ -56,7 +58,7 @@ class Session:
     order : sequence, optional
         Ranked job ids, highest first (see `set_order`).
     preempt : {None, "order"}
-        Who may stop a running job in a round, as for [allocate][alloc.allocate]:
+        Who may stop a running job in a round, as for [allocate][alloc.solve.allocate]:
         the tenancy rules (None), or the order (a running job ranked below a
         waiting job that cannot otherwise be placed is stopped for it).
     gpu_keys : mapping or callable, optional
@@ -333,7 +335,7 @@ class Session:
         """A server is gone: the jobs running on it are pending again (a job
         spread over it loses all its GPUs), and the server leaves the
         cluster -- unless the tenants' cells no longer fit without it, in
-        which case it stays in the cluster, closed (:attr:`failed`).
+        which case it stays in the cluster, closed ([`failed`][alloc.session.Session.failed]).
 
         Returns
         -------
@@ -403,7 +405,8 @@ class Session:
             self._bump("events")
 
     def set_priority(self, job_id, priority: int, *, where: str | None = None) -> None:
-        """Change a job's priority (-1000..1000; see :meth:`set_order` for ranks)."""
+        """Change a job's priority (-1000..1000; see [`set_order`][alloc.session.Session.set_order]
+for ranks)."""
         where = where or "set_priority"
         with self._journal.transaction(self._reorder):
             job = self._known(job_id, where)
@@ -478,10 +481,10 @@ class Session:
 
     def apply(self, events: Iterable) -> list:
         """Apply a batch of events atomically: all of them or (on the first
-        bad one, an :class:`InputError` naming it) none.
+        bad one, an [`InputError`][alloc.errors.InputError] naming it) none.
 
         Each event is a mapping ``{"type": NAME, ...}`` in the JSON form of
-        :mod:`alloc.session.events` (``submit`` takes a :class:`Job` or a job
+        `alloc.session.events` (``submit`` takes a [`Job`][alloc.model.Job] or a job
         object of the instance format).  Returns each event's result (the
         jobs ``fail_server`` requeued, else None)."""
         from .events import apply_event

@@ -1,5 +1,5 @@
 """Session events in JSON form (what ``alloc serve`` accepts, and what
-:meth:`alloc.session.Session.apply` takes besides Python objects).
+[`alloc.session.Session.apply`][alloc.session.Session.apply] takes besides Python objects).
 
 One event is an object with a ``type`` and its fields:
 
@@ -61,7 +61,7 @@ def _schema_check(doc: Any, definition: str, where: str) -> None:
 
 
 def job_from_dict(doc: Any, where: str = "job") -> Job:
-    """A :class:`Job` from its ``alloc.instance/1`` form (schema-checked; the
+    """A [`Job`][alloc.model.Job] from its ``alloc.instance/1`` form (schema-checked; the
     model name is resolved later, by the session)."""
     from ..io import placement_from_dict
     _schema_check(doc, "job", where)
@@ -78,7 +78,7 @@ def job_from_dict(doc: Any, where: str = "job") -> Job:
 
 
 def server_from_dict(doc: Any, where: str = "server") -> Server:
-    """A :class:`Server` from its ``alloc.instance/1`` form (schema-checked)."""
+    """A [`Server`][alloc.model.Server] from its ``alloc.instance/1`` form (schema-checked)."""
     _schema_check(doc, "server", where)
     gpus = doc.get("gpus", 0)
     return Server(doc["id"], doc["cpu"], doc["mem"], gpus,

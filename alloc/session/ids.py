@@ -13,7 +13,7 @@ both directions:
   GPU the mapping does not list keeps its name).
 
 Every change goes through a journal's ``record`` (see
-[Journal][alloc.session.journal.Journal]), so a rolled-back batch of events
+`alloc.session.journal.Journal`), so a rolled-back batch of events
 forgets the names it added.
 """
 from __future__ import annotations

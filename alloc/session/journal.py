@@ -1,8 +1,8 @@
 """An undo journal: the events between two rounds are applied atomically.
 
-Every change a :class:`~alloc.session.Session` makes to its state goes through
-:meth:`Journal.record`, which keeps a function restoring the previous value.
-:meth:`Journal.transaction` runs a batch of events; when one fails, the
+Every change a [`Session`][alloc.session.Session] makes to its state goes through
+`Journal.record`, which keeps a function restoring the previous value.
+`Journal.transaction` runs a batch of events; when one fails, the
 recorded functions run in reverse order and the state is what it was before
 the batch (an O(changes) rollback, nothing is copied up front).
 """
@@ -20,7 +20,7 @@ class Journal:
 
     @property
     def active(self) -> bool:
-        """True inside :meth:`transaction`."""
+        """True inside `transaction`."""
         return self._undo is not None
 
     def record(self, undo: Callable[[], None]) -> None:

@@ -1,4 +1,4 @@
-"""What one round of a :class:`~alloc.session.Session` returns."""
+"""What one round of a [`Session`][alloc.session.Session] returns."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -11,7 +11,7 @@ from ..model import Allocation, Placement, frozen_map
 class RoundResult:
     """The changes one round asks the scheduler to make.
 
-    Every binding is a :class:`~alloc.model.Placement`: the job id, its GPUs
+    Every binding is a [`Placement`][alloc.model.Placement]: the job id, its GPUs
     with their milli-GPU shares, and CPU (milli-cores) and memory (MiB) per
     server.
 
@@ -33,7 +33,8 @@ class RoundResult:
         Why some waiting jobs cannot be placed on this cluster now.
     allocation : Allocation
         The whole answer (every running job), checked by
-        :func:`alloc.violations` against the jobs as they were before the round.
+        [`alloc.violations`][alloc.check.violations] against the jobs as they were before the
+        round.
     latency_s : float
         Wall time of the round (seconds).
     timings : mapping of str to float

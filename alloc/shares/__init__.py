@@ -1,11 +1,12 @@
 """Heterogeneity-aware, fair time-share policies (Gavel, OSDI'20) and the
 round mechanism that turns shares into placements.
 
-* :func:`solve_shares` -- a policy by name (:data:`POLICIES`), checked.
-* :func:`load_shares`, :func:`problem_from_dict` -- ``alloc.shares/1`` input.
-* :func:`dump_shares_result` -- ``alloc.shares-result/1`` output.
-* :func:`drf_shares` -- weighted Dominant Resource Fairness over explicit
-  resources by exact progressive filling (:mod:`alloc.shares.drf`).
+* [`solve_shares`][alloc.shares.policies.solve_shares] -- a policy by name (`POLICIES`), checked.
+* [`load_shares`][alloc.shares.load_shares], [`problem_from_dict`][alloc.shares.problem_from_dict]
+  -- ``alloc.shares/1`` input.
+* [`dump_shares_result`][alloc.shares.dump_shares_result] -- ``alloc.shares-result/1`` output.
+* [`drf_shares`][alloc.shares.drf_shares] -- weighted Dominant Resource Fairness over explicit
+  resources by exact progressive filling (`alloc.shares.drf`).
 """
 from .drf import drf_shares
 from .io import (Pair, SharesProblem, SharesResult, TenantSpec, dump_shares_result, load_shares,

@@ -1,21 +1,22 @@
 r"""Check shares and recompute what they are worth.
 
-Every result of :func:`alloc.shares.solve_shares` passes through here before
+Every result of [`alloc.shares.solve_shares`][alloc.shares.policies.solve_shares] passes through
+here before
 it is returned: shares that break a rule raise
-:class:`~alloc.errors.SolverError` (a policy bug never becomes an answer),
+[`SolverError`][alloc.errors.SolverError] (a policy bug never becomes an answer),
 and the objective and effective throughputs are recomputed from the shares,
 never copied from a solver.
 
-Feasible (within :data:`TOL`): every share ``>= 0``; each job's time alone
-and in pairs sums to ``<= 1``; per type :math:`\sum_i sf_i X_{ij} +
-\sum_q sf_q Y_{qj} \le n_j` (a pair counts its GPUs once); no share on a
+Feasible (within `TOL`): every share ``>= 0``; each job's time alone
+and in pairs sums to ``<= 1``; per type $\sum_i sf_i X_{ij} +
+\sum_q sf_q Y_{qj} \le n_j$ (a pair counts its GPUs once); no share on a
 type with fewer GPUs than the job's scale factor.
 
 Measures (``T`` the throughputs, ``N = sum_j n_j``):
 
-* effective throughput :math:`eff_i = \sum_j T_{ij}X_{ij} + \sum_{q\ni i}\sum_j T^q_{ij}Y_{qj}`;
-* proportional throughput :math:`P_i = \sum_j T_{ij} n_j / N`;
-* normalised share :math:`sf_i\, eff_i / (w_i P_i)`;
+* effective throughput $eff_i = \sum_j T_{ij}X_{ij} + \sum_{q\ni i}\sum_j T^q_{ij}Y_{qj}$;
+* proportional throughput $P_i = \sum_j T_{ij} n_j / N$;
+* normalised share $sf_i\, eff_i / (w_i P_i)$;
 * isolated share: ``1/m`` of every type, divided by ``sf_i``, each job's
   time capped to 1; ``iso_i`` its throughput;
 * heterogeneity-agnostic versions replace ``T_ij`` by ``1`` where the job
@@ -88,7 +89,7 @@ def agnostic_throughputs(p: SharesProblem):
 
 
 def effective(p: SharesProblem, X: np.ndarray, Y: np.ndarray | None = None, T=None, PT=None):
-    r"""Effective throughput :math:`eff_i = \sum_j T_{ij}X_{ij} + \sum_{q\ni i}\sum_j T^q_{ij}Y_{qj}`.
+    r"""Effective throughput $eff_i = \sum_j T_{ij}X_{ij} + \sum_{q\ni i}\sum_j T^q_{ij}Y_{qj}$.
 
     Parameters
     ----------
@@ -116,7 +117,7 @@ def effective(p: SharesProblem, X: np.ndarray, Y: np.ndarray | None = None, T=No
 
 
 def proportional_throughput(p: SharesProblem, T=None) -> np.ndarray:
-    r"""Proportional throughput :math:`P_i = \sum_j T_{ij} n_j / N` (steps/s): the
+    r"""Proportional throughput $P_i = \sum_j T_{ij} n_j / N$ (steps/s): the
     rate of a job splitting its time over the types in proportion to their
     sizes.
 
@@ -135,7 +136,7 @@ def proportional_throughput(p: SharesProblem, T=None) -> np.ndarray:
 
 
 def isolated_shares(p: SharesProblem, served: np.ndarray | None = None) -> np.ndarray:
-    r"""The isolated share :math:`X_{ij} = (n_j/m)/sf_i` on every type job ``i``
+    r"""The isolated share $X_{ij} = (n_j/m)/sf_i$ on every type job ``i``
     can run on, each job's time scaled down to at most 1 (``m`` served jobs).
 
     Parameters
@@ -158,7 +159,7 @@ def isolated_shares(p: SharesProblem, served: np.ndarray | None = None) -> np.nd
 
 
 def normalized_shares(p: SharesProblem, eff: np.ndarray, agnostic: bool = False) -> np.ndarray:
-    r"""Normalised shares :math:`sf_i\,eff_i/(w_i P_i)` (dimensionless; 1 is a
+    r"""Normalised shares $sf_i\,eff_i/(w_i P_i)$ (dimensionless; 1 is a
     job's weighted proportional share).
 
     Parameters
@@ -181,7 +182,7 @@ def normalized_shares(p: SharesProblem, eff: np.ndarray, agnostic: bool = False)
 
 
 def ftf_rho(p: SharesProblem, eff: np.ndarray) -> np.ndarray:
-    r"""Finish-time fairness :math:`\rho_i = (t_i + s_i/eff_i)/(C_i + s_i/iso_i)`
+    r"""Finish-time fairness $\rho_i = (t_i + s_i/eff_i)/(C_i + s_i/iso_i)$
     (Themis): finish time under the shares over finish time on the isolated
     share.
 
@@ -288,7 +289,7 @@ def violations(p: SharesProblem, X: np.ndarray, Y: np.ndarray | None = None,
     X : ndarray (m, k)
     Y : ndarray (P, k), optional
     tol : float
-        Tolerance on every rule (default :data:`TOL`).
+        Tolerance on every rule (default `TOL`).
 
     Returns
     -------

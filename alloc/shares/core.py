@@ -3,29 +3,29 @@ share policies, with an optimality certificate.
 
 Both programs have one time row per job and one capacity row per GPU type:
 
-.. math::
+$$
+\sum_j X_{ij} \le 1 \quad (v_i), \qquad
+\sum_i w_i X_{ij} \le n_j \quad (p_j), \qquad X \ge 0 .
+$$
 
-    \sum_j X_{ij} \le 1 \quad (v_i), \qquad
-    \sum_i w_i X_{ij} \le n_j \quad (p_j), \qquad X \ge 0 .
-
-*Requirement form* (:func:`solve_requirement`; max-min, makespan, the
+*Requirement form* (`solve_requirement`; max-min, makespan, the
 inner problem of finish-time fairness, every water-filling round):
 
-.. math::
-
-    \max\ \lambda \quad\text{s.t.}\quad
-    \kappa_i \sum_j D_{r_i j} X_{ij} \ \ge\ b_i \lambda + c_i \quad (u_i),
+$$
+\max\ \lambda \quad\text{s.t.}\quad
+\kappa_i \sum_j D_{r_i j} X_{ij} \ \ge\ b_i \lambda + c_i \quad (u_i),
+$$
 
 where job ``i`` has a *profile* ``r_i`` (a row of ``D``, e.g. its measured
 throughputs) and a scale ``kappa_i``, so ``a_ij = kappa_i D[r_i, j]``.
 
-*Sum form* (:func:`solve_sum`; max-sum): :math:`\max \sum_i\sum_j g_{ij}X_{ij}`.
+*Sum form* (`solve_sum`; max-sum): $\max \sum_i\sum_j g_{ij}X_{ij}$.
 
 With few GPU types (``k``) and many jobs (``m``), a general simplex spends its
 time on ``m`` rows whose fate is decided by ``k`` prices.  Given prices
 ``p`` and the level ``lambda``, every job solves a two-row LP on its own; its
 optimal basis is found by enumerating the ``O(k^2)`` bases, vectorised over
-jobs (:func:`local_bases`).  The *master* LP keeps explicit only the jobs whose
+jobs (`local_bases`).  The *master* LP keeps explicit only the jobs whose
 basis is in doubt:
 
 * a job whose basis is optimal with a margin is *fixed*: its shares are affine
@@ -40,7 +40,7 @@ basis is in doubt:
 The first classification uses *reference prices*: a previous solve's, or
 (few profiles) none at all -- every job in its profile's group -- or those of
 a stabilised column generation over whole-cluster responses
-(:func:`price_start`).  After each master every fixed job and group is
+(`price_start`).  After each master every fixed job and group is
 re-checked at the master's prices; the failures stay explicit for good, and
 the next master either adopts these prices (few failures) or widens the
 margin around the reference ones, so the loop ends (at worst with every job
@@ -68,7 +68,7 @@ TOL = 1e-9
 #: Relative duality gap below which the answer is reported optimal.
 GAP_TOL = 1e-7
 #: Margin (relative) a job's basis needs at the reference prices to be fixed
-#: in the first master; it grows by :data:`MARGIN_GROWTH` after each failure.
+#: in the first master; it grows by `MARGIN_GROWTH` after each failure.
 FIX_MARGIN = 4e-3
 MARGIN_GROWTH = 4.0
 #: A master whose failures are at most this share of its fixed jobs (or
@@ -143,8 +143,8 @@ class RequirementLP:
 @dataclass(frozen=True, eq=False)
 class SumLP:
     r"""The sum-form LP over classes of identical jobs:
-    :math:`\max \sum_c q_c\, G_c \cdot X_c` s.t. :math:`\sum_j X_{cj} \le 1`,
-    :math:`\sum_c q_c w_c X_{cj} \le n_j` (each of the ``q_c`` members of
+    $\max \sum_c q_c\, G_c \cdot X_c$ s.t. $\sum_j X_{cj} \le 1$,
+    $\sum_c q_c w_c X_{cj} \le n_j$ (each of the ``q_c`` members of
     class ``c`` gets the shares ``X_c``).
 
     Attributes
@@ -227,7 +227,7 @@ def _candidates(k: int) -> list[tuple]:
 class LocalBases:
     """Each job's basis at given ``(lambda, p)``.
 
-    ``cand[i]`` indexes :func:`_candidates` (``-1``: no optimal basis, i.e.
+    ``cand[i]`` indexes `_candidates` (``-1``: no optimal basis, i.e.
     the job cannot meet its requirement); ``alpha + beta*lambda`` are its
     shares; ``u, v`` its duals; ``pm`` and ``dm`` the primal margin (time)
     and the relative dual margin; ``ok`` whether the basis is optimal.
@@ -244,7 +244,7 @@ class LocalBases:
 
 def _one_candidate(cand, A, C, b, c, rho, cscale, tol):
     """Shares (affine in lambda), duals, margins and optimality of one basis
-    for every job (see :func:`local_bases`)."""
+    for every job (see `local_bases`)."""
     m, k = A.shape
     al = np.zeros((m, k))
     be = np.zeros((m, k))
@@ -300,10 +300,10 @@ def local_bases(A: np.ndarray, w: np.ndarray, b: np.ndarray, c: np.ndarray, lam:
                 p: np.ndarray, given: np.ndarray | None = None, tol: float = TOL) -> LocalBases:
     r"""Optimal basis of every job's own LP at ``(lambda, p)``.
 
-    Job ``i`` solves :math:`\min \sum_j w_i p_j X_j` s.t.
-    :math:`\sum_j a_{ij} X_j \ge \rho_i = b_i\lambda + c_i`,
-    :math:`\sum_j X_j \le 1`, :math:`X \ge 0`, with duals ``u_i`` (value)
-    and ``v_i`` (time); dual feasibility is :math:`a_{il}u_i - v_i \le w_i p_l`.
+    Job ``i`` solves $\min \sum_j w_i p_j X_j$ s.t.
+    $\sum_j a_{ij} X_j \ge \rho_i = b_i\lambda + c_i$,
+    $\sum_j X_j \le 1$, $X \ge 0$, with duals ``u_i`` (value)
+    and ``v_i`` (time); dual feasibility is $a_{il}u_i - v_i \le w_i p_l$.
     Every basis is tried (``O(k^2)``, vectorised over jobs); among the primal-
     and dual-feasible ones the one with the largest margin is kept.
 
@@ -316,7 +316,7 @@ def local_bases(A: np.ndarray, w: np.ndarray, b: np.ndarray, c: np.ndarray, lam:
     p : ndarray (k,)
         Prices, ``>= 0``.
     given : ndarray of int (m,), optional
-        Evaluate these bases (indices into :func:`_candidates`) instead of
+        Evaluate these bases (indices into `_candidates`) instead of
         choosing; ``ok`` then says whether each is still optimal.
 
     Returns
@@ -425,11 +425,11 @@ def _build_master(lp: RequirementLP, plan: _Plan, lam_ub: float):
     Columns: ``lambda``; ``X_ij`` of the explicit jobs (``a_ij > 0``);
     ``Phi_gj`` of each group (value bought on type ``j``, in profile units).
     Rows: each explicit job's requirement and time; each group's demand
-    :math:`\sum_j \Phi_{gj} - B_g\lambda = R_g` and the time cap of its neediest
-    member, :math:`\sum_j \Phi_{gj}/D_{gj} \le \min_i\theta_i\,(B_g + R_g)`
+    $\sum_j \Phi_{gj} - B_g\lambda = R_g$ and the time cap of its neediest
+    member, $\sum_j \Phi_{gj}/D_{gj} \le \min_i\theta_i\,(B_g + R_g)$
     (exact when all members share ``theta``; otherwise a binding cap sends
     the neediest members out of the group); the capacity of each
-    type, with the fixed jobs' affine use :math:`C_0 + C_1\lambda` moved to
+    type, with the fixed jobs' affine use $C_0 + C_1\lambda$ moved to
     the bound.
     """
     k = lp.k
@@ -518,7 +518,7 @@ def _recover(lp: RequirementLP, plan: _Plan, sol, maps) -> tuple:
 def _certify(lp: RequirementLP, lam: float, X: np.ndarray, u: np.ndarray, v: np.ndarray,
              p: np.ndarray) -> tuple[float | None, bool]:
     """Dual objective of ``(u, v, p)`` when it is dual feasible (else None), and
-    whether ``(lambda, X)`` is primal feasible; both within :data:`TOL`."""
+    whether ``(lambda, X)`` is primal feasible; both within `TOL`."""
     A = lp.A()
     rho = lp.b * lam + lp.c
     cap = lp.w @ X
@@ -575,14 +575,14 @@ def solve_requirement(lp: RequirementLP, deadline: Deadline | None = None,
                       start: tuple[float, np.ndarray] | None = None) -> LPResult:
     r"""Solve the requirement-form LP exactly (see the module notes).
 
-    .. math::
-
-        \max \lambda\ \text{s.t.}\ a_i \cdot X_i \ge b_i\lambda + c_i,\
-        \textstyle\sum_j X_{ij} \le 1,\ \sum_i w_i X_{ij} \le n_j,\ X \ge 0.
+    $$
+    \max \lambda\ \text{s.t.}\ a_i \cdot X_i \ge b_i\lambda + c_i,\
+    \textstyle\sum_j X_{ij} \le 1,\ \sum_i w_i X_{ij} \le n_j,\ X \ge 0.
+    $$
 
     The first master classifies the jobs at reference prices: ``start``, or
     with few profiles every job in its profile's group, or else the prices
-    of :func:`price_start`.  After a master whose plan fails the check, the
+    of `price_start`.  After a master whose plan fails the check, the
     failures stay explicit and the margin around the reference grows, so a
     wrong guess costs master size, never correctness.
 
@@ -660,15 +660,15 @@ def price_start(lp: RequirementLP, deadline: Deadline | None = None) -> tuple[fl
     then takes per unit of ``lambda`` (``D``, proportional jobs) and for its
     floor (``F``, jobs with ``b = 0``); the master mixes responses,
 
-    .. math::
-
-        \max \sum_t \eta_t\ \text{s.t.}\ \sum_t \eta_t D^t + \sum_s \nu_s F^s
-        \le n,\ \sum_s \nu_s = 1,
+    $$
+    \max \sum_t \eta_t\ \text{s.t.}\ \sum_t \eta_t D^t + \sum_s \nu_s F^s
+    \le n,\ \sum_s \nu_s = 1,
+    $$
 
     with ``lambda = sum(eta)``, and its duals price the next response (taken
     at a point between them and the best prices so far, which damps the
     oscillation of plain column generation).  The result is a guess for
-    :func:`solve_requirement`, not a certificate.
+    `solve_requirement`, not a certificate.
 
     Parameters
     ----------
@@ -769,19 +769,19 @@ def solve_sum(lp: SumLP, deadline: Deadline | None = None,
     r"""Solve the sum-form LP exactly.
 
     At prices ``p`` a class either idles or spends all its time on the type
-    maximising :math:`G_{cj} - w_c p_j` (its dual
-    :math:`v_c = \max(0, \max_j q_c(G_{cj} - w_c p_j))`).  Classes whose
+    maximising $G_{cj} - w_c p_j$ (its dual
+    $v_c = \max(0, \max_j q_c(G_{cj} - w_c p_j))$).  Classes whose
     choice wins by a margin at the reference prices are fixed; the rest are
     explicit in the master; failures at the master's prices become explicit
     and the margin grows.  The certificate is the dual objective
-    :math:`\sum_c v_c + n \cdot p` against the primal one.
+    $\sum_c v_c + n \cdot p$ against the primal one.
 
     Parameters
     ----------
     lp : SumLP
     deadline : Deadline, optional
     start : ndarray (k,), optional
-        Reference prices (default: :func:`sum_price_start`).
+        Reference prices (default: `sum_price_start`).
 
     Returns
     -------
@@ -850,18 +850,18 @@ def _sum_finish(lp: SumLP, X, v, p, stats) -> LPResult:
 
 
 def sum_price_start(lp: SumLP, deadline: Deadline | None = None) -> np.ndarray:
-    r"""Reference prices for :func:`solve_sum` by stabilised column generation
+    r"""Reference prices for `solve_sum` by stabilised column generation
     over whole-cluster responses (every class on its best type at prices
     ``pi``, or idle):
 
-    .. math::
-
-        \max \sum_t \mu_t V^t\ \text{s.t.}\ \sum_t \mu_t U^t \le n,\
-        \sum_t \mu_t = 1,
+    $$
+    \max \sum_t \mu_t V^t\ \text{s.t.}\ \sum_t \mu_t U^t \le n,\
+    \sum_t \mu_t = 1,
+    $$
 
     ``V^t`` a response's value and ``U^t`` its GPUs of each type; the
-    Lagrangian bound :math:`n\cdot\pi + \sum_c \max(0, \max_j q_c(G_{cj} -
-    w_c\pi_j))` measures the gap.  A guess, not a certificate.
+    Lagrangian bound $n\cdot\pi + \sum_c \max(0, \max_j q_c(G_{cj} -
+    w_c\pi_j))$ measures the gap.  A guess, not a certificate.
 
     Parameters
     ----------

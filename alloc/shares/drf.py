@@ -3,62 +3,62 @@ progressive filling.
 
 Model
 -----
-Resources :math:`r = 1..R` with capacities :math:`C_r \ge 0`; users
-:math:`i = 1..n`, each running identical *tasks* with the per-task demand
-vector :math:`d_i` (:math:`d_{ir} \ge 0`, any unit as long as it matches
-:math:`C_r`: GPUs, milli-cores, MiB, ...), a weight :math:`w_i > 0` and an
-optional cap :math:`k_i` (the most tasks the user can use).  An allocation
-gives user i :math:`x_i \ge 0` tasks (fractional), i.e. :math:`x_i d_{ir}`
+Resources $r = 1..R$ with capacities $C_r \ge 0$; users
+$i = 1..n$, each running identical *tasks* with the per-task demand
+vector $d_i$ ($d_{ir} \ge 0$, any unit as long as it matches
+$C_r$: GPUs, milli-cores, MiB, ...), a weight $w_i > 0$ and an
+optional cap $k_i$ (the most tasks the user can use).  An allocation
+gives user i $x_i \ge 0$ tasks (fractional), i.e. $x_i d_{ir}$
 of resource r.  The dominant share of one task is
-:math:`s_i = \max_{r: C_r > 0} d_{ir} / C_r` and the user's dominant share is
-:math:`D_i = x_i s_i`.
+$s_i = \max_{r: C_r > 0} d_{ir} / C_r$ and the user's dominant share is
+$D_i = x_i s_i$.
 
-Weighted DRF equalises the *weighted* dominant shares :math:`D_i / w_i`
+Weighted DRF equalises the *weighted* dominant shares $D_i / w_i$
 subject to the capacities: progressive filling raises one level
-:math:`\lambda` from 0 and keeps :math:`D_i = w_i \lambda` for every active
-user, i.e. :math:`x_i(\lambda) = \lambda w_i / s_i`.  A user is frozen (its
-:math:`x_i` stays) when a resource it uses saturates
-(:math:`\sum_j x_j d_{jr} = C_r` with :math:`d_{ir} > 0`) or when it reaches
-its cap :math:`x_i = k_i`.  A user that needs a resource of capacity 0 gets
+$\lambda$ from 0 and keeps $D_i = w_i \lambda$ for every active
+user, i.e. $x_i(\lambda) = \lambda w_i / s_i$.  A user is frozen (its
+$x_i$ stays) when a resource it uses saturates
+($\sum_j x_j d_{jr} = C_r$ with $d_{ir} > 0$) or when it reaches
+its cap $x_i = k_i$.  A user that needs a resource of capacity 0 gets
 nothing.
 
 Events, no bisection
 --------------------
-Between two events every active user grows at :math:`w_i / s_i` tasks per
-unit of :math:`\lambda`, so resource r fills at
-:math:`\rho_r = \sum_{i\ \mathrm{active}} d_{ir} w_i / s_i`.  The next event is
+Between two events every active user grows at $w_i / s_i$ tasks per
+unit of $\lambda$, so resource r fills at
+$\rho_r = \sum_{i\ \mathrm{active}} d_{ir} w_i / s_i$.  The next event is
 the first of
 
-.. math::
+$$
+\Delta\lambda = \min\Big( \min_{r:\rho_r>0} \frac{C_r - u_r}{\rho_r},\;
+                \min_{i\ \mathrm{active},\,k_i<\infty}
+                \frac{(k_i - x_i)\,s_i}{w_i} \Big),
+$$
 
-    \Delta\lambda = \min\Big( \min_{r:\rho_r>0} \frac{C_r - u_r}{\rho_r},\;
-                    \min_{i\ \mathrm{active},\,k_i<\infty}
-                    \frac{(k_i - x_i)\,s_i}{w_i} \Big),
-
-with :math:`u_r = \sum_j x_j d_{jr}` the use so far: the level moves by
-:math:`\Delta\lambda` exactly, the resources and users that reach their
+with $u_r = \sum_j x_j d_{jr}$ the use so far: the level moves by
+$\Delta\lambda$ exactly, the resources and users that reach their
 limit are set exactly to it, and the users touching a saturated resource or
-at their cap are frozen.  Each event costs :math:`O(nR)` and freezes at least
-one user (a saturating resource has :math:`\rho_r > 0`, so an active user
-uses it), hence at most :math:`n` events.
+at their cap are frozen.  Each event costs $O(nR)$ and freezes at least
+one user (a saturating resource has $\rho_r > 0$, so an active user
+uses it), hence at most $n$ events.
 
 Properties (tested in ``tests/test_drf_props.py``): *sharing incentive*
-(:math:`x_i \ge (w_i/W)\min_r C_r/d_{ir}`, the tasks of the static split of
-every resource by weight, :math:`W = \sum_j w_j`, unless the user is capped),
+($x_i \ge (w_i/W)\min_r C_r/d_{ir}$, the tasks of the static split of
+every resource by weight, $W = \sum_j w_j$, unless the user is capped),
 *envy-freeness* (user i cannot run more tasks with user j's bundle scaled by
-:math:`w_i/w_j`), *Pareto efficiency* (every uncapped user uses a saturated
-resource), *strategy-proofness* (misreporting :math:`d_i` never raises
-:math:`\min_r x'_i d'_{ir} / d_{ir}`, the tasks the user can really run)
+$w_i/w_j$), *Pareto efficiency* (every uncapped user uses a saturated
+resource), *strategy-proofness* (misreporting $d_i$ never raises
+$\min_r x'_i d'_{ir} / d_{ir}$, the tasks the user can really run)
 and *weight monotonicity*.
 
-Why it is not a policy of :data:`alloc.shares.POLICIES`: a share policy
+Why it is not a policy of `alloc.shares.POLICIES`: a share policy
 splits time over GPU *types* that substitute for each other (a job runs on
 V100 *or* K80), while DRF's demand vectors are Leontief -- a task needs all
-of :math:`d_i` at once.  Reading each type as a resource would make a job
+of $d_i$ at once.  Reading each type as a resource would make a job
 demand GPUs of every type it can use at the same time, which no job does;
 so DRF is this standalone function over explicit resources (CPU, memory,
 GPUs of one type, ...), and the placement solver ``drf``
-(:mod:`alloc.solvers.drf`) is its discrete form for whole jobs.
+([`alloc.solvers.drf`][alloc.solvers.drf]) is its discrete form for whole jobs.
 """
 from __future__ import annotations
 
@@ -132,22 +132,22 @@ def drf_shares(capacities: Mapping[str, float], demands: Sequence[Mapping[str, f
     Parameters
     ----------
     capacities : mapping of str to float
-        :math:`C_r` of every resource (any unit; 0 allowed).
+        $C_r$ of every resource (any unit; 0 allowed).
     demands : sequence of mapping of str to float
-        Per user, the demand of one task :math:`d_{ir}` in the resources'
+        Per user, the demand of one task $d_{ir}$ in the resources'
         units (absent resources: 0).
     weights : sequence of float, optional
-        :math:`w_i > 0` (default 1 each).  Weighted DRF equalises
-        :math:`D_i / w_i`.
+        $w_i > 0$ (default 1 each).  Weighted DRF equalises
+        $D_i / w_i$.
     caps : sequence of (float or None), optional
-        The most tasks each user can use :math:`k_i` (None: no cap).
+        The most tasks each user can use $k_i$ (None: no cap).
 
     Returns
     -------
     list of float
-        :math:`x_i`, the tasks of user i (fractional): the end of the
+        $x_i$, the tasks of user i (fractional): the end of the
         progressive filling described in the module notes,
-        :math:`x_i = \lambda_i w_i / s_i` with :math:`\lambda_i` the level at
+        $x_i = \lambda_i w_i / s_i$ with $\lambda_i$ the level at
         which user i was frozen.  A user that needs a resource of capacity 0
         gets 0; a user whose demand is all 0 gets its cap.
 

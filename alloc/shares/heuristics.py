@@ -1,25 +1,25 @@
 r"""Share policies that are not optimisations: ``isolated``, ``proportional``,
 ``fifo``, ``gandiva`` and ``allox``.
 
-Each returns shares that :mod:`alloc.shares.check` then verifies; none
+Each returns shares that `alloc.shares.check` then verifies; none
 claims optimality.
 
 * ``isolated`` -- every served job gets ``n_j/m`` of every type it can run
   on, divided by ``sf_i``, its time capped to 1 (Gavel's isolated baseline).
 * ``proportional`` -- every job splits its time over the types it can run
-  on in proportion to their sizes, :math:`X_{ij} = n_j / \max(N, \sum_i sf_i)`.
+  on in proportion to their sizes, $X_{ij} = n_j / \max(N, \sum_i sf_i)$.
 * ``fifo`` -- in arrival order (longest ``elapsed_s`` first), each job gets
   all of its time on the fastest type that still has ``sf_i`` free GPUs
   (whole GPUs, ``X_ij`` in {0, 1}); the rest wait.
 * ``gandiva`` -- Gandiva's time slicing with random packing (Xiao et al.,
   OSDI'18): with ``pairs`` given, jobs are paired at random (seeded) with a
   partner whose pair rate beats time slicing on some type
-  (:math:`T^q_a/T_a + T^q_b/T_b > 1`); then every unit (a pair or a single
+  ($T^q_a/T_a + T^q_b/T_b > 1$); then every unit (a pair or a single
   job) gets an equal slice of every type it can use, like ``isolated``.
 * ``allox`` -- AlloX (Le et al., EuroSys'20): jobs are matched to slots
   ``(type j, position k)`` at minimum total completion time, the cost of job
-  ``i`` in the ``k``-th slot from the end being :math:`k \cdot sf_i \cdot
-  s_i / T_{ij}` (each position holds ``n_j`` jobs, one per GPU; a gang of
+  ``i`` in the ``k``-th slot from the end being $k \cdot sf_i \cdot
+  s_i / T_{ij}$ (each position holds ``n_j`` jobs, one per GPU; a gang of
   ``sf_i`` GPUs is charged its GPU-seconds, which keeps the matching exact
   for single-GPU jobs and lets multi-GPU jobs in).  The matching is a
   transportation LP (totally unimodular, so its vertex optimum is integral).

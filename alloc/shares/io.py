@@ -1,14 +1,14 @@
 r"""The share problem and its result: ``alloc.shares/1`` in, ``alloc.shares-result/1`` out.
 
-Loading validates in one pass, like :mod:`alloc.io` does for instances: the
+Loading validates in one pass, like [`alloc.io`][alloc.io] does for instances: the
 JSON Schema (``alloc/schemas/shares.schema.json``) first, then the checks by
 meaning (unique ids, known GPU types, a job that can run somewhere, pairs of
 known jobs with equal scale factors, known tenants, finite numbers, a cluster
 on which some job can run, numbers within the range the LPs resolve:
 `RATE_RANGE`, `WEIGHT_RANGE`).  Every
-problem names the field; :class:`~alloc.errors.InputError` names the file.
+problem names the field; [`InputError`][alloc.errors.InputError] names the file.
 
-Notation used across :mod:`alloc.shares`: jobs ``i``, GPU types ``j``,
+Notation used across [`alloc.shares`][alloc.shares]: jobs ``i``, GPU types ``j``,
 ``n_j`` GPUs of type ``j``, ``sf_i`` the job's scale factor,
 ``T_ij`` its steps/s on ``sf_i`` GPUs of type ``j`` running alone, ``w_i``
 its weight, ``s_i`` its steps remaining, ``t_i`` its elapsed seconds and
@@ -131,7 +131,8 @@ class SharesProblem:
 
     @cached_property
     def profiles(self) -> tuple[np.ndarray, np.ndarray]:
-        """``(rows, index)``: the distinct rows of :attr:`runnable_throughput`
+        """``(rows, index)``: the distinct rows of
+[`runnable_throughput`][alloc.shares.SharesProblem.runnable_throughput]
         and each job's row (jobs of one model share a profile)."""
         rows, index = np.unique(self.runnable_throughput, axis=0, return_inverse=True)
         return rows, index.reshape(-1)
@@ -154,7 +155,7 @@ def _reject_constant(name):
 
 def read_json_strict(path, what: str = "shares file") -> Any:
     """Parse a JSON file, refusing ``NaN`` and ``Infinity``; one-line
-    :class:`InputError` naming the file otherwise.
+    [`InputError`][alloc.errors.InputError] naming the file otherwise.
 
     Parameters
     ----------
@@ -376,7 +377,7 @@ def load_shares(path) -> SharesProblem:
 
 def problem_to_dict(p: SharesProblem) -> dict:
     """The ``alloc.shares/1`` document of a problem (round-trips through
-    :func:`problem_from_dict`)."""
+    [`problem_from_dict`][alloc.shares.problem_from_dict])."""
     jobs = []
     for i, jid in enumerate(p.job_ids):
         d: dict[str, Any] = {"id": jid, "scale_factor": int(p.scale_factor[i]),
@@ -423,7 +424,7 @@ class SharesResult:
         ``unknown`` when no shares could be found in time.
     objective : float or None
         The policy's objective, recomputed from the shares (see
-        :mod:`alloc.shares.check`).
+        `alloc.shares.check`).
     bound : float or None
         A proven bound on the objective (the LP optimum's dual bound), or
         None.

@@ -1,25 +1,25 @@
 r"""The share LPs written out in full, one row per job, solved by HiGHS through
-:mod:`alloc.kernel` -- with space sharing (pairs) priced in by column
+[`alloc.kernel`][alloc.kernel] -- with space sharing (pairs) priced in by column
 generation (the model stays loaded in HiGHS and each re-solve starts from the
 last basis).  This is the path for problems with ``pairs``, and the plain
-reference the structured solver of :mod:`alloc.shares.core` is tested
+reference the structured solver of `alloc.shares.core` is tested
 against.
 
 Columns: ``X_ij`` (job ``i`` alone on ``sf_i`` GPUs of type ``j``) and
 ``Y_qj`` (pair ``q = (a, b)`` together on the same ``sf`` GPUs of type ``j``).
 
-.. math::
+$$
+\sum_j X_{ij} + \sum_{q \ni i}\sum_j Y_{qj} \le 1 \quad (v_i), \qquad
+\sum_i sf_i X_{ij} + \sum_q sf_q Y_{qj} \le n_j \quad (p_j)
+$$
 
-    \sum_j X_{ij} + \sum_{q \ni i}\sum_j Y_{qj} \le 1 \quad (v_i), \qquad
-    \sum_i sf_i X_{ij} + \sum_q sf_q Y_{qj} \le n_j \quad (p_j)
+*Requirement form*: $\max\lambda$ s.t.
+$\sum_j a_{ij}X_{ij} + \sum_{q\ni i}\sum_j a^q_{ij} Y_{qj} \ge
+b_i\lambda + c_i\ (u_i)$.  *Sum form*: $\max \sum_{ij} g_{ij}X_{ij} +
+\sum_{qj}(g^q_{aj} + g^q_{bj})Y_{qj}$.
 
-*Requirement form*: :math:`\max\lambda` s.t.
-:math:`\sum_j a_{ij}X_{ij} + \sum_{q\ni i}\sum_j a^q_{ij} Y_{qj} \ge
-b_i\lambda + c_i\ (u_i)`.  *Sum form*: :math:`\max \sum_{ij} g_{ij}X_{ij} +
-\sum_{qj}(g^q_{aj} + g^q_{bj})Y_{qj}`.
-
-A pair column prices at :math:`u_a a^q_{aj} + u_b a^q_{bj} - v_a - v_b -
-sf_q p_j` (requirement form; ``g`` and no ``u`` in the sum form); columns
+A pair column prices at $u_a a^q_{aj} + u_b a^q_{bj} - v_a - v_b -
+sf_q p_j$ (requirement form; ``g`` and no ``u`` in the sum form); columns
 with a positive price are added until none is left, so the answer is the
 optimum over every pair.
 """
@@ -152,10 +152,10 @@ def _reduced(lp: FullLP, u, v, p) -> np.ndarray:
 
 
 class FullSolver:
-    """A :class:`FullLP` kept loaded in one :func:`alloc.kernel.session`:
+    """A `FullLP` kept loaded in one [`alloc.kernel.session`][alloc.kernel.session]:
     priced pair columns are appended (re-solved by primal simplex from the
     last basis) and, between water-filling rounds, the requirements change
-    in place (:meth:`set_requirements`, re-solved by dual simplex), so pair
+    in place (`set_requirements`, re-solved by dual simplex), so pair
     columns priced in one round serve the next.
 
     Parameters
@@ -244,8 +244,8 @@ class FullSolver:
 
 def solve_full(lp: FullLP, deadline: Deadline | None = None, column_generation: bool = True,
                params: dict | None = None) -> FullSolution:
-    """Solve a :class:`FullLP` to optimality with HiGHS (one
-    :class:`FullSolver`).
+    """Solve a `FullLP` to optimality with HiGHS (one
+    `FullSolver`).
 
     Parameters
     ----------

@@ -1,32 +1,33 @@
 r"""Heterogeneity-aware share policies (Gavel, OSDI'20; Themis, NSDI'20;
-AlloX, EuroSys'20; Gandiva, OSDI'18) behind one call, :func:`solve_shares`.
+AlloX, EuroSys'20; Gandiva, OSDI'18) behind one call,
+[`solve_shares`][alloc.shares.policies.solve_shares].
 
 Every policy returns shares ``X_ij`` (fraction of wall-clock time job ``i``
 runs on ``sf_i`` GPUs of type ``j``) and, with ``pairs``, ``Y_qj`` for the
-pairs; :mod:`alloc.shares.check` verifies them and recomputes the objective
+pairs; `alloc.shares.check` verifies them and recomputes the objective
 before the result is returned.  Constraints of every LP policy:
-:math:`X \ge 0`, :math:`\sum_j X_{ij} (+\text{pairs}) \le 1`,
-:math:`\sum_i sf_i X_{ij} (+\text{pairs, counted once}) \le n_j`.
-With :math:`eff_i = \sum_j T_{ij}X_{ij}` (+ pair rates) and
-:math:`P_i = \sum_j T_{ij}n_j/N`:
+$X \ge 0$, $\sum_j X_{ij} (+\text{pairs}) \le 1$,
+$\sum_i sf_i X_{ij} (+\text{pairs, counted once}) \le n_j$.
+With $eff_i = \sum_j T_{ij}X_{ij}$ (+ pair rates) and
+$P_i = \sum_j T_{ij}n_j/N$:
 
 ``max-min``
-    :math:`\max \min_i sf_i\,eff_i/(w_i P_i)`.
+    $\max \min_i sf_i\,eff_i/(w_i P_i)$.
 ``max-min-agnostic``
     The same with every runnable ``T_ij = 1`` (heterogeneity-agnostic); a
     job's time is spread over the types in proportion to their sizes when
     every job can run everywhere (type-blind).
 ``max-sum``
-    :math:`\max \sum_i eff_i`.
+    $\max \sum_i eff_i$.
 ``makespan``
-    :math:`\min \max_i s_i/eff_i`, exactly: with :math:`\lambda = 1/M` it is
-    the LP :math:`\max\lambda` s.t. :math:`eff_i \ge \lambda s_i`.
+    $\min \max_i s_i/eff_i$, exactly: with $\lambda = 1/M$ it is
+    the LP $\max\lambda$ s.t. $eff_i \ge \lambda s_i$.
 ``finish-time-fairness``
-    Themis' :math:`\min\max_i \rho_i`, :math:`\rho_i = (t_i + s_i/eff_i) /
-    (C_i + s_i/iso_i)`; not an LP (``eff_i(\rho D_i - t_i) \ge s_i`` is a
+    Themis' $\min\max_i \rho_i$, $\rho_i = (t_i + s_i/eff_i) /
+    (C_i + s_i/iso_i)$; not an LP (``eff_i(\rho D_i - t_i) \ge s_i`` is a
     hyperbolic constraint), solved by a parametric search in ``rho`` whose
     every step is an exact LP with a dual certificate (see
-    :func:`finish_time_fairness`).
+    [`finish_time_fairness`][alloc.shares.policies.finish_time_fairness]).
 ``water-filling``, ``water-filling-agnostic``
     The leximin vector of the max-min values: raise the minimum, freeze the
     jobs whose requirement row has a positive dual (complementary slackness:
@@ -38,9 +39,9 @@ With :math:`eff_i = \sum_j T_{ij}X_{ij}` (+ pair rates) and
     weights) or given to its earliest active job (``"fifo"``), so backlogged
     tenants' aggregate normalised shares are proportional to ``W``.
 ``isolated``, ``proportional``, ``fifo``, ``gandiva``, ``allox``
-    Heuristics (:mod:`alloc.shares.heuristics`).
+    Heuristics (`alloc.shares.heuristics`).
 
-Policies are plain functions chosen from :data:`POLICIES` by name.
+Policies are plain functions chosen from `POLICIES` by name.
 """
 from __future__ import annotations
 
@@ -72,7 +73,7 @@ FREEZE_MARGIN = 1e-9
 
 @dataclass(frozen=True, eq=False)
 class Outcome:
-    """What a policy function hands to :func:`solve_shares` for checking."""
+    """What a policy function hands to `solve_shares` for checking."""
     X: np.ndarray
     Y: np.ndarray | None = None
     status: Status = Status.FEASIBLE
@@ -117,7 +118,7 @@ def _rates(p: SharesProblem, agnostic: bool, space_sharing: bool) -> _Rates:
 
 def _requirement(r: _Rates, kappa: np.ndarray, b: np.ndarray, c: np.ndarray,
                  deadline: Deadline, start=None, keep: dict | None = None) -> LPResult:
-    """Solve :math:`\\max\\lambda` s.t. :math:`\\kappa_i\\,eff_i \\ge b_i\\lambda + c_i`
+    """Solve $\\max\\lambda$ s.t. $\\kappa_i\\,eff_i \\ge b_i\\lambda + c_i$
     exactly: the structured solver without pairs, the full LP with pair
     columns priced in otherwise (kept in ``keep`` between calls with the same
     ``kappa``, e.g. water-filling rounds, so priced columns carry over)."""
@@ -172,7 +173,7 @@ def _spread(p: SharesProblem, r: _Rates, out: Outcome) -> Outcome:
 def max_min(p: SharesProblem, deadline: Deadline, *, agnostic: bool = False,
             space_sharing: bool = True) -> Outcome:
     r"""Weighted max-min fairness over normalised shares:
-    :math:`\max \min_i sf_i\,eff_i/(w_i P_i)` (``kappa_i = sf_i/(w_i P_i)``,
+    $\max \min_i sf_i\,eff_i/(w_i P_i)$ (``kappa_i = sf_i/(w_i P_i)``,
     ``b_i = 1``).
 
     Of the optimal solutions it returns one in which every job left at the
@@ -192,7 +193,7 @@ def max_min(p: SharesProblem, deadline: Deadline, *, agnostic: bool = False,
     -------
     Outcome
         Shares, status, the LP's bound and objective (unchecked: see
-        :func:`solve_shares`).
+        [`solve_shares`][alloc.shares.policies.solve_shares]).
     """
     r = _rates(p, agnostic, space_sharing)
     kappa = _kappa(p, r)
@@ -201,7 +202,7 @@ def max_min(p: SharesProblem, deadline: Deadline, *, agnostic: bool = False,
 
 
 def max_sum(p: SharesProblem, deadline: Deadline, *, space_sharing: bool = True) -> Outcome:
-    r"""Total throughput :math:`\max\sum_i eff_i`.  Without pairs, identical
+    r"""Total throughput $\max\sum_i eff_i$.  Without pairs, identical
     jobs (same throughputs and scale factor) form one class of the
     structured sum-form LP; with pairs, the full LP prices pair columns in.
 
@@ -217,7 +218,7 @@ def max_sum(p: SharesProblem, deadline: Deadline, *, space_sharing: bool = True)
     -------
     Outcome
         Shares, status, the LP's bound and objective (unchecked: see
-        :func:`solve_shares`).
+        [`solve_shares`][alloc.shares.policies.solve_shares]).
     """
     r = _rates(p, False, space_sharing)
     if r.pairs:
@@ -245,10 +246,10 @@ def max_sum(p: SharesProblem, deadline: Deadline, *, space_sharing: bool = True)
 
 
 def makespan(p: SharesProblem, deadline: Deadline, *, space_sharing: bool = True) -> Outcome:
-    r"""Minimum makespan :math:`\min\max_i s_i/eff_i`, exactly: the LP
-    :math:`\max\lambda` s.t. :math:`L\,eff_i/s_i \ge \lambda`, makespan
-    ``L/lambda`` (its bound ``L/bound``), with :math:`L = \max_i s_i/\max_j
-    T_{ij}` (every job alone on its fastest type: a lower bound on the
+    r"""Minimum makespan $\min\max_i s_i/eff_i$, exactly: the LP
+    $\max\lambda$ s.t. $L\,eff_i/s_i \ge \lambda$, makespan
+    ``L/lambda`` (its bound ``L/bound``), with $L = \max_i s_i/\max_j
+    T_{ij}$ (every job alone on its fastest type: a lower bound on the
     makespan), so that ``lambda`` lies in (0, 1] whatever the units -- read
     unscaled, a makespan of 1e9 s is a ``lambda`` of 1e-9, below the LP's
     tolerances, and the shares came out 0.
@@ -265,7 +266,7 @@ def makespan(p: SharesProblem, deadline: Deadline, *, space_sharing: bool = True
     -------
     Outcome
         Shares, status, the LP's bound and objective (unchecked: see
-        :func:`solve_shares`).
+        [`solve_shares`][alloc.shares.policies.solve_shares]).
     """
     r = _rates(p, False, space_sharing)
     live = p.served & (p.steps_remaining > 0)
@@ -282,9 +283,9 @@ def makespan(p: SharesProblem, deadline: Deadline, *, space_sharing: bool = True
 
 
 def _ftf_cut_root(y, s, D, t, target, rho):
-    r"""Smallest :math:`\rho' \ge \rho` with :math:`\phi(\rho') = \sum_i y_i s_i /
-    (\rho' D_i - t_i) \le` ``target``: Newton's method from the left on the
-    convex decreasing :math:`\phi`, every iterate a lower bound of the root."""
+    r"""Smallest $\rho' \ge \rho$ with $\phi(\rho') = \sum_i y_i s_i /
+    (\rho' D_i - t_i) \le$ ``target``: Newton's method from the left on the
+    convex decreasing $\phi$, every iterate a lower bound of the root."""
     live = y > 0
     y, s, D, t = y[live], s[live], D[live], t[live]
     for _ in range(200):
@@ -302,19 +303,19 @@ def _ftf_cut_root(y, s, D, t, target, rho):
 
 def finish_time_fairness(p: SharesProblem, deadline: Deadline, *,
                          space_sharing: bool = True) -> Outcome:
-    r"""Themis' finish-time fairness: :math:`\min \max_i \rho_i` over the jobs
-    with steps left, :math:`\rho_i = (t_i + s_i/eff_i)/D_i`,
-    :math:`D_i = C_i + s_i/iso_i`.
+    r"""Themis' finish-time fairness: $\min \max_i \rho_i$ over the jobs
+    with steps left, $\rho_i = (t_i + s_i/eff_i)/D_i$,
+    $D_i = C_i + s_i/iso_i$.
 
-    :math:`\rho_i \le \rho \iff eff_i \ge r_i(\rho) = s_i/(\rho D_i - t_i)`.
-    At a trial :math:`\rho_k` the LP :math:`\max\lambda` s.t.
-    :math:`eff_i \ge \lambda r_i(\rho_k)` gives shares (an upper bound
-    :math:`\max_i\rho_i(X)`) and certified duals; with
-    :math:`y_i = u_i/r_i(\rho_k)` every feasible ``X`` has
-    :math:`\sum_i y_i\,eff_i \le \lambda_k`, so any feasible ``rho`` has
-    :math:`\phi(\rho) = \sum_i y_i r_i(\rho) \le \lambda_k` -- a cut whose
+    $\rho_i \le \rho \iff eff_i \ge r_i(\rho) = s_i/(\rho D_i - t_i)$.
+    At a trial $\rho_k$ the LP $\max\lambda$ s.t.
+    $eff_i \ge \lambda r_i(\rho_k)$ gives shares (an upper bound
+    $\max_i\rho_i(X)$) and certified duals; with
+    $y_i = u_i/r_i(\rho_k)$ every feasible ``X`` has
+    $\sum_i y_i\,eff_i \le \lambda_k$, so any feasible ``rho`` has
+    $\phi(\rho) = \sum_i y_i r_i(\rho) \le \lambda_k$ -- a cut whose
     root is a lower bound (``phi`` is convex and decreasing).  The next trial
-    is that root; the search stops when the bounds meet (:data:`FTF_GAP`).
+    is that root; the search stops when the bounds meet (`FTF_GAP`).
     It starts from the lower bound of every job alone on its best type.
 
     Parameters
@@ -329,7 +330,7 @@ def finish_time_fairness(p: SharesProblem, deadline: Deadline, *,
     -------
     Outcome
         Shares, status, the LP's bound and objective (unchecked: see
-        :func:`solve_shares`).
+        [`solve_shares`][alloc.shares.policies.solve_shares]).
     """
     r = _rates(p, False, space_sharing)
     live = p.served & (p.steps_remaining > 0)
@@ -371,11 +372,11 @@ def finish_time_fairness(p: SharesProblem, deadline: Deadline, *,
 # ------------------------------------------------------------ water-filling
 def _water_fill(r: _Rates, kappa: np.ndarray, weights: Callable[[np.ndarray], np.ndarray],
                 deadline: Deadline, until_rise: bool = False) -> Outcome:
-    r"""Leximin by rounds.  Round ``t`` solves :math:`\max\lambda` s.t.
-    :math:`\kappa_i eff_i \ge b_i\lambda` for the active jobs (``b`` from
-    ``weights(active)``) and :math:`\kappa_i eff_i \ge z_i` for the frozen
+    r"""Leximin by rounds.  Round ``t`` solves $\max\lambda$ s.t.
+    $\kappa_i eff_i \ge b_i\lambda$ for the active jobs (``b`` from
+    ``weights(active)``) and $\kappa_i eff_i \ge z_i$ for the frozen
     ones; an active job whose requirement row has a positive dual is frozen
-    at :math:`z_i = b_i\lambda^*` -- by complementary slackness it has exactly
+    at $z_i = b_i\lambda^*$ -- by complementary slackness it has exactly
     that value in every optimal solution, so it cannot rise.  At least one
     job freezes per round (the duals of the active rows sum to 1).  With
     pairs the rounds share one LP kept in HiGHS (priced columns carry over).
@@ -418,7 +419,7 @@ def _water_fill(r: _Rates, kappa: np.ndarray, weights: Callable[[np.ndarray], np
 
 def water_filling(p: SharesProblem, deadline: Deadline, *, agnostic: bool = False,
                   space_sharing: bool = True) -> Outcome:
-    r"""Leximin of :math:`sf_i\,eff_i/(w_i P_i)` (see :func:`_water_fill`).
+    r"""Leximin of $sf_i\,eff_i/(w_i P_i)$ (see `_water_fill`).
 
     Parameters
     ----------
@@ -432,7 +433,7 @@ def water_filling(p: SharesProblem, deadline: Deadline, *, agnostic: bool = Fals
     -------
     Outcome
         Shares, status, the LP's bound and objective (unchecked: see
-        :func:`solve_shares`).
+        [`solve_shares`][alloc.shares.policies.solve_shares]).
     """
     r = _rates(p, agnostic, space_sharing)
     kappa = _kappa(p, r)
@@ -445,11 +446,11 @@ def hierarchical(p: SharesProblem, deadline: Deadline, *, within: str = "fairnes
     r"""Weighted fairness across tenants, then ``within`` (``"fairness"`` or
     ``"fifo"``, or the tenant's own ``policy``) inside each.
 
-    Water-filling on normalised shares :math:`sf_i\,eff_i/P_i` in which each
-    round gives tenant ``tau`` the weight :math:`W_\tau`: split over its
+    Water-filling on normalised shares $sf_i\,eff_i/P_i$ in which each
+    round gives tenant ``tau`` the weight $W_\tau$: split over its
     active jobs in proportion to their weights (fairness), or all to its
     earliest active job (fifo).  While every tenant is backlogged, its
-    aggregate normalised share is :math:`W_\tau \lambda`.  A job without a
+    aggregate normalised share is $W_\tau \lambda$.  A job without a
     tenant is a tenant of its own, weighing its job weight.
 
     Parameters
@@ -464,7 +465,7 @@ def hierarchical(p: SharesProblem, deadline: Deadline, *, within: str = "fairnes
     -------
     Outcome
         Shares, status, the LP's bound and objective (unchecked: see
-        :func:`solve_shares`).
+        [`solve_shares`][alloc.shares.policies.solve_shares]).
     """
     if within not in ("fairness", "fifo"):
         raise InputError(f"option within: expected 'fairness' or 'fifo', got {within!r}")
@@ -497,7 +498,7 @@ def hierarchical(p: SharesProblem, deadline: Deadline, *, within: str = "fairnes
 @dataclass(frozen=True)
 class PolicySpec:
     """A registered policy: its function ``fn(problem, deadline, seed, **options)``,
-    the objective kind its result reports (:func:`alloc.shares.check.objective`),
+    the objective kind its result reports (`alloc.shares.check.objective`),
     its declared options (`alloc.options.Option`), one line of description, and whether it needs
     every job's ``steps_remaining``."""
     fn: Callable[..., Outcome]
@@ -576,9 +577,9 @@ def solve_shares(problem: SharesProblem | Mapping, policy: str, *, time_limit: f
     problem : SharesProblem or dict
         A problem, or an ``alloc.shares/1`` document (validated here).
     policy : str
-        A name from :data:`POLICIES`.
+        A name from `POLICIES`.
     time_limit : float, optional
-        Seconds (default :data:`alloc.deadline.DEFAULT_TIME_LIMIT`); every LP
+        Seconds (default `alloc.deadline.DEFAULT_TIME_LIMIT`); every LP
         and every round gets the time left.
     seed : int
         Seed of the randomised policies (``gandiva``).

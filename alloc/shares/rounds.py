@@ -2,13 +2,13 @@ r"""From time shares to placements: Gavel's round mechanism (Narayanan et al.,
 OSDI'20, section 5).
 
 A policy's shares ``X_ij`` say what fraction of wall-clock time job ``i``
-should run on type ``j``; rounds of :data:`ROUND_S` seconds realise them.
+should run on type ``j``; rounds of `ROUND_S` seconds realise them.
 Each round every (job or pair, type) with a positive share gets the
 priority
 
-.. math::
-
-    \pi_{ij} = X_{ij} / R_{ij},
+$$
+\pi_{ij} = X_{ij} / R_{ij},
+$$
 
 ``R_ij`` the fraction of time it has received on that type so far
 (``inf`` when it has had none), and the entries are taken greedily by
@@ -25,8 +25,9 @@ fastest (``fill_rates``) among those with ``sf`` free GPUs, ties to the
 type with more free GPUs.  So a job may receive more than its share, never
 less because of it.
 
-:func:`plan_round` is that plain function; :func:`place_round` turns a plan
-into an ``alloc`` placement through :func:`alloc.allocate` (one ``alloc`` job
+[`plan_round`][alloc.shares.rounds.plan_round] is that plain function;
+[`place_round`][alloc.shares.rounds.place_round] turns a plan
+into an ``alloc`` placement through [`alloc.allocate`][alloc.solve.allocate] (one ``alloc`` job
 per runner, its scale factor in whole GPUs of the chosen type, consolidated
 on one server where the profile rewards it).
 """
@@ -167,7 +168,7 @@ def place_round(cluster: Cluster, problem: SharesProblem, plan: RoundPlan, *,
                 solver: str = "best-fit", consolidate: Callable[[str, int], bool] | None = None,
                 type_names: Mapping[str, str] | None = None, cpu: Mapping[str, int] | None = None,
                 mem: Mapping[str, int] | None = None, time_limit: float | None = None) -> Allocation:
-    """Place a round's runners on ``cluster`` with :func:`alloc.allocate`.
+    """Place a round's runners on ``cluster`` with [`alloc.allocate`][alloc.solve.allocate].
 
     Each runner (a job, or a pair sharing its GPUs) becomes one ``alloc``
     job of ``sf`` whole GPUs of its planned type.

@@ -1,11 +1,11 @@
 """Round-based cluster simulator reproducing Synergy's experiments.
 
 Every ``round_s`` seconds (default 300) the runnable jobs are ordered by a
-scheduling policy (:mod:`.policies`) and re-placed from scratch by an
+scheduling policy (`policies`) and re-placed from scratch by an
 allocator (``proportional``, ``synergy-greedy``, ``synergy-tune``,
 ``synergy-opt`` or any registered solver); between rounds jobs progress at
 their throughput (1.0 = speed at the GPU-proportional share) and finish at the
-exact time their work is done.  See :mod:`.engine`.
+exact time their work is done.  See [`engine`][alloc.sim.gandiva.engine].
 """
 from .engine import ClusterSpec, SimResult, Simulator, simulate
 from .workload import MODEL_CLASSES, SimJob, SyntheticWorkload

@@ -42,7 +42,7 @@ caps window by window, 10 s windows).
 
 Trace experiment
 ----------------
-See :func:`simulate_cluster`.
+See [`simulate_cluster`][alloc.sim.antman.simulate_cluster].
 """
 from __future__ import annotations
 
@@ -275,7 +275,8 @@ class TraceJob:
 
 
 def trace(n_jobs: int = 100, load: float = 1.0, seed: int = 0, gpus: int = 64) -> list[TraceJob]:
-    """A synthetic trace in the paper's setup (module notes of :func:`simulate_cluster`)."""
+    """A synthetic trace in the paper's setup (module notes of
+[`simulate_cluster`][alloc.sim.antman.simulate_cluster])."""
     d = data()
     rng = random.Random(seed)
     domains = [v for k, v in d["models"].items() if k != "source"]
@@ -384,7 +385,8 @@ def simulate_cluster(jobs: list[TraceJob], policy: str, *, servers: int = 8,
 
 
 class _Engine:
-    """The event loop of :func:`simulate_cluster` (one policy, one trace)."""
+    """The event loop of [`simulate_cluster`][alloc.sim.antman.simulate_cluster] (one policy, one
+trace)."""
 
     def __init__(self, jobs, policy, servers, per_server, alpha):
         self.jobs = sorted(jobs, key=lambda j: (j.arrival_min, j.id))

@@ -1,16 +1,18 @@
 """``alloc simulate CONFIG.json [--out RESULT.json]``.
 
-CONFIG (schema ``alloc/schemas/simulate.schema.json``)::
+CONFIG (schema ``alloc/schemas/simulate.schema.json``):
 
-    {"cluster": {"servers": 16, "gpus_per_server": 8,
-                 "cpu_per_server": 24000, "mem_per_server": 512000},
-     "workload": {"jobs_per_hour": 9, "split": [20, 70, 10], "gpu_mix": "single",
-                  "window": [4000, 4999], "seed": 0, "trace": "optional.csv"},
-     "order": "fifo", "allocator": "synergy-tune", "round_s": 300}
+```json
+{"cluster": {"servers": 16, "gpus_per_server": 8,
+             "cpu_per_server": 24000, "mem_per_server": 512000},
+ "workload": {"jobs_per_hour": 9, "split": [20, 70, 10], "gpu_mix": "single",
+              "window": [4000, 4999], "seed": 0, "trace": "optional.csv"},
+ "order": "fifo", "allocator": "synergy-tune", "round_s": 300}
+```
 
 A trace path is relative to the config file; ``trace_format`` is ``csv``
-(default) or ``philly``.  Bad input raises :class:`~alloc.errors.InputError`
-(one line naming the field, and the line for traces); :func:`simulate_main`
+(default) or ``philly``.  Bad input raises [`InputError`][alloc.errors.InputError]
+(one line naming the field, and the line for traces); `simulate_main`
 prints it and returns 2.
 """
 from __future__ import annotations

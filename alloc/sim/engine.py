@@ -4,13 +4,13 @@ Time advances in rounds of ``round_s`` seconds.  At the start of a round:
 
 1. jobs that arrived by then join the runnable set (a job never starts before
    it arrives: it waits for the next round boundary);
-2. the runnable jobs are sorted by the policy (:mod:`.policies`);
+2. the runnable jobs are sorted by the policy (`policies`);
 3. the allocator re-places them from scratch on an empty cluster.  The
    Synergy allocators (``proportional``, ``synergy-greedy``,
-   ``synergy-tune``) run on a :class:`~alloc.solvers.synergy.packers.FastPacker` that
+   ``synergy-tune``) run on a `FastPacker` that
    is reused from round to round (jobs' options are compiled once per model and
    GPU count); ``synergy-opt`` and any other registered solver go through a
-   compiled :class:`~alloc.problem.Problem` for the admitted jobs;
+   compiled [`Problem`][alloc.problem.Problem] for the admitted jobs;
 4. each placed job progresses at its throughput ``r = base * span`` (1.0 =
    its speed at the GPU-proportional share; ``span`` is the model's factor for
    a job spread over several servers) until the round ends or its remaining
@@ -19,8 +19,8 @@ Time advances in rounds of ``round_s`` seconds.  At the start of a round:
 
 Fast path.  For ``proportional`` and ``synergy-tune`` a round depends only on
 the jobs the GPU-only admission examines, in order, so with a ``STATIC`` order
-(:mod:`.policies`) the engine keeps that prefix with
-:class:`~.policies.IncrementalOrder` instead of sorting every runnable job each
+(`policies`) the engine keeps that prefix with
+`IncrementalOrder` instead of sorting every runnable job each
 round, and reuses the last plan in a round with no completion in which the
 prefix is unchanged.  This is exact (the rounds are the ones a full sort
 gives), and keeps overloaded runs with thousands of waiting jobs fast.
@@ -68,7 +68,7 @@ class ClusterSpec:
                 self.mem_per_server * n // self.gpus_per_server)
 
     def cluster(self) -> Cluster:
-        """The :class:`~alloc.model.Cluster` of the spec."""
+        """The [`Cluster`][alloc.model.Cluster] of the spec."""
         return Cluster(tuple(Server(f"s{i:03d}", self.cpu_per_server, self.mem_per_server,
                                     self.gpus_per_server, self.gpu_type)
                              for i in range(self.servers)))
@@ -95,7 +95,7 @@ class JobState:
 
     @property
     def job(self) -> Job:
-        """The job as an :class:`~alloc.model.Job` (its GPU-proportional request)."""
+        """The job as an [`Job`][alloc.model.Job] (its GPU-proportional request)."""
         if self._jobobj is None:
             self._jobobj = self._job(self.id)
         return self._jobobj
@@ -240,7 +240,8 @@ class Simulator:
 
     def _solver(self, ordered: list[JobState]):
         """synergy-opt or any registered solver on the admitted jobs, through
-        :func:`alloc.allocate` (validation, capabilities, honest status, check)."""
+        [`alloc.allocate`][alloc.solve.allocate] (validation, capabilities, honest status,
+        check)."""
         from ..solve import allocate
         P = self.packer
         P.reset()
@@ -481,5 +482,5 @@ class Simulator:
 
 
 def simulate(cluster: ClusterSpec, jobs: Iterable[SimJob], **kw) -> SimResult:
-    """Run one simulation (keyword arguments as :class:`Simulator`)."""
+    """Run one simulation (keyword arguments as [`Simulator`][alloc.sim.Simulator])."""
     return Simulator(cluster, jobs, **kw).run()

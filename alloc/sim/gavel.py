@@ -1,25 +1,25 @@
 r"""A Gavel-style simulator of a heterogeneous cluster (Narayanan et al.,
 OSDI'20): continuous arrivals, share policies re-solved every round, rounds
-of Gavel's mechanism (:mod:`alloc.shares.rounds`).
+of Gavel's mechanism ([`alloc.shares.rounds`][alloc.shares.rounds]).
 
 * Cluster: GPUs per type, by default Gavel's 36 V100 + 36 P100 + 36 K80.
 * Jobs: Poisson arrivals at ``jobs_per_hour``; each a single-GPU model
   configuration of Gavel's measured throughputs
   (``gavel_throughputs.json``, drawn uniformly); its work is Gavel's
-  Philly-derived duration (:func:`alloc.sim.workload.gavel_work_s`: 80 %
+  Philly-derived duration (`alloc.sim.workload.gavel_work_s`: 80 %
   ``10^U(1.5,3)`` minutes, 20 % ``10^U(3,4)`` minutes) at its throughput on
   the reference type (V100), in steps.
-* Every round (:data:`~alloc.shares.rounds.ROUND_S`, 360 s) the policy's
-  shares are computed for the active jobs; :func:`~alloc.shares.rounds.plan_round`
+* Every round (`ROUND_S`, 360 s) the policy's
+  shares are computed for the active jobs; [`plan_round`][alloc.shares.rounds.plan_round]
   picks the runners by share over time received and gives the GPUs left
   free to idle jobs (for the heterogeneity-agnostic policies, blind to
   which type is faster); a runner advances at its
   measured steps/s on its type (a pair at its co-located rates) and a job
   finishes at the exact second its steps run out (its GPUs idle until the
   next round).
-* Policies (:data:`SIM_POLICIES`): ``gavel-las`` is Gavel's LAS, which the
+* Policies (`SIM_POLICIES`): ``gavel-las`` is Gavel's LAS, which the
   paper (section 4.1) writes as max-min fairness over the jobs' normalised
-  throughputs with per-job priority weights :math:`w_m` (1 here, as in the
+  throughputs with per-job priority weights $w_m$ (1 here, as in the
   paper's simulations); the least-attained-service behaviour comes from the
   round mechanism, which runs first the jobs furthest below their share.
   ``gavel-las-agnostic`` is the same over the heterogeneity-agnostic
@@ -106,7 +106,7 @@ class ThroughputTable:
         Parameters
         ----------
         path : str or Path, optional
-            Default :func:`throughputs_path`.
+            Default `throughputs_path`.
         types : sequence of str
             GPU types to read (each configuration must have them all).
         scale_factors : sequence of int
@@ -187,21 +187,21 @@ def gavel_workload(table: ThroughputTable, jobs_per_hour: float, count: int,
 def saturation_rates(table: ThroughputTable, cluster: Mapping[str, int] = GAVEL_CLUSTER
                      ) -> dict[str, float]:
     r"""Arrival rates (jobs/hour) beyond which the queue of
-    :func:`gavel_workload` grows without bound.
+    [`gavel_workload`][alloc.sim.gavel.gavel_workload] grows without bound.
 
-    With :math:`r_{mj}` model ``m``'s rate on type ``j`` relative to the
-    reference type, :math:`E[W]` the mean work in reference-type seconds
-    (:func:`~alloc.sim.workload.gavel_mean_work_s`), :math:`M` models drawn
-    uniformly and :math:`n_j` GPUs of type ``j`` (:math:`N` in all):
+    With $r_{mj}$ model ``m``'s rate on type ``j`` relative to the
+    reference type, $E[W]$ the mean work in reference-type seconds
+    (`gavel_mean_work_s`), $M$ models drawn
+    uniformly and $n_j$ GPUs of type ``j`` ($N$ in all):
 
     * ``agnostic``: every job spreads its time over the types in proportion
       to their GPUs (the heterogeneity-agnostic shares), so it needs
-      :math:`E[W]/\bar r_m` GPU-seconds, :math:`\bar r_m = \sum_j n_j
-      r_{mj}/N`; the rate is :math:`N / (E[W]\,\mathrm{mean}_m 1/\bar r_m)`.
+      $E[W]/\bar r_m$ GPU-seconds, $\bar r_m = \sum_j n_j
+      r_{mj}/N$; the rate is $N / (E[W]\,\mathrm{mean}_m 1/\bar r_m)$.
     * ``any``: the most any policy sustains, the LP
-      :math:`\max\lambda` s.t. :math:`\sum_j g_{mj} r_{mj} \ge \lambda
-      E[W]/M` for every model and :math:`\sum_m g_{mj} \le n_j`
-      (:math:`g_{mj} \ge 0` GPUs of type ``j`` given to model ``m``).
+      $\max\lambda$ s.t. $\sum_j g_{mj} r_{mj} \ge \lambda
+      E[W]/M$ for every model and $\sum_m g_{mj} \le n_j$
+      ($g_{mj} \ge 0$ GPUs of type ``j`` given to model ``m``).
 
     Parameters
     ----------
@@ -271,7 +271,7 @@ SIM_POLICIES: dict[str, SimPolicy] = {
 
 @dataclass
 class GavelResult:
-    """Outcome of :func:`simulate_gavel`.
+    """Outcome of `simulate_gavel`.
 
     Attributes
     ----------
@@ -378,7 +378,7 @@ def simulate_gavel(policy: str, jobs: Sequence[GavelJob], table: ThroughputTable
                    cluster: Mapping[str, int] = GAVEL_CLUSTER, round_s: float = ROUND_S,
                    window: tuple[int, int] | None = None, max_time_s: float | None = None,
                    time_limit: float = 30.0, seed: int = 0) -> GavelResult:
-    """Simulate ``jobs`` under a policy of :data:`SIM_POLICIES`.
+    """Simulate ``jobs`` under a policy of `SIM_POLICIES`.
 
     Parameters
     ----------
@@ -387,7 +387,7 @@ def simulate_gavel(policy: str, jobs: Sequence[GavelJob], table: ThroughputTable
         Sorted by arrival.
     table : ThroughputTable
     cluster : mapping
-        GPUs of each type (default :data:`GAVEL_CLUSTER`).
+        GPUs of each type (default `GAVEL_CLUSTER`).
     round_s : float
         Seconds per round.
     window : (int, int), optional

@@ -1,5 +1,5 @@
 """Job orders (each round the runnable jobs are sorted by ``key``, smallest
-first).  ``job`` is the engine's :class:`~alloc.sim.engine.JobState`.
+first).  ``job`` is the engine's `JobState`.
 
 * ``fifo`` — arrival time.
 * ``srtf`` — shortest remaining work (seconds at proportional share).
@@ -14,14 +14,14 @@ first).  ``job`` is the engine's :class:`~alloc.sim.engine.JobState`.
   packing score, as Synergy's Tetris baseline orders jobs).
 * ``tiresias`` — Tiresias' discretised 2D-LAS (Gu et al., NSDI'19): queue
   index of the job's 2D attained service, FIFO within a queue, starving jobs
-  promoted to the first queue (:func:`tiresias_key`).
+  promoted to the first queue (`tiresias_key`).
 
 Ties go to the earlier arrival, then the lower id.  A job that has not run
 for ``STARVATION_S`` (1000 h) is put first, as in Synergy's schedulers.
 
 ``STATIC`` lists the orders whose key of a job does not change while the job
 waits (it depends only on the job's own progress); the engine keeps the
-waiting jobs of those orders sorted incrementally (:class:`IncrementalOrder`).
+waiting jobs of those orders sorted incrementally (`IncrementalOrder`).
 """
 from __future__ import annotations
 
@@ -73,9 +73,9 @@ TIRESIAS_PROMOTE_KNOB = 8.0
 
 def tiresias_queue(attained: float, thresholds=TIRESIAS_THRESHOLDS) -> int:
     r"""The queue of a job with 2D attained service ``attained`` (GPU-seconds):
-    :math:`q = |\{k : T_k \le a\}|` for ascending thresholds
-    :math:`T_1 < \dots < T_{K-1}`, i.e. queue 0 holds :math:`a < T_1`, queue
-    k holds :math:`T_k \le a < T_{k+1}`."""
+    $q = |\{k : T_k \le a\}|$ for ascending thresholds
+    $T_1 < \dots < T_{K-1}$, i.e. queue 0 holds $a < T_1$, queue
+    k holds $T_k \le a < T_{k+1}$."""
     return bisect_right(thresholds, attained)
 
 
@@ -86,34 +86,34 @@ def tiresias_key(thresholds=TIRESIAS_THRESHOLDS, promote_knob: float = TIRESIAS_
     Parameters
     ----------
     thresholds : sequence of float
-        Ascending queue thresholds :math:`T_k` on 2D attained service in
+        Ascending queue thresholds $T_k$ on 2D attained service in
         GPU-seconds (K - 1 of them for K queues).
     promote_knob : float
-        PROMOTEKNOB :math:`P` (``math.inf``: never promote).
+        PROMOTEKNOB $P$ (``math.inf``: never promote).
 
     Returns
     -------
     callable
         ``key(job, now, totals) -> (queue, arrival, id)`` for
-        :func:`order_jobs`, smallest first.
+        `order_jobs`, smallest first.
 
     Notes
     -----
-    A job's 2D attained service is :math:`a = \sum` GPUs x seconds executed
+    A job's 2D attained service is $a = \sum$ GPUs x seconds executed
     (``JobState.attained``, GPU-seconds); its queue is
-    :func:`tiresias_queue` of :math:`a`.  Jobs are ordered by queue, then by
+    `tiresias_queue` of $a$.  Jobs are ordered by queue, then by
     arrival (FIFO within a queue), then by id.  Starvation: a job in a lower
-    queue whose waiting time since it last ran, :math:`w = t - t_{last}`,
-    exceeds :math:`P \cdot e` is put in queue 0, where the paper's
-    :math:`e` is the job's last execution time.  ``JobState`` records no
-    run lengths, so :math:`e` is derived as the executed seconds so far,
-    :math:`e = a / n` (n = the job's GPUs), an upper bound of the last run:
+    queue whose waiting time since it last ran, $w = t - t_{last}$,
+    exceeds $P \cdot e$ is put in queue 0, where the paper's
+    $e$ is the job's last execution time.  ``JobState`` records no
+    run lengths, so $e$ is derived as the executed seconds so far,
+    $e = a / n$ (n = the job's GPUs), an upper bound of the last run:
     a job is promoted no earlier than in the paper.  The paper also resets a
     promoted job's attained service; here the key is a pure function of the
     job's state, so the promotion lasts while the job waits -- once it runs,
     its waiting time restarts and it goes back to the queue of its attained
     service.  The key changes while a job waits (promotion), so the order is
-    not in :data:`STATIC`.
+    not in `STATIC`.
 
     Placement is the allocator's: the simulator's allocators place a job
     on one server when it fits and spread it only otherwise, and the
@@ -172,7 +172,7 @@ class IncrementalOrder:
     round the keys of the head are recomputed; if the head is still sorted
     and, when its admission exhausted the GPUs, still before ``rest[0]``, the
     examined prefix (hence the admitted jobs, in order) is the same as last
-    round and :meth:`step` reports it unchanged.  Otherwise the head is
+    round and `step` reports it unchanged.  Otherwise the head is
     re-sorted and merged with ``rest`` to find the new prefix.  The result is
     the prefix a full sort would give: keys are unique (they end with the job
     id), so the order is total.

@@ -12,7 +12,7 @@ duration is the sum of its attempts' run times, its GPU count the GPUs of its
 last attempt; jobs without a complete attempt are dropped.  The trace has no
 model names, so models come from the class split (as in Synergy).
 
-Every problem is an :class:`~alloc.errors.InputError` naming the file, the
+Every problem is an [`InputError`][alloc.errors.InputError] naming the file, the
 line (CSV) or job index (Philly) and the field.
 """
 from __future__ import annotations

@@ -85,8 +85,8 @@ def gavel_work_s(rng: random.Random) -> float:
 
 
 def gavel_mean_work_s() -> float:
-    r"""The mean of :func:`gavel_work_s`, exactly (seconds):
-    :math:`60\,(0.8\,\frac{10^3 - 10^{1.5}}{1.5 \ln 10} + 0.2\,\frac{10^4 - 10^3}{\ln 10})`
+    r"""The mean of `gavel_work_s`, exactly (seconds):
+    $60\,(0.8\,\frac{10^3 - 10^{1.5}}{1.5 \ln 10} + 0.2\,\frac{10^4 - 10^3}{\ln 10})$
     (about 16.8 hours)."""
     ln10 = math.log(10.0)
     return 60.0 * (0.8 * (10 ** 3 - 10 ** 1.5) / (1.5 * ln10) + 0.2 * (10 ** 4 - 10 ** 3) / ln10)
@@ -105,7 +105,7 @@ def gpu_demand(rng: random.Random, mix: str) -> int:
 
 
 class SyntheticWorkload:
-    """An endless, seeded stream of :class:`SimJob` (ids 0, 1, 2, ...)."""
+    """An endless, seeded stream of [`SimJob`][alloc.sim.SimJob] (ids 0, 1, 2, ...)."""
 
     def __init__(self, jobs_per_hour: float, split: Sequence[float] = (20, 70, 10),
                  gpu_mix: str = "single", seed: int = 0,

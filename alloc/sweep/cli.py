@@ -73,13 +73,13 @@ def run_sweep(cfg: SweepConfig, out, *, executor=None, jobs: int | None = None,
     Parameters
     ----------
     cfg : SweepConfig
-        A validated config (:func:`~.config.load_config`).
+        A validated config ([`load_config`][alloc.sweep.config.load_config]).
     out : str or Path
         JSON-lines file; rows are appended (one flushed line each) as runs
         finish, and runs already recorded there are skipped (resume).
     executor : object, optional
         Anything with ``map(runs) -> iterator of rows``
-        (:class:`~.executors.PoolExecutor`, :class:`~.executors.RayExecutor`);
+        (`PoolExecutor`, `RayExecutor`);
         default a local pool of ``jobs`` processes.
     jobs : int, optional
         Pool size when no executor is given (default: the CPU count).
@@ -183,7 +183,7 @@ def _report(cfg: SweepConfig, res: SweepResult, args, argv: list[str]) -> None:
 
 def write_markdown(cfg: SweepConfig, res: SweepResult, path, command=None) -> None:
     """The summary as Markdown: title, description, command, what ran and how
-    long it took, then :func:`~.summary.markdown` tables."""
+    long it took, then `markdown` tables."""
     import platform
     head = [f"# Sweep `{cfg.name}`", ""]
     if cfg.description:

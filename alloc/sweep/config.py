@@ -145,7 +145,7 @@ class OpenbSection:
     workloads : tuple of (str, str, str)
         ``(name, resolved pod CSV path, digest)`` per workload.
     policies : tuple of str
-        FGD engine policy names (:data:`alloc.solvers.fgd.engine.POLICIES`).
+        FGD engine policy names (`alloc.solvers.fgd.engine.POLICIES`).
     seeds : tuple of int
         The section's seeds, else the top-level ones.
     tune : float
@@ -154,7 +154,7 @@ class OpenbSection:
     nodes : str
         Resolved path of the node CSV.
     nodes_digest : str
-        :func:`file_digest` of the node CSV.
+        `file_digest` of the node CSV.
     """
     workloads: tuple[tuple[str, str, str], ...]   # (name, resolved pod CSV, digest)
     policies: tuple[str, ...]

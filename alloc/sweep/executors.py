@@ -95,7 +95,8 @@ class PoolExecutor:
 
 
 def import_ray():
-    """The ``ray`` module, or an :class:`InputError` saying how to install it."""
+    """The ``ray`` module, or an [`InputError`][alloc.errors.InputError] saying how to install
+it."""
     try:
         import ray
     except ImportError:
@@ -105,7 +106,7 @@ def import_ray():
 
 
 def check_reachable(address: str, timeout: float = 5.0) -> None:
-    """Raise :class:`InputError` unless something listens at a ``HOST:PORT`` or
+    """Raise [`InputError`][alloc.errors.InputError] unless something listens at a ``HOST:PORT`` or
     ``ray://HOST:PORT`` address (Ray itself retries an unreachable address for
     minutes)."""
     import socket
@@ -191,7 +192,7 @@ class RayExecutor:
 
 
 def make_executor(ray_address: str | None, jobs: int | None):
-    """A :class:`RayExecutor` when ``ray_address`` is given, else a pool."""
+    """A `RayExecutor` when ``ray_address`` is given, else a pool."""
     if ray_address:
         return RayExecutor(ray_address, jobs)
     return PoolExecutor(jobs)

@@ -1,4 +1,4 @@
-"""The run grid of a sweep: one :class:`Run` per parameter combination.
+"""The run grid of a sweep: one [`Run`][alloc.sweep.Run] per parameter combination.
 
 A run's ``params`` are what it is (JSON values, recorded in its result row);
 its ``key`` is a stable hash of them (the resume key); ``inputs`` holds what
@@ -45,7 +45,7 @@ def run_key(kind: str, params: Mapping[str, Any]) -> str:
 
 def make_run(kind: str, params: Mapping[str, Any], inputs: Mapping[str, Any] | None = None,
              key_extra: Mapping[str, Any] | None = None) -> Run:
-    """A :class:`Run`; ``key_extra`` enters the key without being recorded."""
+    """A [`Run`][alloc.sweep.Run]; ``key_extra`` enters the key without being recorded."""
     keyed = dict(params, **(key_extra or {}))
     return Run(kind, run_key(kind, keyed), frozen_map(params), frozen_map(inputs or {}))
 

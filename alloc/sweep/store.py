@@ -80,7 +80,7 @@ class JsonlStore:
     def append(self, row: dict) -> None:
         """Write ``row`` as one JSON line and flush it, so that an interrupted
         sweep keeps it; it also replaces any earlier row of the same key in
-        :attr:`rows`."""
+        `rows`."""
         self._fh.write(json.dumps(row, sort_keys=False, default=str) + "\n")
         self._fh.flush()
         self.rows[row["key"]] = row
@@ -98,7 +98,7 @@ class JsonlStore:
 
 def pyarrow_available() -> bool:
     """True when pyarrow and ``pyarrow.parquet`` import (needed by
-    :func:`write_parquet`)."""
+    `write_parquet`)."""
     try:
         import pyarrow  # noqa: F401
         import pyarrow.parquet  # noqa: F401

@@ -106,7 +106,7 @@ def mean_ci(values: Sequence[float], level: float = 0.95) -> tuple[float | None,
 
 def group_key(row: dict) -> tuple:
     """``(kind, fields)``: what groups a row with the rows that differ from it
-    only by seed -- the kind's :data:`GROUPS` columns, then the ``vary`` fields
+    only by seed -- the kind's `GROUPS` columns, then the ``vary`` fields
     not among them (by last dotted component), sorted by name."""
     kind = row["kind"]
     fields = [(c, row.get(c)) for c in GROUPS[kind]]
@@ -188,7 +188,7 @@ def plot(stats: Sequence[GroupStats], path) -> bool:
     Parameters
     ----------
     stats : sequence of GroupStats
-        From :func:`summarize`.
+        From `summarize`.
     path : str or Path
         The PNG to write.
 
@@ -262,7 +262,7 @@ def markdown(stats: Sequence[GroupStats], digits: int = 2) -> str:
     Parameters
     ----------
     stats : sequence of GroupStats
-        From :func:`summarize`.
+        From `summarize`.
     digits : int
         Decimals of the means and intervals.
 

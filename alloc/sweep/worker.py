@@ -214,8 +214,8 @@ def execute(run: Run) -> dict:
     Parameters
     ----------
     run : Run
-        The run (its kind selects :func:`run_allocation`,
-        :func:`run_simulation` or :func:`run_openb`).
+        The run (its kind selects `run_allocation`,
+        `run_simulation` or `run_openb`).
 
     Returns
     -------

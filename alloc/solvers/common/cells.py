@@ -4,12 +4,12 @@ Gandiva-style migration and grow/shrink, and AntMan-style co-location.
 State.  Every GPU g has free milli ``f_g``, GPU memory in use ``m_g`` (limit
 ``cap_g``, see `alloc.resources`; never over-committed) and an ``owner`` (the tenant whose bound
 cell holds it, or none).  Physical cells form the forest of
-:func:`alloc.tenancy.cell_tree`; ``free[t, l]`` is the set of maximal cells of
+[`alloc.tenancy.cell_tree`][alloc.tenancy.cell_tree]; ``free[t, l]`` is the set of maximal cells of
 type t at level l holding no bound GPU (the buddy free lists) and
 ``unused[v, t, l]`` the tenant's virtual cells not yet bound.
 
 Round.  (1) Running jobs (``current``) are put back where they run; the binding
-of their tenants' cells is inferred (:func:`alloc.tenancy.infer_binding`:
+of their tenants' cells is inferred ([`alloc.tenancy.infer_binding`][alloc.tenancy.infer_binding]:
 minimal cover, then the exact cell-placing model, under the caller's deadline).  (2) Pending guaranteed jobs, by
 rank (the caller's order, else priority: `alloc.problem.Problem.prio_key`),
 then pending opportunistic jobs by rank.  A guaranteed job of tenant v that
@@ -40,13 +40,14 @@ steps above (its tenant's bound GPUs, a new cell, opportunistic GPUs): the
 servers with the most usable GPUs first (fewest servers), inside one rack
 when a rack holds them (the smallest such rack), else over the cluster; its
 CPU and memory split over the servers in proportion to their GPUs
-(:meth:`alloc.problem.Problem.make_assign`).
+([`alloc.problem.Problem.make_assign`][alloc.problem.Problem.make_assign]).
 
 Elastic jobs (``min_gpus``/``max_gpus``) are admitted at the smallest size
 ``min_gpus`` that fits (Gandiva shrink: admit more jobs), then, once every job
 has been tried, grown to the size n <= max_gpus (or gpus; only the profile's
 ``scaling`` points when it has them) that maximises
-``weight * scale(n)`` (:func:`alloc.objectives.scale_factor`) among those that
+``weight * scale(n)`` ([`alloc.objectives.scale_factor`][alloc.objectives.scale_factor]) among
+those that
 fit in free GPUs (Gandiva grow), and only when the job's real throughput on
 the new GPUs (the profile's grid at its CPU and memory per GPU, GPU speed,
 span, scaling) is higher than before; a running elastic job keeps its size
@@ -60,13 +61,13 @@ finally multi-GPU running jobs are re-consolidated when their throughput gain
 exceeds c.  At most k moves (unbounded when only c is given).
 ``stats["moves"]`` counts jobs whose placement differs from ``current``.
 
-Time.  Every step checks the caller's :class:`~alloc.deadline.Deadline`: out
+Time.  Every step checks the caller's [`Deadline`][alloc.deadline.Deadline]: out
 of time, the round stops and returns the jobs placed so far (running jobs
 stay where they run).
 
 Trial moves (defragmentation, consolidation, the tenancy model's hints) open
-a :meth:`Engine.checkpoint`; every change of the state (place, remove, bind,
-unbind) is journalled while one is open and :meth:`Engine.rollback` undoes
+a `Engine.checkpoint`; every change of the state (place, remove, bind,
+unbind) is journalled while one is open and `Engine.rollback` undoes
 them in reverse order.
 
 Options: ``migration_cost``, ``max_moves``, ``preempt`` (default True),
@@ -165,7 +166,7 @@ class Engine:
 
     # ------------------------------------------------------------ journal
     def checkpoint(self) -> int:
-        """Open a checkpoint; returns its mark for :meth:`rollback` / :meth:`keep`."""
+        """Open a checkpoint; returns its mark for `rollback` / `keep`."""
         if self._log is None:
             self._log = []
         self._marks += 1
@@ -206,7 +207,7 @@ class Engine:
     def held_mem(self, j: int, a: Assign, k: int) -> int:
         """GPU memory (MiB) job j holds on the k-th GPU of ``a``: the share's
         own memory cap when ``a`` carries one (a running job), else
-        :meth:`mem_of`."""
+        `mem_of`."""
         g = a.gpus[k][0]
         if a.caps and a.caps[k][0] is not None:
             from ...model import GpuShare
@@ -350,7 +351,7 @@ class Engine:
     def safe(self) -> bool:
         """Sharing safety of the current binding: every tenant's unbound virtual
         cells can still be bound on cells holding no bound GPU
-        (:func:`alloc.tenancy.safety`)."""
+        ([`alloc.tenancy.safety`][alloc.tenancy.safety])."""
         unused: dict[tuple[str, int], int] = defaultdict(int)
         for (v, t, lvl), c in self.unused.items():
             unused[(t, lvl)] += c
@@ -534,7 +535,7 @@ class Engine:
 
     def pick(self, j: int, n: int, mask, level: int, servers=None, typed: bool = False):
         """Best placement (gpus, victims) of job j with n GPUs within mask
-        (``typed``: the mask is the job's :meth:`type_mask`)."""
+        (``typed``: the mask is the job's `type_mask`)."""
         p = self.p
         job = self.job(j)
         cnt = None                  # GPUs of mask per server (numpy, all servers)
@@ -586,7 +587,7 @@ class Engine:
         return self._spread(j, n, mask, level, cnt, given, servers)
 
     def _spread(self, j: int, n: int, mask, level: int, cnt, given: bool, servers=None):
-        """:meth:`pick_spread` when the job may spread (over ``servers``, or
+        """`pick_spread` when the job may spread (over ``servers``, or
         every server with a GPU of the mask), else None."""
         job = self.job(j)
         if n > 1 and job.gpu_milli == MILLI and job.locality in (None, "rack"):
@@ -600,12 +601,12 @@ class Engine:
         return None
 
     def _pick_first(self, j: int, n: int, mask, cnt: np.ndarray, servers, typed: bool = False):
-        """The loop of :meth:`pick` without victims for a whole-GPU job on many
-        servers, in numpy: the servers where :meth:`pick_server` succeeds
+        """The loop of `pick` without victims for a whole-GPU job on many
+        servers, in numpy: the servers where `pick_server` succeeds
         (n GPUs of the mask with a whole GPU and its memory free, in one node
         of the job's inner locality level, the CPU and memory free), the
         first 8 in the order (GPUs of the mask, index), the best
-        :meth:`score` of those (then index)."""
+        `score` of those (then index)."""
         p, job = self.p, self.job(j)
         opt = p.options[j][0]
         if typed and job.gpu_mem is None:
@@ -658,7 +659,8 @@ class Engine:
         return self.per_server(room)
 
     def idle_per_server(self, locality: str | None) -> np.ndarray:
-        """Idle GPUs per server (:attr:`idle`), or in its fullest node of
+        """Idle GPUs per server ([`idle`][alloc.solvers.gandiva.view.ServerView.idle]), or in its
+fullest node of
         ``locality`` when that is an inner level of the cluster."""
         if locality not in self.idle_dom:
             return self.idle
@@ -801,7 +803,7 @@ class Engine:
         return int(self.idle_dom[locality][dom[a]:dom[a + k - 1] + 1].max())
 
     def _ordered(self, j: int, n: int) -> np.ndarray:
-        """:meth:`_fitting` in :meth:`pick`'s order: GPUs of the job's types,
+        """`_fitting` in `pick`'s order: GPUs of the job's types,
         then index (kept)."""
         key = (self.job(j).gpu_types, n, "order")
         hit = self._fit.get(key)
@@ -822,7 +824,7 @@ class Engine:
         return hit
 
     def typed(self, j: int) -> tuple[np.ndarray, np.ndarray]:
-        """(:meth:`type_mask`, its GPUs per server), kept per GPU-type list."""
+        """(`type_mask`, its GPUs per server), kept per GPU-type list."""
         job = self.job(j)
         hit = self._typed.get(job.gpu_types)
         if hit is None:
@@ -874,7 +876,7 @@ class Engine:
         For each preemption level up to ``max_level`` (0: none; 1:
         opportunistic victims; 2: also the tenant's own lower-priority
         guaranteed jobs) it tries the tenant's bound GPUs, then (levels 0 and
-        1) binding new cells (:meth:`bind_and_place`): the steps A0, B0, A1,
+        1) binding new cells (`bind_and_place`): the steps A0, B0, A1,
         B1, A2 of the module notes.
 
         Parameters
@@ -924,7 +926,7 @@ class Engine:
     def cell_candidates(self, j: int, n: int, tmask, level: int, prune: bool = True):
         """Yield (size, cell, buddy_ok, (gpus, victims)) for each free cell of
         job j's tenant, at a level that holds n GPUs, in which (with the
-        tenant's free GPUs on the same servers) :meth:`pick` places j.
+        tenant's free GPUs on the same servers) `pick` places j.
         ``prune`` skips, at level 0, cells with fewer than n GPUs with room."""
         job = self.job(j)
         vi = self.tid[job.tenant]
@@ -952,7 +954,8 @@ class Engine:
         any unbound cell, several cells bound one by one (near the tenant's
         free GPUs first) until its GPUs of the allowed types (``tmask``)
         hold the job.  Cells bound for a placement that fails are released.
-        ``level`` is the preemption level (see :meth:`place_guaranteed`).
+        ``level`` is the preemption level (see
+        [`place_guaranteed`][alloc.solvers.antman.scheduler.place_guaranteed]).
         Returns True when placed."""
         job = self.job(j)
         v = job.tenant
@@ -1097,10 +1100,12 @@ def _guaranteed_gpus(eng: Engine) -> dict[str, set]:
 def restore_running(eng: Engine, running: Sequence[int], deadline: Deadline | None = None
                     ) -> list[int]:
     """Put running jobs back on their current GPUs and bind their tenants'
-    cells (:func:`alloc.tenancy.infer_binding` before ``deadline``); returns
+    cells ([`alloc.tenancy.infer_binding`][alloc.tenancy.infer_binding] before ``deadline``);
+    returns
     the jobs that could not stay.
 
-    Validated input (:func:`alloc.validate.current_problems`) always stays:
+    Validated input ([`alloc.validate.current_problems`][alloc.validate.current_problems]) always
+    stays:
     its running jobs fit together and a binding holds them (the one the
     validation found is cached on the cluster).  Otherwise -- a running state
     no binding explains, or none found in time -- the lowest-priority

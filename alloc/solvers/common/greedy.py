@@ -1,6 +1,7 @@
 r"""Greedy placement engine and the baseline heuristics.
 
-:class:`State` tracks free CPU, memory and per-GPU milli while jobs are placed
+[`State`][alloc.solvers.antman.scheduler.State] tracks free CPU, memory and per-GPU milli while
+jobs are placed
 one at a time; every heuristic in alloc builds on it.  GPUs inside a server are
 chosen to consolidate: the innermost hierarchy node (switch, then socket) that
 fits, best fit among those; a shared job takes the fullest GPU that still fits.
@@ -16,8 +17,8 @@ Registered heuristics:
   GPU-proportional CPU and memory), jobs in order (priority first), first fit
   over servers; multi-GPU jobs without a locality level may spread.
 * ``best-fit`` — jobs by decreasing size, each on the server that leaves the
-  least normalised free capacity :math:`\sum_r (\mathrm{free}_r -
-  \mathrm{use}_r) / \mathrm{cap}_r`, compared exactly (ties: lowest index).
+  least normalised free capacity $\sum_r (\mathrm{free}_r -
+  \mathrm{use}_r) / \mathrm{cap}_r$, compared exactly (ties: lowest index).
 """
 from __future__ import annotations
 
@@ -40,7 +41,7 @@ class State:
     r"""Mutable free capacities for a problem: server CPU/memory, GPU milli.
 
     It starts from the capacities left by the running jobs kept in place
-    (:attr:`Problem.fixed`); :attr:`assign` holds only what is placed on top.
+    (`Problem.fixed`); `assign` holds only what is placed on top.
 
     Parameters
     ----------
@@ -50,22 +51,23 @@ class State:
     ----------
     cpu, mem : numpy.ndarray
         Free milli-cores and MiB per server (read them freely; change the
-        state only through :meth:`place`, :meth:`remove` and
-        :meth:`reassign`, which keep the index in step).
+        state only through [`place`][alloc.solvers.antman.scheduler.State.place],
+        [`remove`][alloc.solvers.antman.scheduler.State.remove] and
+        `reassign`, which keep the index in step).
     gfree : numpy.ndarray
         Free milli-GPU per GPU.
     cpu_l, mem_l, g_l : list of int
         The same as Python lists (what the index reads).
     whole, gsum, share : list of int
-        Per server: whole free GPUs :math:`W_s`, free milli-GPU
-        :math:`\sum_g f_g`, largest free share :math:`Q_s`.
+        Per server: whole free GPUs $W_s$, free milli-GPU
+        $\sum_g f_g$, largest free share $Q_s$.
     dmax : dict of str to list of int
         Per declared inner level: whole free GPUs in the server's fullest node.
     assign, option : dict
         The assignments placed on top of the running jobs and their options.
     log, rlog : list of int
         Servers changed, in order (``rlog``: only capacity increases); the
-        finders of :meth:`finder` catch up from them.
+        finders of `finder` catch up from them.
     """
 
     def __init__(self, problem: Problem):
@@ -292,7 +294,7 @@ class State:
             self.dmax[level][s] = best
 
     def solution(self, status: Status = Status.FEASIBLE, **stats) -> Solution:
-        """The assignments placed so far as a :class:`~alloc.problem.Solution`."""
+        """The assignments placed so far as a [`Solution`][alloc.problem.Solution]."""
         return Solution(dict(self.assign), status, None, (), dict(stats))
 
     def value(self) -> float:
@@ -510,7 +512,7 @@ class State:
         return self._buckets
 
     def _spread_indexed(self, j: int, option: int) -> Assign | None:
-        """:meth:`try_spread` over every server, from the shape's
+        """`try_spread` over every server, from the shape's
         `alloc.solvers.common.index.SpreadFinder` (most usable
         GPUs first, then index).  A failure is remembered until a capacity
         increases (placements only lower usable counts)."""
@@ -541,7 +543,7 @@ class State:
 def first_fit(state: State, j: int, option: int = 0,
               servers: Iterable[int] | None = None) -> Assign | None:
     """Job j at an option on the lowest-index server that can take it alone
-    (among ``servers`` when given), else spread (:meth:`State.try_spread`).
+    (among ``servers`` when given), else spread (`State.try_spread`).
 
     Returns
     -------
@@ -563,7 +565,7 @@ def first_fit(state: State, j: int, option: int = 0,
 
 def leftover_score(state: State, s: int, a: Assign) -> float:
     r"""Normalised free capacity of server s left after ``a``:
-    :math:`\sum_r (\mathrm{free}_r - \mathrm{use}_r) / \mathrm{cap}_r` over CPU,
+    $\sum_r (\mathrm{free}_r - \mathrm{use}_r) / \mathrm{cap}_r$ over CPU,
     memory and (on a GPU server) milli-GPU, in floating point."""
     p = state.p
     c = sum(v for _, v in a.cpu)
@@ -578,7 +580,7 @@ def leftover_score(state: State, s: int, a: Assign) -> float:
 
 def fit_candidates(state: State, sh: Shape) -> list[tuple[int, int, int]]:
     """Per allowed class, the best-fit server for shape ``sh``:
-    ``[(free key, server, class)]`` (see :func:`fit_score`)."""
+    ``[(free key, server, class)]`` (see `fit_score`)."""
     out = []
     S = state.S
     for c in sh.classes:
@@ -590,18 +592,18 @@ def fit_candidates(state: State, sh: Shape) -> list[tuple[int, int, int]]:
 
 
 def fit_score(state: State, sh: Shape, cand: tuple[int, int, int]) -> Fraction:
-    """The exact best-fit leftover of a :func:`fit_candidates` entry."""
+    """The exact best-fit leftover of a `fit_candidates` entry."""
     return leftover(state.lay, cand[1], cand[0], sh)
 
 
 def best_candidate(state: State, sh: Shape, cands, minus=None) -> int:
     r"""The server of the least exact ``leftover - minus(server)`` among
-    :func:`fit_candidates` entries (ties: lowest index); ``minus`` gives a
+    `fit_candidates` entries (ties: lowest index); ``minus`` gives a
     float (None: 0).
 
     Scores are compared in floating point first (a quotient of integers and
-    a difference, each correctly rounded: error below :math:`10^{-15}` of the
-    scores' size); only candidates within :math:`10^{-9}` of the least are
+    a difference, each correctly rounded: error below $10^{-15}$ of the
+    scores' size); only candidates within $10^{-9}$ of the least are
     compared exactly."""
     lay = state.lay
     approx = []
@@ -621,8 +623,8 @@ def best_fit(state: State, j: int, option: int = 0) -> Assign | None:
     r"""Job j at an option on the server left fullest, else spread.
 
     The server minimises the leftover
-    :math:`\ell_s = \sum_{r \in \{cpu, mem, gpu\}} (\mathrm{free}_{rs} -
-    \mathrm{use}_r) / \mathrm{cap}_{rs}` (no GPU term on a server without
+    $\ell_s = \sum_{r \in \{cpu, mem, gpu\}} (\mathrm{free}_{rs} -
+    \mathrm{use}_r) / \mathrm{cap}_{rs}$ (no GPU term on a server without
     GPUs), compared exactly; ties go to the lowest index.  Per server class
     the index gives the class's best server; classes are then compared.
 
@@ -652,7 +654,7 @@ def place_in_order(st: State, order: Sequence[int], pick, deadline: Deadline) ->
 
 
 def rank_order(problem: Problem, key=None) -> list[int]:
-    """:func:`~alloc.problem.job_order` of the pending jobs with a tuple
+    """[`job_order`][alloc.problem.job_order] of the pending jobs with a tuple
     ``key`` (default: the index), sorted without a call per comparison."""
     pk = problem.prio_key
     if key is None:

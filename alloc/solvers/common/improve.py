@@ -7,9 +7,9 @@ r"""Value-aware heuristics: ``greedy-upgrade`` and ``local-search``.
        the surplus back).
     2. Jobs are placed by priority, then by value density ``v_j / f_j`` (``f_j``
        the job's dominant share of a server: GPUs, CPU or memory), best fit on
-       one server -- least :math:`\ell_s - 10^{-3} v_{js}` with :math:`\ell_s`
+       one server -- least $\ell_s - 10^{-3} v_{js}$ with $\ell_s$
        the exact best-fit leftover (`alloc.solvers.common.greedy.best_fit`)
-       and :math:`v_{js}` the job's value there, ties to the lowest index --
+       and $v_{js}$ the job's value there, ties to the lowest index --
        spread over servers only when no server can take them.
     3. Upgrade: on every server the options of its jobs are re-chosen exactly
        (a multiple-choice knapsack over the server's free CPU and memory,
@@ -33,7 +33,7 @@ per such signature.  The knapsack of a server depends only on the server's
 GPU type, its free CPU and memory and the signatures of its jobs (in index
 order), and is solved once per such key; its Pareto filter keeps, per state,
 the best value among the kept states of no more memory as a staircase
-(:math:`O(n \log n)` instead of :math:`O(n^2)`).  Moves stop at the deadline
+($O(n \log n)$ instead of $O(n^2)$).  Moves stop at the deadline
 inside a pass over the servers too.
 """
 from __future__ import annotations
@@ -72,7 +72,7 @@ def dominant(problem: Problem, j: int, o: int) -> float:
 
 
 def cheap_option(problem: Problem, j: int) -> int:
-    """The option of least :func:`footprint` (then lowest index) among those
+    """The option of least `footprint` (then lowest index) among those
     at least as fast as the request."""
     opts = problem.options[j]
     req = opts[0].base
@@ -142,7 +142,7 @@ class Tables:
         return it
 
     def cheap(self, j: int) -> int:
-        """:func:`cheap_option` of job j."""
+        """`cheap_option` of job j."""
         opts = self.p.options[j]
         o = self._cheap.get(id(opts))
         if o is None:
@@ -164,7 +164,7 @@ class Tables:
         return d
 
     def type_key(self, j: int) -> tuple:
-        """:func:`~alloc.problem.job_type_key` of job j (per job signature)."""
+        """[`job_type_key`][alloc.problem.job_type_key] of job j (per job signature)."""
         job = self.p.jobs[j]
         key = (id(job.profile), job.gpus, job.gpu_milli, job.locality, id(self.p.options[j]),
                job.weight, job.gpu_types, job.min_gpus, job.max_gpus, job.tenant, job.guaranteed)
@@ -184,7 +184,7 @@ class Local:
     problem : Problem
     assign : dict of int to Assign, optional
         Assignments to start from (their options recovered by
-        :func:`~alloc.problem.option_of`).
+        [`option_of`][alloc.problem.option_of]).
 
     Attributes
     ----------
@@ -250,7 +250,7 @@ class Local:
         CPU/memory: (value, {job: option}) or None.
 
         The knapsack sees the jobs in a canonical order -- by what it sees of
-        each (options and values, :meth:`Tables.item`), then index -- so that
+        each (options and values, `Tables.item`), then index -- so that
         servers of one GPU type with the same free capacity and the same
         jobs up to identical ones share one solution."""
         lay, tab = self.st.lay, self.tab
@@ -283,7 +283,7 @@ class Local:
         return c, m
 
     def upgrade_server(self, s: int) -> float:
-        """Re-choose the options of server s's jobs (:meth:`reoptimize` over
+        """Re-choose the options of server s's jobs (`reoptimize` over
         its CPU and memory) when that raises their value; returns the gain."""
         jobs = sorted(self.on[s])
         if not jobs:
@@ -314,7 +314,7 @@ class Local:
 def _knapsack(items, cpu_free: int, mem_free: int):
     """Multiple-choice knapsack over (CPU, memory): ``items`` lists per job its
     options ``[(cpu, mem)]`` and their values; (best value, option per job) or
-    None.  Pareto states in (cpu, mem, value), at most :data:`BEAM` kept per
+    None.  Pareto states in (cpu, mem, value), at most `BEAM` kept per
     job; ties: the first state reached, then the greatest choice tuple.
     A state ``(c, m)`` is keyed ``c * (mem_free + 1) + m``."""
     K = mem_free + 1
@@ -370,7 +370,7 @@ def _pareto(states: dict, K: int) -> list:
 
 
 def _fast_order(problem: Problem, key) -> list[int]:
-    """:func:`~alloc.problem.job_order` with a tuple key, without a call per comparison."""
+    """[`job_order`][alloc.problem.job_order] with a tuple key, without a call per comparison."""
     pk = problem.prio_key
     return [t[-1] for t in sorted((pk[j],) + key(j) for j in problem.pending)]
 
@@ -406,7 +406,7 @@ def greedy_upgrade(problem: Problem, deadline: Deadline) -> Local:
 
 
 def upgrade_all(loc: Local, deadline: Deadline) -> None:
-    """:meth:`Local.upgrade_server` on every server that holds a placed job."""
+    """`Local.upgrade_server` on every server that holds a placed job."""
     for k, s in enumerate([s for s in range(loc.p.S) if loc.on[s]]):
         if deadline is not None and k % 16 == 0 and deadline.expired():
             return
@@ -533,7 +533,7 @@ def _best_values(loc: Local, j: int) -> dict[int, float]:
 
 
 def loc_option(loc: Local, j: int, a: Assign) -> int:
-    """:func:`~alloc.problem.option_of` job j's assignment ``a``."""
+    """[`option_of`][alloc.problem.option_of] job j's assignment ``a``."""
     return option_of(loc.p, j, a)
 
 

@@ -3,34 +3,36 @@ job, in the order a placement rule prefers them, without a scan of every
 server per job.
 
 Layout.  Servers with the same capacities, GPU type and shape (GPUs, sockets,
-switches per socket) form a *class* (:class:`Layout`, built once per cluster).
+switches per socket) form a *class* (`Layout`, built once per cluster).
 
 Shapes.  What decides whether server ``s`` can take job ``j`` at option ``o``
-alone is the job's *shape* (:class:`Shape`): whole GPUs ``k``, share ``q``
+alone is the job's *shape* (`Shape`): whole GPUs ``k``, share ``q``
 (milli per GPU), CPU ``c``, memory ``m``, the inner locality level ``l``
 (socket or switch, when declared) and the classes of the GPU types it may use.
 With the server's free CPU ``C_s``, memory ``M_s``, whole free GPUs ``W_s``,
 largest free share ``Q_s`` and whole free GPUs in its fullest node of level
 ``l``, ``W^l_s``, the test is
 
-.. math::
+$$
+\begin{aligned}
+C_s \ge c \;\wedge\; M_s \ge m \;\wedge\;
+\begin{cases} \text{true} & k = 0\\ Q_s \ge q & q < 1000\\
+              W_s \ge k \;\wedge\; W^l_s \ge k & \text{otherwise.}\end{cases}
+\end{aligned}
+$$
 
-    C_s \ge c \;\wedge\; M_s \ge m \;\wedge\;
-    \begin{cases} \text{true} & k = 0\\ Q_s \ge q & q < 1000\\
-                  W_s \ge k \;\wedge\; W^l_s \ge k & \text{otherwise.}\end{cases}
-
-Rules.  A :class:`Finder` keeps, for one shape, the servers that pass the test
+Rules.  A `Finder` keeps, for one shape, the servers that pass the test
 ordered by one rule's key (ties: lowest server index):
 
 * ``first`` -- the server index (first fit);
-* ``gpus`` -- the free milli-GPU :math:`\sum_g f_g` (fewest free GPUs first,
+* ``gpus`` -- the free milli-GPU $\sum_g f_g$ (fewest free GPUs first,
   Synergy's consolidation);
-* ``whole`` -- the whole free GPUs :math:`W_s` (Synergy TUNE's reclaim targets);
+* ``whole`` -- the whole free GPUs $W_s$ (Synergy TUNE's reclaim targets);
 * ``fit`` -- within one class, the free capacity
-  :math:`F_s = C_s/C + M_s/M + \sum_g f_g / (1000\,G)` scaled to an integer
-  (the best-fit leftover is :math:`F_s` minus the job's own use, a constant
-  of the class, so the class minimum of :math:`F_s` is the best fit there;
-  classes are compared exactly, see :func:`leftover`).
+  $F_s = C_s/C + M_s/M + \sum_g f_g / (1000\,G)$ scaled to an integer
+  (the best-fit leftover is $F_s$ minus the job's own use, a constant
+  of the class, so the class minimum of $F_s$ is the best fit there;
+  classes are compared exactly, see `leftover`).
 
 A finder is a binary heap of integer keys ``key * S + s`` with lazy deletion,
 built in one vectorised pass over the allowed classes.  Every change of a
@@ -42,7 +44,7 @@ plus one log entry, and each finder in use re-tests it once
 capacity *increases*: a placement never makes a server better for them, so a
 server that stopped passing the test is dropped when it surfaces.
 
-Spread.  A :class:`SpreadFinder` orders, for one shape, the servers by the
+Spread.  A `SpreadFinder` orders, for one shape, the servers by the
 whole GPUs they can give a spread job (most first, then index), kept the same
 way; a spread takes servers off its top until the job has its GPUs.
 """
@@ -76,7 +78,7 @@ class Layout:
     cap : list of tuple
         Per class ``(C, M, G, type index)`` (type index -1: no GPUs).
     weights : list of tuple of int
-        Per class the integer weights ``(a, b, g)`` of :math:`F_s` times the
+        Per class the integer weights ``(a, b, g)`` of $F_s$ times the
         denominator ``D`` (``F_s D = a C_s + b M_s + g \\sum f``) and ``D``.
     levels : tuple of str
         Inner levels the cluster declares, innermost first.
@@ -126,7 +128,7 @@ class Layout:
 
 
 def layout(problem: Problem) -> Layout:
-    """The :class:`Layout` of the problem's cluster (cached with its arrays)."""
+    """The `Layout` of the problem's cluster (cached with its arrays)."""
     arr = problem.arrays
     lay = arr.__dict__.get("_heuristic_layout")
     if lay is None:
@@ -312,10 +314,10 @@ class Finder:
 class SpreadFinder:
     r"""Servers that can give a spread job of one shape some GPUs, most
     *usable* GPUs first, then lowest index.  A server's usable GPUs are
-    :math:`\min(W_s, \lfloor C_s / \lceil c/k \rceil \rfloor,
-    \lfloor M_s / \lceil m/k \rceil \rfloor)` (its whole free GPUs, as many as
+    $\min(W_s, \lfloor C_s / \lceil c/k \rceil \rfloor,
+    \lfloor M_s / \lceil m/k \rceil \rfloor)$ (its whole free GPUs, as many as
     its free CPU and memory cover at the job's per-GPU share); servers with
-    no free CPU or memory are left out.  Kept like :class:`Finder`."""
+    no free CPU or memory are left out.  Kept like `Finder`."""
     __slots__ = ("st", "shape", "pc", "pm", "top_g", "heap", "live", "pos")
 
     def __init__(self, st, shape: Shape):
@@ -404,7 +406,7 @@ class SpreadFinder:
 
 def leftover(lay: Layout, s: int, free_key: int, shape: Shape) -> Fraction:
     r"""The best-fit leftover of server ``s`` after a job of ``shape``:
-    :math:`\sum_r (\mathrm{free}_r - \mathrm{use}_r) / \mathrm{cap}_r`, exact,
+    $\sum_r (\mathrm{free}_r - \mathrm{use}_r) / \mathrm{cap}_r$, exact,
     from the server's integer free key (``fit`` rule, without the index part)."""
     c = lay.cls[s]
     a, b, g, D = lay.weights[c]

@@ -3,10 +3,10 @@
 * ``drf`` -- discrete progressive filling: the user (a tenant, else a job)
   with the smallest weighted dominant share places its next job, best fit;
   running jobs stay where they run and count first
-  (:mod:`alloc.solvers.drf.progressive`).
+  (`alloc.solvers.drf.progressive`).
 
 The continuous form (fractional tasks over explicit resources) is
-:func:`alloc.shares.drf_shares`.
+[`alloc.shares.drf_shares`][alloc.shares.drf_shares].
 """
 from ...options import Option
 from ...registry import declare

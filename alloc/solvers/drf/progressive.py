@@ -9,32 +9,32 @@ the id of a job without a tenant), else 1 for a tenant and the job's
 ``weight`` for a job.
 
 Dominant share.  Over the cluster's totals -- milli-GPUs
-:math:`G = 1000 \cdot \#\mathrm{GPUs}`, milli-cores :math:`C`, MiB :math:`M`
--- a user u holding :math:`g_u` milli-GPUs, :math:`c_u` milli-cores and
-:math:`m_u` MiB (summed over its running and placed jobs) has the dominant
+$G = 1000 \cdot \#\mathrm{GPUs}$, milli-cores $C$, MiB $M$
+-- a user u holding $g_u$ milli-GPUs, $c_u$ milli-cores and
+$m_u$ MiB (summed over its running and placed jobs) has the dominant
 share and the weighted dominant share
 
-.. math::
-
-    D_u = \max\Big(\frac{g_u}{G}, \frac{c_u}{C}, \frac{m_u}{M}\Big),
-    \qquad \frac{D_u}{w_u}
+$$
+D_u = \max\Big(\frac{g_u}{G}, \frac{c_u}{C}, \frac{m_u}{M}\Big),
+\qquad \frac{D_u}{w_u}
+$$
 
 (a resource the cluster has none of is left out; a user of weight 0 comes
 after every other).
 
-Loop.  Running jobs (:attr:`~alloc.problem.Problem.fixed`) stay exactly where
+Loop.  Running jobs (`fixed`) stay exactly where
 they run and are counted in their users' shares first.  Each user queues its
-pending jobs in the problem's order (:attr:`~alloc.problem.Problem.rank`:
+pending jobs in the problem's order (`rank`:
 the caller's order, else priority then input order).  Repeatedly the user of
-least :math:`D_u / w_u` takes its next job and places it at its request with
-a best-fit placement.  Ties on :math:`D_u / w_u` go to the user whose share
-after its next job, :math:`(D_u + D(\mathrm{job})) / w_u`, is smaller -- the
+least $D_u / w_u$ takes its next job and places it at its request with
+a best-fit placement.  Ties on $D_u / w_u$ go to the user whose share
+after its next job, $(D_u + D(\mathrm{job})) / w_u$, is smaller -- the
 job that continuous progressive filling would complete first, so that with
 one job per user (every share 0 at the start) small jobs go before large
 ones -- then to the earlier next job, then to the user's index.  A job that
 does not fit is skipped and stays unplaced (free capacity only shrinks, so it
 would not fit later either).  The loop ends when every queue is empty.  One
-heap over the users: :math:`O(J \log U)` besides the placements.
+heap over the users: $O(J \log U)$ besides the placements.
 Guaranteed jobs (tenancy) go through the loop first and opportunistic ones
 after, with the shares carried over: HiveD lets a guaranteed job take the
 GPUs of opportunistic ones, and this solver never stops a job, so it places
@@ -49,7 +49,7 @@ co-location: guaranteed jobs inside their tenant's cells (buddy binding,
 sharing safety kept), opportunistic jobs on GPUs no guaranteed job holds; the
 binding is reported in ``stats["binding"]``.
 
-Time.  The deadline is checked every :data:`CHECK_EVERY` turns; out of time
+Time.  The deadline is checked every `CHECK_EVERY` turns; out of time
 the jobs placed so far are returned (``stats["stopped"]``).
 """
 from __future__ import annotations
@@ -89,7 +89,7 @@ def cluster_totals(problem: Problem) -> np.ndarray:
 
 
 def dominant_share(held: np.ndarray, totals: np.ndarray) -> float:
-    r""":math:`D = \max_r \mathrm{held}_r / \mathrm{total}_r` over the resources
+    r"""$D = \max_r \mathrm{held}_r / \mathrm{total}_r$ over the resources
     the cluster has (``total_r > 0``); 0 when it holds nothing."""
     pos = totals > 0
     return float((held[pos] / totals[pos]).max(initial=0.0))
@@ -113,7 +113,7 @@ def users_of(problem: Problem, weights: Mapping | None = None) -> tuple[list[str
     user : list of int
         Per job index, its user's index.
     weight : list of float
-        Per user, :math:`w_u \\ge 0`.
+        Per user, $w_u \\ge 0$.
 
     Raises
     ------
@@ -232,18 +232,18 @@ def solve_drf(problem: Problem, *, deadline: Deadline, seed: int = 0,
     ----------
     problem : Problem
     deadline : Deadline
-        Checked every :data:`CHECK_EVERY` turns; out of time, the jobs placed
+        Checked every `CHECK_EVERY` turns; out of time, the jobs placed
         so far are returned.
     seed : int
         Unused (the loop is deterministic).
     weights : mapping of str to float, optional
-        :math:`w_u` per user name (see :func:`users_of`).
+        $w_u$ per user name (see `users_of`).
 
     Returns
     -------
     Solution
         The placed pending jobs (running ones are kept by the caller),
-        status ``feasible``; ``stats["dominant_shares"]``: :math:`D_u` per
+        status ``feasible``; ``stats["dominant_shares"]``: $D_u$ per
         user name after the loop (at most 64 users listed), ``stats["users"]``.
     """
     names, user, w = users_of(problem, weights)

@@ -32,13 +32,15 @@ Aggregation
 
 Integer master (the model the backends solve)
 ---------------------------------------------
-.. math::
-
-    \max\ & \sum_{c,p} val_p\, z_{cp} + \sum_{t,o,k} v^{sp}_{tok}\, x_{tok} \\
-    \text{s.t. } & \sum_p z_{cp} \le n_c                    && (\mu_c)\\
-    & \sum_{c,p,o} a_{p,(t,o)}\, z_{cp} + \sum_{o,k} x_{tok} \le N_t   && (\pi_t)\\
-    & g_t\, x_{tok} - \sum_{c \in k, p} a_{p,unit(t,o)}\, z_{cp} \le 0  && (\rho_{tok})\\
-    & z_{cp}, x_{tok} \in \mathbb{Z}_{\ge 0}
+$$
+\begin{aligned}
+\max\ & \sum_{c,p} val_p\, z_{cp} + \sum_{t,o,k} v^{sp}_{tok}\, x_{tok} \\
+\text{s.t. } & \sum_p z_{cp} \le n_c                    && (\mu_c)\\
+& \sum_{c,p,o} a_{p,(t,o)}\, z_{cp} + \sum_{o,k} x_{tok} \le N_t   && (\pi_t)\\
+& g_t\, x_{tok} - \sum_{c \in k, p} a_{p,unit(t,o)}\, z_{cp} \le 0  && (\rho_{tok})\\
+& z_{cp}, x_{tok} \in \mathbb{Z}_{\ge 0}
+\end{aligned}
+$$
 
 with ``val_p = sum_i a_{pi} v_{ic}`` where ``v`` is the job's objective
 coefficient at the option on the class's GPU type (throughput:
@@ -70,9 +72,9 @@ Objective step
 --------------
 When every job value (weight x grid value x GPU-type speed x span factor x
 elastic scale, or milli-GPUs) is a multiple of a decimal step ``delta``
-(:func:`objective_granularity`: each factor set's step after scaling by
+(`objective_granularity`: each factor set's step after scaling by
 ``10**k``, ``k <= 6``, and their gcd), so is every solution's value, and
-every bound rounds down to a multiple of ``delta`` (:func:`tighten`).
+every bound rounds down to a multiple of ``delta`` (`tighten`).
 
 Proof
 -----
@@ -91,7 +93,7 @@ short, the best listed patterns by reduced cost still enrich the pool.
 
 Price-and-dive
 --------------
-When the proof is out of reach (huge enumerations), :func:`dive` fixes one
+When the proof is out of reach (huge enumerations), `dive` fixes one
 copy of the pattern the restricted LP uses most, shrinks the residual
 problem (servers per class, jobs per type, spread unit slots), re-solves the
 LP by column generation and repeats until the LP is integral, backtracking
@@ -133,13 +135,13 @@ Tenancy, elastic jobs and moves
 -------------------------------
 Inputs with tenants, guaranteed or opportunistic jobs, elastic jobs, or
 running jobs the call lets move or a pending job may preempt (the tenancy
-rules: :func:`alloc.tenancy.outranks`) are solved by the tenancy model
+rules: [`alloc.tenancy.outranks`][alloc.tenancy.outranks]) are solved by the tenancy model
 (`alloc.solvers.exact.tenancy.model`: cells, preemption, migration and elastic
 sizes as variables) with the same engine; its restrictions are named in the
 result and its ``optimal`` holds only when its proof covers the instance.
 
 Registered solvers: ``cpsat`` (CP-SAT masters and pricing), ``milp`` (HiGHS),
-``milp-cbc`` (CBC) -- all through :mod:`alloc.kernel` -- and ``cpsat-tenancy``,
+``milp-cbc`` (CBC) -- all through [`alloc.kernel`][alloc.kernel] -- and ``cpsat-tenancy``,
 the tenancy path (with CP-SAT) on every input that needs it and the
 configuration model elsewhere.
 """

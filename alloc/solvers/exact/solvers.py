@@ -2,10 +2,10 @@
 partitioned driver for large instances, and the tenancy model for the inputs
 the configuration model does not express.
 
-Dispatch (:func:`run`):
+Dispatch (`run`):
 
 * tenants, guaranteed or opportunistic jobs, elastic jobs, or running jobs
-  the call lets move or a pending job may preempt (:func:`needs_tenancy_model`) go to the tenancy model
+  the call lets move or a pending job may preempt (`needs_tenancy_model`) go to the tenancy model
   (`alloc.solvers.exact.tenancy.solve.solve_tenancy`) with the same engine: it
   has the cells, preemption, migration and elastic sizes, and reports its
   restrictions against the instance itself;
@@ -26,7 +26,8 @@ from ..common.configuration.solve import configuration
 def needs_tenancy_model(problem: Problem) -> bool:
     """True when the input has what only the tenancy model expresses: tenants,
     guaranteed or tenant jobs, elastic jobs, or running jobs that may move or
-    that a pending job may preempt (:attr:`Problem.preemption_possible`)."""
+    that a pending job may preempt
+    ([`Problem.preemption_possible`][alloc.problem.Problem.preemption_possible])."""
     if problem.cluster.tenants or problem.preemption_possible or \
             (problem.fixed and problem.moves_allowed):
         return True
@@ -37,7 +38,7 @@ def run(problem: Problem, engine: Backend, *, deadline: Deadline, seed: int = 0,
         preemption_cost: float = 0.0, guaranteed_first: bool = True, **config) -> Solution:
     """The tenancy model or the configuration model (module notes); running
     jobs the configuration model keeps are part of its answer.  ``config``:
-    the options of :func:`configuration`."""
+    the options of `configuration`."""
     if needs_tenancy_model(problem):
         return tenancy(problem, engine, deadline=deadline, seed=seed,
                        preemption_cost=preemption_cost, guaranteed_first=guaranteed_first,
@@ -164,7 +165,7 @@ def instance_ok(problem: Problem, assign: dict, deadline: Deadline):
 
 
 # The registered entry points: one engine each; the options (declared in the
-# family's ``__init__``) are those of :func:`run` and :func:`configuration`.
+# family's ``__init__``) are those of `run` and `configuration`.
 
 def solve_cpsat(problem: Problem, *, deadline: Deadline, seed: int = 0, workers: int = 1,
                 deterministic: bool = False, **options) -> Solution:

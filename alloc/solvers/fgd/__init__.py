@@ -1,7 +1,7 @@
 """Online GPU-sharing placement (the FGD experiment, Weng et al., ATC'23).
 
 Each solver places the jobs one at a time in order with one node-scoring
-policy of :mod:`alloc.solvers.fgd.engine`; running jobs stay where they run.
+policy of `alloc.solvers.fgd.engine`; running jobs stay where they run.
 """
 from ...options import Option
 from ...registry import declare

@@ -3,9 +3,9 @@
 Pods arrive one at a time and are placed immediately (or dropped when nothing
 fits); placed pods never move.  The cluster state is kept as numpy arrays over
 nodes; a placement changes one node, so each policy keeps its node scores per
-pod kind in a :class:`~alloc.solvers.fgd.index.ScoreIndex` and rescores only
+pod kind in a `ScoreIndex` and rescores only
 the nodes changed since that kind last arrived (a pod costs O(changes + N/B +
-B) numpy work instead of O(N); :func:`place_scan` is the plain O(N) scan, with
+B) numpy work instead of O(N); `place_scan` is the plain O(N) scan, with
 the same answers).  The state:
 
 * ``cpu_free`` (N,) milli-cores, ``mem_free`` (N,) MiB, ``npods`` (N,);
@@ -15,7 +15,7 @@ the same answers).  The state:
   (largest free share on one GPU, -1 without GPUs), ``nfull`` (fully free GPUs),
   ``tags`` (bit set of GPU-pod tags for GpuClustering: bit 0 = shared pod,
   bit k = k-GPU whole pod), ``frag`` (node fragmentation F, see
-  :class:`FragModel`, with its per-type counts, brought up to date on read);
+  `FragModel`, with its per-type counts, brought up to date on read);
 * ``log[:nlog]``: the node changed at each placement or removal (what the
   score indexes catch up from); ``model_free``/``model_tused`` per GPU model.
 
@@ -143,7 +143,7 @@ class FragModel:
 
     def value(self, cpu_free: np.ndarray, a: np.ndarray, cnt: np.ndarray, gs: np.ndarray,
               type_ok: np.ndarray) -> np.ndarray:
-        """F from the counts of :meth:`counts`, free CPU and ``gs = gFree`` (n,)."""
+        """F from the counts of `counts`, free CPU and ``gs = gFree`` (n,)."""
         cond = (type_ok & ~self.cpu_only[None, :] & (cpu_free[:, None] >= self.c[None, :])
                 & (cnt >= self.k[None, :]))
         return (np.where(cond, a, gs[:, None]) * self.p).sum(axis=-1)
@@ -160,7 +160,7 @@ class FragModel:
         """F after a share ``m`` lands on one GPU with ``f >= m`` free, per row:
         the node's counts ``a``/``cnt`` (n, T) before, its free CPU ``cpu2`` and
         ``gs2 = gFree`` after, that GPU's ``f`` (n,).  Equal to
-        :meth:`frag_shared` on that GPU."""
+        `frag_shared` on that GPU."""
         tm = self.m[None, :]
         f = f[:, None]
         lt = f < tm
@@ -255,7 +255,7 @@ class ClusterState:
     def set_frag_model(self, fm: FragModel) -> None:
         """Measure fragmentation against the target workload ``fm`` from now on.
 
-        A typical pod type's per-node counts (:meth:`FragModel.counts`: the
+        A typical pod type's per-node counts (`FragModel.counts`: the
         free milli below its share and the GPUs that fit it) and whether a
         node's GPU model suits it depend on the node and the type alone; they
         are kept per type (its ``c, m, k`` and model list) across models and
@@ -312,7 +312,7 @@ class ClusterState:
         return self._frag
 
     def frag_counts(self, idx):
-        """The :meth:`FragModel.counts` of nodes ``idx`` (kept per node)."""
+        """The `FragModel.counts` of nodes ``idx`` (kept per node)."""
         if self._dirty:
             self._flush()
         return self._fa[idx], self._fcnt[idx]
@@ -341,7 +341,7 @@ class ClusterState:
         return ok
 
     def feasible_at(self, pod: Pod, idx: np.ndarray) -> np.ndarray:
-        """:meth:`feasible` on the nodes ``idx`` only."""
+        """`feasible` on the nodes ``idx`` only."""
         req = self._req.get(pod)
         if req is None:
             low = -(1 << 62)
@@ -375,7 +375,7 @@ class ClusterState:
 
     def frag_of(self, nodes) -> np.ndarray:
         """F of the nodes ``nodes`` computed afresh from their current free CPU
-        and GPUs (milli-GPU, see :meth:`FragModel.frag`); needs a frag model."""
+        and GPUs (milli-GPU, see `FragModel.frag`); needs a frag model."""
         return self.fm.frag(self.cpu_free[nodes], self.gfree[nodes], self.valid[nodes],
                             self.type_ok[nodes])
 
@@ -421,7 +421,7 @@ class ClusterState:
         self._changed(n)
 
     def remove(self, n: int, gpus: Sequence[int], pod: Pod, *, untag: bool = False) -> None:
-        """Undo :meth:`apply`.  The GpuClustering tags are left as they are
+        """Undo `apply`.  The GpuClustering tags are left as they are
         (the online experiment's rule), or with ``untag`` a tag no pod on the
         node holds any more is cleared (the state then equals one that never
         saw the pod)."""
@@ -462,11 +462,12 @@ class Policy:
     feasible node of highest score, ties to the smallest rank.  Two ways to
     find it, with the same answer:
 
-    * :meth:`select` (used by :func:`place`): an incremental
-      :class:`~alloc.solvers.fgd.index.ScoreIndex` per pod kind, updated only
+    * `select` (used by [`place`][alloc.solvers.antman.scheduler.State.place]): an incremental
+      `ScoreIndex` per pod kind, updated only
       on the nodes changed since the kind last arrived;
-    * :meth:`choose` over an explicit feasibility mask (O(N); used when a
-      choice is restricted, e.g. by :class:`MoveSimulator`).
+    * [`choose`][alloc.solvers.antman.scheduler.choose] over an explicit feasibility mask (O(N);
+      used when a
+      choice is restricted, e.g. by `MoveSimulator`).
     """
     name = "base"
     per_gpu = False           # node_scores also chooses the GPU of a shared pod
@@ -539,7 +540,7 @@ class Policy:
     def gpus_of(self, state, pod, ent, n, slot):
         """(node, GPU list) for the index hit ``(n, slot)``: the GPU kept in
         the entry for a shared pod of a per-GPU policy, else
-        :meth:`ClusterState.best_fit_gpus`."""
+        `ClusterState.best_fit_gpus`."""
         if pod.shared and ent.gpu is not None:
             return n, [int(ent.gpu[slot])]
         return n, state.best_fit_gpus(n, pod)
@@ -652,7 +653,7 @@ class BestFitPolicy(Policy):
 class _Cached(Policy):
     """Scores that depend only on a node's own state and the pod key are
     cached per key and recomputed only for nodes changed since (for
-    :meth:`choose`; :meth:`select` uses the score index)."""
+    [`choose`][alloc.solvers.antman.scheduler.choose]; `select` uses the score index)."""
     per_gpu = True
 
     def make_index(self, state):
@@ -696,7 +697,7 @@ class _Cached(Policy):
     def new_frag(self, state, pod, idx):
         """(F after placing on each node, per-GPU F for shared pods or None).
 
-        From the node's kept counts (:meth:`ClusterState.frag_counts`): a
+        From the node's kept counts (`ClusterState.frag_counts`): a
         whole-GPU pod turns ``q = min(k, fully free)`` GPUs from 1000 free to
         0 (``cnt_t`` drops by q for ``m_t > 0``, ``a_t`` unchanged); a shared
         pod is scored once per distinct (node, free share) among the GPUs
@@ -729,7 +730,7 @@ class FGDPolicy(_Cached):
     ``f_i - m``; ``s_i = int(100*sigmoid((F(n) - F(n'))/1000))``; the node
     score is ``max_i s_i`` and the GPU the first i reaching it.  Other pods:
     n' = n minus c and minus k fully free GPUs, ``s = int(100*sigmoid(dF/1000))``.
-    F is the typical-pod fragmentation of :class:`FragModel`."""
+    F is the typical-pod fragmentation of `FragModel`."""
     name = "fgd"
 
     def node_scores(self, state, pod, idx):
@@ -763,7 +764,7 @@ def hole_values(sizes: Sequence[int], prices: Sequence[float], cap: int = MILLI)
 def share_prices(sizes: Sequence[int], demand: Sequence[float], cap: int = MILLI,
                  max_rounds: int = 500, *, deadline: Deadline | None):
     """Optimal dual prices ``y_s`` of the bin-packing LP (Gilmore-Gomory) for a
-    share mix, and the hole values ``V`` they induce (:func:`hole_values`).
+    share mix, and the hole values ``V`` they induce (`hole_values`).
 
         min sum_P x_P   s.t.  sum_P a_sP x_P >= d_s  (each share size s),  x >= 0
 
@@ -843,7 +844,7 @@ class FGDLookaheadPolicy(_Cached):
     shares pack over the whole run is a bin-packing question.  Let ``d_s`` be
     the typical pods' popularity of share size s (k = 1, m < 1000) and ``y_s``
     the optimal dual prices of the bin-packing LP for that mix
-    (:func:`share_prices`: the fraction of a GPU a share of size s is worth;
+    (`share_prices`: the fraction of a GPU a share of size s is worth;
     on openb ``default`` ``y_810 = 1``, ``y_650 = 2/3``, ``y_470 = 1/2``,
     ``y_320 = 1/3``, ``y_230 = 1/4``, ``y_160 = 0``).  A free share f is worth
     ``V(f) = max {sum n_s y_s : sum n_s s <= f}``, and putting share m on a GPU
@@ -1046,7 +1047,7 @@ def make_policy(name: str, seed: int = 0, **kw) -> Policy:
     Parameters
     ----------
     name : str
-        A key of :data:`POLICIES` (``random``, ``dotprod``,
+        A key of `POLICIES` (``random``, ``dotprod``,
         ``gpu-clustering``, ``gpu-packing``, ``best-fit``, ``fgd``,
         ``fgd-lookahead``).
     seed : int
@@ -1081,7 +1082,8 @@ def place(state: ClusterState, policy: Policy, pod: Pod):
 
 
 def place_scan(state: ClusterState, policy: Policy, pod: Pod):
-    """:func:`place` by a full O(N) scan (feasibility mask and :meth:`Policy.choose`)."""
+    """[`place`][alloc.solvers.antman.scheduler.State.place] by a full O(N) scan (feasibility mask
+and `Policy.choose`)."""
     feas = state.feasible(pod)
     if not feas.any():
         return None
@@ -1111,7 +1113,7 @@ def simulate(state: ClusterState, policy: Policy, pods: Sequence[Pod], *,
 class MoveSimulator:
     """Online placement that may *move* up to ``max_moves`` placed pods.
 
-    Pods are placed by ``policy`` as in :func:`simulate`.  When a single-GPU
+    Pods are placed by ``policy`` as in `simulate`.  When a single-GPU
     pod P (shared or whole) fits nowhere and moves are left, we look for a GPU
     (n, i) holding a set Q of at most ``max_group`` shared pods (no more than
     the moves left) such that after taking Q off, node n can host P on GPU i
@@ -1258,7 +1260,7 @@ class MoveSimulator:
 
 def simulate_moves(state: ClusterState, policy: Policy, pods: Sequence[Pod], max_moves: int,
                    *, record_frag: bool = True):
-    """:func:`simulate` with up to ``max_moves`` moves (see :class:`MoveSimulator`).
+    """`simulate` with up to ``max_moves`` moves (see `MoveSimulator`).
     Returns (placements, used, frag, moves) where ``moves[i]`` is the number of
     moves made up to attempt i."""
     sim = MoveSimulator(state, policy, max_moves)

@@ -3,20 +3,22 @@
 Placing one pod changes one node, so a policy's node scores for a given pod
 kind (a pod's ``c, mem, k, m, types``: everything its score and feasibility
 depend on) change only on the nodes changed since that kind last arrived.
-:class:`ScoreIndex` keeps, per pod kind, one integer per node and a maximum
+`ScoreIndex` keeps, per pod kind, one integer per node and a maximum
 (or a count) per block of ``B`` consecutive nodes, and brings a kind up to
 date from the state's change log when the kind arrives.  A query is then an
 argmax over ``N / B`` block maxima and one block, so the cost of a pod is
 ``O(changes + N / B + B)`` instead of ``O(N)``.
 
-Value of node n for pod kind p (deterministic policies)::
+Value of node n for pod kind p (deterministic policies):
 
-    v(n) = (score_p(n) + OFF) * SH + (SH - 1 - pos(n))   if n is feasible for p
-         = -1                                           otherwise
+```python
+v(n) = (score_p(n) + OFF) * SH + (SH - 1 - pos(n))   if n is feasible for p
+     = -1                                           otherwise
+```
 
 with ``pos(n)`` the node's position in ascending (rank, index) order, so the
 largest ``v`` is the highest score with ties to the smallest rank, exactly the
-rule of :meth:`alloc.solvers.fgd.engine.ClusterState.pick`.  Nodes may be
+rule of `alloc.solvers.fgd.engine.ClusterState.pick`.  Nodes may be
 split into *groups* (contiguous ranges of blocks, each sorted by rank) so that
 a query can be restricted to some groups.  For the random policy the value is
 1 for a feasible node (positions in node order) and a block keeps the count,
@@ -49,7 +51,7 @@ class Entry:
 
 
 class ScoreIndex:
-    """Per pod kind node values over one :class:`ClusterState` (see the module notes).
+    """Per pod kind node values over one `ClusterState` (see the module notes).
 
     Parameters
     ----------

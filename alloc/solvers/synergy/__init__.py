@@ -4,7 +4,7 @@
 * ``synergy-tune`` -- best case, else proportional, else reclaim peers' excess;
 * ``synergy-opt`` -- the joint problem with the fairness floor, exact.
 
-See :mod:`alloc.solvers.synergy.allocators`.
+See `alloc.solvers.synergy.allocators`.
 """
 from ...options import Option
 from ...registry import declare

@@ -8,7 +8,7 @@ Backends (option ``backend``):
 
 ``"cpsat"`` / ``"milp"``
     The exact family's configuration model on the floor-restricted problem
-    (:mod:`alloc.solvers.exact`), the default when every job need not be placed.
+    ([`alloc.solvers.exact`][alloc.solvers.exact]), the default when every job need not be placed.
 ``"aggregated"``
     A direct model (the default with ``place_all``): identical jobs form types
     ``t`` with counts ``N_t``; integer ``y_tos`` = jobs of type t at option o
@@ -16,11 +16,11 @@ Backends (option ``backend``):
     = GPU slices on s (each uses ``ceil(c_o / n)`` CPU and ``ceil(m_o / n)``
     memory) with ``sum_{s of GPU type tau} z_tos = n_t w_{to tau}``;
 
-    .. math::
-
-        \max \sum v_{tos} y_{tos} + \sum v^{sp}_{to\tau} w_{to\tau}
-        \ \text{s.t.}\ \sum_o \big(\sum_s y_{tos} + \sum_\tau w_{to\tau}\big) \le N_t
-        \ (= N_t \text{ with place\_all}),
+    $$
+    \max \sum v_{tos} y_{tos} + \sum v^{sp}_{to\tau} w_{to\tau}
+    \ \text{s.t.}\ \sum_o \big(\sum_s y_{tos} + \sum_\tau w_{to\tau}\big) \le N_t
+    \ (= N_t \text{ with place\_all}),
+    $$
 
     per server GPUs, CPU and memory within capacity; shared jobs bin-packed
     into GPUs (``h_sk`` = GPU k of s holds shares, ``u_{tosk}`` shares of type t

@@ -1,11 +1,11 @@
 """Packing states for Synergy's allocators.
 
-:class:`ProblemPacker` works over a compiled :class:`~alloc.problem.Problem`
+`ProblemPacker` works over a compiled [`Problem`][alloc.problem.Problem]
 (GPU types, sharing, CPU-only jobs, running jobs kept in place) on the greedy
 state and its server index (no scan of every server per job);
-:class:`FastPacker` over identical-GPU servers with whole-GPU jobs only (the
+`FastPacker` over identical-GPU servers with whole-GPU jobs only (the
 simulator's hot path: servers bucketed by free GPU count).  Both expose the
-same methods to :mod:`alloc.solvers.synergy.tune`.
+same methods to `alloc.solvers.synergy.tune`.
 """
 from __future__ import annotations
 
@@ -21,14 +21,15 @@ from ..common.index import GPUS, WHOLE, Finder, Shape
 
 
 class ProblemPacker:
-    """Packing state over a compiled :class:`Problem` (wraps the greedy
-    :class:`State` and its server index; handles GPU types, sharing, CPU-only
+    """Packing state over a compiled [`Problem`][alloc.problem.Problem] (wraps the greedy
+    [`State`][alloc.solvers.antman.scheduler.State] and its server index; handles GPU types,
+    sharing, CPU-only
     jobs).
 
-    :meth:`fit` without a server list asks the index for the feasible server
-    with the fewest free milli-GPU (``gpus`` rule).  When :attr:`capped` is
+    `fit` without a server list asks the index for the feasible server
+    with the fewest free milli-GPU (``gpus`` rule).  When `capped` is
     set (Synergy TUNE), it counts per server the jobs placed here whose
-    option could still be reverted to a cheaper one (:meth:`soft_targets`)."""
+    option could still be reverted to a cheaper one (`soft_targets`)."""
 
     def __init__(self, problem: Problem):
         self.p = problem
@@ -49,7 +50,8 @@ class ProblemPacker:
 
     def free_milli(self) -> int:
         """Free milli-GPU over the whole cluster (kept up to date by
-        :meth:`place` and :meth:`remove`)."""
+        [`place`][alloc.solvers.antman.scheduler.State.place] and
+        [`remove`][alloc.solvers.antman.scheduler.State.remove])."""
         return self._free_milli
 
     def n(self, j: int) -> int:
@@ -134,7 +136,7 @@ class ProblemPacker:
 
     def place(self, j: int, o: int, a: Assign) -> None:
         """Place job j at option o with assignment ``a``; the server job sets,
-        the revertible counts (:attr:`soft`) and the free milli-GPU follow."""
+        the revertible counts (`soft`) and the free milli-GPU follow."""
         self.st.place(j, a, o)
         soft = self._revertible(j, o)
         for s, _ in a.cpu:
@@ -145,7 +147,7 @@ class ProblemPacker:
 
     def remove(self, j: int) -> tuple[int, Assign]:
         """Take job j off; returns its option index and assignment (for
-        :meth:`place` to put it back)."""
+        [`place`][alloc.solvers.antman.scheduler.State.place] to put it back)."""
         o = self.st.option[j]
         soft = self._revertible(j, o)
         a = self.st.remove(j)
@@ -252,7 +254,7 @@ def spread_cover(order, need: int) -> list[tuple[int, int]] | None:
 
 class FastPacker:
     """Packing state over identical-GPU servers with whole-GPU jobs only (the
-    simulator's hot path).  Jobs are registered with :meth:`add_job`."""
+    simulator's hot path).  Jobs are registered with `add_job`."""
 
     def __init__(self, gpus: Sequence[int], cpu: Sequence[int], mem: Sequence[int],
                  span: bool = True):
@@ -405,7 +407,7 @@ class FastPacker:
         return parts
 
     def place(self, j: int, o: int, parts) -> None:
-        """Place job j at option o on ``parts`` (as returned by :meth:`fit`);
+        """Place job j at option o on ``parts`` (as returned by `fit`);
         the servers' free capacities and GPU buckets follow."""
         fg, b = self.fg, self.bucket
         for s, k, c, m in parts:
@@ -421,7 +423,7 @@ class FastPacker:
         self.opt[j] = o
 
     def greedy(self, order: Iterable[int], choose) -> None:
-        """:func:`greedy_core` on this packer (same result, fewer calls)."""
+        """`greedy_core` on this packer (same result, fewer calls)."""
         n_of, opts, b, maxg = self._n, self.opts, self.bucket, self._maxg
         fc, fm = self.fc, self.fm
         for j in order:
@@ -445,8 +447,9 @@ class FastPacker:
                 self.place(j, o, h)
 
     def remove(self, j: int):
-        """Take job j off; returns its option index and parts (for :meth:`place`
-        or :meth:`refit_same`)."""
+        """Take job j off; returns its option index and parts (for
+[`place`][alloc.solvers.antman.scheduler.State.place]
+        or `refit_same`)."""
         parts = self.parts.pop(j)
         o = self.opt.pop(j)
         for s, k, c, m in parts:
@@ -481,7 +484,7 @@ class FastPacker:
     def targets(self, j: int) -> list[list[tuple[int, int]]]:
         """Every reclaim target of job j: each server with at least its GPU
         count free, fewest free GPUs first (then index), as ``[(server, n)]``,
-        then for a job of two GPUs or more the cover of :func:`spread_cover`
+        then for a job of two GPUs or more the cover of `spread_cover`
         over the servers with free GPUs, fewest first."""
         n = self._n[j]
         fg = self.fg

@@ -25,7 +25,7 @@ Jobs arrive in the scheduler's rank order; every allocation is one round.
     Every placed job's option satisfies ``b_jo >= b_j0``, so it runs at least at
     its GPU-proportional speed.  Running jobs kept in place are never reverted.
 
-On a compiled problem (:class:`~alloc.solvers.synergy.packers.ProblemPacker`)
+On a compiled problem (`ProblemPacker`)
 the feasible server with the fewest free GPUs comes from the server index
 (`alloc.solvers.common.index`), and step 3 visits, in the same order,
 only the targets where reverting can change something: servers holding a job
@@ -168,7 +168,7 @@ def _targets(P, j: int, mode: str):
     """The reclaim targets of job j for ``mode`` in the order of
     ``P.targets(j)`` (one server each for "one", the cover for "spread").
 
-    Over the server index (:meth:`ProblemPacker.soft_targets`) only targets
+    Over the server index (`ProblemPacker.soft_targets`) only targets
     where reclaiming can change something are visited: fair did not fit on
     any single server just before, so a target whose placed jobs cannot be
     reverted and whose capacity has not grown since is left as it is and

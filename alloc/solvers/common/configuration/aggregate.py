@@ -9,7 +9,8 @@ offset ``k`` to server s's local GPU.  A GPU is *full* (1000 milli free:
 usable by whole-GPU items and shared ones), *partial* (shared items only, up
 to its free milli) or used up.
 
-Job types are the pending jobs grouped by :func:`alloc.problem.job_type_key`.
+Job types are the pending jobs grouped by
+[`alloc.problem.job_type_key`][alloc.problem.job_type_key].
 An *item* of class ``c`` is either a *whole* item ``(t, o)`` -- one job of type
 ``t`` at option ``o`` on one server -- or a *unit* item -- one GPU of a job of a
 spreadable type (whole GPUs, ``g_t >= 2``, no locality or rack locality) with

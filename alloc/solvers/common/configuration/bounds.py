@@ -4,15 +4,17 @@ Each server class (or, with ``pool="all"``, the whole cluster -- Synergy's
 big machine) becomes one machine with the summed free capacity of its
 ``n_c`` servers; item variables ``y_i >= 0`` are continuous:
 
-.. math::
-
-    \max \sum_i v_i y_i + \sum_{tok} v^{sp}_{tok} x_{tok}
-    \quad\text{s.t.}\quad
-    \sum_i cpu_i y_i \le n_c C_c,\ \sum_i mem_i y_i \le n_c M_c,\
-    \sum_{i\ whole} g_i y_i + \sum_{units} y \le n_c G_c,\\
-    \sum_i (1000 g_i + milli_i) y_i \le n_c (1000 G_c + \textstyle\sum_q f_q),\
-    \sum_{o,c} y_{(t,o),c} + \sum x_{to\cdot} \le N_t\ (= N_t \text{ with place\_all}),\
-    g_t x_{tok} \le \sum_{c\in k} y_{unit(t,o),c}
+$$
+\begin{aligned}
+\max \sum_i v_i y_i + \sum_{tok} v^{sp}_{tok} x_{tok}
+\quad\text{s.t.}\quad
+\sum_i cpu_i y_i \le n_c C_c,\ \sum_i mem_i y_i \le n_c M_c,\
+\sum_{i\ whole} g_i y_i + \sum_{units} y \le n_c G_c,\\
+\sum_i (1000 g_i + milli_i) y_i \le n_c (1000 G_c + \textstyle\sum_q f_q),\
+\sum_{o,c} y_{(t,o),c} + \sum x_{to\cdot} \le N_t\ (= N_t \text{ with place\_all}),\
+g_t x_{tok} \le \sum_{c\in k} y_{unit(t,o),c}
+\end{aligned}
+$$
 
 Spread GPUs use their exact fractional share of CPU and memory.  Every
 placement maps to a feasible point (count items per class), so the optimum is

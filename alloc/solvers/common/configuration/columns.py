@@ -1,7 +1,7 @@
 """Between concrete assignments and the aggregate: a solution's columns, and
 the assignments of a master solution.
 
-:func:`decode` lays ``z_cp`` copies of each pattern on the servers of class
+`decode` lays ``z_cp`` copies of each pattern on the servers of class
 ``c`` in index order (canonical offsets mapped to each server's GPUs); whole
 items take their type's jobs in rank order; the unit slots of a spread group
 are cut into runs of ``g_t`` (same server first) for the ``x_tok`` spread jobs.

@@ -4,13 +4,15 @@ Integer master over a pool of patterns (``z_cp`` servers of class ``c`` loaded
 with pattern ``p``; ``x_tok`` jobs of type ``t`` at option ``o`` spread over
 group ``k``):
 
-.. math::
-
-    \max\ & \sum_{c,p} val_p\, z_{cp} + \sum_{t,o,k} v^{sp}_{tok}\, x_{tok} \\
-    \text{s.t. } & \sum_p z_{cp} \le n_c                    && (\mu_c)\\
-    & \sum_{c,p,o} a_{p,(t,o)}\, z_{cp} + \sum_{o,k} x_{tok} \le N_t   && (\pi_t)\\
-    & g_t\, x_{tok} - \sum_{c \in k, p} a_{p,unit(t,o)}\, z_{cp} \le 0  && (\rho_{tok})\\
-    & z_{cp}, x_{tok} \in \mathbb{Z}_{\ge 0}
+$$
+\begin{aligned}
+\max\ & \sum_{c,p} val_p\, z_{cp} + \sum_{t,o,k} v^{sp}_{tok}\, x_{tok} \\
+\text{s.t. } & \sum_p z_{cp} \le n_c                    && (\mu_c)\\
+& \sum_{c,p,o} a_{p,(t,o)}\, z_{cp} + \sum_{o,k} x_{tok} \le N_t   && (\pi_t)\\
+& g_t\, x_{tok} - \sum_{c \in k, p} a_{p,unit(t,o)}\, z_{cp} \le 0  && (\rho_{tok})\\
+& z_{cp}, x_{tok} \in \mathbb{Z}_{\ge 0}
+\end{aligned}
+$$
 
 Column generation solves the LP relaxation over the pool and prices new
 patterns per class with a small integer program (the pattern rows of

@@ -1,15 +1,17 @@
 r"""Patterns: which item multisets fit one server of a class, and where.
 
-Feasibility rows (:func:`server_rows`, used by pricing and exact layouts) for
+Feasibility rows (`server_rows`, used by pricing and exact layouts) for
 item counts ``a_i`` on a server of class ``c`` with free CPU ``C``, memory
 ``M``, ``G`` full GPUs and partial GPUs ``q`` with ``f_q`` milli free:
 
-.. math::
-
-    \sum_i cpu_i a_i \le C,\quad \sum_i mem_i a_i \le M,\quad
-    \sum_{i\ whole} g_i a_i + \sum_k u_k \le G,\\
-    \sum_i milli_i b_{ik} \le 1000 u_k\ \ (k \text{ a full GPU used for shares}),\quad
-    \sum_i milli_i b_{iq} \le f_q,\quad \sum_k b_{ik} + \sum_q b_{iq} = a_i\ (i\ shared),
+$$
+\begin{aligned}
+\sum_i cpu_i a_i \le C,\quad \sum_i mem_i a_i \le M,\quad
+\sum_{i\ whole} g_i a_i + \sum_k u_k \le G,\\
+\sum_i milli_i b_{ik} \le 1000 u_k\ \ (k \text{ a full GPU used for shares}),\quad
+\sum_i milli_i b_{iq} \le f_q,\quad \sum_k b_{ik} + \sum_q b_{iq} = a_i\ (i\ shared),
+\end{aligned}
+$$
 
 and, for items whose locality is a switch or a socket, per-node counts
 ``r_{id}`` with ``sum_d r_id = a_i`` and ``sum_i g_i r_id <= full GPUs of d``
@@ -260,7 +262,7 @@ def _layout_from(agg: Aggregate, c: int, counts, info, x):
 
 def make_pattern(agg: Aggregate, c: int, counts: dict[int, int], lay=None,
                  engine: Backend | None = None, deadline: Deadline | None = None) -> Pattern | None:
-    """The :class:`Pattern` of ``counts`` (a layout is found when not given;
+    """The `Pattern` of ``counts`` (a layout is found when not given;
     None when the items do not fit)."""
     counts = {i: n for i, n in counts.items() if n > 0}
     if lay is None:

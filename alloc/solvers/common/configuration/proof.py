@@ -3,10 +3,10 @@ r"""The proof: reduced-cost enumeration against descending targets.
 With the duals ``y`` of a converged column generation and its Lagrangian
 bound ``L`` (= the LP), any integer solution has
 
-.. math::
-
-    \mathrm{value} = y^\top A z + \sum_p rc_p z_p
-    \le L - y^\top \mathrm{slack} + \sum_{rc_p < 0} rc_p z_p,
+$$
+\mathrm{value} = y^\top A z + \sum_p rc_p z_p
+\le L - y^\top \mathrm{slack} + \sum_{rc_p < 0} rc_p z_p,
+$$
 
 so a solution worth ``>= T`` uses only patterns with ``rc_p >= T - L``, at
 most ``(L - T) / -rc_p`` copies of each, and leaves row slack at most

@@ -2,32 +2,32 @@ r"""Decoding a solution of the tenancy model into placements.
 
 The model counts cells and GPUs per server; a decode chooses the physical
 cells and GPUs.  Both decoders place cells with the one cell-placing model of
-:func:`alloc.tenancy.cell_placement_model`.
+[`alloc.tenancy.cell_placement_model`][alloc.tenancy.cell_placement_model].
 
-**Exact, server by server** (:func:`decode_exact`).  On each server s a small
+**Exact, server by server** (`decode_exact`).  On each server s a small
 model extends the cell-placing model of the model's counts c[v,l] on s (cells
 y[v,n], covering the GPUs of kept guaranteed jobs, disjoint, none on a GPU of
 a bound rack cell) with the whole-GPU jobs J_s the model put there, the kept
 opportunistic jobs r on s that may give way (k[r] = 1: r stays) and GPU sets
 z[j,S] in {0,1} (S a set of n_j free GPUs obeying j's locality):
 
-.. math::
+$$
+\sum_S z_{jS} \le 1,\quad
+\sum_{j, S \ni g} z_{jS} + k_r \le 1 \ (g \in G_r),\quad
+z_{jS} \le \sum_{n \ni g} y_{v_j n} \ (g \in S,\ j \text{ guaranteed of } v_j),
 
-    \sum_S z_{jS} \le 1,\quad
-    \sum_{j, S \ni g} z_{jS} + k_r \le 1 \ (g \in G_r),\quad
-    z_{jS} \le \sum_{n \ni g} y_{v_j n} \ (g \in S,\ j \text{ guaranteed of } v_j),
+1 - k_r \le \sum \{z_{jS} : j \text{ outranks } r\},\qquad
+\sum n_j z_{jS} + \sum |G_r| k_r \le \text{free GPUs} - \text{reserve},
+$$
 
-    1 - k_r \le \sum \{z_{jS} : j \text{ outranks } r\},\qquad
-    \sum n_j z_{jS} + \sum |G_r| k_r \le \text{free GPUs} - \text{reserve},
-
-maximising :math:`\sum val(j,S)\, z_{jS} + \sum w_r k_r` (val: the real value
+maximising $\sum val(j,S)\, z_{jS} + \sum w_r k_r$ (val: the real value
 of the placement, span factor included).  Kept jobs, the chosen GPU sets,
 the shared and CPU-only jobs on their model server, spread jobs on the
 servers holding their pool's units, then every job left over anywhere, and
 finally every other pending job that still fits (no victims) go through the
 engine.
 
-**Replay** (:func:`decode_replay`).  Physical cells realising every count
+**Replay** (`decode_replay`).  Physical cells realising every count
 (the cell-placing model over all servers, fewest busy GPUs) are bound, kept
 jobs put back, then each placed job goes on its model server (spread jobs on
 their units' servers) through the ``hived`` engine, a job that does not fit
@@ -36,9 +36,9 @@ kept jobs are restored with an inferred binding and the counts bound next to
 the tenant's cells (``"cells"``), or the engine binds cells itself in buddy
 order (``"buddy"``).
 
-A decoded state is polished (:func:`polish`: a new multi-GPU job whose span
+A decoded state is polished (`polish`: a new multi-GPU job whose span
 factor falls short of its server's best is re-placed where the engine gives
-it more) and checked by the caller (:func:`binding_ok`, :func:`victims_ok`);
+it more) and checked by the caller (`binding_ok`, `victims_ok`);
 ``misses`` counts model placements it did not realise.
 """
 from __future__ import annotations
@@ -153,7 +153,7 @@ def server_plan(p: Problem, eng: Engine, s: int, counts, jobs_on, busy, optional
                 reserve: int, vcache: dict, size: dict, deadline, units: dict | None = None):
     """The exact placement inside server s (module notes); ``reserve`` GPUs
     stay free for shared jobs and spread units, ``units[v]`` of them inside
-    tenant v's cells, and for jobs with more than :data:`MAX_SETS` GPU sets
+    tenant v's cells, and for jobs with more than `MAX_SETS` GPU sets
     (the engine places them afterwards).  Returns ``([(node, tenant)], {job:
     GPUs}, {kept optional jobs})`` or None (infeasible or out of time)."""
     cm = cell_placement_model(eng.tree, server_requests(eng, s, counts), cover, fixed,

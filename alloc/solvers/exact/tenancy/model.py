@@ -1,12 +1,14 @@
 r"""The tenancy model: allocation under HiveD tenancy as one
-:class:`alloc.kernel.LinearModel` (every constraint linear, every variable
-integer), built step by step by :func:`build_model`.
+[`alloc.kernel.LinearModel`][alloc.kernel.model.LinearModel] (every constraint linear, every
+variable
+integer), built step by step by `build_model`.
 
 Sets: servers s (GPUs G_s, CPU C_s, memory M_s, type t_s); *entries* k of
 identical pending jobs (same shape, tenant, priority, weight, profile; n_k
 members) -- an elastic job has one entry per size it may take (every size in
 [min_gpus, max_gpus], sharing the group's members); running jobs r one by one;
-tenants v with c[v,t,l] cells of size z[t,l] (:func:`alloc.tenancy.cell_size`).
+tenants v with c[v,t,l] cells of size z[t,l]
+([`alloc.tenancy.cell_size`][alloc.tenancy.cell_size]).
 
 Variables (all integer):
 
@@ -45,9 +47,9 @@ plus the cover of kept guaranteed jobs by cell positions, the fragmentation of
 switch / socket nodes by node-filling jobs and, without tenants, an order on
 identical idle servers (see the step functions).  Sub-server packing is
 relaxed to counts, so the model relaxes the instance except where
-:func:`restrictions` says otherwise.
+`restrictions` says otherwise.
 
-Objective (scaled to integers by :data:`SCALE`):
+Objective (scaled to integers by `SCALE`):
 
     sum v[k,s] x[k,s] + sum v^sp[k,d] y[k,d] + sum v_r keep[r]
       + sum (v[r,s] - c_mv) mv[r,s] + sum (v^sp - c_mv) ms[r,d] - c_pre sum pre[r]
@@ -205,7 +207,7 @@ class TenancyModel:
     Attributes
     ----------
     m : LinearModel
-        The model (phase-2 objective set by :func:`build_model`).
+        The model (phase-2 objective set by `build_model`).
     x, y, units, keep, mv, ms, pre, cells : dict
         Columns: ``x[(k, s)]``, ``y[(k, d)]``, ``units[(pool, s)]``,
         ``keep[r]``, ``mv[(r, s)]``, ``ms[(r, d)]``, ``pre[r]``,
@@ -737,7 +739,7 @@ def add_positions(tm: TenancyModel) -> None:
 
 def _place_cells(tm: TenancyModel, s: int, v: str, rs, on_gpu: dict, own: dict) -> None:
     """Position columns y[v,n] of v's per-server cells on s and the w columns
-    of kept jobs inside them (see :func:`add_positions`)."""
+    of kept jobs inside them (see `add_positions`)."""
     p, tree, m = tm.p, tm.tree, tm.m
     jobs = p.jobs
     for lvl in sorted({lv for (v2, lv, where) in tm.cells
@@ -863,7 +865,7 @@ def add_objective(tm: TenancyModel) -> None:
 
 
 def restrictions(tm: TenancyModel, floor: bool) -> list[str]:
-    """The restrictions of :data:`RESTRICTIONS` that cut this instance (empty:
+    """The restrictions of `RESTRICTIONS` that cut this instance (empty:
     the model relaxes the instance, its bound is the instance's): the
     guaranteed-work floor, a job placed at its request that has another
     CPU/memory point the objective values or that asks less CPU or memory

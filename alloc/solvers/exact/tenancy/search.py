@@ -1,21 +1,21 @@
-r"""Search on the tenancy model through :mod:`alloc.kernel`: fixing variables
+r"""Search on the tenancy model through [`alloc.kernel`][alloc.kernel]: fixing variables
 on a copy of a model, completing a partial hint, and the large-neighbourhood
 search.
 
-Fixing.  :func:`restrict` returns the model with some columns fixed at given
-values as a smaller :class:`~alloc.kernel.LinearModel` over the free columns
+Fixing.  `restrict` returns the model with some columns fixed at given
+values as a smaller [`LinearModel`][alloc.kernel.model.LinearModel] over the free columns
 only: each row's bounds are shifted by the fixed part,
 
-.. math::
-
-    \ell - A_F x_F \le A_R x_R \le u - A_F x_F ,
+$$
+\ell - A_F x_F \le A_R x_R \le u - A_F x_F ,
+$$
 
 rows without a free column are checked and dropped, and the objective keeps
 the fixed part as a constant.  (Solving it is the same as solving the whole
 model with those variables' bounds fixed; only the small model is handed to
 the engine.)
 
-Large-neighbourhood search (:func:`neighbourhood_search`).  From the
+Large-neighbourhood search (`neighbourhood_search`).  From the
 incumbent, the columns of all but k servers (placements, kept jobs, moves,
 units, cell counts and auxiliary columns on them; rack cells always) are
 fixed, the rest is re-solved by the engine (at most 2 s, from the incumbent)
@@ -24,7 +24,7 @@ third of the time, when tenants own rack cells) whole random racks, whose
 rack cells are freed too (otherwise they never move); or (a third, when there
 are tenants) half of them among the servers where one random tenant holds
 cells, so that its cells can move.  k starts at ``min(8, S/4)``; it shrinks
-by :data:`GROW` after a neighbourhood not proven in time and grows back (to
+by `GROW` after a neighbourhood not proven in time and grows back (to
 the start at most) after one proven within a quarter of its time.  The
 search's bounds are never reported (they hold only for the neighbourhood).
 """

@@ -2,10 +2,10 @@ r"""The tenancy model solved exactly: ``solve_tenancy`` (the ``cpsat-tenancy``
 solver, and the exact family's solvers on tenancy input).
 
 The model is `alloc.solvers.exact.tenancy.model` (one
-:class:`~alloc.kernel.LinearModel`); every solve goes through
-:func:`alloc.kernel.solve` with the engine the caller names (``"cpsat"``,
+[`LinearModel`][alloc.kernel.model.LinearModel]); every solve goes through
+[`alloc.kernel.solve`][alloc.kernel.solve] with the engine the caller names (``"cpsat"``,
 ``"highs"`` or ``"cbc"``), and every phase takes its share of the caller's
-:class:`~alloc.deadline.Deadline`:
+[`Deadline`][alloc.deadline.Deadline]:
 
 1. **Warm starts** (`alloc.solvers.exact.tenancy.warm.warm_starts`): ``hived``
    (up to 80 % of the time: it normally needs far less, and when it does not
@@ -21,9 +21,9 @@ The model is `alloc.solvers.exact.tenancy.model` (one
    guaranteed jobs (HiveD's guarantee: a tenant's jobs within its cells are
    served, preempting opportunistic work) and fix the optimum as a floor.  It
    is proven without a solve when the hint reaches the trivial bound
-   :math:`\sum_v \min(\text{cell GPUs of } v, \text{guaranteed demand of } v)`.
+   $\sum_v \min(\text{cell GPUs of } v, \text{guaranteed demand of } v)$.
 5. **Bound**: the LP relaxation of the phase-2 model by the kernel's HiGHS
-   (:func:`alloc.kernel.solve_lp`; the floor row relaxed when phase 1 is not
+   ([`alloc.kernel.solve_lp`][alloc.kernel.solve_lp]; the floor row relaxed when phase 1 is not
    proven) and the engine's own bound; the smaller is reported.
 6. **Phase 2**: maximise the objective (never below the hint's value).  On
    large models (more than 100 jobs, 8+ servers) a quarter of the time goes to
@@ -436,7 +436,7 @@ def decode_best(tm: TenancyModel, incumbents, model_proven: bool, chosen: Chosen
 
 def result(p: Problem, tm: TenancyModel | None, chosen: Chosen, score, running, stats: dict,
            bound: float | None, floor, pcost: float, inst: float | None = None) -> Solution:
-    """The :class:`~alloc.problem.Solution` of the chosen answer (module
+    """The [`Solution`][alloc.problem.Solution] of the chosen answer (module
     notes: status, bound, restrictions, penalties).  ``inst``: a bound of
     the instance where the model restricts it (`instance_bound`)."""
     eng = chosen.eng

@@ -9,12 +9,12 @@ value per GPU (a guaranteed job preempting opportunistic jobs only, so no
 valuable guaranteed job is displaced), then opportunistic ones; and puts the
 set-aside jobs back where they ran if their room is still free.  A new cell is
 the candidate whose victims, then resident jobs, are worth least
-(:class:`LossAwareEngine`), where ``hived`` takes the first buddy candidate
+(`LossAwareEngine`), where ``hived`` takes the first buddy candidate
 that fits; and a job is spread over servers only when it is wider than every
 server (a spread job is worth less and ties GPUs of several servers, which
 the model's neighbourhood search then rarely undoes).
 
-:func:`hint_values` reads an engine state as model values: x / y / units for
+`hint_values` reads an engine state as model values: x / y / units for
 the placed pending jobs, keep / moves for the running ones, and the cell
 counts after every remaining virtual cell is bound in buddy order (which keeps
 safety; undone afterwards through the engine's checkpoint).
@@ -45,7 +45,7 @@ class LossAwareEngine(Engine):
     spread: bool = True
 
     def pick_spread(self, j, n, mask, level, servers):
-        """As :meth:`Engine.pick_spread`; with ``spread`` off, None for a job of
+        """As `Engine.pick_spread`; with ``spread`` off, None for a job of
         n GPUs that the largest server it may use could hold (only jobs
         wider than every such server are spread)."""
         if not self.spread and n <= self.widest(j):
@@ -61,7 +61,7 @@ class LossAwareEngine(Engine):
         return cache[j]
 
     def bind_and_place(self, j, n, tmask, level, preempted):
-        """As :meth:`Engine.bind_and_place`; with ``loss`` set, first the new
+        """As `Engine.bind_and_place`; with ``loss`` set, first the new
         cell minimising (value lost by its victims, their number, value of
         the jobs resident in it, out of buddy order, size), bound if buddy
         order or sharing safety allows it, before the engine's own order."""
