@@ -36,6 +36,20 @@ def test_running_cpu_only_job_with_nothing_keeps_its_place(solver):
     assert dict(p.cpu) == {"s00": 0}            # the server it runs on, kept
 
 
+@pytest.mark.parametrize("solver", ["best-fit", "hived", "cpsat"])
+def test_waiting_cpu_only_job_with_nothing_is_placed_on_one_server(solver, tmp_path):
+    """The same job, not running yet: placed on exactly one server, and the
+    allocation written and read back means the same."""
+    from alloc.io import dump_allocation, load_allocation
+    i = inst("zero_cpu_only.json")
+    a = allocate(i.cluster, i.jobs, solver=solver, time_limit=5)
+    p = a.placement("j0")
+    assert p is not None and set(p.cpu) == {"s00"} and not p.gpus
+    assert not violations(i.cluster, i.jobs, a)
+    dump_allocation(a, tmp_path / "a.json")
+    assert load_allocation(tmp_path / "a.json").placement("j0").same_as(p)
+
+
 # ------------------------------------------------------------------ G2, G3
 @pytest.mark.parametrize("objective,optimum", [("gpus", 5000.0), ("jobs", 4.0)])
 def test_cpsat_tenancy_bound_never_below_its_value(objective, optimum):
