@@ -213,6 +213,7 @@ def test_a_rank_is_not_capped():
     assert set(a.preempted) == {"r2399", "r2398", "r2397"}
 
 
+@pytest.mark.skipif(not solvers()["cpsat"].available, reason="cpsat needs ortools (absent)")
 def test_a_pinned_elastic_job_keeps_the_size_it_was_placed_at():
     """The job a stop was made for is pinned at its smallest size: hived does
     not grow it (with moves allowed it grew it past the exact solvers, which
