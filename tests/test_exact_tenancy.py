@@ -130,3 +130,16 @@ def test_the_tenancy_path_is_never_below_a_heuristic():
         a = allocate(cl, jobs, solver=solver, time_limit=5)
         assert not violations(cl, jobs, a)
         assert a.value >= ls.value - 1e-9 and a.value > 2.0
+
+
+@pytest.mark.parametrize("solver", ["cpsat", "cpsat-tenancy", "milp"])
+def test_a_decoded_answer_that_breaks_the_cells_is_not_returned(solver):
+    """A generated instance (one V100 cell, a guaranteed job running on a
+    V100): the tenancy path's decoded answer put a second guaranteed job on a
+    V100.  It is dropped; the answer is the best one that passes the check,
+    never below hived's, under the model's bound."""
+    from pathlib import Path
+    i = load_instance(Path(__file__).parent / "data" / "cells_quota_decoded.json")
+    h = allocate(i.cluster, i.jobs, solver="hived", time_limit=5)
+    a = allocate(i.cluster, i.jobs, solver=solver, time_limit=2)      # checked: no violation
+    assert a.value >= h.value - 1e-9 and (a.bound is None or a.value <= a.bound + 1e-6)

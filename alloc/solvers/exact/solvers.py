@@ -73,11 +73,23 @@ def tenancy(problem: Problem, engine: Backend, *, deadline: Deadline, seed: int,
     sol = solve_tenancy(problem, deadline=deadline.share(0.95), seed=seed, engine=engine.name,
                         preemption_cost=preemption_cost, guaranteed_first=guaranteed_first,
                         workers=engine.workers, rival=rival)
-    if memory_broken(problem, sol.assign):
-        # the model does not see GPU memory: its answer is a relaxation's (its
-        # bound stands), returned only where the GPUs' memory holds it
-        extra["model_answer_dropped"] = "over-commits GPU memory"
+    broken = "over-commits GPU memory" if memory_broken(problem, sol.assign) else \
+        cells_broken(problem, sol, deadline.share(0.5))
+    if broken:
+        # the model does not see GPU memory, and its decoded answer can break
+        # the cells' guarantee: its answer is then a relaxation's (its bound
+        # stands), returned only where the instance's check holds it
+        extra["model_answer_dropped"] = broken
         sol = replace(sol, assign=dict(problem.fixed), status=Status.FEASIBLE, preempted=())
+        rescue = preempting_rival(problem, deadline, seed)
+        if rescue is not None and score(rescue.assign, rescue.preempted)[0] > \
+                score(sol.assign, sol.preempted)[0]:
+            extra["source"] = "heuristic hived"
+            stats = {k: v for k, v in sol.stats.items() if k not in ("binding", "moves",
+                                                                     "preemptions", "raw_value")}
+            if "binding" in rescue.stats:
+                stats["binding"] = rescue.stats["binding"]
+            sol = replace(rescue, status=Status.FEASIBLE, bound=sol.bound, stats=stats)
     if kept and not problem.cluster.tenants and rival <= score(sol.assign, sol.preempted)[0]:
         # the rest of the time: local search from the heuristics' best
         name, kept = polish(problem, name, kept, score, deadline.share(0.5), seed)
@@ -102,6 +114,53 @@ def memory_broken(problem: Problem, assign: dict) -> bool:
     from ...resources import capacity_problems
     placements = [problem.placement(j, a) for j, a in sorted(assign.items())]
     return bool(capacity_problems(problem.cluster, problem.jobs, placements))
+
+
+def cells_broken(problem: Problem, sol: Solution, deadline: Deadline) -> str:
+    """Why ``sol`` breaks the tenants' cells -- a tenant's guaranteed jobs
+    holding more GPUs of a type than its cells guarantee, or a GPU type it
+    has no cell of (`alloc.tenancy.tenancy_violations`) -- or ``""``."""
+    from ...model import Allocation
+    from ...tenancy import tenancy_violations
+    c, jobs = problem.cluster, problem.jobs
+    if not (c.tenants or any(j.guaranteed for j in jobs)):
+        return ""
+    placements = tuple(problem.placement(j, a) for j, a in sorted(sol.assign.items()))
+    placed = {p.job for p in placements}
+    stats = {"binding": sol.stats["binding"]} if "binding" in sol.stats else {}
+    alloc = Allocation(placements, tuple(j.id for j in jobs if j.id not in placed),
+                       tuple(jobs[j].id for j in sol.preempted), Status.FEASIBLE, 0.0, None,
+                       0.0, "", problem.objective.name, problem.name, stats)
+    # the quota and GPU-type rules only: a binding search cut by the clock
+    # says nothing about the answer
+    bad = [x for x in tenancy_violations(c, jobs, alloc, deadline=deadline)
+           if "guaranteed jobs hold" in x or "guaranteed job on" in x]
+    return f"breaks the cells: {bad[0]}" if bad else ""
+
+
+def preempting_rival(problem: Problem, deadline: Deadline, seed: int) -> Solution | None:
+    """``hived``'s answer (run through the registry; it may stop running jobs
+    by the tenancy rules, which the warm start's answers may not) when hived
+    covers the input and its answer passes the instance's check, else None."""
+    from ...check import violations
+    from ...model import Allocation
+    from ...registry import solvers
+    from ..common.configuration.driver import need_ok
+    info = solvers().get("hived")
+    if info is None or not info.available or not need_ok(problem, info.capabilities) or \
+            deadline.left() < 0.05:
+        return None
+    sol = info.solve(problem, deadline=deadline.share(0.5), seed=seed)
+    c, jobs = problem.cluster, problem.jobs
+    placements = tuple(problem.placement(j, a) for j, a in sorted(sol.assign.items()))
+    placed = {p.job for p in placements}
+    stats = {"binding": sol.stats["binding"]} if "binding" in sol.stats else {}
+    alloc = Allocation(placements, tuple(j.id for j in jobs if j.id not in placed),
+                       tuple(jobs[j].id for j in sol.preempted), Status.FEASIBLE, 0.0, None,
+                       0.0, "", problem.objective.name, problem.name, stats)
+    if violations(c, jobs, alloc, max_moves=problem.max_moves, deadline=deadline):
+        return None
+    return sol
 
 
 def polish(problem: Problem, name: str, kept: dict, score, deadline: Deadline, seed: int):
