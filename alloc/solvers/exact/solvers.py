@@ -116,21 +116,29 @@ def memory_broken(problem: Problem, assign: dict) -> bool:
     return bool(capacity_problems(problem.cluster, problem.jobs, placements))
 
 
+def draft_allocation(problem: Problem, sol: Solution):
+    """``sol`` as an `Allocation` the checks can read (placements, the jobs
+    it leaves out, the running jobs it stops, the binding it reports); its
+    value is not computed."""
+    from ...model import Allocation
+    jobs = problem.jobs
+    placements = tuple(problem.placement(j, a) for j, a in sorted(sol.assign.items()))
+    placed = {p.job for p in placements}
+    stats = {"binding": sol.stats["binding"]} if "binding" in sol.stats else {}
+    return Allocation(placements, tuple(j.id for j in jobs if j.id not in placed),
+                      tuple(jobs[j].id for j in sol.preempted), Status.FEASIBLE, 0.0, None,
+                      0.0, "", problem.objective.name, problem.name, stats)
+
+
 def cells_broken(problem: Problem, sol: Solution, deadline: Deadline) -> str:
     """Why ``sol`` breaks the tenants' cells -- a tenant's guaranteed jobs
     holding more GPUs of a type than its cells guarantee, or a GPU type it
     has no cell of (`alloc.tenancy.tenancy_violations`) -- or ``""``."""
-    from ...model import Allocation
     from ...tenancy import tenancy_violations
     c, jobs = problem.cluster, problem.jobs
     if not (c.tenants or any(j.guaranteed for j in jobs)):
         return ""
-    placements = tuple(problem.placement(j, a) for j, a in sorted(sol.assign.items()))
-    placed = {p.job for p in placements}
-    stats = {"binding": sol.stats["binding"]} if "binding" in sol.stats else {}
-    alloc = Allocation(placements, tuple(j.id for j in jobs if j.id not in placed),
-                       tuple(jobs[j].id for j in sol.preempted), Status.FEASIBLE, 0.0, None,
-                       0.0, "", problem.objective.name, problem.name, stats)
+    alloc = draft_allocation(problem, sol)
     # the quota and GPU-type rules only: a binding search cut by the clock
     # says nothing about the answer
     bad = [x for x in tenancy_violations(c, jobs, alloc, deadline=deadline)
@@ -143,7 +151,6 @@ def preempting_rival(problem: Problem, deadline: Deadline, seed: int) -> Solutio
     by the tenancy rules, which the warm start's answers may not) when hived
     covers the input and its answer passes the instance's check, else None."""
     from ...check import violations
-    from ...model import Allocation
     from ...registry import solvers
     from ..common.configuration.driver import need_ok
     info = solvers().get("hived")
@@ -152,12 +159,7 @@ def preempting_rival(problem: Problem, deadline: Deadline, seed: int) -> Solutio
         return None
     sol = info.solve(problem, deadline=deadline.share(0.5), seed=seed)
     c, jobs = problem.cluster, problem.jobs
-    placements = tuple(problem.placement(j, a) for j, a in sorted(sol.assign.items()))
-    placed = {p.job for p in placements}
-    stats = {"binding": sol.stats["binding"]} if "binding" in sol.stats else {}
-    alloc = Allocation(placements, tuple(j.id for j in jobs if j.id not in placed),
-                       tuple(jobs[j].id for j in sol.preempted), Status.FEASIBLE, 0.0, None,
-                       0.0, "", problem.objective.name, problem.name, stats)
+    alloc = draft_allocation(problem, sol)
     if violations(c, jobs, alloc, max_moves=problem.max_moves, deadline=deadline):
         return None
     return sol
