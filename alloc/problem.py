@@ -92,6 +92,28 @@ class Assign:
         """Server indices it uses, ascending."""
         return tuple(sorted({s for s, _ in self.cpu} | {s for s, _ in self.mem}))
 
+    def same_as(self, other: "Assign | None") -> bool:
+        """Same GPUs with the same shares and the same non-zero CPU and
+        memory on the same servers: the index form of
+        [Placement.same_as][alloc.model.Placement.same_as], so a running job
+        whose assignment is not `same_as` its current one has moved.
+
+        Examples
+        --------
+        >>> from alloc import Assign
+        >>> Assign(cpu=((0, 500),)).same_as(Assign(cpu=((1, 500),)))
+        False
+        >>> Assign(cpu=((0, 500), (1, 0))).same_as(Assign(cpu=((0, 500),)))
+        True
+        """
+        if other is None:
+            return False
+        if other is self:
+            return True
+        return (sorted(self.gpus) == sorted(other.gpus)
+                and sorted(x for x in self.cpu if x[1]) == sorted(x for x in other.cpu if x[1])
+                and sorted(x for x in self.mem if x[1]) == sorted(x for x in other.mem if x[1]))
+
 
 @dataclass
 class Solution:

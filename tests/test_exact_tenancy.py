@@ -143,3 +143,28 @@ def test_a_decoded_answer_that_breaks_the_cells_is_not_returned(solver):
     h = allocate(i.cluster, i.jobs, solver="hived", time_limit=5)
     a = allocate(i.cluster, i.jobs, solver=solver, time_limit=2)      # checked: no violation
     assert a.value >= h.value - 1e-9 and (a.bound is None or a.value <= a.bound + 1e-6)
+
+
+@pytest.mark.parametrize("solver", ["cpsat", "cpsat-tenancy", "milp"])
+def test_moving_a_cpu_only_running_job_is_charged_as_a_move(solver):
+    """A generated instance under ``preempt="order"`` with a move cost: the
+    tenancy model's answer moved a running CPU-only job to another server
+    (same, empty, GPU set), which its own score did not count as a move, and
+    so tied with hived's answer that keeps it.  The call charges the move:
+    the answer is never below hived's."""
+    from pathlib import Path
+    i = load_instance(Path(__file__).parent / "data" / "cpu_job_move_charged.json")
+    call = dict(objective="gpus", order=["j2", "j1", "j0"], preempt="order", move_cost=0.1)
+    h = allocate(i.cluster, i.jobs, solver="hived", time_limit=5, **call)
+    a = allocate(i.cluster, i.jobs, solver=solver, time_limit=5, **call)
+    assert h.value == pytest.approx(4000.0) and not h.moved
+    assert a.value >= h.value - 1e-9
+
+
+def test_assign_same_as_is_the_placement_rule():
+    from alloc import Assign
+    a = Assign(gpus=((1, 1000), (0, 500)), cpu=((0, 500), (1, 0)), mem=((0, 800),))
+    assert a.same_as(Assign(gpus=((0, 500), (1, 1000)), cpu=((0, 500),), mem=((0, 800),)))
+    assert not a.same_as(Assign(gpus=((0, 500), (1, 1000)), cpu=((1, 500),), mem=((0, 800),)))
+    assert not a.same_as(Assign(gpus=((0, 1000), (1, 1000)), cpu=((0, 500),), mem=((0, 800),)))
+    assert not a.same_as(None)

@@ -524,7 +524,7 @@ def victims_ok(p: Problem, eng: Engine, running) -> bool:
     server it held (the core's one victim rule, `Problem.stopped_for`)."""
     jobs = p.jobs
     fresh = [i for i, a in eng.assign.items() if jobs[i].current is None
-             or sorted(a.gpus) != sorted(current_assign(p, i).gpus)]
+             or not a.same_as(current_assign(p, i))]
     return all(p.stopped_for(r, eng.assign, fresh) for r in running if r not in eng.assign)
 
 

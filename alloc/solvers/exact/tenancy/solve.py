@@ -151,11 +151,11 @@ def scorer(p: Problem, running, pcost: float):
     the objective gains -- then by guaranteed work) and the raw value."""
     mcost = float(p.move_cost or 0.0)
     gwt = {j: (p.jobs[j].gpus or 1) if p.jobs[j].guaranteed else 0 for j in range(p.J)}
-    cur = {r: sorted(current_assign(p, r).gpus) for r in running}
+    cur = {r: current_assign(p, r) for r in running}
 
     def score(assign, preempted):
         raw = sum(p.value_of(j, a) for j, a in assign.items())
-        moves = sum(1 for r in running if r in assign and sorted(assign[r].gpus) != cur[r])
+        moves = sum(1 for r in running if r in assign and not assign[r].same_as(cur[r]))
         pen = raw - pcost * len(preempted) - mcost * moves
         return (round(pen, 9), -len(preempted), sum(gwt[j] for j in assign)), raw
     return score
@@ -457,8 +457,8 @@ def result(p: Problem, tm: TenancyModel | None, chosen: Chosen, score, running, 
     proven = not penalised and covers and bound is not None and (
         (chosen.proven and not applied) or raw >= bound - 1e-6 * max(1.0, abs(bound)))
     stats.update({"binding": binding_keys(eng.tree, eng.bound), "source": chosen.name,
-                  "moves": sum(1 for r in running if r in eng.assign and sorted(
-                      eng.assign[r].gpus) != sorted(current_assign(p, r).gpus)),
+                  "moves": sum(1 for r in running if r in eng.assign
+                                and not eng.assign[r].same_as(current_assign(p, r))),
                   "preemptions": len(chosen.preempted), "raw_value": raw,
                   "covers_instance": covers, "restrictions": applied})
     if penalised:

@@ -201,7 +201,7 @@ def hint_values(tm: TenancyModel, eng: Engine) -> dict[int, float]:
     for r, col in tm.keep.items():
         a = eng.assign.get(r)
         cur = current_assign(p, r)
-        stays = a is not None and sorted(a.gpus) == sorted(cur.gpus)
+        stays = a is not None and a.same_as(cur)
         hints[col] = int(stays)
         if a is not None and not stays:
             _hint_placement(tm, hints, r, a, x_col=lambda s: tm.mv.get((r, s)),
