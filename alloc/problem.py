@@ -771,6 +771,34 @@ class Problem:
         keep(p, "built", (self.cluster,), (job, a))
         return p
 
+    def placements(self, order: Sequence[int], assign: dict) -> tuple[list, list]:
+        """The placements of the jobs ``order`` at ``assign`` (each one's
+        [`placement`][alloc.problem.Problem.placement]), and the ids of the
+        running jobs among them placed elsewhere than they run (moved).
+
+        A running job whose assignment is its ``fixed`` one (the very
+        object) is where it runs: its ``fixed`` assignment is its current
+        placement in index form, so the placement built from it has the same
+        GPUs, shares, CPU and memory (``same_as`` holds) and is not compared
+        again; its placement is the one kept on its ``current`` placement
+        (`alloc.memo`) -- one lookup per running job and round.
+        """
+        jobs, fixed, cluster = self.jobs, self.fixed, self.cluster
+        placement, out, moved = self.placement, [], []
+        for j in order:
+            a = assign[j]
+            if a is fixed.get(j):
+                job = jobs[j]
+                p = recall2(job.current, "placement", cluster, job)
+                out.append(placement(j, a) if p is None else p)
+                continue
+            p = placement(j, a)
+            out.append(p)
+            cur = jobs[j].current
+            if cur is not None and not p.same_as(cur):
+                moved.append(p.job)
+        return out, moved
+
     def _rebuilt(self, job: Job, cur: Placement, a: Assign) -> Placement:
         """The placement of running ``job`` on ``a`` (its current one in index
         form): ``cur`` itself when equal.  A placement this core built for
