@@ -305,6 +305,7 @@ def _take(problem: "Problem", assigns, sign: int) -> None:
             np.add.at(arr, np.asarray(idx, dtype=np.int64), sign * np.asarray(val, dtype=np.int64))
 
 
+
 class Problem:
     """Integer-indexed view of (cluster, jobs, objective) -- see the module notes.
 
@@ -492,22 +493,29 @@ class Problem:
         pfixed = previous.fixed if previous is not None else {}
         preasons = previous.reasons if previous is not None else {}
         popts = previous.options if previous is not None else ()
+        get_k, get_a, get_why = pidx.get, pfixed.get, preasons.get
+        add_option, add_pending, current = options.append, pending.append, self.current_assign
         for j, job in enumerate(jobs):
-            k = pidx.get(job.id)
-            same = k is not None and pjobs[k] is job
-            options.append(popts[k] if same else pareto_options(job))
-            if job.current is not None:
-                a = pfixed.get(k) if same else None
-                if a is None:
-                    fixed[j] = self.current_assign(j)
-                    added.append(j)
+            k = get_k(job.id)
+            if k is not None and pjobs[k] is job:        # the very same job: what it had
+                add_option(popts[k])
+                if job.current is None:
+                    why = get_why(k)
                 else:
-                    fixed[j] = a
-                    kept[j] = k
-                continue
-            if same:
-                why = preasons.get(k)
+                    a = get_a(k)
+                    if a is None:
+                        fixed[j] = current(j)
+                        added.append(j)
+                    else:
+                        fixed[j] = a
+                        kept[j] = k
+                    continue
             else:
+                add_option(pareto_options(job))
+                if job.current is not None:
+                    fixed[j] = current(j)
+                    added.append(j)
+                    continue
                 key = (id(job.profile), job.gpus, job.gpu_milli, job.cpu, job.mem, job.min_gpus,
                        job.gpu_types, job.locality)
                 hit = seen.get(key)
@@ -515,7 +523,7 @@ class Problem:
                     hit = seen[key] = (job.profile, placeable_reason(cluster, job))
                 why = hit[1]
             if why is None:
-                pending.append(j)
+                add_pending(j)
             else:
                 reasons[j] = why
         self.running = tuple(fixed)     # ascending: fixed is filled in job order
@@ -527,8 +535,8 @@ class Problem:
             self.gpu_free = np.full(self.G, MILLI, dtype=np.int64)
             _take(self, fixed.values(), -1)
             return
-        back = set(kept.values())
-        removed = tuple((k, pjobs[k], a) for k, a in pfixed.items() if k not in back)
+        gone = pfixed.keys() - kept.values() if len(kept) < len(pfixed) else ()
+        removed = tuple((k, pjobs[k], pfixed[k]) for k in sorted(gone))
         from .carry import Changes
         self.changes = Changes(previous.stamp, tuple(added), removed, kept)
         self.free_cpu = previous.free_cpu.copy()
