@@ -60,15 +60,12 @@ def recall(obj: Any, name: str, deps: tuple) -> Any:
     if store is None:
         return None
     hit = store.get(name)
-    if hit is None:
+    if hit is None or len(hit) != len(deps) + 1:
         return None
-    kept = hit[0]
-    if len(kept) != len(deps):
-        return None
-    for a, b in zip(kept, deps):
+    for a, b in zip(hit, deps):
         if a is not b:
             return None
-    return hit[1]
+    return hit[-1]
 
 
 def recall2(obj: Any, name: str, a: Any, b: Any) -> Any:
@@ -77,10 +74,8 @@ def recall2(obj: Any, name: str, a: Any, b: Any) -> Any:
     store = obj.__dict__.get(SLOT)
     if store is not None:
         hit = store.get(name)
-        if hit is not None:
-            kept = hit[0]
-            if len(kept) == 2 and kept[0] is a and kept[1] is b:
-                return hit[1]
+        if hit is not None and len(hit) == 3 and hit[0] is a and hit[1] is b:
+            return hit[2]
     return None
 
 
@@ -90,7 +85,7 @@ def keep(obj: Any, name: str, deps: tuple, value: Any) -> None:
     if store is None:
         store = {}
         object.__setattr__(obj, SLOT, store)
-    store[name] = (deps, value)
+    store[name] = (*deps, value)         # one tuple: the dependencies, then the value
 
 
 def forget(obj: Any, name: str) -> None:
