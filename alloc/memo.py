@@ -112,9 +112,22 @@ def same_but_current(a: Any, b: Any) -> bool:
     return a.profile is b.profile and get(a) == get(b)
 
 
+def drop_all(obj: Any) -> None:
+    """Drop everything kept on ``obj``.
+
+    A kept value names the objects it was derived from, the job among them,
+    and the job holds the placement as its ``current``: a cycle, which only
+    the garbage collector frees.  A scheduler loop drops the memo of a
+    placement that is no longer a live job's ``current`` (the job left, or
+    runs elsewhere now), so that the job and what was derived for it are
+    freed as soon as nothing else holds them."""
+    obj.__dict__.pop(SLOT, None)
+
+
 def without_memo(state: dict) -> dict:
     """An object's ``__dict__`` without its memo (for pickling and copying)."""
     return {k: v for k, v in state.items() if k != SLOT} if SLOT in state else state
 
 
-__all__ = ["SLOT", "forget", "keep", "recall", "recall2", "remembered", "same_but_current", "without_memo"]
+__all__ = ["SLOT", "drop_all", "forget", "keep", "recall", "recall2", "remembered",
+           "same_but_current", "without_memo"]
