@@ -60,15 +60,12 @@ def recall(obj: Any, name: str, deps: tuple) -> Any:
     if store is None:
         return None
     hit = store.get(name)
-    if hit is None:
+    if hit is None or len(hit) != len(deps) + 1:
         return None
-    kept = hit[0]
-    if len(kept) != len(deps):
-        return None
-    for a, b in zip(kept, deps):
+    for a, b in zip(hit, deps):
         if a is not b:
             return None
-    return hit[1]
+    return hit[-1]
 
 
 def recall2(obj: Any, name: str, a: Any, b: Any) -> Any:
@@ -77,10 +74,8 @@ def recall2(obj: Any, name: str, a: Any, b: Any) -> Any:
     store = obj.__dict__.get(SLOT)
     if store is not None:
         hit = store.get(name)
-        if hit is not None:
-            kept = hit[0]
-            if len(kept) == 2 and kept[0] is a and kept[1] is b:
-                return hit[1]
+        if hit is not None and len(hit) == 3 and hit[0] is a and hit[1] is b:
+            return hit[2]
     return None
 
 
@@ -90,7 +85,7 @@ def keep(obj: Any, name: str, deps: tuple, value: Any) -> None:
     if store is None:
         store = {}
         object.__setattr__(obj, SLOT, store)
-    store[name] = (deps, value)
+    store[name] = (*deps, value)         # one tuple: the dependencies, then the value
 
 
 def forget(obj: Any, name: str) -> None:
@@ -117,9 +112,22 @@ def same_but_current(a: Any, b: Any) -> bool:
     return a.profile is b.profile and get(a) == get(b)
 
 
+def drop_all(obj: Any) -> None:
+    """Drop everything kept on ``obj``.
+
+    A kept value names the objects it was derived from, the job among them,
+    and the job holds the placement as its ``current``: a cycle, which only
+    the garbage collector frees.  A scheduler loop drops the memo of a
+    placement that is no longer a live job's ``current`` (the job left, or
+    runs elsewhere now), so that the job and what was derived for it are
+    freed as soon as nothing else holds them."""
+    obj.__dict__.pop(SLOT, None)
+
+
 def without_memo(state: dict) -> dict:
     """An object's ``__dict__`` without its memo (for pickling and copying)."""
     return {k: v for k, v in state.items() if k != SLOT} if SLOT in state else state
 
 
-__all__ = ["SLOT", "forget", "keep", "recall", "recall2", "remembered", "same_but_current", "without_memo"]
+__all__ = ["SLOT", "drop_all", "forget", "keep", "recall", "recall2", "remembered",
+           "same_but_current", "without_memo"]

@@ -327,6 +327,7 @@ def _take(problem: "Problem", assigns, sign: int) -> None:
             np.add.at(arr, np.asarray(idx, dtype=np.int64), sign * np.asarray(val, dtype=np.int64))
 
 
+
 class Problem:
     """Integer-indexed view of (cluster, jobs, objective) -- see the module notes.
 
@@ -514,22 +515,29 @@ class Problem:
         pfixed = previous.fixed if previous is not None else {}
         preasons = previous.reasons if previous is not None else {}
         popts = previous.options if previous is not None else ()
+        get_k, get_a, get_why = pidx.get, pfixed.get, preasons.get
+        add_option, add_pending, current = options.append, pending.append, self.current_assign
         for j, job in enumerate(jobs):
-            k = pidx.get(job.id)
-            same = k is not None and pjobs[k] is job
-            options.append(popts[k] if same else pareto_options(job))
-            if job.current is not None:
-                a = pfixed.get(k) if same else None
-                if a is None:
-                    fixed[j] = self.current_assign(j)
-                    added.append(j)
+            k = get_k(job.id)
+            if k is not None and pjobs[k] is job:        # the very same job: what it had
+                add_option(popts[k])
+                if job.current is None:
+                    why = get_why(k)
                 else:
-                    fixed[j] = a
-                    kept[j] = k
-                continue
-            if same:
-                why = preasons.get(k)
+                    a = get_a(k)
+                    if a is None:
+                        fixed[j] = current(j)
+                        added.append(j)
+                    else:
+                        fixed[j] = a
+                        kept[j] = k
+                    continue
             else:
+                add_option(pareto_options(job))
+                if job.current is not None:
+                    fixed[j] = current(j)
+                    added.append(j)
+                    continue
                 key = (id(job.profile), job.gpus, job.gpu_milli, job.cpu, job.mem, job.min_gpus,
                        job.gpu_types, job.locality)
                 hit = seen.get(key)
@@ -537,7 +545,7 @@ class Problem:
                     hit = seen[key] = (job.profile, placeable_reason(cluster, job))
                 why = hit[1]
             if why is None:
-                pending.append(j)
+                add_pending(j)
             else:
                 reasons[j] = why
         self.running = tuple(fixed)     # ascending: fixed is filled in job order
@@ -549,8 +557,8 @@ class Problem:
             self.gpu_free = np.full(self.G, MILLI, dtype=np.int64)
             _take(self, fixed.values(), -1)
             return
-        back = set(kept.values())
-        removed = tuple((k, pjobs[k], a) for k, a in pfixed.items() if k not in back)
+        gone = pfixed.keys() - kept.values() if len(kept) < len(pfixed) else ()
+        removed = tuple((k, pjobs[k], pfixed[k]) for k in sorted(gone))
         from .carry import Changes
         self.changes = Changes(previous.stamp, tuple(added), removed, kept)
         self.free_cpu = previous.free_cpu.copy()
@@ -792,6 +800,34 @@ class Problem:
         p = self._build_placement(job, a)
         keep(p, "built", (self.cluster,), (job, a))
         return p
+
+    def placements(self, order: Sequence[int], assign: dict) -> tuple[list, list]:
+        """The placements of the jobs ``order`` at ``assign`` (each one's
+        [`placement`][alloc.problem.Problem.placement]), and the ids of the
+        running jobs among them placed elsewhere than they run (moved).
+
+        A running job whose assignment is its ``fixed`` one (the very
+        object) is where it runs: its ``fixed`` assignment is its current
+        placement in index form, so the placement built from it has the same
+        GPUs, shares, CPU and memory (``same_as`` holds) and is not compared
+        again; its placement is the one kept on its ``current`` placement
+        (`alloc.memo`) -- one lookup per running job and round.
+        """
+        jobs, fixed, cluster = self.jobs, self.fixed, self.cluster
+        placement, out, moved = self.placement, [], []
+        for j in order:
+            a = assign[j]
+            if a is fixed.get(j):
+                job = jobs[j]
+                p = recall2(job.current, "placement", cluster, job)
+                out.append(placement(j, a) if p is None else p)
+                continue
+            p = placement(j, a)
+            out.append(p)
+            cur = jobs[j].current
+            if cur is not None and not p.same_as(cur):
+                moved.append(p.job)
+        return out, moved
 
     def _rebuilt(self, job: Job, cur: Placement, a: Assign) -> Placement:
         """The placement of running ``job`` on ``a`` (its current one in index

@@ -89,7 +89,7 @@ def record(cluster: Cluster, jobs: Sequence[Job], allocation: Allocation) -> Che
     by_id = {j.id: j for j in jobs}
     simple = (not _declares(jobs, ps) and not _tenancy(cluster, jobs) and not _unresolved(jobs)
               and len(by_id) == len(jobs) and not allocation.moved and not allocation.preempted)
-    return Checked(cluster, {id(j): j for j in jobs}, {id(p): p for p in ps}, by_id,
+    return Checked(cluster, dict(zip(map(id, jobs), jobs)), dict(zip(map(id, ps), ps)), by_id,
                    {p.job: p for p in ps}, gpu, cpu, mem, simple)
 
 
@@ -124,8 +124,8 @@ def _partial(rec: Checked, cluster: Cluster, jobs: tuple, allocation: Allocation
     if allocation.moved or allocation.preempted:
         return False
     ps = allocation.placements
-    jmap = {id(j): j for j in jobs}
-    pmap = {id(p): p for p in ps}
+    jmap = dict(zip(map(id, jobs), jobs))
+    pmap = dict(zip(map(id, ps), ps))
     if len(jmap) != len(jobs) or len(pmap) != len(ps):
         return False
     new_jobs = [jmap[k] for k in jmap.keys() - rec.jobs.keys()]

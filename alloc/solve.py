@@ -347,18 +347,12 @@ def finish(problem, sol, info: SolverInfo, wall: float) -> Allocation:
                 assign[j] = problem.fixed[j]
     jobs = problem.jobs
     order = sorted(assign)
-    placement, placements, moved = problem.placement, [], []
-    for j in order:
-        p = placement(j, assign[j])
-        placements.append(p)
-        cur = jobs[j].current
-        if cur is not None and not p.same_as(cur):
-            moved.append(p.job)
+    placements, moved = problem.placements(order, assign)
     preempted = tuple(jobs[j].id for j in problem.running if j not in assign)
     unplaced = tuple(job.id for j, job in enumerate(jobs) if j not in assign)
     reasons = {jobs[j].id: why for j, why in problem.reasons.items()}
     of = problem.objective.value
-    value = float(sum(of(jobs[j], p) for j, p in zip(order, placements))) \
+    value = float(sum(map(of, map(jobs.__getitem__, order), placements))) \
         - (problem.move_cost or 0.0) * len(moved)
     stats = dict(sol.stats)
     alloc = Allocation(tuple(placements), unplaced, preempted, sol.status, value, sol.bound,

@@ -4,6 +4,8 @@ import copy
 import pickle
 from dataclasses import replace
 
+import pytest
+
 from alloc import Cluster, GpuShare, Job, Placement, Server, allocate, violations
 from alloc.memo import SLOT
 from alloc.problem import compile_problem
@@ -65,3 +67,31 @@ def test_the_memo_never_leaves_the_placement():
     for q in (pickle.loads(pickle.dumps(p)), copy.deepcopy(p), copy.copy(p)):
         assert q == p and SLOT not in q.__dict__
     assert hash(q) == hash(p)
+
+
+@pytest.mark.parametrize("solver", ["best-fit", "synergy-tune", "fgd", "hived"])
+def test_a_finished_job_is_freed_without_the_collector(solver):
+    """What the core keeps on a running job's placement names the job (a
+    cycle); the session drops it when the job leaves, so that the job and its
+    placement go as soon as the rounds that held them are gone."""
+    import gc
+    import weakref
+    from alloc import Session
+    cl = Cluster(tuple(Server(f"s{i}", 24000, 512000, 8, "V100") for i in range(4)))
+    gc.collect()
+    gc.disable()
+    try:
+        s = Session(cl, solver=solver)
+        for i in range(6):
+            s.submit(Job(f"j{i}", 2, cpu=6000, mem=128000, model="res18"))
+        s.step()
+        s.step()
+        job = weakref.ref(s.jobs["j0"])
+        placement = weakref.ref(s.jobs["j0"].current)
+        assert SLOT in placement().__dict__           # the memo was kept on it
+        s.finish("j0")
+        for _ in range(3):
+            s.step()
+        assert job() is None and placement() is None
+    finally:
+        gc.enable()

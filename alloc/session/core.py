@@ -14,6 +14,7 @@ from .blockers import blockers, breaches, strip
 from .checks import (check_current, check_job, check_server, placement_servers,
                      resolve_profile)
 from ..carry import Carry
+from ..memo import drop_all
 from .ids import ID_PREFIX, GpuKeys, JobIds
 from .journal import Journal
 from .result import Reconciled, RoundResult
@@ -748,6 +749,8 @@ for ranks)."""
         if old is None:
             self._arrival[jid] = self._next_seq
             self._next_seq += 1
+        elif old.current is not None and old.current is not job.current:
+            drop_all(old.current)           # no live job runs there: no cycle left behind
         self._index(old, False)
         self._jobs[jid] = job
         self._index(job, True)
@@ -766,6 +769,8 @@ for ranks)."""
         old = self._jobs.pop(jid)
         seq = self._arrival.pop(jid)
         self._index(old, False)
+        if old.current is not None:
+            drop_all(old.current)
         ext = self._ids.caller(jid)
         rank = self._order.pop(ext, None) if self._order is not None else None
         held = self._held.pop(jid, 0)

@@ -294,7 +294,15 @@ class State:
             self.dmax[level][s] = best
 
     def solution(self, status: Status = Status.FEASIBLE, **stats) -> Solution:
-        """The assignments placed so far as a [`Solution`][alloc.problem.Solution]."""
+        """The assignments placed so far as a [`Solution`][alloc.problem.Solution].
+
+        The shapes' finders (which refer back to this state) are dropped: they
+        are rebuilt on use, and a state whose cycle outlives the round would
+        hold the problem, and every job in it, until a full collection."""
+        for sh in self.shapes.values():
+            sh.finders.clear()
+        self.shapes.clear()
+        self._raw.clear()
         return Solution(dict(self.assign), status, None, (), dict(stats))
 
     def value(self) -> float:

@@ -38,6 +38,9 @@ from ...deadline import Deadline
 from ...model import MILLI
 from .index import ScoreIndex
 
+#: node batches up to this size are counted on Python integers (`FragModel.counts`)
+SMALL = 4
+
 
 # --------------------------------------------------------------------- pods
 @dataclass(frozen=True)
@@ -94,6 +97,11 @@ class FragModel:
         self.p = np.asarray(p, dtype=np.float64)
         self.cpu_only = self.k == 0
         self.T = len(self.p)
+        # the broadcast forms `counts` and `value` compare with (made once)
+        self._m3 = self.m[None, None, :]
+        self._c2, self._k2 = self.c[None, :], self.k[None, :]
+        self._gpu2 = ~self.cpu_only[None, :]
+        self._ms = self.m.tolist()
 
     @classmethod
     def from_pods(cls, pods: Sequence[Pod], threshold: float = 0.95) -> "FragModel":
@@ -137,15 +145,26 @@ class FragModel:
     def counts(self, gfree: np.ndarray, valid: np.ndarray):
         """Per node and typical type t: ``a_t = sum_{i: f_i < m_t} f_i`` and
         ``cnt_t = #{i valid: f_i >= m_t}`` -> two (n, T) integer arrays."""
+        if len(gfree) <= SMALL:
+            return self._counts_small(gfree, valid)
         f = gfree[:, :, None]
-        lt = f < self.m[None, None, :]
+        lt = f < self._m3
         return (f * lt).sum(axis=1), (~lt & valid[:, :, None]).sum(axis=1)
+
+    def _counts_small(self, gfree: np.ndarray, valid: np.ndarray):
+        """`counts` of a few nodes on Python integers (exact, so equal)."""
+        ms, a, cnt = self._ms, [], []
+        for row, ok in zip(gfree.tolist(), valid.tolist()):
+            a.append([sum(f for f in row if f < m) for m in ms])
+            cnt.append([sum(1 for f, v in zip(row, ok) if v and f >= m) for m in ms])
+        shape = (len(a), self.T)
+        return (np.array(a, dtype=np.int64).reshape(shape),
+                np.array(cnt, dtype=np.int64).reshape(shape))
 
     def value(self, cpu_free: np.ndarray, a: np.ndarray, cnt: np.ndarray, gs: np.ndarray,
               type_ok: np.ndarray) -> np.ndarray:
         """F from the counts of `counts`, free CPU and ``gs = gFree`` (n,)."""
-        cond = (type_ok & ~self.cpu_only[None, :] & (cpu_free[:, None] >= self.c[None, :])
-                & (cnt >= self.k[None, :]))
+        cond = type_ok & self._gpu2 & (cpu_free[:, None] >= self._c2) & (cnt >= self._k2)
         return (np.where(cond, a, gs[:, None]) * self.p).sum(axis=-1)
 
     def frag(self, cpu_free: np.ndarray, gfree: np.ndarray, valid: np.ndarray,
@@ -297,7 +316,8 @@ class ClusterState:
         self.nlog = 0
 
     def _flush(self) -> None:
-        nodes = sorted(set(self._dirty))
+        d = self._dirty
+        nodes = np.array(sorted(set(d)) if len(d) > 1 else d, dtype=np.int64)
         self._dirty = []
         a, cnt = self.fm.counts(self.gfree[nodes], self.valid[nodes])
         self._fa[nodes], self._fcnt[nodes] = a, cnt
