@@ -418,3 +418,16 @@ def test_vectorised_search_equals_the_loop(monkeypatch):
         return out
     assert rounds(True) == rounds(False)
     assert sum(typed) > 100
+
+
+def test_a_job_left_waiting_tries_again_after_a_grow():
+    """The elastic job is placed at 6 GPUs first, the CPU-only jobs after it;
+    growing it to 7 lays it out again and frees the memory the second
+    CPU-only job needs: it is placed then, not left waiting beside room."""
+    from alloc import Cluster, Job, Server, allocate
+    c = Cluster((Server("s0", 8000, 65536, 2, "V100"), Server("s1", 8000, 262144, 2, "V100"),
+                 Server("s2", 8000, 524288, 4, "V100")), levels=("server", "gpu"))
+    jobs = [Job("j0", 7, min_gpus=6, max_gpus=7, cpu=7000, mem=448000),
+            Job("j1", 0, cpu=1000, mem=131072), Job("j2", 0, cpu=1000, mem=131072)]
+    a = allocate(c, jobs, solver="hived", objective="gpus", max_moves=None)
+    assert not a.unplaced and a.value == 7000.0

@@ -1,7 +1,8 @@
 """One HiveD round on the cell engine ([Engine][alloc.solvers.common.cells.Engine]):
 the engine of the last round taken up or rebuilt (`alloc.solvers.common.kept`),
 pending and homeless jobs placed in guaranteed-first rank order with
-preemption by the tenancy rules, elastic jobs grown, and -- where the call
+preemption by the tenancy rules, elastic jobs grown (the jobs still waiting
+then try again on the free GPUs, stopping no one), and -- where the call
 allows moves -- servers defragmented and jobs consolidated, every move
 counted against the budget."""
 from __future__ import annotations
@@ -30,6 +31,11 @@ def run(p: Problem, *, preempt=True, colocate=True, grow=True, gpu_mem_capacity=
         # with no move allowed only the jobs placed now may grow
         timed_out = _grow(eng, moves, deadline,
                           None if moves.allowed else [j for j in order if jobs[j].current is None])
+        waiting = [j for j in order if j not in eng.assign]
+        if waiting and not timed_out:
+            # a grow re-lays a job out and can free room: the jobs still
+            # waiting try again on what is free, stopping no one
+            timed_out = _place_all(eng, waiting, 0, moves, deadline)
     if moves.allowed and not timed_out:
         _defragment(eng, order, moves, deadline)
         _consolidate(eng, moves, deadline)
