@@ -29,3 +29,23 @@ def test_local_search_never_swaps_out_a_higher_ranked_job():
     # without an order both have the same rank: the swap may raise the value
     b = allocate(cl, jobs, solver="local-search", time_limit=5)
     assert b.value >= a.value
+
+
+def test_local_search_never_shrinks_a_higher_ranked_job_for_a_lower_one():
+    """local-search inserted an unlisted GPU job by re-choosing a smaller
+    CPU point for a job ranked above it (the server was full), which left
+    room that the listed CPU-only job ``j4`` fits in held by the unlisted one.
+    A move for a job re-chooses only jobs ranked no higher than it."""
+    from alloc.testing import order_problems
+    cl = Cluster((Server("s0", cpu=8000, mem=262144, gpus=2, gpu_type="V100"),),
+                 levels=("server", "gpu"))
+    jobs = [Job("j0", 1, gpu_milli=100, cpu=1000, mem=16384, gpu_types=("T4",)),
+            Job("j1", 1, gpu_milli=100, cpu=1000, mem=16384),
+            Job("j2", 0, cpu=1000, mem=16384), Job("j3", 0, cpu=3000, mem=16384),
+            Job("j4", 0, cpu=1000, mem=16384), Job("j5", 0, cpu=3000, mem=16384),
+            Job("j6", 1, gpu_milli=100, cpu=2000, mem=16384, model="res18"),
+            Job("j7", 0, cpu=1000, mem=16384)]
+    order = ["j0", "j5", "j6", "j3", "j4"]
+    a = allocate(cl, jobs, solver="local-search", objective="gpus", order=order,
+                 max_moves=None, time_limit=5)
+    assert not order_problems(cl, jobs, a, order)

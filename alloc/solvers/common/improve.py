@@ -20,9 +20,10 @@ r"""Value-aware heuristics: ``greedy-upgrade`` and ``local-search``.
     Starts from ``greedy-upgrade`` (or a given solution) and repeats, until no
     move helps or time runs out: *insert* an unplaced job on a server, re-choosing
     that server's options (the job may take them from its neighbours); *swap*
-    an unplaced job with a placed one of lower value on a server, never one
-    ranked above it (the caller's order, else priority: a job is not
-    displaced for one ranked below it).  Identical
+    an unplaced job with a placed one of lower value on a server.  A move for
+    a job re-chooses or takes out only jobs ranked no higher than it (the
+    caller's order, else priority): a job is never displaced, nor its room
+    given away, for one ranked below it.  Identical
     jobs are tried once per pass.  Deterministic for a given input and seed.
 
 Speed.  The best-fit server of step 2 comes from the server index (per job
@@ -443,6 +444,15 @@ def local_search(problem: Problem, start: dict[int, Assign] | None = None, *,
     return loc.solution()
 
 
+def _below(loc: Local, j: int, s: int) -> list[int]:
+    """Server s's single-server jobs ranked no higher than j: the ones a move
+    for j may re-choose or take out.  The jobs ranked above j keep their
+    options, so a move for j never frees room that an unplaced job ranked
+    above j could use for j to take."""
+    pk = loc.p.prio_key
+    return sorted(k for k in loc.on[s] if pk[k] >= pk[j])
+
+
 def _server_value(loc: Local, s: int, jobs) -> float:
     return sum(loc.value(k, loc.st.option[k], s) for k in jobs)
 
@@ -471,7 +481,7 @@ def try_insert(loc: Local, j: int, deadline: Deadline) -> bool:
         gpus = loc.st.gpus_on_server(j, s)
         if gpus is None:
             continue
-        jobs = sorted(loc.on[s])
+        jobs = _below(loc, j, s)
         c, m = loc.server_free(s, jobs)
         res = loc.reoptimize(s, jobs + [j], c, m)
         if res is None:
@@ -491,7 +501,6 @@ def try_swap(loc: Local, j: int, deadline: Deadline) -> bool:
     no higher than j, where re-choosing that server's options gains most;
     False when no swap gains or the deadline passes first."""
     p = loc.p
-    pk = p.prio_key
     best = None
     oj = max(range(len(p.options[j])), key=lambda o: p.options[j][o].base)
     vj = max((loc.tab.vals(j, t)[oj] for t in _types(loc, j)), default=0.0)
@@ -503,10 +512,10 @@ def try_swap(loc: Local, j: int, deadline: Deadline) -> bool:
         if not loc.on[s] or (best is not None and slack[s] + top[lay.cap[lay.cls[s]][3]]
                              < best[0] - BOUND_SLACK):
             continue  # nothing to swap, or cannot gain more than the best so far
-        jobs = sorted(loc.on[s])
+        jobs = _below(loc, j, s)
         cur = _server_value(loc, s, jobs)
         for v in jobs:
-            if pk[v] < pk[j] or loc.value(v, loc.st.option[v], s) >= vj - 1e-12:
+            if loc.value(v, loc.st.option[v], s) >= vj - 1e-12:
                 continue
             gpus = _gpus_without(loc, j, s, v)
             rest = [k for k in jobs if k != v]
