@@ -19,8 +19,8 @@ Jobs arrive in the scheduler's rank order; every allocation is one round.
        free GPUs first; for a multi-GPU job also the cover of servers with the
        fewest free GPUs) and, on each, revert the jobs already placed there in
        this round to ``cap(p)`` -- least spread first, then most CPU per GPU,
-       then most memory per GPU -- until j's fair share fits; then place j at
-       ``fair(j)``.
+       then most memory per GPU, then earliest in the order -- until j's fair
+       share fits; then place j at ``fair(j)``.
 
     Every placed job's option satisfies ``b_jo >= b_j0``, so it runs at least at
     its GPU-proportional speed.  Running jobs kept in place are never reverted.
@@ -78,9 +78,11 @@ def admit(P, order: Iterable[int]) -> list[int]:
     return out
 
 
-def _reclaim(P, s: int, need_c: int, need_m: int, capped: dict, exclude: int) -> None:
+def _reclaim(P, s: int, need_c: int, need_m: int, capped: dict, exclude: int,
+             rank: dict) -> None:
     peers = [p for p in P.jobs_on(s) if p != exclude]
-    peers.sort(key=lambda p: (len(P.servers_of(p)), -P.per_gpu(p)[0], -P.per_gpu(p)[1], p))
+    peers.sort(key=lambda p: (len(P.servers_of(p)), -P.per_gpu(p)[0], -P.per_gpu(p)[1],
+                              rank[p]))
     for p in peers:
         fc, fm = P.free(s)
         if fc >= need_c and fm >= need_m:
@@ -100,12 +102,12 @@ def _reclaim(P, s: int, need_c: int, need_m: int, capped: dict, exclude: int) ->
             P.place(p, cap, h)
 
 
-def _reclaim_and_fit(P, j: int, target, capped: dict, mode: str):
+def _reclaim_and_fit(P, j: int, target, capped: dict, mode: str, rank: dict):
     fair = P.opts[j][0]
     ks = [k for _, k in target]
     cs, ms = split(fair.cpu, ks), split(fair.mem, ks)
     for (s, _), c, m in zip(target, cs, ms):
-        _reclaim(P, s, c, m, capped, j)
+        _reclaim(P, s, c, m, capped, j, rank)
     return P.fit(j, 0, servers=[s for s, _ in target], mode=mode)
 
 
@@ -119,6 +121,7 @@ def tune_core(P, order: Iterable[int], ideal: dict, capped: dict,
     at the deadline (the jobs left are skipped)."""
     stats = {"ideal": 0, "fair": 0, "reclaimed": 0, "spread": 0, "skipped": 0}
     sel = admit(P, order)
+    rank = {j: k for k, j in enumerate(sel)}
     if sort_by_gpus:
         sel.sort(key=lambda j: -P.need(j))
     fast = isinstance(P, FastPacker)
@@ -127,14 +130,14 @@ def tune_core(P, order: Iterable[int], ideal: dict, capped: dict,
             stats["skipped"] += len(sel) - k
             stats["stopped"] = "time limit"
             break
-        how = _tune_one(P, j, ideal[j], capped, fast)
+        how = _tune_one(P, j, ideal[j], capped, fast, rank)
         stats[how or "skipped"] += 1
         if how and P.nservers(j) > 1:
             stats["spread"] += 1
     return stats
 
 
-def _tune_one(P, j: int, o: int, capped: dict, fast: bool) -> str | None:
+def _tune_one(P, j: int, o: int, capped: dict, fast: bool, rank: dict) -> str | None:
     """Place one admitted job: ideal, fair, or fair after reclaiming; returns
     how (``"ideal"``, ``"fair"``, ``"reclaimed"``) or None."""
     if fast:  # the common case first: ideal on one server (same as below)
@@ -155,7 +158,7 @@ def _tune_one(P, j: int, o: int, capped: dict, fast: bool) -> str | None:
         targets = _targets(P, j, mode)
         try:
             for target in targets:
-                h = _reclaim_and_fit(P, j, target, capped, mode)
+                h = _reclaim_and_fit(P, j, target, capped, mode, rank)
                 if h is not None:
                     P.place(j, 0, h)
                     return "reclaimed"
