@@ -44,14 +44,14 @@ from .options import capped_option, ideal_option
 from .packers import FastPacker, ProblemPacker
 
 
-def greedy_core(P, order: Iterable[int], choose, deadline: Deadline | None = None) -> None:
+def greedy_core(P, order: Iterable[int], choose, deadline: Deadline) -> None:
     """Place each job at option ``choose(j)`` if it fits; skip it otherwise
     (stops at the deadline)."""
     if isinstance(P, FastPacker):
         P.greedy(order, choose)
         return
     for k, j in enumerate(order):
-        if deadline is not None and k % 64 == 0 and deadline.expired():
+        if k % 64 == 0 and deadline.expired():
             return
         if P.free_milli() < P.need(j):
             continue
@@ -112,7 +112,7 @@ def _reclaim_and_fit(P, j: int, target, capped: dict, mode: str, rank: dict):
 
 
 def tune_core(P, order: Iterable[int], ideal: dict, capped: dict,
-              sort_by_gpus: bool = True, deadline: Deadline | None = None) -> dict:
+              sort_by_gpus: bool = True, *, deadline: Deadline) -> dict:
     """Synergy-TUNE over a packer; returns counters of what happened.
 
     Consolidation comes first (the model files penalise spread jobs): ideal,
@@ -126,7 +126,7 @@ def tune_core(P, order: Iterable[int], ideal: dict, capped: dict,
         sel.sort(key=lambda j: -P.need(j))
     fast = isinstance(P, FastPacker)
     for k, j in enumerate(sel):
-        if deadline is not None and k % 32 == 0 and deadline.expired():
+        if k % 32 == 0 and deadline.expired():
             stats["skipped"] += len(sel) - k
             stats["stopped"] = "time limit"
             break
