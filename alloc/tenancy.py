@@ -98,6 +98,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field, replace
 from typing import Iterable, Mapping, Sequence
 
+from .deadline import Deadline
 from .model import Allocation, Cluster, Job
 
 from .resources import DEFAULT_GPU_MEM, GPU_MEM_MIB, gpu_mem_capacity  # noqa: F401 (re-exported)
@@ -507,12 +508,12 @@ def feasibility_engine() -> str:
         return "highs"
 
 
-def exact_binding(cluster: Cluster, used: Mapping[str, set], deadline=None,
-                  time_limit: float | None = None) -> dict[str, list[int]] | None:
+def exact_binding(cluster: Cluster, used: Mapping[str, set], *,
+                  deadline: Deadline) -> dict[str, list[int]] | None:
     """A full binding covering ``used``
-([`cell_placement_model`][alloc.tenancy.cell_placement_model] with
-    every tenant's cells requested), or None (none exists, or none found
-    before ``deadline`` / within ``time_limit`` seconds)."""
+    ([`cell_placement_model`][alloc.tenancy.cell_placement_model] with every
+    tenant's cells requested), or None (none exists, or none found before
+    ``deadline``)."""
     from .kernel import solve
     tree = cell_tree(cluster)
     q = quotas(cluster)
@@ -522,7 +523,7 @@ def exact_binding(cluster: Cluster, used: Mapping[str, set], deadline=None,
     cm = cell_placement_model(tree, reqs, cover, name="binding")
     if cm is None:
         return None
-    res = solve(cm.model, feasibility_engine(), deadline=deadline, time_limit=time_limit)
+    res = solve(cm.model, feasibility_engine(), deadline=deadline)
     if not res.has_solution:
         return None
     out: dict[str, list[int]] = defaultdict(list)
@@ -537,7 +538,7 @@ EXACT_BINDING_SECONDS = 10.0
 
 
 def infer_binding(cluster: Cluster, used: Mapping[str, set], exact: bool = True,
-                  deadline=None) -> dict[str, list[int]] | None:
+                  deadline: Deadline | None = None) -> dict[str, list[int]] | None:
     """A binding proving the tenancy invariant for ``used``, or None.
 
     The greedy cover first, then (``exact``) [`exact_binding`][alloc.tenancy.exact_binding] before
@@ -552,8 +553,8 @@ def infer_binding(cluster: Cluster, used: Mapping[str, set], exact: bool = True,
     if b is None or check_binding(cluster, b, used):
         b = None
         if exact:
-            limit = EXACT_BINDING_SECONDS if deadline is None else None
-            b = exact_binding(cluster, used, deadline=deadline, time_limit=limit)
+            dl = Deadline.after(EXACT_BINDING_SECONDS) if deadline is None else deadline
+            b = exact_binding(cluster, used, deadline=dl)
             if b is not None and check_binding(cluster, b, used):
                 b = None
     if b is not None:
@@ -698,7 +699,7 @@ def guaranteed_usage(cluster: Cluster, jobs: Sequence[Job], placements) -> dict[
 
 
 def tenancy_violations(cluster: Cluster, jobs: Sequence[Job], allocation: Allocation, *,
-                       deadline=None) -> list[str]:
+                       deadline: Deadline | None = None) -> list[str]:
     """Tenancy invariants an allocation breaks (see the module notes); the
     binding search stops at ``deadline`` (an inconclusive search is reported)."""
     out: list[str] = []
