@@ -571,7 +571,7 @@ def _finish(lp, lam, X, u, v, p, stats) -> LPResult:
                     max(bound, lam) if bound is not None else None, u, v, p, stats)
 
 
-def solve_requirement(lp: RequirementLP, deadline: Deadline | None = None,
+def solve_requirement(lp: RequirementLP, deadline: Deadline,
                       start: tuple[float, np.ndarray] | None = None) -> LPResult:
     r"""Solve the requirement-form LP exactly (see the module notes).
 
@@ -590,7 +590,7 @@ def solve_requirement(lp: RequirementLP, deadline: Deadline | None = None,
     ----------
     lp : RequirementLP
         At least one job needs ``b_i > 0``.
-    deadline : Deadline, optional
+    deadline : Deadline
         Every master solve gets the time left on it.
     start : (float, ndarray), optional
         A guess of ``(lambda, p)`` (e.g. the previous round's).
@@ -600,7 +600,6 @@ def solve_requirement(lp: RequirementLP, deadline: Deadline | None = None,
     LPResult
         ``objective`` is ``lambda``; ``u, v, p`` the certified duals.
     """
-    deadline = deadline or Deadline.never()
     need = (lp.b > 0) | (lp.c > 0)
     if not (lp.b > 0).any():
         raise ValueError("requirement LP: no job has b > 0 (lambda is unbounded)")
@@ -651,7 +650,7 @@ def solve_requirement(lp: RequirementLP, deadline: Deadline | None = None,
         plan = _plan(lp, float(ref[0]), np.asarray(ref[1], dtype=float), explicit | fail, margin)
 
 
-def price_start(lp: RequirementLP, deadline: Deadline | None = None) -> tuple[float, np.ndarray]:
+def price_start(lp: RequirementLP, deadline: Deadline) -> tuple[float, np.ndarray]:
     r"""Reference ``(lambda, p)`` from the LP without time rows, by stabilised
     column generation (Dantzig-Wolfe over whole-cluster responses).
 
@@ -673,14 +672,13 @@ def price_start(lp: RequirementLP, deadline: Deadline | None = None) -> tuple[fl
     Parameters
     ----------
     lp : RequirementLP
-    deadline : Deadline, optional
+    deadline : Deadline
 
     Returns
     -------
     (float, ndarray)
         ``lambda`` of the last master and the prices with the best bound.
     """
-    deadline = deadline or Deadline.never()
     A = lp.A()
     m, k = A.shape
     act, flo = lp.b > 0, (lp.b == 0) & (lp.c > 0)
@@ -764,7 +762,7 @@ def _sum_master(lp: SumLP, E: np.ndarray, choice: np.ndarray, fixed: np.ndarray,
     return sol, ei, ej, cols
 
 
-def solve_sum(lp: SumLP, deadline: Deadline | None = None,
+def solve_sum(lp: SumLP, deadline: Deadline,
               start: np.ndarray | None = None) -> LPResult:
     r"""Solve the sum-form LP exactly.
 
@@ -779,7 +777,7 @@ def solve_sum(lp: SumLP, deadline: Deadline | None = None,
     Parameters
     ----------
     lp : SumLP
-    deadline : Deadline, optional
+    deadline : Deadline
     start : ndarray (k,), optional
         Reference prices (default: `sum_price_start`).
 
@@ -788,7 +786,6 @@ def solve_sum(lp: SumLP, deadline: Deadline | None = None,
     LPResult
         ``objective`` is the sum; ``v, p`` the duals.
     """
-    deadline = deadline or Deadline.never()
     m = lp.m
     explicit = np.zeros(m, dtype=bool)
     if m <= DIRECT_MAX:
@@ -849,7 +846,7 @@ def _sum_finish(lp: SumLP, X, v, p, stats) -> LPResult:
                     None, v, p, stats)
 
 
-def sum_price_start(lp: SumLP, deadline: Deadline | None = None) -> np.ndarray:
+def sum_price_start(lp: SumLP, deadline: Deadline) -> np.ndarray:
     r"""Reference prices for `solve_sum` by stabilised column generation
     over whole-cluster responses (every class on its best type at prices
     ``pi``, or idle):
@@ -866,14 +863,13 @@ def sum_price_start(lp: SumLP, deadline: Deadline | None = None) -> np.ndarray:
     Parameters
     ----------
     lp : SumLP
-    deadline : Deadline, optional
+    deadline : Deadline
 
     Returns
     -------
     ndarray (k,)
         Prices per GPU of each type.
     """
-    deadline = deadline or Deadline.never()
     k = lp.k
     qG = lp.q[:, None] * lp.G
 

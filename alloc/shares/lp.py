@@ -200,9 +200,9 @@ class FullSolver:
         self.lp = FullLP(lp.A, lp.w, lp.n, b, c, lp.pa, lp.pb, lp.PA)
         self.strategy = {} if self.params else {"simplex_strategy": 1}
 
-    def solve(self, deadline: Deadline | None = None) -> FullSolution:
-        """Solve to optimality over every pair column (see the module notes)."""
-        deadline = deadline or Deadline.never()
+    def solve(self, deadline: Deadline) -> FullSolution:
+        """Solve to optimality over every pair column (see the module notes),
+        every HiGHS call on the time left before ``deadline``."""
         lp = self.lp
         m, k = lp.A.shape
         P = len(lp.pa)
@@ -242,7 +242,7 @@ class FullSolver:
                                 stats)
 
 
-def solve_full(lp: FullLP, deadline: Deadline | None = None, column_generation: bool = True,
+def solve_full(lp: FullLP, deadline: Deadline, column_generation: bool = True,
                params: dict | None = None) -> FullSolution:
     """Solve a `FullLP` to optimality with HiGHS (one
     `FullSolver`).
@@ -250,7 +250,8 @@ def solve_full(lp: FullLP, deadline: Deadline | None = None, column_generation: 
     Parameters
     ----------
     lp : FullLP
-    deadline : Deadline, optional
+    deadline : Deadline
+        Every HiGHS call gets the time left on it.
     column_generation : bool
         Price pair columns in (default); False puts every pair column in
         the one LP (the plain reference).
