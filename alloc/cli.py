@@ -76,7 +76,8 @@ def _bench_args(b) -> None:
     b.add_argument("instances", nargs="*", help="instance files (default: the shipped ones)")
     b.add_argument("--solvers", default=None, help="comma-separated solver names or "
                    "module:function (default: proportional, best-fit, synergy-tune, cpsat, milp)")
-    b.add_argument("--objective", default="throughput", help="objective (default: throughput)")
+    b.add_argument("--objective", default=None,
+                   help="objective (default: throughput, not asked of the solvers that ignore it)")
     b.add_argument("--time-limit", type=float, default=10.0, metavar="S",
                    help="seconds per run (default: 10)")
     b.add_argument("--seeds", default="0", metavar="LIST",

@@ -37,7 +37,9 @@ class _Strict(BaseModel):
 class Settings(_Strict):
     """How rounds are solved (the arguments of ``allocate()``)."""
     solver: str = Field("best-fit", description="a registered solver (GET /v1/solvers)")
-    objective: Literal["throughput", "gpus", "jobs"] = "throughput"
+    objective: Literal["throughput", "gpus", "jobs"] | None = Field(
+        None, description="what to maximise (null: throughput, without a warning from a solver "
+                          "that places by its own rule)")
     time_limit: Seconds | None = Field(
         None, description="seconds per call (default: 60, or the service's --max-time-limit)")
     seed: int = Field(0, ge=0, le=2 ** 31 - 1)
