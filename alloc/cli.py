@@ -17,6 +17,7 @@ import json
 import sys
 import warnings
 from pathlib import Path
+from typing import TextIO
 
 from .errors import InputError, InputWarning, SolverError, SolverUnavailable
 
@@ -279,6 +280,7 @@ def cmd_bench(args) -> int:
         else bench.default_solvers()
     seeds = parse_seeds(args.seeds, "--seeds")
     progress = not args.no_progress and sys.stderr.isatty()
+    out: TextIO
     if args.out:
         try:
             out = open(args.out, "w")

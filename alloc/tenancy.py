@@ -96,13 +96,16 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field, replace
-from typing import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Iterable, Mapping, Sequence
 
 from .deadline import Deadline
 from .model import Allocation, Cluster, Job
 
 from .resources import DEFAULT_GPU_MEM, GPU_MEM_MIB, gpu_mem_capacity  # noqa: F401 (re-exported)
 from .resources import mem_demand
+
+if TYPE_CHECKING:
+    from .kernel import LinearModel
 
 
 def job_gpu_mem(job: Job, cap: int) -> int:
@@ -350,7 +353,7 @@ def check_binding(cluster: Cluster, binding: Mapping[str, Sequence[int]],
         for k, c in qv.items():
             unused[k] += c - bound_cnt.get(k, 0)
     res = safety(tree, set(owner), unused)
-    if not res.ok:
+    if not res.ok and res.failure is not None:
         t, lv, short = res.failure
         out.append(f"sharing safety fails for {t} at level {lv}: {short} unused guaranteed "
                    f"cell(s) cannot be bound")
@@ -430,7 +433,7 @@ class CellModel:
 [`alloc.kernel.LinearModel`][alloc.kernel.model.LinearModel]),
     ``y[(tenant, node)]`` its 0/1 columns and ``own[(gpu, tenant)]`` the
     columns of the tenant's candidate cells holding that GPU."""
-    model: object
+    model: LinearModel
     y: dict
     own: dict
 
@@ -524,11 +527,12 @@ def exact_binding(cluster: Cluster, used: Mapping[str, set], *,
     if cm is None:
         return None
     res = solve(cm.model, feasibility_engine(), deadline=deadline)
-    if not res.has_solution:
+    x = res.x
+    if not res.has_solution or x is None:
         return None
     out: dict[str, list[int]] = defaultdict(list)
     for (v, n), col in cm.y.items():
-        if res.x[col] > 0.5:
+        if x[col] > 0.5:
             out[v].append(n)
     return dict(out)
 
@@ -625,7 +629,7 @@ def tenant_problems(cluster: Cluster) -> list[str]:
     if out:
         return out
     res = safety(tree, set(), demand)
-    if not res.ok:
+    if not res.ok and res.failure is not None:
         t, level, short = res.failure
         k = (t, lv[level])
         fld = last_field.get(k) or next(iter(last_field.values()), "tenants")
@@ -728,9 +732,9 @@ def tenancy_violations(cluster: Cluster, jobs: Sequence[Job], allocation: Alloca
     if out:
         return out
     used = guaranteed_usage(cluster, jobs, allocation.placements)
-    for v, gs in used.items():
+    for v, held in used.items():
         per_t: dict[str, int] = defaultdict(int)
-        for g in gs:
+        for g in held:
             per_t[tree.gpu_type[g]] += 1
         for t, n in per_t.items():
             cap = quota_gpus(cluster, v, t)

@@ -184,11 +184,11 @@ def upper_bound(pods: Sequence[Pod], cpu, mem, ngpu, models: Sequence[str], *,
         rows.append((-inf, float(Ns * G), whole))
         rows.append((-inf, float(Ns * scpu), {j: float(c) for (j, c, pm, k, m) in ys}))
         rows.append((-inf, float(Ns * smem), {j: float(pm) for (j, c, pm, k, m) in ys}))
-    for t, js in y_of_type.items():
-        rows.append((-inf, float(tcount[t]), {j: 1.0 for j in js}))
+    for ty, js in y_of_type.items():
+        rows.append((-inf, float(tcount[ty]), {j: 1.0 for j in js}))
 
-    for lo, hi, coefs in rows:
-        lpm.add_row(coefs, lo, hi)
+    for row_lo, row_hi, coefs in rows:
+        lpm.add_row(coefs, row_lo, row_hi)
     trivial = float(min(demand, sum(int(g) for g in ngpu) * MILLI))
     relax = solve_lp(lpm, deadline=dl)
     if relax.status is Status.OPTIMAL and relax.objective is not None:

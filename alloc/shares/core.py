@@ -56,6 +56,7 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -83,7 +84,8 @@ DIRECT_MAX = 160
 #: Explicit jobs from which a master is solved by the interior-point method.
 IPM_MIN = 1500
 #: HiGHS options of every master (tight tolerances: the certificate is checked).
-MASTER_OPTIONS = {"primal_feasibility_tolerance": 1e-10, "dual_feasibility_tolerance": 1e-10}
+MASTER_OPTIONS: dict[str, Any] = {"primal_feasibility_tolerance": 1e-10,
+                                  "dual_feasibility_tolerance": 1e-10}
 #: Price iterations (stabilised column generation) and their relative gap.
 PRICE_ITERS = 40
 PRICE_GAP = 1e-6
@@ -711,7 +713,7 @@ def price_start(lp: RequirementLP, deadline: Deadline) -> tuple[float, np.ndarra
         model.add_rows(np.hstack([np.array(Dcols).T, np.array(Fcols).T]), -INF, lp.n)
         model.add_rows(np.hstack([np.zeros((1, len(Dcols))), np.ones((1, len(Fcols)))]), 1.0, 1.0)
         sol = solve(model, "highs", deadline=deadline, relax=True)
-        if sol.status is not Status.OPTIMAL:
+        if sol.status is not Status.OPTIMAL or sol.objective is None or sol.duals is None:
             break
         lam, pm = float(sol.objective), np.maximum(sol.duals[:k], 0.0)
         if best - lam <= PRICE_GAP * max(1.0, abs(lam)) or lp.n @ pm <= 0:
@@ -894,7 +896,7 @@ def sum_price_start(lp: SumLP, deadline: Deadline) -> np.ndarray:
         model.add_rows(np.vstack([np.array([c[1] for c in cols]).T, np.ones((1, len(cols)))]),
                        -INF, np.concatenate([lp.n, [1.0]]))
         sol = solve(model, "highs", deadline=deadline, relax=True)
-        if sol.status is not Status.OPTIMAL:
+        if sol.status is not Status.OPTIMAL or sol.objective is None or sol.duals is None:
             break
         pm = np.maximum(sol.duals[:k], 0.0)
         if best - sol.objective <= PRICE_GAP * max(1.0, abs(sol.objective)):

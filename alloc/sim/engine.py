@@ -35,7 +35,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from ..model import (MILLI, Allocation, Cluster, GpuShare, Job, Placement, Profile, Server,
                      Status)
@@ -154,6 +154,9 @@ class Simulator:
         self.incremental = incremental  # False: sort every runnable job each round
         self._kinds: dict[tuple, tuple] = {}
         self._cluster: Cluster | None = None
+        # the last round's examined jobs and plan (reused while they stay the same)
+        self._last_key: tuple | None = None
+        self._last_plan: list = []
         sp = cluster
         #: the allocator's fast round (None: every round through allocate())
         self.fast = fast_round(allocator, [sp.gpus_per_server] * sp.servers,
@@ -252,13 +255,15 @@ class Simulator:
             return []
         cl = self.cluster
         jobs = [s.job for s in adm]
-        opts = {"place_all": True, "lp_bound": False} if self.allocator == "synergy-opt" else {}
+        opts: dict[str, Any] = ({"place_all": True, "lp_bound": False}
+                                if self.allocator == "synergy-opt" else {})
         alloc = allocate(cl, jobs, solver=self.allocator, time_limit=self.opt_time_limit, **opts)
         if self.allocator == "synergy-opt":
             self.stats["opt_rounds"] += 1
             self.stats["opt_optimal"] += int(alloc.stats.get("mip_status") == "optimal")
         by_job = {p.job: p for p in alloc.placements}
-        out, cached = [], []
+        out: list[tuple] = []
+        cached: list[tuple | None] = []
         sidx = cl.server_index
         for st in adm:
             pl = by_job.get(str(st.id))
@@ -393,11 +398,16 @@ class Simulator:
 
         def measured(jid: int) -> bool:
             return w is None or w[0] <= jid <= w[1]
-        left = (w[1] - w[0] + 1) if w is not None else len(self.jobs)
+        jobs = self.jobs
+        left = (w[1] - w[0] + 1) if w is not None else \
+            (len(jobs) if isinstance(jobs, (list, tuple)) else 0)
         if w is not None and finite:
             left = sum(1 for j in self.jobs if measured(j.id))
         bar = self._progress_bar(left)
-        res_jct, res_arr, res_fin, res_start = {}, {}, {}, {}
+        res_jct: dict[int, float] = {}
+        res_arr: dict[int, float] = {}
+        res_fin: dict[int, float] = {}
+        res_start: dict[int, float] = {}
         util = []
         G = self.totals[0]
         self._last_key, self._last_plan = None, []
@@ -453,6 +463,7 @@ class Simulator:
                 if F is not None:
                     F.drop_job(st.id)
                 if measured(st.id):
+                    assert st.finish is not None and st.start is not None  # set by _advance
                     res_jct[st.id] = st.finish - st.arrival
                     res_arr[st.id] = st.arrival
                     res_fin[st.id] = st.finish

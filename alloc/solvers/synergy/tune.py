@@ -128,13 +128,12 @@ def tune_core(P, order: Iterable[int], ideal: dict, capped: dict,
     for k, j in enumerate(sel):
         if k % 32 == 0 and deadline.expired():
             stats["skipped"] += len(sel) - k
-            stats["stopped"] = "time limit"
-            break
+            return {**stats, "stopped": "time limit"}
         how = _tune_one(P, j, ideal[j], capped, fast, rank)
         stats[how or "skipped"] += 1
         if how and P.nservers(j) > 1:
             stats["spread"] += 1
-    return stats
+    return dict(stats)
 
 
 def _tune_one(P, j: int, o: int, capped: dict, fast: bool, rank: dict) -> str | None:
@@ -191,7 +190,7 @@ def _targets(P, j: int, mode: str):
     try:
         mark = len(st.rlog)
         grown: list[tuple[int, int]] = []
-        last = None
+        last: tuple[int, int] | None = None
         head = next(stream, None)
         while True:
             if len(st.rlog) > mark:
@@ -208,6 +207,7 @@ def _targets(P, j: int, mode: str):
             if grown and (head is None or grown[0] < (whole[head], head)):
                 last = heappop(grown)
             else:
+                assert head is not None
                 last = (whole[head], head)
                 head = next(stream, None)
             yield [(last[1], n)]
