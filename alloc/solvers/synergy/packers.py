@@ -143,23 +143,16 @@ class ProblemPacker:
         opt = p.options[j][o]
         pc, pm = -(-opt.cpu // job.gpus), -(-opt.mem // job.gpus)
         for pool in self._spread_pools(j, servers):
-            chosen, need = [], job.gpus
+            ordered, need = [], job.gpus
             for s in pool:
-                u = st.whole[s]
-                if pc:
-                    u = min(u, st.cpu_l[s] // pc)
-                if pm:
-                    u = min(u, st.mem_l[s] // pm)
+                u = st.usable(s, pc, pm)
                 if u > 0 and st.cpu_l[s] > 0 and st.mem_l[s] > 0:
-                    take = min(u, need)
-                    chosen.extend(st.free_whole(s)[:take])
-                    need -= take
-                    if need == 0:
+                    ordered.append((s, u))
+                    need -= u
+                    if need <= 0:
                         break
-            if need:
-                continue
-            a = p.make_assign(j, chosen, o)
-            if all(st.cpu_l[s] >= c for s, c in a.cpu) and all(st.mem_l[s] >= m for s, m in a.mem):
+            a = st.take(j, o, ordered) if need <= 0 else None
+            if a is not None:
                 return a
         return None
 
