@@ -133,8 +133,8 @@ class ProblemPacker:
         ceil(c / n), free memory // ceil(m / n))`` GPUs; the option's CPU and
         memory are split over the parts in proportion to their GPUs (largest
         remainder) and the spread fails if a part's share does not fit.  A
-        rack locality keeps the job in one rack (racks in order of their
-        first server); a server or finer locality, a fractional-GPU or a
+        rack locality keeps the job in one rack (`_spread_pools`); a server
+        or finer locality, a fractional-GPU or a
         one-GPU job never spreads.  The same rule as `FastPacker.fit`."""
         p, st = self.p, self.st
         job = p.jobs[j]
@@ -158,14 +158,15 @@ class ProblemPacker:
 
     def _spread_pools(self, j: int, servers: Sequence[int] | None):
         """The candidate servers of `spread`, each pool fewest whole free GPUs
-        first (then index): one pool per rack under a rack locality, else one;
+        first (then index): one pool per rack under a rack locality (racks in
+        order of their first server with free CPU and memory), else one;
         without a server list, lazily from the per-class free-GPU buckets."""
         p, st = self.p, self.st
         ok, cls, whole = st.class_mask(j), st.lay.cls, st.whole
         if servers is None and not (p.jobs[j].locality == "rack" and "rack" in p.levels):
             return [self._by_free_gpus(ok)]
         cand = [s for s in (range(p.S) if servers is None else servers)
-                if ok[cls[s]] and whole[s] > 0]
+                if ok[cls[s]] and st.cpu_l[s] > 0 and st.mem_l[s] > 0]
         groups: dict[object, list[int]] = {}
         rack = p.jobs[j].locality == "rack" and "rack" in p.levels
         for s in cand:
