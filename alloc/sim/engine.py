@@ -216,14 +216,17 @@ class Simulator:
             self.stats["cache_hits"] += 1
             return self._last_plan
         by_id = {s.id: s for s in ordered}
-        ideal = {j: by_id[j].ideal for j in key}
-        capped = {j: by_id[j].capped for j in key}
-        for k2, v in F.run(key, ideal, capped, Deadline.never()).items():
+
+        def choices(j: int) -> tuple[int, int]:
+            st = by_id[j]
+            return st.ideal, st.capped
+        for k2, v in F.run(key, choices, Deadline.never()).items():
             self.stats[k2] += v
         plan = []
-        for j, o, parts in F.placed():
+        parts_of, option = F.placed()
+        for j, parts in parts_of.items():
             st = by_id[j]
-            op = st.opts[o]
+            op = st.opts[option[j]]
             plan.append((st, self._rate(st, op.base, len(parts)), parts, op.cpu, op.mem))
         self._last_key, self._last_plan = key, plan
         return plan

@@ -21,9 +21,10 @@ whole-GPU jobs on servers of one GPU type, with no running job kept in place.
 """
 from __future__ import annotations
 
-from typing import Iterable, Mapping, Sequence
+from typing import Callable, Iterable, Mapping, Sequence
 
 from ...deadline import Deadline
+from ...model import MILLI
 from ...problem import GridPoint
 from .packers import FastPacker
 from .tune import admit, greedy_core, tune_core
@@ -44,9 +45,10 @@ class FastRound:
     >>> r.add_job(7, 1, opts)
     >>> r.examined([7])
     (7,)
-    >>> stats = r.run((7,), {7: 1}, {7: 0}, Deadline.never())
-    >>> [(j, o, parts) for j, o, parts in r.placed()]
-    [(7, 1, ((0, 1, 6000, 64000),))]
+    >>> stats = r.run((7,), lambda j: (1, 0), Deadline.never())
+    >>> parts, option = r.placed()
+    >>> parts[7], option[7]
+    (((0, 1, 6000, 64000),), 1)
     """
 
     def __init__(self, solver: str, gpus: Sequence[int], cpu: Sequence[int],
@@ -55,6 +57,7 @@ class FastRound:
             raise ValueError(f"solver: expected one of {', '.join(SOLVERS)}, got {solver!r}")
         self.solver = solver
         self.packer = FastPacker(gpus, cpu, mem)
+        self._total = sum(gpus) * MILLI
 
     def add_job(self, j: int, n: int, opts: Sequence[GridPoint]) -> None:
         """Register job ``j``: ``n`` whole GPUs, its options (CPU milli-cores and
@@ -71,31 +74,33 @@ class FastRound:
         the same examined jobs give the same answer."""
         if self.solver == "synergy-greedy":
             return tuple(order)
-        P = self.packer
-        P.reset()
-        return tuple(admit(P, order))
+        return tuple(admit(self.packer, order, self._total))
 
-    def run(self, order: Sequence[int], ideal: Mapping[int, int], capped: Mapping[int, int],
+    def run(self, order: Sequence[int], choices: Callable[[int], tuple[int, int]],
             deadline: Deadline) -> dict:
         """Pack ``order`` (the examined jobs, `examined`) on the empty cluster;
-        ``ideal`` and ``capped`` are the jobs' best-case and capped options
-        (`alloc.solvers.synergy.job_choices`).  Returns TUNE's
-        counters (empty for the other two); `placed` lists the answer."""
+        ``choices(j)`` is job j's best-case and capped option
+        (`alloc.solvers.synergy.job_choices`).  Returns TUNE's counters (empty
+        for the other two); `placed` lists the answer."""
         P = self.packer
         P.reset()
         if self.solver == "proportional":
             greedy_core(P, order, lambda j: 0, deadline)
             return {}
         if self.solver == "synergy-greedy":
-            greedy_core(P, order, ideal.__getitem__, deadline)
+            greedy_core(P, order, lambda j: choices(j)[0], deadline)
             return {}
-        return tune_core(P, order, dict(ideal), dict(capped), deadline=deadline)
+        both = {j: choices(j) for j in order}
+        ideal = {j: c[0] for j, c in both.items()}
+        capped = {j: c[1] for j, c in both.items()}
+        return tune_core(P, order, ideal, capped, deadline=deadline)
 
-    def placed(self) -> list[tuple[int, int, tuple]]:
-        """The last run's placed jobs: ``(job, option, parts)``, each part
-        ``(server, GPUs, CPU milli-cores, memory MiB)``."""
+    def placed(self) -> tuple[Mapping[int, tuple], Mapping[int, int]]:
+        """The last run's placed jobs: their parts, each ``(server, GPUs, CPU
+        milli-cores, memory MiB)``, and their options, by job (read-only views,
+        valid until the next run)."""
         P = self.packer
-        return [(j, P.opt[j], parts) for j, parts in P.parts.items()]
+        return P.parts, P.opt
 
 
 __all__ = ["SOLVERS", "FastRound"]

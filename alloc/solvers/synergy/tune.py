@@ -63,10 +63,10 @@ def greedy_core(P, order: Iterable[int], choose, deadline: Deadline) -> None:
             P.place(j, o, h)
 
 
-def admit(P, order: Iterable[int]) -> list[int]:
+def admit(P, order: Iterable[int], free: int | None = None) -> list[int]:
     """The scheduler's GPU-only admission: jobs in order while their GPUs fit
-    the free GPU total."""
-    free = P.free_milli()
+    the free GPU total (``free`` milli-GPU; default: the packer's now)."""
+    free = P.free_milli() if free is None else free
     out = []
     for j in order:
         nd = P.need(j)
@@ -120,10 +120,9 @@ def tune_core(P, order: Iterable[int], ideal: dict, capped: dict,
     multi-GPU job, the same three steps spread over several servers.  Stops
     at the deadline (the jobs left are skipped)."""
     stats = {"ideal": 0, "fair": 0, "reclaimed": 0, "spread": 0, "skipped": 0}
-    sel = admit(P, order)
-    rank = {j: k for k, j in enumerate(sel)}
-    if sort_by_gpus:
-        sel.sort(key=lambda j: -P.need(j))
+    admitted = admit(P, order)
+    rank = _Rank(admitted)
+    sel = sorted(admitted, key=lambda j: -P.need(j)) if sort_by_gpus else admitted
     fast = isinstance(P, FastPacker)
     for k, j in enumerate(sel):
         if k % 32 == 0 and deadline.expired():
@@ -134,6 +133,19 @@ def tune_core(P, order: Iterable[int], ideal: dict, capped: dict,
         if how and P.nservers(j) > 1:
             stats["spread"] += 1
     return dict(stats)
+
+
+class _Rank(dict):
+    """Each admitted job's position in the order, built when a tie between
+    peers first asks for one (most rounds never reclaim)."""
+
+    def __init__(self, admitted: list[int]):
+        super().__init__()
+        self.admitted = admitted
+
+    def __missing__(self, j: int) -> int:
+        self.update((x, k) for k, x in enumerate(self.admitted))
+        return dict.__getitem__(self, j)
 
 
 def _tune_one(P, j: int, o: int, capped: dict, fast: bool, rank: dict) -> str | None:
