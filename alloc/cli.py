@@ -17,6 +17,7 @@ import json
 import sys
 import warnings
 from pathlib import Path
+from typing import TextIO
 
 from .errors import InputError, InputWarning, SolverError, SolverUnavailable
 
@@ -76,7 +77,8 @@ def _bench_args(b) -> None:
     b.add_argument("instances", nargs="*", help="instance files (default: the shipped ones)")
     b.add_argument("--solvers", default=None, help="comma-separated solver names or "
                    "module:function (default: proportional, best-fit, synergy-tune, cpsat, milp)")
-    b.add_argument("--objective", default="throughput", help="objective (default: throughput)")
+    b.add_argument("--objective", default=None,
+                   help="objective (default: throughput, not asked of the solvers that ignore it)")
     b.add_argument("--time-limit", type=float, default=10.0, metavar="S",
                    help="seconds per run (default: 10)")
     b.add_argument("--seeds", default="0", metavar="LIST",
@@ -278,6 +280,7 @@ def cmd_bench(args) -> int:
         else bench.default_solvers()
     seeds = parse_seeds(args.seeds, "--seeds")
     progress = not args.no_progress and sys.stderr.isatty()
+    out: TextIO
     if args.out:
         try:
             out = open(args.out, "w")

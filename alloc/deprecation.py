@@ -47,3 +47,28 @@ def warn_renamed(module: str, old: str, new: str, stacklevel: int = 2) -> None:
     (`stacklevel` as for `warnings.warn`, counted from the caller)."""
     warnings.warn(f"{module}.{old} is deprecated: use {module}.{new} (the old name goes in "
                   f"the next release)", DeprecationWarning, stacklevel=stacklevel + 1)
+
+
+#: The renamed options already warned about in this process.
+_OPTIONS_WARNED: set[tuple[str, str]] = set()
+
+
+def warn_renamed_option(owner: str, old: str, new: str, stacklevel: int = 2) -> None:
+    """The `DeprecationWarning` for option `old` of `owner` (e.g. ``"solver
+    'hived'"``), now called `new`: once per process, however many calls use it.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     warn_renamed_option("solver 'doc'", "old", "new")
+    ...     warn_renamed_option("solver 'doc'", "old", "new")
+    >>> len(caught), str(caught[0].message)
+    (1, "solver 'doc' option 'old' is deprecated: use 'new' (the old name goes in the next release)")
+    """
+    if (owner, old) in _OPTIONS_WARNED:
+        return
+    _OPTIONS_WARNED.add((owner, old))
+    warnings.warn(f"{owner} option {old!r} is deprecated: use {new!r} (the old name goes in "
+                  f"the next release)", DeprecationWarning, stacklevel=stacklevel + 1)

@@ -96,12 +96,16 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field, replace
-from typing import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Iterable, Mapping, Sequence
 
+from .deadline import Deadline
 from .model import Allocation, Cluster, Job
 
 from .resources import DEFAULT_GPU_MEM, GPU_MEM_MIB, gpu_mem_capacity  # noqa: F401 (re-exported)
 from .resources import mem_demand
+
+if TYPE_CHECKING:
+    from .kernel import LinearModel
 
 
 def job_gpu_mem(job: Job, cap: int) -> int:
@@ -349,7 +353,7 @@ def check_binding(cluster: Cluster, binding: Mapping[str, Sequence[int]],
         for k, c in qv.items():
             unused[k] += c - bound_cnt.get(k, 0)
     res = safety(tree, set(owner), unused)
-    if not res.ok:
+    if not res.ok and res.failure is not None:
         t, lv, short = res.failure
         out.append(f"sharing safety fails for {t} at level {lv}: {short} unused guaranteed "
                    f"cell(s) cannot be bound")
@@ -429,7 +433,7 @@ class CellModel:
 [`alloc.kernel.LinearModel`][alloc.kernel.model.LinearModel]),
     ``y[(tenant, node)]`` its 0/1 columns and ``own[(gpu, tenant)]`` the
     columns of the tenant's candidate cells holding that GPU."""
-    model: object
+    model: LinearModel
     y: dict
     own: dict
 
@@ -507,12 +511,12 @@ def feasibility_engine() -> str:
         return "highs"
 
 
-def exact_binding(cluster: Cluster, used: Mapping[str, set], deadline=None,
-                  time_limit: float | None = None) -> dict[str, list[int]] | None:
+def exact_binding(cluster: Cluster, used: Mapping[str, set], *,
+                  deadline: Deadline) -> dict[str, list[int]] | None:
     """A full binding covering ``used``
-([`cell_placement_model`][alloc.tenancy.cell_placement_model] with
-    every tenant's cells requested), or None (none exists, or none found
-    before ``deadline`` / within ``time_limit`` seconds)."""
+    ([`cell_placement_model`][alloc.tenancy.cell_placement_model] with every
+    tenant's cells requested), or None (none exists, or none found before
+    ``deadline``)."""
     from .kernel import solve
     tree = cell_tree(cluster)
     q = quotas(cluster)
@@ -522,12 +526,13 @@ def exact_binding(cluster: Cluster, used: Mapping[str, set], deadline=None,
     cm = cell_placement_model(tree, reqs, cover, name="binding")
     if cm is None:
         return None
-    res = solve(cm.model, feasibility_engine(), deadline=deadline, time_limit=time_limit)
-    if not res.has_solution:
+    res = solve(cm.model, feasibility_engine(), deadline=deadline)
+    x = res.x
+    if not res.has_solution or x is None:
         return None
     out: dict[str, list[int]] = defaultdict(list)
     for (v, n), col in cm.y.items():
-        if res.x[col] > 0.5:
+        if x[col] > 0.5:
             out[v].append(n)
     return dict(out)
 
@@ -537,7 +542,7 @@ EXACT_BINDING_SECONDS = 10.0
 
 
 def infer_binding(cluster: Cluster, used: Mapping[str, set], exact: bool = True,
-                  deadline=None) -> dict[str, list[int]] | None:
+                  deadline: Deadline | None = None) -> dict[str, list[int]] | None:
     """A binding proving the tenancy invariant for ``used``, or None.
 
     The greedy cover first, then (``exact``) [`exact_binding`][alloc.tenancy.exact_binding] before
@@ -552,8 +557,8 @@ def infer_binding(cluster: Cluster, used: Mapping[str, set], exact: bool = True,
     if b is None or check_binding(cluster, b, used):
         b = None
         if exact:
-            limit = EXACT_BINDING_SECONDS if deadline is None else None
-            b = exact_binding(cluster, used, deadline=deadline, time_limit=limit)
+            dl = Deadline.after(EXACT_BINDING_SECONDS) if deadline is None else deadline
+            b = exact_binding(cluster, used, deadline=dl)
             if b is not None and check_binding(cluster, b, used):
                 b = None
     if b is not None:
@@ -624,7 +629,7 @@ def tenant_problems(cluster: Cluster) -> list[str]:
     if out:
         return out
     res = safety(tree, set(), demand)
-    if not res.ok:
+    if not res.ok and res.failure is not None:
         t, level, short = res.failure
         k = (t, lv[level])
         fld = last_field.get(k) or next(iter(last_field.values()), "tenants")
@@ -698,7 +703,7 @@ def guaranteed_usage(cluster: Cluster, jobs: Sequence[Job], placements) -> dict[
 
 
 def tenancy_violations(cluster: Cluster, jobs: Sequence[Job], allocation: Allocation, *,
-                       deadline=None) -> list[str]:
+                       deadline: Deadline | None = None) -> list[str]:
     """Tenancy invariants an allocation breaks (see the module notes); the
     binding search stops at ``deadline`` (an inconclusive search is reported)."""
     out: list[str] = []
@@ -727,9 +732,9 @@ def tenancy_violations(cluster: Cluster, jobs: Sequence[Job], allocation: Alloca
     if out:
         return out
     used = guaranteed_usage(cluster, jobs, allocation.placements)
-    for v, gs in used.items():
+    for v, held in used.items():
         per_t: dict[str, int] = defaultdict(int)
-        for g in gs:
+        for g in held:
             per_t[tree.gpu_type[g]] += 1
         for t, n in per_t.items():
             cap = quota_gpus(cluster, v, t)

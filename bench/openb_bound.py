@@ -29,6 +29,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from alloc.deadline import Deadline  # noqa: E402
 from alloc.experiments import openb  # noqa: E402
 from alloc.experiments.openb_bound import arrived_prefix, min_share_gpus, openb_bound, saturation  # noqa: E402
 
@@ -75,7 +76,7 @@ def main(argv=None) -> int:
     for s in seeds:
         seq = openb.build_workload(pods, nodes, s, args.tune).arrivals()
         r = openb_bound(pods, nodes, s, x=args.x, tune=args.tune, integer=not args.lp,
-                        time_limit=args.time_limit, seq=seq)
+                        deadline=Deadline.after(args.time_limit), seq=seq)
         bounds.append(r.bound / unit)
         n = saturation(seq, int(nodes.gpus.sum()))
         fulls.append(sum(p.g for p in seq[:n + 1]) / unit)

@@ -37,6 +37,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from alloc.deadline import Deadline  # noqa: E402
 from alloc.errors import InputError  # noqa: E402
 from alloc.shares import solve_shares  # noqa: E402
 from alloc.shares import check  # noqa: E402
@@ -123,7 +124,7 @@ def plain(problem, policy: str):
         kappa = np.where(np.isfinite(kappa), kappa, 1.0)
         PA = PT * np.stack([kappa[a], kappa[b]], axis=1)[:, None, :]
         lp = FullLP(kappa[:, None] * T, problem.scale_factor, problem.capacity, served, zeros, a, b, PA)
-    sol = solve_full(lp, column_generation=False, params={"solver": "ipm"})
+    sol = solve_full(lp, Deadline.never(), column_generation=False, params={"solver": "ipm"})
     obj = sol.objective
     if policy.startswith("makespan") and obj:
         obj = 1.0 / obj

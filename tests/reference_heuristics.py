@@ -154,9 +154,11 @@ class State:
         return self.p.make_assign(j, gpus, option)
 
     def try_spread(self, j: int, option: int = 0,
-                   servers: Sequence[int] | None = None) -> Assign | None:
-        """Whole-GPU job j over several servers (most free GPUs first), CPU and
-        memory split in proportion to GPUs; honours a rack locality."""
+                   servers: Sequence[int] | None = None, fewest_first: bool = False
+                   ) -> Assign | None:
+        """Whole-GPU job j over several servers (most usable GPUs first;
+        ``fewest_first``: fewest whole free GPUs first, as Synergy spreads), CPU
+        and memory split in proportion to GPUs; honours a rack locality."""
         p = self.p
         job = p.jobs[j]
         if job.gpus < 2 or job.gpu_milli < MILLI or job.locality in ("server",) + INNER_LEVELS:
@@ -181,7 +183,8 @@ class State:
                              int(self.mem[s] // max(per_gpu_mem, 1)) if per_gpu_mem else len(fw))
                 if usable > 0:
                     frees.append((usable, s, fw))
-            frees.sort(key=lambda t: (-t[0], t[1]))
+            frees.sort(key=(lambda t: (len(t[2]), t[1])) if fewest_first else
+                       (lambda t: (-t[0], t[1])))
             need, chosen = job.gpus, []
             for usable, s, fw in frees:
                 take = min(usable, need)
@@ -665,7 +668,7 @@ class ProblemPacker:
         st, p = self.st, self.p
         cand = list(range(p.S) if servers is None else servers)
         if mode == "spread":
-            return st.try_spread(j, o, servers=cand)
+            return st.try_spread(j, o, servers=cand, fewest_first=True)
         best, best_key = None, None
         for s in cand:
             a = st.try_server(j, s, o)
@@ -676,7 +679,7 @@ class ProblemPacker:
                 best, best_key = a, key
         if best is not None or mode == "one":
             return best
-        return st.try_spread(j, o, servers=cand)
+        return st.try_spread(j, o, servers=cand, fewest_first=True)
 
     def place(self, j: int, o: int, a: Assign) -> None:
         self.st.place(j, a, o)
@@ -964,9 +967,11 @@ def admit(P, order: Iterable[int]) -> list[int]:
     return out
 
 
-def _reclaim(P, s: int, need_c: int, need_m: int, capped: dict, exclude: int) -> None:
+def _reclaim(P, s: int, need_c: int, need_m: int, capped: dict, exclude: int,
+             rank: dict) -> None:
     peers = [p for p in P.jobs_on(s) if p != exclude]
-    peers.sort(key=lambda p: (len(P.servers_of(p)), -P.per_gpu(p)[0], -P.per_gpu(p)[1], p))
+    peers.sort(key=lambda p: (len(P.servers_of(p)), -P.per_gpu(p)[0], -P.per_gpu(p)[1],
+                              rank[p]))
     for p in peers:
         fc, fm = P.free(s)
         if fc >= need_c and fm >= need_m:
@@ -986,12 +991,12 @@ def _reclaim(P, s: int, need_c: int, need_m: int, capped: dict, exclude: int) ->
             P.place(p, cap, h)
 
 
-def _reclaim_and_fit(P, j: int, target, capped: dict, mode: str):
+def _reclaim_and_fit(P, j: int, target, capped: dict, mode: str, rank: dict):
     fair = P.opts[j][0]
     ks = [k for _, k in target]
     cs, ms = split(fair.cpu, ks), split(fair.mem, ks)
     for (s, _), c, m in zip(target, cs, ms):
-        _reclaim(P, s, c, m, capped, j)
+        _reclaim(P, s, c, m, capped, j, rank)
     return P.fit(j, 0, servers=[s for s, _ in target], mode=mode)
 
 
@@ -1005,6 +1010,7 @@ def tune_core(P, order: Iterable[int], ideal: dict, capped: dict,
     at the deadline (the jobs left are skipped)."""
     stats = {"ideal": 0, "fair": 0, "reclaimed": 0, "spread": 0, "skipped": 0}
     sel = admit(P, order)
+    rank = {j: k for k, j in enumerate(sel)}
     if sort_by_gpus:
         sel.sort(key=lambda j: -P.need(j))
     fast = isinstance(P, FastPacker)
@@ -1013,14 +1019,14 @@ def tune_core(P, order: Iterable[int], ideal: dict, capped: dict,
             stats["skipped"] += len(sel) - k
             stats["stopped"] = "time limit"
             break
-        how = _tune_one(P, j, ideal[j], capped, fast)
+        how = _tune_one(P, j, ideal[j], capped, fast, rank)
         stats[how or "skipped"] += 1
         if how and P.nservers(j) > 1:
             stats["spread"] += 1
     return stats
 
 
-def _tune_one(P, j: int, o: int, capped: dict, fast: bool) -> str | None:
+def _tune_one(P, j: int, o: int, capped: dict, fast: bool, rank: dict) -> str | None:
     """Place one admitted job: ideal, fair, or fair after reclaiming; returns
     how (``"ideal"``, ``"fair"``, ``"reclaimed"``) or None."""
     if fast:  # the common case first: ideal on one server (same as below)
@@ -1041,7 +1047,7 @@ def _tune_one(P, j: int, o: int, capped: dict, fast: bool) -> str | None:
         for target in P.targets(j):
             if (len(target) == 1) != (mode == "one"):
                 continue
-            h = _reclaim_and_fit(P, j, target, capped, mode)
+            h = _reclaim_and_fit(P, j, target, capped, mode, rank)
             if h is not None:
                 P.place(j, 0, h)
                 return "reclaimed"

@@ -78,7 +78,8 @@ def test_version_and_solvers_json(capsys):
     listing = {d["name"]: d for d in json.loads(capsys.readouterr().out)}
     assert {"cpsat", "best-fit", "hived", "fgd"} <= set(listing)
     opts = {o["name"]: o for o in listing["hived"]["options"]}
-    assert opts["preempt"]["type"] == "bool" and opts["preempt"]["default"] is True
+    assert opts["tenancy_preempt"]["type"] == "bool" and opts["tenancy_preempt"]["default"] is True
+    assert opts["preempt"]["default"] is None and "deprecated" in opts["preempt"]["help"]
     assert all(o["help"] for d in listing.values() for o in d["options"])
 
 

@@ -311,7 +311,7 @@ def test_dive_feasible_and_bounded():
     p = compile_problem(cl, jobs, "throughput")
     backend = Backend("cpsat")
     _, best_v, sols, _ = warm_start(p, Deadline.after(1.0))
-    agg = Aggregate(p)
+    agg = Aggregate(p, Deadline.never())
     master = Master(agg)
     for s in sols:
         cols = solution_to_columns(agg, s)

@@ -23,7 +23,7 @@ def seeded_master(p):
     from alloc.solvers.common.configuration.aggregate import Aggregate
     from alloc.solvers.common.configuration.columns import solution_to_columns, true_value
     from alloc.solvers.common.configuration.master import Master
-    agg = Aggregate(p)
+    agg = Aggregate(p, Deadline.never())
     start = get_solver("greedy-upgrade").solve(p, deadline=Deadline.after(5)).assign
     master = Master(agg)
     for pat in solution_to_columns(agg, start)[0].values():

@@ -87,8 +87,27 @@ def test_priority_preemption_within_tenant():
     jobs += [gj("hi", 4, "a", prio=5)]
     r = allocate(c, jobs, solver="hived")
     assert r.placement("hi") is not None and r.preempted == ("lo",)
-    r = allocate(c, jobs, solver="hived", preempt=False)
+    r = allocate(c, jobs, solver="hived", tenancy_preempt=False)
     assert r.placement("hi") is None and r.preempted == ()
+
+
+def test_the_old_preempt_option_is_a_deprecated_alias(monkeypatch):
+    """``preempt`` (the option's old name, as an option or through
+    `allocate(preempt=...)`) still works and warns once per process."""
+    import warnings
+    from alloc import Session, deprecation
+    monkeypatch.setattr(deprecation, "_OPTIONS_WARNED", set())
+    c = make_cluster(1, {"a": [("server", 1, "V100")]})
+    jobs, _ = running(c, [gj("lo", 8, "a", prio=0)])
+    jobs += [gj("hi", 4, "a", prio=5)]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        r1 = allocate(c, jobs, solver="hived", preempt=False)
+        r2 = Session(c, jobs=jobs, solver="hived", options={"preempt": False}).step()
+    assert r1.preempted == () == r2.preempt and r1.placement("hi") is None
+    assert "hi" in r2.unplaced
+    dep = [w for w in caught if issubclass(w.category, DeprecationWarning)]
+    assert len(dep) == 1 and "'tenancy_preempt'" in str(dep[0].message)
 
 
 def test_running_jobs_stay_without_migration():

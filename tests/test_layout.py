@@ -4,6 +4,11 @@ function.
 
 * A solver family (a package under `alloc/solvers/` other than `common`)
   imports no other family; `alloc.solvers.common` imports no family.
+* The simulators (`alloc/sim/`) import a family's package, never a module
+  inside it: a round goes through `allocate()` or through what the family's
+  package exposes (Synergy's fast round).  The event-driven simulators of
+  Gandiva and AntMan, which run the family's own scheduler objects over time,
+  are the named exceptions (`SIM_DRIVES`).
 * The import graph of `alloc/` has no cycle.  The one edge allowed to close
   one is the registry's lazy import of the family packages it names in
   `FAMILIES` (inside a function, by name); the test removes exactly those.
@@ -86,6 +91,30 @@ def test_no_family_imports_another(path):
     assert not wrong, f"{module_name(path)} imports another family: {wrong}"
     if own == COMMON:
         assert not [t for t, _, _ in imports(path) if family_of(t) not in (None, COMMON)]
+
+
+#: Simulator modules that drive a family's scheduler objects over time, and
+#: the family modules they may import for it.
+SIM_DRIVES = {
+    "alloc.sim.gandiva.engine": {"alloc.solvers.gandiva.scheduler"},
+    "alloc.sim.antman": {"alloc.solvers.antman.coordinator"},
+}
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "sim").rglob("*.py")),
+                         ids=lambda p: str(p.relative_to(ROOT)))
+def test_the_simulators_import_only_the_families_packages(path):
+    mod = module_name(path)
+    inner = {t for t, _, _ in imports(path)
+             if family_of(t) not in (None, COMMON) and len(t.split(".")) > 3}
+    assert inner <= SIM_DRIVES.get(mod, set()), f"{mod} imports a family's internals: {inner}"
+
+
+def test_the_round_simulator_imports_the_synergy_package():
+    """The known edge: the round simulator's fast path is Synergy's public
+    fast round, through the package."""
+    found = {t for t, _, _ in imports(MODULES["alloc.sim.engine"])}
+    assert "alloc.solvers.synergy" in found
 
 
 def import_graph() -> nx.DiGraph:

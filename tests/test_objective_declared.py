@@ -98,3 +98,38 @@ def test_cli_lists_objectives():
                           capture_output=True, text=True, check=True).stdout
     line = next(t for t in text.splitlines() if t.startswith("best-fit "))
     assert "objectives: none" in line
+
+
+def test_a_session_warns_once_when_its_solver_ignores_the_objective():
+    cluster, jobs = _small()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        s = alloc.Session(cluster, jobs=jobs, solver="best-fit", objective="gpus")
+        s.step()
+        s.submit(Job("c", gpus=1, cpu=1000, mem=1000))
+        s.step()
+    msgs = _objective_warnings(caught)
+    assert len(msgs) == 1 and "'best-fit'" in str(msgs[0].message)
+    assert msgs[0].filename == __file__          # points at the caller's line
+    assert s.objective == "gpus"
+
+
+@pytest.mark.parametrize("kw", [{}, {"objective": "throughput", "solver": "greedy-upgrade"}])
+def test_a_session_with_the_default_or_an_honouring_solver_is_silent(kw):
+    cluster, jobs = _small()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        s = alloc.Session(cluster, jobs=jobs, **kw)
+        s.step()
+    assert not _objective_warnings(caught)
+    assert s.objective == "throughput"
+
+
+@pytest.mark.parametrize("objective,warned", [(None, False), ("gpus", True)])
+def test_bench_rows_warn_only_for_an_objective_asked_for(objective, warned):
+    from alloc import bench
+    tiny = bench.shipped_instances_dir() / "tiny-grid.json"
+    rows = bench.run([tiny], ["best-fit"], objective=objective, warmup=0, progress=False)
+    (row,) = rows
+    assert row["objective"] == (objective or "throughput")
+    assert any("ignores the objective" in w for w in row["warnings"]) is warned

@@ -2,6 +2,7 @@
 import numpy as np
 import pytest
 
+from alloc.deadline import Deadline
 from alloc.errors import InputError
 from alloc.experiments.openb import (NodeTable, bench_main, bin_curve, build_workload, fisher_yates, load_nodes,
                          load_pods, openb_dir, run, sort_by_name, to_cluster, to_jobs,
@@ -199,7 +200,7 @@ def test_bound_equals_brute_force_on_tiny_cases():
             else:
                 pods.append(Pod(2000, 100, 2, 1000))
         cpu, mem, ngpu = [6000, 9000], [1000, 1000], [2, 2]
-        res = upper_bound(pods, cpu, mem, ngpu, ["A", "B"])
+        res = upper_bound(pods, cpu, mem, ngpu, ["A", "B"], deadline=Deadline.after(60))
         assert res.bound == pytest.approx(_brute_force(pods, cpu, mem, ngpu))
 
 
@@ -222,8 +223,8 @@ def test_bound_above_every_policy():
     cpu, mem = [64000, 96000, 32000, 16000] * 4, [256000] * 16
     ngpu, models = [4, 8, 2, 2] * 4, ["V100", "T4", "T4", "P100"] * 4
     fm = FragModel.from_pods(pods)
-    bound = upper_bound(pods, cpu, mem, ngpu, models, time_limit=10)
-    lp = upper_bound(pods, cpu, mem, ngpu, models, integer=False)
+    bound = upper_bound(pods, cpu, mem, ngpu, models, deadline=Deadline.after(10))
+    lp = upper_bound(pods, cpu, mem, ngpu, models, integer=False, deadline=Deadline.after(60))
     assert bound.bound <= lp.bound + 1e-6 and bound.bound <= bound.demand
     for pol in ["random", "dotprod", "gpu-clustering", "gpu-packing", "best-fit", "fgd",
                 "fgd-lookahead"]:
@@ -304,7 +305,7 @@ def test_bound_honours_its_time_limit():
     pods = [Pod(int(rng.integers(1, 16)) * 1000, int(rng.integers(1, 64)) * 1024, 1,
                 int(rng.choice([130, 230, 320, 470, 650, 810, 1000]))) for _ in range(3000)]
     t = _time.perf_counter()
-    r = upper_bound(pods, cpu, mem, gpus, models, time_limit=0.5)
+    r = upper_bound(pods, cpu, mem, gpus, models, deadline=Deadline.after(0.5))
     assert _time.perf_counter() - t < 0.5 * 1.1 + 0.5
     assert r.bound >= r.value or np.isnan(r.value)
     assert r.bound <= r.demand

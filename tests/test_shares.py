@@ -8,6 +8,7 @@ import sys
 import numpy as np
 import pytest
 
+from alloc.deadline import Deadline
 from alloc.errors import InputError, SolverError
 from alloc.kernel import INF, LinearModel, solve
 from alloc.model import Status
@@ -131,8 +132,8 @@ def random_requirement_lp(rng, m, k, profiles, kinds, nper):
 def test_requirement_core_equals_plain_lp(m, profiles, kinds, nper):
     rng = np.random.default_rng(m + profiles + nper)
     lp = random_requirement_lp(rng, m, 3, profiles, kinds, nper)
-    res = solve_requirement(lp)
-    ref = solve_full(FullLP(lp.A(), lp.w, lp.n, lp.b, lp.c))
+    res = solve_requirement(lp, Deadline.never())
+    ref = solve_full(FullLP(lp.A(), lp.w, lp.n, lp.b, lp.c), Deadline.never())
     assert res.status is Status.OPTIMAL
     assert res.objective == pytest.approx(ref.objective, rel=1e-7)
     assert res.bound == pytest.approx(res.objective, rel=1e-7)
@@ -148,10 +149,10 @@ def test_sum_core_equals_plain_lp(m, classes, nper):
     q = rng.integers(1, 5, classes).astype(float)
     w = rng.choice([1.0, 2.0], classes)
     lp = SumLP(G, q, w, np.full(3, float(nper)))
-    res = solve_sum(lp)
+    res = solve_sum(lp, Deadline.never())
     # the plain LP: one member per row, every column
     rows = np.repeat(np.arange(classes), q.astype(int))
-    ref = solve_full(FullLP(G[rows], w[rows], lp.n))
+    ref = solve_full(FullLP(G[rows], w[rows], lp.n), Deadline.never())
     assert res.status is Status.OPTIMAL
     assert res.objective == pytest.approx(ref.objective, rel=1e-8)
 
@@ -160,7 +161,7 @@ def test_structured_solver_uses_few_rows_at_scale():
     """10,000 jobs of 26 profiles: one small master, certified."""
     rng = np.random.default_rng(3)
     lp = random_requirement_lp(rng, 10000, 3, 26, "uniform", 1500)
-    res = solve_requirement(lp)
+    res = solve_requirement(lp, Deadline.never())
     assert res.status is Status.OPTIMAL and res.stats["explicit"] < 500
 
 
@@ -183,7 +184,8 @@ def test_max_sum_and_makespan_equal_plain_lp(seed, kw):
     v = aware(p)
     # max-sum as an LP: lambda is irrelevant; build the sum directly
     ref = solve_full(FullLP(v["T"], p.scale_factor, p.capacity, pa=check.pair_arrays(p)[0],
-                            pb=check.pair_arrays(p)[1], PA=v["PT"]), column_generation=False)
+                            pb=check.pair_arrays(p)[1], PA=v["PT"]), Deadline.never(),
+                     column_generation=False)
     assert r.status is Status.OPTIMAL and r.objective == pytest.approx(ref.objective, rel=1e-8)
     r = solve_shares(p, "makespan")
     lam = plain_requirement(p, v, 1.0 / p.steps_remaining, p.served.astype(float))
@@ -391,7 +393,7 @@ def test_gavel_throughputs_at_scale(shared_dir):
     v = aware(p)
     kappa = p.scale_factor / (p.weight * check.proportional_throughput(p))
     ref = solve_full(FullLP(kappa[:, None] * v["T"], p.scale_factor, p.capacity, np.ones(p.m),
-                            np.zeros(p.m)), params={"solver": "ipm"})
+                            np.zeros(p.m)), Deadline.never(), params={"solver": "ipm"})
     assert r.status is Status.OPTIMAL and r.objective == pytest.approx(ref.objective, rel=1e-7)
 
 

@@ -7,6 +7,7 @@ import pytest
 
 from alloc import Allocation, Cell, Cluster, GpuShare, InputError, Job, Placement, Server, Tenant
 from alloc import allocate, violations
+from alloc.deadline import Deadline
 from alloc.model import frozen_map
 from alloc.objectives import throughput
 from alloc.tenancy import (cell_tree, check_binding, exact_binding, fail_server, greedy_binding,
@@ -120,7 +121,7 @@ def test_greedy_and_exact_binding_agree_on_feasibility():
                     "b": [("server", 1, "V100")]})
     gi = c.gpu_index
     used = {"a": {gi["s0/gpu0"], gi["s0/gpu1"], gi["s0/gpu4"]}, "b": {gi["s1/gpu3"]}}
-    for b in (greedy_binding(c, used), exact_binding(c, used)):
+    for b in (greedy_binding(c, used), exact_binding(c, used, deadline=Deadline.after(30))):
         assert b is not None and not check_binding(c, b, used)
     # a's GPUs on three switches: one switch cell + two GPU cells cannot cover 4 GPUs on 4 switches
     used = {"a": {gi["s0/gpu0"], gi["s0/gpu2"], gi["s0/gpu4"], gi["s0/gpu6"]}}

@@ -38,10 +38,13 @@ and stop as with Blox's default placement.
 """
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 from ..errors import InputError
 from ..model import DEFAULT_GPU_TYPE, Cluster, Job, Server
+
+if TYPE_CHECKING:
+    from ..session import RoundResult, Session
 
 
 def gpu_rows(gpu_df) -> list[dict]:
@@ -87,19 +90,26 @@ class AllocPlacement:
     def __init__(self, args: Any = None, *, solver: str = "best-fit",
                  time_limit: float | None = None, max_moves: int = 0,
                  preempt: str | None = "order", options: Mapping | None = None):
-        self.settings = dict(solver=solver, time_limit=time_limit, max_moves=max_moves,
-                             preempt=preempt, options=options)
-        self.session = None
+        self.settings: dict[str, Any] = dict(solver=solver, time_limit=time_limit,
+                                             max_moves=max_moves, preempt=preempt,
+                                             options=options)
+        self.session: Session | None = None
         self._nodes: dict = {}          # node id -> [(Local_GPU_ID, GPU_ID)]
         self._keys: dict = {}           # alloc's GPU name -> GPU_ID
-        self.last = None
+        self.last: RoundResult | None = None
+
+    @property
+    def _live(self) -> Session:
+        """The session (the first sync of the nodes makes it)."""
+        assert self.session is not None
+        return self.session
 
     # ------------------------------------------------------------ the round
     def place(self, job_state, cluster_state, new_job_schedule) -> tuple[list, dict]:
         """One Blox round: ``(jobs_to_terminate, {job id: [GPU_ID, ...]})``."""
         rows = gpu_rows(cluster_state.gpu_df)
         self._sync_cluster(rows, getattr(cluster_state, "server_map", {}) or {})
-        s = self.session
+        s = self._live
         active = job_state.active_jobs
         self._sync_jobs(active)
         running: dict = {}
@@ -152,7 +162,7 @@ class AllocPlacement:
         return Server(node_name(node), cpu, 1, len(locals_), DEFAULT_GPU_TYPE)
 
     def _sync_jobs(self, active: Mapping) -> None:
-        s = self.session
+        s = self._live
         known = s.jobs
         for jid in [j for j in known if j not in active]:
             s.finish(jid, where="active_jobs")

@@ -132,7 +132,7 @@ def _expand(item: str) -> list[str]:
 
 def indices(text: str) -> list[int]:
     """GPU indices of an ``IDX:`` list (``0-1,4``)."""
-    out = []
+    out: list[int] = []
     for part in text.split(","):
         if not part:
             continue
@@ -204,7 +204,7 @@ def parse_jobs(text: str) -> list[SlurmJob]:
 
 def parse_topology(text: str) -> dict[str, str]:
     """``{node: leaf switch}`` of a ``topology.conf`` (switches listing nodes)."""
-    out = {}
+    out: dict[str, str] = {}
     for line in text.splitlines():
         line = line.split("#", 1)[0].strip()
         f = fields(line)

@@ -60,11 +60,14 @@ import json
 import sys
 import time
 from dataclasses import dataclass, field
-from typing import IO
+from typing import IO, TYPE_CHECKING, Any
 
 from ..errors import InputError
 from ..model import DEFAULT_GPU_TYPE, Cluster, Job, Server
 from .scontrol import Node, Scontrol, SlurmError, SlurmJob
+
+if TYPE_CHECKING:
+    from ..session import Session
 
 ORDERS = ("fifo", "las")
 
@@ -149,8 +152,9 @@ class Controller:
         except ValueError as exc:
             raise InputError(str(exc)) from None
         self.slurm = slurm or Scontrol()
-        self.settings = dict(solver=solver, time_limit=time_limit, max_moves=max_moves,
-                             options=options, preempt="order" if preempt == "order" else None)
+        self.settings: dict[str, Any] = dict(
+            solver=solver, time_limit=time_limit, max_moves=max_moves, options=options,
+            preempt="order" if preempt == "order" else None)
         self.order, self.start_timeout, self.topology = order, start_timeout, topology
         if not las_quantum > 0:
             raise InputError(f"las_quantum: expected a positive number of GPU-seconds, got "
@@ -158,10 +162,17 @@ class Controller:
         self.las_quantum = float(las_quantum)
         self.log = log if log is not None else sys.stderr
         self._decisions = decisions
-        self._out = None
-        self.session = None
+        self._out: Any = None           # the decisions file, once written to
+        self._topo: dict[str, str] = {}  # node -> leaf switch (topology.conf), read once
+        self.session: Session | None = None
         self.track = _Track()
         self.number = 0
+
+    @property
+    def _live(self) -> Session:
+        """The session (the first sync of the nodes makes it)."""
+        assert self.session is not None
+        return self.session
 
     # ------------------------------------------------------------------ cycle
     def cycle(self) -> Cycle:
@@ -183,7 +194,7 @@ class Controller:
             self._sync_jobs(by_id, now, errors)
         except InputError as exc:
             return self._report(t0, errors=errors + [self._error(str(exc), "nothing placed")])
-        r = self.session.step()
+        r = self._live.step()
         started, preempted, moved = self._act(r, by_id, errors)
         return self._report(t0, started, preempted, moved, tuple(r.unplaced), errors,
                             r.latency_s)
@@ -213,7 +224,7 @@ class Controller:
                                    solver=st["solver"], time_limit=st["time_limit"],
                                    max_moves=st["max_moves"], preempt=st["preempt"],
                                    options=st["options"], name="slurm")
-        s = self.session
+        s = self._live
         have = {sv.id for sv in s.cluster.servers}
         for name, srv in servers.items():
             if name not in have or name in s.failed:
@@ -249,7 +260,7 @@ class Controller:
         return j.held or j.active or j.id in self.track.flight or j.id in self.track.moving
 
     def _sync_jobs(self, jobs: dict, now: float, errors: list) -> None:
-        s, tr = self.session, self.track
+        s, tr = self._live, self.track
         mine = {i: j for i, j in jobs.items() if self._mine(j)}
         for jid in [x for x in s.jobs if x not in mine or self._reshaped(mine[x])]:
             s.finish(jid)
@@ -282,7 +293,7 @@ class Controller:
         counts alloc gave them on each node, on indices no running job holds
         (Slurm picks the indices when it starts them).  One that no longer
         fits is held again (alloc places it anew)."""
-        s, tr = self.session, self.track
+        s, tr = self._live, self.track
         used: dict[str, set] = {}
         for gpus in running.values():
             for g in gpus if isinstance(gpus, list) else ():
@@ -330,7 +341,7 @@ class Controller:
             return False
         job = self._job(j)
         try:
-            self.session.submit(job, where=f"job {j.id}")
+            self._live.submit(job, where=f"job {j.id}")
         except InputError as exc:
             errors.append(self._error(str(exc), "not placed"))
             return False
@@ -347,7 +358,7 @@ class Controller:
 
     # ----------------------------------------------------------------- acting
     def _act(self, r, jobs: dict, errors: list) -> tuple[list, list, list]:
-        s = self.session
+        s = self._live
         held_back = set()
         for p in r.start:
             j = jobs[p.job]

@@ -403,7 +403,8 @@ def openb_servers(rng: random.Random, gpus: int, cpu_nodes: float) -> list[Serve
         Ids ``node-0000...`` in shuffled order; CPU milli-cores, memory MiB.
     """
     n_gpu_nodes = max(1, int(round(OPENB_TRACE_NODES * gpus / OPENB_TRACE_GPUS)))
-    shapes = [(c, m, g, t) for c, m, g, t, _ in OPENB_GPU_NODES]
+    shapes: list[tuple[int, int, int, str | None]] = [(c, m, g, t)
+                                                      for c, m, g, t, _ in OPENB_GPU_NODES]
     counts = apportion([w for *_, w in OPENB_GPU_NODES], n_gpu_nodes)
     n_cpu = int(round(cpu_nodes / (1.0 - cpu_nodes) * n_gpu_nodes))
     shapes += [(c, m, 0, None) for c, m, _ in OPENB_CPU_NODES]
@@ -493,7 +494,7 @@ def openb(seed: int, gpus: int = 6000, pods_per_gpu: float = OPENB_TRACE_PODS / 
     servers = openb_servers(rng, gpus, cpu_nodes)
     total = sum(s.gpus for s in servers)
     tables = _pod_tables(servers)
-    by_type: dict[str, list[Server]] = {}
+    by_type: dict[str | None, list[Server]] = {}
     for s in servers:
         if s.gpus:
             by_type.setdefault(s.gpu_type, []).append(s)

@@ -361,7 +361,7 @@ def bin_curve(arrived: np.ndarray, values: np.ndarray, capacity: int, *,
     else None.  Means are rounded to ``digits`` (None: unrounded)."""
     unit = capacity / 100.0
     ratio = np.array([round(a / unit) for a in arrived.tolist()], dtype=np.int64)
-    out = []
+    out: list[float | None] = []
     for x in range(NCOLS):
         sel = ratio == x
         if not sel.any():

@@ -43,6 +43,7 @@ from typing import Sequence
 
 import numpy as np
 
+from ..deadline import Deadline
 from ..solvers.fgd.engine import MILLI, Pod
 
 
@@ -101,24 +102,22 @@ def _levels(shares: Sequence[int]) -> list[int]:
 
 
 def upper_bound(pods: Sequence[Pod], cpu, mem, ngpu, models: Sequence[str], *,
-                integer: bool = True, time_limit: float = 60.0, threads: int = 1,
-                mip_gap: float = 1e-6, deadline=None) -> BoundResult:
+                deadline: Deadline, integer: bool = True, threads: int = 1,
+                mip_gap: float = 1e-6) -> BoundResult:
     """Upper bound on the GPU milli allocatable by placing a subset of ``pods``
     on the nodes (``cpu``, ``mem``, ``ngpu``, ``models`` per node); see the
     module docstring for the model and its relaxations.
 
     Everything (building the model, its LP relaxation, then the MIP on the time
-    left) stops by ``deadline`` (default: ``time_limit`` seconds from the
-    call).  A relaxation that did not finish proves nothing; the bound is then
+    left) stops by ``deadline``.  A relaxation that did not finish proves nothing; the bound is then
     the trivial ``min(demand, GPU capacity)`` and ``status`` says why."""
     import time
 
-    from ..deadline import Deadline
     from ..kernel import INF, LinearModel, solve, solve_lp
     from ..model import Status
 
     t0 = time.perf_counter()
-    dl = deadline if deadline is not None else Deadline.after(time_limit)
+    dl = deadline
     shape_count = Counter(zip((int(x) for x in cpu), (int(x) for x in mem),
                               (int(x) for x in ngpu), (str(x) for x in models)))
     shapes = [s for s in shape_count if s[2] > 0]
@@ -185,11 +184,11 @@ def upper_bound(pods: Sequence[Pod], cpu, mem, ngpu, models: Sequence[str], *,
         rows.append((-inf, float(Ns * G), whole))
         rows.append((-inf, float(Ns * scpu), {j: float(c) for (j, c, pm, k, m) in ys}))
         rows.append((-inf, float(Ns * smem), {j: float(pm) for (j, c, pm, k, m) in ys}))
-    for t, js in y_of_type.items():
-        rows.append((-inf, float(tcount[t]), {j: 1.0 for j in js}))
+    for ty, js in y_of_type.items():
+        rows.append((-inf, float(tcount[ty]), {j: 1.0 for j in js}))
 
-    for lo, hi, coefs in rows:
-        lpm.add_row(coefs, lo, hi)
+    for row_lo, row_hi, coefs in rows:
+        lpm.add_row(coefs, row_lo, row_hi)
     trivial = float(min(demand, sum(int(g) for g in ngpu) * MILLI))
     relax = solve_lp(lpm, deadline=dl)
     if relax.status is Status.OPTIMAL and relax.objective is not None:
@@ -222,16 +221,18 @@ def arrived_prefix(pods: Sequence[Pod], capacity: int, x: int = 100) -> int:
     return n
 
 
-def openb_bound(pods_table, nodes, seed: int, *, x: int = 100, tune: float = 1.3,
-                seq: Sequence[Pod] | None = None, **kw) -> BoundResult:
+def openb_bound(pods_table, nodes, seed: int, *, deadline: Deadline, x: int = 100,
+                tune: float = 1.3, seq: Sequence[Pod] | None = None, **kw) -> BoundResult:
     """Bound for one openb workload and seed at column x (``seq``: the seed's
-    arrivals when already built)."""
+    arrivals when already built), before ``deadline`` (`upper_bound`, which
+    takes the other keywords)."""
     if seq is None:
         from .openb import build_workload
         seq = build_workload(pods_table, nodes, seed, tune).arrivals()
     cap = int(nodes.gpus.sum()) * MILLI
     n = arrived_prefix(seq, cap, x)
-    return upper_bound(seq[:n], nodes.cpu, nodes.mem, nodes.gpus, nodes.model, **kw)
+    return upper_bound(seq[:n], nodes.cpu, nodes.mem, nodes.gpus, nodes.model, deadline=deadline,
+                       **kw)
 
 
 def min_share_gpus(shares: Sequence[int]) -> int:

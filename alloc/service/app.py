@@ -124,7 +124,8 @@ def _one_line(exc: RequestValidationError, body: bytes = b"") -> str:
     return f"{_location(e.get('loc', ()))}: {e.get('msg', 'invalid')}{more}"[:500]
 
 
-async def _invalid_request(request: Request, exc: RequestValidationError) -> JSONResponse:
+async def _invalid_request(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, RequestValidationError)  # the one class it is registered for
     return _error(422, _one_line(exc, await request.body()))
 
 
@@ -206,7 +207,7 @@ def create_app(config: ServiceConfig | None = None) -> FastAPI:
                     prop["solver"]["enum"] = list(solvers())
             app.openapi_schema = doc
         return app.openapi_schema
-    app.openapi = openapi
+    app.openapi = openapi  # type: ignore[method-assign]  # FastAPI's way to extend the schema
     return app
 
 

@@ -45,7 +45,7 @@ def add_docs(app: FastAPI) -> None:
         if assets is None:
             return HTMLResponse(NO_ASSETS)
         from fastapi.openapi.docs import get_swagger_ui_html
-        return get_swagger_ui_html(openapi_url=app.openapi_url, title=f"{app.title} API",
+        return get_swagger_ui_html(openapi_url=app.openapi_url or "", title=f"{app.title} API",
                                    swagger_js_url=f"{ASSETS}/swagger-ui-bundle.js",
                                    swagger_css_url=f"{ASSETS}/swagger-ui.css",
                                    swagger_favicon_url=f"{ASSETS}/favicon-32x32.png")

@@ -15,18 +15,15 @@ from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
 from .schemas import ref
 
 
-def _doc(name: str):
-    # wrapped in allOf: pydantic resolves a bare $ref with sibling keys itself
-    return Annotated[dict[str, Any], WithJsonSchema({"allOf": [ref(name)]})]
-
-
-InstanceDoc = _doc("Instance")
-ClusterDoc = _doc("Cluster")
-JobDoc = _doc("Job")
-ServerDoc = _doc("Server")
-TenantDoc = _doc("Tenant")
-PlacementDoc = _doc("Placement")
-AllocationDoc = _doc("Allocation")
+# each a JSON object of the alloc schema of that name, wrapped in allOf (pydantic resolves
+# a bare $ref with sibling keys itself)
+InstanceDoc = Annotated[dict[str, Any], WithJsonSchema({"allOf": [ref("Instance")]})]
+ClusterDoc = Annotated[dict[str, Any], WithJsonSchema({"allOf": [ref("Cluster")]})]
+JobDoc = Annotated[dict[str, Any], WithJsonSchema({"allOf": [ref("Job")]})]
+ServerDoc = Annotated[dict[str, Any], WithJsonSchema({"allOf": [ref("Server")]})]
+TenantDoc = Annotated[dict[str, Any], WithJsonSchema({"allOf": [ref("Tenant")]})]
+PlacementDoc = Annotated[dict[str, Any], WithJsonSchema({"allOf": [ref("Placement")]})]
+AllocationDoc = Annotated[dict[str, Any], WithJsonSchema({"allOf": [ref("Allocation")]})]
 Seconds = Annotated[float, Field(gt=0, allow_inf_nan=False)]
 
 
@@ -37,7 +34,9 @@ class _Strict(BaseModel):
 class Settings(_Strict):
     """How rounds are solved (the arguments of ``allocate()``)."""
     solver: str = Field("best-fit", description="a registered solver (GET /v1/solvers)")
-    objective: Literal["throughput", "gpus", "jobs"] = "throughput"
+    objective: Literal["throughput", "gpus", "jobs"] | None = Field(
+        None, description="what to maximise (null: throughput, without a warning from a solver "
+                          "that places by its own rule)")
     time_limit: Seconds | None = Field(
         None, description="seconds per call (default: 60, or the service's --max-time-limit)")
     seed: int = Field(0, ge=0, le=2 ** 31 - 1)
@@ -164,8 +163,9 @@ class EventsIn(_Strict):
 
 class RoundIn(_Strict):
     """``POST /v1/sessions/{id}/rounds``."""
-    time_limit: Seconds | None = Field(None, description="seconds (default: the session's)")
-    allocation: bool = Field(False, description="also return the whole allocation")
+    time_limit: Seconds | None = Field(default=None,
+                                       description="seconds (default: the session's)")
+    allocation: bool = Field(default=False, description="also return the whole allocation")
 
 
 # ------------------------------------------------------------------ responses

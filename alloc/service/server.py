@@ -3,16 +3,18 @@ background thread on a free loopback port (tests, examples)."""
 from __future__ import annotations
 
 import socket
+import subprocess
 import threading
 import time
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass
 class Running:
     """A service running in a background thread; `stop` ends it."""
     url: str
-    server: object
+    server: Any               # uvicorn.Server (an optional dependency)
     thread: threading.Thread
 
     def stop(self, timeout: float = 10.0) -> None:
@@ -58,8 +60,8 @@ def free_port(host: str = "127.0.0.1") -> int:
 class Process:
     """``alloc serve`` running in a child process; `stop` ends it."""
     url: str
-    proc: object
-    log: object = None
+    proc: subprocess.Popen
+    log: Any = None           # the child's standard error (a temporary file)
 
     def log_text(self) -> str:
         """What the service wrote to its standard error so far."""
@@ -88,7 +90,6 @@ class Process:
 def spawn(args=(), host: str = "127.0.0.1", env=None, cwd=None, timeout: float = 60.0) -> Process:
     """Start ``python -m alloc serve --host HOST --port P ARGS`` on a free port
     and wait until ``/healthz`` answers."""
-    import subprocess
     import sys
     import tempfile
     import urllib.request

@@ -46,7 +46,9 @@ class Session:
     jobs : sequence of Job, optional
         Jobs to start with (running ones have ``current``); validated once.
     solver, objective : str
-        As for [`alloc.allocate`][alloc.solve.allocate].
+        As for [`alloc.allocate`][alloc.solve.allocate] (objective None: the
+        default, ``"throughput"``).  A solver that does not honour the
+        objective asked for warns once, here (`InputWarning`).
     time_limit : float, optional
         Seconds per round (default `alloc.deadline.DEFAULT_TIME_LIMIT`).
     options : mapping, optional
@@ -106,21 +108,23 @@ class Session:
     """
 
     def __init__(self, cluster: Cluster, *, jobs: Sequence[Job] = (), solver: str = "best-fit",
-                 objective: str = "throughput", time_limit: float | None = None,
+                 objective: str | None = None, time_limit: float | None = None,
                  options: Mapping[str, Any] | None = None, max_moves: int | None = 0,
                  move_cost: float | None = None, order: Sequence | None = None,
                  preempt: str | None = None, gpu_keys=None, seed: int = 0,
                  name: str = "session", models: Mapping[str, Profile] | None = None):
-        from ..objectives import get_objective
+        from ..objectives import DEFAULT_OBJECTIVE, get_objective
         from ..options import validate_options
         from ..registry import get_solver
-        from ..solve import check_preempt, needed_capabilities
+        from ..solve import check_preempt, needed_capabilities, warn_ignored_objective
         from ..validate import prepare
         try:
             self._info = get_solver(solver)
             self._options = validate_options(f"solver {solver!r}", self._info.options,
                                              dict(options or {}))
-            self._objective = get_objective(objective)
+            self._objective = get_objective(DEFAULT_OBJECTIVE if objective is None else objective)
+            if objective is not None:
+                warn_ignored_objective(self._info, self._objective.name)
             if time_limit is not None:
                 check_time_limit(time_limit)
         except InputError:

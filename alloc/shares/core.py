@@ -56,6 +56,7 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -83,7 +84,8 @@ DIRECT_MAX = 160
 #: Explicit jobs from which a master is solved by the interior-point method.
 IPM_MIN = 1500
 #: HiGHS options of every master (tight tolerances: the certificate is checked).
-MASTER_OPTIONS = {"primal_feasibility_tolerance": 1e-10, "dual_feasibility_tolerance": 1e-10}
+MASTER_OPTIONS: dict[str, Any] = {"primal_feasibility_tolerance": 1e-10,
+                                  "dual_feasibility_tolerance": 1e-10}
 #: Price iterations (stabilised column generation) and their relative gap.
 PRICE_ITERS = 40
 PRICE_GAP = 1e-6
@@ -571,7 +573,7 @@ def _finish(lp, lam, X, u, v, p, stats) -> LPResult:
                     max(bound, lam) if bound is not None else None, u, v, p, stats)
 
 
-def solve_requirement(lp: RequirementLP, deadline: Deadline | None = None,
+def solve_requirement(lp: RequirementLP, deadline: Deadline,
                       start: tuple[float, np.ndarray] | None = None) -> LPResult:
     r"""Solve the requirement-form LP exactly (see the module notes).
 
@@ -590,7 +592,7 @@ def solve_requirement(lp: RequirementLP, deadline: Deadline | None = None,
     ----------
     lp : RequirementLP
         At least one job needs ``b_i > 0``.
-    deadline : Deadline, optional
+    deadline : Deadline
         Every master solve gets the time left on it.
     start : (float, ndarray), optional
         A guess of ``(lambda, p)`` (e.g. the previous round's).
@@ -600,7 +602,6 @@ def solve_requirement(lp: RequirementLP, deadline: Deadline | None = None,
     LPResult
         ``objective`` is ``lambda``; ``u, v, p`` the certified duals.
     """
-    deadline = deadline or Deadline.never()
     need = (lp.b > 0) | (lp.c > 0)
     if not (lp.b > 0).any():
         raise ValueError("requirement LP: no job has b > 0 (lambda is unbounded)")
@@ -651,7 +652,7 @@ def solve_requirement(lp: RequirementLP, deadline: Deadline | None = None,
         plan = _plan(lp, float(ref[0]), np.asarray(ref[1], dtype=float), explicit | fail, margin)
 
 
-def price_start(lp: RequirementLP, deadline: Deadline | None = None) -> tuple[float, np.ndarray]:
+def price_start(lp: RequirementLP, deadline: Deadline) -> tuple[float, np.ndarray]:
     r"""Reference ``(lambda, p)`` from the LP without time rows, by stabilised
     column generation (Dantzig-Wolfe over whole-cluster responses).
 
@@ -673,14 +674,13 @@ def price_start(lp: RequirementLP, deadline: Deadline | None = None) -> tuple[fl
     Parameters
     ----------
     lp : RequirementLP
-    deadline : Deadline, optional
+    deadline : Deadline
 
     Returns
     -------
     (float, ndarray)
         ``lambda`` of the last master and the prices with the best bound.
     """
-    deadline = deadline or Deadline.never()
     A = lp.A()
     m, k = A.shape
     act, flo = lp.b > 0, (lp.b == 0) & (lp.c > 0)
@@ -713,7 +713,7 @@ def price_start(lp: RequirementLP, deadline: Deadline | None = None) -> tuple[fl
         model.add_rows(np.hstack([np.array(Dcols).T, np.array(Fcols).T]), -INF, lp.n)
         model.add_rows(np.hstack([np.zeros((1, len(Dcols))), np.ones((1, len(Fcols)))]), 1.0, 1.0)
         sol = solve(model, "highs", deadline=deadline, relax=True)
-        if sol.status is not Status.OPTIMAL:
+        if sol.status is not Status.OPTIMAL or sol.objective is None or sol.duals is None:
             break
         lam, pm = float(sol.objective), np.maximum(sol.duals[:k], 0.0)
         if best - lam <= PRICE_GAP * max(1.0, abs(lam)) or lp.n @ pm <= 0:
@@ -764,7 +764,7 @@ def _sum_master(lp: SumLP, E: np.ndarray, choice: np.ndarray, fixed: np.ndarray,
     return sol, ei, ej, cols
 
 
-def solve_sum(lp: SumLP, deadline: Deadline | None = None,
+def solve_sum(lp: SumLP, deadline: Deadline,
               start: np.ndarray | None = None) -> LPResult:
     r"""Solve the sum-form LP exactly.
 
@@ -779,7 +779,7 @@ def solve_sum(lp: SumLP, deadline: Deadline | None = None,
     Parameters
     ----------
     lp : SumLP
-    deadline : Deadline, optional
+    deadline : Deadline
     start : ndarray (k,), optional
         Reference prices (default: `sum_price_start`).
 
@@ -788,7 +788,6 @@ def solve_sum(lp: SumLP, deadline: Deadline | None = None,
     LPResult
         ``objective`` is the sum; ``v, p`` the duals.
     """
-    deadline = deadline or Deadline.never()
     m = lp.m
     explicit = np.zeros(m, dtype=bool)
     if m <= DIRECT_MAX:
@@ -849,7 +848,7 @@ def _sum_finish(lp: SumLP, X, v, p, stats) -> LPResult:
                     None, v, p, stats)
 
 
-def sum_price_start(lp: SumLP, deadline: Deadline | None = None) -> np.ndarray:
+def sum_price_start(lp: SumLP, deadline: Deadline) -> np.ndarray:
     r"""Reference prices for `solve_sum` by stabilised column generation
     over whole-cluster responses (every class on its best type at prices
     ``pi``, or idle):
@@ -866,14 +865,13 @@ def sum_price_start(lp: SumLP, deadline: Deadline | None = None) -> np.ndarray:
     Parameters
     ----------
     lp : SumLP
-    deadline : Deadline, optional
+    deadline : Deadline
 
     Returns
     -------
     ndarray (k,)
         Prices per GPU of each type.
     """
-    deadline = deadline or Deadline.never()
     k = lp.k
     qG = lp.q[:, None] * lp.G
 
@@ -898,7 +896,7 @@ def sum_price_start(lp: SumLP, deadline: Deadline | None = None) -> np.ndarray:
         model.add_rows(np.vstack([np.array([c[1] for c in cols]).T, np.ones((1, len(cols)))]),
                        -INF, np.concatenate([lp.n, [1.0]]))
         sol = solve(model, "highs", deadline=deadline, relax=True)
-        if sol.status is not Status.OPTIMAL:
+        if sol.status is not Status.OPTIMAL or sol.objective is None or sol.duals is None:
             break
         pm = np.maximum(sol.duals[:k], 0.0)
         if best - sol.objective <= PRICE_GAP * max(1.0, abs(sol.objective)):

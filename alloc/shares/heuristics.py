@@ -156,15 +156,17 @@ def allox(p: SharesProblem, deadline: Deadline) -> tuple[np.ndarray, Status, dic
     m = len(live)
     K = [int(math.ceil(m / n)) if n > 0 else 0 for n in p.capacity]
     slot0 = np.concatenate([[0], np.cumsum(K)])
-    ii, jj, kk = [], [], []
+    iis: list[np.ndarray] = []
+    jjs: list[np.ndarray] = []
+    kks: list[np.ndarray] = []
     for j in range(p.k):
         rows = np.flatnonzero(T[live, j] > 0)
         if K[j] == 0 or len(rows) == 0:
             continue
-        ii.append(np.repeat(rows, K[j]))
-        jj.append(np.full(len(rows) * K[j], j))
-        kk.append(np.tile(np.arange(1, K[j] + 1), len(rows)))
-    ii, jj, kk = np.concatenate(ii), np.concatenate(jj), np.concatenate(kk)
+        iis.append(np.repeat(rows, K[j]))
+        jjs.append(np.full(len(rows) * K[j], j))
+        kks.append(np.tile(np.arange(1, K[j] + 1), len(rows)))
+    ii, jj, kk = np.concatenate(iis), np.concatenate(jjs), np.concatenate(kks)
     gi = live[ii]
     cost = kk * p.scale_factor[gi] * p.steps_remaining[gi] / T[gi, jj]
     model = LinearModel("allox-matching", maximize=False)
@@ -177,7 +179,7 @@ def allox(p: SharesProblem, deadline: Deadline) -> tuple[np.ndarray, Status, dic
     model.add_rows(M, np.concatenate([np.ones(m), np.full(len(cap), -INF)]),
                    np.concatenate([np.ones(m), cap]))
     sol = solve(model, "highs", deadline=deadline, relax=True)
-    if sol.x is None:
+    if sol.x is None or sol.objective is None:
         return X, Status.UNKNOWN, {"matching": sol.status.value}
     pick = sol.x > 0.5
     free = p.capacity.copy()

@@ -127,7 +127,7 @@ class SharesProblem:
     @cached_property
     def served(self) -> np.ndarray:
         """Jobs that can run somewhere on this cluster (mask)."""
-        return (self.runnable_throughput > 0).any(axis=1)
+        return np.asarray((self.runnable_throughput > 0).any(axis=1))
 
     @cached_property
     def profiles(self) -> tuple[np.ndarray, np.ndarray]:
@@ -469,6 +469,8 @@ class SharesResult:
     @property
     def effective_throughput(self) -> dict[str, float]:
         """Steps/s of each job under the shares."""
+        if self.effective is None:
+            return {}
         return dict(zip(self.job_ids, map(float, self.effective)))
 
 

@@ -26,6 +26,7 @@ optimum over every pair.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 from scipy import sparse
@@ -83,10 +84,18 @@ class FullLP:
 FullSolution = LPResult
 
 
+def _requirements(lp: FullLP) -> tuple[np.ndarray, np.ndarray]:
+    """``(b, c)`` of a requirement-form LP; zeros for the sum form."""
+    m = lp.A.shape[0]
+    return (lp.b if lp.b is not None else np.zeros(m),
+            lp.c if lp.c is not None else np.zeros(m))
+
+
 def _model(lp: FullLP):
     """The LP with every single column and no pair column yet."""
     m, k = lp.A.shape
-    need = (lp.b > 0) | (lp.c > 0) if lp.requirement else np.ones(m, dtype=bool)
+    b, c = _requirements(lp)
+    need = (b > 0) | (c > 0) if lp.requirement else np.ones(m, dtype=bool)
     xi, xj = np.nonzero(lp.A > 0)
     model = LinearModel("shares-full", maximize=True)
     lam = model.add_var(-INF, INF, obj=1.0) if lp.requirement else -1
@@ -99,9 +108,9 @@ def _model(lp: FullLP):
         r = m + k
         rows += [r + xi, r + np.arange(m)]
         cols += [xcol, np.full(m, lam)]
-        vals += [lp.A[xi, xj], -lp.b]
+        vals += [lp.A[xi, xj], -b]
         nrow += m
-        lo.append(np.where(need, lp.c, -INF))
+        lo.append(np.where(need, c, -INF))
         hi.append(np.full(m, INF))
     M = sparse.coo_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))),
                           shape=(nrow, model.n))
@@ -181,7 +190,7 @@ class FullSolver:
         self.qcols = np.zeros(0, dtype=int)
         self.ycol = np.zeros(0, dtype=int)
         self.pending = allq if (P and not column_generation) else np.zeros(0, dtype=int)
-        self.strategy = {}
+        self.strategy: dict[str, Any] = {}
 
     def set_requirements(self, b: np.ndarray, c: np.ndarray) -> None:
         """New requirements ``>= b_i lambda + c_i`` for the next solve (a job
@@ -191,18 +200,19 @@ class FullSolver:
         lam = self.maps[0]
         rows = m + k + np.arange(m)
         need = (b > 0) | (c > 0)
-        changed = np.flatnonzero(b != lp.b)
+        old_b, old_c = _requirements(lp)
+        changed = np.flatnonzero(b != old_b)
         self.session.set_coefficients(rows[changed], np.full(len(changed), lam), -b[changed])
-        old_lo = np.where((lp.b > 0) | (lp.c > 0), lp.c, -INF)
+        old_lo = np.where((old_b > 0) | (old_c > 0), old_c, -INF)
         lo = np.where(need, c, -INF)
         moved = np.flatnonzero(lo != old_lo)
         self.session.set_row_bounds(rows[moved], lo[moved], INF)
         self.lp = FullLP(lp.A, lp.w, lp.n, b, c, lp.pa, lp.pb, lp.PA)
         self.strategy = {} if self.params else {"simplex_strategy": 1}
 
-    def solve(self, deadline: Deadline | None = None) -> FullSolution:
-        """Solve to optimality over every pair column (see the module notes)."""
-        deadline = deadline or Deadline.never()
+    def solve(self, deadline: Deadline) -> FullSolution:
+        """Solve to optimality over every pair column (see the module notes),
+        every HiGHS call on the time left before ``deadline``."""
         lp = self.lp
         m, k = lp.A.shape
         P = len(lp.pa)
@@ -242,7 +252,7 @@ class FullSolver:
                                 stats)
 
 
-def solve_full(lp: FullLP, deadline: Deadline | None = None, column_generation: bool = True,
+def solve_full(lp: FullLP, deadline: Deadline, column_generation: bool = True,
                params: dict | None = None) -> FullSolution:
     """Solve a `FullLP` to optimality with HiGHS (one
     `FullSolver`).
@@ -250,7 +260,8 @@ def solve_full(lp: FullLP, deadline: Deadline | None = None, column_generation: 
     Parameters
     ----------
     lp : FullLP
-    deadline : Deadline, optional
+    deadline : Deadline
+        Every HiGHS call gets the time left on it.
     column_generation : bool
         Price pair columns in (default); False puts every pair column in
         the one LP (the plain reference).

@@ -354,7 +354,7 @@ def finish_time_fairness(p: SharesProblem, deadline: Deadline, *,
         here = float(np.nanmax(check.ftf_rho(p, eff)))
         if here < ub:
             ub, best = here, req
-        if req.u is None or req.status is not Status.OPTIMAL:
+        if req.u is None or req.objective is None or req.status is not Status.OPTIMAL:
             break
         y = np.where(live, req.u * kappa, 0.0)
         lb = max(lb, _ftf_cut_root(y, s, D, t, float(req.objective), rho))
@@ -362,7 +362,7 @@ def finish_time_fairness(p: SharesProblem, deadline: Deadline, *,
         if ub - lb <= FTF_GAP * max(1.0, ub) or deadline.expired():
             break
         rho = lb
-    if best is None:
+    if best is None or best.X is None:
         return _nothing(p, {"iterations": it})
     closed = all_opt and ub - lb <= FTF_GAP * max(1.0, ub) * 10
     return Outcome(best.X, best.Y, Status.OPTIMAL if closed else Status.FEASIBLE, min(lb, ub), ub,
@@ -385,17 +385,21 @@ def _water_fill(r: _Rates, kappa: np.ndarray, weights: Callable[[np.ndarray], np
     p = r.p
     active = p.served.copy()
     floor = np.zeros(p.m)
-    first, last, start, rounds, exact, keep = None, None, None, 0, True, {}
+    first: LPResult | None = None
+    last: LPResult | None = None
+    start, rounds, exact = None, 0, True
+    keep: dict = {}
     while active.any():
         b = np.where(active, weights(active), 0.0)
         if not (b > 0).any():
             break
         c = np.where(~active & p.served, floor * (1 - FREEZE_MARGIN), 0.0)
         req = _requirement(r, kappa, b, c, deadline, start, keep)
-        if req.X is None or req.u is None:
+        if req.X is None or req.u is None or req.objective is None:
             exact = False
             break
-        if until_rise and first is not None and req.objective > first.objective * (1 + 1e-9) + 1e-12:
+        if until_rise and first is not None and first.objective is not None and \
+                req.objective > first.objective * (1 + 1e-9) + 1e-12:
             last = req
             break
         rounds += 1
@@ -411,7 +415,7 @@ def _water_fill(r: _Rates, kappa: np.ndarray, weights: Callable[[np.ndarray], np
         if deadline.expired() and active.any():
             exact = False
             break
-    if last is None:
+    if last is None or first is None or last.X is None:
         return _nothing(p, {"rounds": 0})
     return Outcome(last.X, last.Y, Status.OPTIMAL if exact else Status.FEASIBLE, first.bound,
                    first.objective, {"rounds": rounds})

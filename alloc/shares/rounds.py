@@ -102,7 +102,7 @@ def plan_round(problem: SharesProblem, shares: SharesResult | np.ndarray,
     a, b, _ = pair_arrays(problem)
     P = len(a) if Y is not None else 0
     RP = np.zeros((P, k)) if received_pairs is None else np.asarray(received_pairs, dtype=float)
-    share = np.concatenate([X.ravel(), Y.ravel()]) if P else X.ravel()
+    share = np.concatenate([X.ravel(), Y.ravel()]) if P and Y is not None else X.ravel()
     got = np.concatenate([R.ravel(), RP.ravel()]) if P else R.ravel()
     with np.errstate(divide="ignore", invalid="ignore"):
         prio = np.where(got > 0, share / got, np.inf)
@@ -113,6 +113,7 @@ def plan_round(problem: SharesProblem, shares: SharesResult | np.ndarray,
     jobs, pairs, priority = {}, {}, {}
     for e in entries:
         unit, j = divmod(int(e), k)
+        members: tuple[int, ...]
         if unit < m:
             members, sf = (unit,), problem.scale_factor[unit]
         else:

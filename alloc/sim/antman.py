@@ -54,6 +54,7 @@ import time
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from importlib import resources as ir
+from typing import Mapping, cast
 
 from ..model import Cell, Cluster, GpuShare, Job, Server, Tenant
 
@@ -562,7 +563,7 @@ trace)."""
         util = {self.cluster.gpu_ids[g]: min(1.0, self.util(g)) for g in range(self.G)}
         res = allocate(self.cluster, jobs, solver="antman", order=list(self.queue),
                        reserved=self.reserved, gpu_util=util, time_limit=30)
-        self.reserved = dict(res.stats.get("reserved", {}))
+        self.reserved = dict(cast(Mapping, res.stats.get("reserved", {})))
         for jid in res.preempted:
             self.preempt(jid)
         gidx = self.cluster.gpu_index
@@ -614,7 +615,7 @@ trace)."""
                 gpu = co.share(gpu)
             else:
                 if g in fresh:
-                    gpu = co.admit(gpu, gpu.guaranteed_mem, gpu.guaranteed_comp)
+                    gpu = co.admit(gpu, holder.job.mem, gpu.guaranteed_comp)
                 gpu = self._settle(co, gpu, holder)
             for rd in gpu.riders:
                 self.running[rd.id].caps[g] = (rd.mem, rd.comp)

@@ -21,12 +21,13 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import Iterable
 
 from ..errors import InputError
 from ..io import plain_numbers
 from .engine import ClusterSpec, Simulator
 from .policies import ORDERS
-from .workload import CLASS_ORDER, MODEL_CLASSES, SyntheticWorkload
+from .workload import CLASS_ORDER, MODEL_CLASSES, SimJob, SyntheticWorkload
 
 DEFAULT_WINDOW = (4000, 4999)
 
@@ -74,6 +75,7 @@ def build(doc: dict, base: Path | None = None, source: str = "config"):
     if order not in ORDERS:  # pragma: no cover - the schema enumerates them
         raise InputError(f"{source}: order: expected one of {', '.join(ORDERS)}")
     total = spec.total_gpus
+    jobs: Iterable[SimJob]
     if "trace" in w:
         from .traces import load_csv, load_philly
         path = Path(w["trace"])

@@ -7,10 +7,11 @@ Time advances in rounds of ``round_s`` seconds.  At the start of a round:
 2. the runnable jobs are sorted by the policy (`policies`);
 3. the allocator re-places them from scratch on an empty cluster.  The
    Synergy allocators (``proportional``, ``synergy-greedy``,
-   ``synergy-tune``) run on a `FastPacker` that
-   is reused from round to round (jobs' options are compiled once per model and
-   GPU count); ``synergy-opt`` and any other registered solver go through a
-   compiled [`Problem`][alloc.problem.Problem] for the admitted jobs;
+   ``synergy-tune``) run on the Synergy package's fast round
+   (`alloc.solvers.synergy.fast_round`), reused from round to round (jobs'
+   options are compiled once per model and GPU count) and proven equal to
+   [`allocate`][alloc.solve.allocate] round by round; ``synergy-opt`` and any
+   other registered solver go through `allocate()` for the admitted jobs;
 4. each placed job progresses at its throughput ``r = base * span`` (1.0 =
    its speed at the GPU-proportional share; ``span`` is the model's factor for
    a job spread over several servers) until the round ends or its remaining
@@ -34,18 +35,15 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from ..model import (MILLI, Allocation, Cluster, GpuShare, Job, Placement, Profile, Server,
                      Status)
+from ..deadline import Deadline
 from ..problem import pareto_options
-from ..solvers.synergy.options import capped_option, ideal_option
-from ..solvers.synergy.packers import FastPacker
-from ..solvers.synergy.tune import admit, greedy_core, tune_core
+from ..solvers.synergy import fast_round, job_choices
 from .policies import ORDERS, STATIC, IncrementalOrder, order_jobs
 from .workload import SimJob
-
-FAST = ("proportional", "synergy-greedy", "synergy-tune")
 
 
 @dataclass(frozen=True)
@@ -156,10 +154,14 @@ class Simulator:
         self.incremental = incremental  # False: sort every runnable job each round
         self._kinds: dict[tuple, tuple] = {}
         self._cluster: Cluster | None = None
+        # the last round's examined jobs and plan (reused while they stay the same)
+        self._last_key: tuple | None = None
+        self._last_plan: list = []
         sp = cluster
-        self.packer = FastPacker([sp.gpus_per_server] * sp.servers,
-                                 [sp.cpu_per_server] * sp.servers,
-                                 [sp.mem_per_server] * sp.servers)
+        #: the allocator's fast round (None: every round through allocate())
+        self.fast = fast_round(allocator, [sp.gpus_per_server] * sp.servers,
+                               [sp.cpu_per_server] * sp.servers,
+                               [sp.mem_per_server] * sp.servers)
         self.totals = (sp.total_gpus, sp.cpu_per_server * sp.servers,
                        sp.mem_per_server * sp.servers)
         self.stats = {"cache_hits": 0, "allocations": 0, "ideal": 0, "fair": 0, "reclaimed": 0,
@@ -192,8 +194,7 @@ class Simulator:
             proto = Job("proto", n, cpu=cpu, mem=mem, model=model, profile=prof)
             opts = pareto_options(proto)
             caps = [(self.spec.gpus_per_server, self.spec.cpu_per_server, self.spec.mem_per_server)]
-            ideal = ideal_option(opts, n, caps)
-            capped = capped_option(opts)
+            ideal, capped = job_choices(opts, n, caps)
 
             def make(jid, n=n, cpu=cpu, mem=mem, model=model, prof=prof):
                 return Job(str(jid), n, cpu=cpu, mem=mem, model=model, profile=prof)
@@ -208,48 +209,46 @@ class Simulator:
         return base
 
     def _fast(self, ordered: list[JobState]):
-        P = self.packer
-        P.reset()
-        ids = [s.id for s in ordered]
-        name = self.allocator
-        if name == "synergy-greedy":
-            key = tuple(ids)
-        else:
-            key = tuple(admit(P, ids))
+        F = self.fast
+        assert F is not None
+        key = F.examined([s.id for s in ordered])
         if key == self._last_key:
             self.stats["cache_hits"] += 1
             return self._last_plan
         by_id = {s.id: s for s in ordered}
-        if name == "proportional":
-            greedy_core(P, key, lambda j: 0)
-        elif name == "synergy-greedy":
-            greedy_core(P, ids, lambda j: by_id[j].ideal)
-        else:
-            ideal = {j: by_id[j].ideal for j in key}
-            capped = {s.id: s.capped for s in ordered}
-            c = tune_core(P, key, ideal, capped)
-            for k2, v in c.items():
-                self.stats[k2] += v
-        plan = []
-        for j, parts in P.parts.items():
+
+        def choices(j: int) -> tuple[int, int]:
             st = by_id[j]
-            op = st.opts[P.opt[j]]
+            return st.ideal, st.capped
+        for k2, v in F.run(key, choices, Deadline.never()).items():
+            self.stats[k2] += v
+        plan = []
+        parts_of, option = F.placed()
+        for j, parts in parts_of.items():
+            st = by_id[j]
+            op = st.opts[option[j]]
             plan.append((st, self._rate(st, op.base, len(parts)), parts, op.cpu, op.mem))
         self._last_key, self._last_plan = key, plan
         return plan
+
+    def _admit(self, ordered: list[JobState]) -> list[JobState]:
+        """The scheduler's GPU-only admission: jobs in order while their GPUs
+        fit the cluster's."""
+        free, out = self.spec.total_gpus, []
+        for s in ordered:
+            if s.gpus <= free:
+                out.append(s)
+                free -= s.gpus
+                if free <= 0:
+                    break
+        return out
 
     def _solver(self, ordered: list[JobState]):
         """synergy-opt or any registered solver on the admitted jobs, through
         [`alloc.allocate`][alloc.solve.allocate] (validation, capabilities, honest status,
         check)."""
         from ..solve import allocate
-        P = self.packer
-        P.reset()
-        for s in ordered:
-            P.add_job(s.id, s.gpus, s.opts)
-        adm_ids = admit(P, [s.id for s in ordered])
-        by_id = {s.id: s for s in ordered}
-        adm = sorted((by_id[j] for j in adm_ids), key=lambda s: (s.model, s.gpus, s.id))
+        adm = sorted(self._admit(ordered), key=lambda s: (s.model, s.gpus, s.id))
         key = tuple((s.model, s.gpus) for s in adm)
         if key == self._last_key:
             self.stats["cache_hits"] += 1
@@ -259,13 +258,15 @@ class Simulator:
             return []
         cl = self.cluster
         jobs = [s.job for s in adm]
-        opts = {"place_all": True, "lp_bound": False} if self.allocator == "synergy-opt" else {}
+        opts: dict[str, Any] = ({"place_all": True, "lp_bound": False}
+                                if self.allocator == "synergy-opt" else {})
         alloc = allocate(cl, jobs, solver=self.allocator, time_limit=self.opt_time_limit, **opts)
         if self.allocator == "synergy-opt":
             self.stats["opt_rounds"] += 1
             self.stats["opt_optimal"] += int(alloc.stats.get("mip_status") == "optimal")
         by_job = {p.job: p for p in alloc.placements}
-        out, cached = [], []
+        out: list[tuple] = []
+        cached: list[tuple | None] = []
         sidx = cl.server_index
         for st in adm:
             pl = by_job.get(str(st.id))
@@ -400,18 +401,23 @@ class Simulator:
 
         def measured(jid: int) -> bool:
             return w is None or w[0] <= jid <= w[1]
-        left = (w[1] - w[0] + 1) if w is not None else len(self.jobs)
+        jobs = self.jobs
+        left = (w[1] - w[0] + 1) if w is not None else \
+            (len(jobs) if isinstance(jobs, (list, tuple)) else 0)
         if w is not None and finite:
             left = sum(1 for j in self.jobs if measured(j.id))
         bar = self._progress_bar(left)
-        res_jct, res_arr, res_fin, res_start = {}, {}, {}, {}
+        res_jct: dict[int, float] = {}
+        res_arr: dict[int, float] = {}
+        res_fin: dict[int, float] = {}
+        res_start: dict[int, float] = {}
         util = []
         G = self.totals[0]
         self._last_key, self._last_plan = None, []
         t = 0.0
         rounds = 0
-        fast = self.allocator in FAST
-        P = self.packer
+        F = self.fast
+        fast = F is not None
         verified, verified_n = None, -1
         inc = None
         if (self.incremental and fast and self.allocator != "synergy-greedy"
@@ -423,8 +429,8 @@ class Simulator:
                 prof = self.profile(nxt.model)
                 st = JobState(nxt, prof, self.kind(nxt.model, nxt.gpus))
                 runnable[st.id] = st
-                if fast:
-                    P.add_job(st.id, st.gpus, st.opts)
+                if F is not None:
+                    F.add_job(st.id, st.gpus, st.opts)
                 if inc is not None:
                     inc.add(st, t)
                 nxt = next(src, None)
@@ -457,8 +463,10 @@ class Simulator:
             util.append(sample)
             for st in finished:
                 del runnable[st.id]
-                P.opts.pop(st.id, None)
+                if F is not None:
+                    F.drop_job(st.id)
                 if measured(st.id):
+                    assert st.finish is not None and st.start is not None  # set by _advance
                     res_jct[st.id] = st.finish - st.arrival
                     res_arr[st.id] = st.arrival
                     res_fin[st.id] = st.finish

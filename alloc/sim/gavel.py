@@ -237,7 +237,7 @@ def saturation_rates(table: ThroughputTable, cluster: Mapping[str, int] = GAVEL_
     for j in range(k):
         lp.add_row({g[m][j]: 1.0 for m in range(M)}, hi=n[j])
     res = solve(lp, "highs", time_limit=60.0)
-    if res.status is not Status.OPTIMAL:
+    if res.status is not Status.OPTIMAL or res.objective is None:
         raise SolverError(f"saturation LP ended {res.status.value}")
     return {"agnostic": float(agnostic), "any": float(res.objective * 3600.0)}
 
@@ -326,7 +326,7 @@ def _problem(table, cluster, jobs, state, t, pol: SimPolicy) -> SharesProblem:
         weight = weight / weight.max()
     else:
         weight = np.ones(m)
-    pairs = ()
+    pairs: tuple[Pair, ...] = ()
     if pol.pairs and m > 1:
         a, b = np.triu_indices(m, 1)
         PT = table.pair[mod[a], mod[b]]

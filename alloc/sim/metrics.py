@@ -11,7 +11,7 @@ at its finish time).
 """
 from __future__ import annotations
 
-from typing import Mapping
+from typing import Any, Mapping
 
 import numpy as np
 
@@ -70,7 +70,7 @@ def _save(plt, fig, ax, path: str) -> bool:
     return True
 
 
-def plot_jct_cdf(results: Mapping[str, object], path: str) -> bool:
+def plot_jct_cdf(results: Mapping[str, Any], path: str) -> bool:
     """CDF of JCT (hours) of several runs, one line per label; False when
     matplotlib is missing."""
     plt = _plt()

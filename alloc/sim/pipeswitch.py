@@ -117,7 +117,8 @@ class SharedResult:
 
 
 def _arrivals(rng: random.Random, rate: float, horizon: float) -> list[float]:
-    out, t = [], 0.0
+    out: list[float] = []
+    t = 0.0
     while True:
         t += -math.log(1.0 - rng.random()) / rate
         if t >= horizon:

@@ -60,7 +60,8 @@ class ModelAssigner:
         self.total = 0
 
     def __call__(self) -> str:
-        best, gap = None, None
+        best: str | None = None
+        gap: float | None = None
         for c, want in self.share.items():
             if want <= 0 or not self.classes[c]:
                 continue
@@ -68,6 +69,8 @@ class ModelAssigner:
             g = want - have
             if gap is None or g > gap + 1e-12:
                 best, gap = c, g
+        if best is None:
+            raise ValueError("no model class has a positive share and models")
         models = self.classes[best]
         m = models[self.next[best] % len(models)]
         self.next[best] += 1
@@ -133,7 +136,7 @@ class SyntheticWorkload:
 
     def take(self, k: int) -> list[SimJob]:
         """The first ``k`` jobs of the stream."""
-        out = []
+        out: list[SimJob] = []
         for job in self:
             if len(out) >= k:
                 break

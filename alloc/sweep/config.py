@@ -99,6 +99,10 @@ class AllocationSection:
         Registered solver names.
     objectives : tuple of str
         Objective names (default ``("throughput",)``).
+    objective_chosen : bool
+        The config names its objectives.  When it does not, the runs record
+        ``"throughput"`` but call `allocate()` without an objective, so a
+        solver that places by its own rule adds no warning to the rows.
     seeds : tuple of int
         The section's seeds, else the top-level ones.
     time_limits : tuple of float or None
@@ -117,6 +121,7 @@ class AllocationSection:
     time_limits: tuple[float | None, ...]
     repeats: int = 1
     warmup: int = 1
+    objective_chosen: bool = True
 
 
 @dataclass(frozen=True)
@@ -255,7 +260,7 @@ def _allocation(sec: Mapping, top, base: Path) -> AllocationSection:
     return AllocationSection(instances, tuple(sec["solvers"]), objectives,
                              _section_seeds(sec, top, "allocation"),
                              tuple(sec.get("time_limits", [None])), sec.get("repeats", 1),
-                             sec.get("warmup", 1))
+                             sec.get("warmup", 1), "objectives" in sec)
 
 
 def set_dotted(doc: dict, dotted: str, value) -> None:

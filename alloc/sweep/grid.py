@@ -68,7 +68,9 @@ def allocation_runs(cfg: SweepConfig) -> list[Run]:
         keys; a generated instance records ``generator_seed`` (the spec's
         fixed seed, else the run's seed) and is keyed by its full spec.  The
         repeat number (from 0) and the warm-up count are inputs, recorded in
-        the row; a repeat after the first enters the key.
+        the row; a repeat after the first enters the key.  Whether the
+        config chose the objective is an input too (`allocate()` is called
+        without one when it did not).
     """
     sec = cfg.allocation
     out = []
@@ -92,6 +94,7 @@ def _repeats(sec, inst, params: dict, seed: int) -> list[Run]:
         inputs, keyed = {"spec": spec}, {"spec": spec}
     else:
         inputs, keyed = {"path": inst.path}, {"digest": inst.digest}
+    inputs["objective_chosen"] = sec.objective_chosen
     return [make_run("allocation", params, dict(inputs, repeat=r, warmup=sec.warmup),
                      dict(keyed, repeat=r) if r else keyed)
             for r in range(sec.repeats)]

@@ -105,11 +105,12 @@ _WARM: dict[str, int] = {}
 
 
 def _call(inst, p: dict):
-    """`allocate()` on a fresh copy of the instance's cluster."""
+    """`allocate()` on a fresh copy of the instance's cluster (without an
+    objective when the config chose none: ``p["asked"]`` None)."""
     from ..solve import allocate
     return allocate(replace(inst.cluster), inst.jobs, solver=p["solver"],
-                    objective=p["objective"], time_limit=p["time_limit"], seed=p["seed"],
-                    instance=inst.name)
+                    objective=p.get("asked", p["objective"]), time_limit=p["time_limit"],
+                    seed=p["seed"], instance=inst.name)
 
 
 def warm_up(inst, p: dict, times: int) -> None:
@@ -149,6 +150,8 @@ def run_allocation(run: Run) -> dict:
     allocation fields, or a `refused` row with the reason."""
     from ..registry import use
     p = dict(run.params)
+    if not run.inputs.get("objective_chosen", True):
+        p["asked"] = None
     try:
         info = use(p["solver"])
     except ValueError as exc:

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import copy
 import time
-from typing import Iterable, Sequence
+from typing import Any, Iterable, Mapping, Sequence, cast
 
 from ..check import violations
 from ..errors import InputError, SolverError
@@ -120,9 +120,10 @@ def solver_problems(name: str, cluster: Cluster, jobs: Sequence[Job], *,
     """
     info = get_solver(name)
     jobs = list(jobs)
-    kw = dict(solver=name, objective=objective, seed=seed, time_limit=time_limit,
-              max_moves=max_moves, move_cost=move_cost, order=list(order) if order else None,
-              preempt=preempt)
+    ranked = list(order) if order else None
+    kw: dict[str, Any] = dict(solver=name, objective=objective, seed=seed, time_limit=time_limit,
+                              max_moves=max_moves, move_cost=move_cost, order=ranked,
+                              preempt=preempt)
     before = (copy.deepcopy(cluster), copy.deepcopy(jobs))
     t0 = time.perf_counter()
     try:
@@ -141,9 +142,9 @@ def solver_problems(name: str, cluster: Cluster, jobs: Sequence[Job], *,
         if wall > time_limit * 1.1 + 0.5 else [])
     add("input", ["mutated its input"] if (cluster, jobs) != before else [])
     add("violations", violations(cluster, jobs, a, max_moves=_allowed_moves(max_moves, move_cost),
-                                 order=kw["order"], preempt=preempt))
+                                 order=ranked, preempt=preempt))
     if preempt == "order":
-        add("order-preemption", order_preemption_problems(jobs, a, kw["order"]))
+        add("order-preemption", order_preemption_problems(jobs, a, ranked))
     moves = (move_cost or 0.0) * len(a.moved)
     value = allocation_value(objective, jobs, a.placements) - moves
     add("value", [f"value {a.value} is not the placement's value {value}"]
@@ -157,7 +158,7 @@ def solver_problems(name: str, cluster: Cluster, jobs: Sequence[Job], *,
             add("determinism", [f"not deterministic for seed {seed}"])
     if "options" not in skip:
         add("options", option_problems(name, cluster, jobs))
-    add_promises(add, name, cluster, jobs, a, kw["order"], promises)
+    add_promises(add, name, cluster, jobs, a, ranked, promises)
     return out, a
 
 
@@ -221,7 +222,7 @@ def order_preemption_problems(jobs: Sequence[Job], a: Allocation, order) -> list
     by_id = {j.id: j for j in jobs}
     placed = {p.job: p for p in a.placements}
     out = []
-    for v, b in (a.stats.get("preempted_for") or {}).items():
+    for v, b in cast(Mapping, a.stats.get("preempted_for") or {}).items():
         if rank.get(b, low) >= rank.get(v, low):
             out.append(f"job {v!r} stopped for {b!r}, which the order does not rank above it")
         if b not in placed:

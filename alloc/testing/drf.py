@@ -57,8 +57,8 @@ def feasibility_problems(capacities: Market, demands: Sequence[Market], weights:
     ``sum_i x_i d_ir <= C_r``."""
     u = used(capacities, demands, x)
     out = [f"{r}: {u[r]} used of {c}" for r, c in capacities.items() if u[r] > c * (1 + REL) + REL]
-    out += [f"user {i}: {x[i]} tasks above its cap {caps[i]}" for i in range(len(x))
-            if caps[i] is not None and x[i] > caps[i] * (1 + REL)]
+    out += [f"user {i}: {x[i]} tasks above its cap {cap}" for i in range(len(x))
+            if (cap := caps[i]) is not None and x[i] > cap * (1 + REL)]
     out += [f"user {i}: negative tasks" for i in range(len(x)) if x[i] < 0]
     return out
 
@@ -116,8 +116,9 @@ def envy_problems(capacities: Market, demands: Sequence[Market], weights: Sequen
                 continue
             bundle = {r: x[j] * dj.get(r, 0.0) * weights[i] / weights[j] for r in capacities}
             want = tasks_with(bundle, di)
-            if caps[i] is not None:
-                want = min(want, caps[i])
+            cap = caps[i]
+            if cap is not None:
+                want = min(want, cap)
             if want > x[i] * (1 + REL) + REL:
                 out.append(f"user {i} envies user {j}: {want} > {x[i]} tasks")
     return out

@@ -153,7 +153,7 @@ def _spread(cluster: Cluster, job: Job, room: Room, usable, n: int) -> Placement
     pools: dict[str, list] = defaultdict(list)
     for s in cluster.servers:
         if usable.get(s.id):
-            pools[s.rack if job.locality == "rack" else ""].append(s)
+            pools[(s.rack or "") if job.locality == "rack" else ""].append(s)
     for servers in pools.values():
         cap = {s.id: min(len(usable[s.id]), _most(room.cpu[s.id], job.cpu, n),
                          _most(room.mem[s.id], job.mem, n)) for s in servers}

@@ -40,7 +40,7 @@ def _points(job: Job) -> list[tuple[int, int]]:
 def candidates(cluster: Cluster, job: Job, objective) -> list[tuple[int, int, int, float]]:
     """``(server index, cpu, mem, value)`` for every server and point the job
     may take (dominated points dropped)."""
-    out = []
+    out: list[tuple[int, int, int, float]] = []
     k = job.gpus if job.gpu_milli == MILLI else min(job.gpus, 1)
     for si, s in enumerate(cluster.servers):
         if job.gpus and (s.gpus < k or not job.allows(s.gpu_type)):
@@ -71,7 +71,8 @@ def gpu_choices(cluster: Cluster, used: list[int], si: int, job: Job) -> list[tu
     if job.gpu_milli == MILLI:
         free = [g for g in gs if used[g] == 0]
         return [tuple(free[:job.gpus])] if len(free) >= job.gpus else []
-    seen, out = set(), []
+    seen: set[int] = set()
+    out: list[tuple[int, ...]] = []
     for g in gs:
         if used[g] + job.gpu_milli <= MILLI and used[g] not in seen:
             seen.add(used[g])

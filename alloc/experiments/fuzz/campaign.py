@@ -149,7 +149,7 @@ def cross_check(tally: Tally, doc, results: dict, objective: str, best: float | 
     for n, a in results.items():
         if not (n in EXACT_FAMILY or reg[n].solves_problem_as_given) or not heur:
             continue
-        h = max(heur, key=heur.get)
+        h = max(heur, key=lambda n: heur[n])
         if a.value < heur[h] - close(a.value, heur[h]):
             tally.fail("exact below heuristic", f"{n}/{objective}", doc, value=a.value,
                        heuristic=h, heuristic_value=heur[h])

@@ -33,6 +33,7 @@ from __future__ import annotations
 import copy
 import json
 import random
+from typing import Any
 
 from ...errors import InputError
 from ...io import instance_from_dict, placement_to_dict
@@ -53,7 +54,7 @@ def server_doc(rng: random.Random, i: int, levels, tiny: bool, extreme: bool) ->
     mem = rng.choice((8000, 16000, 64000, 256000, 1024000))
     if extreme and rng.random() < 0.3:
         cpu, mem = rng.choice(((10 ** 9, 10 ** 9), (1, 1), (0, 0)))
-    s = {"id": f"s{i:02d}", "cpu": cpu, "mem": mem}
+    s: dict[str, Any] = {"id": f"s{i:02d}", "cpu": cpu, "mem": mem}
     if g:
         s.update(gpus=g, gpu_type=rng.choice(GPU_TYPES))
         if not tiny and rng.random() < 0.15:
@@ -143,8 +144,8 @@ def instance_doc(rng: random.Random, *, tiny: bool = False, name: str = "fuzz") 
     servers = [server_doc(rng, i, levels, tiny, extreme)
                for i in range(rng.randint(1, 3 if tiny else (24 if medium else 6)))]
     tenants = tenants_doc(rng, servers, levels) if not tiny and rng.random() < 0.35 else {}
-    doc = {"format": "alloc.instance/1", "name": name,
-           "cluster": {"levels": list(levels), "servers": servers}, "jobs": []}
+    doc: dict[str, Any] = {"format": "alloc.instance/1", "name": name,
+                           "cluster": {"levels": list(levels), "servers": servers}, "jobs": []}
     if tenants:
         doc["tenants"] = tenants
     demands = not tiny and rng.random() < 0.3
@@ -223,15 +224,17 @@ def with_running(rng: random.Random, doc: dict, inst):
 def shares_doc(rng: random.Random, *, pairs: bool = True) -> dict:
     """A random ``alloc.shares/1`` problem (Gavel's format)."""
     types = rng.sample(("v100", "p100", "k80", "a100"), rng.randint(1, 3))
-    doc = {"format": "alloc.shares/1",
-           "gpu_types": {t: rng.choice((0, 1, 2, 4, 8, 32)) for t in types}, "jobs": []}
+    doc: dict[str, Any] = {"format": "alloc.shares/1",
+                           "gpu_types": {t: rng.choice((0, 1, 2, 4, 8, 32)) for t in types},
+                           "jobs": []}
     if not any(doc["gpu_types"].values()):
         doc["gpu_types"][types[0]] = 4
     for i in range(rng.randint(1, 8)):
-        j = {"id": f"j{i}", "scale_factor": rng.choice((1, 1, 2, 4)),
-             "throughput": {t: rng.choice((0.0, 0.5, 1.0, 2.7, 10.0, 1e-6)) for t in types},
-             "steps_remaining": rng.choice((100.0, 1e4, 1e6)),
-             "elapsed_s": rng.choice((0.0, 50.0)), "isolated_time_s": rng.choice((0.0, 20.0))}
+        j: dict[str, Any] = {
+            "id": f"j{i}", "scale_factor": rng.choice((1, 1, 2, 4)),
+            "throughput": {t: rng.choice((0.0, 0.5, 1.0, 2.7, 10.0, 1e-6)) for t in types},
+            "steps_remaining": rng.choice((100.0, 1e4, 1e6)),
+            "elapsed_s": rng.choice((0.0, 50.0)), "isolated_time_s": rng.choice((0.0, 20.0))}
         if not any(j["throughput"].values()):
             j["throughput"][types[0]] = 1.0
         if rng.random() < 0.3:
@@ -246,7 +249,7 @@ def shares_doc(rng: random.Random, *, pairs: bool = True) -> dict:
 
 
 # ------------------------------------------------------------------ mutation
-ODD_VALUES = (None, -1, 0, 1e300, -1e300, "x", "٥٠٠", "1_000", [], {}, True, 2 ** 63, 0.5,
+ODD_VALUES: tuple[Any, ...] = (None, -1, 0, 1e300, -1e300, "x", "٥٠٠", "1_000", [], {}, True, 2 ** 63, 0.5,
               float("nan"), float("inf"), "", "\u0000", "s00/gpu99")
 
 

@@ -462,7 +462,9 @@ class State:
             return self._spread_indexed(j, option)
         return self._spread_scan(j, option, servers)
 
-    def _usable(self, s: int, pc: int, pm: int) -> int:
+    def usable(self, s: int, pc: int, pm: int) -> int:
+        """Whole free GPUs of server s that its free CPU and memory cover at
+        ``pc`` milli-cores and ``pm`` MiB per GPU."""
         u = self.whole[s]
         if pc:
             u = min(u, self.cpu_l[s] // pc)
@@ -487,13 +489,13 @@ class State:
         opt = p.options[j][option]
         pc, pm = -(-opt.cpu // job.gpus), -(-opt.mem // job.gpus)
         for pool in pools:
-            frees = sorted((-u, s) for s in pool if (u := self._usable(s, pc, pm)) > 0)
-            a = self._take(j, option, [(s, -nu) for nu, s in frees])
+            frees = sorted((-u, s) for s in pool if (u := self.usable(s, pc, pm)) > 0)
+            a = self.take(j, option, [(s, -nu) for nu, s in frees])
             if a is not None:
                 return a
         return None
 
-    def _take(self, j: int, option: int, ordered) -> Assign | None:
+    def take(self, j: int, option: int, ordered) -> Assign | None:
         """Take GPUs from ``ordered`` ``(server, usable)`` until the job has
         them all; the assignment if its CPU/memory split fits."""
         need, chosen = self.p.jobs[j].gpus, []
@@ -544,7 +546,7 @@ class State:
         if need > 0:
             self._spread_fail[key] = self.removals
             return None
-        return self._take(j, option, ordered)
+        return self.take(j, option, ordered)
 
 
 # ------------------------------------------------------------------- rules

@@ -1003,7 +1003,7 @@ class FGDLookaheadPolicy(_Cached):
         hit = ix.best(ent)
         return None if hit is None else self.gpus_of(state, pod, ent, *hit)
 
-    def prices(self, fm: FragModel, deadline: Deadline | None = None):
+    def prices(self, fm: FragModel, deadline: Deadline):
         """({share m: y_m}, V) from the typical pods' share mix (`share_prices`,
         before ``deadline`` when given: the solver computes them once up
         front under the call's deadline)."""
@@ -1022,7 +1022,7 @@ class FGDLookaheadPolicy(_Cached):
 
     def reduced_cost(self, fm: FragModel, f: np.ndarray, m: int) -> np.ndarray:
         """``rc = V(f) - V(f - m) - y_m`` for GPUs with free ``f >= m``."""
-        y, V = self.prices(fm)
+        y, V = self.prices(fm, Deadline.never())  # cached: set up front under the call's deadline
         return V[f] - V[np.maximum(f - m, 0)] - y.get(m, V[m])
 
     def node_scores(self, state, pod, idx):

@@ -117,7 +117,7 @@ def run_online(problem: Problem, policy: str, seed: int = 0,
         state.set_frag_model(fm)
     pol = make_policy(policy, seed, **policy_options)
     if fm is not None and hasattr(pol, "prices"):
-        pol.prices(fm, deadline)     # fgd-lookahead's share prices, under the deadline
+        pol.prices(fm, deadline or Deadline.never())  # fgd-lookahead's share prices
     sol = Solution(status=Status.FEASIBLE)
     placed = []
     for j in order:

@@ -5,6 +5,12 @@
   engine, `alloc.solvers.common.cells` (shared machinery: ``drf`` places
   tenants' jobs with it and the tenancy model warm-starts from it).
 
+Its option ``tenancy_preempt`` (guaranteed jobs may stop opportunistic
+ones and lower-priority jobs of their tenant, as the tenancy rules allow) was
+called ``preempt``, a name `allocate(preempt=...)` uses for the caller's
+preemption by order; ``preempt`` stays one release as a deprecated alias
+(`alloc.deprecation.warn_renamed_option`, one warning per process).
+
 The tenancy model, the exact formulation of the same rules, belongs to the
 exact family (`alloc.solvers.exact.tenancy`), which registers it as
 ``cpsat-tenancy`` and runs it for tenancy inputs.
@@ -18,7 +24,11 @@ _CAPS = ("tenancy", "preemption", "locality", "sharing", "spread", "elastic", "m
 SOLVERS = (
     declare("hived", "alloc.solvers.hived.solvers:solve_hived", capabilities=_CAPS,
             options=(
-                Option("preempt", "bool", True, "guaranteed jobs may preempt (legal victims only)"),
+                Option("tenancy_preempt", "bool", True,
+                       "guaranteed jobs may preempt (legal victims only)"),
+                Option("preempt", "bool", None,
+                       "deprecated alias of tenancy_preempt (goes in the next release)",
+                       nullable=True),
                 Option("colocate", "bool", True,
                        "opportunistic jobs may co-run on guaranteed jobs' GPUs"),
                 Option("grow", "bool", True, "grow elastic jobs into free GPUs"),

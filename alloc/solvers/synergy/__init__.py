@@ -4,8 +4,18 @@
 * ``synergy-tune`` -- best case, else proportional, else reclaim peers' excess;
 * ``synergy-opt`` -- the joint problem with the fairness floor, exact.
 
-See `alloc.solvers.synergy.allocators`.
+See `alloc.solvers.synergy.tune` and `alloc.solvers.synergy.opt`.
+
+A round-based simulator uses the package's two public functions: `fast_round`
+(one reusable round of ``proportional``, ``synergy-greedy`` or
+``synergy-tune`` on identical servers, equal to `allocate()`) and
+`job_choices` (a job's best-case and capped CPU/memory option).  Neither
+imports anything until called.
 """
+from __future__ import annotations
+
+from typing import Sequence
+
 from ...options import Option
 from ...registry import declare
 
@@ -33,3 +43,21 @@ SOLVERS = (
             restricts="fairness floor: only CPU/memory points at least as fast as the request",
             description="Synergy OPT: joint grid point and placement with the fairness floor"),
 )
+
+
+def fast_round(solver: str, gpus: Sequence[int], cpu: Sequence[int], mem: Sequence[int]):
+    """A reusable round of ``solver`` on servers with ``gpus`` GPUs, ``cpu``
+    milli-cores and ``mem`` MiB each, proven equal to the registered solver
+    (`alloc.solvers.synergy.rounds.FastRound`), or None when ``solver`` has
+    none (the caller goes through `allocate()`)."""
+    from .rounds import SOLVERS as FAST, FastRound
+    return FastRound(solver, gpus, cpu, mem) if solver in FAST else None
+
+
+def job_choices(opts, n: int, caps) -> tuple[int, int]:
+    """The best-case option (its speed the highest among the options that fit
+    one of the servers ``caps``, ``(gpus, cpu, mem)`` each) and the capped
+    option (the best inside the request's CPU and memory) of a job of ``n``
+    GPUs with options ``opts`` (`alloc.solvers.synergy.options`)."""
+    from .options import capped_option, ideal_option
+    return ideal_option(opts, n, caps), capped_option(opts)

@@ -111,14 +111,19 @@ class _Build:
     def __init__(self, p: Problem, tlist, place_all: bool):
         self.p, self.tlist = p, tlist
         self.m = LinearModel("synergy-opt")
-        self.ys, self.zs, self.ws, self.us = {}, {}, {}, {}
-        self.share_on = defaultdict(list)
+        # variable index of each (type, option, server[, slot]) y / z / w / u term
+        self.ys: dict[tuple, int] = {}
+        self.zs: dict[tuple, int] = {}
+        self.ws: dict[tuple, int] = {}
+        self.us: dict[tuple, int] = {}
+        self.share_on: defaultdict[int, list[tuple]] = defaultdict(list)
         S = p.S
         self.whole = np.array([int((p.gpu_free[p.gpu_first[s]:p.gpu_first[s] + p.srv_gpus[s]]
                                     == MILLI).sum()) for s in range(S)], dtype=np.int64)
-        self.gpu_t = [dict() for _ in range(S)]
-        self.cpu_t = [dict() for _ in range(S)]
-        self.mem_t = [dict() for _ in range(S)]
+        # per server, variable -> its GPU / CPU / memory coefficient
+        self.gpu_t: list[dict[int, int]] = [{} for _ in range(S)]
+        self.cpu_t: list[dict[int, int]] = [{} for _ in range(S)]
+        self.mem_t: list[dict[int, int]] = [{} for _ in range(S)]
         self.feasible = True
         for t, (key, members) in enumerate(tlist):
             count = self._type(t, key, members)
@@ -278,8 +283,8 @@ def aggregated_opt(problem: Problem, *, deadline: Deadline, seed: int = 0,
     if symmetry:
         b.symmetry()
     res = solve_model(b.m, engine, deadline=deadline, seed=seed)
-    stats = {"mip_status": res.status.value, "engine": engine, "types": len(b.tlist),
-             "variables": b.m.n}
+    stats: dict[str, object] = {"mip_status": res.status.value, "engine": engine,
+                                "types": len(b.tlist), "variables": b.m.n}
     if res.x is None:
         st = Status.INFEASIBLE if res.status is Status.INFEASIBLE else Status.UNKNOWN
         return Solution({}, st, None, (), stats)

@@ -16,7 +16,7 @@ from typing import Iterable, Sequence
 
 from ...model import MILLI
 from ...problem import Assign, GridPoint, Problem, split
-from ..common.greedy import State
+from ..common.greedy import INNER_LEVELS, State
 from ..common.index import GPUS, WHOLE, Finder, Shape
 
 
@@ -103,16 +103,16 @@ class ProblemPacker:
         st = self.st
         if servers is None:
             if mode == "spread":
-                return st.try_spread(j, o)
+                return self.spread(j, o)
             sh = st.shape(j, o)
             f = sh.finders.get((GPUS, None)) or st.finder(sh, GPUS)
             s = f.top()
             if s is not None:
                 return st.assign_on(j, s, sh)
-            return None if mode == "one" else st.try_spread(j, o)
+            return None if mode == "one" else self.spread(j, o)
         cand = list(servers)
         if mode == "spread":
-            return st.try_spread(j, o, servers=cand)
+            return self.spread(j, o, servers=cand)
         sh = st.shape(j, o)
         best, best_key = None, None
         for s in cand:
@@ -123,7 +123,64 @@ class ProblemPacker:
                 best, best_key = s, key
         if best is not None:
             return st.assign_on(j, best, sh)
-        return None if mode == "one" else st.try_spread(j, o, servers=cand)
+        return None if mode == "one" else self.spread(j, o, servers=cand)
+
+    def spread(self, j: int, o: int, servers: Sequence[int] | None = None) -> Assign | None:
+        """Whole-GPU job j at option o over several servers, fewest whole free
+        GPUs first (then index), as Synergy spreads a job.
+
+        Each server gives ``min(free GPUs, GPUs still needed, free CPU //
+        ceil(c / n), free memory // ceil(m / n))`` GPUs; the option's CPU and
+        memory are split over the parts in proportion to their GPUs (largest
+        remainder) and the spread fails if a part's share does not fit.  A
+        rack locality keeps the job in one rack (`_spread_pools`); a server
+        or finer locality, a fractional-GPU or a
+        one-GPU job never spreads.  The same rule as `FastPacker.fit`."""
+        p, st = self.p, self.st
+        job = p.jobs[j]
+        if job.gpus < 2 or job.gpu_milli < MILLI or job.locality in ("server",) + INNER_LEVELS:
+            return None
+        opt = p.options[j][o]
+        pc, pm = -(-opt.cpu // job.gpus), -(-opt.mem // job.gpus)
+        for pool in self._spread_pools(j, servers):
+            ordered, need = [], job.gpus
+            for s in pool:
+                u = st.usable(s, pc, pm)
+                if u > 0 and st.cpu_l[s] > 0 and st.mem_l[s] > 0:
+                    ordered.append((s, u))
+                    need -= u
+                    if need <= 0:
+                        break
+            a = st.take(j, o, ordered) if need <= 0 else None
+            if a is not None:
+                return a
+        return None
+
+    def _spread_pools(self, j: int, servers: Sequence[int] | None):
+        """The candidate servers of `spread`, each pool fewest whole free GPUs
+        first (then index): one pool per rack under a rack locality (racks in
+        order of their first server with free CPU and memory), else one;
+        without a server list, lazily from the per-class free-GPU buckets."""
+        p, st = self.p, self.st
+        ok, cls, whole = st.class_mask(j), st.lay.cls, st.whole
+        if servers is None and not (p.jobs[j].locality == "rack" and "rack" in p.levels):
+            return [self._by_free_gpus(ok)]
+        cand = [s for s in (range(p.S) if servers is None else servers)
+                if ok[cls[s]] and st.cpu_l[s] > 0 and st.mem_l[s] > 0]
+        groups: dict[object, list[int]] = {}
+        rack = p.jobs[j].locality == "rack" and "rack" in p.levels
+        for s in cand:
+            groups.setdefault(p.cluster.servers[s].rack if rack else None, []).append(s)
+        return [sorted(g, key=lambda s: (whole[s], s)) for g in groups.values()]
+
+    def _by_free_gpus(self, ok):
+        """Every server of an allowed class with whole free GPUs, fewest first
+        (then index), walking the free-GPU buckets one count at a time."""
+        buckets = self.st.buckets()
+        top = max((len(b) for c, b in enumerate(buckets) if ok[c]), default=0)
+        for b in range(1, top):
+            yield from sorted(s for c, x in enumerate(ok) if x and b < len(buckets[c])
+                              for s in buckets[c][b])
 
     def _revertible(self, j: int, o: int) -> bool:
         if self.capped is None:

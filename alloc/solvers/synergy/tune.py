@@ -19,8 +19,8 @@ Jobs arrive in the scheduler's rank order; every allocation is one round.
        free GPUs first; for a multi-GPU job also the cover of servers with the
        fewest free GPUs) and, on each, revert the jobs already placed there in
        this round to ``cap(p)`` -- least spread first, then most CPU per GPU,
-       then most memory per GPU -- until j's fair share fits; then place j at
-       ``fair(j)``.
+       then most memory per GPU, then earliest in the order -- until j's fair
+       share fits; then place j at ``fair(j)``.
 
     Every placed job's option satisfies ``b_jo >= b_j0``, so it runs at least at
     its GPU-proportional speed.  Running jobs kept in place are never reverted.
@@ -44,14 +44,14 @@ from .options import capped_option, ideal_option
 from .packers import FastPacker, ProblemPacker
 
 
-def greedy_core(P, order: Iterable[int], choose, deadline: Deadline | None = None) -> None:
+def greedy_core(P, order: Iterable[int], choose, deadline: Deadline) -> None:
     """Place each job at option ``choose(j)`` if it fits; skip it otherwise
     (stops at the deadline)."""
     if isinstance(P, FastPacker):
         P.greedy(order, choose)
         return
     for k, j in enumerate(order):
-        if deadline is not None and k % 64 == 0 and deadline.expired():
+        if k % 64 == 0 and deadline.expired():
             return
         if P.free_milli() < P.need(j):
             continue
@@ -63,10 +63,10 @@ def greedy_core(P, order: Iterable[int], choose, deadline: Deadline | None = Non
             P.place(j, o, h)
 
 
-def admit(P, order: Iterable[int]) -> list[int]:
+def admit(P, order: Iterable[int], free: int | None = None) -> list[int]:
     """The scheduler's GPU-only admission: jobs in order while their GPUs fit
-    the free GPU total."""
-    free = P.free_milli()
+    the free GPU total (``free`` milli-GPU; default: the packer's now)."""
+    free = P.free_milli() if free is None else free
     out = []
     for j in order:
         nd = P.need(j)
@@ -78,9 +78,11 @@ def admit(P, order: Iterable[int]) -> list[int]:
     return out
 
 
-def _reclaim(P, s: int, need_c: int, need_m: int, capped: dict, exclude: int) -> None:
+def _reclaim(P, s: int, need_c: int, need_m: int, capped: dict, exclude: int,
+             rank: dict) -> None:
     peers = [p for p in P.jobs_on(s) if p != exclude]
-    peers.sort(key=lambda p: (len(P.servers_of(p)), -P.per_gpu(p)[0], -P.per_gpu(p)[1], p))
+    peers.sort(key=lambda p: (len(P.servers_of(p)), -P.per_gpu(p)[0], -P.per_gpu(p)[1],
+                              rank[p]))
     for p in peers:
         fc, fm = P.free(s)
         if fc >= need_c and fm >= need_m:
@@ -100,17 +102,17 @@ def _reclaim(P, s: int, need_c: int, need_m: int, capped: dict, exclude: int) ->
             P.place(p, cap, h)
 
 
-def _reclaim_and_fit(P, j: int, target, capped: dict, mode: str):
+def _reclaim_and_fit(P, j: int, target, capped: dict, mode: str, rank: dict):
     fair = P.opts[j][0]
     ks = [k for _, k in target]
     cs, ms = split(fair.cpu, ks), split(fair.mem, ks)
     for (s, _), c, m in zip(target, cs, ms):
-        _reclaim(P, s, c, m, capped, j)
+        _reclaim(P, s, c, m, capped, j, rank)
     return P.fit(j, 0, servers=[s for s, _ in target], mode=mode)
 
 
 def tune_core(P, order: Iterable[int], ideal: dict, capped: dict,
-              sort_by_gpus: bool = True, deadline: Deadline | None = None) -> dict:
+              sort_by_gpus: bool = True, *, deadline: Deadline) -> dict:
     """Synergy-TUNE over a packer; returns counters of what happened.
 
     Consolidation comes first (the model files penalise spread jobs): ideal,
@@ -118,23 +120,35 @@ def tune_core(P, order: Iterable[int], ideal: dict, capped: dict,
     multi-GPU job, the same three steps spread over several servers.  Stops
     at the deadline (the jobs left are skipped)."""
     stats = {"ideal": 0, "fair": 0, "reclaimed": 0, "spread": 0, "skipped": 0}
-    sel = admit(P, order)
-    if sort_by_gpus:
-        sel.sort(key=lambda j: -P.need(j))
+    admitted = admit(P, order)
+    rank = _Rank(admitted)
+    sel = sorted(admitted, key=lambda j: -P.need(j)) if sort_by_gpus else admitted
     fast = isinstance(P, FastPacker)
     for k, j in enumerate(sel):
-        if deadline is not None and k % 32 == 0 and deadline.expired():
+        if k % 32 == 0 and deadline.expired():
             stats["skipped"] += len(sel) - k
-            stats["stopped"] = "time limit"
-            break
-        how = _tune_one(P, j, ideal[j], capped, fast)
+            return {**stats, "stopped": "time limit"}
+        how = _tune_one(P, j, ideal[j], capped, fast, rank)
         stats[how or "skipped"] += 1
         if how and P.nservers(j) > 1:
             stats["spread"] += 1
-    return stats
+    return dict(stats)
 
 
-def _tune_one(P, j: int, o: int, capped: dict, fast: bool) -> str | None:
+class _Rank(dict):
+    """Each admitted job's position in the order, built when a tie between
+    peers first asks for one (most rounds never reclaim)."""
+
+    def __init__(self, admitted: list[int]):
+        super().__init__()
+        self.admitted = admitted
+
+    def __missing__(self, j: int) -> int:
+        self.update((x, k) for k, x in enumerate(self.admitted))
+        return dict.__getitem__(self, j)
+
+
+def _tune_one(P, j: int, o: int, capped: dict, fast: bool, rank: dict) -> str | None:
     """Place one admitted job: ideal, fair, or fair after reclaiming; returns
     how (``"ideal"``, ``"fair"``, ``"reclaimed"``) or None."""
     if fast:  # the common case first: ideal on one server (same as below)
@@ -155,7 +169,7 @@ def _tune_one(P, j: int, o: int, capped: dict, fast: bool) -> str | None:
         targets = _targets(P, j, mode)
         try:
             for target in targets:
-                h = _reclaim_and_fit(P, j, target, capped, mode)
+                h = _reclaim_and_fit(P, j, target, capped, mode, rank)
                 if h is not None:
                     P.place(j, 0, h)
                     return "reclaimed"
@@ -188,7 +202,7 @@ def _targets(P, j: int, mode: str):
     try:
         mark = len(st.rlog)
         grown: list[tuple[int, int]] = []
-        last = None
+        last: tuple[int, int] | None = None
         head = next(stream, None)
         while True:
             if len(st.rlog) > mark:
@@ -205,6 +219,7 @@ def _targets(P, j: int, mode: str):
             if grown and (head is None or grown[0] < (whole[head], head)):
                 last = heappop(grown)
             else:
+                assert head is not None
                 last = (whole[head], head)
                 head = next(stream, None)
             yield [(last[1], n)]

@@ -123,7 +123,7 @@ def canonical_gpus(problem: Problem, s: int) -> tuple[list[int], tuple]:
 class Aggregate:
     """Job types, server classes, items and spread groups of a problem."""
 
-    def __init__(self, problem: Problem, deadline=None, items: bool = True):
+    def __init__(self, problem: Problem, deadline: Deadline, items: bool = True):
         self.p = problem
         self.deadline = deadline
         self._build_classes()
@@ -147,7 +147,7 @@ class Aggregate:
 
     def _tick(self) -> None:
         """Raise `OutOfTime` when the build's deadline has passed."""
-        if self.deadline is not None and self.deadline.expired():
+        if self.deadline.expired():
             raise OutOfTime("building the aggregate")
 
     # -------------------------------------------------------------- classes

@@ -12,7 +12,7 @@ from collections import deque
 
 from ....problem import Assign, Problem, option_of
 from .aggregate import Aggregate, Pattern
-from .patterns import make_pattern
+from .patterns import laid_pattern
 
 
 def _server_parts(agg: Aggregate, j: int, a: Assign, t: int, o: int, per_server, lay, xcount):
@@ -67,7 +67,7 @@ def solution_to_columns(agg: Aggregate, assign: dict[int, Assign]):
         if (sum(items[i].cpu * n for i, n in counts.items()) > C
                 or sum(items[i].mem * n for i, n in counts.items()) > M):
             return None
-        pats[s] = make_pattern(agg, c, counts, tuple(lay[s]))
+        pats[s] = laid_pattern(agg, c, counts, tuple(lay[s]))
     return pats, xcount
 
 

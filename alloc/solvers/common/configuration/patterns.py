@@ -130,9 +130,10 @@ def _locality_rows(agg: Aggregate, model: LinearModel, c: int, a, info) -> None:
 
 # ----------------------------------------------------------------- layouts
 def layout(agg: Aggregate, c: int, counts: dict[int, int], engine: Backend | None = None,
-           deadline: Deadline | None = None) -> tuple | None:
+           *, deadline: Deadline) -> tuple | None:
     """Canonical GPU offsets for ``counts`` on a server of class ``c`` (None
-    when they do not fit)."""
+    when they do not fit): first fit decreasing, else, with an ``engine``,
+    an exact layout model solved before ``deadline`` (at most `LAYOUT_TIME`)."""
     items = agg.items[c]
     C, M, _ = agg.cap[c]
     if sum(items[i].cpu * n for i, n in counts.items()) > C:
@@ -141,7 +142,7 @@ def layout(agg: Aggregate, c: int, counts: dict[int, int], engine: Backend | Non
         return None
     lay = layout_ffd(agg, c, counts)
     if lay is None and engine is not None:
-        lay = _layout_exact(agg, c, counts, engine, deadline)
+        lay = _layout_exact(agg, c, counts, engine, deadline=deadline)
     return lay
 
 
@@ -209,12 +210,11 @@ def layout_ffd(agg: Aggregate, c: int, counts: dict[int, int]):
 
 
 def _layout_exact(agg: Aggregate, c: int, counts: dict[int, int], engine: Backend,
-                  deadline: Deadline | None):
+                  *, deadline: Deadline):
     m = LinearModel("layout")
     a = {i: m.add_var(n, n, integer=True) for i, n in counts.items() if n}
     info = server_rows(agg, m, c, a)
-    dl = deadline.within(LAYOUT_TIME) if deadline is not None else Deadline.after(LAYOUT_TIME)
-    res = engine.solve(m, dl)
+    res = engine.solve(m, deadline.within(LAYOUT_TIME))
     if res.x is None or res.status is Status.INFEASIBLE:
         return None
     x = [int(round(v)) for v in res.x]
@@ -260,17 +260,21 @@ def _layout_from(agg: Aggregate, c: int, counts, info, x):
     return tuple(out)
 
 
-def make_pattern(agg: Aggregate, c: int, counts: dict[int, int], lay=None,
-                 engine: Backend | None = None, deadline: Deadline | None = None) -> Pattern | None:
-    """The `Pattern` of ``counts`` (a layout is found when not given;
-    None when the items do not fit)."""
+def make_pattern(agg: Aggregate, c: int, counts: dict[int, int],
+                 engine: Backend | None = None, *, deadline: Deadline) -> Pattern | None:
+    """The `Pattern` of ``counts`` with a layout found by `layout` (None
+    when the items do not fit)."""
     counts = {i: n for i, n in counts.items() if n > 0}
-    if lay is None:
-        lay = layout(agg, c, counts, engine, deadline)
-        if lay is None:
-            return None
+    lay = layout(agg, c, counts, engine, deadline=deadline)
+    return None if lay is None else laid_pattern(agg, c, counts, lay)
+
+
+def laid_pattern(agg: Aggregate, c: int, counts: dict[int, int], lay) -> Pattern:
+    """The `Pattern` of ``counts`` on a server of class ``c`` at the layout
+    ``lay`` given (``(item, GPU offsets)`` per unit)."""
+    counts = {i: n for i, n in counts.items() if n > 0}
     val = sum(agg.items[c][i].value * n for i, n in counts.items())
     return Pattern(c, tuple(sorted(counts.items())), tuple(lay), val)
 
 
-__all__ = ["layout", "layout_ffd", "make_pattern", "server_rows"]
+__all__ = ["laid_pattern", "layout", "layout_ffd", "make_pattern", "server_rows"]

@@ -165,7 +165,7 @@ def _sub_master(master: Master, engine: Backend, cg: CGResult, gap: float, deadl
 def enumerate_and_solve(master: Master, engine: Backend, cg: CGResult, incumbent: float,
                         deadline: Deadline, seed: int, stats: dict, *, limit: int = 20000,
                         keep: int = 3000, hint=None, delta: float | None = None,
-                        top: float | None = None, ip_deadline: Deadline | None = None):
+                        top: float | None = None, ip_deadline: Deadline):
     """Reduced-cost enumeration with descending targets (see the module notes).
 
     Returns (z, x, value, pool, bound): the best master solution over the
@@ -184,8 +184,7 @@ def enumerate_and_solve(master: Master, engine: Backend, cg: CGResult, incumbent
         if built is None or deadline.left() < 0.05:
             break
         sub, complete = built
-        ip_dl = ip_deadline if ip_deadline is not None and ip_deadline.end > deadline.end \
-            else deadline
+        ip_dl = ip_deadline if ip_deadline.end > deadline.end else deadline
         if not complete:
             # no proof possible: the master over the enriched pool (price-and-branch)
             hz, hx = hint_from(master, hint) if hint else (None, None)
