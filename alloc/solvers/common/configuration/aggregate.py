@@ -135,10 +135,26 @@ class Aggregate:
 
     @property
     def item_estimate(self) -> int:
-        """Items the build would make at most: every type's options on every
-        class it may use (twice for a spreadable type: whole and unit)."""
-        return sum(len(t.classes) * len(t.options) * (2 if t.spreadable else 1)
-                   for t in self.types)
+        """Items the build would make at most: every type's options whose CPU
+        and memory fit a server of a class it may use (a whole item also
+        needs the class's GPUs to fit it, a unit item one free GPU; a
+        spreadable type's unit needs only its per-GPU share) -- the counts
+        `_build_items` tests, without building the items."""
+        cap = np.asarray(self.cap, dtype=np.int64).reshape(-1, 3)
+        n = 0
+        for t in self.types:
+            cls = np.asarray(t.classes, dtype=np.int64)
+            if not len(cls) or not t.options:
+                continue
+            C, M, G = cap[cls, 0][:, None], cap[cls, 1][:, None], cap[cls, 2][:, None]
+            cpu = np.array([o.cpu for o in t.options], dtype=np.int64)[None, :]
+            mem = np.array([o.mem for o in t.options], dtype=np.int64)[None, :]
+            gfit = np.array([self._gpu_fit(int(c), t) for c in cls])[:, None]
+            n += int(((cpu <= C) & (mem <= M) & gfit).sum())
+            if t.spreadable:
+                g = t.gpus
+                n += int(((-(-cpu // g) <= C) & (-(-mem // g) <= M) & (G >= 1)).sum())
+        return n
 
     def build_items(self, deadline: Deadline) -> None:
         """The items (see the module notes), before ``deadline``."""

@@ -246,7 +246,7 @@ class ExactRun:
         agg = self.agg
         self.stats.update(types=len(agg.types), classes=agg.K,
                           items=sum(len(x) for x in agg.items), exact_units=agg.exact_units)
-        bm = big_machine_bound(agg, deadline=self.deadline.share(0.2))
+        bm = big_machine_bound(agg, deadline=self.deadline.share(0.4))
         if bm is not None:
             self.stats["lp_bound"] = bm
             self.bounds.append(bm)
