@@ -77,6 +77,20 @@ time.  Two ways to get the same answer every time:
   search, the column generation's LP rounds) still stop on the clock when
   their share runs out; at limits that cut them short the answer can still
   differ, and the time limit stays the law.
+
+A first exact call in a process also imports its engine -- OR-Tools takes 1
+to 1.5 s on a loaded two-core machine, longer than a 1 s round -- and that
+counts against its time limit, which is wall time from the call: `cpsat`
+imports it first, so its phases share what is left (its seconds are in
+`stats["import_s"]`), and such a call ends further from the bound than the
+next one.  A service or a scheduler loop pays it once at start:
+
+```python
+from alloc.kernel import preload
+
+seconds = preload()          # HiGHS and OR-Tools imported now
+assert preload() < 0.01      # the next calls find them imported
+```
 """
 
 
