@@ -358,7 +358,7 @@ class ExactRun:
         left = dl.left()
         budget = min(0.4 * left, 0.1 * self.total) if self.cg.converged else 0.9 * left
         if self.cg.converged and self.src == "rounding":
-            budget = 0.5 * left     # the rounding left a gap: half for the master
+            budget = 0.8 * left     # the rounding left a gap: most of it for the master
         st, z, x, obj, _, ipstats = solve_master_ip(self.master, self.engine,
                                                     dl.within(budget), self.seed, hz, hx)
         self.stats["master_status"] = st.value
