@@ -80,10 +80,13 @@ time.  Two ways to get the same answer every time:
 
 A first exact call in a process also imports its engine -- OR-Tools takes 1
 to 1.5 s on a loaded two-core machine, longer than a 1 s round -- and that
-counts against its time limit, which is wall time from the call: `cpsat`
-imports it first, so its phases share what is left (its seconds are in
-`stats["import_s"]`), and such a call ends further from the bound than the
-next one.  A service or a scheduler loop pays it once at start:
+counts against its time limit, which is wall time from the call: the
+configuration model imports it after its warm start, so that the phases
+after it share what is left and the heuristics' answer stands however long
+it takes (its seconds are in `stats["import_s"]`; the tenancy model imports
+it in its first search, whose limit counts it), and such a call ends further
+from the bound than the next one.  A service or a scheduler loop pays it
+once at start:
 
 ```python
 from alloc.kernel import preload

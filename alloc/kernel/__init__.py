@@ -120,9 +120,9 @@ def preload(engines=("highs", "cpsat")) -> float:
     time limit (the limit is wall time from the call): OR-Tools takes 1 to
     1.5 s on a loaded two-core machine, more than a 1 s round.  A
     long-running process (a service, a scheduler loop) calls this once at
-    start; the exact solvers call it first thing, so that their phases share
-    what is left after it.  An engine that is not installed is skipped (its
-    solvers report it when called).
+    start; the exact family's configuration model calls it after its warm
+    start, so that the phases after it share what is left.  An engine that
+    is not installed is skipped (its solvers report it when called).
 
     Examples
     --------

@@ -17,7 +17,6 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ...deadline import Deadline
-from ...kernel import preload
 from ...model import Status
 from ...problem import Problem, Solution
 from ..common.configuration.engine import Backend
@@ -229,20 +228,12 @@ def instance_ok(problem: Problem, assign: dict, deadline: Deadline):
 # The registered entry points: one engine each; the options (declared in the
 # family's ``__init__``) are those of `run` and `configuration`.
 
-def imported(sol: Solution, seconds: float) -> Solution:
-    """``sol`` with the engine's import time in its statistics (``import_s``)
-    when the call paid it (a first call in the process, `alloc.kernel.preload`)."""
-    return replace(sol, stats={**sol.stats, "import_s": seconds}) if seconds > 1e-3 else sol
-
-
 def solve_cpsat(problem: Problem, *, deadline: Deadline, seed: int = 0, workers: int = 1,
                 deterministic: bool = False, **options) -> Solution:
     """``cpsat``: the configuration model (or the tenancy model) with CP-SAT
-    (``deterministic``: see `Backend`).  A first call imports OR-Tools before
-    the phases share the time (it counts against the limit)."""
-    t = preload()
+    (``deterministic``: see `Backend`)."""
     engine = Backend("cpsat", 1, deterministic=True) if deterministic else Backend("cpsat", workers)
-    return imported(run(problem, engine, deadline=deadline, seed=seed, **options), t)
+    return run(problem, engine, deadline=deadline, seed=seed, **options)
 
 
 def solve_milp(problem: Problem, *, deadline: Deadline, seed: int = 0, **options) -> Solution:
@@ -268,12 +259,11 @@ def solve_cpsat_tenancy(problem: Problem, *, deadline: Deadline, seed: int = 0,
     only where the GPUs' memory holds it, else the best heuristic's that
     passes the instance's check (the model's bound stands: a relaxation)."""
     from ...resources import needs
-    t = preload()
     if not needs_tenancy_model(problem) and "gpu-memory" not in needs(problem.cluster,
                                                                       problem.jobs):
         sol = run(problem, Backend("cpsat", workers or 1), deadline=deadline, seed=seed)
-        return imported(replace(sol, stats={**sol.stats, "covers_instance": True,
-                                            "model": "configuration (no tenancy input)"}), t)
-    return imported(tenancy(problem, Backend("cpsat", workers or 1), deadline=deadline,
-                            seed=seed, preemption_cost=preemption_cost,
-                            guaranteed_first=guaranteed_first, warm_share=0.15), t)
+        return replace(sol, stats={**sol.stats, "covers_instance": True,
+                                   "model": "configuration (no tenancy input)"})
+    return tenancy(problem, Backend("cpsat", workers or 1), deadline=deadline, seed=seed,
+                   preemption_cost=preemption_cost, guaranteed_first=guaranteed_first,
+                   warm_share=0.15)

@@ -218,6 +218,9 @@ class ExactRun:
                                            floor=self.at(max(self.warm_share, 0.5)),
                                            local_floor=False, timing=timing)
         self.best, self.best_v = best, v
+        imported = self.engine.preload()
+        if imported > 1e-3:
+            self.stats["import_s"] = imported
         self.keep_back_final(timing)
         self.stats.update(warm_start=v, t_warm=time.perf_counter() - self.t0, heuristics=values)
         # values and solutions are recorded together, in the same order
