@@ -256,10 +256,13 @@ class ExactRun:
         except OutOfTime:
             self.stats["model"] = "left out: the aggregate's classes took a quarter of the time"
             return False
-        est = self.agg.item_estimate * SECONDS_PER_ITEM
-        self.stats["items_estimate"] = self.agg.item_estimate
-        if est > 0.5 * self.deadline.left():
-            self.stats["model"] = (f"left out: its items would take about {est:.1f} s of "
+        # the count stops past what half the time left can build
+        cap = 0.5 * self.deadline.left() / SECONDS_PER_ITEM
+        n = self.agg.estimate_items(cap=cap)
+        est = n * SECONDS_PER_ITEM
+        self.stats["items_estimate"] = n
+        if n > cap:
+            self.stats["model"] = (f"left out: its items would take {est:.1f} s or more of "
                                    f"{self.deadline.left():.1f} s")
             return False
         return True
