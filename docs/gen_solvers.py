@@ -80,13 +80,15 @@ time.  Two ways to get the same answer every time:
 
 A first exact call in a process also imports its engine -- OR-Tools takes 1
 to 1.5 s on a loaded two-core machine, longer than a 1 s round -- and that
-counts against its time limit, which is wall time from the call: the
+counts against its time limit, which is wall time from the call.  The
 configuration model imports it after its warm start, so that the phases
-after it share what is left and the heuristics' answer stands however long
-it takes (its seconds are in `stats["import_s"]`; the tenancy model imports
-it in its first search, whose limit counts it), and such a call ends further
-from the bound than the next one.  A service or a scheduler loop pays it
-once at start:
+after it share what is left (its seconds are in `stats["import_s"]`); when
+less time is left than the import takes (`alloc.kernel.IMPORT_SECONDS`),
+that call solves with HiGHS instead and OR-Tools is imported in the
+background for the next calls (`stats["engine_fallback"]` says so).  The
+tenancy model imports it in its first search, whose limit counts it.  Such
+a first call ends further from the bound than the next one.  A service or
+a scheduler loop pays the import once at start:
 
 ```python
 from alloc.kernel import preload

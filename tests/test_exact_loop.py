@@ -105,3 +105,19 @@ def test_preload_imports_the_engines_once():
     a = allocate(cl, [Job("a", 1, cpu=3000, mem=64000, model="res18")], solver="cpsat",
                  time_limit=5)
     assert "import_s" not in a.stats
+
+
+def test_engine_not_imported_with_too_little_time_left_falls_back_to_highs(monkeypatch):
+    """A call with less time left than OR-Tools' import takes solves with
+    HiGHS and leaves the import to the background; with time enough it
+    keeps its engine."""
+    from alloc.solvers.common.configuration import engine as eng
+    started = []
+    monkeypatch.setattr(eng, "imported", lambda name: name != "cpsat")
+    monkeypatch.setattr(eng, "preload_in_background", started.append)
+    stats: dict = {}
+    b = eng.Backend("cpsat").ready(Deadline.after(0.2), stats)
+    assert b.name == "highs" and started == ["cpsat"]
+    assert "HiGHS this call" in stats["engine_fallback"] and stats["engine"] == "highs"
+    monkeypatch.setattr(eng, "preload", lambda engines: 0.0)
+    assert eng.Backend("cpsat").ready(Deadline.after(5), {}).name == "cpsat"

@@ -144,6 +144,32 @@ def preload(engines=("highs", "cpsat")) -> float:
     return time.perf_counter() - t0
 
 
+#: Seconds an engine's first import takes at most (OR-Tools: 0.6-1.5 s
+#: measured on a two-core machine at load average 5 to 7).
+IMPORT_SECONDS = {"highs": 0.1, "cpsat": 1.5, "cbc": 0.3}
+
+_background: dict = {}
+
+
+def imported(engine: str) -> bool:
+    """True when ``engine``'s modules are imported in this process."""
+    import sys
+    return all(m in sys.modules for m in MODULES[engine])
+
+
+def preload_in_background(engine: str) -> None:
+    """Start importing ``engine`` in a daemon thread (once per process), for
+    a call that cannot afford the import inside its own limit; a later
+    `preload` of it waits for that import to finish."""
+    import threading
+    if imported(engine) or engine in _background:
+        return
+    t = threading.Thread(target=preload, args=((engine,),), daemon=True,
+                         name=f"alloc-import-{engine}")
+    _background[engine] = t
+    t.start()
+
+
 def session(model: LinearModel, engine: str = "highs", **params):
     """An LP held by the engine for repeated solves as columns are added
     (column generation); see `alloc.kernel.highs.HighsSession`.
@@ -162,5 +188,5 @@ def solve_lp(model: LinearModel, *, deadline: Deadline | None = None,
     return solve(model, "highs", deadline=deadline, time_limit=time_limit, relax=True)
 
 
-__all__ = ["ENGINES", "INF", "LinearModel", "MODULES", "Result", "preload", "session", "solve",
-           "solve_lp"]
+__all__ = ["ENGINES", "IMPORT_SECONDS", "INF", "LinearModel", "MODULES", "Result", "imported",
+           "preload", "preload_in_background", "session", "solve", "solve_lp"]

@@ -3,7 +3,12 @@ master, proof, dive, polish -- each phase within its share of one deadline.
 
 1. *Warm start*: every registered heuristic that applies to the input (the
    Synergy and online policies included) within ``warm_share`` of the time,
-   cheapest first; the answer is never below the best of them.
+   cheapest first; the answer is never below the best of them.  Then the
+   engine is imported if this process has not yet (a first call's import
+   counts against the limit, after the heuristics have answered; with less
+   time left than it takes, HiGHS solves this call, `Backend.ready`) and the
+   time the answer's placements and the final check will take is kept back
+   (`ExactRun.keep_back_final`).
 2. *Bounds*: the sum of the jobs' honest upper coefficients and the
    big-machine LP (`alloc.solvers.common.configuration.bounds`).
 3. *Column generation* (`alloc.solvers.common.configuration.master`) within
@@ -218,9 +223,7 @@ class ExactRun:
                                            floor=self.at(max(self.warm_share, 0.5)),
                                            local_floor=False, timing=timing)
         self.best, self.best_v = best, v
-        imported = self.engine.preload()
-        if imported > 1e-3:
-            self.stats["import_s"] = imported
+        self.engine = self.engine.ready(self.deadline, self.stats)
         self.keep_back_final(timing)
         self.stats.update(warm_start=v, t_warm=time.perf_counter() - self.t0, heuristics=values)
         # values and solutions are recorded together, in the same order

@@ -6,7 +6,8 @@ from dataclasses import dataclass
 
 from ....deprecation import renamed
 from ....deadline import Deadline
-from ....kernel import LinearModel, Result, preload, solve
+from ....kernel import (IMPORT_SECONDS, LinearModel, Result, imported, preload,
+                        preload_in_background, solve)
 
 
 @dataclass(frozen=True)
@@ -29,13 +30,29 @@ class Backend:
     workers: int = 1
     deterministic: bool = False
 
-    def preload(self) -> float:
-        """Import the engine (and HiGHS, which solves the LPs) if this process
-        has not yet; the seconds it took (`alloc.kernel.preload`).  The
-        exact solvers call it after their warm start: a first call's import
-        counts against its limit (OR-Tools: 1 to 1.5 s), and an import that
-        takes the whole limit still leaves the heuristics' answer."""
-        return preload(("highs", self.name))
+    def ready(self, deadline: Deadline, stats: dict) -> "Backend":
+        """The engine to solve with from now on, imported.  A first call's
+        import counts against its limit (the configuration model imports after
+        its warm start): done here when the time left covers
+        `alloc.kernel.IMPORT_SECONDS` of it (``stats["import_s"]``); else
+        this call solves with HiGHS (imported in a tenth of a second) and the
+        engine's import starts in the background for the next calls
+        (``stats["engine_fallback"]`` says so)."""
+        if imported(self.name):
+            return self
+        if self.name == "highs" or deadline.left() >= IMPORT_SECONDS[self.name]:
+            t = preload(("highs", self.name))
+            if t > 1e-3:
+                stats["import_s"] = t
+            return self
+        preload(("highs",))
+        preload_in_background(self.name)
+        stats["engine_fallback"] = (f"{self.name} not imported yet (up to "
+                                    f"{IMPORT_SECONDS[self.name]:.1f} s) with "
+                                    f"{deadline.left():.2f} s left: HiGHS this call, "
+                                    f"{self.name} imported in the background")
+        stats["engine"] = "highs"
+        return Backend("highs")
 
     def solve(self, model: LinearModel, deadline: Deadline, seed: int = 0) -> Result:
         """Solve ``model`` before ``deadline``."""
