@@ -13,7 +13,7 @@ model is built with the CamelCase API that every OR-Tools release since 9.8
 provides.
 
 The time limit is wall time from the call, the build (and a first call's
-import of OR-Tools, 1 to 1.5 s) included: CP-SAT's own
+import of OR-Tools, 0.3 to 1.5 s) included: CP-SAT's own
 ``max_time_in_seconds`` is not enough on its own -- several presolve steps
 run on deterministic-time budgets and overran it by a second or more on
 masters of 26,000 columns on a loaded machine -- so a timer also stops the

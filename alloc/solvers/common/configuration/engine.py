@@ -33,8 +33,8 @@ class Backend:
     def ready(self, deadline: Deadline, stats: dict) -> "Backend":
         """The engine to solve with from now on, imported.  A first call's
         import counts against its limit (the configuration model imports after
-        its warm start): done here when the time left covers
-        `alloc.kernel.IMPORT_SECONDS` of it (``stats["import_s"]``); else
+        its warm start): done here when at least `alloc.kernel.IMPORT_SECONDS`
+        are left (``stats["import_s"]``); else
         this call solves with HiGHS (imported in a tenth of a second) and the
         engine's import starts in the background for the next calls
         (``stats["engine_fallback"]`` says so)."""
@@ -47,10 +47,9 @@ class Backend:
             return self
         preload(("highs",))
         preload_in_background(self.name)
-        stats["engine_fallback"] = (f"{self.name} not imported yet (up to "
-                                    f"{IMPORT_SECONDS[self.name]:.1f} s) with "
-                                    f"{deadline.left():.2f} s left: HiGHS this call, "
-                                    f"{self.name} imported in the background")
+        stats["engine_fallback"] = (f"{self.name} not imported yet and {deadline.left():.2f} s "
+                                    f"left (under {IMPORT_SECONDS[self.name]:.1f} s): HiGHS "
+                                    f"this call, {self.name} imported in the background")
         stats["engine"] = "highs"
         return Backend("highs")
 
