@@ -59,9 +59,21 @@ def needed_capabilities(cluster: Cluster, jobs: Sequence[Job],
 
 
 def check_reserve(problem) -> float:
-    """Seconds kept back from the solver for the final check (linear in the size)."""
+    """Seconds kept back from the solver for the answer's placements and the
+    final check: linear in the size; in a scheduler loop whose last answer
+    passed the check on this cluster (the check then examines what changed,
+    `alloc.recheck`) linear in the jobs (their placements, one lookup each)
+    plus what changed (the pending jobs and the running ones started,
+    moved or gone since), which keeps 0.15 s of a 1 s round at 1,000 x 8
+    GPUs instead of 0.27 s (the two phases took 0.05-0.11 s there)."""
+    carry, tenants = problem.carry, problem.cluster.tenants
+    checked = carry.checked if carry is not None else None
+    if checked is not None and checked.cluster is problem.cluster and not tenants:
+        ch = problem.changes
+        changed = len(ch.added) + len(ch.removed) if ch is not None else problem.J
+        return 0.02 + 3e-5 * problem.J + 1e-4 * (len(problem.pending) + changed)
     base = 0.02 + 2e-5 * (problem.J + problem.G + problem.S)
-    if problem.cluster.tenants:
+    if tenants:
         base += 0.1 + 1e-4 * problem.G
     return base
 

@@ -77,6 +77,25 @@ time.  Two ways to get the same answer every time:
   search, the column generation's LP rounds) still stop on the clock when
   their share runs out; at limits that cut them short the answer can still
   differ, and the time limit stays the law.
+
+A first exact call in a process also imports its engine -- OR-Tools takes
+0.3 s on a quiet two-core machine, 1 to 1.5 s on a loaded one -- and that
+counts against its time limit, which is wall time from the call. The
+configuration model imports it after its warm start, so that the phases
+after it share what is left (its seconds are in `stats["import_s"]`); with
+less time left than `alloc.kernel.IMPORT_SECONDS` (0.5 s), that call solves
+with HiGHS instead and OR-Tools is imported in the background for the next
+calls (`stats["engine_fallback"]` says so). The tenancy model imports it in
+its first search, whose limit counts it. Such a first call ends further from
+the bound than the next one. A service or a scheduler loop pays the import
+once at start:
+
+```python
+from alloc.kernel import preload
+
+seconds = preload()          # HiGHS and OR-Tools imported now
+assert preload() < 0.01      # the next calls find them imported
+```
 """
 
 

@@ -135,10 +135,51 @@ class Aggregate:
 
     @property
     def item_estimate(self) -> int:
-        """Items the build would make at most: every type's options on every
-        class it may use (twice for a spreadable type: whole and unit)."""
-        return sum(len(t.classes) * len(t.options) * (2 if t.spreadable else 1)
-                   for t in self.types)
+        """Items the build would make (`estimate_items` without a cap)."""
+        return self.estimate_items()
+
+    def estimate_items(self, cap: float = float("inf")) -> int:
+        """Items the build would make: every type's options whose CPU and
+        memory fit a server of a class it may use (a whole item also needs
+        the class's GPUs to fit it, `_gpu_fit`; a unit item one free GPU and
+        only its per-GPU share) -- the tests `_build_items` makes, on arrays,
+        without building the items.  The count stops once it passes ``cap``."""
+        cap_a = np.asarray(self.cap, dtype=np.int64).reshape(-1, 3)
+        fit = self._gpu_fit_table()
+        n = 0
+        for t in self.types:
+            cls = np.asarray(t.classes, dtype=np.int64)
+            if not len(cls) or not t.options:
+                continue
+            C, M, G = cap_a[cls, 0][:, None], cap_a[cls, 1][:, None], cap_a[cls, 2][:, None]
+            cpu = np.array([o.cpu for o in t.options], dtype=np.int64)[None, :]
+            mem = np.array([o.mem for o in t.options], dtype=np.int64)[None, :]
+            n += int(((cpu <= C) & (mem <= M) & fit(t)[cls][:, None]).sum())
+            if t.spreadable:
+                g = t.gpus
+                n += int(((-(-cpu // g) <= C) & (-(-mem // g) <= M) & (G >= 1)).sum())
+            if n > cap:
+                break
+        return n
+
+    def _gpu_fit_table(self):
+        """`_gpu_fit` of a type on every class at once: a function of the type
+        returning a boolean array over the classes."""
+        G = np.array([len(f) for f in self.full], dtype=np.int64)
+        part = np.array([max((f for _, f in p), default=0) for p in self.partial], dtype=np.int64)
+        sw = np.array([max(x, default=0) for x in self.sw_cap], dtype=np.int64)
+        so = np.array([max(x, default=0) for x in self.so_cap], dtype=np.int64)
+        by_level = {"switch": sw, "socket": so, "server": G}
+
+        def fit(t: JobType) -> np.ndarray:
+            if t.gpus == 0:
+                return np.ones(self.K, dtype=bool)
+            if t.milli < MILLI:
+                return (G >= 1) | (part >= t.milli)
+            if t.locality == "gpu":
+                return (G >= 1) & (t.gpus == 1)
+            return t.gpus <= by_level[self._level(t)]
+        return fit
 
     def build_items(self, deadline: Deadline) -> None:
         """The items (see the module notes), before ``deadline``."""

@@ -22,33 +22,91 @@ an upper bound of every placement's value.
 """
 from __future__ import annotations
 
+import numpy as np
+
 from ....deadline import Deadline
-from ....kernel import INF, LinearModel, solve_lp
+from ....kernel import INF, LinearModel, solve
 from ....model import MILLI, Status
 from .aggregate import Aggregate
 
 
-def _class_rows(agg: Aggregate, m: LinearModel, cls, type_rows, link) -> None:
-    rc, rm, rg, rmilli = {}, {}, {}, {}
+class _Block:
+    """The LP's columns (bounds, objective) and coefficients as triplets,
+    added to the model in one block (a model built row by row and column by
+    column cost 0.1-0.3 s at 10,000 items: a tenth of a scheduler round)."""
+
+    def __init__(self):
+        self.ub: list[float] = []
+        self.obj: list[float] = []
+        self.ri: list[int] = []
+        self.ci: list[int] = []
+        self.v: list[float] = []
+        self.lo: list[float] = []
+        self.hi: list[float] = []
+
+    def col(self, ub: float, obj: float = 0.0) -> int:
+        """A new column ``0 <= y <= ub``; its index."""
+        self.ub.append(ub)
+        self.obj.append(obj)
+        return len(self.ub) - 1
+
+    def row(self, lo: float = -INF, hi: float = INF) -> int:
+        """A new row (coefficients added with `put`); its index."""
+        self.lo.append(lo)
+        self.hi.append(hi)
+        return len(self.lo) - 1
+
+    def put(self, r: int, k: int, coef: float) -> None:
+        """Coefficient ``coef`` of column ``k`` in row ``r``."""
+        if coef:
+            self.ri.append(r)
+            self.ci.append(k)
+            self.v.append(coef)
+
+    def put_col(self, k: int, rows: tuple, coefs: tuple) -> None:
+        """Coefficients of column ``k`` in ``rows`` (zeros are harmless)."""
+        self.ri.extend(rows)
+        self.ci.extend([k] * len(rows))
+        self.v.extend(coefs)
+
+    def model(self) -> LinearModel:
+        """The LP (maximise)."""
+        from scipy import sparse
+        m = LinearModel("big-machine")
+        n = len(self.ub)
+        m.add_vars(n, lb=0.0, ub=np.asarray(self.ub, dtype=float),
+                   obj=np.asarray(self.obj, dtype=float))
+        A = sparse.coo_matrix((np.asarray(self.v, dtype=float),
+                               (np.asarray(self.ri, dtype=np.int64),
+                                np.asarray(self.ci, dtype=np.int64))), shape=(len(self.lo), n))
+        m.add_rows(A, np.asarray(self.lo, dtype=float), np.asarray(self.hi, dtype=float))
+        return m
+
+
+def _class_rows(agg: Aggregate, b: _Block, cls, type_row: dict, link: dict) -> None:
+    """One pooled machine of the classes ``cls``: its items' columns and its
+    four capacity rows (CPU, memory, whole GPUs, milli)."""
+    rows = [b.row(hi=sum(agg.cap[c][k] * agg.n_c[c] for c in cls)) for k in range(3)]
+    rows.append(b.row(hi=sum(agg.shared_capacity(c) * agg.n_c[c] for c in cls)))
     for c in cls:
         for i, it in enumerate(agg.items[c]):
             t = agg.types[it.t]
             if it.kind == "whole":
-                v = m.add_var(0, min(t.count, agg.item_ub(c, i) * agg.n_c[c]), obj=it.value)
-                type_rows[it.t][v] = 1
-                rc[v], rm[v] = it.cpu, it.mem
-                if it.gpus:
-                    rg[v] = it.gpus
-                rmilli[v] = it.gpus * MILLI + it.milli
+                v = b.col(min(t.count, agg.item_ub(c, i) * agg.n_c[c]), it.value)
+                b.put_col(v, (type_row[it.t], *rows),
+                          (1, it.cpu, it.mem, it.gpus, it.gpus * MILLI + it.milli))
             else:
-                v = m.add_var(0, t.count * t.gpus)
+                v = b.col(t.count * t.gpus)
                 opt = t.options[it.o]
-                rc[v], rm[v], rg[v], rmilli[v] = opt.cpu / t.gpus, opt.mem / t.gpus, 1, MILLI
-                link.setdefault((it.t, it.o, it.group), {})[v] = -1
-    m.add_row(rc, hi=sum(agg.cap[c][0] * agg.n_c[c] for c in cls))
-    m.add_row(rm, hi=sum(agg.cap[c][1] * agg.n_c[c] for c in cls))
-    m.add_row(rg, hi=sum(agg.cap[c][2] * agg.n_c[c] for c in cls))
-    m.add_row(rmilli, hi=sum(agg.shared_capacity(c) * agg.n_c[c] for c in cls))
+                b.put_col(v, (_link_row(b, link, (it.t, it.o, it.group)), *rows),
+                          (-1, opt.cpu / t.gpus, opt.mem / t.gpus, 1, MILLI))
+
+
+def _link_row(b: _Block, link: dict, key) -> int:
+    """The row ``g_t x_tok - sum units <= 0`` of spread group ``key``."""
+    if key not in link:
+        link[key] = b.row(hi=0)
+    return link[key]
 
 
 def big_machine_bound(agg: Aggregate, *, pool: str = "class", place_all: bool = False,
@@ -64,27 +122,26 @@ def big_machine_bound(agg: Aggregate, *, pool: str = "class", place_all: bool = 
         Every job must be placed (``= N_t``).
     deadline : Deadline, optional
     """
-    m = LinearModel("big-machine")
-    type_rows: dict[int, dict[int, float]] = {t.index: {} for t in agg.types}
-    link: dict[tuple[int, int, int], dict[int, float]] = {}
+    b = _Block()
+    type_row: dict[int, int] = {}
+    for t in agg.types:
+        type_row[t.index] = b.row(t.count if place_all else -INF, t.count)
+    link: dict[tuple[int, int, int], int] = {}
     groups = [[c] for c in range(agg.K)] if pool == "class" else [list(range(agg.K))]
     for cls in groups:
         if deadline is not None and deadline.expired():
             return None
-        _class_rows(agg, m, cls, type_rows, link)
+        _class_rows(agg, b, cls, type_row, link)
     for (t, o, gid, val) in agg.spread_vars:
-        v = m.add_var(0, agg.types[t].count, obj=val)
-        type_rows[t][v] = 1
-        link.setdefault((t, o, gid), {})[v] = agg.types[t].gpus
-    for t, row in type_rows.items():
-        n = agg.types[t].count
-        if row:
-            m.add_row(row, n if place_all else -INF, n)
-        elif place_all and n:
-            return None
-    for row in link.values():
-        m.add_row(row, hi=0)
-    res = solve_lp(m, deadline=deadline)
+        v = b.col(agg.types[t].count, val)
+        b.put(type_row[t], v, 1)
+        b.put(_link_row(b, link, (t, o, gid)), v, agg.types[t].gpus)
+    if place_all and not {r for r in type_row.values()} <= set(b.ri) | {
+            type_row[t.index] for t in agg.types if not t.count}:
+        return None     # a job to place that no machine can hold
+    # HiGHS's presolve takes longer than the simplex on these LPs (0.05 s of
+    # 0.11 s at 10,000 items)
+    res = solve(b.model(), "highs", deadline=deadline, relax=True, presolve="off")
     return res.objective if res.status is Status.OPTIMAL else None
 
 

@@ -3,7 +3,12 @@ master, proof, dive, polish -- each phase within its share of one deadline.
 
 1. *Warm start*: every registered heuristic that applies to the input (the
    Synergy and online policies included) within ``warm_share`` of the time,
-   cheapest first; the answer is never below the best of them.
+   cheapest first; the answer is never below the best of them.  Then the
+   engine is imported if this process has not yet (a first call's import
+   counts against the limit, after the heuristics have answered; with less
+   time left than it takes, HiGHS solves this call, `Backend.ready`) and the
+   time the answer's placements and the final check will take is kept back
+   (`ExactRun.keep_back_final`).
 2. *Bounds*: the sum of the jobs' honest upper coefficients and the
    big-machine LP (`alloc.solvers.common.configuration.bounds`).
 3. *Column generation* (`alloc.solvers.common.configuration.master`) within
@@ -51,6 +56,19 @@ WARM_FIRST_SHARING = ("proportional", "best-fit", "fgd", "greedy-upgrade", "syne
 #: generation (23,000 columns instead of 7,500 at 12,500 servers) and the LP
 #: hardly uses them.
 SEED_SHARE = 0.5
+#: The answer's placements and final check (`alloc.solve.finish`, then
+#: `alloc.check.violations`) against checking and valuing one answer in the
+#: warm start (`check_assign`, `true_value`), per job: 3.1 at 8k GPUs, 6.2
+#: and 6.5 at 32k (Synergy mix and heterogeneous), 10.3 at 100k
+#: (heterogeneous; greedy-upgrade's answer, load average 4): it grows with
+#: the size.
+FINAL_PER_ANSWER = 10.0
+#: ... and at least this many seconds per job, GPU and server: 12.4 s for
+#: the heterogeneous 100k GPUs (100,000 jobs, 12,500 servers) at load
+#: average 4, where one answer's check in the warm start had been quick.
+FINAL_PER_UNIT = 6e-5
+#: The most of the budget kept back for them beyond the call's own reserve.
+FINAL_SHARE = 0.25
 #: Share of the budget after which column generation stops for good when it
 #: has not converged in its own share (`ExactRun.more_columns`).
 MORE_COLUMNS_UNTIL = 0.85
@@ -78,7 +96,8 @@ def warm_heuristics(problem: Problem) -> tuple[list[str], list[str]]:
 
 
 def warm_start(problem: Problem, deadline: Deadline, seed: int = 0,
-               floor: Deadline | None = None, local: bool = True, local_floor: bool = True):
+               floor: Deadline | None = None, local: bool = True, local_floor: bool = True,
+               timing: dict | None = None):
     """Run the applicable heuristics: (best assign, its value, all solutions,
     value per heuristic).  The first ones (`warm_heuristics`) run one
     after the other, each up to ``floor`` (a later deadline; ``deadline``
@@ -86,7 +105,9 @@ def warm_start(problem: Problem, deadline: Deadline, seed: int = 0,
     share what is left of ``deadline`` equally; local search last (as
     registered, then from the best, when its capabilities cover the input),
     also up to ``floor`` (only within ``deadline`` when ``local_floor`` is
-    False; not at all when ``local`` is False)."""
+    False; not at all when ``local`` is False).  ``timing``, when given, gets
+    the seconds the largest answer's check and value took (``answer_s``) and
+    its jobs (``answer_jobs``)."""
     from ....registry import get_solver
     sols, values = [], {}
     best, best_v = {}, 0.0
@@ -109,9 +130,12 @@ def warm_start(problem: Problem, deadline: Deadline, seed: int = 0,
         # only the pending jobs: a solver that handles live state itself
         # (hived) returns the running jobs too, which stay where they are
         assign = {j: a for j, a in sol.assign.items() if j not in problem.fixed}
+        t = time.perf_counter()
         if not check_assign(problem, assign):
             continue
         v = true_value(problem, assign)
+        if timing is not None and len(assign) >= timing.get("answer_jobs", 0):
+            timing.update(answer_s=time.perf_counter() - t, answer_jobs=len(assign))
         values[name] = v
         sols.append(assign)
         if v > best_v + 1e-12:
@@ -194,13 +218,37 @@ class ExactRun:
     def warm(self) -> list:
         """Phase 1: the warm start; returns the heuristic solutions that seed
         the pool: those worth at least `SEED_SHARE` of the best."""
+        timing: dict = {}
         best, v, sols, values = warm_start(self.p, self.at(self.warm_share), self.seed,
                                            floor=self.at(max(self.warm_share, 0.5)),
-                                           local_floor=False)
+                                           local_floor=False, timing=timing)
         self.best, self.best_v = best, v
+        self.engine = self.engine.ready(self.deadline, self.stats)
+        self.keep_back_final(timing)
         self.stats.update(warm_start=v, t_warm=time.perf_counter() - self.t0, heuristics=values)
         # values and solutions are recorded together, in the same order
         return [a for a, w in zip(sols, values.values()) if w >= SEED_SHARE * v]
+
+    def keep_back_final(self, timing: dict) -> None:
+        """Keep back what the answer's placements and final check will take
+        beyond what the call already keeps back for them
+        (`alloc.solve.check_reserve`), at most `FINAL_SHARE` of the budget:
+        `FINAL_PER_ANSWER` times what checking and valuing one heuristic
+        answer took here, per job -- a measure of this machine's speed now,
+        load included -- and at least `FINAL_PER_UNIT` per job, GPU and
+        server.  Not in a loop round whose last answer passed the check (its
+        check examines what changed; the call's reserve follows that)."""
+        n = timing.get("answer_jobs", 0)
+        carry, p = self.p.carry, self.p
+        if not n or (carry is not None and carry.checked is not None):
+            return
+        from ....solve import check_reserve
+        est = max(FINAL_PER_ANSWER * timing["answer_s"] * p.J / n,
+                  FINAL_PER_UNIT * (p.J + p.G + p.S))
+        self.stats["final_estimate_s"] = est
+        extra = min(est - check_reserve(p), FINAL_SHARE * self.total)
+        if extra > 0:
+            self.deadline = self.deadline.reserve(extra)
 
     def plan(self) -> bool:
         """Phase 0: the aggregate's classes and types, and whether its items
@@ -211,10 +259,13 @@ class ExactRun:
         except OutOfTime:
             self.stats["model"] = "left out: the aggregate's classes took a quarter of the time"
             return False
-        est = self.agg.item_estimate * SECONDS_PER_ITEM
-        self.stats["items_estimate"] = self.agg.item_estimate
-        if est > 0.5 * self.deadline.left():
-            self.stats["model"] = (f"left out: its items would take about {est:.1f} s of "
+        # the count stops past what half the time left can build
+        cap = 0.5 * self.deadline.left() / SECONDS_PER_ITEM
+        n = self.agg.estimate_items(cap=cap)
+        est = n * SECONDS_PER_ITEM
+        self.stats["items_estimate"] = n
+        if n > cap:
+            self.stats["model"] = (f"left out: its items would take {est:.1f} s or more of "
                                    f"{self.deadline.left():.1f} s")
             return False
         return True
@@ -246,7 +297,7 @@ class ExactRun:
         agg = self.agg
         self.stats.update(types=len(agg.types), classes=agg.K,
                           items=sum(len(x) for x in agg.items), exact_units=agg.exact_units)
-        bm = big_machine_bound(agg, deadline=self.deadline.share(0.2))
+        bm = big_machine_bound(agg, deadline=self.deadline.share(0.5))
         if bm is not None:
             self.stats["lp_bound"] = bm
             self.bounds.append(bm)
@@ -316,7 +367,7 @@ class ExactRun:
         left = dl.left()
         budget = min(0.4 * left, 0.1 * self.total) if self.cg.converged else 0.9 * left
         if self.cg.converged and self.src == "rounding":
-            budget = 0.5 * left     # the rounding left a gap: half for the master
+            budget = 0.8 * left     # the rounding left a gap: most of it for the master
         st, z, x, obj, _, ipstats = solve_master_ip(self.master, self.engine,
                                                     dl.within(budget), self.seed, hz, hx)
         self.stats["master_status"] = st.value
@@ -368,7 +419,7 @@ class ExactRun:
     def solution(self) -> Solution:
         """The Solution: best assignment, status and bound (running jobs' value added)."""
         bound = self.bound
-        fixed = sum(self.p.value_of(j, a) for j, a in self.p.fixed.items())
+        fixed = fixed_value(self.p)
         if bound is not None:
             bound = tighten(bound, self.step)
             if self.done():
@@ -378,6 +429,34 @@ class ExactRun:
         status = Status.OPTIMAL if self.done() else Status.FEASIBLE
         self.stats.update(source=self.src, time_s=time.perf_counter() - self.t0)
         return Solution(self.best, status, bound, (), self.stats)
+
+
+def fixed_value(problem: Problem) -> float:
+    """The running jobs' value (added to every bound).  In a scheduler loop
+    (a problem compiled with a carry) each running job's value is kept
+    across rounds, by the job object (frozen: the same object, the same
+    placement, the same value on the same cluster and objective), so a round
+    computes it only for the jobs started since (3,600 values took 30-80 ms
+    of a 1 s round)."""
+    carry = problem.carry
+    if carry is None:
+        return sum(problem.value_of(j, a) for j, a in problem.fixed.items())
+    cluster, objective = problem.cluster, problem.objective.name
+    kept = carry.take(FIXED_VALUES)
+    old = kept[2] if kept is not None and kept[0] is cluster and kept[1] == objective else {}
+    new, total, jobs = {}, 0.0, problem.jobs
+    for j, a in problem.fixed.items():
+        job = jobs[j]
+        hit = old.get(id(job))
+        v = hit[1] if hit is not None and hit[0] is job else problem.value_of(j, a)
+        new[id(job)] = (job, v)
+        total += v
+    carry.keep(FIXED_VALUES, (cluster, objective, new))
+    return total
+
+
+#: The carry's key for the running jobs' values (`fixed_value`).
+FIXED_VALUES = "exact: running jobs' values"
 
 
 def solve_exact(problem: Problem, engine: Backend, *, deadline: Deadline, seed: int = 0,
@@ -400,4 +479,4 @@ def solve_exact(problem: Problem, engine: Backend, *, deadline: Deadline, seed: 
     return run.solution()
 
 
-__all__ = ["ExactRun", "solve_exact", "warm_heuristics", "warm_start"]
+__all__ = ["ExactRun", "fixed_value", "solve_exact", "warm_heuristics", "warm_start"]

@@ -6,7 +6,8 @@ from dataclasses import dataclass
 
 from ....deprecation import renamed
 from ....deadline import Deadline
-from ....kernel import LinearModel, Result, solve
+from ....kernel import (IMPORT_SECONDS, LinearModel, Result, imported, preload,
+                        preload_in_background, solve)
 
 
 @dataclass(frozen=True)
@@ -28,6 +29,29 @@ class Backend:
     name: str
     workers: int = 1
     deterministic: bool = False
+
+    def ready(self, deadline: Deadline, stats: dict) -> "Backend":
+        """The engine to solve with from now on, imported.  A first call's
+        import counts against its limit (the configuration model imports after
+        its warm start): done here when at least `alloc.kernel.IMPORT_SECONDS`
+        are left (``stats["import_s"]``); else
+        this call solves with HiGHS (imported in a tenth of a second) and the
+        engine's import starts in the background for the next calls
+        (``stats["engine_fallback"]`` says so)."""
+        if imported(self.name):
+            return self
+        if self.name == "highs" or deadline.left() >= IMPORT_SECONDS[self.name]:
+            t = preload(("highs", self.name))
+            if t > 1e-3:
+                stats["import_s"] = t
+            return self
+        preload(("highs",))
+        preload_in_background(self.name)
+        stats["engine_fallback"] = (f"{self.name} not imported yet and {deadline.left():.2f} s "
+                                    f"left (under {IMPORT_SECONDS[self.name]:.1f} s): HiGHS "
+                                    f"this call, {self.name} imported in the background")
+        stats["engine"] = "highs"
+        return Backend("highs")
 
     def solve(self, model: LinearModel, deadline: Deadline, seed: int = 0) -> Result:
         """Solve ``model`` before ``deadline``."""
