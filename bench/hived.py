@@ -44,6 +44,7 @@ from alloc.model import Cell, Cluster, Job, Server, Tenant, frozen_map  # noqa: 
 from alloc.problem import Assign, compile_problem  # noqa: E402
 from alloc.solvers.common.greedy import State, best_fit  # noqa: E402
 from alloc.solvers.common.cells import Engine, restore_running  # noqa: E402
+from alloc.deadline import Deadline  # noqa: E402
 
 LEVELS = ("rack", "server", "socket", "switch", "gpu")
 QUOTAS = {"vc-a": ("server", 12), "vc-b": ("server", 8), "vc-c": ("socket", 16),
@@ -235,7 +236,7 @@ def run_timing(seed: int) -> None:
     prob = compile_problem(cluster, jobs + probes)
     t0 = time.perf_counter()
     eng = Engine(prob)
-    restore_running(eng, [j for j in range(len(jobs))])
+    restore_running(eng, [j for j in range(len(jobs))], Deadline.never())
     t_restore = time.perf_counter() - t0
     times = {"guaranteed": [], "opportunistic": []}
     for k in range(len(jobs), len(jobs) + len(probes)):

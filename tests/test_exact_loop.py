@@ -26,7 +26,7 @@ def test_item_estimate_counts_the_items_the_build_makes(variant, seed):
     from alloc.solvers.common.configuration.aggregate import Aggregate
     inst = generate(variant, seed, servers=12)
     p = compile_problem(inst.cluster, inst.jobs, "throughput")
-    agg = Aggregate(p, items=False)
+    agg = Aggregate(p, Deadline.never(), items=False)
     est = agg.item_estimate
     agg.build_items(Deadline.never())
     assert est == sum(len(x) for x in agg.items) > 0
@@ -39,7 +39,7 @@ def test_big_machine_bound_bounds_the_optimum_and_pools_by_class():
     from alloc.solvers.common.configuration.aggregate import Aggregate
     from alloc.solvers.common.configuration.bounds import big_machine_bound
     p = live_problem(6)
-    agg = Aggregate(p)
+    agg = Aggregate(p, Deadline.never())
     by_class = big_machine_bound(agg, deadline=Deadline.after(5))
     pooled = big_machine_bound(agg, pool="all", deadline=Deadline.after(5))
     fixed = sum(p.value_of(j, a) for j, a in p.fixed.items())

@@ -339,6 +339,7 @@ def test_server_prefilter_keeps_placements(monkeypatch):
     import random
 
     from alloc.problem import compile_problem
+    from alloc.deadline import Deadline
     from alloc.solvers.common.cells import Engine, restore_running
 
     rng = random.Random(3)
@@ -361,7 +362,7 @@ def test_server_prefilter_keeps_placements(monkeypatch):
 
     def placements():
         eng = Engine(prob)
-        restore_running(eng, list(range(len(running))))
+        restore_running(eng, list(range(len(running))), Deadline.never())
         out = []
         for k in range(len(running), len(running) + len(probes)):
             ok = eng.try_place(k, prob.jobs[k].gpus, 0, set())

@@ -57,7 +57,7 @@ def test_group_jobs_and_elastic_entries():
 def test_build_steps_columns():
     c = cluster(2, {"a": [("server", 1, "V100")]})
     p = compile_problem(c, [job("g", 4, "a"), job("o", 12), job("cpu", 0)])
-    tm = build_model(p)
+    tm = build_model(p, 0.0, Deadline.never())
     assert {s for (k, s) in tm.x if tm.groups.members[k] == (0,)} == {0, 1}
     assert not any(tm.groups.members[k] == (1,) for (k, s) in tm.x)   # 12 GPUs: no one server
     assert [k for (k, d) in tm.y if tm.groups.members[k] == (1,)]      # but spread
@@ -74,11 +74,11 @@ def test_model_optimum_and_legal_victims():
     r0 = allocate(c, first, solver="hived")
     run = list(with_current(first, r0))
     p = compile_problem(c, run + [job("o2", 8, prio=0)])
-    tm = build_model(p)
+    tm = build_model(p, 0.0, Deadline.never())
     res = solve(tm.m, "cpsat", time_limit=10)
     assert res.status is Status.OPTIMAL and res.x[tm.pre[0]] == 0
     p = compile_problem(c, run + [job("g", 8, "a")])
-    tm = build_model(p)
+    tm = build_model(p, 0.0, Deadline.never())
     res = solve(tm.m, "cpsat", time_limit=10)
     # same value either way; the stop is allowed (the guaranteed job outranks it)
     assert res.objective == pytest.approx(1 * SCALE, abs=1)
@@ -105,7 +105,7 @@ def test_cell_placement_model_is_shared_by_binding():
 
 
 def test_restrict_fixes_and_expands(small):
-    tm = build_model(small)
+    tm = build_model(small, 0.0, Deadline.never())
     res = solve(tm.m, "cpsat", time_limit=10)
     x = res.x
     fixed = {c: float(x[c]) for c in list(tm.x.values())[: len(tm.x) // 2]}
@@ -122,7 +122,7 @@ def test_restrict_fixes_and_expands(small):
 
 
 def test_warm_hint_completes_to_a_feasible_point(small):
-    tm = build_model(small)
+    tm = build_model(small, 0.0, Deadline.never())
     warm, late = warm_starts(small, list(small.running), small.pending, 0.0, Deadline.after(30))
     assert not late and [w[0] for w in warm][:1] == ["hived"]
     for name, eng, pre in warm:
@@ -136,7 +136,7 @@ def test_warm_hint_completes_to_a_feasible_point(small):
 
 def test_engine_journal_rolls_back_exactly(small):
     eng = Engine(small)
-    restore_running(eng, list(small.running))
+    restore_running(eng, list(small.running), Deadline.never())
     before = (eng.gfree.copy(), eng.owner.copy(), dict(eng.assign), dict(eng.unused),
               {k: set(v) for k, v in eng.free_max.items()}, list(eng.nbound),
               dict(eng.bound_use), eng.cpu.copy())
@@ -160,7 +160,7 @@ def test_engine_journal_rolls_back_exactly(small):
 
 def test_phases_bound_and_search(small):
     call = X.Call(small, "cpsat", 0, None, 0.0, True)
-    tm = build_model(small)
+    tm = build_model(small, 0.0, Deadline.never())
     warm, _ = warm_starts(small, list(small.running), small.pending, 0.0, Deadline.after(30))
     score = X.scorer(small, list(small.running), 0.0)
     full = X.hint(call, tm, warm, score, Deadline.after(10))
@@ -177,7 +177,7 @@ def test_phases_bound_and_search(small):
 
 
 def test_decode_realises_the_model(small):
-    tm = build_model(small)
+    tm = build_model(small, 0.0, Deadline.never())
     res = solve(tm.m, "cpsat", time_limit=10)
     eng, misses = decode_exact(tm, res.x, Deadline.after(10))
     assert binding_ok(small, eng) and victims_ok(small, eng, tm.running)
@@ -189,7 +189,7 @@ def test_decode_realises_the_model(small):
 def test_carve_spread_uses_the_units():
     c = cluster(2, gpus=8)
     p = compile_problem(c, [job("w", 12), job("x", 2, locality="server")])
-    tm = build_model(p)
+    tm = build_model(p, 0.0, Deadline.never())
     res = solve(tm.m, "cpsat", time_limit=10)
     plan = Plan(tm, res.x)
     assert [j for j, _ in plan.spread] == [0]
@@ -205,11 +205,11 @@ def test_carve_spread_uses_the_units():
 def test_restrictions_name_what_cuts_the_instance():
     c = cluster(2, {"a": [("server", 1, "V100")]})
     p = compile_problem(c, [job("g", 2, "a")])
-    tm = build_model(p)
+    tm = build_model(p, 0.0, Deadline.never())
     assert restrictions(tm, floor=True)[0].startswith("guaranteed work first")
     assert restrictions(tm, floor=False) == []
     odd = Job("odd", gpus=3, cpu=1000, mem=1000)            # 1000 / 3 per GPU
-    tm = build_model(compile_problem(cluster(2, gpus=2), [odd]))
+    tm = build_model(compile_problem(cluster(2, gpus=2), [odd]), 0.0, Deadline.never())
     assert any("rounded up" in x for x in restrictions(tm, floor=False))
 
 

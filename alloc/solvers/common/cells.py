@@ -1097,8 +1097,7 @@ def _guaranteed_gpus(eng: Engine) -> dict[str, set]:
     return used
 
 
-def restore_running(eng: Engine, running: Sequence[int], deadline: Deadline | None = None
-                    ) -> list[int]:
+def restore_running(eng: Engine, running: Sequence[int], deadline: Deadline) -> list[int]:
     """Put running jobs back on their current GPUs and bind their tenants'
     cells ([`alloc.tenancy.infer_binding`][alloc.tenancy.infer_binding] before ``deadline``);
     returns

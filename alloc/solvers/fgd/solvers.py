@@ -106,8 +106,8 @@ def _state(problem: Problem) -> ClusterState:
 _KEY = "fgd-cluster-state"
 
 
-def run_online(problem: Problem, policy: str, seed: int = 0,
-               deadline: Deadline | None = None, **policy_options) -> Solution:
+def run_online(problem: Problem, policy: str, seed: int = 0, *,
+               deadline: Deadline, **policy_options) -> Solution:
     """Place the pending jobs of ``problem`` in rank order with the named policy."""
     order = job_order(problem)
     pods = {j: _pod(problem, j) for j in order}
@@ -117,12 +117,12 @@ def run_online(problem: Problem, policy: str, seed: int = 0,
         state.set_frag_model(fm)
     pol = make_policy(policy, seed, **policy_options)
     if fm is not None and hasattr(pol, "prices"):
-        pol.prices(fm, deadline or Deadline.never())  # fgd-lookahead's share prices
+        pol.prices(fm, deadline)  # fgd-lookahead's share prices
     sol = Solution(status=Status.FEASIBLE)
     placed = []
     for j in order:
         # one check per job: a pod kind's first arrival scores every server
-        if deadline is not None and deadline.expired():
+        if deadline.expired():
             sol.stats["stopped"] = "time limit"
             break
         pod = pods[j]
@@ -144,7 +144,7 @@ def run_online(problem: Problem, policy: str, seed: int = 0,
 
 def _make(name: str, policy: str):
     def solve(problem: Problem, *, deadline: Deadline, seed: int = 0, **options) -> Solution:
-        return run_online(problem, policy, seed, deadline, **options)
+        return run_online(problem, policy, seed, deadline=deadline, **options)
     solve.__name__ = "solve_" + name.replace("-", "_")
     solve.__doc__ = f"The ``{policy}`` online policy over the pending jobs (see the module notes)."
     return solve

@@ -124,8 +124,8 @@ def big_machine_bound(agg: Aggregate, *, pool: str = "class", place_all: bool = 
     """
     b = _Block()
     type_row: dict[int, int] = {}
-    for t in agg.types:
-        type_row[t.index] = b.row(t.count if place_all else -INF, t.count)
+    for jt in agg.types:
+        type_row[jt.index] = b.row(jt.count if place_all else -INF, jt.count)
     link: dict[tuple[int, int, int], int] = {}
     groups = [[c] for c in range(agg.K)] if pool == "class" else [list(range(agg.K))]
     for cls in groups:

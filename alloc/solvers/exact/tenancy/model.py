@@ -64,6 +64,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field, replace
 
 from ....model import MILLI
+from ....deadline import Deadline
 from ....kernel import LinearModel
 from ....objectives import job_sizes, scale_factor
 from ....problem import Problem
@@ -376,7 +377,7 @@ class TenancyModel:
         row[col] = row.get(col, 0) - n * coef
 
 
-def build_model(p: Problem, pcost: float = 0.0, deadline=None,
+def build_model(p: Problem, pcost: float, deadline: Deadline,
                 relaxed: bool = False) -> TenancyModel:
     """The tenancy model of ``p`` (module notes), step by step; raises
     `OutOfTime` when ``deadline`` passes.  ``relaxed``: every job
