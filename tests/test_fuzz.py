@@ -77,3 +77,26 @@ def test_short_campaign_finds_nothing():
     assert tally.counts["solver runs"] and tally.counts["shares runs"]
     assert tally.counts["tiny instances"] and tally.counts["openb files"]
     assert not any(tally.counts[c] for c in CHECKS), tally.failures[:5]
+
+
+def test_the_makespan_reference_holds_on_jobs_of_a_million_steps():
+    """Two P100s, three jobs of a million steps and three small ones: the
+    makespan is the capacity bound, (2e6 + 1e6 + 1e6 + 1,110) / 2 = 2,000,555
+    s, which the policy finds.  The unscaled reference LP said 2,000,000 (a
+    rate of 5e-7 steps/s per step is within its tolerances of zero) and so
+    called the policy's optimum false."""
+    from alloc.experiments.fuzz.campaign import _ref_makespan
+    from alloc.shares import problem_from_dict, solve_shares
+
+    def job(i, t, steps, elapsed=0.0, weight=1.0):
+        return {"id": f"j{i}", "scale_factor": 1, "throughput": {"p100": t},
+                "steps_remaining": steps, "elapsed_s": elapsed, "isolated_time_s": 20.0,
+                "weight": weight}
+    doc = {"format": "alloc.shares/1", "gpu_types": {"p100": 2},
+           "jobs": [job(0, 1.0, 100.0, weight=2.0), job(1, 0.5, 1e6, 50.0, 0.001),
+                    job(2, 10.0, 1e4, weight=0.001), job(3, 1.0, 1e6),
+                    job(4, 10.0, 100.0, 50.0), job(5, 1.0, 1e6, 50.0, 2.0)]}
+    p = problem_from_dict(doc)
+    r = solve_shares(p, "makespan", time_limit=5)
+    assert _ref_makespan(p) == pytest.approx(2_000_555.0, rel=1e-6)
+    assert r.objective == pytest.approx(2_000_555.0, rel=1e-6)

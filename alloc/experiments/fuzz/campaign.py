@@ -367,10 +367,19 @@ def _ref_max_sum(p):
 
 
 def _ref_makespan(p):
+    """``max mu`` with each live job's rate ``T_i . X_i / steps_i >= mu / L``:
+    the makespan is ``L / mu``.  ``L``, the longest live job alone on its
+    fastest GPU type, keeps ``mu`` near 1: unscaled, the rate of a job of a
+    million steps (about 1e-7) is within the LP's tolerances of zero."""
     import numpy as np
     live = p.served & (p.steps_remaining > 0)
     if not live.any():
         return None
+    T0 = p.runnable_throughput
+    fastest = T0[live].max(axis=1)
+    if not (fastest > 0).all():
+        return None
+    L = float((p.steps_remaining[live] / fastest).max())
 
     def rows(T, n):
         k = p.k
@@ -379,13 +388,13 @@ def _ref_makespan(p):
         A, b = [], []
         for i in np.flatnonzero(live):
             row = np.zeros(n)
-            row[i * k:(i + 1) * k] = -T[i] / p.steps_remaining[i]
+            row[i * k:(i + 1) * k] = -L * T[i] / p.steps_remaining[i]
             row[-1] = 1.0
             A.append(row)
             b.append(0.0)
         return c, A, b
-    lam = _share_lp(p, rows)
-    return 1.0 / lam if lam else None
+    mu = _share_lp(p, rows)
+    return L / mu if mu else None
 
 
 REFERENCE = {"max-sum": _ref_max_sum, "makespan": _ref_makespan}
