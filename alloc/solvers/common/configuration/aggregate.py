@@ -332,42 +332,59 @@ class Aggregate:
             return t.gpus <= max(self.so_cap[c], default=0)
         return t.gpus <= G
 
+    def _coef(self, t: JobType, o: int, s: int, span: float = 1.0) -> float:
+        """``Problem.coef`` of type t's jobs at option o on server s, computed
+        once per GPU type of the server (the only way the server enters a
+        job's value: its GPU type's speed) and span factor."""
+        key = (t.index, o, self.p.cluster.servers[s].gpu_type, span)
+        v = self._coefs.get(key)
+        if v is None:
+            v = self._coefs[key] = self.p.coef(t.rep, o, s, span=span)
+        return v
+
     def _build_items(self) -> None:
-        p = self.p
         self._groups()
         self.items: list[list[Item]] = [[] for _ in range(self.K)]
         self.item_index: list[dict[tuple, int]] = [dict() for _ in range(self.K)]
         self.exact_units = True
+        self._coefs: dict[tuple, float] = {}
+        # the types each class may hold, in type order
+        by_class: list[list[JobType]] = [[] for _ in range(self.K)]
+        for t in self.types:
+            for c in t.classes:
+                by_class[c].append(t)
         for c in range(self.K):
             self._tick()
-            C, M, G = self.cap[c]
-            s = self.rep_server[c]
-            for t in self.types:
-                if c not in t.classes:
-                    continue
-                gfit = self._gpu_fit(c, t)
-                for o, opt in enumerate(t.options):
-                    if gfit and opt.cpu <= C and opt.mem <= M:
-                        v = p.coef(t.rep, o, s, span=self.span_in(t))
-                        self._add_item(c, Item("whole", t.index, o, opt.cpu, opt.mem,
-                                               t.gpus if t.milli == MILLI else 0,
-                                               t.milli if (t.milli < MILLI and t.gpus) else 0,
-                                               self._level(t), v))
-                    if t.spreadable and G >= 1:
-                        uc, um = -(-opt.cpu // t.gpus), -(-opt.mem // t.gpus)
-                        if uc * t.gpus != opt.cpu or um * t.gpus != opt.mem:
-                            self.exact_units = False
-                        if uc <= C and um <= M:
-                            self._add_item(c, Item("unit", t.index, o, uc, um, 1, 0, "server",
-                                                   0.0, self.group_of[(t.index, c)]))
+            for t in by_class[c]:
+                self._class_items(c, t)
         self.spread_vars: list[tuple[int, int, int, float]] = []
         for gid, (ti, cls) in enumerate(self.groups):
             t = self.types[ti]
             for o in range(len(t.options)):
                 if not any(("unit", ti, o) in self.item_index[c] for c in cls):
                     continue
-                best = max(p.coef(t.rep, o, self.rep_server[c]) for c in cls)
+                best = max(self._coef(t, o, self.rep_server[c]) for c in cls)
                 self.spread_vars.append((ti, o, gid, best * self.span_out(t)))
+
+    def _class_items(self, c: int, t: JobType) -> None:
+        """The items of type t on class c (whole and unit, every option)."""
+        C, M, G = self.cap[c]
+        s = self.rep_server[c]
+        gfit = self._gpu_fit(c, t)
+        span = self.span_in(t) if gfit else 1.0
+        for o, opt in enumerate(t.options):
+            if gfit and opt.cpu <= C and opt.mem <= M:
+                self._add_item(c, Item("whole", t.index, o, opt.cpu, opt.mem,
+                                       t.gpus if t.milli == MILLI else 0,
+                                       t.milli if (t.milli < MILLI and t.gpus) else 0,
+                                       self._level(t), self._coef(t, o, s, span)))
+            if t.spreadable and G >= 1:
+                uc, um = -(-opt.cpu // t.gpus), -(-opt.mem // t.gpus)
+                if uc * t.gpus != opt.cpu or um * t.gpus != opt.mem:
+                    self.exact_units = False
+                if uc <= C and um <= M:
+                    self._add_item(c, Item("unit", t.index, o, uc, um, 1, 0, "server",
+                                           0.0, self.group_of[(t.index, c)]))
 
     def _add_item(self, c: int, it: Item) -> None:
         self.item_index[c][it.key] = len(self.items[c])
