@@ -382,12 +382,16 @@ class Aggregate:
             for t in by_class[c]:
                 self._class_items(c, t)
         self.spread_vars: list[tuple[int, int, int, float]] = []
+        servers = self.p.cluster.servers
         for gid, (ti, cls) in enumerate(self.groups):
             t = self.types[ti]
+            # one server of each GPU type among the group's classes
+            reps = list({servers[self.rep_server[c]].gpu_type: self.rep_server[c]
+                         for c in cls}.values())
             for o in range(len(t.options)):
                 if not any(("unit", ti, o) in self.item_index[c] for c in cls):
                     continue
-                best = max(self._coef(t, o, self.rep_server[c]) for c in cls)
+                best = max(self._coef(t, o, s) for s in reps)
                 self.spread_vars.append((ti, o, gid, best * self.span_out(t)))
 
     def _class_items(self, c: int, t: JobType) -> None:

@@ -82,13 +82,15 @@ def need_ok(problem: Problem, capabilities) -> bool:
     return needed_capabilities(problem.cluster, problem.jobs) <= capabilities
 
 
-def warm_heuristics(problem: Problem) -> tuple[list[str], list[str]]:
-    """Registered heuristics whose capabilities cover the input: those tried
-    first (`WARM_FIRST`, in that order) and the others (``local-search``
-    excluded: it runs last, as registered and from the best of them)."""
+def warm_heuristics(problem: Problem, need=None) -> tuple[list[str], list[str]]:
+    """Registered heuristics whose capabilities cover the input (``need``,
+    the input's needed capabilities, when known): those tried first
+    (`WARM_FIRST`, in that order) and the others (``local-search`` excluded:
+    it runs last, as registered and from the best of them)."""
     from ....registry import solvers
     from ....solve import needed_capabilities
-    need = needed_capabilities(problem.cluster, problem.jobs)
+    if need is None:
+        need = needed_capabilities(problem.cluster, problem.jobs)
     ok = [n for n, s in solvers().items()
           if not s.exact and s.family != "third-party" and need <= s.capabilities
           and s.available and n != "local-search"]
@@ -111,9 +113,11 @@ def warm_start(problem: Problem, deadline: Deadline, seed: int = 0,
     the seconds the largest answer's check and value took (``answer_s``) and
     its jobs (``answer_jobs``)."""
     from ....registry import get_solver
+    from ....solve import needed_capabilities
     sols, values = [], {}
     best, best_v = {}, 0.0
-    first, rest = warm_heuristics(problem)
+    need = needed_capabilities(problem.cluster, problem.jobs)    # 20 ms at 3,600 jobs
+    first, rest = warm_heuristics(problem, need)
     for k, name in enumerate(first + rest):
         if k < len(first):
             dl = deadline if floor is None else floor
@@ -147,7 +151,7 @@ def warm_start(problem: Problem, deadline: Deadline, seed: int = 0,
     from ..improve import local_search
     starts = [("local-search", None)] + ([("local-search from the best", best)] if best else [])
     from ....registry import solvers
-    applies = need_ok(problem, solvers()["local-search"].capabilities)
+    applies = need <= solvers()["local-search"].capabilities
     starts = starts if local and applies else []
     for k, (label, start) in enumerate(starts):
         dl = deadline if not deadline.expired() or floor is None or not local_floor else floor
