@@ -206,6 +206,7 @@ class Aggregate:
             key = (cpu[s], mem[s], sv.gpu_type if sv.gpus else None,
                    sv.rack if rack else None, shapes[s])
             groups.setdefault(key, []).append(s)
+        self.class_keys = list(groups)
         self.classes = list(groups.values())
         self.K = len(self.classes)
         self.rep_server = [m[0] for m in self.classes]

@@ -37,7 +37,8 @@ from ....objectives import tighten
 from ....options import validate_options
 from ....problem import Problem, Solution
 from .aggregate import SECONDS_PER_ITEM, Aggregate, OutOfTime
-from .bounds import big_machine_bound
+from .bounds import big_machine_bound, item_bound
+from .carried import carried_patterns, keep_patterns
 from .columns import check_assign, decode, solution_to_columns, true_value
 from .dive import dive, round_down
 from .engine import Backend
@@ -303,11 +304,15 @@ class ExactRun:
         agg = self.agg
         self.stats.update(types=len(agg.types), classes=agg.K,
                           items=sum(len(x) for x in agg.items), exact_units=agg.exact_units)
-        bm = big_machine_bound(agg, deadline=self.deadline.share(0.5))
+        self.stats["item_bound"] = ib = item_bound(agg)
+        self.bounds.append(ib)
+        bm = big_machine_bound(agg, deadline=self.deadline.share(0.75))
         if bm is not None:
             self.stats["lp_bound"] = bm
             self.bounds.append(bm)
         self.master = Master(agg)
+        carried = carried_patterns(agg, self.deadline.share(0.1))
+        self.stats["carried_columns"] = sum(self.master.add(pat) for pat in carried)
         for sol in sols:
             self.seed_columns(sol)
         self.warm_cols = self.seed_columns(self.best) if self.best else None
@@ -422,6 +427,17 @@ class ExactRun:
         self.offer(local_search(self.p, self.best, deadline=self.deadline.share(share),
                                 seed=self.seed), "polish")
 
+    def keep(self) -> None:
+        """In a scheduler loop, keep the pool's patterns for the next round
+        (`alloc.solvers.common.configuration.carried`), the last LP's
+        columns first (a few milliseconds, also when the time is up: the
+        call's reserve covers them)."""
+        if self.p.carry is None:
+            return
+        used = [k for k, v in self.cg.zv.items() if self.cg.primal[v] > 1e-9] \
+            if self.cg.primal else []
+        keep_patterns(self.agg, self.master.pool, used)
+
     def solution(self) -> Solution:
         """The Solution: best assignment, status and bound (running jobs' value added)."""
         bound = self.bound
@@ -512,6 +528,7 @@ def _solve_exact(problem: Problem, engine: Backend, deadline: Deadline, seed: in
     for phase in (run.colgen, run.rounding, run.more_columns, run.master_ip, run.proof,
                   run.dive, run.polish):
         phase()
+    run.keep()
     return run.solution()
 
 
