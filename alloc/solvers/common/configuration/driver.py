@@ -9,11 +9,14 @@ master, proof, dive, polish -- each phase within its share of one deadline.
    time left than it takes, HiGHS solves this call, `Backend.ready`) and the
    time the answer's placements and the final check will take is kept back
    (`ExactRun.keep_back_final`).
-2. *Bounds*: the sum of the jobs' honest upper coefficients and the
-   big-machine LP (`alloc.solvers.common.configuration.bounds`).
+2. *Bounds*: the sum of the jobs' honest upper coefficients, the LP-free
+   item bound and the big-machine LP
+   (`alloc.solvers.common.configuration.bounds`).
 3. *Column generation* (`alloc.solvers.common.configuration.master`) within
-   ``cg_share``, seeded with every heuristic solution's patterns; its
-   Lagrangian bound when the units are exact.
+   ``cg_share``, seeded with every heuristic solution's patterns and, in a
+   scheduler loop, the last round's
+   (`alloc.solvers.common.configuration.carried`); its Lagrangian bound
+   when the units are exact.
    Then the restricted LP *rounded down* (`round_down`: its columns' floors
    fixed, the small residual master solved).
 4. *Integer master* over the pool, hinted with the best solution so far.
@@ -21,6 +24,7 @@ master, proof, dive, polish -- each phase within its share of one deadline.
 6. *Dive* (`alloc.solvers.common.configuration.dive`) and a *polish* by local search
    with what is left.
 
+Python's cyclic garbage collector is paused for the call (`without_cyclic_gc`).
 Running jobs are fixed: the model places the pending jobs on what they leave;
 their value is added to the bound.  Bounds round down to the objective's step.
 Status OPTIMAL only when the recomputed value reaches the bound.
