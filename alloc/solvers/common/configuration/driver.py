@@ -76,6 +76,10 @@ FINAL_PER_ANSWER = 10.0
 FINAL_PER_UNIT = 6e-5
 #: The most of the budget kept back for them beyond the call's own reserve.
 FINAL_SHARE = 0.25
+#: Carried columns (`alloc.solvers.common.configuration.carried`) from which
+#: only the best heuristic answer seeds the pool: the others' patterns cost
+#: 20-30 ms a loop round to cut and mostly repeat the carried ones.
+CARRIED_ENOUGH = 100
 #: Share of the budget after which column generation stops for good when it
 #: has not converged in its own share (`ExactRun.more_columns`).
 MORE_COLUMNS_UNTIL = 0.85
@@ -316,8 +320,9 @@ class ExactRun:
             self.bounds.append(bm)
         self.master = Master(agg)
         carried = carried_patterns(agg, self.deadline.share(0.1))
-        self.stats["carried_columns"] = sum(self.master.add(pat) for pat in carried)
-        for sol in sols:
+        self.stats["carried_columns"] = n = sum(self.master.add(pat) for pat in carried)
+        # with the last round's columns, the best heuristic's (below) suffice
+        for sol in (sols if n < CARRIED_ENOUGH else ()):
             self.seed_columns(sol)
         self.warm_cols = self.seed_columns(self.best) if self.best else None
         return True
