@@ -68,20 +68,41 @@ def _weighted(xs, items):
     return cp_model.LinearExpr.WeightedSum([xs[k] for k, _ in items], [c for _, c in items])
 
 
+_MODEL_CLASS: list = []
+
+
+def _model_class():
+    """OR-Tools' CpModel without the aliases of its pre-PEP8 method names.
+
+    From OR-Tools 9.12 on, every ``CpModel`` adds about 60 such aliases to
+    itself, each a closure over one of its own bound methods: a reference
+    cycle only the cyclic garbage collector frees (33,000 objects in a
+    1,000-server loop round of about 90 models, and the collections they
+    bring cost tens of milliseconds) and a walk over ``dir(model)`` at every
+    build.  This module calls the PEP8 names only."""
+    if not _MODEL_CLASS:
+        from ortools.sat.python import cp_model
+        base = cp_model.CpModel
+        if hasattr(base, "_add_pre_pep8_methods"):
+            base = type("CpModel", (base,), {"_add_pre_pep8_methods": lambda self: None})
+        _MODEL_CLASS.append(base)
+    return _MODEL_CLASS[0]
+
+
 def build(model: LinearModel):
     """The CP-SAT model, its variables and the objective scale."""
     from ortools.sat.python import cp_model
     if not all(model.integer):
         raise ValueError(f"CP-SAT needs integer variables ({model.name or 'model'} has continuous ones)")
-    m = cp_model.CpModel()
+    m = _model_class()()
     xs = []
     for lb, ub, name in zip(model.lb, model.ub, model.names):
         lo = int(math.ceil(lb - 1e-9)) if lb > -INF else -BIG
         hi = int(math.floor(ub + 1e-9)) if ub < INF else BIG
-        xs.append(m.NewIntVar(lo, max(lo, hi), name))
+        xs.append(m.new_int_var(lo, max(lo, hi), name))
     # rows and hints go straight into the model's proto: OR-Tools' expression
     # objects cost seconds on models of 10^4 rows (9.8), the proto fields do not
-    proto = m.Proto()
+    proto = m.proto
     for coefs, lo, hi in model.rows():
         if not coefs:
             continue
@@ -99,7 +120,7 @@ def build(model: LinearModel):
             scale = sc
         else:
             expr = _weighted(xs, [(k, model.obj[k]) for k in ks])
-        m.Maximize(expr) if model.maximize else m.Minimize(expr)
+        m.maximize(expr) if model.maximize else m.minimize(expr)
     if model.hint:
         proto.solution_hint.vars.extend(list(model.hint))
         proto.solution_hint.values.extend([int(round(v)) for v in model.hint.values()])
@@ -128,24 +149,24 @@ def solve_cpsat(model: LinearModel, time_limit: float, *, seed: int = 0, relax: 
         solver.parameters.interleave_search = True
     for k, v in params.items():
         setattr(solver.parameters, k, v)
-    timer = threading.Timer(left, solver.StopSearch)
+    timer = threading.Timer(left, solver.stop_search)
     timer.daemon = True
     timer.start()
     try:
-        st = solver.Solve(m)
+        st = solver.solve(m)
     finally:
         timer.cancel()
-    stats = {"engine": "cpsat", "branches": solver.NumBranches(),
-             "conflicts": solver.NumConflicts(), "wall": time.perf_counter() - t0}
+    stats = {"engine": "cpsat", "branches": solver.num_branches,
+             "conflicts": solver.num_conflicts, "wall": time.perf_counter() - t0}
     if st == cp_model.INFEASIBLE:
         return Result(Status.INFEASIBLE, stats=stats)
     if st not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return Result(Status.UNKNOWN, stats=stats)
-    x = np.array([solver.Value(v) for v in xs], dtype=float)
+    x = np.array([solver.value(v) for v in xs], dtype=float)
     obj = model.value(x)
     sense = 1.0 if model.maximize else -1.0
     if model.obj:
-        bound = solver.BestObjectiveBound() / scale + model.obj_const
+        bound = solver.best_objective_bound / scale + model.obj_const
     else:
         bound = obj
     if st == cp_model.OPTIMAL:

@@ -55,7 +55,13 @@ The LP relaxation is solved over a pool of columns (seeded with every
 heuristic solution, cut into per-server patterns) and new columns are priced
 per class by a small integer program (the *pricing* problem: the pattern
 feasibility rows above with objective ``sum_i (v_i - pi_t(i) - rho(i)) a_i -
-mu_c``), solved by the backend's own engine.  At every round the Lagrangian
+mu_c``), solved by the backend's own engine; beside each class's priced
+column, a few patterns built greedily from the same coefficients (the items
+of largest coefficient as seeds, the rest by coefficient per share of the
+scarcest resource) join the pool when their reduced cost is positive
+(`alloc.solvers.common.configuration.master.greedy_patterns`): with a few
+classes and hundreds of job types, one column a class a round converges
+slowly.  At every round the Lagrangian
 bound ``LP + sum_c n_c max(0, rc*_c)`` (``rc*_c`` = proven upper bound of the
 class's pricing problem) is a valid upper bound; at convergence it equals the
 Gilmore-Gomory LP bound.  The *big-machine* LP (each class pooled into one

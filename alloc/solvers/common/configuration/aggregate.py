@@ -42,6 +42,10 @@ INNER = ("switch", "socket")
 SECONDS_PER_ITEM = 1.2e-5
 
 
+#: The carry's key for the servers' canonical GPU orders (`Aggregate._shapes`).
+SHAPES = "exact: canonical GPU orders"
+
+
 class OutOfTime(Exception):
     """The deadline passed while the aggregate was being built."""
 
@@ -195,17 +199,14 @@ class Aggregate:
     def _build_classes(self) -> None:
         p = self.p
         groups: dict[tuple, list[int]] = {}
-        self.perm: list[list[int]] = [[] for _ in range(p.S)]
-        shapes = {}
+        self.perm, shapes = self._shapes()
+        cpu, mem = p.free_cpu.tolist(), p.free_mem.tolist()
+        rack = "rack" in p.levels
         for s, sv in enumerate(p.cluster.servers):
-            if s % 256 == 255:
-                self._tick()
-            order, shape = canonical_gpus(p, s)
-            self.perm[s] = order
-            key = (int(p.free_cpu[s]), int(p.free_mem[s]), sv.gpu_type if sv.gpus else None,
-                   sv.rack if "rack" in p.levels else None, shape)
+            key = (cpu[s], mem[s], sv.gpu_type if sv.gpus else None,
+                   sv.rack if rack else None, shapes[s])
             groups.setdefault(key, []).append(s)
-            shapes[s] = shape
+        self.class_keys = list(groups)
         self.classes = list(groups.values())
         self.K = len(self.classes)
         self.rep_server = [m[0] for m in self.classes]
@@ -241,6 +242,30 @@ class Aggregate:
                 sock[d] = so[k]
             self.sw_socket.append([sock[d] for d in range(n_sw)])
             self.cap.append((int(p.free_cpu[s]), int(p.free_mem[s]), len(self.full[c])))
+
+    def _shapes(self) -> tuple[list, list]:
+        """`canonical_gpus` of every server: (orders, shapes).  In a
+        scheduler loop (a problem compiled with a carry) they are kept across
+        rounds on the same cluster, and only the servers whose GPUs' free
+        milli changed since the last round are computed again (a few percent
+        of them; 1,000 servers took 20-60 ms of a 1 s round)."""
+        p = self.p
+        carry = p.carry
+        kept = carry.take(SHAPES) if carry is not None else None
+        if kept is not None and kept[0] is p.cluster and len(kept[1]) == p.G:
+            orders, shapes = list(kept[2]), list(kept[3])
+            diff = np.flatnonzero(kept[1] != p.gpu_free)
+            todo = np.unique(p.gpu_server[diff]).tolist()
+        else:
+            orders, shapes = [[]] * p.S, [()] * p.S
+            todo = range(p.S)
+        for k, s in enumerate(todo):
+            if k % 256 == 255:
+                self._tick()
+            orders[s], shapes[s] = canonical_gpus(p, s)
+        if carry is not None:
+            carry.keep(SHAPES, (p.cluster, p.gpu_free.copy(), orders, shapes))
+        return orders, shapes
 
     def gpu_of(self, s: int, offset: int) -> int:
         """Global GPU index of canonical ``offset`` on server s."""
@@ -332,42 +357,63 @@ class Aggregate:
             return t.gpus <= max(self.so_cap[c], default=0)
         return t.gpus <= G
 
+    def _coef(self, t: JobType, o: int, s: int, span: float = 1.0) -> float:
+        """``Problem.coef`` of type t's jobs at option o on server s, computed
+        once per GPU type of the server (the only way the server enters a
+        job's value: its GPU type's speed) and span factor."""
+        key = (t.index, o, self.p.cluster.servers[s].gpu_type, span)
+        v = self._coefs.get(key)
+        if v is None:
+            v = self._coefs[key] = self.p.coef(t.rep, o, s, span=span)
+        return v
+
     def _build_items(self) -> None:
-        p = self.p
         self._groups()
         self.items: list[list[Item]] = [[] for _ in range(self.K)]
         self.item_index: list[dict[tuple, int]] = [dict() for _ in range(self.K)]
         self.exact_units = True
+        self._coefs: dict[tuple, float] = {}
+        # the types each class may hold, in type order
+        by_class: list[list[JobType]] = [[] for _ in range(self.K)]
+        for t in self.types:
+            for c in t.classes:
+                by_class[c].append(t)
         for c in range(self.K):
             self._tick()
-            C, M, G = self.cap[c]
-            s = self.rep_server[c]
-            for t in self.types:
-                if c not in t.classes:
-                    continue
-                gfit = self._gpu_fit(c, t)
-                for o, opt in enumerate(t.options):
-                    if gfit and opt.cpu <= C and opt.mem <= M:
-                        v = p.coef(t.rep, o, s, span=self.span_in(t))
-                        self._add_item(c, Item("whole", t.index, o, opt.cpu, opt.mem,
-                                               t.gpus if t.milli == MILLI else 0,
-                                               t.milli if (t.milli < MILLI and t.gpus) else 0,
-                                               self._level(t), v))
-                    if t.spreadable and G >= 1:
-                        uc, um = -(-opt.cpu // t.gpus), -(-opt.mem // t.gpus)
-                        if uc * t.gpus != opt.cpu or um * t.gpus != opt.mem:
-                            self.exact_units = False
-                        if uc <= C and um <= M:
-                            self._add_item(c, Item("unit", t.index, o, uc, um, 1, 0, "server",
-                                                   0.0, self.group_of[(t.index, c)]))
+            for t in by_class[c]:
+                self._class_items(c, t)
         self.spread_vars: list[tuple[int, int, int, float]] = []
+        servers = self.p.cluster.servers
         for gid, (ti, cls) in enumerate(self.groups):
             t = self.types[ti]
+            # one server of each GPU type among the group's classes
+            reps = list({servers[self.rep_server[c]].gpu_type: self.rep_server[c]
+                         for c in cls}.values())
             for o in range(len(t.options)):
                 if not any(("unit", ti, o) in self.item_index[c] for c in cls):
                     continue
-                best = max(p.coef(t.rep, o, self.rep_server[c]) for c in cls)
+                best = max(self._coef(t, o, s) for s in reps)
                 self.spread_vars.append((ti, o, gid, best * self.span_out(t)))
+
+    def _class_items(self, c: int, t: JobType) -> None:
+        """The items of type t on class c (whole and unit, every option)."""
+        C, M, G = self.cap[c]
+        s = self.rep_server[c]
+        gfit = self._gpu_fit(c, t)
+        span = self.span_in(t) if gfit else 1.0
+        for o, opt in enumerate(t.options):
+            if gfit and opt.cpu <= C and opt.mem <= M:
+                self._add_item(c, Item("whole", t.index, o, opt.cpu, opt.mem,
+                                       t.gpus if t.milli == MILLI else 0,
+                                       t.milli if (t.milli < MILLI and t.gpus) else 0,
+                                       self._level(t), self._coef(t, o, s, span)))
+            if t.spreadable and G >= 1:
+                uc, um = -(-opt.cpu // t.gpus), -(-opt.mem // t.gpus)
+                if uc * t.gpus != opt.cpu or um * t.gpus != opt.mem:
+                    self.exact_units = False
+                if uc <= C and um <= M:
+                    self._add_item(c, Item("unit", t.index, o, uc, um, 1, 0, "server",
+                                           0.0, self.group_of[(t.index, c)]))
 
     def _add_item(self, c: int, it: Item) -> None:
         self.item_index[c][it.key] = len(self.items[c])

@@ -145,4 +145,49 @@ def big_machine_bound(agg: Aggregate, *, pool: str = "class", place_all: bool = 
     return res.objective if res.status is Status.OPTIMAL else None
 
 
-__all__ = ["big_machine_bound"]
+def item_bound(agg: Aggregate) -> float:
+    r"""A bound without an LP, for when the big-machine LP is not solved in
+    time: the big-machine LP with every class pooled into one machine, its
+    CPU and memory rows dropped, and each job type's items merged into one
+    at the type's best value and least GPU use.
+
+    With ``b_t`` the largest value of an item or spread variable of type t
+    (0 when no server can hold its jobs), ``w_t`` the least milli of GPU
+    one of its jobs takes (``1000 g_i + milli_i`` over its items, ``1000
+    g_t`` spread) and ``W`` the milli free on all servers
+    (``sum_c n_c (1000 G_c + sum_q f_q)``):
+
+    $$
+    \max \sum_t b_t Y_t \quad\text{s.t.}\quad \sum_t w_t Y_t \le W,\ 0 \le Y_t \le N_t,
+    $$
+
+    a fractional knapsack (types by ``b_t / w_t``).  Each relaxation step
+    only enlarges the LP's feasible set or its objective, so this is at or
+    above the big-machine bound and a bound of every placement; it is also
+    at or below the sum of the jobs' values at their best item.  One pass
+    over the items."""
+    best = [0.0] * len(agg.types)
+    use = [float("inf")] * len(agg.types)
+    for items in agg.items:
+        for it in items:
+            if it.kind == "whole":
+                best[it.t] = max(best[it.t], it.value)
+                use[it.t] = min(use[it.t], it.gpus * MILLI + it.milli)
+    for (t, _, _, val) in agg.spread_vars:
+        best[t] = max(best[t], val)
+        use[t] = min(use[t], agg.types[t].gpus * MILLI)
+    room = float(sum(agg.shared_capacity(c) * agg.n_c[c] for c in range(agg.K)))
+    total = 0.0
+    ranked = sorted((t for t in range(len(best)) if best[t] > 0),
+                    key=lambda t: -best[t] / use[t] if use[t] else -float("inf"))
+    for t in ranked:
+        n = agg.types[t].count
+        take = n if not use[t] else min(n, room / use[t])
+        total += best[t] * take
+        room -= use[t] * take
+        if room <= 0 and use[t]:
+            break
+    return total
+
+
+__all__ = ["big_machine_bound", "item_bound"]

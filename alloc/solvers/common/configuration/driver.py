@@ -9,11 +9,14 @@ master, proof, dive, polish -- each phase within its share of one deadline.
    time left than it takes, HiGHS solves this call, `Backend.ready`) and the
    time the answer's placements and the final check will take is kept back
    (`ExactRun.keep_back_final`).
-2. *Bounds*: the sum of the jobs' honest upper coefficients and the
-   big-machine LP (`alloc.solvers.common.configuration.bounds`).
+2. *Bounds*: the sum of the jobs' honest upper coefficients, the LP-free
+   item bound and the big-machine LP
+   (`alloc.solvers.common.configuration.bounds`).
 3. *Column generation* (`alloc.solvers.common.configuration.master`) within
-   ``cg_share``, seeded with every heuristic solution's patterns; its
-   Lagrangian bound when the units are exact.
+   ``cg_share``, seeded with every heuristic solution's patterns and, in a
+   scheduler loop, the last round's
+   (`alloc.solvers.common.configuration.carried`); its Lagrangian bound
+   when the units are exact.
    Then the restricted LP *rounded down* (`round_down`: its columns' floors
    fixed, the small residual master solved).
 4. *Integer master* over the pool, hinted with the best solution so far.
@@ -21,13 +24,16 @@ master, proof, dive, polish -- each phase within its share of one deadline.
 6. *Dive* (`alloc.solvers.common.configuration.dive`) and a *polish* by local search
    with what is left.
 
+Python's cyclic garbage collector is paused for the call (`without_cyclic_gc`).
 Running jobs are fixed: the model places the pending jobs on what they leave;
 their value is added to the bound.  Bounds round down to the objective's step.
 Status OPTIMAL only when the recomputed value reaches the bound.
 """
 from __future__ import annotations
 
+import gc
 import time
+from contextlib import contextmanager
 
 from ....deadline import Deadline
 from ....model import Status
@@ -35,7 +41,8 @@ from ....objectives import tighten
 from ....options import validate_options
 from ....problem import Problem, Solution
 from .aggregate import SECONDS_PER_ITEM, Aggregate, OutOfTime
-from .bounds import big_machine_bound
+from .bounds import big_machine_bound, item_bound
+from .carried import carried_patterns, keep_patterns
 from .columns import check_assign, decode, solution_to_columns, true_value
 from .dive import dive, round_down
 from .engine import Backend
@@ -69,6 +76,10 @@ FINAL_PER_ANSWER = 10.0
 FINAL_PER_UNIT = 6e-5
 #: The most of the budget kept back for them beyond the call's own reserve.
 FINAL_SHARE = 0.25
+#: Carried columns (`alloc.solvers.common.configuration.carried`) from which
+#: only the best heuristic answer seeds the pool: the others' patterns cost
+#: 20-30 ms a loop round to cut and mostly repeat the carried ones.
+CARRIED_ENOUGH = 100
 #: Share of the budget after which column generation stops for good when it
 #: has not converged in its own share (`ExactRun.more_columns`).
 MORE_COLUMNS_UNTIL = 0.85
@@ -80,13 +91,15 @@ def need_ok(problem: Problem, capabilities) -> bool:
     return needed_capabilities(problem.cluster, problem.jobs) <= capabilities
 
 
-def warm_heuristics(problem: Problem) -> tuple[list[str], list[str]]:
-    """Registered heuristics whose capabilities cover the input: those tried
-    first (`WARM_FIRST`, in that order) and the others (``local-search``
-    excluded: it runs last, as registered and from the best of them)."""
+def warm_heuristics(problem: Problem, need=None) -> tuple[list[str], list[str]]:
+    """Registered heuristics whose capabilities cover the input (``need``,
+    the input's needed capabilities, when known): those tried first
+    (`WARM_FIRST`, in that order) and the others (``local-search`` excluded:
+    it runs last, as registered and from the best of them)."""
     from ....registry import solvers
     from ....solve import needed_capabilities
-    need = needed_capabilities(problem.cluster, problem.jobs)
+    if need is None:
+        need = needed_capabilities(problem.cluster, problem.jobs)
     ok = [n for n, s in solvers().items()
           if not s.exact and s.family != "third-party" and need <= s.capabilities
           and s.available and n != "local-search"]
@@ -109,9 +122,11 @@ def warm_start(problem: Problem, deadline: Deadline, seed: int = 0,
     the seconds the largest answer's check and value took (``answer_s``) and
     its jobs (``answer_jobs``)."""
     from ....registry import get_solver
+    from ....solve import needed_capabilities
     sols, values = [], {}
     best, best_v = {}, 0.0
-    first, rest = warm_heuristics(problem)
+    need = needed_capabilities(problem.cluster, problem.jobs)    # 20 ms at 3,600 jobs
+    first, rest = warm_heuristics(problem, need)
     for k, name in enumerate(first + rest):
         if k < len(first):
             dl = deadline if floor is None else floor
@@ -145,7 +160,7 @@ def warm_start(problem: Problem, deadline: Deadline, seed: int = 0,
     from ..improve import local_search
     starts = [("local-search", None)] + ([("local-search from the best", best)] if best else [])
     from ....registry import solvers
-    applies = need_ok(problem, solvers()["local-search"].capabilities)
+    applies = need <= solvers()["local-search"].capabilities
     starts = starts if local and applies else []
     for k, (label, start) in enumerate(starts):
         dl = deadline if not deadline.expired() or floor is None or not local_floor else floor
@@ -297,12 +312,17 @@ class ExactRun:
         agg = self.agg
         self.stats.update(types=len(agg.types), classes=agg.K,
                           items=sum(len(x) for x in agg.items), exact_units=agg.exact_units)
-        bm = big_machine_bound(agg, deadline=self.deadline.share(0.5))
+        self.stats["item_bound"] = ib = item_bound(agg)
+        self.bounds.append(ib)
+        bm = big_machine_bound(agg, deadline=self.deadline.share(0.75))
         if bm is not None:
             self.stats["lp_bound"] = bm
             self.bounds.append(bm)
         self.master = Master(agg)
-        for sol in sols:
+        carried = carried_patterns(agg, self.deadline.share(0.1))
+        self.stats["carried_columns"] = n = sum(self.master.add(pat) for pat in carried)
+        # with the last round's columns, the best heuristic's (below) suffice
+        for sol in (sols if n < CARRIED_ENOUGH else ()):
             self.seed_columns(sol)
         self.warm_cols = self.seed_columns(self.best) if self.best else None
         return True
@@ -416,6 +436,17 @@ class ExactRun:
         self.offer(local_search(self.p, self.best, deadline=self.deadline.share(share),
                                 seed=self.seed), "polish")
 
+    def keep(self) -> None:
+        """In a scheduler loop, keep the pool's patterns for the next round
+        (`alloc.solvers.common.configuration.carried`), the last LP's
+        columns first (a few milliseconds, also when the time is up: the
+        call's reserve covers them)."""
+        if self.p.carry is None:
+            return
+        used = [k for k, v in self.cg.zv.items() if self.cg.primal[v] > 1e-9] \
+            if self.cg.primal else []
+        keep_patterns(self.agg, self.master.pool, used)
+
     def solution(self) -> Solution:
         """The Solution: best assignment, status and bound (running jobs' value added)."""
         bound = self.bound
@@ -461,7 +492,37 @@ FIXED_VALUES = "exact: running jobs' values"
 
 def solve_exact(problem: Problem, engine: Backend, *, deadline: Deadline, seed: int = 0,
                 warm_share: float = 0.15, cg_share: float = 0.45) -> Solution:
-    """The driver (see the module notes) on ``problem`` with ``engine``."""
+    """The driver (see the module notes) on ``problem`` with ``engine``,
+    without the cyclic garbage collector (`without_cyclic_gc`)."""
+    with without_cyclic_gc():
+        return _solve_exact(problem, engine, deadline, seed, warm_share, cg_share)
+
+
+@contextmanager
+def without_cyclic_gc():
+    """Python's cyclic garbage collector paused for the block (and resumed
+    after it, if it ran before).
+
+    The driver's objects -- the aggregate's items, the pool, the models --
+    live through the call and die at its end; with the collector running,
+    every collection of the young generations in between walks them and
+    moves them to the old generation, whose full collections then walk the
+    whole heap (a scheduler loop's jobs and placements included): 80-120 ms
+    a round in a 1,000-server loop with 1 s rounds.  They hold no reference
+    cycles (the engines' models are built without them,
+    `alloc.kernel.cpsat`), so reference counting frees them; the little
+    cyclic garbage of the call waits for the next collection after it."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
+def _solve_exact(problem: Problem, engine: Backend, deadline: Deadline, seed: int,
+                 warm_share: float, cg_share: float) -> Solution:
     run = ExactRun(problem, engine, deadline, seed, warm_share, cg_share)
     if not problem.pending:
         run.bounds.append(0.0)
@@ -476,7 +537,9 @@ def solve_exact(problem: Problem, engine: Backend, *, deadline: Deadline, seed: 
     for phase in (run.colgen, run.rounding, run.more_columns, run.master_ip, run.proof,
                   run.dive, run.polish):
         phase()
+    run.keep()
     return run.solution()
 
 
-__all__ = ["ExactRun", "fixed_value", "solve_exact", "warm_heuristics", "warm_start"]
+__all__ = ["ExactRun", "fixed_value", "solve_exact", "warm_heuristics", "warm_start",
+           "without_cyclic_gc"]

@@ -36,6 +36,12 @@ from .patterns import make_pattern, server_rows
 EPS = 1e-7
 #: Seconds one pricing problem may take at most.
 PRICING_TIME = 10.0
+#: Greedy patterns a round of column generation tries, over all classes
+#: (`greedy_patterns`), and the most for one class: heterogeneous 8k GPUs (3
+#: classes, 158 job types, 10 s, load average 4.5) ended 1.55 % from its
+#: bound without them, 0.65-0.84 % with 4 a class and 0.49 % with 12.
+GREEDY_PER_ROUND = 48
+GREEDY_COLUMNS = 12
 
 
 class Master:
@@ -179,11 +185,64 @@ def _price_class(master: Master, engine: Backend, c: int, duals: dict, deadline:
     return r.bound, pat
 
 
+def greedy_patterns(master: Master, c: int, duals: dict, deadline: Deadline,
+                    limit: int = GREEDY_COLUMNS) -> list[Pattern]:
+    """Patterns of class ``c`` with a positive reduced cost under ``duals``,
+    built greedily beside the exact pricing's one (a round of column
+    generation then adds up to ``1 + limit`` columns a class, not one: with
+    a few classes and hundreds of job types one column a round leaves the
+    master far from converged after 25 rounds).
+
+    Each of the ``limit`` items of the largest coefficient seeds one
+    pattern: as many copies of it as fit, then the other items of positive
+    coefficient by coefficient per share of the server's scarcest resource
+    (whole GPUs, CPU, memory), each at as many copies as still fit.  Shared
+    (milli) items are left to the exact pricing.  A pattern is kept when its
+    reduced cost is positive and `make_pattern` lays it out (first fit
+    decreasing)."""
+    agg = master.agg
+    items = agg.items[c]
+    C, M, G = agg.cap[c]
+    cand = [(master.item_coef(c, duals, i), i) for i, it in enumerate(items) if not it.milli]
+    cand = [(coef, i) for coef, i in cand if coef > EPS]
+    if not cand:
+        return []
+
+    def size(i: int) -> float:
+        it = items[i]
+        return max(it.gpus / G if G else 0.0, it.cpu / C if C else 0.0,
+                   it.mem / M if M else 0.0, 1e-9)
+    order = sorted(cand, key=lambda ci: ci[0] / size(ci[1]), reverse=True)
+    out = []
+    for coef0, first in sorted(cand, reverse=True)[:limit]:
+        counts: dict[int, int] = {}
+        used = [0, 0, 0]
+        rc = -duals.get(("class", c), 0.0)
+        for coef, i in [(coef0, first)] + order:
+            it = items[i]
+            n = min(agg.item_ub(c, i), master.t_cap[it.t] * (
+                1 if it.kind == "whole" else agg.types[it.t].gpus)) - counts.get(i, 0)
+            for k, need in enumerate((it.cpu, it.mem, it.gpus)):
+                if need:
+                    n = min(n, (agg.cap[c][k] - used[k]) // need)
+            if n <= 0:
+                continue
+            counts[i] = counts.get(i, 0) + n
+            used = [used[0] + n * it.cpu, used[1] + n * it.mem, used[2] + n * it.gpus]
+            rc += n * coef
+        if rc > 1e-6 and not deadline.expired():
+            pat = make_pattern(agg, c, counts, None, deadline=deadline)
+            if pat is not None:
+                out.append(pat)
+    return out
+
+
 def column_generation(master: Master, engine: Backend, deadline: Deadline,
                       max_rounds: int = 10000) -> CGResult:
     """Column generation until no column prices out or the deadline."""
     agg = master.agg
     out = CGResult()
+    greedy = max(1, min(GREEDY_COLUMNS, GREEDY_PER_ROUND // max(1, agg.K)))
     while out.rounds < max_rounds and not deadline.expired():
         out.rounds += 1
         lp = lp_duals(master, deadline)
@@ -203,6 +262,8 @@ def column_generation(master: Master, engine: Backend, deadline: Deadline,
                 lag += master.n_cap[c] * max(0.0, bnd)
             if master.add(pat):
                 added += 1
+                added += sum(master.add(q) for q in greedy_patterns(
+                    master, c, out.duals, deadline, limit=greedy))
         if lag_ok and (out.bound is None or lag < out.bound):
             out.bound = lag
         if added == 0:
@@ -244,5 +305,5 @@ def hint_from(master: Master, cols) -> tuple[dict, dict]:
     return z, dict(xcount)
 
 
-__all__ = ["CGResult", "Master", "column_generation", "hint_from", "lp_duals",
+__all__ = ["CGResult", "Master", "column_generation", "greedy_patterns", "hint_from", "lp_duals",
            "solve_master_ip"]
