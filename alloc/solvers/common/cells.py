@@ -85,7 +85,7 @@ from ...model import MILLI, Job
 from ...objectives import scale_factor
 from ...problem import Assign, Problem
 from ...deadline import Deadline
-from ...resources import gpu_mem_caps as gpu_mem_caps_of, share_mem
+from ...resources import gpu_mem_caps as gpu_mem_caps_of, mem_demand, share_mem
 from ...tenancy import (cell_size, cell_tree, infer_binding,
                         job_gpu_mem, quotas, safety)
 
@@ -150,6 +150,10 @@ class Engine:
         #: idle GPUs (nothing on them: all milli and no GPU memory in use) per
         #: server and per node of each inner level, kept by place and remove
         self.idle = p.srv_gpus.astype(np.int64)
+        #: free milli per server (the sum of ``f_g`` over its GPUs), kept by
+        #: place and remove; the server of each GPU
+        self.srv_free = (p.srv_gpus.astype(np.int64) * MILLI).tolist()
+        self._srv = p.gpu_server.tolist()
         self.idle_dom = {lv: np.bincount(p.domain[lv]).astype(np.int64)
                          for lv in INNER if lv in self.lv and p.G}
         self.guaranteed_uses = 0                     # sum of gguar
@@ -220,12 +224,20 @@ class Engine:
         f = int(self.first[s])
         return range(f, f + int(self.p.srv_gpus[s]))
 
-    def _idle(self, g: int, was: bool) -> None:
-        """Count GPU g's change from idle (``was``) to its state now."""
-        now = self.gfree[g] == MILLI and self.gmem[g] == 0
-        if now != was:
-            d = 1 if now else -1
-            s = self.p.gpu_server[g]
+    def _use(self, g: int, milli: int, mem: int) -> None:
+        """Take ``milli`` and ``mem`` MiB of GPU g (negative: give them back),
+        counting its server's free milli and its change of idleness."""
+        gfree, gmem = self.gfree, self.gmem
+        f, u = gfree.item(g), gmem.item(g)
+        was = f == MILLI and u == 0
+        f -= milli
+        u += mem
+        gfree[g] = f
+        gmem[g] = u
+        s = self._srv[g]
+        self.srv_free[s] -= milli
+        if was != (f == MILLI and u == 0):
+            d = -1 if was else 1
             self.idle[s] += d
             self.touched.append(s)
             for lv, cnt in self.idle_dom.items():
@@ -235,10 +247,7 @@ class Engine:
         """Put job j on ``a`` (capacity is the caller's check)."""
         job = self.job(j)
         for k, (g, m) in enumerate(a.gpus):
-            was = self.gfree[g] == MILLI and self.gmem[g] == 0
-            self.gfree[g] -= m
-            self.gmem[g] += self.held_mem(j, a, k)
-            self._idle(g, was)
+            self._use(g, m, self.held_mem(j, a, k))
             self.on_gpu[g][job.id] = m
             if job.guaranteed:
                 self.gguar[g] += 1
@@ -265,10 +274,7 @@ class Engine:
         self.size.pop(j, None)
         job = self.job(j)
         for k, (g, m) in enumerate(a.gpus):
-            was = self.gfree[g] == MILLI and self.gmem[g] == 0
-            self.gfree[g] += m
-            self.gmem[g] -= self.held_mem(j, a, k)
-            self._idle(g, was)
+            self._use(g, -m, -self.held_mem(j, a, k))
             self.on_gpu[g].pop(job.id, None)
             if job.guaranteed:
                 self.gguar[g] -= 1
@@ -432,9 +438,10 @@ class Engine:
 
     def room_ok(self, j: int, g: int, milli: int) -> bool:
         """GPU g has ``milli`` free and room for job j's GPU memory."""
-        if self.gfree[g] < milli:
+        if self.gfree.item(g) < milli:
             return False
-        return self.gcap[g] - self.gmem[g] >= self.mem_of(j, g)
+        cap = self.gcap.item(g)
+        return cap - self.gmem.item(g) >= mem_demand(self.job(j), cap)
 
     def pick_server(self, j: int, n: int, s: int, mask, level: int):
         """(gpus, victims) for n GPUs of job j on server s among mask, or None."""
@@ -450,16 +457,20 @@ class Engine:
         if len(rng) < n:
             return None
         room: dict[int, list[int]] = {}
-        for g in rng:
-            if mask is not None and not mask[g]:
-                continue
-            if level == 0:
-                if self.room_ok(j, g, milli):
-                    room[g] = []
-            else:
-                vic = self.victims_on(j, g, milli, level)
-                if vic is not None:
-                    room[g] = vic
+        if level == 0:
+            a, b = rng.start, rng.stop
+            free, used, cap = (x[a:b].tolist() for x in (self.gfree, self.gmem, self.gcap))
+            ok = mask[a:b].tolist() if mask is not None else None
+            for k in range(b - a):
+                if (ok is None or ok[k]) and free[k] >= milli and \
+                        cap[k] - used[k] >= mem_demand(job, cap[k]):
+                    room[a + k] = []
+        else:
+            for g in rng:
+                if mask is None or mask[g]:
+                    vic = self.victims_on(j, g, milli, level)
+                    if vic is not None:
+                        room[g] = vic
         if len(room) < n:
             return None
         if n == 1 and milli < MILLI:
@@ -528,9 +539,8 @@ class Engine:
         sc = (self.cpu[s] - opt.cpu) / max(p.srv_cpu[s], 1) + \
              (self.mem[s] - opt.mem) / max(p.srv_mem[s], 1)
         if p.srv_gpus[s]:
-            rng = self.gpus_of(s)
-            sc += (self.gfree[rng.start:rng.stop].sum()
-                   - len(gpus) * self.job(j).gpu_milli) / (MILLI * p.srv_gpus[s])
+            sc += (self.srv_free[s] - len(gpus) * self.job(j).gpu_milli) / \
+                (MILLI * int(p.srv_gpus[s]))
         return float(sc)
 
     def pick(self, j: int, n: int, mask, level: int, servers=None, typed: bool = False):
@@ -629,12 +639,12 @@ class Engine:
             c = (np.sort(key) % p.S).tolist()       # the first 8 in the loop's order
         # the best score() of those (the same arithmetic on exact integers), then index
         best, best_key = None, None
+        cpu, mem, free, srv_cpu, srv_mem, srv_gpus = \
+            self.cpu, self.mem, self.srv_free, p.srv_cpu, p.srv_mem, p.srv_gpus
         for s in c:
-            k = int(p.srv_gpus[s])
-            a = int(self.first[s])
-            sc = (int(self.cpu[s]) - opt.cpu) / max(int(p.srv_cpu[s]), 1) + \
-                (int(self.mem[s]) - opt.mem) / max(int(p.srv_mem[s]), 1)
-            sc += (int(self.gfree[a:a + k].sum()) - n * job.gpu_milli) / (MILLI * k)
+            sc = (cpu.item(s) - opt.cpu) / max(srv_cpu.item(s), 1) + \
+                (mem.item(s) - opt.mem) / max(srv_mem.item(s), 1)
+            sc += (free[s] - n * job.gpu_milli) / (MILLI * srv_gpus.item(s))
             if best_key is None or (sc, s) < best_key:
                 best, best_key = s, (sc, s)
         r = self.pick_server(j, n, best, mask, 0)
