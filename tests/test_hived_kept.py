@@ -23,7 +23,7 @@ from alloc.solvers.common.cells import Engine, restore_running
 from test_carry import Workload, cluster, events  # noqa: E402
 
 ARRAYS = ("gfree", "gmem", "owner", "gguar", "cpu", "mem", "idle")
-PLAIN = ("assign", "size", "nbound", "bound", "bound_use", "unused", "guaranteed_uses")
+PLAIN = ("assign", "nbound", "bound", "bound_use", "unused", "guaranteed_uses")
 
 
 def state(eng: Engine) -> dict:

@@ -138,7 +138,6 @@ class Engine:
             if tree.parent[n] < 0:
                 self.free_max[(tree.gtype[n], tree.level[n])].add(n)
         self.assign: dict[int, Assign] = {}
-        self.size: dict[int, int] = {}
         self.colocate = colocate
         self.gpu_tix = np.array([p.srv_type[s] for s in p.gpu_server], dtype=np.int64) \
             if p.G else np.zeros(0, dtype=np.int64)
@@ -199,6 +198,12 @@ class Engine:
             self._log = None
 
     # ------------------------------------------------------------ basics
+    @property
+    def size(self) -> "_Sizes":
+        """GPUs of each placed job (job index -> count), read from
+        ``assign``."""
+        return _Sizes(self.assign)
+
     def job(self, j: int) -> Job:
         """The job of index ``j``."""
         return self.p.jobs[j]
@@ -261,7 +266,6 @@ class Engine:
         for s, v in a.mem:
             self.mem[s] -= v
         self.assign[j] = a
-        self.size[j] = len(a.gpus)
         if self._log is not None:
             self._log.append(("place", j))
 
@@ -271,7 +275,6 @@ class Engine:
         a = self.assign.pop(j)
         if self._log is not None:
             self._log.append(("remove", j, a))
-        self.size.pop(j, None)
         job = self.job(j)
         for k, (g, m) in enumerate(a.gpus):
             self._use(g, -m, -self.held_mem(j, a, k))
@@ -1059,6 +1062,29 @@ fullest node of
         job = self.job(j)
         lo = job.min_gpus if job.min_gpus is not None else job.gpus
         return elastic_sizes(job, lo, job.gpus) if job.gpus else [0]
+
+
+class _Sizes:
+    """The GPU count of each placed job: a read-only view of an engine's
+    assignments."""
+    __slots__ = ("assign",)
+
+    def __init__(self, assign: dict):
+        self.assign = assign
+
+    def __getitem__(self, j: int) -> int:
+        return len(self.assign[j].gpus)
+
+    def __contains__(self, j: int) -> bool:
+        return j in self.assign
+
+    def __len__(self) -> int:
+        return len(self.assign)
+
+    def get(self, j: int, default=None):
+        """The count of job j, or ``default`` when it is not placed."""
+        a = self.assign.get(j)
+        return default if a is None else len(a.gpus)
 
 
 def elastic_sizes(job: Job, lo: int, hi: int) -> list[int]:

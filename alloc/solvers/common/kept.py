@@ -131,12 +131,18 @@ def _advance(eng: Engine, p: Problem, deadline: Deadline) -> bool:
         if k not in eng.assign:
             return False
         eng.remove(k, release=False)
-    to_new = {k: j for j, k in ch.kept.items()}
-    to_new.update((k, j) for j, k in held.items())
-    if len(to_new) != len(eng.assign) or not all(k in eng.assign for k in to_new):
+    # the job indices move to p (every held job named once: a bijection)
+    was = eng.assign
+    if len(ch.kept) + len(held) != len(was):
         return False
-    eng.assign = {to_new[k]: a for k, a in eng.assign.items()}
-    eng.size = {to_new[k]: n for k, n in eng.size.items()}
+    try:
+        eng.assign = {j: was[k] for j, k in ch.kept.items()}
+        eng.assign.update((j, was[k]) for j, k in held.items())
+    except KeyError:
+        eng.assign = was
+        return False
+    if len(eng.assign) != len(was):
+        return False
     eng.p = p
     del old
     for j in ch.added:
