@@ -134,9 +134,9 @@ def _grow(eng: Engine, moves: _Moves, deadline: Deadline, jobs_: Sequence[int] |
 
 
 def _same(p: Problem, j: int, a: Assign) -> bool:
-    cur = current_assign(p, j)
-    return cur is not None and sorted(cur.gpus) == sorted(a.gpus) and \
-        {s for s, _ in cur.cpu} == {s for s, _ in a.cpu}
+    """Running job j left as it runs: ``a`` is `Assign.same_as` its current
+    placement (the rule `finish()` counts moves by)."""
+    return a.same_as(current_assign(p, j))
 
 
 def _rehome(eng: Engine, victims: set, preempted: set, moves: _Moves) -> None:
