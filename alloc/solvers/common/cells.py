@@ -480,25 +480,9 @@ class Engine:
             g = min(room, key=lambda g: (len(room[g]), int(self.gfree[g]), g))
             chosen = [g]
         else:
-            order = sorted(room, key=lambda g: (len(room[g]) > 0, g))
-            chosen = None
-            for lv in INNER:
-                if lv not in self.lv:
-                    continue
-                dom = p.domain[lv]
-                groups: dict[int, list[int]] = defaultdict(list)
-                for g in order:
-                    groups[int(dom[g])].append(g)
-                fit = [gs for gs in groups.values() if len(gs) >= n]
-                if fit:
-                    fit.sort(key=lambda gs: (sum(len(room[g]) > 0 for g in gs[:n]), len(gs),
-                                             gs[0]))
-                    chosen = fit[0][:n]
-                    break
-                if job.locality == lv:
-                    return None
+            chosen = self._together(job, n, room)
             if chosen is None:
-                chosen = order[:n]
+                return None
         victims = set()
         for g in chosen:
             victims.update(room[g])
@@ -523,6 +507,28 @@ class Engine:
             if fc < cpu_need or fm < mem_need:
                 return None
         return chosen, victims
+
+    def _together(self, job: Job, n: int, room: dict[int, list]) -> list[int] | None:
+        """n of the GPUs of ``room`` (GPU -> its victims) on one server, those
+        without victims first, then by index: in the innermost switch, else
+        socket, that holds n of them (fewest victims, then the smallest such
+        node, then the first); else the first n; None when the job's
+        locality is such a level and no node of it holds n."""
+        order = sorted(room, key=lambda g: (len(room[g]) > 0, g))
+        for lv in INNER:
+            if lv not in self.lv:
+                continue
+            dom = self.p.domain[lv]
+            groups: dict[int, list[int]] = defaultdict(list)
+            for g in order:
+                groups[int(dom[g])].append(g)
+            fit = [gs for gs in groups.values() if len(gs) >= n]
+            if fit:
+                fit.sort(key=lambda gs: (sum(len(room[g]) > 0 for g in gs[:n]), len(gs), gs[0]))
+                return fit[0][:n]
+            if job.locality == lv:
+                return None
+        return order[:n]
 
     def jobs_on_server(self, s: int) -> list[int]:
         """Placed jobs holding CPU on server s, ascending."""
@@ -650,6 +656,14 @@ class Engine:
             sc += (free[s] - n * job.gpu_milli) / (MILLI * srv_gpus.item(s))
             if best_key is None or (sc, s) < best_key:
                 best, best_key = s, (sc, s)
+        if typed and job.gpu_mem is None:
+            # pick_server's room on it: its idle GPUs (the type is the server's)
+            a, b = int(self.first[best]), int(self.first[best] + p.srv_gpus[best])
+            free, used = self.gfree[a:b].tolist(), self.gmem[a:b].tolist()
+            room = {a + k: () for k in range(b - a) if free[k] == MILLI and not used[k]}
+            gpus = self._together(job, n, room)
+            assert gpus is not None, "the kept search disagrees with pick_server"
+            return gpus, set()
         r = self.pick_server(j, n, best, mask, 0)
         assert r is not None and not r[1], "the vectorised test disagrees with pick_server"
         return r
