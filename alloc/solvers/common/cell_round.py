@@ -44,7 +44,9 @@ def run(p: Problem, *, preempt=True, colocate=True, grow=True, gpu_mem_capacity=
     touched = {op[1] for op in log[mark:] if op[0] == "place"}
     n_moves = sum(1 for j in touched if j in eng.assign and jobs[j].current is not None
                   and not _same(p, j, eng.assign[j]))
-    preempted = {j for j in p.running if j not in eng.assign}
+    # the running jobs not placed: the homeless and those the round took off
+    off = {op[1] for op in log[mark:] if op[0] == "remove"}.union(homeless)
+    preempted = {j for j in off if j in p.fixed and j not in eng.assign}
     stats = {"moves": n_moves}
     if deadline.expired():
         stats["timed_out"] = True

@@ -251,8 +251,9 @@ class Engine:
     def place(self, j: int, a: Assign) -> None:
         """Put job j on ``a`` (capacity is the caller's check)."""
         job = self.job(j)
+        caps, gcap = a.caps, self.gcap
         for k, (g, m) in enumerate(a.gpus):
-            self._use(g, m, self.held_mem(j, a, k))
+            self._use(g, m, self.held_mem(j, a, k) if caps else mem_demand(job, gcap.item(g)))
             self.on_gpu[g][job.id] = m
             if job.guaranteed:
                 self.gguar[g] += 1
@@ -276,8 +277,9 @@ class Engine:
         if self._log is not None:
             self._log.append(("remove", j, a))
         job = self.job(j)
+        caps, gcap = a.caps, self.gcap
         for k, (g, m) in enumerate(a.gpus):
-            self._use(g, -m, -self.held_mem(j, a, k))
+            self._use(g, -m, -(self.held_mem(j, a, k) if caps else mem_demand(job, gcap.item(g))))
             self.on_gpu[g].pop(job.id, None)
             if job.guaranteed:
                 self.gguar[g] -= 1
