@@ -95,14 +95,17 @@ def settle(eng: Engine, p: Problem) -> tuple[dict[int, int], set[int]]:
     if not ran:
         return {}, set()
     ch = p.changes
-    old = eng.p
-    added = {p.jobs[j].id: j for j in ch.added}
-    kept = set(ch.kept.values())
+    old_jobs, index, kept, added = eng.p.jobs, p.job_index, ch.kept, set(ch.added)
     held: dict[int, int] = {}
     for k, was in ran.items():
         now = eng.assign.get(k)
-        j = added.get(old.jobs[k].id) if k not in kept else None
-        want = was if k in kept else current_assign(p, j) if j is not None else None
+        j = index.get(old_jobs[k].id)
+        if j is not None and kept.get(j) == k:
+            want, j = was, None              # still running where it ran
+        elif j is not None and j in added:
+            want = current_assign(p, j)
+        else:
+            want = j = None
         if now is not None and want is not None and now == want:
             if j is not None:
                 eng.assign[k] = want         # the problem's own object
@@ -110,8 +113,8 @@ def settle(eng: Engine, p: Problem) -> tuple[dict[int, int], set[int]]:
             continue
         if now is not None:
             eng.remove(k, release=False)
-        if k in kept and was is not None:
-            eng.place(k, was)
+        if j is None and want is not None:
+            eng.place(k, want)
     return held, set(ran)
 
 
