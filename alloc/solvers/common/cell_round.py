@@ -19,7 +19,8 @@ def run(p: Problem, *, preempt=True, colocate=True, grow=True, gpu_mem_capacity=
     """One HiveD round on ``p`` (moves under the problem's allowance) before
     ``deadline``; returns the engine, the preempted running jobs and statistics."""
     jobs = p.jobs
-    pending = [j for j in range(p.J) if jobs[j].current is None]
+    # the jobs not running: the placeable ones and those with a reason
+    pending = list(p.pending) + [j for j in p.reasons if jobs[j].current is None]
     settings = (gpu_mem_capacity, colocate)
     eng, homeless = start(p, settings, deadline)
     mark = eng.checkpoint()          # the round's changes, journalled from here
