@@ -19,7 +19,8 @@ def run(p: Problem, *, preempt=True, colocate=True, grow=True, gpu_mem_capacity=
     """One HiveD round on ``p`` (moves under the problem's allowance) before
     ``deadline``; returns the engine, the preempted running jobs and statistics."""
     jobs = p.jobs
-    pending = [j for j in range(p.J) if jobs[j].current is None]
+    # the jobs not running: the placeable ones and those with a reason
+    pending = list(p.pending) + [j for j in p.reasons if jobs[j].current is None]
     settings = (gpu_mem_capacity, colocate)
     eng, homeless = start(p, settings, deadline)
     mark = eng.checkpoint()          # the round's changes, journalled from here
@@ -44,7 +45,9 @@ def run(p: Problem, *, preempt=True, colocate=True, grow=True, gpu_mem_capacity=
     touched = {op[1] for op in log[mark:] if op[0] == "place"}
     n_moves = sum(1 for j in touched if j in eng.assign and jobs[j].current is not None
                   and not _same(p, j, eng.assign[j]))
-    preempted = {j for j in p.running if j not in eng.assign}
+    # the running jobs not placed: the homeless and those the round took off
+    off = {op[1] for op in log[mark:] if op[0] == "remove"}.union(homeless)
+    preempted = {j for j in off if j in p.fixed and j not in eng.assign}
     stats = {"moves": n_moves}
     if deadline.expired():
         stats["timed_out"] = True
@@ -134,9 +137,9 @@ def _grow(eng: Engine, moves: _Moves, deadline: Deadline, jobs_: Sequence[int] |
 
 
 def _same(p: Problem, j: int, a: Assign) -> bool:
-    cur = current_assign(p, j)
-    return cur is not None and sorted(cur.gpus) == sorted(a.gpus) and \
-        {s for s, _ in cur.cpu} == {s for s, _ in a.cpu}
+    """Running job j left as it runs: ``a`` is `Assign.same_as` its current
+    placement (the rule `finish()` counts moves by)."""
+    return a.same_as(current_assign(p, j))
 
 
 def _rehome(eng: Engine, victims: set, preempted: set, moves: _Moves) -> None:

@@ -85,7 +85,7 @@ from ...model import MILLI, Job
 from ...objectives import scale_factor
 from ...problem import Assign, Problem
 from ...deadline import Deadline
-from ...resources import gpu_mem_caps as gpu_mem_caps_of, share_mem
+from ...resources import gpu_mem_caps as gpu_mem_caps_of, mem_demand, share_mem
 from ...tenancy import (cell_size, cell_tree, infer_binding,
                         job_gpu_mem, quotas, safety)
 
@@ -138,7 +138,6 @@ class Engine:
             if tree.parent[n] < 0:
                 self.free_max[(tree.gtype[n], tree.level[n])].add(n)
         self.assign: dict[int, Assign] = {}
-        self.size: dict[int, int] = {}
         self.colocate = colocate
         self.gpu_tix = np.array([p.srv_type[s] for s in p.gpu_server], dtype=np.int64) \
             if p.G else np.zeros(0, dtype=np.int64)
@@ -150,6 +149,10 @@ class Engine:
         #: idle GPUs (nothing on them: all milli and no GPU memory in use) per
         #: server and per node of each inner level, kept by place and remove
         self.idle = p.srv_gpus.astype(np.int64)
+        #: free milli per server (the sum of ``f_g`` over its GPUs), kept by
+        #: place and remove; the server of each GPU
+        self.srv_free = (p.srv_gpus.astype(np.int64) * MILLI).tolist()
+        self._srv = p.gpu_server.tolist()
         self.idle_dom = {lv: np.bincount(p.domain[lv]).astype(np.int64)
                          for lv in INNER if lv in self.lv and p.G}
         self.guaranteed_uses = 0                     # sum of gguar
@@ -195,6 +198,12 @@ class Engine:
             self._log = None
 
     # ------------------------------------------------------------ basics
+    @property
+    def size(self) -> "_Sizes":
+        """GPUs of each placed job (job index -> count), read from
+        ``assign``."""
+        return _Sizes(self.assign)
+
     def job(self, j: int) -> Job:
         """The job of index ``j``."""
         return self.p.jobs[j]
@@ -220,12 +229,20 @@ class Engine:
         f = int(self.first[s])
         return range(f, f + int(self.p.srv_gpus[s]))
 
-    def _idle(self, g: int, was: bool) -> None:
-        """Count GPU g's change from idle (``was``) to its state now."""
-        now = self.gfree[g] == MILLI and self.gmem[g] == 0
-        if now != was:
-            d = 1 if now else -1
-            s = self.p.gpu_server[g]
+    def _use(self, g: int, milli: int, mem: int) -> None:
+        """Take ``milli`` and ``mem`` MiB of GPU g (negative: give them back),
+        counting its server's free milli and its change of idleness."""
+        gfree, gmem = self.gfree, self.gmem
+        f, u = gfree.item(g), gmem.item(g)
+        was = f == MILLI and u == 0
+        f -= milli
+        u += mem
+        gfree[g] = f
+        gmem[g] = u
+        s = self._srv[g]
+        self.srv_free[s] -= milli
+        if was != (f == MILLI and u == 0):
+            d = -1 if was else 1
             self.idle[s] += d
             self.touched.append(s)
             for lv, cnt in self.idle_dom.items():
@@ -234,11 +251,9 @@ class Engine:
     def place(self, j: int, a: Assign) -> None:
         """Put job j on ``a`` (capacity is the caller's check)."""
         job = self.job(j)
+        caps, gcap = a.caps, self.gcap
         for k, (g, m) in enumerate(a.gpus):
-            was = self.gfree[g] == MILLI and self.gmem[g] == 0
-            self.gfree[g] -= m
-            self.gmem[g] += self.held_mem(j, a, k)
-            self._idle(g, was)
+            self._use(g, m, self.held_mem(j, a, k) if caps else mem_demand(job, gcap.item(g)))
             self.on_gpu[g][job.id] = m
             if job.guaranteed:
                 self.gguar[g] += 1
@@ -252,7 +267,6 @@ class Engine:
         for s, v in a.mem:
             self.mem[s] -= v
         self.assign[j] = a
-        self.size[j] = len(a.gpus)
         if self._log is not None:
             self._log.append(("place", j))
 
@@ -262,13 +276,10 @@ class Engine:
         a = self.assign.pop(j)
         if self._log is not None:
             self._log.append(("remove", j, a))
-        self.size.pop(j, None)
         job = self.job(j)
+        caps, gcap = a.caps, self.gcap
         for k, (g, m) in enumerate(a.gpus):
-            was = self.gfree[g] == MILLI and self.gmem[g] == 0
-            self.gfree[g] += m
-            self.gmem[g] -= self.held_mem(j, a, k)
-            self._idle(g, was)
+            self._use(g, -m, -(self.held_mem(j, a, k) if caps else mem_demand(job, gcap.item(g))))
             self.on_gpu[g].pop(job.id, None)
             if job.guaranteed:
                 self.gguar[g] -= 1
@@ -432,9 +443,10 @@ class Engine:
 
     def room_ok(self, j: int, g: int, milli: int) -> bool:
         """GPU g has ``milli`` free and room for job j's GPU memory."""
-        if self.gfree[g] < milli:
+        if self.gfree.item(g) < milli:
             return False
-        return self.gcap[g] - self.gmem[g] >= self.mem_of(j, g)
+        cap = self.gcap.item(g)
+        return cap - self.gmem.item(g) >= mem_demand(self.job(j), cap)
 
     def pick_server(self, j: int, n: int, s: int, mask, level: int):
         """(gpus, victims) for n GPUs of job j on server s among mask, or None."""
@@ -450,41 +462,29 @@ class Engine:
         if len(rng) < n:
             return None
         room: dict[int, list[int]] = {}
-        for g in rng:
-            if mask is not None and not mask[g]:
-                continue
-            if level == 0:
-                if self.room_ok(j, g, milli):
-                    room[g] = []
-            else:
-                vic = self.victims_on(j, g, milli, level)
-                if vic is not None:
-                    room[g] = vic
+        if level == 0:
+            a, b = rng.start, rng.stop
+            free, used, cap = (x[a:b].tolist() for x in (self.gfree, self.gmem, self.gcap))
+            ok = mask[a:b].tolist() if mask is not None else None
+            for k in range(b - a):
+                if (ok is None or ok[k]) and free[k] >= milli and \
+                        cap[k] - used[k] >= mem_demand(job, cap[k]):
+                    room[a + k] = []
+        else:
+            for g in rng:
+                if mask is None or mask[g]:
+                    vic = self.victims_on(j, g, milli, level)
+                    if vic is not None:
+                        room[g] = vic
         if len(room) < n:
             return None
         if n == 1 and milli < MILLI:
             g = min(room, key=lambda g: (len(room[g]), int(self.gfree[g]), g))
             chosen = [g]
         else:
-            order = sorted(room, key=lambda g: (len(room[g]) > 0, g))
-            chosen = None
-            for lv in INNER:
-                if lv not in self.lv:
-                    continue
-                dom = p.domain[lv]
-                groups: dict[int, list[int]] = defaultdict(list)
-                for g in order:
-                    groups[int(dom[g])].append(g)
-                fit = [gs for gs in groups.values() if len(gs) >= n]
-                if fit:
-                    fit.sort(key=lambda gs: (sum(len(room[g]) > 0 for g in gs[:n]), len(gs),
-                                             gs[0]))
-                    chosen = fit[0][:n]
-                    break
-                if job.locality == lv:
-                    return None
+            chosen = self._together(job, n, room)
             if chosen is None:
-                chosen = order[:n]
+                return None
         victims = set()
         for g in chosen:
             victims.update(room[g])
@@ -510,6 +510,28 @@ class Engine:
                 return None
         return chosen, victims
 
+    def _together(self, job: Job, n: int, room: dict[int, list]) -> list[int] | None:
+        """n of the GPUs of ``room`` (GPU -> its victims) on one server, those
+        without victims first, then by index: in the innermost switch, else
+        socket, that holds n of them (fewest victims, then the smallest such
+        node, then the first); else the first n; None when the job's
+        locality is such a level and no node of it holds n."""
+        order = sorted(room, key=lambda g: (len(room[g]) > 0, g))
+        for lv in INNER:
+            if lv not in self.lv:
+                continue
+            dom = self.p.domain[lv]
+            groups: dict[int, list[int]] = defaultdict(list)
+            for g in order:
+                groups[int(dom[g])].append(g)
+            fit = [gs for gs in groups.values() if len(gs) >= n]
+            if fit:
+                fit.sort(key=lambda gs: (sum(len(room[g]) > 0 for g in gs[:n]), len(gs), gs[0]))
+                return fit[0][:n]
+            if job.locality == lv:
+                return None
+        return order[:n]
+
     def jobs_on_server(self, s: int) -> list[int]:
         """Placed jobs holding CPU on server s, ascending."""
         return sorted(i for i, a in self.assign.items() if any(x == s for x, _ in a.cpu))
@@ -528,9 +550,8 @@ class Engine:
         sc = (self.cpu[s] - opt.cpu) / max(p.srv_cpu[s], 1) + \
              (self.mem[s] - opt.mem) / max(p.srv_mem[s], 1)
         if p.srv_gpus[s]:
-            rng = self.gpus_of(s)
-            sc += (self.gfree[rng.start:rng.stop].sum()
-                   - len(gpus) * self.job(j).gpu_milli) / (MILLI * p.srv_gpus[s])
+            sc += (self.srv_free[s] - len(gpus) * self.job(j).gpu_milli) / \
+                (MILLI * int(p.srv_gpus[s]))
         return float(sc)
 
     def pick(self, j: int, n: int, mask, level: int, servers=None, typed: bool = False):
@@ -629,14 +650,22 @@ class Engine:
             c = (np.sort(key) % p.S).tolist()       # the first 8 in the loop's order
         # the best score() of those (the same arithmetic on exact integers), then index
         best, best_key = None, None
+        cpu, mem, free, srv_cpu, srv_mem, srv_gpus = \
+            self.cpu, self.mem, self.srv_free, p.srv_cpu, p.srv_mem, p.srv_gpus
         for s in c:
-            k = int(p.srv_gpus[s])
-            a = int(self.first[s])
-            sc = (int(self.cpu[s]) - opt.cpu) / max(int(p.srv_cpu[s]), 1) + \
-                (int(self.mem[s]) - opt.mem) / max(int(p.srv_mem[s]), 1)
-            sc += (int(self.gfree[a:a + k].sum()) - n * job.gpu_milli) / (MILLI * k)
+            sc = (cpu.item(s) - opt.cpu) / max(srv_cpu.item(s), 1) + \
+                (mem.item(s) - opt.mem) / max(srv_mem.item(s), 1)
+            sc += (free[s] - n * job.gpu_milli) / (MILLI * srv_gpus.item(s))
             if best_key is None or (sc, s) < best_key:
                 best, best_key = s, (sc, s)
+        if typed and job.gpu_mem is None:
+            # pick_server's room on it: its idle GPUs (the type is the server's)
+            a, b = int(self.first[best]), int(self.first[best] + p.srv_gpus[best])
+            free, used = self.gfree[a:b].tolist(), self.gmem[a:b].tolist()
+            room = {a + k: () for k in range(b - a) if free[k] == MILLI and not used[k]}
+            gpus = self._together(job, n, room)
+            assert gpus is not None, "the kept search disagrees with pick_server"
+            return gpus, set()
         r = self.pick_server(j, n, best, mask, 0)
         assert r is not None and not r[1], "the vectorised test disagrees with pick_server"
         return r
@@ -1049,6 +1078,29 @@ fullest node of
         job = self.job(j)
         lo = job.min_gpus if job.min_gpus is not None else job.gpus
         return elastic_sizes(job, lo, job.gpus) if job.gpus else [0]
+
+
+class _Sizes:
+    """The GPU count of each placed job: a read-only view of an engine's
+    assignments."""
+    __slots__ = ("assign",)
+
+    def __init__(self, assign: dict):
+        self.assign = assign
+
+    def __getitem__(self, j: int) -> int:
+        return len(self.assign[j].gpus)
+
+    def __contains__(self, j: int) -> bool:
+        return j in self.assign
+
+    def __len__(self) -> int:
+        return len(self.assign)
+
+    def get(self, j: int, default=None):
+        """The count of job j, or ``default`` when it is not placed."""
+        a = self.assign.get(j)
+        return default if a is None else len(a.gpus)
 
 
 def elastic_sizes(job: Job, lo: int, hi: int) -> list[int]:

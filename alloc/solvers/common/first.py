@@ -38,7 +38,8 @@ class Firsts:
                  locality: str | None):
         self.eng, self.n, self.cpu, self.mem, self.loc = eng, n, cpu, mem, locality
         self.order = order
-        self.pos_of = {int(s): k for k, s in enumerate(order.tolist())}
+        self.seq = order.tolist()
+        self.pos_of = {s: k for k, s in enumerate(self.seq)}
         self.build()
 
     def build(self) -> None:
@@ -53,8 +54,8 @@ class Firsts:
     def passes(self, s: int) -> bool:
         """Can server s take the job alone now?"""
         eng = self.eng
-        return (eng.have(s, self.loc) >= self.n and eng.cpu[s] >= self.cpu
-                and eng.mem[s] >= self.mem)
+        have = eng.idle.item(s) if self.loc is None else eng.have(s, self.loc)
+        return have >= self.n and eng.cpu.item(s) >= self.cpu and eng.mem.item(s) >= self.mem
 
     def first(self, k: int = 8) -> list[int]:
         """The first ``k`` passing servers in order."""
@@ -71,10 +72,10 @@ class Firsts:
             self.seen = len(log)
         out: list = []
         taken: list = []
-        heap, live, order = self.heap, self.live, self.order
+        heap, live, order = self.heap, self.live, self.seq
         while heap and len(out) < k:
             at = heappop(heap)
-            s = int(order[at])
+            s = order[at]
             if self.passes(s):
                 out.append(s)
                 taken.append(at)

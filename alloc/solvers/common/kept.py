@@ -8,12 +8,19 @@ the last round is kept instead of rebuilt:
 
 1. every change the last round made after its start (placements,
    preemptions, moves, cells bound and released) was journalled
-   ([`Engine.checkpoint`][alloc.solvers.common.cells.Engine.checkpoint]) and
-   is rolled back: the engine holds the last problem's running jobs again;
+   ([`Engine.checkpoint`][alloc.solvers.common.cells.Engine.checkpoint]).
+   When it bound or released a cell it is rolled back: the engine holds
+   the last problem's running jobs again.  Otherwise only the jobs the
+   round touched are settled (`settle`): a job it placed that now runs
+   there (`Changes.added`, the same assignment) stays, a running job it
+   moved or stopped that still runs (`Changes.kept`) goes back where it
+   ran, every other job it placed is taken out -- the same state as the
+   rollback followed by step 2, without undoing and redoing the round's
+   placements;
 2. the running jobs gone since (`Changes.removed`: finished, stopped,
    moved, failed, changed) are taken out, the engine's job indices move to
    the new problem (`Changes.kept`), and the new running jobs
-   (`Changes.added`) are put where they run;
+   (`Changes.added`) not settled in place are put where they run;
 3. when a guaranteed job came or went, the binding is inferred again from
    the guaranteed GPUs in use and the cells bound afresh
    ([`rebind`][alloc.solvers.common.cells.rebind]), as `restore_running`
@@ -56,7 +63,6 @@ def start(p: Problem, settings: tuple, deadline: Deadline) -> tuple[Engine, list
     if kept is not None and ch is not None and kept.stamp == ch.since \
             and kept.settings == settings and type(kept.engine) is Engine:
         eng = kept.engine
-        eng.rollback(0)
         if _advance(eng, p, deadline):
             return eng, []
     eng = Engine(p, settings[0], settings[1])
@@ -71,26 +77,81 @@ def keep(p: Problem, eng: Engine, settings: tuple) -> None:
         p.carry.keep(KEY, Kept(p.stamp, eng, settings))
 
 
+def settle(eng: Engine, p: Problem) -> tuple[dict[int, int], set[int]]:
+    """Close the last round's journal (see the module notes, step 1):
+    rolled back when the round bound or released a cell, else its jobs
+    settled.  Returns the jobs of ``p.changes.added`` left where they run
+    (new index -> the last problem's index) and the last problem's indices
+    settled (taken out or put back where they ran)."""
+    log = eng._log if eng._log is not None else []
+    if any(op[0] != "place" and op[0] != "remove" for op in log):
+        eng.rollback(0)
+        return {}, set()
+    eng._log, eng._marks = None, 0
+    ran: dict[int, object] = {}      # the touched jobs: the last problem's placement, or None
+    for op in log:
+        if op[1] not in ran:
+            ran[op[1]] = op[2] if op[0] == "remove" else None
+    if not ran:
+        return {}, set()
+    ch = p.changes
+    old_jobs, index, kept, added = eng.p.jobs, p.job_index, ch.kept, set(ch.added)
+    held: dict[int, int] = {}
+    for k, was in ran.items():
+        now = eng.assign.get(k)
+        j = index.get(old_jobs[k].id)
+        if j is not None and kept.get(j) == k:
+            want, j = was, None              # still running where it ran
+        elif j is not None and j in added:
+            want = current_assign(p, j)
+        else:
+            want = j = None
+        if now is not None and want is not None and now == want:
+            if j is not None:
+                eng.assign[k] = want         # the problem's own object
+                held[j] = k
+            continue
+        if now is not None:
+            eng.remove(k, release=False)
+        if j is None and want is not None:
+            eng.place(k, want)
+    return held, set(ran)
+
+
 def _advance(eng: Engine, p: Problem, deadline: Deadline) -> bool:
-    """Move the engine from the last problem's running jobs to ``p``'s; False
-    when it cannot (the engine is then left to be dropped)."""
+    """Move the engine from the last problem's running jobs and its round's
+    changes (`settle`) to ``p``'s; False when it cannot (the engine is then
+    left to be dropped)."""
     ch = p.changes
     assert ch is not None            # a problem compiled with a carry
+    held, done = settle(eng, p)
     old = eng.p
     churn = False
     for k, job, _ in ch.removed:
+        churn = churn or job.guaranteed
+        if k in done:
+            continue
         if k not in eng.assign:
             return False
-        churn = churn or job.guaranteed
         eng.remove(k, release=False)
-    to_new = {k: j for j, k in ch.kept.items()}
-    if len(to_new) != len(eng.assign) or not all(k in eng.assign for k in to_new):
+    # the job indices move to p (every held job named once: a bijection)
+    was = eng.assign
+    if len(ch.kept) + len(held) != len(was):
         return False
-    eng.assign = {to_new[k]: a for k, a in eng.assign.items()}
-    eng.size = {to_new[k]: n for k, n in eng.size.items()}
+    try:
+        eng.assign = {j: was[k] for j, k in ch.kept.items()}
+        eng.assign.update((j, was[k]) for j, k in held.items())
+    except KeyError:
+        eng.assign = was
+        return False
+    if len(eng.assign) != len(was):
+        return False
     eng.p = p
     del old
     for j in ch.added:
+        if j in held:
+            churn = churn or p.jobs[j].guaranteed
+            continue
         a = current_assign(p, j)
         if a is None or any(eng.gfree[g] < m for g, m in a.gpus) or \
                 any(eng.cpu[s] < v for s, v in a.cpu) or any(eng.mem[s] < v for s, v in a.mem):
@@ -106,4 +167,4 @@ def _advance(eng: Engine, p: Problem, deadline: Deadline) -> bool:
     return True
 
 
-__all__ = ["KEY", "Kept", "keep", "start"]
+__all__ = ["KEY", "Kept", "keep", "settle", "start"]
