@@ -49,15 +49,15 @@ class State:
 
     Attributes
     ----------
-    cpu, mem : numpy.ndarray
-        Free milli-cores and MiB per server (read them freely; change the
-        state only through [`place`][alloc.solvers.antman.scheduler.State.place],
+    cpu_l, mem_l, g_l : list of int
+        Free milli-cores and MiB per server, free milli-GPU per GPU (read
+        them freely; change the state only through
+        [`place`][alloc.solvers.antman.scheduler.State.place],
         [`remove`][alloc.solvers.antman.scheduler.State.remove] and
         `reassign`, which keep the index in step).
-    gfree : numpy.ndarray
-        Free milli-GPU per GPU.
-    cpu_l, mem_l, g_l : list of int
-        The same as Python lists (what the index reads).
+    cpu, mem, gfree : numpy.ndarray
+        The same as numpy arrays, built from the lists when read (copies:
+        writing to them changes nothing).
     whole, gsum, share : list of int
         Per server: whole free GPUs $W_s$, free milli-GPU
         $\sum_g f_g$, largest free share $Q_s$.
@@ -72,22 +72,18 @@ class State:
 
     def __init__(self, problem: Problem):
         self.p = problem
-        self.cpu = problem.free_cpu.copy()
-        self.mem = problem.free_mem.copy()
-        self.gfree = problem.gpu_free.copy()
         self.assign: dict[int, Assign] = {}
         self.option: dict[int, int] = {}
-        self._setup()
+        self._setup(problem.free_cpu, problem.free_mem, problem.gpu_free)
 
-    def _setup(self) -> None:
+    def _setup(self, cpu: np.ndarray, mem: np.ndarray, g: np.ndarray) -> None:
         p = self.p
         self.lay = lay = layout(p)
         self.S = p.S
-        self.cpu_l = self.cpu.tolist()
-        self.mem_l = self.mem.tolist()
-        self.g_l = self.gfree.tolist()
+        self.cpu_l = cpu.tolist()
+        self.mem_l = mem.tolist()
+        self.g_l = g.tolist()
         self.gsrv = lay.gpu_server
-        g = self.gfree
         first = np.asarray(p.gpu_first, dtype=np.int64)
         n = np.asarray(p.srv_gpus, dtype=np.int64)
         csum = np.concatenate(([0], np.cumsum(g)))
@@ -118,15 +114,33 @@ class State:
         self._buckets: list[list[set]] | None = None
         self._spread_fail: dict[tuple, int] = {}
         self._arrays: tuple[int, dict] | None = None
+        self._gpu_array: tuple[int, np.ndarray] | None = None
 
     # ---------------------------------------------------------------- basics
+    @property
+    def cpu(self) -> np.ndarray:
+        """Free milli-cores per server (a numpy copy of ``cpu_l``, read-only use)."""
+        return self.arrays()["cpu"]
+
+    @property
+    def mem(self) -> np.ndarray:
+        """Free MiB per server (a numpy copy of ``mem_l``, read-only use)."""
+        return self.arrays()["mem"]
+
+    @property
+    def gfree(self) -> np.ndarray:
+        """Free milli-GPU per GPU (a numpy copy of ``g_l``, read-only use)."""
+        n = self.version
+        if self._gpu_array is None or self._gpu_array[0] != n:
+            self._gpu_array = (n, np.array(self.g_l, dtype=np.int64))
+        return self._gpu_array[1]
+
     def copy(self) -> "State":
         """An independent copy (same problem; the finders are rebuilt on use)."""
         st = State.__new__(State)
         st.p = self.p
-        st.cpu, st.mem, st.gfree = self.cpu.copy(), self.mem.copy(), self.gfree.copy()
         st.assign, st.option = dict(self.assign), dict(self.option)
-        st._setup()
+        st._setup(self.cpu, self.mem, self.gfree)
         return st
 
     def gpus_of(self, s: int) -> range:
@@ -185,20 +199,17 @@ class State:
         touched: set[int] = set()
         for s, v in dc.items():
             if v:
-                self.cpu[s] += v
                 self.cpu_l[s] += v
                 touched.add(s)
                 grew = grew or v > 0
         for s, v in dm.items():
             if v:
-                self.mem[s] += v
                 self.mem_l[s] += v
                 touched.add(s)
                 grew = grew or v > 0
         gpu_srv = set()
         for g, v in dg.items():
             if v:
-                self.gfree[g] += v
                 self.g_l[g] += v
                 gpu_srv.add(self.gsrv[g])
                 grew = grew or v > 0
@@ -213,18 +224,21 @@ class State:
         self._changed()
 
     def _apply(self, a: Assign, sign: int):
-        gf, gl, gsrv = self.gfree, self.g_l, self.gsrv
+        gl, gsrv = self.g_l, self.gsrv
         cpu, mem, gpus = a.cpu, a.mem, a.gpus
         if len(cpu) == 1 and len(mem) == 1:
             s, c = cpu[0]
             s2, m = mem[0]
-            if s == s2 and all(gsrv[g] == s for g, _ in gpus):
+            one = s == s2
+            if one:
+                for g, _ in gpus:
+                    if gsrv[g] != s:
+                        one = False
+                        break
+            if one:
                 for g, q in gpus:
-                    gf[g] += sign * q
                     gl[g] += sign * q
-                self.cpu[s] += sign * c
                 self.cpu_l[s] += sign * c
-                self.mem[s] += sign * m
                 self.mem_l[s] += sign * m
                 if gpus:
                     self._refresh(s)
@@ -235,17 +249,14 @@ class State:
                 return (s,)
         touched = set()
         for g, q in gpus:
-            gf[g] += sign * q
             gl[g] += sign * q
             touched.add(gsrv[g])
-        ca, cl = self.cpu, self.cpu_l
+        cl = self.cpu_l
         for s, c in cpu:
-            ca[s] += sign * c
             cl[s] += sign * c
             touched.add(s)
-        ma, ml = self.mem, self.mem_l
+        ml = self.mem_l
         for s, m in mem:
-            ma[s] += sign * m
             ml[s] += sign * m
             touched.add(s)
         for s in touched:
@@ -433,10 +444,20 @@ class State:
     def assign_on(self, j: int, s: int, sh: Shape) -> Assign:
         """Job j of shape ``sh`` on server s alone (s must pass the shape's
         test): its GPUs and all its CPU and memory there."""
-        if not sh.k:
+        k = sh.k
+        if not k:
             return Assign((), ((s, sh.c),), ((s, sh.m),))
-        gpus = sorted(self.pick_gpus(sh, s))
         q = sh.q
+        if q == MILLI and not self.lay.levels:  # pick_gpus: the first k whole free GPUs
+            gl, a = self.g_l, self.lay.first[s]
+            gpus = []
+            for g in range(a, a + self.lay.ngpu[s]):
+                if gl[g] == MILLI:
+                    gpus.append((g, MILLI))
+                    if len(gpus) == k:
+                        break
+            return Assign(tuple(gpus), ((s, sh.c),), ((s, sh.m),))
+        gpus = sorted(self.pick_gpus(sh, s))
         return Assign(tuple((g, q) for g in gpus), ((s, sh.c),), ((s, sh.m),))
 
     def try_server(self, j: int, s: int, option: int = 0) -> Assign | None:
@@ -668,7 +689,7 @@ def rank_order(problem: Problem, key=None) -> list[int]:
     ``key`` (default: the index), sorted without a call per comparison."""
     pk = problem.prio_key
     if key is None:
-        return sorted(problem.pending, key=pk.__getitem__)  # stable: index within rank
+        return sorted(sorted(problem.pending), key=pk.__getitem__)  # stable: index within rank
     return [t[-1] for t in sorted((pk[j],) + key(j) for j in problem.pending)]
 
 

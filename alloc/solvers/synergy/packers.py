@@ -195,12 +195,19 @@ class ProblemPacker:
         """Place job j at option o with assignment ``a``; the server job sets,
         the revertible counts (`soft`) and the free milli-GPU follow."""
         self.st.place(j, a, o)
-        soft = self._revertible(j, o)
-        for s, _ in a.cpu:
-            self._jobs_on[s].add(j)
-            if soft:
-                self.soft[s] += 1
-        self._free_milli -= sum(m for _, m in a.gpus)
+        jobs_on = self._jobs_on
+        if self.capped is not None and self._revertible(j, o):
+            soft = self.soft
+            for s, _ in a.cpu:
+                jobs_on[s].add(j)
+                soft[s] += 1
+        else:
+            for s, _ in a.cpu:
+                jobs_on[s].add(j)
+        used = 0
+        for _, m in a.gpus:
+            used += m
+        self._free_milli -= used
 
     def remove(self, j: int) -> tuple[int, Assign]:
         """Take job j off; returns its option index and assignment (for
@@ -208,11 +215,15 @@ class ProblemPacker:
         o = self.st.option[j]
         soft = self._revertible(j, o)
         a = self.st.remove(j)
+        jobs_on = self._jobs_on
         for s, _ in a.cpu:
-            self._jobs_on[s].discard(j)
+            jobs_on[s].discard(j)
             if soft:
                 self.soft[s] -= 1
-        self._free_milli += sum(m for _, m in a.gpus)
+        freed = 0
+        for _, m in a.gpus:
+            freed += m
+        self._free_milli += freed
         return o, a
 
     def refit_same(self, j: int, o: int, old: Assign):
@@ -222,10 +233,12 @@ class ProblemPacker:
             a = p.make_cpu_assign(j, old.cpu[0][0], o)
         elif len(old.cpu) == 1:  # one server: all of the option there
             opt = p.options[j][o]
-            q = p.jobs[j].gpu_milli
             s = old.cpu[0][0]
-            a = Assign(tuple((g, q) for g in sorted(g for g, _ in old.gpus)),
-                       ((s, opt.cpu),), ((s, opt.mem),))
+            if st.cpu_l[s] < opt.cpu or st.mem_l[s] < opt.mem:
+                return None
+            q = p.jobs[j].gpu_milli
+            return Assign(tuple((g, q) for g in sorted(g for g, _ in old.gpus)),
+                          ((s, opt.cpu),), ((s, opt.mem),))
         else:
             a = p.make_assign(j, [g for g, _ in old.gpus], o)
         if all(st.cpu_l[s] >= c for s, c in a.cpu) and all(st.mem_l[s] >= m for s, m in a.mem):
@@ -238,6 +251,14 @@ class ProblemPacker:
         o = self.opts[j][self.st.option[j]]
         n = max(1, self.p.jobs[j].gpus)
         return o.cpu / n, o.mem / n
+
+    def reclaim_key(self, j: int) -> tuple[int, float, float]:
+        """How early TUNE reverts placed job j: its server count, then minus
+        its CPU and memory per GPU (`per_gpu`)."""
+        st = self.st
+        o = self.opts[j][st.option[j]]
+        n = self.p.jobs[j].gpus or 1
+        return len(st.assign[j].cpu), -(o.cpu / n), -(o.mem / n)
 
     def targets(self, j: int) -> list[list[tuple[int, int]]]:
         """Every reclaim target of job j: each server with GPU room, fewest
@@ -537,6 +558,13 @@ class FastPacker:
         op = self.opts[j][self.opt[j]]
         n = self._n[j]
         return op.cpu / n, op.mem / n
+
+    def reclaim_key(self, j: int) -> tuple[int, float, float]:
+        """How early TUNE reverts placed job j: its server count, then minus
+        its CPU and memory per GPU (`per_gpu`)."""
+        op = self.opts[j][self.opt[j]]
+        n = self._n[j]
+        return len(self.parts[j]), -(op.cpu / n), -(op.mem / n)
 
     def targets(self, j: int) -> list[list[tuple[int, int]]]:
         """Every reclaim target of job j: each server with at least its GPU

@@ -39,7 +39,8 @@ from heapq import heappop, heappush
 from typing import Iterable
 
 from ...deadline import Deadline
-from ...problem import Problem, Solution, job_order, split
+from ...problem import Problem, Solution, split
+from ..common.greedy import rank_order
 from .options import capped_option, ideal_option
 from .packers import FastPacker, ProblemPacker
 
@@ -80,10 +81,9 @@ def admit(P, order: Iterable[int], free: int | None = None) -> list[int]:
 
 def _reclaim(P, s: int, need_c: int, need_m: int, capped: dict, exclude: int,
              rank: dict) -> None:
-    peers = [p for p in P.jobs_on(s) if p != exclude]
-    peers.sort(key=lambda p: (len(P.servers_of(p)), -P.per_gpu(p)[0], -P.per_gpu(p)[1],
-                              rank[p]))
-    for p in peers:
+    key = P.reclaim_key
+    peers = sorted((key(p) + (rank[p], p) for p in P.jobs_on(s) if p != exclude))
+    for *_, p in peers:
         fc, fm = P.free(s)
         if fc >= need_c and fm >= need_m:
             return
@@ -232,23 +232,19 @@ def _targets(P, j: int, mode: str):
 # ------------------------------------------------------- registered solvers
 def _choices(P: ProblemPacker) -> tuple[dict, dict]:
     """Every pending job's ideal and capped option (computed once per option
-    list, GPU count and allowed server capacities)."""
+    list, GPU count and allowed GPU types)."""
     p = P.p
     ideal, capped = {}, {}
-    memo_i: dict[tuple, int] = {}
-    memo_c: dict[int, int] = {}
+    memo: dict[tuple, tuple[int, int]] = {}
+    options, jobs = p.options, p.jobs
     for j in p.pending:
-        opts, n = p.options[j], p.jobs[j].gpus
-        caps = P.server_caps(j)
-        key = (id(opts), n, id(caps))
-        o = memo_i.get(key)
-        if o is None:
-            o = memo_i[key] = ideal_option(opts, n, caps)
-        ideal[j] = o
-        c = memo_c.get(id(opts))
-        if c is None:
-            c = memo_c[id(opts)] = capped_option(opts)
-        capped[j] = c
+        opts, job = options[j], jobs[j]
+        n = job.gpus
+        key = (id(opts), n, job.gpu_types)
+        both = memo.get(key)
+        if both is None:
+            both = memo[key] = (ideal_option(opts, n, P.server_caps(j)), capped_option(opts))
+        ideal[j], capped[j] = both
     return ideal, capped
 
 
@@ -256,7 +252,7 @@ def solve_greedy(problem: Problem, *, deadline: Deadline, seed: int = 0) -> Solu
     """``synergy-greedy`` (see the module notes)."""
     P = ProblemPacker(problem)
     ideal, _ = _choices(P)
-    greedy_core(P, job_order(problem), ideal.__getitem__, deadline)
+    greedy_core(P, rank_order(problem), ideal.__getitem__, deadline)
     return P.st.solution()
 
 
@@ -266,7 +262,7 @@ def solve_tune(problem: Problem, *, deadline: Deadline, seed: int = 0,
     P = ProblemPacker(problem)
     ideal, capped = _choices(P)
     P.capped = capped
-    stats = tune_core(P, job_order(problem), ideal, capped, sort_by_gpus=sort_by_gpus,
+    stats = tune_core(P, rank_order(problem), ideal, capped, sort_by_gpus=sort_by_gpus,
                       deadline=deadline)
     return P.st.solution(**stats)
 
