@@ -236,12 +236,10 @@ class State:
                         one = False
                         break
             if one:
-                for g, q in gpus:
-                    gl[g] += sign * q
                 self.cpu_l[s] += sign * c
                 self.mem_l[s] += sign * m
                 if gpus:
-                    self._refresh(s)
+                    self._shift(s, gpus, sign)
                 self.log.append(s)
                 if sign > 0:
                     self.rlog.append(s)
@@ -277,6 +275,41 @@ class State:
                     f.pos = -1
             self.log.clear()
             self.rlog.clear()
+
+    def _shift(self, s: int, gpus, sign: int) -> None:
+        """Add ``sign`` times the shares ``gpus`` (all on server s) to the free
+        milli-GPU and update the server's summaries: as `_refresh`, the
+        whole and summed counts by difference when no inner level is declared."""
+        gl = self.g_l
+        if self.lay.levels:
+            for g, q in gpus:
+                gl[g] += sign * q
+            self._refresh(s)
+            return
+        dw = dq = 0
+        for g, q in gpus:
+            f = gl[g]
+            if f == MILLI:
+                dw -= 1
+            f += sign * q
+            gl[g] = f
+            if f == MILLI:
+                dw += 1
+            dq += q
+        w = self.whole[s]
+        if dw:
+            if self._buckets is not None:
+                b = self._buckets[self.lay.cls[s]]
+                b[w].discard(s)
+                b[w + dw].add(s)
+            w += dw
+            self.whole[s] = w
+        self.gsum[s] += sign * dq
+        if w:
+            self.share[s] = MILLI
+        else:
+            a = self.lay.first[s]
+            self.share[s] = max(gl[a:a + self.lay.ngpu[s]])
 
     def _refresh(self, s: int) -> None:
         lay = self.lay
@@ -450,12 +483,12 @@ class State:
         q = sh.q
         if q == MILLI and not self.lay.levels:  # pick_gpus: the first k whole free GPUs
             gl, a = self.g_l, self.lay.first[s]
-            gpus = []
-            for g in range(a, a + self.lay.ngpu[s]):
-                if gl[g] == MILLI:
-                    gpus.append((g, MILLI))
-                    if len(gpus) == k:
-                        break
+            end = a + self.lay.ngpu[s]
+            g = gl.index(MILLI, a, end)
+            gpus = [(g, MILLI)]
+            for _ in range(k - 1):
+                g = gl.index(MILLI, g + 1, end)
+                gpus.append((g, MILLI))
             return Assign(tuple(gpus), ((s, sh.c),), ((s, sh.m),))
         gpus = sorted(self.pick_gpus(sh, s))
         return Assign(tuple((g, q) for g in gpus), ((s, sh.c),), ((s, sh.m),))
@@ -689,7 +722,7 @@ def rank_order(problem: Problem, key=None) -> list[int]:
     ``key`` (default: the index), sorted without a call per comparison."""
     pk = problem.prio_key
     if key is None:
-        return sorted(sorted(problem.pending), key=pk.__getitem__)  # stable: index within rank
+        return sorted(problem.pending, key=pk.__getitem__)  # stable: index within rank
     return [t[-1] for t in sorted((pk[j],) + key(j) for j in problem.pending)]
 
 

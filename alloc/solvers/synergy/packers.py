@@ -228,22 +228,56 @@ class ProblemPacker:
 
     def refit_same(self, j: int, o: int, old: Assign):
         """Job j (removed) on the same GPUs/server at option o, or None."""
-        p, st = self.p, self.st
-        if not old.gpus:
-            a = p.make_cpu_assign(j, old.cpu[0][0], o)
-        elif len(old.cpu) == 1:  # one server: all of the option there
-            opt = p.options[j][o]
-            s = old.cpu[0][0]
-            if st.cpu_l[s] < opt.cpu or st.mem_l[s] < opt.mem:
-                return None
-            q = p.jobs[j].gpu_milli
-            return Assign(tuple((g, q) for g in sorted(g for g, _ in old.gpus)),
-                          ((s, opt.cpu),), ((s, opt.mem),))
-        else:
-            a = p.make_assign(j, [g for g, _ in old.gpus], o)
+        a = self._same_place(j, o, old)
+        st = self.st
         if all(st.cpu_l[s] >= c for s, c in a.cpu) and all(st.mem_l[s] >= m for s, m in a.mem):
             return a
         return None
+
+    def _same_place(self, j: int, o: int, old: Assign) -> Assign:
+        p = self.p
+        if not old.gpus:
+            return p.make_cpu_assign(j, old.cpu[0][0], o)
+        if len(old.cpu) == 1:  # one server: all of the option there
+            opt = p.options[j][o]
+            s = old.cpu[0][0]
+            q = p.jobs[j].gpu_milli
+            return Assign(tuple((g, q) for g in sorted(g for g, _ in old.gpus)),
+                          ((s, opt.cpu),), ((s, opt.mem),))
+        return p.make_assign(j, [g for g, _ in old.gpus], o)
+
+    def revert(self, j: int, o: int) -> None:
+        """Placed job j to option o on the same GPUs and servers (`refit_same`
+        once its own CPU and memory are freed); left as it is when that does
+        not fit."""
+        st = self.st
+        old = st.assign[j]
+        a = self._same_place(j, o, old)
+        cpu, mem = st.cpu_l, st.mem_l
+        if len(old.cpu) == 1 and len(a.cpu) == 1 and len(old.mem) == 1 and len(a.mem) == 1:
+            s = old.cpu[0][0]
+            if cpu[s] + old.cpu[0][1] < a.cpu[0][1] or mem[s] + old.mem[0][1] < a.mem[0][1]:
+                return
+        else:
+            fc: dict[int, int] = {}
+            fm: dict[int, int] = {}
+            for s, v in old.cpu:
+                fc[s] = fc.get(s, 0) + v
+            for s, v in old.mem:
+                fm[s] = fm.get(s, 0) + v
+            if not (all(cpu[s] + fc.get(s, 0) >= c for s, c in a.cpu)
+                    and all(mem[s] + fm.get(s, 0) >= m for s, m in a.mem)):
+                return
+        old_o = st.option[j]
+        was, now = self._revertible(j, old_o), self._revertible(j, o)
+        st.reassign(((j, a, o),))
+        jobs_on, soft = self._jobs_on, self.soft
+        for s, _ in old.cpu:
+            jobs_on[s].discard(j)
+            soft[s] -= was
+        for s, _ in a.cpu:
+            jobs_on[s].add(j)
+            soft[s] += now
 
     def per_gpu(self, j: int) -> tuple[float, float]:
         """CPU (milli-cores) and memory (MiB) per GPU of job j at its current
@@ -551,6 +585,17 @@ class FastPacker:
             if self.fc[s] < c or self.fm[s] < m:
                 return None
         return parts
+
+    def revert(self, j: int, o: int) -> None:
+        """Placed job j to option o on the same servers and GPU counts
+        (`refit_same` once it is taken off); put back as it was when that
+        does not fit."""
+        old_o, old = self.remove(j)
+        h = self.refit_same(j, o, old)
+        if h is None:
+            self.place(j, old_o, old)
+        else:
+            self.place(j, o, h)
 
     def per_gpu(self, j: int) -> tuple[float, float]:
         """CPU (milli-cores) and memory (MiB) per GPU of job j at its current

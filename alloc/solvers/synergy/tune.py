@@ -94,18 +94,16 @@ def _reclaim(P, s: int, need_c: int, need_m: int, capped: dict, exclude: int,
         cur, new = P.opts[p][o], P.opts[p][cap]
         if new.cpu >= cur.cpu and new.mem >= cur.mem:
             continue  # reverting would free nothing
-        old_o, old = P.remove(p)
-        h = P.refit_same(p, cap, old)
-        if h is None:
-            P.place(p, old_o, old)
-        else:
-            P.place(p, cap, h)
+        P.revert(p, cap)
 
 
 def _reclaim_and_fit(P, j: int, target, capped: dict, mode: str, rank: dict):
     fair = P.opts[j][0]
-    ks = [k for _, k in target]
-    cs, ms = split(fair.cpu, ks), split(fair.mem, ks)
+    if len(target) == 1:
+        cs, ms = [fair.cpu], [fair.mem]
+    else:
+        ks = [k for _, k in target]
+        cs, ms = split(fair.cpu, ks), split(fair.mem, ks)
     for (s, _), c, m in zip(target, cs, ms):
         _reclaim(P, s, c, m, capped, j, rank)
     return P.fit(j, 0, servers=[s for s, _ in target], mode=mode)
