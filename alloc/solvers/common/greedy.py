@@ -275,6 +275,7 @@ class State:
                     f.pos = -1
             self.log.clear()
             self.rlog.clear()
+            self._arrays = None
 
     def _shift(self, s: int, gpus, sign: int) -> None:
         """Add ``sign`` times the shares ``gpus`` (all on server s) to the free
@@ -360,18 +361,27 @@ class State:
 
     # ----------------------------------------------------------------- index
     def arrays(self) -> dict:
-        """numpy copies of the per-server free capacities (for building finders)."""
-        n = self.version
-        if self._arrays is None or self._arrays[0] != n:
-            arr = {"cpu": np.array(self.cpu_l, dtype=np.int64),
-                   "mem": np.array(self.mem_l, dtype=np.int64),
-                   "whole": np.array(self.whole, dtype=np.int64),
-                   "gsum": np.array(self.gsum, dtype=np.int64),
-                   "share": np.array(self.share, dtype=np.int64)}
-            for level, v in self.dmax.items():
-                arr[level] = np.array(v, dtype=np.int64)
-            self._arrays = (n, arr)
-        return self._arrays[1]
+        """numpy copies of the per-server free capacities (for building
+        finders), kept in step with the change log: the servers changed
+        since the last call are copied over, all of them only when many
+        changed or the logs were dropped."""
+        n = len(self.log)
+        if self._arrays is not None and self._arrays[0] == n:
+            return self._arrays[1]
+        src = {"cpu": self.cpu_l, "mem": self.mem_l, "whole": self.whole, "gsum": self.gsum,
+               "share": self.share, **self.dmax}
+        if self._arrays is not None and 0 <= self._arrays[0] < n:
+            chg = set(self.log[self._arrays[0]:n])
+            if len(chg) <= self.S // 8:
+                arr = self._arrays[1]
+                idx = np.fromiter(chg, dtype=np.int64, count=len(chg))
+                for name, v in src.items():
+                    arr[name][idx] = [v[t] for t in chg]
+                self._arrays = (n, arr)
+                return arr
+        arr = {name: np.array(v, dtype=np.int64) for name, v in src.items()}
+        self._arrays = (n, arr)
+        return arr
 
     def class_mask(self, j: int) -> tuple:
         """Per server class: may job j use it (its GPU type is allowed; every
