@@ -157,11 +157,13 @@ class Finder:
     notes); ``cls`` restricts it to one class (rule ``fit``), ``flag`` (a
     per-server list kept by the caller, changed only where the state logs a
     change) to the servers with ``flag[s] > 0``."""
-    __slots__ = ("st", "shape", "rule", "cls", "flag", "heap", "live", "pos")
+    __slots__ = ("st", "shape", "rule", "cls", "flag", "heap", "live", "pos", "log")
 
     def __init__(self, st, shape: Shape, rule: str, cls: int | None = None,
                  flag: list | None = None):
         self.st, self.shape, self.rule, self.cls, self.flag = st, shape, rule, cls, flag
+        #: the change log it catches up from (the state's, cleared in place)
+        self.log = st.rlog if rule == FIRST else st.log
         self.build()
 
     # ------------------------------------------------------------- keys
@@ -221,13 +223,13 @@ class Finder:
         self.heap = heap
         S = st.S
         self.live = set(heap) if self.rule == FIRST else {k % S: k for k in heap}
-        self.pos = len(st.rlog if self.rule == FIRST else st.log)
+        self.pos = len(self.log)
 
     # ------------------------------------------------------------- query
     def catch_up(self) -> None:
         """Re-test and re-key the servers changed since the last query."""
         st = self.st
-        log = st.rlog if self.rule == FIRST else st.log
+        log = self.log
         n = len(log)
         if self.pos == n:
             return
@@ -243,6 +245,10 @@ class Finder:
                 return
         heap, live, cls = self.heap, self.live, st.lay.cls
         sh, one, flag = self.shape, self.cls, self.flag
+        if (self.rule == GPUS or self.rule == WHOLE) and one is None and flag is None and \
+                sh.loc is None and (not sh.k or sh.q >= MILLI):
+            self._catch_up_whole(chg)
+            return
         ok, c, m, k, q, loc = sh.ok, sh.c, sh.m, sh.k, sh.q, sh.loc
         cpu, mem, whole, share = st.cpu_l, st.mem_l, st.whole, st.share
         dom = st.dmax[loc] if loc is not None else None
@@ -269,9 +275,27 @@ class Finder:
             elif rule != FIRST:
                 live.pop(t, None)
 
+    def _catch_up_whole(self, chg) -> None:
+        """`catch_up` for a ``gpus`` or ``whole`` finder of a shape without a
+        share or an inner locality (the test: CPU, memory and whole GPUs)."""
+        st, sh = self.st, self.shape
+        heap, live, cls, ok = self.heap, self.live, st.lay.cls, sh.ok
+        c, m, k, S = sh.c, sh.m, sh.k, st.S
+        cpu, mem, whole = st.cpu_l, st.mem_l, st.whole
+        src = st.gsum if self.rule == GPUS else whole
+        every = all(ok)
+        for t in chg:
+            if cpu[t] >= c and mem[t] >= m and whole[t] >= k and (every or ok[cls[t]]):
+                key = src[t] * S + t
+                if live.get(t) != key:
+                    live[t] = key
+                    heappush(heap, key)
+            else:
+                live.pop(t, None)
+
     def top(self) -> int | None:
         """The preferred server passing the test, or None."""
-        if self.pos != len(self.st.rlog if self.rule == FIRST else self.st.log):
+        if self.pos != len(self.log):
             self.catch_up()
         heap, live = self.heap, self.live
         if self.rule == FIRST:

@@ -20,6 +20,10 @@ from ..common.greedy import INNER_LEVELS, State
 from ..common.index import GPUS, WHOLE, Finder, Shape
 
 
+#: the finder key of the ``gpus`` rule over every allowed class
+_GPUS_ANY = (GPUS, None)
+
+
 class ProblemPacker:
     """Packing state over a compiled [`Problem`][alloc.problem.Problem] (wraps the greedy
     [`State`][alloc.solvers.antman.scheduler.State] and its server index; handles GPU types,
@@ -105,7 +109,7 @@ class ProblemPacker:
             if mode == "spread":
                 return self.spread(j, o)
             sh = st.shape(j, o)
-            f = sh.finders.get((GPUS, None)) or st.finder(sh, GPUS)
+            f = sh.finders.get(_GPUS_ANY) or st.finder(sh, GPUS)
             s = f.top()
             if s is not None:
                 return st.assign_on(j, s, sh)
