@@ -175,6 +175,8 @@ class State:
         option)`` each (e.g. new options on the same GPUs).  The net change
         per server and GPU is applied once; every server whose capacity
         changed is refreshed and logged once."""
+        if len(changes) == 1 and self._resize(*changes[0]):
+            return
         dc: dict[int, int] = {}
         dm: dict[int, int] = {}
         dg: dict[int, int] = {}
@@ -222,6 +224,29 @@ class State:
         if grew:
             self.removals += 1
         self._changed()
+
+    def _resize(self, j: int, a: Assign, option: int) -> bool:
+        """`reassign` of one job to new CPU and memory on the same GPUs and
+        single server; False (nothing done) for any other change."""
+        old = self.assign[j]
+        if old.gpus != a.gpus or len(old.cpu) != 1 or len(old.mem) != 1 or \
+                len(a.cpu) != 1 or len(a.mem) != 1:
+            return False
+        (s, c0), (s1, m0), (s2, c1), (s3, m1) = old.cpu[0], old.mem[0], a.cpu[0], a.mem[0]
+        if not s == s1 == s2 == s3:
+            return False
+        self.assign[j] = a
+        self.option[j] = option
+        dc, dm = c0 - c1, m0 - m1
+        if dc or dm:
+            self.cpu_l[s] += dc
+            self.mem_l[s] += dm
+            self.log.append(s)
+            if dc > 0 or dm > 0:
+                self.rlog.append(s)
+                self.removals += 1
+        self._changed()
+        return True
 
     def _apply(self, a: Assign, sign: int):
         gl, gsrv = self.g_l, self.gsrv

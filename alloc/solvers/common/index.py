@@ -157,13 +157,19 @@ class Finder:
     notes); ``cls`` restricts it to one class (rule ``fit``), ``flag`` (a
     per-server list kept by the caller, changed only where the state logs a
     change) to the servers with ``flag[s] > 0``."""
-    __slots__ = ("st", "shape", "rule", "cls", "flag", "heap", "live", "pos", "log")
+    __slots__ = ("st", "shape", "rule", "cls", "flag", "heap", "live", "pos", "log",
+                 "whole_test")
 
     def __init__(self, st, shape: Shape, rule: str, cls: int | None = None,
                  flag: list | None = None):
         self.st, self.shape, self.rule, self.cls, self.flag = st, shape, rule, cls, flag
         #: the change log it catches up from (the state's, cleared in place)
         self.log = st.rlog if rule == FIRST else st.log
+        #: a ``gpus`` or ``whole`` finder whose test is CPU, memory and whole
+        #: GPUs only: True when every class is allowed, else False; None otherwise
+        simple = rule in (GPUS, WHOLE) and cls is None and flag is None and \
+            shape.loc is None and (not shape.k or shape.q >= MILLI)
+        self.whole_test = all(shape.ok) if simple else None
         self.build()
 
     # ------------------------------------------------------------- keys
@@ -228,27 +234,53 @@ class Finder:
     # ------------------------------------------------------------- query
     def catch_up(self) -> None:
         """Re-test and re-key the servers changed since the last query."""
-        st = self.st
         log = self.log
-        n = len(log)
-        if self.pos == n:
+        n, pos = len(log), self.pos
+        if pos == n:
             return
-        if not 0 <= self.pos <= n:  # the logs were dropped
+        if not 0 <= pos <= n:  # the logs were dropped
             self.build()
             return
-        chg = log[self.pos:n]
+        chg = log[pos:n]
         self.pos = n
-        if len(chg) > 8:
+        if n - pos > 8:
             chg = set(chg)
-            if len(chg) > len(self.live) + st.S // 8:
+            if len(chg) > len(self.live) + self.st.S // 8:
                 self.build()
                 return
+        if self.whole_test is None:
+            self._catch_up(chg)
+            return
+        st, sh = self.st, self.shape
+        heap, live = self.heap, self.live
+        c, m, k, S = sh.c, sh.m, sh.k, st.S
+        cpu, mem, whole = st.cpu_l, st.mem_l, st.whole
+        src = st.gsum if self.rule == GPUS else whole
+        if self.whole_test:  # every class allowed
+            for t in chg:
+                if cpu[t] >= c and mem[t] >= m and whole[t] >= k:
+                    key = src[t] * S + t
+                    if live.get(t) != key:
+                        live[t] = key
+                        heappush(heap, key)
+                else:
+                    live.pop(t, None)
+            return
+        ok, cls = sh.ok, st.lay.cls
+        for t in chg:
+            if cpu[t] >= c and mem[t] >= m and whole[t] >= k and ok[cls[t]]:
+                key = src[t] * S + t
+                if live.get(t) != key:
+                    live[t] = key
+                    heappush(heap, key)
+            else:
+                live.pop(t, None)
+
+    def _catch_up(self, chg) -> None:
+        """`catch_up` over the changed servers ``chg``, any rule and test."""
+        st = self.st
         heap, live, cls = self.heap, self.live, st.lay.cls
         sh, one, flag = self.shape, self.cls, self.flag
-        if (self.rule == GPUS or self.rule == WHOLE) and one is None and flag is None and \
-                sh.loc is None and (not sh.k or sh.q >= MILLI):
-            self._catch_up_whole(chg)
-            return
         ok, c, m, k, q, loc = sh.ok, sh.c, sh.m, sh.k, sh.q, sh.loc
         cpu, mem, whole, share = st.cpu_l, st.mem_l, st.whole, st.share
         dom = st.dmax[loc] if loc is not None else None
@@ -273,24 +305,6 @@ class Finder:
                     live[t] = key
                     heappush(heap, key)
             elif rule != FIRST:
-                live.pop(t, None)
-
-    def _catch_up_whole(self, chg) -> None:
-        """`catch_up` for a ``gpus`` or ``whole`` finder of a shape without a
-        share or an inner locality (the test: CPU, memory and whole GPUs)."""
-        st, sh = self.st, self.shape
-        heap, live, cls, ok = self.heap, self.live, st.lay.cls, sh.ok
-        c, m, k, S = sh.c, sh.m, sh.k, st.S
-        cpu, mem, whole = st.cpu_l, st.mem_l, st.whole
-        src = st.gsum if self.rule == GPUS else whole
-        every = all(ok)
-        for t in chg:
-            if cpu[t] >= c and mem[t] >= m and whole[t] >= k and (every or ok[cls[t]]):
-                key = src[t] * S + t
-                if live.get(t) != key:
-                    live[t] = key
-                    heappush(heap, key)
-            else:
                 live.pop(t, None)
 
     def top(self) -> int | None:

@@ -121,12 +121,11 @@ def tune_core(P, order: Iterable[int], ideal: dict, capped: dict,
     admitted = admit(P, order)
     rank = _Rank(admitted)
     sel = sorted(admitted, key=lambda j: -P.need(j)) if sort_by_gpus else admitted
-    fast = isinstance(P, FastPacker)
     for k, j in enumerate(sel):
         if k % 32 == 0 and deadline.expired():
             stats["skipped"] += len(sel) - k
             return {**stats, "stopped": "time limit"}
-        how = _tune_one(P, j, ideal[j], capped, fast, rank)
+        how = _tune_one(P, j, ideal[j], capped, rank)
         stats[how or "skipped"] += 1
         if how and P.nservers(j) > 1:
             stats["spread"] += 1
@@ -146,19 +145,19 @@ class _Rank(dict):
         return dict.__getitem__(self, j)
 
 
-def _tune_one(P, j: int, o: int, capped: dict, fast: bool, rank: dict) -> str | None:
+def _tune_one(P, j: int, o: int, capped: dict, rank: dict) -> str | None:
     """Place one admitted job: ideal, fair, or fair after reclaiming; returns
     how (``"ideal"``, ``"fair"``, ``"reclaimed"``) or None."""
-    if fast:  # the common case first: ideal on one server (same as below)
-        h = P.fit(j, o, mode="one")
-        if h is not None:
-            P.place(j, o, h)
-            return "ideal"
+    h = P.fit(j, o, mode="one")  # the common case: ideal on one server
+    if h is not None:
+        P.place(j, o, h)
+        return "ideal"
     for mode in (("one", "spread") if P.n(j) >= 2 else ("one",)):
-        h = P.fit(j, o, mode=mode)
-        if h is not None:
-            P.place(j, o, h)
-            return "ideal"
+        if mode != "one":  # ideal on one server did not fit just above
+            h = P.fit(j, o, mode=mode)
+            if h is not None:
+                P.place(j, o, h)
+                return "ideal"
         if o != 0:
             h = P.fit(j, 0, mode=mode)
             if h is not None:
