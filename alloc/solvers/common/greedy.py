@@ -37,6 +37,32 @@ from .index import FIRST, FIT, INNER_LEVELS, Finder, Shape, SpreadFinder, layout
 LOG_LIMIT = 1_000_000
 
 
+def _assign_maker():
+    """A function building ``Assign(gpus, cpu, mem)`` (no caps) by setting its
+    slots directly, without the frozen dataclass's checked ``__setattr__``
+    per field (the same object; the plain constructor when `Assign` has
+    other fields)."""
+    from dataclasses import fields
+    if tuple(f.name for f in fields(Assign)) != ("gpus", "cpu", "mem", "caps") or \
+            not hasattr(Assign, "__slots__"):
+        return Assign
+    new = object.__new__
+    set_g, set_c, set_m, set_k = (Assign.__dict__[f].__set__ for f in ("gpus", "cpu", "mem", "caps"))
+
+    def make(gpus: tuple, cpu: tuple, mem: tuple) -> Assign:
+        a = new(Assign)
+        set_g(a, gpus)
+        set_c(a, cpu)
+        set_m(a, mem)
+        set_k(a, ())
+        return a
+    return make
+
+
+#: ``Assign(gpus, cpu, mem)``, built faster (see `_assign_maker`)
+new_assign = _assign_maker()
+
+
 class State:
     r"""Mutable free capacities for a problem: server CPU/memory, GPU milli.
 
@@ -84,6 +110,7 @@ class State:
         self.mem_l = mem.tolist()
         self.g_l = g.tolist()
         self.gsrv = lay.gpu_server
+        self._first, self._ngpu, self._plain = lay.first, lay.ngpu, not lay.levels
         first = np.asarray(p.gpu_first, dtype=np.int64)
         n = np.asarray(p.srv_gpus, dtype=np.int64)
         csum = np.concatenate(([0], np.cumsum(g)))
@@ -514,19 +541,21 @@ class State:
         test): its GPUs and all its CPU and memory there."""
         k = sh.k
         if not k:
-            return Assign((), ((s, sh.c),), ((s, sh.m),))
+            return new_assign((), ((s, sh.c),), ((s, sh.m),))
         q = sh.q
-        if q == MILLI and not self.lay.levels:  # pick_gpus: the first k whole free GPUs
-            gl, a = self.g_l, self.lay.first[s]
-            end = a + self.lay.ngpu[s]
+        if q == MILLI and self._plain:  # pick_gpus: the first k whole free GPUs
+            gl, a = self.g_l, self._first[s]
+            end = a + self._ngpu[s]
             g = gl.index(MILLI, a, end)
+            if k == 1:
+                return new_assign(((g, MILLI),), ((s, sh.c),), ((s, sh.m),))
             gpus = [(g, MILLI)]
             for _ in range(k - 1):
                 g = gl.index(MILLI, g + 1, end)
                 gpus.append((g, MILLI))
-            return Assign(tuple(gpus), ((s, sh.c),), ((s, sh.m),))
+            return new_assign(tuple(gpus), ((s, sh.c),), ((s, sh.m),))
         gpus = sorted(self.pick_gpus(sh, s))
-        return Assign(tuple((g, q) for g in gpus), ((s, sh.c),), ((s, sh.m),))
+        return new_assign(tuple((g, q) for g in gpus), ((s, sh.c),), ((s, sh.m),))
 
     def try_server(self, j: int, s: int, option: int = 0) -> Assign | None:
         """An assignment of job j on server s alone at the option, or None."""

@@ -268,7 +268,9 @@ class Finder:
             return
         ok, cls = sh.ok, st.lay.cls
         for t in chg:
-            if cpu[t] >= c and mem[t] >= m and whole[t] >= k and ok[cls[t]]:
+            if not ok[cls[t]]:
+                continue  # never held
+            if cpu[t] >= c and mem[t] >= m and whole[t] >= k:
                 key = src[t] * S + t
                 if live.get(t) != key:
                     live[t] = key

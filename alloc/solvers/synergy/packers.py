@@ -16,7 +16,7 @@ from typing import Iterable, Sequence
 
 from ...model import MILLI
 from ...problem import Assign, GridPoint, Problem, split
-from ..common.greedy import INNER_LEVELS, State
+from ..common.greedy import INNER_LEVELS, State, new_assign
 from ..common.index import GPUS, WHOLE, Finder, Shape
 
 
@@ -246,8 +246,10 @@ class ProblemPacker:
             opt = p.options[j][o]
             s = old.cpu[0][0]
             q = p.jobs[j].gpu_milli
-            return Assign(tuple((g, q) for g in sorted(g for g, _ in old.gpus)),
-                          ((s, opt.cpu),), ((s, opt.mem),))
+            gpus = old.gpus
+            if len(gpus) != 1 or gpus[0][1] != q:
+                gpus = tuple((g, q) for g in sorted(g for g, _ in gpus))
+            return new_assign(gpus, ((s, opt.cpu),), ((s, opt.mem),))
         return p.make_assign(j, [g for g, _ in old.gpus], o)
 
     def revert(self, j: int, o: int) -> None:
