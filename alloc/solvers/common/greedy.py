@@ -744,6 +744,12 @@ def best_candidate(state: State, sh: Shape, cands, minus=None) -> int:
     close = [x for x in approx if x[0] <= lo + 1e-9 * max(1.0, abs(lo))]
     if len(close) == 1:
         return close[0][1]
+    if minus is None:  # n / D exactly: cross-multiplied (every D > 0)
+        bn, bD, bs = close[0][2], close[0][3], close[0][1]
+        for _, s, n, D, _ in close[1:]:
+            if n * bD < bn * D or (n * bD == bn * D and s < bs):
+                bn, bD, bs = n, D, s
+        return bs
     return min((Fraction(n, D) - Fraction(e), s) for _, s, n, D, e in close)[1]
 
 

@@ -227,9 +227,14 @@ def _targets(P, j: int, mode: str):
 
 
 # ------------------------------------------------------- registered solvers
+#: (option list id, GPUs, server capacities) -> (option list, ideal, capped),
+#: kept from call to call (a scheduler loop's jobs share their option lists)
+_CHOICES: dict[tuple, tuple] = {}
+
+
 def _choices(P: ProblemPacker) -> tuple[dict, dict]:
     """Every pending job's ideal and capped option (computed once per option
-    list, GPU count and allowed GPU types)."""
+    list, GPU count and allowed server capacities)."""
     p = P.p
     ideal, capped = {}, {}
     memo: dict[tuple, tuple[int, int]] = {}
@@ -240,7 +245,14 @@ def _choices(P: ProblemPacker) -> tuple[dict, dict]:
         key = (id(opts), n, job.gpu_types)
         both = memo.get(key)
         if both is None:
-            both = memo[key] = (ideal_option(opts, n, P.server_caps(j)), capped_option(opts))
+            caps = tuple(P.server_caps(j))
+            hit = _CHOICES.get((id(opts), n, caps))
+            if hit is None or hit[0] is not opts:
+                if len(_CHOICES) > 4096:
+                    _CHOICES.clear()
+                hit = _CHOICES[(id(opts), n, caps)] = (
+                    opts, ideal_option(opts, n, caps), capped_option(opts))
+            both = memo[key] = hit[1:]
         ideal[j], capped[j] = both
     return ideal, capped
 
