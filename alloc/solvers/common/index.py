@@ -256,20 +256,10 @@ class Finder:
         c, m, k, S = sh.c, sh.m, sh.k, st.S
         cpu, mem, whole = st.cpu_l, st.mem_l, st.whole
         src = st.gsum if self.rule == GPUS else whole
-        if self.whole_test:  # every class allowed
-            for t in chg:
-                if cpu[t] >= c and mem[t] >= m and whole[t] >= k:
-                    key = src[t] * S + t
-                    if live.get(t) != key:
-                        live[t] = key
-                        heappush(heap, key)
-                else:
-                    live.pop(t, None)
-            return
-        ok, cls = sh.ok, st.lay.cls
+        if not self.whole_test:  # servers of a class not allowed are never held
+            ok, cls = sh.ok, st.lay.cls
+            chg = [t for t in chg if ok[cls[t]]]
         for t in chg:
-            if not ok[cls[t]]:
-                continue  # never held
             if cpu[t] >= c and mem[t] >= m and whole[t] >= k:
                 key = src[t] * S + t
                 if live.get(t) != key:
