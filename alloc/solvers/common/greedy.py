@@ -37,6 +37,32 @@ from .index import FIRST, FIT, INNER_LEVELS, Finder, Shape, SpreadFinder, layout
 LOG_LIMIT = 1_000_000
 
 
+def _assign_maker():
+    """A function building ``Assign(gpus, cpu, mem)`` (no caps) by setting its
+    slots directly, without the frozen dataclass's checked ``__setattr__``
+    per field (the same object; the plain constructor when `Assign` has
+    other fields)."""
+    from dataclasses import fields
+    if tuple(f.name for f in fields(Assign)) != ("gpus", "cpu", "mem", "caps") or \
+            not hasattr(Assign, "__slots__"):
+        return Assign
+    new = object.__new__
+    set_g, set_c, set_m, set_k = (Assign.__dict__[f].__set__ for f in ("gpus", "cpu", "mem", "caps"))
+
+    def make(gpus: tuple, cpu: tuple, mem: tuple) -> Assign:
+        a = new(Assign)
+        set_g(a, gpus)
+        set_c(a, cpu)
+        set_m(a, mem)
+        set_k(a, ())
+        return a
+    return make
+
+
+#: ``Assign(gpus, cpu, mem)``, built faster (see `_assign_maker`)
+new_assign = _assign_maker()
+
+
 class State:
     r"""Mutable free capacities for a problem: server CPU/memory, GPU milli.
 
@@ -49,15 +75,15 @@ class State:
 
     Attributes
     ----------
-    cpu, mem : numpy.ndarray
-        Free milli-cores and MiB per server (read them freely; change the
-        state only through [`place`][alloc.solvers.antman.scheduler.State.place],
+    cpu_l, mem_l, g_l : list of int
+        Free milli-cores and MiB per server, free milli-GPU per GPU (read
+        them freely; change the state only through
+        [`place`][alloc.solvers.antman.scheduler.State.place],
         [`remove`][alloc.solvers.antman.scheduler.State.remove] and
         `reassign`, which keep the index in step).
-    gfree : numpy.ndarray
-        Free milli-GPU per GPU.
-    cpu_l, mem_l, g_l : list of int
-        The same as Python lists (what the index reads).
+    cpu, mem, gfree : numpy.ndarray
+        The same as numpy arrays, built from the lists when read (copies:
+        writing to them changes nothing).
     whole, gsum, share : list of int
         Per server: whole free GPUs $W_s$, free milli-GPU
         $\sum_g f_g$, largest free share $Q_s$.
@@ -72,22 +98,19 @@ class State:
 
     def __init__(self, problem: Problem):
         self.p = problem
-        self.cpu = problem.free_cpu.copy()
-        self.mem = problem.free_mem.copy()
-        self.gfree = problem.gpu_free.copy()
         self.assign: dict[int, Assign] = {}
         self.option: dict[int, int] = {}
-        self._setup()
+        self._setup(problem.free_cpu, problem.free_mem, problem.gpu_free)
 
-    def _setup(self) -> None:
+    def _setup(self, cpu: np.ndarray, mem: np.ndarray, g: np.ndarray) -> None:
         p = self.p
         self.lay = lay = layout(p)
         self.S = p.S
-        self.cpu_l = self.cpu.tolist()
-        self.mem_l = self.mem.tolist()
-        self.g_l = self.gfree.tolist()
+        self.cpu_l = cpu.tolist()
+        self.mem_l = mem.tolist()
+        self.g_l = g.tolist()
         self.gsrv = lay.gpu_server
-        g = self.gfree
+        self._first, self._ngpu, self._plain = lay.first, lay.ngpu, not lay.levels
         first = np.asarray(p.gpu_first, dtype=np.int64)
         n = np.asarray(p.srv_gpus, dtype=np.int64)
         csum = np.concatenate(([0], np.cumsum(g)))
@@ -118,15 +141,33 @@ class State:
         self._buckets: list[list[set]] | None = None
         self._spread_fail: dict[tuple, int] = {}
         self._arrays: tuple[int, dict] | None = None
+        self._gpu_array: tuple[int, np.ndarray] | None = None
 
     # ---------------------------------------------------------------- basics
+    @property
+    def cpu(self) -> np.ndarray:
+        """Free milli-cores per server (a numpy copy of ``cpu_l``, read-only use)."""
+        return self.arrays()["cpu"]
+
+    @property
+    def mem(self) -> np.ndarray:
+        """Free MiB per server (a numpy copy of ``mem_l``, read-only use)."""
+        return self.arrays()["mem"]
+
+    @property
+    def gfree(self) -> np.ndarray:
+        """Free milli-GPU per GPU (a numpy copy of ``g_l``, read-only use)."""
+        n = self.version
+        if self._gpu_array is None or self._gpu_array[0] != n:
+            self._gpu_array = (n, np.array(self.g_l, dtype=np.int64))
+        return self._gpu_array[1]
+
     def copy(self) -> "State":
         """An independent copy (same problem; the finders are rebuilt on use)."""
         st = State.__new__(State)
         st.p = self.p
-        st.cpu, st.mem, st.gfree = self.cpu.copy(), self.mem.copy(), self.gfree.copy()
         st.assign, st.option = dict(self.assign), dict(self.option)
-        st._setup()
+        st._setup(self.cpu, self.mem, self.gfree)
         return st
 
     def gpus_of(self, s: int) -> range:
@@ -161,6 +202,8 @@ class State:
         option)`` each (e.g. new options on the same GPUs).  The net change
         per server and GPU is applied once; every server whose capacity
         changed is refreshed and logged once."""
+        if len(changes) == 1 and self._resize(*changes[0]):
+            return
         dc: dict[int, int] = {}
         dm: dict[int, int] = {}
         dg: dict[int, int] = {}
@@ -185,20 +228,17 @@ class State:
         touched: set[int] = set()
         for s, v in dc.items():
             if v:
-                self.cpu[s] += v
                 self.cpu_l[s] += v
                 touched.add(s)
                 grew = grew or v > 0
         for s, v in dm.items():
             if v:
-                self.mem[s] += v
                 self.mem_l[s] += v
                 touched.add(s)
                 grew = grew or v > 0
         gpu_srv = set()
         for g, v in dg.items():
             if v:
-                self.gfree[g] += v
                 self.g_l[g] += v
                 gpu_srv.add(self.gsrv[g])
                 grew = grew or v > 0
@@ -212,22 +252,46 @@ class State:
             self.removals += 1
         self._changed()
 
+    def _resize(self, j: int, a: Assign, option: int) -> bool:
+        """`reassign` of one job to new CPU and memory on the same GPUs and
+        single server; False (nothing done) for any other change."""
+        old = self.assign[j]
+        if old.gpus != a.gpus or len(old.cpu) != 1 or len(old.mem) != 1 or \
+                len(a.cpu) != 1 or len(a.mem) != 1:
+            return False
+        (s, c0), (s1, m0), (s2, c1), (s3, m1) = old.cpu[0], old.mem[0], a.cpu[0], a.mem[0]
+        if not s == s1 == s2 == s3:
+            return False
+        self.assign[j] = a
+        self.option[j] = option
+        dc, dm = c0 - c1, m0 - m1
+        if dc or dm:
+            self.cpu_l[s] += dc
+            self.mem_l[s] += dm
+            self.log.append(s)
+            if dc > 0 or dm > 0:
+                self.rlog.append(s)
+                self.removals += 1
+        self._changed()
+        return True
+
     def _apply(self, a: Assign, sign: int):
-        gf, gl, gsrv = self.gfree, self.g_l, self.gsrv
+        gl, gsrv = self.g_l, self.gsrv
         cpu, mem, gpus = a.cpu, a.mem, a.gpus
         if len(cpu) == 1 and len(mem) == 1:
             s, c = cpu[0]
             s2, m = mem[0]
-            if s == s2 and all(gsrv[g] == s for g, _ in gpus):
-                for g, q in gpus:
-                    gf[g] += sign * q
-                    gl[g] += sign * q
-                self.cpu[s] += sign * c
+            one = s == s2
+            if one:
+                for g, _ in gpus:
+                    if gsrv[g] != s:
+                        one = False
+                        break
+            if one:
                 self.cpu_l[s] += sign * c
-                self.mem[s] += sign * m
                 self.mem_l[s] += sign * m
                 if gpus:
-                    self._refresh(s)
+                    self._shift(s, gpus, sign)
                 self.log.append(s)
                 if sign > 0:
                     self.rlog.append(s)
@@ -235,17 +299,14 @@ class State:
                 return (s,)
         touched = set()
         for g, q in gpus:
-            gf[g] += sign * q
             gl[g] += sign * q
             touched.add(gsrv[g])
-        ca, cl = self.cpu, self.cpu_l
+        cl = self.cpu_l
         for s, c in cpu:
-            ca[s] += sign * c
             cl[s] += sign * c
             touched.add(s)
-        ma, ml = self.mem, self.mem_l
+        ml = self.mem_l
         for s, m in mem:
-            ma[s] += sign * m
             ml[s] += sign * m
             touched.add(s)
         for s in touched:
@@ -266,6 +327,42 @@ class State:
                     f.pos = -1
             self.log.clear()
             self.rlog.clear()
+            self._arrays = None
+
+    def _shift(self, s: int, gpus, sign: int) -> None:
+        """Add ``sign`` times the shares ``gpus`` (all on server s) to the free
+        milli-GPU and update the server's summaries: as `_refresh`, the
+        whole and summed counts by difference when no inner level is declared."""
+        gl = self.g_l
+        if self.lay.levels:
+            for g, q in gpus:
+                gl[g] += sign * q
+            self._refresh(s)
+            return
+        dw = dq = 0
+        for g, q in gpus:
+            f = gl[g]
+            if f == MILLI:
+                dw -= 1
+            f += sign * q
+            gl[g] = f
+            if f == MILLI:
+                dw += 1
+            dq += q
+        w = self.whole[s]
+        if dw:
+            if self._buckets is not None:
+                b = self._buckets[self.lay.cls[s]]
+                b[w].discard(s)
+                b[w + dw].add(s)
+            w += dw
+            self.whole[s] = w
+        self.gsum[s] += sign * dq
+        if w:
+            self.share[s] = MILLI
+        else:
+            a = self.lay.first[s]
+            self.share[s] = max(gl[a:a + self.lay.ngpu[s]])
 
     def _refresh(self, s: int) -> None:
         lay = self.lay
@@ -316,18 +413,27 @@ class State:
 
     # ----------------------------------------------------------------- index
     def arrays(self) -> dict:
-        """numpy copies of the per-server free capacities (for building finders)."""
-        n = self.version
-        if self._arrays is None or self._arrays[0] != n:
-            arr = {"cpu": np.array(self.cpu_l, dtype=np.int64),
-                   "mem": np.array(self.mem_l, dtype=np.int64),
-                   "whole": np.array(self.whole, dtype=np.int64),
-                   "gsum": np.array(self.gsum, dtype=np.int64),
-                   "share": np.array(self.share, dtype=np.int64)}
-            for level, v in self.dmax.items():
-                arr[level] = np.array(v, dtype=np.int64)
-            self._arrays = (n, arr)
-        return self._arrays[1]
+        """numpy copies of the per-server free capacities (for building
+        finders), kept in step with the change log: the servers changed
+        since the last call are copied over, all of them only when many
+        changed or the logs were dropped."""
+        n = len(self.log)
+        if self._arrays is not None and self._arrays[0] == n:
+            return self._arrays[1]
+        src = {"cpu": self.cpu_l, "mem": self.mem_l, "whole": self.whole, "gsum": self.gsum,
+               "share": self.share, **self.dmax}
+        if self._arrays is not None and 0 <= self._arrays[0] < n:
+            chg = set(self.log[self._arrays[0]:n])
+            if len(chg) <= self.S // 8:
+                arr = self._arrays[1]
+                idx = np.fromiter(chg, dtype=np.int64, count=len(chg))
+                for name, v in src.items():
+                    arr[name][idx] = [v[t] for t in chg]
+                self._arrays = (n, arr)
+                return arr
+        arr = {name: np.array(v, dtype=np.int64) for name, v in src.items()}
+        self._arrays = (n, arr)
+        return arr
 
     def class_mask(self, j: int) -> tuple:
         """Per server class: may job j use it (its GPU type is allowed; every
@@ -433,11 +539,23 @@ class State:
     def assign_on(self, j: int, s: int, sh: Shape) -> Assign:
         """Job j of shape ``sh`` on server s alone (s must pass the shape's
         test): its GPUs and all its CPU and memory there."""
-        if not sh.k:
-            return Assign((), ((s, sh.c),), ((s, sh.m),))
-        gpus = sorted(self.pick_gpus(sh, s))
+        k = sh.k
+        if not k:
+            return new_assign((), ((s, sh.c),), ((s, sh.m),))
         q = sh.q
-        return Assign(tuple((g, q) for g in gpus), ((s, sh.c),), ((s, sh.m),))
+        if q == MILLI and self._plain:  # pick_gpus: the first k whole free GPUs
+            gl, a = self.g_l, self._first[s]
+            end = a + self._ngpu[s]
+            g = gl.index(MILLI, a, end)
+            if k == 1:
+                return new_assign(((g, MILLI),), ((s, sh.c),), ((s, sh.m),))
+            gpus = [(g, MILLI)]
+            for _ in range(k - 1):
+                g = gl.index(MILLI, g + 1, end)
+                gpus.append((g, MILLI))
+            return new_assign(tuple(gpus), ((s, sh.c),), ((s, sh.m),))
+        gpus = sorted(self.pick_gpus(sh, s))
+        return new_assign(tuple((g, q) for g in gpus), ((s, sh.c),), ((s, sh.m),))
 
     def try_server(self, j: int, s: int, option: int = 0) -> Assign | None:
         """An assignment of job j on server s alone at the option, or None."""
@@ -626,6 +744,12 @@ def best_candidate(state: State, sh: Shape, cands, minus=None) -> int:
     close = [x for x in approx if x[0] <= lo + 1e-9 * max(1.0, abs(lo))]
     if len(close) == 1:
         return close[0][1]
+    if minus is None:  # n / D exactly: cross-multiplied (every D > 0)
+        bn, bD, bs = close[0][2], close[0][3], close[0][1]
+        for _, s, n, D, _ in close[1:]:
+            if n * bD < bn * D or (n * bD == bn * D and s < bs):
+                bn, bD, bs = n, D, s
+        return bs
     return min((Fraction(n, D) - Fraction(e), s) for _, s, n, D, e in close)[1]
 
 

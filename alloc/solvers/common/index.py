@@ -157,11 +157,19 @@ class Finder:
     notes); ``cls`` restricts it to one class (rule ``fit``), ``flag`` (a
     per-server list kept by the caller, changed only where the state logs a
     change) to the servers with ``flag[s] > 0``."""
-    __slots__ = ("st", "shape", "rule", "cls", "flag", "heap", "live", "pos")
+    __slots__ = ("st", "shape", "rule", "cls", "flag", "heap", "live", "pos", "log",
+                 "whole_test")
 
     def __init__(self, st, shape: Shape, rule: str, cls: int | None = None,
                  flag: list | None = None):
         self.st, self.shape, self.rule, self.cls, self.flag = st, shape, rule, cls, flag
+        #: the change log it catches up from (the state's, cleared in place)
+        self.log = st.rlog if rule == FIRST else st.log
+        #: a ``gpus`` or ``whole`` finder whose test is CPU, memory and whole
+        #: GPUs only: True when every class is allowed, else False; None otherwise
+        simple = rule in (GPUS, WHOLE) and cls is None and flag is None and \
+            shape.loc is None and (not shape.k or shape.q >= MILLI)
+        self.whole_test = all(shape.ok) if simple else None
         self.build()
 
     # ------------------------------------------------------------- keys
@@ -221,26 +229,48 @@ class Finder:
         self.heap = heap
         S = st.S
         self.live = set(heap) if self.rule == FIRST else {k % S: k for k in heap}
-        self.pos = len(st.rlog if self.rule == FIRST else st.log)
+        self.pos = len(self.log)
 
     # ------------------------------------------------------------- query
     def catch_up(self) -> None:
         """Re-test and re-key the servers changed since the last query."""
-        st = self.st
-        log = st.rlog if self.rule == FIRST else st.log
-        n = len(log)
-        if self.pos == n:
+        log = self.log
+        n, pos = len(log), self.pos
+        if pos == n:
             return
-        if not 0 <= self.pos <= n:  # the logs were dropped
+        if not 0 <= pos <= n:  # the logs were dropped
             self.build()
             return
-        chg = log[self.pos:n]
+        chg = log[pos:n]
         self.pos = n
-        if len(chg) > 8:
+        if n - pos > 8:
             chg = set(chg)
-            if len(chg) > len(self.live) + st.S // 8:
+            if len(chg) > len(self.live) + self.st.S // 8:
                 self.build()
                 return
+        if self.whole_test is None:
+            self._catch_up(chg)
+            return
+        st, sh = self.st, self.shape
+        heap, live = self.heap, self.live
+        c, m, k, S = sh.c, sh.m, sh.k, st.S
+        cpu, mem, whole = st.cpu_l, st.mem_l, st.whole
+        src = st.gsum if self.rule == GPUS else whole
+        if not self.whole_test:  # servers of a class not allowed are never held
+            ok, cls = sh.ok, st.lay.cls
+            chg = [t for t in chg if ok[cls[t]]]
+        for t in chg:
+            if cpu[t] >= c and mem[t] >= m and whole[t] >= k:
+                key = src[t] * S + t
+                if live.get(t) != key:
+                    live[t] = key
+                    heappush(heap, key)
+            else:
+                live.pop(t, None)
+
+    def _catch_up(self, chg) -> None:
+        """`catch_up` over the changed servers ``chg``, any rule and test."""
+        st = self.st
         heap, live, cls = self.heap, self.live, st.lay.cls
         sh, one, flag = self.shape, self.cls, self.flag
         ok, c, m, k, q, loc = sh.ok, sh.c, sh.m, sh.k, sh.q, sh.loc
@@ -271,7 +301,7 @@ class Finder:
 
     def top(self) -> int | None:
         """The preferred server passing the test, or None."""
-        if self.pos != len(self.st.rlog if self.rule == FIRST else self.st.log):
+        if self.pos != len(self.log):
             self.catch_up()
         heap, live = self.heap, self.live
         if self.rule == FIRST:

@@ -37,8 +37,11 @@ def solve_best_fit(problem: Problem, *, deadline: Deadline, seed: int = 0) -> So
     """Largest jobs first (within rank), each on the server left fullest."""
     st = State(problem)
     jobs = problem.jobs
-    order = rank_order(problem, lambda j: (-jobs[j].gpus * jobs[j].gpu_milli,
-                                           -jobs[j].cpu, -jobs[j].mem, j))
+
+    def size(j: int) -> tuple:
+        job = jobs[j]
+        return -job.gpus * job.gpu_milli, -job.cpu, -job.mem, j
+    order = rank_order(problem, size)
     return st.solution(**_place_all(st, order, best_fit, deadline))
 
 

@@ -16,8 +16,12 @@ from typing import Iterable, Sequence
 
 from ...model import MILLI
 from ...problem import Assign, GridPoint, Problem, split
-from ..common.greedy import INNER_LEVELS, State
+from ..common.greedy import INNER_LEVELS, State, new_assign
 from ..common.index import GPUS, WHOLE, Finder, Shape
+
+
+#: the finder key of the ``gpus`` rule over every allowed class
+_GPUS_ANY = (GPUS, None)
 
 
 class ProblemPacker:
@@ -105,7 +109,7 @@ class ProblemPacker:
             if mode == "spread":
                 return self.spread(j, o)
             sh = st.shape(j, o)
-            f = sh.finders.get((GPUS, None)) or st.finder(sh, GPUS)
+            f = sh.finders.get(_GPUS_ANY) or st.finder(sh, GPUS)
             s = f.top()
             if s is not None:
                 return st.assign_on(j, s, sh)
@@ -195,12 +199,19 @@ class ProblemPacker:
         """Place job j at option o with assignment ``a``; the server job sets,
         the revertible counts (`soft`) and the free milli-GPU follow."""
         self.st.place(j, a, o)
-        soft = self._revertible(j, o)
-        for s, _ in a.cpu:
-            self._jobs_on[s].add(j)
-            if soft:
-                self.soft[s] += 1
-        self._free_milli -= sum(m for _, m in a.gpus)
+        jobs_on = self._jobs_on
+        if self.capped is not None and self._revertible(j, o):
+            soft = self.soft
+            for s, _ in a.cpu:
+                jobs_on[s].add(j)
+                soft[s] += 1
+        else:
+            for s, _ in a.cpu:
+                jobs_on[s].add(j)
+        used = 0
+        for _, m in a.gpus:
+            used += m
+        self._free_milli -= used
 
     def remove(self, j: int) -> tuple[int, Assign]:
         """Take job j off; returns its option index and assignment (for
@@ -208,29 +219,71 @@ class ProblemPacker:
         o = self.st.option[j]
         soft = self._revertible(j, o)
         a = self.st.remove(j)
+        jobs_on = self._jobs_on
         for s, _ in a.cpu:
-            self._jobs_on[s].discard(j)
+            jobs_on[s].discard(j)
             if soft:
                 self.soft[s] -= 1
-        self._free_milli += sum(m for _, m in a.gpus)
+        freed = 0
+        for _, m in a.gpus:
+            freed += m
+        self._free_milli += freed
         return o, a
 
     def refit_same(self, j: int, o: int, old: Assign):
         """Job j (removed) on the same GPUs/server at option o, or None."""
-        p, st = self.p, self.st
-        if not old.gpus:
-            a = p.make_cpu_assign(j, old.cpu[0][0], o)
-        elif len(old.cpu) == 1:  # one server: all of the option there
-            opt = p.options[j][o]
-            q = p.jobs[j].gpu_milli
-            s = old.cpu[0][0]
-            a = Assign(tuple((g, q) for g in sorted(g for g, _ in old.gpus)),
-                       ((s, opt.cpu),), ((s, opt.mem),))
-        else:
-            a = p.make_assign(j, [g for g, _ in old.gpus], o)
+        a = self._same_place(j, o, old)
+        st = self.st
         if all(st.cpu_l[s] >= c for s, c in a.cpu) and all(st.mem_l[s] >= m for s, m in a.mem):
             return a
         return None
+
+    def _same_place(self, j: int, o: int, old: Assign) -> Assign:
+        p = self.p
+        if not old.gpus:
+            return p.make_cpu_assign(j, old.cpu[0][0], o)
+        if len(old.cpu) == 1:  # one server: all of the option there
+            opt = p.options[j][o]
+            s = old.cpu[0][0]
+            q = p.jobs[j].gpu_milli
+            gpus = old.gpus
+            if len(gpus) != 1 or gpus[0][1] != q:
+                gpus = tuple((g, q) for g in sorted(g for g, _ in gpus))
+            return new_assign(gpus, ((s, opt.cpu),), ((s, opt.mem),))
+        return p.make_assign(j, [g for g, _ in old.gpus], o)
+
+    def revert(self, j: int, o: int) -> None:
+        """Placed job j to option o on the same GPUs and servers (`refit_same`
+        once its own CPU and memory are freed); left as it is when that does
+        not fit."""
+        st = self.st
+        old = st.assign[j]
+        a = self._same_place(j, o, old)
+        cpu, mem = st.cpu_l, st.mem_l
+        if len(old.cpu) == 1 and len(a.cpu) == 1 and len(old.mem) == 1 and len(a.mem) == 1:
+            s = old.cpu[0][0]
+            if cpu[s] + old.cpu[0][1] < a.cpu[0][1] or mem[s] + old.mem[0][1] < a.mem[0][1]:
+                return
+        else:
+            fc: dict[int, int] = {}
+            fm: dict[int, int] = {}
+            for s, v in old.cpu:
+                fc[s] = fc.get(s, 0) + v
+            for s, v in old.mem:
+                fm[s] = fm.get(s, 0) + v
+            if not (all(cpu[s] + fc.get(s, 0) >= c for s, c in a.cpu)
+                    and all(mem[s] + fm.get(s, 0) >= m for s, m in a.mem)):
+                return
+        old_o = st.option[j]
+        was, now = self._revertible(j, old_o), self._revertible(j, o)
+        st.reassign(((j, a, o),))
+        jobs_on, soft = self._jobs_on, self.soft
+        for s, _ in old.cpu:
+            jobs_on[s].discard(j)
+            soft[s] -= was
+        for s, _ in a.cpu:
+            jobs_on[s].add(j)
+            soft[s] += now
 
     def per_gpu(self, j: int) -> tuple[float, float]:
         """CPU (milli-cores) and memory (MiB) per GPU of job j at its current
@@ -238,6 +291,14 @@ class ProblemPacker:
         o = self.opts[j][self.st.option[j]]
         n = max(1, self.p.jobs[j].gpus)
         return o.cpu / n, o.mem / n
+
+    def reclaim_key(self, j: int) -> tuple[int, float, float]:
+        """How early TUNE reverts placed job j: its server count, then minus
+        its CPU and memory per GPU (`per_gpu`)."""
+        st = self.st
+        o = self.opts[j][st.option[j]]
+        n = self.p.jobs[j].gpus or 1
+        return len(st.assign[j].cpu), -(o.cpu / n), -(o.mem / n)
 
     def targets(self, j: int) -> list[list[tuple[int, int]]]:
         """Every reclaim target of job j: each server with GPU room, fewest
@@ -531,12 +592,30 @@ class FastPacker:
                 return None
         return parts
 
+    def revert(self, j: int, o: int) -> None:
+        """Placed job j to option o on the same servers and GPU counts
+        (`refit_same` once it is taken off); put back as it was when that
+        does not fit."""
+        old_o, old = self.remove(j)
+        h = self.refit_same(j, o, old)
+        if h is None:
+            self.place(j, old_o, old)
+        else:
+            self.place(j, o, h)
+
     def per_gpu(self, j: int) -> tuple[float, float]:
         """CPU (milli-cores) and memory (MiB) per GPU of job j at its current
         option: the option's totals over its GPU count."""
         op = self.opts[j][self.opt[j]]
         n = self._n[j]
         return op.cpu / n, op.mem / n
+
+    def reclaim_key(self, j: int) -> tuple[int, float, float]:
+        """How early TUNE reverts placed job j: its server count, then minus
+        its CPU and memory per GPU (`per_gpu`)."""
+        op = self.opts[j][self.opt[j]]
+        n = self._n[j]
+        return len(self.parts[j]), -(op.cpu / n), -(op.mem / n)
 
     def targets(self, j: int) -> list[list[tuple[int, int]]]:
         """Every reclaim target of job j: each server with at least its GPU

@@ -39,7 +39,8 @@ from heapq import heappop, heappush
 from typing import Iterable
 
 from ...deadline import Deadline
-from ...problem import Problem, Solution, job_order, split
+from ...problem import Problem, Solution, split
+from ..common.greedy import rank_order
 from .options import capped_option, ideal_option
 from .packers import FastPacker, ProblemPacker
 
@@ -80,10 +81,9 @@ def admit(P, order: Iterable[int], free: int | None = None) -> list[int]:
 
 def _reclaim(P, s: int, need_c: int, need_m: int, capped: dict, exclude: int,
              rank: dict) -> None:
-    peers = [p for p in P.jobs_on(s) if p != exclude]
-    peers.sort(key=lambda p: (len(P.servers_of(p)), -P.per_gpu(p)[0], -P.per_gpu(p)[1],
-                              rank[p]))
-    for p in peers:
+    key = P.reclaim_key
+    peers = sorted((key(p) + (rank[p], p) for p in P.jobs_on(s) if p != exclude))
+    for *_, p in peers:
         fc, fm = P.free(s)
         if fc >= need_c and fm >= need_m:
             return
@@ -94,18 +94,16 @@ def _reclaim(P, s: int, need_c: int, need_m: int, capped: dict, exclude: int,
         cur, new = P.opts[p][o], P.opts[p][cap]
         if new.cpu >= cur.cpu and new.mem >= cur.mem:
             continue  # reverting would free nothing
-        old_o, old = P.remove(p)
-        h = P.refit_same(p, cap, old)
-        if h is None:
-            P.place(p, old_o, old)
-        else:
-            P.place(p, cap, h)
+        P.revert(p, cap)
 
 
 def _reclaim_and_fit(P, j: int, target, capped: dict, mode: str, rank: dict):
     fair = P.opts[j][0]
-    ks = [k for _, k in target]
-    cs, ms = split(fair.cpu, ks), split(fair.mem, ks)
+    if len(target) == 1:
+        cs, ms = [fair.cpu], [fair.mem]
+    else:
+        ks = [k for _, k in target]
+        cs, ms = split(fair.cpu, ks), split(fair.mem, ks)
     for (s, _), c, m in zip(target, cs, ms):
         _reclaim(P, s, c, m, capped, j, rank)
     return P.fit(j, 0, servers=[s for s, _ in target], mode=mode)
@@ -123,12 +121,11 @@ def tune_core(P, order: Iterable[int], ideal: dict, capped: dict,
     admitted = admit(P, order)
     rank = _Rank(admitted)
     sel = sorted(admitted, key=lambda j: -P.need(j)) if sort_by_gpus else admitted
-    fast = isinstance(P, FastPacker)
     for k, j in enumerate(sel):
         if k % 32 == 0 and deadline.expired():
             stats["skipped"] += len(sel) - k
             return {**stats, "stopped": "time limit"}
-        how = _tune_one(P, j, ideal[j], capped, fast, rank)
+        how = _tune_one(P, j, ideal[j], capped, rank)
         stats[how or "skipped"] += 1
         if how and P.nservers(j) > 1:
             stats["spread"] += 1
@@ -148,19 +145,19 @@ class _Rank(dict):
         return dict.__getitem__(self, j)
 
 
-def _tune_one(P, j: int, o: int, capped: dict, fast: bool, rank: dict) -> str | None:
+def _tune_one(P, j: int, o: int, capped: dict, rank: dict) -> str | None:
     """Place one admitted job: ideal, fair, or fair after reclaiming; returns
     how (``"ideal"``, ``"fair"``, ``"reclaimed"``) or None."""
-    if fast:  # the common case first: ideal on one server (same as below)
-        h = P.fit(j, o, mode="one")
-        if h is not None:
-            P.place(j, o, h)
-            return "ideal"
+    h = P.fit(j, o, mode="one")  # the common case: ideal on one server
+    if h is not None:
+        P.place(j, o, h)
+        return "ideal"
     for mode in (("one", "spread") if P.n(j) >= 2 else ("one",)):
-        h = P.fit(j, o, mode=mode)
-        if h is not None:
-            P.place(j, o, h)
-            return "ideal"
+        if mode != "one":  # ideal on one server did not fit just above
+            h = P.fit(j, o, mode=mode)
+            if h is not None:
+                P.place(j, o, h)
+                return "ideal"
         if o != 0:
             h = P.fit(j, 0, mode=mode)
             if h is not None:
@@ -230,25 +227,33 @@ def _targets(P, j: int, mode: str):
 
 
 # ------------------------------------------------------- registered solvers
+#: (option list id, GPUs, server capacities) -> (option list, ideal, capped),
+#: kept from call to call (a scheduler loop's jobs share their option lists)
+_CHOICES: dict[tuple, tuple] = {}
+
+
 def _choices(P: ProblemPacker) -> tuple[dict, dict]:
     """Every pending job's ideal and capped option (computed once per option
     list, GPU count and allowed server capacities)."""
     p = P.p
     ideal, capped = {}, {}
-    memo_i: dict[tuple, int] = {}
-    memo_c: dict[int, int] = {}
+    memo: dict[tuple, tuple[int, int]] = {}
+    options, jobs = p.options, p.jobs
     for j in p.pending:
-        opts, n = p.options[j], p.jobs[j].gpus
-        caps = P.server_caps(j)
-        key = (id(opts), n, id(caps))
-        o = memo_i.get(key)
-        if o is None:
-            o = memo_i[key] = ideal_option(opts, n, caps)
-        ideal[j] = o
-        c = memo_c.get(id(opts))
-        if c is None:
-            c = memo_c[id(opts)] = capped_option(opts)
-        capped[j] = c
+        opts, job = options[j], jobs[j]
+        n = job.gpus
+        key = (id(opts), n, job.gpu_types)
+        both = memo.get(key)
+        if both is None:
+            caps = tuple(P.server_caps(j))
+            hit = _CHOICES.get((id(opts), n, caps))
+            if hit is None or hit[0] is not opts:
+                if len(_CHOICES) > 4096:
+                    _CHOICES.clear()
+                hit = _CHOICES[(id(opts), n, caps)] = (
+                    opts, ideal_option(opts, n, caps), capped_option(opts))
+            both = memo[key] = hit[1:]
+        ideal[j], capped[j] = both
     return ideal, capped
 
 
@@ -256,7 +261,7 @@ def solve_greedy(problem: Problem, *, deadline: Deadline, seed: int = 0) -> Solu
     """``synergy-greedy`` (see the module notes)."""
     P = ProblemPacker(problem)
     ideal, _ = _choices(P)
-    greedy_core(P, job_order(problem), ideal.__getitem__, deadline)
+    greedy_core(P, rank_order(problem), ideal.__getitem__, deadline)
     return P.st.solution()
 
 
@@ -266,7 +271,7 @@ def solve_tune(problem: Problem, *, deadline: Deadline, seed: int = 0,
     P = ProblemPacker(problem)
     ideal, capped = _choices(P)
     P.capped = capped
-    stats = tune_core(P, job_order(problem), ideal, capped, sort_by_gpus=sort_by_gpus,
+    stats = tune_core(P, rank_order(problem), ideal, capped, sort_by_gpus=sort_by_gpus,
                       deadline=deadline)
     return P.st.solution(**stats)
 
