@@ -62,8 +62,10 @@ def placement_problems(cluster: Cluster, job: Job, p: Placement, where: str) -> 
     where : str
         Prefix of each message (``"job 'j3'"``, ``"jobs[3].current"``).
     """
-    out: list[str] = []
     tab = _gpu_table(cluster)
+    if _fine(cluster, job, p, tab):
+        return []
+    out: list[str] = []
     rows = []
     for g in p.gpus:
         r = tab.get(g.gpu)
@@ -95,6 +97,43 @@ def placement_problems(cluster: Cluster, job: Job, p: Placement, where: str) -> 
                            f"locality needs one")
     out += share_problems(cluster, job, p, where)
     return out + _cpu_mem_problems(cluster, job, p, where, {s.id for s, _ in rows})
+
+
+def _fine(cluster: Cluster, job: Job, p: Placement, tab: dict) -> bool:
+    """True only where [`placement_problems`][alloc.check.placement_problems]
+    finds nothing: the common placement (known GPUs each with the job's
+    share, no memory or compute caps, the requested CPU and memory on the
+    GPUs' servers) tested without building a message.  False means "not
+    this common case": the full test decides."""
+    m = job.gpu_milli
+    if type(m) is not int or m <= 0:
+        return False
+    rows, names = [], set()
+    for g in p.gpus:
+        r = tab.get(g.gpu)
+        if r is None or g.milli != m or g.mem is not None or g.compute is not None:
+            return False
+        rows.append(r[0])
+        names.add(g.gpu)
+    n = len(rows)
+    if len(names) != n or n != job.gpus or job.min_gpus is not None or job.max_gpus is not None:
+        return False
+    types = job.gpu_types
+    if types and any(s.gpu_type not in types for s in rows):
+        return False
+    srv = {s.id for s in rows}
+    if job.locality and n > 1 and not (job.locality == "server" and len(srv) == 1
+                                       and "server" in cluster.levels):
+        return False                    # other levels' domains: the full test's
+    cpu, mem = _d(p.cpu), _d(p.mem)
+    used = cpu.keys() | mem.keys()
+    if n:
+        if not used <= srv:
+            return False
+    elif len(used) != 1 or next(iter(used)) not in cluster.server_index:
+        return False
+    return (sum(cpu.values()), sum(mem.values())) == (job.cpu, job.mem) \
+        and min(cpu.values(), default=0) >= 0 and min(mem.values(), default=0) >= 0
 
 
 def _cpu_mem_problems(cluster: Cluster, job: Job, p: Placement, where: str, gsrv: set) -> list[str]:

@@ -839,11 +839,18 @@ class Problem:
             forget(cur, "built")
             if made[1] == a and same_but_current(job, made[0]):
                 return cur
-        p = self._build_placement(job, a)
-        if p != cur:
-            return p
-        keep(cur, "throughput", (self.cluster, job), recall(p, "throughput", (self.cluster, job)))
-        return cur
+        if cur.job == job.id:
+            # ``a`` is ``cur`` in index form (`current_assign`): the placement
+            # built from it has ``cur``'s GPUs in ``cur``'s order, its shares
+            # and caps, CPU and memory, so it equals ``cur`` exactly when the
+            # throughput recomputed from the same inputs is the reported one
+            c = self.cluster
+            tp = throughput(c, job, [g.gpu for g in cur.gpus], sum(cur.cpu.values()),
+                            sum(cur.mem.values()))
+            if round(tp, 9) == cur.throughput:
+                keep(cur, "throughput", (c, job), tp)
+                return cur
+        return self._build_placement(job, a)
 
     def _build_placement(self, job: Job, a: Assign) -> Placement:
         c = self.cluster

@@ -27,6 +27,7 @@ import warnings
 from dataclasses import replace
 from typing import Sequence
 
+from .collector import paused
 from .deadline import Deadline, check_time_limit
 from .errors import InputError, InputWarning, SolverError, SolverUnavailable, UnsupportedInput
 from .model import Allocation, Cluster, Job, Status
@@ -190,23 +191,24 @@ def allocate(cluster: Cluster, jobs: Sequence[Job], *, solver: str = "best-fit",
     """
     deadline = Deadline.after(check_time_limit(time_limit))
     info, opts, preempt = _solver_call(solver, preempt, options)
-    obj = get_objective(DEFAULT_OBJECTIVE if objective is None else objective)
-    if objective is not None:
-        warn_ignored_objective(info, obj.name)
-    from .validate import check_call_settings
-    check_call_settings(seed, max_moves, move_cost)
-    cluster, jobs = _prepare(cluster, jobs)
-    _check_order(jobs, order)
-    check_preempt(cluster, jobs, preempt)
-    check_capabilities(info, cluster, jobs, preempt)
-    from .problem import compile_problem
-    problem = compile_problem(cluster, jobs, obj, instance, order=order, max_moves=max_moves,
-                              move_cost=move_cost, preempt=preempt)
-    if strict and problem.reasons:
-        j, why = next(iter(problem.reasons.items()))
-        raise InputError(f"jobs[{j}]: job {jobs[j].id!r} cannot be placed on this cluster "
-                         f"now: {why}")
-    return run_solver(problem, info, deadline, seed=seed, options=opts, check=check)
+    with paused(not info.exact):     # the collector's passes find nothing of the call's
+        obj = get_objective(DEFAULT_OBJECTIVE if objective is None else objective)
+        if objective is not None:
+            warn_ignored_objective(info, obj.name)
+        from .validate import check_call_settings
+        check_call_settings(seed, max_moves, move_cost)
+        cluster, jobs = _prepare(cluster, jobs)
+        _check_order(jobs, order)
+        check_preempt(cluster, jobs, preempt)
+        check_capabilities(info, cluster, jobs, preempt)
+        from .problem import compile_problem
+        problem = compile_problem(cluster, jobs, obj, instance, order=order, max_moves=max_moves,
+                                  move_cost=move_cost, preempt=preempt)
+        if strict and problem.reasons:
+            j, why = next(iter(problem.reasons.items()))
+            raise InputError(f"jobs[{j}]: job {jobs[j].id!r} cannot be placed on this cluster "
+                             f"now: {why}")
+        return run_solver(problem, info, deadline, seed=seed, options=opts, check=check)
 
 
 def warn_ignored_objective(info: SolverInfo, objective: str) -> None:

@@ -303,7 +303,8 @@ def current_problems(cluster: Cluster, jobs: Sequence[tuple[int, Job]]) -> list[
             keep(j.current, "placement_ok", (cluster, j), True)
     if out or not running:
         return out
-    cur = [replace(j.current, job=j.id) for _, j in running]
+    cur = [j.current if j.current.job == j.id else replace(j.current, job=j.id)
+           for _, j in running]
     out += [f"jobs: running jobs' current placements overlap: {p}"
             for p in capacity_problems(cluster, cur)]
     from .resources import capacity_problems as gpu_problems

@@ -17,7 +17,10 @@ Per solver the table gives the round latency (the whole ``Session.step``:
 the core's compile, solver, finish and final check, and the session's
 update) median / p95 / max, the process's CPU time per round (median), where
 the time goes (medians of compile / solver / finish / check / commit, and
-of the garbage collector's time inside the round), the process's peak
+of the garbage collector's time inside the round), the mean CPU time of
+the whole iteration (the driver's events and bookkeeping, ``apply`` and
+``step``: the collections a round defers to its caller are here) and the
+collector's mean time in it, the process's peak
 memory (each size and solver runs in a fresh process; the peak includes the
 workload, the starting allocation and the session), unexplained moves (a
 running job whose placement changed without being listed in ``moved``, or
@@ -173,6 +176,7 @@ def run(solver: str, servers: int, rounds: int, warmup: int, seed: int, load: fl
         else:
             collecting[0] += time.perf_counter() - collecting[1]
     gc.callbacks.append(watch)
+    loop0 = [time.process_time(), collecting[0]]     # the iteration's start: CPU, collector
     for r in range(warmup + rounds):
         events = []
         for jid in [j for j, n in left.items() if n <= 0]:
@@ -206,13 +210,16 @@ def run(solver: str, servers: int, rounds: int, warmup: int, seed: int, load: fl
         for jid in left:
             left[jid] -= 1
             attained[jid] = attained.get(jid, 0) + s.jobs[jid].gpus
+        loop_cpu, loop_gc = time.process_time() - loop0[0], collecting[0] - loop0[1]
         if before is None:
+            loop0[:] = [time.process_time(), collecting[0]]
             continue
         a = res.allocation
         t = res.timings
         row = {"latency": res.latency_s, "cpu": cpu, "compile": t["compile_s"],
                "solver": t["solver_s"], "finish": t["finish_s"], "check": t["check_s"],
-               "commit": t["commit_s"], "gc": collected,
+               "commit": t["commit_s"], "gc": collected, "loop_cpu": loop_cpu,
+               "loop_gc": loop_gc,
                "unexplained": unexplained(before, a), "preempted": len(a.preempted),
                "util": sum(g.milli for p in a.placements for g in p.gpus) / (1000 * G),
                "jobs": len(before), "waiting": len(a.unplaced), "value": a.value,
@@ -223,6 +230,7 @@ def run(solver: str, servers: int, rounds: int, warmup: int, seed: int, load: fl
                          preempt=s.preempt_rule).value
                 for h in HEURISTICS)
         rows.append(row)
+        loop0[:] = [time.process_time(), collecting[0]]
     gc.callbacks.remove(watch)
     out = summarise(solver, servers, rows)
     out["peak_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
@@ -295,6 +303,10 @@ def summarise(solver: str, servers: int, rows: list[dict]) -> dict:
            "cpu_ms": 1e3 * statistics.median(r["cpu"] for r in rows),
            **{f"{k}_ms": 1e3 * statistics.median(r[k] for r in rows)
               for k in ("compile", "solver", "finish", "check", "commit", "gc")},
+           # the whole iteration (the driver's events and bookkeeping, apply and step):
+           # collections a round defers to its caller count here
+           "loop_cpu_ms": 1e3 * statistics.mean(r["loop_cpu"] for r in rows),
+           "loop_gc_ms": 1e3 * statistics.mean(r["loop_gc"] for r in rows),
            "unexplained": sum(r["unexplained"] for r in rows),
            "preempted": sum(r["preempted"] for r in rows),
            "util": statistics.mean(r["util"] for r in rows),
@@ -317,10 +329,11 @@ def summarise(solver: str, servers: int, rows: list[dict]) -> dict:
 def table(results: list[dict]) -> str:
     """The summaries as a markdown table."""
     head = ("| GPUs | solver | median ms | p95 ms | max ms | CPU ms (median) "
-            "| compile / solver / finish / check / commit ms | GC ms | peak MB "
+            "| compile / solver / finish / check / commit ms | GC ms "
+            "| loop CPU ms (mean) | loop GC ms (mean) | peak MB "
             "| unexplained moves | preemptions | GPU util | jobs / waiting | cpsat vs best "
             "heuristic | cpsat gap |")
-    lines = [head, "|" + "---|" * 15]
+    lines = [head, "|" + "---|" * 17]
     for r in results:
         vs = gap = "-"
         if "below_heuristic" in r:
@@ -334,7 +347,8 @@ def table(results: list[dict]) -> str:
             f"| {r['max_ms']:.1f} | {r['cpu_ms']:.1f} | "
             + " / ".join(f"{r[k + '_ms']:.1f}" for k in ("compile", "solver", "finish", "check",
                                                           "commit"))
-            + f" | {r['gc_ms']:.1f} | {r.get('peak_mb', 0):.0f} "
+            + f" | {r['gc_ms']:.1f} | {r['loop_cpu_ms']:.1f} | {r['loop_gc_ms']:.1f} "
+            f"| {r.get('peak_mb', 0):.0f} "
             f"| {r['unexplained']} | {r['preempted']} "
             f"| {100 * r['util']:.1f} % | {r['jobs']:.0f} / {r['waiting']:.0f} | {vs} | {gap} |")
     return "\n".join(lines)

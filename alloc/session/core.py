@@ -14,6 +14,7 @@ from .blockers import blockers, breaches, strip
 from .checks import (check_current, check_job, check_server, placement_servers,
                      resolve_profile)
 from ..carry import Carry
+from ..collector import paused
 from ..memo import drop_all
 from .ids import ID_PREFIX, GpuKeys, JobIds
 from .journal import Journal
@@ -527,8 +528,9 @@ for ranks)."""
             deadline = Deadline.after(check_time_limit(limit))
         except ValueError as exc:
             raise InputError(str(exc)) from None
-        alloc, timings = self._solve(deadline)
-        return self._commit(alloc, timings, t0)
+        with paused(not self._info.exact):   # the collector's passes find nothing here
+            alloc, timings = self._solve(deadline)
+            return self._commit(alloc, timings, t0)
 
     def _solve(self, deadline: Deadline) -> tuple[Allocation, dict]:
         from ..problem import compile_problem
