@@ -20,8 +20,11 @@ collection after the call examines them (the young generation only,
 unless the usual thresholds ask for more).  `gc.collect()` works as
 always.
 
-Exact solvers build integer models for seconds and leave some cyclic
-garbage (thousands of objects a second); their calls keep the collector on.
+Exact solvers build integer models for seconds, and some engines' models
+leave cyclic garbage, so the core keeps the collector on around an exact
+solver's call.  The configuration model's driver, whose CP-SAT models are
+built without reference cycles (`alloc.kernel.cpsat`), pauses it for its
+own solve (`alloc.solvers.common.configuration.driver.solve_exact`).
 """
 from __future__ import annotations
 

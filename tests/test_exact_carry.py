@@ -90,19 +90,19 @@ def test_cpsat_models_hold_no_reference_cycles():
 
 
 def test_collector_pause_restores_its_state():
-    """`without_cyclic_gc` pauses the collector and leaves it as it found it
-    (running or not), also when the block raises."""
-    from alloc.solvers.common.configuration.driver import without_cyclic_gc
+    """The driver's pause (`alloc.collector.paused`) stops the collector and
+    leaves it as it found it (running or not), also when the block raises."""
+    from alloc.collector import paused
     was = gc.isenabled()
     try:
         gc.enable()
         with pytest.raises(RuntimeError):
-            with without_cyclic_gc():
+            with paused():
                 assert not gc.isenabled()
                 raise RuntimeError("in the block")
         assert gc.isenabled()
         gc.disable()
-        with without_cyclic_gc():
+        with paused():
             assert not gc.isenabled()
         assert not gc.isenabled()
     finally:

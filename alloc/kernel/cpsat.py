@@ -91,7 +91,6 @@ def _model_class():
 
 def build(model: LinearModel):
     """The CP-SAT model, its variables and the objective scale."""
-    from ortools.sat.python import cp_model
     if not all(model.integer):
         raise ValueError(f"CP-SAT needs integer variables ({model.name or 'model'} has continuous ones)")
     m = _model_class()()

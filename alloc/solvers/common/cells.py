@@ -482,9 +482,10 @@ class Engine:
             g = min(room, key=lambda g: (len(room[g]), int(self.gfree[g]), g))
             chosen = [g]
         else:
-            chosen = self._together(job, n, room)
-            if chosen is None:
+            together = self._together(job, n, room)
+            if together is None:
                 return None
+            chosen = together
         victims = set()
         for g in chosen:
             victims.update(room[g])

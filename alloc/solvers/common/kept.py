@@ -36,7 +36,7 @@ kept one -- falls back to the rebuild.
 from __future__ import annotations
 
 from ...deadline import Deadline
-from ...problem import Problem
+from ...problem import Assign, Problem
 from ...tenancy import infer_binding
 from .cells import Engine, _guaranteed_gpus, current_assign, rebind, restore_running
 
@@ -88,13 +88,14 @@ def settle(eng: Engine, p: Problem) -> tuple[dict[int, int], set[int]]:
         eng.rollback(0)
         return {}, set()
     eng._log, eng._marks = None, 0
-    ran: dict[int, object] = {}      # the touched jobs: the last problem's placement, or None
+    ran: dict[int, Assign | None] = {}   # the touched jobs: the last problem's placement, or None
     for op in log:
         if op[1] not in ran:
             ran[op[1]] = op[2] if op[0] == "remove" else None
     if not ran:
         return {}, set()
     ch = p.changes
+    assert ch is not None            # settle follows a round's changes
     old_jobs, index, kept, added = eng.p.jobs, p.job_index, ch.kept, set(ch.added)
     held: dict[int, int] = {}
     for k, was in ran.items():

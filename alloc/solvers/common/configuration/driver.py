@@ -24,17 +24,16 @@ master, proof, dive, polish -- each phase within its share of one deadline.
 6. *Dive* (`alloc.solvers.common.configuration.dive`) and a *polish* by local search
    with what is left.
 
-Python's cyclic garbage collector is paused for the call (`without_cyclic_gc`).
+Python's cyclic garbage collector is paused for the call (`alloc.collector.paused`).
 Running jobs are fixed: the model places the pending jobs on what they leave;
 their value is added to the bound.  Bounds round down to the objective's step.
 Status OPTIMAL only when the recomputed value reaches the bound.
 """
 from __future__ import annotations
 
-import gc
 import time
-from contextlib import contextmanager
 
+from ....collector import paused
 from ....deadline import Deadline
 from ....model import Status
 from ....objectives import tighten
@@ -493,15 +492,7 @@ FIXED_VALUES = "exact: running jobs' values"
 def solve_exact(problem: Problem, engine: Backend, *, deadline: Deadline, seed: int = 0,
                 warm_share: float = 0.15, cg_share: float = 0.45) -> Solution:
     """The driver (see the module notes) on ``problem`` with ``engine``,
-    without the cyclic garbage collector (`without_cyclic_gc`)."""
-    with without_cyclic_gc():
-        return _solve_exact(problem, engine, deadline, seed, warm_share, cg_share)
-
-
-@contextmanager
-def without_cyclic_gc():
-    """Python's cyclic garbage collector paused for the block (and resumed
-    after it, if it ran before).
+    with the cyclic garbage collector paused (`alloc.collector.paused`).
 
     The driver's objects -- the aggregate's items, the pool, the models --
     live through the call and die at its end; with the collector running,
@@ -512,13 +503,8 @@ def without_cyclic_gc():
     cycles (the engines' models are built without them,
     `alloc.kernel.cpsat`), so reference counting frees them; the little
     cyclic garbage of the call waits for the next collection after it."""
-    was = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was:
-            gc.enable()
+    with paused():
+        return _solve_exact(problem, engine, deadline, seed, warm_share, cg_share)
 
 
 def _solve_exact(problem: Problem, engine: Backend, deadline: Deadline, seed: int,
@@ -541,5 +527,4 @@ def _solve_exact(problem: Problem, engine: Backend, deadline: Deadline, seed: in
     return run.solution()
 
 
-__all__ = ["ExactRun", "fixed_value", "solve_exact", "warm_heuristics", "warm_start",
-           "without_cyclic_gc"]
+__all__ = ["ExactRun", "fixed_value", "solve_exact", "warm_heuristics", "warm_start"]
