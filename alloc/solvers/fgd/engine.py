@@ -36,10 +36,12 @@ import numpy as np
 
 from ...deadline import Deadline
 from ...model import MILLI
-from .index import ScoreIndex
+from .index import OFF, SH, ScoreIndex
 
 #: node batches up to this size are counted on Python integers (`FragModel.counts`)
 SMALL = 4
+#: scores a policy remembers per pod kind before it starts afresh (`_Cached.few`)
+MEMO = 1 << 16
 
 
 # --------------------------------------------------------------------- pods
@@ -259,6 +261,9 @@ class ClusterState:
         self._type_masks: dict[tuple, np.ndarray] = {}
         names, mi = np.unique(self.models.astype(str), return_inverse=True)
         self.model_names, self.model_idx = names, mi.astype(np.int64)
+        # per node (GPU model index, free milli of each of its GPUs): with the
+        # free CPU, all a node's FGD score depends on (`_Cached.few`)
+        self.gkey = [(i, (MILLI,) * g) for i, g in zip(mi.tolist(), self.ngpu.tolist())]
         self.model_free = np.bincount(mi, weights=self.gsum, minlength=len(names)).astype(np.int64)
         self.model_tused = np.zeros(len(names), dtype=np.int64)
         self.log = np.zeros(1024, dtype=np.int64)    # node changed at each clock tick
@@ -378,7 +383,7 @@ class ClusterState:
         ones; shared pods the GPU with the smallest f >= m (lowest index)."""
         if pod.k == 0:
             return []
-        f = self.gfree[n, :int(self.ngpu[n])].tolist()
+        f = self.gkey[n][1]
         if pod.m >= MILLI or pod.k > 1:
             return [i for i, x in enumerate(f) if x >= MILLI][:pod.k]
         best = None
@@ -414,6 +419,7 @@ class ClusterState:
     def _gpu_summary(self, n: int, pod: Pod, sign: int) -> None:
         row = self.gfree[n]
         v = row[:int(self.ngpu[n])].tolist()
+        self.gkey[n] = (self.gkey[n][0], tuple(v))
         g = sum(v)
         self.model_free[self.model_idx[n]] += g - int(self.gsum[n])
         self.gsum[n] = g
@@ -682,6 +688,64 @@ class _Cached(Policy):
     def __init__(self, seed: int = 0):
         super().__init__(seed)
         self._cache: dict[tuple, list] = {}
+        self._memo: dict[tuple, dict] = {}
+        self._memo_of = (None, None)
+
+    def entry(self, state, pod):
+        """(index, up-to-date entry of ``pod``'s kind), a few changed nodes
+        scored through `few`."""
+        ix = self.index(state)
+
+        def values(idx):
+            score, gpu = self.node_scores(state, pod, idx)
+            return ix.encode(score, state.feasible_at(pod, idx), idx), gpu
+        return ix, ix.entry(pod, values, self.per_gpu and pod.shared,
+                            lambda nodes: self.few(state, pod, ix.tie_l, nodes))
+
+    def few(self, state: ClusterState, pod: Pod, tie: list, nodes: list):
+        """Index values (`alloc.solvers.fgd.index.ScoreIndex.encode`) and GPUs
+        of a few nodes, as Python lists.
+
+        A node's score depends on the pod kind, the target workload and the
+        node's own (GPU model, free CPU, free milli per GPU) alone, so scores
+        are remembered per kind under that key while the state and its
+        `FragModel` stay the same; the nodes not seen before are scored
+        together by `node_scores`, so every score is the one the numpy path
+        gives.  Feasibility is `ClusterState.feasible_at` on Python
+        integers (exact)."""
+        if self._memo_of[0] is not state or self._memo_of[1] is not state.fm:
+            self._memo, self._memo_of = {}, (state, state.fm)
+        memo = self._memo.get(pod.key)
+        if memo is None or len(memo) > MEMO:
+            memo = self._memo[pod.key] = {}
+        c, mem, k, m = pod.c, pod.mem, pod.k, pod.m
+        low = -(1 << 62)
+        g1, gk = (m if k == 1 else low), (k if k > 1 else low)
+        tm = state.type_mask(pod.types) if k and (pod.types or m <= 0) else None
+        fc, gkey = state.fcols, state.gkey
+        vals, gpus, miss = [], [], []
+        for i, n in enumerate(nodes):
+            cpu, mf, gmax, nfull, room = fc[n].tolist()
+            if cpu < c or mf < mem or gmax < g1 or nfull < gk or room < 0 or \
+                    (tm is not None and not tm[n]):
+                vals.append(-1)
+                gpus.append(None)
+                continue
+            hit = memo.get((gkey[n], cpu))
+            if hit is None:
+                miss.append(i)
+                hit = (0, None)
+            vals.append((hit[0] + OFF) * SH + tie[n])
+            gpus.append(hit[1])
+        if miss:
+            idx = np.array([nodes[i] for i in miss], dtype=np.int64)
+            score, gpu = self.node_scores(state, pod, idx)
+            for i, sc, g in zip(miss, score.tolist(), gpu.tolist()):
+                n = nodes[i]
+                memo[(gkey[n], int(fc[n, 0]))] = (sc, g)
+                vals[i] = (sc + OFF) * SH + tie[n]
+                gpus[i] = g
+        return vals, gpus
 
     def cached(self, state: ClusterState, pod: Pod):
         ent = self._cache.get(pod.key)
