@@ -261,9 +261,11 @@ class ClusterState:
         self._type_masks: dict[tuple, np.ndarray] = {}
         names, mi = np.unique(self.models.astype(str), return_inverse=True)
         self.model_names, self.model_idx = names, mi.astype(np.int64)
-        # per node (GPU model index, free milli of each of its GPUs): with the
-        # free CPU, all a node's FGD score depends on (`_Cached.few`)
-        self.gkey = [(i, (MILLI,) * g) for i, g in zip(mi.tolist(), self.ngpu.tolist())]
+        # per node (GPU model index, free milli of each of its GPUs, the same
+        # sorted): with the free CPU, all a node's FGD score depends on
+        # (`_Cached.few`)
+        self.gkey = [(i, (MILLI,) * g, (MILLI,) * g)
+                     for i, g in zip(mi.tolist(), self.ngpu.tolist())]
         self.model_free = np.bincount(mi, weights=self.gsum, minlength=len(names)).astype(np.int64)
         self.model_tused = np.zeros(len(names), dtype=np.int64)
         self.log = np.zeros(1024, dtype=np.int64)    # node changed at each clock tick
@@ -416,35 +418,40 @@ class ClusterState:
         if self.fm is not None:
             self._dirty.append(n)
 
-    def _gpu_summary(self, n: int, pod: Pod, sign: int) -> None:
-        row = self.gfree[n]
-        v = row[:int(self.ngpu[n])].tolist()
-        self.gkey[n] = (self.gkey[n][0], tuple(v))
-        g = sum(v)
-        self.model_free[self.model_idx[n]] += g - int(self.gsum[n])
-        self.gsum[n] = g
-        self.gmax[n] = max(v)
-        self.nfull[n] = sum(1 for x in v if x >= MILLI)
-        self.used += sign * pod.g
-        if pod.types:
-            self.typed_used[n] += sign * pod.g
-            self.model_tused[self.model_idx[n]] += sign * pod.g
+    def _update(self, n: int, gpus: Sequence[int], pod: Pod, sign: int) -> None:
+        """Take ``pod`` (sign 1) from node ``n``'s free resources or give it
+        back (sign -1), GPU slots ``gpus``, with the node's summaries; on
+        Python integers read from and written back to the arrays in one call
+        each."""
+        fc = self.fcols
+        cpu, mem, gmax, nfull, room = fc[n].tolist()
+        cpu, mem, room = cpu - sign * pod.c, mem - sign * pod.mem, room - sign
+        self.npods[n] += sign
+        if pod.k:
+            mi, old, _ = self.gkey[n]
+            row, d = list(old), sign * pod.m
+            for i in gpus:
+                row[i] -= d
+            self.gfree[n, :len(row)] = row
+            self.gkey[n] = (mi, tuple(row), tuple(sorted(row)))
+            g = sum(row)
+            self.model_free[mi] += g - sum(old)
+            self.gsum[n] = g
+            gmax, nfull = max(row), sum(1 for x in row if x >= MILLI)
+            self.used += sign * pod.g
+            if pod.types:
+                self.typed_used[n] += sign * pod.g
+                self.model_tused[mi] += sign * pod.g
+        fc[n] = (cpu, mem, gmax, nfull, room)
+        self._changed(n)
 
     def apply(self, n: int, gpus: Sequence[int], pod: Pod) -> None:
         """Place ``pod`` on node ``n`` (GPU slots ``gpus``)."""
-        self.cpu_free[n] -= pod.c
-        self.mem_free[n] -= pod.mem
-        self.npods[n] += 1
-        self.room[n] -= 1
         if pod.k:
-            row = self.gfree[n]
-            for i in gpus:
-                row[i] -= pod.m
-            self._gpu_summary(n, pod, 1)
             bit = 1 if pod.shared else (1 << pod.k)
             self.tags[n] |= bit
             self._tagn[(n, bit)] = self._tagn.get((n, bit), 0) + 1
-        self._changed(n)
+        self._update(n, gpus, pod, 1)
 
     def remove(self, n: int, gpus: Sequence[int], pod: Pod, *, untag: bool = False) -> None:
         """Undo `apply`.  The GpuClustering tags are left as they are
@@ -460,16 +467,7 @@ class ClusterState:
                 self._tagn.pop((n, bit), None)
                 if untag:
                     self.tags[n] &= ~bit
-        self.cpu_free[n] += pod.c
-        self.mem_free[n] += pod.mem
-        self.npods[n] -= 1
-        self.room[n] += 1
-        if pod.k:
-            row = self.gfree[n]
-            for i in gpus:
-                row[i] += pod.m
-            self._gpu_summary(n, pod, -1)
-        self._changed(n)
+        self._update(n, gpus, pod, -1)
 
     def check(self) -> None:
         """Assert the hard invariants (used by tests)."""
@@ -707,12 +705,15 @@ class _Cached(Policy):
         of a few nodes, as Python lists.
 
         A node's score depends on the pod kind, the target workload and the
-        node's own (GPU model, free CPU, free milli per GPU) alone, so scores
-        are remembered per kind under that key while the state and its
+        node's own GPU model, free CPU and free milli per GPU alone, so
+        scores are remembered per kind under that key while the state and its
         `FragModel` stay the same; the nodes not seen before are scored
         together by `node_scores`, so every score is the one the numpy path
-        gives.  Feasibility is `ClusterState.feasible_at` on Python
-        integers (exact)."""
+        gives.  Except for a shared pod (whose GPU is chosen by position),
+        the score does not depend on the order of the node's GPUs (F and the
+        state after a whole-GPU or CPU-only pod count GPUs by their free
+        milli; integer sums), so the key has them sorted.  Feasibility is
+        `ClusterState.feasible_at` on Python integers (exact)."""
         if self._memo_of[0] is not state or self._memo_of[1] is not state.fm:
             self._memo, self._memo_of = {}, (state, state.fm)
         memo = self._memo.get(pod.key)
@@ -723,6 +724,7 @@ class _Cached(Policy):
         g1, gk = (m if k == 1 else low), (k if k > 1 else low)
         tm = state.type_mask(pod.types) if k and (pod.types or m <= 0) else None
         fc, gkey = state.fcols, state.gkey
+        pos = 1 if pod.shared else 2          # the GPUs in place, or sorted
         vals, gpus, miss = [], [], []
         for i, n in enumerate(nodes):
             cpu, mf, gmax, nfull, room = fc[n].tolist()
@@ -731,7 +733,8 @@ class _Cached(Policy):
                 vals.append(-1)
                 gpus.append(None)
                 continue
-            hit = memo.get((gkey[n], cpu))
+            key = gkey[n]
+            hit = memo.get((key[0], key[pos], cpu))
             if hit is None:
                 miss.append(i)
                 hit = (0, None)
@@ -742,7 +745,8 @@ class _Cached(Policy):
             score, gpu = self.node_scores(state, pod, idx)
             for i, sc, g in zip(miss, score.tolist(), gpu.tolist()):
                 n = nodes[i]
-                memo[(gkey[n], int(fc[n, 0]))] = (sc, g)
+                key = gkey[n]
+                memo[(key[0], key[pos], int(fc[n, 0]))] = (sc, g)
                 vals[i] = (sc + OFF) * SH + tie[n]
                 gpus[i] = g
         return vals, gpus
