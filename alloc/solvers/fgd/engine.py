@@ -29,6 +29,7 @@ Whole-GPU pods always take the lowest-indexed fully free GPUs.
 """
 from __future__ import annotations
 
+from bisect import bisect_left
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -433,11 +434,12 @@ class ClusterState:
             for i in gpus:
                 row[i] -= d
             self.gfree[n, :len(row)] = row
-            self.gkey[n] = (mi, tuple(row), tuple(sorted(row)))
+            srow = sorted(row)
+            self.gkey[n] = (mi, tuple(row), tuple(srow))
             g = sum(row)
             self.model_free[mi] += g - sum(old)
             self.gsum[n] = g
-            gmax, nfull = max(row), sum(1 for x in row if x >= MILLI)
+            gmax, nfull = srow[-1], len(srow) - bisect_left(srow, MILLI)
             self.used += sign * pod.g
             if pod.types:
                 self.typed_used[n] += sign * pod.g
