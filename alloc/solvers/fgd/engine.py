@@ -6,7 +6,10 @@ nodes; a placement changes one node, so each policy keeps its node scores per
 pod kind in a `ScoreIndex` and rescores only
 the nodes changed since that kind last arrived (a pod costs O(changes + N/B +
 B) numpy work instead of O(N); `place_scan` is the plain O(N) scan, with
-the same answers).  The state:
+the same answers).  FGD's policies score a few changed nodes in Python from
+scores remembered per pod kind and node state (`_Cached.few`: the numpy
+scores of the states met before, so the same numbers), since numpy's call
+overhead on a handful of nodes is most of a pod's cost.  The state:
 
 * ``cpu_free`` (N,) milli-cores, ``mem_free`` (N,) MiB, ``npods`` (N,);
 * ``gfree`` (N, W) free milli-GPU per GPU slot (``W`` = widest node; slots past
@@ -17,7 +20,8 @@ the same answers).  The state:
   bit k = k-GPU whole pod), ``frag`` (node fragmentation F, see
   `FragModel`, with its per-type counts, brought up to date on read);
 * ``log[:nlog]``: the node changed at each placement or removal (what the
-  score indexes catch up from); ``model_free``/``model_tused`` per GPU model.
+  score indexes catch up from); ``model_free``/``model_tused`` per GPU model;
+  ``gkey`` per node (GPU model index, free milli per GPU, the same sorted).
 
 Notation used in the policy docstrings: a node has ``cpuFree``, per-GPU free
 ``f_i`` and ``gFree = sum f_i``; a pod asks ``c`` milli-cores, ``k`` GPUs of
