@@ -8,23 +8,7 @@ import pytest
 
 from alloc.solvers.fgd.engine import (ClusterState, FragModel, Pod, make_policy, place,
                                       place_scan)
-
-
-def pods_of(rng, n):
-    out = []
-    for _ in range(n):
-        r = rng.random()
-        mem = int(rng.integers(1, 40)) * 1024
-        if r < 0.15:
-            out.append(Pod(int(rng.integers(1, 16)) * 1000, mem, 0, 0))
-        elif r < 0.55:
-            out.append(Pod(int(rng.choice([2000, 3152, 8000])), mem, 1,
-                           int(rng.choice([230, 470, 650, 810])),
-                           ("T4",) if rng.random() < 0.15 else ()))
-        else:
-            k = int(rng.choice([1, 1, 2, 4, 8]))
-            out.append(Pod(k * 3000, mem, k, 1000, ("V100", "G2") if rng.random() < 0.2 else ()))
-    return out
+from test_fgd_index import pods_of
 
 
 def state_of(seed, n, max_pods):
