@@ -6,7 +6,10 @@ nodes; a placement changes one node, so each policy keeps its node scores per
 pod kind in a `ScoreIndex` and rescores only
 the nodes changed since that kind last arrived (a pod costs O(changes + N/B +
 B) numpy work instead of O(N); `place_scan` is the plain O(N) scan, with
-the same answers).  The state:
+the same answers).  FGD's policies score a few changed nodes in Python from
+scores remembered per pod kind and node state (`_Cached.few`: the numpy
+scores of the states met before, so the same numbers), since numpy's call
+overhead on a handful of nodes is most of a pod's cost.  The state:
 
 * ``cpu_free`` (N,) milli-cores, ``mem_free`` (N,) MiB, ``npods`` (N,);
 * ``gfree`` (N, W) free milli-GPU per GPU slot (``W`` = widest node; slots past
@@ -17,7 +20,8 @@ the same answers).  The state:
   bit k = k-GPU whole pod), ``frag`` (node fragmentation F, see
   `FragModel`, with its per-type counts, brought up to date on read);
 * ``log[:nlog]``: the node changed at each placement or removal (what the
-  score indexes catch up from); ``model_free``/``model_tused`` per GPU model.
+  score indexes catch up from); ``model_free``/``model_tused`` per GPU model;
+  ``gkey`` per node (GPU model index, free milli per GPU, the same sorted).
 
 Notation used in the policy docstrings: a node has ``cpuFree``, per-GPU free
 ``f_i`` and ``gFree = sum f_i``; a pod asks ``c`` milli-cores, ``k`` GPUs of
@@ -29,6 +33,7 @@ Whole-GPU pods always take the lowest-indexed fully free GPUs.
 """
 from __future__ import annotations
 
+from bisect import bisect_left
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -36,10 +41,12 @@ import numpy as np
 
 from ...deadline import Deadline
 from ...model import MILLI
-from .index import ScoreIndex
+from .index import OFF, SH, ScoreIndex
 
 #: node batches up to this size are counted on Python integers (`FragModel.counts`)
 SMALL = 4
+#: scores a policy remembers per pod kind before it starts afresh (`_Cached.few`)
+MEMO = 1 << 16
 
 
 # --------------------------------------------------------------------- pods
@@ -259,6 +266,11 @@ class ClusterState:
         self._type_masks: dict[tuple, np.ndarray] = {}
         names, mi = np.unique(self.models.astype(str), return_inverse=True)
         self.model_names, self.model_idx = names, mi.astype(np.int64)
+        # per node (GPU model index, free milli of each of its GPUs, the same
+        # sorted): with the free CPU, all a node's FGD score depends on
+        # (`_Cached.few`)
+        self.gkey = [(i, (MILLI,) * g, (MILLI,) * g)
+                     for i, g in zip(mi.tolist(), self.ngpu.tolist())]
         self.model_free = np.bincount(mi, weights=self.gsum, minlength=len(names)).astype(np.int64)
         self.model_tused = np.zeros(len(names), dtype=np.int64)
         self.log = np.zeros(1024, dtype=np.int64)    # node changed at each clock tick
@@ -378,7 +390,7 @@ class ClusterState:
         ones; shared pods the GPU with the smallest f >= m (lowest index)."""
         if pod.k == 0:
             return []
-        f = self.gfree[n, :int(self.ngpu[n])].tolist()
+        f = self.gkey[n][1]
         if pod.m >= MILLI or pod.k > 1:
             return [i for i, x in enumerate(f) if x >= MILLI][:pod.k]
         best = None
@@ -411,34 +423,41 @@ class ClusterState:
         if self.fm is not None:
             self._dirty.append(n)
 
-    def _gpu_summary(self, n: int, pod: Pod, sign: int) -> None:
-        row = self.gfree[n]
-        v = row[:int(self.ngpu[n])].tolist()
-        g = sum(v)
-        self.model_free[self.model_idx[n]] += g - int(self.gsum[n])
-        self.gsum[n] = g
-        self.gmax[n] = max(v)
-        self.nfull[n] = sum(1 for x in v if x >= MILLI)
-        self.used += sign * pod.g
-        if pod.types:
-            self.typed_used[n] += sign * pod.g
-            self.model_tused[self.model_idx[n]] += sign * pod.g
+    def _update(self, n: int, gpus: Sequence[int], pod: Pod, sign: int) -> None:
+        """Take ``pod`` (sign 1) from node ``n``'s free resources or give it
+        back (sign -1), GPU slots ``gpus``, with the node's summaries; on
+        Python integers read from and written back to the arrays in one call
+        each."""
+        fc = self.fcols
+        cpu, mem, gmax, nfull, room = fc[n].tolist()
+        cpu, mem, room = cpu - sign * pod.c, mem - sign * pod.mem, room - sign
+        self.npods[n] += sign
+        if pod.k:
+            mi, old, _ = self.gkey[n]
+            row, d = list(old), sign * pod.m
+            for i in gpus:
+                row[i] -= d
+            self.gfree[n, :len(row)] = row
+            srow = sorted(row)
+            self.gkey[n] = (mi, tuple(row), tuple(srow))
+            g = sum(row)
+            self.model_free[mi] += g - sum(old)
+            self.gsum[n] = g
+            gmax, nfull = srow[-1], len(srow) - bisect_left(srow, MILLI)
+            self.used += sign * pod.g
+            if pod.types:
+                self.typed_used[n] += sign * pod.g
+                self.model_tused[mi] += sign * pod.g
+        fc[n] = (cpu, mem, gmax, nfull, room)
+        self._changed(n)
 
     def apply(self, n: int, gpus: Sequence[int], pod: Pod) -> None:
         """Place ``pod`` on node ``n`` (GPU slots ``gpus``)."""
-        self.cpu_free[n] -= pod.c
-        self.mem_free[n] -= pod.mem
-        self.npods[n] += 1
-        self.room[n] -= 1
         if pod.k:
-            row = self.gfree[n]
-            for i in gpus:
-                row[i] -= pod.m
-            self._gpu_summary(n, pod, 1)
             bit = 1 if pod.shared else (1 << pod.k)
             self.tags[n] |= bit
             self._tagn[(n, bit)] = self._tagn.get((n, bit), 0) + 1
-        self._changed(n)
+        self._update(n, gpus, pod, 1)
 
     def remove(self, n: int, gpus: Sequence[int], pod: Pod, *, untag: bool = False) -> None:
         """Undo `apply`.  The GpuClustering tags are left as they are
@@ -454,16 +473,7 @@ class ClusterState:
                 self._tagn.pop((n, bit), None)
                 if untag:
                     self.tags[n] &= ~bit
-        self.cpu_free[n] += pod.c
-        self.mem_free[n] += pod.mem
-        self.npods[n] -= 1
-        self.room[n] += 1
-        if pod.k:
-            row = self.gfree[n]
-            for i in gpus:
-                row[i] += pod.m
-            self._gpu_summary(n, pod, -1)
-        self._changed(n)
+        self._update(n, gpus, pod, -1)
 
     def check(self) -> None:
         """Assert the hard invariants (used by tests)."""
@@ -682,6 +692,70 @@ class _Cached(Policy):
     def __init__(self, seed: int = 0):
         super().__init__(seed)
         self._cache: dict[tuple, list] = {}
+        self._memo: dict[tuple, dict] = {}
+        self._memo_of = (None, None)
+
+    def entry(self, state, pod):
+        """(index, up-to-date entry of ``pod``'s kind), a few changed nodes
+        scored through `few`."""
+        ix = self.index(state)
+
+        def values(idx):
+            score, gpu = self.node_scores(state, pod, idx)
+            return ix.encode(score, state.feasible_at(pod, idx), idx), gpu
+        return ix, ix.entry(pod, values, self.per_gpu and pod.shared,
+                            lambda nodes: self.few(state, pod, ix.tie_l, nodes))
+
+    def few(self, state: ClusterState, pod: Pod, tie: list, nodes: list):
+        """Index values (`alloc.solvers.fgd.index.ScoreIndex.encode`) and GPUs
+        of a few nodes, as Python lists.
+
+        A node's score depends on the pod kind, the target workload and the
+        node's own GPU model, free CPU and free milli per GPU alone, so
+        scores are remembered per kind under that key while the state and its
+        `FragModel` stay the same; the nodes not seen before are scored
+        together by `node_scores`, so every score is the one the numpy path
+        gives.  Except for a shared pod (whose GPU is chosen by position),
+        the score does not depend on the order of the node's GPUs (F and the
+        state after a whole-GPU or CPU-only pod count GPUs by their free
+        milli; integer sums), so the key has them sorted.  Feasibility is
+        `ClusterState.feasible_at` on Python integers (exact)."""
+        if self._memo_of[0] is not state or self._memo_of[1] is not state.fm:
+            self._memo, self._memo_of = {}, (state, state.fm)
+        memo = self._memo.get(pod.key)
+        if memo is None or len(memo) > MEMO:
+            memo = self._memo[pod.key] = {}
+        c, mem, k, m = pod.c, pod.mem, pod.k, pod.m
+        low = -(1 << 62)
+        g1, gk = (m if k == 1 else low), (k if k > 1 else low)
+        tm = state.type_mask(pod.types) if k and (pod.types or m <= 0) else None
+        fc, gkey = state.fcols, state.gkey
+        pos = 1 if pod.shared else 2          # the GPUs in place, or sorted
+        vals, gpus, miss = [], [], []
+        for i, n in enumerate(nodes):
+            cpu, mf, gmax, nfull, room = fc[n].tolist()
+            if cpu < c or mf < mem or gmax < g1 or nfull < gk or room < 0 or \
+                    (tm is not None and not tm[n]):
+                vals.append(-1)
+                gpus.append(None)
+                continue
+            key = gkey[n]
+            hit = memo.get((key[0], key[pos], cpu))
+            if hit is None:
+                miss.append(i)
+                hit = (0, None)
+            vals.append((hit[0] + OFF) * SH + tie[n])
+            gpus.append(hit[1])
+        if miss:
+            idx = np.array([nodes[i] for i in miss], dtype=np.int64)
+            score, gpu = self.node_scores(state, pod, idx)
+            for i, sc, g in zip(miss, score.tolist(), gpu.tolist()):
+                n = nodes[i]
+                key = gkey[n]
+                memo[(key[0], key[pos], int(fc[n, 0]))] = (sc, g)
+                vals[i] = (sc + OFF) * SH + tie[n]
+                gpus[i] = g
+        return vals, gpus
 
     def cached(self, state: ClusterState, pod: Pod):
         ent = self._cache.get(pod.key)

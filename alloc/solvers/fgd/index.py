@@ -33,6 +33,7 @@ import numpy as np
 
 OFF = 1 << 24          # score offset: scores are small integers, >= -OFF
 SH = 1 << 24           # tie-break field: more than any node count
+FEW = 32               # changed-node batches up to this size take `entry`'s ``few`` path
 
 
 @dataclass
@@ -94,6 +95,8 @@ class ScoreIndex:
         self.slot = slot
         self.node_at = np.concatenate(node_at) if node_at else np.zeros(0, np.int64)
         self.tie = SH - 1 - gpos
+        # the same as Python lists, for the few-node path (`entry`'s ``few``)
+        self.slot_l, self.tie_l = slot.tolist(), self.tie.tolist()
         self.all = np.arange(n)
         # least recently used kinds are dropped beyond a memory budget (about
         # 2^26 values); a dropped kind that arrives again is rescored in full
@@ -101,9 +104,14 @@ class ScoreIndex:
         self.entries: OrderedDict = OrderedDict()
 
     # ------------------------------------------------------------ updates
-    def entry(self, key, values, per_gpu: bool = False) -> Entry:
+    def entry(self, key, values, per_gpu: bool = False, few=None) -> Entry:
         """The up-to-date entry of pod kind ``key``; ``values(idx)`` gives
-        (value per node of ``idx``, chosen GPU per node or None)."""
+        (value per node of ``idx``, chosen GPU per node or None).
+
+        ``few(nodes)``, when given, gives the same as two Python lists for a
+        list of distinct nodes; it is used when at most `FEW` nodes changed
+        since the kind last arrived (a pod's usual case in a loop, where the
+        per-call cost of numpy on a handful of nodes dominates)."""
         st = self.state
         ent = self.entries.get(key)
         if ent is None:
@@ -126,6 +134,9 @@ class ScoreIndex:
                 self._fill(ent, values, self.all, full=True)
             else:
                 idx = st.log[lo:hi]
+                if few is not None and hi - lo <= FEW and not self.count:
+                    self._fill_few(ent, few, list(dict.fromkeys(idx.tolist())))
+                    return ent
                 if hi - lo > self.dedupe:
                     idx = np.unique(idx)
                 self._fill(ent, values, idx)
@@ -146,6 +157,25 @@ class ScoreIndex:
         if len(b) > 256:
             b = np.unique(b)
         ent.agg[b] = ent.val[b].sum(axis=1) if self.count else ent.val[b].max(axis=1)
+
+    def _fill_few(self, ent: Entry, few, nodes: list) -> None:
+        """`_fill` of a few distinct nodes from Python lists: each value is
+        written, and its block's maximum raised to it or, when the node held
+        that maximum and its value fell, taken again over the block."""
+        vals, gpus = few(nodes)
+        flat, agg, val, gpu, B, slot = ent.flat, ent.agg, ent.val, ent.gpu, self.B, self.slot_l
+        for n, v, g in zip(nodes, vals, gpus):
+            s = slot[n]
+            old = int(flat[s])
+            flat[s] = v
+            if gpu is not None and g is not None:
+                gpu[s] = g
+            b = s // B
+            top = int(agg[b])
+            if v >= top:
+                agg[b] = v
+            elif old == top:
+                agg[b] = val[b].max()
 
     def encode(self, score: np.ndarray, feas: np.ndarray, idx: np.ndarray) -> np.ndarray:
         """Values of nodes ``idx`` from their scores and feasibility."""
@@ -181,4 +211,4 @@ class ScoreIndex:
         return int(self.node_at[s])
 
 
-__all__ = ["ScoreIndex", "Entry", "OFF", "SH"]
+__all__ = ["ScoreIndex", "Entry", "OFF", "SH", "FEW"]

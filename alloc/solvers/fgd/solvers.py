@@ -38,6 +38,13 @@ def _pod(problem: Problem, j: int) -> Pod:
 def _parts(problem: Problem, job, a) -> list[tuple[int, list[int], Pod]]:
     """A running job's pods, one per server it uses: (server, GPU slots, pod)."""
     first = problem.gpu_first
+    if len(a.cpu) == 1 and len(a.mem) == 1 and a.mem[0][0] == a.cpu[0][0]:
+        s = a.cpu[0][0]              # one server (the usual case), if its GPUs are there
+        lo, w = int(first[s]), problem.cluster.servers[s].gpus
+        gpus = [int(g) - lo for g, _ in a.gpus]
+        if all(0 <= i < w for i in gpus):
+            return [(s, gpus, Pod(int(a.cpu[0][1]), int(a.mem[0][1]), len(gpus),
+                                  job.gpu_milli if gpus else 0))]
     parts: dict[int, list] = defaultdict(lambda: [0, 0, []])
     for s, v in a.cpu:
         parts[s][0] += v
@@ -86,13 +93,14 @@ def _state(problem: Problem) -> ClusterState:
             if len(parts) == 1 and own.get(job.id) == parts[0]:
                 del own[job.id]
             else:
-                added.append(j)
+                added.extend(parts)
         for n, gpus, pod in own.values():
             st.remove(n, gpus, pod, untag=True)
         for _, job, a in ch.removed:
             for n, gpus, pod in _parts(problem, job, a):
                 st.remove(n, gpus, pod, untag=True)
-        _apply_running(problem, st, added)
+        for n, gpus, pod in added:       # as `_apply_running`, in the same order
+            st.apply(n, gpus, pod)
         st.restart_log()
         return st
     servers = problem.cluster.servers
