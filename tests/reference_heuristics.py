@@ -477,6 +477,12 @@ def _server_value(loc: Local, s: int, jobs) -> float:
     return sum(loc.value(k, loc.st.option[k], s) for k in jobs)
 
 
+def _below(loc: Local, j: int, s: int) -> list[int]:
+    """Server s's jobs ranked no higher than j: the only ones a move for j
+    re-chooses or takes out."""
+    return sorted(k for k in loc.on[s] if loc.p.prio_key[k] >= loc.p.prio_key[j])
+
+
 def try_insert(loc: Local, j: int) -> bool:
     p = loc.p
     best = None
@@ -485,7 +491,7 @@ def try_insert(loc: Local, j: int) -> bool:
         gpus = loc.st.gpus_on_server(j, s)
         if gpus is None:
             continue
-        jobs = sorted(loc.on[s])
+        jobs = _below(loc, j, s)
         c, m = loc.server_free(s, jobs)
         res = loc.reoptimize(s, jobs + [j], c, m)
         if res is None:
@@ -506,10 +512,10 @@ def try_swap(loc: Local, j: int) -> bool:
     vj = best_value(p, j, max(range(len(p.options[j])), key=lambda o: p.options[j][o].base))
     for s in np.flatnonzero(p.allowed[j]):
         s = int(s)
-        jobs = sorted(loc.on[s])
+        jobs = _below(loc, j, s)
         cur = _server_value(loc, s, jobs)
         for v in jobs:
-            if p.prio_key[v] < p.prio_key[j] or loc.value(v, loc.st.option[v], s) >= vj - 1e-12:
+            if loc.value(v, loc.st.option[v], s) >= vj - 1e-12:
                 continue
             a = loc.remove(v)
             gpus = loc.st.gpus_on_server(j, s)
