@@ -118,6 +118,21 @@ def type_mem_caps(cluster: Cluster) -> dict[str, int]:
     return hit
 
 
+def _type_mem_sets(cluster: Cluster) -> dict[str | None, frozenset[int]]:
+    """Every GPU memory size (MiB) of each GPU type present (cached on the
+    cluster: a session's `needs` per submitted job then costs no walk over
+    the servers)."""
+    hit = cluster.__dict__.get("_type_mem_sets")
+    if hit is None:
+        sets: dict[str | None, set[int]] = defaultdict(set)
+        for s in cluster.servers:
+            if s.gpus:
+                sets[s.gpu_type].add(server_gpu_mem(s))
+        hit = {t: frozenset(c) for t, c in sets.items()}
+        cluster.__dict__["_type_mem_sets"] = hit
+    return hit
+
+
 def fits_type(cluster: Cluster, job: Job, gpu_type: str | None) -> bool:
     """True when the least memory the job runs with fits a GPU of ``gpu_type``
     alone (a job is never placed on a type whose GPUs are too small for it)."""
@@ -284,10 +299,7 @@ def _declares(cluster: Cluster, jobs: Sequence[Job], placements) -> bool:
 def needs(cluster: Cluster, jobs: Sequence[Job]) -> set[str]:
     """The capabilities this input calls for (see the module notes)."""
     out: set[str] = set()
-    caps_by_type: dict[str | None, set[int]] = defaultdict(set)
-    for s in cluster.servers:
-        if s.gpus:
-            caps_by_type[s.gpu_type].add(server_gpu_mem(s))
+    caps_by_type = _type_mem_sets(cluster)
     for j in jobs:
         if j.gpu_compute is not None:
             out.add("gpu-compute")

@@ -170,3 +170,23 @@ def test_cpsat_tenancy_never_over_commits_gpu_memory(objective):
     a = allocate(c, jobs, solver="cpsat-tenancy", objective=objective, time_limit=5)
     assert not violations(c, jobs, a) and a.value >= h.value - 1e-9
     assert a.bound is None or a.value <= a.bound + 1e-6
+
+
+def test_needs_reads_the_servers_once_per_cluster(monkeypatch):
+    """A session checks each submitted job with `needs`: the GPU memory sizes
+    by type are read from the servers once per cluster, not per job, and the
+    answer is the same as from a fresh cluster."""
+    import alloc.resources as res
+    servers = tuple(Server(f"s{i}", 8000, 64000, 2, "P100" if i % 2 else "V100")
+                    for i in range(50))
+    c = Cluster(servers)
+    big = Job("a", gpus=1, gpu_milli=500, cpu=1, mem=1, gpu_mem=12000)
+    small = Job("b", gpus=1, cpu=1, mem=1, gpu_mem=1000)
+    first = needs(c, [big])
+    calls = []
+    real = res.server_gpu_mem
+    monkeypatch.setattr(res, "server_gpu_mem", lambda s, o=None: calls.append(s) or real(s, o))
+    assert needs(c, [big]) == first == {"gpu-memory"}
+    assert needs(c, [small]) == set()
+    assert calls == []
+    assert needs(Cluster(servers), [big]) == first and len(calls) >= len(servers)
