@@ -79,7 +79,8 @@ def _model_class():
     cycle only the cyclic garbage collector frees (33,000 objects in a
     1,000-server loop round of about 90 models, and the collections they
     bring cost tens of milliseconds) and a walk over ``dir(model)`` at every
-    build.  This module calls the PEP8 names only."""
+    build.  This module calls the PEP8 names where the release has them
+    (`_name`, `_read`), the old ones on releases before them."""
     if not _MODEL_CLASS:
         from ortools.sat.python import cp_model
         base = cp_model.CpModel
@@ -89,19 +90,36 @@ def _model_class():
     return _MODEL_CLASS[0]
 
 
+def _name(obj, pep8: str, old: str):
+    """``obj``'s method by its PEP8 name, or by its old name on OR-Tools
+    releases before those names (9.8)."""
+    f = getattr(obj, pep8, None)
+    return f if f is not None else getattr(obj, old)
+
+
+def _read(obj, pep8: str, old: str):
+    """A value ``obj`` gives as a PEP8 property (or method), or by its old
+    method on OR-Tools releases before those names (9.8)."""
+    v = getattr(obj, pep8, None)
+    if v is None:
+        return getattr(obj, old)()
+    return v() if callable(v) else v
+
+
 def build(model: LinearModel):
     """The CP-SAT model, its variables and the objective scale."""
     if not all(model.integer):
         raise ValueError(f"CP-SAT needs integer variables ({model.name or 'model'} has continuous ones)")
     m = _model_class()()
+    new_var = _name(m, "new_int_var", "NewIntVar")
     xs = []
     for lb, ub, name in zip(model.lb, model.ub, model.names):
         lo = int(math.ceil(lb - 1e-9)) if lb > -INF else -BIG
         hi = int(math.floor(ub + 1e-9)) if ub < INF else BIG
-        xs.append(m.new_int_var(lo, max(lo, hi), name))
+        xs.append(new_var(lo, max(lo, hi), name))
     # rows and hints go straight into the model's proto: OR-Tools' expression
     # objects cost seconds on models of 10^4 rows (9.8), the proto fields do not
-    proto = m.proto
+    proto = _read(m, "proto", "Proto")
     for coefs, lo, hi in model.rows():
         if not coefs:
             continue
@@ -119,7 +137,8 @@ def build(model: LinearModel):
             scale = sc
         else:
             expr = _weighted(xs, [(k, model.obj[k]) for k in ks])
-        m.maximize(expr) if model.maximize else m.minimize(expr)
+        _name(m, "maximize", "Maximize")(expr) if model.maximize else \
+            _name(m, "minimize", "Minimize")(expr)
     if model.hint:
         proto.solution_hint.vars.extend(list(model.hint))
         proto.solution_hint.values.extend([int(round(v)) for v in model.hint.values()])
@@ -148,24 +167,26 @@ def solve_cpsat(model: LinearModel, time_limit: float, *, seed: int = 0, relax: 
         solver.parameters.interleave_search = True
     for k, v in params.items():
         setattr(solver.parameters, k, v)
-    timer = threading.Timer(left, solver.stop_search)
+    timer = threading.Timer(left, _name(solver, "stop_search", "StopSearch"))
     timer.daemon = True
     timer.start()
     try:
-        st = solver.solve(m)
+        st = _name(solver, "solve", "Solve")(m)
     finally:
         timer.cancel()
-    stats = {"engine": "cpsat", "branches": solver.num_branches,
-             "conflicts": solver.num_conflicts, "wall": time.perf_counter() - t0}
+    stats = {"engine": "cpsat", "branches": _read(solver, "num_branches", "NumBranches"),
+             "conflicts": _read(solver, "num_conflicts", "NumConflicts"),
+             "wall": time.perf_counter() - t0}
     if st == cp_model.INFEASIBLE:
         return Result(Status.INFEASIBLE, stats=stats)
     if st not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return Result(Status.UNKNOWN, stats=stats)
-    x = np.array([solver.value(v) for v in xs], dtype=float)
+    value = _name(solver, "value", "Value")
+    x = np.array([value(v) for v in xs], dtype=float)
     obj = model.value(x)
     sense = 1.0 if model.maximize else -1.0
     if model.obj:
-        bound = solver.best_objective_bound / scale + model.obj_const
+        bound = _read(solver, "best_objective_bound", "BestObjectiveBound") / scale + model.obj_const
     else:
         bound = obj
     if st == cp_model.OPTIMAL:
