@@ -102,7 +102,8 @@ def test_revert_in_place_is_remove_refit_place(problem, rnd):
         if a is not None:
             for P in packers:
                 P.place(j, o, a)
-    for j in rnd.sample(sorted(packers[0].st.assign), len(packers[0].st.assign)):
+    placed = sorted(packers[0].st.assign)
+    for j in (rnd.sample(placed, len(placed)) if placed else []):
         cap = packers[0].capped[j]
         packers[0].revert(j, cap)
         P = packers[1]
