@@ -110,10 +110,7 @@ def type_mem_caps(cluster: Cluster) -> dict[str, int]:
     """The largest GPU memory (MiB) of each GPU type present (cached)."""
     hit = cluster.__dict__.get("_type_mem_caps")
     if hit is None:
-        hit = {}
-        for s in cluster.servers:
-            if s.gpus:
-                hit[s.gpu_type] = max(hit.get(s.gpu_type, 0), server_gpu_mem(s))
+        hit = {t: max(sizes) for t, sizes in _type_mem_sets(cluster).items()}
         cluster.__dict__["_type_mem_caps"] = hit
     return hit
 
