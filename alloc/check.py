@@ -7,7 +7,9 @@ Checked:
 * per placement ([`placement_problems`][alloc.check.placement_problems], shared with the validation
   of
   running jobs' ``current``): known GPUs and servers, gang (all of a job's GPUs
-  or none, each with its share), GPU type, locality level, CPU and memory only
+  or none, each with its share), GPU type, locality level, an even spread's
+  ``gpus_per_server`` GPUs (and an even share of CPU and memory) on each of
+  its servers, CPU and memory only
   on servers that hold the job's GPUs (one server for a CPU-only job), CPU and
   memory equal to the request or a feasible grid point of its profile;
 * capacities: no server over its CPU or memory, no GPU over 1000 milli, nor
@@ -95,6 +97,19 @@ def placement_problems(cluster: Cluster, job: Job, p: Placement, where: str) -> 
             if len(doms) > 1:
                 out.append(f"{where}: GPUs span {len(doms)} {job.locality} nodes, "
                            f"locality needs one")
+    k = job.gpus_per_server
+    if k is not None and n:
+        per: dict[str, int] = {}
+        for s, _ in rows:
+            per[s.id] = per.get(s.id, 0) + 1
+        if set(per.values()) != {k}:
+            out.append(f"{where}: {k} GPUs on each server expected (gpus_per_server), got "
+                       + ", ".join(f"{c} on {sid}" for sid, c in sorted(per.items())))
+        for name, share in (("CPU", _d(p.cpu)), ("memory", _d(p.mem))):
+            got = [share.get(sid, 0) for sid in per]
+            if max(got) - min(got) > 1:
+                out.append(f"{where}: {name} split {sorted(got)} over its servers; an even "
+                           f"spread splits it evenly (gpus_per_server)")
     out += share_problems(cluster, job, p, where)
     return out + _cpu_mem_problems(cluster, job, p, where, {s.id for s, _ in rows})
 
@@ -116,7 +131,8 @@ def _fine(cluster: Cluster, job: Job, p: Placement, tab: dict) -> bool:
         rows.append(r[0])
         names.add(g.gpu)
     n = len(rows)
-    if len(names) != n or n != job.gpus or job.min_gpus is not None or job.max_gpus is not None:
+    if len(names) != n or n != job.gpus or job.min_gpus is not None or job.max_gpus is not None \
+            or job.gpus_per_server is not None:
         return False
     types = job.gpu_types
     if types and any(s.gpu_type not in types for s in rows):

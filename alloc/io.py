@@ -20,6 +20,10 @@ from .schema import schema_problems
 from .validate import model_problems
 
 INSTANCE_FORMAT = "alloc.instance/1"
+#: The instance format a file that uses ``gpus_per_server`` is written as.
+INSTANCE_FORMAT_EVEN = "alloc.instance/1.1"
+#: Instance formats read.
+INSTANCE_FORMATS = (INSTANCE_FORMAT, INSTANCE_FORMAT_EVEN)
 ALLOCATION_FORMAT = "alloc.allocation/1"
 
 
@@ -48,10 +52,14 @@ def _exists(p: Path) -> bool:
         return True  # read_json names the problem
 
 
-def check_format(doc: Any, expected: str, source: str) -> None:
-    """Bad input unless ``doc`` declares ``format: expected`` (a wrong file kind
-    is named)."""
+def check_format(doc: Any, expected: str | tuple, source: str) -> None:
+    """Bad input unless ``doc`` declares ``format: expected`` (one of them,
+    when a tuple: the first is named; a wrong file kind is named)."""
     fmt = doc.get("format") if isinstance(doc, dict) else None
+    if isinstance(expected, tuple):
+        if fmt in expected:
+            return
+        expected = expected[0]
     if fmt != expected:
         got = f"format {fmt!r}" if fmt is not None else "no format field" if isinstance(doc, dict) \
             else f"a JSON {type(doc).__name__}"
@@ -70,7 +78,7 @@ def placement_from_dict(d: Mapping, job_id: str | None = None) -> Placement:
 
 def instance_from_dict(doc: Any, source: str = "<instance>") -> Instance:
     """Build and validate an [`Instance`][alloc.model.Instance] from a parsed file."""
-    check_format(doc, INSTANCE_FORMAT, source)
+    check_format(doc, INSTANCE_FORMATS, source)
     problems = schema_problems(doc, "instance")
     if problems:
         raise InputError(problems, source)
@@ -114,7 +122,8 @@ def instance_from_dict(doc: Any, source: str = "<instance>") -> Instance:
             weight=float(j.get("weight", 1.0)),
             current=placement_from_dict(cur, j["id"]) if cur else None,
             min_gpus=j.get("min_gpus"), max_gpus=j.get("max_gpus"), gpu_mem=j.get("gpu_mem"),
-            gpu_compute=j.get("gpu_compute"), gpu_mem_min=j.get("gpu_mem_min")))
+            gpu_compute=j.get("gpu_compute"), gpu_mem_min=j.get("gpu_mem_min"),
+            gpus_per_server=j.get("gpus_per_server")))
     problems.extend(model_problems(cluster, jobs))
     if problems:
         raise InputError(problems, source)
@@ -186,7 +195,7 @@ def job_to_dict(j: Job) -> dict:
         d["weight"] = j.weight
     if j.current is not None:
         d["current"] = placement_to_dict(j.current, with_job=False)
-    for k in ("min_gpus", "max_gpus", "gpu_mem", "gpu_compute", "gpu_mem_min"):
+    for k in ("min_gpus", "max_gpus", "gpu_mem", "gpu_compute", "gpu_mem_min", "gpus_per_server"):
         if getattr(j, k) is not None:
             d[k] = getattr(j, k)
     return d
@@ -210,7 +219,8 @@ def server_to_dict(s: Server) -> dict:
 
 
 def instance_to_dict(inst: Instance) -> dict:
-    """An Instance as an ``alloc.instance/1`` document.
+    """An Instance as an ``alloc.instance/1`` document (``alloc.instance/1.1``
+    when a job has ``gpus_per_server``).
 
     Examples
     --------
@@ -220,7 +230,9 @@ def instance_to_dict(inst: Instance) -> dict:
     ('alloc.instance/1', ['s00', 's01'])
     """
     c = inst.cluster
-    d: dict[str, Any] = {"format": INSTANCE_FORMAT, "name": inst.name}
+    even = any(j.gpus_per_server is not None for j in inst.jobs)
+    d: dict[str, Any] = {"format": INSTANCE_FORMAT_EVEN if even else INSTANCE_FORMAT,
+                         "name": inst.name}
     for k in ("description", "generator", "known_optimum"):
         if k in inst.meta:
             d[k] = inst.meta[k]

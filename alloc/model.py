@@ -508,6 +508,13 @@ class Job:
     gpu_mem_min : int or None
         The least GPU memory per GPU in MiB it runs with (a job that is not
         guaranteed; the rest spills to host memory).  Default ``gpu_mem``.
+    gpus_per_server : int or None
+        An even spread: exactly this many GPUs on each of
+        ``gpus // gpus_per_server`` distinct servers, its CPU and memory split
+        evenly over them (Slurm's ``-N n --gres=gpu:k``); a divisor of
+        ``gpus``, whole GPUs, no elastic sizes, no tenant, no locality.  Equal
+        to ``gpus``: all on one server (read as ``locality="server"``).
+        None (default): as the job's locality says.
 
     Examples
     --------
@@ -517,6 +524,8 @@ class Job:
     (1000, 4000, False)
     >>> Job("notebook", gpus=1, gpu_milli=250, cpu=2000, mem=16384).milli_total
     250
+    >>> Job("gang", gpus=8, cpu=8000, mem=64000, gpus_per_server=4).even_servers
+    2
     """
     id: str
     gpus: int = 0
@@ -537,6 +546,7 @@ class Job:
     gpu_mem: int | None = None
     gpu_compute: int | None = None
     gpu_mem_min: int | None = None
+    gpus_per_server: int | None = None
 
     @property
     def milli_total(self) -> int:
@@ -552,6 +562,15 @@ class Job:
     def running(self) -> bool:
         """True when the job has a current placement."""
         return self.current is not None
+
+    @property
+    def even_servers(self) -> int:
+        """The servers its even spread takes, ``gpus // gpus_per_server``
+        when that is two or more (``gpus_per_server`` on each); 0 otherwise."""
+        k = self.gpus_per_server
+        if k is None or not isinstance(k, int) or k <= 0 or self.gpus <= k:
+            return 0
+        return self.gpus // k
 
     def allows(self, gpu_type: str | None) -> bool:
         """True when the job may run on GPUs of ``gpu_type``."""

@@ -32,7 +32,11 @@ rank, while some running job ranks below it:
    ``p`` is placed on a server of ``v*`` (or, spread, on the servers with the
    most usable GPUs, the victims' first): jobs ranked ``t*`` or lower there
    are stopped lowest-ranked first until ``p`` fits, then every victim ``p``
-   still fits without is kept running (highest-ranked first);
+   still fits without is kept running (highest-ranked first).  An even
+   spread (``gpus_per_server``) is a gang that never fits one server alone:
+   its test counts the servers that can hold one part (``k`` whole GPUs and
+   its share of CPU and memory), and its parts go to the victims' servers
+   first, then to those with the fewest whole free GPUs;
 3. else ``p`` waits.
 
 A job that preempts costs one test per job taken (a server's GPUs, or one
@@ -107,7 +111,8 @@ class _Walk:
 
     # ------------------------------------------------------------ job shape
     def shape(self, j: int) -> tuple:
-        """(GPUs, milli, [(cpu, mem)], locality, allowed-server mask) of job j."""
+        """(GPUs, milli, [(cpu, mem)], locality, allowed-server mask) of job j;
+        an even spread's locality is ``("even", k, parts)`` (`_even`)."""
         p = self.p
         job = p.jobs[j]
         n = job.min_gpus if job.elastic and job.min_gpus is not None else job.gpus
@@ -118,13 +123,17 @@ class _Walk:
             mask = np.zeros(p.S, dtype=bool)
             mask[p.allowed_servers(j)] = True
             self.masks[key] = mask
-        return n, job.gpu_milli, opts, job.locality, mask
+        loc = ("even", job.gpus_per_server, job.even_servers) if job.even_servers \
+            else job.locality
+        return n, job.gpu_milli, opts, loc, mask
 
     # --------------------------------------------------------------- tests
     def servers_ok(self, sh, gf, cf, mf, whole=None) -> list:
         """Per option: the mask of servers that hold the job alone."""
         p = self.p
         n, q, opts, loc, mask = sh
+        if _even(sh):
+            return [np.zeros(p.S, dtype=bool) for _ in opts]     # never one server alone
         out = []
         if n and q >= MILLI:
             w = gf >= MILLI
@@ -155,11 +164,18 @@ class _Walk:
                                     for sv in self.p.cluster.servers], dtype=np.int64)
         return self._racks
 
-    def usable(self, gf, cf, mf, mask, n, c, m) -> np.ndarray:
+    def usable(self, gf, cf, mf, mask, n, c, m, even=None) -> np.ndarray:
         """Whole GPUs each server can give a spread gang of n (CPU and memory
-        per GPU rounded up, so that any split in proportion to GPUs fits)."""
+        per GPU rounded up, so that any split in proportion to GPUs fits);
+        for an even spread (``even = (k, parts)``) 1 where a server can hold
+        one part (k whole GPUs, its share of CPU and memory rounded up), else
+        0."""
         w = self.whole if gf is self.gfree else \
             np.bincount(self.gsrv[gf >= MILLI], minlength=self.p.S)
+        if even:
+            k, parts = even
+            ok = mask & (w >= k) & (cf >= -(-c // parts)) & (mf >= -(-m // parts))
+            return ok.astype(np.int64)
         cper, mper = -(-c // n), -(-m // n)
         use = w.copy()
         if cper:
@@ -258,6 +274,8 @@ class _Walk:
         """A gang spread over servers (``first``: servers to use before the
         others; then the most usable GPUs), or None."""
         n, q, opts, loc, mask = sh
+        if _even(sh):
+            return self.even(j, sh, gf, cf, mf, first)
         if n < 2 or q < MILLI or loc not in (None, "rack"):
             return None
         p = self.p
@@ -286,6 +304,31 @@ class _Walk:
                     return p.make_assign(j, gpus, o)
         return None
 
+    def even(self, j: int, sh, gf, cf, mf, first) -> Assign | None:
+        """An even spread (``gpus_per_server`` GPUs on each of ``parts``
+        servers): the servers of ``first`` that can hold a part, then those
+        with the fewest whole free GPUs (lowest index first); inside each,
+        the tightest node that holds the part (`gpus_on`); or None."""
+        k, parts = _even(sh)
+        n, q, opts, loc, mask = sh
+        p = self.p
+        w = self.whole if gf is self.gfree else \
+            np.bincount(self.gsrv[gf >= MILLI], minlength=p.S)
+        part = (k, MILLI, opts, None, mask)
+        for o, (c, m) in enumerate(opts):
+            use = self.usable(gf, cf, mf, mask, n, c, m, (k, parts))
+            if use.sum() < parts:
+                continue
+            firsts = [s for s in dict.fromkeys(first) if use[s]]
+            rest = sorted((int(s) for s in np.flatnonzero(use) if s not in firsts),
+                          key=lambda s: (int(w[s]), s))
+            gpus: list[int] = []
+            for s in (firsts + rest)[:parts]:
+                gpus += self.gpus_on(s, part, gf) or []
+            if len(gpus) == n:
+                return p.make_assign(j, gpus, o)
+        return None
+
     # ------------------------------------------------------------ victims
     def local(self, s: int, victims) -> tuple[dict, int, int]:
         """Free milli of server s's GPUs, its CPU and memory with ``victims`` stopped."""
@@ -305,7 +348,7 @@ class _Walk:
     def try_server(self, j: int, s: int, sh, victims, build: bool = False):
         """Whether job j fits alone on server s with ``victims`` stopped (its
         assignment with ``build``), else None."""
-        if not sh[4][s]:
+        if not sh[4][s] or _even(sh):
             return None
         gf, c, m = self.local(s, victims)
         for o, (oc, om) in enumerate(sh[2]):
@@ -341,6 +384,10 @@ class _Walk:
             return 0
         gf, cf, mf = self.local(s, victims)
         w = sum(1 for x in gf.values() if x >= MILLI)
+        even = _even(sh)
+        if even:
+            k, parts = even
+            return int(w >= k and cf >= -(-c // parts) and mf >= -(-m // parts))
         cper, mper = -(-c // n), -(-m // n)
         return min(w, cf // cper if cper else w, mf // mper if mper else w)
 
@@ -349,13 +396,15 @@ class _Walk:
         fits; then every one it fits without is kept, highest-ranked first)
         and its assignment, or None."""
         p, n = self.p, sh[0]
-        use = self.usable(self.gfree, self.cfree, self.mfree, sh[4], n, c, m)
+        even = _even(sh)
+        use = self.usable(self.gfree, self.cfree, self.mfree, sh[4], n, c, m, even)
         total, on = int(use.sum()), {}
+        need = even[1] if even else n
 
         def enough():
             if sh[3] == "rack":
                 return bool((np.bincount(self.racks(), use) >= n).any())
-            return total >= n
+            return total >= need
         held = {r: self.p.servers_of(p.fixed[r]) for r in cands}
 
         def gain(r, sign):
@@ -401,9 +450,11 @@ class _Walk:
         p, rj = self.p, self.rank[j]
         on: dict[int, list[int]] = {}
         n, q, opts, loc, mask = sh
-        spread = n >= 2 and q >= MILLI and loc in (None, "rack")
-        use = [self.usable(self.gfree, self.cfree, self.mfree, mask, n, c, m) for c, m in opts] \
-            if spread else []
+        even = _even(sh)
+        spread = (n >= 2 and q >= MILLI and loc in (None, "rack")) or bool(even)
+        need = even[1] if even else n
+        use = [self.usable(self.gfree, self.cfree, self.mfree, mask, n, c, m, even)
+               for c, m in opts] if spread else []
         cands = []
         for r in self.by_rank:
             if self.rank[r] <= rj:
@@ -424,11 +475,17 @@ class _Walk:
                 for x in servers:
                     use[o][x] = self.usable_on(x, sh, on[x], c, m)
                 tot = np.bincount(self.racks(), use[o]).max() if loc == "rack" else use[o].sum()
-                if tot >= n:
+                if tot >= need:
                     got = self.spread_victims(j, sh, cands, c, m)
                     if got is not None:
                         return got
         return None
+
+def _even(sh) -> tuple[int, int] | None:
+    """``(gpus_per_server, parts)`` of an even spread's shape, else None."""
+    loc = sh[3]
+    return (loc[1], loc[2]) if isinstance(loc, tuple) else None
+
 
 def plan(problem: Problem, deadline: Deadline) -> Plan:
     """The walk of the module notes on a compiled problem (``preempt="order"``);

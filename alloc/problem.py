@@ -286,6 +286,8 @@ def placeable_reason(cluster: Cluster, job: Job) -> str | None:
             return (f"needs {cpu} milli-CPU and {mem} MiB on one server; the largest has "
                     f"{max(s.cpu for s in ok)} and {max(s.mem for s in ok)}")
         return None
+    if job.even_servers:
+        return _even_reason(cluster, job, cpu, mem)
     if any(_width(s, job.locality) >= n and s.cpu >= cpu and s.mem >= mem for s in ok):
         return None
     if n > 1 and job.gpu_milli == MILLI and job.locality in (None, "rack"):
@@ -305,6 +307,20 @@ def placeable_reason(cluster: Cluster, job: Job) -> str | None:
     return (f"needs {n} GPUs{where}, {cpu} milli-CPU and {mem} MiB on one server; the largest "
             f"allowed has {_width(best, job.locality)} GPUs{where}, {best.cpu} milli-CPU, "
             f"{best.mem} MiB")
+
+
+def _even_reason(cluster: Cluster, job: Job, cpu: int, mem: int) -> str | None:
+    """`placeable_reason` of an even spread: ``gpus // gpus_per_server``
+    servers of allowed types, each with ``gpus_per_server`` GPUs and its
+    share of CPU and memory (rounded up)."""
+    k, parts = job.gpus_per_server, job.even_servers
+    pc, pm = -(-cpu // parts), -(-mem // parts)
+    have = sum(1 for s in cluster.servers if s.gpus >= k and job.allows(s.gpu_type)
+               and s.cpu >= pc and s.mem >= pm)
+    if have >= parts:
+        return None
+    return (f"needs {parts} servers with {k} GPUs, {pc} milli-CPU and {pm} MiB each "
+            f"(gpus_per_server {k}); {have} of the servers it may use are that large")
 
 
 def _take(problem: "Problem", assigns, sign: int) -> None:
@@ -959,7 +975,7 @@ def job_type_key(problem: Problem, j: int) -> tuple:
                  tuple(sorted(prof.scaling.items())) if prof is not None and "scale" in f else ())
     weight = job.weight if "weight" in f else 1.0
     return (job.gpus, job.gpu_milli, job.locality, opts, weight, types, speeds, span, sizes,
-            job.tenant, job.guaranteed)
+            job.tenant, job.guaranteed, job.gpus_per_server)
 
 
 def job_types(problem: Problem, jobs: Sequence[int] | None = None) -> list[list[int]]:

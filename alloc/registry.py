@@ -62,6 +62,8 @@ CAPABILITY_MEANING: Mapping[str, str] = {
     "preemption": "stops running jobs where the tenancy rules allow it (returns them "
                   "unplaced and lists them in Solution.preempted)",
     "elastic": "picks a job's GPU count in [min_gpus, max_gpus]",
+    "even-spread": "jobs of gpus_per_server: exactly that many GPUs on each of "
+                   "gpus / gpus_per_server servers",
     "migration": "moves running jobs itself, within the call's move budget",
     "colocation": "opportunistic jobs on GPUs held by guaranteed jobs",
     "gpu-memory": "never over-commits a GPU's memory (jobs' and servers' gpu_mem)",
@@ -78,8 +80,8 @@ ALL_OBJECTIVES = frozenset(OBJECTIVES)
 
 #: How to install what a solver ``requires`` (one line each).
 INSTALL = {
-    "ortools": "pip install 'ortools>=9.8' (it needs pandas>=2; beside pandas<2 the solvers "
-               "without CP-SAT all run: see `alloc solvers`)",
+    "ortools": "pip install 'ortools>=9.7' (beside pandas<2 pip picks 9.7, the last release "
+               "that does not need pandas>=2)",
     "highspy": "pip install 'highspy>=1.11,<1.13'",
     "pulp": "pip install 'pulp>=2.8,<4'",
 }

@@ -52,6 +52,8 @@ def needed_capabilities(cluster: Cluster, jobs: Sequence[Job],
             need.add("tenancy")
         if j.elastic:
             need.add("elastic")
+        if j.even_servers:
+            need.add("even-spread")
     if cluster.tenants:
         need.add("tenancy")
     from .resources import needs

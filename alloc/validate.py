@@ -172,7 +172,8 @@ def job_field_problems(j, where: str, cluster: Cluster) -> list[str]:
             or not 0 <= w <= MAX_WEIGHT:
         out.append(f"{where}.weight: expected a number in 0..{MAX_WEIGHT:g}, got {short_repr(w)}")
     for name, lo, hi in (("min_gpus", 1, 2 ** 20), ("max_gpus", 1, 2 ** 20), ("gpu_mem", 0, MAX_INT),
-                         ("gpu_mem_min", 0, MAX_INT), ("gpu_compute", 1, MILLI)):
+                         ("gpu_mem_min", 0, MAX_INT), ("gpu_compute", 1, MILLI),
+                         ("gpus_per_server", 1, 2 ** 20)):
         v = getattr(j, name)
         if v is not None:
             p = _int_problem(f"{where}.{name}", v, lo, hi)
@@ -207,7 +208,49 @@ def job_rule_problems(j: Job, where: str, cluster: Cluster) -> list[str]:
         out.append(f"{where}.min_gpus: expected 1 <= min_gpus <= gpus ({j.gpus}), got {j.min_gpus}")
     if j.max_gpus is not None and j.max_gpus < j.gpus:
         out.append(f"{where}.max_gpus: expected max_gpus >= gpus ({j.gpus}), got {j.max_gpus}")
+    if j.gpus_per_server is not None:
+        out += even_problems(j, f"{where}.gpus_per_server", cluster)
     return out + gpu_memory_problems(j, where, cluster)
+
+
+def even_problems(j: Job, where: str, cluster: Cluster) -> list[str]:
+    """An even spread's rules (``gpus_per_server``, `alloc.model.Job`): a
+    divisor of ``gpus``; whole GPUs, no elastic sizes, no tenant (nor a
+    cluster with tenants' cells), and no locality unless it is all on one
+    server."""
+    k = j.gpus_per_server
+    if not j.gpus or j.gpus % k:
+        return [f"{where}: expected a divisor of gpus ({j.gpus}), got {k}"]
+    if j.gpu_milli < MILLI:
+        return [f"{where}: needs whole GPUs (gpu_milli 1000), job has {j.gpu_milli}"]
+    if j.elastic:
+        return [f"{where}: not with an elastic job (min_gpus, max_gpus): its size is fixed"]
+    if j.tenant is not None or j.guaranteed or cluster.tenants:
+        return [f"{where}: not with tenants (an even spread is placed outside tenants' cells)"]
+    if k < j.gpus and j.locality is not None:
+        return [f"{where}: spreads the job over {j.gpus // k} servers; locality "
+                f"{j.locality!r} confines it (expected no locality)"]
+    return []
+
+
+def even_normalised(j: Job) -> Job:
+    """``j`` with a ``gpus_per_server`` equal to its ``gpus`` read as what it
+    means, all on one server (``locality="server"`` unless an inner level
+    confines it more); every other job unchanged.
+
+    Examples
+    --------
+    >>> from alloc import Job
+    >>> from alloc.validate import even_normalised
+    >>> j = even_normalised(Job("a", 4, gpus_per_server=4))
+    >>> j.locality, j.gpus_per_server
+    ('server', None)
+    """
+    k = j.gpus_per_server
+    if k is None or k != j.gpus:
+        return j
+    loc = j.locality if j.locality in ("socket", "switch") else "server"
+    return replace(j, locality=loc, gpus_per_server=None)
 
 
 def gpu_memory_problems(j: Job, where: str, cluster: Cluster) -> list[str]:
@@ -252,7 +295,7 @@ def _plain(j, levels) -> bool:
             and type(w) in (int, float) and 0 <= w <= MAX_WEIGHT
             and type(types) is tuple and all(type(t) is str for t in types)
             and j.min_gpus is None and j.max_gpus is None and j.gpu_mem is None
-            and j.gpu_mem_min is None and j.gpu_compute is None
+            and j.gpu_mem_min is None and j.gpu_compute is None and j.gpus_per_server is None
             and (loc is None or (type(loc) is str and loc in levels))
             and (j.current is None or type(j.current) is Placement)
             and (j.profile is None or type(j.profile) is Profile))
@@ -368,9 +411,10 @@ notes)."""
 def prepare(cluster: Cluster, jobs: Sequence[Job], source: str | None = None
             ) -> tuple[Cluster, tuple[Job, ...]]:
     """Validated input with model names resolved to profiles (from ``models/``),
-    GPU servers without a type given `DEFAULT_GPU_TYPE`, and
+    GPU servers without a type given `DEFAULT_GPU_TYPE`,
     jobs that declare GPU memory limited to the GPU types that can hold it
-    (`alloc.resources.restrict_types`).
+    (`alloc.resources.restrict_types`), and a ``gpus_per_server`` equal to
+    ``gpus`` read as one server (`even_normalised`).
 
     Raises
     ------
@@ -392,6 +436,8 @@ def prepare(cluster: Cluster, jobs: Sequence[Job], source: str | None = None
         raise InputError(problems, source)
     from .resources import restrict_types
     jobs = restrict_types(cluster, jobs)
+    if any(j.gpus_per_server is not None for j in jobs):
+        jobs = tuple(even_normalised(j) for j in jobs)
     warn_model(cluster, jobs, source)
     return cluster, jobs
 
@@ -489,6 +535,7 @@ def _outside_stacklevel() -> int:
 
 
 __all__ = ["MAX_INT", "MAX_NAME", "MAX_WEIGHT", "PRIORITY_RANGE", "cluster_problems",
-           "current_problems", "job_problems", "model_problems",
+           "current_problems", "even_normalised", "even_problems", "job_problems",
+           "model_problems",
            "model_warnings", "prepare",
            "resolve_models", "validate_model", "warn_model"]

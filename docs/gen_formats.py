@@ -211,6 +211,7 @@ line, the `warnings` field of bench and sweep rows):
 | a job whose `locality` is `socket`, `switch` or `rack` | `locality` |
 | a tenant, or a job with a `tenant` or `guaranteed` | `tenancy` |
 | a job with `min_gpus` or `max_gpus` | `elastic` |
+| a job whose `gpus_per_server` is below its `gpus` | `even-spread` |
 
 A solver without a capability the input needs refuses it, naming the
 solvers that have it (`alloc validate` lists them).

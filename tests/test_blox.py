@@ -168,3 +168,102 @@ def test_a_pandas_gpu_df():
     stop, launch = AllocPlacement().place(SimpleNamespace(active_jobs=active), cl,
                                           {"job_order": [(1, {}), (0, {})]})
     assert not stop and sorted(launch) == [0, 1]
+
+
+# ------------------------------------------------ settings pass through
+def test_objective_and_every_session_setting_pass_through():
+    p = AllocPlacement(solver="milp", objective="jobs", time_limit=3, seed=5, move_cost=0.5,
+                       max_moves=1)
+    p.place(SimpleNamespace(active_jobs={0: {"num_GPUs": 1, "is_running": False}}),
+            blox_cluster(1, 2), {"job_order": [0]})
+    s = p.session
+    assert (s.solver, s.objective, s.time_limit, s.seed, s.move_cost, s.max_moves) == \
+        ("milp", "jobs", 3, 5, 0.5, 1)
+    assert p.last.allocation.objective == "jobs"
+
+
+@pytest.mark.parametrize("kw,msg", [
+    (dict(solvr="best-fit"), "unknown session setting 'solvr'"),
+    (dict(objective="nope"), "unknown objective 'nope'"),
+    (dict(solver="best-fit", options={"x": 1}), "unknown option 'x'"),
+    (dict(gpu_keys={}), "'gpu_keys' is the adapter's own"),
+    (dict(reconcile="sometimes"), "reconcile: expected one of changes, full"),
+    (dict(solver="nope"), "unknown solver 'nope'"),
+])
+def test_bad_settings_fail_when_the_policy_is_made(kw, msg):
+    with pytest.raises(InputError, match=msg):
+        AllocPlacement(**kw)
+
+
+# ------------------------------------------- reconcile follows what changed
+def run_las(policy, seed, rounds=30, drift=0.3):
+    """LAS rounds of 1, 2 and 4-GPU jobs with arrivals, completions and (with
+    probability ``drift``) a job Blox suspends by itself; the decisions."""
+    rng = random.Random(seed)
+    cl, active, out, nid = blox_cluster(4, 4), {}, [], 0
+    for rnd in range(rounds):
+        for _ in range(rng.randint(0, 3)):
+            active[nid] = {"num_GPUs": rng.choice([1, 1, 2, 4]), "is_running": False,
+                           "job_priority": 999, "tracked_metrics": {"attained_service": 0}}
+            nid += 1
+        running = sorted(j for j in active if active[j]["is_running"])
+        for j in running:
+            if rng.random() < 0.15:
+                apply(active, cl.gpu_df, [j], {})
+                del active[j]
+        running = sorted(j for j in active if active[j]["is_running"])
+        if running and rng.random() < drift:
+            apply(active, cl.gpu_df, [rng.choice(running)], {})      # not the policy's doing
+        stop, launch = policy.place(SimpleNamespace(active_jobs=active), cl,
+                                    {"job_order": las_order(active)})
+        out.append((sorted(stop), sorted(launch.items())))
+        apply(active, cl.gpu_df, stop, launch)
+        for job in active.values():
+            if job["is_running"]:
+                job["tracked_metrics"]["attained_service"] += 300 * job["num_GPUs"]
+    return out
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_reconciling_what_changed_decides_as_a_full_reconcile(seed):
+    changes, full = AllocPlacement(), AllocPlacement(reconcile="full")
+    assert run_las(changes, seed) == run_las(full, seed)
+    assert changes.session._consistent() and full.session._consistent()
+    assert sorted(changes.session.running) == sorted(full.session.running)
+
+
+def test_only_the_jobs_blox_changed_are_reconciled():
+    p = AllocPlacement()
+    cl = blox_cluster(2, 4)
+    active = {j: {"num_GPUs": 2, "is_running": False} for j in range(4)}
+    stop, launch = p.place(SimpleNamespace(active_jobs=active), cl, {"job_order": [0, 1, 2, 3]})
+    apply(active, cl.gpu_df, stop, launch)
+    p.place(SimpleNamespace(active_jobs=active), cl, {"job_order": [0, 1, 2, 3]})
+    assert p.last_reconciled is None                 # Blox did what it was told
+    apply(active, cl.gpu_df, [2], {})                # Blox suspends job 2 itself
+    stop, launch = p.place(SimpleNamespace(active_jobs=active), cl, {"job_order": [0, 1, 2, 3]})
+    assert p.last_reconciled.stopped == (2,) and not p.last_reconciled.started
+    assert launch == {2: [4, 5]} or 2 in launch
+    apply(active, cl.gpu_df, stop, launch)
+    p.reconcile_all()                                # one full statement on request
+    p.place(SimpleNamespace(active_jobs=active), cl, {"job_order": [0, 1, 2, 3]})
+    assert p.last_reconciled is not None and not p.last_reconciled.stopped
+
+
+def test_a_partial_reconcile_leaves_the_other_jobs_alone():
+    from alloc import Cluster, Job, Server, Session
+    s = Session(Cluster((Server("s0", 8000, 8000, 4),)), solver="best-fit")
+    for j in "abc":
+        s.submit(Job(j, 1))
+    s.step()
+    gpus = {j: [g.gpu for g in s.jobs[j].current.gpus] for j in "abc"}
+    r = s.reconcile({}, stopped=["a"])
+    assert r.stopped == ("a",) and s.jobs["b"].current is not None
+    r = s.reconcile({"a": ["s0/gpu3"]}, stopped=[])
+    assert r.started == ("a",) and s.jobs["c"].current is not None and gpus
+    with pytest.raises(InputError, match="listed as running too"):
+        s.reconcile({"a": ["s0/gpu3"]}, stopped=["a"])
+    with pytest.raises(InputError, match="listed twice"):
+        s.reconcile({}, stopped=["b", "b"])
+    with pytest.raises(InputError, match="expected a list of job ids"):
+        s.reconcile({}, stopped="b")

@@ -1,7 +1,9 @@
 """alloc beside a scheduler's environment: without OR-Tools (and without
 pandas) alloc imports and every solver that needs no CP-SAT runs -- the
 heuristics, milp, hived, a session with preemption by order, the Blox
-adapter; cpsat then says in one line how to install it."""
+adapter; cpsat then says in one line how to install it, and an adapter given
+cpsat fails when it is made, not in the scheduler's first round.  The
+distribution's name is not the index's other ``alloc``."""
 import subprocess
 import sys
 from pathlib import Path
@@ -20,6 +22,8 @@ import alloc
 from alloc import Cluster, Job, Server, Session, SolverUnavailable, allocate
 from alloc.registry import solvers
 from alloc.adapters.blox import AllocPlacement
+from alloc.adapters.scontrol import Scontrol
+from alloc.adapters.slurm import Controller
 cl = Cluster(tuple(Server(f"s{i}", 32000, 256000, 4, "V100") for i in range(3)))
 jobs = [Job(f"j{k}", 1 + k % 3, cpu=1000, mem=1000) for k in range(8)]
 for name, info in solvers().items():
@@ -45,6 +49,13 @@ stop, launch = AllocPlacement(solver="milp").place(
     SimpleNamespace(active_jobs={0: {"num_GPUs": 2, "is_running": False}}),
     SimpleNamespace(server_map={}, gpu_df=rows), {"job_order": [0]})
 assert list(launch) == [0]
+for make in (lambda: AllocPlacement(solver="cpsat"),          # fails when made, not in a round
+             lambda: Controller(Scontrol(), solver="cpsat")):
+    try:
+        make()
+        raise SystemExit("an adapter was made with a solver that cannot run")
+    except SolverUnavailable as exc:
+        assert "pip install" in str(exc) and "\n" not in str(exc)
 assert "ortools" not in sys.modules and "pandas" not in sys.modules
 print(sorted(n for n, i in solvers().items() if not i.available))
 """
@@ -55,3 +66,15 @@ def test_everything_but_cp_sat_runs_without_ortools_and_pandas():
                          text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
     assert "cpsat" in out.stdout and "milp" not in out.stdout
+
+
+def test_the_distribution_is_not_the_other_alloc():
+    import tomllib
+    doc = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    assert doc["project"]["name"] == "alloc-gpu"
+    floor = [r for r in doc["project"]["dependencies"] if r.startswith("ortools")]
+    assert floor and floor[0].split("#")[0].strip() == "ortools>=9.7", floor
+    readme = (ROOT / "README.md").read_text()
+    assert "alloc-gpu" in readme and "`pip install alloc` installs" in readme
+    blox = (ROOT / "docs" / "blox.md").read_text()
+    assert "--no-deps alloc" not in blox and "alloc-gpu" in blox and "pip check" in blox

@@ -24,17 +24,32 @@ launch; Blox terminates first, then launches.
 
 `AllocPlacement` keeps one [Session][alloc.session.Session] with Blox's
 integer ids and GPU_IDs as the caller's keys.  Each round: new nodes are
-added, new jobs submitted and jobs that left ``active_jobs`` finished;
-[reconcile][alloc.session.Session.reconcile] states what runs where
-(``JOB_IDS``); the order becomes the session's; one round is solved.  Blox
-has no GPU types (every GPU is ``alloc.model.DEFAULT_GPU_TYPE``) and asks no
-CPU or memory (jobs ask 0).  A job the round moves is terminated and launched
-on its new GPUs; preempted jobs are terminated.
+added, new jobs submitted and jobs that left ``active_jobs`` finished; what
+runs where (``JOB_IDS``) is told to the session
+([reconcile][alloc.session.Session.reconcile]); the order becomes the
+session's; one round is solved.  Blox has no GPU types (every GPU is
+``alloc.model.DEFAULT_GPU_TYPE``) and asks no CPU or memory (jobs ask 0).  A
+job the round moves is terminated and launched on its new GPUs; preempted jobs
+are terminated.
+
+Reconcile follows what changed.  After a round the adapter expects Blox to
+run what it had plus the launches, minus the terminations; the next round it
+tells the session only the jobs whose ``JOB_IDS`` differ from that (started,
+moved or ended outside the adapter's decisions: a partial reconcile), so the
+call costs what changed, not what runs.  ``reconcile="full"`` states every
+running job every round, and `AllocPlacement.reconcile_all` asks for one full
+statement at the next round.
 
 With ``preempt="order"`` (the default) a running job ranked below a waiting
 job that cannot otherwise be placed is suspended for it, lowest-ranked first,
 as few as possible ([alloc.preempt][]): on 1-GPU jobs the same jobs launch
 and stop as with Blox's default placement.
+
+Every other [Session][alloc.session.Session] setting passes through as a
+keyword (``objective``, ``move_cost``, ``seed``, ``models``, and any the
+session takes); all of them are checked when the policy is made, so a solver
+that cannot run here (``cpsat`` without OR-Tools) fails there, not in the
+scheduler's loop.
 """
 from __future__ import annotations
 
@@ -44,7 +59,7 @@ from ..errors import InputError
 from ..model import DEFAULT_GPU_TYPE, Cluster, Job, Server
 
 if TYPE_CHECKING:
-    from ..session import RoundResult, Session
+    from ..session import Reconciled, RoundResult, Session
 
 
 def gpu_rows(gpu_df) -> list[dict]:
@@ -67,6 +82,10 @@ def node_name(node_id) -> str:
     return f"node{node_id}"
 
 
+#: How each round tells the session what runs.
+RECONCILE = ("changes", "full")
+
+
 class AllocPlacement:
     """Blox's placement policy, answered by alloc (see the module notes).
 
@@ -76,6 +95,8 @@ class AllocPlacement:
         Blox passes its arguments to every policy; ignored.
     solver : str
         A registered solver (default ``"best-fit"``).
+    objective : {"throughput", "gpus", "jobs"}, optional
+        What the solver maximises (default: the session's, ``"throughput"``).
     time_limit : float, optional
         Seconds per round.
     max_moves : int
@@ -85,24 +106,58 @@ class AllocPlacement:
         tenancy rules (Blox has no tenants: none).
     options : mapping, optional
         The solver's options.
+    reconcile : {"changes", "full"}
+        Tell the session only the jobs whose GPUs changed since the last
+        round (default), or every running job every round.
+    **session
+        Any other [Session][alloc.session.Session] setting (``move_cost``,
+        ``seed``, ``models``, ...), passed through.
+
+    Raises
+    ------
+    InputError
+        A setting the session refuses (an unknown solver, option or
+        objective, a solver without a capability the call needs).
+    SolverUnavailable
+        The solver cannot run here (one line saying how to install it).
+
+    Examples
+    --------
+    >>> from alloc.adapters.blox import AllocPlacement
+    >>> policy = AllocPlacement(solver="best-fit", max_moves=0, seed=1)
+    >>> policy.settings["seed"]
+    1
     """
 
     def __init__(self, args: Any = None, *, solver: str = "best-fit",
-                 time_limit: float | None = None, max_moves: int = 0,
-                 preempt: str | None = "order", options: Mapping | None = None):
-        self.settings: dict[str, Any] = dict(solver=solver, time_limit=time_limit,
-                                             max_moves=max_moves, preempt=preempt,
-                                             options=options)
+                 objective: str | None = None, time_limit: float | None = None,
+                 max_moves: int = 0, preempt: str | None = "order",
+                 options: Mapping | None = None, reconcile: str = "changes", **session: Any):
+        from .settings import check_session_settings
+        if reconcile not in RECONCILE:
+            raise InputError(f"reconcile: expected one of {', '.join(RECONCILE)}, got "
+                             f"{reconcile!r}")
+        self.settings: dict[str, Any] = check_session_settings(
+            dict(solver=solver, objective=objective, time_limit=time_limit, max_moves=max_moves,
+                 preempt=preempt, options=options, **session), "blox")
+        self.reconcile = reconcile
         self.session: Session | None = None
         self._nodes: dict = {}          # node id -> [(Local_GPU_ID, GPU_ID)]
         self._keys: dict = {}           # alloc's GPU name -> GPU_ID
+        self._expected: dict | None = None   # job id -> [GPU_ID, ...] Blox should run now
         self.last: RoundResult | None = None
+        self.last_reconciled: Reconciled | None = None
 
     @property
     def _live(self) -> Session:
         """The session (the first sync of the nodes makes it)."""
         assert self.session is not None
         return self.session
+
+    def reconcile_all(self) -> None:
+        """State every running job at the next round (a full reconcile),
+        whatever ``reconcile`` says."""
+        self._expected = None
 
     # ------------------------------------------------------------ the round
     def place(self, job_state, cluster_state, new_job_schedule) -> tuple[list, dict]:
@@ -117,14 +172,34 @@ class AllocPlacement:
             jid = r.get("JOB_IDS")
             if jid is not None and jid == jid and jid in active:
                 running.setdefault(jid, []).append(r["GPU_ID"])
-        s.reconcile({j: sorted(g) for j, g in running.items()}, where="gpu_df")
+        for g in running.values():
+            g.sort()
+        self._tell(running, active)
         order = [x[0] if isinstance(x, tuple) else x
                  for x in (new_job_schedule or {}).get("job_order", ())]
         s.set_order([j for j in order if j in active], where="job_order")
         res = self.last = s.step()
         terminate = list(res.stop) + [p.job for p in res.move]
         launch = {p.job: list(res.gpus[p.job]) for p in res.start + res.move}
+        for j in terminate:
+            running.pop(j, None)
+        running.update((j, sorted(g)) for j, g in launch.items())
+        self._expected = running
         return terminate, launch
+
+    def _tell(self, running: dict, active: Mapping) -> None:
+        """What runs, to the session: every job (a full reconcile), or only
+        those whose GPUs differ from what the last round left."""
+        s, before = self._live, self._expected
+        if before is None or self.reconcile == "full":
+            self.last_reconciled = s.reconcile(running, where="gpu_df")
+            return
+        changed = {j: g for j, g in running.items() if before.get(j) != g}
+        ended = [j for j in before if j not in running and j in active]
+        if changed or ended:
+            self.last_reconciled = s.reconcile(changed, stopped=ended, where="gpu_df")
+        else:
+            self.last_reconciled = None
 
     # ------------------------------------------------------------- syncing
     def _sync_cluster(self, rows: list[dict], server_map: Mapping) -> None:
@@ -138,18 +213,14 @@ class AllocPlacement:
             for local, gid in nodes[n]:
                 self._keys[f"{node_name(n)}/gpu{local}"] = gid
         if self.session is None:
+            from .settings import make_session
             servers = tuple(self._server(n, nodes[n], server_map) for n in sorted(new))
-            from ..session import Session
-            st = self.settings
-            self.session = Session(Cluster(servers), solver=st["solver"],
-                                   time_limit=st["time_limit"], max_moves=st["max_moves"],
-                                   preempt=st["preempt"], options=st["options"],
-                                   gpu_keys=lambda g: self._keys.get(g, g), name="blox")
+            self.session = make_session(Cluster(servers), self.settings,
+                                        gpu_keys=lambda g: self._keys.get(g, g), name="blox")
         else:
             for n in sorted(new):
                 self.session.add_server(self._server(n, nodes[n], server_map))
         self._nodes.update((n, nodes[n]) for n in new)
-
     @staticmethod
     def _server(node, gpus: list, server_map: Mapping) -> Server:
         info = server_map.get(node) or {}
@@ -174,4 +245,4 @@ class AllocPlacement:
             s.submit(Job(jid, n, locality=loc if n > 1 else None), where="active_jobs")
 
 
-__all__ = ["AllocPlacement", "gpu_rows", "node_name"]
+__all__ = ["AllocPlacement", "RECONCILE", "gpu_rows", "node_name"]

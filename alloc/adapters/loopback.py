@@ -66,6 +66,10 @@ class Loopback:
         ``RealMemory`` per node (MiB).
     gpu_type : str
         The GRES type.
+    shapes : sequence of (int, str), optional
+        Per node, its GPUs and their GRES type (a cluster of mixed node
+        shapes, e.g. three ``(8, "v100")`` and one ``(4, "a100")``); it
+        overrides ``nodes``, ``gpus`` and ``gpu_type``.
     switches : int
         Leaf switches of ``topology.conf`` (nodes split evenly), under one root.
     directory : path, optional
@@ -74,10 +78,13 @@ class Loopback:
     """
 
     def __init__(self, nodes: int = 4, gpus: int = 8, cpus: int = 96, memory: int = 500000,
-                 gpu_type: str = "v100", switches: int = 2, directory=None):
-        self.nodes = [f"gpu{k:03d}" for k in range(1, nodes + 1)]
+                 gpu_type: str = "v100", switches: int = 2, directory=None, shapes=None):
+        shapes = [(int(g), str(t)) for g, t in shapes] if shapes else [(gpus, gpu_type)] * nodes
+        self.nodes = [f"gpu{k:03d}" for k in range(1, len(shapes) + 1)]
+        #: node -> (GPUs, GRES type)
+        self.shapes = dict(zip(self.nodes, shapes))
         self.gpus, self.cpus, self.memory, self.gpu_type = gpus, cpus, memory, gpu_type
-        self.switches = max(1, min(switches, nodes))
+        self.switches = max(1, min(switches, len(self.nodes)))
         self._own = directory is None
         self.dir = Path(directory or tempfile.mkdtemp(prefix="alloc-slurm-"))
         self.conf = self.dir / "slurm.conf"
@@ -92,7 +99,7 @@ class Loopback:
             (d / sub).mkdir(parents=True, exist_ok=True)
         for n in self.nodes:
             (d / "spool" / n).mkdir(exist_ok=True)
-        for k in range(self.gpus):
+        for k in range(max(g for g, _ in self.shapes.values())):
             (d / "dev" / f"gpu{k}").touch()
         ctl, *ports = _free_ports(1 + len(self.nodes))
         self.port = ctl
@@ -115,17 +122,19 @@ class Loopback:
             "SlurmdDebug=info",
         ]
         for n, port in zip(self.nodes, ports):
+            g, t = self.shapes[n]
             lines.append(f"NodeName={n} NodeAddr=127.0.0.1 NodeHostname={host} Port={port} "
                          f"CPUs={self.cpus} RealMemory={self.memory} "
-                         f"Gres=gpu:{self.gpu_type}:{self.gpus} State=UNKNOWN")
+                         f"Gres=gpu:{t}:{g} State=UNKNOWN")
         lines.append(f"PartitionName=gpu Nodes={','.join(self.nodes)} Default=YES "
                      f"MaxTime=INFINITE State=UP OverSubscribe=NO")
         self.conf.write_text("\n".join(lines) + "\n")
-        last = self.gpus - 1
-        (d / "gres.conf").write_text(
-            f"NodeName={','.join(self.nodes)} Name=gpu Type={self.gpu_type} "
-            f"File={d / 'dev'}/gpu[0-{last}]\n" if last > 0 else
-            f"NodeName={','.join(self.nodes)} Name=gpu Type={self.gpu_type} File={d}/dev/gpu0\n")
+        gres = []
+        for n in self.nodes:
+            g, t = self.shapes[n]
+            files = f"{d / 'dev'}/gpu[0-{g - 1}]" if g > 1 else f"{d / 'dev'}/gpu0"
+            gres.append(f"NodeName={n} Name=gpu Type={t} File={files}")
+        (d / "gres.conf").write_text("\n".join(gres) + "\n")
         per = -(-len(self.nodes) // self.switches)
         topo = []
         for k in range(self.switches):

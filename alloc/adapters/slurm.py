@@ -16,12 +16,18 @@ the session: nothing new starts there, its jobs stay until they end.
 The jobs (``scontrol show job -d``).  A job of ``N`` nodes asking
 ``--gres=gpu[:TYPE]:k`` is one gang of ``N * k`` GPUs (type ``TYPE``), its
 CPUs (``NumCPUs``) and memory (the ``mem`` of its ``TRES``) in total; one
-node: all on one server.  A job of ``N > 1`` nodes takes whole nodes
-(``k`` = the nodes' GPUs; others are left held, with one line saying why):
-it is spread, and started when alloc gives it ``N`` whole nodes -- Slurm's
-GRES count is per node, so a spread over partly free nodes waits, out of the
-next round so that the others use the room meanwhile.  A running job's
-``current`` is what Slurm bound: its nodes and the GPU indices of
+node: all on one server.  Slurm's GRES count is per node, so a job of
+``N > 1`` nodes runs exactly ``k`` GPUs on each of ``N`` nodes: it is an even
+spread (`alloc.model.Job` ``gpus_per_server = k``), placed on any ``N``
+nodes of its type that each have ``k`` GPUs and their share of its CPUs and
+memory free -- whole nodes when ``k`` is a node's GPU count, part of each
+node below it, on a cluster whose nodes differ in GPU count too.  With a
+solver that does not declare ``even-spread`` a job of ``N > 1`` nodes is a
+spread over whole nodes (``k`` the GPU count of every node of its type;
+others are left held, with one line saying why) and is started only when
+alloc gives it ``N`` whole nodes -- a spread over partly free nodes waits,
+out of the next round so that the others use the room meanwhile.  A running
+job's ``current`` is what Slurm bound: its nodes and the GPU indices of
 ``GRES=gpu:TYPE:k(IDX:...)``.
 
 Each cycle (``cycle``):
@@ -133,28 +139,39 @@ class Controller:
         has run a few seconds less (default 600).
     topology : path, optional
         ``topology.conf`` (default: next to ``slurm.conf``).
+    options : mapping, optional
+        The solver's options.
     log : file
         Where error lines go (default: stderr).
+    **session
+        Any other [Session][alloc.session.Session] setting (``objective``,
+        ``move_cost``, ``seed``, ...), passed through.
+
+    Raises
+    ------
+    InputError
+        A setting the session refuses (checked here, not in the first cycle).
+    SolverUnavailable
+        The solver cannot run here (one line saying how to install it).
     """
 
     def __init__(self, slurm: Scontrol | None = None, *, solver: str = "best-fit",
                  order: str = "fifo", preempt: str = "order", time_limit: float | None = None,
                  max_moves: int = 0, decisions=None, start_timeout: float = 60.0,
                  las_quantum: float = 600.0, topology=None, options=None,
-                 log: IO | None = None):
+                 log: IO | None = None, **session: Any):
         if order not in ORDERS:
             raise InputError(f"order: expected one of {', '.join(ORDERS)}, got {order!r}")
         if preempt not in ("order", "never"):
             raise InputError(f"preempt: expected 'order' or 'never', got {preempt!r}")
         from ..registry import get_solver
-        try:
-            get_solver(solver)
-        except ValueError as exc:
-            raise InputError(str(exc)) from None
-        self.slurm = slurm or Scontrol()
-        self.settings: dict[str, Any] = dict(
+        from .settings import check_session_settings
+        self.settings: dict[str, Any] = check_session_settings(dict(
             solver=solver, time_limit=time_limit, max_moves=max_moves, options=options,
-            preempt="order" if preempt == "order" else None)
+            preempt="order" if preempt == "order" else None, **session), "slurm")
+        #: gangs of N > 1 nodes are even spreads (the solver places them evenly)
+        self.even = "even-spread" in get_solver(solver).capabilities
+        self.slurm = slurm or Scontrol()
         self.order, self.start_timeout, self.topology = order, start_timeout, topology
         if not las_quantum > 0:
             raise InputError(f"las_quantum: expected a positive number of GPU-seconds, got "
@@ -217,13 +234,10 @@ class Controller:
         self._nodes = {n.name: n for n in nodes if n.cpus > 0}
         servers = {name: self._server(n) for name, n in self._nodes.items()}
         if self.session is None:
-            from ..session import Session
+            from .settings import make_session
             levels = ("rack", "server", "gpu") if topo else ("server", "gpu")
-            st = self.settings
-            self.session = Session(Cluster(tuple(servers.values()), levels),
-                                   solver=st["solver"], time_limit=st["time_limit"],
-                                   max_moves=st["max_moves"], preempt=st["preempt"],
-                                   options=st["options"], name="slurm")
+            self.session = make_session(Cluster(tuple(servers.values()), levels),
+                                        self.settings, name="slurm")
         s = self._live
         have = {sv.id for sv in s.cluster.servers}
         for name, srv in servers.items():
@@ -321,23 +335,22 @@ class Controller:
 
     def _job(self, j: SlurmJob) -> Job:
         n = j.nodes * j.gpus_per_node
+        even = j.nodes > 1 and n and self.even
         return Job(j.id, n, cpu=1000 * j.cpus, mem=j.memory,
                    gpu_types=(j.gpu_type,) if j.gpu_type and n else (),
-                   locality="server" if j.nodes == 1 and n > 1 else None)
+                   locality="server" if j.nodes == 1 and n > 1 else None,
+                   gpus_per_server=j.gpus_per_node if even else None)
 
     def _reshaped(self, j: SlurmJob) -> bool:
         old = self.track.shape.get(j.id)
         return old is not None and j.held and old != self._job(j)
 
     def _submit(self, j: SlurmJob, errors: list) -> bool:
-        whole = {n.gpus for n in self._nodes.values() if n.gpus}
-        if j.nodes > 1 and j.held and (j.gpus_per_node == 0 or {j.gpus_per_node} != whole):
+        why = self._unplaceable(j) if j.nodes > 1 and j.held else None
+        if why:
             if j.id not in self.track.refused:
                 self.track.refused.add(j.id)
-                errors.append(self._error(
-                    f"job {j.id}: a job of {j.nodes} nodes takes whole nodes' GPUs "
-                    f"(--gres=gpu:{'/'.join(map(str, sorted(whole))) or 'N'} per node)",
-                    "left held"))
+                errors.append(self._error(f"job {j.id}: {why}", "left held"))
             return False
         job = self._job(j)
         try:
@@ -348,6 +361,22 @@ class Controller:
         self.track.shape[j.id] = job
         self.track.submit.setdefault(j.id, (j.submit, j.id))
         return True
+
+    def _unplaceable(self, j: SlurmJob) -> str | None:
+        """Why a held job of several nodes is not the solver's to place, or
+        None: it asks no GPU (alloc places GPU gangs), or the solver places
+        no even spread and the job asks part of a node of its type."""
+        if j.gpus_per_node == 0:
+            return f"a job of {j.nodes} nodes without GPUs (--gres=gpu:k per node)"
+        if self.even:
+            return None
+        whole = {n.gpus for n in self._nodes.values()
+                 if n.gpus and (j.gpu_type is None or n.gpu_type == j.gpu_type)}
+        if whole == {j.gpus_per_node}:
+            return None
+        return (f"a job of {j.nodes} nodes takes whole nodes' GPUs "
+                f"(--gres=gpu:{'/'.join(map(str, sorted(whole))) or 'N'} per node) with solver "
+                f"{self.settings['solver']!r}, which places no even-spread")
 
     @staticmethod
     def _bound(j: SlurmJob):
@@ -486,7 +515,8 @@ def _parser() -> argparse.ArgumentParser:
 
 def slurm_main(argv: list[str] | None = None) -> int:
     """``alloc slurm run``: the controller's command line; returns the exit code."""
-    from ..cli import EXIT_INPUT, EXIT_OK
+    from ..cli import EXIT_INPUT, EXIT_OK, EXIT_SOLVER
+    from ..errors import SolverUnavailable
     args = _parser().parse_args(argv)
     try:
         ctl = Controller(solver=args.solver, order=args.order, preempt=args.preempt,
@@ -496,6 +526,9 @@ def slurm_main(argv: list[str] | None = None) -> int:
     except InputError as exc:
         print(f"alloc slurm: {exc}", file=sys.stderr)
         return EXIT_INPUT
+    except SolverUnavailable as exc:
+        print(f"alloc slurm: {exc}", file=sys.stderr)
+        return EXIT_SOLVER
     n = 0
     try:
         while True:

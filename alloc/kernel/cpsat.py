@@ -9,8 +9,8 @@ other objective is handed over as floats (CP-SAT solves it to a relative
 ``1e-9``, which is added to the bound).
 
 Search is deterministic for a seed with one worker (the default).  The
-model is built with the CamelCase API that every OR-Tools release since 9.8
-provides.
+model is built with the CamelCase API that every OR-Tools release since 9.7
+(the dependency floor: the last release that does not need pandas 2) provides.
 
 The time limit is wall time from the call, the build (and a first call's
 import of OR-Tools, 0.3 to 1.5 s) included: CP-SAT's own
@@ -92,14 +92,14 @@ def _model_class():
 
 def _name(obj, pep8: str, old: str):
     """``obj``'s method by its PEP8 name, or by its old name on OR-Tools
-    releases before those names (9.8)."""
+    releases before those names (9.7, 9.8)."""
     f = getattr(obj, pep8, None)
     return f if f is not None else getattr(obj, old)
 
 
 def _read(obj, pep8: str, old: str):
     """A value ``obj`` gives as a PEP8 property (or method), or by its old
-    method on OR-Tools releases before those names (9.8)."""
+    method on OR-Tools releases before those names (9.7, 9.8)."""
     v = getattr(obj, pep8, None)
     if v is None:
         return getattr(obj, old)()

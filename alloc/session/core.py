@@ -9,7 +9,7 @@ from typing import Any, Iterable, Mapping, Sequence
 from ..deadline import Deadline, check_time_limit
 from ..errors import InputError, SolverUnavailable
 from ..model import Allocation, Cluster, GpuShare, Job, Placement, Profile, Server
-from ..validate import PRIORITY_RANGE, check_call_settings, short_repr
+from ..validate import PRIORITY_RANGE, check_call_settings, even_normalised, short_repr
 from .blockers import blockers, breaches, strip
 from .checks import (check_current, check_job, check_server, placement_servers,
                      resolve_profile)
@@ -268,6 +268,7 @@ class Session:
             job = self._core_job(resolve_profile(job, self._models, f"{where}.job"),
                                  f"{where}.job")
             check_job(job, self._cluster, self._info.capabilities, self.solver, f"{where}.job")
+            job = even_normalised(job)
             if self.preempt_rule == "order" and (job.guaranteed or job.tenant is not None):
                 raise InputError(f"{where}.job: a tenant's job in a session that preempts by "
                                  f"order (preemption by order is for clusters without "
@@ -447,7 +448,7 @@ for ranks)."""
         job = self._known(job_id, where)
         return self._placement_of(job, gpus, where)
 
-    def reconcile(self, running, *, where: str | None = None) -> Reconciled:
+    def reconcile(self, running, *, stopped=None, where: str | None = None) -> Reconciled:
         """State what runs, as the scheduler sees it; the session reports and
         fixes the difference (atomically).
 
@@ -456,7 +457,15 @@ for ranks)."""
         running : mapping or iterable
             Every job the scheduler believes is running: a mapping from job
             id to where it runs (a `Placement`, a list of GPU keys, or None
-            for "where the session has it"), or a list of job ids.
+            for "where the session has it"), or a list of job ids.  With
+            ``stopped``: only the jobs that started or moved.
+        stopped : iterable, optional
+            A partial statement: the jobs that stopped since the scheduler's
+            last one (each waits again; one the session has waiting already
+            is left as it is).  Every job in neither ``running`` nor
+            ``stopped`` keeps the session's state, so the call costs what
+            changed, not what runs.  None (the default): ``running`` lists
+            every running job and the session stops the others.
 
         Returns
         -------
@@ -480,8 +489,12 @@ for ranks)."""
                              f"list of job ids, got {short_repr(running)}")
         else:
             items = [(j, None) for j in running]
+        if stopped is not None and (isinstance(stopped, (str, bytes, Mapping))
+                                    or not isinstance(stopped, Iterable)):
+            raise InputError(f"{where}.stopped: expected a list of job ids, got "
+                             f"{short_repr(stopped)}")
         with self._journal.transaction(self._reorder):
-            out = self._reconcile(items, where)
+            out = self._reconcile(items, where, None if stopped is None else list(stopped))
             self._bump("events")
         return out
 
@@ -688,7 +701,7 @@ for ranks)."""
         return Placement(job.id, tuple(GpuShare(g, job.gpu_milli) for g in names),
                          dict(zip(servers, cpu)), dict(zip(servers, mem)))
 
-    def _reconcile(self, items, where: str) -> Reconciled:
+    def _reconcile(self, items, where: str, ended: list | None = None) -> Reconciled:
         listed, changed = set(), []
         for jid, where_now in items:
             w = f"{where}[{short_repr(jid)}]"
@@ -703,8 +716,20 @@ for ranks)."""
             p = self._placement_of(job, where_now, w)
             if job.current is None or not p.same_as(job.current):
                 changed.append((job, p, w))
-        stopped = [cid for cid in list(self._jobs) if cid not in listed
-                   and self._jobs[cid].current is not None]
+        if ended is None:
+            stopped = [cid for cid in list(self._jobs) if cid not in listed
+                       and self._jobs[cid].current is not None]
+        else:
+            stopped, gone = [], set()
+            for jid in ended:
+                w = f"{where}.stopped[{short_repr(jid)}]"
+                job = self._known(jid, w)
+                if job.id in listed or job.id in gone:
+                    raise InputError(f"{w}: listed twice" if job.id in gone
+                                     else f"{w}: listed as running too")
+                gone.add(job.id)
+                if job.current is not None:
+                    stopped.append(job.id)
         for cid in stopped:
             self._put(replace(self._jobs[cid], current=None))
         for job, _, _ in changed:

@@ -74,7 +74,8 @@ def job_from_dict(doc: Any, where: str = "job") -> Job:
         model=doc.get("model"), tenant=tenant, guaranteed=doc.get("guaranteed", tenant is not None),
         priority=doc.get("priority", 0), weight=float(doc.get("weight", 1.0)),
         current=placement_from_dict(cur, doc["id"]) if cur else None,
-        min_gpus=doc.get("min_gpus"), max_gpus=doc.get("max_gpus"), gpu_mem=doc.get("gpu_mem"))
+        min_gpus=doc.get("min_gpus"), max_gpus=doc.get("max_gpus"), gpu_mem=doc.get("gpu_mem"),
+        gpus_per_server=doc.get("gpus_per_server"))
 
 
 def server_from_dict(doc: Any, where: str = "server") -> Server:

@@ -1069,9 +1069,36 @@ fullest node of
         job = self.job(j)
         if n == 0:
             return self.place_cpu_only(j)
+        if job.even_servers:
+            return self.place_even(j)
         if job.guaranteed:
             return self.place_guaranteed(j, n, level, preempted)
         return self.place_opportunistic(j, n)
+
+    def place_even(self, j: int) -> bool:
+        r"""Place an even spread (``gpus_per_server`` = k GPUs on each of
+        ``parts`` servers; never a tenant's job) without preempting: the
+        servers (of ``only_servers`` when set) with k GPUs the job fits on
+        alone and $\lceil c / parts \rceil$ milli-cores and
+        $\lceil m / parts \rceil$ MiB free, fewest such GPUs first (then
+        index), the lowest-index GPUs on each.  Returns True when placed."""
+        p, job = self.p, self.job(j)
+        k, parts = job.gpus_per_server, job.even_servers
+        opt = p.options[j][0]
+        pc, pm = -(-opt.cpu // parts), -(-opt.mem // parts)
+        need = np.full(p.G, job.gpu_mem) if job.gpu_mem is not None else self.gcap
+        room = self.type_mask(j) & (self.gfree >= MILLI) & (self.gcap - self.gmem >= need)
+        have = self.per_server(room)
+        cand = sorted((int(have[s]), s) for s in range(p.S)
+                      if have[s] >= k and self.cpu[s] >= pc and self.mem[s] >= pm
+                      and (self.only_servers is None or s in self.only_servers))
+        if len(cand) < parts:
+            return False
+        gpus: list[int] = []
+        for _, s in cand[:parts]:
+            gpus += [g for g in self.gpus_of(s) if room[g]][:k]
+        self.commit(j, job.gpus, gpus, (), set())
+        return True
 
     def sizes(self, j: int) -> list[int]:
         """GPU counts to try for job j, ascending: its elastic sizes from

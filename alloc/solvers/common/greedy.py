@@ -140,6 +140,7 @@ class State:
         self._okmask: dict[tuple, tuple] = {}
         self._buckets: list[list[set]] | None = None
         self._spread_fail: dict[tuple, int] = {}
+        self._part_shapes: dict[int, Shape] = {}
         self._arrays: tuple[int, dict] | None = None
         self._gpu_array: tuple[int, np.ndarray] | None = None
 
@@ -452,13 +453,17 @@ class State:
         """The `alloc.solvers.common.index.Shape` of job j at an option."""
         job = self.p.jobs[j]
         opt = self.p.options[j][option]
-        raw = (job.gpus, job.gpu_milli, opt.cpu, opt.mem, job.locality, job.gpu_types)
+        raw = (job.gpus, job.gpu_milli, opt.cpu, opt.mem, job.locality, job.gpu_types,
+               job.gpus_per_server)
         sh = self._raw.get(raw)
         if sh is None:
             ok = self.class_mask(j)
             loc = job.locality if (job.locality in self.lay.levels and job.gpus
                                    and job.gpu_milli == MILLI) else None
             key = (job.gpus, job.gpu_milli if job.gpus else MILLI, opt.cpu, opt.mem, loc, ok)
+            if job.even_servers:     # no server alone takes it: `try_spread` only
+                ok = (False,) * len(ok)
+                key = key[:-1] + (ok, ("even", job.gpus_per_server))
             sh = self.shapes.get(key)
             if sh is None:
                 sh = Shape(key[0], key[1], opt.cpu, opt.mem, loc, ok, key)
@@ -571,14 +576,56 @@ class State:
         lowest index), CPU and memory split in proportion to GPUs; honours a
         rack locality.  A server's usable GPUs are its whole free GPUs, at
         most as many as its free CPU and memory cover at the job's per-GPU
-        share (rounded up)."""
+        share (rounded up).  An even spread (``gpus_per_server``) is
+        `try_even`'s."""
         p = self.p
         job = p.jobs[j]
+        if job.even_servers:
+            return self.try_even(j, option, servers)
         if job.gpus < 2 or job.gpu_milli < MILLI or job.locality in ("server",) + INNER_LEVELS:
             return None
         if servers is None and not (job.locality == "rack" and "rack" in p.levels):
             return self._spread_indexed(j, option)
         return self._spread_scan(j, option, servers)
+
+    def try_even(self, j: int, option: int = 0,
+                 servers: Sequence[int] | None = None) -> Assign | None:
+        r"""An even spread of job j: $k$ = ``gpus_per_server`` whole GPUs on
+        each of $n$ = ``gpus / k`` distinct servers (among ``servers`` when
+        given), CPU and memory split evenly.  A server can hold a part when
+        its type is allowed, it has $k$ whole free GPUs and
+        $\lceil c / n \rceil$ milli-cores and $\lceil m / n \rceil$ MiB free
+        ($c, m$: the option's CPU and memory).  The parts go to the $n$ such
+        servers with the fewest whole free GPUs (ties: lowest index), so the
+        spread fills servers already in use before it breaks whole ones;
+        inside a server the part takes the innermost node that holds it
+        (`pick_gpus`).  A failure is remembered until a capacity increases."""
+        p = self.p
+        job = p.jobs[j]
+        k, n = job.gpus_per_server, job.even_servers
+        opt = p.options[j][option]
+        pc, pm = -(-opt.cpu // n), -(-opt.mem // n)
+        ok, cls = self.class_mask(j), self.lay.cls
+        key = ("even", k, n, pc, pm, ok)
+        if servers is None and self._spread_fail.get(key) == self.removals:
+            return None
+        whole, cpu, mem = self.whole, self.cpu_l, self.mem_l
+        cand = sorted((whole[s], s) for s in (range(p.S) if servers is None else servers)
+                      if ok[cls[s]] and whole[s] >= k and cpu[s] >= pc and mem[s] >= pm)
+        if len(cand) < n:
+            if servers is None:
+                self._spread_fail[key] = self.removals
+            return None
+        part = self._part_shapes.get(k)
+        if part is None:
+            part = self._part_shapes[k] = Shape(k, MILLI, 0, 0, None, ok, ("part", k))
+        gpus: list[int] = []
+        for _, s in cand[:n]:
+            gpus += self.pick_gpus(part, s)
+        a = p.make_assign(j, gpus, option)
+        if all(cpu[s] >= c for s, c in a.cpu) and all(mem[s] >= m for s, m in a.mem):
+            return a
+        return None
 
     def usable(self, s: int, pc: int, pm: int) -> int:
         """Whole free GPUs of server s that its free CPU and memory cover at

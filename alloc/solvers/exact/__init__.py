@@ -137,9 +137,12 @@ Running jobs are fixed: classes are built from what they leave of each server
 (`alloc.solvers.common.configuration.aggregate`), only the pending jobs form types, and
 the fixed jobs' value is added to every bound.
 
-Tenancy, elastic jobs and moves
--------------------------------
-Inputs with tenants, guaranteed or opportunistic jobs, elastic jobs, or
+Tenancy, elastic jobs, even spreads and moves
+---------------------------------------------
+Inputs with tenants, guaranteed or opportunistic jobs, elastic jobs, pending
+even spreads (``gpus_per_server``: exactly that many GPUs on each of
+``gpus / gpus_per_server`` servers, modelled exactly by parts per server,
+`alloc.solvers.exact.tenancy.model.add_even`), or
 running jobs the call lets move or a pending job may preempt (the tenancy
 rules: [`alloc.tenancy.outranks`][alloc.tenancy.outranks]) are solved by the tenancy model
 (`alloc.solvers.exact.tenancy.model`: cells, preemption, migration and elastic
@@ -156,7 +159,7 @@ from ...registry import declare
 from .tenancy import RESTRICTIONS
 
 _CAPS = ("sharing", "grid", "locality", "spread", "tenancy", "preemption", "migration",
-         "colocation", "elastic", "order-preemption")
+         "colocation", "elastic", "even-spread", "order-preemption")
 _TENANCY = (
     Option("preemption_cost", "float", 0.0, "objective units per preempted job (tenancy inputs)",
            minimum=0.0),
@@ -196,7 +199,7 @@ SOLVERS = (
     declare("cpsat-tenancy", "alloc.solvers.exact.solvers:solve_cpsat_tenancy", exact=True,
             capabilities=("tenancy", "preemption", "migration", "locality", "sharing",
                           "colocation", "elastic", "spread", "gpu-memory", "grid",
-                          "order-preemption"),
+                          "even-spread", "order-preemption"),
             requires=("ortools",),
             options=_TENANCY + (
                 Option("workers", "int", None, "CP-SAT workers (default: 1, deterministic)",

@@ -4,7 +4,8 @@ the configuration model does not express.
 
 Dispatch (`run`):
 
-* tenants, guaranteed or opportunistic jobs, elastic jobs, or running jobs
+* tenants, guaranteed or opportunistic jobs, elastic jobs, pending even
+  spreads, or running jobs
   the call lets move or a pending job may preempt (`needs_tenancy_model`) go to the tenancy model
   (`alloc.solvers.exact.tenancy.solve.solve_tenancy`) with the same engine: it
   has the cells, preemption, migration and elastic sizes, and reports its
@@ -25,11 +26,14 @@ from ..common.configuration.solve import configuration
 
 def needs_tenancy_model(problem: Problem) -> bool:
     """True when the input has what only the tenancy model expresses: tenants,
-    guaranteed or tenant jobs, elastic jobs, or running jobs that may move or
+    guaranteed or tenant jobs, elastic jobs, pending even spreads
+    (``gpus_per_server``), or running jobs that may move or
     that a pending job may preempt
     ([`Problem.preemption_possible`][alloc.problem.Problem.preemption_possible])."""
     if problem.cluster.tenants or problem.preemption_possible or \
             (problem.fixed and problem.moves_allowed):
+        return True
+    if any(problem.jobs[j].even_servers for j in problem.pending):
         return True
     return any(j.tenant is not None or j.guaranteed or j.elastic for j in problem.jobs)
 

@@ -25,7 +25,10 @@ of the placement, span factor included).  Kept jobs, the chosen GPU sets,
 the shared and CPU-only jobs on their model server, spread jobs on the
 servers holding their pool's units, then every job left over anywhere, and
 finally every other pending job that still fits (no victims) go through the
-engine.
+engine.  Even spreads (``gpus_per_server``) are laid out first: the parts
+the model counts on each server are dealt round-robin to the jobs (so no job
+has two on one server), each part on the lowest-index free GPUs of its
+server, which the server models then see as busy.
 
 **Replay** (`decode_replay`).  Physical cells realising every count
 (the cell-placing model over all servers, fewest busy GPUs) are bound, kept
@@ -65,9 +68,10 @@ def _val(xv, col) -> int:
 
 class Plan:
     """What a model solution ``xv`` places: ``on[s]`` (jobs put whole on
-    server s), ``spread`` ((job, servers) pairs), ``size`` (job -> GPUs),
-    ``kept`` (running jobs that stay), ``counts[s]`` ({(v, lvl): cells}),
-    ``racks`` ([(node, tenant)] rack cells)."""
+    server s), ``spread`` ((job, servers) pairs), ``even`` ((job, servers)
+    pairs: one part on each), ``size`` (job -> GPUs), ``kept`` (running
+    jobs that stay), ``counts[s]`` ({(v, lvl): cells}), ``racks`` ([(node,
+    tenant)] rack cells)."""
 
     def __init__(self, tm: TenancyModel, xv):
         G, p = tm.groups, tm.p
@@ -92,6 +96,17 @@ class Plan:
                 srv = self.unit_servers(tm, xv, members[0], G.size[k], where)
                 self.spread.extend((j, srv) for j in members)
                 self.pool.update((j, tm.pool(j, G.size[k], where)) for j in members)
+        self.even: list[tuple[int, list[int]]] = []
+        for k, col in sorted(tm.even.items()):
+            cnt = _val(xv, col)
+            g = G.group[k]
+            members = G.members[k][taken[g]:taken[g] + cnt]
+            taken[g] += cnt
+            parts = [s for (k2, s), c in sorted(tm.parts.items()) if k2 == k
+                     for _ in range(_val(xv, c))]
+            # dealt round-robin: a server holds at most cnt parts, so no job gets two
+            self.even += [(j, parts[i::cnt]) for i, j in enumerate(members)]
+            self.size.update((j, G.size[k]) for j in members)
         for (r, s), col in tm.mv.items():
             if _val(xv, col):
                 self.on[s].append(r)
@@ -250,6 +265,36 @@ def _gpu_sets(p: Problem, eng: Engine, j: int, k: int, free, own, fixed):
     return out
 
 
+def even_gpus(p: Problem, eng: Engine, plan: Plan, taken) -> dict[int, list[int]]:
+    """The GPUs of the plan's even spreads: on each of a job's servers its
+    ``gpus_per_server`` lowest-index free GPUs of an allowed type that are
+    not in ``taken[s]`` (which they join).  A job one of whose parts finds
+    too few is left out (the engine may place it later, `fill_rest`)."""
+    out = {}
+    for j, srv in plan.even:
+        k, mask = p.jobs[j].gpus_per_server, eng.type_mask(j)
+        parts = []
+        for s in srv:
+            free = [g for g in eng.gpus_of(s) if mask[g] and eng.gfree[g] >= MILLI
+                    and g not in taken[s]][:k]
+            if len(free) < k:
+                break
+            parts.append((s, free))
+        else:
+            for s, gs in parts:
+                taken[s].update(gs)
+            out[j] = [g for _, gs in parts for g in gs]
+    return out
+
+
+def place_even(p: Problem, eng: Engine, chosen: dict) -> None:
+    """Put the even spreads of `even_gpus` on their GPUs where they fit."""
+    for j, gs in sorted(chosen.items()):
+        a = p.make_assign(j, gs, 0)
+        if fits_at(eng, a, j):
+            eng.place(j, a)
+
+
 def place_kept(p: Problem, eng: Engine, kept) -> list[int]:
     """Put kept running jobs back where they run (guaranteed first); returns
     those whose GPUs are no longer free."""
@@ -301,6 +346,13 @@ def decode_exact(tm: TenancyModel, xv, deadline):
     if layout is None:
         return None
     busy, optional, cover = layout
+    taken = defaultdict(set, {s: set(gs) for s, gs in busy.items()})
+    for s, opt in optional.items():
+        taken[s].update(g for gs, _ in opt.values() for g in gs)
+    even = even_gpus(p, eng, plan, taken)
+    for gs in even.values():            # the parts' GPUs are no one else's
+        for g in gs:
+            busy[int(p.gpu_server[g])].add(g)
     units: dict[int, dict] = defaultdict(lambda: defaultdict(int))   # s -> tenant -> units
     for (key, s), col in tm.units.items():
         units[s][key[0]] += _val(xv, col)
@@ -327,6 +379,7 @@ def decode_exact(tm: TenancyModel, xv, deadline):
         stay -= set(optional.get(s, {})) - r[2]
         later.extend((j, {s}) for j in on if j not in r[1])
     homeless = place_kept(p, eng, stay)
+    place_even(p, eng, even)
     missed = []
     for j, gs in sorted(chosen.items()):
         a = p.make_assign(j, gs, 0)
@@ -476,6 +529,7 @@ def decode_replay(tm: TenancyModel, xv, mode: str, deadline):
         homeless = restore_running(eng, plan.kept, deadline)
         if mode == "cells":
             bind_counts(tm, plan, eng)
+    place_even(p, eng, even_gpus(p, eng, plan, defaultdict(set)))
     queue = [(j, {s}) for s, js in plan.on.items() for j in js]
     missed = _place_on(eng, queue, plan.size)
     queue = carve_spread(eng, plan) + [(r, set()) for r in homeless]

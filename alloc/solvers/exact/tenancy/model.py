@@ -86,7 +86,8 @@ def signature(job) -> tuple:
     """What makes two pending jobs interchangeable in the model."""
     return (job.gpus, job.gpu_milli, job.cpu, job.mem, job.gpu_types, job.locality,
             id(job.profile) if job.profile is not None else None, job.model, job.tenant,
-            job.guaranteed, job.priority, job.weight, job.gpu_mem, job.min_gpus, job.max_gpus)
+            job.guaranteed, job.priority, job.weight, job.gpu_mem, job.min_gpus, job.max_gpus,
+            job.gpus_per_server)
 
 
 @dataclass(frozen=True)
@@ -173,8 +174,8 @@ def fits_server(p: Problem, j: int, s: int, n: int, cpu: int | None = None,
     mem = opt.mem if mem is None else mem
     if not p.allowed[j, s] or cpu > p.srv_cpu[s] or mem > p.srv_mem[s]:
         return False
-    if n > p.srv_gpus[s]:
-        return False
+    if n > p.srv_gpus[s] or (job.gpus_per_server or n) < n:
+        return False            # an even spread is never on one server alone
     if job.locality in ("switch", "socket"):
         sv = p.cluster.servers[s]
         per = sv.gpus // max(1, sv.sockets)
@@ -186,8 +187,10 @@ def fits_server(p: Problem, j: int, s: int, n: int, cpu: int | None = None,
 
 
 def spreadable(job, n: int) -> bool:
-    """A job of n whole GPUs that may span servers."""
-    return n >= 2 and job.gpu_milli >= MILLI and job.locality in (None, "rack")
+    """A job of n whole GPUs that may span servers any way (an even spread
+    only evenly: `add_even`)."""
+    return n >= 2 and job.gpu_milli >= MILLI and job.locality in (None, "rack") \
+        and not job.even_servers
 
 
 # ------------------------------------------------------------------ the model
@@ -257,6 +260,9 @@ class TenancyModel:
         self.fresh: dict = defaultdict(list)
         self.where: dict = {}            # fresh column -> the servers it may use
         self.units_exact = True
+        #: even spreads: entry -> Y (its jobs placed), (entry, s) -> its parts on s
+        self.even: dict = {}
+        self.parts: dict = {}
         self.floor_row: int | None = None
         self.deadline = None
         #: auxiliary columns that belong to one server (fixed with it in a neighbourhood search)
@@ -428,6 +434,8 @@ def add_pending(tm: TenancyModel) -> None:
             tm.where[col] = (s,)
             for j in members:
                 tm.fresh[j].append(col)
+        if job.even_servers and n == job.gpus:
+            add_even(tm, k, by_group[G.group[k]])
         if not spreadable(job, n):
             continue
         for d, srv in tm.domains(j0).items():
@@ -444,6 +452,57 @@ def add_pending(tm: TenancyModel) -> None:
     for g, cols in by_group.items():
         if len(cols) > 1:
             tm.m.add_row(cols, hi=n_members[g])
+
+
+def add_even(tm: TenancyModel, k: int, group_cols: dict) -> None:
+    r"""The even spread of entry k (``gpus_per_server`` = q GPUs on each of
+    P = ``gpus / q`` distinct servers): Y[k] in 0..n_k jobs placed and
+    e[k,s] in 0..min(n_k, floor(G_s / q)) of their parts on server s, over
+    the servers that can hold a part (q GPUs, an allowed type,
+    $\lceil c / P \rceil$ CPU and $\lceil m / P \rceil$ memory; rounded down
+    in the relaxed model):
+
+        sum_s e[k,s] = P Y[k],    e[k,s] <= Y[k]
+
+    A part uses q whole GPUs and its CPU and memory share on s.  The rows are
+    exact: any e with these sums splits into Y[k] jobs of P parts on distinct
+    servers (lay the parts out server by server and deal them round-robin to
+    the jobs: a server has at most Y[k] parts, so no job gets two), which is
+    how `alloc.solvers.exact.tenancy.decode` reads them.  The value of
+    Y[k] is the job's best over the servers' types with the best span
+    across servers (an upper bound; the decode recomputes it)."""
+    p, G = tm.p, tm.groups
+    j0, members = G.members[k][0], G.members[k]
+    job = p.jobs[j0]
+    q, parts = job.gpus_per_server, job.even_servers
+    cpu, mem = tm.request(j0)
+    if tm.relaxed:
+        pc, pm = cpu // parts, mem // parts
+    else:
+        pc, pm = -(-cpu // parts), -(-mem // parts)
+        if pc * parts != cpu or pm * parts != mem:
+            tm.units_exact = False
+    srv = [s for s in range(p.S) if p.srv_gpus[s] >= q and p.allowed[j0, s]
+           and pc <= p.srv_cpu[s] and pm <= p.srv_mem[s]]
+    if len(srv) < parts:
+        return
+    y = tm.even[k] = tm.var(len(members))
+    balance = {y: -parts}
+    for s in srv:
+        e = tm.parts[(k, s)] = tm.var(min(len(members), int(p.srv_gpus[s]) // q))
+        tm.aux[s].append(e)
+        tm.add_gpus(j0, s, q, e)
+        tm.use.cpu[s].append((pc, e))
+        tm.use.mem[s].append((pm, e))
+        tm.m.add_row({e: 1, y: -1}, hi=0)
+        balance[e] = 1
+    tm.m.add_row(balance, 0, 0)
+    best = max(srv, key=lambda s: (p.speed(j0, s), -s))
+    tm.obj[y] += tm.value_of(tm.value(j0, best, job.gpus, span=spread_span(p, j0)))
+    group_cols[y] = 1
+    tm.where[y] = tuple(srv)
+    for j in members:
+        tm.fresh[j].append(y)
 
 
 def add_running(tm: TenancyModel) -> None:
@@ -883,6 +942,8 @@ def restrictions(tm: TenancyModel, floor: bool) -> list[str]:
         out.append(RESTRICTIONS[2])
     if tm.migrate and any(p.jobs[r].elastic for r in tm.running):
         out.append(RESTRICTIONS[3])
+    if tm.migrate and any(p.jobs[r].even_servers for r in tm.running):
+        out.append(RESTRICTIONS[4])
     return out
 
 
