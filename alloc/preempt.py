@@ -309,7 +309,7 @@ class _Walk:
         servers): the servers of ``first`` that can hold a part, then those
         with the fewest whole free GPUs (lowest index first); inside each,
         the tightest node that holds the part (`gpus_on`); or None."""
-        k, parts = _even(sh)
+        k, parts = _even(sh) or (0, 0)
         n, q, opts, loc, mask = sh
         p = self.p
         w = self.whole if gf is self.gfree else \

@@ -313,7 +313,7 @@ def _even_reason(cluster: Cluster, job: Job, cpu: int, mem: int) -> str | None:
     """`placeable_reason` of an even spread: ``gpus // gpus_per_server``
     servers of allowed types, each with ``gpus_per_server`` GPUs and its
     share of CPU and memory (rounded up)."""
-    k, parts = job.gpus_per_server, job.even_servers
+    k, parts = job.gpus_per_server or job.gpus, job.even_servers
     pc, pm = -(-cpu // parts), -(-mem // parts)
     have = sum(1 for s in cluster.servers if s.gpus >= k and job.allows(s.gpu_type)
                and s.cpu >= pc and s.mem >= pm)

@@ -218,8 +218,8 @@ def even_problems(j: Job, where: str, cluster: Cluster) -> list[str]:
     divisor of ``gpus``; whole GPUs, no elastic sizes, no tenant (nor a
     cluster with tenants' cells), and no locality unless it is all on one
     server."""
-    k = j.gpus_per_server
-    if not j.gpus or j.gpus % k:
+    k = j.gpus_per_server or 0
+    if not j.gpus or not k or j.gpus % k:
         return [f"{where}: expected a divisor of gpus ({j.gpus}), got {k}"]
     if j.gpu_milli < MILLI:
         return [f"{where}: needs whole GPUs (gpu_milli 1000), job has {j.gpu_milli}"]

@@ -1083,7 +1083,7 @@ fullest node of
         $\lceil m / parts \rceil$ MiB free, fewest such GPUs first (then
         index), the lowest-index GPUs on each.  Returns True when placed."""
         p, job = self.p, self.job(j)
-        k, parts = job.gpus_per_server, job.even_servers
+        k, parts = job.gpus_per_server or job.gpus, job.even_servers
         opt = p.options[j][0]
         pc, pm = -(-opt.cpu // parts), -(-opt.mem // parts)
         need = np.full(p.G, job.gpu_mem) if job.gpu_mem is not None else self.gcap

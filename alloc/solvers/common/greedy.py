@@ -602,7 +602,7 @@ class State:
         (`pick_gpus`).  A failure is remembered until a capacity increases."""
         p = self.p
         job = p.jobs[j]
-        k, n = job.gpus_per_server, job.even_servers
+        k, n = job.gpus_per_server or job.gpus, job.even_servers
         opt = p.options[j][option]
         pc, pm = -(-opt.cpu // n), -(-opt.mem // n)
         ok, cls = self.class_mask(j), self.lay.cls

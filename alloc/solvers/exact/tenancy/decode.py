@@ -272,7 +272,7 @@ def even_gpus(p: Problem, eng: Engine, plan: Plan, taken) -> dict[int, list[int]
     too few is left out (the engine may place it later, `fill_rest`)."""
     out = {}
     for j, srv in plan.even:
-        k, mask = p.jobs[j].gpus_per_server, eng.type_mask(j)
+        k, mask = p.jobs[j].gpus_per_server or p.jobs[j].gpus, eng.type_mask(j)
         parts = []
         for s in srv:
             free = [g for g in eng.gpus_of(s) if mask[g] and eng.gfree[g] >= MILLI

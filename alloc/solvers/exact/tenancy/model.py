@@ -474,7 +474,7 @@ def add_even(tm: TenancyModel, k: int, group_cols: dict) -> None:
     p, G = tm.p, tm.groups
     j0, members = G.members[k][0], G.members[k]
     job = p.jobs[j0]
-    q, parts = job.gpus_per_server, job.even_servers
+    q, parts = job.gpus_per_server or job.gpus, job.even_servers
     cpu, mem = tm.request(j0)
     if tm.relaxed:
         pc, pm = cpu // parts, mem // parts
