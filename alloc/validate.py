@@ -217,7 +217,18 @@ def even_problems(j: Job, where: str, cluster: Cluster) -> list[str]:
     """An even spread's rules (``gpus_per_server``, `alloc.model.Job`): a
     divisor of ``gpus``; whole GPUs, no elastic sizes, no tenant (nor a
     cluster with tenants' cells), and no locality unless it is all on one
-    server."""
+    server.
+
+    Examples
+    --------
+    >>> from alloc import Cluster, Job, Server
+    >>> from alloc.validate import even_problems
+    >>> c = Cluster((Server("s0", 8000, 8000, 8), Server("s1", 8000, 8000, 8)))
+    >>> even_problems(Job("j", 8, gpus_per_server=4), "jobs[0].gpus_per_server", c)
+    []
+    >>> even_problems(Job("j", 8, gpus_per_server=3), "jobs[0].gpus_per_server", c)
+    ['jobs[0].gpus_per_server: expected a divisor of gpus (8), got 3']
+    """
     k = j.gpus_per_server or 0
     if not j.gpus or not k or j.gpus % k:
         return [f"{where}: expected a divisor of gpus ({j.gpus}), got {k}"]

@@ -39,7 +39,17 @@ def session_keywords() -> tuple[str, ...]:
 def make_session(cluster: Cluster, settings: Mapping[str, Any], **own: Any):
     """The adapter's session: ``settings`` (checked by `check_session_settings`
     when the adapter was made, its warnings given then) and the adapter's own
-    keywords."""
+    keywords.
+
+    Examples
+    --------
+    >>> from alloc import Cluster, Server
+    >>> from alloc.adapters.settings import make_session
+    >>> s = make_session(Cluster((Server("n0", 1000, 1, 4),)), {"solver": "best-fit"},
+    ...                  name="mine")
+    >>> s.solver, s.name
+    ('best-fit', 'mine')
+    """
     from ..errors import InputWarning
     from ..session import Session
     with warnings.catch_warnings():
