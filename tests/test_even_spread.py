@@ -248,3 +248,54 @@ def test_preemption_by_order_stops_the_lowest_ranked_for_a_gang():
         assert not violations(c, jobs, a, order=["g", "r0", "r1", "r2"], preempt="order")
         assert sorted(a.preempted) == ["r1", "r2"]          # the two lowest-ranked
         assert per_server(a.placement("g")) == {"v1": 8, "v2": 8}
+
+
+# ------------------------------------------------------------------- moves
+def running_mix(seed: int):
+    """Running jobs (some even spreads) placed by best-fit, then new gangs."""
+    rng = random.Random(seed)
+    servers = tuple(Server(f"s{i}", rng.choice([8000, 16000]), rng.choice([8000, 16000]),
+                           rng.choice([2, 4, 8]), rng.choice([V100, A100]))
+                    for i in range(rng.randint(2, 5)))
+    c, jobs = Cluster(servers), []
+    for k in range(rng.randint(2, 7)):
+        per, n = rng.choice([1, 2, 4]), rng.choice([1, 2, 2, 3])
+        even = n > 1 and rng.random() < 0.6
+        g = per * n if even else rng.choice([1, 2, 4])
+        jobs.append(Job(f"j{k}", g, cpu=rng.choice([0, 500, 1000]) * g,
+                        mem=rng.choice([0, 500]) * g, gpus_per_server=per if even else None,
+                        locality=None if even or g == 1 else rng.choice([None, "server"]),
+                        gpu_types=(rng.choice([V100, A100]),) if rng.random() < 0.3 else ()))
+    jobs = list(allocate(c, jobs, solver="best-fit").advance(jobs))
+    for k in range(rng.randint(1, 5)):
+        per, n = rng.choice([1, 2, 4]), rng.choice([2, 3])
+        jobs.append(Job(f"n{k}", per * n, cpu=500 * per * n, gpus_per_server=per))
+    return c, jobs
+
+
+@pytest.mark.parametrize("seed", [5, 15, 21])
+def test_moves_keep_running_gangs_even(seed):
+    """With moves allowed the exact family's warm starts (the buddy-cell
+    engine's defragmentation) and its model keep every running gang even; the
+    model names its restriction (a running gang stays or stops)."""
+    solver = "cpsat" if solvers()["cpsat"].available else "milp"
+    c, jobs = running_mix(seed)
+    a = allocate(c, jobs, solver=solver, max_moves=2, time_limit=5)
+    assert not violations(c, jobs, a, max_moves=2)
+    for p in a.placements:
+        k = next(j for j in jobs if j.id == p.job).gpus_per_server
+        if k:
+            assert set(per_server(p).values()) == {k}
+
+
+def test_a_running_gang_stays_when_moves_are_allowed_and_the_model_says_so():
+    c = Cluster(tuple(Server(f"s{i}", 16000, 16000, 4, V100) for i in range(3)))
+    gs = tuple(GpuShare(f"{s}/gpu{k}", 1000) for s in ("s0", "s1") for k in (0, 1))
+    jobs = [Job("r", 4, cpu=2000, gpus_per_server=2,
+                current=Placement("r", gs, {"s0": 1000, "s1": 1000}, {"s0": 0, "s1": 0})),
+            Job("w1", 4, cpu=1000, locality="server"), Job("w2", 4, cpu=1000, locality="server")]
+    solver = "cpsat" if solvers()["cpsat"].available else "milp"
+    a = allocate(c, jobs, solver=solver, max_moves=2, time_limit=5, objective="gpus")
+    assert not violations(c, jobs, a, max_moves=2) and a.value == 8000
+    assert "a running even spread (gpus_per_server) stays where it runs or stops" in \
+        a.stats["restrictions"]

@@ -560,6 +560,8 @@ class Engine:
         (``typed``: the mask is the job's `type_mask`)."""
         p = self.p
         job = self.job(j)
+        if job.even_servers:
+            return self.pick_even(j, mask, servers)
         cnt = None                  # GPUs of mask per server (numpy, all servers)
         if mask is not None and n and p.G:
             cnt = self.typed(j)[1] if typed else self.per_server(mask)
@@ -1076,29 +1078,41 @@ fullest node of
         return self.place_opportunistic(j, n)
 
     def place_even(self, j: int) -> bool:
-        r"""Place an even spread (``gpus_per_server`` = k GPUs on each of
-        ``parts`` servers; never a tenant's job) without preempting: the
-        servers (of ``only_servers`` when set) with k GPUs the job fits on
-        alone and $\lceil c / parts \rceil$ milli-cores and
-        $\lceil m / parts \rceil$ MiB free, fewest such GPUs first (then
-        index), the lowest-index GPUs on each.  Returns True when placed."""
+        """Place an even spread (`pick_even`) without preempting; True when
+        placed."""
+        r = self.pick_even(j, self.type_mask(j))
+        if r is None:
+            return False
+        self.commit(j, self.job(j).gpus, r[0], (), set())
+        return True
+
+    def pick_even(self, j: int, mask, servers=None):
+        r"""An even spread of job j (``gpus_per_server`` = k GPUs on each of
+        ``parts`` servers; never a tenant's job) on GPUs of ``mask`` (among
+        ``servers`` and ``only_servers`` when set), as `pick` answers:
+        ``(gpus, [])`` or None.  The servers with k GPUs of the mask the job
+        fits on alone (its GPU memory free) and $\lceil c / parts \rceil$
+        milli-cores and $\lceil m / parts \rceil$ MiB free, fewest such GPUs
+        first (then index); the lowest-index such GPUs on each."""
         p, job = self.p, self.job(j)
         k, parts = job.gpus_per_server or job.gpus, job.even_servers
         opt = p.options[j][0]
         pc, pm = -(-opt.cpu // parts), -(-opt.mem // parts)
         need = np.full(p.G, job.gpu_mem) if job.gpu_mem is not None else self.gcap
         room = self.type_mask(j) & (self.gfree >= MILLI) & (self.gcap - self.gmem >= need)
+        if mask is not None:
+            room = room & mask
         have = self.per_server(room)
-        cand = sorted((int(have[s]), s) for s in range(p.S)
+        pool = range(p.S) if servers is None else servers
+        cand = sorted((int(have[s]), s) for s in pool
                       if have[s] >= k and self.cpu[s] >= pc and self.mem[s] >= pm
                       and (self.only_servers is None or s in self.only_servers))
         if len(cand) < parts:
-            return False
+            return None
         gpus: list[int] = []
         for _, s in cand[:parts]:
             gpus += [g for g in self.gpus_of(s) if room[g]][:k]
-        self.commit(j, job.gpus, gpus, (), set())
-        return True
+        return gpus, []
 
     def sizes(self, j: int) -> list[int]:
         """GPU counts to try for job j, ascending: its elastic sizes from
