@@ -288,7 +288,7 @@ def test_moves_keep_running_gangs_even(seed):
             assert set(per_server(p).values()) == {k}
 
 
-def test_a_running_gang_stays_when_moves_are_allowed_and_the_model_says_so():
+def test_the_exact_model_moves_a_running_gang_evenly():
     c = Cluster(tuple(Server(f"s{i}", 16000, 16000, 4, V100) for i in range(3)))
     gs = tuple(GpuShare(f"{s}/gpu{k}", 1000) for s in ("s0", "s1") for k in (0, 1))
     jobs = [Job("r", 4, cpu=2000, gpus_per_server=2,
@@ -297,5 +297,15 @@ def test_a_running_gang_stays_when_moves_are_allowed_and_the_model_says_so():
     solver = "cpsat" if solvers()["cpsat"].available else "milp"
     a = allocate(c, jobs, solver=solver, max_moves=2, time_limit=5, objective="gpus")
     assert not violations(c, jobs, a, max_moves=2) and a.value == 8000
-    assert "a running even spread (gpus_per_server) stays where it runs or stops" in \
-        a.stats["restrictions"]
+    assert a.status.value == "optimal" and not a.stats["restrictions"]
+    # a V100 gang of two whole servers fits only where r runs: r moves to the A100s
+    c = Cluster(tuple(Server(f"v{i}", 16000, 16000, 4, V100) for i in range(2))
+                + tuple(Server(f"a{i}", 16000, 16000, 4, A100) for i in range(2)))
+    gs = tuple(GpuShare(f"{s}/gpu{k}", 1000) for s in ("v0", "v1") for k in (0, 1))
+    jobs = [Job("r", 4, cpu=2000, gpus_per_server=2,
+                current=Placement("r", gs, {"v0": 1000, "v1": 1000}, {"v0": 0, "v1": 0})),
+            Job("w", 8, cpu=1000, gpus_per_server=4, gpu_types=(V100,))]
+    a = allocate(c, jobs, solver=solver, max_moves=1, time_limit=5, objective="gpus")
+    assert not violations(c, jobs, a, max_moves=1)
+    assert a.moved == ("r",) and a.value == 12000 and a.status.value == "optimal"
+    assert per_server(a.placement("r")) == {"a0": 2, "a1": 2}

@@ -17,5 +17,4 @@ RESTRICTIONS = ("guaranteed work first (throughput and its bound under the prove
                 "guaranteed GPUs, an elastic job counted at its smallest size)",
                 "CPU/memory at the request",
                 "a spread job's CPU and memory reserved per GPU, rounded up",
-                "a running elastic job keeps its size when it moves",
-                "a running even spread (gpus_per_server) stays where it runs or stops")
+                "a running elastic job keeps its size when it moves")

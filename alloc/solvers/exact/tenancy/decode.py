@@ -107,6 +107,10 @@ class Plan:
             # dealt round-robin: a server holds at most cnt parts, so no job gets two
             self.even += [(j, parts[i::cnt]) for i, j in enumerate(members)]
             self.size.update((j, G.size[k]) for j in members)
+        for r, col in sorted(tm.even_moves.items()):
+            if _val(xv, col):
+                self.even.append((r, [s for (r2, s), c in sorted(tm.move_parts.items())
+                                      if r2 == r and _val(xv, c)]))
         for (r, s), col in tm.mv.items():
             if _val(xv, col):
                 self.on[s].append(r)

@@ -20,7 +20,10 @@ Variables (all integer):
     keep[r] in {0,1}     running job r stays exactly where it runs
     mv[r,s], ms[r,d]     running job r is re-placed on server s (its own
                          too) / spread over d (only when the call allows moves)
-    pre[r] = 1 - keep[r] - sum mv - sum ms      (stopped)
+    Y[k], e[k,s]         an even spread's jobs placed and their parts on s
+                         (`add_even`); M[r], m[r,s] a running one moved
+                         (`add_even_move`)
+    pre[r] = 1 - keep[r] - sum mv - sum ms - M[r]   (stopped)
     b[v,l,s] in 0..N_sl  v's level-l cells inside server s (counts);
     R[v,q] in {0,1}      v's rack cell bound to rack q
     h[s], hv[v,s]        GPUs of s given to shared (milli < 1000) jobs,
@@ -260,9 +263,12 @@ class TenancyModel:
         self.fresh: dict = defaultdict(list)
         self.where: dict = {}            # fresh column -> the servers it may use
         self.units_exact = True
-        #: even spreads: entry -> Y (its jobs placed), (entry, s) -> its parts on s
+        #: even spreads: entry -> Y (its jobs placed), (entry, s) -> its parts on s;
+        #: a running one moved: r -> its move, (r, s) -> its part on s
         self.even: dict = {}
         self.parts: dict = {}
+        self.even_moves: dict = {}
+        self.move_parts: dict = {}
         self.floor_row: int | None = None
         self.deadline = None
         #: auxiliary columns that belong to one server (fixed with it in a neighbourhood search)
@@ -474,16 +480,8 @@ def add_even(tm: TenancyModel, k: int, group_cols: dict) -> None:
     p, G = tm.p, tm.groups
     j0, members = G.members[k][0], G.members[k]
     job = p.jobs[j0]
-    q, parts = job.gpus_per_server or job.gpus, job.even_servers
-    cpu, mem = tm.request(j0)
-    if tm.relaxed:
-        pc, pm = cpu // parts, mem // parts
-    else:
-        pc, pm = -(-cpu // parts), -(-mem // parts)
-        if pc * parts != cpu or pm * parts != mem:
-            tm.units_exact = False
-    srv = [s for s in range(p.S) if p.srv_gpus[s] >= q and p.allowed[j0, s]
-           and pc <= p.srv_cpu[s] and pm <= p.srv_mem[s]]
+    parts = job.even_servers
+    pc, pm, q, srv = even_part(tm, j0)
     if len(srv) < parts:
         return
     y = tm.even[k] = tm.var(len(members))
@@ -503,6 +501,53 @@ def add_even(tm: TenancyModel, k: int, group_cols: dict) -> None:
     tm.where[y] = tuple(srv)
     for j in members:
         tm.fresh[j].append(y)
+
+
+def even_part(tm: TenancyModel, j: int) -> tuple[int, int, int, list[int]]:
+    """(GPUs, CPU, memory) of one part of job j's even spread -- CPU and
+    memory its share rounded up (down in the relaxed model; not exact when
+    they do not divide) -- and the servers that can hold a part."""
+    p = tm.p
+    job = p.jobs[j]
+    q, parts = job.gpus_per_server or job.gpus, job.even_servers
+    cpu, mem = tm.request(j)
+    if tm.relaxed:
+        pc, pm = cpu // parts, mem // parts
+    else:
+        pc, pm = -(-cpu // parts), -(-mem // parts)
+        if pc * parts != cpu or pm * parts != mem:
+            tm.units_exact = False
+    srv = [s for s in range(p.S) if p.srv_gpus[s] >= q and p.allowed[j, s]
+           and pc <= p.srv_cpu[s] and pm <= p.srv_mem[s]]
+    return pc, pm, q, srv
+
+
+def add_even_move(tm: TenancyModel, r: int, row: dict) -> None:
+    """A running even spread r re-placed (a move, when the call allows one):
+    M[r] in {0,1} and its parts m[r,s] in {0,1} with sum_s m[r,s] = P M[r]
+    (one part a server by construction), worth its value less the move cost;
+    M[r] joins r's row keep + moves + pre = 1."""
+    p = tm.p
+    pc, pm, q, srv = even_part(tm, r)
+    parts = p.jobs[r].even_servers
+    if len(srv) < parts:
+        return
+    y = tm.even_moves[r] = tm.var(1)
+    balance = {y: -parts}
+    for s in srv:
+        e = tm.move_parts[(r, s)] = tm.var(1)
+        tm.aux[s].append(e)
+        tm.add_gpus(r, s, q, e)
+        tm.use.cpu[s].append((pc, e))
+        tm.use.mem[s].append((pm, e))
+        balance[e] = 1
+    tm.m.add_row(balance, 0, 0)
+    best = max(srv, key=lambda s: (p.speed(r, s), -s))
+    tm.obj[y] += tm.value_of(tm.value(r, best, p.jobs[r].gpus, span=spread_span(p, r))
+                             - tm.mcost)
+    tm.fresh[r].append(y)
+    tm.where[y] = tuple(srv)
+    row[y] = 1
 
 
 def add_running(tm: TenancyModel) -> None:
@@ -550,6 +595,8 @@ def add_running(tm: TenancyModel) -> None:
                     tm.fresh[r].append(col)
                     tm.where[col] = tuple(srv)
                     row[col] = 1
+            if job.even_servers:
+                add_even_move(tm, r, row)
         pr = tm.pre[r] = tm.var(1)
         row[pr] = 1
         tm.m.add_row(row, 1, 1)
@@ -557,7 +604,7 @@ def add_running(tm: TenancyModel) -> None:
             tm.obj[pr] -= tm.value_of(tm.pcost)
     for key, row in tm.pool_rows.items():
         tm.m.add_row(row, 0, 0)
-    moves = list(tm.mv.values()) + list(tm.ms.values())
+    moves = list(tm.mv.values()) + list(tm.ms.values()) + list(tm.even_moves.values())
     if moves and p.max_moves is not None:
         tm.m.add_row({c: 1 for c in moves}, hi=int(p.max_moves))
 
@@ -942,8 +989,6 @@ def restrictions(tm: TenancyModel, floor: bool) -> list[str]:
         out.append(RESTRICTIONS[2])
     if tm.migrate and any(p.jobs[r].elastic for r in tm.running):
         out.append(RESTRICTIONS[3])
-    if tm.migrate and any(p.jobs[r].even_servers for r in tm.running):
-        out.append(RESTRICTIONS[4])
     return out
 
 

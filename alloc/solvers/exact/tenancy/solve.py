@@ -351,14 +351,12 @@ def instance_bound(call: Call, tm: TenancyModel, floor, deadline, stats: dict) -
     guaranteed-work floor, the model's LP without it; with a CPU/memory point
     or spread units the model restricts, the LP of the relaxed model
     (`alloc.solvers.exact.tenancy.model.build_model`); a running elastic job
-    that may move keeps its size in both, and a running even spread stays or
-    stops in both, so then it has none."""
+    that may move keeps its size in both, so it has none."""
     applied = restrictions(tm, floor is not None)
     if not applied:
         return None
-    kept = [x for x in (RESTRICTIONS[3], RESTRICTIONS[4]) if x in applied]
-    if kept:
-        stats["no_instance_bound"] = f"the model keeps this restriction: {kept[0]}"
+    if RESTRICTIONS[3] in applied:
+        stats["no_instance_bound"] = f"the model keeps this restriction: {RESTRICTIONS[3]}"
         return None
     if applied == [RESTRICTIONS[0]]:
         b = lp_bound(tm, relax_floor=True, deadline=deadline)
