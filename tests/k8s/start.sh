@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Build (once per machine and Kubernetes version; cached) and start etcd and
+# kube-apiserver on loopback.  Prints `export ALLOC_K8S_...=...` lines for
+# eval; where the control plane cannot be built it prints
+# `export ALLOC_K8S_SKIP=...` (one line saying why) and the tests skip.
+# Usage: eval "$(tests/k8s/start.sh [--scheduler])"
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+why=$(python3 "$here/controlplane.py" reason)
+if [ -n "$why" ]; then
+    printf 'export ALLOC_K8S_SKIP=%q\n' "$why"
+    exit 0
+fi
+if ! out=$(python3 "$here/controlplane.py" start --build "$@"); then
+    printf 'export ALLOC_K8S_SKIP=%q\n' "the control plane did not build or start (see above)"
+    exit 1
+fi
+echo "$out"
