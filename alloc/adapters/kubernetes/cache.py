@@ -92,10 +92,8 @@ class Cache:
         pg = self.podgroups.get(f"{namespace}/{group}")
         if pg is None:
             return None
-        try:
-            return int((pg.get("spec") or {}).get("minMember"))
-        except (TypeError, ValueError):
-            return -1
+        v = (pg.get("spec") or {}).get("minMember")
+        return v if isinstance(v, int) and not isinstance(v, bool) else -1
 
 
 __all__ = ["Cache"]

@@ -126,8 +126,9 @@ class Api:
         """Events of a kind after ``rv`` (``{"type", "object"}``), until the
         server ends the watch (``timeout`` seconds at most)."""
         from kubernetes.watch.watch import iter_resp_lines
-        kw = dict(watch=True, resource_version=rv, allow_watch_bookmarks=True,
-                  timeout_seconds=timeout, _preload_content=False)
+        kw: dict[str, Any] = dict(watch=True, resource_version=rv, allow_watch_bookmarks=True,
+                                  timeout_seconds=timeout, _preload_content=False)
+        resp: Any
         try:
             if kind == "nodes":
                 resp = self.core.list_node(**kw)
@@ -161,7 +162,7 @@ class Api:
     def bind(self, namespace: str, name: str, uid: str, node: str,
              annotations: dict[str, str]) -> None:
         """Bind the pod to the node (``pods/binding``); the annotations land on the pod."""
-        body = {"apiVersion": "v1", "kind": "Binding",
+        body: Any = {"apiVersion": "v1", "kind": "Binding",
                 "metadata": {"name": name, "namespace": namespace, "uid": uid,
                              "annotations": annotations},
                 "target": {"apiVersion": "v1", "kind": "Node", "name": node}}
@@ -170,7 +171,7 @@ class Api:
 
     def delete_pod(self, namespace: str, name: str, uid: str, grace: int | None = None) -> None:
         """Delete the pod (this uid only); a pod already gone is not an error."""
-        body: dict[str, Any] = {"apiVersion": "v1", "kind": "DeleteOptions",
+        body: Any = {"apiVersion": "v1", "kind": "DeleteOptions",
                                 "preconditions": {"uid": uid}}
         if grace is not None:
             body["gracePeriodSeconds"] = grace
@@ -188,7 +189,7 @@ class Api:
         ns = meta.get("namespace") or "default"
         now = datetime.now(timezone.utc)
         stamp = now.strftime("%Y-%m-%dT%H:%M:%SZ")
-        body = {
+        body: Any = {
             "apiVersion": "v1", "kind": "Event",
             "metadata": {"name": f"{meta.get('name', 'x')}.{time.time_ns():x}", "namespace": ns},
             "involvedObject": {"kind": kind, "name": meta.get("name"), "namespace": ns,

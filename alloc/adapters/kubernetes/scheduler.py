@@ -9,7 +9,7 @@ import json
 import sys
 import time
 from dataclasses import dataclass, field, replace
-from typing import IO, Any, Callable
+from typing import IO, TYPE_CHECKING, Any, Callable
 
 from ...errors import InputError
 from ...model import MILLI, Cluster, GpuShare, Job, Placement
@@ -17,6 +17,9 @@ from .cache import Cache
 from .client import Api, ApiError
 from .translate import (GANG_ANNOTATION, GANG_SIZE_ANNOTATION, GPUS_ANNOTATION, Levels, PodView,
                         gang_problem, job_for, node_closed, node_server, split_gang)
+
+if TYPE_CHECKING:
+    from ...session import Session
 
 #: Binding attempts for one pod (the pod's ``spec.nodeName`` is read before each retry).
 BIND_TRIES = 3
@@ -114,7 +117,7 @@ class Scheduler:
         self.log = log if log is not None else sys.stderr
         self._decisions = decisions
         self._out: Any = None
-        self.session = None
+        self.session: Session | None = None
         self.number = 0
         self._shape: dict[str, Job] = {}            # jid -> the job as submitted
         self._units: dict[str, _Unit] = {}           # this cycle's units
@@ -125,6 +128,12 @@ class Scheduler:
         self._servers: dict[str, Any] = {}
         self._types: set[str] = set()
         self._first = True                           # the first cycle rebuilds the state
+
+    @property
+    def _live(self) -> Session:
+        """The session (the first cycle that sees a node makes it)."""
+        assert self.session is not None
+        return self.session
 
     # ---------------------------------------------------------------- sync
     def feed(self, items) -> None:
@@ -170,7 +179,7 @@ class Scheduler:
                                    solver=st["solver"], time_limit=st["time_limit"],
                                    preempt=st["preempt"], options=st["options"], name="k8s")
             self._servers = dict(servers)
-        s = self.session
+        s = self._live
         have = {sv.id: sv for sv in s.cluster.servers}
         for name in list(have):
             if name not in servers or servers[name] != have[name]:
@@ -234,11 +243,11 @@ class Scheduler:
                 problems.append((v, f"pod {v.key}: no node has GPU type "
                                     f"{' or '.join(v.gpu_types)}"))
                 continue
-            g = f"{v.namespace}/{v.group}" if v.group else None
-            if g is not None and g in partial:
-                waiting[v.key] = f"pod group {g}: a gang bound in part is rolled back first"
-            elif g is not None and g not in running_groups:
-                gangs.setdefault(g, []).append(v)
+            grp = f"{v.namespace}/{v.group}" if v.group else None
+            if grp is not None and grp in partial:
+                waiting[v.key] = f"pod group {grp}: a gang bound in part is rolled back first"
+            elif grp is not None and grp not in running_groups:
+                gangs.setdefault(grp, []).append(v)
             else:
                 units[v.key] = _Unit(v.key, [v], job_for(v.key, [v]), priority=v.priority,
                                      created=v.created)
@@ -327,8 +336,7 @@ class Scheduler:
                      priority=max(p.priority for p in pods), created=min(p.created for p in pods))
 
     def _sync_session(self, units: dict[str, _Unit], errors: list) -> None:
-        s = self.session
-        assert s is not None
+        s = self._live
         for jid in [j for j in s.jobs if j not in units]:
             self._forget_job(jid)
         fix: dict[str, Placement] = {}
@@ -354,7 +362,7 @@ class Scheduler:
             elif u.placement is None and cur is not None and jid not in self._bound_now:
                 s.stop(jid, requeue=True)      # a binding that did not happen
         if fix:
-            running = {j: None for j in s.running}
+            running: dict[Any, Placement | None] = {j: None for j in s.running}
             running.update(fix)
             try:
                 s.reconcile(running, where="k8s")
@@ -388,7 +396,7 @@ class Scheduler:
             units.pop(jid, None)
         self._units = units
         self._sync_session(units, errors)
-        r = self.session.step()
+        r = self._live.step()
         preempted, held = self._preempt(r, errors)
         started, bound = self._start(r, held, waiting, errors)
         for v, why in problems:
@@ -459,7 +467,7 @@ class Scheduler:
     def _preempt(self, r, errors: list) -> tuple[list, set]:
         """Delete the pods of each preempted job, with an Event saying why;
         the jobs they were stopped for wait until the pods are gone."""
-        s = self.session
+        s = self._live
         out, held = [], set()
         for p in r.preempt:
             jid = p.job
@@ -492,7 +500,7 @@ class Scheduler:
         return out, held
 
     def _start(self, r, held: set, waiting: dict, errors: list) -> tuple[list, list]:
-        s = self.session
+        s = self._live
         started, bound_keys = [], []
         cap = {sv.id: (sv.cpu, sv.mem) for sv in s.cluster.servers}
         used: dict[str, list[int]] = {}
@@ -521,7 +529,7 @@ class Scheduler:
                 continue
             exact = _placement(jid, plan, u.pods)
             if len(u.pods) > 1 and not exact.same_as(p):
-                running = {j: None for j in s.running}
+                running: dict[Any, Placement | None] = {j: None for j in s.running}
                 running[jid] = exact
                 try:
                     s.reconcile(running, where="k8s")
@@ -670,7 +678,9 @@ def _node(p: Placement) -> str:
 
 def _placement(jid: str, plan: dict, pods: list[PodView]) -> Placement:
     by = {v.key: v for v in pods}
-    gpus, cpu, mem = [], {}, {}
+    gpus: list[GpuShare] = []
+    cpu: dict[str, int] = {}
+    mem: dict[str, int] = {}
     for key, (node, idx, c, m) in sorted(plan.items()):
         gpus += [GpuShare(f"{node}/gpu{k}", by[key].gpu_milli) for k in idx]
         cpu[node] = cpu.get(node, 0) + c
