@@ -285,7 +285,7 @@ def start(run: Path | None = None, scheduler: bool = False) -> dict[str, str]:
          "--service-account-key-file", str(run / "sa.pub"),
          "--service-account-signing-key-file", str(run / "sa.key"),
          "--service-cluster-ip-range", "10.0.0.0/24",
-         "--disable-admission-plugins", "ServiceAccount",
+         "--disable-admission-plugins", "ServiceAccount", "--endpoint-reconciler-type", "none",
          "--max-requests-inflight", "1000", "--max-mutating-requests-inflight", "500",
          "--v", "1"],
         stdout=open(log_api, "w"), stderr=subprocess.STDOUT, start_new_session=True)

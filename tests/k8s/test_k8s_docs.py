@@ -20,6 +20,8 @@ def test_the_docs_manifests_apply(k8s, admin, namespace):
     assert dep.spec.template.spec.service_account_name == "alloc-scheduler"
     # the example pod is valid as written (created for real, then removed)
     pod = next(d for d in docs if d["kind"] == "Pod")
+    common.apply(api, {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+                       "metadata": {"name": pod["spec"]["priorityClassName"]}, "value": 100})
     made = json.loads(core.create_namespaced_pod(namespace, pod, _preload_content=False).data)
     assert made["spec"]["schedulerName"] == "alloc"
     core.delete_namespaced_pod(made["metadata"]["name"], namespace, grace_period_seconds=0)

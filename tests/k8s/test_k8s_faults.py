@@ -11,7 +11,8 @@ import harness
 
 
 def _once(k8s, tmp_path, *extra) -> tuple[list[dict], str]:
-    dec = tmp_path / "decisions.jsonl"
+    n = len(list(tmp_path.glob("decisions-*.jsonl")))
+    dec = tmp_path / f"decisions-{n}.jsonl"
     p = subprocess.run([sys.executable, "-m", "alloc", "k8s", "run", "--once",
                         "--kubeconfig", k8s["ALLOC_K8S_SCHEDULER_KUBECONFIG"],
                         "--decisions", str(dec), *extra],
