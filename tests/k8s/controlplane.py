@@ -26,6 +26,10 @@ Commands::
     controlplane.py stop [RUN_DIR]
     controlplane.py reason                 # why the control plane cannot be built here, or nothing
 
+``start`` exits 3 where the build is impossible (no Go toolchain of the
+version needed, no openssl, the module proxy unreachable), 1 on any other
+failure.
+
 Environment: ``ALLOC_K8S_VERSION`` (default below), ``ALLOC_K8S_RUN``
 (the run folder of a started control plane, where ``stop`` finds its pids).
 """
@@ -55,6 +59,10 @@ SCHEDULER_USER = "system:serviceaccount:kube-system:alloc-scheduler"
 SCHEDULER_TOKEN = "alloc-test-scheduler-token"
 KUBE_SCHEDULER_USER = "system:kube-scheduler"
 KUBE_SCHEDULER_TOKEN = "alloc-test-kube-scheduler-token"
+
+
+class Impossible(RuntimeError):
+    """The control plane cannot be built here (no toolchain, the module proxy unreachable)."""
 
 
 def cache_dir() -> Path:
@@ -115,8 +123,8 @@ def _prepare_module(src: Path, log) -> None:
                        cwd=src, env=_env(), capture_output=True, text=True)
     log.write(r.stdout[-2000:] + r.stderr[-4000:])
     if r.returncode:
-        raise RuntimeError(f"go mod download k8s.io/kubernetes@v{VERSION} failed: "
-                           + (r.stderr.strip().splitlines() or ["?"])[-1])
+        raise Impossible(f"go mod download k8s.io/kubernetes@v{VERSION} failed: "
+                         + (r.stderr.strip().splitlines() or ["?"])[-1])
     info = json.loads(r.stdout)
     kmod = Path(info["GoMod"]).read_text()
     staging = re.findall(r"^\s*(k8s\.io/[\w.-]+)\s+=>\s+\./staging/", kmod, re.M)
@@ -149,7 +157,7 @@ def build(names: tuple[str, ...] = ("etcd", "kube-apiserver")) -> dict[str, dict
     """
     why = reason()
     if why:
-        raise RuntimeError(why)
+        raise Impossible(why)
     root = cache_dir()
     src = root / "src"
     (root / "bin").mkdir(parents=True, exist_ok=True)
@@ -381,6 +389,9 @@ def main(argv: list[str] | None = None) -> int:
             env = start(Path(a.run) if a.run else None, scheduler=a.scheduler)
             for k, v in env.items():
                 print(f"export {k}={v}")
+    except Impossible as e:
+        print(f"kubernetes control plane: {e}", file=sys.stderr)
+        return 3
     except RuntimeError as e:
         print(f"kubernetes control plane: {e}", file=sys.stderr)
         return 1
