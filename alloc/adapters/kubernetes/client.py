@@ -46,17 +46,24 @@ def _error(exc: BaseException, what: str) -> ApiError:
                             f"{msg or getattr(exc, 'reason', '') or exc}".strip())
 
 
+#: Connections kept open to the API server (bindings go out in parallel).
+POOL = 32
+
+
 def load_client(kubeconfig: str | None = None, context: str | None = None):
     """An ``ApiClient`` for the kubeconfig (None: ``$KUBECONFIG`` or
     ``~/.kube/config``, else the in-cluster service account)."""
     from kubernetes import client, config
+    cfg = client.Configuration()
     if kubeconfig:
-        return config.new_client_from_config(config_file=kubeconfig, context=context)
-    try:
-        return config.new_client_from_config(context=context)
-    except Exception:
-        config.load_incluster_config()
-        return client.ApiClient()
+        config.load_kube_config(config_file=kubeconfig, context=context, client_configuration=cfg)
+    else:
+        try:
+            config.load_kube_config(context=context, client_configuration=cfg)
+        except Exception:
+            config.load_incluster_config(client_configuration=cfg)
+    cfg.connection_pool_maxsize = POOL
+    return client.ApiClient(cfg)
 
 
 class Api:
@@ -204,6 +211,48 @@ class Api:
             ns, body, _preload_content=False), f"event on {kind} {ns}/{meta.get('name')}")
 
 
+class EventSink:
+    """Events written by a thread of their own, so that a cycle never waits for them.
+
+    `close` waits until every event queued is written (or failed: one log line each).
+    """
+
+    def __init__(self, api: Api, log: Callable[[str], None] | None = None):
+        self.api = api
+        self.queue: queue.Queue = queue.Queue()
+        self.failed = 0
+        self._log = log or (lambda line: None)
+        self._thread = threading.Thread(target=self._run, daemon=True, name="alloc-events")
+        self._thread.start()
+
+    def put(self, obj: dict, kind: str, etype: str, reason: str, message: str) -> None:
+        """Queue an Event (as `Api.event`)."""
+        self.queue.put((obj, kind, etype, reason, message))
+
+    def _run(self) -> None:
+        while True:
+            item = self.queue.get()
+            try:
+                if item is None:
+                    return
+                try:
+                    self.api.event(*item)
+                except ApiError as exc:
+                    self.failed += 1
+                    self._log(f"{exc}; event dropped")
+            finally:
+                self.queue.task_done()
+
+    def flush(self) -> None:
+        """Wait until the events queued so far are written."""
+        self.queue.join()
+
+    def close(self) -> None:
+        """Write what is queued, then end the thread."""
+        self.queue.put(None)
+        self._thread.join(60)
+
+
 class Watcher:
     """List-then-watch of each kind in its own thread; events into one queue.
 
@@ -284,4 +333,4 @@ class Watcher:
                 backoff = min(5.0, backoff * 2)
 
 
-__all__ = ["Api", "ApiError", "KINDS", "PODGROUP", "Watcher", "load_client"]
+__all__ = ["Api", "ApiError", "EventSink", "KINDS", "PODGROUP", "POOL", "Watcher", "load_client"]

@@ -14,7 +14,7 @@ from typing import IO, TYPE_CHECKING, Any, Callable
 from ...errors import InputError
 from ...model import MILLI, Cluster, GpuShare, Job, Placement
 from .cache import Cache
-from .client import Api, ApiError
+from .client import Api, ApiError, EventSink
 from .translate import (GANG_ANNOTATION, GANG_SIZE_ANNOTATION, GPUS_ANNOTATION, Levels, PodView,
                         gang_problem, job_for, node_closed, node_server, split_gang)
 
@@ -23,6 +23,8 @@ if TYPE_CHECKING:
 
 #: Binding attempts for one pod (the pod's ``spec.nodeName`` is read before each retry).
 BIND_TRIES = 3
+#: Jobs whose pods are bound at once (each gang's pods in turn).
+BIND_THREADS = 16
 
 
 @dataclass(frozen=True)
@@ -128,6 +130,10 @@ class Scheduler:
         self._servers: dict[str, Any] = {}
         self._types: set[str] = set()
         self._first = True                           # the first cycle rebuilds the state
+        from concurrent.futures import ThreadPoolExecutor
+        self._pool = ThreadPoolExecutor(BIND_THREADS, thread_name_prefix="alloc-bind")
+        self.sink = EventSink(api, log=self._note)
+        _warm_up(solver, self.settings["preempt"])
 
     @property
     def _live(self) -> Session:
@@ -151,6 +157,9 @@ class Scheduler:
     def _say(self, line: str) -> str:
         print(f"alloc k8s: cycle {self.number}: {line}", file=self.log, flush=True)
         return line
+
+    def _note(self, line: str) -> None:
+        self._say(line)
 
     def _sync_nodes(self, errors: list) -> None:
         c = self.cache
@@ -500,8 +509,9 @@ class Scheduler:
         return out, held
 
     def _start(self, r, held: set, waiting: dict, errors: list) -> tuple[list, list]:
+        """Bind the started jobs' pods (jobs in parallel, a gang's pods in
+        turn, rolled back if one fails)."""
         s = self._live
-        started, bound_keys = [], []
         cap = {sv.id: (sv.cpu, sv.mem) for sv in s.cluster.servers}
         used: dict[str, list[int]] = {}
         for pl in r.allocation.placements:
@@ -509,6 +519,7 @@ class Scheduler:
                 used.setdefault(n, [0, 0])[0] += v
             for n, v in pl.mem.items():
                 used.setdefault(n, [0, 0])[1] += v
+        todo: list[tuple[_Unit, dict, Placement]] = []
         for p in r.start:
             jid = p.job
             if jid in held:
@@ -517,18 +528,22 @@ class Scheduler:
             u = self._units.get(jid)
             if u is None:
                 continue
+            if len(u.pods) == 1:
+                v = u.pods[0]
+                plan = {v.key: (_node(p), tuple(int(g.gpu.rpartition("/gpu")[2]) for g in p.gpus),
+                                v.cpu, v.mem)}
+                todo.append((u, plan, p))
+                continue
             free = {n: (cap[n][0] - used.get(n, [0, 0])[0] + p.cpu.get(n, 0),
                         cap[n][1] - used.get(n, [0, 0])[1] + p.mem.get(n, 0))
                     for n in set(p.cpu) | {g.gpu.rpartition("/gpu")[0] for g in p.gpus}}
-            plan = split_gang(p, u.pods, free) if len(u.pods) > 1 else {
-                u.pods[0].key: (_node(p), tuple(int(g.gpu.rpartition("/gpu")[2]) for g in p.gpus),
-                                u.pods[0].cpu, u.pods[0].mem)}
-            if plan is None:
+            split = split_gang(p, u.pods, free)
+            if split is None:
                 s.stop(jid, requeue=True, hold=True)
                 waiting[jid] = "its placement did not split into whole pods; placed anew next cycle"
                 continue
-            exact = _placement(jid, plan, u.pods)
-            if len(u.pods) > 1 and not exact.same_as(p):
+            exact = _placement(jid, split, u.pods)
+            if not exact.same_as(p):
                 running: dict[Any, Placement | None] = {j: None for j in s.running}
                 running[jid] = exact
                 try:
@@ -537,17 +552,26 @@ class Scheduler:
                     errors.append(self._say(f"{exc}; gang {jid} placed anew"))
                     s.stop(jid, requeue=True, hold=True)
                     continue
-            if self._bind_all(u, plan, errors):
-                self._bound_now.add(jid)
-                started.append(jid)
+            todo.append((u, split, exact))
+        futures = [self._pool.submit(self._bind_all, u, plan, errors) for u, plan, _ in todo]
+        started, bound_keys = [], []
+        for (u, plan, pl), f in zip(todo, futures):
+            rolled = f.result()
+            if rolled is None:
+                self._bound_now.add(u.jid)
+                started.append(u.jid)
                 bound_keys += [v.key for v in u.pods]
-                self._decide("start", jid, {k: v[0] for k, v in plan.items()}, placement=exact)
-            else:
-                self._forget_job(jid)
+                self._decide("start", u.jid, {k: v[0] for k, v in plan.items()}, placement=pl)
+                continue
+            if rolled:
+                self._decide("rollback", u.jid, {k: plan[k][0] for k in rolled},
+                             reason=f"gang {u.jid}: a binding failed; the pods bound are deleted")
+            self._forget_job(u.jid)
         return started, bound_keys
 
-    def _bind_all(self, u: _Unit, plan: dict, errors: list) -> bool:
-        """Bind every pod of the unit, or roll back (delete) those bound."""
+    def _bind_all(self, u: _Unit, plan: dict, errors: list) -> list[str] | None:
+        """Bind every pod of the unit (None), or delete those bound when one
+        fails (the pod keys deleted).  Runs in a worker thread: no session change."""
         done: list[PodView] = []
         gang = len(u.pods) > 1
         for v in u.pods:
@@ -567,15 +591,14 @@ class Scheduler:
                     if self._delete(b, 0, errors):
                         self._event(pod, "Pod", "Warning", "GangRollback", why, errors)
                 self._say(why)
-                self._decide("rollback", u.jid, {b.key: plan[b.key][0] for b in done}, reason=why)
-            return False
+            return [b.key for b in done]
         if self.events:
             for v in u.pods:
                 pod = self.cache.pods.get(v.key) or {}
                 self._event(pod, "Pod", "Normal", "Scheduled",
                             f"Successfully assigned {v.key} to {plan[v.key][0]}"
                             + (f" (gang {u.jid})" if gang else ""), errors)
-        return True
+        return None
 
     def _bind(self, v: PodView, node: str, ann: dict, errors: list) -> bool:
         """One binding, retried with backoff; the pod's ``spec.nodeName`` is
@@ -634,12 +657,9 @@ class Scheduler:
             self._told = {k: w for k, w in self._told.items() if k in live or k.startswith("pg:")}
 
     def _event(self, obj: dict, kind: str, etype: str, reason: str, msg: str, errors: list) -> None:
-        if not obj:
-            return
-        try:
-            self.api.event(obj, kind, etype, reason, msg)
-        except ApiError as exc:
-            errors.append(self._say(f"{exc}; event dropped"))
+        """Queue an Event (written by the sink's thread; a failure is one log line)."""
+        if obj:
+            self.sink.put(obj, kind, etype, reason, msg)
 
     def _decide(self, action: str, jid: str, pods: dict, *, placement: Placement | None = None,
                 reason: str | None = None, by: str | None = None) -> None:
@@ -664,10 +684,24 @@ class Scheduler:
         self._out.flush()
 
     def close(self) -> None:
-        """Close the decisions file (if this scheduler opened it)."""
+        """Write the Events still queued, stop the threads, close the decisions
+        file (if this scheduler opened it)."""
+        self.sink.close()
+        self._pool.shutdown(wait=True)
         if self._out is not None and self._out is not self._decisions:
             self._out.close()
         self._out = None
+
+
+def _warm_up(solver: str, preempt: str | None) -> None:
+    """One round on a one-node cluster, so that the first cycle does not pay
+    for importing the session, the core and the solver."""
+    from ...session import Session
+    from ...model import Server
+    s = Session(Cluster((Server("warm", cpu=1000, mem=1000, gpus=1, gpu_type="gpu"),)),
+                solver=solver, preempt=preempt, name="warm-up")
+    s.submit(Job("warm", 1, cpu=100, mem=100))
+    s.step()
 
 
 def _node(p: Placement) -> str:
