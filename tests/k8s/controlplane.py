@@ -18,7 +18,9 @@ time (s) and the peak resident memory of the largest process of its build
 ``start`` runs etcd (data in a temp folder) and kube-apiserver (HTTPS on
 127.0.0.1 with a certificate made by ``openssl``; authentication by a token
 file only; RBAC authorization; the ServiceAccount admission plugin off, as
-no controller manager creates service accounts) and writes a kubeconfig.
+no controller manager creates service accounts, and TaintNodesByCondition off,
+as no node lifecycle controller takes the not-ready taint off new nodes) and
+writes a kubeconfig.
 Commands::
 
     controlplane.py build [--scheduler]    # build what is missing (minutes the first time)
@@ -264,6 +266,12 @@ def start(run: Path | None = None, scheduler: bool = False) -> dict[str, str]:
     run = Path(run or tempfile.mkdtemp(prefix="alloc-k8s-"))
     run.mkdir(parents=True, exist_ok=True)
     _certs(run)
+    # requests of the two schedulers' users, one line each when answered (API calls per pod)
+    (run / "audit-policy.json").write_text(json.dumps({
+        "apiVersion": "audit.k8s.io/v1", "kind": "Policy",
+        "omitStages": ["RequestReceived", "ResponseStarted"],
+        "rules": [{"level": "Metadata", "users": [SCHEDULER_USER, KUBE_SCHEDULER_USER]},
+                  {"level": "None"}]}))
     (run / "tokens.csv").write_text(
         f'{ADMIN_TOKEN},admin,admin,"system:masters"\n'
         f'{SCHEDULER_TOKEN},{SCHEDULER_USER},alloc-scheduler-uid,"system:serviceaccounts,system:serviceaccounts:kube-system"\n'
@@ -293,8 +301,12 @@ def start(run: Path | None = None, scheduler: bool = False) -> dict[str, str]:
          "--service-account-key-file", str(run / "sa.pub"),
          "--service-account-signing-key-file", str(run / "sa.key"),
          "--service-cluster-ip-range", "10.0.0.0/24",
-         "--disable-admission-plugins", "ServiceAccount", "--endpoint-reconciler-type", "none",
+         "--disable-admission-plugins", "ServiceAccount,TaintNodesByCondition",
+         "--endpoint-reconciler-type", "none",
          "--max-requests-inflight", "1000", "--max-mutating-requests-inflight", "500",
+         "--audit-policy-file", str(run / "audit-policy.json"),
+         "--audit-log-path", str(run / "audit.log"), "--audit-log-format", "json",
+         "--audit-log-mode", "batch", "--audit-log-batch-max-wait", "1s",
          "--v", "1"],
         stdout=open(log_api, "w"), stderr=subprocess.STDOUT, start_new_session=True)
     (run / "kube-apiserver.pid").write_text(str(api.pid))
@@ -317,6 +329,44 @@ def start(run: Path | None = None, scheduler: bool = False) -> dict[str, str]:
         kubeconfig(server, run / "ca.crt", KUBE_SCHEDULER_TOKEN, "kube-scheduler"))
     (run / "env.json").write_text(json.dumps(env, indent=1))
     return env
+
+
+def start_kube_scheduler(run: Path | str, scheduler_name: str = "default-scheduler") -> int:
+    """Start kube-scheduler (default profile, no leader election) against the
+    control plane of ``run``; returns its pid (``stop`` ends it)."""
+    run = Path(run)
+    cfg = run / "kube-scheduler-config.json"
+    cfg.write_text(json.dumps({
+        "apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
+        "clientConnection": {"kubeconfig": str(run / "kube-scheduler.kubeconfig"),
+                             "qps": 5000, "burst": 5000},
+        "leaderElection": {"leaderElect": False},
+        "profiles": [{"schedulerName": scheduler_name}]}))
+    log = run / "kube-scheduler.log"
+    p = subprocess.Popen([str(binary("kube-scheduler")), "--config", str(cfg), "--secure-port", "0",
+                          "--v", "1"], stdout=open(log, "w"), stderr=subprocess.STDOUT,
+                         start_new_session=True)
+    (run / "kube-scheduler.pid").write_text(str(p.pid))
+    time.sleep(1.0)
+    if p.poll() is not None:
+        raise RuntimeError(f"kube-scheduler exited ({p.returncode}): {log.read_text()[-1500:]}")
+    return p.pid
+
+
+def audit_counts(run: Path | str) -> dict[str, int]:
+    """Requests answered so far, by user (the two schedulers'), from the audit log."""
+    out: dict[str, int] = {}
+    path = Path(run) / "audit.log"
+    if not path.exists():
+        return out
+    for line in path.read_text().splitlines():
+        try:
+            ev = json.loads(line)
+        except ValueError:
+            continue
+        user = (ev.get("user") or {}).get("username", "?")
+        out[user] = out.get(user, 0) + 1
+    return out
 
 
 def _kill(pidfile: Path, timeout: float = 15) -> None:

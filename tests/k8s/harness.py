@@ -9,6 +9,7 @@ check: each pod's first node, the deletions, the node usage at every change.
 """
 from __future__ import annotations
 
+import heapq
 import json
 import os
 import threading
@@ -108,51 +109,89 @@ def pods(core, namespace: str) -> dict[str, dict]:
 
 
 class Kubelet:
-    """Plays every node's kubelet for the pods of one namespace (see the module notes)."""
+    """Plays every node's kubelet for the pods of one namespace (see the module notes).
+
+    Event-driven: it watches the namespace's pods; a bound pod is marked
+    Running at once and Succeeded after its ``test.alloc.io/run-s`` seconds;
+    a pod being deleted is removed with grace period 0.
+    """
 
     def __init__(self, core, namespace: str, tick: float = 0.05):
         self.core, self.ns, self.tick = core, namespace, tick
         self._stop = threading.Event()
-        self._running: dict[str, float] = {}
+        self._due: list[tuple[float, str, str]] = []      # (time, name, uid)
+        self._seen: set[str] = set()
         self.thread = threading.Thread(target=self._run, daemon=True)
+        self.timer = threading.Thread(target=self._timers, daemon=True)
+        self._lock = threading.Lock()
 
     def __enter__(self) -> "Kubelet":
         self.thread.start()
+        self.timer.start()
         return self
 
     def __exit__(self, *exc) -> None:
         self._stop.set()
         self.thread.join(10)
+        self.timer.join(10)
 
     def _run(self) -> None:
+        from kubernetes import watch
+        rv = None
         while not self._stop.is_set():
             try:
-                self._pass()
+                if rv is None:
+                    out = json.loads(self.core.list_namespaced_pod(self.ns,
+                                                                   _preload_content=False).data)
+                    rv = out["metadata"]["resourceVersion"]
+                    for p in out["items"]:
+                        self._see(p)
+                w = watch.Watch()
+                for ev in w.stream(self.core.list_namespaced_pod, self.ns, resource_version=rv,
+                                   timeout_seconds=1, deserialize=False):
+                    rv = ev["object"]["metadata"]["resourceVersion"]
+                    if ev["type"] != "DELETED":
+                        self._see(ev["object"])
+                    if self._stop.is_set():
+                        return
+            except Exception:
+                rv = None
+                time.sleep(0.1)
+
+    def _see(self, p: dict) -> None:
+        meta, spec, status = p["metadata"], p["spec"], p.get("status") or {}
+        name, uid = meta["name"], meta["uid"]
+        if meta.get("deletionTimestamp"):
+            try:
+                self.core.delete_namespaced_pod(name, self.ns, grace_period_seconds=0)
             except Exception:
                 pass
+            return
+        if not spec.get("nodeName") or uid in self._seen:
+            return
+        if status.get("phase") in ("Succeeded", "Failed"):
+            return
+        self._seen.add(uid)
+        self._phase(name, "Running")
+        run_s = float((meta.get("annotations") or {}).get(RUN_S, "3"))
+        with self._lock:
+            heapq.heappush(self._due, (time.monotonic() + run_s, name, uid))
+
+    def _timers(self) -> None:
+        while not self._stop.is_set():
+            now = time.monotonic()
+            due = []
+            with self._lock:
+                while self._due and self._due[0][0] <= now:
+                    due.append(heapq.heappop(self._due))
+            for _, name, uid in due:
+                self._phase(name, "Succeeded", uid)
             self._stop.wait(self.tick)
 
-    def _pass(self) -> None:
-        now = time.monotonic()
-        for name, p in pods(self.core, self.ns).items():
-            meta, spec, status = p["metadata"], p["spec"], p.get("status") or {}
-            if meta.get("deletionTimestamp"):
-                try:
-                    self.core.delete_namespaced_pod(name, self.ns, grace_period_seconds=0)
-                except Exception:
-                    pass
-                continue
-            if not spec.get("nodeName") or status.get("phase") in ("Succeeded", "Failed"):
-                continue
-            run_s = float((meta.get("annotations") or {}).get(RUN_S, "3"))
-            if status.get("phase") != "Running":
-                self._running[meta["uid"]] = now
-                self._phase(name, "Running")
-            elif now - self._running.setdefault(meta["uid"], now) >= run_s:
-                self._phase(name, "Succeeded")
-
-    def _phase(self, name: str, phase: str) -> None:
-        body = {"status": {"phase": phase}}
+    def _phase(self, name: str, phase: str, uid: str | None = None) -> None:
+        body: dict = {"status": {"phase": phase}}
+        if uid is not None:
+            body["metadata"] = {"uid": uid}
         try:
             self.core.patch_namespaced_pod_status(name, self.ns, body)
         except Exception:

@@ -103,15 +103,16 @@ def k8s_main(argv: list[str] | None = None) -> int:
         sched.close()
 
 
-def _loop(sched, watcher, interval: float, cycles: int | None, report) -> int:
-    """Cycles on changes (batched for `BATCH_S`), at least every ``interval`` s."""
+def _loop(sched, watcher, interval: float, cycles: int | None, report, stop=None) -> int:
+    """Cycles on changes (batched for `BATCH_S`), at least every ``interval`` s,
+    until ``cycles`` cycles ran or ``stop()`` is true."""
     import queue
     watcher.start()
     watcher.wait_synced(60)
     n = 0
     backoff = 0.1
     try:
-        while cycles is None or n < cycles:
+        while (cycles is None or n < cycles) and not (stop is not None and stop()):
             items = []
             try:
                 items.append(watcher.queue.get(timeout=max(interval, 0.01)))

@@ -35,8 +35,9 @@ class Cycle:
     (``namespace/pod`` for a pod, ``namespace/group`` for a gang);
     ``bound``: pod keys bound; ``waiting``: job ids left pending, with
     ``reasons``; ``problems``: bad input lines; ``errors``: failed calls.
-    Times in seconds: ``wall_s`` the whole cycle, ``api_s`` inside API calls,
-    ``round_s`` the Session round (``alloc_s`` = wall minus API).
+    Times in seconds: ``wall_s`` the whole cycle, ``api_s`` the cycle's wait on
+    the API server (its own calls, and the wall time of the parallel
+    bindings), ``round_s`` the Session round (``alloc_s`` = wall minus API).
     """
     number: int
     started: tuple = ()
@@ -385,7 +386,8 @@ class Scheduler:
     def cycle(self) -> Cycle:
         """One cycle: sync, one round, act.  API failures are reported, never raised."""
         t0 = time.perf_counter()
-        spent0, calls0 = self.api.spent, self.api.total_calls
+        spent0, calls0 = self.api.thread_spent, self.api.total_calls
+        self._binding_s = 0.0
         self.number += 1
         errors: list[str] = []
         try:
@@ -423,7 +425,8 @@ class Scheduler:
         waiting = waiting or {}
         return Cycle(self.number, tuple(started), tuple(bound), tuple(preempted), tuple(evicted),
                      tuple(rolled), tuple(waiting), dict(waiting), tuple(problems), tuple(errors),
-                     time.perf_counter() - t0, self.api.spent - spent0,
+                     time.perf_counter() - t0,
+                     self.api.thread_spent - spent0 + getattr(self, "_binding_s", 0.0),
                      self.api.total_calls - calls0, round_s)
 
     # ---------------------------------------------------------------- acts
@@ -553,10 +556,12 @@ class Scheduler:
                     s.stop(jid, requeue=True, hold=True)
                     continue
             todo.append((u, split, exact))
+        t0 = time.perf_counter()
         futures = [self._pool.submit(self._bind_all, u, plan, errors) for u, plan, _ in todo]
+        results = [f.result() for f in futures]
+        self._binding_s += time.perf_counter() - t0     # the cycle waits on the API server
         started, bound_keys = [], []
-        for (u, plan, pl), f in zip(todo, futures):
-            rolled = f.result()
+        for (u, plan, pl), rolled in zip(todo, results):
             if rolled is None:
                 self._bound_now.add(u.jid)
                 started.append(u.jid)
