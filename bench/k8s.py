@@ -22,7 +22,8 @@ runs each bound pod for its duration.  Three parts, each printed as a table
     pods, 2- and 4-GPU pods, shared-GPU pods, gangs of 2-8 pods of one or two
     GPUs, one in ten of high priority), run through alloc and then through
     kube-scheduler (the default profile; the pods' ``schedulerName`` set to
-    the scheduler under test), each on fresh nodes.  A gang's pods run only
+    the scheduler under test), each a process of its own (``alloc k8s run
+    --interval 1`` as the docs' service account), each on fresh nodes.  A gang's pods run only
     when all of them run (as distributed training waits for its peers): a
     gang kube-scheduler binds in part holds its GPUs and never starts.
     Reports pods placed, gangs admitted whole and bound in part, GPUs held by
@@ -60,7 +61,7 @@ sys.path.insert(0, str(ROOT / "tests" / "k8s"))
 import controlplane  # noqa: E402
 import harness  # noqa: E402
 
-from alloc.adapters.kubernetes.client import Api, Watcher  # noqa: E402
+from alloc.adapters.kubernetes.client import Api  # noqa: E402
 from alloc.adapters.kubernetes.scheduler import Scheduler  # noqa: E402
 
 GPU = "nvidia.com/gpu"
@@ -189,7 +190,6 @@ class GangKubelet(harness.Kubelet):
                 or meta["uid"] in self._seen:
             return super()._see(p)
         self._seen.add(meta["uid"])
-        self._phase(meta["name"], "Running")
         size = int((meta.get("annotations") or {}).get("alloc.io/min-member", "1"))
         run_s = float((meta.get("annotations") or {}).get(harness.RUN_S, "3"))
         members = self.groups.setdefault(group, [])
@@ -207,19 +207,18 @@ def run_stream(cl: Cluster, who: str, pods: list[dict], rate: float, nodes: int,
     ns = cl.namespace()
     name = "alloc" if who == "alloc" else "default-scheduler"
     audit0 = controlplane.audit_counts(cl.run)
-    proc = sched = watcher = None
+    proc = None
     if who == "alloc":
-        api = Api(cl.env["ALLOC_K8S_SCHEDULER_KUBECONFIG"])
-        sched = Scheduler(api, events=True, log=open(cl.run / "alloc.log", "a"))
-        watcher = Watcher(Api(cl.env["ALLOC_K8S_SCHEDULER_KUBECONFIG"]))
-        from alloc.adapters.kubernetes.cli import _loop
-        stop_at = [False]
-
-        def loop() -> None:
-            _loop(sched, watcher, 1.0, None, lambda c: None, stop=lambda: stop_at[0])
-        proc = threading.Thread(target=loop, daemon=True)
-        proc.start()
-        watcher.wait_synced(30)
+        import os
+        import subprocess
+        log = cl.run / f"alloc-{ns}.log"
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "alloc", "k8s", "run", "--interval", "1",
+             "--kubeconfig", cl.env["ALLOC_K8S_SCHEDULER_KUBECONFIG"],
+             "--decisions", str(cl.run / f"alloc-{ns}.jsonl")],
+            cwd=ROOT, env=dict(os.environ, PYTHONPATH=str(ROOT)), stdout=subprocess.DEVNULL,
+            stderr=open(log, "w"))
+        time.sleep(4.0)          # its imports, warm-up and first list
     else:
         controlplane.start_kube_scheduler(cl.run)
     kube = (GangKubelet if gangs else harness.Kubelet)(cl.core, ns)
@@ -254,10 +253,12 @@ def run_stream(cl: Cluster, who: str, pods: list[dict], rate: float, nodes: int,
                    if 0 < sum(x in bound for x in m) < len(m) for p in m if p in bound)
     seen.stop()
     kube.__exit__()
-    if who == "alloc":
-        stop_at[0] = True
-        proc.join(10)
-        sched.close()
+    cycles: list[float] = []
+    if proc is not None:
+        proc.terminate()
+        proc.wait(20)
+        import re
+        cycles = [float(m) / 1e3 for m in re.findall(r"\((\d+) ms alloc", log.read_text())]
     else:
         controlplane._kill(cl.run / "kube-scheduler.pid")
     time.sleep(1.5)            # the audit log is written in batches of 1 s
@@ -268,7 +269,9 @@ def run_stream(cl: Cluster, who: str, pods: list[dict], rate: float, nodes: int,
     return {"scheduler": who, "pods": len(pods), "placed": len(bound),
             "gangs": len(groups), "gangs_whole": whole, "gangs_part": part,
             "gpus_stranded": stranded, "p50_s": q(lat, 0.5), "p99_s": q(lat, 0.99),
-            "calls_per_pod": calls / len(pods), "arrivals_s": arrivals_s}
+            "calls_per_pod": calls / len(pods), "arrivals_s": arrivals_s,
+            "cycle_alloc_p50_s": q(cycles, 0.5) if cycles else float("nan"),
+            "cycle_alloc_max_s": max(cycles) if cycles else float("nan")}
 
 
 def part_cycle(cl: Cluster, nodes: int, pods: int, seed: int) -> dict:

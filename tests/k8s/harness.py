@@ -112,8 +112,9 @@ class Kubelet:
     """Plays every node's kubelet for the pods of one namespace (see the module notes).
 
     Event-driven: it watches the namespace's pods; a bound pod is marked
-    Running at once and Succeeded after its ``test.alloc.io/run-s`` seconds;
-    a pod being deleted is removed with grace period 0.
+    Succeeded ``test.alloc.io/run-s`` seconds after its binding was seen (one
+    status update per pod, from a small pool of threads); a pod being
+    deleted is removed with grace period 0.
     """
 
     def __init__(self, core, namespace: str, tick: float = 0.05):
@@ -124,6 +125,8 @@ class Kubelet:
         self.thread = threading.Thread(target=self._run, daemon=True)
         self.timer = threading.Thread(target=self._timers, daemon=True)
         self._lock = threading.Lock()
+        from concurrent.futures import ThreadPoolExecutor
+        self._pool = ThreadPoolExecutor(4)
 
     def __enter__(self) -> "Kubelet":
         self.thread.start()
@@ -134,6 +137,7 @@ class Kubelet:
         self._stop.set()
         self.thread.join(10)
         self.timer.join(10)
+        self._pool.shutdown(wait=True)
 
     def _run(self) -> None:
         from kubernetes import watch
@@ -162,17 +166,13 @@ class Kubelet:
         meta, spec, status = p["metadata"], p["spec"], p.get("status") or {}
         name, uid = meta["name"], meta["uid"]
         if meta.get("deletionTimestamp"):
-            try:
-                self.core.delete_namespaced_pod(name, self.ns, grace_period_seconds=0)
-            except Exception:
-                pass
+            self._pool.submit(self._remove, name)
             return
         if not spec.get("nodeName") or uid in self._seen:
             return
         if status.get("phase") in ("Succeeded", "Failed"):
             return
         self._seen.add(uid)
-        self._phase(name, "Running")
         run_s = float((meta.get("annotations") or {}).get(RUN_S, "3"))
         with self._lock:
             heapq.heappush(self._due, (time.monotonic() + run_s, name, uid))
@@ -185,8 +185,14 @@ class Kubelet:
                 while self._due and self._due[0][0] <= now:
                     due.append(heapq.heappop(self._due))
             for _, name, uid in due:
-                self._phase(name, "Succeeded", uid)
+                self._pool.submit(self._phase, name, "Succeeded", uid)
             self._stop.wait(self.tick)
+
+    def _remove(self, name: str) -> None:
+        try:
+            self.core.delete_namespaced_pod(name, self.ns, grace_period_seconds=0)
+        except Exception:
+            pass
 
     def _phase(self, name: str, phase: str, uid: str | None = None) -> None:
         body: dict = {"status": {"phase": phase}}

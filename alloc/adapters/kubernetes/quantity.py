@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import re
 from fractions import Fraction
+from functools import lru_cache
 
 _SUFFIX = {
     "n": Fraction(1, 10**9), "u": Fraction(1, 10**6), "m": Fraction(1, 1000), "": Fraction(1),
@@ -40,13 +41,28 @@ def parse(q: object, where: str = "quantity") -> Fraction:
         raise ValueError(f"{where}: expected a quantity, got {q!r}")
     if isinstance(q, int):
         return Fraction(q)
-    m = _QUANTITY.match(str(q).strip())
-    if not m:
+    v = _parse(str(q).strip())
+    if v is None:
         raise ValueError(f"{where}: expected a quantity such as 500m, 2Gi or 4, got {q!r}")
+    return v
+
+
+@lru_cache(maxsize=4096)
+def _parse(text: str) -> Fraction | None:
+    """The value of a quantity's text (None: not a quantity); the same few
+    texts recur in every pod, so each is read once."""
+    m = _QUANTITY.match(text)
+    if not m:
+        return None
     num = Fraction(m.group(1))
     if m.group(2):
         return num * Fraction(10) ** int(m.group(2)[1:])
     return num * _SUFFIX[m.group(3) or ""]
+
+
+@lru_cache(maxsize=4096)
+def _ceil_scaled(v: Fraction, scale: int) -> int:
+    return math.ceil(v * scale)
 
 
 def milli_cpu(q: object, where: str = "cpu") -> int:
@@ -57,7 +73,7 @@ def milli_cpu(q: object, where: str = "cpu") -> int:
     >>> milli_cpu("250m"), milli_cpu("1.5"), milli_cpu(2)
     (250, 1500, 2000)
     """
-    return math.ceil(parse(q, where) * 1000)
+    return _ceil_scaled(parse(q, where), 1000)
 
 
 def mib(q: object, where: str = "memory", *, capacity: bool = False) -> int:
@@ -68,7 +84,12 @@ def mib(q: object, where: str = "memory", *, capacity: bool = False) -> int:
     >>> mib("1Gi"), mib("1G"), mib("1G", capacity=True)
     (1024, 954, 953)
     """
-    v = parse(q, where) / MIB
+    return _mib(parse(q, where), capacity)
+
+
+@lru_cache(maxsize=4096)
+def _mib(v: Fraction, capacity: bool) -> int:
+    v = v / MIB
     return math.floor(v) if capacity else math.ceil(v)
 
 
