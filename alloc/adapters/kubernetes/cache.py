@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from .translate import Levels, PodView, pod_view
+from .translate import ENDED, Levels, PodView, pod_view
 
 
 def _key(obj: dict) -> str:
@@ -30,6 +30,8 @@ class Cache:
     assumed: dict[str, tuple[str, str, dict]] = field(default_factory=dict)
     #: (uid, resourceVersion) -> PodView: each version read once
     _views: dict[tuple[str, str], PodView] = field(default_factory=dict)
+    #: keys of pods that have ended (Succeeded or Failed): they hold nothing
+    ended: set[str] = field(default_factory=set)
     changed: bool = True
     nodes_changed: bool = True
 
@@ -42,16 +44,35 @@ class Cache:
             self.nodes_changed = True
         if what == "list":
             store.clear()
+            if kind == "pods":
+                self.ended.clear()
             for obj in item[2]:
                 store[_key(obj)] = obj
+                if kind == "pods":
+                    self._mark(_key(obj), obj)
             return
         ev = item[2]
         obj = ev.get("object") or {}
         k = _key(obj)
         if ev.get("type") == "DELETED":
             store.pop(k, None)
+            self.ended.discard(k)
         else:
             store[k] = obj
+            if kind == "pods":
+                self._mark(k, obj)
+
+    def _mark(self, key: str, pod: dict) -> None:
+        if (pod.get("status") or {}).get("phase") in ENDED:
+            self.ended.add(key)
+        else:
+            self.ended.discard(key)
+
+    def keys(self, ended: bool = False) -> list[str]:
+        """Pod keys (without the ended pods unless ``ended``)."""
+        if ended or not self.ended:
+            return list(self.pods)
+        return [k for k in self.pods if k not in self.ended]
 
     def assume(self, key: str, uid: str, node: str, annotations: dict) -> None:
         """The scheduler bound the pod: treat it as bound until the watch says so."""
@@ -83,9 +104,13 @@ class Cache:
                     self._views.clear()
                 self._views[(uid, rv)] = v
             return v
-        spec = dict(pod.get("spec") or {}, nodeName=a[1])
-        meta = dict(meta, annotations={**(meta.get("annotations") or {}), **a[2]})
-        return pod_view(dict(pod, spec=spec, metadata=meta), self.levels)
+        v = self._views.get((uid, rv + "+" + a[1]))
+        if v is None:
+            spec = dict(pod.get("spec") or {}, nodeName=a[1])
+            meta = dict(meta, annotations={**(meta.get("annotations") or {}), **a[2]})
+            v = pod_view(dict(pod, spec=spec, metadata=meta), self.levels)
+            self._views[(uid, rv + "+" + a[1])] = v
+        return v
 
     def min_member(self, namespace: str, group: str) -> int | None:
         """``spec.minMember`` of the PodGroup object, or None without one."""

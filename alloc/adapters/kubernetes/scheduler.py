@@ -25,6 +25,9 @@ if TYPE_CHECKING:
 BIND_TRIES = 3
 #: Jobs whose pods are bound at once (each gang's pods in turn).
 BIND_THREADS = 16
+#: Seconds between two FailedScheduling Events on one pod whose reason changed
+#: (the first is told at once; bad input always at once).
+RETELL_S = 60.0
 
 
 @dataclass(frozen=True)
@@ -124,7 +127,9 @@ class Scheduler:
         self.number = 0
         self._shape: dict[str, Job] = {}            # jid -> the job as submitted
         self._units: dict[str, _Unit] = {}           # this cycle's units
-        self._told: dict[str, str] = {}              # key -> last reason recorded as an Event
+        self._last_units: dict[str, _Unit] = {}      # last cycle's
+        self._order: list[str] = []                  # the order last given to the session
+        self._told: dict[str, tuple[str, float]] = {}  # key -> last reason told, when
         self._logged: set[str] = set()               # problem lines logged once
         self._nominated: dict[str, set[str]] = {}    # preemptor jid -> victim pod keys
         self._gone: set[str] = set()                 # pod uids deleted by alloc
@@ -215,7 +220,8 @@ class Scheduler:
     def _units_now(self, acts: dict, problems: list, waiting: dict) -> dict[str, _Unit]:
         """The jobs the cluster has now (running ones with their placement)."""
         c = self.cache
-        views = [v for v in map(c.view, list(c.pods)) if v is not None]
+        # the first cycle also reads the ended pods: a gang's size counts them
+        views = [v for v in map(c.view, c.keys(ended=self._first)) if v is not None]
         units: dict[str, _Unit] = {}
         bound: dict[str, list[PodView]] = {}
         gangs: dict[str, list[PodView]] = {}
@@ -259,8 +265,10 @@ class Scheduler:
             elif grp is not None and grp not in running_groups:
                 gangs.setdefault(grp, []).append(v)
             else:
-                units[v.key] = _Unit(v.key, [v], job_for(v.key, [v]), priority=v.priority,
-                                     created=v.created)
+                old = self._units.get(v.key)
+                units[v.key] = old if old is not None and old.placement is None and \
+                    _same(old.pods, [v]) else _Unit(v.key, [v], job_for(v.key, [v]),
+                                                    priority=v.priority, created=v.created)
         # gangs: all or nothing, once min-member pods exist
         for g, pods in gangs.items():
             pods.sort(key=lambda p: p.key)
@@ -282,8 +290,8 @@ class Scheduler:
                 why = f"pod group {g}: min-member {mm} exceeds its {len(pods)} pods"
                 problems.extend((p, why) for p in pods)
                 pg = c.podgroups.get(g)
-                if pg is not None and self._told.get("pg:" + g) != why:
-                    self._told["pg:" + g] = why
+                if pg is not None and (self._told.get("pg:" + g) or ("",))[0] != why:
+                    self._told["pg:" + g] = (why, time.monotonic())
                     self._event(pg, "PodGroup", "Warning", "FailedScheduling", why, [])
                 continue
             units[g] = _Unit(g, pods, job_for(g, pods), priority=max(p.priority for p in pods),
@@ -303,7 +311,11 @@ class Scheduler:
             else:
                 later.append((key, pods))
                 continue
-            units[key] = self._running(key, pods, taken, False)
+            old = self._units.get(key)
+            if old is not None and old.placement is not None and _same(old.pods, pods):
+                units[key] = old          # nothing changed: the very same unit as last cycle
+            else:
+                units[key] = self._running(key, pods, taken, False)
         for key, pods in later:
             units[key] = self._running(key, pods, taken, True)
         for jid, victims in list(self._nominated.items()):
@@ -350,7 +362,11 @@ class Scheduler:
         for jid in [j for j in s.jobs if j not in units]:
             self._forget_job(jid)
         fix: dict[str, Placement] = {}
+        last = self._last_units
         for jid, u in units.items():
+            if last.get(jid) is u and jid in self._shape and jid in s.jobs and (
+                    (s.jobs[jid].current is None) == (u.placement is None)):
+                continue                  # the same unit as last cycle, in the same state
             old = self._shape.get(jid)
             cur = s.jobs[jid].current if jid in s.jobs else None
             if old is not None and old != u.job:
@@ -380,7 +396,10 @@ class Scheduler:
                 errors.append(self._say(f"{exc}; not reconciled"))
         rank = {jid: (0 if u.pinned else 1, -u.priority, 0 if u.placement is not None else 1,
                       u.created, jid) for jid, u in units.items()}
-        s.set_order(sorted((j for j in s.jobs if j in rank), key=rank.__getitem__), where="k8s")
+        order = sorted((j for j in s.jobs if j in rank), key=rank.__getitem__)
+        if order != self._order:
+            s.set_order(order, where="k8s")
+            self._order = order
 
     # --------------------------------------------------------------- cycle
     def cycle(self) -> Cycle:
@@ -405,7 +424,7 @@ class Scheduler:
         rolled = self._rollback(acts["rollback"], errors)
         for jid in rolled:
             units.pop(jid, None)
-        self._units = units
+        self._last_units, self._units = self._units, units
         self._sync_session(units, errors)
         r = self._live.step()
         preempted, held = self._preempt(r, errors)
@@ -639,8 +658,10 @@ class Scheduler:
         return False
 
     def _tell_waiting(self, waiting: dict, bad: set) -> None:
-        """A Warning Event per waiting pod whose reason changed; a log line per
-        new problem (bad input)."""
+        """A Warning Event per waiting pod whose reason changed (at most one
+        each `RETELL_S` seconds, bad input at once); a log line per new
+        problem (bad input)."""
+        now = time.monotonic()
         for jid, why in waiting.items():
             u = self._units.get(jid)
             pods = u.pods if u is not None else []
@@ -648,9 +669,11 @@ class Scheduler:
                 v = self.cache.view(jid)
                 pods = [v] if v is not None else []
             for v in pods:
-                if self._told.get(v.key) == why:
+                last = self._told.get(v.key)
+                if last is not None and (last[0] == why or (
+                        v.key not in bad and now - last[1] < RETELL_S)):
                     continue
-                self._told[v.key] = why
+                self._told[v.key] = (why, now)
                 if v.key in bad and why not in self._logged:
                     self._logged.add(why)
                     self._say(why + "; the pod waits")
@@ -707,6 +730,11 @@ def _warm_up(solver: str, preempt: str | None) -> None:
                 solver=solver, preempt=preempt, name="warm-up")
     s.submit(Job("warm", 1, cpu=100, mem=100))
     s.step()
+
+
+def _same(a: list[PodView], b: list[PodView]) -> bool:
+    """The same pod views (objects: a view is remade when its pod changes)."""
+    return len(a) == len(b) and all(x is y for x, y in zip(a, b))
 
 
 def _node(p: Placement) -> str:
