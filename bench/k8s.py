@@ -218,9 +218,13 @@ def run_stream(cl: Cluster, who: str, pods: list[dict], rate: float, nodes: int,
              "--decisions", str(cl.run / f"alloc-{ns}.jsonl")],
             cwd=ROOT, env=dict(os.environ, PYTHONPATH=str(ROOT)), stdout=subprocess.DEVNULL,
             stderr=open(log, "w"))
-        time.sleep(4.0)          # its imports, warm-up and first list
     else:
         controlplane.start_kube_scheduler(cl.run)
+    # a probe pod: the stream starts once the scheduler has bound one pod (imports,
+    # warm-up and the first list are not part of the figures)
+    harness.create(cl.core, ns, harness.pod("probe", scheduler=name, run_s=0.5))
+    harness.wait(lambda: (harness.pods(cl.core, ns).get("probe") or {}).get("spec", {})
+                 .get("nodeName"), 120, tick=0.2, what=f"{who} to bind a probe pod")
     kube = (GangKubelet if gangs else harness.Kubelet)(cl.core, ns)
     kube.__enter__()
     seen = Watch(cl.core, ns)
@@ -244,7 +248,7 @@ def run_stream(cl: Cluster, who: str, pods: list[dict], rate: float, nodes: int,
         list(ex.map(make, range(len(pods))))
     arrivals_s = time.monotonic() - t0
     time.sleep(settle)
-    bound = dict(seen.bound)
+    bound = {k: v for k, v in seen.bound.items() if k != "probe"}
     lat = [bound[p][0] - created[p] for p in bound if p in created]
     whole = sum(1 for m in groups.values() if all(p in bound for p in m))
     part = sum(1 for m in groups.values() if 0 < sum(p in bound for p in m) < len(m))
@@ -334,6 +338,10 @@ def main(argv=None) -> int:
     ap.add_argument("--latency-nodes", type=int, default=64, help="latency: nodes (default: 64)")
     ap.add_argument("--latency-pods", type=int, default=1000,
                     help="latency: pods (default: 1000)")
+    ap.add_argument("--schedulers", default="alloc,kube-scheduler",
+                    help="compare, latency: which schedulers (default: alloc,kube-scheduler)")
+    ap.add_argument("--logs", default=None, metavar="DIR",
+                    help="copy alloc's logs and decisions here before the control plane goes")
     ap.add_argument("--out", default=None, help="also write the tables here (Markdown)")
     args = ap.parse_args(argv)
     parts = args.parts.split(",")
@@ -359,7 +367,7 @@ def main(argv=None) -> int:
         if "compare" in parts:
             pods = stream(args.pods, args.seed)
             rows = [run_stream(cl, who, pods, args.rate, args.nodes, args.settle)
-                    for who in ("alloc", "kube-scheduler")]
+                    for who in args.schedulers.split(",")]
             lines += ["", f"### Same nodes, same stream ({len(pods)} pods at {args.rate:g} pods/s, "
                           f"{args.nodes} nodes of 8 GPUs, seed {args.seed})", "", table(rows, [
                 ("scheduler", "scheduler", ""), ("placed", "pods placed", ""),
@@ -372,15 +380,23 @@ def main(argv=None) -> int:
         if "latency" in parts:
             pods = [dict(gpus=1, run_s=4.0) for _ in range(args.latency_pods)]
             rows = [run_stream(cl, who, pods, args.rate, args.latency_nodes, 8.0, gangs=False)
-                    for who in ("alloc", "kube-scheduler")]
+                    for who in args.schedulers.split(",")]
             lines += ["", f"### Creation to binding at {args.rate:g} pods/s "
                           f"({len(pods)} one-GPU pods, {args.latency_nodes} nodes)", "",
                       table(rows, [("scheduler", "scheduler", ""), ("placed", "pods placed", ""),
                                    ("arrivals_s", "arrivals took (s)", ".1f"),
                                    ("p50_s", "p50 (s)", ".3f"), ("p99_s", "p99 (s)", ".3f"),
-                                   ("calls_per_pod", "API calls per pod", ".2f")])]
+                                   ("calls_per_pod", "API calls per pod", ".2f"),
+                                   ("cycle_alloc_p50_s", "alloc's own time per cycle p50 (s)",
+                                    ".3f"),
+                                   ("cycle_alloc_max_s", "max (s)", ".3f")])]
             print("\n".join(lines[-3:]), flush=True)
     finally:
+        if args.logs:
+            import shutil
+            Path(args.logs).mkdir(parents=True, exist_ok=True)
+            for f in list(cl.run.glob("alloc-*")) + list(cl.run.glob("kube-scheduler.log")):
+                shutil.copy(f, args.logs)
         cl.close()
     lines.append(f"load after: {os.getloadavg()[0]:.2f}")
     print(lines[-1])

@@ -74,10 +74,17 @@ def k8s_main(argv: list[str] | None = None) -> int:
         sched = Scheduler(api, scheduler_name=args.scheduler_name, solver=args.solver,
                           preempt=args.preempt, time_limit=args.time_limit, levels=levels,
                           decisions=args.decisions, grace_period=args.grace_period,
-                          events=not args.no_scheduled_events)
+                          events=not args.no_scheduled_events,
+                          pipeline=args.interval is not None)
     except InputError as exc:
         print(f"alloc k8s: {exc}", file=sys.stderr)
         return EXIT_INPUT
+
+    import signal
+
+    def _term(signum, frame):          # a Deployment's stop: end like an interrupt (close())
+        raise KeyboardInterrupt
+    signal.signal(signal.SIGTERM, _term)
 
     def report(c) -> None:
         print(f"alloc k8s: cycle {c.number}: {len(c.bound)} pods bound ({len(c.started)} jobs), "
@@ -109,6 +116,8 @@ def _loop(sched, watcher, interval: float, cycles: int | None, report, stop=None
     import queue
     watcher.start()
     watcher.wait_synced(60)
+    seen = ", ".join(f"{k} at resourceVersion {v or '-'}" for k, v in sorted(watcher.rv.items()))
+    print(f"alloc k8s: watching ({seen})", file=sys.stderr, flush=True)
     n = 0
     backoff = 0.1
     try:

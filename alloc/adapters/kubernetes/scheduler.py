@@ -99,6 +99,11 @@ class Scheduler:
     events : bool
         Record a ``Scheduled`` Event on each bound pod (Warnings and
         preemptions are always recorded).
+    pipeline : bool
+        Do not wait for a cycle's bindings: the next cycle takes its pods as
+        bound (assumed) and reports the bindings that ended meanwhile (a
+        failed one: its job forgotten, its pods waiting again).  False: each
+        cycle waits for its bindings.
     log : file
         One line per problem and per failed call (default: stderr).
     """
@@ -106,7 +111,8 @@ class Scheduler:
     def __init__(self, api: Api, *, scheduler_name: str = "alloc", solver: str = "best-fit",
                  preempt: str = "order", time_limit: float | None = None,
                  levels: Levels | None = None, decisions=None, grace_period: int | None = None,
-                 options=None, events: bool = True, log: IO | None = None):
+                 options=None, events: bool = True, pipeline: bool = False,
+                 log: IO | None = None):
         if preempt not in ("order", "never"):
             raise InputError(f"preempt: expected 'order' or 'never', got {preempt!r}")
         from ...registry import get_solver
@@ -139,6 +145,9 @@ class Scheduler:
         from concurrent.futures import ThreadPoolExecutor
         self._pool = ThreadPoolExecutor(BIND_THREADS, thread_name_prefix="alloc-bind")
         self.sink = EventSink(api, log=self._note)
+        self.pipeline = pipeline
+        self._inflight: list[tuple] = []             # (unit, plan, placement, future)
+        self._async_errors: list[str] = []
         _warm_up(solver, self.settings["preempt"])
 
     @property
@@ -385,7 +394,7 @@ class Scheduler:
                 self._shape[jid] = u.job
             elif u.placement is not None and (cur is None or not cur.same_as(u.placement)):
                 fix[jid] = u.placement
-            elif u.placement is None and cur is not None and jid not in self._bound_now:
+            elif u.placement is None and cur is not None:
                 s.stop(jid, requeue=True)      # a binding that did not happen
         if fix:
             running: dict[Any, Placement | None] = {j: None for j in s.running}
@@ -418,7 +427,7 @@ class Scheduler:
         acts: dict[str, list] = {"evict": [], "rollback": []}
         problems: list[tuple[PodView, str]] = []
         waiting: dict[str, str] = {}
-        self._bound_now: set[str] = set()
+        done_started, done_bound = self._reap(errors)
         units = self._units_now(acts, problems, waiting)
         evicted = self._evict(acts["evict"], errors)
         rolled = self._rollback(acts["rollback"], errors)
@@ -429,6 +438,7 @@ class Scheduler:
         r = self._live.step()
         preempted, held = self._preempt(r, errors)
         started, bound = self._start(r, held, waiting, errors)
+        started, bound = done_started + started, done_bound + bound
         for v, why in problems:
             waiting[v.key] = why
         for jid in r.unplaced:
@@ -575,18 +585,39 @@ class Scheduler:
                     s.stop(jid, requeue=True, hold=True)
                     continue
             todo.append((u, split, exact))
+        for u, plan, pl in todo:
+            for v in u.pods:            # bound until told otherwise: the next cycle knows it
+                self.cache.assume(v.key, v.uid, plan[v.key][0], _annotations(u, plan, v))
+            self._inflight.append((u, plan, pl, self._pool.submit(
+                self._bind_all, u, plan, self._async_errors)))
+        if not self.pipeline:
+            return self._reap(errors, wait=True)
+        return [], []
+
+    def _reap(self, errors: list, wait: bool = False) -> tuple[list, list]:
+        """The bindings that ended (all of them with ``wait``): decisions for
+        those that went through, the jobs of those that failed forgotten (their
+        pods wait again)."""
         t0 = time.perf_counter()
-        futures = [self._pool.submit(self._bind_all, u, plan, errors) for u, plan, _ in todo]
-        results = [f.result() for f in futures]
-        self._binding_s += time.perf_counter() - t0     # the cycle waits on the API server
+        done: list[tuple] = []
+        left: list[tuple] = []
+        for item in self._inflight:
+            (done if wait or item[3].done() else left).append(item)
+        self._inflight = left
+        results = [item[3].result() for item in done]
+        if wait:
+            self._binding_s += time.perf_counter() - t0   # the cycle waits on the API server
+        while self._async_errors:
+            errors.append(self._async_errors.pop(0))
         started, bound_keys = [], []
-        for (u, plan, pl), rolled in zip(todo, results):
+        for (u, plan, pl, _), rolled in zip(done, results):
             if rolled is None:
-                self._bound_now.add(u.jid)
                 started.append(u.jid)
                 bound_keys += [v.key for v in u.pods]
                 self._decide("start", u.jid, {k: v[0] for k, v in plan.items()}, placement=pl)
                 continue
+            for v in u.pods:
+                self.cache.forget(v.key)
             if rolled:
                 self._decide("rollback", u.jid, {k: plan[k][0] for k in rolled},
                              reason=f"gang {u.jid}: a binding failed; the pods bound are deleted")
@@ -599,12 +630,8 @@ class Scheduler:
         done: list[PodView] = []
         gang = len(u.pods) > 1
         for v in u.pods:
-            node, gpus, _, _ = plan[v.key]
-            ann = {GPUS_ANNOTATION: ",".join(map(str, gpus))}
-            if gang:
-                ann[GANG_ANNOTATION] = u.jid.split("/", 1)[1]
-                ann[GANG_SIZE_ANNOTATION] = str(len(u.pods))
-            if self._bind(v, node, ann, errors):
+            node = plan[v.key][0]
+            if self._bind(v, node, _annotations(u, plan, v), errors):
                 done.append(v)
                 continue
             if gang:
@@ -712,8 +739,10 @@ class Scheduler:
         self._out.flush()
 
     def close(self) -> None:
-        """Write the Events still queued, stop the threads, close the decisions
-        file (if this scheduler opened it)."""
+        """Wait for the bindings in flight, write the Events still queued, stop
+        the threads, close the decisions file (if this scheduler opened it)."""
+        if self.session is not None:
+            self._reap([], wait=True)
         self.sink.close()
         self._pool.shutdown(wait=True)
         if self._out is not None and self._out is not self._decisions:
@@ -730,6 +759,15 @@ def _warm_up(solver: str, preempt: str | None) -> None:
                 solver=solver, preempt=preempt, name="warm-up")
     s.submit(Job("warm", 1, cpu=100, mem=100))
     s.step()
+
+
+def _annotations(u: _Unit, plan: dict, v: PodView) -> dict[str, str]:
+    """What the Binding sets on the pod: its GPU indices; a gang's name and size."""
+    ann = {GPUS_ANNOTATION: ",".join(map(str, plan[v.key][1]))}
+    if len(u.pods) > 1:
+        ann[GANG_ANNOTATION] = u.jid.split("/", 1)[1]
+        ann[GANG_SIZE_ANNOTATION] = str(len(u.pods))
+    return ann
 
 
 def _same(a: list[PodView], b: list[PodView]) -> bool:
