@@ -26,8 +26,10 @@ runs each bound pod for its duration.  Three parts, each printed as a table
     --interval 1`` as the docs' service account), each on fresh nodes.  A gang's pods run only
     when all of them run (as distributed training waits for its peers): a
     gang kube-scheduler binds in part holds its GPUs and never starts.
-    Reports pods placed, gangs admitted whole and bound in part, GPUs held by
-    gangs bound in part (stranded) at the end, creation-to-binding time (p50,
+    Reports pods placed, gangs admitted whole, gangs bound in part for over a
+    second, the GPU-seconds that pods of gangs bound in part held before their
+    gang was whole (stranded: a gang's pods idle until all of them run), the
+    GPUs still held at the end by gangs never made whole, creation-to-binding time (p50,
     p99; the creation time is when the create call returned, the binding time
     when this process's watch saw ``spec.nodeName``), and API calls per pod
     (the scheduler's requests in the API server's audit log over the pods of
@@ -250,11 +252,24 @@ def run_stream(cl: Cluster, who: str, pods: list[dict], rate: float, nodes: int,
     time.sleep(settle)
     bound = {k: v for k, v in seen.bound.items() if k != "probe"}
     lat = [bound[p][0] - created[p] for p in bound if p in created]
-    whole = sum(1 for m in groups.values() if all(p in bound for p in m))
-    part = sum(1 for m in groups.values() if 0 < sum(p in bound for p in m) < len(m))
+    end = time.monotonic()
     by_name = {f"p{k}": pods[k] for k in range(len(pods))}
-    stranded = sum(by_name[p]["gpus"] for m in groups.values()
-                   if 0 < sum(x in bound for x in m) < len(m) for p in m if p in bound)
+    whole = part = 0
+    stranded_s = 0.0          # GPU-seconds held by pods of gangs not whole yet
+    held_end = 0              # GPUs held at the end by gangs never made whole
+    for m in groups.values():
+        got = [p for p in m if p in bound]
+        if not got:
+            continue
+        done_t = max(bound[p][0] for p in got) if len(got) == len(m) else end
+        first = min(bound[p][0] for p in got)
+        if len(got) == len(m):
+            whole += 1
+        if done_t - first > 1.0:
+            part += 1                      # part-bound for more than a second
+        stranded_s += sum(by_name[p]["gpus"] * (done_t - bound[p][0]) for p in got)
+        if len(got) < len(m):
+            held_end += sum(by_name[p]["gpus"] for p in got)
     seen.stop()
     kube.__exit__()
     cycles: list[float] = []
@@ -272,7 +287,7 @@ def run_stream(cl: Cluster, who: str, pods: list[dict], rate: float, nodes: int,
     cl.drop(ns)
     return {"scheduler": who, "pods": len(pods), "placed": len(bound),
             "gangs": len(groups), "gangs_whole": whole, "gangs_part": part,
-            "gpus_stranded": stranded, "p50_s": q(lat, 0.5), "p99_s": q(lat, 0.99),
+            "gpus_stranded": held_end, "stranded_gpu_s": stranded_s, "p50_s": q(lat, 0.5), "p99_s": q(lat, 0.99),
             "calls_per_pod": calls / len(pods), "arrivals_s": arrivals_s,
             "cycle_alloc_p50_s": q(cycles, 0.5) if cycles else float("nan"),
             "cycle_alloc_max_s": max(cycles) if cycles else float("nan")}
@@ -372,8 +387,9 @@ def main(argv=None) -> int:
                           f"{args.nodes} nodes of 8 GPUs, seed {args.seed})", "", table(rows, [
                 ("scheduler", "scheduler", ""), ("placed", "pods placed", ""),
                 ("gangs", "gangs", ""), ("gangs_whole", "gangs admitted whole", ""),
-                ("gangs_part", "gangs bound in part", ""),
-                ("gpus_stranded", "GPUs stranded in part-bound gangs", ""),
+                ("gangs_part", "gangs bound in part for over 1 s", ""),
+                ("stranded_gpu_s", "GPU-seconds held by gangs bound in part", ".0f"),
+                ("gpus_stranded", "GPUs held at the end by gangs never whole", ""),
                 ("p50_s", "creation to binding p50 (s)", ".3f"),
                 ("p99_s", "p99 (s)", ".3f"), ("calls_per_pod", "API calls per pod", ".2f")])]
             print("\n".join(lines[-3:]), flush=True)
