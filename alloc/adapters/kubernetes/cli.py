@@ -29,8 +29,11 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--scheduler-name", default="alloc", metavar="NAME",
                    help="schedule the pods whose spec.schedulerName is NAME (default: alloc)")
     r.add_argument("--solver", default="best-fit", help="solver (default: best-fit)")
+    r.add_argument("--order", default="priority", choices=("priority", "fifo"),
+                   help="job order: priority (highest first, then creation time) or fifo "
+                        "(creation time; nothing is preempted) (default: priority)")
     r.add_argument("--preempt", default="order", choices=("order", "never"),
-                   help="delete lower-priority pods for higher-priority waiting ones "
+                   help="delete lower-ranked pods for higher-ranked waiting ones "
                         "(default: order)")
     r.add_argument("--decisions", default=None, metavar="FILE",
                    help="append one JSON line per action here (default: none)")
@@ -72,7 +75,7 @@ def k8s_main(argv: list[str] | None = None) -> int:
         return EXIT_INPUT
     try:
         sched = Scheduler(api, scheduler_name=args.scheduler_name, solver=args.solver,
-                          preempt=args.preempt, time_limit=args.time_limit, levels=levels,
+                          preempt=args.preempt, order=args.order, time_limit=args.time_limit, levels=levels,
                           decisions=args.decisions, grace_period=args.grace_period,
                           events=not args.no_scheduled_events,
                           pipeline=args.interval is not None)

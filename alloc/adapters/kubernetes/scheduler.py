@@ -21,6 +21,10 @@ from .translate import (GANG_ANNOTATION, GANG_SIZE_ANNOTATION, GPUS_ANNOTATION, 
 if TYPE_CHECKING:
     from ...session import Session
 
+#: Job orders: ``priority`` (highest first; at equal priority running before
+#: waiting, then creation time) or ``fifo`` (running before waiting, then
+#: creation time: priorities ignored, so nothing is preempted).
+ORDERS = ("priority", "fifo")
 #: Binding attempts for one pod (the pod's ``spec.nodeName`` is read before each retry).
 BIND_TRIES = 3
 #: Jobs whose pods are bound at once (each gang's pods in turn).
@@ -87,7 +91,9 @@ class Scheduler:
     solver : str
         A registered solver (default ``"best-fit"``).
     preempt : {"order", "never"}
-        Preempt lower-priority pods for higher-priority waiting ones, or never.
+        Preempt lower-ranked pods for higher-ranked waiting ones, or never.
+    order : {"priority", "fifo"}
+        The job order (`ORDERS`).
     time_limit : float, optional
         Seconds per round.
     levels : Levels
@@ -109,12 +115,16 @@ class Scheduler:
     """
 
     def __init__(self, api: Api, *, scheduler_name: str = "alloc", solver: str = "best-fit",
-                 preempt: str = "order", time_limit: float | None = None,
+                 preempt: str = "order", order: str = "priority",
+                 time_limit: float | None = None,
                  levels: Levels | None = None, decisions=None, grace_period: int | None = None,
                  options=None, events: bool = True, pipeline: bool = False,
                  log: IO | None = None):
         if preempt not in ("order", "never"):
             raise InputError(f"preempt: expected 'order' or 'never', got {preempt!r}")
+        if order not in ORDERS:
+            raise InputError(f"order: expected one of {', '.join(ORDERS)}, got {order!r}")
+        self.order = order
         from ...registry import get_solver
         try:
             get_solver(solver)
@@ -403,8 +413,10 @@ class Scheduler:
                 s.reconcile(running, where="k8s")
             except InputError as exc:
                 errors.append(self._say(f"{exc}; not reconciled"))
-        rank = {jid: (0 if u.pinned else 1, -u.priority, 0 if u.placement is not None else 1,
-                      u.created, jid) for jid, u in units.items()}
+        fifo = self.order == "fifo"
+        rank = {jid: (0 if u.pinned else 1, 0 if fifo else -u.priority,
+                      0 if u.placement is not None else 1, u.created, jid)
+                for jid, u in units.items()}
         order = sorted((j for j in s.jobs if j in rank), key=rank.__getitem__)
         if order != self._order:
             s.set_order(order, where="k8s")
@@ -793,4 +805,4 @@ def _placement(jid: str, plan: dict, pods: list[PodView]) -> Placement:
     return Placement(jid, tuple(gpus), cpu, mem)
 
 
-__all__ = ["BIND_TRIES", "Cycle", "Scheduler"]
+__all__ = ["BIND_THREADS", "BIND_TRIES", "Cycle", "ORDERS", "RETELL_S", "Scheduler"]
