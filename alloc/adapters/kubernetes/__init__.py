@@ -33,9 +33,10 @@ Each cycle (`Scheduler.cycle`):
 1. the watch events since the last cycle update the cache (lists and watches
    with resourceVersions; nothing is polled);
 2. the Session is brought up to date: nodes added, failed, drained; jobs
-   submitted, finished, reconciled; the order set: priority (highest
-   first), running before waiting at equal priority (so that only a
-   *lower* priority is ever preempted), then creation time;
+   submitted, finished, reconciled; the order set (``--order priority``:
+   priority, highest first, running before waiting at equal priority so
+   that only a *lower* priority is ever preempted, then creation time;
+   ``fifo``: running first, then creation time);
 3. one round (`Session.step`), preemption by order unless ``--preempt never``;
 4. act: a preempted job's pods are deleted, each with a Warning Event
    ``Preempted`` that names the job it was stopped for; the job it was
@@ -45,8 +46,11 @@ Each cycle (`Scheduler.cycle`):
    ``alloc.io/gang`` / ``alloc.io/gang-size``), each with a ``Scheduled``
    Event; if one binding of a gang fails, the pods already bound are deleted
    (rolled back); a waiting pod gets a Warning Event ``FailedScheduling``
-   with its reason whenever the reason changes.  Nothing moves: a bound pod
-   cannot change nodes.  One JSON line per action goes to ``--decisions``:
+   with its reason when it first waits and when the reason changes (at most
+   once a minute; bad input at once).  Nothing moves: a bound pod cannot
+   change nodes.  Under ``--interval`` a cycle does not wait for its
+   bindings (the next one takes the pods as bound, as kube-scheduler's
+   assumed pods; a binding that fails gives its pods back to the queue).  One JSON line per action goes to ``--decisions``:
    ``{"cycle", "action": "start"|"preempt"|"evict"|"rollback", "job",
    "pods": {pod: node}, "nodes", "gpus": {node: count}, "reason", "for"}``.
 

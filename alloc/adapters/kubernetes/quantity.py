@@ -65,6 +65,27 @@ def _ceil_scaled(v: Fraction, scale: int) -> int:
     return math.ceil(v * scale)
 
 
+def scaled(q: object, scale: int, where: str = "quantity") -> int:
+    """``ceil(q * scale)`` (``scale`` 1000: milli-units; 1: whole units, bytes).
+
+    Examples
+    --------
+    >>> scaled("250m", 1000), scaled("1Ki", 1), scaled("0.5", 1)
+    (250, 1024, 1)
+    """
+    if isinstance(q, str):
+        v = _scaled_text(q, scale)
+        if v is not None:
+            return v
+    return _ceil_scaled(parse(q, where), scale)
+
+
+@lru_cache(maxsize=4096)
+def _scaled_text(text: str, scale: int) -> int | None:
+    v = _parse(text.strip())
+    return None if v is None else math.ceil(v * scale)
+
+
 def milli_cpu(q: object, where: str = "cpu") -> int:
     """CPU quantity as milli-cores, rounded up.
 
@@ -107,4 +128,4 @@ def count(q: object, where: str = "count") -> int:
     return int(v)
 
 
-__all__ = ["count", "mib", "milli_cpu", "parse"]
+__all__ = ["MIB", "count", "mib", "milli_cpu", "parse", "scaled"]

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from ...model import MILLI, Job, Placement, Server
-from .quantity import count, mib, milli_cpu
+from .quantity import MIB, count, mib, milli_cpu, scaled
 
 GPU_RESOURCE = "nvidia.com/gpu"
 GPU_PRODUCT = "nvidia.com/gpu.product"
@@ -220,26 +220,36 @@ class PodView:
         return self.node is not None and not self.ended
 
 
-def _requests(spec: Mapping[str, Any], where: str) -> dict[str, Any]:
-    """Effective requests: containers summed, the largest init container's
-    when larger, plus overhead (resource name -> Fraction-like int units)."""
-    from .quantity import parse
-    total: dict[str, Any] = {}
+#: The resources alloc reads, each in integer units: milli-cores, bytes, GPUs.
+_SCALE = {"cpu": 1000, "memory": 1, GPU_RESOURCE: 1}
+
+
+def _requests(spec: Mapping[str, Any], where: str) -> dict[str, int]:
+    """Effective requests of ``cpu`` (milli-cores), ``memory`` (bytes) and GPUs:
+    containers summed (each rounded up, as the API server's accounting
+    does), the largest init container's when larger, plus overhead.  A GPU
+    count must be whole."""
+    def read(r: str, q: Any, w: str) -> int:
+        if r == GPU_RESOURCE:
+            return count(q, w)
+        return scaled(q, _SCALE[r], w)
+
+    def asked(c: Mapping[str, Any]) -> dict[str, Any]:
+        res = c.get("resources") or {}
+        req = res.get("requests") or {}
+        lim = res.get("limits") or {}
+        return {r: req[r] if r in req else lim[r] for r in _SCALE if r in req or r in lim}
+    total: dict[str, int] = {}
     for k, c in enumerate(spec.get("containers") or ()):
-        res = c.get("resources") or {}
-        req = dict(res.get("limits") or {})
-        req.update(res.get("requests") or {})
-        for r, q in req.items():
-            total[r] = total.get(r, 0) + parse(q, f"{where}.containers[{k}].resources[{r}]")
+        for r, q in asked(c).items():
+            total[r] = total.get(r, 0) + read(r, q, f"{where}.containers[{k}].resources[{r}]")
     for k, c in enumerate(spec.get("initContainers") or ()):
-        res = c.get("resources") or {}
-        req = dict(res.get("limits") or {})
-        req.update(res.get("requests") or {})
-        for r, q in req.items():
-            v = parse(q, f"{where}.initContainers[{k}].resources[{r}]")
+        for r, q in asked(c).items():
+            v = read(r, q, f"{where}.initContainers[{k}].resources[{r}]")
             total[r] = max(total.get(r, 0), v)
     for r, q in (spec.get("overhead") or {}).items():
-        total[r] = total.get(r, 0) + parse(q, f"{where}.overhead[{r}]")
+        if r in _SCALE:
+            total[r] = total.get(r, 0) + read(r, q, f"{where}.overhead[{r}]")
     return total
 
 
@@ -335,9 +345,8 @@ def pod_view(pod: Mapping[str, Any], levels: Levels) -> PodView:
         neg = sorted(r for r, v in req.items() if v < 0)
         if neg:
             raise ValueError(f"{where}: negative request of {neg[0]}")
-        gpus = count(req.get(GPU_RESOURCE, 0), f"{where}: {GPU_RESOURCE}")
-        cpu = milli_cpu(req.get("cpu", 0))
-        mem = mib(req.get("memory", 0))
+        gpus, cpu = req.get(GPU_RESOURCE, 0), req.get("cpu", 0)
+        mem = -(-req.get("memory", 0) // MIB)
     except ValueError as exc:
         problems.append(str(exc))
         gpus, cpu, mem = 0, 0, 0
