@@ -324,7 +324,8 @@ def part_cycle(cl: Cluster, nodes: int, pods: int, seed: int) -> dict:
     cl.drop(ns)
     return {"nodes": nodes, "pods": len(specs), "bound": len(c.bound), "jobs": len(c.started),
             "list_s": list_s, "wall_s": c.wall_s, "api_s": c.api_s, "alloc_s": c.alloc_s,
-            "round_s": c.round_s, "solve_s": t.get("solve_s", 0.0), "api_calls": c.api_calls}
+            "round_s": c.round_s, "solve_s": t.get("solve_s", 0.0), "api_calls": c.api_calls,
+            "cpu_s": c.cpu_s}
 
 
 def table(rows: list[dict], cols: list[tuple[str, str, str]]) -> str:
@@ -376,8 +377,10 @@ def main(argv=None) -> int:
                 ("bound", "pods bound", ""), ("list_s", "list before (s)", ".3f"),
                 ("wall_s", "cycle wall (s)", ".3f"), ("api_s", "API server's share (s)", ".3f"),
                 ("alloc_s", "alloc's own (s)", ".3f"), ("round_s", "of which the round (s)", ".3f"),
+                ("cpu_s", "alloc's own CPU (s)", ".3f"),
                 ("api_calls", "calls in the cycle", "")]),
-                "", f"median of alloc's own time: {statistics.median(r['alloc_s'] for r in rows):.3f} s"]
+                "", f"median of alloc's own time: {statistics.median(r['alloc_s'] for r in rows):.3f} s "
+                    f"(CPU: {statistics.median(r['cpu_s'] for r in rows):.3f} s)"]
             print("\n".join(lines[-6:]), flush=True)
         if "compare" in parts:
             pods = stream(args.pods, args.seed)

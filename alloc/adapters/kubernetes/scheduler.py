@@ -44,7 +44,9 @@ class Cycle:
     ``reasons``; ``problems``: bad input lines; ``errors``: failed calls.
     Times in seconds: ``wall_s`` the whole cycle, ``api_s`` the cycle's wait on
     the API server (its own calls, and the wall time of the parallel
-    bindings), ``round_s`` the Session round (``alloc_s`` = wall minus API).
+    bindings), ``round_s`` the Session round (``alloc_s`` = wall minus API);
+    ``cpu_s`` the CPU time of the cycle's own thread (on a loaded machine,
+    alloc's work apart from the time it waited for a core).
     """
     number: int
     started: tuple = ()
@@ -60,6 +62,7 @@ class Cycle:
     api_s: float = 0.0
     api_calls: int = 0
     round_s: float = 0.0
+    cpu_s: float = 0.0
 
     @property
     def alloc_s(self) -> float:
@@ -426,6 +429,7 @@ class Scheduler:
     def cycle(self) -> Cycle:
         """One cycle: sync, one round, act.  API failures are reported, never raised."""
         t0 = time.perf_counter()
+        self._cpu0 = time.thread_time()
         spent0, calls0 = self.api.thread_spent, self.api.total_calls
         self._binding_s = 0.0
         self.number += 1
@@ -468,7 +472,8 @@ class Scheduler:
                      tuple(rolled), tuple(waiting), dict(waiting), tuple(problems), tuple(errors),
                      time.perf_counter() - t0,
                      self.api.thread_spent - spent0 + getattr(self, "_binding_s", 0.0),
-                     self.api.total_calls - calls0, round_s)
+                     self.api.total_calls - calls0, round_s,
+                     time.thread_time() - getattr(self, "_cpu0", time.thread_time()))
 
     # ---------------------------------------------------------------- acts
     def _try(self, fn: Callable[[], Any], errors: list) -> bool:
