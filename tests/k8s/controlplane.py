@@ -124,10 +124,14 @@ def _prepare_module(src: Path, log) -> None:
     r = subprocess.run([go, "mod", "download", "-json", f"k8s.io/kubernetes@v{VERSION}"],
                        cwd=src, env=_env(), capture_output=True, text=True)
     log.write(r.stdout[-2000:] + r.stderr[-4000:])
-    if r.returncode:
-        raise Impossible(f"go mod download k8s.io/kubernetes@v{VERSION} failed: "
-                         + (r.stderr.strip().splitlines() or ["?"])[-1])
-    info = json.loads(r.stdout)
+    try:
+        info = json.loads(r.stdout)
+    except ValueError:
+        info = {}
+    if r.returncode or info.get("Error"):
+        why = info.get("Error") or r.stderr or "?"
+        why = "; ".join(x.strip() for x in str(why).splitlines() if x.strip())
+        raise Impossible(f"go mod download k8s.io/kubernetes@v{VERSION} failed: {why}")
     kmod = Path(info["GoMod"]).read_text()
     staging = re.findall(r"^\s*(k8s\.io/[\w.-]+)\s+=>\s+\./staging/", kmod, re.M)
     etcd = re.search(r"^\s*go\.etcd\.io/etcd/server/v3\s+(v\S+)", kmod, re.M)
