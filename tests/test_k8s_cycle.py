@@ -74,3 +74,37 @@ def test_the_command_line_says_what_is_wrong_in_one_line(args, needle, tmp_path)
                        capture_output=True, text=True, timeout=120)
     assert p.returncode == 2, p.stderr
     assert needle in p.stderr and len(p.stderr.strip().splitlines()) == 1, p.stderr
+
+
+def _labelled(i):
+    n = _node(f"n{i}")
+    n["metadata"]["labels"].update({"topology.kubernetes.io/zone": f"z{i // 4}",
+                                    "cloud.provider.com/topology-block": f"b{i // 2}",
+                                    "cloud.provider.com/topology-rack": f"r{i}"})
+    return n
+
+
+def test_a_gang_required_within_one_block():
+    """Arbitrary levels above the rack need the ordered-label topology in the core;
+    without it the pods wait with a reason that says so."""
+    from alloc.adapters.kubernetes.translate import has_domains
+    pods = []
+    for k in range(3):
+        p = _pod(f"g-{k}", 4)
+        p["metadata"]["labels"] = {"scheduling.x-k8s.io/pod-group": "g"}
+        p["metadata"]["annotations"] = {
+            "alloc.io/min-member": "3",
+            "kueue.x-k8s.io/podset-required-topology": "cloud.provider.com/topology-block"}
+        pods.append(p)
+    api = FakeApi([_labelled(i) for i in range(8)], pods)
+    dec = io.StringIO()
+    s = Scheduler(api, decisions=dec, log=io.StringIO(), events=False)
+    s.relist()
+    c = s.cycle()
+    s.close()
+    if has_domains():
+        nodes = {n for line in dec.getvalue().splitlines() for n in json.loads(line)["nodes"]}
+        blocks = {int(n[1:]) // 2 for n in nodes}
+        assert c.started == ("ns/g",) and len(blocks) == 1, nodes
+    else:
+        assert c.started == () and "ordered-label" in c.reasons["ns/g-0"]
