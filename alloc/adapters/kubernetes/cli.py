@@ -53,7 +53,7 @@ def _parser() -> argparse.ArgumentParser:
 
 def k8s_main(argv: list[str] | None = None) -> int:
     """``alloc k8s run``: the scheduler's command line; returns the exit code."""
-    from ...cli import EXIT_INPUT, EXIT_OK
+    from ...cli import EXIT_INPUT, EXIT_OK, EXIT_SOLVER
     from .client import Api, ApiError, Watcher
     from .scheduler import Scheduler
     from .translate import Levels, parse_levels
@@ -102,7 +102,11 @@ def k8s_main(argv: list[str] | None = None) -> int:
             except ApiError as exc:
                 print(f"alloc k8s: {exc}", file=sys.stderr)
                 return EXIT_INPUT
-            report(sched.cycle())
+            try:
+                report(sched.cycle())
+            except Exception as exc:      # a solver failure: one line, exit 3
+                print(f"alloc k8s: cycle failed: {type(exc).__name__}: {exc}", file=sys.stderr)
+                return EXIT_SOLVER
             return EXIT_OK
         return _loop(sched, Watcher(Api(args.kubeconfig), log=lambda line: print(
             f"alloc k8s: {line}", file=sys.stderr, flush=True)), args.interval, args.cycles,

@@ -437,6 +437,7 @@ class Scheduler:
         try:
             self._sync_nodes(errors)
         except InputError as exc:
+            self.cache.nodes_changed = True        # tried again next cycle
             errors.append(self._say(f"{exc}; nodes not updated"))
         if self.session is None:
             return self._report(t0, spent0, calls0, errors=errors + ["no nodes yet"])
