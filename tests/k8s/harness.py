@@ -1,4 +1,4 @@
-"""Test helpers around a real kube-apiserver: fake nodes, pods, a fake kubelet, a recorder.
+"""Around a real kube-apiserver in the tests: fake nodes, pods, a fake kubelet, a recorder.
 
 No kubelet runs: nodes are API objects with capacity and labels (as KWOK
 makes them), and `Kubelet` plays the nodes' part: a bound pod becomes
