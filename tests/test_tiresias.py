@@ -73,8 +73,24 @@ def test_2d_las_demotes_on_gpu_seconds_not_seconds():
     assert o.rank([wide, narrow], ctx(3000)) == ["narrow", "wide"]
 
 
-def test_2d_las_is_fifo_on_start_time_within_a_queue():
+def test_2d_las_queue_fifo_keeps_running_jobs_ahead():
     o = TiresiasL()
+    o.rank([view("a", 0, gpus=4), view("b", 1)], ctx(1))
+    # b started (a was skipped): b now ranks ahead of a
+    r = o.rank([view("a", 0, gpus=4), view("b", 1, gpu_s=5, running=True)], ctx(6))
+    assert r == ["b", "a"]
+    # a starts, b is preempted by a higher queue's job... b waits behind a
+    r = o.rank([view("a", 0, gpus=4, gpu_s=4, running=True), view("b", 1, gpu_s=9),
+                view("c", 2)], ctx(10))
+    assert r == ["a", "b", "c"]
+    # a demoted job goes to the end of the next queue
+    r = o.rank([view("a", 0, gpus=4, gpu_s=3300, running=True), view("b", 1, gpu_s=9),
+                view("c", 2)], ctx(900))
+    assert r == ["b", "c", "a"]
+
+
+def test_2d_las_is_fifo_on_start_time_within_a_queue():
+    o = TiresiasL(fifo="start")
     # b arrived after a but started first: it stays ahead of a in the queue
     o.rank([view("a", 0, gpus=4), view("b", 1)], ctx(1))
     r = o.rank([view("a", 0, gpus=4), view("b", 1, gpu_s=5, running=True)], ctx(6))
@@ -98,8 +114,12 @@ def test_promotion_resets_service_and_waiting():
     assert o.rank([low, new], ctx(250))[0] == "new"          # waited 100 < 2 x 150
     assert o.next_change_s([low, new], ctx(250)) == pytest.approx(340)   # new is demoted
     assert o.next_change_s([low], ctx(250)) == pytest.approx(450)        # low is promoted
-    assert o.rank([low, new], ctx(450))[0] == "low"          # waited 300 >= 300: promoted
+    assert o.rank([low, new], ctx(450)) == ["new", "low"]    # promoted to Q1's end
     assert o.promotions == 1 and o.queue(low) == 0
+    by_start = TiresiasL(threshold=100, promote_knob=2, fifo="start")
+    by_start.rank([view("low", 0, gpus=1, gpu_s=0)], ctx(0))
+    by_start.rank([view("low", 0, gpus=1, gpu_s=1, running=True)], ctx(1))
+    assert by_start.rank([low, new], ctx(450)) == ["low", "new"]   # it started first
     never = TiresiasL(threshold=100)
     assert never.rank([low, new], ctx(10**6))[0] == "new"
 

@@ -28,6 +28,10 @@ _QUEUES = (
     Option("promote_knob", "float", None,
            "PROMOTEKNOB: a waiting job goes back to the first queue when its waiting time "
            "reaches this many times its run time (null: never)", minimum=0.0, nullable=True),
+    Option("fifo", "str", "queue",
+           "the order within a queue: 'queue' (the authors' simulator: the order jobs entered "
+           "it, running jobs ahead of waiting ones) or 'start' (the paper: first start time)",
+           choices=("queue", "start")),
 )
 _PREEMPTIVE = Option("preemptive", "bool", True,
                      "a running job ranked below a waiting one that cannot otherwise be placed "
@@ -45,7 +49,11 @@ POLICIES = (
             needs=("attained", "duration"),
             params=(Option("samples", "str", "",
                            "CSV of job services (column gpu_s or duration, GPU-seconds) for the "
-                           "Gittins index; empty: the arrived jobs' GPUs x run time"),)
+                           "Gittins index; empty: the arrived jobs' GPUs x run time"),
+                    Option("last_queue", "str", "index",
+                           "the last queue's order: the Gittins index with the last threshold as "
+                           "quantum (the authors' simulator) or FIFO on start time (the paper)",
+                           choices=("index", "fifo")))
             + _QUEUES + (_PREEMPTIVE,),
             summary="Tiresias discretised 2D-Gittins index: K queues, the highest Gittins index "
                     "of attained GPU-seconds first within a queue"),

@@ -11,15 +11,28 @@ does not fit is skipped over (the placement places the ranked jobs that fit,
 and a running job ranked below a waiting one that cannot otherwise be
 placed is preempted: ``preemptive``).  Within a queue:
 
-* ``tiresias-l`` (Discretised 2D-LAS): FIFO on the job's *start time*, the
-  time it was first scheduled; jobs that never ran follow, by arrival (the
-  paper: FIFO on start time rather than on submission avoids needless
-  preemptions, since skipped high-priority jobs would otherwise displace
-  jobs that started before them).
+* ``tiresias-l`` (Discretised 2D-LAS): first come, first served, with the
+  running jobs ahead of the waiting ones -- the paper's rule is "FIFO on
+  start time rather than on submission, to avoid needless preemptions"
+  (§3.2.3).  Two readings, a parameter ``fifo``:
+
+  - ``"queue"`` (the default, the authors' simulator): each queue is a list;
+    a job is appended when it arrives (to $Q_1$), is demoted or is promoted;
+    after each decision the waiting jobs move behind the running ones, both
+    keeping their relative order.  A waiting job thus never displaces a
+    running job of its own queue.
+  - ``"start"`` (the paper's text): by the time the job was *first*
+    scheduled; jobs that never ran follow, by arrival.  A job preempted by a
+    higher queue outranks the jobs of its queue that started after it.
 * ``tiresias-g`` (Discretised 2D-Gittins index): in $Q_i$, $i < K$, by
   decreasing Gittins index $G(a_J, \Delta_i)$ with $\Delta_i = T_i$
-  (`alloc.sched.tiresias.gittins`), ties by start time; in $Q_K$
-  ($\Delta_K = \infty$) FIFO on start time, as 2D-LAS.
+  (`alloc.sched.tiresias.gittins`), ties by start time.  In the last
+  queue $Q_K$ the paper's text sets $\Delta_K = \infty$ and schedules
+  FIFO on start time, as 2D-LAS (``last_queue="fifo"``); the authors'
+  simulator sorts every queue, the last included, by the index with one
+  static quantum (``last_queue="index"``, the default: $G(a_J, T_{K-1})$),
+  and its figures are the ones this library reproduces
+  (bench/results/tiresias.md shows both).
 
 Starvation (PROMOTEKNOB $P$, §3.2.3): a waiting job outside $Q_1$ whose
 waiting time $\delta_J$ reaches $P\,t_J$ ($t_J$: seconds run) goes back to
@@ -120,14 +133,16 @@ class TiresiasL:
     preemptive : bool
         Whether a running job ranked below a waiting one that cannot
         otherwise be placed may be stopped for it (default True).
+    fifo : {"queue", "start"}
+        The order within a queue (module notes).
 
     Notes
     -----
-    The order keeps per-job state across calls: the start time (the time of
-    the decision at which a job was first seen running, ties by its rank at
-    that decision) and, after a promotion, the service, run time and waiting
-    time at which $t_J$ and $\delta_J$ restarted.  It is therefore not
-    ``static``.  `next_change_s` tells when the ranking next changes with no
+    The order keeps state across calls: each queue's list, the start times
+    (the time of the decision at which a job was first seen running, ties by
+    its rank at that decision) and, after a promotion, the service, run time
+    and waiting time at which $t_J$ and $\delta_J$ restarted.  It is
+    therefore not ``static``.  `next_change_s` tells when the ranking next changes with no
     arrival or completion (a running job crossing its threshold, a waiting
     job reaching its promotion), for simulators that decide at such times.
 
@@ -149,8 +164,14 @@ class TiresiasL:
 
     def __init__(self, queues: int = 2, threshold: float = 3200.0,
                  thresholds: Sequence[float] | None = None, promote_knob: float | None = None,
-                 preemptive: bool = True) -> None:
+                 preemptive: bool = True, fifo: str = "queue") -> None:
         self.thresholds = thresholds_of(queues, threshold, thresholds)
+        if fifo not in ("queue", "start"):
+            raise ValueError(f"fifo: expected 'queue' or 'start', got {fifo!r}")
+        self.fifo = fifo
+        self._lists: list[list[str]] = [[] for _ in range(len(self.thresholds) + 1)]
+        self._in: dict[str, int] = {}
+        self._pos: dict[str, int] = {}
         self.queues = queues
         if promote_knob is not None and not (isinstance(promote_knob, (int, float))
                                              and promote_knob > 0):
@@ -184,9 +205,15 @@ class TiresiasL:
 
     def _observe(self, jobs: Sequence[JobView], ctx: Context) -> None:
         when = self._prev_now if self._prev_now is not None else ctx.now_s
-        live = set()
-        for j in jobs:
-            live.add(j.id)
+        live = {j.id: j for j in jobs}
+        lists, where = self._lists, self._in
+        for lst in lists:       # after the last decision: the waiting behind the running
+            keep = [i for i in lst if i in live]
+            lst[:] = [i for i in keep if live[i].running] + \
+                [i for i in keep if not live[i].running]
+        for k in [k for k in where if k not in live]:
+            del where[k]
+        for j in sorted(jobs, key=lambda j: (j.arrival_s, j.id)):
             if j.id not in self._start and (j.running or j.attained_s > 0):
                 self._start[j.id] = (when, self._prev_pos.get(j.id, INF))
             if (self.promote_knob is not None and not j.running and self.queue(j) > 0):
@@ -195,12 +222,23 @@ class TiresiasL:
                     self._reset[j.id] = (j.attained_gpu_s, j.attained_s,
                                          ctx.now_s - j.arrival_s - j.attained_s)
                     self.promotions += 1
+            q = self.queue(j)
+            old = where.get(j.id)
+            if old != q:        # arrival, demotion or promotion: to the queue's end
+                if old is not None:
+                    lists[old].remove(j.id)
+                lists[q].append(j.id)
+                where[j.id] = q
         for d in (self._start, self._reset):
             for k in [k for k in d if k not in live]:
                 del d[k]
+        self._pos = {i: n for lst in lists for n, i in enumerate(lst)}
 
     def within(self, job: JobView, q: int) -> tuple:
-        """The key within queue ``q``: start time (never started: last)."""
+        """The key within queue ``q``: the position in its list (``fifo="queue"``)
+        or the start time (``"start"``; never started: last)."""
+        if self.fifo == "queue":
+            return (self._pos[job.id],)
         return self._start.get(job.id, (INF, INF))
 
     def key(self, job: JobView, ctx: Context) -> tuple:
@@ -239,6 +277,10 @@ class TiresiasG(TiresiasL):
 
     Parameters
     ----------
+    last_queue : {"index", "fifo"}
+        The last queue's order: the Gittins index with the last threshold
+        as its quantum (the authors' simulator), or FIFO on start time (the
+        paper's text).
     samples : str
         The service distribution $D$: a CSV file with a header and a column
         ``gpu_s`` (or ``duration``) of jobs' total services in GPU-seconds;
@@ -246,8 +288,8 @@ class TiresiasG(TiresiasL):
         arrived so far (their GPUs times their run time alone, the
         workload's ``duration_s``: the distribution, not any one job's
         remaining time, is what the policy uses).
-    queues, threshold, thresholds, promote_knob, preemptive
-        As for `TiresiasL`.
+    queues, threshold, thresholds, promote_knob, preemptive, fifo
+        As for `TiresiasL` (``fifo`` breaks ties of the index).
 
     Examples
     --------
@@ -267,8 +309,12 @@ class TiresiasG(TiresiasL):
 
     def __init__(self, samples: str = "", queues: int = 2, threshold: float = 3200.0,
                  thresholds: Sequence[float] | None = None, promote_knob: float | None = None,
-                 preemptive: bool = True) -> None:
-        super().__init__(queues, threshold, thresholds, promote_knob, preemptive)
+                 preemptive: bool = True, last_queue: str = "index",
+                 fifo: str = "queue") -> None:
+        super().__init__(queues, threshold, thresholds, promote_knob, preemptive, fifo)
+        if last_queue not in ("index", "fifo"):
+            raise ValueError(f"last_queue: expected 'index' or 'fifo', got {last_queue!r}")
+        self.last_queue = last_queue
         self.learn = not samples
         self.dist = Distribution(() if self.learn else read_samples(samples))
         self._seen: set[str] = set()
@@ -284,10 +330,12 @@ class TiresiasG(TiresiasL):
         super()._observe(jobs, ctx)
 
     def within(self, job: JobView, q: int) -> tuple:
-        if q >= len(self.thresholds):
-            return (0.0, *super().within(job, q))
-        return (-self.dist.index(self.service(job), self.thresholds[q]),
-                *super().within(job, q))
+        ts = self.thresholds
+        if q >= len(ts):
+            if self.last_queue == "fifo" or not ts:
+                return (0.0, *super().within(job, q))
+            return (-self.dist.index(self.service(job), ts[-1]), *super().within(job, q))
+        return (-self.dist.index(self.service(job), ts[q]), *super().within(job, q))
 
 
 def read_samples(path: str) -> list[float]:
