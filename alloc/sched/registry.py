@@ -56,7 +56,7 @@ NEEDS_MEANING: Mapping[str, str] = {
 NEEDS = frozenset(NEEDS_MEANING)
 
 #: Packages under `alloc.sched` that declare built-in policies (``POLICIES``).
-PACKAGES: tuple[str, ...] = ("orders", "tiresias")
+PACKAGES: tuple[str, ...] = ("orders", "themis", "tiresias")
 
 #: The entry-point group plug-ins declare their policies in.
 ENTRY_POINT_GROUP = "alloc.policies"

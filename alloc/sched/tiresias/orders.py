@@ -247,12 +247,24 @@ class TiresiasL:
         return (q, *self.within(job, q), job.arrival_s, job.id)
 
     def rank(self, jobs: Sequence[JobView], ctx: Context) -> list[str]:
-        """The ids, highest priority first (records start times and promotions)."""
+        """The ids, highest priority first (records start times and promotions):
+        the queues in order, each in `within` order (the same as sorting by
+        `key`, one queue at a time)."""
         self._observe(jobs, ctx)
-        out = [j.id for j in sorted(jobs, key=lambda j: self.key(j, ctx))]
+        byid = {j.id: j for j in jobs}
+        out: list[str] = []
+        for q, lst in enumerate(self._lists):
+            if lst:
+                out.extend(self._order_queue(q, lst, byid))
         self._prev_now = ctx.now_s
         self._prev_pos = {jid: i for i, jid in enumerate(out)}
         return out
+
+    def _order_queue(self, q: int, ids: list[str], byid: dict) -> list[str]:
+        if self.fifo == "queue":
+            return list(ids)
+        start = self._start
+        return sorted(ids, key=lambda i: (*start.get(i, (INF, INF)), byid[i].arrival_s, i))
 
     def next_change_s(self, jobs: Sequence[JobView], ctx: Context) -> float | None:
         """The earliest time (s) a running job crosses its queue's threshold or
@@ -328,6 +340,17 @@ class TiresiasG(TiresiasL):
                     if d is not None and d > 0 and j.gpus > 0:
                         self.dist.add(d * j.gpus)
         super()._observe(jobs, ctx)
+
+    def _order_queue(self, q: int, ids: list[str], byid: dict) -> list[str]:
+        ts = self.thresholds
+        if q >= len(ts) and (self.last_queue == "fifo" or not ts):
+            return super()._order_queue(q, ids, byid)
+        delta = ts[min(q, len(ts) - 1)]
+        index, service = self.dist.index, self.service
+        within = super().within
+        keys = {i: (-index(service(byid[i]), delta), *within(byid[i], q), byid[i].arrival_s, i)
+                for i in ids}
+        return sorted(ids, key=keys.__getitem__)
 
     def within(self, job: JobView, q: int) -> tuple:
         ts = self.thresholds
