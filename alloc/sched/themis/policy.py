@@ -49,7 +49,7 @@ the active jobs, the bidders and the auction's kept fractions.
 from __future__ import annotations
 
 import math
-from typing import Any, Sequence
+from typing import Sequence
 
 import numpy as np
 
