@@ -39,7 +39,7 @@ class Contention:
 
     def __init__(self) -> None:
         self.area = 0.0
-        self.t = None
+        self.t: float | None = None
         self.n = 0
         self.since: dict[str, tuple[float, float]] = {}
 
@@ -76,7 +76,8 @@ def ideal_s(duration_s: float, gpus: int, cluster_gpus: float, nbar: float) -> f
     return duration_s * max(1.0, gpus * max(nbar, 1.0) / max(cluster_gpus, 1e-9))
 
 
-def rho(now: float, arrival_s: float, remaining_s: float, duration_s: float, gpus: int,
+def rho(now: float, arrival_s: float, remaining_s: float | None, duration_s: float | None,
+        gpus: int,
         cluster_gpus: float, nbar: float, running: bool) -> float:
     r"""$\rho_j(t)$ (module notes); ``math.inf`` for a job of unknown length.
 
