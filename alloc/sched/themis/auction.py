@@ -73,8 +73,27 @@ class Auction:
     utility: np.ndarray
 
 
+_CACHE: dict = {}
+#: Markets whose answer is kept (a scheduler asks again while nothing changes).
+CACHE_SIZE = 4096
+
+
 def proportionally_fair(w: np.ndarray, supply: np.ndarray, tol: float = TOL
                         ) -> tuple[np.ndarray, np.ndarray]:
+    """`_proportionally_fair`, remembered for the last `CACHE_SIZE` markets."""
+    w = np.ascontiguousarray(w, dtype=float)
+    g = np.ascontiguousarray(supply, dtype=float)
+    key = (w.shape, w.tobytes(), g.tobytes(), tol)
+    hit = _CACHE.get(key)
+    if hit is None:
+        if len(_CACHE) >= CACHE_SIZE:
+            _CACHE.pop(next(iter(_CACHE)))
+        hit = _CACHE[key] = _proportionally_fair(w, g, tol)
+    return hit[0].copy(), hit[1].copy()
+
+
+def _proportionally_fair(w: np.ndarray, supply: np.ndarray, tol: float = TOL
+                         ) -> tuple[np.ndarray, np.ndarray]:
     r"""$x^*$ and the prices for valuations ``w`` (bidders x classes,
     >= 0) and ``supply`` (GPUs per class).
 
@@ -111,6 +130,11 @@ def proportionally_fair(w: np.ndarray, supply: np.ndarray, tol: float = TOL
     sold = avail & (w[live] > 0).any(axis=0)
     W = w[np.ix_(live, sold)]
     G = g[sold]
+    if W.shape[1] == 1:             # one class: equal budgets buy equal shares
+        k = W.shape[0]
+        x[np.ix_(live, sold)] = G[0] / k
+        prices[sold] = k / G[0]
+        return x, prices
     b = W * G
     b /= b.sum(axis=1, keepdims=True)
     out = None
