@@ -108,7 +108,8 @@ def workload(path: str) -> list[WorkloadJob]:
 
 def stack(policy: str, jobs: list[WorkloadJob], *, queues: int = 2, threshold: float = 3200.0,
           placement: str = "artifact", samples: str = "",
-          promote_knob: float | None = None) -> dict:
+          promote_knob: float | None = None, fifo: str = "queue",
+          last_queue: str = "index") -> dict:
     """The simulator's keyword arguments for one policy (see the module notes)."""
     if policy in ("yarn-cs", "best-effort"):
         return {"order": policy, "placement": ("yarn", {"skip": policy == "best-effort"}),
@@ -118,31 +119,66 @@ def stack(policy: str, jobs: list[WorkloadJob], *, queues: int = 2, threshold: f
         place = ("tiresias", {"packlimit": PACKLIMIT, "skewed": skewed})
     else:
         place = ("tiresias", {"packlimit": 1.0})
-    q = {"queues": queues, "threshold": threshold, "promote_knob": promote_knob}
+    q = {"queues": queues, "threshold": threshold, "promote_knob": promote_knob, "fifo": fifo}
     order: object = {"srtf": "srtf", "srsf": "srsf",
                      "tiresias-l": ("tiresias-l", q),
-                     "tiresias-g": ("tiresias-g", {**q, "samples": samples})}[policy]
+                     "tiresias-g": ("tiresias-g", {**q, "samples": samples,
+                                                   "last_queue": last_queue})}[policy]
     return {"order": order, "placement": place, "candidates": "fit"}
 
 
 def figures(res, wall: float) -> dict:
-    """The bench's figures from a run."""
+    """The bench's figures from a run (``jct`` holds the sorted JCTs, for plots)."""
     jct = sorted(res.jct().values())
     s = res.summary()
     return {"avg_jct_s": float(np.mean(jct)), "median_jct_s": float(np.percentile(jct, 50)),
             "p95_jct_s": float(np.percentile(jct, 95)), "makespan_s": float(s["makespan_s"]),
             "preemptions": int(s["preemptions"]), "wall_s": round(wall, 3),
-            "jobs": len(jct), "restarts": int(s.get("restarts", 0))}
+            "jobs": len(jct), "restarts": int(s.get("restarts", 0)), "jct": jct}
+
+
+def plot(ours: dict, peer: dict | None, path: str) -> None:
+    """JCT CDFs of the policies and their FOIs over Tiresias-L beside the
+    artifact's (matplotlib, the plot extra)."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots(1, 2, figsize=(11, 4))
+    for p, f in ours.items():
+        y = np.arange(1, len(f["jct"]) + 1) / len(f["jct"])
+        ax[0].plot(f["jct"], y, label=p, lw=1.2)
+    ax[0].set_xscale("log")
+    ax[0].set_xlabel("JCT (s)")
+    ax[0].set_ylabel("fraction of jobs")
+    ax[0].legend(fontsize=8)
+    ax[0].set_title("JCT CDF (alloc)")
+    names = [p for p in ours if p != "tiresias-l"]
+    xs = np.arange(len(names))
+    fo = foi(ours)
+    ax[1].bar(xs - 0.2, [fo[p] for p in names], 0.4, label="alloc")
+    if peer:
+        fp = foi(peer)
+        ax[1].bar(xs + 0.2, [fp[p] for p in names], 0.4, label="artifact")
+    ax[1].axhline(1.0, color="k", lw=0.8)
+    ax[1].set_xticks(xs)
+    ax[1].set_xticklabels(names, fontsize=8)
+    ax[1].set_yscale("log")
+    ax[1].set_ylabel("avg JCT / Tiresias-L's")
+    ax[1].legend(fontsize=8)
+    ax[1].set_title("factor of improvement of Tiresias-L")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
 
 
 def run(policy: str, trace: str, servers: int = 15, gpus_per_server: int = 4, *,
         queues: int = 2, threshold: float = 3200.0, placement: str = "artifact",
-        restart_s: float = 0.0, samples: str = "", promote_knob: float | None = None) -> dict:
+        restart_s: float = 0.0, samples: str = "", promote_knob: float | None = None,
+        fifo: str = "queue", last_queue: str = "index") -> dict:
     """One policy on one trace: the bench's figures."""
     t0 = time.perf_counter()
     jobs = workload(trace)
     kw = stack(policy, jobs, queues=queues, threshold=threshold, placement=placement,
-               samples=samples, promote_knob=promote_knob)
+               samples=samples, promote_knob=promote_knob, fifo=fifo, last_queue=last_queue)
     prog = TiresiasProgress(restart_s=restart_s,
                             packlimit=PACKLIMIT if placement == "profile" else 1.0,
                             server_gpus=gpus_per_server)
@@ -233,11 +269,19 @@ def main(argv: list[str] | None = None) -> int:
                     help="seconds without progress at each restart (default 0, the artifact's)")
     ap.add_argument("--promote-knob", type=float, default=None,
                     help="Tiresias' PROMOTEKNOB (default: no promotion, as the testbed)")
+    ap.add_argument("--fifo", choices=("queue", "start"), default="queue",
+                    help="Tiresias' order within a queue: the authors' simulator's (default) or "
+                         "the paper's text, FIFO on first start time")
+    ap.add_argument("--last-queue", choices=("index", "fifo"), default="index",
+                    help="Tiresias-G's last queue: by Gittins index (the authors' simulator, "
+                         "default) or FIFO (the paper's text)")
     ap.add_argument("--samples", default="",
                     help="Tiresias-G's service samples (CSV; default: the trace's GPU-time)")
     ap.add_argument("--artifact", default="",
                     help="a checkout of SymbioticLab/Tiresias: also run its simulator (python2.7)")
     ap.add_argument("--out", default="", help="write the figures (JSON) here")
+    ap.add_argument("--plot", default="",
+                    help="with --policy all: JCT CDFs and FOIs (PNG; matplotlib) here")
     args = ap.parse_args(argv)
     if args.servers < 1 or args.gpus_per_server < 1 or args.queues < 1:
         print("tiresias: --servers, --gpus-per-server and --queues: expected integers >= 1",
@@ -252,7 +296,8 @@ def main(argv: list[str] | None = None) -> int:
         ours = {p: run(p, args.trace, args.servers, args.gpus_per_server, queues=args.queues,
                        threshold=args.threshold, placement=args.placement,
                        restart_s=args.restart_s, samples=args.samples,
-                       promote_knob=args.promote_knob) for p in names}
+                       promote_knob=args.promote_knob, fifo=args.fifo,
+                       last_queue=args.last_queue) for p in names}
     except InputError as exc:
         print(f"tiresias: {exc}", file=sys.stderr)
         return 2
@@ -269,6 +314,14 @@ def main(argv: list[str] | None = None) -> int:
               f"{f['preemptions']:5d}  wall {f['wall_s']:.2f} s", file=sys.stderr)
     if args.policy == "all":
         print(table(ours, peer, "artifact") if peer else table(ours, None, "artifact"))
+        if args.plot:
+            try:
+                plot(ours, peer, args.plot)
+            except ImportError:
+                print("tiresias: --plot needs matplotlib (the plot extra)", file=sys.stderr)
+                return 2
+    for f in ours.values():
+        del f["jct"]
     if args.out:
         out = ours if args.policy == "all" else ours[args.policy]
         if peer:
