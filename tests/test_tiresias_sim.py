@@ -108,3 +108,27 @@ def t120(shared_dir, tmp_path):
 def test_the_artifacts_figures_on_120_jobs(t120, policy, rel):
     got = bench.run(policy, t120, servers=8, gpus_per_server=4)["avg_jct_s"]
     assert got == pytest.approx(ARTIFACT_120[policy], rel=rel)
+
+
+def test_bench_bad_input_is_one_line_and_exit_2(tmp_path, capsys):
+    f = tmp_path / "t.csv"
+    f.write_text("job_id,num_gpu,submit_time,iterations,model_name,duration,interval\n"
+                 "0,1,0,10,vgg19,-5,0\n")
+    assert bench.main(["--trace", str(f), "--policy", "srtf"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "row 2: duration" in err
+    assert bench.main(["--trace", str(tmp_path / "none.csv")]) == 2
+
+
+def test_bench_writes_the_fixed_figures(tmp_path):
+    f = tmp_path / "t.csv"
+    f.write_text("job_id,num_gpu,submit_time,iterations,model_name,duration,interval\n"
+                 "0,2,0,100,vgg19,100,10\n1,4,10,50,resnet50,50,0\n")
+    out = tmp_path / "o.json"
+    assert bench.main(["--trace", str(f), "--servers", "1", "--policy", "tiresias-l",
+                       "--out", str(out)]) == 0
+    import json
+    got = json.loads(out.read_text())
+    assert {"avg_jct_s", "median_jct_s", "p95_jct_s", "makespan_s", "preemptions",
+            "wall_s"} <= set(got)
+    assert got["avg_jct_s"] == pytest.approx((100 + 140) / 2)
