@@ -172,6 +172,7 @@ class TiresiasL:
         self._lists: list[list[str]] = [[] for _ in range(len(self.thresholds) + 1)]
         self._in: dict[str, int] = {}
         self._pos: dict[str, int] = {}
+        self._svc: dict[str, float] = {}
         self.queues = queues
         if promote_knob is not None and not (isinstance(promote_knob, (int, float))
                                              and promote_knob > 0):
@@ -213,6 +214,7 @@ class TiresiasL:
                 [i for i in keep if not live[i].running]
         for k in [k for k in where if k not in live]:
             del where[k]
+        svc = self._svc = {}
         for j in sorted(jobs, key=lambda j: (j.arrival_s, j.id)):
             if j.id not in self._start and (j.running or j.attained_s > 0):
                 self._start[j.id] = (when, self._prev_pos.get(j.id, INF))
@@ -222,7 +224,9 @@ class TiresiasL:
                     self._reset[j.id] = (j.attained_gpu_s, j.attained_s,
                                          ctx.now_s - j.arrival_s - j.attained_s)
                     self.promotions += 1
-            q = self.queue(j)
+            a = self.service(j)
+            svc[j.id] = a
+            q = queue_of(a, self.thresholds)
             old = where.get(j.id)
             if old != q:        # arrival, demotion or promotion: to the queue's end
                 if old is not None:
@@ -346,9 +350,9 @@ class TiresiasG(TiresiasL):
         if q >= len(ts) and (self.last_queue == "fifo" or not ts):
             return super()._order_queue(q, ids, byid)
         delta = ts[min(q, len(ts) - 1)]
-        index, service = self.dist.index, self.service
+        index, svc = self.dist.index, self._svc
         within = super().within
-        keys = {i: (-index(service(byid[i]), delta), *within(byid[i], q), byid[i].arrival_s, i)
+        keys = {i: (-index(svc[i], delta), *within(byid[i], q), byid[i].arrival_s, i)
                 for i in ids}
         return sorted(ids, key=keys.__getitem__)
 
