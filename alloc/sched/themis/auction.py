@@ -361,7 +361,15 @@ def partial_allocation(w, supply, tol: float = TOL) -> Auction:
 
 def envy(w, x) -> float:
     r"""The largest envy $\max_{i,j} (u_i(x_j) - u_i(x_i)) / u_i(x_i)$ (<= 0:
-    envy-free); bidders with zero utility and zero valuation are skipped."""
+    envy-free); bidders with zero utility and zero valuation are skipped.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from alloc.sched.themis.auction import envy
+    >>> envy(np.array([[1.0], [1.0]]), np.array([[1.0], [3.0]]))   # bidder 0 envies 1
+    2.0
+    """
     w, x = np.asarray(w, float), np.asarray(x, float)
     U = w @ x.T                   # U[i, j] = u_i(x_j)
     own = np.diag(U)
@@ -375,7 +383,16 @@ def envy(w, x) -> float:
 
 def pareto_gain(w, x, supply) -> float:
     r"""The most total utility any allocation can add while lowering no
-    bidder's utility (a linear program; 0: $x$ is Pareto-efficient)."""
+    bidder's utility (a linear program; 0: $x$ is Pareto-efficient).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from alloc.sched.themis.auction import pareto_gain
+    >>> w = np.array([[1.0, 0.0], [0.0, 1.0]])
+    >>> round(pareto_gain(w, np.array([[0.0, 1.0], [1.0, 0.0]]), [1.0, 1.0]), 9)  # swap
+    2.0
+    """
     from scipy.optimize import linprog
     w, x, g = np.asarray(w, float), np.asarray(x, float), np.asarray(supply, float)
     n, m = w.shape

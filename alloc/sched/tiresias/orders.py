@@ -367,7 +367,18 @@ class TiresiasG(TiresiasL):
 
 def read_samples(path: str) -> list[float]:
     """Job services (GPU-seconds) from a CSV file's ``gpu_s`` (or ``duration``)
-    column; one-line errors name the file and the row."""
+    column; one-line errors name the file and the row.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> from alloc.sched.tiresias.orders import read_samples
+    >>> with tempfile.NamedTemporaryFile("w", suffix=".csv", delete=False) as fh:
+    ...     _ = fh.write("gpu_s\n120\n3600\n")
+    >>> read_samples(fh.name)
+    [120.0, 3600.0]
+    >>> os.unlink(fh.name)
+    """
     p = Path(path)
     try:
         with p.open(newline="") as fh:
