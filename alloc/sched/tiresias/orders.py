@@ -374,7 +374,7 @@ def read_samples(path: str) -> list[float]:
     >>> import os, tempfile
     >>> from alloc.sched.tiresias.orders import read_samples
     >>> with tempfile.NamedTemporaryFile("w", suffix=".csv", delete=False) as fh:
-    ...     _ = fh.write("gpu_s\n120\n3600\n")
+    ...     _ = fh.write("gpu_s\\n120\\n3600\\n")
     >>> read_samples(fh.name)
     [120.0, 3600.0]
     >>> os.unlink(fh.name)
