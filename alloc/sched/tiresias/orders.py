@@ -357,6 +357,8 @@ class TiresiasG(TiresiasL):
         return sorted(ids, key=keys.__getitem__)
 
     def within(self, job: JobView, q: int) -> tuple:
+        """The key within queue ``q``: the negated Gittins index (the last queue:
+        as ``last_queue`` says), then 2D-LAS's key."""
         ts = self.thresholds
         if q >= len(ts):
             if self.last_queue == "fifo" or not ts:
@@ -409,6 +411,7 @@ class _Fifo(KeyOrder):
     static = True
 
     def key(self, job: JobView, ctx: Context) -> Any:
+        """The arrival time."""
         return job.arrival_s
 
 
@@ -441,6 +444,7 @@ class Srsf(KeyOrder):
         self.preemptive = preemptive
 
     def key(self, job: JobView, ctx: Context) -> Any:
+        """GPU-seconds left, ``remaining_s`` times GPUs (unknown: last)."""
         left = job.remaining_s
         return INF if left is None else left * job.gpus
 

@@ -13,7 +13,7 @@
 from ...options import Option
 from ...registry import declare
 
-_CAPS = ("locality", "spread", "order-preemption")
+_CAPS = ("sharing", "locality", "spread", "order-preemption")
 
 SOLVERS = (
     declare("yarn", "alloc.solvers.tiresias.place:solve_yarn", objectives=(),
