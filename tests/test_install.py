@@ -80,3 +80,28 @@ def test_the_distribution_is_not_the_other_alloc():
     assert "alloc-gpu" in readme and "`pip install alloc` installs" in readme
     blox = (ROOT / "docs" / "blox.md").read_text()
     assert "--no-deps alloc" not in blox and "alloc-gpu" in blox and "pip check" in blox
+
+
+def test_every_adapter_refuses_a_solver_that_cannot_run_when_it_is_made(monkeypatch):
+    """Blox's policy, the Slurm controller and the Kubernetes scheduler check
+    their solver when they are made (here: cpsat said to be missing)."""
+    import pytest
+    from alloc import SolverUnavailable
+    from alloc.adapters.blox import AllocPlacement
+    from alloc.adapters.scontrol import Scontrol
+    from alloc.adapters.slurm import Controller
+    from alloc.registry import solvers
+    info = solvers()["cpsat"]
+    monkeypatch.setattr(type(info), "unavailable_reason",
+                        lambda self: "needs ortools, which is not installed: pip install x"
+                        if self.name == "cpsat" else None)
+    makers = [lambda: AllocPlacement(solver="cpsat"),
+              lambda: Controller(Scontrol(), solver="cpsat")]
+    try:
+        from alloc.adapters.kubernetes.scheduler import Scheduler
+        makers.append(lambda: Scheduler(None, solver="cpsat"))
+    except ImportError:
+        pass
+    for make in makers:
+        with pytest.raises(SolverUnavailable, match="pip install"):
+            make()

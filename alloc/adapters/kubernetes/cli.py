@@ -5,7 +5,7 @@ import argparse
 import sys
 import time
 
-from ...errors import InputError
+from ...errors import InputError, SolverUnavailable
 
 #: Seconds a cycle waits, after the first change, for more changes to batch.
 BATCH_S = 0.05
@@ -82,6 +82,9 @@ def k8s_main(argv: list[str] | None = None) -> int:
     except InputError as exc:
         print(f"alloc k8s: {exc}", file=sys.stderr)
         return EXIT_INPUT
+    except SolverUnavailable as exc:
+        print(f"alloc k8s: {exc}", file=sys.stderr)
+        return EXIT_SOLVER
 
     import signal
 

@@ -128,15 +128,13 @@ class Scheduler:
         if order not in ORDERS:
             raise InputError(f"order: expected one of {', '.join(ORDERS)}, got {order!r}")
         self.order = order
-        from ...registry import get_solver
-        try:
-            get_solver(solver)
-        except ValueError as exc:
-            raise InputError(str(exc)) from None
+        from ..settings import check_session_settings
+        # checked now (a solver that cannot run here fails here, not in a cycle)
+        self.settings: dict[str, Any] = check_session_settings(
+            dict(solver=solver, time_limit=time_limit, options=options,
+                 preempt="order" if preempt == "order" else None), "k8s")
         self.api = api
         self.name = scheduler_name
-        self.settings: dict[str, Any] = dict(solver=solver, time_limit=time_limit, options=options,
-                                             preempt="order" if preempt == "order" else None)
         self.cache = Cache(levels or Levels())
         self.grace_period, self.events = grace_period, events
         self.log = log if log is not None else sys.stderr
