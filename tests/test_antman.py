@@ -253,3 +253,13 @@ def test_a_guaranteed_cpu_only_job_takes_a_server_without_quota():
         assert not violations(c, jobs, a)
         assert set(a.placement("cpu").servers) == {"s1"}
         assert {p.job for p in a.placements} == {"cpu", "g"}
+
+
+def test_a_rack_local_gang_spreads_inside_its_rack_when_no_server_holds_its_memory():
+    cl = Cluster((Server("s0", 8000, 65536, 2, "V100", rack="r0"),
+                  Server("s1", 8000, 65536, 0, rack="r1"),
+                  Server("s2", 8000, 65536, 2, "V100", rack="r0")),
+                 levels=("rack", "server", "gpu"))
+    jobs = [Job("j0", 2, cpu=2000, mem=128000, locality="rack")]
+    a = allocate(cl, jobs, solver="antman")
+    assert sorted(g.gpu for g in a.placement("j0").gpus) == ["s0/gpu0", "s2/gpu0"]

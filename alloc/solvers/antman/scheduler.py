@@ -194,9 +194,10 @@ def choose(st: State, j: int, cands: list[int], key) -> list[int] | None:
     """n GPUs of ``cands`` under one node of the job's locality level (one
     server when it has none and a server holds n) whose servers have the
     job's CPU and memory, the node with the fewest candidates first, GPUs by
-    ``key``; without locality, a gang no single server takes spreads over
-    the servers with the most candidates, each taking no more GPUs than its
-    CPU and memory hold their share of."""
+    ``key``; without locality (or inside one rack, with rack locality), a
+    gang no single server takes spreads over the servers with the most
+    candidates, each taking no more GPUs than its CPU and memory hold their
+    share of."""
     p = st.p
     job = p.jobs[j]
     n = job.gpus
@@ -212,6 +213,10 @@ def choose(st: State, j: int, cands: list[int], key) -> list[int] | None:
         gpus = sorted(gs, key=key)[:n]
         if cpu_fits(st, p.make_assign(j, gpus, 0)):
             return gpus
+        if level == "rack" and n > 1:     # a rack's servers: spread inside it
+            gpus = _spread(st, j, gs, key)
+            if gpus is not None:
+                return gpus
     if job.locality is None and n > 1:
         return _spread(st, j, cands, key)
     return None
