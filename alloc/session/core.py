@@ -670,7 +670,7 @@ for ranks)."""
             return replace(gpus, job=job.id)
         c = self._cluster
         if job.gpus == 0:
-            if gpus not in c.server_index:
+            if not isinstance(gpus, str) or gpus not in c.server_index:
                 raise InputError(f"{where}: expected a server id for CPU-only job "
                                  f"{short_repr(self._ids.caller(job.id))}, got {short_repr(gpus)}")
             return Placement(job.id, (), {gpus: job.cpu}, {gpus: job.mem})

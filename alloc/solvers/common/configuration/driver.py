@@ -84,6 +84,14 @@ CARRIED_ENOUGH = 100
 MORE_COLUMNS_UNTIL = 0.85
 
 
+#: Seconds the first warm-start heuristic always has, however little of the
+#: deadline is left when the warm start begins: a first call's imports took
+#: all of a 0.1 s limit before it, and the answer placed nothing where
+#: every heuristic places all (it then returns the heuristic's answer, within
+#: the call's allowance of ``time_limit * 1.1 + 0.5`` s).
+FIRST_SECONDS = 0.05
+
+
 def need_ok(problem: Problem, capabilities) -> bool:
     """The input needs nothing beyond ``capabilities``."""
     from ....solve import needed_capabilities
@@ -129,6 +137,12 @@ def warm_start(problem: Problem, deadline: Deadline, seed: int = 0,
     for k, name in enumerate(first + rest):
         if k < len(first):
             dl = deadline if floor is None else floor
+            if k == 0 and dl.left() < FIRST_SECONDS:
+                # the cheapest answers even when imports or a loaded machine
+                # took the time: never an empty answer where it places jobs
+                load_now = get_solver(name).solve     # its module imported first
+                del load_now
+                dl = Deadline.after(FIRST_SECONDS)
         else:
             dl = deadline.share(1.0 / max(1, len(first) + len(rest) - k))
         if dl.expired():
