@@ -289,17 +289,22 @@ def run_solver(problem, info: SolverInfo, deadline: Deadline, *, seed: int = 0,
     t0 = time.perf_counter()
     inner = deadline.reserve(check_reserve(problem))
     solved, plan = _order_preemption(problem, inner)
+    why = None
+    if plan is None:
+        solved, plan, why = _guarantee(problem, info, inner)
     try:
         sol = info.solve(solved, deadline=inner, seed=seed, **(options or {}))
     except (InputError, SolverError, SolverUnavailable):
         raise
     except ValueError as exc:
         raise InputError(str(exc)) from None
+    if problem.preempt == "order":
+        sol = _kept_order(solved, sol, info, inner)
     t1 = time.perf_counter()
     alloc = finish(solved, sol, info, t1 - t0)
     if plan is not None:
         from .preempt import lifted
-        alloc = lifted(problem, plan, alloc)
+        alloc = lifted(problem, plan, alloc, why)
     t2 = time.perf_counter()
     if check:
         bad = _violations(problem, alloc, deadline)
@@ -323,6 +328,40 @@ def _order_preemption(problem, deadline: Deadline):
     if not decided.victims and not any(j.priority for j in problem.jobs):
         return problem, None
     return reduced(problem, decided), decided
+
+
+def _kept_order(problem, sol, info: SolverInfo, deadline: Deadline):
+    """Under ``preempt="order"``: the solver's answer walked down the ranks
+    so that no job waits for lower-ranked work beyond the backfill rule
+    ([alloc.preempt.kept_order][]; an answer that keeps it is unchanged)."""
+    from .preempt import kept_order
+    caps = info.capabilities
+    stops = "preemption" in caps or ("migration" in caps and problem.moves_allowed)
+    assign = kept_order(problem, sol.assign, spread="spread" in caps, grid="grid" in caps,
+                        stops=stops, deadline=deadline)
+    fixed = problem.fixed
+    changed = sum(1 for j, a in assign.items() if j not in fixed and sol.assign.get(j) is not a) \
+        + sum(1 for j in sol.assign if j not in fixed and j not in assign)
+    if not changed:
+        return sol
+    if not stops:
+        assign = {j: a for j, a in assign.items() if j not in fixed or j in sol.assign}
+    return replace(sol, assign=assign, stats={**sol.stats, "order_kept": changed})
+
+
+def _guarantee(problem, info: SolverInfo, deadline: Deadline):
+    """With tenants' cells and a waiting guaranteed job: the problem the
+    solver gets, the core's plan ([alloc.guarantee][]) and the victims'
+    reason; else the problem itself, None, None.  A solver that declares
+    ``guarantee`` serves it itself."""
+    from .guarantee import applies, plan, reason
+    if "guarantee" in info.capabilities or not applies(problem):
+        return problem, None, None
+    decided = plan(problem, deadline.share(0.25))
+    if decided is None or not decided.pinned:
+        return problem, None, None
+    return problem.reduced(set(decided.victims), decided.pinned, keep_priority=True), \
+        decided, reason
 
 
 def _violations(problem, alloc: Allocation, deadline: Deadline) -> list[str]:
@@ -365,6 +404,10 @@ def finish(problem, sol, info: SolverInfo, wall: float) -> Allocation:
     preempted = tuple(jobs[j].id for j in problem.running if j not in assign)
     unplaced = tuple(job.id for j, job in enumerate(jobs) if j not in assign)
     reasons = {jobs[j].id: why for j, why in problem.reasons.items()}
+    if len(placements) + len(reasons) < len(jobs):
+        from .waiting import waiting_reasons       # every waiting job says why
+        reasons.update((jobs[j].id, why) for j, why in waiting_reasons(
+            problem, assign, caps, info.name, sol.stats).items())
     of = problem.objective.value
     value = float(sum(map(of, map(jobs.__getitem__, order), placements))) \
         - (problem.move_cost or 0.0) * len(moved)

@@ -19,6 +19,13 @@ wrong (empty list: it conforms), each line tagged with its check:
   exact solver stopped by the clock short of ``optimal`` is exempt);
 * ``options`` -- an unknown option is refused with a ``ValueError`` naming
   it;
+* ``reasons`` -- every job left waiting says why (`reason_problems`);
+* ``guarantee`` -- on inputs with tenants' cells, a solver that handles
+  tenancy serves the guarantee: a waiting guaranteed job has no room in its
+  tenant's cells, and its reason names them (`guarantee_problems`);
+* ``order`` under ``preempt="order"``, for every solver: no job waits for
+  lower-ranked work beyond the backfill rule (`order_problems`: it does not
+  fit in what the running jobs and the jobs ranked above it leave);
 * the properties the solver *promises* (`PROMISES`): ``order``
   (`order_problems`), ``order-per-user`` (the same within each user),
   ``maximal`` (`idle_room_problems`), ``drf`` (envy-freeness and
@@ -41,6 +48,7 @@ from ..model import MILLI, Allocation, Cluster, Job, Status
 from ..objectives import allocation_value
 from ..registry import get_solver, solvers
 from ..solve import allocate, needed_capabilities
+from .placements import guarantee_problems, reason_problems
 
 TOL = 1e-6
 
@@ -60,7 +68,8 @@ PROMISES: dict[str, frozenset] = {
 }
 #: Every check, in the order they run (the last four are promises).
 CHECKS = ("runs", "deadline", "input", "violations", "order-preemption", "value", "status",
-          "bound", "determinism", "options", "order", "order-per-user", "maximal", "drf")
+          "bound", "determinism", "options", "reasons", "guarantee", "order", "order-per-user",
+          "maximal", "drf")
 #: The checks a solver may promise (`PROMISES`).
 PROMISABLE = CHECKS[CHECKS.index("order"):]
 
@@ -158,6 +167,12 @@ def solver_problems(name: str, cluster: Cluster, jobs: Sequence[Job], *,
             add("determinism", [f"not deterministic for seed {seed}"])
     if "options" not in skip:
         add("options", option_problems(name, cluster, jobs))
+    add("reasons", reason_problems(jobs, a))
+    if "tenancy" in info.capabilities:
+        add("guarantee", guarantee_problems(cluster, jobs, a))
+    if preempt == "order":
+        promises = {"order"} | set(PROMISES.get(name, frozenset()) if promises is None
+                                   else promises)
     add_promises(add, name, cluster, jobs, a, ranked, promises)
     return out, a
 
