@@ -597,12 +597,12 @@ def kept_order(problem: Problem, assign: dict, *, spread: bool = True, grid: boo
     tried: dict = {}                    # shape -> found no room (the room only shrinks)
     gf, cf, mf = w.gfree, w.cfree, w.mfree
     for j in sorted(p.pending, key=lambda j: w.rank[j]):
-        a = assign.get(j)
+        got = assign.get(j)
         if w.res is not None:
             w.res.job(j)
-        if a is not None and _fits(a, gf, cf, mf) and (w.res is None or w.res.fits(j, a)):
-            w.commit(j, a)
-            out[j] = a
+        if got is not None and _fits(got, gf, cf, mf) and (w.res is None or w.res.fits(j, got)):
+            w.commit(j, got)
+            out[j] = got
             continue
         if deadline is not None and deadline.expired():
             continue

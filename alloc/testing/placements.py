@@ -290,7 +290,7 @@ def _guarantee_witness(cluster: Cluster, by_id, placed, x: Job, deadline):
     from collections import defaultdict
     from ..tenancy import cell_tree, check_binding, guaranteed_usage, infer_binding, quotas
     from ..resources import gpu_mem_caps, share_mem
-    v = x.tenant
+    v = x.tenant or ""
     tree = cell_tree(cluster)
     q = quotas(cluster).get(v, {})
     types = {t for (t, _), k in q.items() if k and x.allows(t)}
