@@ -826,8 +826,7 @@ def guarantee_reasons(problem, assign: Mapping, waiting: Sequence[int], stats: M
     """Why each waiting guaranteed job (indices ``waiting`` of ``problem``)
     is not placed by the answer ``assign``, naming its tenant's cells and
     what fills them: the GPUs of the tenant's cells (of the GPU types the job
-    may use) against those its guaranteed jobs of at least the job's
-    priority hold -- the jobs it may not stop.  ``stats["binding"]`` (the
+    may use) against those its guaranteed jobs hold.  ``stats["binding"]`` (the
     answer's binding) names the cells when valid; else one is inferred.
 
     Examples
@@ -840,7 +839,7 @@ def guarantee_reasons(problem, assign: Mapping, waiting: Sequence[int], stats: M
     >>> jobs = [Job(k, 2, cpu=1, mem=1, tenant="a", guaranteed=True) for k in "xy"]
     >>> p = compile_problem(c, jobs)
     >>> guarantee_reasons(p, {0: p.make_assign(0, [0, 1], 0)}, [1], {"binding": {"a": ["server:s0"]}})
-    {1: "tenant 'a''s cells are full: its guaranteed jobs of priority >= 0 hold 2 of the 2 V100 GPUs of its cells (server:s0: 2/2); the job needs 2"}
+    {1: "tenant 'a''s cells are full: its guaranteed jobs hold 2 of the 2 V100 GPUs of its cells (server:s0: 2/2); the job needs 2"}
     """
     p = problem
     c = p.cluster
@@ -873,7 +872,7 @@ def guarantee_reasons(problem, assign: Mapping, waiting: Sequence[int], stats: M
         held: dict[int, int] = {}
         for i, a in assign.items():
             o = jobs[i]
-            if o.guaranteed and o.tenant == v and o.priority >= job.priority:
+            if o.guaranteed and o.tenant == v:
                 for g, _ in a.gpus:
                     held[g] = 1
         nodes = [x for x in binding.get(v, ()) if tree.gtype[x] in types]
@@ -886,12 +885,11 @@ def guarantee_reasons(problem, assign: Mapping, waiting: Sequence[int], stats: M
             if cells else (f" ({unbound} not bound)" if unbound > 0 else "")
         kind = "/".join(types)
         if quota - taken < max(n, 1):
-            out[j] = (f"tenant {v!r}'s cells are full: its guaranteed jobs of priority >= "
-                      f"{job.priority} hold {taken} of the {quota} {kind} GPUs of its cells"
-                      f"{where}; the job needs {n}")
+            out[j] = (f"tenant {v!r}'s cells are full: its guaranteed jobs hold {taken} of "
+                      f"the {quota} {kind} GPUs of its cells{where}; the job needs {n}")
         else:
             out[j] = (f"tenant {v!r}'s cells have {quota - taken} of {quota} {kind} GPUs not "
-                      f"held by its guaranteed jobs of priority >= {job.priority}{where}, but "
-                      f"no room for {n} GPUs with its CPU and memory inside them (the cells' "
-                      f"shapes, or sharing safety for the cells not yet bound)")
+                      f"held by its guaranteed jobs{where}, but no room for {n} GPUs with its "
+                      f"CPU and memory inside them (the cells' shapes, or sharing safety for "
+                      f"the cells not yet bound)")
     return out

@@ -81,7 +81,7 @@ def test_a_higher_priority_guaranteed_job_stops_a_lower_one_of_its_tenant():
                     {"s0": 1000}, {"s0": 1000})
     jobs = [Job("low", 8, cpu=1000, mem=1000, tenant="t", guaranteed=True, current=low),
             Job("high", 8, cpu=1000, mem=1000, tenant="t", guaranteed=True, priority=5)]
-    for solver in TENANCY:
+    for solver in (n for n in TENANCY if n != "antman"):     # AntMan: quota, no priorities
         a = allocate(c, jobs, solver=solver, time_limit=5)
         assert a.placement("high") is not None and a.preempted == ("low",), solver
         assert "'t'" in a.reasons["low"], (solver, a.reasons)

@@ -213,9 +213,8 @@ def guarantee_problems(cluster: Cluster, jobs: Sequence[Job], allocation: Alloca
 
     For every guaranteed job ``x`` of tenant ``v`` left unplaced (waiting,
     or stopped) that could be placed on this cluster at all, with ``K(x)``
-    the placements it may not stop -- every job but the opportunistic ones
-    and ``v``'s guaranteed jobs of lower priority (`alloc.tenancy.outranks`)
-    --
+    the placements of every guaranteed job (the opportunistic ones it may
+    stop, `alloc.tenancy.outranks`) --
 
     $$
     x \text{ does not fit in the room } K(x) \text{ leaves inside } v
@@ -227,7 +226,9 @@ def guarantee_problems(cluster: Cluster, jobs: Sequence[Job], allocation: Alloca
     names the tenant whose cells are full.  (GPUs that a job it may not stop
     shares are not offered: sound, not complete.)  Otherwise a guaranteed job
     waits while its tenant's cells have room for it -- at the cost of
-    opportunistic work, which the guarantee allows.
+    opportunistic work, which the guarantee allows.  (HiveD also lets a
+    guaranteed job stop its tenant's guaranteed jobs of lower priority; the
+    promise checked here is the one every tenancy solver keeps.)
 
     The witness search is sound, not complete: one server per job (no
     spread), its request's CPU and memory, its fewest GPUs, GPUs held only
@@ -299,7 +300,7 @@ def _guarantee_witness(cluster: Cluster, by_id, placed, x: Job, deadline):
         return None
 
     def may_stop(j: Job) -> bool:
-        return not j.guaranteed or (j.tenant == v and j.priority < x.priority)
+        return not j.guaranteed
     keep = [p for jid, p in placed.items() if jid in by_id and not may_stop(by_id[jid])]
     stoppable = {jid for jid in placed if jid in by_id and may_stop(by_id[jid])}
     kept_jobs = [by_id[p.job] for p in keep]
