@@ -35,6 +35,14 @@ rank, while some running job ranks below it:
    still fits without is kept running (highest-ranked first);
 3. else ``p`` waits.
 
+With ``preempt_packed`` (an option of `allocate` and `Session`; off by
+default) a gang that may spread and needs victims is first placed on one
+server: step 2 is run over the servers alone (every running job ranked
+below ``p`` a candidate, ``t*`` the rank at which one server first holds
+it), and only when no server can hold it so is it spread over its
+victims' servers as above.  Spread placements cost a gang its span factor;
+a scheduler whose jobs prefer one server (Blox's consolidation) asks for it.
+
 A job that preempts costs one test per job taken (a server's GPUs, or one
 vector over the servers for a gang); a job that fits costs one vectorised
 test.  A job shape that found no room (or no victims) is not tried again
@@ -145,6 +153,9 @@ class _Walk:
         self.full: dict = {}        # job shape -> version when it last found no room
         #: a gang may spread over servers; every grid point is offered
         self.may_spread, self.grid = True, True
+        #: a gang that needs victims goes on one server when any can hold it
+        #: (`Problem.preempt_packed`)
+        self.packed = bool(getattr(p, "preempt_packed", False))
         #: GPU memory and compute left per GPU (`track`), or None: not watched
         self.res: _Resources | None = None
 
@@ -468,11 +479,23 @@ class _Walk:
         Running jobs are taken lowest-ranked first; after each, the servers it
         held are tested (the job alone on one of them) and, for a gang that
         may spread, the whole GPUs usable over the cluster (or a rack); the
-        first test that passes fixes ``t*``, the rank of the last job taken."""
+        first test that passes fixes ``t*``, the rank of the last job taken.
+        With `packed` a gang that may spread is first tried on one server
+        only, over every running job ranked below it; it spreads only when no
+        server can hold it so."""
+        if self.packed:
+            n, q, _, loc, _ = sh
+            if n >= 2 and q >= MILLI and loc in (None, "rack") and self.may_spread:
+                got = self._with_victims(j, sh, False)
+                if got is not None:
+                    return got
+        return self._with_victims(j, sh, self.may_spread)
+
+    def _with_victims(self, j: int, sh, may_spread: bool):
         p, rj = self.p, self.rank[j]
         on: dict[int, list[int]] = {}
         n, q, opts, loc, mask = sh
-        spread = n >= 2 and q >= MILLI and loc in (None, "rack") and self.may_spread
+        spread = n >= 2 and q >= MILLI and loc in (None, "rack") and may_spread
         use = [self.usable(self.gfree, self.cfree, self.mfree, mask, n, c, m) for c, m in opts] \
             if spread else []
         cands = []

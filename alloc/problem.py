@@ -354,6 +354,10 @@ class Problem:
         Objective units subtracted per move (None: moves are free within the budget).
     preempt : {None, "order"}
         Who may stop a running job: the tenancy rules (None) or the order.
+    preempt_packed : bool
+        Under ``preempt="order"``: a gang that needs victims is placed on one
+        server when any server can hold it so, before it is spread over its
+        victims' servers ([alloc.preempt][]).
     pinned : iterable of str
         Running jobs no solver may move or stop (placed by the core this call).
     carry : Carry, optional
@@ -437,7 +441,8 @@ class Problem:
     def __init__(self, cluster: Cluster, jobs: Sequence[Job], objective: str | Objective = "throughput",
                  name: str = "", *, order: Sequence[str] | None = None,
                  max_moves: int | None = None, move_cost: float | None = None,
-                 preempt: str | None = None, pinned: Sequence[str] = (), carry=None):
+                 preempt: str | None = None, pinned: Sequence[str] = (), carry=None,
+                 preempt_packed: bool = False):
         from .carry import next_stamp
         self.cluster = cluster
         self.jobs = tuple(jobs)
@@ -460,6 +465,8 @@ class Problem:
         self.preempt = preempt
         #: the order is a promise (``preempt="order"``; the reduced problem keeps it)
         self.keeps_order = preempt == "order"
+        #: under ``preempt="order"``, a gang that needs victims on one server first
+        self.preempt_packed = bool(preempt_packed)
         #: ``{job id: position}`` of the jobs the caller's order lists (None: no order)
         self.order_rank = order_ranks(order)
         self.carry, self.stamp = carry, next_stamp()

@@ -83,7 +83,8 @@ def allocate(cluster: Cluster, jobs: Sequence[Job], *, solver: str = "best-fit",
              objective: str | None = None, time_limit: float | None = None, seed: int = 0,
              instance: str = "", check: bool = True, order: Sequence[str] | None = None,
              max_moves: int | None = None, move_cost: float | None = None, strict: bool = False,
-             preempt: str | None = None, **options) -> Allocation:
+             preempt: str | None = None, preempt_packed: bool = False,
+             **options) -> Allocation:
     """Decide which jobs run where.
 
     Parameters
@@ -135,6 +136,12 @@ def allocate(cluster: Cluster, jobs: Sequence[Job], *, solver: str = "best-fit",
         every listed one and stop no one.  Not for inputs with tenants or
         guaranteed jobs.  (A solver's own option called ``preempt`` -- hived's
         true/false -- is passed to it as before.)
+    preempt_packed : bool
+        Under ``preempt="order"``: a gang that may spread over servers and
+        needs victims is placed on one server whenever stopping jobs ranked
+        below it can make room there, and spread over its victims' servers
+        only when no server can hold it (default False: the first placement
+        the lowest-ranked victims allow, spread or not; [alloc.preempt][]).
     max_moves : int, optional
         Running jobs that may move (default: none, or any number when
         ``move_cost`` is given).
@@ -202,8 +209,11 @@ def allocate(cluster: Cluster, jobs: Sequence[Job], *, solver: str = "best-fit",
         check_preempt(cluster, jobs, preempt)
         check_capabilities(info, cluster, jobs, preempt)
         from .problem import compile_problem
+        if not isinstance(preempt_packed, bool):
+            raise InputError(f"preempt_packed: expected true or false, got {preempt_packed!r:.60}")
         problem = compile_problem(cluster, jobs, obj, instance, order=order, max_moves=max_moves,
-                                  move_cost=move_cost, preempt=preempt)
+                                  move_cost=move_cost, preempt=preempt,
+                                  preempt_packed=preempt_packed)
         if strict and problem.reasons:
             j, why = next(iter(problem.reasons.items()))
             raise InputError(f"jobs[{j}]: job {jobs[j].id!r} cannot be placed on this cluster "
