@@ -28,11 +28,15 @@ After each round's placement:
   in the GPUs that the jobs ranked above it leave -- the free GPUs plus
   every GPU held by a job ranked below it are fewer than it needs -- so the
   order cannot place it whatever runs below it, and lower-ranked work may
-  use the room; any other inversion leaves the job for lower-ranked work.
+  use the room;
+* it is **stopped now** when the job was suspended in this very round (for
+  a job ranked above it): a stopped job is not placed again in the same
+  round (`alloc.preempt`), so it waits one round whatever room is left;
+* any **other** inversion leaves the job for lower-ranked work: the order
+  is not kept.
 
 Per solver it prints rounds, launches, suspensions (preemptions), jobs
-finished and their mean JCT (hours), inversions and how many are backfill,
-spread launches of jobs of at most 4 GPUs, and the median and p95 round time
+finished and their mean JCT (hours), inversions by kind, spread launches of jobs of at most 4 GPUs, and the median and p95 round time
 of ``place``.  ``--packed`` also runs each solver with the preemption step
 preferring a packed placement (``preempt_packed``, set on the adapter's
 session).
@@ -100,15 +104,16 @@ def rows() -> list[dict]:
             for n in range(NODES) for k in range(GPUS)]
 
 
-def inversions(active: dict, order: list, gpu_rows: list) -> tuple[int, int]:
-    """(inversions, backfill ones) after a round (module notes)."""
+def inversions(active: dict, order: list, gpu_rows: list, stopped=()) -> tuple[int, int, int]:
+    """(inversions, backfill ones, ones stopped this round) after a round
+    (module notes); ``stopped``: the jobs suspended this round."""
     ids = [j for j, _ in order]
     free = sum(1 for r in gpu_rows if r["JOB_IDS"] is None)
     held: dict = {}
     for r in gpu_rows:
         if r["JOB_IDS"] is not None:
             held[r["JOB_IDS"]] = held.get(r["JOB_IDS"], 0) + 1
-    total = back = 0
+    total = back = now = 0
     below_running = 0           # GPUs of running jobs ranked below the position
     any_below = False
     for jid in reversed(ids):
@@ -121,7 +126,9 @@ def inversions(active: dict, order: list, gpu_rows: list) -> tuple[int, int]:
             total += 1
             if free + below_running < job["num_GPUs"]:
                 back += 1
-    return total, back
+            elif jid in stopped:
+                now += 1
+    return total, back, now
 
 
 def run(solver: str, jobs: list, Las, time_limit: float, packed: bool,
@@ -137,7 +144,7 @@ def run(solver: str, jobs: list, Las, time_limit: float, packed: bool,
     pending = list(jobs)
     t = 0
     stats = dict(rounds=0, launches=0, suspensions=0, finished=0, inversions=0, backfill=0,
-                 spread_small=0, small_launches=0)
+                 stopped_now=0, other=0, spread_small=0, small_launches=0)
     jct, walls = [], []
     while (pending or active) and stats["rounds"] < max_rounds:
         # the round that just passed: running jobs progress, finished ones leave
@@ -180,9 +187,11 @@ def run(solver: str, jobs: list, Las, time_limit: float, packed: bool,
                     stats["spread_small"] += 1
         stats["launches"] += len(launch)
         stats["suspensions"] += len(suspend)
-        inv, back = inversions(active, schedule["job_order"], gpu_rows)
+        inv, back, now = inversions(active, schedule["job_order"], gpu_rows, set(suspend))
         stats["inversions"] += inv
         stats["backfill"] += back
+        stats["stopped_now"] += now
+        stats["other"] += inv - back - now
         stats["rounds"] += 1
         t += ROUND
     walls.sort()
@@ -194,7 +203,8 @@ def run(solver: str, jobs: list, Las, time_limit: float, packed: bool,
 
 
 COLUMNS = ("solver", "rounds", "launches", "suspensions", "finished", "mean_jct_h",
-           "inversions", "backfill", "small_launches", "spread_small", "median_ms", "p95_ms")
+           "inversions", "backfill", "stopped_now", "other", "small_launches", "spread_small",
+           "median_ms", "p95_ms")
 
 
 def main(argv=None) -> int:

@@ -152,14 +152,14 @@ def warm_start(problem: Problem, deadline: Deadline, seed: int = 0,
     for k, name in enumerate(first + rest):
         if k < len(first):
             dl = deadline if floor is None else floor
-            if k == 0 and dl.left() < FIRST_SECONDS:
-                # the cheapest answers even when imports or a loaded machine
-                # took the time: never an empty answer where it places jobs
-                load_now = get_solver(name).solve     # its module imported first
-                del load_now
-                dl = Deadline.after(FIRST_SECONDS)
         else:
             dl = deadline.share(1.0 / max(1, len(first) + len(rest) - k))
+        if k == 0 and dl.left() < FIRST_SECONDS:
+            # the cheapest answers even when imports or a loaded machine took
+            # the time: never an empty answer where a heuristic places jobs
+            load_now = get_solver(name).solve         # its module imported first
+            del load_now
+            dl = Deadline.after(FIRST_SECONDS)
         if dl.expired():
             if k < len(first):
                 continue
