@@ -5,7 +5,7 @@ import random
 
 import pytest
 
-from alloc import load_instance
+from alloc import Cluster, Job, Server, allocate, load_instance
 from alloc.experiments.fuzz import CHECKS, campaign
 from alloc.experiments.fuzz.brute import brute_force
 from alloc.experiments.fuzz.campaign import Tally, applicable, check_cli, cross_check, draw_call
