@@ -65,6 +65,22 @@ class _Room:
         if p.G:
             np.maximum.at(top, srv, gf)
         self.top = top
+        self._masks: dict = {}
+
+    def allowed(self, job) -> np.ndarray:
+        """Per server: it has a GPU type the job may use (any server for a
+        CPU-only job); one mask per set of types."""
+        key = job.gpu_types if job.gpus else None
+        hit = self._masks.get(key)
+        if hit is None:
+            p = self.p
+            if key is None:
+                hit = np.ones(p.S, dtype=bool)
+            else:
+                ok = np.array([job.allows(t) for t in p.types] + [False], dtype=bool)
+                hit = ok[np.where(p.srv_type >= 0, p.srv_type, len(p.types))]
+            self._masks[key] = hit
+        return hit
 
     def best_server(self, vals: np.ndarray, mask: np.ndarray) -> tuple[int, int]:
         """(value, server) of the largest ``vals`` among ``mask`` (-1, -1: none)."""
@@ -92,8 +108,7 @@ def _fit(room: _Room, problem, j: int, shape, spreads: bool) -> tuple[bool, str]
     job = p.jobs[j]
     n, c, m = shape
     servers = p.cluster.servers
-    allowed = np.zeros(p.S, dtype=bool)
-    allowed[p.allowed_servers(j)] = True
+    allowed = room.allowed(job)
     ok_cm = allowed & (room.cfree >= c) & (room.mfree >= m)
     if n == 0:
         fits = bool(ok_cm.any())
