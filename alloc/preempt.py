@@ -564,7 +564,7 @@ def plan(problem: Problem, deadline: Deadline) -> Plan:
     return Plan(victims, pinned)
 
 
-def kept_order(problem: Problem, assign: dict, *, spread: bool = True, grid: bool = True,
+def kept_order(problem: Problem, assign: dict, *, spread: bool = True, grid: bool = False,
                stops: bool = False, deadline: Deadline | None = None) -> dict:
     """An answer that keeps the order (the backfill rule of the module
     notes): ``assign`` (a solver's, job index -> `Assign`, running jobs as
@@ -575,7 +575,9 @@ def kept_order(problem: Problem, assign: dict, *, spread: bool = True, grid: boo
     and the jobs ranked above it, or -- when the solver left it out, or a
     job ranked above took its room -- goes where it fits there (the fullest
     server that holds it, else a spread gang when ``spread``; at its
-    request, or any grid point when ``grid``), else waits.  So a job waits
+    request -- what "fits" means for the order: the grid's other points are
+    a solver's freedom, not a job's claim -- or any grid point when
+    ``grid``), else waits.  So a job waits
     only when it does not fit in what the running jobs and the jobs ranked
     above it leave, and an answer that keeps the order is returned as it
     is.  Running jobs stay as ``assign`` has them (where they run unless

@@ -347,8 +347,8 @@ def _kept_order(problem, sol, info: SolverInfo, deadline: Deadline):
     from .preempt import kept_order
     caps = info.capabilities
     stops = "preemption" in caps or ("migration" in caps and problem.moves_allowed)
-    assign = kept_order(problem, sol.assign, spread="spread" in caps, grid="grid" in caps,
-                        stops=stops, deadline=deadline)
+    assign = kept_order(problem, sol.assign, spread="spread" in caps, stops=stops,
+                        deadline=deadline)
     fixed = problem.fixed
     changed = sum(1 for j, a in assign.items() if j not in fixed and sol.assign.get(j) is not a) \
         + sum(1 for j in sol.assign if j not in fixed and j not in assign)

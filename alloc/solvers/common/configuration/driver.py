@@ -95,7 +95,7 @@ FIRST_SECONDS = 0.05
 def in_order(problem: Problem, assign: dict) -> dict:
     """``assign`` (pending jobs only) as the answer will be under the order's
     promise (``preempt="order"``: `alloc.preempt.kept_order`, spread gangs
-    and grid points allowed, as the exact solvers have them; an answer that
+    allowed, as the exact solvers have them; an answer that
     keeps the order is left as it is); else ``assign``.  Every answer the
     driver compares goes through it -- the heuristics' too -- so the best it
     returns keeps the order and is worth at least every heuristic's answer
