@@ -32,7 +32,7 @@ def test_gpu_clustering_takes_a_job_of_63_gpus_or_more(name):
     i = inst(name)
     a = allocate(i.cluster, i.jobs, solver="gpu-clustering", time_limit=5)
     assert not violations(i.cluster, i.jobs, a)
-    assert a.unplaced == ("wide",)
+    assert a.unplaced == ("wide",) and "does not spread" in a.reasons["wide"]
 
 
 def test_gpu_clustering_tags_of_wide_pods_stay_in_an_int64():
