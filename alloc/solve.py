@@ -315,6 +315,9 @@ def run_solver(problem, info: SolverInfo, deadline: Deadline, *, seed: int = 0,
     if plan is not None:
         from .preempt import lifted
         alloc = lifted(problem, plan, alloc, why)
+        if why is not None:         # the guarantee's: which guaranteed jobs the core placed
+            alloc = replace(alloc, stats={**alloc.stats, "guarantee_pinned": sorted(
+                problem.jobs[j].id for j in plan.pinned)})
     t2 = time.perf_counter()
     if check:
         bad = _violations(problem, alloc, deadline)
