@@ -57,7 +57,20 @@ class Plan:
 
 def applies(problem: Problem) -> bool:
     """True when the step has work: tenants' cells, the tenancy rules
-    (``preempt`` unset) and a waiting guaranteed job."""
+    (``preempt`` unset) and a waiting guaranteed job.
+
+    Examples
+    --------
+    >>> from alloc import Cell, Cluster, Job, Server, Tenant
+    >>> from alloc.problem import compile_problem
+    >>> from alloc.guarantee import applies
+    >>> c = Cluster((Server("s0", 8000, 8000, 2, "V100"),),
+    ...             tenants={"a": Tenant("a", (Cell("server", 1),))})
+    >>> applies(compile_problem(c, [Job("g", 2, cpu=1, mem=1, tenant="a", guaranteed=True)]))
+    True
+    >>> applies(compile_problem(c, [Job("o", 2, cpu=1, mem=1)]))
+    False
+    """
     if problem.preempt is not None or not problem.cluster.tenants:
         return False
     return any(problem.jobs[j].guaranteed for j in problem.pending)
@@ -108,7 +121,20 @@ def plan(problem: Problem, deadline: Deadline) -> Plan | None:
 
 
 def reason(problem: Problem, victim: int, job: int) -> str:
-    """The line of a running job stopped for guaranteed job ``job``."""
+    """The line of a running job stopped for guaranteed job ``job``.
+
+    Examples
+    --------
+    >>> from alloc import Cell, Cluster, Job, Server, Tenant
+    >>> from alloc.problem import compile_problem
+    >>> from alloc.guarantee import reason
+    >>> c = Cluster((Server("s0", 8000, 8000, 2, "V100"),),
+    ...             tenants={"a": Tenant("a", (Cell("server", 1),))})
+    >>> p = compile_problem(c, [Job("o", 2, cpu=1, mem=1),
+    ...                         Job("g", 2, cpu=1, mem=1, tenant="a", guaranteed=True)])
+    >>> reason(p, 0, 1)
+    "preempted: stopped for guaranteed job 'g' of tenant 'a', whose cells had no other room for it"
+    """
     j = problem.jobs[job]
     return (f"preempted: stopped for guaranteed job {j.id!r} of tenant {j.tenant!r}, whose "
             f"cells had no other room for it")

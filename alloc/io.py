@@ -71,7 +71,14 @@ def placement_from_dict(d: Mapping, job_id: str | None = None) -> Placement:
 def server_from_doc(s: Mapping) -> Server:
     """A [`Server`][alloc.model.Server] from its ``alloc.instance/1`` form
     (schema-checked already): the one reading of a server, for instance
-    files and session events alike."""
+    files and session events alike.
+
+    Examples
+    --------
+    >>> from alloc.io import server_from_doc
+    >>> server_from_doc({"id": "s1", "cpu": 8000, "mem": 64000, "gpus": 1, "gpu_mem": 4000}).gpu_mem
+    4000
+    """
     gpus = s.get("gpus", 0)
     return Server(s["id"], s["cpu"], s["mem"], gpus,
                   s.get("gpu_type", DEFAULT_GPU_TYPE if gpus else None), s.get("rack"),

@@ -62,7 +62,18 @@ def cost_scale(model: LinearModel) -> float:
     HiGHS answered a wrong optimum (25,000 where 26,000 is feasible, its dual
     bound at 25,000 too) on a tenancy model of 41 columns whose objective
     coefficients ran from 1e10 to 1.2e11, and the right one with the
-    objective divided by 1,000 or more; the answer is the same model's."""
+    objective divided by 1,000 or more; the answer is the same model's.
+
+    Examples
+    --------
+    >>> from alloc.kernel import LinearModel
+    >>> from alloc.kernel.highs import cost_scale
+    >>> m = LinearModel("x")
+    >>> v = m.add_var(0, 1, integer=True)
+    >>> m.set_objective({v: 1.2e11})
+    >>> cost_scale(m)
+    134217728.0
+    """
     top = max((abs(v) for v in model.obj.values()), default=0.0)
     if top <= COST_SCALE_ABOVE:
         return 1.0

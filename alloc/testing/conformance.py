@@ -285,7 +285,16 @@ def same_problem(a: Allocation, b: Allocation) -> bool:
     """Two answers to one call solved the same problem: not when the core
     placed the guaranteed jobs for one (``stats["guarantee_pinned"]``,
     `alloc.guarantee`) and the other served the guarantee itself (a solver
-    that declares ``guarantee``, with rules of its own)."""
+    that declares ``guarantee``, with rules of its own).
+
+    Examples
+    --------
+    >>> from alloc import Allocation
+    >>> from alloc.testing.conformance import same_problem
+    >>> core = Allocation(solver="cpsat", stats={"guarantee_pinned": ["g"]})
+    >>> same_problem(core, Allocation(solver="hived")), same_problem(core, Allocation(solver="drf"))
+    (False, True)
+    """
     return bool(a.stats.get("guarantee_pinned")) == bool(b.stats.get("guarantee_pinned")) or \
         not (_serves_guarantee(a) or _serves_guarantee(b))
 

@@ -188,7 +188,15 @@ def fits_server(p: Problem, j: int, s: int, n: int, cpu: int | None = None,
 def grid_cells(job) -> list[tuple[int, int, float]]:
     """``(CPU, memory, speed)`` per GPU of every grid point of the job's
     profile with a positive speed (none without a grid or for a CPU-only
-    job)."""
+    job).
+
+    Examples
+    --------
+    >>> from alloc import Job
+    >>> from alloc.solvers.exact.tenancy.model import grid_cells
+    >>> grid_cells(Job("cpu-only", 0, cpu=1000, mem=1000))
+    []
+    """
     prof = job.profile
     if prof is None or not prof.has_grid or not job.gpus:
         return []
