@@ -161,9 +161,10 @@ def allocate(cluster: Cluster, jobs: Sequence[Job], *, solver: str = "best-fit",
         * ``placements``: one [`Placement`][alloc.model.Placement] per placed
           job (its GPUs with their milli shares, CPU and memory per server,
           throughput), running jobs kept in place included;
-        * ``unplaced``: every other job; ``reasons[job]`` says why for the
-          ones that cannot be placed on this cluster now (a GPU type no server
-          has, wider than any server), the others wait for room;
+        * ``unplaced``: every other job; ``reasons[job]`` says why for each
+          (a GPU type no server has, wider than any server; the room it
+          needs against the most there is now; its tenant's full cells; the
+          job it was stopped for: `alloc.waiting`);
         * ``preempted`` and ``moved``: running jobs stopped or placed elsewhere
           (only where the call and the tenancy rules allow it);
         * ``status``: ``optimal`` only when proven for this input, ``feasible``
