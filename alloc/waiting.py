@@ -140,7 +140,7 @@ def _fit(room: _Room, problem, j: int, shape, spreads: bool) -> tuple[bool, str]
     v, s = room.best_server(best, allowed & ok_cm) if ok_cm.any() else \
         room.best_server(best, allowed)
     most = "" if s < 0 else f"; the most free{where} on one allowed server: {v} ({servers[s].id})"
-    line = f"needs {n} GPUs{where}, {c} milli-CPU and {m} MiB on one server{most}"
+    line = f"needs {n} GPU{'s' if n != 1 else ''}{where}, {c} milli-CPU and {m} MiB on one server{most}"
     if n < 2 or loc not in (None, "rack"):
         return fits, line
     cper, mper = -(-c // n), -(-m // n)
