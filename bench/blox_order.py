@@ -132,9 +132,9 @@ def inversions(active: dict, order: list, gpu_rows: list, stopped=()) -> tuple[i
 
 
 def run(solver: str, jobs: list, Las, time_limit: float, packed: bool,
-        max_rounds: int) -> dict:
+        max_rounds: int, preempt: str | None = "order") -> dict:
     from alloc.adapters.blox import AllocPlacement
-    policy = AllocPlacement(None, solver=solver, time_limit=time_limit, preempt="order")
+    policy = AllocPlacement(None, solver=solver, time_limit=time_limit, preempt=preempt)
     las = Las(None)
     gpu_rows = rows()
     cluster = SimpleNamespace(server_map={n: {"numGPUs": GPUS, "numCPUcores": 16}
@@ -195,7 +195,8 @@ def run(solver: str, jobs: list, Las, time_limit: float, packed: bool,
         stats["rounds"] += 1
         t += ROUND
     walls.sort()
-    stats.update(solver=solver + (" (packed)" if packed else ""),
+    stats.update(solver=solver + (" (packed)" if packed else "")
+                 + ("" if preempt == "order" else " (no preemption)"),
                  mean_jct_h=round(statistics.mean(jct), 2) if jct else None,
                  median_ms=round(1000 * statistics.median(walls), 1) if walls else None,
                  p95_ms=round(1000 * walls[int(0.95 * (len(walls) - 1))], 1) if walls else None)
@@ -217,6 +218,8 @@ def main(argv=None) -> int:
     ap.add_argument("--time-limit", type=float, default=1.0, help="seconds a round (default 1)")
     ap.add_argument("--packed", action="store_true", help="also with preempt_packed")
     ap.add_argument("--max-rounds", type=int, default=100000)
+    ap.add_argument("--preempt", choices=("order", "none"), default="order",
+                    help="preemption by the LAS order (default) or none (the order only ranks)")
     ap.add_argument("--out", type=Path, help="write the rows as JSON lines here")
     args = ap.parse_args(argv)
     if args.blox is None or not (args.blox / "schedulers" / "las.py").is_file():
@@ -230,7 +233,8 @@ def main(argv=None) -> int:
         for solver in args.solvers:
             for packed in ((False, True) if args.packed else (False,)):
                 row = {"load": load, **run(solver, jobs, Las, args.time_limit, packed,
-                                           args.max_rounds)}
+                                           args.max_rounds,
+                                           None if args.preempt == "none" else "order")}
                 out.append(row)
                 print(" | ".join(str(row.get(c)) for c in ("load",) + COLUMNS), flush=True)
     if args.out:
