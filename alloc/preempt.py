@@ -603,7 +603,7 @@ def kept_order(problem: Problem, assign: dict, *, spread: bool = True, grid: boo
     """
     from .resources import needs
     p = problem
-    if not p.pending:
+    if not p.pending or _in_order(p, assign, stops):
         return assign
     w = _Walk(p)
     w.may_spread, w.grid = spread, grid
@@ -644,6 +644,24 @@ def kept_order(problem: Problem, assign: dict, *, spread: bool = True, grid: boo
         w.commit(j, b)
         out[j] = b
     return out
+
+
+def _in_order(p: Problem, assign: dict, stops: bool) -> bool:
+    """The answer keeps the order on its face: no running job left out where
+    that stops it, and every pending job it places ranks above every one it
+    leaves out (nothing lower-ranked took room) -- the walk would change
+    nothing.  Cheap: one pass over the pending jobs."""
+    if stops and any(r not in assign for r in p.fixed):
+        return False
+    rank = p.rank
+    low_placed, high_waiting = -1, None
+    for j in p.pending:
+        r = int(rank[j])
+        if j in assign:
+            low_placed = max(low_placed, r)
+        elif high_waiting is None or r < high_waiting:
+            high_waiting = r
+    return high_waiting is None or high_waiting > low_placed
 
 
 def _fits(a: Assign, gf, cf, mf) -> bool:
