@@ -309,3 +309,23 @@ def test_the_exact_model_moves_a_running_gang_evenly():
     assert not violations(c, jobs, a, max_moves=1)
     assert a.moved == ("r",) and a.value == 12000 and a.status.value == "optimal"
     assert per_server(a.placement("r")) == {"a0": 2, "a1": 2}
+
+
+def test_the_checkers_witness_of_a_gang_is_even():
+    from alloc.testing import order_problems, place_one, room_left
+    c = mixed()
+    job = Job("g", 8, cpu=800, mem=800, gpus_per_server=4)
+    w = place_one(c, job, room_left(c, [], []))
+    assert set(per_server(w).values()) == {4} and len(per_server(w)) == 2
+    # a gang left out while a job ranked below holds the room it needed
+    small = Job("s", 8, cpu=10, mem=10, locality="server")
+    full = [Placement(f"f{i}", tuple(GpuShare(f"v{i}/gpu{k}", 1000) for k in range(8)),
+                      {f"v{i}": 10}, {f"v{i}": 10}) for i in (1, 2)]
+    jobs = [job, small] + [Job(f"f{i}", 8, cpu=10, mem=10, locality="server",
+                               current=full[i - 1]) for i in (1, 2)]
+    s_on_v0 = Placement("s", tuple(GpuShare(f"v0/gpu{k}", 1000) for k in range(8)),
+                        {"v0": 10}, {"v0": 10})
+    bad = Allocation(tuple(full) + (s_on_v0,), unplaced=("g",))
+    assert order_problems(c, jobs, bad, order=["g", "s", "f1", "f2"])
+    good = Allocation(tuple(full) + (s_on_v0,), unplaced=("g",))
+    assert not order_problems(c, jobs, good, order=["s", "g", "f1", "f2"])

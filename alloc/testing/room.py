@@ -25,7 +25,8 @@ it looks only at
 * one server, or -- when ``spread`` is allowed and the job has no locality
   below the server -- a greedy spread over the servers that can take the
   most of its GPUs, CPU and memory split as the solvers split them (in
-  proportion to the GPUs on each server);
+  proportion to the GPUs on each server); an even spread
+  (``gpus_per_server``) on the first servers that each hold one part;
 * GPUs no guaranteed job holds, for a job that is not guaranteed (co-location
   is a solver's choice);
 * never a guaranteed job (whether it fits depends on its tenant's cell
@@ -174,6 +175,20 @@ def _spread(cluster: Cluster, job: Job, room: Room, usable, n: int) -> Placement
     return None
 
 
+def _even(cluster: Cluster, job: Job, room: Room, usable) -> Placement | None:
+    """An even spread on the first servers (in order) that each hold one part:
+    ``gpus_per_server`` usable GPUs and their share of CPU and memory."""
+    k, n = job.gpus_per_server or job.gpus, job.even_servers
+    pc, pm = -(-job.cpu // n), -(-job.mem // n)
+    order = [s.id for s in cluster.servers if len(usable.get(s.id, ())) >= k
+             and room.cpu[s.id] >= pc and room.mem[s.id] >= pm][:n]
+    if len(order) < n:
+        return None
+    cpu, mem = split(job.cpu, [k] * n), split(job.mem, [k] * n)
+    gpus = tuple(GpuShare(g, job.gpu_milli) for s in order for g in usable[s][:k])
+    return Placement(job.id, gpus, dict(zip(order, cpu)), dict(zip(order, mem)))
+
+
 def place_one(cluster: Cluster, job: Job, room: Room, *, spread: bool = True) -> Placement | None:
     """A placement of ``job`` inside ``room``, or None (see the module notes:
     a witness is always valid; None does not prove that none exists).
@@ -209,9 +224,12 @@ def place_one(cluster: Cluster, job: Job, room: Room, *, spread: bool = True) ->
         return None
     n = job.min_gpus if job.min_gpus is not None else job.gpus
     usable = _usable(cluster, job, room)
-    w = _on_one_server(cluster, job, room, usable, n)
-    if w is None and spread and n > 1 and job.locality in (None, "rack"):
-        w = _spread(cluster, job, room, usable, n)
+    if job.even_servers:
+        w = _even(cluster, job, room, usable) if spread else None
+    else:
+        w = _on_one_server(cluster, job, room, usable, n)
+        if w is None and spread and n > 1 and job.locality in (None, "rack"):
+            w = _spread(cluster, job, room, usable, n)
     if w is not None and placement_problems(cluster, job, w, "witness"):
         return None
     return w
