@@ -267,3 +267,21 @@ def test_a_partial_reconcile_leaves_the_other_jobs_alone():
         s.reconcile({}, stopped=["b", "b"])
     with pytest.raises(InputError, match="expected a list of job ids"):
         s.reconcile({}, stopped="b")
+
+
+def test_the_preemption_step_may_prefer_a_packed_placement():
+    """preempt_packed passes through: a waiting 4-GPU job stops the two jobs
+    of one node (rather than the two lowest-ranked, one on each node) to run
+    on one node."""
+    def decide(**kw):
+        cl = blox_cluster(2, 4)
+        active = {j: {"num_GPUs": 2, "is_running": False} for j in range(4)}
+        p = AllocPlacement(**kw)
+        stop, launch = p.place(SimpleNamespace(active_jobs=active), cl,
+                               {"job_order": [0, 1, 2, 3]})
+        apply(active, cl.gpu_df, stop, launch)
+        assert launch == {0: [0, 1], 1: [2, 3], 2: [4, 5], 3: [6, 7]}
+        active[4] = {"num_GPUs": 4, "is_running": False}
+        return p.place(SimpleNamespace(active_jobs=active), cl, {"job_order": [4, 0, 2, 1, 3]})
+    assert decide() == ([1, 3], {4: [2, 3, 6, 7]})                  # lowest-ranked, spread
+    assert decide(preempt_packed=True) == ([2, 3], {4: [4, 5, 6, 7]})   # one node

@@ -43,7 +43,10 @@ statement at the next round.
 With ``preempt="order"`` (the default) a running job ranked below a waiting
 job that cannot otherwise be placed is suspended for it, lowest-ranked first,
 as few as possible ([alloc.preempt][]): on 1-GPU jobs the same jobs launch
-and stop as with Blox's default placement.
+and stop as with Blox's default placement.  ``preempt_packed=True`` (a
+session setting) places a multi-GPU job that needs victims on one node
+whenever stopping jobs ranked below it makes room there, rather than over
+its victims' nodes.
 
 Every other [Session][alloc.session.Session] setting passes through as a
 keyword (``objective``, ``move_cost``, ``seed``, ``models``, and any the
