@@ -91,12 +91,20 @@ def placement_problems(cluster: Cluster, job: Job, p: Placement, where: str) -> 
         if job.locality not in cluster.levels:
             out.append(f"{where}: locality {job.locality!r} is not a level of the cluster")
         else:
-            doms = {s.gpu_domain(k, job.locality) for s, k in rows}
+            doms = _domains_of(cluster, job.locality, [g.gpu for g in p.gpus])
             if len(doms) > 1:
                 out.append(f"{where}: GPUs span {len(doms)} {job.locality} nodes, "
                            f"locality needs one")
     out += share_problems(cluster, job, p, where)
     return out + _cpu_mem_problems(cluster, job, p, where, {s.id for s, _ in rows})
+
+
+def _domains_of(cluster: Cluster, level: str, gpus: Sequence[str]) -> set[int]:
+    """The ids of the nodes of ``level`` that hold the GPUs (the compile
+    step's ids: a domain above the servers is its id with those above it)."""
+    from .arrays import cluster_arrays
+    dom, idx = cluster_arrays(cluster).domain[level], cluster.gpu_index
+    return {int(dom[idx[g]]) for g in gpus}
 
 
 def _fine(cluster: Cluster, job: Job, p: Placement, tab: dict) -> bool:

@@ -79,7 +79,7 @@ def instance_from_dict(doc: Any, source: str = "<instance>") -> Instance:
     servers = tuple(Server(s["id"], s["cpu"], s["mem"], s.get("gpus", 0),
                            s.get("gpu_type", DEFAULT_GPU_TYPE if s.get("gpus", 0) else None),
                            s.get("rack"), s.get("sockets", 1), s.get("switches_per_socket", 1),
-                           s.get("gpu_mem"))
+                           s.get("gpu_mem"), frozen_map(s.get("domains")))
                     for s in c["servers"])
     tenants = {name: Tenant(name, tuple(Cell(x["level"], x["count"], x.get("gpu_type"))
                                         for x in t["cells"]))
@@ -114,7 +114,8 @@ def instance_from_dict(doc: Any, source: str = "<instance>") -> Instance:
             weight=float(j.get("weight", 1.0)),
             current=placement_from_dict(cur, j["id"]) if cur else None,
             min_gpus=j.get("min_gpus"), max_gpus=j.get("max_gpus"), gpu_mem=j.get("gpu_mem"),
-            gpu_compute=j.get("gpu_compute"), gpu_mem_min=j.get("gpu_mem_min")))
+            gpu_compute=j.get("gpu_compute"), gpu_mem_min=j.get("gpu_mem_min"),
+            preferred=j.get("preferred")))
     problems.extend(model_problems(cluster, jobs))
     if problems:
         raise InputError(problems, source)
@@ -175,7 +176,7 @@ def job_to_dict(j: Job) -> dict:
     d.update(cpu=j.cpu, mem=j.mem)
     if j.gpu_types:
         d["gpu_types"] = list(j.gpu_types)
-    for k in ("locality", "model", "tenant"):
+    for k in ("locality", "preferred", "model", "tenant"):
         if getattr(j, k) is not None:
             d[k] = getattr(j, k)
     if j.tenant is not None or j.guaranteed:
@@ -197,6 +198,9 @@ def server_to_dict(s: Server) -> dict:
     d: dict[str, Any] = {"id": s.id}
     if s.rack is not None:
         d["rack"] = s.rack
+    others = {k: v for k, v in s.domains.items() if k != "rack"}
+    if others:
+        d["domains"] = others
     d.update(cpu=s.cpu, mem=s.mem, gpus=s.gpus)
     if s.gpu_type is not None:
         d["gpu_type"] = s.gpu_type
