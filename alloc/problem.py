@@ -942,7 +942,7 @@ def job_type_key(problem: Problem, j: int) -> tuple:
     """What makes two jobs interchangeable for every solver: shape, options,
     allowed GPU types with their speeds, the span factors of the levels the
     job can span and its elastic sizes (only the factors the objective uses),
-    weight and tenancy."""
+    weight, tenancy and preferred level."""
     from .objectives import job_sizes
     from .topology import reachable_levels
     job = problem.jobs[j]
@@ -963,7 +963,7 @@ def job_type_key(problem: Problem, j: int) -> tuple:
                  tuple(sorted(prof.scaling.items())) if prof is not None and "scale" in f else ())
     weight = job.weight if "weight" in f else 1.0
     return (job.gpus, job.gpu_milli, job.locality, opts, weight, types, speeds, span, sizes,
-            job.tenant, job.guaranteed)
+            job.tenant, job.guaranteed, job.preferred)
 
 
 def job_types(problem: Problem, jobs: Sequence[int] | None = None) -> list[list[int]]:

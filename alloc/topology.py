@@ -389,6 +389,95 @@ def job_climb(cluster: Cluster, job, gpu_ids: Iterable[str]) -> int:
     return climb(cluster, pref, span_level(cluster, ids))
 
 
+def usable_per_server(cluster: Cluster, gpu_free, cpu_free, mem_free, per_cpu: int,
+                      per_mem: int, allowed=None):
+    """Per server, the whole free GPUs (1000 milli free) that its free CPU and
+    memory cover at ``per_cpu`` milli-cores and ``per_mem`` MiB a GPU (numpy
+    int64; 0 where ``allowed``, a boolean per server, is False)."""
+    import numpy as np
+    arr = cluster_arrays(cluster)
+    whole = np.bincount(arr.gpu_server, weights=(np.asarray(gpu_free) >= MILLI),
+                        minlength=arr.S).astype(np.int64)
+    use = whole
+    if per_cpu:
+        use = np.minimum(use, np.asarray(cpu_free, dtype=np.int64) // per_cpu)
+    if per_mem:
+        use = np.minimum(use, np.asarray(mem_free, dtype=np.int64) // per_mem)
+    if allowed is not None:
+        use = np.where(allowed, use, 0)
+    return np.maximum(use, 0)
+
+
+def one_domain(cluster: Cluster, level: str, n: int, usable, gpu_free) -> list[int] | None:
+    r"""``n`` whole free GPUs under one node of ``level``, or None.
+
+    The node is the best fit: of the nodes whose usable GPUs ($u_s$ from
+    `usable_per_server`, summed over a domain's servers) reach ``n``, the
+    one with the fewest (ties: the lowest id); inside it the servers with
+    the most usable GPUs first, each server's free GPUs in index order.
+    At ``socket`` and ``switch``: one server's fullest node of that level
+    that holds ``n`` whole free GPUs (CPU and memory covering them).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from alloc import Cluster, Server
+    >>> c = Cluster(tuple(Server(f"s{i}", 8000, 64000, 2, "V100", domains={"rack": f"r{i // 2}"})
+    ...                   for i in range(4)), levels=("rack", "server", "gpu"))
+    >>> free = np.array([1000, 0, 1000, 1000, 1000, 1000, 1000, 1000])
+    >>> u = usable_per_server(c, free, np.full(4, 8000), np.full(4, 64000), 0, 0)
+    >>> one_domain(c, "rack", 3, u, free)          # rack r0 has 3, r1 has 4: best fit r0
+    [0, 2, 3]
+    """
+    import numpy as np
+    arr = cluster_arrays(cluster)
+    u = np.asarray(usable, dtype=np.int64)
+    free = np.asarray(gpu_free)
+    first, ngpu = arr.gpu_first, arr.srv_gpus
+    if level in ("socket", "switch", "gpu"):
+        dom = arr.domain.get(level)
+        if dom is None:
+            return None
+        for s in np.flatnonzero(u >= n).tolist():
+            a = int(first[s])
+            gs = [a + k for k in range(int(ngpu[s])) if free[a + k] >= MILLI]
+            groups: dict[int, list[int]] = {}
+            for g in gs:
+                groups.setdefault(int(dom[g]), []).append(g)
+            best = sorted((v for v in groups.values() if len(v) >= n), key=len)
+            if best:
+                return best[0][:n]
+        return None
+    if level == "server":
+        ok = np.flatnonzero(u >= n)
+        if not len(ok):
+            return None
+        s = int(ok[np.argmin(u[ok])])
+        servers = [s]
+    elif level == CLUSTER:
+        servers = np.flatnonzero(u > 0).tolist()
+        if int(u.sum()) < n:
+            return None
+    else:
+        sd = arr.srv_domain[level]
+        tot = np.bincount(sd, weights=u, minlength=int(sd.max()) + 1 if len(sd) else 0)
+        ok = np.flatnonzero(tot >= n)
+        if not len(ok):
+            return None
+        d = int(ok[np.argmin(tot[ok])])
+        servers = np.flatnonzero((sd == d) & (u > 0)).tolist()
+    servers.sort(key=lambda s: (-int(u[s]), s))
+    out: list[int] = []
+    for s in servers:
+        a = int(first[s])
+        take = [a + k for k in range(int(ngpu[s])) if free[a + k] >= MILLI][:min(int(u[s]),
+                                                                                   n - len(out))]
+        out += take
+        if len(out) >= n:
+            return sorted(out)
+    return None
+
+
 def preferred_weight(step: float | None, jobs: int, levels: int) -> float:
     r"""The weight of one level climbed in an exact model: below the
     objective's step divided by the most levels all preferred jobs can
@@ -407,8 +496,8 @@ def preferred_weight(step: float | None, jobs: int, levels: int) -> float:
 
     Examples
     --------
-    >>> preferred_weight(1.0, 10, 3)
-    0.01
+    >>> preferred_weight(1.0, 10, 3)        # 1 / 31, one significant digit down
+    0.03
     """
     total = max(1, jobs * levels)
     base = step if step else 1e-6
@@ -421,7 +510,7 @@ def preferred_weight(step: float | None, jobs: int, levels: int) -> float:
     return float(int(w)) / 10 ** digits if int(w) else base / (total + 1)
 
 
-__all__ = ["INSIDE_LEVELS", "climb", "cluster_from_graph", "domain_names", "fanout",
+__all__ = ["INSIDE_LEVELS", "climb", "one_domain", "usable_per_server", "cluster_from_graph", "domain_names", "fanout",
            "gpus_under", "hierarchy_graph", "is_outer", "job_climb", "level_problems",
            "levels_from", "lowest_common_level", "nodes_at", "preferred_weight",
            "reachable_levels", "server_domains", "span_level", "span_level_of"]

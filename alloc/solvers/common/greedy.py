@@ -29,8 +29,9 @@ import numpy as np
 from fractions import Fraction
 
 from ...deadline import Deadline
-from ...model import MILLI, Status
+from ...model import CLUSTER, MILLI, Status
 from ...problem import Assign, Problem, Solution
+from ...topology import is_outer
 from .index import FIRST, FIT, INNER_LEVELS, Finder, Shape, SpreadFinder, layout, leftover
 
 #: change-log entries kept (beyond 8 per server) before the logs are dropped
@@ -569,16 +570,33 @@ class State:
                    servers: Sequence[int] | None = None) -> Assign | None:
         """Whole-GPU job j over several servers (most usable GPUs first, then
         lowest index), CPU and memory split in proportion to GPUs; honours a
-        rack locality.  A server's usable GPUs are its whole free GPUs, at
-        most as many as its free CPU and memory cover at the job's per-GPU
-        share (rounded up)."""
+        locality at a level above the servers (inside one of its domains,
+        the first that holds it) and, with a preferred level, places it by
+        Kueue's descent (`alloc.solvers.common.topo`).  A server's usable
+        GPUs are its whole free GPUs, at most as many as its free CPU and
+        memory cover at the job's per-GPU share (rounded up)."""
         p = self.p
         job = p.jobs[j]
         if job.gpus < 2 or job.gpu_milli < MILLI or job.locality in ("server",) + INNER_LEVELS:
             return None
-        if servers is None and not (job.locality == "rack" and "rack" in p.levels):
+        if servers is None and job.preferred is not None and p.arrays.srv_domain:
+            return self._spread_preferred(j, option)
+        if servers is None and not is_outer(job.locality):
             return self._spread_indexed(j, option)
         return self._spread_scan(j, option, servers)
+
+    def _spread_preferred(self, j: int, option: int) -> Assign | None:
+        """A preferred job by the descent: one node of its preferred level (or
+        of the innermost level above the servers) if one holds it, else of
+        the level above, ... up to its locality level or the cluster."""
+        from .topo import domain_tree, preference_levels, tas_assign
+        levels = preference_levels(self.p, j)
+        top = levels[-1]
+        if top == CLUSTER:
+            return tas_assign(self, j, option, levels[0], required=False)
+        tree = domain_tree(self.p)
+        return tas_assign(self, j, option, levels[0], required=False,
+                          top=tree.index(top))
 
     def usable(self, s: int, pc: int, pm: int) -> int:
         """Whole free GPUs of server s that its free CPU and memory cover at
@@ -597,10 +615,11 @@ class State:
         cls = self.lay.cls
         cand = [s for s in (range(p.S) if servers is None else servers)
                 if sh.ok[cls[s]] and self.cpu_l[s] > 0 and self.mem_l[s] > 0]
-        if job.locality == "rack" and "rack" in p.levels:
-            groups: dict[str, list[int]] = {}
+        if is_outer(job.locality):
+            dom = p.arrays.srv_domain[job.locality]
+            groups: dict[int, list[int]] = {}
             for s in cand:
-                groups.setdefault(p.cluster.servers[s].rack or "", []).append(s)
+                groups.setdefault(int(dom[s]), []).append(s)
             pools = list(groups.values())
         else:
             pools = [cand]

@@ -155,7 +155,7 @@ from ...options import Option
 from ...registry import declare
 from .tenancy import RESTRICTIONS
 
-_CAPS = ("sharing", "grid", "locality", "spread", "tenancy", "preemption", "migration",
+_CAPS = ("sharing", "grid", "locality", "preferred", "spread", "tenancy", "preemption", "migration",
          "colocation", "elastic", "order-preemption")
 _TENANCY = (
     Option("preemption_cost", "float", 0.0, "objective units per preempted job (tenancy inputs)",
