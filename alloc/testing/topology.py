@@ -68,7 +68,7 @@ def _free(cluster: Cluster, a: Allocation):
     gidx, sidx = cluster.gpu_index, cluster.server_index
     for p in a.placements:
         for g in p.gpus:
-            free[gidx[g.gpu]] -= g.milli
+            free[gidx[g.gpu]] -= g.milli if g.milli else MILLI   # a zero-milli share holds memory
         for s, v in p.cpu.items():
             cpu[sidx[s]] -= v
         for s, v in p.mem.items():

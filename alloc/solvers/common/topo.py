@@ -215,15 +215,18 @@ def preferred_jobs(p: Problem, jobs: Sequence[int]) -> list[int]:
         pref = job.preferred
         if pref is None or job.gpu_milli < MILLI or not job.gpus and not job.elastic:
             continue
+        if job.guaranteed or job.gpu_mem is not None or job.gpu_compute is not None:
+            continue      # its tenant's cells place it / its GPU memory or compute binds
         if job.locality is not None and climb(p.cluster, pref, job.locality) == 0:
             continue      # its locality is its preferred level or lies inside it
         out.append(j)
     return out
 
 
-def relocate(st, j: int, level: str) -> Assign | None:
+def relocate(st, j: int, level: str, blocked: Sequence[int] = ()) -> Assign | None:
     """Job j (placed in ``st``) inside one node of ``level`` at no loss of
-    value, or None; ``st`` unchanged either way."""
+    value, or None; ``st`` unchanged either way.  ``blocked``: GPUs it may
+    not take (those holding a zero-milli share: their memory is in use)."""
     p = st.p
     old = st.assign[j]
     o = st.option.get(j, 0)
@@ -235,9 +238,13 @@ def relocate(st, j: int, level: str) -> Assign | None:
     try:
         opt = p.options[j][o]
         per_c, per_m = -(-opt.cpu // n), -(-opt.mem // n)
-        u = usable_per_server(p.cluster, st.gfree, st.cpu, st.mem, per_c, per_m,
+        free = st.gfree
+        if len(blocked):
+            free = free.copy()
+            free[list(blocked)] = 0
+        u = usable_per_server(p.cluster, free, st.cpu, st.mem, per_c, per_m,
                               _allowed(p, j, slow))
-        gpus = one_domain(p.cluster, level, n, u, st.gfree)
+        gpus = one_domain(p.cluster, level, n, u, free)
         new = None
         if gpus is not None:
             a = p.make_assign(j, gpus, o)
@@ -256,6 +263,8 @@ def compact(st, jobs: Sequence[int] | None = None, deadline=None) -> int:
     module notes); returns the moves made.  ``jobs``: the jobs it may move
     (default: every job placed in ``st``)."""
     p = st.p
+    blocked = sorted({g for a in list(p.fixed.values()) + list(st.assign.values())
+                      for g, m in a.gpus if m == 0})
     cand = preferred_jobs(p, list(st.assign) if jobs is None else
                           [j for j in jobs if j in st.assign])
     moved = 0
@@ -269,7 +278,7 @@ def compact(st, jobs: Sequence[int] | None = None, deadline=None) -> int:
             pref = p.jobs[j].preferred
             if a is None or len(a.gpus) < 2 or spans(p, a, pref) < 2:
                 continue
-            new = relocate(st, j, pref)
+            new = relocate(st, j, pref, blocked)
             if new is not None:
                 o = st.option.get(j, 0)
                 st.remove(j)

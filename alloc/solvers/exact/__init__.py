@@ -194,7 +194,7 @@ SOLVERS = (
             options=_COMMON, requires=("pulp",),
             description="MILP (CBC through PuLP) on an aggregated pattern model"),
     declare("cpsat-tenancy", "alloc.solvers.exact.solvers:solve_cpsat_tenancy", exact=True,
-            capabilities=("tenancy", "preemption", "migration", "locality", "sharing",
+            capabilities=("tenancy", "preemption", "migration", "locality", "preferred", "sharing",
                           "colocation", "elastic", "spread", "gpu-memory", "grid",
                           "order-preemption"),
             requires=("ortools",),
