@@ -15,7 +15,8 @@ The graph is a ``networkx.DiGraph`` with edges from parent to child:
 Every root-to-server path names the same levels in the same order, and no
 level twice; the levels of the cluster are those, then ``"server"``, then
 the levels found below the servers.  A server's domains are the names of its
-ancestors, by level.  This module makes plain rows (no model objects), so
+ancestors, by level; the servers come in the order the graph holds its nodes
+(the order they were added).  This module makes plain rows (no model objects), so
 that [`Cluster.from_graph`][alloc.model.Cluster.from_graph] can use it
 without an import cycle.
 
@@ -161,6 +162,9 @@ def read_tree(graph: Any) -> tuple[tuple[str, ...], list[dict]]:
                        f"while other servers have theirs")
         del r["_leaves"]
     inner = tuple(x for x in INSIDE if x in (inside_seen or ()))
+    # the servers in the graph's node order (the order they were added)
+    pos = {n: k for k, n in enumerate(attrs)}
+    rows.sort(key=lambda r: pos[r["id"]])
     return tuple(outer or ()) + ("server",) + inner, rows
 
 

@@ -67,7 +67,8 @@ def level_problems(levels: Any) -> list[str]:
 
     The operator's names first (any, none of ``cluster``, ``server``,
     ``socket``, ``switch``, ``gpu``), then ``server``, then those of
-    ``socket``, ``switch``, ``gpu`` that apply, in that order; no name twice.
+    ``socket``, ``switch``, ``gpu`` that apply, in that order (``socket`` and
+    ``switch`` only with ``gpu``); no name twice.
 
     Examples
     --------
@@ -98,6 +99,9 @@ def level_problems(levels: Any) -> list[str]:
     if [x for x in INSIDE_LEVELS if x in below] != below:
         return [f"cluster.levels: after 'server' expected some of {list(INSIDE_LEVELS)} in "
                 f"that order, got {below}"]
+    if below and below[-1] != "gpu":
+        return [f"cluster.levels: {below[-1]!r} needs the 'gpu' level after it (its GPUs are "
+                f"its leaves), got {lv}"]
     if any(len(x) > 256 for x in lv):
         return ["cluster.levels: a level name is longer than 256 characters"]
     return []

@@ -185,7 +185,7 @@ def hierarchies(draw) -> tuple[str, ...]:
                              min_size=1, max_size=8)).filter(lambda x: x not in _RESERVED)
     outer = draw(st.lists(name, min_size=0, max_size=3, unique=True))
     inside = draw(st.sampled_from([(), ("socket",), ("switch",), ("socket", "switch")]))
-    gpu = ("gpu",) if draw(st.integers(0, 4)) else ()
+    gpu = ("gpu",) if inside or draw(st.integers(0, 4)) else ()
     return tuple(outer) + ("server",) + inside + gpu
 
 

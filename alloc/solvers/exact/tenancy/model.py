@@ -734,7 +734,7 @@ def add_fragmentation(tm: TenancyModel) -> None:
     nodes_at: dict[tuple[int, int], list[int]] = defaultdict(list)
     for n in range(tree.N):
         if tree.server[n] >= 0 and tree.level[n] > server_lvl \
-                and p.levels[tree.level[n]] in ("socket", "switch"):
+                and tree.levels[tree.level[n]] in ("socket", "switch"):
             nodes_at[(tree.server[n], tree.level[n])].append(n)
     if not nodes_at:
         return
