@@ -268,7 +268,7 @@ def test_a_preferred_job_climbs_the_fewest_levels():
     c = four_level()                          # racks of 16 GPUs, blocks of 32, zones of 64
     job = Job("pref", 48, cpu=1000, mem=1000, preferred="rack")
     for name in PREFERRED:
-        a = allocate(c, [job], solver=name, time_limit=5)
+        a = allocate(c, [job], solver=name, time_limit=3)
         gpus = [g.gpu for g in a.placement("pref").gpus]
         assert span_level(c, gpus) == "zone" and job_climb(c, job, gpus) == 2, name
 

@@ -38,7 +38,7 @@ from __future__ import annotations
 from ...deadline import Deadline
 from ...model import MILLI
 from ...problem import Assign, Problem, Solution
-from ...topology import is_outer
+from ...topology import climb, is_outer
 from ..common.greedy import State, best_fit, leftover_score, rank_order
 from ..common.index import Shape
 from ..common.topo import domain_tree, tas_assign
@@ -76,12 +76,12 @@ def _inside(st: State, j: int, level: str) -> Assign | None:
 
 
 def _inside_first(st: State, j: int) -> Assign | None:
-    """A job preferring a level inside the server (and requiring none of
-    those): one node of it on the best-fit server, when one holds it."""
+    """A job preferring a level inside the server (inside its locality
+    level, if any): one node of it on the best-fit server, when one holds it."""
     job = st.p.jobs[j]
-    if job.preferred in INSIDE and job.locality not in INSIDE and job.gpus > 1 and \
-            job.gpu_milli >= MILLI:
-        return _inside(st, j, job.preferred)
+    if job.preferred in INSIDE and job.gpus > 1 and job.gpu_milli >= MILLI and \
+            (job.locality is None or climb(st.p.cluster, job.locality, job.preferred) == 0):
+        return _inside(st, j, job.preferred)   # one such node lies in one of its locality
     return None
 
 

@@ -489,6 +489,8 @@ class Aggregate:
         for gid, (ti, cls) in enumerate(self.groups):
             t = self.types[ti]
             m, lv, _ = self.group_place[gid]
+            if sum(self.n_c[c] * len(self.full[c]) for c in cls) < t.gpus:
+                continue        # the domain's free GPUs cannot hold one job of the type
             key = ("unit", ti) if not m else None
             # one server of each GPU type among the group's classes
             reps = list({servers[self.rep_server[c]].gpu_type: self.rep_server[c]

@@ -238,6 +238,13 @@ class ExactRun:
             return True
         return time.perf_counter() - self.t0 > PREFERRED_SHARE * self.total
 
+    def capped(self, dl: Deadline) -> Deadline:
+        """``dl``, ending by `PREFERRED_SHARE` of the budget when the value is
+        proven and only fewer levels climbed are sought."""
+        if self.slack and self.proven():
+            return dl.until(min(dl.end, self.t0 + PREFERRED_SHARE * self.total))
+        return dl
+
     def add_model_bound(self, b: float, key: str | None = None) -> None:
         """A bound of the model: kept, and (plus the most its preferred-level
         terms take off) a bound of the objective."""
@@ -458,10 +465,10 @@ class ExactRun:
         cols = self.seed_columns(self.best)
         z, x, _, pool, enum_bound = enumerate_and_solve(
             self.master, self.engine, self.cg, self.model_value(),
-            self.deadline.reserve(0.15 * self.total), self.seed, self.stats, hint=cols,
-            delta=self.model_step,
+            self.capped(self.deadline.reserve(0.15 * self.total)), self.seed, self.stats,
+            hint=cols, delta=self.model_step,
             top=tighten(self.bound, self.step) if not self.slack else None,
-            ip_deadline=self.deadline.reserve(0.05 * self.total))
+            ip_deadline=self.capped(self.deadline.reserve(0.05 * self.total)))
         self.stats["t_enum"] = time.perf_counter() - self.t0
         if z is not None:
             self.offer(decode(self.agg, z, pool, x), "enumeration")
@@ -478,8 +485,8 @@ class ExactRun:
         mv = self.model_value()
         target = mv + (self.model_step or 1e-6 * max(1.0, abs(mv)))
         goal = tighten(self.bound, self.step) if not self.slack else self.bound
-        dv = dive(self.master, self.engine, self.deadline.share(0.5), target, self.model_step,
-                  self.stats, goal=goal, width=2)
+        dv = dive(self.master, self.engine, self.capped(self.deadline.share(0.5)), target,
+                  self.model_step, self.stats, goal=goal, width=2)
         self.stats["t_dive"] = time.perf_counter() - self.t0
         if dv is not None:
             self.stats["dive_value"] = dv.value

@@ -729,7 +729,7 @@ def add_fragmentation(tm: TenancyModel) -> None:
 
         sum_k (g_k / z_L) x[k,s] + #(level-L nodes of s touched by kept jobs) <= N_sL
     """
-    p, tree, m = tm.p, tm.tree, tm.m
+    tree, m = tm.tree, tm.m
     server_lvl = tm.lv["server"]
     nodes_at: dict[tuple[int, int], list[int]] = defaultdict(list)
     for n in range(tree.N):
