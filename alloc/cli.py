@@ -111,6 +111,10 @@ def _parser() -> argparse.ArgumentParser:
                    help=f"list every violation (default: the first {CHECK_SHOWN} and a count)")
     sv = sub.add_parser("solvers", help="registered solvers, available or why not")
     sv.add_argument("--json", action="store_true", help="machine-readable listing with options")
+    po = sub.add_parser("policies", help="registered scheduling policies, one per line: KIND NAME")
+    po.add_argument("--json", action="store_true",
+                    help="machine-readable listing: kind, name, summary, needs, parameters")
+    po.add_argument("--kind", default=None, help="one kind only (default: every kind)")
     v = sub.add_parser("validate", help="list every problem of instance files; exit 2 if any")
     v.add_argument("files", nargs="+", metavar="FILE", help="instance files (alloc.instance/1)")
     _bench_args(sub.add_parser(
@@ -269,6 +273,19 @@ def cmd_solvers(args) -> int:
     return EXIT_OK
 
 
+def cmd_policies(args) -> int:
+    """``alloc policies``: every registered policy, ``KIND NAME`` a line
+    (``--json``: a list of objects with ``kind``, ``name``, ``summary``)."""
+    from .sched import policies
+    infos = policies(args.kind)
+    if args.json:
+        print(json.dumps([p.to_dict() for p in infos], indent=1))
+        return EXIT_OK
+    for p in infos:
+        print(f"{p.kind} {p.name}")
+    return EXIT_OK
+
+
 def cmd_bench(args) -> int:
     """`alloc bench`: solvers over instances, JSON lines and a table."""
     from . import bench
@@ -319,7 +336,7 @@ def cmd_validate(args) -> int:
 
 
 _COMMANDS = {"solve": cmd_solve, "check": cmd_check, "solvers": cmd_solvers, "bench": cmd_bench,
-             "validate": cmd_validate}
+             "validate": cmd_validate, "policies": cmd_policies}
 
 
 if __name__ == "__main__":  # pragma: no cover
