@@ -288,29 +288,6 @@ def compact(st, jobs: Sequence[int] | None = None, deadline=None) -> int:
     return moved
 
 
-def compacted(p: Problem, assign: dict, deadline=None) -> dict:
-    """``assign`` (the pending jobs' assignments) after `compact`, on a greedy
-    state over the running jobs; ``assign`` itself when no job prefers a level."""
-    movable = [j for j in preferred_jobs(p, list(assign)) if j not in p.fixed]
-    if not movable:
-        return assign
-    from ...problem import option_of
-    from .greedy import State
-    st = State(p)
-    kept = {}
-    for j, a in assign.items():
-        fixed = p.fixed.get(j)
-        if fixed is not None:
-            if a is fixed or a == fixed:
-                kept[j] = a
-                continue
-            st._apply(fixed, 1)       # a running job moved: its old place is free
-        st.place(j, a, option_of(p, j, a))
-    if compact(st, movable, deadline=deadline):
-        return {**kept, **st.assign}
-    return assign
-
-
 def climbs(p: Problem, assign: dict) -> int:
     """Levels climbed above their preferred level by the jobs of ``assign``, in all."""
     tot = 0
@@ -334,5 +311,5 @@ def preference_levels(p: Problem, j: int) -> list[str]:
     return lv + [CLUSTER]
 
 
-__all__ = ["DomainTree", "climbs", "compact", "compacted", "descend", "domain_tree", "preference_levels",
+__all__ = ["DomainTree", "climbs", "compact", "descend", "domain_tree", "preference_levels",
            "preferred_jobs", "relocate", "spans", "tas_assign", "usable"]

@@ -113,7 +113,7 @@ def tenancy(problem: Problem, engine: Backend, *, deadline: Deadline, seed: int,
 def _compacted(problem: Problem, sol: Solution, deadline: Deadline) -> Solution:
     """``sol`` with its preferred jobs moved into one node of their level
     where one holds them (`alloc.solvers.common.topo.compacted`)."""
-    from ..common.topo import compacted
+    from ..common.compact import compacted
     assign = compacted(problem, sol.assign, deadline)
     return sol if assign is sol.assign else replace(sol, assign=assign)
 

@@ -9,7 +9,7 @@ from ...deadline import Deadline
 from ...model import Status
 from ...problem import Problem, Solution
 from ..common.improve import greedy_upgrade, local_search
-from ..common.topo import compacted
+from ..common.compact import compacted
 
 
 def solve_greedy_upgrade(problem: Problem, *, deadline: Deadline, seed: int = 0) -> Solution:

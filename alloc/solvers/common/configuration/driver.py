@@ -48,7 +48,8 @@ from .dive import dive, round_down
 from .engine import Backend
 from .master import CGResult, Master, column_generation, hint_from, solve_master_ip
 from .proof import enumerate_and_solve
-from ..topo import climbs, compacted
+from ..compact import compacted
+from ..topo import climbs
 
 #: Heuristics tried first, each with all the warm-start time left (up to the
 #: floor): the cheap fallbacks, then the strongest of each kind; ``fgd`` joins

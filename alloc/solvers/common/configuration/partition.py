@@ -46,7 +46,7 @@ from .bounds import big_machine_bound
 from .columns import check_assign, solution_to_columns, true_value
 from .engine import Backend
 from .master import Master, column_generation
-from ..topo import compacted
+from ..compact import compacted
 
 #: Executors that run the parts.
 EXECUTORS = ("process", "serial", "ray")
