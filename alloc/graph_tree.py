@@ -103,26 +103,26 @@ def read_tree(graph: Any) -> tuple[tuple[str, ...], list[dict]]:
     if rl != CLUSTER:
         raise _bad(f"root {_name(root)} has level {rl!r}; the root is the cluster "
                    f"(level 'cluster' or none)")
-    outer: list[str] | None = None
+    outer: tuple[str, ...] | None = None
     first_server = None
     rows: list[dict] = []
     inside_seen: tuple[str, ...] | None = None
     seen = 1
-    stack: list[tuple[Any, tuple]] = [(c, ()) for c in reversed(list(succ[root]))]
+    # (node, ((level, ancestor), ...), the levels of that path)
+    stack: list[tuple[Any, tuple, tuple]] = [(c, (), ()) for c in reversed(list(succ[root]))]
     while stack:
-        n, path = stack.pop()
+        n, path, pl = stack.pop()
         seen += 1
         level = attrs[n].get("level")
-        if not isinstance(level, str) or not level:
+        if level.__class__ is not str or not level:
             raise _bad(f"node {_name(n)}: expected a 'level' attribute naming its level, "
                        f"got {level!r}")
         if level == "server":
-            pl = [lv for lv, _ in path]
             if outer is None:
                 outer, first_server = pl, n
-            elif pl != outer:
-                raise _bad(f"node {_name(n)}: the levels above it {pl} differ from "
-                           f"{outer} above {_name(first_server)}")
+            elif pl is not outer and pl != outer:
+                raise _bad(f"node {_name(n)}: the levels above it {list(pl)} differ from "
+                           f"{list(outer)} above {_name(first_server)}")
             row, below = _server(n, attrs[n], succ, attrs, path)
             seen += below["nodes"]
             if below["levels"] is not None:
@@ -146,7 +146,10 @@ def read_tree(graph: Any) -> tuple[tuple[str, ...], list[dict]]:
         if not isinstance(n, str) or not n:
             raise _bad(f"node {_name(n)}: a domain's name must be a non-empty string")
         child = path + ((level, n),)
-        stack.extend((c, child) for c in reversed(list(kids)))
+        cl = pl + (level,)
+        if outer is not None and cl == outer:
+            cl = outer                      # one object: the servers' test is an identity
+        stack.extend((c, child, cl) for c in reversed(list(kids)))
     if seen != len(succ):
         lost = next(n for n in succ if n != root and not _reached(n, pred, root))
         raise _bad(f"node {_name(lost)} is not reachable from the root {_name(root)}: "
@@ -185,29 +188,35 @@ def _int_field(n: Any, a: dict, key: str, default: Any) -> Any:
     return v
 
 
+_KNOWN = frozenset(SERVER_FIELDS) | frozenset(SERVER_EXTRA)
+_LEAF = {"levels": None, "gpus": 0, "shape": (1, 1), "nodes": 0}
+
+
 def _server(n: Any, a: dict, succ: dict, attrs: dict, path: tuple) -> tuple[dict, dict]:
     """The row of server node ``n`` and what lies below it."""
-    if not isinstance(n, str) or not n:
+    if n.__class__ is not str or not n:
         raise _bad(f"node {_name(n)}: a server's name (its id) must be a non-empty string")
-    extra = sorted(k for k in a if k not in SERVER_FIELDS and k not in SERVER_EXTRA)
-    if extra:
+    if not _KNOWN.issuperset(a):
+        extra = sorted(k for k in a if k not in _KNOWN)
         raise _bad(f"node {_name(n)}: unknown attribute {extra[0]!r}; a server node carries "
                    f"{sorted(SERVER_FIELDS)}")
-    for key in ("cpu", "mem"):
-        if key not in a:
-            raise _bad(f"node {_name(n)}: missing attribute {key!r}")
-    domains = {lv: anc for lv, anc in path}
-    given = a.get("domains") or {}
-    if a.get("rack") is not None:
-        given = {**given, "rack": a["rack"]}
-    for lv, v in dict(given).items():
-        if domains.get(lv, v) != v:
-            raise _bad(f"node {_name(n)}: {lv} {v!r} in its attributes, under "
-                       f"{_name(domains[lv])} in the graph: a server in two domains of one level")
+    if "cpu" not in a or "mem" not in a:
+        raise _bad(f"node {_name(n)}: missing attribute {'cpu' if 'cpu' not in a else 'mem'!r}")
+    domains = dict(path)
+    if "rack" in a or "domains" in a:
+        given = dict(a.get("domains") or {})
+        if a.get("rack") is not None:
+            given["rack"] = a["rack"]
+        for lv, v in given.items():
+            if domains.get(lv, v) != v:
+                raise _bad(f"node {_name(n)}: {lv} {v!r} in its attributes, under "
+                           f"{_name(domains[lv])} in the graph: a server in two domains of "
+                           f"one level")
     gpus = _int_field(n, a, "gpus", None)
-    sockets = _int_field(n, a, "sockets", None)
-    switches = _int_field(n, a, "switches_per_socket", None)
-    below = _below(n, succ, attrs)
+    sockets = _int_field(n, a, "sockets", None) if "sockets" in a else None
+    switches = _int_field(n, a, "switches_per_socket", None) \
+        if "switches_per_socket" in a else None
+    below = _below(n, succ, attrs) if succ[n] else _LEAF
     if below["levels"] is not None:
         shape = below["shape"]
         for key, have, want in (("gpus", gpus, below["gpus"]), ("sockets", sockets, shape[0]),

@@ -151,17 +151,21 @@ class Server:
     domains: Mapping[str, str] = field(default_factory=frozen_map)
 
     def __post_init__(self) -> None:
-        d = self.domains
-        if self.rack is None and not d and type(d) is FrozenMap:
+        # ``rack`` and ``domains["rack"]`` say the same: each fills in the other
+        d, rack = self.domains, self.rack
+        if type(d) is not FrozenMap:
+            if not isinstance(d, (dict, Mapping)):
+                return                               # validation names it
+            d = FrozenMap(d)
+            object.__setattr__(self, "domains", d)
+        r = d._d.get("rack")
+        if r == rack:
             return
-        if not isinstance(d, Mapping):
-            return                                   # validation names it
-        rack = d.get("rack")
-        if self.rack is not None and rack is None:
-            d = {**d, "rack": self.rack}
-        elif self.rack is None and isinstance(rack, str):
-            object.__setattr__(self, "rack", rack)
-        object.__setattr__(self, "domains", frozen_map(d))
+        if rack is None:
+            if isinstance(r, str):
+                object.__setattr__(self, "rack", r)
+        elif r is None:
+            object.__setattr__(self, "domains", FrozenMap.wrap({**d._d, "rack": rack}))
 
     def gpu_ids(self) -> tuple[str, ...]:
         """The names of this server's GPUs, in index order."""
@@ -317,7 +321,7 @@ class Cluster:
         levels, rows = read_tree(graph)
         servers = tuple(Server(r["id"], r["cpu"], r["mem"], r["gpus"], r["gpu_type"], None,
                                r["sockets"], r["switches_per_socket"], r["gpu_mem"],
-                               frozen_map(r["domains"])) for r in rows)
+                               FrozenMap.wrap(r["domains"])) for r in rows)
         return cls(servers, levels, frozen_map(tenants or {}))
 
     @cached_property
