@@ -175,10 +175,11 @@ def tenants(draw, cluster: Cluster, users: bool = True) -> dict:
 
 @st.composite
 def hierarchies(draw) -> tuple[str, ...]:
-    """Levels of a cluster, outermost first: one of `LEVEL_SETS`, or 0-3
-    levels above the servers with any names (`LEVEL_NAMES` or drawn text),
-    then ``server`` and some of ``socket``, ``switch``, ``gpu``."""
-    if draw(st.booleans()):
+    """Levels of a cluster, outermost first: one of `LEVEL_SETS` (two draws
+    in three), or 0-3 levels above the servers with any names (`LEVEL_NAMES`
+    or drawn text), then ``server`` and some of ``socket``, ``switch``,
+    ``gpu``."""
+    if draw(st.integers(0, 2)):
         return draw(st.sampled_from(LEVEL_SETS))
     name = st.one_of(st.sampled_from(LEVEL_NAMES),
                      st.text(st.characters(min_codepoint=33, max_codepoint=0x2FF),
