@@ -50,6 +50,11 @@ def _domain_ids(servers, level: str, outer: dict | None = None) -> np.ndarray:
     pattern is worked out once per shape."""
     if outer is not None and level in outer:
         return np.repeat(outer[level], [s.gpus for s in servers]).astype(np.int64)
+    if level == "server":
+        nz = [s.gpus for s in servers if s.gpus]
+        return np.repeat(np.arange(len(nz), dtype=np.int64), nz)
+    if level == "gpu":
+        return np.arange(sum(s.gpus for s in servers), dtype=np.int64)
     shapes: dict[tuple, tuple[list[int], int]] = {}
     out, base = [], 0
     for s in servers:

@@ -32,11 +32,12 @@ import math
 import warnings
 from collections import Counter
 from dataclasses import replace
+from functools import lru_cache
 from typing import Mapping, Sequence
 
 from .check import capacity_problems, placement_problems
 from .errors import InputError, InputWarning
-from .model import (DEFAULT_GPU_TYPE, MAX_NAME, MILLI, Allocation, Cluster, Job,
+from .model import (DEFAULT_GPU_TYPE, MAX_NAME, MILLI, Allocation, Cluster, FrozenMap, Job,
                     Placement, Profile, Server)
 from .profiles import is_checked, profile_problems, profile_to_dict, resolve_models
 
@@ -149,6 +150,12 @@ def domain_problems(s: Server, where: str, levels: Sequence[str]) -> list[str]:
     ``rack`` the same as ``domains["rack"]``."""
     from .topology import is_outer
     d = s.domains
+    if type(d) is FrozenMap:
+        dd, want = d._d, _outer_keys(tuple(levels))
+        keys = dd.keys()
+        if (keys == want[0] or keys == want[1]) and (s.rack is None or dd.get("rack") == s.rack) \
+                and all(type(v) is str and 0 < len(v) <= MAX_NAME for v in dd.values()):
+            return []                     # the common case, tested without messages
     if not isinstance(d, Mapping):
         return [f"{where}.domains: expected an object of level name -> domain id, "
                 f"got {short_repr(d)}"]
@@ -172,6 +179,15 @@ def domain_problems(s: Server, where: str, levels: Sequence[str]) -> list[str]:
             field = "rack" if lv == "rack" and not d else "domains"
             return [f"{where}.{field}: expected {what} (cluster.levels has {lv!r})"]
     return out
+
+
+@lru_cache(maxsize=64)
+def _outer_keys(levels: tuple) -> tuple[frozenset, frozenset]:
+    """The domain keys a server of these levels gives: the levels above the
+    servers, and the same with ``rack``."""
+    from .topology import is_outer
+    outer = frozenset(lv for lv in levels if is_outer(lv))
+    return outer, outer | {"rack"}
 
 
 # ---------------------------------------------------------------------- jobs
