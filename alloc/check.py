@@ -107,6 +107,24 @@ def _domains_of(cluster: Cluster, level: str, gpus: Sequence[str]) -> set[int]:
     return {int(dom[idx[g]]) for g in gpus}
 
 
+def _one_node(cluster: Cluster, level: str, p: Placement) -> bool:
+    """All of ``p``'s GPUs under one node of ``level`` (a level of the
+    cluster; False for any other), on the compile step's ids (kept on the
+    cluster as lists)."""
+    doms = cluster.__dict__.get("_check_domains")
+    if doms is None:
+        from .arrays import cluster_arrays
+        doms = cluster.__dict__["_check_domains"] = {
+            lv: d.tolist() for lv, d in cluster_arrays(cluster).domain.items()}
+    dom = doms.get(level)
+    if dom is None:
+        return False
+    idx = cluster.gpu_index
+    gs = p.gpus
+    d0 = dom[idx[gs[0].gpu]]
+    return all(dom[idx[g.gpu]] == d0 for g in gs[1:])
+
+
 def _fine(cluster: Cluster, job: Job, p: Placement, tab: dict) -> bool:
     """True only where [`placement_problems`][alloc.check.placement_problems]
     finds nothing: the common placement (known GPUs each with the job's
@@ -131,8 +149,9 @@ def _fine(cluster: Cluster, job: Job, p: Placement, tab: dict) -> bool:
         return False
     srv = {s.id for s in rows}
     if job.locality and n > 1 and not (job.locality == "server" and len(srv) == 1
-                                       and "server" in cluster.levels):
-        return False                    # other levels' domains: the full test's
+                                       and "server" in cluster.levels) \
+            and not _one_node(cluster, job.locality, p):
+        return False                    # not in one node of its level: the full test's
     cpu, mem = _d(p.cpu), _d(p.mem)
     used = cpu.keys() | mem.keys()
     if n:

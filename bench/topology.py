@@ -46,10 +46,11 @@ servers that hold a used GPU), seconds, and for ``cpsat`` its bound and gap
 seconds.
 
 ``--session``: a `Session` round at 1,000 x 8 GPUs (zone > block > rack >
-server: 2 x 5 x 10 x 10), the Synergy job mix of ``bench/loop.py``, with
-topology constraints (jobs of two or more GPUs: 50 % prefer a rack, 25 %
-require a block) and the same stream without them, the two sessions stepped
-alternately in one run; the ratio of their round latencies.
+server: 2 x 5 x 10 x 10), the Synergy job mix of ``bench/loop.py`` (5 % of
+the arrivals gangs of 16 or 32 GPUs), load 0.85, with topology constraints
+(jobs of two or more GPUs: 50 % prefer a rack, 25 % require a block) and
+the same stream without them, the two sessions stepped alternately in one
+run; the ratio of their median round latencies.
 
 ``--cpsat``: cpsat at 8,192 GPUs on a four-level instance (1,024 servers:
 2 x 4 x 8 x 16), the Synergy job mix with the constraints above and gangs of
@@ -330,6 +331,8 @@ def build(servers_per_rack=20) -> dict:
 
 
 MIX = ((1, 0.70), (2, 0.10), (4, 0.15), (8, 0.05))
+#: share of arrivals that are gangs of 16 or 32 GPUs (``--session``, ``--cpsat``)
+GANGS = 0.05
 
 
 def _job(rng, k, models, profiles, constrained, gang=None):
@@ -362,7 +365,7 @@ def session(rounds: int, solver: str, seed: int = 0, load: float = 0.85,
     models = available_models()
     profiles = {m: load_profile(m) for m in models}
     rng = random.Random(seed)
-    mean = sum(n * p for n, p in MIX)
+    mean = (1 - GANGS) * sum(n * p for n, p in MIX) + GANGS * 24
     lam = load * G / mean / mean_rounds
     q = 1.0 / mean_rounds
     sessions, life, left = {}, {}, {True: {}, False: {}}
@@ -387,11 +390,12 @@ def session(rounds: int, solver: str, seed: int = 0, load: float = 0.85,
     for r in range(rounds + 5):
         arrivals = []
         for _ in range(max(0, round(rng.gauss(lam, math.sqrt(lam))))):
+            gang = rng.choice([16, 32]) if rng.random() < GANGS else None
             st = rng.getstate()
             pair = {}
             for flag in (True, False):
                 rng.setstate(st)
-                pair[flag] = _job(rng, k, models, profiles, flag)
+                pair[flag] = _job(rng, k, models, profiles, flag, gang)
             life[f"j{k}"] = 1 + int(math.log(1.0 - rng.random()) / math.log(1.0 - q))
             arrivals.append(pair)
             k += 1
@@ -430,7 +434,7 @@ def cpsat_8k(time_limit: float = 10.0, seed: int = 0) -> dict:
     rng = random.Random(seed)
     jobs, total, k = [], 0, 0
     while total < 1.2 * c.total_gpus:
-        gang = rng.choice([16, 32]) if rng.random() < 0.05 else None
+        gang = rng.choice([16, 32]) if rng.random() < GANGS else None
         j = _job(rng, k, models, profiles, True, gang)
         jobs.append(j)
         total += j.gpus
@@ -460,6 +464,7 @@ def main(argv=None) -> int:
     ap.add_argument("--session", action="store_true", help="a Session round with and without")
     ap.add_argument("--rounds", type=int, default=30)
     ap.add_argument("--session-solver", default="best-fit")
+    ap.add_argument("--load", type=float, default=0.85, help="--session: GPU demand / GPUs")
     ap.add_argument("--cpsat", action="store_true", help="cpsat at 8k GPUs, four levels, 10 s")
     args = ap.parse_args(argv)
     if args.compare:
@@ -472,7 +477,7 @@ def main(argv=None) -> int:
     if args.build:
         print(json.dumps(build()))
     if args.session:
-        print(json.dumps(session(args.rounds, args.session_solver)))
+        print(json.dumps(session(args.rounds, args.session_solver, load=args.load)))
     if args.cpsat:
         print(json.dumps(cpsat_8k()))
     return 0

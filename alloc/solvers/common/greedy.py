@@ -583,20 +583,67 @@ class State:
             return self._spread_preferred(j, option)
         if servers is None and not is_outer(job.locality):
             return self._spread_indexed(j, option)
+        if servers is None:
+            return self._spread_domains(j, option)
         return self._spread_scan(j, option, servers)
+
+    def _spread_domains(self, j: int, option: int) -> Assign | None:
+        """`_spread_scan` over every server for a job whose locality is a
+        level above the servers, on arrays: the domains in order of their
+        first server that has CPU and memory free, those whose usable GPUs
+        reach the job's tried in turn (most usable servers first, then
+        index)."""
+        p = self.p
+        job = p.jobs[j]
+        sh = self.shape(j, option)
+        key = (sh.key, "domains", job.locality)
+        if self._spread_fail.get(key) == self.removals:
+            return None
+        arr = self.arrays()
+        opt = p.options[j][option]
+        pc, pm = -(-opt.cpu // job.gpus), -(-opt.mem // job.gpus)
+        ok = np.asarray(sh.ok, dtype=bool)[self.lay.cls_array()]
+        ok &= (arr["cpu"] > 0) & (arr["mem"] > 0)
+        u = arr["whole"]
+        if pc:
+            u = np.minimum(u, arr["cpu"] // pc)
+        if pm:
+            u = np.minimum(u, arr["mem"] // pm)
+        u = np.where(ok, u, 0)
+        dom = p.arrays.srv_domain[job.locality]
+        D = int(dom.max()) + 1 if len(dom) else 0
+        tot = np.bincount(dom, weights=u, minlength=D)
+        cand = np.flatnonzero(ok)
+        first = np.full(D, p.S, dtype=np.int64)
+        np.minimum.at(first, dom[cand], cand)
+        for d in sorted(np.flatnonzero(tot >= job.gpus).tolist(), key=lambda d: first[d]):
+            members = np.flatnonzero((dom == d) & (u > 0))
+            ordered = sorted(((int(s), int(u[s])) for s in members), key=lambda x: (-x[1], x[0]))
+            a = self.take(j, option, ordered)
+            if a is not None:
+                return a
+        self._spread_fail[key] = self.removals
+        return None
 
     def _spread_preferred(self, j: int, option: int) -> Assign | None:
         """A preferred job by the descent: one node of its preferred level (or
         of the innermost level above the servers) if one holds it, else of
         the level above, ... up to its locality level or the cluster."""
         from .topo import domain_tree, preference_levels, tas_assign
+        job = self.p.jobs[j]
+        key = (self.shape(j, option).key, "preferred", job.locality, job.preferred)
+        if self._spread_fail.get(key) == self.removals:
+            return None          # failed, and no capacity grew since (placements only take)
         levels = preference_levels(self.p, j)
         top = levels[-1]
         if top == CLUSTER:
-            return tas_assign(self, j, option, levels[0], required=False)
-        tree = domain_tree(self.p)
-        return tas_assign(self, j, option, levels[0], required=False,
-                          top=tree.index(top))
+            a = tas_assign(self, j, option, levels[0], required=False)
+        else:
+            a = tas_assign(self, j, option, levels[0], required=False,
+                           top=domain_tree(self.p).index(top))
+        if a is None:
+            self._spread_fail[key] = self.removals
+        return a
 
     def usable(self, s: int, pc: int, pm: int) -> int:
         """Whole free GPUs of server s that its free CPU and memory cover at

@@ -263,10 +263,11 @@ def compact(st, jobs: Sequence[int] | None = None, deadline=None) -> int:
     module notes); returns the moves made.  ``jobs``: the jobs it may move
     (default: every job placed in ``st``)."""
     p = st.p
-    blocked = sorted({g for a in list(p.fixed.values()) + list(st.assign.values())
-                      for g, m in a.gpus if m == 0})
     cand = preferred_jobs(p, list(st.assign) if jobs is None else
                           [j for j in jobs if j in st.assign])
+    if not cand:
+        return 0
+    blocked: list[int] | None = None
     moved = 0
     changed = True
     while changed:
@@ -278,6 +279,9 @@ def compact(st, jobs: Sequence[int] | None = None, deadline=None) -> int:
             pref = p.jobs[j].preferred
             if a is None or len(a.gpus) < 2 or spans(p, a, pref) < 2:
                 continue
+            if blocked is None:       # GPUs holding a zero-milli share, found once
+                blocked = sorted({g for x in list(p.fixed.values()) + list(st.assign.values())
+                                  for g, m in x.gpus if m == 0})
             new = relocate(st, j, pref, blocked)
             if new is not None:
                 o = st.option.get(j, 0)
