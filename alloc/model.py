@@ -343,7 +343,7 @@ class Profile:
     ``mem_per_gpu[k]`` MiB per GPU; ``None`` marks an infeasible cell.
     ``gpu_speed`` is the relative speed per GPU type (missing type = 1.0),
     ``span`` the factor by the hierarchy level a multi-GPU job's GPUs span
-    (missing level = 1.0), ``scaling`` the speed-up with n GPUs relative to one GPU
+    (any level name; a missing level: `span_factor`), ``scaling`` the speed-up with n GPUs relative to one GPU
     (elastic jobs; missing = linear).
 
     Examples
@@ -402,8 +402,28 @@ class Profile:
         return float(self.gpu_speed.get(gpu_type, 1.0)) if gpu_type else 1.0
 
     def span_factor(self, level: str | None) -> float:
-        """Factor for a multi-GPU job whose GPUs span ``level`` (1.0 when not given)."""
-        return float(self.span.get(level, 1.0)) if level else 1.0
+        """Factor for a multi-GPU job whose GPUs span ``level``: the profile's;
+        1.0 for one of the first five names or ``cluster`` it does not give;
+        for a level of the operator's it does not give, the lowest factor it
+        gives above the servers (a job crossing servers runs at least that
+        slowly), 1.0 when it gives none.
+
+        Examples
+        --------
+        >>> from alloc.model import Profile, frozen_map
+        >>> p = Profile("p", span=frozen_map({"server": 1.0, "rack": 0.5, "cluster": 0.4}))
+        >>> p.span_factor("rack"), p.span_factor("socket"), p.span_factor("nvl72")
+        (0.5, 1.0, 0.4)
+        """
+        if not level:
+            return 1.0
+        v = self.span.get(level)
+        if v is not None:
+            return float(v)
+        if level in KNOWN_LEVELS or level == CLUSTER:
+            return 1.0
+        outer = [float(x) for k, x in self.span.items() if k not in SERVER_LEVELS]
+        return min(outer) if outer else 1.0
 
 
 @dataclass(frozen=True)

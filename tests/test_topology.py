@@ -363,3 +363,24 @@ def test_bad_instance_files_exit_2(tmp_path, capsys, change, expect):
     assert main(["solve", str(f), "--solver", "best-fit"]) == 2
     err = capsys.readouterr().err
     assert expect in err and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("mode_domains, relax", [(1, 8), (32, 1)])
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                   HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_coarse_and_relaxed_models_keep_the_rules(monkeypatch, mode_domains, relax, data):
+    """The configuration model with one mode per job (many domains) or a
+    locality's units pooled (large domains): answers valid, bounds above."""
+    from alloc.solvers.common.configuration import aggregate
+    monkeypatch.setattr(aggregate, "MODE_DOMAINS", mode_domains)
+    monkeypatch.setattr(aggregate, "RELAX_FACTOR", relax)
+    caps = solvers()["cpsat"].capabilities - {"tenancy", "elastic"}
+    cluster, jobs = data.draw(instances(max_servers=6, max_jobs=8, capabilities=caps,
+                                        running=False))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        a = allocate(cluster, jobs, solver="cpsat", time_limit=3)
+    assert not violations(cluster, jobs, a)
+    assert not preferred_problems(cluster, jobs, a, "throughput")
+    assert a.bound is None or a.value <= a.bound + 1e-6 * max(1.0, abs(a.bound))

@@ -31,7 +31,13 @@ its units are items of their own (``Item.mode``), and a job spread in mode
 the most levels all preferred jobs can climb).  A whole item of a job
 preferring a level inside the server is charged ``w`` times the levels from
 it up to the server.  Classes then keep servers of different domains of the
-innermost level the modes use apart.
+innermost level the modes use apart.  A job whose locality domains are
+large beside it (`RELAX_FACTOR`) has its units pooled over the cluster and
+is cut inside one domain when decoded (a relaxation, so the bound holds).
+With more than `MODE_DOMAINS` domains
+at that level the model is *coarse*: one mode per type, at its top level,
+worth the best span factor it may reach there and charged the most levels
+it may climb -- a relaxation of the objective the bound still covers.
 
 The build looks at its deadline once per server class (and every 256
 servers): on 256 servers with 2,000 jobs it makes 768,647 items in about
@@ -59,6 +65,16 @@ INNER = ("switch", "socket")
 SECONDS_PER_ITEM = 1.2e-5
 
 
+#: The most domains of the innermost level the modes use for a mode per
+#: level: beyond, each job has one mode, at its locality level or the
+#: cluster, worth its best span factor there and charged the most levels it
+#: may climb (the bound holds; compaction then lowers the levels climbed).
+MODE_DOMAINS = 32
+
+#: A spread job whose locality domains all hold this many times its GPUs
+#: has its units pooled over the cluster (`Aggregate.relaxed`).
+RELAX_FACTOR = 8
+
 #: The carry's key for the servers' canonical GPU orders (`Aggregate._shapes`).
 SHAPES = "exact: canonical GPU orders"
 
@@ -83,6 +99,9 @@ class JobType:
     #: the servers or ``"cluster"``
     modes: tuple[str, ...] = (CLUSTER,)
     preferred: str | None = None
+    #: its locality level when the model pools its units over the cluster
+    #: (`Aggregate.relaxed`; decoding keeps each job in one domain)
+    relaxed: str | None = None
 
     @property
     def count(self) -> int:
@@ -170,15 +189,21 @@ class Aggregate:
         outer = list(reversed(outer_levels(p.levels)))        # innermost first
         self.pref_weight = 0.0
         self.pref_slack = 0.0
+        self.coarse = False
         self._modes: dict[tuple, tuple[str, ...]] = {}
-        used: set[str] = set()
+        self._least: dict[str, int] = {}
+        used = self._used_levels(outer)
+        lv = next((x for x in outer if x in used), None)
+        if lv is not None and int(p.arrays.srv_domain[lv].max()) + 1 > MODE_DOMAINS:
+            # too many domains for a mode per level: one mode per job, at its top
+            self.coarse = True
+            self._modes.clear()
+            used = self._used_levels(outer)
         climbs = []
         for j in p.pending:
             job = p.jobs[j]
-            m = self.modes_of(job, outer)
-            if len(m) > 1 or m[0] != CLUSTER:
-                used.update(x for x in m if x != CLUSTER)
             if job.preferred is not None and job.gpus >= 2:
+                m = self.modes_of(job, outer)
                 top = m[-1] if self._spreads(job) else "server"
                 climbs.append(climb(p.cluster, job.preferred, top))
         if any(climbs):
@@ -187,6 +212,31 @@ class Aggregate:
             self.pref_slack = self.pref_weight * sum(climbs)
         #: the innermost level above the servers the modes use (None: none)
         self.place_level = next((lv for lv in outer if lv in used), None)
+
+    def relaxed(self, job) -> bool:
+        """A spread job whose locality is a level above the servers every
+        domain of which holds at least `RELAX_FACTOR` times its GPUs: the
+        model pools its units over the cluster (a relaxation: the bound
+        holds) and decoding cuts each job inside one domain (a domain loses
+        fewer than its GPUs' worth of units)."""
+        loc = job.locality
+        if not is_outer(loc) or job.gpus < 2 or job.gpu_milli < MILLI:
+            return False
+        least = self._least.get(loc)
+        if least is None:
+            arr = self.p.arrays
+            tot = np.bincount(arr.srv_domain[loc], weights=self.p.srv_gpus)
+            least = self._least[loc] = int(tot.min()) if len(tot) else 0
+        return least >= RELAX_FACTOR * job.gpus
+
+    def _used_levels(self, outer: list[str]) -> set[str]:
+        """The levels above the servers the pending jobs' modes use."""
+        used: set[str] = set()
+        for j in self.p.pending:
+            m = self.modes_of(self.p.jobs[j], outer)
+            if len(m) > 1 or m[0] != CLUSTER:
+                used.update(x for x in m if x != CLUSTER)
+        return used
 
     @staticmethod
     def _spreads(job) -> bool:
@@ -199,10 +249,14 @@ class Aggregate:
         p = self.p
         if outer is None:
             outer = list(reversed(outer_levels(p.levels)))
-        key = (job.locality, job.preferred, id(job.profile))
+        relaxed = self.relaxed(job)
+        key = (job.locality, job.preferred, id(job.profile), relaxed)
         hit = self._modes.get(key)
         if hit is not None:
             return hit
+        if relaxed:
+            out = self._modes[key] = (CLUSTER,)
+            return out
         top = job.locality if is_outer(job.locality) else CLUSTER
         chain = (outer[:outer.index(top) + 1] if top in outer else outer + [CLUSTER]) \
             if outer else [CLUSTER]
@@ -210,7 +264,9 @@ class Aggregate:
         spans = "span" in p.objective.factors and prof is not None and \
             len({prof.span_factor(lv) for lv in chain}) > 1
         pref = job.preferred
-        if spans:
+        if self.coarse:
+            modes = [top]         # charged the most levels it may climb (`penalty`)
+        elif spans:
             modes = chain
         elif pref is not None and any(climb(p.cluster, pref, lv) != climb(p.cluster, pref, top)
                                       for lv in chain):
@@ -381,7 +437,8 @@ class Aggregate:
             spread = self._spreads(job)
             t = JobType(len(self.types), js, job.gpus, job.gpu_milli, job.locality,
                         p.options[js[0]], classes, spread, js[0],
-                        self.modes_of(job) if spread else (CLUSTER,), job.preferred)
+                        self.modes_of(job) if spread else (CLUSTER,), job.preferred,
+                        job.locality if spread and self.relaxed(job) else None)
             for j in js:
                 self.type_of[j] = t.index
             self.types.append(t)
@@ -547,5 +604,5 @@ class Aggregate:
         return max(ub, 0)
 
 
-__all__ = ["Aggregate", "INNER", "Item", "JobType", "OutOfTime", "Pattern", "SECONDS_PER_ITEM",
-           "canonical_gpus"]
+__all__ = ["Aggregate", "INNER", "Item", "JobType", "MODE_DOMAINS", "OutOfTime", "Pattern",
+           "RELAX_FACTOR", "SECONDS_PER_ITEM", "canonical_gpus"]

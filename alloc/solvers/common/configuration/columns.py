@@ -126,12 +126,26 @@ def decode(agg: Aggregate, z: dict[tuple[int, int], int], pool: list[list[Patter
         slots = sorted(units.get((t, o, gid), []),
                        key=lambda u: tuple(int(d[u[0]]) for d in place) + u)
         g = agg.types[t].gpus
-        for r in range(n):
-            if (r + 1) * g > len(slots) or not queue[t]:
+        for run in _runs(agg, t, slots, g)[:n]:
+            if not queue[t]:
                 break
             j = queue[t].popleft()
-            out[j] = p.make_assign(j, [gg for _, gg in slots[r * g:(r + 1) * g]], o)
+            out[j] = p.make_assign(j, run, o)
     return out
+
+
+def _runs(agg: Aggregate, t: int, slots: list, g: int) -> list[list[int]]:
+    """The slots cut into runs of g GPUs, in order; for a type the model
+    relaxed (`Aggregate.relaxed`), each run inside one domain of its
+    locality level."""
+    lv = agg.types[t].relaxed
+    if lv is None:
+        return [[gg for _, gg in slots[r * g:(r + 1) * g]] for r in range(len(slots) // g)]
+    dom = agg.p.arrays.srv_domain[lv]
+    by: dict[int, list[int]] = {}
+    for s, gg in slots:
+        by.setdefault(int(dom[s]), []).append(gg)
+    return [gs[r * g:(r + 1) * g] for gs in by.values() for r in range(len(gs) // g)]
 
 
 def check_assign(problem: Problem, assign: dict[int, Assign]) -> bool:

@@ -340,6 +340,8 @@ class ExactRun:
         self.slack = self.agg.pref_slack
         if self.slack:
             self.stats["preferred_weight"] = self.agg.pref_weight
+        if self.agg.coarse:
+            self.stats["topology_model"] = "coarse: one mode per job type (MODE_DOMAINS)"
         # the count stops past what half the time left can build
         cap = 0.5 * self.deadline.left() / SECONDS_PER_ITEM
         n = self.agg.estimate_items(cap=cap)
