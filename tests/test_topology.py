@@ -384,3 +384,20 @@ def test_coarse_and_relaxed_models_keep_the_rules(monkeypatch, mode_domains, rel
     assert not violations(cluster, jobs, a)
     assert not preferred_problems(cluster, jobs, a, "throughput")
     assert a.bound is None or a.value <= a.bound + 1e-6 * max(1.0, abs(a.bound))
+
+
+def test_sessions_and_the_service_take_domains_and_preferred():
+    from alloc import Session
+    c = four_level(per=1)
+    s = Session(c, solver="best-fit")
+    s.apply([{"type": "submit", "job": {"id": "p", "gpus": 16, "cpu": 1000, "mem": 1000,
+                                        "preferred": "rack"}},
+             {"type": "add_server", "server": {"id": "extra", "cpu": 64000, "mem": 512000,
+                                               "gpus": 8, "gpu_type": "H100",
+                                               "domains": {"zone": "z0", "block": "b0",
+                                                           "rack": "r0"}}}])
+    assert s.jobs["p"].preferred == "rack"
+    res = s.step()
+    p = res.allocation.placement("p")
+    assert p is not None and job_climb(s.cluster, s.jobs["p"], [g.gpu for g in p.gpus]) == 0
+    assert s.cluster.server("extra").domains["rack"] == "r0"

@@ -32,7 +32,7 @@ from importlib import resources
 from typing import Any, Callable, Mapping
 
 from ..errors import InputError
-from ..model import DEFAULT_GPU_TYPE, Job, Server
+from ..model import DEFAULT_GPU_TYPE, Job, Server, frozen_map
 
 
 @lru_cache(maxsize=None)
@@ -74,7 +74,8 @@ def job_from_dict(doc: Any, where: str = "job") -> Job:
         model=doc.get("model"), tenant=tenant, guaranteed=doc.get("guaranteed", tenant is not None),
         priority=doc.get("priority", 0), weight=float(doc.get("weight", 1.0)),
         current=placement_from_dict(cur, doc["id"]) if cur else None,
-        min_gpus=doc.get("min_gpus"), max_gpus=doc.get("max_gpus"), gpu_mem=doc.get("gpu_mem"))
+        min_gpus=doc.get("min_gpus"), max_gpus=doc.get("max_gpus"), gpu_mem=doc.get("gpu_mem"),
+        preferred=doc.get("preferred"))
 
 
 def server_from_dict(doc: Any, where: str = "server") -> Server:
@@ -83,7 +84,8 @@ def server_from_dict(doc: Any, where: str = "server") -> Server:
     gpus = doc.get("gpus", 0)
     return Server(doc["id"], doc["cpu"], doc["mem"], gpus,
                   doc.get("gpu_type", DEFAULT_GPU_TYPE if gpus else None), doc.get("rack"),
-                  doc.get("sockets", 1), doc.get("switches_per_socket", 1))
+                  doc.get("sockets", 1), doc.get("switches_per_socket", 1),
+                  domains=frozen_map(doc.get("domains")))
 
 
 def _field(ev: Mapping, key: str, where: str, default: Any = ...) -> Any:
