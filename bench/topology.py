@@ -15,8 +15,8 @@ Clusters (fixed before any result was seen):
 
 Servers: 64 cores, 1 TiB (1,048,576 MiB).  Each cluster starts 35 % used
 (seeded): one- to four-GPU jobs on random servers, running (they stay).
-Pending gangs until their GPUs reach the free GPUs (offered load 1.0 of what
-is free): sizes 1, 2, 4, 8, 16, 32, 64, 128, 256 GPUs with probabilities
+Pending gangs until their GPUs reach the free GPUs (``--load``: 1.0 of what
+is free by default; the table also has 1.5): sizes 1, 2, 4, 8, 16, 32, 64, 128, 256 GPUs with probabilities
 0.20, 0.10, 0.15, 0.20, 0.12, 0.10, 0.07, 0.04, 0.02; 8 CPU cores and 64 GiB
 per GPU.  A gang larger than one server asks, with probability 0.3, a
 *required* level -- the lowest level above the servers one of whose domains
@@ -85,7 +85,7 @@ from alloc import Cluster, Job, Server, Session, allocate, violations  # noqa: E
 from alloc.arrays import cluster_arrays, outer_levels  # noqa: E402
 from alloc.errors import InputWarning  # noqa: E402
 from alloc.profiles import available_models, load_profile  # noqa: E402
-from alloc.topology import hierarchy_graph, job_climb, span_level  # noqa: E402
+from alloc.topology import hierarchy_graph, job_climb  # noqa: E402
 
 SIZES = ((1, 0.20), (2, 0.10), (4, 0.15), (8, 0.20), (16, 0.12), (32, 0.10), (64, 0.07),
          (128, 0.04), (256, 0.02))
@@ -174,13 +174,13 @@ def gangs(cluster: Cluster, rng: random.Random, free: int) -> list[Job]:
     return out
 
 
-def instance(name: str, seed: int) -> tuple[Cluster, list[Job]]:
+def instance(name: str, seed: int, load: float = 1.0) -> tuple[Cluster, list[Job]]:
     levels, fan, per, gpus = SHAPES[name]
     c = make_cluster(levels, fan, per, gpus, "GB200" if name == "nvl72" else "H100")
     rng = random.Random(seed)
     bg = background(c, rng)
     free = c.total_gpus - sum(j.gpus for j in bg)
-    return c, bg + gangs(c, rng, free)
+    return c, bg + gangs(c, rng, load * free)
 
 
 def metrics(cluster: Cluster, jobs: list[Job], a) -> dict:
@@ -220,11 +220,11 @@ def metrics(cluster: Cluster, jobs: list[Job], a) -> dict:
             "stranded_servers": part / free if free else 0.0}
 
 
-def compare(clusters, seeds, solvers, time_limit, objectives) -> list[dict]:
+def compare(clusters, seeds, solvers, time_limit, objectives, load=1.0) -> list[dict]:
     rows = []
     for name in clusters:
         for seed in seeds:
-            c, jobs = instance(name, seed)
+            c, jobs = instance(name, seed, load)
             for obj in objectives:
                 for s in solvers:
                     t0 = time.perf_counter()
@@ -234,7 +234,8 @@ def compare(clusters, seeds, solvers, time_limit, objectives) -> list[dict]:
                     wall = time.perf_counter() - t0
                     bad = violations(c, jobs, a)
                     assert not bad, bad[:2]
-                    row = {"cluster": name, "seed": seed, "objective": obj, "solver": s,
+                    row = {"cluster": name, "seed": seed, "load": load, "objective": obj,
+                           "solver": s,
                            "seconds": round(wall, 2), "status": a.status.value,
                            "value": a.value, "bound": a.bound, "gap": a.gap,
                            **metrics(c, jobs, a)}
@@ -482,13 +483,16 @@ def main(argv=None) -> int:
     ap.add_argument("--session", action="store_true", help="a Session round with and without")
     ap.add_argument("--rounds", type=int, default=30)
     ap.add_argument("--session-solver", default="best-fit")
-    ap.add_argument("--load", type=float, default=0.85, help="--session: GPU demand / GPUs")
+    ap.add_argument("--load", type=float, default=None,
+                    help="--compare: pending GPUs / free GPUs (default 1.0); --session: GPU "
+                         "demand / GPUs (default 0.85)")
     ap.add_argument("--cpsat", action="store_true", help="cpsat at 8k GPUs, four levels, 10 s")
     ap.add_argument("--workloads", nargs="+", default=["scale", "gangs"],
                     choices=["scale", "gangs"], help="--cpsat: the instances")
     args = ap.parse_args(argv)
     if args.compare:
-        rows = compare(args.clusters, args.seeds, args.solvers, args.time_limit, args.objectives)
+        rows = compare(args.clusters, args.seeds, args.solvers, args.time_limit, args.objectives,
+                       1.0 if args.load is None else args.load)
         print(table(rows))
         if args.out:
             Path(args.out).write_text(json.dumps(rows, indent=1) + "\n")
@@ -497,7 +501,8 @@ def main(argv=None) -> int:
     if args.build:
         print(json.dumps(build()))
     if args.session:
-        print(json.dumps(session(args.rounds, args.session_solver, load=args.load)))
+        print(json.dumps(session(args.rounds, args.session_solver,
+                                 load=0.85 if args.load is None else args.load)))
     if args.cpsat:
         for w in args.workloads:
             print(json.dumps(cpsat_8k(w)))

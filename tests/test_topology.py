@@ -401,3 +401,29 @@ def test_sessions_and_the_service_take_domains_and_preferred():
     p = res.allocation.placement("p")
     assert p is not None and job_climb(s.cluster, s.jobs["p"], [g.gpu for g in p.gpus]) == 0
     assert s.cluster.server("extra").domains["rack"] == "r0"
+
+
+def test_the_service_takes_both_forms():
+    pytest.importorskip("fastapi", reason="the service extra is not installed")
+    from fastapi.testclient import TestClient
+    from alloc import instance_to_dict
+    from alloc.model import Instance
+    from alloc.service import create_app
+    client = TestClient(create_app())
+    r = client.post("/v1/solve", json={"instance": DOC, "solver": "best-fit", "time_limit": 5})
+    assert r.status_code == 200 and not r.json()["unplaced"]
+    # a cluster built from a graph, sent as a file
+    g = hierarchy_graph(load_instance_from(DOC).cluster)
+    c = Cluster.from_graph(g)
+    doc = instance_to_dict(Instance("from-graph", c, load_instance_from(DOC).jobs))
+    r = client.post("/v1/solve", json={"instance": doc, "solver": "kueue-tas", "time_limit": 5})
+    assert r.status_code == 200 and not r.json()["unplaced"]
+    bad = json.loads(json.dumps(DOC))
+    bad["jobs"][0]["locality"] = "pod"
+    r = client.post("/v1/solve", json={"instance": bad, "solver": "best-fit"})
+    assert r.status_code == 400 and "jobs[0].locality: level 'pod'" in r.json()["error"]
+
+
+def load_instance_from(doc):
+    from alloc.io import instance_from_dict
+    return instance_from_dict(json.loads(json.dumps(doc)), "doc")
