@@ -189,7 +189,7 @@ def _int_field(n: Any, a: dict, key: str, default: Any) -> Any:
 
 
 _KNOWN = frozenset(SERVER_FIELDS) | frozenset(SERVER_EXTRA)
-_LEAF = {"levels": None, "gpus": 0, "shape": (1, 1), "nodes": 0}
+_LEAF: dict[str, Any] = {"levels": None, "gpus": 0, "shape": (1, 1), "nodes": 0}
 
 
 def _server(n: Any, a: dict, succ: dict, attrs: dict, path: tuple) -> tuple[dict, dict]:
@@ -216,7 +216,7 @@ def _server(n: Any, a: dict, succ: dict, attrs: dict, path: tuple) -> tuple[dict
     sockets = _int_field(n, a, "sockets", None) if "sockets" in a else None
     switches = _int_field(n, a, "switches_per_socket", None) \
         if "switches_per_socket" in a else None
-    below = _below(n, succ, attrs) if succ[n] else _LEAF
+    below: dict[str, Any] = _below(n, succ, attrs) if succ[n] else _LEAF
     if below["levels"] is not None:
         shape = below["shape"]
         for key, have, want in (("gpus", gpus, below["gpus"]), ("sockets", sockets, shape[0]),

@@ -52,7 +52,7 @@ Placement rules over the hierarchy:
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Any, Iterable
+from typing import Any, Iterable, TypeGuard
 
 from .arrays import cluster_arrays, outer_levels
 from .model import CLUSTER, MILLI, SERVER_LEVELS, Cluster
@@ -107,7 +107,7 @@ def level_problems(levels: Any) -> list[str]:
     return []
 
 
-def is_outer(level: str | None) -> bool:
+def is_outer(level: str | None) -> TypeGuard[str]:
     """True for a level above the servers (an operator's name).
 
     Examples

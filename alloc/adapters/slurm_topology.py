@@ -201,13 +201,13 @@ def _tree(path, rows, known) -> SlurmTopology:
     domains: dict[str, dict[str, str]] = {}
     for n, leaf in owner.items():
         chain: dict[str, str] = {}
-        s: str | None = leaf
-        while s is not None:
-            up = parent.get(s)
+        sw: str | None = leaf
+        while sw is not None:
+            up = parent.get(sw)
             # a switch stands for itself from its own level up to just below its parent's
-            for k in range(height[s] - 1, height[up] - 1 if up is not None else top):
-                chain[names[k]] = s
-            s = up
+            for lk in range(height[sw] - 1, height[up] - 1 if up is not None else top):
+                chain[names[lk]] = sw
+            sw = up
         domains[n] = {lv: chain[lv] for lv in levels}
     return SlurmTopology(levels + ("server", "gpu"), domains, "tree")
 
@@ -254,7 +254,7 @@ def _block(path, rows, known) -> SlurmTopology:
             if len(ns) < base:
                 raise InputError(f"{path}: line {no}: block {name!r} has {len(ns)} nodes, "
                                  f"fewer than the planning base block size {base}")
-        mults = []
+        mults: list[int] = []
         for s in sizes[1:]:
             m = s // base
             if s % base or m < 2 or m & (m - 1) or (mults and m <= mults[-1]):

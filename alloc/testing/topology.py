@@ -76,6 +76,18 @@ def _free(cluster: Cluster, a: Allocation):
     return free, cpu, mem
 
 
+def _fast_enough(cluster: Cluster, job: Job, ids: Sequence[str]) -> list[bool]:
+    """Per server: GPUs of a type the job allows, at least as fast as the
+    slowest of ``ids`` (its GPUs now)."""
+    prof = job.profile
+    if prof is None:
+        return [s.gpus > 0 and job.allows(s.gpu_type) for s in cluster.servers]
+    gidx = cluster.gpu_index
+    slow = min(prof.speed(cluster.servers[cluster.gpu_server[gidx[g]]].gpu_type) for g in ids)
+    return [s.gpus > 0 and job.allows(s.gpu_type) and prof.speed(s.gpu_type) >= slow - 1e-12
+            for s in cluster.servers]
+
+
 def preferred_problems(cluster: Cluster, jobs: Sequence[Job], a: Allocation,
                        objective: str = "throughput") -> list[str]:
     """One line per job placed now that spans several nodes of its preferred
@@ -99,13 +111,15 @@ def preferred_problems(cluster: Cluster, jobs: Sequence[Job], a: Allocation,
     arr = cluster_arrays(cluster)
     out = []
     for job in cand:
+        pref = job.preferred
+        assert pref is not None
         p = a.placement(job.id)
         if p is None or len(p.gpus) < 2 or job.current is not None:
             continue
-        if job.locality is not None and climb(cluster, job.preferred, job.locality) == 0:
+        if job.locality is not None and climb(cluster, pref, job.locality) == 0:
             continue
         ids = [g.gpu for g in p.gpus]
-        k = len(_spanned(cluster, job.preferred, ids))
+        k = len(_spanned(cluster, pref, ids))
         if k < 2:
             continue
         f, c, m = free.copy(), cpu.copy(), mem.copy()
@@ -117,23 +131,18 @@ def preferred_problems(cluster: Cluster, jobs: Sequence[Job], a: Allocation,
             m[sidx[s]] += v
         n = len(ids)
         tc, tm = sum(p.cpu.values()), sum(p.mem.values())
-        prof = job.profile
-        slow = min(prof.speed(cluster.servers[cluster.gpu_server[gidx[g]]].gpu_type)
-                   for g in ids) if prof is not None else None
-        ok = np.array([s.gpus > 0 and job.allows(s.gpu_type)
-                       and (slow is None or prof.speed(s.gpu_type) >= slow - 1e-12)
-                       for s in cluster.servers], dtype=bool)
+        ok = np.array(_fast_enough(cluster, job, ids), dtype=np.bool_)
         u = usable_per_server(cluster, f, c, m, -(-tc // n), -(-tm // n), ok)
-        gpus = one_domain(cluster, job.preferred, n, u, f)
+        gpus = one_domain(cluster, pref, n, u, f)
         if gpus is None:
             continue
         if objective == "throughput":
             there = throughput(cluster, job, [cluster.gpu_ids[g] for g in gpus], tc, tm)
             if round(there, 9) < round(p.throughput, 9) - 1e-9:
                 continue
-        dom = arr.domain[job.preferred][gpus[0]]
-        out.append(f"job {job.id!r} prefers one {job.preferred}: its {n} GPUs span {k} while "
-                   f"one ({job.preferred} #{int(dom)}) could take them")
+        dom = arr.domain[pref][gpus[0]]
+        out.append(f"job {job.id!r} prefers one {pref}: its {n} GPUs span {k} while "
+                   f"one ({pref} #{int(dom)}) could take them")
     return out
 
 

@@ -610,6 +610,7 @@ class State:
         if pm:
             u = np.minimum(u, arr["mem"] // pm)
         u = np.where(ok, u, 0)
+        assert job.locality is not None
         dom = p.arrays.srv_domain[job.locality]
         D = int(dom.max()) + 1 if len(dom) else 0
         tot = np.bincount(dom, weights=u, minlength=D)

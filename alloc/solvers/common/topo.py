@@ -140,6 +140,7 @@ def descend(tree: DomainTree, u: np.ndarray, n: int, level: str | None,
         return None
     while i + 1 < len(tree.levels):
         par = tree.parent[i + 1]
+        assert par is not None
         kids = np.flatnonzero(np.isin(par, list(chosen)))
         i += 1
         chosen = _take(_sorted(kids, counts[i]), counts[i], n)

@@ -119,15 +119,13 @@ def slurm_pick(st: State, j: int) -> Assign | None:
 
 def _solve(problem: Problem, pick, deadline: Deadline) -> Solution:
     st = State(problem)
-    stats = {}
     for k, j in enumerate(rank_order(problem)):
         if k % 32 == 0 and deadline.expired():
-            stats["stopped"] = "time limit"
-            break
+            return st.solution(stopped="time limit")
         a = pick(st, j)
         if a is not None:
             st.place(j, a, 0)
-    return st.solution(**stats)
+    return st.solution()
 
 
 def solve_kueue(problem: Problem, *, deadline: Deadline, seed: int = 0) -> Solution:

@@ -255,8 +255,9 @@ class Aggregate:
         if hit is not None:
             return hit
         if relaxed:
-            out = self._modes[key] = (CLUSTER,)
-            return out
+            single: tuple[str, ...] = (CLUSTER,)
+            self._modes[key] = single
+            return single
         top = job.locality if is_outer(job.locality) else CLUSTER
         chain = (outer[:outer.index(top) + 1] if top in outer else outer + [CLUSTER]) \
             if outer else [CLUSTER]
@@ -487,6 +488,7 @@ class Aggregate:
             if not t.spreadable:
                 continue
             for m, lv in enumerate(t.modes):
+                parts: dict[int | None, list[int]]
                 if lv == CLUSTER:
                     parts = {None: list(t.classes)}
                 else:

@@ -414,7 +414,7 @@ class TenancyModel:
             return CLUSTER
         if isinstance(d, tuple):
             return d[0]
-        return self.p.jobs[j].locality
+        return self.p.jobs[j].locality or CLUSTER
 
     def spread_key(self, j: int, servers) -> object:
         """The key of the innermost of job j's spread domains holding ``servers``."""
