@@ -74,38 +74,41 @@ def domain_tree(p: Problem) -> DomainTree:
     return t
 
 
-def _best_fit(order: list[int], cnt: np.ndarray, need: int) -> int:
-    """Position in ``order`` (sorted by count, most first) of the smallest
-    count that still holds ``need`` (its first occurrence)."""
-    best = 0
-    for i, d in enumerate(order):
-        c = cnt[d]
-        if c < need:
-            break
-        if c != cnt[order[best]]:
-            best = i
-    return best
+def _best_fit(cnt: np.ndarray, ids: np.ndarray, need: int) -> int | None:
+    """Of the nodes ``ids``, the one with the smallest count that still
+    holds ``need`` (the lowest id among equals), or None."""
+    c = cnt[ids]
+    ok = c >= need
+    if not ok.any():
+        return None
+    sel, cs = ids[ok], c[ok]
+    return int(sel[np.lexsort((sel, cs))[0]])
 
 
-def _sorted(ids, cnt: np.ndarray) -> list[int]:
-    return sorted((int(d) for d in ids if cnt[d] > 0), key=lambda d: (-int(cnt[d]), d))
+def _sorted(ids: np.ndarray, cnt: np.ndarray) -> np.ndarray:
+    """The nodes ``ids`` with a positive count, most first (then lowest id)."""
+    c = cnt[ids]
+    keep = c > 0
+    ids, c = ids[keep], c[keep]
+    return ids[np.lexsort((ids, -c))]
 
 
-def _take(order: list[int], cnt: np.ndarray, need: int) -> dict[int, int] | None:
-    """Kueue's ``updateCountsToMinimum``: nodes of ``order`` taken most first,
-    the last one the best fit for what is left; ``{node: count}``."""
+def _take(order: np.ndarray, cnt: np.ndarray, need: int) -> dict[int, int] | None:
+    """Kueue's ``updateCountsToMinimum``: nodes of ``order`` (most first)
+    taken in turn, the last one the best fit for what is left;
+    ``{node: count}``, or None when they hold too few."""
     out: dict[int, int] = {}
     left = need
-    i = 0
-    while i < len(order) and left > 0:
-        d = order[i]
-        if cnt[d] >= left:
-            d = order[i + _best_fit(order[i:], cnt, left)]
-            out[d] = left
+    for k in range(len(order)):
+        d = int(order[k])
+        have = int(cnt[d])
+        if have >= left:
+            best = _best_fit(cnt, order[k:], left)
+            assert best is not None
+            out[best] = left
             return out
-        out[d] = int(cnt[d])
-        left -= int(cnt[d])
-        i += 1
+        out[d] = have
+        left -= have
     return None
 
 
@@ -116,24 +119,30 @@ def descend(tree: DomainTree, u: np.ndarray, n: int, level: str | None,
     first), ``required`` whether one node of it must hold them all; a
     preferred request climbs up to level index ``top`` (None: to the
     outermost level, then several of its nodes) and no further."""
-    counts = [np.bincount(d, weights=u, minlength=sz).astype(np.int64)
-              for d, sz in zip(tree.srv, tree.size)]
+    counts: list[np.ndarray | None] = [None] * len(tree.levels)
+
+    def count(i: int) -> np.ndarray:
+        c = counts[i]
+        if c is None:
+            c = counts[i] = u.astype(np.int64) if i == len(tree.levels) - 1 else \
+                np.bincount(tree.srv[i], weights=u, minlength=tree.size[i]).astype(np.int64)
+        return c
     if level is None:
         i = len(tree.levels) - 1
-        chosen = _take(_sorted(range(tree.size[i]), counts[i]), counts[i], n)
+        one = _best_fit(count(i), np.arange(tree.size[i]), n)
+        chosen = {one: n} if one is not None else \
+            _take(_sorted(np.arange(tree.size[i]), count(i)), count(i), n)
     else:
         i = tree.index(level)
-        chosen = None
         while True:
-            order = _sorted(range(tree.size[i]), counts[i])
-            if order and counts[i][order[0]] >= n:
-                d = order[_best_fit(order, counts[i], n)]
-                chosen = {d: n}
+            one = _best_fit(count(i), np.arange(tree.size[i]), n)
+            if one is not None:
+                chosen = {one: n}
                 break
             if required or (top is not None and i <= top):
                 return None
             if i == 0:
-                chosen = _take(order, counts[i], n)
+                chosen = _take(_sorted(np.arange(tree.size[i]), count(i)), count(i), n)
                 break
             i -= 1
     if chosen is None:
@@ -143,7 +152,7 @@ def descend(tree: DomainTree, u: np.ndarray, n: int, level: str | None,
         assert par is not None
         kids = np.flatnonzero(np.isin(par, list(chosen)))
         i += 1
-        chosen = _take(_sorted(kids, counts[i]), counts[i], n)
+        chosen = _take(_sorted(kids, count(i)), count(i), n)
         if chosen is None:
             return None
     return chosen
