@@ -261,12 +261,22 @@ def table(rows: list[dict]) -> str:
 
 
 def plot(rows: list[dict], path: str) -> None:
+    """Gangs admitted, GPUs placed and stranded free GPUs per cluster and
+    solver (means over the seeds), one row of panels per offered load."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    loads = sorted({r.get("load", 1.0) for r in rows})
+    fig, grid = plt.subplots(len(loads), 3, figsize=(15, 4.2 * len(loads)), squeeze=False)
+    for axes, load in zip(grid, loads):
+        _panels(axes, [r for r in rows if r.get("load", 1.0) == load], load)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
+def _panels(axes, rows: list[dict], load: float) -> None:
     clusters = list(dict.fromkeys(r["cluster"] for r in rows))
     solvers = list(dict.fromkeys(r["solver"] for r in rows))
-    fig, axes = plt.subplots(1, 3, figsize=(15, 4.2))
     for ax, (key, title) in zip(axes, (("gangs", "gangs admitted (objective jobs)"),
                                        ("gpus", "GPUs placed (objective gpus)"),
                                        ("stranded_servers",
@@ -285,10 +295,8 @@ def plot(rows: list[dict], path: str) -> None:
             ax.bar([i + k * width for i in range(len(clusters))], ys, width, label=s)
         ax.set_xticks([i + 0.4 - width / 2 for i in range(len(clusters))], clusters)
         ax.set_ylabel("% of pending" if key != "stranded_servers" else "% of free GPUs")
-        ax.set_title(title)
-    axes[0].legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
+        ax.set_title(f"{title}, load {load}", fontsize=10)
+    axes[0].legend(fontsize=8, loc="lower left")
 
 
 # ---------------------------------------------------------------- figures
@@ -479,6 +487,8 @@ def main(argv=None) -> int:
     ap.add_argument("--time-limit", type=float, default=30.0, help="seconds per solver call")
     ap.add_argument("--out", help="write the comparison's rows (JSON) here")
     ap.add_argument("--plot", help="write the comparison's figure here")
+    ap.add_argument("--rows", nargs="+", metavar="FILE",
+                    help="print the tables (and --plot the figure) of saved --out rows")
     ap.add_argument("--build", action="store_true", help="build 16,000 servers from a graph")
     ap.add_argument("--session", action="store_true", help="a Session round with and without")
     ap.add_argument("--rounds", type=int, default=30)
@@ -490,6 +500,13 @@ def main(argv=None) -> int:
     ap.add_argument("--workloads", nargs="+", default=["scale", "gangs"],
                     choices=["scale", "gangs"], help="--cpsat: the instances")
     args = ap.parse_args(argv)
+    if args.rows:
+        rows = [r for f in args.rows for r in json.loads(Path(f).read_text())]
+        for load in sorted({r.get("load", 1.0) for r in rows}):
+            print(f"\nOffered load {load}:\n")
+            print(table([r for r in rows if r.get("load", 1.0) == load]))
+        if args.plot:
+            plot(rows, args.plot)
     if args.compare:
         rows = compare(args.clusters, args.seeds, args.solvers, args.time_limit, args.objectives,
                        1.0 if args.load is None else args.load)
