@@ -11,11 +11,13 @@ operator's graph is measured against (`bench/topology.py`).
   ``locality`` is Slurm's ``--switches=1`` / one segment (a required level).
 
 Both place jobs one at a time in rank order and take, below the level they
-chose, the fewest domains at every level (`alloc.solvers.tas.solvers`).
+chose, the fewest domains at every level (`alloc.solvers.tas.solvers`); a
+job on a share of one GPU, or without GPUs, goes where alloc's best fit puts
+it (neither scheduler places GPU shares).
 """
 from ...registry import declare
 
-_CAPS = ("locality", "preferred", "spread", "order-preemption")
+_CAPS = ("sharing", "locality", "preferred", "spread", "order-preemption")
 
 SOLVERS = (
     declare("kueue-tas", "alloc.solvers.tas.solvers:solve_kueue", objectives=(),

@@ -101,14 +101,19 @@ def warm_heuristics(problem: Problem, need=None) -> tuple[list[str], list[str]]:
     """Registered heuristics whose capabilities cover the input (``need``,
     the input's needed capabilities, when known): those tried first
     (`WARM_FIRST`, in that order) and the others (``local-search`` excluded:
-    it runs last, as registered and from the best of them)."""
+    it runs last, as registered and from the best of them).  The deployed
+    schedulers' topology rules (the ``tas`` family) join only when a job
+    requires or prefers a level above the servers: elsewhere they place as
+    best fit does."""
     from ....registry import solvers
     from ....solve import needed_capabilities
+    from ....topology import is_outer
     if need is None:
         need = needed_capabilities(problem.cluster, problem.jobs)
+    topo = any(is_outer(j.locality) or j.preferred is not None for j in problem.jobs)
     ok = [n for n, s in solvers().items()
           if not s.exact and s.family != "third-party" and need <= s.capabilities
-          and s.available and n != "local-search"]
+          and s.available and n != "local-search" and (topo or s.family != "tas")]
     order = WARM_FIRST_SHARING if "sharing" in need else WARM_FIRST
     first = [n for n in order if n in ok]
     return first, [n for n in ok if n not in first]
