@@ -282,6 +282,20 @@ def test_climb_counts_levels_above_the_preferred_one():
     assert climb(inner, "socket", "server") == 1 and climb(inner, "socket", "socket") == 0
 
 
+def test_a_waiting_gang_names_the_most_one_domain_of_its_level_holds():
+    """The waiting reason of a gang required within one block counts the
+    usable GPUs per block, not per cluster."""
+    from alloc.problem import compile_problem
+    from alloc.waiting import waiting_reasons
+    c = four_level()                      # 4 blocks of 32 GPUs
+    jobs = [Job(f"f{i}", 16, cpu=1000, mem=1000) for i in range(4)] + \
+        [Job("g", 24, cpu=1000, mem=1000, locality="block")]
+    p = compile_problem(c, jobs)
+    a = {i: p.make_assign(i, list(range(32 * i, 32 * i + 16)), 0) for i in range(4)}
+    why = waiting_reasons(p, a, {"spread"})[4]
+    assert why.endswith("spread over servers, one block has 16 usable"), why
+
+
 def test_span_factors_at_any_level():
     c = four_level(per=1, gpus=8)
     prof = Profile("p", span=frozen_map({"rack": 1.0, "block": 0.8, "zone": 0.6,
