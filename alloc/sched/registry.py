@@ -56,7 +56,7 @@ NEEDS_MEANING: Mapping[str, str] = {
 NEEDS = frozenset(NEEDS_MEANING)
 
 #: Packages under `alloc.sched` that declare built-in policies (``POLICIES``).
-PACKAGES: tuple[str, ...] = ("orders",)
+PACKAGES: tuple[str, ...] = ("orders", "pop")
 
 #: The entry-point group plug-ins declare their policies in.
 ENTRY_POINT_GROUP = "alloc.policies"
