@@ -1,0 +1,2 @@
+"""AlloX (Le et al., EuroSys'20): jobs on GPUs or CPUs, min-cost matching."""
+POLICIES = ()
