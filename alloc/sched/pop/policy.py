@@ -22,6 +22,8 @@ from __future__ import annotations
 from collections import Counter
 from typing import Mapping, Sequence
 
+import numpy as np
+
 from ...deadline import Deadline
 from ...errors import InputError
 from ..kinds import Context, JobView
@@ -33,7 +35,9 @@ from .problem import PairedProblem
 
 def problem_of(jobs: Sequence[JobView], ctx: Context) -> PairedProblem:
     """The `PairedProblem` of the active jobs: their models in the run's
-    throughput table, weight 1, the cluster's GPUs of each of its types.
+    throughput table, weight 1, the cluster's GPUs of each of its types (a
+    type is the table's column of the same name, case aside; a type the
+    table lacks has no throughput).
 
     Raises
     ------
@@ -47,11 +51,23 @@ def problem_of(jobs: Sequence[JobView], ctx: Context) -> PairedProblem:
     if table is None or row is None:
         raise InputError("shares: this policy needs a progress model with a throughput table "
                          "(gavel)")
-    counts = Counter(s.gpu_type for s in ctx.cluster.servers for _ in range(s.gpus))
-    by_lower = {str(t).lower(): n for t, n in counts.items()}
-    cap = [by_lower.get(str(t).lower(), 0) for t in table.types]
-    return PairedProblem.from_table(table, [row(j) for j in jobs], cap,
-                                    job_ids=[j.id for j in jobs])
+    counts = Counter(s.gpu_type or "" for s in ctx.cluster.servers for _ in range(s.gpus))
+    types = sorted(counts)
+    col = {str(t).lower(): c for c, t in enumerate(table.types)}
+    idx = [col.get(str(t).lower(), -1) for t in types]
+    M, k = len(table.models), len(types)
+    alone = np.zeros((M, k))
+    pair = np.zeros((M, M, k, 2))
+    for c, j in enumerate(idx):
+        if j >= 0:
+            alone[:, c] = table.alone[:, j]
+            pair[:, :, c] = table.pair[:, :, j]
+    scale = table.scale if getattr(table, "scale", None) is not None else np.ones(M, dtype=int)
+    m = len(jobs)
+    return PairedProblem(tuple(types), np.array([float(counts[t]) for t in types]),
+                         tuple(str(x) for x in table.models), np.asarray(scale, dtype=int), alone,
+                         pair, np.array([row(j) for j in jobs], dtype=int), np.ones(m),
+                         tuple(j.id for j in jobs))
 
 
 def as_fractions(r: PairedShares) -> dict[str, dict[str, float]]:
@@ -100,6 +116,9 @@ class Pop:
         self.parallel, self.workers, self.seed = parallel, workers, seed
         self.time_limit = time_limit
         self.last: PopShares | None = None
+        #: The ``alloc.shares/1`` problem of the last call (the pairs that
+        #: carry time): what a round mechanism turns the fractions into runs with.
+        self.last_problem = None
 
     def solve(self, problem: PairedProblem) -> PopShares:
         """POP's shares of ``problem``."""
@@ -112,7 +131,9 @@ class Pop:
         """Fractions of time per job and type, pairs under ``"a+b"``."""
         if not jobs:
             return {}
-        return as_fractions(self.solve(problem_of(jobs, ctx)).shares)
+        r = self.solve(problem_of(jobs, ctx)).shares
+        self.last_problem = r.shares_problem
+        return as_fractions(r)
 
 
 class GandivaPairing:
@@ -127,6 +148,7 @@ class GandivaPairing:
     def __init__(self, seed: int | None = None) -> None:
         self.seed = seed
         self.last: PairedShares | None = None
+        self.last_problem = None
 
     def solve(self, problem: PairedProblem, seed: int = 0) -> PairedShares:
         """Gandiva's shares of ``problem``."""
@@ -138,7 +160,9 @@ class GandivaPairing:
         if not jobs:
             return {}
         seed = self.seed if self.seed is not None else ctx.rng.randrange(2 ** 31)
-        return as_fractions(self.solve(problem_of(jobs, ctx), seed))
+        r = self.solve(problem_of(jobs, ctx), seed)
+        self.last_problem = r.shares_problem
+        return as_fractions(r)
 
 
 __all__ = ["GandivaPairing", "Pop", "as_fractions", "problem_of"]
