@@ -29,7 +29,6 @@ from __future__ import annotations
 from typing import Sequence
 
 import numpy as np
-from scipy.optimize import linear_sum_assignment
 
 from .jobs import FlexJob
 
@@ -64,6 +63,7 @@ def match(jobs: Sequence[FlexJob], machines: Sequence[tuple[str, float]], now: f
     """
     if not jobs or not machines:
         return []
+    from scipy.optimize import linear_sum_assignment     # imported on first use: it is slow
     M = len(machines)
     rows, cols = linear_sum_assignment(cost_matrix(jobs, machines))
     first: dict[int, tuple[int, int]] = {}

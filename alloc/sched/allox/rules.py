@@ -39,7 +39,9 @@ and not started, in arrival order.
 ``es``
     Equal shares, static: each of the ``N`` users owns ``G/N`` GPUs and
     ``C/N`` CPU nodes whatever the others do; it fills its GPUs with its
-    shortest-on-GPU jobs, then its CPU nodes with its shortest-on-CPU jobs.
+    shortest-on-GPU jobs, then its CPU nodes with its shortest-on-CPU jobs
+    (a job takes a whole slot: with fewer slots of a kind than users, that
+    kind is nobody's).
 ``allox``
     AlloX: the ``ceil(alpha * U)`` users (of the ``U`` with queued jobs)
     with the lowest fairness scores are considered; their queued jobs (at
