@@ -250,6 +250,7 @@ def _page(rows, jobs_list, seeds, ks, job_level_max, wall) -> str:
                       else "") + f".  Artifact solver: {art.get('solver', '-')}.")
         out.append("")
     out += _targets(rows)
+    out += ["![Fig. 2: runtime and effective throughput over the exact optimum](pop_fig2.png)", ""]
     return "\n".join(out) + "\n"
 
 
