@@ -285,3 +285,25 @@ def test_bench_without_the_data_is_one_line(tmp_path):
     r = subprocess.run([sys.executable, str(ROOT / "bench" / "pop.py"), "--jobs", "8"],
                        env=env, capture_output=True, text=True, timeout=120)
     assert r.returncode == 2 and r.stderr.count("\n") == 1 and "gavel_throughputs" in r.stderr
+
+
+def test_pop_is_a_shares_policy_of_the_simulator(shared_dir):
+    """POP and Gandiva's pairing drive Gavel's round mechanism on the one
+    simulator: every job finishes, pairs included."""
+    import random
+
+    from alloc import Cluster, Server
+    from alloc.sim import WorkloadJob, simulate
+    from alloc.sim.gavel import ThroughputTable
+    from alloc.sim.progress import GavelTable
+    table = ThroughputTable.load(shared_dir / "data" / "reference" / "gavel_throughputs.json")
+    cl = Cluster(tuple(Server(f"{t}{i}", cpu=32000, mem=256000, gpus=2, gpu_type=t)
+                       for t in ("v100", "p100", "k80") for i in range(2)))
+    rng = random.Random(3)
+    jobs = [WorkloadJob(f"j{i}", 60.0 * i, 1, duration_s=rng.uniform(600, 1800),
+                        model=table.models[rng.randrange(len(table.models))]) for i in range(16)]
+    for shares in (("pop", {"k": 2, "parallel": "serial"}), ("gandiva-pairing", {"seed": 1})):
+        res = simulate(cl, jobs, shares=shares, progress=GavelTable(table), round_s=360.0,
+                       repack=True)
+        tl = list(res.timeline())
+        assert len(tl) == 16 and all(r["end_s"] is not None for r in tl)
