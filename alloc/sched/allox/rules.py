@@ -202,6 +202,7 @@ class Sjf:
         self.timeout = timeout
 
     def decide(self, v: View) -> Decision:
+        """Starts in ascending (starving first, estimate) order where slots allow."""
         to = self.timeout
         pairs = []
         for u in v.users:
@@ -229,6 +230,7 @@ class Srpt:
     """Preemptive shortest remaining estimated time first (see the module notes)."""
 
     def decide(self, v: View) -> Decision:
+        """Stops and starts by ascending remaining estimated time."""
         pairs = []
         done = {r.job.id: r.done_at(v.now) for r in v.running}
         jobs = [r.job for r in v.running] + [j for u in v.users for j in v.queued.get(u, ())]
@@ -276,6 +278,7 @@ class Drf:
         return max(x / c for x, c in zip(use, cap) if c > 0)
 
     def decide(self, v: View) -> Decision:
+        """Progressive filling by dominant share, stopping at a blocked head."""
         use = _usage(v)
         active = [u for u in v.users if v.queued.get(u) or use[u] != [0.0, 0.0, 0.0]]
         queues = {u: (list(v.queued.get(u, ())) if self.fifo else
@@ -320,10 +323,12 @@ class DrfExt(Drf):
         self.beta = float(beta)
 
     def share(self, use: Sequence[float], cap: Sequence[float]) -> float:
+        """The dominant share over virtual cores and memory."""
         b = self.beta
         return max((use[0] + b * use[1]) / (cap[0] + b * cap[1]), use[2] / cap[2])
 
     def decide(self, v: View) -> Decision:
+        """Progressive filling: GPU first, a CPU node else, stopping when neither is free."""
         use = _usage(v)
         active = [u for u in v.users if v.queued.get(u) or use[u] != [0.0, 0.0, 0.0]]
         queues = {u: list(v.queued.get(u, ())) for u in active}
@@ -388,6 +393,7 @@ class EqualShare:
         self.vector = vector
 
     def decide(self, v: View) -> Decision:
+        """Fill each user's share of GPUs, then of CPU nodes."""
         if self.vector:
             return self._vector(v)
         n = max(len(v.users), 1)
@@ -461,6 +467,7 @@ class Allox:
         self.alpha, self.max_jobs, self.grow = float(alpha), max_jobs, grow
 
     def decide(self, v: View) -> Decision:
+        """Match, start the first job of a free machine, update the scores, repeat."""
         score = dict(v.score)
         queued = {u: list(v.queued.get(u, ())) for u in v.users}
         free = dict(v.free)
