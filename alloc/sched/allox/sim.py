@@ -7,8 +7,7 @@ server with one device: type ``"gpu"`` (a GPU) or ``"cpu"`` (a node of
 accounting of devices is the slot accounting, and the device type is the
 resource kind a job runs on.
 
-**Workload** (`workload`).  Each `FlexJob` is a job of one device whose
-work is 1 (the whole job); its true times, estimates, user and demands are
+**Workload** (`workload`).  Each `FlexJob` is a job of one device; its true times, estimates, user and demands are
 in ``extra``.  With profiling, four *probe* runs arrive with it (AlloX
 measures each job briefly on both kinds before scheduling it): on a CPU node
 for ``1 %`` and ``2 %`` of its CPU time and on a GPU for ``1 %`` and
@@ -17,7 +16,8 @@ whole units (the AlloX simulator advances in unit steps).
 
 **Progress** (`FlexProgress`).  A job on a device of kind ``k`` does
 $1/p^k_j$ of its work per unit of time (a probe: $1/d$); a stopped job
-keeps what it did and resumes at the rate of the kind it restarts on.
+keeps what it did and resumes at the rate of the kind it restarts on.  (Its
+work is counted in units that keep whole times whole.)
 
 **Decisions** (`FlexSizing`, a sizing policy).  At every decision instant
 (an arrival or a completion) the policy gives each job the size it runs at
@@ -101,16 +101,17 @@ def workload(jobs: Iterable[FlexJob], profiling: bool = True) -> list[WorkloadJo
     """
     out = []
     for j in jobs:
-        out.append(WorkloadJob(j.id, float(j.arrival), 1, work=1.0, extra={
+        out.append(WorkloadJob(j.id, float(j.arrival), 1, work=j.cpu_s * j.gpu_s, extra={
             "user": j.user, "cpu_s": j.cpu_s, "gpu_s": j.gpu_s, "cpu_est": j.cpu_est,
             "gpu_est": j.gpu_est, "cpu": j.cpu, "mem": j.mem, "gpu": j.gpu,
             "gpu_mem": j.gpu_mem}))
         if profiling:
             for kind in ("cpu", "gpu"):
                 for n, frac in enumerate(PROBES, 1):
-                    out.append(WorkloadJob(f"{j.id}~{kind}{n}", float(j.arrival), 1, work=1.0,
+                    d = probe_time(j, kind, frac)
+                    out.append(WorkloadJob(f"{j.id}~{kind}{n}", float(j.arrival), 1, work=d,
                                            extra={"probe_of": j.id, "user": j.user, "kind": kind,
-                                                  "time": probe_time(j, kind, frac)}))
+                                                  "time": d}))
     out.sort(key=lambda w: w.arrival_s)
     return out
 
@@ -125,21 +126,29 @@ def flex_job(w: Any) -> FlexJob:
 class FlexProgress(ProgressModel):
     """Progress of a job on the kind of device it runs on (see the module notes).
 
+    A job's work is $p^{cpu}_j p^{gpu}_j$ units and it does $p^{cpu}_j$ of
+    them per unit of time on a GPU and $p^{gpu}_j$ on a CPU node, so it
+    takes exactly $p^{gpu}_j$ or $p^{cpu}_j$ (whole units stay whole: the
+    AlloX simulator's instants are integers); a probe's work is its time, at
+    rate 1 on its kind.
+
     Examples
     --------
     >>> from alloc.sched.allox.jobs import FlexJob
     >>> from alloc.sched.allox.sim import FlexProgress, workload
     >>> from alloc.sim.progress import Run
     >>> w = workload([FlexJob("a", "u", 0.0, cpu_s=100.0, gpu_s=25.0)], profiling=False)[0]
-    >>> FlexProgress().rate(w, Run(gpus=1, gpu_type="cpu"))
-    0.01
+    >>> m = FlexProgress()
+    >>> m.work(w) / m.rate(w, Run(gpus=1, gpu_type="cpu"))
+    100.0
     """
     name = "flex"
     gives = frozenset({"duration"})
 
     def work(self, job: Any) -> float:
-        """1: the whole job."""
-        return 1.0
+        """``cpu_s * gpu_s`` (a probe: its time)."""
+        e = job.extra
+        return float(e["time"]) if "probe_of" in e else float(e["cpu_s"]) * float(e["gpu_s"])
 
     def alone_s(self, job: Any) -> float | None:
         """Its time on the kind it runs faster on (a probe: its time)."""
@@ -147,14 +156,14 @@ class FlexProgress(ProgressModel):
         return float(e["time"]) if "probe_of" in e else float(min(e["cpu_s"], e["gpu_s"]))
 
     def rate(self, job: Any, run: Run) -> float:
-        """``1 / time`` on the run's kind (0 on a device of another type)."""
+        """Units per unit of time on the run's kind (0 on a device of another type)."""
         e = job.extra
         kind = run.gpu_type
         if kind not in KINDS:
             return 0.0
         if "probe_of" in e:
-            return 1.0 / float(e["time"]) if kind == e["kind"] else 0.0
-        return 1.0 / float(e["cpu_s"] if kind == "cpu" else e["gpu_s"])
+            return 1.0 if kind == e["kind"] else 0.0
+        return float(e["gpu_s"] if kind == "cpu" else e["cpu_s"])
 
 
 #: The rules by name, with how each is built.
@@ -224,6 +233,7 @@ class FlexSizing:
         self.group: dict[float, list[FlexJob]] = {}
         self.jobs: dict[str, FlexJob] = {}
         self.seen: set[str] = set()
+        self.order: dict[str, int] = {}                    # id -> arrival sequence
         self.fresh: list[str] = []
         self.decisions = 0
 
@@ -284,6 +294,7 @@ class FlexSizing:
     def _arrive(self, rec: Any) -> None:
         self.seen.add(rec.id)
         self.fresh.append(rec.id)
+        self.order[rec.id] = len(self.order)
         e = rec.extra
         self._user(e["user"])
         if "probe_of" in e:
@@ -297,7 +308,14 @@ class FlexSizing:
             self.group.setdefault(t, []).append(job)
             self.group_left[t] = self.group_left.get(t, 0) + len(PROBES) * len(KINDS)
         else:
-            self.queued[job.user].append(job)
+            self._enqueue(job)
+
+    def _enqueue(self, job: FlexJob) -> None:
+        """Into its user's queue, kept in arrival order (ties: as they arrived)."""
+        q = self.queued[job.user]
+        q.append(job)
+        if len(q) > 1 and self.order[q[-2].id] > self.order[job.id]:
+            q.sort(key=lambda j: self.order[j.id])
 
     def _settle(self, present: Mapping[str, Any], now: float) -> None:
         """Jobs and probes that left since the last round finished; the ones
@@ -318,7 +336,7 @@ class FlexSizing:
             if self.group_left[t] == 0:
                 del self.group_left[t]
                 for j in self.group.pop(t):
-                    self.queued[j.user].append(j)
+                    self._enqueue(j)
             del self.probe_kind[pid]
         for jid in [j for j in self.running if j not in present]:
             r = self.running.pop(jid)
@@ -365,9 +383,7 @@ class FlexSizing:
         r = self.running.pop(jid)
         self.done[jid] = r.done_at(now)
         self.score[r.job.user] -= fair_value(r.job, r.kind, self.capacity)
-        q = self.queued[r.job.user]
-        q.append(r.job)
-        q.sort(key=lambda j: (j.arrival, j.id))
+        self._enqueue(r.job)
 
 
 def mean_jct(timeline: Iterable[Mapping[str, Any]]) -> float:
