@@ -307,3 +307,15 @@ def test_pop_is_a_shares_policy_of_the_simulator(shared_dir):
                        repack=True)
         tl = list(res.timeline())
         assert len(tl) == 16 and all(r["end_s"] is not None for r in tl)
+
+
+@given(seed=st.integers(0, 10_000), m=st.integers(4, 30), k=st.integers(1, 4))
+def test_no_heuristic_beats_the_certified_bound(seed, m, k):
+    """POP's parts and Gandiva's pairs are feasible for the whole problem,
+    so their smallest normalised share never exceeds the exact bound."""
+    p = random_problem(seed, m, gpus=max(m // 3, 1))
+    ex = solve_classes(p, "max-min")
+    for r in (pop_solve(p, k, parallel="serial").shares, gandiva_pairing(p, seed)):
+        assert r.violations() == []
+        if r.objective is not None:
+            assert r.objective <= ex.bound * (1 + 1e-7) + 1e-9
