@@ -48,6 +48,9 @@ ARTIFACT_NAMES = {"allox-plus": "AlloXPlus", "allox-sjf": "SJF", "allox-srpt": "
                   "allox-es": "ES", "allox": "AlloX"}
 POLICIES = ("allox", "allox-plus", "allox-sjf", "allox-srpt", "allox-drf", "allox-drf-fifo",
             "allox-drf-ext", "allox-es")
+#: Variants run besides (label -> policy, parameters): equal shares per kind
+#: of slot, the rule as stated rather than as the simulator checks it.
+VARIANTS = {"allox-es (per kind)": ("allox-es", {"vector": False})}
 #: The committed order of average JCTs, best first.
 ORDER = ("allox-srpt", "allox-sjf", "allox-plus", "allox-drf-ext", "allox-drf", "allox-es",
          "allox-drf-fifo")
@@ -72,7 +75,7 @@ def committed(artifact: Path, policy: str) -> float | None:
 
 def run_policy(args: tuple) -> dict:
     """One policy on the simulator (a worker's entry point)."""
-    policy, job_file, params = args
+    label, policy, job_file, params = args
     from alloc.sched import get_policy
     from alloc.sched.allox.jobs import read_trace
     from alloc.sched.allox.rules import exchange_rate
@@ -80,7 +83,7 @@ def run_policy(args: tuple) -> dict:
     from alloc.sim import simulate
     jobs = read_trace(job_file)
     info = get_policy("sizing", policy)
-    kw = dict(params.get(policy, {}))
+    kw = dict(params)
     if policy == "allox-drf-ext":
         kw.setdefault("beta", exchange_rate(jobs))
     sizing = info.build(**kw)
@@ -91,7 +94,7 @@ def run_policy(args: tuple) -> dict:
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     tl = [r for r in res.timeline() if "~" not in str(r["id"])]
     ends = [r["end_s"] for r in tl if r.get("end_s") is not None]
-    return {"policy": policy, "params": {k: v for k, v in kw.items()}, "jobs": len(jobs),
+    return {"policy": label, "params": {k: v for k, v in kw.items()}, "jobs": len(jobs),
             "finished": len(ends), "avg_jct": mean_jct(tl), "makespan": max(ends, default=None),
             "wall_s": round(wall, 2), "cpu_s": round(cpu, 2), "decisions": sizing.decisions,
             "load": round(os.getloadavg()[0], 2)}
@@ -143,7 +146,7 @@ def page(rows: dict, java: dict | None, cmd: str, plot: str | None) -> str:
            "DRF-FIFO); decisions at arrivals and completions.  Time in the trace's units.", "",
            "| policy | avg JCT | committed | ratio | makespan | decisions | wall (s) | CPU (s) |",
            "|---|---|---|---|---|---|---|---|"]
-    for p in POLICIES:
+    for p in (*POLICIES, *VARIANTS):
         r = rows.get(p)
         if r is None:
             continue
@@ -165,6 +168,30 @@ def page(rows: dict, java: dict | None, cmd: str, plot: str | None) -> str:
             + f" | {'yes' if kept else 'no'} |",
             f"| run <= 60 s (AlloX+) | {ap.get('wall_s')} s wall, {ap.get('cpu_s')} s CPU | "
             f"{'yes' if ap.get('wall_s', 1e9) <= 60 else 'no'} |", ""]
+    out += ["## The rules, and where alloc departs from the artifact", "",
+            "Each policy's rule is written out in `alloc.sched.allox.rules`; they were read from "
+            "the artifact's Java (run, never copied) and fixed before any run:", "",
+            "* **AlloX+** (its committed configuration) is SJF over (job, GPU or CPU) pairs with "
+            "a starvation guard: jobs that waited 500 units go first.  The artifact builds it "
+            "with every user considered (alpha = 1) and compares estimates truncated to "
+            "integers; alloc compares them exactly.",
+            "* **SRPT** ranks by the *remaining* estimated time; the artifact ranks by the "
+            "original estimate (its preempted jobs keep their full estimate), which is why its "
+            "SRPT is a little better here.",
+            "* **DRFExt**: when no GPU is free the user's shortest-on-CPU job runs on a CPU node "
+            "for *its* CPU time; the artifact starts that job with the time of the queue's "
+            "GPU-shortest one.  beta is the plain mean over the jobs (the artifact adds 32 to "
+            "the sum before dividing: 0.003 on 10,000 jobs).",
+            "* **ES**: `allox-es` checks a user's share as the artifact does, as a (cores, GPUs, "
+            "memory) vector with no cores in the GPU pass, so a user running a CPU job starts no "
+            "GPU job; `allox-es (per kind)` shares each kind's slots on their own, the rule "
+            "as stated -- and falls between SJF and DRFExt, out of the committed order.",
+            "* **Profiling** runs as the artifact's: four runs per job (1 % and 2 % of its time "
+            "on each kind, at least one unit, whole units), round-robin over users before "
+            "anything else; a job is queued when every job that arrived with it is profiled; "
+            "users' usage counts their profiling runs.",
+            "* **AlloX** (the paper's matching, alpha = 0.1, at most 50 jobs per matching) has "
+            "no committed output to compare with.", ""]
     if plot:
         out.append(f"![average JCT per policy]({Path(plot).name})")
         out.append("")
@@ -178,7 +205,7 @@ def make_plot(rows: dict, path: str) -> None:
         import matplotlib.pyplot as plt
     except ImportError:
         return
-    names = [p for p in POLICIES if p in rows]
+    names = [p for p in (*POLICIES, *VARIANTS) if p in rows]
     ours = [rows[p]["avg_jct"] for p in names]
     theirs = [rows[p].get("committed") or 0 for p in names]
     fig, ax = plt.subplots(figsize=(8, 3.6))
@@ -186,7 +213,7 @@ def make_plot(rows: dict, path: str) -> None:
     ax.bar([i - 0.2 for i in x], ours, 0.4, label="alloc")
     ax.bar([i + 0.2 for i in x], theirs, 0.4, label="committed (artifact)", alpha=0.7)
     ax.set_yscale("log")
-    ax.set_xticks(list(x), [n.replace("allox-", "") for n in names], fontsize=8)
+    ax.set_xticks(list(x), [n.replace("allox-", "") for n in names], fontsize=7, rotation=20)
     ax.set_ylabel("average JCT (trace units)")
     ax.legend(fontsize=8)
     fig.tight_layout()
@@ -203,11 +230,21 @@ def main(argv=None) -> int:
                     "configuration, timed (default: off)")
     ap.add_argument("--out", default=None, help="write the JSON figures here (default: stdout)")
     ap.add_argument("--page", action="store_true", help="write bench/results/allox.md and the plot")
+    ap.add_argument("--from-json", default=None, metavar="FILE",
+                    help="--page: render the page from the JSON an earlier run wrote (--out)")
     ap.add_argument("--md", default=str(ROOT / "bench" / "results" / "allox.md"),
                     help="--page: the page (default: bench/results/allox.md)")
     ap.add_argument("--plot", default=str(ROOT / "bench" / "results" / "allox_jct.png"),
                     help="--page: the plot ('' for none; default: bench/results/allox_jct.png)")
     a = ap.parse_args(argv)
+    if a.from_json:
+        doc = json.loads(Path(a.from_json).read_text())
+        rows, java = doc["policies"], doc.get("artifact_run")
+        cmd = doc.get("command", "python bench/allox.py --artifact DIR --out FILE")
+        Path(a.md).write_text(page(rows, java, cmd, a.plot or None))
+        if a.plot:
+            make_plot(rows, a.plot)
+        return 0
     if not a.artifact:
         print("skipped: no artifact copy (--artifact DIR, a fetched lenhattan86/allox_sim)")
         return 0
@@ -223,7 +260,9 @@ def main(argv=None) -> int:
         print(f"error: --policy: expected one of {', '.join(POLICIES)} or all, got {bad[0]!r}",
               file=sys.stderr)
         return 2
-    tasks = [(p, str(job_file), {}) for p in pols]
+    tasks = [(p, p, str(job_file), {}) for p in pols]
+    if a.policy == "all":
+        tasks += [(label, pol, str(job_file), params) for label, (pol, params) in VARIANTS.items()]
     t0 = time.perf_counter()
     try:
         if a.workers > 1 and len(tasks) > 1:
@@ -236,11 +275,14 @@ def main(argv=None) -> int:
         return 2
     rows = {}
     for r in results:
-        r["committed"] = committed(artifact, r["policy"])
+        r["committed"] = committed(artifact, r["policy"]) if r["policy"] in ARTIFACT_NAMES else None
         r["ratio"] = r["avg_jct"] / r["committed"] if r["committed"] else None
         rows[r["policy"]] = r
     java = run_java(artifact) if a.java else None
-    doc = {"policies": rows, "order_kept": order_kept(rows), "wall_s": round(time.perf_counter() - t0, 2)}
+    cmd = ("python bench/allox.py --artifact DIR" + (f" --policy {a.policy}" if a.policy != "all"
+                                                      else "") + (" --java" if a.java else ""))
+    doc = {"command": cmd, "policies": rows, "order_kept": order_kept(rows),
+           "wall_s": round(time.perf_counter() - t0, 2)}
     if java is not None:
         doc["artifact_run"] = java
     text = json.dumps(doc, indent=1) + "\n"
@@ -249,8 +291,7 @@ def main(argv=None) -> int:
     else:
         sys.stdout.write(text)
     if a.page:
-        cmd = "python bench/allox.py --artifact DIR --page" + (" --java" if a.java else "")
-        Path(a.md).write_text(page(rows, java, cmd, a.plot or None))
+        Path(a.md).write_text(page(rows, java, cmd + " --page", a.plot or None))
         if a.plot:
             make_plot(rows, a.plot)
     return 0
