@@ -103,3 +103,17 @@ def test_memory_keeps_a_job_out_until_a_lane_fits():
     # 100 MB: A's lane takes 80, B needs 50 alone or 90 in A's lane (> 80): B waits
     for policy in ("srtf", "fair", "pack"):
         assert _run(policy, memory_mb=100.0) == pytest.approx({"A": 100.0, "B": 110.0})
+
+
+def test_the_run_needs_the_policys_progress_model():
+    from alloc.sched.salus.sim import SalusProgress, salus_cluster, workload
+    from alloc.sim import simulate
+    ps = [Profile("A_1_x", "A", 1, 100.0, 80.0, 100, 30.0, 50.0)]
+    with pytest.raises(InputError, match="gpu-memory"):
+        simulate(salus_cluster(), workload(ps, [0.0]), mechanism="salus-pack")
+    with pytest.raises(InputError, match="SalusProgress"):
+        simulate(salus_cluster(), workload(ps, [0.0]), mechanism="salus-pack",
+                 progress=SalusProgress("fair"))
+    res = simulate(salus_cluster(), workload(ps, [0.0]), mechanism="salus-pack",
+                   progress=SalusProgress("pack"))
+    assert [r["end_s"] for r in res.timeline()] == [100.0]

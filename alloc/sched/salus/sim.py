@@ -169,7 +169,12 @@ class SalusMechanism(BaseMechanism):
         self.peak_lanes = 0
 
     def start(self, ctl: Any) -> None:
-        """Find the GPU."""
+        """Find the GPU; bind the run's progress model to these lanes."""
+        prog = getattr(ctl.ctx, "progress", None)
+        if not isinstance(prog, SalusProgress) or prog.policy != self.policy:
+            raise InputError(f"salus-{self.policy}: the run's progress model must be "
+                             f"SalusProgress({self.policy!r}) (the mechanism's .progress)")
+        prog.lanes = self.lanes
         for s in ctl.cluster.servers:
             if s.gpus:
                 self.gpu = f"{s.id}/gpu0"
