@@ -242,3 +242,12 @@ def test_every_policy_finishes_a_small_trace(policy):
     assert all(e is not None for e in ends)
     assert all(tl[j.id]["end_s"] - tl[j.id]["start_s"] >= min(j.cpu_s, j.gpu_s) - 1e-9
                for j in jobs if policy != "allox-srpt")
+
+
+def test_a_job_without_its_allox_fields_is_one_line():
+    from alloc.sched.allox.sim import FlexProgress, flex_cluster
+    from alloc.sim import WorkloadJob, simulate
+    jobs = [WorkloadJob("x", 0.0, 1, work=1.0, extra={"user": "u0", "cpu_s": 5.0})]
+    with pytest.raises(InputError, match="job .x.: gpu_s: expected a value > 0"):
+        simulate(flex_cluster(1, 1), jobs, sizing="allox-sjf", progress=FlexProgress(),
+                 order=("fifo", {"preemptive": False}))

@@ -116,11 +116,47 @@ def workload(jobs: Iterable[FlexJob], profiling: bool = True) -> list[WorkloadJo
     return out
 
 
+#: The ``extra`` fields a job of the AlloX experiment carries (a workload CSV's
+#: columns beyond ``id,arrival_s,gpus,duration_s``; a probe carries
+#: ``probe_of``, ``user``, ``kind`` and ``time`` instead).
+JOB_FIELDS = ("user", "cpu_s", "gpu_s", "cpu_est", "gpu_est", "cpu", "mem", "gpu", "gpu_mem")
+
+
 def flex_job(w: Any) -> FlexJob:
-    """The `FlexJob` of a workload job (its ``extra``)."""
+    """The `FlexJob` of a workload job (its ``extra``).
+
+    Raises
+    ------
+    InputError
+        One line naming the job and the missing field.
+    """
     e = w.extra
-    return FlexJob(w.id, e["user"], float(w.arrival_s), e["cpu_s"], e["gpu_s"], e["cpu_est"],
-                   e["gpu_est"], e["cpu"], e["mem"], e["gpu"], e["gpu_mem"])
+    missing = [k for k in JOB_FIELDS if e.get(k) in (None, "")]
+    if missing:
+        raise InputError(f"job {w.id!r}: {missing[0]}: expected a value (an AlloX job carries "
+                         f"{', '.join(JOB_FIELDS)})")
+    return FlexJob(w.id, str(e["user"]), float(w.arrival_s), float(e["cpu_s"]), float(e["gpu_s"]),
+                   float(e["cpu_est"]), float(e["gpu_est"]), float(e["cpu"]), float(e["mem"]),
+                   float(e["gpu"]), float(e["gpu_mem"]))
+
+
+def _times(job: Any) -> tuple[float, ...]:
+    """``(time,)`` of a probe, ``(cpu_s, gpu_s)`` of a job; InputError on one
+    line when the workload does not give them (> 0)."""
+    e = job.extra
+    keys = ("time",) if e.get("probe_of") else ("cpu_s", "gpu_s")
+    out = []
+    for k in keys:
+        v = e.get(k)
+        try:
+            x = float(v)            # type: ignore[arg-type]
+        except (TypeError, ValueError):
+            x = math.nan
+        if not (x > 0 and math.isfinite(x)):
+            raise InputError(f"job {job.id!r}: {k}: expected a value > 0 (an AlloX job carries "
+                             f"{', '.join(JOB_FIELDS)}), got {v!r}")
+        out.append(x)
+    return tuple(out)
 
 
 class FlexProgress(ProgressModel):
@@ -147,13 +183,12 @@ class FlexProgress(ProgressModel):
 
     def work(self, job: Any) -> float:
         """``cpu_s * gpu_s`` (a probe: its time)."""
-        e = job.extra
-        return float(e["time"]) if "probe_of" in e else float(e["cpu_s"]) * float(e["gpu_s"])
+        t = _times(job)
+        return t[0] if len(t) == 1 else t[0] * t[1]
 
     def alone_s(self, job: Any) -> float | None:
         """Its time on the kind it runs faster on (a probe: its time)."""
-        e = job.extra
-        return float(e["time"]) if "probe_of" in e else float(min(e["cpu_s"], e["gpu_s"]))
+        return min(_times(job))
 
     def rate(self, job: Any, run: Run) -> float:
         """Units per unit of time on the run's kind (0 on a device of another type)."""
@@ -161,9 +196,10 @@ class FlexProgress(ProgressModel):
         kind = run.gpu_type
         if kind not in KINDS:
             return 0.0
-        if "probe_of" in e:
-            return 1.0 if kind == e["kind"] else 0.0
-        return float(e["gpu_s"] if kind == "cpu" else e["cpu_s"])
+        if e.get("probe_of"):
+            return 1.0 if kind == e.get("kind") else 0.0
+        cpu_s, gpu_s = _times(job)
+        return gpu_s if kind == "cpu" else cpu_s
 
 
 #: The rules by name, with how each is built.
@@ -297,7 +333,7 @@ class FlexSizing:
         self.order[rec.id] = len(self.order)
         e = rec.extra
         self._user(e["user"])
-        if "probe_of" in e:
+        if e.get("probe_of"):
             self.probes[e["user"]].append(rec.id)
             self.probe_kind[rec.id] = e["kind"]
             return
@@ -394,7 +430,7 @@ def mean_jct(timeline: Iterable[Mapping[str, Any]]) -> float:
 
 
 __all__ = ["CORES_PER_NODE", "FlexProgress", "MEM_PER_SLOT", "PROBES", "RULES",
-           "FlexSizing", "flex_cluster", "flex_job", "make_rule", "mean_jct", "probe_time", "workload"]
+           "FlexSizing", "JOB_FIELDS", "flex_cluster", "flex_job", "make_rule", "mean_jct", "probe_time", "workload"]
 
 
 # ------------------------------------------------------------- factories
