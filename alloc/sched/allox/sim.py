@@ -122,6 +122,40 @@ def workload(jobs: Iterable[FlexJob], profiling: bool = True) -> list[WorkloadJo
 JOB_FIELDS = ("user", "cpu_s", "gpu_s", "cpu_est", "gpu_est", "cpu", "mem", "gpu", "gpu_mem")
 
 
+#: Columns of an AlloX workload CSV (the simulator's plain format and extras).
+CSV_COLUMNS = ("id", "arrival_s", "gpus", "duration_s", "work", *JOB_FIELDS, "probe_of", "kind",
+               "time")
+
+
+def write_workload_csv(jobs: Iterable[FlexJob], path, profiling: bool = True) -> int:
+    """Write `workload` as a CSV in the simulator's plain format (the AlloX
+    fields as extra columns, blank where a row has none); the rows written.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> from alloc.sched.allox.jobs import FlexJob
+    >>> from alloc.sched.allox.sim import write_workload_csv
+    >>> f = pathlib.Path(tempfile.mkdtemp()) / "jobs.csv"
+    >>> write_workload_csv([FlexJob("a", "u", 0.0, cpu_s=150.0, gpu_s=40.0)], f)
+    5
+    >>> f.read_text().splitlines()[1]
+    'a,0.0,1,40.0,6000.0,u,150.0,40.0,150.0,40.0,32.0,0.0,1.0,0.0,,,'
+    """
+    import csv
+    rows = workload(jobs, profiling)
+    with open(path, "w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(CSV_COLUMNS)
+        for r in rows:
+            e = r.extra
+            alone = float(e["time"]) if e.get("probe_of") else float(min(e["cpu_s"], e["gpu_s"]))
+            w.writerow([r.id, r.arrival_s, r.gpus, alone, r.work,
+                        *[e.get(k, "") for k in JOB_FIELDS],
+                        e.get("probe_of", ""), e.get("kind", ""), e.get("time", "")])
+    return len(rows)
+
+
 def flex_job(w: Any) -> FlexJob:
     """The `FlexJob` of a workload job (its ``extra``).
 
@@ -429,8 +463,9 @@ def mean_jct(timeline: Iterable[Mapping[str, Any]]) -> float:
     return sum(vals) / len(vals) if vals else math.nan
 
 
-__all__ = ["CORES_PER_NODE", "FlexProgress", "MEM_PER_SLOT", "PROBES", "RULES",
-           "FlexSizing", "JOB_FIELDS", "flex_cluster", "flex_job", "make_rule", "mean_jct", "probe_time", "workload"]
+__all__ = ["CORES_PER_NODE", "CSV_COLUMNS", "FlexProgress", "FlexSizing", "JOB_FIELDS",
+           "MEM_PER_SLOT", "PROBES", "RULES", "flex_cluster", "flex_job", "make_rule", "mean_jct",
+           "probe_time", "workload", "write_workload_csv"]
 
 
 # ------------------------------------------------------------- factories
