@@ -624,7 +624,9 @@ class Allocation:
     moved : tuple of str
         Running jobs placed elsewhere than ``current`` (a subset of the placed).
     reasons : mapping of str to str
-        For unplaced jobs that cannot be placed on this cluster now: why.
+        For every unplaced job: why (`alloc.waiting`) -- it cannot be placed
+        on this cluster now, it waits for room, its tenant's cells are full,
+        or it was stopped for another job.
     status : Status
         How good the answer is: ``optimal`` (the value is proven to meet the
         bound for this input), ``feasible`` (a valid answer, optimality not

@@ -354,6 +354,10 @@ class Problem:
         Objective units subtracted per move (None: moves are free within the budget).
     preempt : {None, "order"}
         Who may stop a running job: the tenancy rules (None) or the order.
+    preempt_packed : bool
+        Under ``preempt="order"``: a gang that needs victims is placed on one
+        server when any server can hold it so, before it is spread over its
+        victims' servers ([alloc.preempt][]).
     pinned : iterable of str
         Running jobs no solver may move or stop (placed by the core this call).
     carry : Carry, optional
@@ -437,7 +441,8 @@ class Problem:
     def __init__(self, cluster: Cluster, jobs: Sequence[Job], objective: str | Objective = "throughput",
                  name: str = "", *, order: Sequence[str] | None = None,
                  max_moves: int | None = None, move_cost: float | None = None,
-                 preempt: str | None = None, pinned: Sequence[str] = (), carry=None):
+                 preempt: str | None = None, pinned: Sequence[str] = (), carry=None,
+                 preempt_packed: bool = False):
         from .carry import next_stamp
         self.cluster = cluster
         self.jobs = tuple(jobs)
@@ -458,6 +463,10 @@ class Problem:
             else int(max_moves)
         self.move_cost = move_cost
         self.preempt = preempt
+        #: the order is a promise (``preempt="order"``; the reduced problem keeps it)
+        self.keeps_order = preempt == "order"
+        #: under ``preempt="order"``, a gang that needs victims on one server first
+        self.preempt_packed = bool(preempt_packed)
         #: ``{job id: position}`` of the jobs the caller's order lists (None: no order)
         self.order_rank = order_ranks(order)
         self.carry, self.stamp = carry, next_stamp()
@@ -567,12 +576,14 @@ class Problem:
         _take(self, [a for _, _, a in removed], 1)
         _take(self, [fixed[j] for j in added], -1)
 
-    def reduced(self, drop, pin: dict) -> "Problem":
+    def reduced(self, drop, pin: dict, keep_priority: bool = False) -> "Problem":
         """This problem without the jobs ``drop`` (indices), with the jobs of
         ``pin`` (index -> `Assign`) running there and pinned, priorities set
         aside (the order ranks the jobs) and no preemption rule -- what
-        [alloc.preempt][] hands the solver.  Built from this problem's arrays,
-        not compiled again.
+        [alloc.preempt][] hands the solver; with ``keep_priority`` the
+        priorities and the ranks stay as they are (what [alloc.guarantee][]
+        hands the solver: the tenancy rules still apply to the rest).  Built
+        from this problem's arrays, not compiled again.
 
         It has a stamp of its own; with a carry, its `changes` tell its
         running jobs (the victims gone, the pinned ones new) against the
@@ -592,8 +603,8 @@ class Problem:
             if j in pin:
                 cur = self.placement(j, pin[j])
                 keep(cur, "assign", (self.cluster,), pin[j])
-                job = replace(job, current=cur, priority=0)
-            elif job.priority:
+                job = replace(job, current=cur, priority=job.priority if keep_priority else 0)
+            elif job.priority and not keep_priority:
                 job = replace(job, priority=0)
             jobs.append(job)
         out.jobs, out.J = tuple(jobs), len(jobs)
@@ -602,7 +613,8 @@ class Problem:
         out.request_option = [self.request_option[j] for j in kept]
         out.prio_key = [self.prio_key[j] for j in kept]
         out.rank = self.rank[kept]
-        out.preempt, out.explicit_order = None, True
+        out.preempt = None
+        out.explicit_order = self.explicit_order if keep_priority else True
         out.fixed = {new[j]: a for j, a in self.fixed.items() if j not in drop}
         out.fixed.update((new[j], a) for j, a in pin.items())
         out.reasons = {new[j]: r for j, r in self.reasons.items() if j not in drop}

@@ -68,6 +68,8 @@ CAPABILITY_MEANING: Mapping[str, str] = {
     "gpu-compute": "compute shares (gpu_compute), opportunistic shares (milli 0) and caps",
     "order-preemption": "keeps the running jobs the core pinned in place (preempt=\"order\": "
                         "the core stops the victims by the caller's order before the solver runs)",
+    "guarantee": "serves tenants' guarantees itself with HiveD's rules (else the core places "
+                 "the waiting guaranteed jobs first and pins them: alloc.guarantee)",
 }
 #: The capability names.
 CAPABILITIES = frozenset(CAPABILITY_MEANING)

@@ -807,7 +807,7 @@ __all__ = ["CellModel", "CellRequest", "CellTree", "GPU_MEM_MIB", "SafetyResult"
            "exact_binding", "fail_server", "feasibility_engine", "gpu_mem_capacity",
            "greedy_binding",
            "infer_binding", "job_gpu_mem", "outranks", "quotas", "safety", "tenant_problems",
-           "tenancy_violations", "with_current"]
+           "tenancy_violations", "with_current", "guarantee_reasons"]
 
 
 def with_current(jobs: Sequence[Job], allocation: Allocation,
@@ -818,3 +818,78 @@ def with_current(jobs: Sequence[Job], allocation: Allocation,
     placed = {p.job for p in allocation.placements}
     unplaced = tuple(j.id for j in jobs if j.id not in placed)
     return replace(allocation, unplaced=unplaced).advance(jobs, drop)
+
+
+# ------------------------------------------------------------ waiting jobs
+def guarantee_reasons(problem, assign: Mapping, waiting: Sequence[int], stats: Mapping
+                      ) -> dict[int, str]:
+    """Why each waiting guaranteed job (indices ``waiting`` of ``problem``)
+    is not placed by the answer ``assign``, naming its tenant's cells and
+    what fills them: the GPUs of the tenant's cells (of the GPU types the job
+    may use) against those its guaranteed jobs hold.  ``stats["binding"]`` (the
+    answer's binding) names the cells when valid; else one is inferred.
+
+    Examples
+    --------
+    >>> from alloc import Cell, Cluster, Job, Server, Tenant
+    >>> from alloc.problem import compile_problem
+    >>> from alloc.tenancy import guarantee_reasons
+    >>> c = Cluster((Server("s0", 8000, 8000, 2, "V100"), Server("s1", 8000, 8000, 2, "V100")),
+    ...             tenants={"a": Tenant("a", (Cell("server", 1),))})
+    >>> jobs = [Job(k, 2, cpu=1, mem=1, tenant="a", guaranteed=True) for k in "xy"]
+    >>> p = compile_problem(c, jobs)
+    >>> guarantee_reasons(p, {0: p.make_assign(0, [0, 1], 0)}, [1], {"binding": {"a": ["server:s0"]}})
+    {1: "tenant 'a''s cells are full: its guaranteed jobs hold 2 of the 2 V100 GPUs of its cells (server:s0: 2/2); the job needs 2"}
+    """
+    p = problem
+    c = p.cluster
+    tree = cell_tree(c)
+    q = quotas(c)
+    jobs = p.jobs
+    binding = None
+    wit = stats.get("binding") if stats else None
+    used: dict[str, set] = defaultdict(set)
+    for j, a in assign.items():
+        if jobs[j].guaranteed and jobs[j].tenant is not None:
+            used[jobs[j].tenant].update(g for g, _ in a.gpus)
+    if isinstance(wit, Mapping):
+        b = binding_from_keys(tree, wit)
+        if not check_binding(c, b, used):
+            binding = b
+    if binding is None:
+        binding = infer_binding(c, used, exact=False) or {}
+    out: dict[int, str] = {}
+    for j in waiting:
+        job = jobs[j]
+        v = job.tenant
+        n = job.min_gpus if job.elastic and job.min_gpus is not None else job.gpus
+        types = sorted({t for (t, _), k in q.get(v, {}).items() if k and job.allows(t)})
+        if not types:
+            out[j] = (f"tenant {v!r} has no cells of a GPU type the job may use "
+                      f"({list(job.gpu_types) or 'any'})")
+            continue
+        quota = sum(quota_gpus(c, v, t) for t in types)
+        held: dict[int, int] = {}
+        for i, a in assign.items():
+            o = jobs[i]
+            if o.guaranteed and o.tenant == v:
+                for g, _ in a.gpus:
+                    held[g] = 1
+        nodes = [x for x in binding.get(v, ()) if tree.gtype[x] in types]
+        taken = sum(1 for g in held if tree.gpu_type[g] in types)
+        cells = ", ".join(f"{tree.key[x]}: {sum(1 for g in tree.gpus[x] if g in held)}/"
+                          f"{len(tree.gpus[x])}" for x in nodes[:4]) + \
+            (f" and {len(nodes) - 4} more" if len(nodes) > 4 else "")
+        unbound = sum(k for (t, lvl), k in q.get(v, {}).items() if t in types) - len(nodes)
+        where = f" ({cells}" + (f"; {unbound} not bound" if unbound > 0 else "") + ")" \
+            if cells else (f" ({unbound} not bound)" if unbound > 0 else "")
+        kind = "/".join(types)
+        if quota - taken < max(n, 1):
+            out[j] = (f"tenant {v!r}'s cells are full: its guaranteed jobs hold {taken} of "
+                      f"the {quota} {kind} GPUs of its cells{where}; the job needs {n}")
+        else:
+            out[j] = (f"tenant {v!r}'s cells have {quota - taken} of {quota} {kind} GPUs not "
+                      f"held by its guaranteed jobs{where}, but no room for {n} GPUs with its "
+                      f"CPU and memory inside them (the cells' shapes, or sharing safety for "
+                      f"the cells not yet bound)")
+    return out

@@ -63,6 +63,8 @@ class Call:
     move_cost : float or None
     order : tuple of str or None
         The caller's order (job ids, highest rank first).
+    preempt : {None, "order"}
+        Preemption by the caller's order (inputs without tenants' guarantees).
     """
     cluster: Cluster
     jobs: tuple
@@ -72,11 +74,13 @@ class Call:
     move_cost: float | None = None
     order: tuple | None = None
     features: frozenset = field(default=frozenset(), compare=False)
+    preempt: str | None = None
 
     def kwargs(self) -> dict:
         """The keyword arguments of `allocate` besides the solver."""
         return dict(objective=self.objective, seed=self.seed, max_moves=self.max_moves,
-                    move_cost=self.move_cost, order=list(self.order) if self.order else None)
+                    move_cost=self.move_cost, order=list(self.order) if self.order else None,
+                    preempt=self.preempt)
 
     def instance(self, name: str = "drawn") -> Instance:
         """The cluster and jobs as an `Instance` (drawn profiles inline), for
@@ -97,6 +101,7 @@ def features(cluster: Cluster, jobs: Sequence[Job], **call) -> frozenset:
         "running": any(j.current is not None for j in jobs),
         "moves": call.get("max_moves") is not None or call.get("move_cost") is not None,
         "order": call.get("order") is not None,
+        "preempt-order": call.get("preempt") == "order",
         "tenants": any(t.cells for t in cluster.tenants.values()),
         "guaranteed": any(j.guaranteed for j in jobs),
         "users": any(j.tenant and not cluster.tenants[j.tenant].cells for j in jobs),
@@ -314,7 +319,9 @@ def calls(draw, solver: str | None = None, *, capabilities=None, max_servers: in
           max_jobs: int = 6, running: bool = True, random_profiles: bool = True) -> Call:
     """A `Call`: an instance within the capabilities of ``solver`` (or
     ``capabilities``; None: everything), an objective, a seed, a move budget
-    and cost when jobs run, sometimes the caller's order."""
+    and cost when jobs run, sometimes the caller's order -- and then, on
+    inputs without tenants' guarantees and for solvers with
+    ``order-preemption``, sometimes preemption by it."""
     caps = get_solver(solver).capabilities if solver is not None else _caps(capabilities)
     cluster, js = draw(instances(max_servers, max_jobs, capabilities=caps, running=running,
                                  random_profiles=random_profiles))
@@ -326,6 +333,9 @@ def calls(draw, solver: str | None = None, *, capabilities=None, max_servers: in
     if draw(st.booleans()):
         ids = draw(st.permutations([j.id for j in js]))
         kw["order"] = tuple(ids[:draw(st.integers(1, len(ids)))])
+        tenancy = cluster.tenants or any(j.guaranteed for j in js)
+        if "order-preemption" in caps and not tenancy and draw(st.booleans()):
+            kw["preempt"] = "order"
     return Call(cluster, js, features=features(cluster, js, **kw), **kw)
 
 

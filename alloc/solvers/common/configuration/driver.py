@@ -84,6 +84,29 @@ CARRIED_ENOUGH = 100
 MORE_COLUMNS_UNTIL = 0.85
 
 
+#: Seconds the first warm-start heuristic always has, however little of the
+#: deadline is left when the warm start begins: a first call's imports took
+#: all of a 0.1 s limit before it, and the answer placed nothing where
+#: every heuristic places all (it then returns the heuristic's answer, within
+#: the call's allowance of ``time_limit * 1.1 + 0.5`` s).
+FIRST_SECONDS = 0.05
+
+
+def in_order(problem: Problem, assign: dict) -> dict:
+    """``assign`` (pending jobs only) as the answer will be under the order's
+    promise (``preempt="order"``: `alloc.preempt.kept_order`, spread gangs
+    allowed, as the exact solvers have them; an answer that
+    keeps the order is left as it is); else ``assign``.  Every answer the
+    driver compares goes through it -- the heuristics' too -- so the best it
+    returns keeps the order and is worth at least every heuristic's answer
+    kept in order."""
+    if not problem.keeps_order or not problem.pending:
+        return assign
+    from ....preempt import kept_order
+    out = kept_order(problem, assign)
+    return {j: a for j, a in out.items() if j not in problem.fixed}
+
+
 def need_ok(problem: Problem, capabilities) -> bool:
     """The input needs nothing beyond ``capabilities``."""
     from ....solve import needed_capabilities
@@ -131,6 +154,12 @@ def warm_start(problem: Problem, deadline: Deadline, seed: int = 0,
             dl = deadline if floor is None else floor
         else:
             dl = deadline.share(1.0 / max(1, len(first) + len(rest) - k))
+        if k == 0 and dl.left() < FIRST_SECONDS:
+            # the cheapest answers even when imports or a loaded machine took
+            # the time: never an empty answer where a heuristic places jobs
+            load_now = get_solver(name).solve         # its module imported first
+            del load_now
+            dl = Deadline.after(FIRST_SECONDS)
         if dl.expired():
             if k < len(first):
                 continue
@@ -143,7 +172,8 @@ def warm_start(problem: Problem, deadline: Deadline, seed: int = 0,
             continue
         # only the pending jobs: a solver that handles live state itself
         # (hived) returns the running jobs too, which stay where they are
-        assign = {j: a for j, a in sol.assign.items() if j not in problem.fixed}
+        assign = in_order(problem, {j: a for j, a in sol.assign.items()
+                                    if j not in problem.fixed})
         t = time.perf_counter()
         if not check_assign(problem, assign):
             continue
@@ -165,7 +195,8 @@ def warm_start(problem: Problem, deadline: Deadline, seed: int = 0,
         dl = deadline if not deadline.expired() or floor is None or not local_floor else floor
         if dl.expired():
             break
-        ls = local_search(problem, start, deadline=dl.share(1.0 / (len(starts) - k)), seed=seed)
+        ls = in_order(problem, local_search(problem, start,
+                                            deadline=dl.share(1.0 / (len(starts) - k)), seed=seed))
         if check_assign(problem, ls):
             v = true_value(problem, ls)
             values[label] = v
@@ -210,7 +241,9 @@ class ExactRun:
         return b is not None and self.best_v >= tighten(b, self.step) - 1e-6 * max(1.0, abs(b))
 
     def offer(self, assign: dict, src: str, key: str | None = None) -> None:
-        """Keep ``assign`` when it is valid and better."""
+        """Keep ``assign`` when it is valid and better (under the order's
+        promise, `in_order` first)."""
+        assign = in_order(self.p, assign)
         if not check_assign(self.p, assign):
             self.stats[f"{src}_decode_error"] = True
             return

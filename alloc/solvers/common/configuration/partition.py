@@ -249,7 +249,7 @@ def solve_partitioned(problem: Problem, engine: Backend, *, deadline: Deadline, 
                       parts: int = 2, executor: str = "process", ray_address: str | None = None,
                       warm_share: float = 0.15, cg_share: float = 0.45) -> Solution:
     """The partitioned solver (see the module notes)."""
-    from .driver import warm_start
+    from .driver import in_order, warm_start
     t0 = time.perf_counter()
     total = deadline.left()
     split = split_problem(problem, parts, seed)
@@ -265,7 +265,7 @@ def solve_partitioned(problem: Problem, engine: Backend, *, deadline: Deadline, 
     stats["part_stats"] = [s for _, s in results]
     if any(r is LATE for r in results):
         stats["parts_timed_out"] = sum(r is LATE for r in results)
-    assign = _repair(problem, _join(problem, results), deadline.share(0.3))
+    assign = in_order(problem, _repair(problem, _join(problem, results), deadline.share(0.3)))
     stats["t_parts"] = time.perf_counter() - t0
     if not check_assign(problem, assign):       # pragma: no cover - a join bug
         raise RuntimeError("partitioned solution over-commits the cluster")
@@ -281,7 +281,8 @@ def solve_partitioned(problem: Problem, engine: Backend, *, deadline: Deadline, 
         stats["source"] = f"heuristic {max(warm_values, key=warm_values.get)}"
     if deadline.left() > 0.1:
         from ..improve import local_search
-        better = local_search(problem, assign, deadline=deadline.share(0.4), seed=seed)
+        better = in_order(problem, local_search(problem, assign, deadline=deadline.share(0.4),
+                                                seed=seed))
         if check_assign(problem, better) and true_value(problem, better) > value + 1e-9:
             assign, value = better, true_value(problem, better)
     # the bound leaves 5 % of the time to the caller's final check

@@ -185,6 +185,25 @@ def fits_server(p: Problem, j: int, s: int, n: int, cpu: int | None = None,
     return True
 
 
+def grid_cells(job) -> list[tuple[int, int, float]]:
+    """``(CPU, memory, speed)`` per GPU of every grid point of the job's
+    profile with a positive speed (none without a grid or for a CPU-only
+    job).
+
+    Examples
+    --------
+    >>> from alloc import Job
+    >>> from alloc.solvers.exact.tenancy.model import grid_cells
+    >>> grid_cells(Job("cpu-only", 0, cpu=1000, mem=1000))
+    []
+    """
+    prof = job.profile
+    if prof is None or not prof.has_grid or not job.gpus:
+        return []
+    return [(c, m, float(prof.tput[a][b])) for a, c in enumerate(prof.cpu_per_gpu)
+            for b, m in enumerate(prof.mem_per_gpu) if (prof.tput[a][b] or 0) > 0]
+
+
 def spreadable(job, n: int) -> bool:
     """A job of n whole GPUs that may span servers."""
     return n >= 2 and job.gpu_milli >= MILLI and job.locality in (None, "rack")
@@ -285,10 +304,15 @@ class TenancyModel:
     def request(self, j: int) -> tuple[int, int]:
         """(CPU, memory) the model reserves for job j: its request or, in the
         relaxed model, the smallest CPU and the smallest memory of any of its
-        options (each may come from a different option)."""
+        options (each may come from a different option) -- for an elastic
+        job, of any grid point at its smallest size too (a point's CPU and
+        memory are per GPU)."""
         opts = self.p.options[j]
         if self.relaxed:
-            return min(o.cpu for o in opts), min(o.mem for o in opts)
+            cells = grid_cells(self.p.jobs[j])
+            lo = min(job_sizes(self.p.jobs[j]))
+            return (min([o.cpu for o in opts] + [c * lo for c, _, _ in cells]),
+                    min([o.mem for o in opts] + [m * lo for _, m, _ in cells]))
         return opts[0].cpu, opts[0].mem
 
     def fits(self, j: int, s: int, n: int) -> bool:
@@ -297,9 +321,21 @@ class TenancyModel:
 
     def value(self, j: int, s: int, n: int, span: float | None = None) -> float:
         """Job j's value on server s with n GPUs: at its request or, in the
-        relaxed model, the best of its options."""
+        relaxed model, the best of its options -- and, at an elastic size,
+        of the grid points at that size (each point's CPU and memory per GPU
+        times n)."""
         opts = range(len(self.p.options[j])) if self.relaxed else (0,)
-        return max(value_on(self.p, j, s, n, span, option=o) for o in opts)
+        best = max(value_on(self.p, j, s, n, span, option=o) for o in opts)
+        job = self.p.jobs[j]
+        if self.relaxed and n != job.gpus and "grid" in self.p.objective.factors:
+            cells = grid_cells(job)
+            if cells:
+                sp = best_span(self.p, j, s, n) if span is None else span
+                top = max(v for _, _, v in cells)
+                best = max(best, self.p.objective.coef(
+                    job, top, speed=self.p.speed(j, s), span=sp,
+                    scale=scale_factor(job.profile, job, n), gpus=n))
+        return best
 
     def tenant_types(self, v: str) -> set:
         """GPU types in which tenant v holds at least one cell."""
