@@ -90,7 +90,8 @@ def server_from_doc(s: Mapping) -> Server:
     gpus = s.get("gpus", 0)
     return Server(s["id"], s["cpu"], s["mem"], gpus,
                   s.get("gpu_type", DEFAULT_GPU_TYPE if gpus else None), s.get("rack"),
-                  s.get("sockets", 1), s.get("switches_per_socket", 1), s.get("gpu_mem"))
+                  s.get("sockets", 1), s.get("switches_per_socket", 1), s.get("gpu_mem"),
+                  frozen_map(s.get("domains")))
 
 
 def job_from_doc(j: Mapping, profile: Profile | None = None) -> Job:
@@ -119,7 +120,8 @@ def job_from_doc(j: Mapping, profile: Profile | None = None) -> Job:
         current=placement_from_dict(cur, j["id"]) if cur else None,
         min_gpus=j.get("min_gpus"), max_gpus=j.get("max_gpus"), gpu_mem=j.get("gpu_mem"),
         gpu_compute=j.get("gpu_compute"), gpu_mem_min=j.get("gpu_mem_min"),
-        gpus_per_server=j.get("gpus_per_server"))
+        gpus_per_server=j.get("gpus_per_server"),
+        preferred=j.get("preferred"))
 
 
 def instance_from_dict(doc: Any, source: str = "<instance>") -> Instance:
@@ -215,7 +217,7 @@ def job_to_dict(j: Job) -> dict:
     d.update(cpu=j.cpu, mem=j.mem)
     if j.gpu_types:
         d["gpu_types"] = list(j.gpu_types)
-    for k in ("locality", "model", "tenant"):
+    for k in ("locality", "preferred", "model", "tenant"):
         if getattr(j, k) is not None:
             d[k] = getattr(j, k)
     if j.tenant is not None or j.guaranteed:
@@ -237,6 +239,9 @@ def server_to_dict(s: Server) -> dict:
     d: dict[str, Any] = {"id": s.id}
     if s.rack is not None:
         d["rack"] = s.rack
+    others = {k: v for k, v in s.domains.items() if k != "rack"}
+    if others:
+        d["domains"] = others
     d.update(cpu=s.cpu, mem=s.mem, gpus=s.gpus)
     if s.gpu_type is not None:
         d["gpu_type"] = s.gpu_type

@@ -26,7 +26,7 @@ rank, while some running job ranks below it:
    enough or not at all; the largest such ``t*`` is found by taking the
    running jobs one by one from the lowest rank up and testing, after each,
    the servers it held (``p`` alone on one of them) and, for a gang that may
-   spread, the GPUs usable over the cluster (or its rack): only what the
+   spread, the GPUs usable over the cluster (or its locality domain): only what the
    last job freed can make ``p`` fit.  The job ``v*`` of rank ``t*`` is the
    highest-ranked job any placement of ``p`` must stop, and it is stopped.
    ``p`` is placed on a server of ``v*`` (or, spread, on the servers with the
@@ -71,6 +71,7 @@ import numpy as np
 from .deadline import Deadline
 from .model import MILLI, Allocation
 from .problem import Assign, Problem, add_assign
+from .topology import is_outer
 
 #: the preemption rules ``allocate(preempt=...)`` takes
 PREEMPT_RULES = (None, "order")
@@ -224,13 +225,9 @@ class _Walk:
             out.append(base & (cf >= c) & (mf >= m))
         return out
 
-    def racks(self) -> np.ndarray:
-        """Each server's rack as an index."""
-        if not hasattr(self, "_racks"):
-            names: dict = {}
-            self._racks = np.array([names.setdefault(sv.rack, len(names))
-                                    for sv in self.p.cluster.servers], dtype=np.int64)
-        return self._racks
+    def racks(self, level: str = "rack") -> np.ndarray:
+        """Each server's domain id at ``level`` (a level above the servers)."""
+        return self.p.arrays.srv_domain[level]
 
     def open(self, gf, q: int) -> np.ndarray:
         """Per GPU: it takes one share of ``q`` milli (with `res`, on the
@@ -356,13 +353,13 @@ class _Walk:
         n, q, opts, loc, mask = sh
         if _even(sh):
             return self.even(j, sh, gf, cf, mf, first)
-        if n < 2 or q < MILLI or loc not in (None, "rack") or not self.may_spread:
+        if n < 2 or q < MILLI or not (loc is None or is_outer(loc)) or not self.may_spread:
             return None
         p = self.p
         for o, (c, m) in enumerate(opts):
             use = self.usable(gf, cf, mf, mask, n, c, m)
-            if loc == "rack":
-                rack = self.racks()
+            if is_outer(loc):
+                rack = self.racks(loc)
                 tot = np.bincount(rack, use)
                 good = np.flatnonzero(tot >= n)
                 if not len(good):
@@ -484,8 +481,8 @@ class _Walk:
         need = even[1] if even else n
 
         def enough():
-            if sh[3] == "rack":
-                return bool((np.bincount(self.racks(), use) >= n).any())
+            if not even and is_outer(sh[3]):
+                return bool((np.bincount(self.racks(sh[3]), use) >= n).any())
             return total >= need
         held = {r: self.p.servers_of(p.fixed[r]) for r in cands}
 
@@ -534,7 +531,8 @@ class _Walk:
         server can hold it so."""
         if self.packed:
             n, q, _, loc, _ = sh
-            if n >= 2 and q >= MILLI and loc in (None, "rack") and self.may_spread:
+            if n >= 2 and q >= MILLI and (loc is None or is_outer(loc)) and self.may_spread \
+                    and not _even(sh):
                 got = self._with_victims(j, sh, False)
                 if got is not None:
                     return got
@@ -545,7 +543,8 @@ class _Walk:
         on: dict[int, list[int]] = {}
         n, q, opts, loc, mask = sh
         even = _even(sh)
-        spread = ((n >= 2 and q >= MILLI and loc in (None, "rack")) or bool(even)) and may_spread
+        spread = ((n >= 2 and q >= MILLI and (loc is None or is_outer(loc))) or bool(even)) \
+            and may_spread
         need = even[1] if even else n
         use = [self.usable(self.gfree, self.cfree, self.mfree, mask, n, c, m, even)
                for c, m in opts] if spread else []
@@ -568,7 +567,8 @@ class _Walk:
             for o, (c, m) in enumerate(opts if spread else ()):
                 for x in servers:
                     use[o][x] = self.usable_on(x, sh, on[x], c, m)
-                tot = np.bincount(self.racks(), use[o]).max() if loc == "rack" else use[o].sum()
+                tot = np.bincount(self.racks(loc), use[o]).max() \
+                    if not even and is_outer(loc) else use[o].sum()
                 if tot >= need:
                     got = self.spread_victims(j, sh, cands, c, m)
                     if got is not None:

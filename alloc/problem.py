@@ -47,6 +47,7 @@ from .model import CLUSTER, MILLI, Cluster, GpuShare, Job, Placement, Status
 from .arrays import ClusterArrays, cluster_arrays
 from .memo import forget, keep, recall, recall2, same_but_current
 from .objectives import Objective, get_objective, throughput
+from .topology import is_outer
 
 
 @dataclass(frozen=True)
@@ -244,11 +245,13 @@ def _shape_index(cluster: Cluster) -> dict:
     if idx is None:
         shapes: dict = {}
         totals: dict = {}
-        for s in cluster.servers:
+        outer = cluster_arrays(cluster).srv_domain
+        ids = {lv: d.tolist() for lv, d in outer.items()}
+        for i, s in enumerate(cluster.servers):
             t = s.gpu_type if s.gpus else None
             shapes.setdefault(t, set()).add(s)
-            # the whole cluster once, and the server's rack when it has one
-            keys = (("cluster", t),) + ((("rack", s.rack, t),) if s.rack is not None else ())
+            # the whole cluster once, and the server's domain at each level above it
+            keys = (("cluster", t),) + tuple((lv, d[i], t) for lv, d in ids.items())
             for key in keys:
                 g, c, m = totals.get(key, (0, 0, 0))
                 totals[key] = (g + s.gpus, c + s.cpu, m + s.mem)
@@ -290,8 +293,8 @@ def placeable_reason(cluster: Cluster, job: Job) -> str | None:
         return _even_reason(cluster, job, cpu, mem)
     if any(_width(s, job.locality) >= n and s.cpu >= cpu and s.mem >= mem for s in ok):
         return None
-    if n > 1 and job.gpu_milli == MILLI and job.locality in (None, "rack"):
-        within = "rack" if job.locality == "rack" and "rack" in cluster.levels else "cluster"
+    if n > 1 and job.gpu_milli == MILLI and (job.locality is None or is_outer(job.locality)):
+        within = job.locality if job.locality is not None else "cluster"
         # a spread job may mix the allowed GPU types: sum them per scope
         scopes: dict = {}
         for k, tot in idx["totals"].items():
@@ -301,7 +304,8 @@ def placeable_reason(cluster: Cluster, job: Job) -> str | None:
         if any(g >= n and c >= cpu and m >= mem for g, c, m in scopes.values()):
             return None
         return (f"needs {n} GPUs, {cpu} milli-CPU and {mem} MiB; the allowed servers "
-                + ("of one rack " if job.locality == "rack" else "") + f"hold {best[0]} GPUs")
+                + (f"of one {job.locality} " if within != "cluster" else "")
+                + f"hold {best[0]} GPUs")
     best = max(ok, key=lambda s: (_width(s, job.locality), s.gpus))
     where = f" in one {job.locality}" if job.locality in ("socket", "switch") else ""
     return (f"needs {n} GPUs{where}, {cpu} milli-CPU and {mem} MiB on one server; the largest "
@@ -966,7 +970,7 @@ def job_type_key(problem: Problem, j: int) -> tuple:
     """What makes two jobs interchangeable for every solver: shape, options,
     allowed GPU types with their speeds, the span factors of the levels the
     job can span and its elastic sizes (only the factors the objective uses),
-    weight and tenancy."""
+    weight, tenancy and preferred level."""
     from .objectives import job_sizes
     from .topology import reachable_levels
     job = problem.jobs[j]
@@ -987,7 +991,7 @@ def job_type_key(problem: Problem, j: int) -> tuple:
                  tuple(sorted(prof.scaling.items())) if prof is not None and "scale" in f else ())
     weight = job.weight if "weight" in f else 1.0
     return (job.gpus, job.gpu_milli, job.locality, opts, weight, types, speeds, span, sizes,
-            job.tenant, job.guaranteed, job.gpus_per_server)
+            job.tenant, job.guaranteed, job.preferred, job.gpus_per_server)
 
 
 def job_types(problem: Problem, jobs: Sequence[int] | None = None) -> list[list[int]]:

@@ -56,7 +56,10 @@ CAPABILITY_MEANING: Mapping[str, str] = {
     "sharing": "milli-GPU jobs (gpus == 1, gpu_milli < 1000) sharing one GPU",
     "grid": "gives a job any point of its profile's CPU x memory grid instead of its "
             "request (re-sizes CPU and memory)",
-    "locality": "locality levels other than server: socket, switch and rack",
+    "locality": "locality levels other than server: socket, switch and any level above the "
+                "servers (rack, an operator's block or zone, ...)",
+    "preferred": "preferred placement (Job.preferred): after the objective, the fewest levels "
+                 "climbed above the preferred level",
     "spread": "multi-GPU jobs without a locality spanning several servers",
     "tenancy": "tenants, guaranteed cells, opportunistic jobs (HiveD's rules)",
     "preemption": "stops running jobs where the tenancy rules allow it (returns them "
@@ -90,7 +93,7 @@ INSTALL = {
 
 #: Family packages under `alloc.solvers` that declare solvers.
 FAMILIES = ("heuristics", "exact", "synergy", "fgd", "hived", "drf", "antman", "gandiva",
-            "tiresias")
+            "tiresias", "tas")
 
 #: The entry-point group plug-ins declare their solvers in.
 ENTRY_POINT_GROUP = "alloc.solvers"

@@ -42,12 +42,13 @@ def needed_capabilities(cluster: Cluster, jobs: Sequence[Job],
     """Capabilities a solver must have to handle this input correctly (and
     the call's preemption rule)."""
     need = {"order-preemption"} if preempt == "order" else set()
-    inner = {"socket", "switch", "rack"}
     for j in jobs:
         if j.gpus == 1 and j.gpu_milli < 1000:
             need.add("sharing")
-        if j.locality in inner:
+        if j.locality is not None and j.locality not in ("server", "gpu"):
             need.add("locality")
+        if j.preferred is not None and (j.gpus > 1 or (j.max_gpus or 0) > 1):
+            need.add("preferred")
         if j.tenant is not None or j.guaranteed:
             need.add("tenancy")
         if j.elastic:

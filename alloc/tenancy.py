@@ -4,9 +4,12 @@ rules and AntMan-style co-location limits.
 Cells
 -----
 For every GPU type ``t`` the physical cluster is a forest of *cells*, one per
-node of the declared levels (rack -> server -> socket -> switch -> gpu) whose
-GPUs are all of type ``t``.  A rack is a cell only when all its GPU servers share
-one type (a mixed rack is not a cell; its servers are roots).  A cell at level
+node of the declared levels (any levels above the servers, e.g. zone -> block
+-> rack, then server -> socket -> switch -> gpu) whose GPUs are all of type
+``t``.  A domain above the servers (a rack, a block, an NVLink domain) is a
+cell only when all its GPU servers share one type (a mixed domain is not a
+cell; the cells below it are roots of their type's forest).  The GPU level
+is always there: a cluster whose levels end above the GPUs gets it added.  A cell at level
 ``l`` splits into its children at the next declared level; ``fanout(l)`` is
 their number (uniform when all servers of a type have the same shape).
 
@@ -100,6 +103,7 @@ from typing import TYPE_CHECKING, Iterable, Mapping, Sequence
 
 from .deadline import Deadline
 from .model import Allocation, Cluster, Job
+from .topology import is_outer
 
 from .resources import DEFAULT_GPU_MEM, GPU_MEM_MIB, gpu_mem_capacity  # noqa: F401 (re-exported)
 from .resources import mem_demand
@@ -168,21 +172,31 @@ def cell_tree(cluster: Cluster) -> CellTree:
     cached = cluster.__dict__.get("_cell_tree")
     if cached is not None:
         return cached
-    levels = tuple(cluster.levels)
+    levels = tuple(cluster.levels) + (() if "gpu" in cluster.levels else ("gpu",))
     tree = CellTree(levels)
-    rack_types: dict[str, set] = defaultdict(set)
-    for s in cluster.servers:
+    # a domain above the servers is a cell when all its GPU servers share one type
+    from .topology import domain_names, server_domains
+    outer = [lv for lv in levels if is_outer(lv)]
+    names = domain_names(cluster) if outer else {}
+    dom = {lv: server_domains(cluster, lv) for lv in outer}
+    dom_types: dict[tuple[str, int], set] = defaultdict(set)
+    for si, s in enumerate(cluster.servers):
         if s.gpus:
-            rack_types[s.rack or ""].add(s.gpu_type)
+            for lv in outer:
+                dom_types[(lv, dom[lv][si])].add(s.gpu_type)
     g = 0
     for si, s in enumerate(cluster.servers):
         for k in range(s.gpus):
             chain = []
             parent = -1
             for li, lv in enumerate(levels):
-                if lv == "rack" and (not s.rack or len(rack_types[s.rack]) != 1):
-                    continue
-                key = f"{lv}:{s.gpu_domain(k, lv)}"
+                if lv in dom:
+                    d = dom[lv][si]
+                    if len(dom_types[(lv, d)]) != 1:
+                        continue
+                    key = f"{lv}:{names[lv][d]}"
+                else:
+                    key = f"{lv}:{s.gpu_domain(k, lv)}"
                 n = tree.index.get(key)
                 if n is None:
                     n = len(tree.key)
@@ -193,7 +207,7 @@ def cell_tree(cluster: Cluster) -> CellTree:
                     tree.parent.append(parent)
                     tree.children.append([])
                     tree.gpus.append([])
-                    tree.server.append(-1 if lv == "rack" else si)
+                    tree.server.append(-1 if lv in dom else si)
                     tree.by_type_level.setdefault((s.gpu_type, li), []).append(n)
                     if parent >= 0:
                         tree.children[parent].append(n)
@@ -611,7 +625,9 @@ def tenant_problems(cluster: Cluster) -> list[str]:
             have = len(tree.by_type_level.get((t, lv[c.level]), []))
             if have == 0 and c.count:
                 out.append(f"{where}.level: the cluster has no {c.level} cell of {t} GPUs"
-                           + (" (racks mix GPU types)" if c.level == "rack" else ""))
+                           + (" (racks mix GPU types)" if c.level == "rack" else
+                              f" (its {c.level} domains mix GPU types)" if is_outer(c.level)
+                              else ""))
                 continue
             if c.count > have:
                 out.append(f"{where}.count: {c.count} {c.level} cells of {t} exceed the "

@@ -34,6 +34,7 @@ from typing import Iterable
 import numpy as np
 
 from .model import MILLI
+from .topology import is_outer
 
 #: the locality levels inside a server (a gang then fits one node of it)
 INNER = ("socket", "switch")
@@ -141,17 +142,14 @@ def _fit(room: _Room, problem, j: int, shape, spreads: bool) -> tuple[bool, str]
         room.best_server(best, allowed)
     most = "" if s < 0 else f"; the most free{where} on one allowed server: {v} ({servers[s].id})"
     line = f"needs {n} GPU{'s' if n != 1 else ''}{where}, {c} milli-CPU and {m} MiB on one server{most}"
-    if n < 2 or loc not in (None, "rack"):
+    if n < 2 or not (loc is None or is_outer(loc)):
         return fits, line
     cper, mper = -(-c // n), -(-m // n)
     use = np.minimum(room.whole, room.cfree // cper if cper else room.whole)
     use = np.where(allowed, np.minimum(use, room.mfree // mper if mper else use), 0)
-    if loc == "rack" and "rack" in p.domain:
-        names: dict = {}
-        rack = np.array([names.setdefault(sv.rack, len(names)) for sv in servers],
-                        dtype=np.int64)
-        total = int(np.bincount(rack, use).max()) if p.S else 0
-        scope = "one rack"
+    if is_outer(loc):
+        total = int(np.bincount(p.arrays.srv_domain[loc], use).max()) if p.S else 0
+        scope = f"one {loc}"
     else:
         total, scope = int(use.sum()), "the cluster"
     spread_fits = total >= n

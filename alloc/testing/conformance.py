@@ -15,6 +15,9 @@ wrong (empty list: it conforms), each line tagged with its check:
 * ``status`` -- a heuristic never claims ``optimal`` or ``infeasible``;
   ``optimal`` only with a bound;
 * ``bound`` -- ``value <= bound``;
+* ``preferred`` -- for a solver that declares ``preferred``: no job placed
+  now spans several nodes of its preferred level while one could take it
+  (`alloc.testing.topology.preferred_problems`);
 * ``determinism`` -- the same input and seed give the same placements (an
   exact solver stopped by the clock short of ``optimal`` is exempt);
 * ``options`` -- an unknown option is refused with a ``ValueError`` naming
@@ -70,8 +73,8 @@ PROMISES: dict[str, frozenset] = {
 }
 #: Every check, in the order they run (the last four are promises).
 CHECKS = ("runs", "deadline", "input", "violations", "order-preemption", "value", "status",
-          "bound", "determinism", "options", "reasons", "guarantee", "order", "order-per-user",
-          "maximal", "drf")
+          "bound", "preferred", "determinism", "options", "reasons", "guarantee", "order",
+          "order-per-user", "maximal", "drf")
 #: The checks a solver may promise (`PROMISES`).
 PROMISABLE = CHECKS[CHECKS.index("order"):]
 
@@ -162,6 +165,9 @@ def solver_problems(name: str, cluster: Cluster, jobs: Sequence[Job], *,
         if abs(value - a.value) > TOL * max(1, abs(a.value)) else [])
     add("status", status_problems(info.exact, a))
     add("bound", bound_problems(a))
+    if "preferred" in info.capabilities:
+        from .topology import preferred_problems
+        add("preferred", preferred_problems(cluster, jobs, a, objective))
     if "determinism" not in skip:
         again = allocate(cluster, jobs, check=False, **kw)
         if placement_key(again) != placement_key(a) and not (info.exact

@@ -102,6 +102,7 @@ def tenancy(problem: Problem, engine: Backend, *, deadline: Deadline, seed: int,
         # the rest of the time: local search from the heuristics' best
         name, kept = polish(problem, name, kept, score, deadline.share(0.5), seed)
         rival = score(kept, ())[0]
+    sol = _compacted(problem, sol, deadline)
     if kept and rival > score(sol.assign, sol.preempted)[0]:
         # the model's own answer is not returned: drop what describes it
         stats = {k: v for k, v in sol.stats.items()
@@ -111,9 +112,18 @@ def tenancy(problem: Problem, engine: Backend, *, deadline: Deadline, seed: int,
             stats["binding"] = binding
         value, b = score(kept, ())[1], sol.bound
         proven = b is not None and value >= b - 1e-6 * max(1.0, abs(b))
+        kept = _compacted(problem, Solution(kept, Status.FEASIBLE), deadline).assign
         return Solution(kept, Status.OPTIMAL if proven else Status.FEASIBLE, b, (), stats)
     return replace(sol, stats={**sol.stats, "heuristics": values, **extra}) \
         if values or extra else sol
+
+
+def _compacted(problem: Problem, sol: Solution, deadline: Deadline) -> Solution:
+    """``sol`` with its preferred jobs moved into one node of their level
+    where one holds them (`alloc.solvers.common.topo.compacted`)."""
+    from ..common.compact import compacted
+    assign = compacted(problem, sol.assign, deadline)
+    return sol if assign is sol.assign else replace(sol, assign=assign)
 
 
 def ordered(problem: Problem, assign: dict) -> dict:

@@ -46,6 +46,7 @@ from .bounds import big_machine_bound
 from .columns import check_assign, solution_to_columns, true_value
 from .engine import Backend
 from .master import Master, column_generation
+from ..compact import compacted
 
 #: Executors that run the parts.
 EXECUTORS = ("process", "serial", "ray")
@@ -229,6 +230,7 @@ def whole_bound(problem: Problem, engine: Backend, deadline: Deadline, assign: d
         return bounds[0]
     bm = big_machine_bound(agg, deadline=deadline.share(0.3))
     if bm is not None:
+        bm += agg.pref_slack        # the most the preferred-level terms take off
         bounds.append(bm)
         stats["lp_bound"] = bm
     if deadline.left() > 0.2 and agg.exact_units:
@@ -240,8 +242,8 @@ def whole_bound(problem: Problem, engine: Backend, deadline: Deadline, assign: d
         cg = column_generation(master, engine, deadline)
         stats.update(cg_rounds=cg.rounds, cg_converged=cg.converged)
         if cg.bound is not None:
-            bounds.append(cg.bound)
-            stats["cg_bound"] = cg.bound
+            bounds.append(cg.bound + agg.pref_slack)
+            stats["cg_bound"] = cg.bound + agg.pref_slack
     return min(bounds)
 
 
@@ -285,6 +287,8 @@ def solve_partitioned(problem: Problem, engine: Backend, *, deadline: Deadline, 
                                                 seed=seed))
         if check_assign(problem, better) and true_value(problem, better) > value + 1e-9:
             assign, value = better, true_value(problem, better)
+    assign = compacted(problem, assign, deadline)
+    value = true_value(problem, assign)
     # the bound leaves 5 % of the time to the caller's final check
     bound = whole_bound(problem, engine, deadline.reserve(0.05 * total), assign, stats)
     step = problem.objective.step(problem.cluster, [problem.jobs[j] for j in problem.pending])
