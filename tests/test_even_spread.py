@@ -329,3 +329,34 @@ def test_the_checkers_witness_of_a_gang_is_even():
     assert order_problems(c, jobs, bad, order=["g", "s", "f1", "f2"])
     good = Allocation(tuple(full) + (s_on_v0,), unplaced=("g",))
     assert not order_problems(c, jobs, good, order=["s", "g", "f1", "f2"])
+
+
+# ------------------------------------------- the conformance checks, drawn
+EVEN_SOLVERS = sorted(n for n, s in solvers().items() if "even-spread" in s.capabilities)
+
+
+@pytest.mark.parametrize("name", EVEN_SOLVERS)
+def test_conformance_checks_hold_on_drawn_even_spreads(name):
+    """Every check of the conformance suite (placements, values, bounds,
+    reasons, the order under preemption by it, moves) on calls whose jobs
+    may be even spreads, for every solver that declares ``even-spread``
+    (tenancy left out: an even spread is refused beside tenants)."""
+    from hypothesis import given, settings
+
+    from alloc.testing.conformance import solver_problems
+    from alloc.testing.strategies import calls
+    info = solvers()[name]
+    if not info.available:
+        pytest.skip(info.unavailable_reason())
+    seen = []
+
+    @settings(max_examples=12 if info.exact else 25, deadline=None)
+    @given(calls(capabilities=info.capabilities - {"tenancy"}, max_jobs=6, even_spreads=True))
+    def run(call):
+        seen.append("even-spread" in call.features)
+        problems, _ = solver_problems(name, call.cluster, call.jobs, time_limit=5.0,
+                                      **call.kwargs())
+        assert not problems, (problems, call)
+
+    run()
+    assert any(seen), "no even spread drawn"

@@ -11,7 +11,9 @@ r"""Hypothesis strategies over the whole input space `allocate` accepts.
   reason), every locality level and preferred level, shipped and random
   profiles (grids, GPU
   speeds, span factors, elastic scaling), priorities and weights, tenants'
-  guaranteed and opportunistic jobs, users, elastic jobs, GPU memory and
+  guaranteed and opportunistic jobs, users, elastic jobs, even spreads
+  (``gpus_per_server``, on clusters without tenants, when asked:
+  ``even_spreads=True``), GPU memory and
   compute declarations, running jobs (``current`` from a valid placement
   made by a heuristic);
 * `calls` -- an instance with the rest of a call: every objective, a seed,
@@ -227,12 +229,16 @@ def clusters(draw, max_servers: int = 3, *, capabilities=None) -> Cluster:
 
 # ---------------------------------------------------------------------- jobs
 @st.composite
-def _gpu_part(draw, cluster: Cluster, caps: frozenset) -> dict:
-    """gpus, gpu_milli, locality, elastic bounds of a GPU job."""
+def _gpu_part(draw, cluster: Cluster, caps: frozenset, even: bool = False) -> dict:
+    """gpus, gpu_milli, locality, elastic bounds or even spread of a GPU job."""
     max_g = max(s.gpus for s in cluster.servers)
     if "sharing" in caps and draw(st.integers(0, 2)) == 0:
         return dict(gpus=1, gpu_milli=draw(st.sampled_from([100, 250, 500, 700])))
     g = draw(st.integers(1, min(8, max(max_g, cluster.total_gpus))))
+    if even and "even-spread" in caps and g > 1 and not cluster.tenants and draw(st.booleans()):
+        # k GPUs on each of g / k servers (k = g: all on one server)
+        return dict(gpus=g, gpus_per_server=draw(st.sampled_from(
+            [k for k in range(1, g + 1) if g % k == 0])))
     inner = [lv for lv in cluster.levels if lv not in ("server", "gpu")] \
         if "locality" in caps else []
     loc = draw(st.sampled_from([None, "server", *inner])) if g > 1 else None
@@ -259,8 +265,10 @@ def _memory_part(draw, job: Job, caps: frozenset) -> dict:
 
 @st.composite
 def jobs(draw, cluster: Cluster, k: int, *, capabilities=None, random_profiles: bool = True,
-         models: Sequence[str] = MODELS) -> Job:
-    """Job ``j<k>`` for ``cluster`` within ``capabilities``."""
+         models: Sequence[str] = MODELS, even_spreads: bool = False) -> Job:
+    """Job ``j<k>`` for ``cluster`` within ``capabilities`` (``even_spreads``:
+    sometimes an even spread, on a cluster without tenants, when
+    ``capabilities`` has ``even-spread``)."""
     from ..profiles import load_profile
     caps = _caps(capabilities)
     types = list(cluster.gpu_types)
@@ -268,7 +276,7 @@ def jobs(draw, cluster: Cluster, k: int, *, capabilities=None, random_profiles: 
     if draw(st.integers(0, 4)) == 0:
         kw["gpus"] = 0
     else:
-        kw.update(draw(_gpu_part(cluster, caps)))
+        kw.update(draw(_gpu_part(cluster, caps, even_spreads)))
         kw["gpu_types"] = tuple(draw(st.lists(st.sampled_from(types), max_size=1)))
         if draw(st.integers(0, 24)) == 0:
             kw["gpu_types"] = ("T4",)            # no server has it: waits with a reason
@@ -321,9 +329,12 @@ def _running(draw, cluster: Cluster, jobs: list, caps: frozenset) -> list:
 @st.composite
 def instances(draw, max_servers: int = 3, max_jobs: int = 6, *, capabilities=None,
               running: bool = True, random_profiles: bool = True,
-              models: Sequence[str] = MODELS) -> tuple[Cluster, tuple[Job, ...]]:
+              models: Sequence[str] = MODELS,
+              even_spreads: bool = False) -> tuple[Cluster, tuple[Job, ...]]:
     """A valid ``(cluster, jobs)`` pair within ``capabilities`` (see the
-    module notes); ``running``: some jobs may run already.
+    module notes); ``running``: some jobs may run already; ``even_spreads``:
+    jobs may be even spreads (``gpus_per_server``; drawn only when asked, so
+    that the calls drawn without them stay the same).
 
     Examples
     --------
@@ -342,7 +353,8 @@ def instances(draw, max_servers: int = 3, max_jobs: int = 6, *, capabilities=Non
     caps = _caps(capabilities)
     cluster = draw(clusters(max_servers, capabilities=caps))
     out = [draw(jobs(cluster, k, capabilities=caps, random_profiles=random_profiles,
-                     models=models)) for k in range(draw(st.integers(1, max_jobs)))]
+                     models=models, even_spreads=even_spreads))
+           for k in range(draw(st.integers(1, max_jobs)))]
     assume(not model_problems(cluster, out))
     if running and draw(st.integers(0, 2)):
         out = draw(_running(cluster, out, caps))
@@ -352,15 +364,17 @@ def instances(draw, max_servers: int = 3, max_jobs: int = 6, *, capabilities=Non
 
 @st.composite
 def calls(draw, solver: str | None = None, *, capabilities=None, max_servers: int = 3,
-          max_jobs: int = 6, running: bool = True, random_profiles: bool = True) -> Call:
+          max_jobs: int = 6, running: bool = True, random_profiles: bool = True,
+          even_spreads: bool = False) -> Call:
     """A `Call`: an instance within the capabilities of ``solver`` (or
     ``capabilities``; None: everything), an objective, a seed, a move budget
     and cost when jobs run, sometimes the caller's order -- and then, on
     inputs without tenants' guarantees and for solvers with
-    ``order-preemption``, sometimes preemption by it."""
+    ``order-preemption``, sometimes preemption by it.  ``even_spreads``: as
+    for `instances`."""
     caps = get_solver(solver).capabilities if solver is not None else _caps(capabilities)
     cluster, js = draw(instances(max_servers, max_jobs, capabilities=caps, running=running,
-                                 random_profiles=random_profiles))
+                                 random_profiles=random_profiles, even_spreads=even_spreads))
     kw = dict(objective=draw(st.sampled_from(sorted(OBJECTIVES))),
               seed=draw(st.integers(0, 2 ** 16)))
     if any(j.current is not None for j in js) and draw(st.integers(0, 2)):
