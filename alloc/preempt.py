@@ -429,7 +429,8 @@ class _Walk:
         and its assignment, or None."""
         p, n = self.p, sh[0]
         use = self.usable(self.gfree, self.cfree, self.mfree, sh[4], n, c, m)
-        total, on = int(use.sum()), {}
+        total = int(use.sum())
+        on: dict[int, list[int]] = {}
 
         def enough():
             if is_outer(sh[3]):

@@ -36,7 +36,7 @@ def blockers(cluster: Cluster, sid: str, running: Iterable[Job]) -> list[Job]:
     srv = cluster.server(sid)
     free_cpu, free_mem = srv.cpu - cpu, srv.mem - mem
     whole = [f"{sid}/gpu{k}" for k, used in enumerate(gpu) if used == 0]
-    out = []
+    out: list[Job] = []
 
     def make(n, gids, milli, c, m):
         jid = f"{RESERVED_PREFIX}{sid}:{len(out)}"
