@@ -903,7 +903,9 @@ class _Import:
                 cls.started = True
                 threading.Thread(target=cls._run, name="alloc-scipy-import",
                                  daemon=True).start()
-        cls.done.wait(max(0.0, 0.5 * deadline.left()))
+        # a deadline that never ends waits as long as the import takes (an
+        # infinite timeout overflows the clock: threading.TIMEOUT_MAX)
+        cls.done.wait(min(max(0.0, 0.5 * deadline.left()), threading.TIMEOUT_MAX))
         return cls.linprog
 
 
