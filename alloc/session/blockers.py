@@ -32,11 +32,12 @@ from .checks import RESERVED_PREFIX, placement_servers, server_usage
 
 def blockers(cluster: Cluster, sid: str, running: Iterable[Job]) -> list[Job]:
     """Placeholder running jobs holding every free resource of server ``sid``."""
+    out: list[Job]
     gpu, cpu, mem = server_usage(cluster, sid, running)
     srv = cluster.server(sid)
     free_cpu, free_mem = srv.cpu - cpu, srv.mem - mem
     whole = [f"{sid}/gpu{k}" for k, used in enumerate(gpu) if used == 0]
-    out: list[Job] = []
+    out = []
 
     def make(n, gids, milli, c, m):
         jid = f"{RESERVED_PREFIX}{sid}:{len(out)}"
