@@ -1097,7 +1097,18 @@ def current_assign(p: Problem, j: int) -> Assign | None:
 
 def running_assign(p: Problem, j: int) -> Assign:
     """`current_assign` of a running job known to have one (a job the call
-    keeps, e.g. the tenancy model's running jobs): never None."""
+    keeps, e.g. the tenancy model's running jobs): never None.
+
+    Examples
+    --------
+    >>> from alloc.model import Cluster, GpuShare, Job, Placement, Server
+    >>> from alloc.problem import compile_problem
+    >>> c = Cluster((Server("s0", cpu=8000, mem=64000, gpus=2, gpu_type="V100"),))
+    >>> cur = Placement("r", (GpuShare("s0/gpu1", 1000),), {"s0": 1000}, {"s0": 1000})
+    >>> p = compile_problem(c, [Job("r", 1, cpu=1000, mem=1000, current=cur)], "throughput")
+    >>> [g for g, _ in running_assign(p, 0).gpus]
+    [1]
+    """
     a = current_assign(p, j)
     assert a is not None, f"running job {p.jobs[j].id!r} has no placement on this problem"
     return a
