@@ -454,7 +454,8 @@ class State:
             ok = self.class_mask(j)
             loc = job.locality if (job.locality in self.lay.levels and job.gpus
                                    and job.gpu_milli == MILLI) else None
-            key = (job.gpus, job.gpu_milli if job.gpus else MILLI, opt.cpu, opt.mem, loc, ok)
+            key: tuple = (job.gpus, job.gpu_milli if job.gpus else MILLI, opt.cpu, opt.mem, loc,
+                          ok)
             if job.even_servers:     # no server alone takes it: `try_spread` only
                 ok = (False,) * len(ok)
                 key = key[:-1] + (ok, ("even", job.gpus_per_server))
@@ -622,7 +623,10 @@ class State:
             part = self._part_shapes[k] = Shape(k, MILLI, 0, 0, None, ok, ("part", k))
         gpus: list[int] = []
         for _, s in cand[:n]:
-            gpus += self.pick_gpus(part, s)
+            got = self.pick_gpus(part, s)
+            if got is None:             # k whole GPUs free there: never, kept for the types
+                return None
+            gpus += got
         a = p.make_assign(j, gpus, option)
         if all(cpu[s] >= c for s, c in a.cpu) and all(mem[s] >= m for s, m in a.mem):
             return a
