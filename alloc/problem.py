@@ -864,7 +864,6 @@ class Problem:
             tp = throughput(c, job, [g.gpu for g in cur.gpus], sum(cur.cpu.values()),
                             sum(cur.mem.values()))
             if round(tp, 9) == cur.throughput:
-                keep(cur, "throughput", (c, job), tp)
                 return cur
         return self._build_placement(job, a)
 
@@ -884,10 +883,7 @@ class Problem:
             if sh is None:
                 sh = shares[(g, m)] = GpuShare(ids[g], m)
             gs.append(sh)
-        p = Placement.make(job.id, tuple(gs), cpu, mem, round(tp, 9))
-        # the final check recomputes this very value from the placement
-        keep(p, "throughput", (c, job), tp)
-        return p
+        return Placement.make(job.id, tuple(gs), cpu, mem, round(tp, 9))
 
     def value_of(self, j: int, a: Assign) -> float:
         """The objective's real value of job j placed as ``a`` -- the value of

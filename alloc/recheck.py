@@ -39,6 +39,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
+from .facts import facts
 from .memo import same_but_current
 from .model import MILLI, Allocation, Cluster, Job
 
@@ -212,7 +213,8 @@ def _within(cluster: Cluster, old: Checked, dg: dict, dc: dict, dm: dict) -> boo
     for k, v in dg.items():
         if v and gpu.get(k, 0) + v > MILLI:
             return False
-    servers, index = cluster.servers, cluster.server_index
+    f = facts(cluster)                 # the check's own reading, never the model's caches
+    servers, index = f.servers, f.server
     for k in dc.keys() | dm.keys():
         s = servers[index[k]]
         if cpu.get(k, 0) + dc.get(k, 0) > s.cpu or mem.get(k, 0) + dm.get(k, 0) > s.mem:

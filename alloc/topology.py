@@ -153,11 +153,18 @@ def domain_names(cluster: Cluster) -> dict[str, list[str]]:
     hit = cluster.__dict__.get("_domain_names")
     if hit is not None:
         return hit
-    arr = cluster_arrays(cluster)
+    out = name_domains(cluster, cluster_arrays(cluster).srv_domain)
+    cluster.__dict__["_domain_names"] = out
+    return out
+
+
+def name_domains(cluster: Cluster, srv_domain) -> dict[str, list[str]]:
+    """`domain_names` from each server's domain ids ``srv_domain`` (level ->
+    ids, `alloc.arrays.server_domain_ids`), computed afresh (nothing kept)."""
     outer = outer_levels(cluster.levels)
     paths: dict[str, list[tuple]] = {}
     for lv in outer:
-        ids = arr.srv_domain[lv].tolist()
+        ids = [int(x) for x in srv_domain[lv]]
         per: list[tuple | None] = [None] * (max(ids) + 1 if ids else 0)
         for s, d in zip(cluster.servers, ids):
             if per[d] is None:
@@ -183,7 +190,6 @@ def domain_names(cluster: Cluster) -> dict[str, list[str]]:
                 used.add(name)
             names.append(name)
         out[lv] = names
-    cluster.__dict__["_domain_names"] = out
     return out
 
 

@@ -335,16 +335,11 @@ def current_problems(cluster: Cluster, jobs: Sequence[tuple[int, Job]]) -> list[
     """Running jobs' ``current`` placements: each valid, together within
     capacity and consistent with tenancy."""
     out = []
-    from .memo import keep
     running = [(i, j) for i, j in jobs if j.current is not None]
     for i, j in running:
         if j.current.job not in ("", j.id):
             out.append(f"jobs[{i}].current.job: expected {j.id!r} or nothing, got {j.current.job!r}")
-        bad = placement_problems(cluster, j, j.current, f"jobs[{i}].current")
-        if bad:
-            out += bad
-        else:          # the final check asks the same of the same objects
-            keep(j.current, "placement_ok", (cluster, j), True)
+        out += placement_problems(cluster, j, j.current, f"jobs[{i}].current")
     if out or not running:
         return out
     cur = [j.current if j.current.job == j.id else replace(j.current, job=j.id)
