@@ -28,7 +28,7 @@ from dataclasses import replace
 from typing import Sequence
 
 from .collector import paused
-from .deadline import Deadline, check_time_limit
+from .deadline import Deadline, check_time_limit, watched
 from .errors import InputError, InputWarning, SolverError, SolverUnavailable, UnsupportedInput
 from .model import Allocation, Cluster, Job, Status
 from .objectives import DEFAULT_OBJECTIVE, get_objective
@@ -300,18 +300,21 @@ def run_solver(problem, info: SolverInfo, deadline: Deadline, *, seed: int = 0,
     ``solver_s``, ``finish_s`` and ``check_s``."""
     t0 = time.perf_counter()
     inner = deadline.reserve(check_reserve(problem))
-    solved, plan = _order_preemption(problem, inner)
-    why = None
-    if plan is None:
-        solved, plan, why = _guarantee(problem, info, inner)
-    try:
-        sol = info.solve(solved, deadline=inner, seed=seed, **(options or {}))
-    except (InputError, SolverError, SolverUnavailable):
-        raise
-    except ValueError as exc:
-        raise InputError(str(exc)) from None
-    if problem.preempt == "order":
-        sol = _kept_order(solved, sol, info, inner)
+    with watched() as cut:
+        solved, plan = _order_preemption(problem, inner)
+        why = None
+        if plan is None:
+            solved, plan, why = _guarantee(problem, info, inner)
+        try:
+            sol = info.solve(solved, deadline=inner, seed=seed, **(options or {}))
+        except (InputError, SolverError, SolverUnavailable):
+            raise
+        except ValueError as exc:
+            raise InputError(str(exc)) from None
+        if problem.preempt == "order":
+            sol = _kept_order(solved, sol, info, inner)
+    if cut[0]:
+        sol = replace(sol, stats={**sol.stats, "clock_cut": True})
     t1 = time.perf_counter()
     alloc = finish(solved, sol, info, t1 - t0)
     if plan is not None:

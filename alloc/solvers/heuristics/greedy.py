@@ -1,5 +1,5 @@
 r"""The baseline heuristics, on the shared greedy state
-(`alloc.solvers.common.greedy`).
+(`alloc.engines.greedy.state`).
 
 * ``proportional`` -- Synergy's baseline: every job gets its request (its
   GPU-proportional CPU and memory), jobs in order (priority first), first fit
@@ -11,7 +11,7 @@ r"""The baseline heuristics, on the shared greedy state
 Both spread a job whose locality is a level above the servers inside one
 of its domains, place a job with a preferred level by Kueue's descent when
 no server holds it, and end by moving preferred jobs into one node of
-their level where one holds them (`alloc.solvers.common.topo`).
+their level where one holds them (`alloc.engines.greedy.descent`).
 """
 from __future__ import annotations
 
@@ -19,8 +19,9 @@ from typing import Sequence
 
 from ...deadline import Deadline
 from ...problem import Problem, Solution
-from ..common.greedy import State, best_fit, first_fit, rank_order
-from ..common.topo import compact
+from ...engines.greedy.state import State
+from ...engines.greedy.rules import best_fit, first_fit, rank_order
+from ...engines.greedy.compact import compact
 
 
 def _place_all(st: State, order: Sequence[int], pick, deadline: Deadline) -> dict:
