@@ -39,6 +39,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from typing import Mapping, Sequence
 
+from .deadline import Deadline
 from .errors import InputError
 from .facts import Facts, facts, grid_value
 from .gpukey import server_of
@@ -202,7 +203,7 @@ def placement_servers(p: Placement) -> set[str]:
 
 
 def live_state_problems(jobs: Sequence[Job], allocation: Allocation,
-                        max_moves: int | None = 0, *, order: Sequence | None = None,
+                        max_moves: int | None = 0, *, order: Sequence[str] | None = None,
                         preempt: str | None = None) -> list[str]:
     """Running jobs moved without allowance, dropped without being listed, or
     preempted but not for a job that outranks them and is placed now on a
@@ -251,9 +252,10 @@ def live_state_problems(jobs: Sequence[Job], allocation: Allocation,
     return out
 
 
-def _fresh_by_server(by_id: dict, placed: dict) -> dict:
+def _fresh_by_server(by_id: dict[str, Job], placed: dict[str, Placement]
+                     ) -> dict[str, list[Job]]:
     """The jobs placed now and not already running there, by server id."""
-    out: dict = defaultdict(list)
+    out: dict[str, list[Job]] = defaultdict(list)
     for jid, p in placed.items():
         a = by_id.get(jid)
         if a is not None and not p.same_as(a.current):
@@ -262,9 +264,12 @@ def _fresh_by_server(by_id: dict, placed: dict) -> dict:
     return out
 
 
-def _stopped_for(v: Job, fresh: dict, placed: dict, rank) -> bool:
+def _stopped_for(v: Job, fresh: dict[str, list[Job]], placed: dict[str, Placement],
+                 rank: Mapping[str, int] | None) -> bool:
     """Some job placed now on a server ``v`` held outranks ``v``."""
     from .tenancy import outranks
+    if v.current is None:
+        return False
     return any(a.id != v.id and outranks(a, v, rank)
                for s in placement_servers(v.current) for a in fresh.get(s, ()))
 
@@ -296,7 +301,8 @@ def throughput_of(f: Facts, job: Job, p: Placement) -> float:
 
 
 def violations(cluster: Cluster, jobs: Sequence[Job], allocation: Allocation, *,
-               max_moves: int | None = 0, deadline=None, order: Sequence | None = None,
+               max_moves: int | None = 0, deadline: Deadline | None = None,
+               order: Sequence[str] | None = None,
                preempt: str | None = None) -> list[str]:
     """Every hard constraint ``allocation`` breaks (see the module notes).
 

@@ -54,6 +54,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any, Iterable, TypeGuard
 
+from .gpukey import GpuKey
 from .arrays import cluster_arrays, outer_levels
 from .model import CLUSTER, MILLI, SERVER_LEVELS, Cluster
 
@@ -291,9 +292,8 @@ def gpus_under(graph, node: str) -> list[str]:
                    if graph.nodes[n]["level"] == "gpu"), key=_gpu_key)
 
 
-def _gpu_key(name: str):
-    srv, k = name.rsplit("/gpu", 1)
-    return srv, int(k)
+def _gpu_key(name: str) -> GpuKey:
+    return GpuKey.parse(name)
 
 
 def fanout(cluster: Cluster) -> dict[str, dict[str, int]]:

@@ -220,7 +220,7 @@ def test_the_index_form_kept_for_a_running_job():
 def test_the_cell_engine_kept_by_hived():
     """hived keeps its cell engine across rounds; one that forgot the running
     jobs' GPUs places new jobs on them."""
-    from alloc.solvers.common.kept import KEY
+    from alloc.engines.cells.kept import KEY
     s = session("hived")
     eng = s._carry._states[KEY].engine
     held = dict(eng.assign)

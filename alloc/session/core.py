@@ -6,10 +6,11 @@ from dataclasses import replace
 from types import MappingProxyType
 from typing import Any, Iterable, Mapping, Sequence
 
+from ..gpukey import server_of
 from ..deadline import Deadline, check_time_limit
-from ..errors import InputError, SolverUnavailable
+from ..errors import InputError
 from ..model import Allocation, Cluster, GpuShare, Job, Placement, Profile, Server
-from ..validate import PRIORITY_RANGE, check_call_settings, short_repr
+from ..validate import PRIORITY_RANGE, short_repr
 from .blockers import blockers, breaches, strip
 from .checks import (check_current, check_job, check_server, placement_servers,
                      resolve_profile)
@@ -120,45 +121,28 @@ class Session:
                  preempt: str | None = None, gpu_keys=None, seed: int = 0,
                  name: str = "session", models: Mapping[str, Profile] | None = None,
                  preempt_packed: bool = False):
-        from ..objectives import DEFAULT_OBJECTIVE, get_objective
-        from ..options import validate_options
-        from ..registry import get_solver
-        from ..solve import check_preempt, needed_capabilities, warn_ignored_objective
-        from ..validate import prepare
-        try:
-            self._info = get_solver(solver)
-            self._options = validate_options(f"solver {solver!r}", self._info.options,
-                                             dict(options or {}))
-            self._objective = get_objective(DEFAULT_OBJECTIVE if objective is None else objective)
-            if objective is not None:
-                warn_ignored_objective(self._info, self._objective.name)
-            if time_limit is not None:
-                check_time_limit(time_limit)
-        except InputError:
-            raise
-        except ValueError as exc:
-            raise InputError(str(exc)) from None
-        _check_settings(max_moves, move_cost, seed, name)
-        why = self._info.unavailable_reason()
-        if why:
-            raise SolverUnavailable(f"solver {solver!r} is unavailable: {why}")
+        from ..call import call_input, call_settings
+        # the one call path of `allocate()` (`alloc.call`): the same errors;
+        # the session's own (its name, its job-id mapping and models) between
+        # the settings and the input
+        settings = call_settings(solver=solver, objective=objective, time_limit=time_limit,
+                                 seed=seed, max_moves=max_moves, move_cost=move_cost,
+                                 preempt=preempt, preempt_packed=preempt_packed,
+                                 options=options)
+        if not isinstance(name, str):
+            raise InputError(f"name: expected a string, got {short_repr(name)}")
         self._models = dict(models or {})
         self._ids, self._gpus = JobIds(), GpuKeys(gpu_keys)
         self._journal = Journal()
         jobs = [self._core_job(resolve_profile(j, self._models, f"jobs[{i}]"), f"jobs[{i}]")
                 if isinstance(j, Job) else j for i, j in enumerate(jobs)]
-        cluster, jobs = prepare(cluster, jobs)
-        check_preempt(cluster, jobs, preempt)
-        if not isinstance(preempt_packed, bool):
-            raise InputError(f"preempt_packed: expected true or false, got "
-                             f"{short_repr(preempt_packed)}")
+        call = call_input(settings, cluster, jobs)
+        self._info, self._options, self._objective = call.info, call.options, call.objective
+        cluster, jobs = call.cluster, list(call.jobs)
+        preempt = call.preempt
         self.preempt_rule = preempt
         #: under preemption by order, a gang that needs victims on one server first
         self.preempt_packed = preempt_packed
-        missing = needed_capabilities(cluster, jobs, preempt) - self._info.capabilities
-        if missing:
-            raise InputError(f"solver {solver!r} does not support {', '.join(sorted(missing))} "
-                             f"which this cluster or its jobs need")
         self.time_limit, self.max_moves, self.move_cost = time_limit, max_moves, move_cost
         self.seed, self.name = seed, name
         self._cluster = cluster
@@ -278,7 +262,7 @@ class Session:
                 raise InputError(f"{where}: job {short_repr(job.id)} already exists")
             job = self._core_job(resolve_profile(job, self._models, f"{where}.job"),
                                  f"{where}.job")
-            check_job(job, self._cluster, self._info.capabilities, self.solver, f"{where}.job")
+            check_job(job, self._cluster, self._info, f"{where}.job")
             if self.preempt_rule == "order" and (job.guaranteed or job.tenant is not None):
                 raise InputError(f"{where}.job: a tenant's job in a session that preempts by "
                                  f"order (preemption by order is for clusters without "
@@ -690,7 +674,7 @@ for ranks)."""
         names = [self._gpus.core(g, c.gpu_index, where) for g in gpus]
         counts: dict[str, int] = {}
         for g in names:
-            sid = g.rsplit("/", 1)[0]
+            sid = server_of(g)
             counts[sid] = counts.get(sid, 0) + 1
         from ..problem import split
         servers = sorted(counts)
@@ -854,12 +838,6 @@ def _ranks(order, where: str) -> dict:
             raise InputError(f"{where}[{k}]: job {short_repr(jid)} listed twice")
         out[jid] = k
     return out
-
-
-def _check_settings(max_moves, move_cost, seed, name) -> None:
-    check_call_settings(seed, max_moves, move_cost)
-    if not isinstance(name, str):
-        raise InputError(f"name: expected a string, got {short_repr(name)}")
 
 
 __all__ = ["BLOCKED_REASON", "MAX_RERUNS", "Session"]
