@@ -46,7 +46,7 @@ from .deprecation import renamed
 from .model import CLUSTER, MILLI, Cluster, GpuShare, Job, Placement, Profile, Server, Status
 from .arrays import ClusterArrays, cluster_arrays
 from .memo import forget, keep, recall, recall2, same_but_current
-from .objectives import Objective, get_objective, throughput
+from .objectives import Objective, get_objective, rate, throughput
 from .topology import is_outer
 
 
@@ -923,24 +923,17 @@ class Problem:
 
     def throughput_of(self, j: int, a: Assign) -> float:
         """[`alloc.objectives.throughput`][alloc.objectives.throughput] of job j placed as ``a``,
-on indices."""
-        from .objectives import scale_factor
+on indices: the one formula ([`alloc.objectives.rate`][alloc.objectives.rate]) on the GPU
+        types and the span level read from the index arrays."""
         job = self.jobs[j]
-        prof = job.profile
         n = len(a.gpus)
-        if prof is None:
-            return scale_factor(None, job, n) if n or job.gpus == 0 else 0.0
         cpu = sum(v for _, v in a.cpu)
         mem = sum(v for _, v in a.mem)
-        per = max(n, 1)
-        base = prof.grid_value(cpu / per, mem / per) if (prof.has_grid and n) else 1.0
         if not n:
-            return base
+            return rate(job, 0, cpu, mem, (), None)
         servers, gs = self.cluster.servers, self.gpu_server
-        if n == 1:
-            return base * prof.speed(servers[gs[a.gpus[0][0]]].gpu_type) * scale_factor(prof, job, 1)
-        speed = min(prof.speed(servers[gs[g]].gpu_type) for g, _ in a.gpus)
-        return base * speed * prof.span_factor(self.span_level_of(a)) * scale_factor(prof, job, n)
+        types = [servers[gs[g]].gpu_type for g, _ in a.gpus]
+        return rate(job, n, cpu, mem, types, self.span_level_of(a) if n > 1 else None)
 
     def span_level_of(self, a: Assign) -> str:
         """The innermost level one node of which holds all of ``a``'s GPUs."""
