@@ -118,8 +118,34 @@ def load_config(path: str | Path):
     return build(doc, p.resolve().parent, str(path))
 
 
+def _config_form(argv: list[str]) -> bool:
+    """True for ``alloc simulate CONFIG.json [--out FILE]``: no ``--servers``
+    and a positional that is a JSON config (a ``.json`` file, or a shipped
+    example's name)."""
+    if any(a == "--servers" or a.startswith("--servers=") for a in argv):
+        return False
+    pos = [a for a in argv if not a.startswith("-")]
+    if not pos:
+        return False
+    name = pos[0]
+    if name.endswith(".json"):
+        return True
+    from ..shipped import resolve
+    try:
+        return resolve(name, "examples").suffix == ".json" and not Path(name).exists()
+    except (InputError, OSError, ValueError):
+        return False
+
+
 def simulate_main(argv: list[str]) -> int:
-    """``alloc simulate``: run one simulation; returns the exit code."""
+    """``alloc simulate``: run one simulation; returns the exit code.
+
+    Two forms: ``alloc simulate WORKLOAD --servers N --gpus-per-server G
+    --order NAME --placement NAME ... --out DIR`` (`alloc.sim.run_cli`) and
+    the configuration form ``alloc simulate CONFIG.json [--out FILE]``."""
+    if not _config_form(argv):
+        from .run_cli import run_main
+        return run_main(argv)
     ap = argparse.ArgumentParser(prog="alloc simulate",
                                  description="round-based cluster simulation (Synergy)")
     ap.add_argument("config", help="simulation config (JSON)")
