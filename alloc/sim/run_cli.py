@@ -137,7 +137,7 @@ def _run(args: Any):
     prog = progress_model(args, cl)
     models = None
     if args.progress == "gavel":
-        models = list(getattr(prog, "table").models)
+        models = list(prog.table.models)
     w = read_workload(args.workload, args.format, models=models,
                       max_gpus=args.servers * args.gpus_per_server)
     if not w.jobs:
