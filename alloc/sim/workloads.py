@@ -430,7 +430,8 @@ def _helios(p: Path, **_) -> Workload:
     if "duration" not in col and not {"start_time", "end_time"} <= set(col):
         raise InputError(f"{p.name}: line 1: missing column 'duration' (or 'start_time' and "
                          f"'end_time')")
-    out, skipped = [], {}
+    out: list[WorkloadJob] = []
+    skipped: dict[str, int] = {}
     seen = set()
     for ln, row in rows:
         where = f"{p.name}: line {ln}"
@@ -462,8 +463,8 @@ def _helios(p: Path, **_) -> Workload:
         if dur <= 0:
             skipped["no run time"] = skipped.get("no run time", 0) + 1
             continue
-        extra = {h: _value(row[col[h]]) for h in ("user", "vc", "cpu_num", "node_num")
-                 if h in col}
+        extra: dict[str, Any] = {h: _value(row[col[h]]) for h in ("user", "vc", "cpu_num",
+                                                                   "node_num") if h in col}
         extra["_line"] = ln
         out.append(_job(where, jid, _ts(get("submit_time"), where, "submit_time"), gpus, dur,
                         None, None, extra))
@@ -471,7 +472,7 @@ def _helios(p: Path, **_) -> Workload:
 
 
 def _gavel(p: Path, **_) -> Workload:
-    out = []
+    out: list[WorkloadJob] = []
     for ln, line in enumerate(_read(p).splitlines(), start=1):
         if not line.strip():
             continue
