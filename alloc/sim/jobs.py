@@ -195,7 +195,9 @@ class JobRecord:
         if d is None:
             return None
         left = self.work - self.done_at(self._sim.now)
-        return d * left / self.work if left > 0 else 0.0
+        if left <= 0:
+            return 0.0
+        return left if d == self.work else d * left / self.work
 
     @property
     def attained_s(self) -> float:

@@ -252,6 +252,7 @@ class SynergyProfiles(ProgressModel):
             profiles = load_profile
         self._src = profiles
         self._profiles: dict[str, Any] = {}
+        self._best: dict[tuple, tuple[int, int]] = {}
         self.span = span
 
     def profile(self, model: str):
@@ -273,6 +274,27 @@ class SynergyProfiles(ProgressModel):
                              f"profiles), got none")
         return {"model": job.model, "profile": self.profile(job.model),
                 "cpu": self.cpu_per_gpu * gpus, "mem": self.mem_per_gpu * gpus}
+
+    def best_case(self, job: Any, cluster: Any) -> tuple[int, int]:
+        """The CPU (milli-cores) and memory (MiB) of the job's fastest
+        CPU/memory point that fits one of the cluster's servers (Synergy's
+        best case; `alloc.solvers.synergy.job_choices`), cached by model and
+        GPUs."""
+        key = (job.model, job.gpus, id(cluster))
+        hit = self._best.get(key)
+        if hit is None:
+            from ..model import Job
+            from ..problem import pareto_options
+            from ..solvers.synergy import job_choices
+            n = job.gpus
+            f = self.job_fields(job, n)
+            proto = Job("proto", n, cpu=f["cpu"], mem=f["mem"], model=job.model,
+                        profile=f["profile"])
+            opts = pareto_options(proto)
+            caps = sorted({(s.gpus, s.cpu, s.mem) for s in cluster.servers if s.gpus})
+            ideal, _ = job_choices(opts, n, caps)
+            hit = self._best[key] = (opts[ideal].cpu, opts[ideal].mem)
+        return hit
 
     def rate(self, job: Any, run: Run) -> float:
         """The placement's throughput (span factor divided out with ``span=False``)."""

@@ -34,6 +34,7 @@ from typing import Any, Mapping, Sequence
 from ..errors import InputError
 from ..sched.kinds import KINDS
 from ..sched.registry import DECLARATION, NEEDS_MEANING, PolicyInfo, get_policy
+from ..sched.views import parse_spec
 
 #: Needs every run answers (the simulator keeps attained service; jobs have
 #: a priority, 0 by default).
@@ -71,30 +72,6 @@ class Slot:
     def label(self) -> str:
         """``order policy 'las'``."""
         return f"{self.kind} policy {self.name!r}"
-
-
-def parse_spec(text: str) -> tuple[str, dict[str, Any]]:
-    """``"name:k=v,k2=v2"`` -> ``(name, {k: v, ...})`` (values read as JSON
-    when they parse, else as strings).
-
-    Examples
-    --------
-    >>> from alloc.sim.stack import parse_spec
-    >>> parse_spec("las:preemptive=false,starvation_s=3600")
-    ('las', {'preemptive': False, 'starvation_s': 3600})
-    """
-    import json
-    name, _, rest = text.partition(":")
-    params: dict[str, Any] = {}
-    for item in filter(None, (x.strip() for x in rest.split(","))):
-        k, eq, v = item.partition("=")
-        if not eq or not k.strip():
-            raise InputError(f"{name}: parameter {item!r}: expected KEY=VALUE")
-        try:
-            params[k.strip()] = json.loads(v)
-        except ValueError:
-            params[k.strip()] = v
-    return name.strip(), params
 
 
 def resolve(kind: str, spec: Any) -> Slot:
