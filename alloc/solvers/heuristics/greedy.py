@@ -3,7 +3,9 @@ r"""The baseline heuristics, on the shared greedy state
 
 * ``proportional`` -- Synergy's baseline: every job gets its request (its
   GPU-proportional CPU and memory), jobs in order (priority first), first fit
-  over servers; multi-GPU jobs without a locality level may spread.
+  over servers; multi-GPU jobs without a locality level may spread.  When
+  the call allows moves it re-places every job from scratch, as Synergy's
+  rounds do (`alloc.solvers.common.scratch`).
 * ``best-fit`` -- jobs by decreasing size, each on the server that leaves the
   least normalised free capacity, the sum over resources r of
   ``(free_r - use_r) / cap_r``, compared exactly (ties: lowest index).
@@ -15,6 +17,7 @@ from typing import Sequence
 from ...deadline import Deadline
 from ...problem import Problem, Solution
 from ..common.greedy import State, best_fit, first_fit, rank_order
+from ..common.scratch import back, from_scratch
 
 
 def _place_all(st: State, order: Sequence[int], pick, deadline: Deadline) -> dict:
@@ -28,9 +31,17 @@ def _place_all(st: State, order: Sequence[int], pick, deadline: Deadline) -> dic
 
 
 def solve_proportional(problem: Problem, *, deadline: Deadline, seed: int = 0) -> Solution:
-    """Synergy's baseline: every job at its request, in rank order, first fit."""
-    st = State(problem)
-    return st.solution(**_place_all(st, rank_order(problem), first_fit, deadline))
+    """Synergy's baseline: every job at its request, in rank order, first fit
+    (from scratch when the call allows moves: `alloc.solvers.common.scratch`)."""
+    def run(p: Problem) -> Solution:
+        st = State(p)
+        return st.solution(**_place_all(st, rank_order(p), first_fit, deadline))
+    scratch = from_scratch(problem)
+    if scratch is not None:
+        out = back(problem, scratch, run(scratch))
+        if out is not None:
+            return out
+    return run(problem)
 
 
 def solve_best_fit(problem: Problem, *, deadline: Deadline, seed: int = 0) -> Solution:

@@ -25,6 +25,12 @@ Jobs arrive in the scheduler's rank order; every allocation is one round.
     Every placed job's option satisfies ``b_jo >= b_j0``, so it runs at least at
     its GPU-proportional speed.  Running jobs kept in place are never reverted.
 
+When the call allows moves (``max_moves=None``), both re-place every job
+from scratch, running ones included, as Synergy's rounds do
+(`alloc.solvers.common.scratch`: a running job the answer puts where it
+runs stays; one it puts elsewhere moves; an answer that would stop a running
+job is dropped for the round as given).
+
 On a compiled problem (`ProblemPacker`)
 the feasible server with the fewest free GPUs comes from the server index
 (`alloc.solvers.common.index`), and step 3 visits, in the same order,
@@ -41,6 +47,7 @@ from typing import Iterable
 from ...deadline import Deadline
 from ...problem import Problem, Solution, split
 from ..common.greedy import rank_order
+from ..common.scratch import back, from_scratch
 from .options import capped_option, ideal_option
 from .packers import FastPacker, ProblemPacker
 
@@ -257,23 +264,39 @@ def _choices(P: ProblemPacker) -> tuple[dict, dict]:
     return ideal, capped
 
 
+def _scratch_first(problem: Problem, solve) -> Solution:
+    """``solve`` on the problem from scratch when the call allows moves
+    (`alloc.solvers.common.scratch`), else (or when that answer would stop a
+    running job) on the problem as given."""
+    scratch = from_scratch(problem)
+    if scratch is not None:
+        out = back(problem, scratch, solve(scratch))
+        if out is not None:
+            return out
+    return solve(problem)
+
+
 def solve_greedy(problem: Problem, *, deadline: Deadline, seed: int = 0) -> Solution:
     """``synergy-greedy`` (see the module notes)."""
-    P = ProblemPacker(problem)
-    ideal, _ = _choices(P)
-    greedy_core(P, rank_order(problem), ideal.__getitem__, deadline)
-    return P.st.solution()
+    def run(p: Problem) -> Solution:
+        P = ProblemPacker(p)
+        ideal, _ = _choices(P)
+        greedy_core(P, rank_order(p), ideal.__getitem__, deadline)
+        return P.st.solution()
+    return _scratch_first(problem, run)
 
 
 def solve_tune(problem: Problem, *, deadline: Deadline, seed: int = 0,
                sort_by_gpus: bool = True) -> Solution:
     """``synergy-tune`` (see the module notes)."""
-    P = ProblemPacker(problem)
-    ideal, capped = _choices(P)
-    P.capped = capped
-    stats = tune_core(P, rank_order(problem), ideal, capped, sort_by_gpus=sort_by_gpus,
-                      deadline=deadline)
-    return P.st.solution(**stats)
+    def run(p: Problem) -> Solution:
+        P = ProblemPacker(p)
+        ideal, capped = _choices(P)
+        P.capped = capped
+        stats = tune_core(P, rank_order(p), ideal, capped, sort_by_gpus=sort_by_gpus,
+                          deadline=deadline)
+        return P.st.solution(**stats)
+    return _scratch_first(problem, run)
 
 
 __all__ = ["admit", "greedy_core", "solve_greedy", "solve_tune", "tune_core"]
