@@ -110,13 +110,6 @@ def test_the_simulators_import_only_the_families_packages(path):
     assert inner <= SIM_DRIVES.get(mod, set()), f"{mod} imports a family's internals: {inner}"
 
 
-def test_the_round_simulator_imports_the_synergy_package():
-    """The known edge: the round simulator's fast path is Synergy's public
-    fast round, through the package."""
-    found = {t for t, _, _ in imports(MODULES["alloc.sim.engine"])}
-    assert "alloc.solvers.synergy" in found
-
-
 def import_graph() -> nx.DiGraph:
     g = nx.DiGraph()
     for mod, path in MODULES.items():

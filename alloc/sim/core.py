@@ -192,6 +192,8 @@ class Simulator:
         self._needs_duration = next((x for ss in self.slots.values() for x in ss
                                      if "duration" in x.needs), None)
         self.order = self.slots["order"][0]
+        from .ranking import Queue, incremental
+        self._queue = Queue(self.order.obj, self._waits) if incremental(self.order.obj) else None
         self.place = self.slots["placement"][0]
         self.admission = self.slots["admission"][0] if self.slots["admission"] else None
         self.sizing = self.slots["sizing"][0] if self.slots["sizing"] else None
@@ -215,13 +217,22 @@ class Simulator:
         self.round_no = 0
         self.steps = 0
         self.skipped = 0
+        #: something a round's candidates do not show changed (a server event,
+        #: a timer, a mechanism's action, a new size): the next round steps
         self._dirty = True
+        #: a job arrived or finished since the last round (event-driven rounds)
+        self._happened = False
         self._last_cands: list | None = None
         self._gpu_jobs: dict[str, set[str]] = {}
         self._indexed: set[str] = set()
         self._finished_by_id: dict[str, JobRecord] = {}
         self._held_milli = 0
+        self._cpu_held = self._mem_held = 0
+        self._cpu_area = self._mem_area = 0.0
+        self._round_open: tuple | None = None
+        self.round_util: list[tuple[float, float, float, float]] = []
         self._running_n = 0
+        self._running: dict[str, JobRecord] = {}
         self._t_last = 0.0
         self._util_area = 0.0
         self._active = 0
@@ -239,12 +250,17 @@ class Simulator:
 
     # ------------------------------------------------------------ set-up
     def _build_session(self) -> None:
+        from ..registry import get_solver
         from ..session import Session
         opts = dict(self.place.params)
+        #: repack through the solver: a solver that declares migration re-places
+        #: every job from scratch when moves are unlimited (a move costs nothing)
+        self.moving = self.repack and "migration" in get_solver(self.place.obj).capabilities
+        moves: dict[str, Any] = {"max_moves": None, "move_cost": 0.0} if self.moving else {}
         try:
             self.session = Session(self.cluster0, solver=self.place.obj, options=opts,
                                    preempt=self.preempt, time_limit=self.time_limit,
-                                   seed=self.seed, name=self.name)
+                                   seed=self.seed, name=self.name, **moves)
         except InputError as exc:
             raise InputError(f"placement: {exc}") from None
 
@@ -281,6 +297,8 @@ class Simulator:
         dt = t - self._t_last
         if dt > 0:
             self._util_area += self._held_milli * dt
+            self._cpu_area += self._cpu_held * dt
+            self._mem_area += self._mem_held * dt
             self._active_area += self._active * dt
         self._t_last = t
         self.now = t
@@ -339,6 +357,8 @@ class Simulator:
         else:
             r.running = True
             self._running_n += 1
+            self._running[r.id] = r
+            self._touch(r)
             r.held_since = self.now
             r.t_mark = self.now
             if r.start_s is None:
@@ -374,6 +394,8 @@ class Simulator:
         self._unindex(r)
         r.running = False
         self._running_n -= 1
+        del self._running[r.id]
+        self._touch(r)
         r.rate = 0.0
         r.version += 1
         r.stopped_s = self.now
@@ -398,6 +420,9 @@ class Simulator:
             return
         self._indexed.add(r.id)
         self._held_milli += run.gpus * run.milli
+        if run.placement is not None:
+            self._cpu_held += run.placement.total_cpu
+            self._mem_held += run.placement.total_mem
         touched = set()
         for g in run.gpu_names:
             s = self._gpu_jobs.setdefault(g, set())
@@ -412,6 +437,9 @@ class Simulator:
             return
         self._indexed.discard(r.id)
         self._held_milli -= run.gpus * run.milli
+        if run.placement is not None:
+            self._cpu_held -= run.placement.total_cpu
+            self._mem_held -= run.placement.total_mem
         touched = set()
         for g in run.gpu_names:
             s = self._gpu_jobs.get(g)
@@ -440,6 +468,15 @@ class Simulator:
                 if o.rate >= 0:
                     self._set_rate(o)
 
+    def _waits(self, r: JobRecord) -> bool:
+        """``r`` waits in the queue: active, admitted, not held, not running."""
+        return (not r.running and r.admitted and not r.held and r.gpus > 0
+                and self.records.get(r.id) is r)
+
+    def _touch(self, r: JobRecord) -> None:
+        if self._queue is not None:
+            self._queue.touch(r)
+
     # ------------------------------------------------------------ session
     def _session_job(self, r: JobRecord) -> Job:
         t0 = time.perf_counter()
@@ -464,6 +501,8 @@ class Simulator:
 
     # ------------------------------------------------------------- rounds
     def _rank(self, pool: list[JobRecord], ctx: Context) -> list[JobRecord]:
+        if self._queue is not None:           # a static key order: kept sorted
+            return self._call(self.order, self._queue.rank, pool, ctx)
         ranked = self._call(self.order, self.order.obj.rank, pool, ctx)
         recs = self.records
         try:
@@ -476,18 +515,19 @@ class Simulator:
                               f"expected every job once, got {len(out)} ids for {len(pool)} jobs")
         return out
 
-    def _pick(self, ranked: list[JobRecord]) -> list[JobRecord]:
-        """The round's candidates among the ranked jobs: ``"all"``, or the
-        ranked jobs whose GPUs fit what the round can give, skipping those
-        that do not (running jobs that keep their GPUs come first and count
-        against it when the order cannot preempt them)."""
+    def _pick(self, ranked: Iterable[JobRecord], running: list[JobRecord]) -> list[JobRecord]:
+        """The round's candidates among the ranked jobs (an iterator, read as
+        far as needed): ``"all"``, or the ranked jobs whose GPUs fit what the
+        round can give, skipping those that do not (running jobs that keep
+        their GPUs come first and count against it when the order cannot
+        preempt them)."""
         if self.candidates == "all":
-            return ranked
+            return list(ranked)
         budget = self.total_milli
         keep = self.preempt is None and not self.repack
         out: list[JobRecord] = []
         if keep:
-            out = [r for r in ranked if r.running]
+            out = [r for r in running]
             budget -= sum(r.run.gpus * r.run.milli for r in out if r.run is not None)
         for r in ranked:
             if budget <= 0:
@@ -500,7 +540,7 @@ class Simulator:
                 budget -= need
         if not keep and not self.repack:      # running jobs stay in the session
             inside = {r.id for r in out}
-            out += [r for r in ranked if r.running and r.id not in inside]
+            out += [r for r in running if r.id not in inside]
         return out
 
     def _apply_sizes(self, sizes: Mapping[str, Size]) -> None:
@@ -520,14 +560,30 @@ class Simulator:
         if same:
             return
         self._dirty = True
+        self._touch(r)
         if r.running:
             self._end(r, "resize")
             self.counts["resizes"] += 1
         self._remove(r)
         r.gpus, r.gpu_type = size.gpus, size.gpu_type
 
+    def _close_round(self) -> None:
+        """The last round's allocated GPU, CPU and memory fractions,
+        time-weighted over ``round_s`` (rounds only)."""
+        if self._round_open is None or not self.round_s:
+            return
+        t0, g0, c0, m0 = self._round_open
+        R, tot = self.round_s, self._totals
+        self.round_util.append((t0, (self._util_area - g0) / (tot[0] * R),
+                                (self._cpu_area - c0) / (tot[1] * R),
+                                (self._mem_area - m0) / (tot[2] * R)))
+        self._round_open = None
+
     def round(self) -> None:
         """One decision at ``now`` (see the module notes)."""
+        self._close_round()
+        if self.round_s:
+            self._round_open = (self.now, self._util_area, self._cpu_area, self._mem_area)
         self.round_no += 1
         ctx = self.context()
         if self.admission is not None:
@@ -536,22 +592,32 @@ class Simulator:
                 if not r.admitted:
                     why = self._call(adm, adm.obj.admit, r, ctx)
                     r.admitted, r.reason = why is None, why
-        pool = [r for r in self.records.values() if r.admitted]
-        if self.sizing is not None:
-            self._apply_sizes(self._call(self.sizing, self.sizing.obj.size, pool, ctx) or {})
-        pool = [r for r in pool if not r.held and r.gpus > 0]
+                    if r.admitted:
+                        self._touch(r)
         if self.progress.dynamic:
-            for r in pool:
-                if r.running:
-                    self._set_rate(r)
-        if self.shares is not None:
-            from .sharing import share_round
-            cands, pairs = share_round(self, pool, ctx)
+            for r in list(self._running.values()):
+                self._set_rate(r)
+        if self._queue is not None and self.sizing is None and self.shares is None:
+            running = [r for r in self._running.values() if not r.held and r.gpus > 0]
+            merged = self._call(self.order, self._queue.ranked, running, ctx)
+            cands = self._pick((r for _, _, r in merged), running)
+            pairs: dict[str, str] = {}
         else:
-            cands, pairs = self._pick(self._rank(pool, ctx)), {}
+            pool = [r for r in self.records.values() if r.admitted]
+            if self.sizing is not None:
+                self._apply_sizes(self._call(self.sizing, self.sizing.obj.size, pool, ctx)
+                                  or {})
+            pool = [r for r in pool if not r.held and r.gpus > 0]
+            if self.shares is not None:
+                from .sharing import share_round
+                cands, pairs = share_round(self, pool, ctx)
+            else:
+                ranked = self._rank(pool, ctx)
+                cands = self._pick(iter(ranked), [r for r in ranked if r.running])
+                pairs = {}
         for m in self.mechanisms:
             self._call(m, m.obj.before_step, self._control)
-        ids = [(r.id, r.gpus, r.gpu_type, r.milli, r.in_session) for r in cands]
+        ids = [(r.id, r.gpus, r.gpu_type, r.milli) for r in cands]
         if not self._dirty and ids == self._last_cands and not pairs:
             self.skipped += 1
         else:
@@ -560,7 +626,7 @@ class Simulator:
         if self.shares is not None:
             from .sharing import note_runners
             note_runners(self)
-        self._dirty = False
+        self._dirty = self._happened = False
         self.samples.append((self.now, self._held_milli / self._max_milli,
                              self._active - self._running_n, self._running_n))
 
@@ -571,7 +637,7 @@ class Simulator:
         if self.repack:
             was = {r.id: r.run.placement for r in self.records.values()
                    if r.running and r.run is not None}
-            if was:
+            if was and not self.moving:
                 sess.reconcile([])
         want = {r.id for r in cands}
         for r in self.records.values():
@@ -602,8 +668,9 @@ class Simulator:
         placed = {p.job for p in res.start} | {p.job for p in res.move}
         for p in res.preempt:
             self._end(recs[p.job], "preempt")
+        kept = set(self.session.running) if self.moving else ()
         for jid in was:
-            if jid not in placed:
+            if jid not in placed and jid not in kept:
                 gone = recs.get(jid)
                 if gone is not None and gone.running:
                     self._end(gone, "preempt")
@@ -652,10 +719,11 @@ class Simulator:
             self._first_arrival = self.now
         if self.admission is None:
             r.admitted = True
+            self._touch(r)
         if spec.gpus * 1000 > self._max_milli:
             raise InputError(f"workload row {index + 1}: job {spec.id!r}: gpus: wants "
                              f"{spec.gpus} GPUs, the cluster has {self._max_milli // 1000}")
-        self._dirty = True
+        self._happened = True
         self._event(Event("arrival", self.now, job=spec.id))
 
     def _finish(self, jid: str, version: int) -> None:
@@ -670,6 +738,7 @@ class Simulator:
             self.session.finish(jid)
             r.in_session = False
         del self.records[jid]
+        self._touch(r)
         self._gone.add(jid)
         self._active -= 1
         r.area0 = (self._active_area - r.area0) / (self.now - r.arrival_s) \
@@ -679,7 +748,7 @@ class Simulator:
             self._finished_by_id[jid] = r
         if self._measured(r.index):
             self._left -= 1
-        self._dirty = True
+        self._happened = True
         self._event(Event("finish", self.now, job=jid))
 
     def _server_event(self, ev: ServerEvent) -> None:
@@ -726,6 +795,9 @@ class Simulator:
         wall0 = time.perf_counter()
         self._gone: set[str] = set()
         self._max_milli = max(self.total_milli, 0)
+        sv = self.cluster0.servers
+        self._totals = (max(self._max_milli, 1), max(sum(x.cpu for x in sv), 1),
+                        max(sum(x.mem for x in sv), 1))
         R = self.round_s
         src = iter(self._jobs_src)
         index = 0
@@ -788,7 +860,7 @@ class Simulator:
                 _, _, _, _, (jid, ver) = heapq.heappop(self.heap)
                 self._finish(jid, ver)
             if R is None:
-                if (self._dirty or self._wants_decision) and self.records:
+                if (self._happened or self._dirty or self._wants_decision) and self.records:
                     self._wants_decision = False
                     self.round()
             else:
@@ -806,6 +878,7 @@ class Simulator:
             if nxt is None and not self.records:
                 break
         self._advance_to(max(end, self.now))
+        self._close_round()
         self.unfinished = [r for r in self.records.values()]
         for r in self.unfinished:
             if r.running:
@@ -870,12 +943,14 @@ class _Control:
             sim._end(r, "suspend")
             sim.session.stop(job_id, requeue=True)
         r.held = bool(hold)
+        sim._touch(r)
         sim._dirty = True
 
     def resume(self, job_id: str) -> None:
         r = self._rec(job_id, "resume")
         if r.held:
             r.held = False
+            self._sim._touch(r)
             self._sim._dirty = True
 
     def place(self, job_id: str, gpus: Sequence[str], *, milli: int | None = None) -> None:

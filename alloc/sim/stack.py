@@ -12,8 +12,8 @@ A slot's value may be:
   `alloc.sched.policy` carries its declaration, whose ``needs`` are checked.
 
 ``placement`` names a solver of `alloc.registry` (its parameters are the
-solver's options); a placement policy registered under another name builds
-to the name of a solver.  ``mechanism`` may be a list of mechanisms.
+solver's options), or a function as ``"module:function"``; a placement
+policy registered under another name builds to the name of a solver.  ``mechanism`` may be a list of mechanisms.
 
 Examples
 --------
@@ -88,8 +88,16 @@ def resolve(kind: str, spec: Any) -> Slot:
     params: dict[str, Any] = {}
     if isinstance(spec, tuple) and len(spec) == 2 and isinstance(spec[0], str):
         spec, params = spec[0], dict(spec[1] or {})
-    elif isinstance(spec, str) and ":" in spec:
-        spec, params = parse_spec(spec)
+    if kind == "placement" and isinstance(spec, str) and ":" in spec and "=" not in spec:
+        from ..registry import use       # a solver named as "module:function"
+        try:
+            use(spec)
+        except ValueError as exc:
+            raise InputError(f"placement: {exc}") from None
+        return Slot("placement", spec, spec, None, params)
+    if isinstance(spec, str) and ":" in spec:
+        spec, more = parse_spec(spec)
+        params = {**more, **params}
     if isinstance(spec, str):
         try:
             named = get_policy(kind, spec)
