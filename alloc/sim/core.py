@@ -335,7 +335,10 @@ class Simulator:
         r.version += 1
         if rate > 0:
             start = r.blocked_until if r.blocked_until > self.now else self.now
-            self._push(start + (r.work - r.done) / rate, _FINISH, "finish", (r.id, r.version))
+            left = (r.work - r.done) / rate
+            # float noise: work within 1e-9 of the whole counts as done (a finish that
+            # close after a round boundary is taken at the boundary)
+            self._push(start + left, _FINISH, "finish", (r.id, r.version, 1e-9 * r.work / rate))
 
     def _run_of(self, r: JobRecord, p: Placement, cause: str) -> Run:
         names = tuple(g.gpu for g in p.gpus)
@@ -835,9 +838,7 @@ class Simulator:
                 break
             self._advance_to(t)
             end = t
-            while self.heap and self.heap[0][0] <= t and self.heap[0][1] == _FINISH:
-                _, _, _, _, (jid, ver) = heapq.heappop(self.heap)
-                self._finish(jid, ver)
+            self._finishes(t)
             while self.heap and self.heap[0][0] <= t and self.heap[0][1] == _SERVER:
                 self._server_event(heapq.heappop(self.heap)[4])
             while nxt is not None and nxt.arrival_s <= t:
@@ -856,9 +857,7 @@ class Simulator:
                 self._dirty = True
                 self._event(ev)
             # completions found by the events above at this very instant
-            while self.heap and self.heap[0][0] <= t and self.heap[0][1] == _FINISH:
-                _, _, _, _, (jid, ver) = heapq.heappop(self.heap)
-                self._finish(jid, ver)
+            self._finishes(t)
             if R is None:
                 if (self._happened or self._dirty or self._wants_decision) and self.records:
                     self._wants_decision = False
@@ -886,11 +885,19 @@ class Simulator:
         return SimResult.build(self, end, time.perf_counter() - wall0)
 
 
+    def _finishes(self, t: float) -> None:
+        """Every completion due at ``t`` (within its float-noise tolerance)."""
+        heap = self.heap
+        while heap and heap[0][1] == _FINISH and heap[0][0] - heap[0][4][2] <= t:
+            _, _, _, _, (jid, ver, _) = heapq.heappop(heap)
+            self._finish(jid, ver)
+            self._clean()
+
     def _clean(self) -> None:
         """Drop stale completions from the top of the heap."""
         heap, recs = self.heap, self.records
         while heap and heap[0][1] == _FINISH:
-            jid, ver = heap[0][4]
+            jid, ver, _ = heap[0][4]
             r = recs.get(jid)
             if r is not None and r.version == ver and r.running:
                 return
