@@ -363,6 +363,11 @@ class Control(Protocol):
     def resize(self, job_id: str, size: Size) -> None:
         """Give a job another size (a running one restarts at it: counted)."""
 
+    def set_fields(self, job_id: str, **fields: Any) -> None:
+        """Give a waiting job other fields for the rounds to come: its
+        ``priority``, ``tenant``, ``guaranteed`` (HiveD's guarantee),
+        ``locality``, ``gpu_types``, ... (`alloc.sim.jobs.JOB_FIELDS`)."""
+
     def placement(self, job_id: str) -> Any:
         """Where a job runs (its [`Placement`][alloc.model.Placement]), None
         when it waits."""
@@ -380,9 +385,10 @@ class Mechanism(Protocol):
 
     The simulator calls the hooks in this order: `start` once; at each
     instant, `on_event` for each event (finishes, server events, arrivals,
-    then timers); at each round, `before_step` (after admission, sizing,
-    shares and order have made the round's candidates) and `after_step` with
-    the [`RoundResult`][alloc.session.RoundResult].  A hook acts through
+    then timers); at each round, `before_round` (first: it may change jobs'
+    fields, holds and sizes before the policies look), `before_step` (after
+    admission, sizing, shares and order have made the round's candidates)
+    and `after_step` with the [`RoundResult`][alloc.session.RoundResult].  A hook acts through
     `Control`; what it returns is ignored.  `BaseMechanism` has a no-op for
     each hook, so that a mechanism writes only those it needs.
 
@@ -415,6 +421,9 @@ class Mechanism(Protocol):
     def on_event(self, event: Event, ctl: Control) -> None:
         """Each event of the run, in time order."""
 
+    def before_round(self, ctl: Control) -> None:
+        """At the start of each round, before the policies."""
+
     def before_step(self, ctl: Control) -> None:
         """Before each round's ``Session.step``."""
 
@@ -430,6 +439,9 @@ class BaseMechanism:
 
     def on_event(self, event: Event, ctl: Control) -> None:
         """Each event of the run, in time order."""
+
+    def before_round(self, ctl: Control) -> None:
+        """At the start of each round, before the policies."""
 
     def before_step(self, ctl: Control) -> None:
         """Before each round's ``Session.step``."""

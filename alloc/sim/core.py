@@ -58,7 +58,7 @@ from ..errors import InputError
 from ..model import Cluster, Job, Placement
 from ..sched.kinds import Context, Event, Size
 from ..sched.registry import PolicyError
-from .jobs import JobRecord, WorkloadJob
+from .jobs import JOB_FIELDS, JobRecord, WorkloadJob
 from .progress import Alone, Progress, Run
 from .result import SimResult
 from .stack import Slot, check_needs, resolve_all
@@ -488,10 +488,17 @@ class Simulator:
         frac = r.milli / 1000.0
         fields.setdefault("cpu", int(self._cpu_per_gpu * r.gpus * frac))
         fields.setdefault("mem", int(self._mem_per_gpu * r.gpus * frac))
+        fields.update(r.fields)
+        if isinstance(fields.get("gpu_types"), (list, str)):
+            gt = fields["gpu_types"]
+            fields["gpu_types"] = (gt,) if isinstance(gt, str) else tuple(gt)
         if r.gpu_type is not None:
             fields["gpu_types"] = (r.gpu_type,)
-        prio = max(-1000, min(1000, int(r.priority)))
-        return Job(r.id, r.gpus, gpu_milli=r.milli, priority=prio, **fields)
+        prio = max(-1000, min(1000, int(fields.pop("priority", r.priority))))
+        try:
+            return Job(r.id, r.gpus, gpu_milli=r.milli, priority=prio, **fields)
+        except TypeError as exc:
+            raise InputError(f"job {r.id!r}: {exc}") from None
 
     def _submit(self, r: JobRecord) -> None:
         self.session.submit(self._session_job(r), where=f"job {r.id!r}")
@@ -588,6 +595,10 @@ class Simulator:
         if self.round_s:
             self._round_open = (self.now, self._util_area, self._cpu_area, self._mem_area)
         self.round_no += 1
+        for m in self.mechanisms:
+            hook = getattr(m.obj, "before_round", None)
+            if hook is not None:
+                self._call(m, hook, self._control)
         ctx = self.context()
         if self.admission is not None:
             adm = self.admission
@@ -1013,6 +1024,26 @@ class _Control:
     def resize(self, job_id: str, size: Size) -> None:
         self._sim._resize(self._rec(job_id, "resize"), size)
         self._sim._dirty = True
+
+    def set_fields(self, job_id: str, **fields: Any) -> None:
+        sim = self._sim
+        r = self._rec(job_id, "set_fields")
+        bad = sorted(set(fields) - set(JOB_FIELDS) - {"priority"})
+        if bad:
+            raise InputError(f"set_fields: {bad[0]!r} is not a job field one may set; "
+                             f"expected some of priority, {', '.join(JOB_FIELDS)}")
+        new = {**r.fields, **fields}
+        if new == r.fields:
+            return
+        if r.running:
+            raise InputError(f"set_fields: job {job_id!r} is running (fields change while "
+                             f"it waits)")
+        r.fields = new
+        if "priority" in fields:
+            r.priority = int(fields["priority"])
+        sim._remove(r)
+        sim._touch(r)
+        sim._dirty = True
 
     def placement(self, job_id: str):
         r = self._sim.records.get(job_id)

@@ -15,6 +15,11 @@ if TYPE_CHECKING:  # pragma: no cover
     from .progress import Run
 
 
+#: Keys of `WorkloadJob.extra` that are fields of the session's `alloc.Job`.
+JOB_FIELDS = ("cpu", "mem", "locality", "tenant", "guaranteed", "gpu_types", "gpu_mem",
+              "gpu_compute", "gpu_mem_min", "weight")
+
+
 @dataclass(frozen=True)
 class WorkloadJob:
     """One job of a workload.
@@ -42,7 +47,11 @@ class WorkloadJob:
         Elastic jobs: the range a sizing policy may give it.
     extra : mapping
         The workload's other columns, read-only (policies see them as
-        ``JobView.extra``).
+        ``JobView.extra``).  Those named in `JOB_FIELDS` are also fields of
+        the job the session places (``cpu`` and ``mem`` in place of the
+        GPU-proportional share, ``locality``, ``tenant``, ``guaranteed``,
+        ``gpu_types``, ``gpu_mem``, ``gpu_compute``, ``gpu_mem_min``,
+        ``weight``).
 
     Examples
     --------
@@ -136,7 +145,7 @@ class JobRecord:
                  "running", "held_since", "_att_s", "_att_gpu_s", "restarts", "preemptions",
                  "moves", "start_s", "finish_s", "stopped_s", "admitted", "held", "state",
                  "size", "version", "intervals", "milli", "gpu_type", "in_session", "_sim",
-                 "queued_s", "delay_total_s", "area0", "reason")
+                 "queued_s", "delay_total_s", "area0", "reason", "fields")
 
     def __init__(self, spec: WorkloadJob, index: int, work: float, duration_s: float | None,
                  sim: Any) -> None:
@@ -179,6 +188,9 @@ class JobRecord:
         self.delay_total_s = 0.0
         self.area0 = 0.0
         self.reason: str | None = None
+        #: fields of the session's job (`JOB_FIELDS` of the workload, then a
+        #: mechanism's `Control.set_fields`)
+        self.fields: dict[str, Any] = {k: v for k, v in spec.extra.items() if k in JOB_FIELDS}
 
     # ---------------------------------------------------------------- views
     def done_at(self, t: float) -> float:
@@ -238,4 +250,4 @@ class JobRecord:
                 f"done={self.done:g}/{self.work:g})")
 
 
-__all__ = ["JobRecord", "WorkloadJob"]
+__all__ = ["JOB_FIELDS", "JobRecord", "WorkloadJob"]

@@ -1,6 +1,8 @@
 r"""The three orders every scheduler compares against.
 
 * ``fifo``: key $a_j$, the arrival time.
+* ``priority``: key $-p_j$, the job's priority, highest first (FIFO among
+  equals), as ``allocate()`` ranks jobs without an explicit order.
 * ``srtf``: key $d_j - w_j$, the remaining run time alone (an oracle: the
   workload's duration less the work done); jobs whose duration is unknown
   go last.
@@ -49,6 +51,26 @@ class Fifo(_Order):
     def key(self, job: JobView, ctx: Context) -> Any:
         """Its arrival time (s)."""
         return job.arrival_s
+
+
+class Priority(_Order):
+    """The highest priority first (FIFO among equals).
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace as J
+    >>> from alloc import Cluster
+    >>> from alloc.sched import Context
+    >>> from alloc.sched.orders.basic import Priority
+    >>> jobs = [J(id="a", arrival_s=1.0, priority=0), J(id="b", arrival_s=5.0, priority=3)]
+    >>> Priority().rank(jobs, Context(9.0, 1, Cluster(())))
+    ['b', 'a']
+    """
+    static = True
+
+    def key(self, job: JobView, ctx: Context) -> Any:
+        """Minus its priority."""
+        return -job.priority
 
 
 class Srtf(_Order):
