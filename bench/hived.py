@@ -47,6 +47,7 @@ from alloc import allocate  # noqa: E402
 from alloc.deadline import Deadline  # noqa: E402
 from alloc.model import Cell, Cluster, Job, Server, Tenant, frozen_map  # noqa: E402
 from alloc.options import Option  # noqa: E402
+from alloc.problem import compile_problem  # noqa: E402
 from alloc.registry import register, solver, solvers  # noqa: E402
 from alloc.sched import BaseMechanism  # noqa: E402
 from alloc.sim import WorkloadJob  # noqa: E402
