@@ -4,11 +4,12 @@ function.
 
 * A solver family (a package under `alloc/solvers/` other than `common`)
   imports no other family; `alloc.solvers.common` imports no family.
-* The simulators (`alloc/sim/`) import a family's package, never a module
-  inside it: a round goes through `allocate()` or through what the family's
-  package exposes (Synergy's fast round).  The event-driven simulators of
-  Gandiva and AntMan, which run the family's own scheduler objects over time,
-  are the named exceptions (`SIM_DRIVES`).
+* The simulator (`alloc/sim/`) imports a family's package, never a module
+  inside it: a round goes through a session.  The event-driven
+  reproductions of Gandiva and AntMan, which run the family's own scheduler
+  objects over time, are the named exceptions (`SIM_DRIVES`).
+* The scheduling layer (`alloc/sched/`) imports no solver family; the
+  experiments and sweeps import a family's package, never a module inside it.
 * The import graph of `alloc/` has no cycle.  The one edge allowed to close
   one is the registry's lazy import of the family packages it names in
   `FAMILIES` (inside a function, by name); the test removes exactly those.
@@ -108,6 +109,22 @@ def test_the_simulators_import_only_the_families_packages(path):
     inner = {t for t, _, _ in imports(path)
              if family_of(t) not in (None, COMMON) and len(t.split(".")) > 3}
     assert inner <= SIM_DRIVES.get(mod, set()), f"{mod} imports a family's internals: {inner}"
+
+
+@pytest.mark.parametrize("path", sorted([*(ROOT / "experiments").rglob("*.py"),
+                                          *(ROOT / "sweep").rglob("*.py")]),
+                         ids=lambda p: str(p.relative_to(ROOT)))
+def test_experiments_and_sweeps_import_only_the_families_packages(path):
+    inner = {t for t, _, _ in imports(path)
+             if family_of(t) not in (None, COMMON) and len(t.split(".")) > 3}
+    assert not inner, f"{module_name(path)} imports a family's internals: {inner}"
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "sched").rglob("*.py")),
+                         ids=lambda p: str(p.relative_to(ROOT)))
+def test_the_scheduling_layer_imports_no_family(path):
+    fams = {t for t, _, _ in imports(path) if family_of(t) is not None}
+    assert not fams, f"{module_name(path)} imports a solver family: {fams}"
 
 
 def import_graph() -> nx.DiGraph:

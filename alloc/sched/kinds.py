@@ -80,6 +80,8 @@ class JobView(Protocol):
         The caller's priority (higher first; 0 by default).
     extra : mapping
         The workload's other columns (for example ``iterations``), read-only.
+    min_gpus, max_gpus : int or None
+        An elastic job's range of GPU counts (None: ``gpus`` only).
     """
     id: str
     arrival_s: float
@@ -94,6 +96,8 @@ class JobView(Protocol):
     last_run_s: float
     priority: int
     extra: Mapping[str, Any]
+    min_gpus: int | None
+    max_gpus: int | None
 
 
 @dataclass(frozen=True)

@@ -123,6 +123,8 @@ class View:
     last_run_s: float = 0.0
     priority: int = 0
     extra: Mapping[str, Any] = field(default_factory=frozen_map)
+    min_gpus: int | None = None
+    max_gpus: int | None = None
 
 
 def rank(order: Any, views: Sequence[View], now: float, cluster: Cluster,

@@ -145,7 +145,8 @@ class JobRecord:
                  "running", "held_since", "_att_s", "_att_gpu_s", "restarts", "preemptions",
                  "moves", "start_s", "finish_s", "stopped_s", "admitted", "held", "state",
                  "size", "version", "intervals", "milli", "gpu_type", "in_session", "_sim",
-                 "queued_s", "delay_total_s", "area0", "reason", "fields")
+                 "queued_s", "delay_total_s", "area0", "reason", "fields", "min_gpus",
+                 "max_gpus")
 
     def __init__(self, spec: WorkloadJob, index: int, work: float, duration_s: float | None,
                  sim: Any) -> None:
@@ -157,6 +158,8 @@ class JobRecord:
         self.model = spec.model
         self.priority = spec.priority
         self.extra = spec.extra
+        self.min_gpus = spec.min_gpus
+        self.max_gpus = spec.max_gpus
         self.duration_s = duration_s
         self.work = work
         self.done = 0.0
