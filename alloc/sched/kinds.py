@@ -205,7 +205,9 @@ class KeyOrder:
     Subclasses define ``key(job, ctx)``; ties go to the earlier arrival, then
     the lower id.  ``static`` declares that a waiting job's key does not
     change while it waits (it depends only on its own progress), so a
-    simulator may keep the queue sorted incrementally.
+    simulator may keep the queue sorted incrementally; ``frozen`` that a
+    job's key does not change while it runs either (it reads neither progress
+    nor time: FIFO, priority), so a simulator keeps every job sorted.
 
     ``starvation_s`` (None: off) puts first every waiting job that has not
     held GPUs for more than that many seconds (since it last ran, or since it
@@ -228,6 +230,7 @@ class KeyOrder:
     """
     preemptive: bool = True
     static: bool = False
+    frozen: bool = False
     starvation_s: float | None = None
 
     def key(self, job: JobView, ctx: Context) -> Any:

@@ -193,7 +193,8 @@ class Simulator:
                                      if "duration" in x.needs), None)
         self.order = self.slots["order"][0]
         from .ranking import Queue, incremental
-        self._queue = Queue(self.order.obj, self._waits) if incremental(self.order.obj) else None
+        self._queue = Queue(self.order.obj, self._waits, self._pooled) \
+            if incremental(self.order.obj) else None
         self.place = self.slots["placement"][0]
         self.admission = self.slots["admission"][0] if self.slots["admission"] else None
         self.sizing = self.slots["sizing"][0] if self.slots["sizing"] else None
@@ -225,6 +226,7 @@ class Simulator:
         self._last_cands: list | None = None
         self._gpu_jobs: dict[str, set[str]] = {}
         self._indexed: set[str] = set()
+        self._stopped: set[str] = set()
         self._finished_by_id: dict[str, JobRecord] = {}
         self._held_milli = 0
         self._cpu_held = self._mem_held = 0
@@ -243,6 +245,7 @@ class Simulator:
                        "failures": 0, "resizes": 0}
         self.timing = {"policies_s": 0.0, "session_s": 0.0, "step_s": 0.0, "progress_s": 0.0}
         self._servers = {s.id: s for s in cluster.servers}
+        self._total_milli: int | None = None
         self._control = _Control(self)
         self._received: dict[str, dict[str, float]] = {}
         self._wants_decision = False
@@ -266,9 +269,13 @@ class Simulator:
 
     @property
     def total_milli(self) -> int:
-        """Milli-GPUs of the open servers (drained ones included)."""
-        return sum(s.gpus for s in self.session.cluster.servers
-                   if s.id not in self.session.failed) * 1000
+        """Milli-GPUs of the open servers (drained ones included); kept until a
+        server event."""
+        if self._total_milli is None:
+            failed = set(self.session.failed)
+            self._total_milli = sum(s.gpus for s in self.session.cluster.servers
+                                    if s.id not in failed) * 1000
+        return self._total_milli
 
     # ------------------------------------------------------------- calls
     def _call(self, slot: Slot, fn: Callable, *args: Any) -> Any:
@@ -476,6 +483,10 @@ class Simulator:
         return (not r.running and r.admitted and not r.held and r.gpus > 0
                 and self.records.get(r.id) is r)
 
+    def _pooled(self, r: JobRecord) -> bool:
+        """``r`` is in the round's pool: active, admitted, not held, some GPUs."""
+        return r.admitted and not r.held and r.gpus > 0 and self.records.get(r.id) is r
+
     def _touch(self, r: JobRecord) -> None:
         if self._queue is not None:
             self._queue.touch(r)
@@ -654,8 +665,11 @@ class Simulator:
             if was and not self.moving:
                 sess.reconcile([])
         want = {r.id for r in cands}
+        self._stopped = set()
         for r in self.records.values():
             if r.in_session and r.id not in want and (self.repack or not r.running):
+                if r.running:
+                    self._stopped.add(r.id)
                 self._remove(r)
         for r in cands:
             if not r.in_session:
@@ -682,9 +696,8 @@ class Simulator:
         placed = {p.job for p in res.start} | {p.job for p in res.move}
         for p in res.preempt:
             self._end(recs[p.job], "preempt")
-        kept = set(self.session.running) if self.moving else ()
         for jid in was:
-            if jid not in placed and jid not in kept:
+            if jid not in placed and (not self.moving or jid in self._stopped):
                 gone = recs.get(jid)
                 if gone is not None and gone.running:
                     self._end(gone, "preempt")
@@ -786,6 +799,7 @@ class Simulator:
                 sess.add_server(server, where=f"server event at {ev.at_s:g} s")
         except InputError as exc:
             raise InputError(str(exc)) from None
+        self._total_milli = None
         self._dirty = True
         self._event(Event(ev.kind if ev.kind != "restore" else "restore", self.now,
                           server=ev.server))

@@ -389,7 +389,7 @@ def simulate_gavel(policy: str, jobs: Sequence[GavelJob], table: ThroughputTable
     work = [WorkloadJob(str(j.id), float(j.arrival_s), int(scale[j.model]), model=str(j.model),
                         work=float(j.steps)) for j in jobs]
     t0 = time.perf_counter()
-    out = simulate(gavel_cluster(cluster), work, shares=shares, placement="best-fit",
+    out = simulate(gavel_cluster(cluster), work, shares=shares, placement="proportional",
                    progress=GavelTable(table, reference=REFERENCE_TYPE), round_s=round_s,
                    window=(res.measured[0], res.measured[-1]), max_time_s=max_time_s,
                    seed=seed, name=f"gavel-{policy}")

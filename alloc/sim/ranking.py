@@ -49,9 +49,11 @@ class Queue:
     running jobs only (``member(job)`` says whether a touched job waits in
     the queue), whose cost follows what changed."""
 
-    def __init__(self, order: KeyOrder, member: Any = None) -> None:
+    def __init__(self, order: KeyOrder, member: Any = None, frozen_member: Any = None) -> None:
         self.order = order
-        self.member = member
+        #: an order whose keys never change (``frozen``) keeps running jobs sorted too
+        self.frozen = bool(getattr(order, "frozen", False)) and frozen_member is not None
+        self.member = frozen_member if self.frozen else member
         self.sorted: list[tuple] = []      # (full key, id) of the waiting jobs
         self.keys: dict[str, tuple] = {}   # id -> full key
         self.jobs: dict[str, Any] = {}
@@ -73,9 +75,11 @@ class Queue:
                 self._add(job, ctx)
         self.touched.clear()
         self._starving(ctx)
+        jobs = self.jobs
+        if self.frozen:
+            return ((k, i, jobs[i]) for k, i in self.sorted)
         full = self.order.full_key
         run = sorted((full(j, ctx), j.id, j) for j in running)
-        jobs = self.jobs
         return heapq.merge(run, ((k, i, jobs[i]) for k, i in self.sorted))
 
     def _starving(self, ctx: Context) -> None:
@@ -92,7 +96,7 @@ class Queue:
         insort(self.sorted, (k, job.id))
         self.keys[job.id] = k
         self.jobs[job.id] = job
-        if k[0]:
+        if k[0] and not job.running:
             at = self.order.starving_at(job)
             if at is not None:
                 heapq.heappush(self.starve, (at, job.id))

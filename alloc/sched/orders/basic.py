@@ -46,7 +46,7 @@ class Fifo(_Order):
     >>> Fifo().rank([J(id="b", arrival_s=5.0), J(id="a", arrival_s=1.0)], Context(9.0, 1, Cluster(())))
     ['a', 'b']
     """
-    static = True
+    static = frozen = True
 
     def key(self, job: JobView, ctx: Context) -> Any:
         """Its arrival time (s)."""
@@ -66,7 +66,7 @@ class Priority(_Order):
     >>> Priority().rank(jobs, Context(9.0, 1, Cluster(())))
     ['b', 'a']
     """
-    static = True
+    static = frozen = True
 
     def key(self, job: JobView, ctx: Context) -> Any:
         """Minus its priority."""
