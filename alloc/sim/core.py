@@ -816,10 +816,20 @@ class Simulator:
     def run(self) -> SimResult:
         """Simulate until the stop rule (module notes) holds.
 
+        The cyclic garbage collector is held off for the run (`alloc.collector`:
+        the simulator and the session leave no reference cycles behind), unless
+        the placement solver is exact (its models may).
+
         Returns
         -------
         SimResult
         """
+        from ..collector import paused
+        from ..registry import get_solver
+        with paused(not get_solver(self.place.obj).exact):
+            return self._run()
+
+    def _run(self) -> SimResult:
         wall0 = time.perf_counter()
         self._gone: set[str] = set()
         self._max_milli = max(self.total_milli, 0)
