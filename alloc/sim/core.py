@@ -519,6 +519,8 @@ class Simulator:
         if r.in_session:
             self.session.stop(r.id)
             r.in_session = False
+            if r.running:
+                self._stopped.add(r.id)      # its run ends with the round (`_apply`)
 
     # ------------------------------------------------------------- rounds
     def _rank(self, pool: list[JobRecord], ctx: Context) -> list[JobRecord]:
@@ -606,6 +608,7 @@ class Simulator:
         if self.round_s:
             self._round_open = (self.now, self._util_area, self._cpu_area, self._mem_area)
         self.round_no += 1
+        self._stopped = set()
         for m in self.mechanisms:
             hook = getattr(m.obj, "before_round", None)
             if hook is not None:
@@ -665,11 +668,8 @@ class Simulator:
             if was and not self.moving:
                 sess.reconcile([])
         want = {r.id for r in cands}
-        self._stopped = set()
         for r in self.records.values():
             if r.in_session and r.id not in want and (self.repack or not r.running):
-                if r.running:
-                    self._stopped.add(r.id)
                 self._remove(r)
         for r in cands:
             if not r.in_session:
