@@ -56,7 +56,10 @@ CAPABILITY_MEANING: Mapping[str, str] = {
     "sharing": "milli-GPU jobs (gpus == 1, gpu_milli < 1000) sharing one GPU",
     "grid": "gives a job any point of its profile's CPU x memory grid instead of its "
             "request (re-sizes CPU and memory)",
-    "locality": "locality levels other than server: socket, switch and rack",
+    "locality": "locality levels other than server: socket, switch and any level above the "
+                "servers (rack, an operator's block or zone, ...)",
+    "preferred": "preferred placement (Job.preferred): after the objective, the fewest levels "
+                 "climbed above the preferred level",
     "spread": "multi-GPU jobs without a locality spanning several servers",
     "tenancy": "tenants, guaranteed cells, opportunistic jobs (HiveD's rules)",
     "preemption": "stops running jobs where the tenancy rules allow it (returns them "
@@ -68,6 +71,8 @@ CAPABILITY_MEANING: Mapping[str, str] = {
     "gpu-compute": "compute shares (gpu_compute), opportunistic shares (milli 0) and caps",
     "order-preemption": "keeps the running jobs the core pinned in place (preempt=\"order\": "
                         "the core stops the victims by the caller's order before the solver runs)",
+    "guarantee": "serves tenants' guarantees itself with HiveD's rules (else the core places "
+                 "the waiting guaranteed jobs first and pins them: alloc.guarantee)",
 }
 #: The capability names.
 CAPABILITIES = frozenset(CAPABILITY_MEANING)
@@ -86,7 +91,7 @@ INSTALL = {
 
 #: Family packages under `alloc.solvers` that declare solvers.
 FAMILIES = ("heuristics", "exact", "synergy", "fgd", "hived", "drf", "antman", "gandiva",
-            "tiresias")
+            "tiresias", "tas")
 
 #: The entry-point group plug-ins declare their solvers in.
 ENTRY_POINT_GROUP = "alloc.solvers"

@@ -107,11 +107,11 @@ def workload(recs, *, tenant: bool):
     out = []
     for r in recs:
         n = r["gpus"]
-        extra = {"cpu": 1000 * n, "mem": 8000 * n, "locality": r["locality"],
-                 "vc": r["tenant"]}
+        fields = {"cpu": 1000 * n, "mem": 8000 * n, "locality": r["locality"]}
         if tenant:
-            extra["tenant"] = r["tenant"]
-        out.append(WorkloadJob(r["id"], r["submit"], n, duration_s=r["work"], extra=extra))
+            fields["tenant"] = r["tenant"]
+        out.append(WorkloadJob(r["id"], r["submit"], n, duration_s=r["work"],
+                               extra={"vc": r["tenant"]}, fields=fields))
     return out
 
 

@@ -115,7 +115,8 @@ def same(a, b) -> bool:
 
 CASES = [("best-fit", True, True, False), ("synergy-tune", True, False, False),
          ("fgd", True, False, False), ("gpu-clustering", True, False, False),
-         ("hived", False, True, False), ("hived", False, True, True)]
+         ("hived", False, True, False), ("hived", False, True, True),
+         ("drf", False, True, True)]          # drf: the core serves the guarantee
 
 
 @pytest.mark.parametrize("solver,sharing,locality,tenants", CASES)

@@ -15,7 +15,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from .progress import Run
 
 
-#: Keys of `WorkloadJob.extra` that are fields of the session's `alloc.Job`.
+#: Fields of the session's `alloc.Job` a workload job (`WorkloadJob.fields`)
+#: or a mechanism (`Control.set_fields`) may set.
 JOB_FIELDS = ("cpu", "mem", "locality", "tenant", "guaranteed", "gpu_types", "gpu_mem",
               "gpu_compute", "gpu_mem_min", "weight")
 
@@ -47,11 +48,13 @@ class WorkloadJob:
         Elastic jobs: the range a sizing policy may give it.
     extra : mapping
         The workload's other columns, read-only (policies see them as
-        ``JobView.extra``).  Those named in `JOB_FIELDS` are also fields of
-        the job the session places (``cpu`` and ``mem`` in place of the
+        ``JobView.extra``); the simulator gives them no meaning.
+    fields : mapping
+        Fields of the job the session places, in `alloc.Job`'s units, some of
+        `JOB_FIELDS`: ``cpu`` (milli-CPU) and ``mem`` (MiB) in place of the
         GPU-proportional share, ``locality``, ``tenant``, ``guaranteed``,
         ``gpu_types``, ``gpu_mem``, ``gpu_compute``, ``gpu_mem_min``,
-        ``weight``).
+        ``weight``.  They override the progress model's job fields.
 
     Examples
     --------
@@ -73,6 +76,7 @@ class WorkloadJob:
     min_gpus: int | None = None
     max_gpus: int | None = None
     extra: Mapping[str, Any] = field(default_factory=frozen_map)
+    fields: Mapping[str, Any] = field(default_factory=frozen_map)
 
     def __post_init__(self) -> None:
         w = f"job {self.id!r}"
@@ -100,6 +104,12 @@ class WorkloadJob:
                              f"got {self.max_gpus}")
         if not isinstance(self.extra, Mapping):
             raise InputError(f"{w}: extra: expected a mapping")
+        if not isinstance(self.fields, Mapping):
+            raise InputError(f"{w}: fields: expected a mapping")
+        bad = sorted(set(self.fields) - set(JOB_FIELDS))
+        if bad:
+            raise InputError(f"{w}: fields: {bad[0]!r} is not a job field a workload may "
+                             f"set; expected some of {', '.join(JOB_FIELDS)}")
 
 
 def _number(v: Any) -> bool:
@@ -191,9 +201,9 @@ class JobRecord:
         self.delay_total_s = 0.0
         self.area0 = 0.0
         self.reason: str | None = None
-        #: fields of the session's job (`JOB_FIELDS` of the workload, then a
-        #: mechanism's `Control.set_fields`)
-        self.fields: dict[str, Any] = {k: v for k, v in spec.extra.items() if k in JOB_FIELDS}
+        #: fields of the session's job (the workload's `WorkloadJob.fields`,
+        #: then a mechanism's `Control.set_fields`)
+        self.fields: dict[str, Any] = dict(spec.fields)
 
     # ---------------------------------------------------------------- views
     def done_at(self, t: float) -> float:

@@ -34,11 +34,13 @@ socket that fits, smallest such group), so the profile's span factor
 ``span(level)`` is as high as the free GPUs allow; servers are chosen best fit
 (fewest victims, then least normalised leftover CPU + memory + GPU).
 
-Spreading.  A whole-GPU job of n >= 2 GPUs without locality (or with rack
-locality) that no single server holds is spread over servers, in each of the
-steps above (its tenant's bound GPUs, a new cell, opportunistic GPUs): the
-servers with the most usable GPUs first (fewest servers), inside one rack
-when a rack holds them (the smallest such rack), else over the cluster; its
+Spreading.  A whole-GPU job of n >= 2 GPUs without locality (or with a
+locality above the servers) that no single server holds is spread over
+servers, in each of the steps above (its tenant's bound GPUs, a new cell,
+opportunistic GPUs): the servers with the most usable GPUs first (fewest
+servers), inside one domain of the innermost level above the servers when
+one holds them (the smallest such), else of the next level up, ..., else
+over the cluster (with a locality above the servers: one of its domains); its
 CPU and memory split over the servers in proportion to their GPUs
 ([`alloc.problem.Problem.make_assign`][alloc.problem.Problem.make_assign]).
 
@@ -81,11 +83,13 @@ from typing import Sequence
 
 import numpy as np
 
-from ...model import MILLI, Job
+from ...arrays import outer_levels
+from ...model import CLUSTER, MILLI, Job
 from ...objectives import scale_factor
 from ...problem import Assign, Problem
 from ...deadline import Deadline
 from ...resources import gpu_mem_caps as gpu_mem_caps_of, mem_demand, share_mem
+from ...topology import is_outer
 from ...tenancy import (cell_size, cell_tree, infer_binding,
                         job_gpu_mem, quotas, safety)
 
@@ -612,7 +616,7 @@ class Engine:
         """`pick_spread` when the job may spread (over ``servers``, or
         every server with a GPU of the mask), else None."""
         job = self.job(j)
-        if n > 1 and job.gpu_milli == MILLI and job.locality in (None, "rack"):
+        if n > 1 and job.gpu_milli == MILLI and (job.locality is None or is_outer(job.locality)):
             if not given:
                 # no single server holds the job: every server with a GPU of the mask
                 servers = np.flatnonzero(cnt > 0).tolist() if cnt is not None else \
@@ -771,16 +775,16 @@ fullest node of
             cap_m = int(self.mem[s] // per_mem) if per_mem else len(gs)
             k = min(len(gs), cap_c, cap_m)
             if k > 0:
-                rows.append((p.cluster.servers[s].rack or "", s, gs[:k]))
+                rows.append((s, gs[:k]))
+        # one domain of the innermost level above the servers first (the
+        # smallest that holds the job), then of the next level up, ..., then
+        # the cluster; with a locality above the servers, its domains only
+        doms = self.spread_levels(job)
         pools: dict[tuple, list] = defaultdict(list)
-        by_rack = "rack" in self.lv
-        for rack, s, gs in rows:
-            if by_rack:
-                pools[(0, rack)].append((s, gs))
-            if job.locality != "rack":
-                pools[(1, "")].append((s, gs))
-        # one rack first (the smallest that holds the job), then the cluster
-        order = sorted(pools, key=lambda k: (k[0], sum(len(gs) for _, gs in pools[k]), k[1]))
+        for s, gs in rows:
+            for k, (lv, dom) in enumerate(doms):
+                pools[(k, lv, int(dom[s]) if dom is not None else -1)].append((s, gs))
+        order = sorted(pools, key=lambda k: (k[0], sum(len(gs) for _, gs in pools[k]), k[2]))
         for key in order:
             pool = sorted(pools[key], key=lambda x: (-len(x[1]), x[0]))
             need, chosen, victims = n, [], set()
@@ -798,6 +802,16 @@ fullest node of
             if all(self.cpu[s] >= c for s, c in a.cpu) and all(self.mem[s] >= m for s, m in a.mem):
                 return chosen, victims
         return None
+
+    def spread_levels(self, job) -> list[tuple[str, np.ndarray | None]]:
+        """The levels a spread job's servers are pooled by, innermost first:
+        ``(level, each server's domain id)``, the cluster last (ids None);
+        only its locality level when that is above the servers."""
+        arr = self.p.arrays
+        if is_outer(job.locality):
+            return [(job.locality, arr.srv_domain[job.locality])]
+        outer = list(reversed(outer_levels(self.p.levels)))
+        return [(lv, arr.srv_domain[lv]) for lv in outer] + [(CLUSTER, None)]
 
     # ------------------------------------------------------------ jobs
     def type_mask(self, j: int) -> np.ndarray:

@@ -29,8 +29,9 @@ import numpy as np
 from fractions import Fraction
 
 from ...deadline import Deadline
-from ...model import MILLI, Status
+from ...model import CLUSTER, MILLI, Status
 from ...problem import Assign, Problem, Solution
+from ...topology import is_outer
 from .index import FIRST, FIT, INNER_LEVELS, Finder, Shape, SpreadFinder, layout, leftover
 
 #: change-log entries kept (beyond 8 per server) before the logs are dropped
@@ -569,16 +570,81 @@ class State:
                    servers: Sequence[int] | None = None) -> Assign | None:
         """Whole-GPU job j over several servers (most usable GPUs first, then
         lowest index), CPU and memory split in proportion to GPUs; honours a
-        rack locality.  A server's usable GPUs are its whole free GPUs, at
-        most as many as its free CPU and memory cover at the job's per-GPU
-        share (rounded up)."""
+        locality at a level above the servers (inside one of its domains,
+        the first that holds it) and, with a preferred level, places it by
+        Kueue's descent (`alloc.solvers.common.topo`).  A server's usable
+        GPUs are its whole free GPUs, at most as many as its free CPU and
+        memory cover at the job's per-GPU share (rounded up)."""
         p = self.p
         job = p.jobs[j]
         if job.gpus < 2 or job.gpu_milli < MILLI or job.locality in ("server",) + INNER_LEVELS:
             return None
-        if servers is None and not (job.locality == "rack" and "rack" in p.levels):
+        if servers is None and job.preferred is not None and p.arrays.srv_domain:
+            return self._spread_preferred(j, option)
+        if servers is None and not is_outer(job.locality):
             return self._spread_indexed(j, option)
+        if servers is None:
+            return self._spread_domains(j, option)
         return self._spread_scan(j, option, servers)
+
+    def _spread_domains(self, j: int, option: int) -> Assign | None:
+        """`_spread_scan` over every server for a job whose locality is a
+        level above the servers, on arrays: the domains in order of their
+        first server that has CPU and memory free, those whose usable GPUs
+        reach the job's tried in turn (most usable servers first, then
+        index)."""
+        p = self.p
+        job = p.jobs[j]
+        sh = self.shape(j, option)
+        key = (sh.key, "domains", job.locality)
+        if self._spread_fail.get(key) == self.removals:
+            return None
+        arr = self.arrays()
+        opt = p.options[j][option]
+        pc, pm = -(-opt.cpu // job.gpus), -(-opt.mem // job.gpus)
+        ok = np.asarray(sh.ok, dtype=bool)[self.lay.cls_array()]
+        ok &= (arr["cpu"] > 0) & (arr["mem"] > 0)
+        u = arr["whole"]
+        if pc:
+            u = np.minimum(u, arr["cpu"] // pc)
+        if pm:
+            u = np.minimum(u, arr["mem"] // pm)
+        u = np.where(ok, u, 0)
+        assert job.locality is not None
+        dom = p.arrays.srv_domain[job.locality]
+        D = int(dom.max()) + 1 if len(dom) else 0
+        tot = np.bincount(dom, weights=u, minlength=D)
+        cand = np.flatnonzero(ok)
+        first = np.full(D, p.S, dtype=np.int64)
+        np.minimum.at(first, dom[cand], cand)
+        for d in sorted(np.flatnonzero(tot >= job.gpus).tolist(), key=lambda d: first[d]):
+            members = np.flatnonzero((dom == d) & (u > 0))
+            ordered = sorted(((int(s), int(u[s])) for s in members), key=lambda x: (-x[1], x[0]))
+            a = self.take(j, option, ordered)
+            if a is not None:
+                return a
+        self._spread_fail[key] = self.removals
+        return None
+
+    def _spread_preferred(self, j: int, option: int) -> Assign | None:
+        """A preferred job by the descent: one node of its preferred level (or
+        of the innermost level above the servers) if one holds it, else of
+        the level above, ... up to its locality level or the cluster."""
+        from .topo import domain_tree, preference_levels, tas_assign
+        job = self.p.jobs[j]
+        key = (self.shape(j, option).key, "preferred", job.locality, job.preferred)
+        if self._spread_fail.get(key) == self.removals:
+            return None          # failed, and no capacity grew since (placements only take)
+        levels = preference_levels(self.p, j)
+        top = levels[-1]
+        if top == CLUSTER:
+            a = tas_assign(self, j, option, levels[0], required=False)
+        else:
+            a = tas_assign(self, j, option, levels[0], required=False,
+                           top=domain_tree(self.p).index(top))
+        if a is None:
+            self._spread_fail[key] = self.removals
+        return a
 
     def usable(self, s: int, pc: int, pm: int) -> int:
         """Whole free GPUs of server s that its free CPU and memory cover at
@@ -597,10 +663,11 @@ class State:
         cls = self.lay.cls
         cand = [s for s in (range(p.S) if servers is None else servers)
                 if sh.ok[cls[s]] and self.cpu_l[s] > 0 and self.mem_l[s] > 0]
-        if job.locality == "rack" and "rack" in p.levels:
-            groups: dict[str, list[int]] = {}
+        if is_outer(job.locality):
+            dom = p.arrays.srv_domain[job.locality]
+            groups: dict[int, list[int]] = {}
             for s in cand:
-                groups.setdefault(p.cluster.servers[s].rack or "", []).append(s)
+                groups.setdefault(int(dom[s]), []).append(s)
             pools = list(groups.values())
         else:
             pools = [cand]

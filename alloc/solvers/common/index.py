@@ -125,6 +125,13 @@ class Layout:
                 per.append(list(ids.values()))
             self.groups[level] = per
         self.member_arrays = [np.array(m, dtype=np.int64) for m in self.members]
+        self._cls_array: np.ndarray | None = None
+
+    def cls_array(self) -> np.ndarray:
+        """Each server's class as a numpy array (built on first use)."""
+        if self._cls_array is None:
+            self._cls_array = np.asarray(self.cls, dtype=np.int64)
+        return self._cls_array
 
 
 def layout(problem: Problem) -> Layout:

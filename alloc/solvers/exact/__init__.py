@@ -155,7 +155,7 @@ from ...options import Option
 from ...registry import declare
 from .tenancy import RESTRICTIONS
 
-_CAPS = ("sharing", "grid", "locality", "spread", "tenancy", "preemption", "migration",
+_CAPS = ("sharing", "grid", "locality", "preferred", "spread", "tenancy", "preemption", "migration",
          "colocation", "elastic", "order-preemption")
 _TENANCY = (
     Option("preemption_cost", "float", 0.0, "objective units per preempted job (tenancy inputs)",
@@ -194,7 +194,7 @@ SOLVERS = (
             options=_COMMON, requires=("pulp",),
             description="MILP (CBC through PuLP) on an aggregated pattern model"),
     declare("cpsat-tenancy", "alloc.solvers.exact.solvers:solve_cpsat_tenancy", exact=True,
-            capabilities=("tenancy", "preemption", "migration", "locality", "sharing",
+            capabilities=("tenancy", "preemption", "migration", "locality", "preferred", "sharing",
                           "colocation", "elastic", "spread", "gpu-memory", "grid",
                           "order-preemption"),
             requires=("ortools",),

@@ -9,7 +9,7 @@
 """
 from ...registry import declare
 
-_BASE = ("sharing", "locality", "spread", "order-preemption")
+_BASE = ("sharing", "locality", "preferred", "spread", "order-preemption")
 
 SOLVERS = (
     declare("proportional", "alloc.solvers.heuristics.greedy:solve_proportional", objectives=(),

@@ -9,6 +9,11 @@ r"""The baseline heuristics, on the shared greedy state
 * ``best-fit`` -- jobs by decreasing size, each on the server that leaves the
   least normalised free capacity, the sum over resources r of
   ``(free_r - use_r) / cap_r``, compared exactly (ties: lowest index).
+
+Both spread a job whose locality is a level above the servers inside one
+of its domains, place a job with a preferred level by Kueue's descent when
+no server holds it, and end by moving preferred jobs into one node of
+their level where one holds them (`alloc.solvers.common.topo`).
 """
 from __future__ import annotations
 
@@ -18,6 +23,7 @@ from ...deadline import Deadline
 from ...problem import Problem, Solution
 from ..common.greedy import State, best_fit, first_fit, rank_order
 from ..common.scratch import back, from_scratch
+from ..common.topo import compact
 
 
 def _place_all(st: State, order: Sequence[int], pick, deadline: Deadline) -> dict:
@@ -27,6 +33,7 @@ def _place_all(st: State, order: Sequence[int], pick, deadline: Deadline) -> dic
         a = pick(st, j, 0)
         if a is not None:
             st.place(j, a, 0)
+    compact(st, deadline=deadline)
     return {}
 
 

@@ -19,7 +19,7 @@ from ...options import Option
 from ...registry import declare
 
 _CAPS = ("tenancy", "preemption", "locality", "sharing", "spread", "elastic", "migration",
-         "colocation", "gpu-memory", "order-preemption")
+         "colocation", "gpu-memory", "order-preemption", "guarantee")
 
 SOLVERS = (
     declare("hived", "alloc.solvers.hived.solvers:solve_hived", capabilities=_CAPS,

@@ -13,9 +13,31 @@ Job types are the pending jobs grouped by
 [`alloc.problem.job_type_key`][alloc.problem.job_type_key].
 An *item* of class ``c`` is either a *whole* item ``(t, o)`` -- one job of type
 ``t`` at option ``o`` on one server -- or a *unit* item -- one GPU of a job of a
-spreadable type (whole GPUs, ``g_t >= 2``, no locality or rack locality) with
-``ceil(cpu_o / g_t)`` CPU and ``ceil(mem_o / g_t)`` memory on that server.
-Spread jobs are counted per spread *group* (all allowed classes, or one rack).
+spreadable type (whole GPUs, ``g_t >= 2``, no locality or one at a level above
+the servers) with ``ceil(cpu_o / g_t)`` CPU and ``ceil(mem_o / g_t)`` memory on
+that server.  Spread jobs are counted per spread *group*: the classes of one
+domain of a level above the servers, or all allowed classes.
+
+*Modes.*  A spreadable type spreads within one domain of its locality level
+(or over the cluster).  When the level it spans matters -- the job prefers a
+level (``Job.preferred``), or its profile's span factors differ between the
+levels above the servers -- it has one *mode* per level it may span, from
+its preferred level (or the innermost level above the servers) up to its
+locality level or the cluster: mode ``l``'s groups are the domains of ``l``,
+its units are items of their own (``Item.mode``), and a job spread in mode
+``l`` is worth its best coefficient times the span factor of ``l``, less
+``w * climb(P, l)`` for a preferred level ``P`` (`alloc.topology.climb`;
+``w`` = `alloc.topology.preferred_weight`, below the objective's step over
+the most levels all preferred jobs can climb).  A whole item of a job
+preferring a level inside the server is charged ``w`` times the levels from
+it up to the server.  Classes then keep servers of different domains of the
+innermost level the modes use apart.  A job whose locality domains are
+large beside it (`RELAX_FACTOR`) has its units pooled over the cluster and
+is cut inside one domain when decoded (a relaxation, so the bound holds).
+With more than `MODE_DOMAINS` domains
+at that level the model is *coarse*: one mode per type, at its top level,
+worth the best span factor it may reach there and charged the most levels
+it may climb -- a relaxation of the objective the bound still covers.
 
 The build looks at its deadline once per server class (and every 256
 servers): on 256 servers with 2,000 jobs it makes 768,647 items in about
@@ -31,16 +53,27 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ....arrays import outer_levels
 from ....deadline import Deadline
-from ....model import MILLI
+from ....model import CLUSTER, MILLI
 from ....problem import Problem, job_types
-from ....topology import reachable_levels
+from ....topology import climb, is_outer, preferred_weight, reachable_levels
 
 INNER = ("switch", "socket")
 #: seconds one item costs to build (768,647 items in 6 to 11 s on a loaded
 #: two-core machine)
 SECONDS_PER_ITEM = 1.2e-5
 
+
+#: The most domains of the innermost level the modes use for a mode per
+#: level: beyond, each job has one mode, at its locality level or the
+#: cluster, worth its best span factor there and charged the most levels it
+#: may climb (the bound holds; compaction then lowers the levels climbed).
+MODE_DOMAINS = 32
+
+#: A spread job whose locality domains all hold this many times its GPUs
+#: has its units pooled over the cluster (`Aggregate.relaxed`).
+RELAX_FACTOR = 8
 
 #: The carry's key for the servers' canonical GPU orders (`Aggregate._shapes`).
 SHAPES = "exact: canonical GPU orders"
@@ -62,6 +95,13 @@ class JobType:
     classes: tuple[int, ...]
     spreadable: bool
     rep: int
+    #: levels it may spread within (modes), innermost first: levels above
+    #: the servers or ``"cluster"``
+    modes: tuple[str, ...] = (CLUSTER,)
+    preferred: str | None = None
+    #: its locality level when the model pools its units over the cluster
+    #: (`Aggregate.relaxed`; decoding keeps each job in one domain)
+    relaxed: str | None = None
 
     @property
     def count(self) -> int:
@@ -82,11 +122,14 @@ class Item:
     level: str       # "switch", "socket" or "server": node holding its GPUs
     value: float     # objective coefficient (0 for a unit)
     group: int = -1  # spread group of a unit
+    mode: int = 0    # index of a unit's mode in its type's modes
 
     @property
     def key(self) -> tuple:
-        """The item's identity in its class: (kind, type, option)."""
-        return (self.kind, self.t, self.o)
+        """The item's identity in its class: (kind, type, option), and the
+        mode of a unit beyond its type's first."""
+        return (self.kind, self.t, self.o) if not self.mode else (self.kind, self.t, self.o,
+                                                                  self.mode)
 
 
 @dataclass
@@ -130,12 +173,110 @@ class Aggregate:
     def __init__(self, problem: Problem, deadline: Deadline, items: bool = True):
         self.p = problem
         self.deadline = deadline
+        self._plan_modes()
         self._build_classes()
         self._tick()
         self._build_types()
         self._tick()
         if items:
             self._build_items()
+
+    # ---------------------------------------------------------------- modes
+    def _plan_modes(self) -> None:
+        """Each pending job's modes (see the module notes), the weight of a
+        level climbed, and the innermost level the modes use."""
+        p = self.p
+        outer = list(reversed(outer_levels(p.levels)))        # innermost first
+        self.pref_weight = 0.0
+        self.pref_slack = 0.0
+        self.coarse = False
+        self._modes: dict[tuple, tuple[str, ...]] = {}
+        self._least: dict[str, int] = {}
+        used = self._used_levels(outer)
+        lv = next((x for x in outer if x in used), None)
+        if lv is not None and int(p.arrays.srv_domain[lv].max()) + 1 > MODE_DOMAINS:
+            # too many domains for a mode per level: one mode per job, at its top
+            self.coarse = True
+            self._modes.clear()
+            used = self._used_levels(outer)
+        climbs = []
+        for j in p.pending:
+            job = p.jobs[j]
+            if job.preferred is not None and job.gpus >= 2:
+                m = self.modes_of(job, outer)
+                top = m[-1] if self._spreads(job) else "server"
+                climbs.append(climb(p.cluster, job.preferred, top))
+        if any(climbs):
+            step = p.objective.step(p.cluster, [p.jobs[j] for j in p.pending])
+            self.pref_weight = preferred_weight(step, len(climbs), max(climbs))
+            self.pref_slack = self.pref_weight * sum(climbs)
+        #: the innermost level above the servers the modes use (None: none)
+        self.place_level = next((lv for lv in outer if lv in used), None)
+
+    def relaxed(self, job) -> bool:
+        """A spread job whose locality is a level above the servers every
+        domain of which holds at least `RELAX_FACTOR` times its GPUs: the
+        model pools its units over the cluster (a relaxation: the bound
+        holds) and decoding cuts each job inside one domain (a domain loses
+        fewer than its GPUs' worth of units)."""
+        loc = job.locality
+        if not is_outer(loc) or job.gpus < 2 or job.gpu_milli < MILLI:
+            return False
+        least = self._least.get(loc)
+        if least is None:
+            arr = self.p.arrays
+            tot = np.bincount(arr.srv_domain[loc], weights=self.p.srv_gpus)
+            least = self._least[loc] = int(tot.min()) if len(tot) else 0
+        return least >= RELAX_FACTOR * job.gpus
+
+    def _used_levels(self, outer: list[str]) -> set[str]:
+        """The levels above the servers the pending jobs' modes use."""
+        used: set[str] = set()
+        for j in self.p.pending:
+            m = self.modes_of(self.p.jobs[j], outer)
+            if len(m) > 1 or m[0] != CLUSTER:
+                used.update(x for x in m if x != CLUSTER)
+        return used
+
+    @staticmethod
+    def _spreads(job) -> bool:
+        return job.gpus >= 2 and job.gpu_milli == MILLI and \
+            (job.locality is None or is_outer(job.locality))
+
+    def modes_of(self, job, outer: list[str] | None = None) -> tuple[str, ...]:
+        """The levels a spreadable job may spread within (its modes),
+        innermost first."""
+        p = self.p
+        if outer is None:
+            outer = list(reversed(outer_levels(p.levels)))
+        relaxed = self.relaxed(job)
+        key = (job.locality, job.preferred, id(job.profile), relaxed)
+        hit = self._modes.get(key)
+        if hit is not None:
+            return hit
+        if relaxed:
+            single: tuple[str, ...] = (CLUSTER,)
+            self._modes[key] = single
+            return single
+        top = job.locality if is_outer(job.locality) else CLUSTER
+        chain = (outer[:outer.index(top) + 1] if top in outer else outer + [CLUSTER]) \
+            if outer else [CLUSTER]
+        prof = job.profile
+        spans = "span" in p.objective.factors and prof is not None and \
+            len({prof.span_factor(lv) for lv in chain}) > 1
+        pref = job.preferred
+        if self.coarse:
+            modes = [top]         # charged the most levels it may climb (`penalty`)
+        elif spans:
+            modes = chain
+        elif pref is not None and any(climb(p.cluster, pref, lv) != climb(p.cluster, pref, top)
+                                      for lv in chain):
+            first = pref if pref in chain else chain[0]
+            modes = chain[chain.index(first):]
+        else:
+            modes = [top]
+        out = self._modes[key] = tuple(modes)
+        return out
 
     @property
     def item_estimate(self) -> int:
@@ -161,7 +302,8 @@ class Aggregate:
             n += int(((cpu <= C) & (mem <= M) & fit(t)[cls][:, None]).sum())
             if t.spreadable:
                 g = t.gpus
-                n += int(((-(-cpu // g) <= C) & (-(-mem // g) <= M) & (G >= 1)).sum())
+                n += len(t.modes) * int(((-(-cpu // g) <= C) & (-(-mem // g) <= M)
+                                         & (G >= 1)).sum())
             if n > cap:
                 break
         return n
@@ -201,10 +343,12 @@ class Aggregate:
         groups: dict[tuple, list[int]] = {}
         self.perm, shapes = self._shapes()
         cpu, mem = p.free_cpu.tolist(), p.free_mem.tolist()
-        rack = "rack" in p.levels
+        # servers of different domains of the innermost level the modes use
+        # are not interchangeable (the domain names those above it)
+        place = p.arrays.srv_domain[self.place_level].tolist() \
+            if self.place_level is not None else [None] * p.S
         for s, sv in enumerate(p.cluster.servers):
-            key = (cpu[s], mem[s], sv.gpu_type if sv.gpus else None,
-                   sv.rack if rack else None, shapes[s])
+            key = (cpu[s], mem[s], sv.gpu_type if sv.gpus else None, place[s], shapes[s])
             groups.setdefault(key, []).append(s)
         self.class_keys = list(groups)
         self.classes = list(groups.values())
@@ -291,10 +435,11 @@ class Aggregate:
             job = p.jobs[js[0]]
             ok = p.type_ok[js[0]][tix] if job.gpus else np.ones(len(tix), dtype=bool)
             classes = tuple(int(c) for c in np.flatnonzero(ok))
-            spread = (job.gpus >= 2 and job.gpu_milli == MILLI
-                      and job.locality in (None, "rack", "cluster"))
+            spread = self._spreads(job)
             t = JobType(len(self.types), js, job.gpus, job.gpu_milli, job.locality,
-                        p.options[js[0]], classes, spread, js[0])
+                        p.options[js[0]], classes, spread, js[0],
+                        self.modes_of(job) if spread else (CLUSTER,), job.preferred,
+                        job.locality if spread and self.relaxed(job) else None)
             for j in js:
                 self.type_of[j] = t.index
             self.types.append(t)
@@ -308,14 +453,25 @@ class Aggregate:
         lv = [x for x in ("server", "socket", "switch") if x in self.p.levels] or ["server"]
         return max(prof.span_factor(x) for x in lv)
 
-    def span_out(self, t: JobType) -> float:
-        """Best span factor of a job spread over several servers."""
+    def span_out(self, t: JobType, mode: int | None = None) -> float:
+        """Span factor of a job spread over several servers in ``mode`` (a
+        level's factor), or the best over the levels above the servers it
+        may span (None: a type of one mode)."""
         p = self.p
         prof = p.jobs[t.rep].profile
         if "span" not in p.objective.factors or prof is None:
             return 1.0
-        lv = [x for x in reachable_levels(p.cluster, t.locality) if x in ("rack", "cluster")]
+        if mode is not None and len(t.modes) > 1:
+            return prof.span_factor(t.modes[mode])
+        lv = [x for x in reachable_levels(p.cluster, t.locality) if is_outer(x) or x == CLUSTER]
         return max((prof.span_factor(x) for x in lv), default=1.0)
+
+    def penalty(self, t: JobType, level: str) -> float:
+        """What type t's job loses in the model spanning ``level`` (its
+        preferred level's levels climbed times the weight)."""
+        if not self.pref_weight or t.preferred is None:
+            return 0.0
+        return self.pref_weight * climb(self.p.cluster, t.preferred, level)
 
     def _level(self, t: JobType) -> str:
         if t.locality in INNER and t.locality in self.p.levels:
@@ -325,22 +481,27 @@ class Aggregate:
     def _groups(self) -> None:
         p = self.p
         self.groups: list[tuple[int, tuple[int, ...]]] = []
-        self.group_of: dict[tuple[int, int], int] = {}
+        #: per group: its mode index and (level, domain id) (domain None: the cluster)
+        self.group_place: list[tuple[int, str, int | None]] = []
+        self.group_of: dict[tuple, int] = {}
         for t in self.types:
             if not t.spreadable:
                 continue
-            if t.locality == "rack" and "rack" in p.levels:
-                racks: dict[str, list[int]] = {}
-                for c in t.classes:
-                    racks.setdefault(p.cluster.servers[self.rep_server[c]].rack or "", []).append(c)
-                parts = list(racks.values())
-            else:
-                parts = [list(t.classes)]
-            for part in parts:
-                gid = len(self.groups)
-                self.groups.append((t.index, tuple(part)))
-                for c in part:
-                    self.group_of[(t.index, c)] = gid
+            for m, lv in enumerate(t.modes):
+                parts: dict[int | None, list[int]]
+                if lv == CLUSTER:
+                    parts = {None: list(t.classes)}
+                else:
+                    dom = p.arrays.srv_domain[lv]
+                    parts = {}
+                    for c in t.classes:
+                        parts.setdefault(int(dom[self.rep_server[c]]), []).append(c)
+                for d, part in parts.items():
+                    gid = len(self.groups)
+                    self.groups.append((t.index, tuple(part)))
+                    self.group_place.append((m, lv, d))
+                    for c in part:
+                        self.group_of[(t.index, m, c)] = gid
 
     def _gpu_fit(self, c: int, t: JobType) -> bool:
         G = len(self.full[c])
@@ -386,14 +547,20 @@ class Aggregate:
         servers = self.p.cluster.servers
         for gid, (ti, cls) in enumerate(self.groups):
             t = self.types[ti]
+            m, lv, _ = self.group_place[gid]
+            if sum(self.n_c[c] * len(self.full[c]) for c in cls) < t.gpus:
+                continue        # the domain's free GPUs cannot hold one job of the type
+            key = ("unit", ti) if not m else None
             # one server of each GPU type among the group's classes
             reps = list({servers[self.rep_server[c]].gpu_type: self.rep_server[c]
                          for c in cls}.values())
             for o in range(len(t.options)):
-                if not any(("unit", ti, o) in self.item_index[c] for c in cls):
+                ik = key + (o,) if key else ("unit", ti, o, m)
+                if not any(ik in self.item_index[c] for c in cls):
                     continue
                 best = max(self._coef(t, o, s) for s in reps)
-                self.spread_vars.append((ti, o, gid, best * self.span_out(t)))
+                span = self.span_out(t, m if len(t.modes) > 1 else None)
+                self.spread_vars.append((ti, o, gid, best * span - self.penalty(t, lv)))
 
     def _class_items(self, c: int, t: JobType) -> None:
         """The items of type t on class c (whole and unit, every option)."""
@@ -401,19 +568,22 @@ class Aggregate:
         s = self.rep_server[c]
         gfit = self._gpu_fit(c, t)
         span = self.span_in(t) if gfit else 1.0
+        level = self._level(t)
+        cost = self.penalty(t, level) if t.gpus >= 2 else 0.0
         for o, opt in enumerate(t.options):
             if gfit and opt.cpu <= C and opt.mem <= M:
                 self._add_item(c, Item("whole", t.index, o, opt.cpu, opt.mem,
                                        t.gpus if t.milli == MILLI else 0,
                                        t.milli if (t.milli < MILLI and t.gpus) else 0,
-                                       self._level(t), self._coef(t, o, s, span)))
+                                       level, self._coef(t, o, s, span) - cost))
             if t.spreadable and G >= 1:
                 uc, um = -(-opt.cpu // t.gpus), -(-opt.mem // t.gpus)
                 if uc * t.gpus != opt.cpu or um * t.gpus != opt.mem:
                     self.exact_units = False
                 if uc <= C and um <= M:
-                    self._add_item(c, Item("unit", t.index, o, uc, um, 1, 0, "server",
-                                           0.0, self.group_of[(t.index, c)]))
+                    for m in range(len(t.modes)):
+                        self._add_item(c, Item("unit", t.index, o, uc, um, 1, 0, "server",
+                                               0.0, self.group_of[(t.index, m, c)], m))
 
     def _add_item(self, c: int, it: Item) -> None:
         self.item_index[c][it.key] = len(self.items[c])
@@ -436,5 +606,5 @@ class Aggregate:
         return max(ub, 0)
 
 
-__all__ = ["Aggregate", "INNER", "Item", "JobType", "OutOfTime", "Pattern", "SECONDS_PER_ITEM",
-           "canonical_gpus"]
+__all__ = ["Aggregate", "INNER", "Item", "JobType", "MODE_DOMAINS", "OutOfTime", "Pattern",
+           "RELAX_FACTOR", "SECONDS_PER_ITEM", "canonical_gpus"]

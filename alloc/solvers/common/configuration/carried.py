@@ -4,10 +4,10 @@ A loop's rounds differ by a few percent of their jobs and servers, and job
 types and server classes recur: the same free shape of a server, the same
 job shape.  At the end of a round the driver keeps its pool's patterns in
 the loop's carry by *keys that survive the round*: the class's key (free
-CPU, free memory, GPU type, rack, canonical GPU shape: `Aggregate.class_keys`)
+CPU, free memory, GPU type, domain, canonical GPU shape: `Aggregate.class_keys`)
 and each item's kind, job type key
 ([`alloc.problem.job_type_key`][alloc.problem.job_type_key]), option and,
-for a unit, its spread group's rack.  The next round maps them back onto its
+for a unit, its mode and its spread group's domain.  The next round maps them back onto its
 own classes and items; a pattern whose class or items are gone is dropped.
 One that maps keeps its layout (canonical GPU offsets: the class key holds
 the canonical shape, the item key the item's CPU, memory, GPUs and level, so
@@ -34,11 +34,11 @@ def _type_keys(agg: Aggregate) -> list:
 
 
 def _group_rack(agg: Aggregate, gid: int):
-    """The rack of a rack-local spread group (None: every allowed class)."""
-    ti, cls = agg.groups[gid]
-    if agg.types[ti].locality == "rack" and "rack" in agg.p.levels:
-        return agg.p.cluster.servers[agg.rep_server[cls[0]]].rack
-    return None
+    """Where a spread group lies: (mode level, domain id), the domain None
+    for the whole cluster (the cluster is the same object across the
+    rounds a pattern is carried over, so domain ids keep their meaning)."""
+    _, lv, d = agg.group_place[gid]
+    return (lv, d)
 
 
 def keep_patterns(agg: Aggregate, pool: list[list[Pattern]], first=()) -> None:
@@ -60,7 +60,7 @@ def keep_patterns(agg: Aggregate, pool: list[list[Pattern]], first=()) -> None:
             if key is None:
                 it = agg.items[c][i]
                 rack = _group_rack(agg, it.group) if it.kind == "unit" else None
-                key = keys[(c, i)] = (it.kind, tkeys[it.t], it.o, rack)
+                key = keys[(c, i)] = (it.kind, tkeys[it.t], it.o, rack, it.mode)
             out.append((i, key, n))
         kept.append((agg.class_keys[c], tuple(out), pool[c][k].layout))
     carry.keep(POOL, (agg.p.cluster, agg.p.objective.name, kept))
@@ -82,9 +82,10 @@ def carried_patterns(agg: Aggregate, deadline) -> list[Pattern]:
         if c is None or deadline.expired():
             continue
         new, index = {}, {}
-        for old, (kind, tkey, o, rack), n in counts:
+        for old, (kind, tkey, o, rack, mode), n in counts:
             t = types.get(tkey)
-            i = None if t is None else agg.item_index[c].get((kind, t, o))
+            i = None if t is None else agg.item_index[c].get(
+                (kind, t, o) if not mode else (kind, t, o, mode))
             if i is None or (kind == "unit" and _group_rack(agg, agg.items[c][i].group) != rack):
                 break
             new[i], index[old] = n, i

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from collections import deque
 
+from ....arrays import outer_levels
+from ....model import CLUSTER
 from ....problem import Assign, Problem, option_of
 from .aggregate import Aggregate, Pattern
 from .patterns import laid_pattern
@@ -28,10 +30,14 @@ def _server_parts(agg: Aggregate, j: int, a: Assign, t: int, o: int, per_server,
         per_server[s][i] = per_server[s].get(i, 0) + 1
         lay.setdefault(s, []).append((i, tuple(agg.offset_of(s, g) for g, _ in a.gpus)))
         return True
+    m = _mode_of(agg, t, a)
+    if m is None:
+        return False
+    key = ("unit", t, o) if not m else ("unit", t, o, m)
     units = []
     for g, _ in a.gpus:
         s = int(p.gpu_server[g])
-        i = agg.item_index[agg.class_of[s]].get(("unit", t, o))
+        i = agg.item_index[agg.class_of[s]].get(key)
         if i is None:
             return False
         units.append((s, i, agg.offset_of(s, g)))
@@ -44,6 +50,20 @@ def _server_parts(agg: Aggregate, j: int, a: Assign, t: int, o: int, per_server,
         lay.setdefault(s, []).append((i, (off,)))
     xcount[(t, o, gid)] = xcount.get((t, o, gid), 0) + 1
     return True
+
+
+def _mode_of(agg: Aggregate, t: int, a: Assign) -> int | None:
+    """The innermost mode of type t one domain of whose level holds all of
+    ``a``'s GPUs (None: none does)."""
+    p = agg.p
+    gs = [g for g, _ in a.gpus]
+    for m, lv in enumerate(agg.types[t].modes):
+        if lv == CLUSTER:
+            return m
+        dom = p.domain[lv]
+        if len({int(dom[g]) for g in gs}) == 1:
+            return m
+    return None
 
 
 def solution_to_columns(agg: Aggregate, assign: dict[int, Assign]):
@@ -99,15 +119,33 @@ def decode(agg: Aggregate, z: dict[tuple[int, int], int], pool: list[list[Patter
                         out[j] = p.make_cpu_assign(j, s, it.o)
                     else:
                         out[j] = p.make_assign(j, [agg.gpu_of(s, k) for k in offs], it.o)
+    place = [p.arrays.srv_domain[lv] for lv in outer_levels(p.levels)]
     for (t, o, gid), n in sorted(x.items()):
-        slots = sorted(units.get((t, o, gid), []))
+        # the slots of one domain of each level next to each other: runs of
+        # g_t slots span the fewest domains
+        slots = sorted(units.get((t, o, gid), []),
+                       key=lambda u: tuple(int(d[u[0]]) for d in place) + u)
         g = agg.types[t].gpus
-        for r in range(n):
-            if (r + 1) * g > len(slots) or not queue[t]:
+        for run in _runs(agg, t, slots, g)[:n]:
+            if not queue[t]:
                 break
             j = queue[t].popleft()
-            out[j] = p.make_assign(j, [gg for _, gg in slots[r * g:(r + 1) * g]], o)
+            out[j] = p.make_assign(j, run, o)
     return out
+
+
+def _runs(agg: Aggregate, t: int, slots: list, g: int) -> list[list[int]]:
+    """The slots cut into runs of g GPUs, in order; for a type the model
+    relaxed (`Aggregate.relaxed`), each run inside one domain of its
+    locality level."""
+    lv = agg.types[t].relaxed
+    if lv is None:
+        return [[gg for _, gg in slots[r * g:(r + 1) * g]] for r in range(len(slots) // g)]
+    dom = agg.p.arrays.srv_domain[lv]
+    by: dict[int, list[int]] = {}
+    for s, gg in slots:
+        by.setdefault(int(dom[s]), []).append(gg)
+    return [gs[r * g:(r + 1) * g] for gs in by.values() for r in range(len(gs) // g)]
 
 
 def check_assign(problem: Problem, assign: dict[int, Assign]) -> bool:

@@ -31,6 +31,7 @@ Status OPTIMAL only when the recomputed value reaches the bound.
 """
 from __future__ import annotations
 
+import math
 import time
 
 from ....collector import paused
@@ -47,6 +48,8 @@ from .dive import dive, round_down
 from .engine import Backend
 from .master import CGResult, Master, column_generation, hint_from, solve_master_ip
 from .proof import enumerate_and_solve
+from ..compact import compacted
+from ..topo import climbs
 
 #: Heuristics tried first, each with all the warm-start time left (up to the
 #: floor): the cheap fallbacks, then the strongest of each kind; ``fgd`` joins
@@ -82,6 +85,33 @@ CARRIED_ENOUGH = 100
 #: Share of the budget after which column generation stops for good when it
 #: has not converged in its own share (`ExactRun.more_columns`).
 MORE_COLUMNS_UNTIL = 0.85
+#: With the value proven, the share of the budget past which the driver
+#: stops looking for an answer of that value whose preferred jobs climb
+#: fewer levels (the model's preferred-level terms).
+PREFERRED_SHARE = 0.5
+
+
+#: Seconds the first warm-start heuristic always has, however little of the
+#: deadline is left when the warm start begins: a first call's imports took
+#: all of a 0.1 s limit before it, and the answer placed nothing where
+#: every heuristic places all (it then returns the heuristic's answer, within
+#: the call's allowance of ``time_limit * 1.1 + 0.5`` s).
+FIRST_SECONDS = 0.05
+
+
+def in_order(problem: Problem, assign: dict) -> dict:
+    """``assign`` (pending jobs only) as the answer will be under the order's
+    promise (``preempt="order"``: `alloc.preempt.kept_order`, spread gangs
+    allowed, as the exact solvers have them; an answer that
+    keeps the order is left as it is); else ``assign``.  Every answer the
+    driver compares goes through it -- the heuristics' too -- so the best it
+    returns keeps the order and is worth at least every heuristic's answer
+    kept in order."""
+    if not problem.keeps_order or not problem.pending:
+        return assign
+    from ....preempt import kept_order
+    out = kept_order(problem, assign)
+    return {j: a for j, a in out.items() if j not in problem.fixed}
 
 
 def need_ok(problem: Problem, capabilities) -> bool:
@@ -94,14 +124,19 @@ def warm_heuristics(problem: Problem, need=None) -> tuple[list[str], list[str]]:
     """Registered heuristics whose capabilities cover the input (``need``,
     the input's needed capabilities, when known): those tried first
     (`WARM_FIRST`, in that order) and the others (``local-search`` excluded:
-    it runs last, as registered and from the best of them)."""
+    it runs last, as registered and from the best of them).  The deployed
+    schedulers' topology rules (the ``tas`` family) join only when a job
+    requires or prefers a level above the servers: elsewhere they place as
+    best fit does."""
     from ....registry import solvers
     from ....solve import needed_capabilities
+    from ....topology import is_outer
     if need is None:
         need = needed_capabilities(problem.cluster, problem.jobs)
+    topo = any(is_outer(j.locality) or j.preferred is not None for j in problem.jobs)
     ok = [n for n, s in solvers().items()
           if not s.exact and s.family != "third-party" and need <= s.capabilities
-          and s.available and n != "local-search"]
+          and s.available and n != "local-search" and (topo or s.family != "tas")]
     order = WARM_FIRST_SHARING if "sharing" in need else WARM_FIRST
     first = [n for n in order if n in ok]
     return first, [n for n in ok if n not in first]
@@ -131,6 +166,12 @@ def warm_start(problem: Problem, deadline: Deadline, seed: int = 0,
             dl = deadline if floor is None else floor
         else:
             dl = deadline.share(1.0 / max(1, len(first) + len(rest) - k))
+        if k == 0 and dl.left() < FIRST_SECONDS:
+            # the cheapest answers even when imports or a loaded machine took
+            # the time: never an empty answer where a heuristic places jobs
+            load_now = get_solver(name).solve         # its module imported first
+            del load_now
+            dl = Deadline.after(FIRST_SECONDS)
         if dl.expired():
             if k < len(first):
                 continue
@@ -143,7 +184,8 @@ def warm_start(problem: Problem, deadline: Deadline, seed: int = 0,
             continue
         # only the pending jobs: a solver that handles live state itself
         # (hived) returns the running jobs too, which stay where they are
-        assign = {j: a for j, a in sol.assign.items() if j not in problem.fixed}
+        assign = in_order(problem, {j: a for j, a in sol.assign.items()
+                                    if j not in problem.fixed})
         t = time.perf_counter()
         if not check_assign(problem, assign):
             continue
@@ -165,7 +207,8 @@ def warm_start(problem: Problem, deadline: Deadline, seed: int = 0,
         dl = deadline if not deadline.expired() or floor is None or not local_floor else floor
         if dl.expired():
             break
-        ls = local_search(problem, start, deadline=dl.share(1.0 / (len(starts) - k)), seed=seed)
+        ls = in_order(problem, local_search(problem, start,
+                                            deadline=dl.share(1.0 / (len(starts) - k)), seed=seed))
         if check_assign(problem, ls):
             v = true_value(problem, ls)
             values[label] = v
@@ -191,6 +234,11 @@ class ExactRun:
         self.bounds: list[float] = []
         self.step = problem.objective.step(problem.cluster, [problem.jobs[j] for j in problem.pending])
         self.stats["objective_step"] = self.step
+        #: the model's preferred-level terms at most (0: none; `Aggregate.pref_slack`)
+        self.slack = 0.0
+        self.best_climbs = 0
+        #: the model's own bounds (its preferred-level terms included)
+        self.model_bounds: list[float] = []
         self.cg = CGResult()
         self.hint: tuple[dict, dict] | None = None
         self.decode_s = 0.0     # seconds the rounding's answer took to decode and check
@@ -204,13 +252,59 @@ class ExactRun:
         """The smallest valid bound so far (pending jobs only)."""
         return min(self.bounds) if self.bounds else None
 
-    def done(self) -> bool:
+    def proven(self) -> bool:
         """True when the best value meets the rounded bound (proven)."""
         b = self.bound
         return b is not None and self.best_v >= tighten(b, self.step) - 1e-6 * max(1.0, abs(b))
 
+    def climbs_floor(self) -> int:
+        """Levels the preferred jobs climb at least in an answer of the best
+        value: ``(best value - model bound) / weight``, rounded up."""
+        if not self.slack or not self.model_bounds:
+            return 0
+        w = self.agg.pref_weight
+        return max(0, math.ceil((self.best_v - min(self.model_bounds)) / w - 1e-6))
+
+    def done(self) -> bool:
+        """True when the best value is proven and, with preferred levels, no
+        answer of that value climbs fewer levels -- or half the budget is
+        spent looking for one (`PREFERRED_SHARE`)."""
+        if not self.proven():
+            return False
+        if not self.slack or self.best_climbs <= self.climbs_floor():
+            return True
+        return time.perf_counter() - self.t0 > PREFERRED_SHARE * self.total
+
+    def capped(self, dl: Deadline) -> Deadline:
+        """``dl``, ending by `PREFERRED_SHARE` of the budget when the value is
+        proven and only fewer levels climbed are sought."""
+        if self.slack and self.proven():
+            return dl.until(min(dl.end, self.t0 + PREFERRED_SHARE * self.total))
+        return dl
+
+    def add_model_bound(self, b: float, key: str | None = None) -> None:
+        """A bound of the model: kept, and (plus the most its preferred-level
+        terms take off) a bound of the objective."""
+        self.model_bounds.append(b)
+        self.bounds.append(b + self.slack)
+        if key:
+            self.stats[key] = min(b + self.slack, self.stats.get(key, b + self.slack))
+
+    @property
+    def model_step(self) -> float | None:
+        """The step of the model's values: the objective's, None when the
+        model has preferred-level terms (its values are no step's multiples)."""
+        return None if self.slack else self.step
+
+    def model_value(self) -> float:
+        """The best answer's value in the model (less its levels climbed)."""
+        return self.best_v - self.agg.pref_weight * self.best_climbs if self.slack else self.best_v
+
     def offer(self, assign: dict, src: str, key: str | None = None) -> None:
-        """Keep ``assign`` when it is valid and better."""
+        """Keep ``assign`` when it is valid and better: a higher value, or
+        (with preferred levels) the same value and fewer levels climbed
+        (under the order's promise, `in_order` first)."""
+        assign = in_order(self.p, assign)
         if not check_assign(self.p, assign):
             self.stats[f"{src}_decode_error"] = True
             return
@@ -219,6 +313,12 @@ class ExactRun:
             self.stats[key] = v
         if v > self.best_v + 1e-9:
             self.best, self.best_v, self.src = assign, v, src
+            if self.slack:
+                self.best_climbs = climbs(self.p, assign)
+        elif self.slack and v >= self.best_v - 1e-9:
+            c = climbs(self.p, assign)
+            if c < self.best_climbs:
+                self.best, self.best_v, self.src, self.best_climbs = assign, v, src, c
 
     def seed_columns(self, assign):
         """Add a solution's patterns to the pool; returns its columns."""
@@ -237,6 +337,8 @@ class ExactRun:
                                            floor=self.at(max(self.warm_share, 0.5)),
                                            local_floor=False, timing=timing)
         self.best, self.best_v = best, v
+        if self.slack and best:
+            self.best_climbs = climbs(self.p, best)
         self.engine = self.engine.ready(self.deadline, self.stats)
         self.keep_back_final(timing)
         self.stats.update(warm_start=v, t_warm=time.perf_counter() - self.t0, heuristics=values)
@@ -273,6 +375,11 @@ class ExactRun:
         except OutOfTime:
             self.stats["model"] = "left out: the aggregate's classes took a quarter of the time"
             return False
+        self.slack = self.agg.pref_slack
+        if self.slack:
+            self.stats["preferred_weight"] = self.agg.pref_weight
+        if self.agg.coarse:
+            self.stats["topology_model"] = "coarse: one mode per job type (MODE_DOMAINS)"
         # the count stops past what half the time left can build
         cap = 0.5 * self.deadline.left() / SECONDS_PER_ITEM
         n = self.agg.estimate_items(cap=cap)
@@ -311,12 +418,10 @@ class ExactRun:
         agg = self.agg
         self.stats.update(types=len(agg.types), classes=agg.K,
                           items=sum(len(x) for x in agg.items), exact_units=agg.exact_units)
-        self.stats["item_bound"] = ib = item_bound(agg)
-        self.bounds.append(ib)
+        self.add_model_bound(item_bound(agg), "item_bound")
         bm = big_machine_bound(agg, deadline=self.deadline.share(0.75))
         if bm is not None:
-            self.stats["lp_bound"] = bm
-            self.bounds.append(bm)
+            self.add_model_bound(bm, "lp_bound")
         self.master = Master(agg)
         carried = carried_patterns(agg, self.deadline.share(0.1))
         self.stats["carried_columns"] = n = sum(self.master.add(pat) for pat in carried)
@@ -339,8 +444,7 @@ class ExactRun:
                           cg_converged=cg.converged, cg_lp=cg.lp, columns=self.master.size,
                           pricing_calls=calls + cg.pricing_calls)
         if cg.bound is not None and self.agg.exact_units:
-            self.stats["cg_bound"] = min(cg.bound, self.stats.get("cg_bound", cg.bound))
-            self.bounds.append(cg.bound)
+            self.add_model_bound(cg.bound, "cg_bound")
 
     def more_columns(self) -> None:
         """Phase 3c, when column generation has not converged (or had no time
@@ -401,23 +505,29 @@ class ExactRun:
             return
         cols = self.seed_columns(self.best)
         z, x, _, pool, enum_bound = enumerate_and_solve(
-            self.master, self.engine, self.cg, self.best_v,
-            self.deadline.reserve(0.15 * self.total), self.seed, self.stats, hint=cols,
-            delta=self.step, top=tighten(self.bound, self.step),
-            ip_deadline=self.deadline.reserve(0.05 * self.total))
+            self.master, self.engine, self.cg, self.model_value(),
+            self.capped(self.deadline.reserve(0.15 * self.total)), self.seed, self.stats,
+            hint=cols, delta=self.model_step,
+            top=tighten(self.bound, self.step) if not self.slack else None,
+            ip_deadline=self.capped(self.deadline.reserve(0.05 * self.total)))
         self.stats["t_enum"] = time.perf_counter() - self.t0
         if z is not None:
             self.offer(decode(self.agg, z, pool, x), "enumeration")
         if enum_bound is not None and self.agg.exact_units:
-            self.bounds.append(max(enum_bound, self.best_v))
+            if self.slack:
+                self.add_model_bound(max(enum_bound, self.model_value()))
+            else:
+                self.bounds.append(max(enum_bound, self.best_v))
 
     def dive(self) -> None:
         """Phase 6: price-and-dive towards the rounded bound."""
         if self.cg.lp is None or self.done() or self.deadline.left() < 0.1:
             return
-        target = self.best_v + (self.step or 1e-6 * max(1.0, abs(self.best_v)))
-        dv = dive(self.master, self.engine, self.deadline.share(0.5), target, self.step,
-                  self.stats, goal=tighten(self.bound, self.step), width=2)
+        mv = self.model_value()
+        target = mv + (self.model_step or 1e-6 * max(1.0, abs(mv)))
+        goal = tighten(self.bound, self.step) if not self.slack else self.bound
+        dv = dive(self.master, self.engine, self.capped(self.deadline.share(0.5)), target,
+                  self.model_step, self.stats, goal=goal, width=2)
         self.stats["t_dive"] = time.perf_counter() - self.t0
         if dv is not None:
             self.stats["dive_value"] = dv.value
@@ -447,16 +557,27 @@ class ExactRun:
         keep_patterns(self.agg, self.master.pool, used)
 
     def solution(self) -> Solution:
-        """The Solution: best assignment, status and bound (running jobs' value added)."""
+        """The Solution: best assignment, status and bound (running jobs' value
+        added); preferred jobs moved into one node of their level where one
+        holds them (`alloc.solvers.common.topo.compacted`)."""
+        if self.best:
+            before = self.best
+            self.best = compacted(self.p, self.best, self.deadline)
+            if self.best is not before:
+                self.best_v = true_value(self.p, self.best)
+        if any(self.p.jobs[j].preferred is not None for j in self.best):
+            self.stats["preferred_climbs"] = c = climbs(self.p, self.best)
+            if self.slack:
+                self.stats["preferred_climbs_floor"] = min(c, self.climbs_floor())
         bound = self.bound
         fixed = fixed_value(self.p)
         if bound is not None:
             bound = tighten(bound, self.step)
-            if self.done():
+            if self.proven():
                 bound = max(bound, self.best_v)
             self.stats["gap"] = max(0.0, (bound - self.best_v) / max(abs(bound), 1e-9))
             bound += fixed
-        status = Status.OPTIMAL if self.done() else Status.FEASIBLE
+        status = Status.OPTIMAL if self.proven() else Status.FEASIBLE
         self.stats.update(source=self.src, time_s=time.perf_counter() - self.t0)
         return Solution(self.best, status, bound, (), self.stats)
 

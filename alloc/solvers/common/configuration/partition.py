@@ -46,6 +46,7 @@ from .bounds import big_machine_bound
 from .columns import check_assign, solution_to_columns, true_value
 from .engine import Backend
 from .master import Master, column_generation
+from ..compact import compacted
 
 #: Executors that run the parts.
 EXECUTORS = ("process", "serial", "ray")
@@ -229,6 +230,7 @@ def whole_bound(problem: Problem, engine: Backend, deadline: Deadline, assign: d
         return bounds[0]
     bm = big_machine_bound(agg, deadline=deadline.share(0.3))
     if bm is not None:
+        bm += agg.pref_slack        # the most the preferred-level terms take off
         bounds.append(bm)
         stats["lp_bound"] = bm
     if deadline.left() > 0.2 and agg.exact_units:
@@ -240,8 +242,8 @@ def whole_bound(problem: Problem, engine: Backend, deadline: Deadline, assign: d
         cg = column_generation(master, engine, deadline)
         stats.update(cg_rounds=cg.rounds, cg_converged=cg.converged)
         if cg.bound is not None:
-            bounds.append(cg.bound)
-            stats["cg_bound"] = cg.bound
+            bounds.append(cg.bound + agg.pref_slack)
+            stats["cg_bound"] = cg.bound + agg.pref_slack
     return min(bounds)
 
 
@@ -249,7 +251,7 @@ def solve_partitioned(problem: Problem, engine: Backend, *, deadline: Deadline, 
                       parts: int = 2, executor: str = "process", ray_address: str | None = None,
                       warm_share: float = 0.15, cg_share: float = 0.45) -> Solution:
     """The partitioned solver (see the module notes)."""
-    from .driver import warm_start
+    from .driver import in_order, warm_start
     t0 = time.perf_counter()
     total = deadline.left()
     split = split_problem(problem, parts, seed)
@@ -265,7 +267,7 @@ def solve_partitioned(problem: Problem, engine: Backend, *, deadline: Deadline, 
     stats["part_stats"] = [s for _, s in results]
     if any(r is LATE for r in results):
         stats["parts_timed_out"] = sum(r is LATE for r in results)
-    assign = _repair(problem, _join(problem, results), deadline.share(0.3))
+    assign = in_order(problem, _repair(problem, _join(problem, results), deadline.share(0.3)))
     stats["t_parts"] = time.perf_counter() - t0
     if not check_assign(problem, assign):       # pragma: no cover - a join bug
         raise RuntimeError("partitioned solution over-commits the cluster")
@@ -281,9 +283,12 @@ def solve_partitioned(problem: Problem, engine: Backend, *, deadline: Deadline, 
         stats["source"] = f"heuristic {max(warm_values, key=warm_values.get)}"
     if deadline.left() > 0.1:
         from ..improve import local_search
-        better = local_search(problem, assign, deadline=deadline.share(0.4), seed=seed)
+        better = in_order(problem, local_search(problem, assign, deadline=deadline.share(0.4),
+                                                seed=seed))
         if check_assign(problem, better) and true_value(problem, better) > value + 1e-9:
             assign, value = better, true_value(problem, better)
+    assign = compacted(problem, assign, deadline)
+    value = true_value(problem, assign)
     # the bound leaves 5 % of the time to the caller's final check
     bound = whole_bound(problem, engine, deadline.reserve(0.05 * total), assign, stats)
     step = problem.objective.step(problem.cluster, [problem.jobs[j] for j in problem.pending])
