@@ -184,3 +184,125 @@ def test_philly_trace(tmp_path):
     w = read_workload(data)
     assert w.fmt == "philly" and w.jobs and w.jobs[0].arrival_s == 0.0
     assert all(j.duration_s > 0 and j.gpus > 0 for j in w.jobs)
+
+
+# ------------------------------------------------- --cluster and --progress
+def _instance(tmp_path, name, cluster):
+    from alloc.io import dump_instance
+    from alloc.model import Instance
+    p = tmp_path / f"{name}.json"
+    dump_instance(Instance(name, cluster, ()), p)
+    return p
+
+
+SALUS = ("id,arrival_s,gpus,duration_s,model,persistent_mb,ephemeral_mb\n"
+         "long,0,1,600,m1,1000,3000\nshort,30,1,60,m2,500,2000\nmid,40,1,200,m3,800,4000\n")
+
+
+def test_salus_runs_with_a_cluster_file_and_a_progress_factory(tmp_path, capsys):
+    from alloc.sched.salus.sim import salus_cluster
+    w = write(tmp_path, "salus.csv", SALUS)
+    c = _instance(tmp_path, "salus", salus_cluster())
+    code, _, err = run(capsys, w, "--cluster", c, "--order", "fifo:preemptive=false",
+                       "--placement", "best-fit", "--mechanism", "salus-srtf",
+                       "--progress", "alloc.sched.salus.sim:SalusProgress:policy=srtf",
+                       "--out", tmp_path / "out")
+    assert code == 0, err
+    rows = {r["id"]: r for r in map(json.loads, (tmp_path / "out" / "timeline.jsonl")
+                                    .read_text().splitlines())}
+    # SRTF among the residents: short (60 s) runs at once, then mid, then long
+    assert rows["short"]["end_s"] == pytest.approx(90.0)
+    assert rows["mid"]["end_s"] == pytest.approx(290.0)
+    assert rows["long"]["end_s"] == pytest.approx(860.0)
+
+
+def test_allox_runs_with_a_cluster_file_and_a_progress_factory(tmp_path, capsys):
+    from alloc.sched.allox.jobs import FlexJob
+    from alloc.sched.allox.sim import flex_cluster, write_workload_csv
+    jobs = [FlexJob("a", "u0", 0.0, cpu_s=10.0, gpu_s=4.0),
+            FlexJob("b", "u1", 0.0, cpu_s=6.0, gpu_s=5.0)]
+    w = tmp_path / "allox.csv"
+    write_workload_csv(jobs, w, profiling=False)
+    c = _instance(tmp_path, "flex", flex_cluster(1, 1))
+    code, _, err = run(capsys, w, "--cluster", c, "--order", "fifo:preemptive=false",
+                       "--placement", "best-fit", "--sizing", "allox-sjf:profiling=false",
+                       "--progress", "alloc.sched.allox.sim:FlexProgress",
+                       "--out", tmp_path / "out")
+    assert code == 0, err
+    rows = {r["id"]: r for r in map(json.loads, (tmp_path / "out" / "timeline.jsonl")
+                                    .read_text().splitlines())}
+    # the same run in Python, through the same policy and progress model
+    from alloc.sched import get_policy
+    from alloc.sched.allox.sim import FlexProgress, workload
+    from alloc.sim import simulate
+    res = simulate(flex_cluster(1, 1), workload(jobs, False), order=("fifo", {"preemptive": False}),
+                   placement="best-fit", sizing=get_policy("sizing", "allox-sjf").build(
+                       profiling=False), progress=FlexProgress())
+    want = {r["id"]: r["end_s"] for r in res.timeline()}
+    assert {k: r["end_s"] for k, r in rows.items()} == want
+
+
+def test_pop_runs_with_gavel_progress_and_repacking(tmp_path, capsys):
+    from alloc.sim.gavel import ThroughputTable
+    try:
+        table = ThroughputTable.load(types=("v100",))
+    except Exception:
+        pytest.skip("Gavel's throughputs (the shared data) are absent")
+    lines = [f"{table.models[i % 5]}\t\t\t\t\t{4000 + 500 * i}\t1\t1\t\t{300.0 * i}"
+             .replace("('", "").replace("', 1)", "") for i in range(8)]
+    w = write(tmp_path, "g.trace", "\n".join(lines) + "\n")
+    code, out, err = run(capsys, w, "--servers", "2", "--gpus-per-server", "2", "--gpu-type",
+                         "v100", "--order", "fifo", "--placement", "best-fit", "--shares",
+                         "pop:k=4", "--progress", "gavel", "--round", "360", "--repack",
+                         "--out", tmp_path / "out")
+    assert code == 0, err
+    s = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert s["jobs"] == 8 and s["unfinished"] == 0 and s["stack"]["shares"] == ["pop"]
+
+
+@pytest.mark.parametrize("argv, text", [
+    (["--progress", "nope"], "--progress: expected one of alone, synergy, gavel or "
+                             "module:factory[:KEY=VALUE,...], got 'nope'"),
+    (["--progress", "alloc.sim.progress:Nothing"], "--progress alloc.sim.progress:Nothing "
+                                                   "cannot be loaded"),
+    (["--progress", "alloc.sim.progress:Alone:bogus=1"], "--progress "
+     "alloc.sim.progress:Alone raised TypeError"),
+    (["--progress", "alloc.sim.progress:Alone:restart_s"], "--progress "
+     "alloc.sim.progress:Alone: parameter 'restart_s': expected KEY=VALUE"),
+    (["--progress", "alloc.sim.workloads:detect"], "--progress alloc.sim.workloads:detect "
+                                                   "raised TypeError"),
+    (["--progress", "alloc.sched.salus.sim:salus_cluster"], "--progress "
+     "alloc.sched.salus.sim:salus_cluster: expected a progress model"),
+    (["--progress", "alone:bogus=1"], "--progress alone:bogus=1: ProgressModel.__init__() got "
+                                      "an unexpected keyword argument 'bogus'"),
+])
+def test_bad_progress_is_one_line_and_exit_2(tmp_path, capsys, argv, text):
+    w = write(tmp_path, "w.csv", PLAIN)
+    code, _, err = run(capsys, w, *BASE, *argv, "--out", tmp_path / "out")
+    assert code == 2 and text in err and err.count("\n") == 1, err
+
+
+def test_bad_clusters_are_one_line_and_exit_2(tmp_path, capsys):
+    w = write(tmp_path, "w.csv", PLAIN)
+    pol = ["--order", "las", "--placement", "best-fit", "--out", tmp_path / "out"]
+    code, _, err = run(capsys, w, "--cluster", tmp_path / "none.json", *pol)
+    assert code == 2 and "none.json: no such instance file" in err and err.count("\n") == 1
+    bad = write(tmp_path, "bad.json", '{"format": "alloc.instance/1", "cluster": {}}')
+    code, _, err = run(capsys, w, "--cluster", bad, *pol)
+    assert code == 2 and "bad.json" in err and err.count("\n") == 1
+    code, _, err = run(capsys, w, "--cluster", "tiny-grid", *BASE, "--out", tmp_path / "o")
+    assert code == 2 and "give either --cluster or --servers" in err
+    code, _, err = run(capsys, w, *pol)
+    assert code == 2 and "--servers and --gpus-per-server: expected both (or --cluster" in err
+
+
+def test_a_mechanism_refusing_the_progress_model_is_one_line(tmp_path, capsys):
+    from alloc.sched.salus.sim import salus_cluster
+    w = write(tmp_path, "salus.csv", SALUS)
+    c = _instance(tmp_path, "salus", salus_cluster())
+    code, _, err = run(capsys, w, "--cluster", c, "--order", "fifo", "--placement", "best-fit",
+                       "--mechanism", "salus-srtf", "--progress",
+                       "alloc.sched.salus.sim:SalusProgress:policy=fair",
+                       "--out", tmp_path / "out")
+    assert code == 2 and "salus-srtf: the run's progress model must be SalusProgress" in err
+    assert err.count("\n") == 1

@@ -4,11 +4,18 @@ command line.
 
 The cluster is ``N`` identical servers of ``G`` GPUs of type ``T`` (CPU and
 memory per server default to Synergy's GPU-proportional share: 3000
-milli-cores and 64000 MiB per GPU).  The workload is any format of
+milli-cores and 64000 MiB per GPU), or with ``--cluster FILE`` the cluster
+of an instance file (``alloc.instance/1``, or a shipped instance's name; its
+jobs are not simulated).  The workload is any format of
 `alloc.sim.workloads`.  Each slot takes a policy's name from the one
 registry (``alloc policies``), with parameters as ``NAME:KEY=VALUE,...``
 (``--order las:preemptive=false``); a policy a plug-in registers under the
 entry-point group ``alloc.policies`` is usable here with no change to alloc.
+The progress model is a built-in (``alone``, ``synergy``, ``gavel``, with
+parameters as ``gavel:reference=k80``) or any factory as
+``module:factory[:KEY=VALUE,...]`` (``alloc.sched.salus.sim:SalusProgress:
+policy=srtf``), called with the parameters (and ``restart_s`` and
+``checkpoint`` when they are given).
 
 Writes ``DIR/summary.json``, ``DIR/timeline.jsonl`` (``--parquet``:
 ``DIR/timeline.parquet`` too) and, with ``--plots``, the plots of
@@ -44,9 +51,13 @@ def parser() -> argparse.ArgumentParser:
                     "[,model]; Synergy, Philly, Tiresias, Helios or Gavel traces)")
     ap.add_argument("--format", default="auto", choices=("auto",) + FORMATS,
                     help="workload format (default: auto, from the name and header)")
-    ap.add_argument("--servers", type=int, required=True, metavar="N", help="servers")
-    ap.add_argument("--gpus-per-server", type=int, required=True, metavar="G",
-                    help="GPUs per server")
+    ap.add_argument("--servers", type=int, default=None, metavar="N",
+                    help="servers (or --cluster)")
+    ap.add_argument("--gpus-per-server", type=int, default=None, metavar="G",
+                    help="GPUs per server (or --cluster)")
+    ap.add_argument("--cluster", default=None, metavar="FILE",
+                    help="the cluster of an instance file (or a shipped instance's name) in "
+                    "place of --servers and --gpus-per-server")
     ap.add_argument("--gpu-type", default="V100", metavar="T", help="GPU type (default: V100)")
     ap.add_argument("--cpu-per-server", type=int, default=None, metavar="MILLI",
                     help=f"milli-cores per server (default: {CPU_PER_GPU} per GPU)")
@@ -61,8 +72,10 @@ def parser() -> argparse.ArgumentParser:
                         help=f"{slot} policy (default: none)")
     ap.add_argument("--mechanism", action="append", default=[], metavar="NAME",
                     help="mechanism policy (repeatable; default: none)")
-    ap.add_argument("--progress", default="alone", choices=PROGRESS,
-                    help="progress model (default: alone: each job at its duration_s)")
+    ap.add_argument("--progress", default="alone", metavar="SPEC",
+                    help="progress model: alone, synergy or gavel (NAME[:KEY=VALUE,...]), or "
+                    "a factory module:factory[:KEY=VALUE,...] (default: alone: each job at "
+                    "its duration_s)")
     ap.add_argument("--throughputs", default=None, metavar="FILE",
                     help="Gavel's throughputs for --progress gavel (default: the shared data)")
     ap.add_argument("--restart-s", type=float, default=0.0, metavar="S",
@@ -92,8 +105,17 @@ def parser() -> argparse.ArgumentParser:
 
 
 def cluster(args: Any):
-    """The cluster of the arguments."""
+    """The cluster of the arguments: ``--cluster FILE``, or ``--servers`` and
+    ``--gpus-per-server``."""
     from ..model import Cluster, Server
+    if args.cluster is not None:
+        if args.servers is not None or args.gpus_per_server is not None:
+            raise InputError("--cluster: give either --cluster or --servers and "
+                             "--gpus-per-server, not both")
+        from ..io import load_instance
+        return load_instance(args.cluster).cluster
+    if args.servers is None or args.gpus_per_server is None:
+        raise InputError("--servers and --gpus-per-server: expected both (or --cluster FILE)")
     if args.servers < 1 or args.gpus_per_server < 1:
         raise InputError("--servers and --gpus-per-server: expected integers >= 1")
     g = args.gpus_per_server
@@ -106,16 +128,80 @@ def cluster(args: Any):
 
 
 def progress_model(args: Any, cl: Any):
-    """The progress model of the arguments."""
+    """The progress model of the arguments (see the module notes).
+
+    Raises
+    ------
+    InputError
+        One line naming ``--progress``: an unknown name, a factory that
+        cannot be loaded, bad parameters, a factory that raises or builds
+        something that is not a progress model.
+    """
     from .progress import Alone, GavelTable, SynergyProfiles
-    kw = {"restart_s": args.restart_s, "checkpoint": args.checkpoint}
-    if args.progress == "synergy":
-        gs = cl.servers[0]
-        return SynergyProfiles(gs.cpu // gs.gpus, gs.mem // gs.gpus, **kw)
-    if args.progress == "gavel":
-        from .gavel import ThroughputTable
-        return GavelTable(ThroughputTable.load(args.throughputs, types=(args.gpu_type,)), **kw)
-    return Alone(**kw)
+    spec = args.progress
+    name, _, rest = spec.partition(":")
+    kw: dict[str, Any] = {}
+    if args.restart_s:
+        kw["restart_s"] = args.restart_s
+    if args.checkpoint is not None:
+        kw["checkpoint"] = args.checkpoint
+    if name in PROGRESS:
+        kw.update(_params(f"--progress {name}", rest))
+        try:
+            if name == "synergy":
+                gs = next((s for s in cl.servers if s.gpus), cl.servers[0])
+                return SynergyProfiles(gs.cpu // max(gs.gpus, 1), gs.mem // max(gs.gpus, 1),
+                                       **kw)
+            if name == "gavel":
+                from .gavel import ThroughputTable
+                types = tuple(dict.fromkeys(s.gpu_type for s in cl.servers if s.gpus))
+                return GavelTable(ThroughputTable.load(args.throughputs, types=types), **kw)
+            return Alone(**kw)
+        except TypeError as exc:
+            raise InputError(f"--progress {spec}: {exc}") from None
+    factory, _, params_text = rest.partition(":")
+    if not name or not factory:
+        raise InputError(f"--progress: expected one of {', '.join(PROGRESS)} or "
+                         f"module:factory[:KEY=VALUE,...], got {spec!r}")
+    from ..sched.registry import _load
+    fn = _load(f"{name}:{factory}", f"--progress {name}:{factory}")
+    params = _params(f"--progress {name}:{factory}", params_text)
+    try:
+        model = fn(**{**kw, **params})
+    except InputError as exc:
+        raise InputError(f"--progress {name}:{factory}: {exc}") from None
+    except Exception as exc:  # a plug-in that raises: its name, never a traceback
+        raise InputError(f"--progress {name}:{factory} raised {type(exc).__name__}: "
+                         f"{exc}") from None
+    if not callable(getattr(model, "rate", None)):
+        raise InputError(f"--progress {name}:{factory}: expected a progress model (with "
+                         f"rate(job, run)), got {type(model).__name__}")
+    return model
+
+
+def _models(prog: Any, spec: str) -> Any:
+    """The model names a workload row may give: Gavel's table's, the
+    progress model's own ``models`` where it declares them, alloc's profiles
+    for the other built-ins, any name for a factory's model that declares
+    none (it checks its jobs itself)."""
+    from .progress import GavelTable
+    from .workloads import ANY_MODEL
+    if isinstance(prog, GavelTable):
+        return list(prog.table.models)
+    declared = getattr(prog, "models", None)
+    if declared is not None:
+        return list(declared)
+    return None if spec.partition(":")[0] in PROGRESS else ANY_MODEL
+
+
+def _params(label: str, text: str) -> dict[str, Any]:
+    """``KEY=VALUE,...`` read as `alloc.sched.views.parse_spec` reads them;
+    an error names ``label``."""
+    from ..sched.views import parse_spec
+    try:
+        return parse_spec("_:" + text)[1]
+    except InputError as exc:
+        raise InputError(f"{label}{str(exc)[1:]}") from None
 
 
 def run_main(argv: list[str]) -> int:
@@ -135,11 +221,8 @@ def _run(args: Any):
     from .workloads import read_workload
     cl = cluster(args)
     prog = progress_model(args, cl)
-    models = None
-    if args.progress == "gavel":
-        models = list(prog.table.models)
-    w = read_workload(args.workload, args.format, models=models,
-                      max_gpus=args.servers * args.gpus_per_server)
+    models = _models(prog, args.progress)
+    w = read_workload(args.workload, args.format, models=models, max_gpus=cl.total_gpus)
     if not w.jobs:
         raise InputError(f"{args.workload}: no jobs to simulate")
     if w.skipped:

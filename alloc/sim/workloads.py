@@ -151,6 +151,10 @@ def detect(path: str | Path) -> str:
                      f"{', '.join(FORMATS)})")
 
 
+#: ``read_workload(..., models=ANY_MODEL)``: a row may name any model.
+ANY_MODEL: Sequence[str] = ("*",)
+
+
 def read_workload(path: str | Path, fmt: str = "auto", *, models: Sequence[str] | None = None,
                   max_gpus: int | None = None,
                   iter_time: Callable[[str], float] | None = None) -> Workload:
@@ -163,7 +167,8 @@ def read_workload(path: str | Path, fmt: str = "auto", *, models: Sequence[str] 
         One of `FORMATS`, or ``"auto"``.
     models : sequence of str, optional
         The model names a ``csv`` or ``synergy`` row may give (default:
-        alloc's shipped profiles).
+        alloc's shipped profiles); ``ANY_MODEL``: any name (a progress model
+        that checks its jobs' models itself).
     max_gpus : int, optional
         The cluster's GPUs: a wider job is an error naming its line.
     iter_time : callable, optional
@@ -201,7 +206,9 @@ def read_workload(path: str | Path, fmt: str = "auto", *, models: Sequence[str] 
                "helios": _helios, "gavel": _gavel}
     if fmt not in readers:
         raise InputError(f"--format: expected one of auto, {', '.join(FORMATS)}, got {fmt!r}")
-    if models is None and fmt in ("csv", "synergy"):
+    if models is ANY_MODEL:
+        models = None
+    elif models is None and fmt in ("csv", "synergy"):
         from ..profiles import available_models
         models = available_models()
     w = readers[fmt](p, models=models, iter_time=iter_time)
@@ -495,4 +502,4 @@ def _gavel(p: Path, **_) -> Workload:
     return Workload(_shift(_sorted(out)), "gavel")
 
 
-__all__ = ["FORMATS", "PLAIN", "Workload", "detect", "read_workload"]
+__all__ = ["ANY_MODEL", "FORMATS", "PLAIN", "Workload", "detect", "read_workload"]
