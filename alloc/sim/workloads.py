@@ -398,28 +398,15 @@ def _philly(p: Path, **_) -> Workload:
 
 
 def _tiresias(p: Path, **_) -> Workload:
-    header, rows = _rows(p)
-    col = _check_header(p.name, header, ("job_id", "num_gpu", "submit_time", "duration"))
-    out, seen = [], set()
-    for ln, row in rows:
-        where = f"{p.name}: line {ln}"
-        if len(row) != len(header):
-            raise InputError(f"{where}: expected {len(header)} fields, got {len(row)}")
-
-        def get(k: str) -> str:
-            return row[col[k]].strip() if k in col else ""
-        jid = get("job_id")
-        if not jid or jid in seen:
-            raise InputError(f"{where}: job_id: expected a unique id, got {jid!r}")
-        seen.add(jid)
-        extra = {h: _value(row[i]) for h, i in col.items()
-                 if h not in ("job_id", "num_gpu", "submit_time", "duration", "model_name")}
-        extra["_line"] = ln
-        out.append(_job(where, jid, _num(get("submit_time"), float, "submit_time", where, 0),
-                        _num(get("num_gpu"), int, "num_gpu", where, 1),
-                        _num(get("duration"), float, "duration", where, 0, strict=True),
-                        get("model_name") or None, None, extra))
-    out = _sorted(out)
+    """The Tiresias simulator's CSV, read by `alloc.sched.tiresias.trace`
+    (the one reader of that format); arrivals shifted to start at 0."""
+    from ..sched.tiresias.trace import read_trace
+    out = []
+    for t in read_trace(p):
+        extra = {k: v for k, v in (("iterations", t.iterations), ("interval", t.interval_s))
+                 if v is not None}
+        out.append(_job(f"{p.name}: job {t.id!r}", t.id, t.arrival_s, t.gpus, t.duration_s,
+                        t.model or None, None, extra))
     return Workload(_shift(out), "tiresias")
 
 
