@@ -6,7 +6,7 @@ virtual cluster: a guaranteed job of tenant ``v`` gets ``v``'s cells
 whenever they have room for it, at the cost of opportunistic work.  The
 core decides it once, before the solver runs, the same way for every
 solver that handles tenancy (``preempt`` unset), with HiveD's buddy-cell
-engine ([`alloc.solvers.common.cells`][alloc.solvers.common.cells], where
+engine ([`alloc.engines.cells.engine`][alloc.engines.cells.engine], where
 the rules are written out):
 
 1. the running jobs are put back where they run and their tenants' cells
@@ -97,7 +97,7 @@ def plan(problem: Problem, deadline: Deadline) -> Plan | None:
     >>> d.victims, sorted(d.pinned), d.binding
     ({0: 1}, [1], {'a': ['server:s0']})
     """
-    from .solvers.common.cells import Engine, restore_running
+    from .engines.cells.engine import Engine, restore_running
     from .tenancy import binding_keys
     p = problem
     jobs = p.jobs

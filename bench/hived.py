@@ -52,8 +52,9 @@ from alloc.registry import register, solver, solvers  # noqa: E402
 from alloc.sched import BaseMechanism  # noqa: E402
 from alloc.sim import WorkloadJob  # noqa: E402
 from alloc.sim import simulate as run_simulation  # noqa: E402
-from alloc.solvers.common.cells import Engine, restore_running  # noqa: E402
-from alloc.solvers.common.greedy import State, best_fit, rank_order  # noqa: E402
+from alloc.engines.cells.engine import Engine, restore_running  # noqa: E402
+from alloc.engines.greedy.rules import best_fit, rank_order  # noqa: E402
+from alloc.engines.greedy.state import State  # noqa: E402
 
 LEVELS = ("rack", "server", "socket", "switch", "gpu")
 QUOTAS = {"vc-a": ("server", 12), "vc-b": ("server", 8), "vc-c": ("socket", 16),

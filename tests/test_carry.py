@@ -123,7 +123,7 @@ CASES = [("best-fit", True, True, False), ("synergy-tune", True, False, False),
 def test_rounds_equal_fresh_calls(solver, sharing, locality, tenants, monkeypatch):
     import alloc.recheck
     from alloc.solvers.fgd import solvers as fgd
-    from alloc.solvers.common import kept
+    from alloc.engines.cells import kept
     used = {"partial": 0, "state": 0}
 
     def spy(module, name, key, hit=lambda r: bool(r)):
@@ -192,7 +192,7 @@ def test_rounds_preempting_by_order_equal_fresh_calls(solver, sharing, locality,
     round.  A LAS-like order (the newest first, then by rounds run) makes
     arrivals preempt running jobs most rounds."""
     from alloc.solvers.fgd import solvers as fgd
-    from alloc.solvers.common import kept
+    from alloc.engines.cells import kept
     used = {"state": 0, "preempted": 0, "after": 0}
     real_advance, real_state = kept._advance, fgd._state
     last = {"preempted": False}

@@ -343,7 +343,7 @@ def test_server_prefilter_keeps_placements(monkeypatch):
 
     from alloc.problem import compile_problem
     from alloc.deadline import Deadline
-    from alloc.solvers.common.cells import Engine, restore_running
+    from alloc.engines.cells.engine import Engine, restore_running
 
     rng = random.Random(3)
     c = make_cluster(100, {"a": [("server", 10, "V100"), ("switch", 20, "V100")],
@@ -396,7 +396,7 @@ def test_vectorised_search_equals_the_loop(monkeypatch):
     import random
 
     from alloc import Session
-    from alloc.solvers.common.cells import Engine
+    from alloc.engines.cells.engine import Engine
 
     rng = random.Random(7)
     servers = tuple(Server(f"s{i:02d}", 64000, 512000, 8, ("V100", "K80")[i % 3 == 0],

@@ -156,7 +156,7 @@ def test_exact_solvers_answer_at_least_a_heuristic_at_a_tenth_of_a_second(solver
 def test_the_first_warm_heuristic_runs_even_with_no_time_left():
     from alloc.deadline import Deadline
     from alloc.problem import compile_problem
-    from alloc.solvers.common.configuration.driver import warm_start
+    from alloc.engines.configuration.driver import warm_start
     i = inst("two_jobs.json")
     p = compile_problem(i.cluster, i.jobs)
     best, value, _, _ = warm_start(p, Deadline.after(1e-9), floor=Deadline.after(1e-9))

@@ -197,3 +197,32 @@ def test_legacy_summary_utilisation_is_time_weighted():
     util = res.stats["round_util"]
     assert len(util) == res.summary()["rounds"]
     assert all(0 <= u[1] <= 1 + 1e-9 for u in util) and 0 < s["mean_util"]["gpu"] <= 1
+
+
+def test_the_scratch_engine_knows_the_sessions_blocker_prefix():
+    from alloc.engines.greedy import scratch
+    from alloc.session.checks import RESERVED_PREFIX
+    assert scratch.RESERVED_PREFIX == RESERVED_PREFIX
+
+
+def test_a_plain_first_fit_registered_without_migration_keeps_running_jobs():
+    """The function behind ``proportional`` re-places from scratch only as
+    the registered (migration-declaring) solver; registered again without
+    ``migration`` it keeps running jobs where they run (no over-commit when
+    the core puts them back)."""
+    from alloc import Cluster, Job, Placement, Server, allocate
+    from alloc.registry import register, unregister
+    cl = Cluster((Server("s0", 8000, 65536, 2, "V100"), Server("s1", 8000, 65536, 0)))
+    cur = Placement("j0", (), {"s1": 1000}, {"s1": 16384}, 0.0)
+    jobs = [Job("j0", 0, cpu=1000, mem=16384, current=cur), Job("j1", 0, cpu=1000, mem=16384),
+            Job("j2", 0, cpu=1000, mem=64000)]
+    register("plain-ff", "alloc.solvers.heuristics.greedy:solve_proportional",
+             capabilities=["sharing", "locality", "spread"])
+    try:
+        a = allocate(cl, jobs, solver="plain-ff", max_moves=None, move_cost=0.0)
+    finally:
+        unregister("plain-ff")
+    where = {p.job: set(p.cpu) for p in a.placements}
+    assert where["j0"] == {"s1"} and not a.moved
+    b = allocate(cl, jobs, solver="proportional", max_moves=None, move_cost=0.0)
+    assert {p.job for p in b.placements} == {"j0", "j1", "j2"}

@@ -386,7 +386,7 @@ def test_bad_instance_files_exit_2(tmp_path, capsys, change, expect):
 def test_coarse_and_relaxed_models_keep_the_rules(monkeypatch, mode_domains, relax, data):
     """The configuration model with one mode per job (many domains) or a
     locality's units pooled (large domains): answers valid, bounds above."""
-    from alloc.solvers.common.configuration import aggregate
+    from alloc.engines.configuration import aggregate
     monkeypatch.setattr(aggregate, "MODE_DOMAINS", mode_domains)
     monkeypatch.setattr(aggregate, "RELAX_FACTOR", relax)
     caps = solvers()["cpsat"].capabilities - {"tenancy", "elastic"}

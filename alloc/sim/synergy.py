@@ -11,7 +11,7 @@ Synergy's scheduler, as its simulator (msr-fiddle/synergy) runs it:
   (``proportional``, ``synergy-greedy``, ``synergy-tune``, ``synergy-opt``
   or any registered solver): the session allows any number of moves at no
   cost, and an allocator that declares ``migration`` answers from scratch
-  (`alloc.solvers.common.scratch`); for one that does not, the simulator
+  (`alloc.engines.greedy.scratch`); for one that does not, the simulator
   stops every job before the round (``repack``);
 * a job progresses at the throughput of its placement (`SynergyProfiles`:
   1.0 at its GPU-proportional CPU and memory on one server, its profile's

@@ -10,7 +10,7 @@ Dispatch (`run`):
   has the cells, preemption, migration and elastic sizes, and reports its
   restrictions against the instance itself;
 * the rest goes to the configuration model, on the whole problem or on
-  ``parts`` parts (`alloc.solvers.common.configuration.solve.auto_parts`).
+  ``parts`` parts (`alloc.engines.configuration.solve.auto_parts`).
 """
 from __future__ import annotations
 
@@ -19,8 +19,8 @@ from dataclasses import replace
 from ...deadline import Deadline
 from ...model import Status
 from ...problem import Problem, Solution
-from ..common.configuration.engine import Backend
-from ..common.configuration.solve import configuration
+from ...engines.configuration.backend import Backend
+from ...engines.configuration.solve import configuration
 
 
 def needs_tenancy_model(problem: Problem) -> bool:
@@ -59,7 +59,7 @@ def tenancy(problem: Problem, engine: Backend, *, deadline: Deadline, seed: int,
     the model's answer (the score the call reports: value minus the move and
     preemption costs; on a tie the answer that stops fewer running jobs)."""
     from .tenancy.solve import scorer, solve_tenancy
-    from ..common.configuration.driver import warm_start
+    from ...engines.configuration.driver import warm_start
     best, _, sols, values = warm_start(problem, deadline.share(warm_share), seed,
                                        floor=deadline.share(max(warm_share, 0.5)))
     score = scorer(problem, problem.running, preemption_cost)
@@ -116,8 +116,8 @@ def tenancy(problem: Problem, engine: Backend, *, deadline: Deadline, seed: int,
 
 def _compacted(problem: Problem, sol: Solution, deadline: Deadline) -> Solution:
     """``sol`` with its preferred jobs moved into one node of their level
-    where one holds them (`alloc.solvers.common.topo.compacted`)."""
-    from ..common.compact import compacted
+    where one holds them (`alloc.engines.greedy.compact.compacted`)."""
+    from ...engines.greedy.compact import compacted
     assign = compacted(problem, sol.assign, deadline)
     return sol if assign is sol.assign else replace(sol, assign=assign)
 
@@ -177,7 +177,7 @@ def preempting_rival(problem: Problem, deadline: Deadline, seed: int) -> Solutio
     covers the input and its answer passes the instance's check, else None."""
     from ...check import violations
     from ...registry import solvers
-    from ..common.configuration.driver import need_ok
+    from ...engines.configuration.driver import need_ok
     info = solvers().get("hived")
     if info is None or not info.available or not need_ok(problem, info.capabilities) or \
             deadline.left() < 0.05:
@@ -194,9 +194,9 @@ def polish(problem: Problem, name: str, kept: dict, score, deadline: Deadline, s
     """``(name, assign)``: local search from ``kept`` (its pending part; the
     running jobs stay) within ``deadline`` when that scores more."""
     from ...registry import get_solver
-    from ..common.improve import local_search
-    from ..common.configuration.columns import check_assign
-    from ..common.configuration.driver import need_ok
+    from ...engines.greedy.improve import local_search
+    from ...engines.configuration.columns import check_assign
+    from ...engines.configuration.driver import need_ok
     if deadline.left() < 0.05 or not need_ok(problem, get_solver("local-search").capabilities):
         return name, kept
     start = {j: a for j, a in kept.items() if j not in problem.fixed}

@@ -1,15 +1,15 @@
 """The value-aware heuristics ``greedy-upgrade`` and ``local-search``, on the
-shared machinery of `alloc.solvers.common.improve` (the algorithm is
+shared machinery of `alloc.engines.greedy.improve` (the algorithm is
 written out there: the exact family's warm start runs it too).  Both end by
 moving preferred jobs into one node of their level where one holds them
-(`alloc.solvers.common.topo.compacted`)."""
+(`alloc.engines.greedy.compact.compacted`)."""
 from __future__ import annotations
 
 from ...deadline import Deadline
 from ...model import Status
 from ...problem import Problem, Solution
-from ..common.improve import greedy_upgrade, local_search
-from ..common.compact import compacted
+from ...engines.greedy.improve import greedy_upgrade, local_search
+from ...engines.greedy.compact import compacted
 
 
 def solve_greedy_upgrade(problem: Problem, *, deadline: Deadline, seed: int = 0) -> Solution:

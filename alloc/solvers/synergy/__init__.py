@@ -4,13 +4,17 @@
 * ``synergy-tune`` -- best case, else proportional, else reclaim peers' excess;
 * ``synergy-opt`` -- the joint problem with the fairness floor, exact.
 
-See `alloc.solvers.synergy.tune` and `alloc.solvers.synergy.opt`.
+See `alloc.solvers.synergy.tune` and `alloc.solvers.synergy.opt`.  The
+packers place on the greedy engine's state and server index
+(`alloc.engines.greedy`); ``synergy-opt`` with the ``cpsat`` or ``milp``
+backend is the configuration model (`alloc.engines.configuration`) on the
+problem with the fairness floor.
 
 The simulator's Synergy progress model uses `job_choices` (a job's
 best-case and capped CPU/memory option), which imports nothing until called.
 Its rounds go through the session like any other: GREEDY and TUNE re-place
 every job from scratch when the call allows any number of moves
-(`alloc.solvers.common.scratch`).
+(`alloc.engines.greedy.scratch`).
 """
 from __future__ import annotations
 
@@ -22,10 +26,10 @@ _CAPS = ("grid", "sharing", "spread", "order-preemption")
 _MOVING = _CAPS + ("migration",)
 
 SOLVERS = (
-    declare("synergy-greedy", "alloc.solvers.synergy.tune:solve_greedy", objectives=(),
+    declare("synergy-greedy", "alloc.solvers.synergy.tune:solve_greedy_moving", objectives=(),
             capabilities=_MOVING,
             description="Synergy GREEDY: each job at its best-case CPU/memory point or skipped"),
-    declare("synergy-tune", "alloc.solvers.synergy.tune:solve_tune", objectives=(),
+    declare("synergy-tune", "alloc.solvers.synergy.tune:solve_tune_moving", objectives=(),
             capabilities=_MOVING,
             options=(Option("sort_by_gpus", "bool", True,
                             "place the admitted jobs largest GPU demand first"),),

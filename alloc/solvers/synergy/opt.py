@@ -320,8 +320,8 @@ def solve_opt(problem: Problem, *, deadline: Deadline, seed: int = 0, backend: s
         backend = "aggregated" if place_all else "cpsat"
     if backend in ("cpsat", "milp"):
         # the configuration model itself: running jobs stay where they run
-        from ..common.configuration.engine import Backend
-        from ..common.configuration.solve import configuration
+        from ...engines.configuration.backend import Backend
+        from ...engines.configuration.solve import configuration
         sol = configuration(fp, Backend("cpsat" if backend == "cpsat" else "highs"),
                             deadline=deadline, seed=seed)
     else:

@@ -17,8 +17,8 @@ from typing import Iterable, Sequence
 from ...model import MILLI
 from ...problem import Assign, GridPoint, Problem, split
 from ...topology import is_outer
-from ..common.greedy import INNER_LEVELS, State, new_assign
-from ..common.index import GPUS, WHOLE, Finder, Shape
+from ...engines.greedy.state import INNER_LEVELS, State, new_assign
+from ...engines.greedy.index import GPUS, WHOLE, Finder, Shape
 
 
 #: the finder key of the ``gpus`` rule over every allowed class
@@ -27,7 +27,7 @@ _GPUS_ANY = (GPUS, None)
 
 class ProblemPacker:
     """Packing state over a compiled [`Problem`][alloc.problem.Problem] (wraps the greedy
-    [`State`][alloc.solvers.antman.scheduler.State] and its server index; handles GPU types,
+    [`State`][alloc.engines.greedy.state.State] and its server index; handles GPU types,
     sharing, CPU-only
     jobs).
 
@@ -55,8 +55,8 @@ class ProblemPacker:
 
     def free_milli(self) -> int:
         """Free milli-GPU over the whole cluster (kept up to date by
-        [`place`][alloc.solvers.antman.scheduler.State.place] and
-        [`remove`][alloc.solvers.antman.scheduler.State.remove])."""
+        [`place`][alloc.engines.greedy.state.State.place] and
+        [`remove`][alloc.engines.greedy.state.State.remove])."""
         return self._free_milli
 
     def n(self, j: int) -> int:
@@ -219,7 +219,7 @@ class ProblemPacker:
 
     def remove(self, j: int) -> tuple[int, Assign]:
         """Take job j off; returns its option index and assignment (for
-        [`place`][alloc.solvers.antman.scheduler.State.place] to put it back)."""
+        [`place`][alloc.engines.greedy.state.State.place] to put it back)."""
         o = self.st.option[j]
         soft = self._revertible(j, o)
         a = self.st.remove(j)
@@ -344,7 +344,7 @@ class ProblemPacker:
     def soft_targets(self, j: int):
         """The servers with GPU room for job j and a placed job whose option
         may still be reverted, fewest whole free GPUs first (then index),
-        lazily (see `alloc.solvers.common.index.Finder.ordered`)."""
+        lazily (see `alloc.engines.greedy.index.Finder.ordered`)."""
         st = self.st
         sh = st.shape(j, 0)
         room = st.shapes.get(("room",) + sh.key)
@@ -570,7 +570,7 @@ class FastPacker:
 
     def remove(self, j: int):
         """Take job j off; returns its option index and parts (for
-[`place`][alloc.solvers.antman.scheduler.State.place]
+[`place`][alloc.engines.greedy.state.State.place]
         or `refit_same`)."""
         parts = self.parts.pop(j)
         o = self.opt.pop(j)

@@ -11,7 +11,8 @@ operator's graph is measured against (`bench/topology.py`).
   ``locality`` is Slurm's ``--switches=1`` / one segment (a required level).
 
 Both place jobs one at a time in rank order and take, below the level they
-chose, the fewest domains at every level (`alloc.solvers.tas.solvers`); a
+chose, the fewest domains at every level (`alloc.solvers.tas.solvers`: Kueue's
+descent is the greedy engine's, `alloc.engines.greedy.descent`, on its state); a
 job on a share of one GPU, or without GPUs, goes where alloc's best fit puts
 it (neither scheduler places GPU shares).
 """

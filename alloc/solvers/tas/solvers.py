@@ -1,6 +1,6 @@
 r"""Kueue's and Slurm's topology-aware placement on alloc's hierarchy.
 
-Both run the descent of `alloc.solvers.common.topo` (Kueue's algorithm,
+Both run the descent of `alloc.engines.greedy.descent` (Kueue's algorithm,
 kubernetes-sigs/kueue ``pkg/cache/tas_flavor_snapshot.go``, with one pod per
 GPU: a server's count is its usable GPUs, as many whole free GPUs of an
 allowed type as its free CPU and memory cover at the job's per-GPU share),
@@ -39,9 +39,10 @@ from ...deadline import Deadline
 from ...model import MILLI
 from ...problem import Assign, Problem, Solution
 from ...topology import climb, is_outer
-from ..common.greedy import State, best_fit, leftover_score, rank_order
-from ..common.index import Shape
-from ..common.topo import domain_tree, tas_assign
+from ...engines.greedy.state import State
+from ...engines.greedy.rules import best_fit, leftover_score, rank_order
+from ...engines.greedy.index import Shape
+from ...engines.greedy.descent import domain_tree, tas_assign
 
 INSIDE = ("socket", "switch", "gpu")
 

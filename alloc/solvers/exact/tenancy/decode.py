@@ -52,7 +52,7 @@ from ....model import MILLI
 from ....problem import Problem
 from ....tenancy import CellRequest, cell_placement_model, check_binding, feasibility_engine
 from ....topology import is_outer
-from ...common.cells import Engine, _release_empty, current_assign, job_value, restore_running
+from ....engines.cells.engine import Engine, _release_empty, current_assign, job_value, restore_running
 from .model import SCALE, TenancyModel, value_on
 from .warm import LossAwareEngine, fits_at
 

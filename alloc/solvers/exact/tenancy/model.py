@@ -74,7 +74,7 @@ from ....objectives import job_sizes, scale_factor
 from ....problem import Problem
 from ....tenancy import cell_size, cell_tree, outranks, quotas
 from . import RESTRICTIONS
-from ...common.cells import current_assign
+from ....engines.cells.engine import current_assign
 
 #: objective coefficients are ``round(value * SCALE)``
 SCALE = 10 ** 7

@@ -75,7 +75,7 @@ from ....objectives import tighten
 from ....problem import Problem, Solution
 from ....tenancy import binding_keys, quota_gpus
 from .decode import binding_ok, decode_exact, decode_replay, polish, victims_ok
-from ...common.cells import current_assign
+from ....engines.cells.engine import current_assign
 from . import RESTRICTIONS
 from .model import SCALE, OutOfTime, TenancyModel, build_model, restrictions
 from .search import complete, neighbourhood_search

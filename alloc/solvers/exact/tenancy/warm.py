@@ -26,8 +26,8 @@ from collections import defaultdict
 from ....deadline import Deadline
 from ....model import MILLI
 from ....problem import Problem
-from ...common.cell_round import run
-from ...common.cells import Engine, _release_empty, current_assign, restore_running
+from ....engines.cells.round import run
+from ....engines.cells.engine import Engine, _release_empty, current_assign, restore_running
 from .model import TenancyModel, fits_server, spread_span, spreadable, value_on
 
 #: the second greedy variant also sets aside opportunistic jobs below this value per GPU

@@ -22,11 +22,11 @@ from __future__ import annotations
 
 import math
 
-from ....deadline import Deadline
-from ....model import MILLI, Status
-from ....objectives import tighten
+from ...deadline import Deadline
+from ...model import MILLI, Status
+from ...objectives import tighten
 from .aggregate import Aggregate
-from .engine import Backend
+from .backend import Backend
 from .master import CGResult, Master, hint_from, solve_master_ip
 from .patterns import make_pattern
 

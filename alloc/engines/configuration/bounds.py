@@ -24,9 +24,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ....deadline import Deadline
-from ....kernel import INF, LinearModel, solve
-from ....model import MILLI, Status
+from ...deadline import Deadline
+from ...kernel import INF, LinearModel, solve
+from ...model import MILLI, Status
 from .aggregate import Aggregate
 
 

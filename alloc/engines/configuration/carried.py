@@ -17,7 +17,7 @@ restricted LP starts with, never what is feasible or what a bound says.
 """
 from __future__ import annotations
 
-from ....problem import job_type_key
+from ...problem import job_type_key
 from .aggregate import Aggregate, Pattern
 from .patterns import laid_pattern
 

@@ -1,4 +1,4 @@
-"""The exact family's driver: warm start, bounds, column generation, integer
+"""The configuration model's driver: warm start, bounds, column generation, integer
 master, proof, dive, polish -- each phase within its share of one deadline.
 
 1. *Warm start*: every registered heuristic that applies to the input (the
@@ -11,17 +11,17 @@ master, proof, dive, polish -- each phase within its share of one deadline.
    (`ExactRun.keep_back_final`).
 2. *Bounds*: the sum of the jobs' honest upper coefficients, the LP-free
    item bound and the big-machine LP
-   (`alloc.solvers.common.configuration.bounds`).
-3. *Column generation* (`alloc.solvers.common.configuration.master`) within
+   (`alloc.engines.configuration.bounds`).
+3. *Column generation* (`alloc.engines.configuration.master`) within
    ``cg_share``, seeded with every heuristic solution's patterns and, in a
    scheduler loop, the last round's
-   (`alloc.solvers.common.configuration.carried`); its Lagrangian bound
+   (`alloc.engines.configuration.carried`); its Lagrangian bound
    when the units are exact.
    Then the restricted LP *rounded down* (`round_down`: its columns' floors
    fixed, the small residual master solved).
 4. *Integer master* over the pool, hinted with the best solution so far.
-5. *Proof* (`alloc.solvers.common.configuration.proof`) when column generation converged.
-6. *Dive* (`alloc.solvers.common.configuration.dive`) and a *polish* by local search
+5. *Proof* (`alloc.engines.configuration.proof`) when column generation converged.
+6. *Dive* (`alloc.engines.configuration.dive`) and a *polish* by local search
    with what is left.
 
 Python's cyclic garbage collector is paused for the call (`alloc.collector.paused`).
@@ -34,22 +34,21 @@ from __future__ import annotations
 import math
 import time
 
-from ....collector import paused
-from ....deadline import Deadline
-from ....model import Status
-from ....objectives import tighten
-from ....options import validate_options
-from ....problem import Problem, Solution
+from ...collector import paused
+from ...deadline import Deadline
+from ...model import Status
+from ...objectives import tighten
+from ...options import validate_options
+from ...problem import Problem, Solution
 from .aggregate import SECONDS_PER_ITEM, Aggregate, OutOfTime
 from .bounds import big_machine_bound, item_bound
 from .carried import carried_patterns, keep_patterns
 from .columns import check_assign, decode, solution_to_columns, true_value
 from .dive import dive, round_down
-from .engine import Backend
+from .backend import Backend
 from .master import CGResult, Master, column_generation, hint_from, solve_master_ip
 from .proof import enumerate_and_solve
-from ..compact import compacted
-from ..topo import climbs
+from ..greedy.compact import climbs, compacted
 
 #: Heuristics tried first, each with all the warm-start time left (up to the
 #: floor): the cheap fallbacks, then the strongest of each kind; ``fgd`` joins
@@ -78,7 +77,7 @@ FINAL_PER_ANSWER = 10.0
 FINAL_PER_UNIT = 6e-5
 #: The most of the budget kept back for them beyond the call's own reserve.
 FINAL_SHARE = 0.25
-#: Carried columns (`alloc.solvers.common.configuration.carried`) from which
+#: Carried columns (`alloc.engines.configuration.carried`) from which
 #: only the best heuristic answer seeds the pool: the others' patterns cost
 #: 20-30 ms a loop round to cut and mostly repeat the carried ones.
 CARRIED_ENOUGH = 100
@@ -109,14 +108,14 @@ def in_order(problem: Problem, assign: dict) -> dict:
     kept in order."""
     if not problem.keeps_order or not problem.pending:
         return assign
-    from ....preempt import kept_order
+    from ...preempt import kept_order
     out = kept_order(problem, assign)
     return {j: a for j, a in out.items() if j not in problem.fixed}
 
 
 def need_ok(problem: Problem, capabilities) -> bool:
     """The input needs nothing beyond ``capabilities``."""
-    from ....solve import needed_capabilities
+    from ...solve import needed_capabilities
     return needed_capabilities(problem.cluster, problem.jobs) <= capabilities
 
 
@@ -128,9 +127,9 @@ def warm_heuristics(problem: Problem, need=None) -> tuple[list[str], list[str]]:
     schedulers' topology rules (the ``tas`` family) join only when a job
     requires or prefers a level above the servers: elsewhere they place as
     best fit does."""
-    from ....registry import solvers
-    from ....solve import needed_capabilities
-    from ....topology import is_outer
+    from ...registry import solvers
+    from ...solve import needed_capabilities
+    from ...topology import is_outer
     if need is None:
         need = needed_capabilities(problem.cluster, problem.jobs)
     topo = any(is_outer(j.locality) or j.preferred is not None for j in problem.jobs)
@@ -155,8 +154,8 @@ def warm_start(problem: Problem, deadline: Deadline, seed: int = 0,
     False; not at all when ``local`` is False).  ``timing``, when given, gets
     the seconds the largest answer's check and value took (``answer_s``) and
     its jobs (``answer_jobs``)."""
-    from ....registry import get_solver
-    from ....solve import needed_capabilities
+    from ...registry import get_solver
+    from ...solve import needed_capabilities
     sols, values = [], {}
     best, best_v = {}, 0.0
     need = needed_capabilities(problem.cluster, problem.jobs)    # 20 ms at 3,600 jobs
@@ -198,9 +197,9 @@ def warm_start(problem: Problem, deadline: Deadline, seed: int = 0,
             best, best_v = dict(assign), v
     # local search as registered (from greedy-upgrade), then from the best,
     # like the first heuristics up to the floor
-    from ..improve import local_search
+    from ..greedy.improve import local_search
     starts = [("local-search", None)] + ([("local-search from the best", best)] if best else [])
-    from ....registry import solvers
+    from ...registry import solvers
     applies = need <= solvers()["local-search"].capabilities
     starts = starts if local and applies else []
     for k, (label, start) in enumerate(starts):
@@ -358,7 +357,7 @@ class ExactRun:
         carry, p = self.p.carry, self.p
         if not n or (carry is not None and carry.checked is not None):
             return
-        from ....solve import check_reserve
+        from ...solve import check_reserve
         est = max(FINAL_PER_ANSWER * timing["answer_s"] * p.J / n,
                   FINAL_PER_UNIT * (p.J + p.G + p.S))
         self.stats["final_estimate_s"] = est
@@ -396,7 +395,7 @@ class ExactRun:
         heuristic at scale, still improving when its time ends) with three
         quarters of the time, every other applicable heuristic with most of
         what is left, local search from the best with the rest."""
-        from ..improve import local_search
+        from ..greedy.improve import local_search
         ls = local_search(self.p, None, deadline=self.deadline.share(0.75), seed=self.seed)
         self.offer(ls, "local-search", "ls_value")
         best, v, _, values = warm_start(self.p, self.deadline.share(0.8), self.seed,
@@ -541,13 +540,13 @@ class ExactRun:
         left = self.deadline.left()
         if left < 0.05 or left * share < 2.0 * self.decode_s or self.done():
             return
-        from ..improve import local_search
+        from ..greedy.improve import local_search
         self.offer(local_search(self.p, self.best, deadline=self.deadline.share(share),
                                 seed=self.seed), "polish")
 
     def keep(self) -> None:
         """In a scheduler loop, keep the pool's patterns for the next round
-        (`alloc.solvers.common.configuration.carried`), the last LP's
+        (`alloc.engines.configuration.carried`), the last LP's
         columns first (a few milliseconds, also when the time is up: the
         call's reserve covers them)."""
         if self.p.carry is None:
@@ -559,7 +558,7 @@ class ExactRun:
     def solution(self) -> Solution:
         """The Solution: best assignment, status and bound (running jobs' value
         added); preferred jobs moved into one node of their level where one
-        holds them (`alloc.solvers.common.topo.compacted`)."""
+        holds them (`alloc.engines.greedy.compact.compacted`)."""
         if self.best:
             before = self.best
             self.best = compacted(self.p, self.best, self.deadline)

@@ -1,5 +1,5 @@
-"""One HiveD round on the cell engine ([Engine][alloc.solvers.common.cells.Engine]):
-the engine of the last round taken up or rebuilt (`alloc.solvers.common.kept`),
+"""One HiveD round on the cell engine ([Engine][alloc.engines.cells.engine.Engine]):
+the engine of the last round taken up or rebuilt (`alloc.engines.cells.kept`),
 pending and homeless jobs placed in guaranteed-first rank order with
 preemption by the tenancy rules, elastic jobs grown (the jobs still waiting
 then try again on the free GPUs, stopping no one), and -- where the call
@@ -11,7 +11,7 @@ from typing import Sequence
 
 from ...deadline import Deadline
 from ...problem import Assign, Problem
-from .cells import (Engine, _release_empty, _value, current_assign, elastic_sizes, job_value)
+from .engine import (Engine, _release_empty, _value, current_assign, elastic_sizes, job_value)
 from .kept import keep, start
 
 def run(p: Problem, *, preempt=True, colocate=True, grow=True, gpu_mem_capacity=None,

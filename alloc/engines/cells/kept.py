@@ -1,14 +1,14 @@
 """The hived engine kept across the rounds of a scheduler loop.
 
-A round of ``hived`` starts from an [`Engine`][alloc.solvers.common.cells.Engine]
+A round of ``hived`` starts from an [`Engine`][alloc.engines.cells.engine.Engine]
 holding the running jobs where they run, with their tenants' cells bound
-([`restore_running`][alloc.solvers.common.cells.restore_running]).  In a
+([`restore_running`][alloc.engines.cells.engine.restore_running]).  In a
 scheduler loop (a problem compiled with a carry, `alloc.carry`) the engine of
 the last round is kept instead of rebuilt:
 
 1. every change the last round made after its start (placements,
    preemptions, moves, cells bound and released) was journalled
-   ([`Engine.checkpoint`][alloc.solvers.common.cells.Engine.checkpoint]).
+   ([`Engine.checkpoint`][alloc.engines.cells.engine.Engine.checkpoint]).
    When it bound or released a cell it is rolled back: the engine holds
    the last problem's running jobs again.  Otherwise only the jobs the
    round touched are settled (`settle`): a job it placed that now runs
@@ -23,7 +23,7 @@ the last round is kept instead of rebuilt:
    (`Changes.added`) not settled in place are put where they run;
 3. when a guaranteed job came or went, the binding is inferred again from
    the guaranteed GPUs in use and the cells bound afresh
-   ([`rebind`][alloc.solvers.common.cells.rebind]), as `restore_running`
+   ([`rebind`][alloc.engines.cells.engine.rebind]), as `restore_running`
    does.
 
 The engine then holds what `restore_running` builds from the running jobs:
@@ -38,7 +38,7 @@ from __future__ import annotations
 from ...deadline import Deadline
 from ...problem import Assign, Problem
 from ...tenancy import infer_binding
-from .cells import Engine, _guaranteed_gpus, current_assign, rebind, restore_running
+from .engine import Engine, _guaranteed_gpus, current_assign, rebind, restore_running
 
 #: where the engine is kept in the carry
 KEY = "hived-engine"

@@ -5,7 +5,7 @@ whole-GPU job of ``n`` GPUs visits the servers with ``n`` GPUs of the job's
 types in a fixed order (those GPUs, then index) and keeps the first 8 where
 ``n`` GPUs are idle (in one node of the job's inner locality level) and
 the job's CPU and memory are free (`Engine._pick_first`).  A
-[`Firsts`][alloc.solvers.common.first.Firsts] keeps, for one such shape, a
+[`Firsts`][alloc.engines.cells.first.Firsts] keeps, for one such shape, a
 heap of the positions in that order of the servers that pass, caught up
 from the engine's log of changed servers when it is asked: a server that
 changed is tested again and pushed when it passes; an entry that no longer

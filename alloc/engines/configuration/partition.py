@@ -11,7 +11,7 @@ tasks on a cluster -- and then joined:
    each class's servers are dealt round-robin (seeded).  Pending jobs of each
    type are dealt round-robin (in rank order, seeded start) in proportion to
    the parts' GPU capacity.
-2. **Solve** each part with the exact driver (`alloc.solvers.common.configuration.driver`)
+2. **Solve** each part with the exact driver (`alloc.engines.configuration.driver`)
    within 60 % of the time; running jobs stay on their servers.  The driver
    waits for a part (processes or Ray tasks) a grace period past that and no
    longer: a part still running is left out (``stats["parts_timed_out"]``)
@@ -37,16 +37,16 @@ import time
 from collections import defaultdict
 from dataclasses import dataclass
 
-from ....deadline import Deadline
-from ....model import Cluster, Status
-from ....objectives import tighten
-from ....problem import Assign, Problem, Solution, compile_problem, job_types
+from ...deadline import Deadline
+from ...model import Cluster, Status
+from ...objectives import tighten
+from ...problem import Assign, Problem, Solution, compile_problem, job_types
 from .aggregate import Aggregate, OutOfTime, canonical_gpus
 from .bounds import big_machine_bound
 from .columns import check_assign, solution_to_columns, true_value
-from .engine import Backend
+from .backend import Backend
 from .master import Master, column_generation
-from ..compact import compacted
+from ..greedy.compact import compacted
 
 #: Executors that run the parts.
 EXECUTORS = ("process", "serial", "ray")
@@ -203,8 +203,9 @@ def _join(problem: Problem, results) -> dict[int, Assign]:
 
 def _repair(problem: Problem, assign: dict, deadline: Deadline) -> dict:
     """Place the jobs left unplaced on what the parts left (best fit, rank order)."""
-    from ....problem import job_order
-    from ..greedy import State, best_fit
+    from ...problem import job_order
+    from ..greedy.rules import best_fit
+    from ..greedy.state import State
     st = State(problem)
     for j, a in assign.items():
         st.place(j, a, 0)
@@ -282,7 +283,7 @@ def solve_partitioned(problem: Problem, engine: Backend, *, deadline: Deadline, 
         assign, value = dict(warm), warm_v
         stats["source"] = f"heuristic {max(warm_values, key=warm_values.get)}"
     if deadline.left() > 0.1:
-        from ..improve import local_search
+        from ..greedy.improve import local_search
         better = in_order(problem, local_search(problem, assign, deadline=deadline.share(0.4),
                                                 seed=seed))
         if check_assign(problem, better) and true_value(problem, better) > value + 1e-9:

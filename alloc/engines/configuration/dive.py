@@ -26,9 +26,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from ....deadline import Deadline
-from ....objectives import tighten
-from .engine import Backend
+from ...deadline import Deadline
+from ...objectives import tighten
+from .backend import Backend
 from .master import Master, column_generation, solve_master_ip
 
 

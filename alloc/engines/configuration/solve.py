@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import os
 
-from ....deadline import Deadline
-from ....problem import Problem, Solution
+from ...deadline import Deadline
+from ...problem import Problem, Solution
 from .driver import solve_exact
-from .engine import Backend
+from .backend import Backend
 from .partition import solve_partitioned
 
 #: ``parts=0`` (auto) partitions instances with at least this many servers...

@@ -53,11 +53,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ....arrays import outer_levels
-from ....deadline import Deadline
-from ....model import CLUSTER, MILLI
-from ....problem import Problem, job_types
-from ....topology import climb, is_outer, preferred_weight, reachable_levels
+from ...arrays import outer_levels
+from ...deadline import Deadline
+from ...model import CLUSTER, MILLI
+from ...problem import Problem, job_types
+from ...topology import climb, is_outer, preferred_weight, reachable_levels
 
 INNER = ("switch", "socket")
 #: seconds one item costs to build (768,647 items in 6 to 11 s on a loaded

@@ -8,7 +8,7 @@ r"""Value-aware heuristics: ``greedy-upgrade`` and ``local-search``.
     2. Jobs are placed by priority, then by value density ``v_j / f_j`` (``f_j``
        the job's dominant share of a server: GPUs, CPU or memory), best fit on
        one server -- least $\ell_s - 10^{-3} v_{js}$ with $\ell_s$
-       the exact best-fit leftover (`alloc.solvers.common.greedy.best_fit`)
+       the exact best-fit leftover (`alloc.engines.greedy.rules.best_fit`)
        and $v_{js}$ the job's value there, ties to the lowest index --
        spread over servers only when no server can take them.
     3. Upgrade: on every server the options of its jobs are re-chosen exactly
@@ -45,7 +45,8 @@ from typing import Sequence
 from ...deadline import Deadline
 from ...model import MILLI
 from ...problem import Assign, Problem, job_type_key, option_of
-from .greedy import State, best_candidate, fit_candidates
+from .rules import best_candidate, fit_candidates
+from .state import State
 
 BEAM = 300
 #: servers between two deadline checks inside one move
@@ -177,7 +178,7 @@ class Tables:
 
 
 class Local:
-    """A greedy `alloc.solvers.common.greedy.State` plus the
+    """A greedy `alloc.engines.greedy.state.State` plus the
     single-server jobs of every server.
 
     Parameters

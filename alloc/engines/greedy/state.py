@@ -1,38 +1,31 @@
-r"""Greedy placement engine and the baseline heuristics.
+r"""The greedy state: free CPU, memory and per-GPU milli while jobs are
+placed one at a time, on top of the running jobs kept in place.
 
-[`State`][alloc.solvers.antman.scheduler.State] tracks free CPU, memory and per-GPU milli while
-jobs are placed
-one at a time; every heuristic in alloc builds on it.  GPUs inside a server are
-chosen to consolidate: the innermost hierarchy node (switch, then socket) that
-fits, best fit among those; a shared job takes the fullest GPU that still fits.
+[`State`][alloc.engines.greedy.state.State] is what every greedy placement in
+alloc builds on (the rules of `alloc.engines.greedy.rules`, value-aware
+greedy and local search, Synergy's packers, DRF, Tiresias, the topology
+descent).  GPUs inside a server are chosen to consolidate: the innermost
+hierarchy node (switch, then socket) that fits, best fit among those; a
+shared job takes the fullest GPU that still fits.  A whole-GPU job of
+several GPUs that no single server holds may be spread over servers
+(`State.try_spread`): the servers with the most usable GPUs first, inside
+one domain of the innermost level above the servers that holds it.
 
 Which server takes a job comes from the server index
-(`alloc.solvers.common.index`): per job shape, the servers that can
-take it, ordered by the placement rule, caught up incrementally after each
-placement -- no scan of every server per job.
-
-Registered heuristics:
-
-* ``proportional`` — Synergy's baseline: every job gets its request (its
-  GPU-proportional CPU and memory), jobs in order (priority first), first fit
-  over servers; multi-GPU jobs without a locality level may spread.
-* ``best-fit`` — jobs by decreasing size, each on the server that leaves the
-  least normalised free capacity $\sum_r (\mathrm{free}_r -
-  \mathrm{use}_r) / \mathrm{cap}_r$, compared exactly (ties: lowest index).
+(`alloc.engines.greedy.index`): per job shape, the servers that can take it,
+ordered by the placement rule, caught up incrementally after each placement
+(from the state's change logs) -- no scan of every server per job.
 """
 from __future__ import annotations
 
-from typing import Iterable, Sequence
+from typing import Sequence
 
 import numpy as np
 
-from fractions import Fraction
-
-from ...deadline import Deadline
 from ...model import CLUSTER, MILLI, Status
 from ...problem import Assign, Problem, Solution
 from ...topology import is_outer
-from .index import FIRST, FIT, INNER_LEVELS, Finder, Shape, SpreadFinder, layout, leftover
+from .index import INNER_LEVELS, Finder, Shape, SpreadFinder, layout
 
 #: change-log entries kept (beyond 8 per server) before the logs are dropped
 LOG_LIMIT = 1_000_000
@@ -79,8 +72,8 @@ class State:
     cpu_l, mem_l, g_l : list of int
         Free milli-cores and MiB per server, free milli-GPU per GPU (read
         them freely; change the state only through
-        [`place`][alloc.solvers.antman.scheduler.State.place],
-        [`remove`][alloc.solvers.antman.scheduler.State.remove] and
+        [`place`][alloc.engines.greedy.state.State.place],
+        [`remove`][alloc.engines.greedy.state.State.remove] and
         `reassign`, which keep the index in step).
     cpu, mem, gfree : numpy.ndarray
         The same as numpy arrays, built from the lists when read (copies:
@@ -450,7 +443,7 @@ class State:
         return ok
 
     def shape(self, j: int, option: int = 0) -> Shape:
-        """The `alloc.solvers.common.index.Shape` of job j at an option."""
+        """The `alloc.engines.greedy.index.Shape` of job j at an option."""
         job = self.p.jobs[j]
         opt = self.p.options[j][option]
         raw = (job.gpus, job.gpu_milli, opt.cpu, opt.mem, job.locality, job.gpu_types)
@@ -481,8 +474,8 @@ class State:
         return sh.loc is None or self.dmax[sh.loc][s] >= k
 
     def finder(self, sh: Shape, rule: str, cls: int | None = None) -> Finder:
-        """The `alloc.solvers.common.index.Finder` of shape ``sh``
-        under ``rule`` (one of `alloc.solvers.common.index.RULES`;
+        """The `alloc.engines.greedy.index.Finder` of shape ``sh``
+        under ``rule`` (one of `alloc.engines.greedy.index.RULES`;
         ``fit`` per server class ``cls``), built on first use."""
         f = sh.finders.get((rule, cls))
         if f is None:
@@ -572,7 +565,7 @@ class State:
         lowest index), CPU and memory split in proportion to GPUs; honours a
         locality at a level above the servers (inside one of its domains,
         the first that holds it) and, with a preferred level, places it by
-        Kueue's descent (`alloc.solvers.common.topo`).  A server's usable
+        Kueue's descent (`alloc.engines.greedy.descent`).  A server's usable
         GPUs are its whole free GPUs, at most as many as its free CPU and
         memory cover at the job's per-GPU share (rounded up)."""
         p = self.p
@@ -630,7 +623,7 @@ class State:
         """A preferred job by the descent: one node of its preferred level (or
         of the innermost level above the servers) if one holds it, else of
         the level above, ... up to its locality level or the cluster."""
-        from .topo import domain_tree, preference_levels, tas_assign
+        from .descent import domain_tree, preference_levels, tas_assign
         job = self.p.jobs[j]
         key = (self.shape(j, option).key, "preferred", job.locality, job.preferred)
         if self._spread_fail.get(key) == self.removals:
@@ -708,7 +701,7 @@ class State:
 
     def _spread_indexed(self, j: int, option: int) -> Assign | None:
         """`try_spread` over every server, from the shape's
-        `alloc.solvers.common.index.SpreadFinder` (most usable
+        `alloc.engines.greedy.index.SpreadFinder` (most usable
         GPUs first, then index).  A failure is remembered until a capacity
         increases (placements only lower usable counts)."""
         sh = self.shape(j, option)
@@ -734,136 +727,4 @@ class State:
         return self.take(j, option, ordered)
 
 
-# ------------------------------------------------------------------- rules
-def first_fit(state: State, j: int, option: int = 0,
-              servers: Iterable[int] | None = None) -> Assign | None:
-    """Job j at an option on the lowest-index server that can take it alone
-    (among ``servers`` when given), else spread (`State.try_spread`).
-
-    Returns
-    -------
-    Assign or None
-        Not placed in ``state``."""
-    if servers is not None:
-        for s in servers:
-            a = state.try_server(j, s, option)
-            if a is not None:
-                return a
-        return state.try_spread(j, option)
-    sh = state.shape(j, option)
-    f = sh.finders.get((FIRST, None)) or state.finder(sh, FIRST)
-    s = f.top()
-    if s is not None:
-        return state.assign_on(j, s, sh)
-    return state.try_spread(j, option)
-
-
-def leftover_score(state: State, s: int, a: Assign) -> float:
-    r"""Normalised free capacity of server s left after ``a``:
-    $\sum_r (\mathrm{free}_r - \mathrm{use}_r) / \mathrm{cap}_r$ over CPU,
-    memory and (on a GPU server) milli-GPU, in floating point."""
-    p = state.p
-    c = sum(v for _, v in a.cpu)
-    m = sum(v for _, v in a.mem)
-    g = sum(v for _, v in a.gpus)
-    score = (state.cpu_l[s] - c) / max(int(p.srv_cpu[s]), 1) \
-        + (state.mem_l[s] - m) / max(int(p.srv_mem[s]), 1)
-    if p.srv_gpus[s]:
-        score += (state.gsum[s] - g) / (MILLI * int(p.srv_gpus[s]))
-    return float(score)
-
-
-def fit_candidates(state: State, sh: Shape) -> list[tuple[int, int, int]]:
-    """Per allowed class, the best-fit server for shape ``sh``:
-    ``[(free key, server, class)]`` (see `fit_score`)."""
-    out = []
-    S = state.S
-    for c in sh.classes:
-        f = sh.finders.get((FIT, c)) or state.finder(sh, FIT, c)
-        s = f.top()
-        if s is not None:
-            out.append((f.heap[0] // S, s, c))
-    return out
-
-
-def fit_score(state: State, sh: Shape, cand: tuple[int, int, int]) -> Fraction:
-    """The exact best-fit leftover of a `fit_candidates` entry."""
-    return leftover(state.lay, cand[1], cand[0], sh)
-
-
-def best_candidate(state: State, sh: Shape, cands, minus=None) -> int:
-    r"""The server of the least exact ``leftover - minus(server)`` among
-    `fit_candidates` entries (ties: lowest index); ``minus`` gives a
-    float (None: 0).
-
-    Scores are compared in floating point first (a quotient of integers and
-    a difference, each correctly rounded: error below $10^{-15}$ of the
-    scores' size); only candidates within $10^{-9}$ of the least are
-    compared exactly."""
-    lay = state.lay
-    approx = []
-    for free_key, s, c in cands:
-        a, b, g, D = lay.weights[c]
-        n = free_key - (a * sh.c + b * sh.m + g * sh.k * sh.q)
-        e = minus(s) if minus is not None else 0.0
-        approx.append((n / D - e, s, n, D, e))
-    lo = min(x[0] for x in approx)
-    close = [x for x in approx if x[0] <= lo + 1e-9 * max(1.0, abs(lo))]
-    if len(close) == 1:
-        return close[0][1]
-    if minus is None:  # n / D exactly: cross-multiplied (every D > 0)
-        bn, bD, bs = close[0][2], close[0][3], close[0][1]
-        for _, s, n, D, _ in close[1:]:
-            if n * bD < bn * D or (n * bD == bn * D and s < bs):
-                bn, bD, bs = n, D, s
-        return bs
-    return min((Fraction(n, D) - Fraction(e), s) for _, s, n, D, e in close)[1]
-
-
-def best_fit(state: State, j: int, option: int = 0) -> Assign | None:
-    r"""Job j at an option on the server left fullest, else spread.
-
-    The server minimises the leftover
-    $\ell_s = \sum_{r \in \{cpu, mem, gpu\}} (\mathrm{free}_{rs} -
-    \mathrm{use}_r) / \mathrm{cap}_{rs}$ (no GPU term on a server without
-    GPUs), compared exactly; ties go to the lowest index.  Per server class
-    the index gives the class's best server; classes are then compared.
-
-    Returns
-    -------
-    Assign or None
-        Not placed in ``state``."""
-    sh = state.shape(j, option)
-    cands = fit_candidates(state, sh)
-    if len(cands) == 1:
-        return state.assign_on(j, cands[0][1], sh)
-    if cands:
-        return state.assign_on(j, best_candidate(state, sh, cands), sh)
-    return state.try_spread(j, option)
-
-
-def place_in_order(st: State, order: Sequence[int], pick, deadline: Deadline) -> bool:
-    """Place each job of ``order`` where ``pick(state, j)`` says (skip when
-    None); stops at the deadline.  Returns False when it ran out of time."""
-    for k, j in enumerate(order):
-        if k % 64 == 0 and deadline.expired():
-            return False
-        a = pick(st, j)
-        if a is not None:
-            st.place(j, a, 0)
-    return True
-
-
-def rank_order(problem: Problem, key=None) -> list[int]:
-    """[`job_order`][alloc.problem.job_order] of the pending jobs with a tuple
-    ``key`` (default: the index), sorted without a call per comparison."""
-    pk = problem.prio_key
-    if key is None:
-        return sorted(problem.pending, key=pk.__getitem__)  # stable: index within rank
-    return [t[-1] for t in sorted((pk[j],) + key(j) for j in problem.pending)]
-
-
-__all__ = ["INNER_LEVELS", "State", "best_candidate", "best_fit", "first_fit", "fit_candidates",
-           "fit_score",
-           "leftover_score",
-           "place_in_order", "rank_order"]
+__all__ = ["INNER_LEVELS", "LOG_LIMIT", "State", "new_assign"]

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from collections import deque
 
-from ....arrays import outer_levels
-from ....model import CLUSTER
-from ....problem import Assign, Problem, option_of
+from ...arrays import outer_levels
+from ...model import CLUSTER
+from ...problem import Assign, Problem, option_of
 from .aggregate import Aggregate, Pattern
 from .patterns import laid_pattern
 

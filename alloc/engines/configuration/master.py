@@ -16,7 +16,7 @@ $$
 
 Column generation solves the LP relaxation over the pool and prices new
 patterns per class with a small integer program (the pattern rows of
-`alloc.solvers.common.configuration.patterns` with objective
+`alloc.engines.configuration.patterns` with objective
 ``sum_i (v_i - pi_t(i) - rho(i)) a_i - mu_c``).  At every round the
 Lagrangian bound ``LP + sum_c n_c max(0, rc*_c)`` (``rc*_c`` = the proven
 upper bound of the class's pricing problem) is a valid upper bound; at
@@ -26,11 +26,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ....deadline import Deadline
-from ....kernel import INF, LinearModel, solve_lp
-from ....model import Status
+from ...deadline import Deadline
+from ...kernel import INF, LinearModel, solve_lp
+from ...model import Status
 from .aggregate import Aggregate, Pattern
-from .engine import Backend
+from .backend import Backend
 from .patterns import make_pattern, server_rows
 
 EPS = 1e-7

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ....deprecation import renamed
-from ....deadline import Deadline
-from ....kernel import (IMPORT_SECONDS, LinearModel, Result, imported, preload,
+from ...deprecation import renamed
+from ...deadline import Deadline
+from ...kernel import (IMPORT_SECONDS, LinearModel, Result, imported, preload,
                         preload_in_background, solve)
 
 

@@ -22,11 +22,11 @@ sufficient.  A *layout* gives each item its canonical GPU offsets
 """
 from __future__ import annotations
 
-from ....deadline import Deadline
-from ....kernel import LinearModel
-from ....model import MILLI, Status
+from ...deadline import Deadline
+from ...kernel import LinearModel
+from ...model import MILLI, Status
 from .aggregate import Aggregate, Pattern
-from .engine import Backend
+from .backend import Backend
 
 #: Seconds an exact layout may take at most.
 LAYOUT_TIME = 2.0

@@ -42,7 +42,11 @@ import numpy as np
 from ...check import placement_servers
 from ...model import MILLI
 from ...problem import Assign, Problem, Solution, add_assign
-from ...session.checks import RESERVED_PREFIX
+
+
+#: The prefix of the session's blockers' ids (`alloc.session.checks.RESERVED_PREFIX`,
+#: which an engine may not import; tests/test_sim.py checks that they agree).
+RESERVED_PREFIX = "~blocked:"
 
 
 def from_scratch(problem: Problem) -> Problem | None:
