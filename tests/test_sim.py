@@ -226,3 +226,18 @@ def test_a_plain_first_fit_registered_without_migration_keeps_running_jobs():
     assert where["j0"] == {"s1"} and not a.moved
     b = allocate(cl, jobs, solver="proportional", max_moves=None, move_cost=0.0)
     assert {p.job for p in b.placements} == {"j0", "j1", "j2"}
+
+
+@pytest.mark.parametrize("solver", ["proportional", "synergy-greedy", "synergy-tune"])
+def test_repacking_solvers_answer_for_their_running_jobs(solver):
+    """They declare ``migration``: under preemption by order with a move
+    budget, a running job they keep is in their answer (the core reads one
+    left out as stopped and would fill its capacity)."""
+    from alloc import Cluster, Job, Placement, Server, allocate
+    cl = Cluster((Server("s0", 8000, 65536, 2, "V100"),))
+    cur = Placement("j0", (), {"s0": 1000}, {"s0": 16384}, 0.0)
+    jobs = [Job("j0", 0, cpu=1000, mem=16384, current=cur)] + [
+        Job(f"j{i}", 0, cpu=1000, mem=16384) for i in range(1, 7)]
+    a = allocate(cl, jobs, solver=solver, max_moves=1, order=["j0"], preempt="order")
+    assert sorted(p.job for p in a.placements) == ["j0", "j1", "j2", "j3"]
+    assert not a.moved and not a.preempted

@@ -81,6 +81,28 @@ def from_scratch(problem: Problem) -> Problem | None:
     return out
 
 
+def kept(problem: Problem, sol: Solution) -> Solution:
+    """``sol`` with every running job it leaves out kept where it runs: a
+    solver that declares ``migration`` answers for the running jobs too (the
+    core reads a running job missing from its answer as stopped).
+
+    Examples
+    --------
+    >>> from alloc import Cluster, Job, Placement, Server, allocate
+    >>> cl = Cluster((Server("s0", 8000, 65536, 2, "V100"),))
+    >>> cur = Placement("j0", (), {"s0": 1000}, {"s0": 16384}, 0.0)
+    >>> jobs = [Job("j0", 0, cpu=1000, mem=16384, current=cur)] + [
+    ...     Job(f"j{i}", 0, cpu=1000, mem=16384) for i in range(1, 5)]
+    >>> a = allocate(cl, jobs, solver="proportional", max_moves=1, order=["j0"], preempt="order")
+    >>> sorted(p.job for p in a.placements)          # j0 kept, three more fit
+    ['j0', 'j1', 'j2', 'j3']
+    """
+    missing = {j: a for j, a in problem.fixed.items() if j not in sol.assign}
+    if not missing:
+        return sol
+    return replace(sol, assign={**missing, **sol.assign})
+
+
 def back(problem: Problem, scratch: Problem, sol: Solution) -> Solution | None:
     """The from-scratch answer for ``problem``, relabelled to keep running
     jobs where they run (module notes); None when it leaves a running job out."""
@@ -195,4 +217,4 @@ def _gpu_maps(problem: Problem, pairs: list, pi: dict[int, int], first: list, gs
     return maps
 
 
-__all__ = ["back", "from_scratch"]
+__all__ = ["back", "from_scratch", "kept"]

@@ -24,7 +24,7 @@ from ...problem import Problem, Solution
 from ...engines.greedy.state import State
 from ...engines.greedy.rules import best_fit, first_fit, rank_order
 from ...engines.greedy.compact import compact
-from ...engines.greedy.scratch import back, from_scratch
+from ...engines.greedy.scratch import back, from_scratch, kept
 
 
 def _place_all(st: State, order: Sequence[int], pick, deadline: Deadline) -> dict:
@@ -53,13 +53,14 @@ def solve_proportional_moving(problem: Problem, *, deadline: Deadline,
                               seed: int = 0) -> Solution:
     """``proportional`` (declares ``migration``): `solve_proportional` from
     scratch when the call allows any number of moves
-    (`alloc.engines.greedy.scratch`), else on the problem as given."""
+    (`alloc.engines.greedy.scratch`), else on the problem as given, its
+    running jobs kept where they run (`alloc.engines.greedy.scratch.kept`)."""
     scratch = from_scratch(problem)
     if scratch is not None:
         out = back(problem, scratch, _proportional(scratch, deadline))
         if out is not None:
             return out
-    return _proportional(problem, deadline)
+    return kept(problem, _proportional(problem, deadline))
 
 
 def solve_best_fit(problem: Problem, *, deadline: Deadline, seed: int = 0) -> Solution:

@@ -49,7 +49,7 @@ from typing import Iterable
 from ...deadline import Deadline
 from ...problem import Problem, Solution, split
 from ...engines.greedy.rules import rank_order
-from ...engines.greedy.scratch import back, from_scratch
+from ...engines.greedy.scratch import back, from_scratch, kept
 from .options import capped_option, ideal_option
 from .packers import FastPacker, ProblemPacker
 
@@ -269,13 +269,15 @@ def _choices(P: ProblemPacker) -> tuple[dict, dict]:
 def _scratch_first(problem: Problem, solve) -> Solution:
     """``solve`` on the problem from scratch when the call allows moves
     (`alloc.engines.greedy.scratch`), else (or when that answer would stop a
-    running job) on the problem as given."""
+    running job) on the problem as given, its running jobs kept where they
+    run (`alloc.engines.greedy.scratch.kept`: the solvers declare
+    ``migration``, so they answer for the running jobs too)."""
     scratch = from_scratch(problem)
     if scratch is not None:
         out = back(problem, scratch, solve(scratch))
         if out is not None:
             return out
-    return solve(problem)
+    return kept(problem, solve(problem))
 
 
 def _greedy(p: Problem, deadline: Deadline) -> Solution:
