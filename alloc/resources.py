@@ -106,7 +106,7 @@ def gpu_mem_caps(cluster: Cluster, overrides: Mapping | None = None) -> tuple[in
     return caps
 
 
-def type_mem_caps(cluster: Cluster) -> dict[str, int]:
+def type_mem_caps(cluster: Cluster) -> dict[str | None, int]:
     """The largest GPU memory (MiB) of each GPU type present (cached)."""
     hit = cluster.__dict__.get("_type_mem_caps")
     if hit is None:
@@ -156,7 +156,9 @@ def restrict_types(cluster: Cluster, jobs: tuple) -> tuple:
 
 
 def _least(job: Job) -> int:
-    return job.gpu_mem if job.guaranteed or job.gpu_mem_min is None else job.gpu_mem_min
+    mem = job.gpu_mem
+    assert mem is not None, "a job that declares GPU memory"
+    return mem if job.guaranteed or job.gpu_mem_min is None else job.gpu_mem_min
 
 
 # ------------------------------------------------------------------ demands

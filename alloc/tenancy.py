@@ -138,7 +138,7 @@ class CellTree:
     index: dict[str, int] = field(default_factory=dict)
     anc: list[list[int]] = field(default_factory=list)
     gpu_type: list[str] = field(default_factory=list)
-    by_type_level: dict[tuple[str, int], list[int]] = field(default_factory=dict)
+    by_type_level: dict[tuple[str | None, int], list[int]] = field(default_factory=dict)
     server: list[int] = field(default_factory=list)   # server index of a node (-1 for racks)
 
     @property
@@ -737,11 +737,12 @@ def tenancy_violations(cluster: Cluster, jobs: Sequence[Job], allocation: Alloca
         j = by_id.get(jid)
         if j is None or not j.guaranteed:
             continue
+        cells = q.get(j.tenant, {}) if j.tenant is not None else {}
         for gs in p.gpus:
             if gs.gpu not in gidx:
                 continue
             t = tree.gpu_type[gidx[gs.gpu]]
-            if not any(tt == t and c for (tt, _), c in q.get(j.tenant, {}).items()):
+            if not any(tt == t and c for (tt, _), c in cells.items()):
                 out.append(f"job {jid!r}: guaranteed job on {t} GPU {gs.gpu} but tenant "
                            f"{j.tenant!r} has no {t} cells")
                 break

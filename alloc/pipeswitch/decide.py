@@ -191,7 +191,8 @@ def share_gpus(cluster: Cluster, trainings: Sequence[Training], services: Sequen
         g.train_s = costs.switch_s(g.type, tr.model, mechanism)
     sizes = {(svc.id, t): _sizes(svc, k, t, cycle_s, mechanism, costs)
              for k, svc in enumerate(services) for t in types}
-    alone, share = [], []
+    alone: list[Service] = []
+    share: list[Service] = []
     for svc in services:
         w, s, t = sizes[(svc.id, types[0])]
         ok = cycle_s - w + s + t <= svc.slo_ms / 1e3 and w + s + max(

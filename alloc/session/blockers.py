@@ -32,6 +32,7 @@ from .checks import RESERVED_PREFIX, placement_servers, server_usage
 
 def blockers(cluster: Cluster, sid: str, running: Iterable[Job]) -> list[Job]:
     """Placeholder running jobs holding every free resource of server ``sid``."""
+    out: list[Job]
     gpu, cpu, mem = server_usage(cluster, sid, running)
     srv = cluster.server(sid)
     free_cpu, free_mem = srv.cpu - cpu, srv.mem - mem

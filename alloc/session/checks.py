@@ -76,6 +76,7 @@ def server_usage(cluster: Cluster, sid: str, running: Iterable[Job]
     prefix = sid + "/gpu"
     for j in running:
         cur = j.current
+        assert cur is not None, "a running job"
         for g in cur.gpus:
             if g.gpu.startswith(prefix):
                 gpu[int(g.gpu[len(prefix):])] += g.milli
@@ -91,6 +92,7 @@ def check_current(job: Job, cluster: Cluster, on_server: Mapping[str, set],
     the other running jobs leave on its servers."""
     from ..check import placement_problems
     cur = job.current
+    assert cur is not None, "a running job"
     if cur.job not in ("", job.id):
         raise InputError(f"{where}.current.job: expected {job.id!r} or nothing, got {cur.job!r}")
     bad = placement_problems(cluster, job, cur, f"{where}.current")

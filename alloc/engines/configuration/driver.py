@@ -41,7 +41,7 @@ from ...objectives import tighten
 from ...options import validate_options
 from ...problem import Problem, Solution
 from .aggregate import SECONDS_PER_ITEM, Aggregate, OutOfTime
-from .bounds import big_machine_bound, item_bound
+from .bounds import big_machine_bound, item_bound, rounded
 from .carried import carried_patterns, keep_patterns
 from .columns import check_assign, decode, solution_to_columns, true_value
 from .dive import dive, round_down
@@ -254,7 +254,7 @@ class ExactRun:
     def proven(self) -> bool:
         """True when the best value meets the rounded bound (proven)."""
         b = self.bound
-        return b is not None and self.best_v >= tighten(b, self.step) - 1e-6 * max(1.0, abs(b))
+        return b is not None and self.best_v >= rounded(b, self.step) - 1e-6 * max(1.0, abs(b))
 
     def climbs_floor(self) -> int:
         """Levels the preferred jobs climb at least in an answer of the best
@@ -571,7 +571,7 @@ class ExactRun:
         bound = self.bound
         fixed = fixed_value(self.p)
         if bound is not None:
-            bound = tighten(bound, self.step)
+            bound = rounded(bound, self.step)
             if self.proven():
                 bound = max(bound, self.best_v)
             self.stats["gap"] = max(0.0, (bound - self.best_v) / max(abs(bound), 1e-9))

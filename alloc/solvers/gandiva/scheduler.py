@@ -73,7 +73,7 @@ import math
 import time
 from collections import Counter
 from dataclasses import dataclass, field, replace
-from typing import Mapping
+from typing import Any, Mapping
 
 from ...errors import InputError
 from ...model import MILLI, Cluster, Job, Profile
@@ -143,8 +143,9 @@ class _Log:
     def __init__(self, now: float):
         self.now = now
         self.t0 = time.perf_counter()
-        self.lists = {k: [] for k in ("started", "resumed", "suspended", "queued", "migrated",
-                                      "packed", "undone", "unpacked", "resized", "lost")}
+        self.lists: dict[str, list[Any]] = {
+            k: [] for k in ("started", "resumed", "suspended", "queued", "migrated", "packed",
+                            "undone", "unpacked", "resized", "lost")}
         self.bound: dict[str, str] = {}
         self.steps = 0
         self.step_s = 0.0
@@ -414,6 +415,7 @@ class GandivaScheduler:
         self._plan.clear()
         self._intent = {}
         st = res.allocation.stats.get("gandiva", {})
+        assert isinstance(st, Mapping), "the gandiva solver's stats"
         log.solver_s += st.get("solve_s", 0.0)
         self.counts["missed"] += len(st.get("missed", ()))
         for p in res.start:
@@ -650,7 +652,8 @@ class GandivaScheduler:
                 self._plan[m] = (cur.gpus[0].gpu,)
             else:
                 self._bound[m] = self._jobs[m].home
-        return {self._jobs[members[0]].home} - {None}
+        home = self._jobs[members[0]].home
+        return {home} if home is not None else set()
 
     def _packable(self, jid: str) -> bool:
         info = self._jobs[jid]
@@ -748,7 +751,8 @@ class GandivaScheduler:
             changed |= self._plan_move(j, ids[t], free)
         if not defrag:
             return changed
-        on, blocked = {}, set()
+        on: dict[int, list[tuple[str, int]]] = {}
+        blocked = set()
         for sid in ids:
             for u in self.units(sid):
                 if len(u.jobs) > 1 or not u.running or u.jobs[0] in self._plan:
