@@ -31,7 +31,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Iterable, Sequence
+from typing import Callable, Iterable, Sequence
 
 from .model import Cluster, Job, Placement, Profile
 from .topology import reachable_levels, span_level
@@ -52,25 +52,59 @@ def scale_factor(profile: Profile | None, job: Job, n: int) -> float:
     return n / job.gpus
 
 
-def throughput(cluster: Cluster, job: Job, gpu_ids: Iterable[str], cpu: int, mem: int) -> float:
-    """Speed of ``job`` on the given GPUs with ``cpu`` milli-cores and ``mem``
-    MiB in total (see the module notes); 0 for a GPU job given no GPUs."""
-    gpu_ids = list(gpu_ids)
+def rate(job: Job, n: int, cpu: float, mem: float, gpu_types: Iterable[str | None],
+         level: str | None, *, grid: Callable[[Profile, float, float], float] | None = None
+         ) -> float:
+    r"""The one throughput formula (see the module notes): ``job``'s speed on
+    ``n`` GPUs of the given types (the slowest counts) whose innermost
+    common node is at ``level`` (read only when ``n > 1``), with ``cpu``
+    milli-cores and ``mem`` MiB in total.  A job without a profile runs at
+    1.0 (its elastic scale at another size), 0 when it asks for GPUs and
+    gets none; a CPU-only placement runs at its grid value.
+
+    Every evaluation of a placement's throughput -- the compile step's on
+    indices, the final check's, the engines', the simulators' -- is this
+    function on inputs each reads in its own representation.  ``grid``
+    evaluates a profile's grid (default `Profile.grid_value`; the final
+    check passes its own, uncached one).
+
+    Examples
+    --------
+    >>> from alloc import Job
+    >>> from alloc.profiles import load_profile
+    >>> job = Job("a", 2, cpu=6000, mem=128000, profile=load_profile("res50"))
+    >>> round(rate(job, 2, 6000, 128000, ["V100", "V100"], "server"), 6)
+    1.0
+    >>> rate(Job("b", 2, cpu=1, mem=1), 0, 1, 1, [], None)
+    0.0
+    """
     prof = job.profile
-    n = len(gpu_ids)
     if prof is None:
-        return 1.0 * scale_factor(None, job, n) if n or job.gpus == 0 else 0.0
+        return scale_factor(None, job, n) if n or job.gpus == 0 else 0.0
     per = max(n, 1)
-    base = prof.grid_value(cpu / per, mem / per) if (prof.has_grid and n) else 1.0
+    if prof.has_grid and n:
+        base = prof.grid_value(cpu / per, mem / per) if grid is None else \
+            grid(prof, cpu / per, mem / per)
+    else:
+        base = 1.0
     if not n:
         return base
-    idx, srv, servers = cluster.gpu_index, cluster.gpu_server, cluster.servers
-    if n == 1:
-        return base * prof.speed(servers[srv[idx[gpu_ids[0]]]].gpu_type) * scale_factor(prof, job, 1)
-    types = {servers[srv[idx[g]]].gpu_type for g in gpu_ids}
-    speed = min(prof.speed(t) for t in types)
-    span = prof.span_factor(span_level(cluster, gpu_ids))
+    speed = min(prof.speed(t) for t in gpu_types)
+    span = prof.span_factor(level) if n > 1 else 1.0
     return base * speed * span * scale_factor(prof, job, n)
+
+
+def throughput(cluster: Cluster, job: Job, gpu_ids: Iterable[str], cpu: int, mem: int) -> float:
+    """Speed of ``job`` on the given GPUs with ``cpu`` milli-cores and ``mem``
+    MiB in total: [`rate`][alloc.objectives.rate] on the GPUs' types and the
+    level they span (see the module notes)."""
+    gpu_ids = list(gpu_ids)
+    n = len(gpu_ids)
+    if not n:
+        return rate(job, 0, cpu, mem, (), None)
+    idx, srv, servers = cluster.gpu_index, cluster.gpu_server, cluster.servers
+    types = [servers[srv[idx[g]]].gpu_type for g in gpu_ids]
+    return rate(job, n, cpu, mem, types, span_level(cluster, gpu_ids) if n > 1 else None)
 
 
 def job_sizes(job: Job) -> list[int]:
@@ -281,5 +315,5 @@ def placement_value(objective: str | Objective, job: Job, p: Placement | None) -
 
 __all__ = ["FACTORS", "GPUS", "JOBS", "OBJECTIVES", "THROUGHPUT", "Objective",
            "allocation_value", "check_objective", "decimal_step", "get_objective", "job_sizes",
-           "placement_value", "scale_factor", "span_level", "tighten", "throughput"]
+           "placement_value", "rate", "scale_factor", "span_level", "tighten", "throughput"]
 

@@ -43,6 +43,7 @@ import math
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
+from ..gpukey import server_of
 from ..errors import InputError
 from ..model import MILLI, Allocation, Cluster, GpuShare, Job, Placement
 from .costs import SwitchCosts, check_mechanism, load_costs
@@ -272,7 +273,7 @@ def _decision(cluster: Cluster, gpus: list[_Gpu], trainings, cycle_s: float,
 
 
 def _running(cluster: Cluster, jid: str, gpu: str, milli: int) -> Job:
-    sid = gpu.rsplit("/", 1)[0]
+    sid = server_of(gpu)
     return Job(jid, 1, gpu_milli=milli,
                current=Placement(jid, (GpuShare(gpu, milli),), {sid: 0}, {sid: 0}, 1.0))
 

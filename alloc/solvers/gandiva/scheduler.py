@@ -75,6 +75,7 @@ from collections import Counter
 from dataclasses import dataclass, field, replace
 from typing import Any, Mapping
 
+from ...gpukey import server_of
 from ...errors import InputError
 from ...model import MILLI, Cluster, Job, Profile
 from ...resources import server_gpu_mem
@@ -466,7 +467,7 @@ class GandivaScheduler:
             cur = self.session.jobs[jid].current
             per: dict[str, int] = {}
             for g in cur.gpus:
-                s = g.gpu.rsplit("/", 1)[0]
+                s = server_of(g.gpu)
                 per[s] = per.get(s, 0) + 1
             self._spread[jid] = per
 
@@ -711,7 +712,7 @@ class GandivaScheduler:
         return changed
 
     def _memory_fits(self, gpu: str, members: list[str]) -> bool:
-        server = self.cluster.server(gpu.rsplit("/", 1)[0])
+        server = self.cluster.server(server_of(gpu))
         cap = server_gpu_mem(server, self.gpu_mem_capacity)
         return sum(self._jobs[m].base.gpu_mem for m in members) <= cap
 
@@ -781,7 +782,7 @@ class GandivaScheduler:
         gpus = mine + free[to][:need]
         free[to] = free[to][need:]
         for g in cur.gpus:
-            s = g.gpu.rsplit("/", 1)[0]
+            s = server_of(g.gpu)
             if s != to:
                 free[s].append(g.gpu)
         self._plan[jid] = tuple(gpus)
@@ -859,7 +860,7 @@ class GandivaScheduler:
 
 def _servers(p) -> set[str]:
     """The servers a placement uses."""
-    return {g.gpu.rsplit("/", 1)[0] for g in p.gpus} or set(p.cpu)
+    return {server_of(g.gpu) for g in p.gpus} or set(p.cpu)
 
 
 __all__ = ["Decision", "GandivaScheduler", "SLICE_S"]
