@@ -28,10 +28,20 @@ TIME = 2.0
 USER_SOLVER = "user-first-fit"
 
 
+#: The heuristics that re-place every job from scratch when moves are
+#: unlimited (they may re-tune a running job's CPU and memory point).
+REPACKING = ("proportional", "synergy-greedy", "synergy-tune")
+
+
 def known(call, line: str) -> bool:
     """Known defects, tolerated here and shown by the xfail tests below."""
-    return line.startswith("[determinism] milp-cbc") \
-        or multi_cell_guarantee(call, line)     # test_guarantee_binds_cells_where_the_job_fits
+    if line.startswith("[determinism] milp-cbc"):         # test_milp_cbc_is_deterministic
+        return True
+    if multi_cell_guarantee(call, line):        # test_guarantee_binds_cells_where_the_job_fits
+        return True
+    # test_exact_matches_a_repacking_heuristic_with_unlimited_moves
+    return (line.startswith("[across] exact") and call.kwargs().get("max_moves", 0) is None
+            and any(f"below heuristic {h}'s" in line for h in REPACKING))
 
 
 def multi_cell_guarantee(call, line: str) -> bool:
@@ -67,6 +77,26 @@ def test_each_solver_conforms(name, user_solver):
     report = check_solver(name, max_examples=EXAMPLES.get(name, 10), time_limit=TIME,
                           known=known)
     assert report.examples and report.share(name) == 1.0
+
+
+@pytest.mark.xfail(strict=True, reason="with unlimited moves the repacking heuristics re-tune a "
+                   "running job's CPU and memory point; the exact solvers keep it and return less")
+def test_exact_matches_a_repacking_heuristic_with_unlimited_moves():
+    from alloc import Cluster, Job, Placement, Server, allocate
+    from alloc.model import GpuShare
+    cl = Cluster((Server("s0", 8000, 262144, 2, "V100"), Server("s1", 8000, 65536, 0)),
+                 ("server", "socket", "gpu"))
+    jobs = [Job("j0", 0, cpu=1000, mem=64000,
+                current=Placement("j0", (), {"s1": 1000}, {"s1": 64000}, 0.0)),
+            Job("j1", 1, gpu_milli=100, cpu=1000, mem=16384, gpu_types=("T4",)),
+            Job("j2", 1, gpu_milli=100, cpu=1000, mem=16384, model="res50",
+                current=Placement("j2", (GpuShare("s0/gpu0", 100),), {"s0": 1000},
+                                  {"s0": 16384}, 0.0)),
+            Job("j3", 0, cpu=1000, mem=64000)]
+    kw = dict(objective="throughput", max_moves=None, move_cost=0.0)
+    heur = allocate(cl, jobs, solver="synergy-tune", **kw)
+    exact = allocate(cl, jobs, solver="cpsat", **kw)
+    assert exact.value >= heur.value - 1e-9
 
 
 def test_solvers_agree_and_every_solver_runs(user_solver):

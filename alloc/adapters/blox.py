@@ -31,6 +31,14 @@ has no GPU types (every GPU is ``alloc.model.DEFAULT_GPU_TYPE``) and asks no
 CPU or memory (jobs ask 0).  A job the round moves is terminated and launched
 on its new GPUs; preempted jobs are terminated.
 
+The order is Blox's (``job_order``), or, with ``order=NAME``, any order
+policy of alloc's registry (``alloc policies --kind order``, a plug-in's
+too) over what the adapter knows of each job: its ``submit_time`` (else
+when it was first seen), GPUs, whether it runs and the GPU-seconds it has
+held, on Blox's clock (``cluster_state.time``; the round number when Blox
+gives none); an order that needs what Blox's jobs do not give is refused in
+one line.
+
 With ``preempt="order"`` (the default) a running job ranked below a waiting
 job that cannot otherwise be placed is suspended for it, lowest-ranked first,
 as few as possible ([alloc.preempt][]): on 1-GPU jobs the same jobs launch
@@ -86,11 +94,21 @@ class AllocPlacement:
         tenancy rules (Blox has no tenants: none).
     options : mapping, optional
         The solver's options.
+    order : str, optional
+        A registered order policy, ``NAME[:KEY=VALUE,...]``, instead of
+        Blox's ``job_order`` (default: Blox's).
     """
 
     def __init__(self, args: Any = None, *, solver: str = "best-fit",
                  time_limit: float | None = None, max_moves: int = 0,
-                 preempt: str | None = "order", options: Mapping | None = None):
+                 preempt: str | None = "order", options: Mapping | None = None,
+                 order: str | None = None):
+        self.order = None
+        if order is not None:
+            from ..sched.views import build_order
+            self.order, _ = build_order(order)
+        self._ranker: Any = None
+        self._rounds = 0
         self.settings: dict[str, Any] = dict(solver=solver, time_limit=time_limit,
                                              max_moves=max_moves, preempt=preempt,
                                              options=options)
@@ -119,13 +137,28 @@ class AllocPlacement:
             if jid is not None and jid == jid and jid in active:
                 running.setdefault(jid, []).append(r["GPU_ID"])
         s.reconcile({j: sorted(g) for j, g in running.items()}, where="gpu_df")
-        order = [x[0] if isinstance(x, tuple) else x
-                 for x in (new_job_schedule or {}).get("job_order", ())]
-        s.set_order([j for j in order if j in active], where="job_order")
+        self._rounds += 1
+        if self.order is not None:
+            self._rank(active, getattr(cluster_state, "time", self._rounds))
+        else:
+            order = [x[0] if isinstance(x, tuple) else x
+                     for x in (new_job_schedule or {}).get("job_order", ())]
+            s.set_order([j for j in order if j in active], where="job_order")
         res = self.last = s.step()
         terminate = list(res.stop) + [p.job for p in res.move]
         launch = {p.job: list(res.gpus[p.job]) for p in res.start + res.move}
         return terminate, launch
+
+    def _rank(self, active: Mapping, now: float) -> None:
+        """The session's order from the registry's order policy."""
+        from ..sched.views import Ranker
+        if self._ranker is None:
+            self._ranker = Ranker(self._live, self.order)
+        for jid, job in active.items():
+            t = job.get("submit_time") if isinstance(job, Mapping) else None
+            self._ranker.arrival.setdefault(jid, float(t) if isinstance(t, (int, float))
+                                            else float(now))
+        self._ranker.rank(float(now))
 
     # ------------------------------------------------------------- syncing
     def _sync_cluster(self, rows: list[dict], server_map: Mapping) -> None:
