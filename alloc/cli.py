@@ -37,7 +37,7 @@ SUBPROGRAMS = {
 
 #: One line of ``alloc --help`` for each sub-program.
 SUBPROGRAM_HELP = {
-    "simulate": "simulate a cluster round by round (Synergy); JCTs",
+    "simulate": "simulate a workload under a stack of scheduling policies; summary, timeline",
     "shares": "Gavel's time-share policies over GPU types",
     "sweep": "grids of runs over seeds, resumable, on a pool or Ray",
     "serve": "HTTP/JSON service for scheduler loops (extra: service)",

@@ -242,7 +242,7 @@ def write_report(t2, res, rows, args) -> None:
         by_load = {}
         for r in rows:
             by_load.setdefault(r["load"], []).append(r)
-        from alloc.sim.metrics import plot_lines
+        from alloc.sim.plots import plot_lines
         xs = sorted(by_load)
         series = {p: [statistics.mean(r[p][0] for r in by_load[x]) for x in xs] for p in pols}
         if plot_lines(xs, series, str(out / "antman_loads.png"), "offered load",

@@ -206,7 +206,7 @@ NOTES = """
 
 
 def write_report(f, good, rows, sc, comp, args) -> None:
-    from alloc.sim.metrics import plot_lines
+    from alloc.sim.plots import plot_lines
     out = ROOT / "bench" / "results"
     lines = ["# BytePS (Jiang et al., OSDI'20): summation servers", "",
              "Written by `python bench/byteps.py --scale --compose --write` (the model: "

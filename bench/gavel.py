@@ -39,7 +39,7 @@ sys.path.insert(0, str(ROOT))
 from alloc.errors import InputError  # noqa: E402
 from alloc.sim.gavel import (GAVEL_CLUSTER, ThroughputTable, gavel_workload,  # noqa: E402
                              saturation_rates, simulate_gavel, throughputs_path)
-from alloc.sim.metrics import plot_lines  # noqa: E402
+from alloc.sim.plots import plot_lines  # noqa: E402
 
 PAPER = {"gavel-las-agnostic": 60.0, "gavel-las": 20.4, "gavel-las-ss": 18.5}
 LABEL = {"gavel-las-agnostic": "LAS, heterogeneity-agnostic", "gavel-las": "LAS, heterogeneity-aware",

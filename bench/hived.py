@@ -8,17 +8,21 @@ add up to the cluster: vc-a 12 server cells, vc-b 8 server cells, vc-c 16
 socket cells, vc-d 16 switch cells.  Jobs arrive by tenant (Poisson), sizes by
 tenant (vc-a mostly 1-2 GPUs, vc-b 8-GPU server jobs, vc-c 4-GPU socket jobs,
 vc-d 2-GPU switch jobs), lognormal durations; at t = 2 h vc-a submits a burst
-of 120 one-/two-GPU jobs.  Rounds every 5 minutes:
+of 120 one-/two-GPU jobs.  Every scheduler runs on the simulator
+(`alloc.sim`), rounds every 5 minutes, jobs in submission order, each at its
+duration alone wherever it is placed:
 
 * ``private``: each tenant alone on a cluster made of its cells (a server per
   server cell, a 4-GPU server per socket cell, a 2-GPU server per switch cell),
-  best fit, running jobs stay.
-* ``best-fit``: the shared cluster, a tenant's jobs admitted while its GPUs in
-  use stay within its quota (GPU count), best fit, running jobs stay.
-* ``hived``: the shared cluster, ``allocate(..., solver="hived")`` each round;
-  a tenant's pending jobs are guaranteed up to its quota (first come first
-  served) and opportunistic beyond; a preempted job goes back to the queue
-  keeping its progress.
+  ``best-fit``, running jobs stay.
+* ``best-fit``: the shared cluster, ``quota-best-fit`` (registered here: best
+  fit in submission order, a tenant's job skipped while its GPUs in use plus
+  its own would pass its quota), running jobs stay.
+* ``hived``: the shared cluster, the ``hived`` solver each round; a mechanism
+  (`Guarantees`) marks a tenant's waiting jobs guaranteed up to its quota
+  (first come first served, counting its guaranteed running jobs) and
+  opportunistic beyond (priority -1), ranked by priority; hived preempts by
+  its tenancy rules; a preempted job waits again keeping its progress.
 
 Queueing delay = time from submission to first start.  Output: per tenant the
 mean delay under each scheduler and the ratio to private.
@@ -40,12 +44,17 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from alloc import allocate  # noqa: E402
-from alloc.model import Cell, Cluster, Job, Server, Tenant, frozen_map  # noqa: E402
-from alloc.problem import Assign, compile_problem  # noqa: E402
-from alloc.engines.greedy.rules import best_fit  # noqa: E402
-from alloc.engines.greedy.state import State  # noqa: E402
-from alloc.engines.cells.engine import Engine, restore_running  # noqa: E402
 from alloc.deadline import Deadline  # noqa: E402
+from alloc.model import Cell, Cluster, Job, Server, Tenant, frozen_map  # noqa: E402
+from alloc.options import Option  # noqa: E402
+from alloc.problem import compile_problem  # noqa: E402
+from alloc.registry import register, solver, solvers  # noqa: E402
+from alloc.sched import BaseMechanism  # noqa: E402
+from alloc.sim import WorkloadJob  # noqa: E402
+from alloc.sim import simulate as run_simulation  # noqa: E402
+from alloc.engines.cells.engine import Engine, restore_running  # noqa: E402
+from alloc.engines.greedy.rules import best_fit, rank_order  # noqa: E402
+from alloc.engines.greedy.state import State  # noqa: E402
 
 LEVELS = ("rack", "server", "socket", "switch", "gpu")
 QUOTAS = {"vc-a": ("server", 12), "vc-b": ("server", 8), "vc-c": ("socket", 16),
@@ -94,89 +103,87 @@ def trace(seed: int, hours: float):
             for i, (t, v, n, loc, d) in enumerate(jobs)]
 
 
-def to_job(rec, *, tenant=True, guaranteed=True, current=None):
-    n = rec["gpus"]
-    return Job(rec["id"], gpus=n, cpu=1000 * n, mem=8000 * n, locality=rec["locality"],
-               tenant=rec["tenant"] if tenant else None, guaranteed=guaranteed and tenant,
-               priority=0 if guaranteed else -1, current=current)
+def workload(recs, *, tenant: bool):
+    """The trace as the simulator's jobs (CPU and memory as the jobs ask)."""
+    out = []
+    for r in recs:
+        n = r["gpus"]
+        fields = {"cpu": 1000 * n, "mem": 8000 * n, "locality": r["locality"]}
+        if tenant:
+            fields["tenant"] = r["tenant"]
+        out.append(WorkloadJob(r["id"], r["submit"], n, duration_s=r["work"],
+                               extra={"vc": r["tenant"]}, fields=fields))
+    return out
+
+
+class Guarantees(BaseMechanism):
+    """Each round, a tenant's waiting jobs are guaranteed while its GPUs held
+    by guaranteed jobs, plus theirs, stay within its quota (first come first
+    served); the others are opportunistic (priority -1)."""
+
+    def __init__(self, quota: dict[str, int]) -> None:
+        self.quota = quota
+
+    def before_round(self, ctl) -> None:
+        use = {v: 0 for v in self.quota}
+        for j in ctl.jobs.values():
+            if j.running and j.fields.get("guaranteed"):
+                use[j.fields["tenant"]] += j.gpus
+        for j in sorted((j for j in ctl.jobs.values() if not j.running),
+                        key=lambda j: (j.arrival_s, j.id)):
+            v = j.fields["tenant"]
+            g = use[v] + j.gpus <= self.quota[v]
+            if g:
+                use[v] += j.gpus
+            ctl.set_fields(j.id, guaranteed=g, priority=0 if g else -1)
+
+
+@solver(capabilities=("locality", "spread", "order-preemption"), objectives=(),
+        options=(Option("quota", "mapping", {}, "GPUs each tenant (vc) may hold"),
+                 Option("vc_of", "mapping", {}, "each job's tenant")),
+        description="best fit in order, each tenant capped at its GPU quota")
+def quota_best_fit(problem, *, deadline, seed=0, quota=None, vc_of=None):
+    """The topology-oblivious baseline: best fit in rank order, a tenant's job
+    skipped while its tenant's GPUs in use plus its own pass its quota."""
+    st = State(problem)
+    jobs = problem.jobs
+    use = {v: 0 for v in quota}
+    for j in problem.running:
+        use[vc_of[jobs[j].id]] += jobs[j].gpus
+    for j in rank_order(problem):
+        v = vc_of[jobs[j].id]
+        if use[v] + jobs[j].gpus > quota[v]:
+            continue
+        a = best_fit(st, j, 0)
+        if a is not None:
+            st.place(j, a)
+            use[v] += jobs[j].gpus
+    return st.solution()
 
 
 def simulate(cluster: Cluster, recs, mode: str, hours: float):
     """Return {job id: queueing delay (s)} (jobs never started get the horizon)."""
-    pending = []
-    running = {}       # id -> (rec, placement, guaranteed)
-    left = {r["id"]: r["work"] for r in recs}
-    start = {}
-    queue = list(recs)
-    t = 0.0
     horizon = hours * 3600
     quota = {v: k * CELL_GPUS[lv] for v, (lv, k) in QUOTAS.items()}
-    while t < horizon and (queue or pending or running):
-        while queue and queue[0]["submit"] <= t:
-            pending.append(queue.pop(0))
-        if mode == "hived":
-            use = {v: 0 for v in QUOTAS}
-            for rid, (r, p, g) in running.items():
-                if g:
-                    use[r["tenant"]] += r["gpus"]
-            jobs = [to_job(r, guaranteed=g, current=p) for rid, (r, p, g) in running.items()]
-            for r in pending:
-                g = use[r["tenant"]] + r["gpus"] <= quota[r["tenant"]]
-                if g:
-                    use[r["tenant"]] += r["gpus"]
-                jobs.append(to_job(r, guaranteed=g))
-            a = allocate(cluster, jobs, solver="hived")
-            gmap = {j.id: j.guaranteed for j in jobs}
-            recs_by = {r["id"]: r for r in pending}
-            recs_by.update({rid: r for rid, (r, _, _) in running.items()})
-            new_running = {}
-            for p in a.placements:
-                new_running[p.job] = (recs_by[p.job], replace(p, throughput=0.0), gmap[p.job])
-                start.setdefault(p.job, t)
-            pending = [recs_by[j] for j in recs_by if j not in new_running]
-            pending.sort(key=lambda r: r["submit"])
-            running = new_running
-        else:
-            jobs = [to_job(r, tenant=False, current=p) for rid, (r, p, g) in running.items()]
-            cand = []
-            use = {v: 0 for v in QUOTAS}
-            for rid, (r, p, g) in running.items():
-                use[r["tenant"]] += r["gpus"]
-            for r in pending:
-                if mode == "private" or use[r["tenant"]] + r["gpus"] <= quota[r["tenant"]]:
-                    cand.append(r)
-            jobs += [to_job(r, tenant=False) for r in cand]
-            prob = compile_problem(cluster, jobs)
-            st = State(prob)
-            nrun = len(running)
-            for j in range(nrun):
-                cur = jobs[j].current
-                a = Assign(tuple((cluster.gpu_index[g.gpu], g.milli) for g in cur.gpus),
-                           tuple((cluster.server_index[s], v) for s, v in cur.cpu.items()),
-                           tuple((cluster.server_index[s], v) for s, v in cur.mem.items()))
-                st.place(j, a)
-            for j in range(nrun, len(jobs)):
-                r = cand[j - nrun]
-                if mode != "private" and use[r["tenant"]] + r["gpus"] > quota[r["tenant"]]:
-                    continue
-                a = best_fit(st, j, 0)
-                if a is not None:
-                    st.place(j, a)
-                    use[r["tenant"]] += r["gpus"]
-                    p = prob.placement(j, a)
-                    running[r["id"]] = (r, replace(p, throughput=0.0), True)
-                    start.setdefault(r["id"], t)
-            pending = [r for r in pending if r["id"] not in running]
-        # advance one round
-        t += ROUND
-        done = []
-        for rid in running:
-            left[rid] -= ROUND
-            if left[rid] <= 0:
-                done.append(rid)
-        for rid in done:
-            running.pop(rid)
-    return {r["id"]: start.get(r["id"], horizon) - r["submit"] for r in recs}
+    order = ("fifo", {"preemptive": False})
+    kw: dict = {}
+    if mode == "hived":
+        kw = dict(placement="hived", mechanism=Guarantees(quota),
+                  order=("priority", {"preemptive": False}))
+    elif mode == "best-fit":
+        if "quota-best-fit" not in solvers():
+            register("quota-best-fit", quota_best_fit)
+        kw = dict(placement=("quota-best-fit", {"quota": quota,
+                                                "vc_of": {r["id"]: r["tenant"] for r in recs}}),
+                  order=order)
+        cluster = Cluster(cluster.servers, cluster.levels)   # quotas by count, no cells
+    else:
+        kw = dict(placement="best-fit", order=order)
+    res = run_simulation(cluster, workload(recs, tenant=mode == "hived"), round_s=ROUND,
+                         candidates="all", max_time_s=horizon, **kw)
+    start = {row["id"]: row["start_s"] for row in res.timeline()}
+    return {r["id"]: (start.get(r["id"]) if start.get(r["id"]) is not None else horizon)
+            - r["submit"] for r in recs}
 
 
 def run_trace(seed: int, hours: float) -> None:

@@ -22,7 +22,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from alloc.experiments import openb  # noqa: E402
-from alloc.solvers.fgd.engine import POLICIES  # noqa: E402
+from alloc.solvers.fgd import POLICIES  # noqa: E402
 
 SIX = ["random", "dotprod", "gpu-clustering", "gpu-packing", "best-fit", "fgd"]
 REF_NAMES = {"01-Random": "random", "02-DotProd": "dotprod", "03-GpuClustering": "gpu-clustering",

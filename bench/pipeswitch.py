@@ -132,7 +132,7 @@ def _md(pts, cycles, rows, wall: float) -> str:
 
 
 def _plot(pts, cycles, path: str) -> bool:
-    from alloc.sim.metrics import plot_lines
+    from alloc.sim.plots import plot_lines
     series = {m: [p.utilisation for p in pts[m]] for m in MECHANISMS}
     if list(cycles) == PAPER_T:          # the paper's bars over its upper bound
         series.update({f"{m} (paper)": [x / PAPER["upper_bound"] for x in PAPER[m]]

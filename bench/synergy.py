@@ -39,8 +39,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from alloc.sim import ClusterSpec, SyntheticWorkload  # noqa: E402
-from alloc.sim.engine import simulate  # noqa: E402
+from alloc.sim import SyntheticWorkload  # noqa: E402
+from alloc.sim.synergy import cluster, legacy_summary, simulate_synergy  # noqa: E402
 
 SHORT = {"proportional": "prop", "synergy-tune": "tune", "synergy-opt": "opt",
          "synergy-greedy": "greedy"}
@@ -50,20 +50,19 @@ KEYS = ("mean_jct_s", "p99_jct_s", "makespan_s", "jobs_measured", "wall_time_s",
 
 def one(task):
     servers, rate, mix, order, allocator, window, seed, opt_limit, horizon_h = task
-    spec = ClusterSpec(servers, 8, 24000, 512000)
+    cl = cluster(servers, 8, 24000, 512000)
     w = SyntheticWorkload(rate, (20, 70, 10), mix, seed=seed)
     cap = (window[1] / rate + horizon_h) * 3600.0
     c0 = time.process_time()
-    r = simulate(spec, w, order=order, allocator=allocator, window=window,
-                 opt_time_limit=opt_limit, max_time_s=cap)
-    s = r.summary()
+    r = simulate_synergy(cl, w, order=order, allocator=allocator, window=window,
+                         opt_time_limit=opt_limit, max_time_s=cap)
+    s = legacy_summary(r)
     out = {k: s[k] for k in KEYS}
     out["cpu_s"] = time.process_time() - c0
+    full = r.summary()
+    out["steps"], out["time"] = full["steps"], full["time"]
     out.update(mix=mix, order=order, jobs_per_hour=rate, allocator=allocator,
-               gpus=spec.total_gpus, cap_h=cap / 3600)
-    if allocator == "synergy-opt":
-        out["opt_rounds"] = r.stats.get("opt_rounds", 0)
-        out["opt_optimal"] = r.stats.get("opt_optimal", 0)
+               gpus=cl.total_gpus, cap_h=cap / 3600)
     return out
 
 

@@ -285,3 +285,21 @@ def test_the_preemption_step_may_prefer_a_packed_placement():
         return p.place(SimpleNamespace(active_jobs=active), cl, {"job_order": [4, 0, 2, 1, 3]})
     assert decide() == ([1, 3], {4: [2, 3, 6, 7]})                  # lowest-ranked, spread
     assert decide(preempt_packed=True) == ([2, 3], {4: [4, 5, 6, 7]})   # one node
+
+
+def test_an_order_from_the_registry_instead_of_blox_job_order():
+    """With order="las" the adapter ranks by the GPU-seconds each job held on
+    Blox's clock, whatever Blox's job_order says; srtf is refused."""
+    cl = blox_cluster(1, 2)
+    cl.time = 0.0
+    active = {1: {"num_GPUs": 2, "is_running": False, "submit_time": 0.0}}
+    policy = AllocPlacement(order="las")
+    stop, launch = policy.place(SimpleNamespace(active_jobs=active), cl, {"job_order": [1]})
+    assert launch == {1: [0, 1]}
+    apply(active, cl.gpu_df, stop, launch)
+    cl.time = 300.0                     # job 1 has held 2 GPUs for 300 s
+    active[2] = {"num_GPUs": 2, "is_running": False, "submit_time": 250.0}
+    stop, launch = policy.place(SimpleNamespace(active_jobs=active), cl, {"job_order": [1, 2]})
+    assert stop == [1] and launch == {2: [0, 1]}
+    with pytest.raises(InputError, match="order policy 'srtf' needs duration"):
+        AllocPlacement(order="srtf")

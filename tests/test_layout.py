@@ -14,11 +14,12 @@ function.
   goes from the family to its algorithm in one step.
 * Outside the families and the engines, only the modules of `ENGINE_USERS`
   import an engine (the simulators go through a family's package).
-* The simulators (`alloc/sim/`) import a family's package, never a module
-  inside it: a round goes through `allocate()` or through what the family's
-  package exposes (Synergy's fast round).  The event-driven simulators of
-  Gandiva and AntMan, which run the family's own scheduler objects over time,
-  are the named exceptions (`SIM_DRIVES`).
+* The simulator (`alloc/sim/`) imports a family's package, never a module
+  inside it: a round goes through a session.  The event-driven
+  reproductions of Gandiva and AntMan, which run the family's own scheduler
+  objects over time, are the named exceptions (`SIM_DRIVES`).
+* The scheduling layer (`alloc/sched/`) imports no solver family; the
+  experiments and sweeps import a family's package, never a module inside it.
 * The import graph of `alloc/` has no cycle.  The one edge allowed to close
   one is the registry's lazy import of the family packages it names in
   `FAMILIES` (inside a function, by name); the test removes exactly those.
@@ -233,11 +234,20 @@ def test_the_simulators_import_only_the_families_packages(path):
     assert inner <= SIM_DRIVES.get(mod, set()), f"{mod} imports a family's internals: {inner}"
 
 
-def test_the_round_simulator_imports_the_synergy_package():
-    """The known edge: the round simulator's fast path is Synergy's public
-    fast round, through the package."""
-    found = {t for t, _, _ in imports(MODULES["alloc.sim.engine"])}
-    assert "alloc.solvers.synergy" in found
+@pytest.mark.parametrize("path", sorted([*(ROOT / "experiments").rglob("*.py"),
+                                          *(ROOT / "sweep").rglob("*.py")]),
+                         ids=lambda p: str(p.relative_to(ROOT)))
+def test_experiments_and_sweeps_import_only_the_families_packages(path):
+    inner = {t for t, _, _ in imports(path)
+             if family_of(t) is not None and len(t.split(".")) > 3}
+    assert not inner, f"{module_name(path)} imports a family's internals: {inner}"
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "sched").rglob("*.py")),
+                         ids=lambda p: str(p.relative_to(ROOT)))
+def test_the_scheduling_layer_imports_no_family(path):
+    fams = {t for t, _, _ in imports(path) if family_of(t) is not None}
+    assert not fams, f"{module_name(path)} imports a solver family: {fams}"
 
 
 def import_graph() -> nx.DiGraph:

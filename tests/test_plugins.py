@@ -63,19 +63,19 @@ def test_plugin_through_allocate_and_session(installed):
 
 
 def test_plugin_in_the_simulator(installed):
-    from alloc.sim import ClusterSpec, SyntheticWorkload
-    from alloc.sim.engine import simulate
+    from dataclasses import replace
+    from alloc.sim import SyntheticWorkload
     from alloc.sim.cli import build
-    jobs = SyntheticWorkload(12.0, (40, 40, 20), "multi", seed=1).take(12)
-    for j in jobs:
-        j.work_s = min(j.work_s, 3600.0)
-    res = simulate(ClusterSpec(1, 8, 24000, 512000), jobs, allocator=NAME, check=True)
-    assert len(res.jct) == 12
+    from alloc.sim.synergy import cluster, simulate_synergy
+    jobs = [replace(j, duration_s=min(j.duration_s, 3600.0))
+            for j in SyntheticWorkload(12.0, (40, 40, 20), "multi", seed=1).take(12)]
+    res = simulate_synergy(cluster(1), jobs, allocator=NAME)
+    assert len(res.jct()) == 12
     doc = {"cluster": {"servers": 1, "gpus_per_server": 8, "cpu_per_server": 24000,
                        "mem_per_server": 512000},
            "workload": {"jobs_per_hour": 4, "window": [0, 3]}, "allocator": ENTRY}
-    sim, _ = build(doc)
-    assert sim.allocator == ENTRY
+    run, _ = build(doc)
+    assert run.allocator == ENTRY
 
 
 def test_plugin_through_the_service(installed):

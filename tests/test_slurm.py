@@ -258,6 +258,7 @@ def test_command_line_once(slurm, tmp_path, monkeypatch, capsys):
     (d,) = [json.loads(x) for x in out.read_text().splitlines() if json.loads(x)["job"] == jid]
     assert d["action"] == "start" and d["cycle"] == 1 and sum(d["gpus"].values()) == 2
     assert "cycle 1:" in capsys.readouterr().err
-    with pytest.raises(SystemExit) as exc:
-        main(["slurm", "run", "--order", "nope"])
-    assert exc.value.code == 2
+    assert main(["slurm", "run", "--order", "nope"]) == 2          # orders: the registry's
+    assert "unknown order policy 'nope'" in capsys.readouterr().err
+    assert main(["slurm", "run", "--order", "srtf"]) == 2          # needs run times
+    assert "order policy 'srtf' needs duration" in capsys.readouterr().err

@@ -1,6 +1,6 @@
-"""Tiresias' discretised 2D-LAS order: queues on attained GPU-seconds, FIFO
-within a queue, starvation promotion; the order in the simulator and in
-``alloc simulate`` configurations."""
+"""Tiresias' discretised 2D-LAS order (``tiresias`` in the registry): queues on
+attained GPU-seconds, FIFO within a queue, starvation promotion; the order in
+the simulator and in ``alloc simulate`` configurations."""
 import json
 import math
 from pathlib import Path
@@ -8,31 +8,32 @@ from types import SimpleNamespace
 
 import pytest
 
-from alloc.sim import ClusterSpec, SyntheticWorkload
-from alloc.sim.engine import simulate
+from alloc import Cluster
+from alloc.errors import InputError
+from alloc.sched import Context, get_policy
+from alloc.sched.orders.queues import PROMOTE_KNOB, THRESHOLDS, DiscretisedLas, queue
 from alloc.sim.cli import build, simulate_main
-from alloc.sim.policies import (ORDERS, STATIC, TIRESIAS_PROMOTE_KNOB, TIRESIAS_THRESHOLDS,
-                                order_jobs, tiresias_key, tiresias_queue)
 
 DATA = Path(__file__).parent / "data"
-TOT = (16, 48000, 1024000)
-T1 = TIRESIAS_THRESHOLDS[0]
+T1 = THRESHOLDS[0]
 
 
-def job(jid, arrival, gpus=1, attained=0.0, last_run=None):
-    return SimpleNamespace(id=jid, arrival=float(arrival), gpus=gpus, attained=float(attained),
-                           last_run=float(arrival if last_run is None else last_run))
+def job(jid, arrival, gpus=1, attained=0.0, last_run=None, running=False):
+    return SimpleNamespace(id=jid, arrival_s=float(arrival), gpus=gpus,
+                           attained_gpu_s=float(attained), running=running,
+                           last_run_s=float(arrival if last_run is None else last_run))
 
 
-def ids(jobs, now, order="tiresias"):
-    return [j.id for j in order_jobs(jobs, order, now, TOT)]
+def ids(jobs, now, order="tiresias", **params):
+    pol = get_policy("order", order).build(**params)
+    return pol.rank(jobs, Context(now, 1, Cluster(())))
 
 
 def test_queue_index():
-    assert tiresias_queue(0.0) == 0
-    assert tiresias_queue(T1 - 1) == 0
-    assert tiresias_queue(T1) == 1
-    assert [tiresias_queue(a, (10, 20)) for a in (0, 10, 15, 20, 99)] == [0, 1, 1, 2, 2]
+    assert queue(0.0) == 0
+    assert queue(T1 - 1) == 0
+    assert queue(T1) == 1
+    assert [queue(a, (10, 20)) for a in (0, 10, 15, 20, 99)] == [0, 1, 1, 2, 2]
 
 
 def test_lower_queue_first_regardless_of_arrival():
@@ -46,8 +47,6 @@ def test_lower_queue_first_regardless_of_arrival():
 
 
 def test_fifo_within_a_queue():
-    """Inside a queue the earlier arrival goes first, not the smaller
-    attained service (that would be continuous LAS)."""
     now = 5000.0
     a = job("a", 0, attained=3000.0, last_run=now)
     b = job("b", 100, attained=10.0, last_run=now)
@@ -60,44 +59,44 @@ def test_fifo_within_a_queue():
 
 
 def test_starvation_promotion():
-    """A queue-1 job that waited longer than PROMOTEKNOB x its executed time
-    goes back to queue 0 (then FIFO by arrival), and not before."""
     executed = 1000.0                            # 4 GPUs x 1000 s = 4000 GPU-s: queue 1
     last = 10_000.0
     starving = job("s", 0, gpus=4, attained=4 * executed, last_run=last)
     fresh = job("f", 9000, gpus=1, attained=0.0)
-    limit = TIRESIAS_PROMOTE_KNOB * executed
+    limit = PROMOTE_KNOB * executed
     assert ids([fresh, starving], last + limit - 1) == ["f", "s"]     # not yet
     assert ids([fresh, starving], last + limit + 1) == ["s", "f"]     # promoted, earlier arrival
     late = job("s2", 9500, gpus=4, attained=4 * executed, last_run=last)
     assert ids([fresh, late], last + limit + 1) == ["f", "s2"]        # promoted, FIFO in queue 0
 
 
-def test_promotion_knob():
-    key = tiresias_key(thresholds=(100.0,), promote_knob=math.inf)
+def test_promotion_knob_and_bad_parameters():
     j = job("j", 0, gpus=1, attained=200.0, last_run=0.0)
-    assert key(j, 1e12, TOT)[0] == 1                                  # never promoted
-    key2 = tiresias_key(thresholds=(100.0,), promote_knob=2.0)
-    assert key2(j, 399.0, TOT)[0] == 1 and key2(j, 401.0, TOT)[0] == 0
-    with pytest.raises(ValueError, match="thresholds"):
-        tiresias_key(thresholds=(10.0, 5.0))
-    with pytest.raises(ValueError, match="promote_knob"):
-        tiresias_key(promote_knob=0)
+    ctx = lambda t: Context(t, 1, Cluster(()))  # noqa: E731
+    assert DiscretisedLas(thresholds=(100.0,), promote_knob=math.inf).key(j, ctx(1e12)) == 1
+    k2 = DiscretisedLas(thresholds=(100.0,), promote_knob=2.0)
+    assert k2.key(j, ctx(399.0)) == 1 and k2.key(j, ctx(401.0)) == 0
+    with pytest.raises(InputError, match="thresholds"):
+        get_policy("order", "tiresias").build(thresholds=[10.0, 5.0])
+    with pytest.raises(InputError, match="promote_knob"):
+        get_policy("order", "tiresias").build(promote_knob=0)
 
 
 def test_registered_and_not_static():
-    assert "tiresias" in ORDERS and "tiresias" not in STATIC
+    info = get_policy("order", "tiresias")
+    assert info.needs == {"attained"} and not info.build().static
 
 
 def test_simulation_runs_with_tiresias():
-    cl = ClusterSpec(servers=2, gpus_per_server=8, cpu_per_server=24000, mem_per_server=512000)
-    jobs = SyntheticWorkload(12.0, (40, 40, 20), "multi", seed=3).take(40)
-    for j in jobs:
-        j.work_s = min(j.work_s, 4 * 3600.0)
-    res = simulate(cl, jobs, order="tiresias", allocator="synergy-tune", check=True)
-    assert len(res.jct) == len(jobs)
-    fifo = simulate(cl, jobs, order="fifo", allocator="synergy-tune")
-    assert res.jct != fifo.jct                  # the order changes who waits
+    from dataclasses import replace
+    from alloc.sim import SyntheticWorkload
+    from alloc.sim.synergy import cluster, simulate_synergy
+    jobs = [replace(j, duration_s=min(j.duration_s, 4 * 3600.0))
+            for j in SyntheticWorkload(12.0, (40, 40, 20), "multi", seed=3).take(40)]
+    res = simulate_synergy(cluster(2), jobs, order="tiresias", allocator="synergy-tune")
+    assert len(res.jct()) == len(jobs)
+    fifo = simulate_synergy(cluster(2), jobs, order="fifo", allocator="synergy-tune")
+    assert res.jct() != fifo.jct()                  # the order changes who waits
 
 
 def test_simulate_config_accepts_tiresias(tmp_path):

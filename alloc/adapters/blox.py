@@ -40,6 +40,14 @@ call costs what changed, not what runs.  ``reconcile="full"`` states every
 running job every round, and `AllocPlacement.reconcile_all` asks for one full
 statement at the next round.
 
+The order is Blox's (``job_order``), or, with ``order=NAME``, any order
+policy of alloc's registry (``alloc policies --kind order``, a plug-in's
+too) over what the adapter knows of each job: its ``submit_time`` (else
+when it was first seen), GPUs, whether it runs and the GPU-seconds it has
+held, on Blox's clock (``cluster_state.time``; the round number when Blox
+gives none); an order that needs what Blox's jobs do not give is refused in
+one line.
+
 With ``preempt="order"`` (the default) a running job ranked below a waiting
 job that cannot otherwise be placed is suspended for it, lowest-ranked first,
 as few as possible ([alloc.preempt][]): on 1-GPU jobs the same jobs launch
@@ -113,6 +121,9 @@ class AllocPlacement:
     reconcile : {"changes", "full"}
         Tell the session only the jobs whose GPUs changed since the last
         round (default), or every running job every round.
+    order : str, optional
+        A registered order policy, ``NAME[:KEY=VALUE,...]``, instead of
+        Blox's ``job_order`` (default: Blox's).
     **session
         Any other [Session][alloc.session.Session] setting (``move_cost``,
         ``seed``, ``models``, ...), passed through.
@@ -136,7 +147,8 @@ class AllocPlacement:
     def __init__(self, args: Any = None, *, solver: str = "best-fit",
                  objective: str | None = None, time_limit: float | None = None,
                  max_moves: int = 0, preempt: str | None = "order",
-                 options: Mapping | None = None, reconcile: str = "changes", **session: Any):
+                 options: Mapping | None = None, reconcile: str = "changes",
+                 order: str | None = None, **session: Any):
         from .settings import check_session_settings
         if reconcile not in RECONCILE:
             raise InputError(f"reconcile: expected one of {', '.join(RECONCILE)}, got "
@@ -145,6 +157,12 @@ class AllocPlacement:
             dict(solver=solver, objective=objective, time_limit=time_limit, max_moves=max_moves,
                  preempt=preempt, options=options, **session), "blox")
         self.reconcile = reconcile
+        self.order = None
+        if order is not None:
+            from ..sched.views import build_order
+            self.order, _ = build_order(order)
+        self._ranker: Any = None
+        self._rounds = 0
         self.session: Session | None = None
         self._nodes: dict = {}          # node id -> [(Local_GPU_ID, GPU_ID)]
         self._keys: dict = {}           # alloc's GPU name -> GPU_ID
@@ -179,9 +197,13 @@ class AllocPlacement:
         for g in running.values():
             g.sort()
         self._tell(running, active)
-        order = [x[0] if isinstance(x, tuple) else x
-                 for x in (new_job_schedule or {}).get("job_order", ())]
-        s.set_order([j for j in order if j in active], where="job_order")
+        self._rounds += 1
+        if self.order is not None:
+            self._rank(active, getattr(cluster_state, "time", self._rounds))
+        else:
+            order = [x[0] if isinstance(x, tuple) else x
+                     for x in (new_job_schedule or {}).get("job_order", ())]
+            s.set_order([j for j in order if j in active], where="job_order")
         res = self.last = s.step()
         terminate = list(res.stop) + [p.job for p in res.move]
         launch = {p.job: list(res.gpus[p.job]) for p in res.start + res.move}
@@ -204,6 +226,17 @@ class AllocPlacement:
             self.last_reconciled = s.reconcile(changed, stopped=ended, where="gpu_df")
         else:
             self.last_reconciled = None
+
+    def _rank(self, active: Mapping, now: float) -> None:
+        """The session's order from the registry's order policy."""
+        from ..sched.views import Ranker
+        if self._ranker is None:
+            self._ranker = Ranker(self._live, self.order)
+        for jid, job in active.items():
+            t = job.get("submit_time") if isinstance(job, Mapping) else None
+            self._ranker.arrival.setdefault(jid, float(t) if isinstance(t, (int, float))
+                                            else float(now))
+        self._ranker.rank(float(now))
 
     # ------------------------------------------------------------- syncing
     def _sync_cluster(self, rows: list[dict], server_map: Mapping) -> None:

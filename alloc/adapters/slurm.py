@@ -38,10 +38,14 @@ Each cycle (``cycle``):
    the session's ids), ended jobs finished, then one
    [reconcile][alloc.session.Session.reconcile] with what runs (the GPUs
    Slurm bound; jobs released and not started yet where alloc put them);
-   the order (``fifo``: submission; ``las``: least GPU-seconds attained
-   while this controller watched, counted in steps of ``las_quantum``, then
-   submission -- the discretised LAS of Tiresias, which keeps a job from
-   being stopped for one that has run a few seconds less);
+   the order, any order policy of the registry (``alloc policies --kind
+   order``, a plug-in's too) over what the controller knows of each job: its
+   submission time, GPUs, priority and the GPU-seconds it held while this
+   controller watched (``fifo``: submission; ``las``: least GPU-seconds
+   attained, counted in steps of ``las_quantum``, then submission -- which
+   keeps a job from being stopped for one that has run a few seconds less;
+   an order that needs what Slurm's jobs do not give, such as ``srtf``'s run
+   times, is refused in one line);
 3. one round (``Session.step``), preemption by order unless ``preempt`` is
    ``"never"``;
 4. act: a preempted job is requeued held (``scontrol requeuehold``; one
@@ -75,9 +79,6 @@ from .scontrol import Node, Scontrol, SlurmError, SlurmJob
 
 if TYPE_CHECKING:
     from ..session import Session
-
-ORDERS = ("fifo", "las")
-
 
 @dataclass(frozen=True)
 class Cycle:
@@ -122,8 +123,8 @@ class Controller:
         How Slurm is reached (default: ``scontrol`` with ``$SLURM_CONF``).
     solver : str
         A registered solver (default ``"best-fit"``).
-    order : {"fifo", "las"}
-        The job order.
+    order : str
+        A registered order policy, ``NAME[:KEY=VALUE,...]`` (default ``fifo``).
     preempt : {"order", "never"}
         Preemption by order, or none.
     time_limit : float, optional
@@ -161,8 +162,6 @@ class Controller:
                  max_moves: int = 0, decisions=None, start_timeout: float = 60.0,
                  las_quantum: float = 600.0, topology=None, options=None,
                  log: IO | None = None, **session: Any):
-        if order not in ORDERS:
-            raise InputError(f"order: expected one of {', '.join(ORDERS)}, got {order!r}")
         if preempt not in ("order", "never"):
             raise InputError(f"preempt: expected 'order' or 'never', got {preempt!r}")
         from ..registry import get_solver
@@ -178,6 +177,11 @@ class Controller:
             raise InputError(f"las_quantum: expected a positive number of GPU-seconds, got "
                              f"{las_quantum!r}")
         self.las_quantum = float(las_quantum)
+        from ..sched.views import build_order, parse_spec
+        name, params = parse_spec(order) if isinstance(order, str) else (order, {})
+        if name == "las":
+            params.setdefault("quantum_gpu_s", self.las_quantum)
+        self._order, _ = build_order((name, params))
         self.log = log if log is not None else sys.stderr
         self._decisions = decisions
         self._out: Any = None           # the decisions file, once written to
@@ -298,10 +302,11 @@ class Controller:
                 waiting.append(jid)              # on its way to where alloc put it
         running.update(self._refit(waiting, running, errors))
         s.reconcile(running, where="slurm")
-        q = self.las_quantum
-        key = (lambda i: tr.submit[i]) if self.order == "fifo" else \
-            (lambda i: (int(tr.service.get(i, 0.0) // q), tr.submit[i]))
-        s.set_order(sorted(s.jobs, key=key), where=self.order)
+        from ..sched.views import View, rank
+        views = [View(i, tr.submit[i][0], j.gpus, attained_gpu_s=tr.service.get(i, 0.0),
+                      running=j.current is not None, priority=j.priority)
+                 for i, j in s.jobs.items()]
+        s.set_order(rank(self._order, views, now, s.cluster, self.number), where="order")
 
     def _refit(self, waiting: list, running: dict, errors: list) -> dict:
         """GPUs of the jobs released (or moving) and not started yet: the
@@ -492,9 +497,9 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--cycles", type=int, default=None, metavar="N",
                    help="with --interval: stop after N cycles (default: run until interrupted)")
     r.add_argument("--solver", default="best-fit", help="solver (default: best-fit)")
-    r.add_argument("--order", default="fifo", choices=ORDERS,
-                   help="job order: fifo (submission) or las (least attained GPU-seconds) "
-                        "(default: fifo)")
+    r.add_argument("--order", default="fifo", metavar="NAME",
+                   help="job order: a registered order policy, NAME[:KEY=VALUE,...] (see "
+                        "`alloc policies --kind order`; default: fifo, by submission)")
     r.add_argument("--preempt", default="order", choices=("order", "never"),
                    help="stop running jobs for higher-ranked held ones (default: order)")
     r.add_argument("--decisions", default=None, metavar="FILE",
@@ -590,4 +595,4 @@ def read_topology(path, nodes=None):
     return read_topology_conf(path, nodes)
 
 
-__all__ = ["Controller", "Cycle", "ORDERS", "read_topology", "slurm_main"]
+__all__ = ["Controller", "Cycle", "read_topology", "slurm_main"]

@@ -33,7 +33,7 @@ from typing import Sequence
 import numpy as np
 
 from ..errors import InputError
-from ..solvers.fgd.engine import (MILLI, POLICIES, ClusterState, FragModel, Pod, make_policy,
+from ..solvers.fgd import (MILLI, POLICIES, ClusterState, FragModel, Pod, make_policy,
                                   simulate, simulate_moves)
 
 NCOLS = 131  # x = 0..130

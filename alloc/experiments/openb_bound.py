@@ -44,7 +44,7 @@ from typing import Sequence
 import numpy as np
 
 from ..deadline import Deadline
-from ..solvers.fgd.engine import MILLI, Pod
+from ..solvers.fgd import MILLI, Pod
 
 
 @dataclass

@@ -28,7 +28,7 @@ from typing import Sequence
 from ..gpukey import GpuKey, server_of
 from ..errors import InputError
 from ..model import Cluster, Job
-from ..solvers.fgd.engine import ClusterState, Pod
+from ..solvers.fgd import ClusterState, Pod
 
 
 class SessionPolicy:
@@ -51,7 +51,7 @@ class SessionPolicy:
     Examples
     --------
     >>> from alloc import Cluster, Server
-    >>> from alloc.solvers.fgd.engine import Pod
+    >>> from alloc.solvers.fgd import Pod
     >>> pol = SessionPolicy("best-fit", Cluster((Server("n0", 8000, 65536, 2, "V100"),)))
     >>> pol.select(None, Pod(c=1000, mem=1024, k=1, m=500))
     (0, [0])

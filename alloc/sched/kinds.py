@@ -80,6 +80,8 @@ class JobView(Protocol):
         The caller's priority (higher first; 0 by default).
     extra : mapping
         The workload's other columns (for example ``iterations``), read-only.
+    min_gpus, max_gpus : int or None
+        An elastic job's range of GPU counts (None: ``gpus`` only).
     """
     id: str
     arrival_s: float
@@ -94,6 +96,8 @@ class JobView(Protocol):
     last_run_s: float
     priority: int
     extra: Mapping[str, Any]
+    min_gpus: int | None
+    max_gpus: int | None
 
 
 @dataclass(frozen=True)
@@ -201,7 +205,9 @@ class KeyOrder:
     Subclasses define ``key(job, ctx)``; ties go to the earlier arrival, then
     the lower id.  ``static`` declares that a waiting job's key does not
     change while it waits (it depends only on its own progress), so a
-    simulator may keep the queue sorted incrementally.
+    simulator may keep the queue sorted incrementally; ``frozen`` that a
+    job's key does not change while it runs either (it reads neither progress
+    nor time: FIFO, priority), so a simulator keeps every job sorted.
 
     ``starvation_s`` (None: off) puts first every waiting job that has not
     held GPUs for more than that many seconds (since it last ran, or since it
@@ -224,6 +230,7 @@ class KeyOrder:
     """
     preemptive: bool = True
     static: bool = False
+    frozen: bool = False
     starvation_s: float | None = None
 
     def key(self, job: JobView, ctx: Context) -> Any:
@@ -363,6 +370,11 @@ class Control(Protocol):
     def resize(self, job_id: str, size: Size) -> None:
         """Give a job another size (a running one restarts at it: counted)."""
 
+    def set_fields(self, job_id: str, **fields: Any) -> None:
+        """Give a waiting job other fields for the rounds to come: its
+        ``priority``, ``tenant``, ``guaranteed`` (HiveD's guarantee),
+        ``locality``, ``gpu_types``, ... (`alloc.sim.jobs.JOB_FIELDS`)."""
+
     def placement(self, job_id: str) -> Any:
         """Where a job runs (its [`Placement`][alloc.model.Placement]), None
         when it waits."""
@@ -380,9 +392,10 @@ class Mechanism(Protocol):
 
     The simulator calls the hooks in this order: `start` once; at each
     instant, `on_event` for each event (finishes, server events, arrivals,
-    then timers); at each round, `before_step` (after admission, sizing,
-    shares and order have made the round's candidates) and `after_step` with
-    the [`RoundResult`][alloc.session.RoundResult].  A hook acts through
+    then timers); at each round, `before_round` (first: it may change jobs'
+    fields, holds and sizes before the policies look), `before_step` (after
+    admission, sizing, shares and order have made the round's candidates)
+    and `after_step` with the [`RoundResult`][alloc.session.RoundResult].  A hook acts through
     `Control`; what it returns is ignored.  `BaseMechanism` has a no-op for
     each hook, so that a mechanism writes only those it needs.
 
@@ -415,6 +428,9 @@ class Mechanism(Protocol):
     def on_event(self, event: Event, ctl: Control) -> None:
         """Each event of the run, in time order."""
 
+    def before_round(self, ctl: Control) -> None:
+        """At the start of each round, before the policies."""
+
     def before_step(self, ctl: Control) -> None:
         """Before each round's ``Session.step``."""
 
@@ -430,6 +446,9 @@ class BaseMechanism:
 
     def on_event(self, event: Event, ctl: Control) -> None:
         """Each event of the run, in time order."""
+
+    def before_round(self, ctl: Control) -> None:
+        """At the start of each round, before the policies."""
 
     def before_step(self, ctl: Control) -> None:
         """Before each round's ``Session.step``."""

@@ -23,8 +23,9 @@ job id (and by pair key ``"a+b"``); the simulator's round mechanism turns
 them into placements ([`plan_round`][alloc.shares.rounds.plan_round]).
 
 ``weights="attained"`` weighs each job by the inverse of its attained
-service (GPU-seconds, at least one round's worth), normalised to a largest
-weight of 1: Tiresias' least attained service folded into Gavel's weights.
+service (seconds held times its GPUs, at least one round's worth),
+normalised to a largest weight of 1: Tiresias' least attained service folded
+into Gavel's weights.
 """
 from __future__ import annotations
 
@@ -38,6 +39,9 @@ from ..options import Option
 COMMON = (
     Option("time_limit", "float", 30.0, "seconds each solve may take", minimum=0.001),
     Option("weights", "str", "equal", "per-job priority weights", choices=("equal", "attained")),
+    Option("pairs", "bool", None, "offer the pairs of jobs that may share GPUs (default: the "
+           "policy's space_sharing, else none)", nullable=True),
+    Option("seed", "int", 0, "seed of randomised policies (plus the round number)"),
 )
 
 
@@ -69,7 +73,7 @@ def shares_problem(jobs: Sequence[Any], ctx: Any, *, pairs: bool = False,
     elapsed = np.array([now - j.arrival_s for j in jobs])
     iso = np.array([(iso_time or {}).get(j.id, 0.0) for j in jobs])
     if weights == "attained":
-        att = np.array([j.attained_gpu_s for j in jobs])
+        att = np.array([j.attained_s * j.gpus for j in jobs])
         w = 1.0 / np.maximum(att, ctx.round_s or 1.0)
         w = w / w.max() if m else w
     else:
@@ -82,13 +86,12 @@ def shares_problem(jobs: Sequence[Any], ctx: Any, *, pairs: bool = False,
 
 
 def _pairs(jobs, types, prog, sf, Pair) -> tuple:
-    rows = getattr(prog, "pair_table", None)
     m = len(jobs)
     a, b = np.triu_indices(m, 1)
     same = sf[a] == sf[b]
     a, b = a[same], b[same]
-    if rows is not None:
-        PT = rows([jobs[i] for i in a], [jobs[i] for i in b], types)
+    if hasattr(prog, "pair_array"):       # the whole table at once
+        PT = prog.pair_array(prog.rows(jobs), a, b, types)
     else:
         PT = np.array([[prog.pair_rates(jobs[x], jobs[y], t) for t in types]
                        for x, y in zip(a, b)]).reshape(len(a), len(types), 2)
@@ -106,6 +109,10 @@ class GavelShares:
     time_limit : float
         Seconds each solve may take.
     weights : {"equal", "attained"}
+    pairs : bool or None
+        Offer pairs of jobs sharing GPUs (None: the ``space_sharing`` option).
+    seed : int
+        Seed of randomised policies: round ``k`` solves with ``seed + k - 1``.
     **options
         The policy's own options (``space_sharing``, ``within``).
 
@@ -118,12 +125,15 @@ class GavelShares:
     """
 
     def __init__(self, policy: str, time_limit: float = 30.0, weights: str = "equal",
-                 **options: Any) -> None:
+                 pairs: bool | None = None, seed: int = 0, **options: Any) -> None:
         self.policy = policy
         self.time_limit = time_limit
         self.weights = weights
+        self.seed = seed
         self.options = dict(options)
-        self.space_sharing = bool(options.get("space_sharing", False))
+        self.space_sharing = bool(options.get("space_sharing", False)) if pairs is None \
+            else bool(pairs)
+        self.statuses: dict[str, int] = {}
         self.agnostic = policy.endswith("-agnostic")
         self.last_problem: Any = None
         self.last_result: Any = None
@@ -160,9 +170,10 @@ class GavelShares:
             return {}
         iso = (p.throughput * isolated_shares(p)).sum(axis=1)
         self._iso_rate = {jid: float(r) for jid, r in zip(p.job_ids, iso)}
-        res = solve_shares(p, self.policy, time_limit=self.time_limit, seed=ctx.round,
-                           **self.options)
+        res = solve_shares(p, self.policy, time_limit=self.time_limit,
+                           seed=self.seed + ctx.round - 1, **self.options)
         self.last_problem, self.last_result = p, res
+        self.statuses[res.status.value] = self.statuses.get(res.status.value, 0) + 1
         out: dict[str, dict[str, float]] = {}
         for i, jid in enumerate(p.job_ids):
             out[jid] = {t: float(res.X[i, c]) for c, t in enumerate(p.gpu_types)}

@@ -5,6 +5,9 @@ Endpoints (JSON in, JSON out; the file formats of the design notes inside):
 
 * ``GET /healthz`` -- liveness (no token needed);
 * ``GET /v1/solvers`` -- registered solvers, their capabilities and options;
+* ``GET /v1/policies`` -- registered scheduling policies (``?kind=order``); a
+  session created with ``order_policy`` ranks its jobs with one before each
+  round;
 * ``POST /v1/solve`` -- an ``alloc.instance/1`` and settings -> an
   ``alloc.allocation/1``;
 * ``POST /v1/check`` -- an instance and an allocation -> its violations;

@@ -73,6 +73,12 @@ class SessionIn(Settings):
                                               description="inline models (alloc.model/1)")
     jobs: list[JobDoc] = Field(default_factory=list)
     name: str = Field("session", max_length=256)
+    order_policy: str | None = Field(
+        None, max_length=512,
+        description="a registered order policy (GET /v1/policies?kind=order), "
+                    "NAME[:KEY=VALUE,...]: each round ranks the jobs with it (submission time, "
+                    "GPUs, priority, GPU-seconds held on the service's clock) and sets the "
+                    "session's order; not with 'order'")
 
 
 class Submit(_Strict):
@@ -200,6 +206,18 @@ class SolverOut(BaseModel):
     options: list[OptionOut]
     description: str
     restricts: str
+
+
+class PolicyOut(BaseModel):
+    """A registered scheduling policy."""
+    kind: Literal["admission", "order", "placement", "sizing", "shares", "mechanism"]
+    name: str
+    summary: str
+    needs: list[str]
+    params: list[OptionOut]
+    origin: str
+    available: bool
+    unavailable_reason: str | None
 
 
 class CheckOut(BaseModel):

@@ -2,6 +2,7 @@
 threads; the library calls inside are the ones a Python scheduler makes)."""
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from fastapi import FastAPI, Query
@@ -9,6 +10,7 @@ from fastapi.responses import JSONResponse
 
 from .. import __version__
 from ..deadline import DEFAULT_TIME_LIMIT
+from ..errors import InputError
 from . import models as m
 from .errors import Refused
 from .schemas import ref
@@ -58,6 +60,14 @@ def add_routes(app: FastAPI, auth) -> None:
         """Registered solvers: exact or heuristic, available or why not,
         capabilities, declared options."""
         return [info.to_dict() for info in solvers().values()]
+
+    @app.get("/v1/policies", response_model=list[m.PolicyOut], dependencies=deps,
+             responses=_errs(400, 401), tags=["library"])
+    def list_policies(kind: str | None = Query(None, description="one kind only")):
+        """Registered scheduling policies (``alloc policies``): kind, name,
+        summary, needs and parameters."""
+        from ..sched import policies
+        return [p.to_dict() | {"kind": p.kind} for p in policies(kind)]
 
     @app.post("/v1/solve", dependencies=deps, tags=["library"],
               responses={200: {"content": {"application/json": {"schema": ref("Allocation")}},
@@ -122,10 +132,16 @@ def add_session_routes(app: FastAPI, deps, cfg, store) -> None:
         if body.models:
             doc["models"] = body.models
         inst = instance_from_dict(doc, "session")
+        if body.order_policy is not None and body.order is not None:
+            raise InputError("order_policy: give an order policy or an explicit order, not both")
         s = Session(inst.cluster, jobs=inst.jobs, models=inst.models, options=body.options,
                     time_limit=tl, order=body.order,
                     name=body.name, **_settings(body))
-        sid = store.add(s)
+        ranker = None
+        if body.order_policy is not None:
+            from ..sched.views import Ranker
+            ranker = Ranker(s, body.order_policy)
+        sid = store.add(s, ranker)
         return {"id": sid, "state": s.to_dict(jobs=False)}
 
     @app.get("/v1/sessions", response_model=m.SessionsOut, dependencies=deps,
@@ -173,6 +189,9 @@ def add_session_routes(app: FastAPI, deps, cfg, store) -> None:
         with store.use(sid) as s:
             tl = _time_limit(cfg, body.time_limit if body.time_limit is not None
                              else s.time_limit)
+            ranker = store.ranker(sid)
+            if ranker is not None:
+                ranker.rank(time.monotonic())
             r = s.step(time_limit=tl)
             out = r.to_dict(allocation=body.allocation)
         return JSONResponse({"session": sid, **out})

@@ -15,7 +15,7 @@ import threading
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Iterator
+from typing import Any, Iterator
 
 from ..session import Session
 
@@ -37,6 +37,7 @@ class Entry:
     created: float = field(default_factory=time.time)
     closed: bool = False
     used: float = 0.0  # the store's clock at the last request naming it
+    ranker: Any = None  # ranks the jobs with an order policy before each round
 
 
 class SessionStore:
@@ -61,15 +62,16 @@ class SessionStore:
         self._entries: dict[str, Entry] = {}
         self._expired: dict[str, None] = {}  # recent expired ids, for the message
 
-    def add(self, session: Session) -> str:
-        """Keep ``session``; returns its new id."""
+    def add(self, session: Session, ranker: Any = None) -> str:
+        """Keep ``session`` (and the `alloc.sched.views.Ranker` of its order
+        policy, if any); returns its new id."""
         with self._lock:
             self._expire()
             if len(self._entries) >= self.max_sessions:
                 raise TooManySessions(f"too many sessions ({self.max_sessions}); delete one "
                                       f"first")
             sid = secrets.token_urlsafe(9)
-            self._entries[sid] = Entry(sid, session, used=self._clock())
+            self._entries[sid] = Entry(sid, session, used=self._clock(), ranker=ranker)
             return sid
 
     def ids(self) -> list[str]:
@@ -120,6 +122,10 @@ class SessionStore:
                 yield e.session
             finally:
                 e.used = self._clock()
+
+    def ranker(self, sid: str) -> Any:
+        """The ranker of session ``sid`` (None: the caller's order)."""
+        return self._entry(sid).ranker
 
     def delete(self, sid: str) -> None:
         """Forget session ``sid`` (waits for a request using it to finish)."""

@@ -25,10 +25,7 @@ from .core import SERVER_EVENTS, ServerEvent, Simulator, simulate
 from .jobs import JobRecord, WorkloadJob
 from .progress import Alone, GavelTable, Progress, ProgressModel, Run, SynergyProfiles
 from .result import SimResult
-from .workload import MODEL_CLASSES, SimJob, SyntheticWorkload
-
-# the old round engine, until every reproduction runs on the simulator above
-from .engine import ClusterSpec  # noqa: E402
+from .workload import MODEL_CLASSES, SyntheticWorkload
 
 _GAVEL = ("GAVEL_CLUSTER", "GavelJob", "GavelResult", "SIM_POLICIES", "ThroughputTable",
           "gavel_workload", "simulate_gavel")
@@ -42,7 +39,6 @@ def __getattr__(name):
     raise AttributeError(name)
 
 
-__all__ = ["Alone", "ClusterSpec", "GavelTable", "JobRecord", "MODEL_CLASSES", "Progress",
-           "ProgressModel", "Run", "SERVER_EVENTS", "ServerEvent", "SimJob", "SimResult",
-           "Simulator", "SynergyProfiles", "SyntheticWorkload", "WorkloadJob", "simulate",
-           *_GAVEL]
+__all__ = ["Alone", "GavelTable", "JobRecord", "MODEL_CLASSES", "Progress", "ProgressModel",
+           "Run", "SERVER_EVENTS", "ServerEvent", "SimResult", "Simulator", "SynergyProfiles",
+           "SyntheticWorkload", "WorkloadJob", "simulate", *_GAVEL]

@@ -1,4 +1,5 @@
-"""``alloc simulate CONFIG.json [--out RESULT.json]``.
+"""``alloc simulate CONFIG.json [--out RESULT.json]``: Synergy's experiment
+from a configuration file, on the one simulator (`alloc.sim.synergy`).
 
 CONFIG (schema ``alloc/schemas/simulate.schema.json``):
 
@@ -11,25 +12,62 @@ CONFIG (schema ``alloc/schemas/simulate.schema.json``):
 ```
 
 A trace path is relative to the config file; ``trace_format`` is ``csv``
-(default) or ``philly``.  Bad input raises [`InputError`][alloc.errors.InputError]
-(one line naming the field, and the line for traces); `simulate_main`
-prints it and returns 2.
+(Synergy's trace CSV, default) or ``philly`` (models drawn by the class
+split).  ``order`` is any registered order policy.  Bad input raises
+[`InputError`][alloc.errors.InputError] (one line naming the field, and the
+line for traces); `simulate_main` prints it and returns 2.  The other form,
+``alloc simulate WORKLOAD --servers N ...``, is `alloc.sim.run_cli`.
 """
 from __future__ import annotations
 
 import argparse
 import json
 import sys
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Iterable
+from typing import Any, Iterable
 
 from ..errors import InputError
 from ..io import plain_numbers
-from .engine import ClusterSpec, Simulator
-from .policies import ORDERS
-from .workload import CLASS_ORDER, MODEL_CLASSES, SimJob, SyntheticWorkload
+from .jobs import WorkloadJob
+from .workload import CLASS_ORDER, MODEL_CLASSES, ModelAssigner, SyntheticWorkload
 
 DEFAULT_WINDOW = (4000, 4999)
+
+
+@dataclass
+class ConfigRun:
+    """A configuration's run, ready to go (`run` gives a result whose
+    ``summary()`` has the configuration form's keys)."""
+    cluster: Any
+    jobs: Iterable[WorkloadJob]
+    order: str
+    allocator: str
+    round_s: float
+    window: tuple[int, int] | None
+    max_time_s: float | None
+    span: bool
+    opt_time_limit: float
+    progress: bool = False
+
+    def run(self) -> "ConfigResult":
+        """Simulate (`alloc.sim.synergy.simulate_synergy`)."""
+        from .synergy import simulate_synergy
+        return ConfigResult(simulate_synergy(
+            self.cluster, self.jobs, order=self.order, allocator=self.allocator,
+            round_s=self.round_s, window=self.window, max_time_s=self.max_time_s,
+            span=self.span, opt_time_limit=self.opt_time_limit))
+
+
+@dataclass
+class ConfigResult:
+    """A configuration run's result."""
+    result: Any
+
+    def summary(self) -> dict:
+        """`alloc.sim.synergy.legacy_summary` of the run."""
+        from .synergy import legacy_summary
+        return legacy_summary(self.result)
 
 
 def _profiles():
@@ -38,14 +76,15 @@ def _profiles():
 
 
 def build(doc: dict, base: Path | None = None, source: str = "config"):
-    """Validate a config document; return ``(Simulator, config)``."""
+    """Validate a config document; return ``(ConfigRun, config)``."""
     from ..schema import schema_problems
+    from .synergy import cluster as make_cluster
     probs = schema_problems(doc, "simulate")
     if probs:
         raise InputError(probs, source)
     c = doc["cluster"]
-    spec = ClusterSpec(c["servers"], c["gpus_per_server"], c["cpu_per_server"],
-                       c["mem_per_server"])
+    cl = make_cluster(c["servers"], c["gpus_per_server"], c["cpu_per_server"],
+                      c["mem_per_server"])
     w = dict(doc.get("workload", {}))
     known, load_profile = _profiles()
     classes = w.get("classes") or {k: list(v) for k, v in MODEL_CLASSES.items()}
@@ -72,23 +111,29 @@ def build(doc: dict, base: Path | None = None, source: str = "config"):
     except ValueError as exc:
         raise InputError(f"{source}: allocator: {exc}") from None
     order = doc.get("order", "fifo")
-    if order not in ORDERS:  # pragma: no cover - the schema enumerates them
-        raise InputError(f"{source}: order: expected one of {', '.join(ORDERS)}")
-    total = spec.total_gpus
-    jobs: Iterable[SimJob]
+    from ..sched import get_policy
+    try:
+        get_policy("order", order)
+    except InputError as exc:
+        raise InputError(f"{source}: order: {exc}") from None
+    total = c["servers"] * c["gpus_per_server"]
+    jobs: Iterable[WorkloadJob]
     if "trace" in w:
-        from .traces import load_csv, load_philly
+        from .workloads import read_workload
         path = Path(w["trace"])
         if base is not None and not path.is_absolute():
             path = base / path
         if not path.is_file():
             raise InputError(f"{source}: workload.trace: file not found: {w['trace']}")
         if w.get("trace_format", "csv") == "philly":
-            jobs = load_philly(path, split=split, classes=classes, max_gpus=total)
+            assign = ModelAssigner(split, classes)
+            jobs = [replace(j, model=assign()) for j in
+                    read_workload(path, "philly", max_gpus=total).jobs]
         else:
             def iter_time(m):
                 return float(load_profile(m).meta.get("iter_time_s", 1.0))
-            jobs = load_csv(path, models=known, iter_time=iter_time, max_gpus=total)
+            jobs = read_workload(path, "synergy", models=known, iter_time=iter_time,
+                                 max_gpus=total).jobs
         win = window if "window" in w else None
     else:
         if "jobs_per_hour" not in w:
@@ -99,13 +144,12 @@ def build(doc: dict, base: Path | None = None, source: str = "config"):
                              f"the cluster's {total} GPUs")
         jobs = SyntheticWorkload(w["jobs_per_hour"], split, mix, w.get("seed", 0), classes)
         win = window
-    sim = Simulator(spec, jobs, order=order, allocator=allocator,
-                    round_s=doc.get("round_s", 300), window=win, span=doc.get("span", True),
-                    opt_time_limit=doc.get("opt_time_limit", 10.0),
-                    max_time_s=doc.get("max_time_s"))
+    run = ConfigRun(cl, jobs, order, allocator, float(doc.get("round_s", 300)),
+                    tuple(win) if win is not None else None, doc.get("max_time_s"),
+                    doc.get("span", True), doc.get("opt_time_limit", 10.0))
     cfg = {"cluster": c, "workload": w, "order": order, "allocator": allocator,
            "round_s": doc.get("round_s", 300)}
-    return sim, cfg
+    return run, cfg
 
 
 def load_config(path: str | Path):
@@ -118,8 +162,34 @@ def load_config(path: str | Path):
     return build(doc, p.resolve().parent, str(path))
 
 
+def _config_form(argv: list[str]) -> bool:
+    """True for ``alloc simulate CONFIG.json [--out FILE]``: no ``--servers``
+    and a positional that is a JSON config (a ``.json`` file, or a shipped
+    example's name)."""
+    if any(a == "--servers" or a.startswith("--servers=") for a in argv):
+        return False
+    pos = [a for a in argv if not a.startswith("-")]
+    if not pos:
+        return False
+    name = pos[0]
+    if name.endswith(".json"):
+        return True
+    from ..shipped import resolve
+    try:
+        return resolve(name, "examples").suffix == ".json" and not Path(name).exists()
+    except (InputError, OSError, ValueError):
+        return False
+
+
 def simulate_main(argv: list[str]) -> int:
-    """``alloc simulate``: run one simulation; returns the exit code."""
+    """``alloc simulate``: run one simulation; returns the exit code.
+
+    Two forms: ``alloc simulate WORKLOAD --servers N --gpus-per-server G
+    --order NAME --placement NAME ... --out DIR`` (`alloc.sim.run_cli`) and
+    the configuration form ``alloc simulate CONFIG.json [--out FILE]``."""
+    if not _config_form(argv):
+        from .run_cli import run_main
+        return run_main(argv)
     ap = argparse.ArgumentParser(prog="alloc simulate",
                                  description="round-based cluster simulation (Synergy)")
     ap.add_argument("config", help="simulation config (JSON)")

@@ -59,7 +59,7 @@ from ..errors import InputError
 from ..model import Cluster, Job, Placement
 from ..sched.kinds import Context, Event, Size
 from ..sched.registry import PolicyError
-from .jobs import JobRecord, WorkloadJob
+from .jobs import JOB_FIELDS, JobRecord, WorkloadJob
 from .progress import Alone, Progress, Run
 from .result import SimResult
 from .stack import Slot, check_needs, resolve_all
@@ -193,6 +193,9 @@ class Simulator:
         self._needs_duration = next((x for ss in self.slots.values() for x in ss
                                      if "duration" in x.needs), None)
         self.order = self.slots["order"][0]
+        from .ranking import Queue, incremental
+        self._queue = Queue(self.order.obj, self._waits, self._pooled) \
+            if incremental(self.order.obj) else None
         self.place = self.slots["placement"][0]
         self.admission = self.slots["admission"][0] if self.slots["admission"] else None
         self.sizing = self.slots["sizing"][0] if self.slots["sizing"] else None
@@ -216,13 +219,23 @@ class Simulator:
         self.round_no = 0
         self.steps = 0
         self.skipped = 0
+        #: something a round's candidates do not show changed (a server event,
+        #: a timer, a mechanism's action, a new size): the next round steps
         self._dirty = True
+        #: a job arrived or finished since the last round (event-driven rounds)
+        self._happened = False
         self._last_cands: list | None = None
         self._gpu_jobs: dict[str, set[str]] = {}
         self._indexed: set[str] = set()
+        self._stopped: set[str] = set()
         self._finished_by_id: dict[str, JobRecord] = {}
         self._held_milli = 0
+        self._cpu_held = self._mem_held = 0
+        self._cpu_area = self._mem_area = 0.0
+        self._round_open: tuple | None = None
+        self.round_util: list[tuple[float, float, float, float]] = []
         self._running_n = 0
+        self._running: dict[str, JobRecord] = {}
         self._t_last = 0.0
         self._util_area = 0.0
         self._active = 0
@@ -233,6 +246,7 @@ class Simulator:
                        "failures": 0, "resizes": 0}
         self.timing = {"policies_s": 0.0, "session_s": 0.0, "step_s": 0.0, "progress_s": 0.0}
         self._servers = {s.id: s for s in cluster.servers}
+        self._total_milli: int | None = None
         self._control = _Control(self)
         self._received: dict[str, dict[str, float]] = {}
         self._wants_decision = False
@@ -240,20 +254,29 @@ class Simulator:
 
     # ------------------------------------------------------------ set-up
     def _build_session(self) -> None:
+        from ..registry import get_solver
         from ..session import Session
         opts = dict(self.place.params)
+        #: repack through the solver: a solver that declares migration re-places
+        #: every job from scratch when moves are unlimited (a move costs nothing)
+        self.moving = self.repack and "migration" in get_solver(self.place.obj).capabilities
+        moves: dict[str, Any] = {"max_moves": None, "move_cost": 0.0} if self.moving else {}
         try:
             self.session = Session(self.cluster0, solver=self.place.obj, options=opts,
                                    preempt=self.preempt, time_limit=self.time_limit,
-                                   seed=self.seed, name=self.name)
+                                   seed=self.seed, name=self.name, **moves)
         except InputError as exc:
             raise InputError(f"placement: {exc}") from None
 
     @property
     def total_milli(self) -> int:
-        """Milli-GPUs of the open servers (drained ones included)."""
-        return sum(s.gpus for s in self.session.cluster.servers
-                   if s.id not in self.session.failed) * 1000
+        """Milli-GPUs of the open servers (drained ones included); kept until a
+        server event."""
+        if self._total_milli is None:
+            failed = set(self.session.failed)
+            self._total_milli = sum(s.gpus for s in self.session.cluster.servers
+                                    if s.id not in failed) * 1000
+        return self._total_milli
 
     # ------------------------------------------------------------- calls
     def _call(self, slot: Slot, fn: Callable, *args: Any) -> Any:
@@ -282,6 +305,8 @@ class Simulator:
         dt = t - self._t_last
         if dt > 0:
             self._util_area += self._held_milli * dt
+            self._cpu_area += self._cpu_held * dt
+            self._mem_area += self._mem_held * dt
             self._active_area += self._active * dt
         self._t_last = t
         self.now = t
@@ -318,7 +343,10 @@ class Simulator:
         r.version += 1
         if rate > 0:
             start = r.blocked_until if r.blocked_until > self.now else self.now
-            self._push(start + (r.work - r.done) / rate, _FINISH, "finish", (r.id, r.version))
+            left = (r.work - r.done) / rate
+            # float noise: work within 1e-9 of the whole counts as done (a finish that
+            # close after a round boundary is taken at the boundary)
+            self._push(start + left, _FINISH, "finish", (r.id, r.version, 1e-9 * r.work / rate))
 
     def _run_of(self, r: JobRecord, p: Placement, cause: str) -> Run:
         names = tuple(g.gpu for g in p.gpus)
@@ -340,6 +368,8 @@ class Simulator:
         else:
             r.running = True
             self._running_n += 1
+            self._running[r.id] = r
+            self._touch(r)
             r.held_since = self.now
             r.t_mark = self.now
             if r.start_s is None:
@@ -375,6 +405,8 @@ class Simulator:
         self._unindex(r)
         r.running = False
         self._running_n -= 1
+        del self._running[r.id]
+        self._touch(r)
         r.rate = 0.0
         r.version += 1
         r.stopped_s = self.now
@@ -399,6 +431,9 @@ class Simulator:
             return
         self._indexed.add(r.id)
         self._held_milli += run.gpus * run.milli
+        if run.placement is not None:
+            self._cpu_held += run.placement.total_cpu
+            self._mem_held += run.placement.total_mem
         touched = set()
         for g in run.gpu_names:
             s = self._gpu_jobs.setdefault(g, set())
@@ -413,6 +448,9 @@ class Simulator:
             return
         self._indexed.discard(r.id)
         self._held_milli -= run.gpus * run.milli
+        if run.placement is not None:
+            self._cpu_held -= run.placement.total_cpu
+            self._mem_held -= run.placement.total_mem
         touched = set()
         for g in run.gpu_names:
             s = self._gpu_jobs.get(g)
@@ -441,6 +479,19 @@ class Simulator:
                 if o.rate >= 0:
                     self._set_rate(o)
 
+    def _waits(self, r: JobRecord) -> bool:
+        """``r`` waits in the queue: active, admitted, not held, not running."""
+        return (not r.running and r.admitted and not r.held and r.gpus > 0
+                and self.records.get(r.id) is r)
+
+    def _pooled(self, r: JobRecord) -> bool:
+        """``r`` is in the round's pool: active, admitted, not held, some GPUs."""
+        return r.admitted and not r.held and r.gpus > 0 and self.records.get(r.id) is r
+
+    def _touch(self, r: JobRecord) -> None:
+        if self._queue is not None:
+            self._queue.touch(r)
+
     # ------------------------------------------------------------ session
     def _session_job(self, r: JobRecord) -> Job:
         t0 = time.perf_counter()
@@ -449,10 +500,17 @@ class Simulator:
         frac = r.milli / 1000.0
         fields.setdefault("cpu", int(self._cpu_per_gpu * r.gpus * frac))
         fields.setdefault("mem", int(self._mem_per_gpu * r.gpus * frac))
+        fields.update(r.fields)
+        if isinstance(fields.get("gpu_types"), (list, str)):
+            gt = fields["gpu_types"]
+            fields["gpu_types"] = (gt,) if isinstance(gt, str) else tuple(gt)
         if r.gpu_type is not None:
             fields["gpu_types"] = (r.gpu_type,)
-        prio = max(-1000, min(1000, int(r.priority)))
-        return Job(r.id, r.gpus, gpu_milli=r.milli, priority=prio, **fields)
+        prio = max(-1000, min(1000, int(fields.pop("priority", r.priority))))
+        try:
+            return Job(r.id, r.gpus, gpu_milli=r.milli, priority=prio, **fields)
+        except TypeError as exc:
+            raise InputError(f"job {r.id!r}: {exc}") from None
 
     def _submit(self, r: JobRecord) -> None:
         self.session.submit(self._session_job(r), where=f"job {r.id!r}")
@@ -462,9 +520,13 @@ class Simulator:
         if r.in_session:
             self.session.stop(r.id)
             r.in_session = False
+            if r.running:
+                self._stopped.add(r.id)      # its run ends with the round (`_apply`)
 
     # ------------------------------------------------------------- rounds
     def _rank(self, pool: list[JobRecord], ctx: Context) -> list[JobRecord]:
+        if self._queue is not None:           # a static key order: kept sorted
+            return self._call(self.order, self._queue.rank, pool, ctx)
         ranked = self._call(self.order, self.order.obj.rank, pool, ctx)
         recs = self.records
         try:
@@ -477,18 +539,19 @@ class Simulator:
                               f"expected every job once, got {len(out)} ids for {len(pool)} jobs")
         return out
 
-    def _pick(self, ranked: list[JobRecord]) -> list[JobRecord]:
-        """The round's candidates among the ranked jobs: ``"all"``, or the
-        ranked jobs whose GPUs fit what the round can give, skipping those
-        that do not (running jobs that keep their GPUs come first and count
-        against it when the order cannot preempt them)."""
+    def _pick(self, ranked: Iterable[JobRecord], running: list[JobRecord]) -> list[JobRecord]:
+        """The round's candidates among the ranked jobs (an iterator, read as
+        far as needed): ``"all"``, or the ranked jobs whose GPUs fit what the
+        round can give, skipping those that do not (running jobs that keep
+        their GPUs come first and count against it when the order cannot
+        preempt them)."""
         if self.candidates == "all":
-            return ranked
+            return list(ranked)
         budget = self.total_milli
         keep = self.preempt is None and not self.repack
         out: list[JobRecord] = []
         if keep:
-            out = [r for r in ranked if r.running]
+            out = [r for r in running]
             budget -= sum(r.run.gpus * r.run.milli for r in out if r.run is not None)
         for r in ranked:
             if budget <= 0:
@@ -501,7 +564,7 @@ class Simulator:
                 budget -= need
         if not keep and not self.repack:      # running jobs stay in the session
             inside = {r.id for r in out}
-            out += [r for r in ranked if r.running and r.id not in inside]
+            out += [r for r in running if r.id not in inside]
         return out
 
     def _apply_sizes(self, sizes: Mapping[str, Size]) -> None:
@@ -521,15 +584,36 @@ class Simulator:
         if same:
             return
         self._dirty = True
+        self._touch(r)
         if r.running:
             self._end(r, "resize")
             self.counts["resizes"] += 1
         self._remove(r)
         r.gpus, r.gpu_type = size.gpus, size.gpu_type
 
+    def _close_round(self) -> None:
+        """The last round's allocated GPU, CPU and memory fractions,
+        time-weighted over ``round_s`` (rounds only)."""
+        if self._round_open is None or not self.round_s:
+            return
+        t0, g0, c0, m0 = self._round_open
+        R, tot = self.round_s, self._totals
+        self.round_util.append((t0, (self._util_area - g0) / (tot[0] * R),
+                                (self._cpu_area - c0) / (tot[1] * R),
+                                (self._mem_area - m0) / (tot[2] * R)))
+        self._round_open = None
+
     def round(self) -> None:
         """One decision at ``now`` (see the module notes)."""
+        self._close_round()
+        if self.round_s:
+            self._round_open = (self.now, self._util_area, self._cpu_area, self._mem_area)
         self.round_no += 1
+        self._stopped = set()
+        for m in self.mechanisms:
+            hook = getattr(m.obj, "before_round", None)
+            if hook is not None:
+                self._call(m, hook, self._control)
         ctx = self.context()
         if self.admission is not None:
             adm = self.admission
@@ -537,22 +621,32 @@ class Simulator:
                 if not r.admitted:
                     why = self._call(adm, adm.obj.admit, r, ctx)
                     r.admitted, r.reason = why is None, why
-        pool = [r for r in self.records.values() if r.admitted]
-        if self.sizing is not None:
-            self._apply_sizes(self._call(self.sizing, self.sizing.obj.size, pool, ctx) or {})
-        pool = [r for r in pool if not r.held and r.gpus > 0]
+                    if r.admitted:
+                        self._touch(r)
         if self.progress.dynamic:
-            for r in pool:
-                if r.running:
-                    self._set_rate(r)
-        if self.shares is not None:
-            from .sharing import share_round
-            cands, pairs = share_round(self, pool, ctx)
+            for r in list(self._running.values()):
+                self._set_rate(r)
+        if self._queue is not None and self.sizing is None and self.shares is None:
+            running = [r for r in self._running.values() if not r.held and r.gpus > 0]
+            merged = self._call(self.order, self._queue.ranked, running, ctx)
+            cands = self._pick((r for _, _, r in merged), running)
+            pairs: dict[str, str] = {}
         else:
-            cands, pairs = self._pick(self._rank(pool, ctx)), {}
+            pool = [r for r in self.records.values() if r.admitted]
+            if self.sizing is not None:
+                self._apply_sizes(self._call(self.sizing, self.sizing.obj.size, pool, ctx)
+                                  or {})
+            pool = [r for r in pool if not r.held and r.gpus > 0]
+            if self.shares is not None:
+                from .sharing import share_round
+                cands, pairs = share_round(self, pool, ctx)
+            else:
+                ranked = self._rank(pool, ctx)
+                cands = self._pick(iter(ranked), [r for r in ranked if r.running])
+                pairs = {}
         for m in self.mechanisms:
             self._call(m, m.obj.before_step, self._control)
-        ids = [(r.id, r.gpus, r.gpu_type, r.milli, r.in_session) for r in cands]
+        ids = [(r.id, r.gpus, r.gpu_type, r.milli) for r in cands]
         if not self._dirty and ids == self._last_cands and not pairs:
             self.skipped += 1
         else:
@@ -561,7 +655,7 @@ class Simulator:
         if self.shares is not None:
             from .sharing import note_runners
             note_runners(self)
-        self._dirty = False
+        self._dirty = self._happened = False
         self.samples.append((self.now, self._held_milli / self._max_milli,
                              self._active - self._running_n, self._running_n))
 
@@ -572,7 +666,7 @@ class Simulator:
         if self.repack:
             was = {r.id: r.run.placement for r in self.records.values()
                    if r.running and r.run is not None}
-            if was:
+            if was and not self.moving:
                 sess.reconcile([])
         want = {r.id for r in cands}
         for r in self.records.values():
@@ -604,7 +698,7 @@ class Simulator:
         for p in res.preempt:
             self._end(recs[p.job], "preempt")
         for jid in was:
-            if jid not in placed:
+            if jid not in placed and (not self.moving or jid in self._stopped):
                 gone = recs.get(jid)
                 if gone is not None and gone.running:
                     self._end(gone, "preempt")
@@ -653,10 +747,11 @@ class Simulator:
             self._first_arrival = self.now
         if self.admission is None:
             r.admitted = True
+            self._touch(r)
         if spec.gpus * 1000 > self._max_milli:
             raise InputError(f"workload row {index + 1}: job {spec.id!r}: gpus: wants "
                              f"{spec.gpus} GPUs, the cluster has {self._max_milli // 1000}")
-        self._dirty = True
+        self._happened = True
         self._event(Event("arrival", self.now, job=spec.id))
 
     def _finish(self, jid: str, version: int) -> None:
@@ -671,6 +766,7 @@ class Simulator:
             self.session.finish(jid)
             r.in_session = False
         del self.records[jid]
+        self._touch(r)
         self._gone.add(jid)
         self._active -= 1
         r.area0 = (self._active_area - r.area0) / (self.now - r.arrival_s) \
@@ -680,7 +776,7 @@ class Simulator:
             self._finished_by_id[jid] = r
         if self._measured(r.index):
             self._left -= 1
-        self._dirty = True
+        self._happened = True
         self._event(Event("finish", self.now, job=jid))
 
     def _server_event(self, ev: ServerEvent) -> None:
@@ -704,6 +800,7 @@ class Simulator:
                 sess.add_server(server, where=f"server event at {ev.at_s:g} s")
         except InputError as exc:
             raise InputError(str(exc)) from None
+        self._total_milli = None
         self._dirty = True
         self._event(Event(ev.kind if ev.kind != "restore" else "restore", self.now,
                           server=ev.server))
@@ -720,13 +817,26 @@ class Simulator:
     def run(self) -> SimResult:
         """Simulate until the stop rule (module notes) holds.
 
+        The cyclic garbage collector is held off for the run (`alloc.collector`:
+        the simulator and the session leave no reference cycles behind), unless
+        the placement solver is exact (its models may).
+
         Returns
         -------
         SimResult
         """
+        from ..collector import paused
+        from ..registry import get_solver
+        with paused(not get_solver(self.place.obj).exact):
+            return self._run()
+
+    def _run(self) -> SimResult:
         wall0 = time.perf_counter()
         self._gone: set[str] = set()
         self._max_milli = max(self.total_milli, 0)
+        sv = self.cluster0.servers
+        self._totals = (max(self._max_milli, 1), max(sum(x.cpu for x in sv), 1),
+                        max(sum(x.mem for x in sv), 1))
         R = self.round_s
         src = iter(self._jobs_src)
         index = 0
@@ -764,9 +874,7 @@ class Simulator:
                 break
             self._advance_to(t)
             end = t
-            while self.heap and self.heap[0][0] <= t and self.heap[0][1] == _FINISH:
-                _, _, _, _, (jid, ver) = heapq.heappop(self.heap)
-                self._finish(jid, ver)
+            self._finishes(t)
             while self.heap and self.heap[0][0] <= t and self.heap[0][1] == _SERVER:
                 self._server_event(heapq.heappop(self.heap)[4])
             while nxt is not None and nxt.arrival_s <= t:
@@ -785,11 +893,9 @@ class Simulator:
                 self._dirty = True
                 self._event(ev)
             # completions found by the events above at this very instant
-            while self.heap and self.heap[0][0] <= t and self.heap[0][1] == _FINISH:
-                _, _, _, _, (jid, ver) = heapq.heappop(self.heap)
-                self._finish(jid, ver)
+            self._finishes(t)
             if R is None:
-                if (self._dirty or self._wants_decision) and self.records:
+                if (self._happened or self._dirty or self._wants_decision) and self.records:
                     self._wants_decision = False
                     self.round()
             else:
@@ -807,6 +913,7 @@ class Simulator:
             if nxt is None and not self.records:
                 break
         self._advance_to(max(end, self.now))
+        self._close_round()
         self.unfinished = [r for r in self.records.values()]
         for r in self.unfinished:
             if r.running:
@@ -814,11 +921,19 @@ class Simulator:
         return SimResult.build(self, end, time.perf_counter() - wall0)
 
 
+    def _finishes(self, t: float) -> None:
+        """Every completion due at ``t`` (within its float-noise tolerance)."""
+        heap = self.heap
+        while heap and heap[0][1] == _FINISH and heap[0][0] - heap[0][4][2] <= t:
+            _, _, _, _, (jid, ver, _) = heapq.heappop(heap)
+            self._finish(jid, ver)
+            self._clean()
+
     def _clean(self) -> None:
         """Drop stale completions from the top of the heap."""
         heap, recs = self.heap, self.records
         while heap and heap[0][1] == _FINISH:
-            jid, ver = heap[0][4]
+            jid, ver, _ = heap[0][4]
             r = recs.get(jid)
             if r is not None and r.version == ver and r.running:
                 return
@@ -871,12 +986,14 @@ class _Control:
             sim._end(r, "suspend")
             sim.session.stop(job_id, requeue=True)
         r.held = bool(hold)
+        sim._touch(r)
         sim._dirty = True
 
     def resume(self, job_id: str) -> None:
         r = self._rec(job_id, "resume")
         if r.held:
             r.held = False
+            self._sim._touch(r)
             self._sim._dirty = True
 
     def place(self, job_id: str, gpus: Sequence[str], *, milli: int | None = None) -> None:
@@ -932,6 +1049,26 @@ class _Control:
     def resize(self, job_id: str, size: Size) -> None:
         self._sim._resize(self._rec(job_id, "resize"), size)
         self._sim._dirty = True
+
+    def set_fields(self, job_id: str, **fields: Any) -> None:
+        sim = self._sim
+        r = self._rec(job_id, "set_fields")
+        bad = sorted(set(fields) - set(JOB_FIELDS) - {"priority"})
+        if bad:
+            raise InputError(f"set_fields: {bad[0]!r} is not a job field one may set; "
+                             f"expected some of priority, {', '.join(JOB_FIELDS)}")
+        new = {**r.fields, **fields}
+        if new == r.fields:
+            return
+        if r.running:
+            raise InputError(f"set_fields: job {job_id!r} is running (fields change while "
+                             f"it waits)")
+        r.fields = new
+        if "priority" in fields:
+            r.priority = int(fields["priority"])
+        sim._remove(r)
+        sim._touch(r)
+        sim._dirty = True
 
     def placement(self, job_id: str):
         r = self._sim.records.get(job_id)

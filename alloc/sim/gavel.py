@@ -1,40 +1,45 @@
-r"""A Gavel-style simulator of a heterogeneous cluster (Narayanan et al.,
-OSDI'20): continuous arrivals, share policies re-solved every round, rounds
-of Gavel's mechanism ([`alloc.shares.rounds`][alloc.shares.rounds]).
+r"""Gavel's experiments (Narayanan et al., OSDI'20) on the one simulator: a
+heterogeneous cluster, continuous arrivals, a share policy re-solved every
+round, rounds of Gavel's mechanism.
 
-* Cluster: GPUs per type, by default Gavel's 36 V100 + 36 P100 + 36 K80.
-* Jobs: Poisson arrivals at ``jobs_per_hour``; each a single-GPU model
-  configuration of Gavel's measured throughputs
-  (``gavel_throughputs.json``, drawn uniformly); its work is Gavel's
-  Philly-derived duration (`alloc.sim.workload.gavel_work_s`: 80 %
-  ``10^U(1.5,3)`` minutes, 20 % ``10^U(3,4)`` minutes) at its throughput on
-  the reference type (V100), in steps.
-* Every round (`ROUND_S`, 360 s) the policy's
-  shares are computed for the active jobs; [`plan_round`][alloc.shares.rounds.plan_round]
-  picks the runners by share over time received and gives the GPUs left
-  free to idle jobs (for the heterogeneity-agnostic policies, blind to
-  which type is faster); a runner advances at its
-  measured steps/s on its type (a pair at its co-located rates) and a job
-  finishes at the exact second its steps run out (its GPUs idle until the
-  next round).
-* Policies (`SIM_POLICIES`): ``gavel-las`` is Gavel's LAS, which the
-  paper (section 4.1) writes as max-min fairness over the jobs' normalised
-  throughputs with per-job priority weights $w_m$ (1 here, as in the
-  paper's simulations); the least-attained-service behaviour comes from the
-  round mechanism, which runs first the jobs furthest below their share.
+* Cluster: GPUs per type, by default Gavel's 36 V100 + 36 P100 + 36 K80
+  (servers of 4 GPUs; every job here is a single-GPU configuration, so any
+  placement on the round's type is Gavel's).
+* Jobs: Poisson arrivals at ``jobs_per_hour``; each a model configuration of
+  Gavel's measured throughputs (``gavel_throughputs.json``, drawn uniformly);
+  its work is Gavel's Philly-derived duration (`alloc.sim.workload.gavel_work_s`:
+  80 % ``10^U(1.5,3)`` minutes, 20 % ``10^U(3,4)`` minutes) at its throughput
+  on the reference type (V100), in steps.
+* Every round (`ROUND_S`, 360 s) the policy's shares are computed for the
+  active jobs (a ``shares`` policy of the registry,
+  `alloc.sched.timeshare.GavelShares`); the simulator's round mechanism
+  (`alloc.sim.sharing`: [`plan_round`][alloc.shares.rounds.plan_round])
+  picks the runners by share over time received and gives the GPUs left free
+  to idle jobs (for the heterogeneity-agnostic policies, blind to which type
+  is faster); each runner is placed on its type by the session's round
+  (``Session.step``, every job re-placed: ``repack``); a runner advances at
+  its measured steps/s on its type (a pair at its co-located rates,
+  `alloc.sim.progress.GavelTable`) and finishes at the exact second its
+  steps run out (its GPUs idle until the next round).
+* Policies (`SIM_POLICIES`): ``gavel-las`` is Gavel's LAS, which the paper
+  (section 4.1) writes as max-min fairness over the jobs' normalised
+  throughputs with per-job priority weights $w_m$ (1 here, as in the paper's
+  simulations); the least-attained-service behaviour comes from the round
+  mechanism, which runs first the jobs furthest below their share.
   ``gavel-las-agnostic`` is the same over the heterogeneity-agnostic
   throughputs; ``gavel-las-ss`` aware with space sharing (every pair of
-  active jobs with measured co-located throughputs).  ``gavel-max-min``
-  is another name of ``gavel-las``; ``gavel-las-attained`` weighs each job
-  by the inverse of its attained service (GPU-seconds, at least one round's
-  worth), Tiresias' notion of LAS folded into the weights.  Also
-  ``gavel-ftf`` (finish-time fairness), ``gavel-max-sum``,
-  ``gavel-makespan``, ``gavel-fifo``, ``gavel-isolated``, ``gavel-gandiva``,
-  ``gavel-allox`` and ``gavel-water-filling``.
+  active jobs with measured co-located throughputs).  ``gavel-max-min`` is
+  another name of ``gavel-las``; ``gavel-las-attained`` weighs each job by the
+  inverse of its attained service (GPU-seconds, at least one round's worth),
+  Tiresias' notion of LAS folded into the weights.  Also ``gavel-ftf``
+  (finish-time fairness), ``gavel-max-sum``, ``gavel-makespan``,
+  ``gavel-fifo``, ``gavel-isolated``, ``gavel-gandiva``, ``gavel-allox`` and
+  ``gavel-water-filling``.
 
 Finish-time fairness needs each job's isolated time so far: the seconds its
 steps done would have taken at its isolated-share rate (accumulated per
-round), so ``C_i + s_i/iso_i`` is its whole run on its isolated share.
+round, `alloc.sched.timeshare`), so ``C_i + s_i/iso_i`` is its whole run on
+its isolated share.
 """
 from __future__ import annotations
 
@@ -45,17 +50,14 @@ import random
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
 from ..errors import InputError, SolverError
 from ..kernel import LinearModel, solve
-from ..model import Status
-from ..shares.check import agnostic_throughputs, isolated_shares, pair_arrays
-from ..shares.io import Pair, SharesProblem
-from ..shares.policies import solve_shares
-from ..shares.rounds import ROUND_S, plan_round
+from ..model import Cluster, Server, Status
+from ..shares.rounds import ROUND_S
 from .workload import gavel_mean_work_s, gavel_work_s
 
 #: Gavel's heterogeneous cluster.
@@ -288,6 +290,8 @@ class GavelResult:
         Most jobs active (arrived, unfinished) at once.
     statuses : dict
         How many rounds ended with each solve status.
+    result : SimResult
+        The simulator's result (timeline, summary).
     """
     policy: str
     jct: dict = field(default_factory=dict)
@@ -298,6 +302,7 @@ class GavelResult:
     solve_s: float = 0.0
     peak_active: int = 0
     statuses: dict = field(default_factory=dict)
+    result: Any = None
 
     @property
     def mean_jct_h(self) -> float:
@@ -311,80 +316,39 @@ class GavelResult:
         return sum(1 for i in self.measured if i not in self.jct)
 
 
-def _problem(table, cluster, jobs, state, t, pol: SimPolicy) -> SharesProblem:
-    """The shares problem of the active jobs at time ``t``."""
-    ids = list(state)
-    mod = np.array([jobs[i].model for i in ids])
-    m = len(ids)
-    T = table.alone[mod]
-    left = np.array([state[i]["left"] for i in ids])
-    elapsed = np.array([t - jobs[i].arrival_s for i in ids])
-    iso_time = np.array([state[i]["iso_time"] for i in ids])
-    if pol.attained:
-        attained = np.array([state[i]["attained"] for i in ids])
-        weight = 1.0 / np.maximum(attained, ROUND_S)
-        weight = weight / weight.max()
-    else:
-        weight = np.ones(m)
-    pairs: tuple[Pair, ...] = ()
-    if pol.pairs and m > 1:
-        a, b = np.triu_indices(m, 1)
-        PT = table.pair[mod[a], mod[b]]
-        ok = ((PT[..., 0] > 0) & (PT[..., 1] > 0)).any(axis=1)
-        pairs = tuple(Pair(int(x), int(y), P) for x, y, P in zip(a[ok], b[ok], PT[ok]))
-    return SharesProblem(table.types, np.array([float(cluster[t_]) for t_ in table.types]),
-                         tuple(str(i) for i in ids), np.ones(m), weight, T, left, elapsed,
-                         iso_time, tuple([None] * m), pairs, {}, "gavel-sim")
+def gavel_cluster(cluster: Mapping[str, int] = GAVEL_CLUSTER, per_server: int = 4) -> Cluster:
+    """Servers of ``per_server`` GPUs (the last of a type takes the rest),
+    ``cluster[type]`` GPUs of each type, 4000 milli-cores and 64000 MiB per GPU.
 
-
-def _pair_rows(problem):
-    """Each job id's index, and the dense ``(m, m)`` lookup from the two job
-    indices of a pair to its row (``-1``: no such pair)."""
-    a, b, _ = pair_arrays(problem, runnable=False)
-    rows = np.full((problem.m, problem.m), -1, dtype=np.int64)
-    rows[a, b] = np.arange(len(a))
-    return {int(x): i for i, x in enumerate(problem.job_ids)}, rows
-
-
-def _advance(problem, plan, state, pair_recv, lookup, jobs, table, t, round_s, jct):
-    """Run one round: progress, completions, time received, attained service."""
-    col = {x: c for c, x in enumerate(table.types)}
-    runners = [((jid,), typ) for jid, typ in plan.jobs.items()]
-    runners += [(tuple(key.split("+")), typ) for key, typ in plan.pairs.items()]
-    if plan.pairs:
-        (index, rows), PT = lookup, pair_arrays(problem, runnable=False)[2]
-    for members, typ in runners:
-        c = col[typ]
-        if len(members) == 1:
-            rates = [table.alone[jobs[int(members[0])].model, c]]
-        else:
-            key = (int(members[0]), int(members[1]))
-            rates = list(PT[rows[index[key[0]], index[key[1]]], c])
-        for jid, rate in zip(members, rates):
-            s = state[int(jid)]
-            run = min(round_s, s["left"] / rate) if rate > 0 else round_s
-            s["left"] = max(0.0, s["left"] - rate * run)
-            if len(members) == 1:
-                s["recv"][c] += run
-            elif jid == members[0]:
-                pair_recv.setdefault(key, np.zeros(len(table.types)))[c] += run
-            s["attained"] += run
-            s["iso_time"] += rate * run / max(s["iso_rate"], 1e-300)
-            if s["left"] <= 1e-9 * jobs[int(jid)].steps:
-                jct[int(jid)] = t + run - jobs[int(jid)].arrival_s
+    Examples
+    --------
+    >>> from alloc.sim.gavel import gavel_cluster
+    >>> c = gavel_cluster({"v100": 5, "k80": 2})
+    >>> [(s.id, s.gpus, s.gpu_type) for s in c.servers]
+    [('v100-0', 4, 'v100'), ('v100-1', 1, 'v100'), ('k80-0', 2, 'k80')]
+    """
+    servers = []
+    for t, n in cluster.items():
+        k, left = 0, int(n)
+        while left > 0:
+            g = min(per_server, left)
+            servers.append(Server(f"{t}-{k}", cpu=4000 * g, mem=64000 * g, gpus=g, gpu_type=t))
+            left -= g
+            k += 1
+    return Cluster(tuple(servers))
 
 
 def simulate_gavel(policy: str, jobs: Sequence[GavelJob], table: ThroughputTable, *,
                    cluster: Mapping[str, int] = GAVEL_CLUSTER, round_s: float = ROUND_S,
                    window: tuple[int, int] | None = None, max_time_s: float | None = None,
                    time_limit: float = 30.0, seed: int = 0) -> GavelResult:
-    """Simulate ``jobs`` under a policy of `SIM_POLICIES`.
+    """Simulate ``jobs`` under a policy of `SIM_POLICIES` (module notes).
 
     Parameters
     ----------
     policy : str
     jobs : sequence of GavelJob
-        Sorted by arrival.
+        Sorted by arrival; ids are their positions.
     table : ThroughputTable
     cluster : mapping
         GPUs of each type (default `GAVEL_CLUSTER`).
@@ -407,68 +371,39 @@ def simulate_gavel(policy: str, jobs: Sequence[GavelJob], table: ThroughputTable
     pol = SIM_POLICIES.get(policy)
     if pol is None:
         raise InputError(f"unknown simulator policy {policy!r}; valid: {', '.join(SIM_POLICIES)}")
+    from ..sched import get_policy
+    from .core import simulate
+    from .jobs import WorkloadJob
+    from .progress import GavelTable
     lo, hi = window or (0, len(jobs))
     res = GavelResult(policy, measured=tuple(range(lo, min(hi, len(jobs)))))
-    byid = {j.id: j for j in jobs}
-    state: dict[int, dict] = {}
-    pair_recv: dict[tuple, np.ndarray] = {}     # (job a, job b) -> seconds together per type
-    nxt, t, t0 = 0, 0.0, time.perf_counter()
-    waiting = len(res.measured)
-    while waiting:
-        while nxt < len(jobs) and jobs[nxt].arrival_s <= t:
-            j = jobs[nxt]
-            state[j.id] = {"left": j.steps, "recv": np.zeros(len(table.types)),
-                           "attained": 0.0, "iso_time": 0.0, "iso_rate": 0.0}
-            nxt += 1
-        if not state:
-            if nxt >= len(jobs):
-                break
-            t = math.ceil(jobs[nxt].arrival_s / round_s) * round_s
-            continue
-        if max_time_s is not None and t >= max_time_s:
-            break
-        res.peak_active = max(res.peak_active, len(state))
-        problem = _problem(table, cluster, byid, state, t, pol)
-        iso = (problem.throughput * isolated_shares(problem)).sum(axis=1)
-        for jid, rate in zip(problem.job_ids, iso):
-            state[int(jid)]["iso_rate"] = rate
-        s0 = time.perf_counter()
-        result = solve_shares(problem, pol.share, time_limit=time_limit, seed=seed + res.rounds)
-        res.solve_s += time.perf_counter() - s0
-        res.statuses[result.status.value] = res.statuses.get(result.status.value, 0) + 1
-        fill = agnostic_throughputs(problem)[0] if pol.share.endswith("-agnostic") else None
-        lookup = _pair_rows(problem) if problem.pairs else None
-        plan = plan_round(problem, result, *_received(problem, state, pair_recv, lookup, byid, t),
-                          fill_rates=fill)
-        _advance(problem, plan, state, pair_recv, lookup, byid, table, t, round_s, res.jct)
-        done = [i for i in state if i in res.jct]
-        for jid in done:
-            del state[jid]
-        waiting -= sum(1 for i in done if lo <= i < hi)
-        if done and pair_recv:
-            pair_recv = {key: v for key, v in pair_recv.items() if key[0] in state and key[1] in state}
-        t += round_s
-        res.rounds += 1
-    res.end_time_s = t
+    if not res.measured:
+        return res
+    info = get_policy("shares", pol.share)
+    params: dict[str, Any] = {"time_limit": time_limit, "seed": seed, "pairs": pol.pairs,
+                              "weights": "attained" if pol.attained else "equal"}
+    if any(o.name == "space_sharing" for o in info.params):
+        params["space_sharing"] = pol.pairs
+    shares = info.build(**params)
+    scale = table.scale if table.scale is not None else np.ones(len(table.models), dtype=int)
+    work = [WorkloadJob(str(j.id), float(j.arrival_s), int(scale[j.model]), model=str(j.model),
+                        work=float(j.steps)) for j in jobs]
+    t0 = time.perf_counter()
+    out = simulate(gavel_cluster(cluster), work, shares=shares, placement="proportional",
+                   progress=GavelTable(table, reference=REFERENCE_TYPE), round_s=round_s,
+                   window=(res.measured[0], res.measured[-1]), max_time_s=max_time_s,
+                   seed=seed, name=f"gavel-{policy}")
     res.wall_time_s = time.perf_counter() - t0
+    res.jct = {int(k): v for k, v in out.jct().items()}
+    res.rounds = out.summary()["rounds"]
+    res.end_time_s = out.end_time_s
+    res.solve_s = out.summary()["time"]["policies_s"]
+    res.peak_active = max((q + r for _, _, q, r in out.samples), default=0)
+    res.statuses = dict(getattr(shares, "statuses", {}))
+    res.result = out
     return res
 
 
-def _received(problem, state, pair_recv, lookup, jobs, t):
-    """Fractions of time since arrival each job (and pair) ran on each type."""
-    ids = [int(x) for x in problem.job_ids]
-    span = np.array([max(t - jobs[i].arrival_s, 1e-9) for i in ids])
-    R = np.array([state[i]["recv"] for i in ids]) / span[:, None]
-    RP = np.zeros((len(problem.pairs), problem.k))
-    if pair_recv and problem.pairs:
-        index, rows = lookup
-        for (x, y), got in pair_recv.items():
-            r = rows[index[x], index[y]]
-            if r >= 0:
-                RP[r] = got / span[index[x]]
-    return R, RP
-
-
 __all__ = ["GAVEL_CLUSTER", "GavelJob", "GavelResult", "REFERENCE_TYPE", "SIM_POLICIES", "SimPolicy",
-           "ThroughputTable", "gavel_workload", "saturation_rates", "shared_dir", "simulate_gavel",
-           "throughputs_path"]
+           "ThroughputTable", "gavel_cluster", "gavel_workload", "saturation_rates", "shared_dir",
+           "simulate_gavel", "throughputs_path"]

@@ -15,6 +15,12 @@ if TYPE_CHECKING:  # pragma: no cover
     from .progress import Run
 
 
+#: Fields of the session's `alloc.Job` a workload job (`WorkloadJob.fields`)
+#: or a mechanism (`Control.set_fields`) may set.
+JOB_FIELDS = ("cpu", "mem", "locality", "tenant", "guaranteed", "gpu_types", "gpu_mem",
+              "gpu_compute", "gpu_mem_min", "weight")
+
+
 @dataclass(frozen=True)
 class WorkloadJob:
     """One job of a workload.
@@ -42,7 +48,13 @@ class WorkloadJob:
         Elastic jobs: the range a sizing policy may give it.
     extra : mapping
         The workload's other columns, read-only (policies see them as
-        ``JobView.extra``).
+        ``JobView.extra``); the simulator gives them no meaning.
+    fields : mapping
+        Fields of the job the session places, in `alloc.Job`'s units, some of
+        `JOB_FIELDS`: ``cpu`` (milli-CPU) and ``mem`` (MiB) in place of the
+        GPU-proportional share, ``locality``, ``tenant``, ``guaranteed``,
+        ``gpu_types``, ``gpu_mem``, ``gpu_compute``, ``gpu_mem_min``,
+        ``weight``.  They override the progress model's job fields.
 
     Examples
     --------
@@ -64,6 +76,7 @@ class WorkloadJob:
     min_gpus: int | None = None
     max_gpus: int | None = None
     extra: Mapping[str, Any] = field(default_factory=frozen_map)
+    fields: Mapping[str, Any] = field(default_factory=frozen_map)
 
     def __post_init__(self) -> None:
         w = f"job {self.id!r}"
@@ -91,6 +104,12 @@ class WorkloadJob:
                              f"got {self.max_gpus}")
         if not isinstance(self.extra, Mapping):
             raise InputError(f"{w}: extra: expected a mapping")
+        if not isinstance(self.fields, Mapping):
+            raise InputError(f"{w}: fields: expected a mapping")
+        bad = sorted(set(self.fields) - set(JOB_FIELDS))
+        if bad:
+            raise InputError(f"{w}: fields: {bad[0]!r} is not a job field a workload may "
+                             f"set; expected some of {', '.join(JOB_FIELDS)}")
 
 
 def _number(v: Any) -> bool:
@@ -136,7 +155,8 @@ class JobRecord:
                  "running", "held_since", "_att_s", "_att_gpu_s", "restarts", "preemptions",
                  "moves", "start_s", "finish_s", "stopped_s", "admitted", "held", "state",
                  "size", "version", "intervals", "milli", "gpu_type", "in_session", "_sim",
-                 "queued_s", "delay_total_s", "area0", "reason")
+                 "queued_s", "delay_total_s", "area0", "reason", "fields", "min_gpus",
+                 "max_gpus")
 
     def __init__(self, spec: WorkloadJob, index: int, work: float, duration_s: float | None,
                  sim: Any) -> None:
@@ -148,6 +168,8 @@ class JobRecord:
         self.model = spec.model
         self.priority = spec.priority
         self.extra = spec.extra
+        self.min_gpus = spec.min_gpus
+        self.max_gpus = spec.max_gpus
         self.duration_s = duration_s
         self.work = work
         self.done = 0.0
@@ -179,6 +201,9 @@ class JobRecord:
         self.delay_total_s = 0.0
         self.area0 = 0.0
         self.reason: str | None = None
+        #: fields of the session's job (the workload's `WorkloadJob.fields`,
+        #: then a mechanism's `Control.set_fields`)
+        self.fields: dict[str, Any] = dict(spec.fields)
 
     # ---------------------------------------------------------------- views
     def done_at(self, t: float) -> float:
@@ -195,7 +220,9 @@ class JobRecord:
         if d is None:
             return None
         left = self.work - self.done_at(self._sim.now)
-        return d * left / self.work if left > 0 else 0.0
+        if left <= 0:
+            return 0.0
+        return left if d == self.work else d * left / self.work
 
     @property
     def attained_s(self) -> float:
@@ -236,4 +263,4 @@ class JobRecord:
                 f"done={self.done:g}/{self.work:g})")
 
 
-__all__ = ["JobRecord", "WorkloadJob"]
+__all__ = ["JOB_FIELDS", "JobRecord", "WorkloadJob"]

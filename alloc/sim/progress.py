@@ -252,6 +252,7 @@ class SynergyProfiles(ProgressModel):
             profiles = load_profile
         self._src = profiles
         self._profiles: dict[str, Any] = {}
+        self._best: dict[tuple, tuple[int, int]] = {}
         self.span = span
 
     def profile(self, model: str):
@@ -274,6 +275,27 @@ class SynergyProfiles(ProgressModel):
         return {"model": job.model, "profile": self.profile(job.model),
                 "cpu": self.cpu_per_gpu * gpus, "mem": self.mem_per_gpu * gpus}
 
+    def best_case(self, job: Any, cluster: Any) -> tuple[int, int]:
+        """The CPU (milli-cores) and memory (MiB) of the job's fastest
+        CPU/memory point that fits one of the cluster's servers (Synergy's
+        best case; `alloc.solvers.synergy.job_choices`), cached by model and
+        GPUs."""
+        key = (job.model, job.gpus, id(cluster))
+        hit = self._best.get(key)
+        if hit is None:
+            from ..model import Job
+            from ..problem import pareto_options
+            from ..solvers.synergy import job_choices
+            n = job.gpus
+            f = self.job_fields(job, n)
+            proto = Job("proto", n, cpu=f["cpu"], mem=f["mem"], model=job.model,
+                        profile=f["profile"])
+            opts = pareto_options(proto)
+            caps = sorted({(s.gpus, s.cpu, s.mem) for s in cluster.servers if s.gpus})
+            ideal, _ = job_choices(opts, n, caps)
+            hit = self._best[key] = (opts[ideal].cpu, opts[ideal].mem)
+        return hit
+
     def rate(self, job: Any, run: Run) -> float:
         """The placement's throughput (span factor divided out with ``span=False``)."""
         p = run.placement
@@ -289,10 +311,12 @@ class GavelTable(ProgressModel):
     r"""Gavel's measured throughputs (Narayanan et al., OSDI'20): a job's
     work is in iterations (``work``, else ``duration_s`` times its rate
     alone on the reference type); alone on a GPU of type $k$ it does
-    $T_{mk}$ iterations per second; sharing its GPU with one other job
-    ``o`` (space sharing) it does the pair's measured rate $P_{mok}$ (0
-    when unmeasured); with a time share below 1000 milli and no measured
-    pair, $T_{mk} \cdot \mathrm{milli}/1000$.
+    $T_{mk}$ iterations per second, whatever its share of the GPU (a job
+    whose pair partner left runs alone); sharing its GPU with one other job
+    ``o`` (space sharing) it does the pair's measured rate, read with the
+    earlier job's model first ($P_{mok}$, or the second rate of $P_{omk}$);
+    sharing it otherwise (no measured pair, or more than one other job),
+    $T_{mk} \cdot \mathrm{milli}/1000$.
 
     Parameters
     ----------
@@ -330,6 +354,22 @@ class GavelTable(ProgressModel):
         r = self.model_row(job)
         return {t: float(self.table.alone[r, c]) for t, c in self.col.items()}
 
+    def rows(self, jobs: Any) -> Any:
+        """The table rows of ``jobs`` (an integer array)."""
+        import numpy as np
+        return np.array([self.model_row(j) for j in jobs], dtype=np.int64)
+
+    def pair_array(self, rows: Any, a: Any, b: Any, types: Any) -> Any:
+        """Iterations per second of the pairs ``(rows[a], rows[b])`` sharing a
+        GPU of each of ``types``: an array ``(P, len(types), 2)``."""
+        cols = [self.col.get(t, -1) for t in types]
+        P = self.table.pair[rows[a], rows[b]]
+        out = P[:, [max(c, 0) for c in cols], :]
+        for k, c in enumerate(cols):
+            if c < 0:
+                out[:, k, :] = 0.0
+        return out
+
     def pair_rates(self, a: Any, b: Any, gpu_type: str) -> tuple[float, float]:
         """Iterations per second of ``a`` and ``b`` sharing a GPU of ``gpu_type``."""
         P = self.table.pair[self.model_row(a), self.model_row(b), self.col[gpu_type]]
@@ -356,10 +396,14 @@ class GavelTable(ProgressModel):
         others = run.colocated
         if len(others) == 1 and hasattr(job, "peer"):
             other = job.peer(others[0])
-            if other is not None:
-                v = float(self.table.pair[r, self.model_row(other), c, 0])
+            if other is not None:        # the pair as measured: the earlier job's row first
+                o = self.model_row(other)
+                first = getattr(job, "index", 0) <= getattr(other, "index", 0)
+                v = float(self.table.pair[r, o, c, 0] if first else self.table.pair[o, r, c, 1])
                 if v > 0:
                     return v
+        if not others:
+            return float(self.table.alone[r, c])      # alone on its GPUs, whatever its share
         return float(self.table.alone[r, c]) * run.milli / 1000.0
 
 

@@ -95,7 +95,7 @@ class SimResult:
                  if span > 0 and gpus > 0 else 0.0, "gpus": gpus,
                  "stack": {k: [s.name for s in v] for k, v in sim.slots.items() if v},
                  "progress": getattr(sim.progress, "name", type(sim.progress).__name__),
-                 "round_s": sim.round_s, "seed": sim.seed}
+                 "round_s": sim.round_s, "seed": sim.seed, "round_util": sim.round_util}
         return cls(recs, [sim._measured(r.index) for r in recs], end, wall, list(sim.samples),
                    stats)
 

@@ -12,8 +12,8 @@ A slot's value may be:
   `alloc.sched.policy` carries its declaration, whose ``needs`` are checked.
 
 ``placement`` names a solver of `alloc.registry` (its parameters are the
-solver's options); a placement policy registered under another name builds
-to the name of a solver.  ``mechanism`` may be a list of mechanisms.
+solver's options), or a function as ``"module:function"``; a placement
+policy registered under another name builds to the name of a solver.  ``mechanism`` may be a list of mechanisms.
 
 Examples
 --------
@@ -34,6 +34,7 @@ from typing import Any, Mapping, Sequence
 from ..errors import InputError
 from ..sched.kinds import KINDS
 from ..sched.registry import DECLARATION, NEEDS_MEANING, PolicyInfo, get_policy
+from ..sched.views import parse_spec
 
 #: Needs every run answers (the simulator keeps attained service; jobs have
 #: a priority, 0 by default).
@@ -73,30 +74,6 @@ class Slot:
         return f"{self.kind} policy {self.name!r}"
 
 
-def parse_spec(text: str) -> tuple[str, dict[str, Any]]:
-    """``"name:k=v,k2=v2"`` -> ``(name, {k: v, ...})`` (values read as JSON
-    when they parse, else as strings).
-
-    Examples
-    --------
-    >>> from alloc.sim.stack import parse_spec
-    >>> parse_spec("las:preemptive=false,starvation_s=3600")
-    ('las', {'preemptive': False, 'starvation_s': 3600})
-    """
-    import json
-    name, _, rest = text.partition(":")
-    params: dict[str, Any] = {}
-    for item in filter(None, (x.strip() for x in rest.split(","))):
-        k, eq, v = item.partition("=")
-        if not eq or not k.strip():
-            raise InputError(f"{name}: parameter {item!r}: expected KEY=VALUE")
-        try:
-            params[k.strip()] = json.loads(v)
-        except ValueError:
-            params[k.strip()] = v
-    return name.strip(), params
-
-
 def resolve(kind: str, spec: Any) -> Slot:
     """The `Slot` of ``spec`` in the ``kind`` slot (see the module notes).
 
@@ -111,8 +88,16 @@ def resolve(kind: str, spec: Any) -> Slot:
     params: dict[str, Any] = {}
     if isinstance(spec, tuple) and len(spec) == 2 and isinstance(spec[0], str):
         spec, params = spec[0], dict(spec[1] or {})
-    elif isinstance(spec, str) and ":" in spec:
-        spec, params = parse_spec(spec)
+    if kind == "placement" and isinstance(spec, str) and ":" in spec and "=" not in spec:
+        from ..registry import use       # a solver named as "module:function"
+        try:
+            use(spec)
+        except ValueError as exc:
+            raise InputError(f"placement: {exc}") from None
+        return Slot("placement", spec, spec, None, params)
+    if isinstance(spec, str) and ":" in spec:
+        spec, more = parse_spec(spec)
+        params = {**more, **params}
     if isinstance(spec, str):
         try:
             named = get_policy(kind, spec)

@@ -21,8 +21,9 @@ from __future__ import annotations
 
 import math
 import random
-from dataclasses import dataclass
 from typing import Iterator, Mapping, Sequence
+
+from .jobs import WorkloadJob
 
 MODEL_CLASSES: dict[str, tuple[str, ...]] = {
     "image": ("alexnet", "res18", "res50", "mobilenet", "shufflenet"),
@@ -31,16 +32,6 @@ MODEL_CLASSES: dict[str, tuple[str, ...]] = {
 }
 CLASS_ORDER = ("image", "language", "speech")
 GPU_MIX = {"single": ((1, 1.0),), "multi": ((1, 0.70), (2, 0.10), (4, 0.15), (8, 0.05))}
-
-
-@dataclass
-class SimJob:
-    """A job of the simulation: ``work_s`` seconds at its proportional share."""
-    id: int
-    model: str
-    arrival_s: float
-    work_s: float
-    gpus: int = 1
 
 
 class ModelAssigner:
@@ -108,7 +99,17 @@ def gpu_demand(rng: random.Random, mix: str) -> int:
 
 
 class SyntheticWorkload:
-    """An endless, seeded stream of [`SimJob`][alloc.sim.SimJob] (ids 0, 1, 2, ...)."""
+    """An endless, seeded stream of `alloc.sim.WorkloadJob` (ids ``"0"``,
+    ``"1"``, ...; ``duration_s`` is the job's run time at its
+    GPU-proportional share).
+
+    Examples
+    --------
+    >>> from alloc.sim.workload import SyntheticWorkload
+    >>> jobs = SyntheticWorkload(9.0, seed=0).take(3)
+    >>> [j.id for j in jobs], jobs[0].gpus, jobs[0].arrival_s < jobs[1].arrival_s
+    (['0', '1', '2'], 1, True)
+    """
 
     def __init__(self, jobs_per_hour: float, split: Sequence[float] = (20, 70, 10),
                  gpu_mix: str = "single", seed: int = 0,
@@ -122,7 +123,7 @@ class SyntheticWorkload:
         self.classes = classes
         self.max_gpus = max_gpus
 
-    def __iter__(self) -> Iterator[SimJob]:
+    def __iter__(self) -> Iterator[WorkloadJob]:
         rng = random.Random(self.seed)
         assign = ModelAssigner(self.split, self.classes)
         t, i = 0.0, 0
@@ -131,12 +132,13 @@ class SyntheticWorkload:
             n = gpu_demand(rng, self.gpu_mix)
             if self.max_gpus:
                 n = min(n, self.max_gpus)
-            yield SimJob(i, assign(), t, gavel_work_s(rng), n)
+            model = assign()
+            yield WorkloadJob(str(i), t, n, duration_s=gavel_work_s(rng), model=model)
             i += 1
 
-    def take(self, k: int) -> list[SimJob]:
+    def take(self, k: int) -> list[WorkloadJob]:
         """The first ``k`` jobs of the stream."""
-        out: list[SimJob] = []
+        out: list[WorkloadJob] = []
         for job in self:
             if len(out) >= k:
                 break

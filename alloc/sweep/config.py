@@ -323,7 +323,7 @@ def _simulation(sec: Mapping, top, base: Path, source: str) -> SimulationSection
 
 def _openb(sec: Mapping, top, base: Path) -> OpenbSection:
     from ..experiments.openb import openb_dir
-    from ..solvers.fgd.engine import POLICIES
+    from ..solvers.fgd import POLICIES
     for i, p in enumerate(sec["policies"]):
         if p not in POLICIES:
             raise InputError(f"openb.policies[{i}]: unknown policy {p!r}; expected one of "

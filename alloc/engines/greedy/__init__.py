@@ -17,9 +17,14 @@ a scan, and the rules built on them.
   operator's levels (a required level, a preferred one climbed);
 * `alloc.engines.greedy.compact` -- preferred jobs moved into one node of
   their level at no loss of value (the last step of every solver that
-  declares ``preferred``).
+  declares ``preferred``);
+* `alloc.engines.greedy.scratch` -- a problem re-placed from scratch when the
+  call allows any number of moves (every running job pending on an empty
+  cluster, as round-based schedulers start each round), and its answer
+  relabelled within classes of identical servers so that running jobs whose
+  place changes nothing stay where they run.
 
-Users: the heuristics family, ``drf``, ``tiresias`` and ``yarn``, the ``tas``
+Users: the heuristics family (``proportional`` from scratch too), ``drf``, ``tiresias`` and ``yarn``, the ``tas``
 family, Synergy's packers and ``synergy-tune``, and the configuration model's
 warm start, partitioned driver and polish (`alloc.engines.configuration`).
 """

@@ -1,18 +1,24 @@
 r"""The three orders every scheduler compares against.
 
 * ``fifo``: key $a_j$, the arrival time.
+* ``priority``: key $-p_j$, the job's priority, highest first (FIFO among
+  equals), as ``allocate()`` ranks jobs without an explicit order.
 * ``srtf``: key $d_j - w_j$, the remaining run time alone (an oracle: the
   workload's duration less the work done); jobs whose duration is unknown
   go last.
 * ``las``: key $\sum_t g_j(t)\,\Delta t$, the attained service in
   GPU-seconds (GPUs held times seconds held), so a wide job ages faster
   than a narrow one (Tiresias' two-dimensional attained service, without
-  its discretisation into queues).
+  its discretisation into queues); with ``quantum_gpu_s`` $q$ the key is
+  $\lfloor \sum_t g_j(t)\,\Delta t / q \rfloor$, so a job is not stopped
+  for one that has run a little less (the Slurm controller's default is
+  600 GPU-s).
 
 With ``starvation_s`` a waiting job that has not run for that long goes
-first (`alloc.sched.kinds.KeyOrder`).  All three are preemptive by default (a running job ranked below a waiting
-one that cannot otherwise be placed may be stopped for it); pass
-``preemptive=False`` for the non-preemptive variant.
+first (`alloc.sched.kinds.KeyOrder`).  All three are preemptive by default
+(a running job ranked below a waiting one that cannot otherwise be placed
+may be stopped for it); pass ``preemptive=False`` for the non-preemptive
+variant.
 """
 from __future__ import annotations
 
@@ -40,11 +46,31 @@ class Fifo(_Order):
     >>> Fifo().rank([J(id="b", arrival_s=5.0), J(id="a", arrival_s=1.0)], Context(9.0, 1, Cluster(())))
     ['a', 'b']
     """
-    static = True
+    static = frozen = True
 
     def key(self, job: JobView, ctx: Context) -> Any:
         """Its arrival time (s)."""
         return job.arrival_s
+
+
+class Priority(_Order):
+    """The highest priority first (FIFO among equals).
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace as J
+    >>> from alloc import Cluster
+    >>> from alloc.sched import Context
+    >>> from alloc.sched.orders.basic import Priority
+    >>> jobs = [J(id="a", arrival_s=1.0, priority=0), J(id="b", arrival_s=5.0, priority=3)]
+    >>> Priority().rank(jobs, Context(9.0, 1, Cluster(())))
+    ['b', 'a']
+    """
+    static = frozen = True
+
+    def key(self, job: JobView, ctx: Context) -> Any:
+        """Minus its priority."""
+        return -job.priority
 
 
 class Srtf(_Order):
@@ -61,6 +87,12 @@ class Las(_Order):
     """The least attained service (GPU-seconds) first."""
     static = True
 
+    def __init__(self, preemptive: bool = True, starvation_s: float | None = None,
+                 quantum_gpu_s: float | None = None) -> None:
+        super().__init__(preemptive, starvation_s)
+        self.quantum = quantum_gpu_s
+
     def key(self, job: JobView, ctx: Context) -> Any:
-        """Its attained service (GPU-seconds)."""
-        return job.attained_gpu_s
+        """Its attained service (GPU-seconds), in steps of ``quantum_gpu_s``."""
+        q = self.quantum
+        return job.attained_gpu_s if not q else math.floor(job.attained_gpu_s / q)

@@ -35,3 +35,17 @@ SOLVERS = (
             description="Online: FGD plus CPU-stranding, share-packing and GPU-model "
                         "look-ahead terms"),
 )
+
+#: What the FGD experiment (`alloc.experiments.openb`) and the sweeps use of
+#: the family, loaded from `alloc.solvers.fgd.engine` on first use: the
+#: experiment's cluster state and fragmentation measure, its pods and its own
+#: node-scoring policies with their online protocol.
+_ENGINE = ("MILLI", "POLICIES", "ClusterState", "FragModel", "Pod", "make_policy", "simulate",
+           "simulate_moves")
+
+
+def __getattr__(name):
+    if name in _ENGINE:
+        from . import engine
+        return getattr(engine, name)
+    raise AttributeError(name)

@@ -1,7 +1,7 @@
 """Greedy baselines and value-aware local search.
 
 * ``proportional`` -- Synergy's baseline: the request (the GPU-proportional
-  share), jobs in order, first fit;
+  share), jobs in order, first fit (from scratch when moves are unlimited);
 * ``best-fit`` -- largest jobs first, each on the server left fullest;
 * ``greedy-upgrade`` -- cheapest good CPU/memory point, value-density order,
   then exact per-server option upgrades;
@@ -19,8 +19,8 @@ from ...registry import declare
 _BASE = ("sharing", "locality", "preferred", "spread", "even-spread", "order-preemption")
 
 SOLVERS = (
-    declare("proportional", "alloc.solvers.heuristics.greedy:solve_proportional", objectives=(),
-            capabilities=_BASE,
+    declare("proportional", "alloc.solvers.heuristics.greedy:solve_proportional_moving", objectives=(),
+            capabilities=_BASE + ("migration",),
             description="GPU-proportional CPU/memory, first fit (Synergy's baseline)"),
     declare("best-fit", "alloc.solvers.heuristics.greedy:solve_best_fit", objectives=(), capabilities=_BASE,
             description="largest jobs first, each on the server left fullest"),

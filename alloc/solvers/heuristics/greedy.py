@@ -3,7 +3,9 @@ r"""The baseline heuristics, on the shared greedy state
 
 * ``proportional`` -- Synergy's baseline: every job gets its request (its
   GPU-proportional CPU and memory), jobs in order (priority first), first fit
-  over servers; multi-GPU jobs without a locality level may spread.
+  over servers; multi-GPU jobs without a locality level may spread.  When
+  the call allows moves it re-places every job from scratch, as Synergy's
+  rounds do (`alloc.engines.greedy.scratch`).
 * ``best-fit`` -- jobs by decreasing size, each on the server that leaves the
   least normalised free capacity, the sum over resources r of
   ``(free_r - use_r) / cap_r``, compared exactly (ties: lowest index).
@@ -22,6 +24,7 @@ from ...problem import Problem, Solution
 from ...engines.greedy.state import State
 from ...engines.greedy.rules import best_fit, first_fit, rank_order
 from ...engines.greedy.compact import compact
+from ...engines.greedy.scratch import back, from_scratch, kept
 
 
 def _place_all(st: State, order: Sequence[int], pick, deadline: Deadline) -> dict:
@@ -35,10 +38,29 @@ def _place_all(st: State, order: Sequence[int], pick, deadline: Deadline) -> dic
     return {}
 
 
+def _proportional(p: Problem, deadline: Deadline) -> Solution:
+    st = State(p)
+    return st.solution(**_place_all(st, rank_order(p), first_fit, deadline))
+
+
 def solve_proportional(problem: Problem, *, deadline: Deadline, seed: int = 0) -> Solution:
-    """Synergy's baseline: every job at its request, in rank order, first fit."""
-    st = State(problem)
-    return st.solution(**_place_all(st, rank_order(problem), first_fit, deadline))
+    """Synergy's baseline: every job at its request, in rank order, first
+    fit; the running jobs where they run."""
+    return _proportional(problem, deadline)
+
+
+def solve_proportional_moving(problem: Problem, *, deadline: Deadline,
+                              seed: int = 0) -> Solution:
+    """``proportional`` (declares ``migration``): `solve_proportional` from
+    scratch when the call allows any number of moves
+    (`alloc.engines.greedy.scratch`), else on the problem as given, its
+    running jobs kept where they run (`alloc.engines.greedy.scratch.kept`)."""
+    scratch = from_scratch(problem)
+    if scratch is not None:
+        out = back(problem, scratch, _proportional(scratch, deadline))
+        if out is not None:
+            return out
+    return kept(problem, _proportional(problem, deadline))
 
 
 def solve_best_fit(problem: Problem, *, deadline: Deadline, seed: int = 0) -> Solution:
@@ -53,4 +75,4 @@ def solve_best_fit(problem: Problem, *, deadline: Deadline, seed: int = 0) -> So
     return st.solution(**_place_all(st, order, best_fit, deadline))
 
 
-__all__ = ["solve_best_fit", "solve_proportional"]
+__all__ = ["solve_best_fit", "solve_proportional", "solve_proportional_moving"]

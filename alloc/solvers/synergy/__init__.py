@@ -10,25 +10,27 @@ packers place on the greedy engine's state and server index
 backend is the configuration model (`alloc.engines.configuration`) on the
 problem with the fairness floor.
 
-A round-based simulator uses the package's two public functions: `fast_round`
-(one reusable round of ``proportional``, ``synergy-greedy`` or
-``synergy-tune`` on identical servers, equal to `allocate()`) and
-`job_choices` (a job's best-case and capped CPU/memory option).  Neither
-imports anything until called.
+The simulator's Synergy progress model uses `job_choices` (a job's
+best-case and capped CPU/memory option), which imports nothing until called.
+Its rounds go through the session like any other: GREEDY and TUNE re-place
+every job from scratch when the call allows any number of moves
+(`alloc.engines.greedy.scratch`).
 """
 from __future__ import annotations
-
-from typing import Sequence
 
 from ...options import Option
 from ...registry import declare
 
 _CAPS = ("grid", "sharing", "spread", "order-preemption")
+#: GREEDY and TUNE re-place every job from scratch when the call allows moves.
+_MOVING = _CAPS + ("migration",)
 
 SOLVERS = (
-    declare("synergy-greedy", "alloc.solvers.synergy.tune:solve_greedy", objectives=(), capabilities=_CAPS,
+    declare("synergy-greedy", "alloc.solvers.synergy.tune:solve_greedy_moving", objectives=(),
+            capabilities=_MOVING,
             description="Synergy GREEDY: each job at its best-case CPU/memory point or skipped"),
-    declare("synergy-tune", "alloc.solvers.synergy.tune:solve_tune", objectives=(), capabilities=_CAPS,
+    declare("synergy-tune", "alloc.solvers.synergy.tune:solve_tune_moving", objectives=(),
+            capabilities=_MOVING,
             options=(Option("sort_by_gpus", "bool", True,
                             "place the admitted jobs largest GPU demand first"),),
             description="Synergy TUNE: best case, else proportional, else reclaim peers' excess"),
@@ -47,15 +49,6 @@ SOLVERS = (
             restricts="fairness floor: only CPU/memory points at least as fast as the request",
             description="Synergy OPT: joint grid point and placement with the fairness floor"),
 )
-
-
-def fast_round(solver: str, gpus: Sequence[int], cpu: Sequence[int], mem: Sequence[int]):
-    """A reusable round of ``solver`` on servers with ``gpus`` GPUs, ``cpu``
-    milli-cores and ``mem`` MiB each, proven equal to the registered solver
-    (`alloc.solvers.synergy.rounds.FastRound`), or None when ``solver`` has
-    none (the caller goes through `allocate()`)."""
-    from .rounds import SOLVERS as FAST, FastRound
-    return FastRound(solver, gpus, cpu, mem) if solver in FAST else None
 
 
 def job_choices(opts, n: int, caps) -> tuple[int, int]:

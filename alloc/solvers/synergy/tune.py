@@ -25,6 +25,14 @@ Jobs arrive in the scheduler's rank order; every allocation is one round.
     Every placed job's option satisfies ``b_jo >= b_j0``, so it runs at least at
     its GPU-proportional speed.  Running jobs kept in place are never reverted.
 
+When the call allows moves (``max_moves=None``), the registered solvers
+(`solve_greedy_moving`, `solve_tune_moving`, which declare ``migration``;
+`solve_greedy` and `solve_tune` keep the running jobs) re-place every job
+from scratch, running ones included, as Synergy's rounds do
+(`alloc.engines.greedy.scratch`: a running job the answer puts where it
+runs stays; one it puts elsewhere moves; an answer that would stop a running
+job is dropped for the round as given).
+
 On a compiled problem (`ProblemPacker`)
 the feasible server with the fewest free GPUs comes from the server index
 (`alloc.engines.greedy.index`), and step 3 visits, in the same order,
@@ -41,6 +49,7 @@ from typing import Iterable
 from ...deadline import Deadline
 from ...problem import Problem, Solution, split
 from ...engines.greedy.rules import rank_order
+from ...engines.greedy.scratch import back, from_scratch, kept
 from .options import capped_option, ideal_option
 from .packers import FastPacker, ProblemPacker
 
@@ -257,23 +266,59 @@ def _choices(P: ProblemPacker) -> tuple[dict, dict]:
     return ideal, capped
 
 
-def solve_greedy(problem: Problem, *, deadline: Deadline, seed: int = 0) -> Solution:
-    """``synergy-greedy`` (see the module notes)."""
-    P = ProblemPacker(problem)
+def _scratch_first(problem: Problem, solve) -> Solution:
+    """``solve`` on the problem from scratch when the call allows moves
+    (`alloc.engines.greedy.scratch`), else (or when that answer would stop a
+    running job) on the problem as given, its running jobs kept where they
+    run (`alloc.engines.greedy.scratch.kept`: the solvers declare
+    ``migration``, so they answer for the running jobs too)."""
+    scratch = from_scratch(problem)
+    if scratch is not None:
+        out = back(problem, scratch, solve(scratch))
+        if out is not None:
+            return out
+    return kept(problem, solve(problem))
+
+
+def _greedy(p: Problem, deadline: Deadline) -> Solution:
+    P = ProblemPacker(p)
     ideal, _ = _choices(P)
-    greedy_core(P, rank_order(problem), ideal.__getitem__, deadline)
+    greedy_core(P, rank_order(p), ideal.__getitem__, deadline)
     return P.st.solution()
 
 
-def solve_tune(problem: Problem, *, deadline: Deadline, seed: int = 0,
-               sort_by_gpus: bool = True) -> Solution:
-    """``synergy-tune`` (see the module notes)."""
-    P = ProblemPacker(problem)
+def _tune(p: Problem, deadline: Deadline, sort_by_gpus: bool) -> Solution:
+    P = ProblemPacker(p)
     ideal, capped = _choices(P)
     P.capped = capped
-    stats = tune_core(P, rank_order(problem), ideal, capped, sort_by_gpus=sort_by_gpus,
+    stats = tune_core(P, rank_order(p), ideal, capped, sort_by_gpus=sort_by_gpus,
                       deadline=deadline)
     return P.st.solution(**stats)
 
 
-__all__ = ["admit", "greedy_core", "solve_greedy", "solve_tune", "tune_core"]
+def solve_greedy(problem: Problem, *, deadline: Deadline, seed: int = 0) -> Solution:
+    """GREEDY with the running jobs where they run (see the module notes)."""
+    return _greedy(problem, deadline)
+
+
+def solve_greedy_moving(problem: Problem, *, deadline: Deadline, seed: int = 0) -> Solution:
+    """``synergy-greedy`` (declares ``migration``): GREEDY from scratch when
+    the call allows any number of moves, else `solve_greedy`."""
+    return _scratch_first(problem, lambda p: _greedy(p, deadline))
+
+
+def solve_tune(problem: Problem, *, deadline: Deadline, seed: int = 0,
+               sort_by_gpus: bool = True) -> Solution:
+    """TUNE with the running jobs where they run (see the module notes)."""
+    return _tune(problem, deadline, sort_by_gpus)
+
+
+def solve_tune_moving(problem: Problem, *, deadline: Deadline, seed: int = 0,
+                      sort_by_gpus: bool = True) -> Solution:
+    """``synergy-tune`` (declares ``migration``): TUNE from scratch when the
+    call allows any number of moves, else `solve_tune`."""
+    return _scratch_first(problem, lambda p: _tune(p, deadline, sort_by_gpus))
+
+
+__all__ = ["admit", "greedy_core", "solve_greedy", "solve_greedy_moving", "solve_tune",
+           "solve_tune_moving", "tune_core"]

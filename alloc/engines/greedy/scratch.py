@@ -1,0 +1,220 @@
+r"""Re-placing every job from scratch, for round-based schedulers whose
+rounds start from an empty cluster (Synergy's, Gavel's).
+
+A solver that declares ``migration`` may move running jobs when the call
+allows any number of moves (``max_moves=None``, with a ``move_cost``).
+`from_scratch` gives such a solver the problem it would see on an empty
+cluster: the same jobs in the same order, every running job pending (built
+from the problem's arrays, not compiled again).  What holds a closed server
+stays where it is: the session's blockers (drained and failed servers) and
+every running job with a part on a server a blocker holds.
+
+`back` turns the solver's answer into an answer to the problem as given.
+Identical servers are interchangeable (`Problem.server_class`: same
+capacities, GPU type and, where the cluster has racks, rack), and so are the
+GPUs of a server without inner levels (sockets, switches): the answer is
+relabelled, server class by server class, so that as many running jobs as
+possible stay exactly where they run (a greedy matching of the answer's
+servers to the servers holding their running jobs, then of GPUs within
+each server).  Every job keeps its GPUs per server, its CPU and memory, and
+the levels its servers span, so its throughput is the one the solver chose;
+the relabelling only removes moves that change nothing.  An answer that
+leaves a running job out is not used (the solver answers the problem as
+given: running jobs kept in place), so a from-scratch round never stops a
+running job; the final check verifies every placement.
+
+Examples
+--------
+>>> from alloc import Cluster, Job, Server, Session
+>>> cl = Cluster(tuple(Server(f"s{i}", cpu=24000, mem=512000, gpus=8) for i in range(2)))
+>>> s = Session(cl, solver="proportional", max_moves=None, move_cost=0.0)
+>>> s.submit(Job("a", 2, cpu=6000, mem=128000)); _ = s.step()
+>>> s.submit(Job("b", 8, cpu=24000, mem=512000)); r = s.step()
+>>> [p.job for p in r.start], [p.job for p in r.move]    # a stays, b takes the other server
+(['b'], [])
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+
+from ...check import placement_servers
+from ...model import MILLI
+from ...problem import Assign, Problem, Solution, add_assign
+
+
+#: The prefix of the session's blockers' ids (`alloc.session.checks.RESERVED_PREFIX`,
+#: which an engine may not import; tests/test_sim.py checks that they agree).
+RESERVED_PREFIX = "~blocked:"
+
+
+def from_scratch(problem: Problem) -> Problem | None:
+    """The problem on an empty cluster (module notes), or None unless the call
+    allows any number of moves (``max_moves=None``) and something runs."""
+    if problem.max_moves is not None or not problem.fixed:
+        return None
+    from ...carry import next_stamp
+    jobs = problem.jobs
+    cur = {j: jobs[j].current for j in problem.fixed}
+    closed = {s for j, p in cur.items() if p is not None and jobs[j].id.startswith(RESERVED_PREFIX)
+              for s in placement_servers(p)}
+    keep = {j: a for j, a in problem.fixed.items()
+            if jobs[j].id.startswith(RESERVED_PREFIX)
+            or (closed and (p := cur[j]) is not None and closed & placement_servers(p))}
+    if len(keep) == len(problem.fixed):
+        return None
+    out = object.__new__(Problem)
+    out.__dict__.update({k: v for k, v in problem.__dict__.items()
+                         if k not in ("type_ok", "allowed", "preemption_possible")})
+    out.fixed = keep
+    out.running = tuple(sorted(keep))
+    out.pending = tuple(sorted(set(problem.pending) | (set(problem.fixed) - set(keep))))
+    out.free_cpu = problem.srv_cpu.copy()
+    out.free_mem = problem.srv_mem.copy()
+    out.gpu_free = np.full(problem.G, MILLI, dtype=np.int64)
+    for a in keep.values():
+        add_assign(a, out.gpu_free, out.free_cpu, out.free_mem, -1)
+    out.max_moves, out.move_cost, out.preempt = 0, None, None
+    out.pinned, out.changes, out.carry = frozenset(), None, None
+    out.stamp = next_stamp()
+    return out
+
+
+def kept(problem: Problem, sol: Solution) -> Solution:
+    """``sol`` with every running job it leaves out kept where it runs: a
+    solver that declares ``migration`` answers for the running jobs too (the
+    core reads a running job missing from its answer as stopped).
+
+    Examples
+    --------
+    >>> from alloc import Cluster, Job, Placement, Server, allocate
+    >>> cl = Cluster((Server("s0", 8000, 65536, 2, "V100"),))
+    >>> cur = Placement("j0", (), {"s0": 1000}, {"s0": 16384}, 0.0)
+    >>> jobs = [Job("j0", 0, cpu=1000, mem=16384, current=cur)] + [
+    ...     Job(f"j{i}", 0, cpu=1000, mem=16384) for i in range(1, 5)]
+    >>> a = allocate(cl, jobs, solver="proportional", max_moves=1, order=["j0"], preempt="order")
+    >>> sorted(p.job for p in a.placements)          # j0 kept, three more fit
+    ['j0', 'j1', 'j2', 'j3']
+    """
+    missing = {j: a for j, a in problem.fixed.items() if j not in sol.assign}
+    if not missing:
+        return sol
+    return replace(sol, assign={**missing, **sol.assign})
+
+
+def back(problem: Problem, scratch: Problem, sol: Solution) -> Solution | None:
+    """The from-scratch answer for ``problem``, relabelled to keep running
+    jobs where they run (module notes); None when it leaves a running job out."""
+    if any(j not in sol.assign and j not in scratch.fixed for j in problem.fixed):
+        return None
+    held = {t for a in scratch.fixed.values() for t in a.servers}
+    assign = _relabel(problem, dict(sol.assign), held)
+    for j, a in assign.items():
+        cur = problem.fixed.get(j)
+        if cur is not None and a == cur:
+            assign[j] = cur                  # the very object: where it runs
+    return replace(sol, assign=assign, stats={**sol.stats, "from_scratch": True})
+
+
+def _inner_levels(problem: Problem) -> bool:
+    levels = tuple(problem.levels)
+    if "server" not in levels:
+        return True
+    return any(lv != "gpu" for lv in levels[levels.index("server") + 1:])
+
+
+def _relabel(problem: Problem, assign: dict[int, Assign], held: set[int]) -> dict[int, Assign]:
+    """Servers permuted within each class (those in ``held``, where what
+    stays in place runs, left as they are), and GPUs within each server (when
+    it has no inner levels), to keep running jobs where they run."""
+    fixed = problem.fixed
+    cls = problem.server_class.tolist()
+    first = problem.gpu_first.tolist()
+    gsrv = problem.gpu_server.tolist()
+    votes: dict[tuple[int, int], int] = {}
+    pairs = []                                # (job, its answer, where it runs)
+    for j, a in assign.items():
+        cur = fixed.get(j)
+        if cur is None or a is cur or len(a.cpu) != len(cur.cpu):
+            continue
+        pairs.append((j, a, cur))
+        if len(a.cpu) == 1:
+            s, t = a.cpu[0][0], cur.cpu[0][0]
+            if cls[s] == cls[t] and s not in held and t not in held:
+                votes[s, t] = votes.get((s, t), 0) + 1
+            continue
+        for (s, _), (t, _) in zip(sorted(a.cpu), sorted(cur.cpu)):
+            if cls[s] == cls[t] and s not in held and t not in held:
+                votes[s, t] = votes.get((s, t), 0) + 1
+    if not votes:
+        return assign
+    pi: dict[int, int] = {}
+    taken: set[int] = set()
+    for (s, t), _ in sorted(votes.items(), key=lambda kv: (-kv[1], kv[0])):
+        if s not in pi and t not in taken:
+            pi[s] = t
+            taken.add(t)
+    for s in held:
+        pi[s] = s
+    for members in problem.classes:            # the rest: a bijection within the class
+        if all(s in pi for s in members):
+            continue
+        free = [t for t in members if t not in taken and t not in held]
+        for s in members:
+            if s not in pi:
+                pi[s] = free.pop(0)
+    gmap = {} if _inner_levels(problem) else _gpu_maps(problem, pairs, pi, first, gsrv)
+    out = dict(assign)
+    for j, a in assign.items():
+        if a is fixed.get(j):
+            continue
+        gpus = []
+        for g, m in a.gpus:
+            s = gsrv[g]
+            t = pi.get(s, s)
+            local = g - first[s]
+            mt = gmap.get(t)
+            if mt is not None:
+                local = mt.get(local, local)
+            gpus.append((first[t] + local, m))
+        out[j] = Assign(tuple(gpus), tuple((pi.get(s, s), v) for s, v in a.cpu),
+                        tuple((pi.get(s, s), v) for s, v in a.mem), a.caps)
+    return out
+
+
+def _gpu_maps(problem: Problem, pairs: list, pi: dict[int, int], first: list, gsrv: list
+              ) -> dict[int, dict[int, int]]:
+    """Per target server, a permutation of its local GPUs that gives running
+    jobs their current GPUs where it can."""
+    maps: dict[int, dict[int, int]] = {}
+    used: dict[int, set[int]] = {}
+    for _, a, cur in pairs:
+        if len(a.gpus) != len(cur.gpus):
+            continue
+        new = sorted((pi.get(gsrv[g], gsrv[g]), g - first[gsrv[g]]) for g, _ in a.gpus)
+        old = sorted((gsrv[g], g - first[gsrv[g]]) for g, _ in cur.gpus)
+        ok = True
+        for (t, x), (t2, y) in zip(new, old):
+            if t != t2:
+                ok = False
+                break
+            m = maps.get(t)
+            if m is not None and (m.get(x, y) != y or (y in used[t] and m.get(x) != y)):
+                ok = False
+                break
+        if not ok:
+            continue
+        for (t, x), (_, y) in zip(new, old):
+            maps.setdefault(t, {})[x] = y
+            used.setdefault(t, set()).add(y)
+    srv_gpus = problem.srv_gpus
+    for t, m in maps.items():                 # complete each map to a permutation
+        rest = [y for y in range(int(srv_gpus[t])) if y not in used[t]]
+        for x in range(int(srv_gpus[t])):
+            if x not in m:
+                m[x] = rest.pop(0)
+    return maps
+
+
+__all__ = ["back", "from_scratch", "kept"]
