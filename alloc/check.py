@@ -13,7 +13,8 @@ Checked:
 * capacities: no server over its CPU or memory, no GPU over 1000 milli, nor
   over its memory or compute (`alloc.resources`: a share's memory and compute
   caps within the job's demand, opportunistic shares only where allowed);
-* the reported throughput equals the recomputed one;
+* the reported throughput equals the recomputed one (and a goodput job's
+  batch and accumulation steps the ones its goodput model chooses);
 * live state: a running job (``current``) placed elsewhere is listed in
   ``moved`` and the moves fit the call's allowance (``max_moves``; a move is a
   change of GPUs, shares, CPU or memory); a running job not placed is listed in
@@ -280,6 +281,13 @@ def _own_problems(cluster: Cluster, job: Job, p: Placement) -> tuple[list[str], 
                         sum(_d(p.mem).values()))
     if abs(tp - p.throughput) > 1e-6 * max(1.0, abs(tp)):
         bad = bad + [f"{where}: reported throughput {p.throughput} but it is {tp:.6g}"]
+    prof = job.profile
+    if prof is not None and prof.goodput is not None and p.gpus:
+        from .objectives import goodput_speed
+        _, b, s = goodput_speed(cluster, job, [g.gpu for g in p.gpus])
+        if (p.batch, p.accum) != (b, s):
+            bad = bad + [f"{where}: reported per-GPU batch {p.batch} with {p.accum} "
+                         f"accumulation steps but its goodput's best is {b} with {s}"]
     return bad, True
 
 

@@ -8,7 +8,10 @@ $$
                 \mathrm{span}(\ell)\cdot \mathrm{scale}(n)
 $$
 
-with ``base`` the profile's grid value per GPU, ``speed`` the relative speed of
+(a job whose profile has a goodput model runs at its goodput speed-up instead,
+`alloc.goodput.value`, and a running one keeps its ``restart_factor`` of its
+value when its placement changes) with ``base`` the profile's grid value per
+GPU, ``speed`` the relative speed of
 the slowest GPU type ``tau`` it got, ``span`` the factor of the innermost
 hierarchy level ``ell`` one node of which holds all its GPUs (1 for one GPU), and
 ``scale`` its speed with ``n`` GPUs relative to the requested count (elastic
@@ -58,6 +61,8 @@ def throughput(cluster: Cluster, job: Job, gpu_ids: Iterable[str], cpu: int, mem
     gpu_ids = list(gpu_ids)
     prof = job.profile
     n = len(gpu_ids)
+    if prof is not None and prof.goodput is not None:
+        return goodput_speed(cluster, job, gpu_ids)[0]
     if prof is None:
         return 1.0 * scale_factor(None, job, n) if n or job.gpus == 0 else 0.0
     per = max(n, 1)
@@ -71,6 +76,29 @@ def throughput(cluster: Cluster, job: Job, gpu_ids: Iterable[str], cpu: int, mem
     speed = min(prof.speed(t) for t in types)
     span = prof.span_factor(span_level(cluster, gpu_ids))
     return base * speed * span * scale_factor(prof, job, n)
+
+
+def goodput_speed(cluster: Cluster, job: Job, gpu_ids: Sequence[str]) -> tuple[float, int, int]:
+    """``(throughput, batch, accum)`` of a goodput job on the given GPUs
+    (`alloc.goodput.value`)."""
+    from .goodput.value import placement_speed
+    prof = job.profile
+    assert prof is not None and prof.goodput is not None
+    idx, srv, servers = cluster.gpu_index, cluster.gpu_server, cluster.servers
+    where = {srv[idx[g]] for g in gpu_ids}
+    types = {servers[s].gpu_type for s in where}
+    return placement_speed(prof.goodput, prof.reference_gpu, job.gpus, types, len(where),
+                           len(gpu_ids))
+
+
+def restart_kept(job: Job, placement: Placement) -> float:
+    """The share of a goodput job's value it keeps on ``placement``: its
+    ``restart_factor`` when it runs elsewhere now (a restart), else 1."""
+    prof = job.profile
+    if prof is None or prof.goodput is None or job.current is None \
+            or prof.goodput.restart_factor >= 1.0 or placement.same_as(job.current):
+        return 1.0
+    return float(prof.goodput.restart_factor)
 
 
 def job_sizes(job: Job) -> list[int]:
@@ -120,7 +148,7 @@ class Objective:
         if placement is None:
             return 0.0
         if self.name == "throughput":
-            return job.weight * placement.throughput
+            return job.weight * placement.throughput * restart_kept(job, placement)
         if self.name == "gpus":
             return float(sum(g.milli for g in placement.gpus))
         return 1.0
@@ -140,6 +168,10 @@ class Objective:
         sizes = job_sizes(job)
         base = max(bases, default=1.0)
         types = list(gpu_types)
+        if prof is not None and prof.goodput is not None and self.name == "throughput":
+            from .goodput.value import upper
+            return job.weight * upper(prof.goodput, prof.reference_gpu, job.gpus, sizes, types,
+                                      len(cluster.servers))
         speed = max((prof.speed(t) if prof is not None else 1.0 for t in types), default=1.0)
         best = 0.0
         for n in sizes:
@@ -180,6 +212,8 @@ class Objective:
         if self.name == "gpus":
             return Fraction(job.gpu_milli if job.elastic else job.gpus * job.gpu_milli)
         prof = job.profile
+        if prof is not None and prof.goodput is not None:
+            return None
         factors = [[job.weight]]
         if prof is not None:
             base = [1.0]
@@ -280,6 +314,7 @@ def placement_value(objective: str | Objective, job: Job, p: Placement | None) -
 
 
 __all__ = ["FACTORS", "GPUS", "JOBS", "OBJECTIVES", "THROUGHPUT", "Objective",
-           "allocation_value", "check_objective", "decimal_step", "get_objective", "job_sizes",
+           "allocation_value", "check_objective", "decimal_step", "get_objective",
+           "goodput_speed", "job_sizes", "restart_kept",
            "placement_value", "scale_factor", "span_level", "tighten", "throughput"]
 

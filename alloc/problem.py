@@ -275,6 +275,9 @@ def placeable_reason(cluster: Cluster, job: Job) -> str | None:
     one node of its locality level), else one line saying why it cannot be
     placed on this cluster now."""
     n = job.min_gpus or job.gpus
+    why = _goodput_reason(cluster, job)
+    if why:
+        return why
     cpu, mem = _smallest_request(job, n)
     idx = _shape_index(cluster)
     types = [t for t in idx["shapes"] if (n == 0 or (t is not None and job.allows(t)))]
@@ -305,6 +308,27 @@ def placeable_reason(cluster: Cluster, job: Job) -> str | None:
     return (f"needs {n} GPUs{where}, {cpu} milli-CPU and {mem} MiB on one server; the largest "
             f"allowed has {_width(best, job.locality)} GPUs{where}, {best.cpu} milli-CPU, "
             f"{best.mem} MiB")
+
+
+def _goodput_reason(cluster: Cluster, job: Job) -> str | None:
+    """Why a goodput job has no valid configuration on this cluster (None:
+    it has one): a GPU type its profile models that the cluster has, and a
+    GPU count in its range whose per-GPU batch range leaves a valid batch."""
+    prof = job.profile
+    if prof is None or prof.goodput is None or not job.gpus:
+        return None
+    g = prof.goodput
+    have = {s.gpu_type for s in cluster.servers if s.gpus}
+    types = [t for t in g.types if t in have and job.allows(t)]
+    if not types:
+        return (f"its goodput profile models GPU types {sorted(g.types)}, none of which the "
+                f"cluster has and the job allows")
+    lo = job.min_gpus or job.gpus
+    if all(g.types[t].local_bsz[0] * lo > g.max_batch for t in types):
+        t = types[0]
+        return (f"no configuration is valid: {lo} GPU(s) at the smallest per-GPU batch "
+                f"{g.types[t].local_bsz[0]} exceed its largest batch {g.max_batch}")
+    return None
 
 
 def _take(problem: "Problem", assigns, sign: int) -> None:
@@ -847,7 +871,12 @@ class Problem:
             c = self.cluster
             tp = throughput(c, job, [g.gpu for g in cur.gpus], sum(cur.cpu.values()),
                             sum(cur.mem.values()))
-            if round(tp, 9) == cur.throughput:
+            same = round(tp, 9) == cur.throughput
+            if same and job.profile is not None and job.profile.goodput is not None:
+                from .objectives import goodput_speed
+                same = goodput_speed(c, job, [g.gpu for g in cur.gpus])[1:] == \
+                    (cur.batch, cur.accum)
+            if same:
                 keep(cur, "throughput", (c, job), tp)
                 return cur
         return self._build_placement(job, a)
@@ -859,6 +888,10 @@ class Problem:
         cpu = {sids[s]: v for s, v in a.cpu}
         mem = {sids[s]: v for s, v in a.mem}
         tp = throughput(c, job, gids, sum(cpu.values()), sum(mem.values()))
+        batch, accum = None, 0
+        if job.profile is not None and job.profile.goodput is not None and gids:
+            from .objectives import goodput_speed
+            _, batch, accum = goodput_speed(c, job, gids)
         gs = []
         for k, (g, m) in enumerate(a.gpus):
             if a.caps and a.caps[k] != (None, None):
@@ -868,7 +901,7 @@ class Problem:
             if sh is None:
                 sh = shares[(g, m)] = GpuShare(ids[g], m)
             gs.append(sh)
-        p = Placement.make(job.id, tuple(gs), cpu, mem, round(tp, 9))
+        p = Placement.make(job.id, tuple(gs), cpu, mem, round(tp, 9), batch, accum)
         # the final check recomputes this very value from the placement
         keep(p, "throughput", (c, job), tp)
         return p
@@ -883,7 +916,12 @@ class Problem:
             if obj.factors:                                   # milli-GPU
                 return float(sum(m for _, m in a.gpus))
             return 1.0
-        return job.weight * round(self.throughput_of(j, a), 9)
+        v = job.weight * round(self.throughput_of(j, a), 9)
+        prof = job.profile
+        if prof is not None and prof.goodput is not None and job.current is not None \
+                and prof.goodput.restart_factor < 1.0 and not a.same_as(self.current_assign(j)):
+            v *= prof.goodput.restart_factor
+        return v
 
     def throughput_of(self, j: int, a: Assign) -> float:
         """[`alloc.objectives.throughput`][alloc.objectives.throughput] of job j placed as ``a``,
@@ -892,6 +930,8 @@ on indices."""
         job = self.jobs[j]
         prof = job.profile
         n = len(a.gpus)
+        if prof is not None and prof.goodput is not None:
+            return self.goodput_of(j, a)[0]
         if prof is None:
             return scale_factor(None, job, n) if n or job.gpus == 0 else 0.0
         cpu = sum(v for _, v in a.cpu)
@@ -905,6 +945,19 @@ on indices."""
             return base * prof.speed(servers[gs[a.gpus[0][0]]].gpu_type) * scale_factor(prof, job, 1)
         speed = min(prof.speed(servers[gs[g]].gpu_type) for g, _ in a.gpus)
         return base * speed * prof.span_factor(self.span_level_of(a)) * scale_factor(prof, job, n)
+
+    def goodput_of(self, j: int, a: Assign) -> tuple[float, int, int]:
+        """``(throughput, batch, accum)`` of goodput job j placed as ``a``
+        (`alloc.goodput.value`)."""
+        from .goodput.value import placement_speed
+        job = self.jobs[j]
+        prof = job.profile
+        gs = self.gpu_server
+        where = {int(gs[g]) for g, _ in a.gpus}
+        servers = self.cluster.servers
+        types = {servers[s].gpu_type for s in where}
+        return placement_speed(prof.goodput, prof.reference_gpu, job.gpus, types, len(where),
+                               len(a.gpus))
 
     def span_level_of(self, a: Assign) -> str:
         """The innermost level one node of which holds all of ``a``'s GPUs."""

@@ -68,6 +68,9 @@ CAPABILITY_MEANING: Mapping[str, str] = {
     "gpu-compute": "compute shares (gpu_compute), opportunistic shares (milli 0) and caps",
     "order-preemption": "keeps the running jobs the core pinned in place (preempt=\"order\": "
                         "the core stops the victims by the caller's order before the solver runs)",
+    "goodput": "jobs with a goodput profile: picks each one's GPU count, servers, GPU type and "
+               "per-GPU batch by goodput (throughput x statistical efficiency), a restart "
+               "factor on running ones it moves",
 }
 #: The capability names.
 CAPABILITIES = frozenset(CAPABILITY_MEANING)
@@ -85,7 +88,8 @@ INSTALL = {
 }
 
 #: Family packages under `alloc.solvers` that declare solvers.
-FAMILIES = ("heuristics", "exact", "synergy", "fgd", "hived", "drf", "antman", "gandiva")
+FAMILIES = ("heuristics", "exact", "synergy", "fgd", "hived", "drf", "antman", "gandiva",
+            "goodput")
 
 #: The entry-point group plug-ins declare their solvers in.
 ENTRY_POINT_GROUP = "alloc.solvers"

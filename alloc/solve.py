@@ -52,6 +52,8 @@ def needed_capabilities(cluster: Cluster, jobs: Sequence[Job],
             need.add("tenancy")
         if j.elastic:
             need.add("elastic")
+        if j.profile is not None and j.profile.goodput is not None:
+            need.add("goodput")
     if cluster.tenants:
         need.add("tenancy")
     from .resources import needs

@@ -165,7 +165,8 @@ def fit_perf_params(nodes: Sequence[float], replicas: Sequence[float],
 def fit_points(points: Any, where: str = "profile") -> PerfParams:
     """`fit_perf_params` of rows ``(N, K, b, step, sync)``."""
     arr = np.asarray(points, dtype=float).reshape(-1, 5) if len(points) else np.zeros((0, 5))
-    return fit_perf_params(arr[:, 0], arr[:, 1], arr[:, 2], arr[:, 3], arr[:, 4], where=where)
+    cols = [arr[:, i].tolist() for i in range(5)]
+    return fit_perf_params(*cols, where=where)
 
 
 __all__ = ["FLOOR", "GAMMA_MAX", "START", "fit_perf_params", "fit_points"]

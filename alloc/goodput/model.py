@@ -296,3 +296,60 @@ def best_batch(theta: PerfParams | np.ndarray | None, grad: GradStats | None, li
 __all__ = ["BATCH_POINTS", "EPS", "GradStats", "Limits", "PARAM_NAMES", "PerfParams",
            "best_batch", "compute_time", "efficiency", "gain", "goodput", "iteration_time",
            "log_optim_time", "network_time", "split_batch", "throughput"]
+
+
+def best_batch_many(theta: np.ndarray, sqr: np.ndarray, var: np.ndarray, init: np.ndarray,
+                    max_batch: np.ndarray, local_lo: np.ndarray, local_hi: np.ndarray,
+                    nodes: np.ndarray, replicas: np.ndarray) -> tuple[np.ndarray, ...]:
+    """`best_batch` for ``P`` queries with their own parameters at once.
+
+    ``theta`` is ``(P, 7)``; every other argument has length ``P``.  Returns
+    ``(goodput, b, s)`` arrays of length ``P`` (the same choice as
+    `best_batch` query by query).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from alloc.goodput.model import best_batch_many, best_batch, PerfParams, GradStats, Limits
+    >>> th = PerfParams(0.02, 0.001, 0.2, 0.01, 0.05, 0.002, 1.5)
+    >>> g, b, s = best_batch_many(np.array([th.as_array()] * 2), np.array([1.0, 1.0]),
+    ...     np.array([4.0, 4.0]), np.array([128, 128]), np.array([4096, 4096]),
+    ...     np.array([32, 32]), np.array([1024, 1024]), np.array([1, 2]), np.array([4, 8]))
+    >>> float(g[1]) == best_batch(th, GradStats(1.0, 4.0), Limits(128, 4096, 32, 1024), 2, 8)[0]
+    True
+    """
+    t = np.asarray(theta, dtype=float).reshape(-1, 7).T                       # (7, P)
+    k = np.asarray(replicas)
+    n = np.asarray(nodes)
+    init = np.asarray(init, dtype=float)
+    lo = np.maximum(init, np.asarray(local_lo) * k).astype(float)
+    batch = np.geomspace(lo, np.asarray(max_batch, dtype=float), BATCH_POINTS)    # (50, P)
+    local = batch / k
+    hi = np.asarray(local_hi, dtype=float)
+    s = np.ceil(local / hi - EPS) - 1
+    s = np.where((k == 1) & (local > init + EPS), np.maximum(s, 1), s).astype(int)
+    b = np.ceil(local / (s + 1) - EPS).astype(int)
+    accum = t[0] + t[1] * b
+    inter, intra = n > 1, k > 1
+    alpha = np.where(inter, t[2], np.where(intra, t[4], 1e-8))
+    beta = np.where(inter, t[3], np.where(intra, t[5], 1e-8))
+    net = alpha + beta * np.maximum(k - 2, 1e-8)
+    g = t[6]
+    optim = np.exp(np.log(accum ** g + net ** g) / g)
+    m = k * b * (s + 1)
+    x = m / (s * accum + optim)
+    scale = m / init
+    sq, vr = np.asarray(sqr, dtype=float), np.asarray(var, dtype=float)
+    denom = vr / scale + sq
+    with np.errstate(divide="ignore", invalid="ignore"):
+        gn = np.where(denom > 0, (vr + sq) / denom, 1.0)
+    gp = x * gn / scale
+    gp = np.where((np.asarray(local_lo) <= b) & (b <= hi), gp, 0.0)
+    idx = np.argmax(gp, axis=0)
+    cols = np.arange(gp.shape[1])
+    gb, bb, sb = gp[idx, cols], b[idx, cols], s[idx, cols]
+    bb = np.minimum(bb, (np.asarray(max_batch) / (k * (sb + 1))).astype(int))
+    return gb, bb, sb
+
+
+__all__ += ["best_batch_many"]
