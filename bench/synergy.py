@@ -39,7 +39,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from alloc.sim import ClusterSpec, SyntheticWorkload, simulate  # noqa: E402
+from alloc.sim import ClusterSpec, SyntheticWorkload  # noqa: E402
+from alloc.sim.engine import simulate  # noqa: E402
 
 SHORT = {"proportional": "prop", "synergy-tune": "tune", "synergy-opt": "opt",
          "synergy-greedy": "greedy"}

@@ -63,7 +63,8 @@ def test_plugin_through_allocate_and_session(installed):
 
 
 def test_plugin_in_the_simulator(installed):
-    from alloc.sim import ClusterSpec, SyntheticWorkload, simulate
+    from alloc.sim import ClusterSpec, SyntheticWorkload
+    from alloc.sim.engine import simulate
     from alloc.sim.cli import build
     jobs = SyntheticWorkload(12.0, (40, 40, 20), "multi", seed=1).take(12)
     for j in jobs:

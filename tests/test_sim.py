@@ -4,7 +4,8 @@ import json
 import pytest
 
 from alloc.errors import InputError
-from alloc.sim import ClusterSpec, SimJob, SyntheticWorkload, simulate
+from alloc.sim import ClusterSpec, SimJob, SyntheticWorkload
+from alloc.sim.engine import simulate
 from alloc.sim.cli import build, simulate_main
 from alloc.sim.traces import load_csv, load_philly
 from alloc.sim.workload import ModelAssigner, MODEL_CLASSES

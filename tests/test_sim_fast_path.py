@@ -14,7 +14,8 @@ from __future__ import annotations
 import pytest
 
 from alloc import allocate
-from alloc.sim import ClusterSpec, SyntheticWorkload, simulate
+from alloc.sim import ClusterSpec, SyntheticWorkload
+from alloc.sim.engine import simulate
 from alloc.sim import engine
 
 SMALL = ClusterSpec(servers=2, gpus_per_server=8, cpu_per_server=24000, mem_per_server=512000)

@@ -8,7 +8,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from alloc.sim import ClusterSpec, SyntheticWorkload, simulate
+from alloc.sim import ClusterSpec, SyntheticWorkload
+from alloc.sim.engine import simulate
 from alloc.sim.cli import build, simulate_main
 from alloc.sim.policies import (ORDERS, STATIC, TIRESIAS_PROMOTE_KNOB, TIRESIAS_THRESHOLDS,
                                 order_jobs, tiresias_key, tiresias_queue)

@@ -17,11 +17,12 @@ Examples
 >>> order.preemptive
 True
 """
-from .kinds import (KIND_MEANING, KINDS, Admission, Context, JobView, KeyOrder, Order, Shares,
-                    Size, Sizing)
-from .registry import (ENTRY_POINT_GROUP, NEEDS, NEEDS_MEANING, PolicyInfo, declare, get_policy,
-                       policies, policy, register_policy, unregister_policy)
+from .kinds import (EVENT_KINDS, KIND_MEANING, KINDS, Admission, BaseMechanism, Context, Control,
+                    Event, JobView, KeyOrder, Mechanism, Order, Shares, Size, Sizing)
+from .registry import (ENTRY_POINT_GROUP, NEEDS, NEEDS_MEANING, PolicyError, PolicyInfo, declare,
+                       get_policy, policies, policy, register_policy, unregister_policy)
 
-__all__ = ["Admission", "Context", "ENTRY_POINT_GROUP", "JobView", "KINDS", "KIND_MEANING",
-           "KeyOrder", "NEEDS", "NEEDS_MEANING", "Order", "PolicyInfo", "Shares", "Size", "Sizing",
+__all__ = ["Admission", "BaseMechanism", "Context", "Control", "ENTRY_POINT_GROUP", "EVENT_KINDS",
+           "Event", "JobView", "KINDS", "KIND_MEANING", "KeyOrder", "Mechanism", "NEEDS",
+           "NEEDS_MEANING", "Order", "PolicyError", "PolicyInfo", "Shares", "Size", "Sizing",
            "declare", "get_policy", "policies", "policy", "register_policy", "unregister_policy"]

@@ -114,6 +114,11 @@ class Context:
         Seeded by the run's seed: the one source of randomness a policy may use.
     round_s : float or None
         Seconds to the next regular decision (None: event-driven).
+    progress : object, optional
+        The run's progress model (`alloc.sim.progress.Progress`), for the
+        oracles it gives beyond `JobView` (a policy that declared the need
+        reads, for example, ``ctx.progress.throughputs(job)``); None outside
+        a simulation.
     """
     now_s: float
     round: int
@@ -121,6 +126,7 @@ class Context:
     jobs: Mapping[str, JobView] = field(default_factory=frozen_map)
     rng: random.Random = field(default_factory=lambda: random.Random(0), compare=False)
     round_s: float | None = None
+    progress: Any = field(default=None, compare=False)
 
     @property
     def gpus_total(self) -> int:
@@ -190,12 +196,19 @@ class Order(Protocol):
 
 
 class KeyOrder:
-    """An order given by a sort key (smallest first), the common case.
+    r"""An order given by a sort key (smallest first), the common case.
 
     Subclasses define ``key(job, ctx)``; ties go to the earlier arrival, then
     the lower id.  ``static`` declares that a waiting job's key does not
     change while it waits (it depends only on its own progress), so a
     simulator may keep the queue sorted incrementally.
+
+    ``starvation_s`` (None: off) puts first every waiting job that has not
+    held GPUs for more than that many seconds (since it last ran, or since it
+    arrived), in the order's own key among themselves: the starvation rule of
+    Synergy's schedulers (1000 h there).  A starving job's place is a
+    function of the time, so a simulator re-keys it when it crosses the
+    threshold (`starving_at`).
 
     Examples
     --------
@@ -211,13 +224,29 @@ class KeyOrder:
     """
     preemptive: bool = True
     static: bool = False
+    starvation_s: float | None = None
 
     def key(self, job: JobView, ctx: Context) -> Any:
         """The job's sort key (smallest runs first)."""
         raise NotImplementedError
 
+    def full_key(self, job: JobView, ctx: Context) -> tuple:
+        """``(not starving, key, arrival, id)``: the key `rank` sorts by."""
+        starve = self.starvation_s
+        ok = starve is None or job.running or ctx.now_s - job.last_run_s <= starve
+        return (ok, self.key(job, ctx), job.arrival_s, job.id)
+
+    def starving_at(self, job: JobView) -> float | None:
+        """When a waiting job starts starving (None: never, or it runs)."""
+        if self.starvation_s is None or job.running:
+            return None
+        return job.last_run_s + self.starvation_s
+
     def rank(self, jobs: Sequence[JobView], ctx: Context) -> list[str]:
-        """The ids sorted by (key, arrival, id)."""
+        """The ids sorted by (starving first, key, arrival, id)."""
+        if self.starvation_s is not None:
+            fk = self.full_key
+            return [j.id for j in sorted(jobs, key=lambda j: fk(j, ctx))]
         key = self.key
         return [j.id for j in sorted(jobs, key=lambda j: (key(j, ctx), j.arrival_s, j.id))]
 
@@ -237,8 +266,181 @@ class Shares(Protocol):
         (a job's fractions sum to at most 1)."""
 
 
+#: What an `Event` may be, with its meaning.
+EVENT_KINDS: Mapping[str, str] = {
+    "arrival": "a job arrived (``job``)",
+    "finish": "a job's work is done (``job``); it has left the cluster",
+    "fail": "a server failed (``server``); its jobs lost their GPUs",
+    "drain": "a server takes no new placements (``server``)",
+    "undrain": "a drained server is open again (``server``)",
+    "restore": "a failed server is back (``server``)",
+    "timer": "a timer a mechanism set fired (``tag``)",
+}
+
+
+@dataclass(frozen=True)
+class Event:
+    """Something that happened at one instant of a run, as a mechanism sees it.
+
+    Attributes
+    ----------
+    kind : str
+        One of `EVENT_KINDS`.
+    at_s : float
+        When (s).
+    job : str or None
+        The job concerned (arrival, finish).
+    server : str or None
+        The server concerned (fail, drain, undrain, restore).
+    tag : object
+        What the mechanism passed to `Control.timer` (timers only).
+
+    Examples
+    --------
+    >>> from alloc.sched import Event
+    >>> Event("timer", 60.0, tag="slice").kind
+    'timer'
+    """
+    kind: str
+    at_s: float
+    job: str | None = None
+    server: str | None = None
+    tag: Any = None
+
+    def __post_init__(self) -> None:
+        if self.kind not in EVENT_KINDS:
+            raise ValueError(f"Event.kind: expected one of {', '.join(EVENT_KINDS)}, "
+                             f"got {self.kind!r}")
+
+
+class Control(Protocol):
+    r"""What a mechanism may read and do during a run (the simulator gives it).
+
+    Every action is applied through the run's
+    [`Session`][alloc.session.Session]: a suspension is the session's
+    ``stop(requeue=True)``, a placement or a migration its ``reconcile``
+    (checked against what the other running jobs hold), and the next round is
+    ``Session.step`` (checked by ``violations()``).  A job a mechanism stops
+    or moves is counted (``preemptions``, ``moves``) and pays its progress
+    model's delay when it runs again.
+
+    Attributes
+    ----------
+    now_s : float
+        The instant (s).
+    ctx : Context
+        The moment as the policies see it.
+    jobs : mapping of str to JobView
+        Every active job (arrived, not finished), admitted or not.
+    cluster : Cluster
+        The cluster now (failed servers removed).
+    """
+    now_s: float
+    ctx: Context
+    jobs: Mapping[str, JobView]
+    cluster: Cluster
+
+    def timer(self, at_s: float, tag: Any = None) -> None:
+        """Call the mechanism's ``on_event`` with ``Event("timer", at_s, tag=tag)``
+        at ``at_s`` (>= now): slice boundaries, leases, profiling windows."""
+
+    def suspend(self, job_id: str, *, hold: bool = True) -> None:
+        """Stop a running job (it keeps its progress, as its progress model
+        says) and, with ``hold``, keep it out of rounds until `resume`."""
+
+    def resume(self, job_id: str) -> None:
+        """Let a held job be placed again (by the next round, or by `place`)."""
+
+    def place(self, job_id: str, gpus: Sequence[str], *, milli: int | None = None) -> None:
+        """Run a job on ``gpus`` (the core's GPU names ``"<server>/gpu<k>"``)
+        now, with ``milli`` milli-GPU of each (packing on a shared GPU; None:
+        its share as it is).  A running job given the same GPUs keeps running
+        with the new share (packing, or its undo); given other GPUs it moves."""
+
+    def migrate(self, job_id: str, gpus: Sequence[str]) -> None:
+        """Move a running job onto ``gpus`` (it pays its migration delay)."""
+
+    def resize(self, job_id: str, size: Size) -> None:
+        """Give a job another size (a running one restarts at it: counted)."""
+
+    def placement(self, job_id: str) -> Any:
+        """Where a job runs (its [`Placement`][alloc.model.Placement]), None
+        when it waits."""
+
+    def free_gpus(self) -> Mapping[str, int]:
+        """Free milli-GPU of every GPU of the open servers, by GPU name."""
+
+    def decide(self) -> None:
+        """Ask for a round at this instant (after the current events)."""
+
+
+class Mechanism(Protocol):
+    r"""What happens over time beyond one round: time-slicing, migration,
+    packing with undo, co-location, switching.
+
+    The simulator calls the hooks in this order: `start` once; at each
+    instant, `on_event` for each event (finishes, server events, arrivals,
+    then timers); at each round, `before_step` (after admission, sizing,
+    shares and order have made the round's candidates) and `after_step` with
+    the [`RoundResult`][alloc.session.RoundResult].  A hook acts through
+    `Control`; what it returns is ignored.  `BaseMechanism` has a no-op for
+    each hook, so that a mechanism writes only those it needs.
+
+    Examples
+    --------
+    A mechanism that suspends every running job for one second at each
+    hour, then resumes it:
+
+    >>> from alloc.sched import BaseMechanism
+    >>> class Breather(BaseMechanism):
+    ...     def start(self, ctl):
+    ...         ctl.timer(3600.0, "pause")
+    ...     def on_event(self, event, ctl):
+    ...         if event.kind != "timer":
+    ...             return
+    ...         if event.tag == "pause":
+    ...             for j in [j for j in ctl.jobs.values() if j.running]:
+    ...                 ctl.suspend(j.id)
+    ...             ctl.timer(event.at_s + 1.0, "resume")
+    ...         else:
+    ...             for j in ctl.jobs.values():
+    ...                 ctl.resume(j.id)
+    ...             ctl.decide()
+    ...             ctl.timer(event.at_s + 3599.0, "pause")
+    """
+
+    def start(self, ctl: Control) -> None:
+        """Once, before the first event."""
+
+    def on_event(self, event: Event, ctl: Control) -> None:
+        """Each event of the run, in time order."""
+
+    def before_step(self, ctl: Control) -> None:
+        """Before each round's ``Session.step``."""
+
+    def after_step(self, result: Any, ctl: Control) -> None:
+        """After each round, with its ``RoundResult``."""
+
+
+class BaseMechanism:
+    """A mechanism whose hooks do nothing (subclass it and write the ones you need)."""
+
+    def start(self, ctl: Control) -> None:
+        """Once, before the first event."""
+
+    def on_event(self, event: Event, ctl: Control) -> None:
+        """Each event of the run, in time order."""
+
+    def before_step(self, ctl: Control) -> None:
+        """Before each round's ``Session.step``."""
+
+    def after_step(self, result: Any, ctl: Control) -> None:
+        """After each round, with its ``RoundResult``."""
+
+
 #: What a policy factory is: keyword parameters in, a policy object out.
 Factory = Callable[..., Any]
 
-__all__ = ["Admission", "Context", "Factory", "JobView", "KINDS", "KIND_MEANING", "KeyOrder",
-           "Order", "Shares", "Size", "Sizing"]
+__all__ = ["Admission", "BaseMechanism", "Context", "Control", "EVENT_KINDS", "Event", "Factory",
+           "JobView", "KINDS", "KIND_MEANING", "KeyOrder", "Mechanism", "Order", "Shares", "Size",
+           "Sizing"]

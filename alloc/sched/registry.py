@@ -55,6 +55,11 @@ NEEDS_MEANING: Mapping[str, str] = {
 #: The names a policy may list in ``needs``.
 NEEDS = frozenset(NEEDS_MEANING)
 
+class PolicyError(InputError):
+    """A policy (or a plug-in) raised during a run: the message names it, the
+    round and the time, and the error it raised; the run ends."""
+
+
 #: Packages under `alloc.sched` that declare built-in policies (``POLICIES``).
 PACKAGES: tuple[str, ...] = ("orders",)
 
@@ -240,11 +245,14 @@ def _placements() -> dict[tuple[str, str], PolicyInfo]:
 
 def _shares() -> dict[tuple[str, str], PolicyInfo]:
     from ..shares.policies import POLICIES
-    return {("shares", name): PolicyInfo("shares", name, "", spec.description,
-                                         frozenset({"throughput"} | ({"duration"} if spec.needs_steps
-                                                                     else set())),
-                                         spec.options)
-            for name, spec in POLICIES.items()}
+    from .timeshare import COMMON, factory
+    out = {}
+    for name, spec in POLICIES.items():
+        needs = {"throughput"} | ({"duration"} if spec.needs_steps else set())
+        out["shares", name] = PolicyInfo("shares", name, "alloc.sched.timeshare:factory",
+                                         spec.description, frozenset(needs),
+                                         tuple(spec.options) + COMMON, factory=factory(name))
+    return out
 
 
 def _plugins() -> dict[tuple[str, str], PolicyInfo]:
@@ -310,11 +318,19 @@ def unregister_policy(kind: str, name: str) -> None:
     _EXTRA.pop((kind, name), None)
 
 
-def _all() -> dict[tuple[str, str], PolicyInfo]:
-    reg = {**_placements(), **_shares(), **_builtin()}
+def _all(kind: str | None = None) -> dict[tuple[str, str], PolicyInfo]:
+    """Every policy (of ``kind`` only, when given: the other sources are not
+    loaded)."""
+    reg: dict[tuple[str, str], PolicyInfo] = {}
+    if kind in (None, "placement"):
+        reg.update(_placements())
+    if kind in (None, "shares"):
+        reg.update(_shares())
+    reg.update(b for b in _builtin().items() if kind in (None, b[0][0]))
     for key, info in _plugins().items():
-        reg.setdefault(key, info)
-    reg.update(_EXTRA)
+        if kind in (None, key[0]):
+            reg.setdefault(key, info)
+    reg.update(e for e in _EXTRA.items() if kind in (None, e[0][0]))
     return reg
 
 
@@ -333,7 +349,7 @@ def policies(kind: str | None = None) -> list[PolicyInfo]:
     if kind is not None and kind not in KIND_MEANING:
         raise InputError(f"policy kind: expected one of {', '.join(KINDS)}, got {kind!r}")
     rank = {k: i for i, k in enumerate(KINDS)}
-    return sorted((p for p in _all().values() if kind is None or p.kind == kind),
+    return sorted((p for p in _all(kind).values() if kind is None or p.kind == kind),
                   key=lambda p: (rank[p.kind], p.name))
 
 
@@ -359,10 +375,10 @@ def get_policy(kind: str, name: str) -> PolicyInfo:
     """
     if kind not in KIND_MEANING:
         raise InputError(f"policy kind: expected one of {', '.join(KINDS)}, got {kind!r}")
-    reg = _all()
-    info = reg.get((kind, name)) if isinstance(name, str) else None
+    info = _all(kind).get((kind, name)) if isinstance(name, str) else None
     if info is not None:
         return info
+    reg = _all()
     valid = ", ".join(sorted(n for k, n in reg if k == kind)) or "(none)"
     other = sorted(k for k, n in reg if n == name)
     if other:
@@ -376,5 +392,6 @@ def _a(word: str) -> str:
     return ("an " if word[:1] in "aeiou" else "a ") + word
 
 
-__all__ = ["DECLARATION", "ENTRY_POINT_GROUP", "NEEDS", "NEEDS_MEANING", "PACKAGES", "PolicyInfo",
+__all__ = ["DECLARATION", "ENTRY_POINT_GROUP", "NEEDS", "NEEDS_MEANING", "PACKAGES", "PolicyError",
+           "PolicyInfo",
            "declare", "get_policy", "policies", "policy", "register_policy", "unregister_policy"]

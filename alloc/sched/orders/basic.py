@@ -9,7 +9,8 @@ r"""The three orders every scheduler compares against.
   than a narrow one (Tiresias' two-dimensional attained service, without
   its discretisation into queues).
 
-All three are preemptive by default (a running job ranked below a waiting
+With ``starvation_s`` a waiting job that has not run for that long goes
+first (`alloc.sched.kinds.KeyOrder`).  All three are preemptive by default (a running job ranked below a waiting
 one that cannot otherwise be placed may be stopped for it); pass
 ``preemptive=False`` for the non-preemptive variant.
 """
@@ -22,8 +23,9 @@ from ..kinds import Context, JobView, KeyOrder
 
 
 class _Order(KeyOrder):
-    def __init__(self, preemptive: bool = True) -> None:
+    def __init__(self, preemptive: bool = True, starvation_s: float | None = None) -> None:
         self.preemptive = preemptive
+        self.starvation_s = starvation_s
 
 
 class Fifo(_Order):
@@ -41,6 +43,7 @@ class Fifo(_Order):
     static = True
 
     def key(self, job: JobView, ctx: Context) -> Any:
+        """Its arrival time (s)."""
         return job.arrival_s
 
 
@@ -49,6 +52,7 @@ class Srtf(_Order):
     static = True
 
     def key(self, job: JobView, ctx: Context) -> Any:
+        """Its remaining run time alone (s); infinity when unknown."""
         left = job.remaining_s
         return math.inf if left is None else left
 
@@ -58,4 +62,5 @@ class Las(_Order):
     static = True
 
     def key(self, job: JobView, ctx: Context) -> Any:
+        """Its attained service (GPU-seconds)."""
         return job.attained_gpu_s

@@ -1,0 +1,1015 @@
+r"""The discrete-event simulator: a stack of policies over time on one
+[`Session`][alloc.session.Session].
+
+Events, in time order, and at one instant in this order: completions, server
+events (failures, drains, restorations), arrivals, a mechanism's timers, then
+the round.  A *round* is one decision:
+
+1. **admission** (if any) lets arrived jobs into the queue (the others wait
+   outside, with its reason, and are asked again at the next round);
+2. **sizing** (if any) gives jobs new sizes; a running job given another
+   size stops and waits for a placement at it (a restart, counted);
+3. **shares** (if any) give each job a fraction of time on each GPU type,
+   and Gavel's round mechanism ([`plan_round`][alloc.shares.rounds.plan_round])
+   turns them into this round's runners, each on one type (jobs sharing GPUs
+   in pairs where the shares say so); otherwise **order** ranks the jobs;
+4. the round's *candidates* are taken in that order (``candidates="fit"``:
+   the ranked jobs whose GPUs fit the cluster's, skipping those that do not,
+   as Synergy's scheduler admits jobs; ``"all"``: every job), the
+   **mechanisms**' ``before_step`` hooks run, and the session's round
+   (``Session.step``: the **placement** solver, checked by
+   ``violations()``) places them: running jobs stay where they run unless the
+   order is preemptive (``preempt="order"``: a running job ranked below a
+   waiting job that cannot otherwise be placed is stopped for it), or
+   ``repack`` re-places every job from scratch each round (Synergy's and
+   Gavel's rounds);
+5. each job that starts, moves or stops is charged by the **progress model**
+   (`alloc.sim.progress`): its rate from its placement and co-located
+   neighbours, its delay on a restart, what it keeps of its progress when it
+   stops.
+
+With ``round_s`` rounds happen every ``round_s`` seconds (while jobs are
+active; an arrival waits for the next boundary); without it (event-driven)
+a round follows every instant with an arrival, a completion, a server
+event, or a mechanism's ``decide()``.  A job finishes at the exact instant
+its work is done and frees its GPUs at once.
+
+Every placement goes through the session: rounds through ``Session.step``,
+a mechanism's actions through its checked events (``stop``, ``reconcile``).
+A policy that raises ends the run with a `alloc.sched.PolicyError` naming it,
+the round and the time.
+
+The run stops when every measured job (``window``) has finished, when no
+job is left to arrive or run, or at ``max_time_s`` (then at the first round
+boundary at or after it); unfinished measured jobs are reported.
+"""
+from __future__ import annotations
+
+import heapq
+import math
+import random
+import time
+from dataclasses import dataclass, replace
+from itertools import count
+from types import MappingProxyType
+from typing import Any, Callable, Iterable, Mapping, Sequence, cast
+
+from ..errors import InputError
+from ..model import Cluster, Job, Placement
+from ..sched.kinds import Context, Event, Size
+from ..sched.registry import PolicyError
+from .jobs import JobRecord, WorkloadJob
+from .progress import Alone, Progress, Run
+from .result import SimResult
+from .stack import Slot, check_needs, resolve_all
+
+#: Event priorities at one instant.
+_FINISH, _SERVER, _TIMER = 0, 1, 3
+#: What a server event may be.
+SERVER_EVENTS = ("fail", "drain", "undrain", "restore")
+
+
+@dataclass(frozen=True)
+class ServerEvent:
+    """A change of the cluster at a given time.
+
+    Attributes
+    ----------
+    at_s : float
+        When (s).
+    kind : str
+        ``fail`` (its jobs lose their GPUs and wait again, keeping what their
+        progress model lets them keep), ``drain`` (no new placements there),
+        ``undrain``, ``restore`` (a failed server is back).
+    server : str
+        The server's id.
+
+    Examples
+    --------
+    >>> from alloc.sim import ServerEvent
+    >>> ServerEvent(3600.0, "fail", "s0").kind
+    'fail'
+    """
+    at_s: float
+    kind: str
+    server: str
+
+    def __post_init__(self) -> None:
+        if self.kind not in SERVER_EVENTS:
+            raise InputError(f"server event: kind: expected one of {', '.join(SERVER_EVENTS)}, "
+                             f"got {self.kind!r}")
+        if not isinstance(self.at_s, (int, float)) or not self.at_s >= 0:
+            raise InputError(f"server event: at_s: expected a number >= 0, got {self.at_s!r}")
+
+
+class Simulator:
+    """One run (see the module notes); `simulate` builds and runs one.
+
+    Parameters
+    ----------
+    cluster : Cluster
+    jobs : iterable of WorkloadJob
+        Sorted by arrival (a list, or an endless iterator with ``window``).
+    order, placement, admission, sizing, shares, mechanism
+        The stack (`alloc.sim.stack`): names, ``(name, params)``, objects.
+    progress : Progress or str, optional
+        A progress model, or a built-in one's name (`alloc.sim.progress.builtin`);
+        default `alloc.sim.progress.Alone`.
+    round_s : float or None
+        Seconds between rounds (None: event-driven).
+    seed : int
+        Seeds the policies' random source and every session round.
+    window : (int, int), optional
+        Positions in the workload (first and last, both included) whose jobs
+        are measured; default every job.
+    max_time_s : float, optional
+        Stop there (see the module notes).
+    repack : bool
+        Re-place every job from scratch at each round (its placement is
+        kept, not a move, when the round gives it the same one).
+    candidates : {"fit", "all"}
+        Which ranked jobs a round offers the solver.
+    events : sequence of ServerEvent
+        Failures, drains and restorations.
+    time_limit : float, optional
+        Seconds per session round.
+    name : str
+    """
+
+    def __init__(self, cluster: Cluster, jobs: Iterable[WorkloadJob], *,
+                 order: Any = "fifo", placement: Any = "best-fit", admission: Any = None,
+                 sizing: Any = None, shares: Any = None, mechanism: Any = None,
+                 progress: Progress | str | None = None, round_s: float | None = None, seed: int = 0,
+                 window: tuple[int, int] | None = None, max_time_s: float | None = None,
+                 repack: bool = False, candidates: str = "fit",
+                 events: Sequence[ServerEvent] = (), time_limit: float | None = None,
+                 name: str = "sim") -> None:
+        if not isinstance(cluster, Cluster):
+            raise InputError(f"cluster: expected an alloc.Cluster, got {type(cluster).__name__}")
+        if round_s is not None and not (isinstance(round_s, (int, float)) and round_s > 0
+                                        and math.isfinite(round_s)):
+            raise InputError(f"round_s: expected a number > 0 (or None), got {round_s!r}")
+        if candidates not in ("fit", "all"):
+            raise InputError(f"candidates: expected 'fit' or 'all', got {candidates!r}")
+        if max_time_s is not None and not (isinstance(max_time_s, (int, float)) and max_time_s > 0):
+            raise InputError(f"max_time_s: expected a number > 0, got {max_time_s!r}")
+        if window is not None and (len(window) != 2 or window[0] > window[1] or window[0] < 0):
+            raise InputError(f"window: expected (first, last) with 0 <= first <= last, got {window!r}")
+        self.cluster0 = cluster
+        if isinstance(progress, str):
+            from .progress import builtin
+            progress = builtin(progress)
+        self.progress: Progress = progress if progress is not None else Alone()
+        self.round_s = None if round_s is None else float(round_s)
+        self.seed = seed
+        self.window = tuple(window) if window is not None else None
+        self.max_time_s = max_time_s
+        self.repack, self.candidates = repack, candidates
+        self.events = sorted(events, key=lambda e: e.at_s)
+        self.name = name
+        self.time_limit = time_limit
+        self._jobs_src = jobs
+        self.finite = isinstance(jobs, (list, tuple))
+        if self.window is None and not self.finite:
+            raise InputError("jobs: an endless workload needs a measurement window")
+        self.slots: dict[str, tuple[Slot, ...]] = {
+            "admission": resolve_all("admission", admission),
+            "order": resolve_all("order", order if order is not None else "fifo"),
+            "placement": resolve_all("placement", placement if placement is not None else
+                                     "best-fit"),
+            "sizing": resolve_all("sizing", sizing),
+            "shares": resolve_all("shares", shares),
+            "mechanism": resolve_all("mechanism", mechanism),
+        }
+        gives = frozenset(getattr(self.progress, "gives", frozenset()))
+        check_needs([s for ss in self.slots.values() for s in ss], gives,
+                    {"duration": "give each job's duration_s (or a progress model that knows it)",
+                     "throughput": "use a progress model with throughput tables (gavel)",
+                     "pairs": "use a progress model with pair throughputs (gavel)",
+                     "profile": "use the synergy progress model",
+                     "goodput": "use a goodput progress model"})
+        #: the first slot that needs each job's duration (None: none does)
+        self._needs_duration = next((x for ss in self.slots.values() for x in ss
+                                     if "duration" in x.needs), None)
+        self.order = self.slots["order"][0]
+        self.place = self.slots["placement"][0]
+        self.admission = self.slots["admission"][0] if self.slots["admission"] else None
+        self.sizing = self.slots["sizing"][0] if self.slots["sizing"] else None
+        self.shares = self.slots["shares"][0] if self.slots["shares"] else None
+        self.mechanisms = self.slots["mechanism"]
+        if self.shares is not None and self.round_s is None:
+            raise InputError("shares: time shares need rounds (round_s)")
+        if self.shares is not None:
+            repack = self.repack = True
+        preemptive = bool(getattr(self.order.obj, "preemptive", False))
+        self.preempt = "order" if (preemptive and not repack and self.shares is None) else None
+        self._build_session()
+        # state
+        self.now = 0.0
+        self.rng = random.Random(seed)
+        self.records: dict[str, JobRecord] = {}
+        self.finished: list[JobRecord] = []
+        self.unfinished: list[JobRecord] = []
+        self.heap: list = []
+        self._seq = count()
+        self.round_no = 0
+        self.steps = 0
+        self.skipped = 0
+        self._dirty = True
+        self._last_cands: list | None = None
+        self._gpu_jobs: dict[str, set[str]] = {}
+        self._indexed: set[str] = set()
+        self._finished_by_id: dict[str, JobRecord] = {}
+        self._held_milli = 0
+        self._running_n = 0
+        self._t_last = 0.0
+        self._util_area = 0.0
+        self._active = 0
+        self._active_area = 0.0
+        self._first_arrival: float | None = None
+        self.samples: list[tuple[float, float, int, int]] = []
+        self.counts = {"preemptions": 0, "restarts": 0, "moves": 0, "suspensions": 0,
+                       "failures": 0, "resizes": 0}
+        self.timing = {"policies_s": 0.0, "session_s": 0.0, "step_s": 0.0, "progress_s": 0.0}
+        self._servers = {s.id: s for s in cluster.servers}
+        self._control = _Control(self)
+        self._received: dict[str, dict[str, float]] = {}
+        self._wants_decision = False
+        self._cpu_per_gpu, self._mem_per_gpu = _proportional(cluster)
+
+    # ------------------------------------------------------------ set-up
+    def _build_session(self) -> None:
+        from ..session import Session
+        opts = dict(self.place.params)
+        try:
+            self.session = Session(self.cluster0, solver=self.place.obj, options=opts,
+                                   preempt=self.preempt, time_limit=self.time_limit,
+                                   seed=self.seed, name=self.name)
+        except InputError as exc:
+            raise InputError(f"placement: {exc}") from None
+
+    @property
+    def total_milli(self) -> int:
+        """Milli-GPUs of the open servers (drained ones included)."""
+        return sum(s.gpus for s in self.session.cluster.servers
+                   if s.id not in self.session.failed) * 1000
+
+    # ------------------------------------------------------------- calls
+    def _call(self, slot: Slot, fn: Callable, *args: Any) -> Any:
+        t0 = time.perf_counter()
+        try:
+            return fn(*args)
+        except InputError as exc:
+            if isinstance(exc, PolicyError):
+                raise
+            raise PolicyError(f"{slot.label} at round {self.round_no} (t={self.now:g} s): "
+                              f"{exc}") from None
+        except Exception as exc:
+            raise PolicyError(f"{slot.label} raised at round {self.round_no} (t={self.now:g} s): "
+                              f"{type(exc).__name__}: {exc}") from exc
+        finally:
+            self.timing["policies_s"] += time.perf_counter() - t0
+
+    def context(self) -> Context:
+        """The moment as the policies see it."""
+        jobs = cast(Mapping[str, Any], MappingProxyType(self.records))
+        return Context(self.now, self.round_no, self.session.cluster, jobs, self.rng,
+                       self.round_s, self.progress)
+
+    # ------------------------------------------------------------- time
+    def _advance_to(self, t: float) -> None:
+        dt = t - self._t_last
+        if dt > 0:
+            self._util_area += self._held_milli * dt
+            self._active_area += self._active * dt
+        self._t_last = t
+        self.now = t
+
+    def _push(self, t: float, prio: int, kind: str, payload: Any) -> None:
+        heapq.heappush(self.heap, (t, prio, next(self._seq), kind, payload))
+
+    # ------------------------------------------------------------- jobs
+    def _settle(self, r: JobRecord) -> None:
+        """Bring a running job's progress up to now."""
+        if not r.running:
+            return
+        done = r.done_at(self.now)
+        seconds = self.now - r.t_mark
+        r.done, r.t_mark = min(done, r.work), self.now
+        if seconds > 0 and r.run is not None:
+            t0 = time.perf_counter()
+            self.progress.advanced(r, r.run, seconds, r.done)
+            self.timing["progress_s"] += time.perf_counter() - t0
+
+    def _set_rate(self, r: JobRecord, force: bool = False) -> None:
+        assert r.run is not None
+        if r.t_mark < self.now:
+            self._settle(r)
+        t0 = time.perf_counter()
+        rate = float(self.progress.rate(r, r.run))
+        self.timing["progress_s"] += time.perf_counter() - t0
+        if not (rate >= 0 and math.isfinite(rate)):
+            raise PolicyError(f"progress model {getattr(self.progress, 'name', '?')!r} gave job "
+                              f"{r.id!r} the rate {rate!r} (expected a number >= 0)")
+        if rate == r.rate and not force:
+            return
+        r.rate = rate
+        r.version += 1
+        if rate > 0:
+            start = r.blocked_until if r.blocked_until > self.now else self.now
+            self._push(start + (r.work - r.done) / rate, _FINISH, "finish", (r.id, r.version))
+
+    def _run_of(self, r: JobRecord, p: Placement, cause: str) -> Run:
+        names = tuple(g.gpu for g in p.gpus)
+        servers = tuple(sorted(p.servers)) if p.cpu or p.mem else \
+            tuple(sorted({g.rsplit("/", 1)[0] for g in names}))
+        cl = self.session.cluster
+        gpu_type = None
+        if names:
+            idx = cl.server_index.get(names[0].rsplit("/", 1)[0])
+            gpu_type = cl.servers[idx].gpu_type if idx is not None else None
+        milli = p.gpus[0].milli if p.gpus else 1000
+        return Run(p, len(names), servers, gpu_type, milli, (), names, self.now, cause, r.size)
+
+    def _begin(self, r: JobRecord, p: Placement, cause: str) -> None:
+        """``r`` starts (or moves) to ``p``."""
+        if r.running:
+            self._unindex(r)
+            self._settle(r)
+        else:
+            r.running = True
+            self._running_n += 1
+            r.held_since = self.now
+            r.t_mark = self.now
+            if r.start_s is None:
+                r.start_s = self.now
+                r.queued_s += self.now - r.arrival_s
+            else:
+                r.queued_s += self.now - (r.stopped_s if r.stopped_s is not None else self.now)
+                if cause == "start":
+                    cause = "restart"
+            if cause in ("restart", "resume"):
+                r.restarts += 1
+                self.counts["restarts"] += 1
+            r.intervals.append([self.now, None, len(p.gpus)])
+        run = self._run_of(r, p, cause)
+        t0 = time.perf_counter()
+        delay = float(self.progress.delay_s(r, run, cause))
+        self.timing["progress_s"] += time.perf_counter() - t0
+        r.blocked_until = self.now + delay if delay > 0 else 0.0
+        r.delay_total_s += delay
+        r.run = run
+        r.rate = -1.0          # forces a new completion
+        self._index(r)
+        self._set_rate(r, force=True)
+
+    def _end(self, r: JobRecord, why: str) -> None:
+        """``r`` stops holding GPUs: ``finish``, ``preempt``, ``suspend``, ``fail``, ``resize``."""
+        if not r.running:
+            return
+        self._settle(r)
+        held = self.now - r.held_since
+        r._att_s += held
+        r._att_gpu_s += held * r._held_gpus()
+        self._unindex(r)
+        r.running = False
+        self._running_n -= 1
+        r.rate = 0.0
+        r.version += 1
+        r.stopped_s = self.now
+        if r.intervals:
+            r.intervals[-1][1] = self.now
+        r.run = None
+        r.blocked_until = 0.0
+        if why != "finish":
+            t0 = time.perf_counter()
+            r.done = min(self.progress.resume(r, r.done), r.done)
+            self.timing["progress_s"] += time.perf_counter() - t0
+        if why in ("preempt", "suspend"):
+            r.preemptions += 1
+            self.counts["preemptions"] += 1
+            if why == "suspend":
+                self.counts["suspensions"] += 1
+
+    def _index(self, r: JobRecord) -> None:
+        run = r.run
+        assert run is not None
+        if r.id in self._indexed:
+            return
+        self._indexed.add(r.id)
+        self._held_milli += run.gpus * run.milli
+        touched = set()
+        for g in run.gpu_names:
+            s = self._gpu_jobs.setdefault(g, set())
+            touched |= s
+            s.add(r.id)
+        if touched:
+            self._recolocate(touched | {r.id})
+
+    def _unindex(self, r: JobRecord) -> None:
+        run = r.run
+        if run is None or r.id not in self._indexed:
+            return
+        self._indexed.discard(r.id)
+        self._held_milli -= run.gpus * run.milli
+        touched = set()
+        for g in run.gpu_names:
+            s = self._gpu_jobs.get(g)
+            if s is None:
+                continue
+            s.discard(r.id)
+            touched |= s
+            if not s:
+                del self._gpu_jobs[g]
+        touched.discard(r.id)
+        if touched:
+            self._recolocate(touched)
+
+    def _recolocate(self, ids: set[str]) -> None:
+        for jid in ids:
+            o = self.records.get(jid)
+            if o is None or o.run is None:
+                continue
+            near = set()
+            for g in o.run.gpu_names:
+                near |= self._gpu_jobs.get(g, set())
+            near.discard(jid)
+            col = tuple(sorted(near))
+            if col != o.run.colocated:
+                o.run = replace(o.run, colocated=col)
+                if o.rate >= 0:
+                    self._set_rate(o)
+
+    # ------------------------------------------------------------ session
+    def _session_job(self, r: JobRecord) -> Job:
+        t0 = time.perf_counter()
+        fields = dict(self.progress.job_fields(r, r.gpus))
+        self.timing["progress_s"] += time.perf_counter() - t0
+        frac = r.milli / 1000.0
+        fields.setdefault("cpu", int(self._cpu_per_gpu * r.gpus * frac))
+        fields.setdefault("mem", int(self._mem_per_gpu * r.gpus * frac))
+        if r.gpu_type is not None:
+            fields["gpu_types"] = (r.gpu_type,)
+        prio = max(-1000, min(1000, int(r.priority)))
+        return Job(r.id, r.gpus, gpu_milli=r.milli, priority=prio, **fields)
+
+    def _submit(self, r: JobRecord) -> None:
+        self.session.submit(self._session_job(r), where=f"job {r.id!r}")
+        r.in_session = True
+
+    def _remove(self, r: JobRecord) -> None:
+        if r.in_session:
+            self.session.stop(r.id)
+            r.in_session = False
+
+    # ------------------------------------------------------------- rounds
+    def _rank(self, pool: list[JobRecord], ctx: Context) -> list[JobRecord]:
+        ranked = self._call(self.order, self.order.obj.rank, pool, ctx)
+        recs = self.records
+        try:
+            out = [recs[j] for j in ranked]
+        except (KeyError, TypeError):
+            raise PolicyError(f"{self.order.label} at round {self.round_no} (t={self.now:g} s): "
+                              f"ranked an id that is not an active job") from None
+        if len(out) != len(pool) or len({r.id for r in out}) != len(pool):
+            raise PolicyError(f"{self.order.label} at round {self.round_no} (t={self.now:g} s): "
+                              f"expected every job once, got {len(out)} ids for {len(pool)} jobs")
+        return out
+
+    def _pick(self, ranked: list[JobRecord]) -> list[JobRecord]:
+        """The round's candidates among the ranked jobs: ``"all"``, or the
+        ranked jobs whose GPUs fit what the round can give, skipping those
+        that do not (running jobs that keep their GPUs come first and count
+        against it when the order cannot preempt them)."""
+        if self.candidates == "all":
+            return ranked
+        budget = self.total_milli
+        keep = self.preempt is None and not self.repack
+        out: list[JobRecord] = []
+        if keep:
+            out = [r for r in ranked if r.running]
+            budget -= sum(r.run.gpus * r.run.milli for r in out if r.run is not None)
+        for r in ranked:
+            if budget <= 0:
+                break
+            if keep and r.running:
+                continue
+            need = r.gpus * r.milli
+            if need <= budget:
+                out.append(r)
+                budget -= need
+        if not keep and not self.repack:      # running jobs stay in the session
+            inside = {r.id for r in out}
+            out += [r for r in ranked if r.running and r.id not in inside]
+        return out
+
+    def _apply_sizes(self, sizes: Mapping[str, Size]) -> None:
+        for jid, size in sizes.items():
+            r = self.records.get(jid)
+            if r is None:
+                raise PolicyError(f"{self.sizing.label if self.sizing else 'sizing'} at round "
+                                  f"{self.round_no}: sized {jid!r}, not an active job")
+            if not isinstance(size, Size):
+                raise PolicyError(f"{self.sizing.label if self.sizing else 'sizing'} at round "
+                                  f"{self.round_no}: expected a Size for {jid!r}, got {size!r}")
+            self._resize(r, size)
+
+    def _resize(self, r: JobRecord, size: Size) -> None:
+        same = size.gpus == r.gpus and size.gpu_type == r.gpu_type
+        r.size = size
+        if same:
+            return
+        self._dirty = True
+        if r.running:
+            self._end(r, "resize")
+            self.counts["resizes"] += 1
+        self._remove(r)
+        r.gpus, r.gpu_type = size.gpus, size.gpu_type
+
+    def round(self) -> None:
+        """One decision at ``now`` (see the module notes)."""
+        self.round_no += 1
+        ctx = self.context()
+        if self.admission is not None:
+            adm = self.admission
+            for r in self.records.values():
+                if not r.admitted:
+                    why = self._call(adm, adm.obj.admit, r, ctx)
+                    r.admitted, r.reason = why is None, why
+        pool = [r for r in self.records.values() if r.admitted]
+        if self.sizing is not None:
+            self._apply_sizes(self._call(self.sizing, self.sizing.obj.size, pool, ctx) or {})
+        pool = [r for r in pool if not r.held and r.gpus > 0]
+        if self.progress.dynamic:
+            for r in pool:
+                if r.running:
+                    self._set_rate(r)
+        if self.shares is not None:
+            from .sharing import share_round
+            cands, pairs = share_round(self, pool, ctx)
+        else:
+            cands, pairs = self._pick(self._rank(pool, ctx)), {}
+        for m in self.mechanisms:
+            self._call(m, m.obj.before_step, self._control)
+        ids = [(r.id, r.gpus, r.gpu_type, r.milli, r.in_session) for r in cands]
+        if not self._dirty and ids == self._last_cands and not pairs:
+            self.skipped += 1
+        else:
+            self._step(cands, pairs)
+            self._last_cands = ids
+        if self.shares is not None:
+            from .sharing import note_runners
+            note_runners(self)
+        self._dirty = False
+        self.samples.append((self.now, self._held_milli / self._max_milli,
+                             self._active - self._running_n, self._running_n))
+
+    def _step(self, cands: list[JobRecord], pairs: Mapping[str, str]) -> None:
+        t0 = time.perf_counter()
+        sess = self.session
+        was: dict[str, Placement | None] = {}
+        if self.repack:
+            was = {r.id: r.run.placement for r in self.records.values()
+                   if r.running and r.run is not None}
+            if was:
+                sess.reconcile([])
+        want = {r.id for r in cands}
+        for r in self.records.values():
+            if r.in_session and r.id not in want and (self.repack or not r.running):
+                self._remove(r)
+        for r in cands:
+            if not r.in_session:
+                self._submit(r)
+        sess.set_order([r.id for r in cands])
+        t1 = time.perf_counter()
+        res = sess.step()
+        t2 = time.perf_counter()
+        self.steps += 1
+        if pairs:
+            from .sharing import place_pairs
+            res = place_pairs(self, res, pairs)
+        self._apply(res, was)
+        t3 = time.perf_counter()
+        self.timing["session_s"] += (t1 - t0) + (t3 - t2)
+        self.timing["step_s"] += t2 - t1
+        for m in self.mechanisms:
+            self._call(m, m.obj.after_step, res, self._control)
+
+    def _apply(self, res: Any, was: Mapping[str, Placement | None]) -> None:
+        """Charge a round's result: stops first, then moves and starts (so
+        that the GPUs' co-location index sees each GPU's final holders)."""
+        recs = self.records
+        placed = {p.job for p in res.start} | {p.job for p in res.move}
+        for p in res.preempt:
+            self._end(recs[p.job], "preempt")
+        for jid in was:
+            if jid not in placed:
+                gone = recs.get(jid)
+                if gone is not None and gone.running:
+                    self._end(gone, "preempt")
+        changes = [(recs[p.job], p, "migrate") for p in res.move]
+        for p in res.start:
+            r = recs[p.job]
+            old = was.get(r.id)
+            if old is not None and r.running:
+                if p.same_as(old) or (p.throughput == old.throughput and
+                                      {g.gpu for g in p.gpus} == {g.gpu for g in old.gpus}):
+                    continue                      # the same GPUs at the same speed: it runs on
+                changes.append((r, p, "migrate"))
+            else:
+                changes.append((r, p, "start"))
+        for r, _, _ in changes:
+            if r.running:
+                self._unindex(r)
+        for r, p, cause in changes:
+            if cause == "migrate":
+                r.moves += 1
+                self.counts["moves"] += 1
+            self._begin(r, p, cause)
+
+    # ------------------------------------------------------------- events
+    def _arrive(self, spec: WorkloadJob, index: int) -> None:
+        if spec.id in self.records or spec.id in self._gone:
+            raise InputError(f"workload row {index + 1}: job {spec.id!r}: id: duplicate id")
+        prog = self.progress
+        try:
+            work = float(prog.work(spec))
+            alone = prog.alone_s(spec)
+        except InputError as exc:
+            raise InputError(f"workload row {index + 1}: {exc}") from None
+        if not (work > 0 and math.isfinite(work)):
+            raise InputError(f"workload row {index + 1}: job {spec.id!r}: work: expected a "
+                             f"number > 0, got {work!r}")
+        if alone is None and self._needs_duration is not None:
+            raise InputError(f"workload row {index + 1}: job {spec.id!r}: "
+                             f"{self._needs_duration.label} needs duration (each job's run "
+                             f"time alone), which this job does not give")
+        r = JobRecord(spec, index, work, alone, self)
+        self.records[spec.id] = r
+        self._active += 1
+        r.area0 = self._active_area
+        if self._first_arrival is None:
+            self._first_arrival = self.now
+        if self.admission is None:
+            r.admitted = True
+        if spec.gpus * 1000 > self._max_milli:
+            raise InputError(f"workload row {index + 1}: job {spec.id!r}: gpus: wants "
+                             f"{spec.gpus} GPUs, the cluster has {self._max_milli // 1000}")
+        self._dirty = True
+        self._event(Event("arrival", self.now, job=spec.id))
+
+    def _finish(self, jid: str, version: int) -> None:
+        r = self.records.get(jid)
+        if r is None or r.version != version or not r.running:
+            return
+        r.done = r.work
+        r.t_mark = self.now
+        self._end(r, "finish")
+        r.finish_s = self.now
+        if r.in_session:
+            self.session.finish(jid)
+            r.in_session = False
+        del self.records[jid]
+        self._gone.add(jid)
+        self._active -= 1
+        r.area0 = (self._active_area - r.area0) / (self.now - r.arrival_s) \
+            if self.now > r.arrival_s else 1.0
+        self.finished.append(r)
+        if self.shares is not None:
+            self._finished_by_id[jid] = r
+        if self._measured(r.index):
+            self._left -= 1
+        self._dirty = True
+        self._event(Event("finish", self.now, job=jid))
+
+    def _server_event(self, ev: ServerEvent) -> None:
+        sess = self.session
+        try:
+            if ev.kind == "fail":
+                lost = sess.fail_server(ev.server, where=f"server event at {ev.at_s:g} s")
+                for jid in lost:
+                    r = self.records[jid]
+                    self._end(r, "fail")
+                    self.counts["failures"] += 1
+            elif ev.kind == "drain":
+                sess.drain_server(ev.server, where=f"server event at {ev.at_s:g} s")
+            elif ev.kind == "undrain":
+                sess.undrain_server(ev.server, where=f"server event at {ev.at_s:g} s")
+            else:
+                server = self._servers.get(ev.server)
+                if server is None:
+                    raise InputError(f"server event at {ev.at_s:g} s: unknown server "
+                                     f"{ev.server!r}")
+                sess.add_server(server, where=f"server event at {ev.at_s:g} s")
+        except InputError as exc:
+            raise InputError(str(exc)) from None
+        self._dirty = True
+        self._event(Event(ev.kind if ev.kind != "restore" else "restore", self.now,
+                          server=ev.server))
+
+    def _event(self, ev: Event) -> None:
+        for m in self.mechanisms:
+            self._call(m, m.obj.on_event, ev, self._control)
+
+    def _measured(self, index: int) -> bool:
+        w = self.window
+        return w is None or w[0] <= index <= w[1]
+
+    # ---------------------------------------------------------------- run
+    def run(self) -> SimResult:
+        """Simulate until the stop rule (module notes) holds.
+
+        Returns
+        -------
+        SimResult
+        """
+        wall0 = time.perf_counter()
+        self._gone: set[str] = set()
+        self._max_milli = max(self.total_milli, 0)
+        R = self.round_s
+        src = iter(self._jobs_src)
+        index = 0
+        nxt = next(src, None)
+        if self.window is not None:
+            a, b = self.window
+            n = len(self._jobs_src) if self.finite else b + 1  # type: ignore[arg-type]
+            self._left = max(0, min(b, n - 1) - a + 1)
+        else:
+            self._left = len(self._jobs_src)  # type: ignore[arg-type]
+        for ev in self.events:
+            self._push(float(ev.at_s), _SERVER, "server", ev)
+        for m in self.mechanisms:
+            self._call(m, m.obj.start, self._control)
+        stop_at = math.inf
+        if self.max_time_s is not None:
+            stop_at = math.ceil(self.max_time_s / R) * R if R else float(self.max_time_s)
+        next_round: float | None = None
+        last_arrival = -math.inf
+        end = 0.0
+        while self._left > 0:
+            self._clean()
+            cands = []
+            if self.heap:
+                cands.append(self.heap[0][0])
+            if nxt is not None:
+                cands.append(float(nxt.arrival_s))
+            if R is not None and next_round is not None:
+                cands.append(next_round)
+            if not cands:
+                break
+            t = min(cands)
+            if t >= stop_at:
+                end = stop_at
+                break
+            self._advance_to(t)
+            end = t
+            while self.heap and self.heap[0][0] <= t and self.heap[0][1] == _FINISH:
+                _, _, _, _, (jid, ver) = heapq.heappop(self.heap)
+                self._finish(jid, ver)
+            while self.heap and self.heap[0][0] <= t and self.heap[0][1] == _SERVER:
+                self._server_event(heapq.heappop(self.heap)[4])
+            while nxt is not None and nxt.arrival_s <= t:
+                if not isinstance(nxt, WorkloadJob):
+                    raise InputError(f"workload row {index + 1}: expected a WorkloadJob, got "
+                                     f"{type(nxt).__name__}")
+                if nxt.arrival_s < last_arrival:
+                    raise InputError(f"workload row {index + 1}: job {nxt.id!r}: arrival_s: "
+                                     f"expected arrivals in time order")
+                last_arrival = nxt.arrival_s
+                self._arrive(nxt, index)
+                index += 1
+                nxt = next(src, None)
+            while self.heap and self.heap[0][0] <= t and self.heap[0][1] == _TIMER:
+                ev = heapq.heappop(self.heap)[4]
+                self._dirty = True
+                self._event(ev)
+            # completions found by the events above at this very instant
+            while self.heap and self.heap[0][0] <= t and self.heap[0][1] == _FINISH:
+                _, _, _, _, (jid, ver) = heapq.heappop(self.heap)
+                self._finish(jid, ver)
+            if R is None:
+                if (self._dirty or self._wants_decision) and self.records:
+                    self._wants_decision = False
+                    self.round()
+            else:
+                if next_round is None and self.records:
+                    next_round = math.ceil(t / R) * R
+                if next_round is not None and t >= next_round:
+                    if self.records:
+                        self.round()
+                        next_round += R
+                    else:
+                        next_round = None
+                elif self._wants_decision and self.records:
+                    self._wants_decision = False
+                    self.round()
+            if nxt is None and not self.records:
+                break
+        self._advance_to(max(end, self.now))
+        self.unfinished = [r for r in self.records.values()]
+        for r in self.unfinished:
+            if r.running:
+                self._settle(r)
+        return SimResult.build(self, end, time.perf_counter() - wall0)
+
+
+    def _clean(self) -> None:
+        """Drop stale completions from the top of the heap."""
+        heap, recs = self.heap, self.records
+        while heap and heap[0][1] == _FINISH:
+            jid, ver = heap[0][4]
+            r = recs.get(jid)
+            if r is not None and r.version == ver and r.running:
+                return
+            heapq.heappop(heap)
+
+
+class _Control:
+    """The `alloc.sched.kinds.Control` a run gives its mechanisms."""
+
+    def __init__(self, sim: Simulator) -> None:
+        self._sim = sim
+
+    @property
+    def now_s(self) -> float:
+        return self._sim.now
+
+    @property
+    def ctx(self) -> Context:
+        return self._sim.context()
+
+    @property
+    def jobs(self) -> Mapping[str, JobRecord]:
+        return MappingProxyType(self._sim.records)
+
+    @property
+    def cluster(self) -> Cluster:
+        return self._sim.session.cluster
+
+    @property
+    def session(self):
+        """The run's session (read it; act through the methods here)."""
+        return self._sim.session
+
+    def _rec(self, job_id: str, where: str) -> JobRecord:
+        r = self._sim.records.get(job_id)
+        if r is None:
+            raise InputError(f"{where}: unknown job {job_id!r} (not active)")
+        return r
+
+    def timer(self, at_s: float, tag: Any = None) -> None:
+        sim = self._sim
+        if not (isinstance(at_s, (int, float)) and at_s >= sim.now):
+            raise InputError(f"timer: expected a time >= now ({sim.now:g}), got {at_s!r}")
+        sim._push(float(at_s), _TIMER, "timer", Event("timer", float(at_s), tag=tag))
+
+    def suspend(self, job_id: str, *, hold: bool = True) -> None:
+        sim = self._sim
+        r = self._rec(job_id, "suspend")
+        if r.running:
+            sim._end(r, "suspend")
+            sim.session.stop(job_id, requeue=True)
+        r.held = bool(hold)
+        sim._dirty = True
+
+    def resume(self, job_id: str) -> None:
+        r = self._rec(job_id, "resume")
+        if r.held:
+            r.held = False
+            self._sim._dirty = True
+
+    def place(self, job_id: str, gpus: Sequence[str], *, milli: int | None = None) -> None:
+        sim = self._sim
+        r = self._rec(job_id, "place")
+        gpus = list(gpus)
+        if milli is not None and (isinstance(milli, bool) or not isinstance(milli, int)
+                                  or not 1 <= milli <= 1000):
+            raise InputError(f"place {job_id!r}: milli: expected an integer in 1..1000, "
+                             f"got {milli!r}")
+        old = r.run.gpu_names if r.run is not None else None
+        if (milli is not None and milli != r.milli) or len(gpus) != r.gpus:
+            r.gpus = len(gpus)
+            if milli is not None:
+                r.milli = milli
+            if r.in_session:
+                sim.session.stop(job_id)
+                r.in_session = False
+        if not r.in_session:
+            sim._submit(r)
+        sim.session.reconcile({**{j: None for j in sim.session.running if j != job_id},
+                               job_id: gpus}, where=f"place {job_id!r}")
+        p = sim.session.jobs[job_id].current
+        if old is None:
+            sim._begin(r, p, "resume" if r.start_s is not None else "start")
+        elif set(old) != set(gpus):
+            r.moves += 1
+            sim.counts["moves"] += 1
+            sim._begin(r, p, "migrate")
+        else:                                   # a new share of the same GPUs
+            sim._unindex(r)
+            sim._settle(r)
+            r.run = replace(sim._run_of(r, p, r.run.cause if r.run else "start"),
+                            since_s=r.run.since_s if r.run else sim.now)
+            sim._index(r)
+            sim._set_rate(r, force=True)
+        r.held = False
+        sim._dirty = True
+
+    def migrate(self, job_id: str, gpus: Sequence[str]) -> None:
+        sim = self._sim
+        r = self._rec(job_id, "migrate")
+        if not r.running:
+            raise InputError(f"migrate: job {job_id!r} is not running")
+        sim.session.reconcile({**{j: None for j in sim.session.running}, job_id: list(gpus)},
+                              where=f"migrate {job_id!r}")
+        p = sim.session.jobs[job_id].current
+        r.moves += 1
+        sim.counts["moves"] += 1
+        sim._begin(r, p, "migrate")
+        sim._dirty = True
+
+    def resize(self, job_id: str, size: Size) -> None:
+        self._sim._resize(self._rec(job_id, "resize"), size)
+        self._sim._dirty = True
+
+    def placement(self, job_id: str):
+        r = self._sim.records.get(job_id)
+        return r.run.placement if r is not None and r.run is not None else None
+
+    def free_gpus(self) -> Mapping[str, int]:
+        sim = self._sim
+        cl = sim.session.cluster
+        closed = set(sim.session.drained) | set(sim.session.failed)
+        used: dict[str, int] = {}
+        for r in sim.records.values():
+            if r.run is not None and r.run.placement is not None:
+                for g in r.run.placement.gpus:
+                    used[g.gpu] = used.get(g.gpu, 0) + g.milli
+        out = {}
+        for s in cl.servers:
+            if s.id in closed:
+                continue
+            for k in range(s.gpus):
+                name = f"{s.id}/gpu{k}"
+                out[name] = 1000 - used.get(name, 0)
+        return out
+
+    def decide(self) -> None:
+        self._sim._wants_decision = True
+
+
+def _proportional(cluster: Cluster) -> tuple[float, float]:
+    """CPU (milli-cores) and memory (MiB) per GPU: the smallest ratio over the
+    servers with GPUs (so that a job's share fits every server)."""
+    gs = [s for s in cluster.servers if s.gpus > 0]
+    if not gs:
+        return 0.0, 0.0
+    return (min(s.cpu / s.gpus for s in gs), min(s.mem / s.gpus for s in gs))
+
+
+def simulate(cluster: Cluster, jobs: Iterable[WorkloadJob], **kw: Any) -> SimResult:
+    """Run one simulation: a cluster, a workload and a stack of policies.
+
+    Parameters
+    ----------
+    cluster : Cluster
+        Servers with GPUs (CPU in milli-cores, memory in MiB).
+    jobs : iterable of WorkloadJob
+        Sorted by arrival; a list, or an endless iterator with ``window``.
+    **kw
+        The stack (``order``, ``placement``, ``admission``, ``sizing``,
+        ``shares``, ``mechanism``: names, ``(name, params)`` or objects),
+        ``progress``, ``round_s``, ``seed``, ``window``, ``max_time_s``,
+        ``repack``, ``candidates``, ``events``, ``time_limit``, ``name``: see
+        `Simulator`.
+
+    Returns
+    -------
+    SimResult
+        Summary metrics (``summary()``) and the per-job timeline
+        (``timeline()``).
+
+    Raises
+    ------
+    InputError
+        One line: a policy that is not registered or of another kind, a need
+        the run cannot give, a bad workload row; `alloc.sched.PolicyError`
+        when a policy raises during the run.
+
+    Examples
+    --------
+    >>> from alloc import Cluster, Server
+    >>> from alloc.sim import WorkloadJob, simulate
+    >>> cluster = Cluster((Server("s0", cpu=32000, mem=256000, gpus=4),))
+    >>> jobs = [WorkloadJob("a", 0.0, 4, duration_s=100.0),
+    ...         WorkloadJob("b", 10.0, 2, duration_s=50.0)]
+    >>> res = simulate(cluster, jobs, order="fifo", placement="best-fit")
+    >>> [(r["id"], r["start_s"], r["end_s"]) for r in res.timeline()]
+    [('a', 0.0, 100.0), ('b', 100.0, 150.0)]
+    >>> res.summary()["avg_jct_s"]
+    120.0
+    """
+    return Simulator(cluster, jobs, **kw).run()
+
+
+__all__ = ["SERVER_EVENTS", "ServerEvent", "Simulator", "simulate"]
