@@ -55,10 +55,14 @@ from .truth import Truth, canonical, truth_of
 
 @dataclass
 class Profile:
-    """The points a job has run on one GPU type and the model fitted to them."""
+    """The points a job has run on one GPU type and the model fitted to them.
+
+    Fits are kept in ``cache`` by the points they were fitted to (a clone of
+    the job shares it, so that a look-ahead's fits are not done twice)."""
     points: dict[tuple[int, int, int], tuple[float, float]] = field(default_factory=dict)
     params: PerfParams | None = None
     fitted_with: int = -1
+    cache: dict = field(default_factory=dict)
 
     @property
     def max_replicas(self) -> int:
@@ -71,12 +75,23 @@ class Profile:
             return None
         if self.fitted_with != len(self.points):
             keys = list(self.points)
-            vals = [self.points[k] for k in keys]
-            self.params = fit_perf_params([k[0] for k in keys], [k[1] for k in keys],
-                                          [k[2] for k in keys], [v[0] for v in vals],
-                                          [v[1] for v in vals], where=where)
+            key = tuple(keys)
+            hit = self.cache.get(key)
+            if hit is None:
+                vals = [self.points[k] for k in keys]
+                hit = fit_perf_params([k[0] for k in keys], [k[1] for k in keys],
+                                      [k[2] for k in keys], [v[0] for v in vals],
+                                      [v[1] for v in vals], where=where)
+                if len(self.cache) > 64:
+                    self.cache.clear()
+                self.cache[key] = hit
+            self.params = hit
             self.fitted_with = len(self.points)
         return self.params
+
+    def clone(self) -> "Profile":
+        """A copy whose points can grow apart (the fit cache is shared)."""
+        return Profile(dict(self.points), self.params, self.fitted_with, self.cache)
 
 
 class SimJob:
@@ -280,6 +295,14 @@ class SimJob:
                 seconds -= delta
             self.choose_batch()
         self.current_time += seconds
+
+    def clone(self) -> "SimJob":
+        """A copy that can be advanced apart from this job (a look-ahead)."""
+        out = SimJob.__new__(SimJob)
+        out.__dict__.update(self.__dict__)
+        out.placement = tuple(self.placement)
+        out.profiles = {t: p.clone() for t, p in self.profiles.items()}
+        return out
 
     def snapshot(self) -> dict:
         """What a log line records about the job now."""

@@ -5,6 +5,9 @@
   every placement in which a server hosts at most one multi-server job,
   with a proven bound (`alloc.solvers.goodput.exact`,
   `alloc.solvers.goodput.patterns`);
+* ``freest-first`` -- the Pollux artifact's baselines' placement: a job's
+  GPUs from the server with the most free GPUs first
+  (`alloc.solvers.goodput.freest`);
 * Pollux's genetic search (`alloc.solvers.goodput.ga`) is the search the
   ``pollux`` policy runs (`alloc.sched.pollux`).
 
@@ -25,4 +28,8 @@ SOLVERS = (
             ),
             description="Exact goodput placement: GPU type, count, servers and batch per job, "
                         "power-mean fairness and restart factors, proven bound"),
+    declare("freest-first", "alloc.solvers.goodput.freest:solve", objectives=(),
+            capabilities=("spread", "order-preemption"),
+            description="each job's GPUs from the freest servers first, jobs in order (the "
+                        "Pollux artifact's baselines' placement)"),
 )
