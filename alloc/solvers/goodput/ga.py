@@ -110,26 +110,49 @@ class GaOutput:
 
 
 # ----------------------------------------------------------------- objectives
+_ONES = np.uint64(0x0101010101010101)
+_LOW = np.uint64(0x0101010101010101)
+
+
+def row_stats(states: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Nodes and GPUs of every job row of int8 states (P, J, S) with ``S`` a
+    multiple of 8 and entries below 16: each row read as 64-bit words, the
+    bytes summed by one multiplication (a byte-wise horizontal sum)."""
+    w = states.view(np.uint64)                                   # (P, J, S/8)
+    with np.errstate(over="ignore"):
+        kk = ((w * _ONES) >> np.uint64(56)).sum(axis=2, dtype=np.int16)
+        y = (w | (w >> np.uint64(1)) | (w >> np.uint64(2)) | (w >> np.uint64(3))) & _LOW
+        nn = ((y * _ONES) >> np.uint64(56)).sum(axis=2, dtype=np.int16)
+    return nn, kk
+
+
 def evaluate(inp: GaInput, states: np.ndarray) -> np.ndarray:
     """``F`` (P, 2): minus fitness, minus cluster utility, of each state (P, J, S)."""
-    J = states.shape[1]
-    nn = np.minimum(np.count_nonzero(states, axis=2), inp.speedup.shape[1] - 1)
-    kk = np.minimum(states.sum(axis=2), inp.speedup.shape[2] - 1)
-    jj = np.broadcast_to(np.arange(J), nn.shape)
-    sp = inp.speedup[jj, nn, kk]
-    moved = (states != inp.base[None]).any(axis=2)
-    scaled = sp * inp.c * np.where(moved, inp.restart[None], 1.0)
+    P, J, S = states.shape
+    N1, K1 = inp.speedup.shape[1], inp.speedup.shape[2]
+    if S % 8 == 0 and states.dtype == np.int8 and states.flags.c_contiguous:
+        nn, kk = row_stats(states)
+        moved = (states.view(np.uint64) != inp.base.astype(np.int8).view(np.uint64)[None]
+                 ).any(axis=2)
+    else:
+        nn = np.count_nonzero(states, axis=2)
+        kk = states.sum(axis=2, dtype=np.int16)
+        moved = (states != inp.base[None]).any(axis=2)
+    nn, kk = np.minimum(nn, N1 - 1), np.minimum(kk, K1 - 1)
+    sp = inp.speedup.reshape(-1)[(np.arange(J) * (N1 * K1))[None] + nn * K1 + kk]
+    c = inp.c
+    scaled = sp * np.where(moved, inp.restart[None] * c, c)
     p = inp.p
     if p == 0:
         mean = np.exp(np.log(np.maximum(scaled, EPS_SPEEDUP)).sum(axis=1) / max(J, 1))
     else:
         mean = (((scaled + EPS_SPEEDUP) ** p).sum(axis=1) / max(J, 1)) ** (1.0 / p)
-    active = states.sum(axis=1) > 0
-    total = (active * inp.capacity[None]).sum(axis=1).astype(float)
+    # utility: sum_j SP_j/K_j * K_j/total = sum of the placed jobs' SP over the active GPUs
+    active = states.any(axis=1)
+    total = active @ inp.capacity.astype(float)
     with np.errstate(divide="ignore", invalid="ignore"):
-        share = np.where(kk > 0, kk / total[:, None], 0.0)
-        util = np.where(kk > 0, sp / kk, 0.0)
-    return np.column_stack([-mean, -(util * share).sum(axis=1)])
+        util = np.where(total > 0, sp.sum(axis=1) / total, 0.0)
+    return np.column_stack([-mean, -util])
 
 
 # --------------------------------------------------------------------- repair
@@ -137,13 +160,22 @@ def repair(inp: GaInput, states: np.ndarray, rng: np.random.Generator) -> np.nda
     """The three repair rules (module notes) on states (P, J, S)."""
     states = states.copy()
     # (1) one multi-node job per node, the first in job order
-    occupied = states > 0
-    multi = occupied.sum(axis=2, dtype=np.int16) > 1
+    fast = states.shape[2] % 8 == 0 and states.dtype == np.int8 and states.flags.c_contiguous
+    if fast:
+        nn, kk = row_stats(states)
+    else:
+        nn = np.count_nonzero(states, axis=2)
+        kk = states.sum(axis=2, dtype=np.int16)
+    multi = nn > 1
     if multi.any():
-        mask = occupied & multi[:, :, None]
-        states[np.cumsum(mask, axis=1, dtype=np.int16) > 1] = 0
+        pi = np.flatnonzero(multi.any(axis=1))          # individuals with a multi-node job
+        sub = states[pi]
+        mask = (sub > 0) & multi[pi][:, :, None]
+        sub[np.cumsum(mask, axis=1, dtype=np.int16) > 1] = 0
+        states[pi] = sub
+        kk = states.sum(axis=2, dtype=np.int16)
     # (2) at most Kmax GPUs (excess trimmed in a random node order), 16 nodes
-    over = states.sum(axis=2, dtype=np.int16) > inp.max_replicas[None]
+    over = kk > inp.max_replicas[None]
     if states.shape[2] > MAX_NODES_PER_JOB:
         over |= np.count_nonzero(states, axis=2) > MAX_NODES_PER_JOB
     if over.any():
@@ -159,12 +191,13 @@ def repair(inp: GaInput, states: np.ndarray, rng: np.random.Generator) -> np.nda
         inverse = np.argsort(shuffle, axis=1)
         states[pi, ji] = np.take_along_axis(rows, inverse, axis=1)
     # (3) node capacity, earlier jobs first
-    c = np.cumsum(states, axis=1, dtype=np.int16)
-    over_cap = c[:, -1, :] > inp.capacity[None]
-    if over_cap.any():
+    load = states.sum(axis=1, dtype=np.int16)
+    pi = np.flatnonzero((load > inp.capacity[None]).any(axis=1))
+    if len(pi):
+        c = np.cumsum(states[pi], axis=1, dtype=np.int16)
         np.minimum(c, inp.capacity.astype(np.int16)[None, None], out=c)
-        states = c
-        states[:, 1:] -= c[:, :-1].copy()
+        c[:, 1:] -= c[:, :-1].copy()
+        states[pi] = c
     return states
 
 
@@ -175,10 +208,8 @@ def crossover(parents: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     points = rng.integers(J, size=(M, 1)) if J else np.zeros((M, 1), int)
     mask = (np.arange(J)[None] < points)[:, :, None]
     a, b = parents
-    c0, c1 = np.where(mask, b, a), np.where(mask, a, b)
-    do = np.asarray(rng.random(M) < CROSSOVER_PROB)[:, None, None]
-    c0, c1 = np.where(do, c0, a), np.where(do, c1, b)
-    return np.concatenate([c0, c1])
+    swap = mask & np.asarray(rng.random(M) < CROSSOVER_PROB)[:, None, None]
+    return np.concatenate([np.where(swap, b, a), np.where(swap, a, b)])
 
 
 def mutate(inp: GaInput, states: np.ndarray, rng: np.random.Generator) -> np.ndarray:
@@ -213,34 +244,47 @@ def mutate(inp: GaInput, states: np.ndarray, rng: np.random.Generator) -> np.nda
 
 
 # ----------------------------------------------------------------- selection
-def _domination(F: np.ndarray) -> np.ndarray:
-    """``dom[i, j]``: point i Pareto-dominates point j (minimisation, two objectives)."""
-    a, b = F[:, 0], F[:, 1]
-    le = (a[:, None] <= a[None]) & (b[:, None] <= b[None])
-    lt = (a[:, None] < a[None]) | (b[:, None] < b[None])
-    return le & lt
+def _dominates(Fa: np.ndarray, Fb: np.ndarray) -> np.ndarray:
+    """Row-wise: ``Fa[i]`` Pareto-dominates ``Fb[i]`` (minimisation)."""
+    return (Fa <= Fb).all(axis=1) & (Fa < Fb).any(axis=1)
 
 
-def nondominated_fronts(F: np.ndarray, n_stop: int | None = None,
-                        dom: np.ndarray | None = None) -> list[np.ndarray]:
+def nondominated_fronts(F: np.ndarray, n_stop: int | None = None) -> list[np.ndarray]:
     """Fronts of Pareto non-dominated sorting (minimisation, two objectives),
-    best first, stopping once ``n_stop`` points are ranked."""
+    best first, stopping once ``n_stop`` points are ranked.
+
+    With two objectives, in lexicographic order a distinct point is
+    non-dominated among those left iff its second objective is below every
+    earlier one's (equal points share their front): one running minimum per
+    front."""
     n = len(F)
     if n == 0:
         return []
-    if dom is None:
-        dom = _domination(F)
-    count = dom.sum(axis=0)
-    remaining = np.ones(n, bool)
-    fronts, ranked = [], 0
-    while ranked < n:
-        front = np.flatnonzero(remaining & (count == 0))
-        fronts.append(front)
-        ranked += len(front)
-        remaining[front] = False
+    order = np.lexsort((F[:, 1], F[:, 0]))
+    f0, f1 = F[order, 0], F[order, 1]
+    same = np.zeros(n, bool)
+    same[1:] = (f0[1:] == f0[:-1]) & (f1[1:] == f1[:-1])
+    group = np.cumsum(~same) - 1                     # distinct point of each sorted point
+    heads = np.flatnonzero(~same)
+    g1 = f1[heads]
+    left = np.arange(len(heads))
+    rank = np.empty(len(heads), dtype=int)
+    fronts, ranked, r = [], 0, 0
+    chosen = np.zeros(len(heads), bool)
+    while len(left):
+        v = g1[left]
+        prev = np.minimum.accumulate(np.concatenate([[np.inf], v[:-1]]))
+        top = v < prev
+        rank[left[top]] = r
+        chosen[:] = False
+        chosen[left[top]] = True
+        members = order[chosen[group]]
+        fronts.append(np.sort(members))
+        ranked += len(members)
+        left = left[~top]
+        r += 1
         if n_stop is not None and ranked >= n_stop:
             break
-        count = count - dom[front].sum(axis=0)
     return fronts
 
 
@@ -293,10 +337,10 @@ def crowding_fronts(F: np.ndarray, front: np.ndarray) -> np.ndarray:
     return out
 
 
-def survive(F: np.ndarray, n: int, rng: np.random.Generator, dom: np.ndarray | None = None
+def survive(F: np.ndarray, n: int, rng: np.random.Generator
             ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Rank-and-crowding survival: indices kept, their ranks and crowding."""
-    fronts = nondominated_fronts(F, n, dom)
+    fronts = nondominated_fronts(F, n)
     idx = np.concatenate(fronts)
     rank = np.concatenate([np.full(len(f), r) for r, f in enumerate(fronts)])
     cd = crowding_fronts(F[idx], rank)
@@ -311,29 +355,34 @@ def survive(F: np.ndarray, n: int, rng: np.random.Generator, dom: np.ndarray | N
     return idx, rank, cd
 
 
-def tournament(F: np.ndarray, crowd: np.ndarray, n_select: int, rng: np.random.Generator,
-               dom: np.ndarray | None = None) -> np.ndarray:
+def tournament(F: np.ndarray, crowd: np.ndarray, n_select: int, rng: np.random.Generator
+               ) -> np.ndarray:
     """Binary tournaments (dominance, then crowding, then a coin): (n_select, 2) parents."""
     n = len(F)
     need = n_select * 2 * 2
     perms = np.concatenate([rng.permutation(n) for _ in range(math.ceil(need / n))])[:need]
     a, b = perms[0::2], perms[1::2]
-    if dom is None:
-        dom = _domination(F)
-    a_dom, b_dom = dom[a, b], dom[b, a]
+    a_dom, b_dom = _dominates(F[a], F[b]), _dominates(F[b], F[a])
     ca, cb = crowd[a], crowd[b]
     coin = rng.random(len(a)) < 0.5
     a_wins = a_dom | (~b_dom & ((ca > cb) | ((ca == cb) & coin)))
     return np.where(a_wins, a, b).reshape(n_select, 2)
 
 
-def _unique_new(cand: np.ndarray, seen: set) -> np.ndarray:
+def _hashes(states: np.ndarray, weights: np.ndarray) -> list[int]:
+    """A 64-bit hash of each state: its bytes read as 64-bit words, times
+    random odd weights, summed with wrap-around."""
+    flat = np.ascontiguousarray(states).reshape(len(states), -1).view(np.uint64)
+    with np.errstate(over="ignore"):
+        return (flat * weights[:flat.shape[1]]).sum(axis=1, dtype=np.uint64).tolist()
+
+
+def _unique_new(cand: np.ndarray, seen: set, weights: np.ndarray) -> np.ndarray:
     keep = []
     add = seen.add
-    for i, row in enumerate(cand):
-        key = row.tobytes()
-        if key not in seen:
-            add(key)
+    for i, h in enumerate(_hashes(cand, weights)):
+        if h not in seen:
+            add(h)
             keep.append(i)
     return cand[keep]
 
@@ -350,17 +399,23 @@ def search(inp: GaInput, rng: np.random.Generator, seeds: np.ndarray | None = No
     batch (the children of a batch are independent draws), in fewer calls.
     """
     import time
-    base = inp.base.astype(np.int8)
-    inp = GaInput(inp.speedup, inp.restart, base, inp.max_replicas, inp.capacity, inp.scale,
-                  inp.p)
+    S0 = inp.base.shape[1]
+    pad = (-S0) % 8
+    base = np.pad(inp.base, ((0, 0), (0, pad))).astype(np.int8)
+    cap = np.pad(inp.capacity, (0, pad))
+    inp = GaInput(inp.speedup, inp.restart, base, inp.max_replicas, cap,
+                  inp.c, inp.p)
+    if seeds is not None and len(seeds):
+        seeds = np.pad(seeds, ((0, 0), (0, 0), (0, pad)))
     pop = (seeds if seeds is not None and len(seeds) else base[None]).astype(np.int8)
     pop = repair(inp, pop, rng).astype(np.int8)
+    weights = np.random.default_rng(0x9E3779B9).integers(1, 2 ** 63, size=base.size,
+                                                            dtype=np.uint64) | np.uint64(1)
     seen: set = set()
-    pop = _unique_new(pop, seen)
+    pop = _unique_new(pop, seen, weights)
     F = evaluate(inp, pop)
-    dom = _domination(F)
-    idx, rank, crowd = survive(F, len(pop), rng, dom)
-    pop, F, dom = pop[idx], F[idx], dom[np.ix_(idx, idx)]
+    idx, rank, crowd = survive(F, len(pop), rng)
+    pop, F = pop[idx], F[idx]
     gen, dup_rate = 1, 0.0
     while gen < generations:
         if deadline is not None and time.perf_counter() > deadline:
@@ -368,12 +423,13 @@ def search(inp: GaInput, rng: np.random.Generator, seeds: np.ndarray | None = No
         off_parts, n_off, tries = [], 0, 0
         while n_off < pop_size and tries <= 100:
             remaining = pop_size - n_off
-            want = min(8 * pop_size, math.ceil(remaining / max(0.125, 1.0 - dup_rate)))
-            parents = tournament(F, crowd, math.ceil(want / 2), rng, dom)
+            want = min(8 * pop_size,
+                       math.ceil(1.15 * remaining / max(0.125, 1.0 - dup_rate)) + 2)
+            parents = tournament(F, crowd, math.ceil(want / 2), rng)
             children = crossover(pop[parents.T], rng)
             children = mutate(inp, children, rng)
             children = repair(inp, children, rng).astype(np.int8)
-            fresh = _unique_new(children, seen)
+            fresh = _unique_new(children, seen, weights)
             dup_rate = 0.5 * dup_rate + 0.5 * (1.0 - len(fresh) / len(children))
             fresh = fresh[:remaining]
             if len(fresh):
@@ -385,16 +441,15 @@ def search(inp: GaInput, rng: np.random.Generator, seeds: np.ndarray | None = No
         off = np.concatenate(off_parts)
         pop = np.concatenate([pop, off])
         F = np.concatenate([F, evaluate(inp, off)])
-        dom = _domination(F)
-        idx, rank, crowd = survive(F, pop_size, rng, dom)
-        pop, F, dom = pop[idx], F[idx], dom[np.ix_(idx, idx)]
-        seen = {row.tobytes() for row in pop}
+        idx, rank, crowd = survive(F, pop_size, rng)
+        pop, F = pop[idx], F[idx]
+        seen = set(_hashes(pop, weights))
         gen += 1
     front = rank == 0
-    fpop, fF = pop[front], F[front]
+    fpop, fF = pop[front][:, :, :S0], F[front]
     best = int(np.argmin(fF[:, 0]))
     return GaOutput(fpop[best].astype(int), float(-fF[best, 0]), float(-fF[best, 1]),
-                    fpop.astype(np.int8), gen)
+                    np.ascontiguousarray(fpop, dtype=np.int8), gen)
 
 
 def adapt_seeds(front: np.ndarray, old_jobs: list, new_jobs: list) -> np.ndarray:
