@@ -69,7 +69,7 @@ class Profile:
         """The largest ``K`` it has run."""
         return max((k[1] for k in self.points), default=0)
 
-    def model(self, where: str) -> PerfParams | None:
+    def model(self, where: str, tol: float | None = None) -> PerfParams | None:
         """The fitted parameters (refitted when a point was added since)."""
         if not self.points:
             return None
@@ -81,7 +81,7 @@ class Profile:
                 vals = [self.points[k] for k in keys]
                 hit = fit_perf_params([k[0] for k in keys], [k[1] for k in keys],
                                       [k[2] for k in keys], [v[0] for v in vals],
-                                      [v[1] for v in vals], where=where)
+                                      [v[1] for v in vals], where=where, tol=tol)
                 if len(self.cache) > 64:
                     self.cache.clear()
                 self.cache[key] = hit
@@ -133,6 +133,8 @@ class SimJob:
         self.restart_s = float(restart_s if restart_s is not None else
                                (spec.sia_restart_s if flavour == "sia" else spec.restart_s))
         self.slowdown = spec.sia_slowdown if flavour == "sia" else 1.0
+        #: L-BFGS-B's tolerance of the fits (the Sia artifact: 1e-5)
+        self.fit_tol = 1e-5 if flavour == "sia" else None
         self.gpu_type: str | None = None
         self.placement: tuple[int, ...] = ()
         self.local_bsz = 0
@@ -173,7 +175,7 @@ class SimJob:
     def perf_params(self, gpu_type: str | None = None) -> PerfParams | None:
         """The throughput model fitted to its points on ``gpu_type`` (None before any)."""
         t = gpu_type or self.gpu_type or next(iter(self.truths))
-        return self.profiles[t].model(f"job {self.name!r} ({t})")
+        return self.profiles[t].model(f"job {self.name!r} ({t})", self.fit_tol)
 
     def max_profiled_replicas(self, gpu_type: str | None = None) -> int:
         """The largest ``K`` it has run on ``gpu_type`` (every type: None)."""
@@ -192,11 +194,21 @@ class SimJob:
         if gpu_type not in self.truths:
             raise InputError(f"job {self.name!r}: no traces for GPU type {gpu_type!r}")
         if not any(new):
+            if self.placement:
+                self._released = (self.current_time, self.gpu_type, self.placement,
+                                  self.local_bsz, self.accum_steps)
             self.placement = ()
             self.local_bsz = 0
             return False
-        if self.flavour == "sia" and gpu_type == self.gpu_type and new == self.placement:
-            return False
+        if self.flavour == "sia":
+            if gpu_type == self.gpu_type and new == self.placement:
+                return False
+            rel = getattr(self, "_released", None)
+            if not self.placement and rel is not None and rel[0] == self.current_time \
+                    and rel[1] == gpu_type and rel[2] == new:
+                # given back and taken again at the same instant, same shape: no restart
+                self.placement, self.local_bsz, self.accum_steps = new, rel[3], rel[4]
+                return False
         self.gpu_type = gpu_type
         self.placement = new
         self.choose_batch()

@@ -78,6 +78,8 @@ class Truth:
         for pid in dict.fromkeys(pl["placement"]):
             self._rows[pid] = np.flatnonzero(pl["placement"] == pid)
         self._step_memo: dict[tuple, tuple[float, float]] = {}
+        self._cap_memo: dict[tuple, int] = {}
+        self._k_memo: dict[int, int | None] = {}
         self._grad_memo: dict[tuple, tuple[float, float]] = {}
         self._nd: Any = None
         vals = traces.validation
@@ -141,6 +143,12 @@ class Truth:
         measured ``b`` of the placement, else of the scalability rows with at
         least its nodes and replicas."""
         p = canonical(placement)
+        hit = self._cap_memo.get(p)
+        if hit is None:
+            hit = self._cap_memo[p] = self._max_local_bsz(p)
+        return hit
+
+    def _max_local_bsz(self, p: tuple[int, ...]) -> int:
         rows = self._rows.get("".join(map(str, p)))
         if rows is not None:
             return int(self.traces.placements["local_bsz"][rows].max())
@@ -150,9 +158,11 @@ class Truth:
 
     def replicas_cap(self, replicas: int) -> int | None:
         """The largest ``b`` measured with ``K`` replicas on any placement (None if none)."""
-        pl = self.traces.placements
-        ok = pl["num_replicas"] == replicas
-        return int(pl["local_bsz"][ok].max()) if ok.any() else None
+        if replicas not in self._k_memo:
+            pl = self.traces.placements
+            ok = pl["num_replicas"] == replicas
+            self._k_memo[replicas] = int(pl["local_bsz"][ok].max()) if ok.any() else None
+        return self._k_memo[replicas]
 
     # -------------------------------------------------------- efficiency
     def _bracket(self, batch: float) -> tuple[int, int]:

@@ -17,28 +17,28 @@ service (GPU-seconds, restart delays included) then arrival, on nodes of
   `alloc.solvers.goodput.ga` (seeded: the run's seed), or solved exactly by
   `alloc.solvers.goodput.patterns` (``pollux-exact``).
 
-The decision is carried out through the simulator's control (every change
-a checked session event): jobs whose allocation changes release their GPUs
-and take the new ones (a restart), jobs given none wait (held out of the
-rounds).  Each job then re-chooses its batch for its new allocation
-(`alloc.goodput.job`).  Both mechanisms need the goodput progress model.
+Each policy is given as the run's sizing and mechanism
+(`alloc.sched.pollux.decide`): jobs whose allocation changes release their
+GPUs and take the new ones (a restart), jobs given none wait.  Each job
+then re-chooses its batch for its new allocation (`alloc.goodput.job`).
+Both need the goodput progress model.
 
 Examples
 --------
 >>> from alloc.sched import get_policy
->>> get_policy("mechanism", "pollux").build(seed=1).seed
+>>> get_policy("sizing", "pollux").build(seed=1).seed
 1
 """
 from __future__ import annotations
 
 import math
 import time
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 
 from ...goodput.speedup import JobModel, speedup_tables
-from ..kinds import BaseMechanism
+from .decide import Decider
 
 #: Restart penalty of Pollux's fitness (s).
 RESTART_PENALTY_S = 30.0
@@ -62,9 +62,9 @@ def restart_factor(age: float, restarts: int, penalty: float = RESTART_PENALTY_S
 class RoundInput:
     """One round's inputs, from the simulator's jobs and their `SimJob`\\ s."""
 
-    def __init__(self, ctl: Any, jobs: list, sims: dict) -> None:
-        now = ctl.now_s
-        cl = ctl.cluster
+    def __init__(self, ctx: Any, jobs: list, sims: dict) -> None:
+        now = ctx.now_s
+        cl = ctx.cluster
         self.servers = [s for s in cl.servers if s.gpus]
         self.index = {s.id: i for i, s in enumerate(self.servers)}
         self.order = sorted(jobs, key=lambda r: (sims[r.id].attained_service,
@@ -87,45 +87,42 @@ class RoundInput:
         self.table = speedup_tables(models, S, MAX_REPLICAS, base=(1, self.fair))
         self.base = np.zeros((J, S), dtype=int)
         for i, r in enumerate(self.order):
-            p = ctl.placement(r.id)
+            p = r.run.placement if r.running and r.run is not None else None
             if p is not None:
                 for g in p.gpus:
                     self.base[i, self.index[g.gpu.rsplit("/", 1)[0]]] += 1
 
-
-def apply_rows(ctl: Any, inp: RoundInput, rows: np.ndarray) -> int:
-    """Carry out a decision ``rows[j, n]`` through the control; the number of
-    jobs whose allocation changed."""
-    changed = [i for i in range(len(inp.order)) if not np.array_equal(rows[i], inp.base[i])]
-    for i in changed:
-        r = inp.order[i]
-        if r.running:
-            ctl.suspend(r.id, hold=True)
-    free: dict[str, list[str]] = {}
-    for g, milli in ctl.free_gpus().items():
-        if milli >= 1000:
-            free.setdefault(g.rsplit("/", 1)[0], []).append(g)
-    for lst in free.values():
-        lst.sort(key=lambda g: int(g.rsplit("gpu", 1)[1]))
-    for i, r in enumerate(inp.order):
-        if rows[i].sum() == 0:
-            if not r.held or r.running:
-                ctl.suspend(r.id, hold=True)
-            continue
-        if i not in changed and r.running:
-            continue
-        gpus = []
-        for n in np.flatnonzero(rows[i]):
-            sid = inp.servers[n].id
-            take = free[sid][:int(rows[i, n])]
-            free[sid] = free[sid][int(rows[i, n]):]
-            gpus += take
-        ctl.place(r.id, gpus)
-    return len(changed)
+    def plan(self, rows: np.ndarray) -> dict[str, tuple[str | None, list[str]]]:
+        """GPU names of each job of a decision ``rows[j, n]``: a job whose row
+        is unchanged keeps its GPUs; the others take free ones, in node order."""
+        out: dict[str, tuple[str | None, list[str]]] = {}
+        free = {s.id: set(range(s.gpus)) for s in self.servers}
+        keep = [i for i in range(len(self.order)) if np.array_equal(rows[i], self.base[i])]
+        for i in keep:
+            r = self.order[i]
+            p = r.run.placement if r.running and r.run is not None else None
+            if p is not None:
+                names = [g.gpu for g in p.gpus]
+                for g in names:
+                    sid, k = g.rsplit("/gpu", 1)
+                    free[sid].discard(int(k))
+                out[r.id] = (self.servers[0].gpu_type, names)
+        for i, r in enumerate(self.order):
+            if r.id in out or rows[i].sum() == 0:
+                continue
+            names = []
+            for n in np.flatnonzero(rows[i]):
+                s = self.servers[n]
+                take = sorted(free[s.id])[:int(rows[i, n])]
+                free[s.id] -= set(take)
+                names += [f"{s.id}/gpu{k}" for k in take]
+            out[r.id] = (self.servers[int(np.flatnonzero(rows[i])[0])].gpu_type, names)
+        return out
 
 
-class Pollux(BaseMechanism):
+class Pollux(Decider):
     """Pollux's policy, searched by its genetic algorithm (module notes).
+    Give it as the run's sizing and mechanism (`alloc.sched.pollux.decide`).
 
     Parameters
     ----------
@@ -137,6 +134,7 @@ class Pollux(BaseMechanism):
 
     def __init__(self, seed: int | None = None, pop_size: int = 100,
                  generations: int = 100) -> None:
+        super().__init__()
         self.seed = seed
         self.pop_size, self.generations = pop_size, generations
         self.rng: np.random.Generator | None = None
@@ -145,34 +143,105 @@ class Pollux(BaseMechanism):
         self.times: list[float] = []
         self.fitness: list[tuple[float, float]] = []
 
-    def _sims(self, ctl: Any) -> tuple[list, dict]:
-        prog = ctl.ctx.progress
-        if prog is None or not hasattr(prog, "state"):
-            raise ValueError(f"{type(self).__name__} needs the goodput progress model "
-                             f"(alloc.goodput.progress.GoodputProgress)")
-        jobs = [r for r in ctl.jobs.values() if r.admitted]
-        return jobs, {r.id: prog.state(r, ctl.now_s) for r in jobs}
+    def _inputs(self, jobs: Sequence[Any], ctx: Any) -> RoundInput:
+        prog = self.progress(ctx)
+        sims = {r.id: prog.state(r, ctx.now_s) for r in jobs}
+        return RoundInput(ctx, list(jobs), sims)
 
-    def before_step(self, ctl: Any) -> None:
-        """Decide and carry out this round's allocation."""
+    def decide(self, jobs: Sequence[Any], ctx: Any) -> dict:
+        """This round's allocation by the genetic search."""
         from ...solvers.goodput.ga import GaInput, adapt_seeds, search
         if self.rng is None:
             self.rng = np.random.default_rng(self.seed if self.seed is not None
-                                             else ctl.ctx.rng.randrange(2 ** 32))
+                                             else ctx.rng.randrange(2 ** 32))
         t0 = time.perf_counter()
-        jobs, sims = self._sims(ctl)
-        if not jobs:
-            return
-        inp = RoundInput(ctl, jobs, sims)
+        inp = self._inputs(jobs, ctx)
         ids = [r.id for r in inp.order]
         seeds = adapt_seeds(self.front, self.front_jobs, ids) if self.front is not None else None
         ga = GaInput(inp.table, inp.restart, inp.base, inp.caps, inp.capacity)
         out = search(ga, self.rng, seeds, pop_size=self.pop_size, generations=self.generations)
         self.front, self.front_jobs = out.front, ids
         self.times.append(time.perf_counter() - t0)
-        self.fitness.append((ctl.now_s, out.fitness))
-        apply_rows(ctl, inp, out.best)
+        self.fitness.append((ctx.now_s, out.fitness))
+        return inp.plan(out.best)
 
 
-__all__ = ["MAX_REPLICAS", "Pollux", "RESTART_PENALTY_S", "RoundInput", "apply_rows",
-           "max_replicas", "restart_factor"]
+def exact_options(inp: RoundInput, p: float = -1.0, eps: float = 1e-3) -> tuple[list, list]:
+    """The round as the exact pattern model's input
+    (`alloc.solvers.goodput.patterns`): one type of ``R``-GPU nodes; per job
+    every ``(N, K)`` with $K \\le K_j$, $\\lceil K/R\\rceil \\le N \\le \\min(K, 16)$,
+    valued $-(\\mathrm{SP}_j(N,K)\\,c\\,r_j + \\epsilon)^p$; keeping its exact
+    current allocation is valued without $r_j$; waiting $-\\epsilon^p$."""
+    from ...solvers.goodput.patterns import JobOptions, TypeNodes
+    J, S = inp.base.shape
+    R = int(inp.capacity.max())
+    c = S / max(1, int(inp.capacity.sum()))
+    types = [TypeNodes("T", R, tuple(range(S)))]
+
+    def u(x: np.ndarray | float) -> np.ndarray:
+        return -np.power(np.asarray(x, dtype=float) + eps, p)
+
+    jobs = []
+    for j in range(J):
+        cfg = [(0, n, k) for k in range(1, int(inp.caps[j]) + 1)
+               for n in range(max(1, -(-k // R)), min(k, S, 16) + 1)]
+        arr = np.array(cfg, dtype=int).reshape(-1, 3)
+        sp = inp.table[j, arr[:, 1], arr[:, 2]] if len(arr) else np.zeros(0)
+        vals = u(sp * c * inp.restart[j])
+        keep, kv = None, 0.0
+        if inp.base[j].sum():
+            nodes = np.flatnonzero(inp.base[j])
+            keep = tuple((int(n), int(inp.base[j, n])) for n in nodes)
+            kv = float(u(inp.table[j, len(nodes), int(inp.base[j].sum())] * c))
+        jobs.append(JobOptions(arr, np.asarray(vals, dtype=float), float(u(0.0)), keep, kv))
+    return types, jobs
+
+
+class PolluxExact(Pollux):
+    """Pollux's policy with its fitness maximised exactly each round
+    (`alloc.solvers.goodput.patterns`, through alloc's kernel), with a
+    proven bound and gap per round (``rounds``).
+
+    Parameters
+    ----------
+    time_limit : float
+        Seconds per round's model (the best solution found is used when it
+        runs out; its gap is recorded).
+    engine : str
+        The kernel's engine.
+    """
+
+    def __init__(self, time_limit: float = 10.0, engine: str = "highs") -> None:
+        super().__init__()
+        self.time_limit, self.engine = float(time_limit), engine
+        self.rounds: list[dict] = []
+
+    def decide(self, jobs: Sequence[Any], ctx: Any) -> dict:
+        """This round's allocation, maximised exactly."""
+        from ...deadline import Deadline
+        from ...solvers.goodput.ga import GaInput, evaluate
+        from ...solvers.goodput.patterns import solve_patterns
+        t0 = time.perf_counter()
+        inp = self._inputs(jobs, ctx)
+        types, opts = exact_options(inp)
+        out = solve_patterns(types, opts, Deadline.after(self.time_limit), engine=self.engine)
+        rows = np.zeros_like(inp.base)
+        for j, a in enumerate(out.assign):
+            if a == "keep":
+                rows[j] = inp.base[j]
+            elif a is not None:
+                for n, k in a[1].items():
+                    rows[j, n] = k
+        ga = GaInput(inp.table, inp.restart, inp.base, inp.caps, inp.capacity)
+        fit = float(-evaluate(ga, rows[None].astype(np.int16))[0, 0])
+        self.times.append(time.perf_counter() - t0)
+        self.fitness.append((ctx.now_s, fit))
+        gap = None if out.bound is None else \
+            abs(out.bound - out.value) / max(abs(out.bound), 1e-9)
+        self.rounds.append({"t": ctx.now_s, "jobs": len(inp.order), "fitness": fit,
+                            "status": out.status.value, "gap": gap})
+        return inp.plan(rows)
+
+
+__all__ = ["MAX_REPLICAS", "Pollux", "PolluxExact", "RESTART_PENALTY_S", "RoundInput",
+           "exact_options", "max_replicas", "restart_factor"]
