@@ -133,10 +133,16 @@ class Pollux(Decider):
     """
 
     def __init__(self, seed: int | None = None, pop_size: int = 100,
-                 generations: int = 100) -> None:
+                 generations: int = 100, compare_every: int = 0,
+                 compare_time_limit: float = 10.0) -> None:
         super().__init__()
         self.seed = seed
         self.pop_size, self.generations = pop_size, generations
+        #: every this many rounds, also maximise the round's fitness exactly
+        #: (`exact_options`) and record both in ``comparisons`` (0: never)
+        self.compare_every = int(compare_every)
+        self.compare_time_limit = float(compare_time_limit)
+        self.comparisons: list[dict] = []
         self.rng: np.random.Generator | None = None
         self.front: np.ndarray | None = None
         self.front_jobs: list[str] = []
@@ -163,6 +169,10 @@ class Pollux(Decider):
         self.front, self.front_jobs = out.front, ids
         self.times.append(time.perf_counter() - t0)
         self.fitness.append((ctx.now_s, out.fitness))
+        if self.compare_every and len(self.times) % self.compare_every == 0:
+            self.comparisons.append(dict(compare_round(inp, self.compare_time_limit),
+                                         t=ctx.now_s, ga_fitness=out.fitness,
+                                         ga_s=self.times[-1]))
         return inp.plan(out.best)
 
 
@@ -197,6 +207,38 @@ def exact_options(inp: RoundInput, p: float = -1.0, eps: float = 1e-3) -> tuple[
     return types, jobs
 
 
+def exact_rows(inp: RoundInput, out: Any) -> np.ndarray:
+    """The allocation matrix of the exact model's answer."""
+    rows = np.zeros_like(inp.base)
+    for j, a in enumerate(out.assign):
+        if a == "keep":
+            rows[j] = inp.base[j]
+        elif a is not None:
+            for n, k in a[1].items():
+                rows[j, n] = k
+    return rows
+
+
+def compare_round(inp: RoundInput, time_limit: float = 10.0) -> dict:
+    """The round's fitness maximised exactly: its value, the proven bound on
+    it (as a power mean) and the solve time."""
+    from ...deadline import Deadline
+    from ...solvers.goodput.ga import GaInput, evaluate
+    from ...solvers.goodput.patterns import solve_patterns
+    t0 = time.perf_counter()
+    types, opts = exact_options(inp)
+    out = solve_patterns(types, opts, Deadline.after(time_limit))
+    dt = time.perf_counter() - t0
+    rows = exact_rows(inp, out)
+    ga = GaInput(inp.table, inp.restart, inp.base, inp.caps, inp.capacity)
+    fit = float(-evaluate(ga, rows[None].astype(np.int16))[0, 0])
+    J = len(inp.order)
+    # the model maximises -sum (S + eps)^-1; the power mean is J / sum (S + eps)^-1
+    bound = J / -out.bound if out.bound is not None and out.bound < 0 else None
+    return {"jobs": J, "exact_fitness": fit, "exact_bound": bound, "exact_s": dt,
+            "status": out.status.value}
+
+
 class PolluxExact(Pollux):
     """Pollux's policy with its fitness maximised exactly each round
     (`alloc.solvers.goodput.patterns`, through alloc's kernel), with a
@@ -225,13 +267,7 @@ class PolluxExact(Pollux):
         inp = self._inputs(jobs, ctx)
         types, opts = exact_options(inp)
         out = solve_patterns(types, opts, Deadline.after(self.time_limit), engine=self.engine)
-        rows = np.zeros_like(inp.base)
-        for j, a in enumerate(out.assign):
-            if a == "keep":
-                rows[j] = inp.base[j]
-            elif a is not None:
-                for n, k in a[1].items():
-                    rows[j, n] = k
+        rows = exact_rows(inp, out)
         ga = GaInput(inp.table, inp.restart, inp.base, inp.caps, inp.capacity)
         fit = float(-evaluate(ga, rows[None].astype(np.int16))[0, 0])
         self.times.append(time.perf_counter() - t0)
@@ -244,4 +280,4 @@ class PolluxExact(Pollux):
 
 
 __all__ = ["MAX_REPLICAS", "Pollux", "PolluxExact", "RESTART_PENALTY_S", "RoundInput",
-           "exact_options", "max_replicas", "restart_factor"]
+           "compare_round", "exact_options", "exact_rows", "max_replicas", "restart_factor"]

@@ -255,9 +255,16 @@ class Sia(Decider):
         The kernel's engine for the program (``highs``, ``cpsat``, ``cbc``).
     """
 
-    def __init__(self, p: float = -0.5, lambda_n: float = 1.1, engine: str = "highs") -> None:
+    def __init__(self, p: float = -0.5, lambda_n: float = 1.1, engine: str = "highs",
+                 compare_every: int = 0, compare_time_limit: float = 10.0) -> None:
         super().__init__()
         self.p, self.lambda_n, self.engine = float(p), float(lambda_n), engine
+        #: every this many rounds, also solve the round exactly over every
+        #: configuration (`sia_exact_options`) and record both objectives in
+        #: ``comparisons`` (Sia's, to minimise; 0: never)
+        self.compare_every = int(compare_every)
+        self.compare_time_limit = float(compare_time_limit)
+        self.comparisons: list[dict] = []
         self.prev: dict[str, int | None] = {}
         self.times: list[float] = []
         self.solver_times: list[float] = []
@@ -294,6 +301,9 @@ class Sia(Decider):
         choice, value, stats = solve_ilp(inp, gpus, self.lambda_n, self.engine,
                                          Deadline.after(60), 0)
         self.solver_times.append(time.perf_counter() - t1)
+        if self.compare_every and len(self.solver_times) % self.compare_every == 0:
+            self.comparisons.append(self._compare(ctx, inp, jobs, sims, value,
+                                                  self.solver_times[-1]))
         self.prev = {r.id: choice[i] for i, r in enumerate(jobs)}
         self.rounds.append({"t": ctx.now_s, "objective": value, "jobs": len(jobs),
                             "choice": list(choice), **stats})
@@ -301,6 +311,24 @@ class Sia(Decider):
         plan = self.placements(ctx.cluster, inp, choice)
         self.times.append(time.perf_counter() - t0)
         return plan
+
+    def _compare(self, ctx: Any, inp: SiaInput, jobs: list, sims: dict, ilp: float,
+                 ilp_s: float) -> dict:
+        from ...deadline import Deadline
+        from ...solvers.goodput.patterns import solve_patterns
+        types = self._types or {}
+        t0 = time.perf_counter()
+        cur = current_configs(jobs, ctx.cluster.servers, types)
+        tn, opts = sia_exact_options(inp, types, self._nodes, sims, self.prev, self.p,
+                                     self.lambda_n, cur)
+        out = solve_patterns(tn, opts, Deadline.after(self.compare_time_limit),
+                             required=tuple(inp.pinned))
+        J = len(jobs)
+        exact = self.lambda_n * J - out.value
+        bound = self.lambda_n * J - out.bound if out.bound is not None else None
+        return {"t": ctx.now_s, "jobs": J, "sia_objective": ilp, "exact_objective": exact,
+                "exact_bound": bound, "sia_s": ilp_s, "exact_s": time.perf_counter() - t0,
+                "status": out.status.value}
 
     def placements(self, cluster: Any, inp: SiaInput, choice: list) -> dict:
         """The chosen configurations on GPUs by Sia's placement rule."""

@@ -79,6 +79,38 @@ def patterns(free: int, piece: bool = True) -> tuple[tuple[int, tuple[int, ...]]
     return tuple(sorted(set(out)))
 
 
+def prune(configs: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """Indices of the configurations no other one dominates.
+
+    ``(t, N', K')`` dominates ``(t, N, K)`` when $N' \le N$,
+    $N' \le K' \le K N'/N$ and its value is at least as high (strictly, or
+    equal and smaller): a placement of ``(N, K)`` holds, on its ``N'``
+    largest pieces, at least $K N'/N \ge K'$ GPUs, so ``(N', K')`` fits in
+    what it frees and the optimum is unchanged without ``(N, K)``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from alloc.solvers.goodput.patterns import prune
+    >>> cfg = np.array([[0, 1, 1], [0, 1, 2], [0, 2, 2], [0, 2, 4]])
+    >>> prune(cfg, np.array([1.0, 1.5, 1.2, 1.4])).tolist()
+    [0, 1, 3]
+    """
+    if len(configs) < 2:
+        return np.arange(len(configs))
+    t, n, k = configs[:, 0], configs[:, 1], configs[:, 2]
+    v = np.asarray(values, dtype=float)
+    # d[a, b]: a dominates b
+    same_t = t[:, None] == t[None]
+    fewer = n[:, None] <= n[None]
+    fits = (k[:, None] >= n[:, None]) & (k[:, None] * n[None] <= k[None] * n[:, None])
+    better = (v[:, None] > v[None]) | ((v[:, None] == v[None]) &
+                                       ((k[:, None] < k[None]) | (n[:, None] < n[None])))
+    dom = same_t & fewer & fits & better
+    np.fill_diagonal(dom, False)
+    return np.flatnonzero(~dom.any(axis=0))
+
+
 @dataclass(frozen=True)
 class TypeNodes:
     """The servers of one GPU type: ``capacity`` GPUs each, global indices ``nodes``."""
@@ -122,6 +154,7 @@ def solve_patterns(types: list[TypeNodes], jobs: list[JobOptions], deadline: Dea
     do not keep their placement.
     """
     m = LinearModel("goodput", maximize=True)
+    jobs = list(jobs)
     J = len(jobs)
     node_type: dict[int, int] = {}
     for ti, tn in enumerate(types):
@@ -139,6 +172,12 @@ def solve_patterns(types: list[TypeNodes], jobs: list[JobOptions], deadline: Dea
         vj = []
         multi_rows: dict[int, tuple[dict, dict]] = {}
         pj: dict[tuple[int, int], int] = {}
+        if len(opt.configs) > 1:
+            keep_c = prune(opt.configs, opt.values)
+            if len(keep_c) < len(opt.configs):
+                opt = JobOptions(opt.configs[keep_c], opt.values[keep_c], opt.none, opt.keep,
+                                 opt.keep_value)
+                jobs[j] = opt
         for c, cfg in enumerate(opt.configs):
             v = m.add_var(0, 1, integer=True)
             vj.append(v)
@@ -185,6 +224,9 @@ def solve_patterns(types: list[TypeNodes], jobs: list[JobOptions], deadline: Dea
         cap = types[ti].capacity
         pats_n = []
         rowsum: dict[int, float] = {}
+        if len(held) > SUBSETS_UP_TO:
+            node_pats[n] = _compact_node(m, n, ti, cap, held, ks, single, pieces)
+            continue
         for mask in range(1 << len(held)):
             kept = [held[i] for i in range(len(held)) if mask >> i & 1]
             used = sum(c for _, c, _ in kept)
@@ -210,7 +252,7 @@ def solve_patterns(types: list[TypeNodes], jobs: list[JobOptions], deadline: Dea
         kj = ks[j]
         if opt.keep is not None and kj is not None:
             for n, _ in opt.keep:
-                if (j, n) not in keep_rows:
+                if (j, n) not in keep_rows and len(holders[n]) <= SUBSETS_UP_TO:
                     m.set_bounds(kj, 0, 0)
     free_pats: dict[int, list[tuple[int, tuple]]] = {}
     for ti, tn in enumerate(types):
@@ -244,6 +286,49 @@ def solve_patterns(types: list[TypeNodes], jobs: list[JobOptions], deadline: Dea
     assign = _decode(types, jobs, x, xs, ks, pvars, node_pats, free_pats, holders)
     value = float(res.objective) if res.objective is not None else m.value(x.tolist())
     return ExactOutput(assign, value, res.bound, res.status, stats)
+
+
+#: A server holding more running jobs than this gets the compact rows
+#: (`_compact_node`) instead of one pattern per subset of them kept.
+SUBSETS_UP_TO = 1
+
+
+def _compact_node(m: LinearModel, n: int, ti: int, cap: int, held: list, ks: list,
+                  single: dict, pieces: dict) -> list:
+    """A server with several running jobs: one binary per pattern of new
+    content (any size), its GPUs plus those of the jobs kept there at most
+    the server's; a new multi-server piece only where no kept job spans
+    several servers, and at most one such kept job."""
+    rowsum: dict[int, float] = {}
+    caprow: dict[int, float] = {}
+    piece_vars: dict[int, float] = {}
+    out = []
+    for free in range(cap + 1):
+        for d, sing in patterns(free):
+            if d + sum(sing) != free:
+                continue
+            u = m.add_var(0, 1, integer=True)
+            rowsum[u] = 1.0
+            caprow[u] = float(free)
+            if d:
+                piece_vars[u] = 1.0
+            out.append((u, (), (d, sing)))
+            _supply(single, pieces, ti, d, sing, u, 1.0)
+    m.add_row(rowsum, lo=1.0, hi=1.0)
+    multi = []
+    for j, k, mu in held:
+        kj = ks[j]
+        if kj is None:
+            continue
+        caprow[kj] = caprow.get(kj, 0.0) + float(k)
+        if mu:
+            multi.append(kj)
+            if piece_vars:
+                m.add_row({**piece_vars, kj: 1.0}, hi=1.0)
+    m.add_row(caprow, hi=float(cap))
+    if len(multi) > 1:
+        m.add_row({v: 1.0 for v in multi}, hi=1.0)
+    return out
 
 
 def _supply(single: dict, pieces: dict, t: int, d: int, sing: tuple, var: int, coef: float
