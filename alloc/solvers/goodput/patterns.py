@@ -80,7 +80,7 @@ def patterns(free: int, piece: bool = True) -> tuple[tuple[int, tuple[int, ...]]
 
 
 def prune(configs: np.ndarray, values: np.ndarray) -> np.ndarray:
-    """Indices of the configurations no other one dominates.
+    r"""Indices of the configurations no other one dominates.
 
     ``(t, N', K')`` dominates ``(t, N, K)`` when $N' \le N$,
     $N' \le K' \le K N'/N$ and its value is at least as high (strictly, or
