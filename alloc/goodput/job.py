@@ -150,6 +150,8 @@ class SimJob:
         self.wasted_gpu_s = 0.0
         self.grad: GradStats | None = None
         self.profiles: dict[str, Profile] = {t: Profile() for t in self.truths}
+        #: batch choices by (model, gradient, N, K, cap, limits), shared with clones
+        self._batches: dict = {}
         self.completion_epoch = first.completion_epoch
 
     # ------------------------------------------------------------- views
@@ -230,8 +232,14 @@ class SimJob:
         if batch is None and params is None:
             batch = max(lim.init, lim.local_lo * k)
         if batch is None:
-            _, b, s = best_batch(params, self.grad, Limits(lim.init, lim.max, lim.local_lo, hi),
-                                 n, k)
+            key = (params, self.grad, n, k, hi, lim)
+            hit = self._batches.get(key)
+            if hit is None:
+                if len(self._batches) > 4096:
+                    self._batches.clear()
+                hit = self._batches[key] = best_batch(
+                    params, self.grad, Limits(lim.init, lim.max, lim.local_lo, hi), n, k)
+            _, b, s = hit
         else:
             local = math.ceil(batch / k - EPS)
             s = math.ceil(local / hi - EPS) - 1

@@ -256,6 +256,19 @@ def split_batch(batch: Any, replicas: Any, local_hi: float, init_batch: float
     return b, s
 
 
+_STEPS = np.linspace(0.0, 1.0, BATCH_POINTS)[:, None]
+
+
+def geometric(lo: np.ndarray, hi: float | np.ndarray) -> np.ndarray:
+    """`BATCH_POINTS` values from ``lo`` to ``hi`` in geometric progression
+    (columns), as ``numpy.geomspace`` gives them, ends exact."""
+    lo = np.asarray(lo, dtype=float)
+    hi = np.broadcast_to(np.asarray(hi, dtype=float), lo.shape)
+    out = lo * np.exp(_STEPS * np.log(hi / lo))
+    out[0], out[-1] = lo, hi
+    return out
+
+
 def best_batch(theta: PerfParams | np.ndarray | None, grad: GradStats | None, limits: Limits,
                nodes: Any, replicas: Any) -> tuple[Any, Any, Any]:
     """The best (goodput, b, s) for each ``(N, K)`` (see the module notes).
@@ -280,7 +293,7 @@ def best_batch(theta: PerfParams | np.ndarray | None, grad: GradStats | None, li
         g = np.zeros(len(k))
     else:
         lo = np.maximum(limits.init, limits.local_lo * k).astype(float)
-        batch = np.geomspace(lo, float(limits.max), BATCH_POINTS)        # (50, P)
+        batch = geometric(lo, float(limits.max))                          # (50, P)
         bb, ss = split_batch(batch, k, limits.local_hi, limits.init)
         gp = goodput(theta, grad, limits.init, n, k, bb, ss)
         gp = np.where((limits.local_lo <= bb) & (bb <= limits.local_hi), gp, 0.0)
@@ -323,7 +336,7 @@ def best_batch_many(theta: np.ndarray, sqr: np.ndarray, var: np.ndarray, init: n
     n = np.asarray(nodes)
     init = np.asarray(init, dtype=float)
     lo = np.maximum(init, np.asarray(local_lo) * k).astype(float)
-    batch = np.geomspace(lo, np.asarray(max_batch, dtype=float), BATCH_POINTS)    # (50, P)
+    batch = geometric(lo, np.asarray(max_batch, dtype=float))                      # (50, P)
     local = batch / k
     hi = np.asarray(local_hi, dtype=float)
     s = np.ceil(local / hi - EPS) - 1
