@@ -7,7 +7,7 @@ problem), 3 solver failure.  A human summary goes to stderr; machine output
 to stdout or `--out`; each `alloc.InputWarning` is one `alloc: warning:` line
 on stderr.  `--solver` takes a solver's name or `module:function`.
 Sub-programs with their own parsers (`bench openb`, `simulate`, `shares`,
-`sweep`, `serve`, `slurm`) are dispatched by name and imported only when used.
+`sweep`, `serve`, `slurm`, `k8s`) are dispatched by name and imported only when used.
 """
 from __future__ import annotations
 
@@ -32,6 +32,7 @@ SUBPROGRAMS = {
     "sweep": "alloc.sweep.cli:sweep_main",
     "serve": "alloc.service.cli:serve_main",
     "slurm": "alloc.adapters.slurm:slurm_main",
+    "k8s": "alloc.adapters.kubernetes:k8s_main",
 }
 
 #: One line of ``alloc --help`` for each sub-program.
@@ -40,6 +41,7 @@ SUBPROGRAM_HELP = {
     "shares": "Gavel's time-share policies over GPU types",
     "sweep": "grids of runs over seeds, resumable, on a pool or Ray",
     "serve": "HTTP/JSON service for scheduler loops (extra: service)",
+    "k8s": "a scheduler for a Kubernetes API server's pods (extra: k8s)",
 }
 
 

@@ -89,7 +89,7 @@ INSTALL = {
 
 #: Family packages under `alloc.solvers` that declare solvers.
 FAMILIES = ("heuristics", "exact", "synergy", "fgd", "hived", "drf", "antman", "gandiva",
-            "goodput")
+            "tiresias", "goodput")
 
 #: The entry-point group plug-ins declare their solvers in.
 ENTRY_POINT_GROUP = "alloc.solvers"

@@ -61,7 +61,7 @@ class PolicyError(InputError):
 
 
 #: Packages under `alloc.sched` that declare built-in policies (``POLICIES``).
-PACKAGES: tuple[str, ...] = ("orders", "pollux", "sia")
+PACKAGES: tuple[str, ...] = ("orders", "themis", "tiresias", "pollux", "sia")
 
 #: The entry-point group plug-ins declare their policies in.
 ENTRY_POINT_GROUP = "alloc.policies"
