@@ -54,7 +54,11 @@ def metrics(res: Any, progress: GoodputProgress, times: list[float], wall: float
     jct = res.jct()
     vals = sorted(jct.values())
     n = len(vals)
-    sims = [r.state.get("goodput") for r in res.records] if hasattr(res, "records") else []
+    recs = getattr(res, "records", [])
+    for r in recs:                       # a finish does not advance the job's own clock
+        if r.state.get("goodput") is not None and r.finish_s is not None:
+            progress.state(r, r.finish_s)
+    sims = [r.state.get("goodput") for r in recs]
     tl = {r["id"]: r for r in res.timeline()}
     first = min((r["arrival_s"] for r in tl.values()), default=0.0)
     last = max((r["end_s"] for r in tl.values() if r.get("end_s") is not None), default=first)
@@ -77,7 +81,8 @@ class _Timed:
     """Times each call of an order's ``rank`` or a sizing's ``size``."""
 
     def __init__(self, obj: Any, method: str) -> None:
-        self._obj, self._method, self.times = obj, method, []
+        self._obj, self._method = obj, method
+        self.times: list[float] = []
         setattr(self, method, self._call)
         for attr in ("preemptive", "static"):
             if hasattr(obj, attr):

@@ -109,6 +109,7 @@ class FewestGpus(KeyOrder):
     preemptive = False
 
     def key(self, job: JobView, ctx: Context) -> Any:
+        """The job's GPUs now."""
         return job.gpus
 
 

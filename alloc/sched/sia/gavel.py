@@ -81,7 +81,7 @@ class GavelTJ(Decider):
         self.engine = engine
         self.job_time: dict[str, dict[str, float]] = {}
         self.cluster_time: dict[str, float] = {}
-        self.assigned: dict[str, tuple[str, tuple[int, ...]]] = {}
+        self.assigned: dict[str, tuple[str, tuple[tuple[int, int], ...]]] = {}
         self.times: list[float] = []
         self._types: dict | None = None
 
@@ -143,8 +143,10 @@ class GavelTJ(Decider):
         self.assigned = new
         servers = ctx.cluster.servers
         self.times.append(time.perf_counter() - t0)
-        return {jid: (t, [f"{servers[s].id}/gpu{k}" for s, k in ws])
-                for jid, (t, ws) in new.items()}
+        plan: dict[str, tuple[str | None, list[str]]] = {}
+        for jid, (t, ws) in new.items():
+            plan[jid] = (t, [f"{servers[w[0]].id}/gpu{w[1]}" for w in ws])
+        return plan
 
     def _shares(self, thr: dict, sf: dict, gpus: dict) -> dict:
         from ...deadline import Deadline
@@ -160,15 +162,15 @@ class GavelTJ(Decider):
             m.add_row({x[j, t]: 1.0 for t in types}, hi=1.0)
         # an interior point of the optimal face (as the artifact's ECOS gives),
         # not a vertex: jobs tied in throughput share the types alike
-        params = {"solver": "ipm", "run_crossover": "off", "presolve": "off"} \
+        params: dict[str, Any] = {"solver": "ipm", "run_crossover": "off", "presolve": "off"} \
             if self.engine == "highs" else {}
         res = solve(m, self.engine, deadline=Deadline.after(60), **params)
         xv = np.zeros(m.n) if res.x is None else res.x
         return {j: {t: float(min(max(round(float(xv[x[j, t]]), 5), 0.0), 1.0)) for t in types}
                 for j in ids}
 
-    def _workers(self, chosen: dict) -> dict[str, tuple[str, tuple[int, ...]]]:
-        out: dict[str, tuple[str, tuple[int, ...]]] = {}
+    def _workers(self, chosen: dict) -> dict[str, tuple[str, tuple[tuple[int, int], ...]]]:
+        out: dict[str, tuple[str, tuple[tuple[int, int], ...]]] = {}
         types = self._types or {}
         for t, lst in chosen.items():
             per = types[t][1]

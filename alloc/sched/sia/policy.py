@@ -142,8 +142,8 @@ class SiaInput:
                                       lims[:, 0], lims[:, 1], lims[:, 2], lims[:, 3],
                                       np.array([q[6] for q in queries]),
                                       np.array([q[7] for q in queries]))
-            mult = np.array([q[8] for q in queries])
-            mat[rows, cols] = (g.astype(np.float32) * mult).astype(np.float32)
+            mults = np.array([q[8] for q in queries])
+            mat[rows, cols] = (g.astype(np.float32) * mults).astype(np.float32)
         for i in range(J):
             have = [ti for ti in range(len(ctypes)) if not nnz[i, ti]]
             mins = []
@@ -201,8 +201,8 @@ def solve_ilp(inp: SiaInput, gpus: list[int], lambda_n: float, engine: str, dead
         raise ValueError(f"Sia's program has no solution ({res.status.value})")
     xv = np.round(res.x[x]).astype(int)
     out: list[int | None] = [int(np.argmax(xv[j])) if xv[j].sum() else None for j in range(J)]
-    return out, float(res.objective), {"status": res.status.value,
-                                       "bound": res.bound}
+    value = float(res.objective) if res.objective is not None else float("nan")
+    return out, value, {"status": res.status.value, "bound": res.bound}
 
 
 def place_type(allocs: list[tuple[str, int, int]], nodes: list[int], per: int

@@ -25,7 +25,7 @@ from ...model import MILLI
 from ...problem import Assign, Problem, Solution, split
 
 
-def solve(problem: Problem, *, deadline, seed: int = 0, **_: object) -> Solution:
+def solve(problem: Problem, *, deadline, seed: int = 0, **options: object) -> Solution:
     """Place the pending jobs freest-first (module notes)."""
     cl = problem.cluster
     first = problem.gpu_first

@@ -246,7 +246,7 @@ def mutate(inp: GaInput, states: np.ndarray, rng: np.random.Generator) -> np.nda
 # ----------------------------------------------------------------- selection
 def _dominates(Fa: np.ndarray, Fb: np.ndarray) -> np.ndarray:
     """Row-wise: ``Fa[i]`` Pareto-dominates ``Fb[i]`` (minimisation)."""
-    return (Fa <= Fb).all(axis=1) & (Fa < Fb).any(axis=1)
+    return np.asarray((Fa <= Fb).all(axis=1) & (Fa < Fb).any(axis=1))
 
 
 def nondominated_fronts(F: np.ndarray, n_stop: int | None = None) -> list[np.ndarray]:

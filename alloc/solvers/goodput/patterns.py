@@ -142,6 +142,142 @@ class ExactOutput:
     stats: dict = field(default_factory=dict)
 
 
+class _Model:
+    """The integer program of the module notes, built part by part."""
+
+    def __init__(self, types: list[TypeNodes], jobs: list[JobOptions]) -> None:
+        self.m = LinearModel("goodput", maximize=True)
+        self.types = types
+        self.jobs = list(jobs)
+        self.node_type = {n: ti for ti, tn in enumerate(types) for n in tn.nodes}
+        self.const = float(sum(j.none for j in self.jobs))
+        self.xs: list[list[int]] = []
+        self.ks: list[int | None] = []
+        self.pvars: list[dict[tuple[int, int], int]] = []
+        self.obj: dict[int, float] = {}
+        self.single: dict[tuple[int, int], dict[int, float]] = {}   # (t, s) -> {var: coef}
+        self.pieces: dict[tuple[int, int], dict[int, float]] = {}   # (t, d) -> {var: coef}
+        self.holders: dict[int, list[tuple[int, int, bool]]] = {}
+        self.node_pats: dict[int, list[tuple[int, tuple, tuple]]] = {}
+        self.free_pats: dict[int, list[tuple[int, tuple]]] = {}
+
+    def add_jobs(self, required: tuple[int, ...]) -> None:
+        """Each job's options, its one-option row and its pieces' rows."""
+        m = self.m
+        for j, opt in enumerate(self.jobs):
+            if len(opt.configs) > 1:
+                kept = prune(opt.configs, opt.values)
+                if len(kept) < len(opt.configs):
+                    opt = self.jobs[j] = JobOptions(opt.configs[kept], opt.values[kept],
+                                                    opt.none, opt.keep, opt.keep_value)
+            row: dict[int, float] = {}
+            vj = []
+            multi_rows: dict[int, tuple[dict, dict]] = {}
+            for c, cfg in enumerate(opt.configs):
+                v = m.add_var(0, 1, integer=True)
+                vj.append(v)
+                self.obj[v] = float(opt.values[c]) - opt.none
+                row[v] = 1.0
+                ti, n, k = int(cfg[0]), int(cfg[1]), int(cfg[2])
+                if n == 1:
+                    self.single.setdefault((ti, k), {})[v] = 1.0
+                else:
+                    cnt, tot = multi_rows.setdefault(ti, ({}, {}))
+                    cnt[v], tot[v] = -float(n), -float(k)
+            kv = None
+            if opt.keep is not None:
+                kv = m.add_var(0, 1, integer=True)
+                self.obj[kv] = opt.keep_value - opt.none
+                row[kv] = 1.0
+            if row:
+                m.add_row(row, lo=1.0 if j in required else 0.0, hi=1.0)
+            self.xs.append(vj)
+            self.ks.append(kv)
+            self.pvars.append(self._pieces_of(multi_rows))
+
+    def _pieces_of(self, multi_rows: dict) -> dict[tuple[int, int], int]:
+        """A job's pieces per size on each type: their count is its nodes,
+        their sizes sum to its GPUs."""
+        pj = {}
+        for ti, (cnt, tot) in multi_rows.items():
+            for d in range(1, self.types[ti].capacity + 1):
+                pv = self.m.add_var(0, len(self.types[ti].nodes), integer=True)
+                pj[(ti, d)] = pv
+                cnt[pv], tot[pv] = 1.0, float(d)
+                self.pieces.setdefault((ti, d), {})[pv] = 1.0
+            self.m.add_row(cnt, lo=0.0, hi=0.0)
+            self.m.add_row(tot, lo=0.0, hi=0.0)
+        return pj
+
+    def add_holders(self) -> None:
+        """Servers holding running jobs: one pattern per subset kept (or the
+        compact rows), a kept job kept on all its servers."""
+        m, ks = self.m, self.ks
+        for j, opt in enumerate(self.jobs):
+            if opt.keep is not None:
+                for n, k in opt.keep:
+                    self.holders.setdefault(n, []).append((j, k, len(opt.keep) > 1))
+        keep_rows: dict[tuple[int, int], dict[int, float]] = {}
+        for n, held in self.holders.items():
+            ti = self.node_type[n]
+            cap = self.types[ti].capacity
+            if len(held) > SUBSETS_UP_TO:
+                self.node_pats[n] = _compact_node(m, n, ti, cap, held, ks, self.single,
+                                                  self.pieces)
+                continue
+            pats_n, rowsum = [], {}
+            for mask in range(1 << len(held)):
+                kept = [held[i] for i in range(len(held)) if mask >> i & 1]
+                used = sum(c for _, c, _ in kept)
+                n_multi = sum(1 for _, _, mu in kept if mu)
+                if used > cap or n_multi > 1:
+                    continue
+                for d, sing in patterns(cap - used, piece=n_multi == 0):
+                    u = m.add_var(0, 1, integer=True)
+                    rowsum[u] = 1.0
+                    pats_n.append((u, tuple(j for j, _, _ in kept), (d, sing)))
+                    for j, _, _ in kept:
+                        keep_rows.setdefault((j, n), {})[u] = 1.0
+                    _supply(self.single, self.pieces, ti, d, sing, u, 1.0)
+            m.add_row(rowsum, lo=1.0, hi=1.0)
+            self.node_pats[n] = pats_n
+        for (j, n), r in keep_rows.items():
+            kj = ks[j]
+            assert kj is not None
+            m.add_row({**r, kj: -1.0}, lo=0.0, hi=0.0)
+        for j, opt in enumerate(self.jobs):      # a kept job's servers all appear above
+            kj = ks[j]
+            if opt.keep is not None and kj is not None:
+                for n, _ in opt.keep:
+                    if (j, n) not in keep_rows and len(self.holders[n]) <= SUBSETS_UP_TO:
+                        m.set_bounds(kj, 0, 0)
+
+    def add_free(self) -> None:
+        """Servers holding no running job, per type: how many take each pattern."""
+        for ti, tn in enumerate(self.types):
+            free = [n for n in tn.nodes if n not in self.holders]
+            if not free:
+                continue
+            rowsum, lst = {}, []
+            for d, sing in patterns(tn.capacity):
+                w = self.m.add_var(0, len(free), integer=True)
+                rowsum[w] = 1.0
+                lst.append((w, (d, sing)))
+                _supply(self.single, self.pieces, ti, d, sing, w, 1.0)
+            self.m.add_row(rowsum, lo=float(len(free)), hi=float(len(free)))
+            self.free_pats[ti] = lst
+
+    def finish(self, max_moves: int | None) -> None:
+        """Supply of slots and pieces, the move budget, the objective."""
+        for srow in list(self.single.values()) + list(self.pieces.values()):
+            self.m.add_row(srow, hi=0.0)
+        if max_moves is not None:
+            keeps = {v: 1.0 for v in self.ks if v is not None}
+            if keeps:
+                self.m.add_row(keeps, lo=float(len(keeps) - max_moves))
+        self.m.set_objective(self.obj, self.const)
+
+
 def solve_patterns(types: list[TypeNodes], jobs: list[JobOptions], deadline: Deadline, *,
                    engine: str = "highs", seed: int = 0, hint: list | None = None,
                    required: tuple[int, ...] = (), max_moves: int | None = None
@@ -153,137 +289,21 @@ def solve_patterns(types: list[TypeNodes], jobs: list[JobOptions], deadline: Dea
     configuration (never wait); ``max_moves`` caps the running jobs that
     do not keep their placement.
     """
-    m = LinearModel("goodput", maximize=True)
-    jobs = list(jobs)
-    J = len(jobs)
-    node_type: dict[int, int] = {}
-    for ti, tn in enumerate(types):
-        for n in tn.nodes:
-            node_type[n] = ti
-    const = float(sum(j.none for j in jobs))
-    xs: list[list[int]] = []
-    ks: list[int | None] = []
-    pvars: list[dict[tuple[int, int], int]] = []
-    obj: dict[int, float] = {}
-    single: dict[tuple[int, int], dict[int, float]] = {}      # (t, s) -> {var: coef}
-    pieces: dict[tuple[int, int], dict[int, float]] = {}      # (t, d) -> {var: coef}
-    for j, opt in enumerate(jobs):
-        row: dict[int, float] = {}
-        vj = []
-        multi_rows: dict[int, tuple[dict, dict]] = {}
-        pj: dict[tuple[int, int], int] = {}
-        if len(opt.configs) > 1:
-            keep_c = prune(opt.configs, opt.values)
-            if len(keep_c) < len(opt.configs):
-                opt = JobOptions(opt.configs[keep_c], opt.values[keep_c], opt.none, opt.keep,
-                                 opt.keep_value)
-                jobs[j] = opt
-        for c, cfg in enumerate(opt.configs):
-            v = m.add_var(0, 1, integer=True)
-            vj.append(v)
-            obj[v] = float(opt.values[c]) - opt.none
-            row[v] = 1.0
-            ti, n, k = int(cfg[0]), int(cfg[1]), int(cfg[2])
-            if n == 1:
-                single.setdefault((ti, k), {})[v] = 1.0
-            else:
-                cnt, tot = multi_rows.setdefault(ti, ({}, {}))
-                cnt[v] = -float(n)
-                tot[v] = -float(k)
-        kv = None
-        if opt.keep is not None:
-            kv = m.add_var(0, 1, integer=True)
-            obj[kv] = opt.keep_value - opt.none
-            row[kv] = 1.0
-        if row:
-            m.add_row(row, lo=1.0 if j in required else 0.0, hi=1.0)
-        for ti, (cnt, tot) in multi_rows.items():
-            cap = types[ti].capacity
-            for d in range(1, cap + 1):
-                pv = m.add_var(0, len(types[ti].nodes), integer=True)
-                pj[(ti, d)] = pv
-                cnt[pv] = 1.0
-                tot[pv] = float(d)
-                pieces.setdefault((ti, d), {})[pv] = 1.0
-            m.add_row(cnt, lo=0.0, hi=0.0)
-            m.add_row(tot, lo=0.0, hi=0.0)
-        xs.append(vj)
-        ks.append(kv)
-        pvars.append(pj)
-    # servers holding running jobs: explicit patterns with kept subsets
-    holders: dict[int, list[tuple[int, int, bool]]] = {}
-    for j, opt in enumerate(jobs):
-        if opt.keep is not None:
-            multi = len(opt.keep) > 1
-            for n, held_k in opt.keep:
-                holders.setdefault(n, []).append((j, held_k, multi))
-    keep_rows: dict[tuple[int, int], dict[int, float]] = {}
-    node_pats: dict[int, list[tuple[int, tuple, tuple]]] = {}
-    for n, held in holders.items():
-        ti = node_type[n]
-        cap = types[ti].capacity
-        pats_n = []
-        rowsum: dict[int, float] = {}
-        if len(held) > SUBSETS_UP_TO:
-            node_pats[n] = _compact_node(m, n, ti, cap, held, ks, single, pieces)
-            continue
-        for mask in range(1 << len(held)):
-            kept = [held[i] for i in range(len(held)) if mask >> i & 1]
-            used = sum(c for _, c, _ in kept)
-            n_multi = sum(1 for _, _, mu in kept if mu)
-            if used > cap or n_multi > 1:
-                continue
-            for d, sing in patterns(cap - used, piece=n_multi == 0):
-                u = m.add_var(0, 1, integer=True)
-                rowsum[u] = 1.0
-                pats_n.append((u, tuple(j for j, _, _ in kept), (d, sing)))
-                for j, _, _ in kept:
-                    keep_rows.setdefault((j, n), {})[u] = 1.0
-                _supply(single, pieces, ti, d, sing, u, 1.0)
-        m.add_row(rowsum, lo=1.0, hi=1.0)
-        node_pats[n] = pats_n
-    for (j, n), r in keep_rows.items():
-        kj = ks[j]
-        assert kj is not None
-        krow = dict(r)
-        krow[kj] = -1.0
-        m.add_row(krow, lo=0.0, hi=0.0)
-    for j, opt in enumerate(jobs):      # a kept job's servers all appear above
-        kj = ks[j]
-        if opt.keep is not None and kj is not None:
-            for n, _ in opt.keep:
-                if (j, n) not in keep_rows and len(holders[n]) <= SUBSETS_UP_TO:
-                    m.set_bounds(kj, 0, 0)
-    free_pats: dict[int, list[tuple[int, tuple]]] = {}
-    for ti, tn in enumerate(types):
-        free = [n for n in tn.nodes if n not in holders]
-        if not free:
-            continue
-        rowsum = {}
-        lst = []
-        for d, sing in patterns(tn.capacity):
-            w = m.add_var(0, len(free), integer=True)
-            rowsum[w] = 1.0
-            lst.append((w, (d, sing)))
-            _supply(single, pieces, ti, d, sing, w, 1.0)
-        m.add_row(rowsum, lo=float(len(free)), hi=float(len(free)))
-        free_pats[ti] = lst
-    for _, srow in list(single.items()) + list(pieces.items()):
-        m.add_row(srow, hi=0.0)
-    if max_moves is not None:
-        keeps = {v: 1.0 for v in ks if v is not None}
-        if keeps:
-            m.add_row(keeps, lo=float(len(keeps) - max_moves))
-    m.set_objective(obj, const)
+    b = _Model(types, jobs)
+    b.add_jobs(required)
+    b.add_holders()
+    b.add_free()
+    b.finish(max_moves)
+    m = b.m
     if hint is not None:
-        m.hint = _hint(hint, xs, ks)
+        m.hint = _hint(hint, b.xs, b.ks)
     res = solve(m, engine, deadline=deadline, seed=seed)
     stats = {"engine": engine, "vars": m.n, "rows": m.m, **{k: v for k, v in res.stats.items()
                                                             if k in ("wall", "nodes")}}
     if res.x is None:
-        return ExactOutput([None] * J, const, res.bound, res.status, stats)
+        return ExactOutput([None] * len(b.jobs), b.const, res.bound, res.status, stats)
     x = np.round(res.x).astype(int)
-    assign = _decode(types, jobs, x, xs, ks, pvars, node_pats, free_pats, holders)
+    assign = _decode(types, b.jobs, x, b.xs, b.ks, b.pvars, b.node_pats, b.free_pats, b.holders)
     value = float(res.objective) if res.objective is not None else m.value(x.tolist())
     return ExactOutput(assign, value, res.bound, res.status, stats)
 
