@@ -47,6 +47,7 @@ Examples
 from __future__ import annotations
 
 import math
+from bisect import bisect_right
 from dataclasses import dataclass
 
 import numpy as np
@@ -159,8 +160,9 @@ def evaluate(inp: GaInput, states: np.ndarray) -> np.ndarray:
 def repair(inp: GaInput, states: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     """The three repair rules (module notes) on states (P, J, S)."""
     states = states.copy()
+    P, J, S = states.shape
     # (1) one multi-node job per node, the first in job order
-    fast = states.shape[2] % 8 == 0 and states.dtype == np.int8 and states.flags.c_contiguous
+    fast = S % 8 == 0 and states.dtype == np.int8 and states.flags.c_contiguous
     if fast:
         nn, kk = row_stats(states)
     else:
@@ -168,28 +170,27 @@ def repair(inp: GaInput, states: np.ndarray, rng: np.random.Generator) -> np.nda
         kk = states.sum(axis=2, dtype=np.int16)
     multi = nn > 1
     if multi.any():
-        pi = np.flatnonzero(multi.any(axis=1))          # individuals with a multi-node job
-        sub = states[pi]
-        mask = (sub > 0) & multi[pi][:, :, None]
-        sub[np.cumsum(mask, axis=1, dtype=np.int16) > 1] = 0
-        states[pi] = sub
+        mask = (states > 0) & multi[:, :, None]
+        states[mask.cumsum(axis=1, dtype=np.int16) > 1] = 0
         kk = states.sum(axis=2, dtype=np.int16)
     # (2) at most Kmax GPUs (excess trimmed in a random node order), 16 nodes
     over = kk > inp.max_replicas[None]
-    if states.shape[2] > MAX_NODES_PER_JOB:
+    if S > MAX_NODES_PER_JOB:
         over |= np.count_nonzero(states, axis=2) > MAX_NODES_PER_JOB
-    if over.any():
-        pi, ji = np.nonzero(over)
+    pi, ji = np.nonzero(over)
+    if len(pi):
         rows = states[pi, ji]                                          # (R, S)
         shuffle = np.argsort(rng.random(rows.shape), axis=1)
-        rows = np.take_along_axis(rows, shuffle, axis=1)
-        cap = np.minimum(np.cumsum(rows, axis=1), inp.max_replicas[ji][:, None])
-        rows = np.diff(cap, axis=1, prepend=0)
-        keep = np.diff(np.minimum(np.cumsum(rows > 0, axis=1), MAX_NODES_PER_JOB), axis=1,
-                       prepend=0)
-        rows[keep == 0] = 0
-        inverse = np.argsort(shuffle, axis=1)
-        states[pi, ji] = np.take_along_axis(rows, inverse, axis=1)
+        r = np.arange(len(pi))[:, None]
+        rows = rows[r, shuffle]
+        cap = np.minimum(rows.cumsum(axis=1), inp.max_replicas[ji][:, None])
+        rows = cap.copy()
+        rows[:, 1:] -= cap[:, :-1]
+        if S > MAX_NODES_PER_JOB:
+            rows[(rows > 0).cumsum(axis=1) > MAX_NODES_PER_JOB] = 0
+        out = np.empty_like(rows)
+        out[r, shuffle] = rows
+        states[pi, ji] = out
     # (3) node capacity, earlier jobs first
     load = states.sum(axis=1, dtype=np.int16)
     pi = np.flatnonzero((load > inp.capacity[None]).any(axis=1))
@@ -249,42 +250,52 @@ def _dominates(Fa: np.ndarray, Fb: np.ndarray) -> np.ndarray:
     return np.asarray((Fa <= Fb).all(axis=1) & (Fa < Fb).any(axis=1))
 
 
+def front_ranks(F: np.ndarray) -> np.ndarray:
+    """Front of every point in Pareto non-dominated sorting (minimisation,
+    two objectives; 0 best).
+
+    In lexicographic order a point is dominated by an earlier one iff that
+    one's second objective is at most its own (equal points excepted, which
+    share their front): each point joins the first front whose least second
+    objective so far is above its own, and those least values rise with the
+    front (a patience sort)."""
+    n = len(F)
+    rank = np.zeros(n, dtype=int)
+    if n == 0:
+        return rank
+    order = np.lexsort((F[:, 1], F[:, 0]))
+    f0, f1 = F[order, 0].tolist(), F[order, 1].tolist()
+    lows: list[float] = []
+    out = [0] * n
+    prev, r = None, 0
+    for i in range(n):
+        key = (f0[i], f1[i])
+        if key != prev:
+            v = f1[i]
+            r = bisect_right(lows, v)
+            if r == len(lows):
+                lows.append(v)
+            else:
+                lows[r] = v
+            prev = key
+        out[i] = r
+    rank[order] = out
+    return rank
+
+
 def nondominated_fronts(F: np.ndarray, n_stop: int | None = None) -> list[np.ndarray]:
     """Fronts of Pareto non-dominated sorting (minimisation, two objectives),
-    best first, stopping once ``n_stop`` points are ranked.
-
-    With two objectives, in lexicographic order a distinct point is
-    non-dominated among those left iff its second objective is below every
-    earlier one's (equal points share their front): one running minimum per
-    front."""
-    n = len(F)
-    if n == 0:
+    best first, each in index order, stopping once ``n_stop`` points are
+    ranked (`front_ranks`)."""
+    rank = front_ranks(F)
+    if len(rank) == 0:
         return []
-    order = np.lexsort((F[:, 1], F[:, 0]))
-    f0, f1 = F[order, 0], F[order, 1]
-    same = np.zeros(n, bool)
-    same[1:] = (f0[1:] == f0[:-1]) & (f1[1:] == f1[:-1])
-    group = np.cumsum(~same) - 1                     # distinct point of each sorted point
-    heads = np.flatnonzero(~same)
-    g1 = f1[heads]
-    left = np.arange(len(heads))
-    rank = np.empty(len(heads), dtype=int)
-    fronts, ranked, r = [], 0, 0
-    chosen = np.zeros(len(heads), bool)
-    while len(left):
-        v = g1[left]
-        prev = np.minimum.accumulate(np.concatenate([[np.inf], v[:-1]]))
-        top = v < prev
-        rank[left[top]] = r
-        chosen[:] = False
-        chosen[left[top]] = True
-        members = order[chosen[group]]
-        fronts.append(np.sort(members))
-        ranked += len(members)
-        left = left[~top]
-        r += 1
-        if n_stop is not None and ranked >= n_stop:
-            break
+    order = np.argsort(rank, kind="stable")
+    counts = np.bincount(rank)
+    fronts = np.split(order, np.cumsum(counts)[:-1])
+    if n_stop is not None:
+        k = int(np.searchsorted(np.cumsum(counts), n_stop)) + 1
+        fronts = fronts[:k]
     return fronts
 
 
@@ -311,6 +322,12 @@ def crowding_fronts(F: np.ndarray, front: np.ndarray) -> np.ndarray:
     keep = lex[~dup]                                   # unique points, grouped by front
     fk = front[keep]
     sizes = np.bincount(front)
+    if m == 2 and len(keep) > 1:
+        total = _crowding_2d(F[keep], fk)
+        if total is not None:
+            out[keep] = total / m
+            out[sizes[front] <= 2] = np.inf
+            return out
     total = np.zeros(len(keep))
     for k in range(m):
         o = np.lexsort((keep, F[keep, k], fk))
@@ -337,12 +354,49 @@ def crowding_fronts(F: np.ndarray, front: np.ndarray) -> np.ndarray:
     return out
 
 
+def _crowding_2d(Fk: np.ndarray, fk: np.ndarray) -> np.ndarray | None:
+    """`crowding_fronts`' sum over two objectives of distinct points sorted by
+    front then first objective, when within each front the second objective
+    falls as the first rises (true of Pareto fronts): then one order serves
+    both objectives, the second read backwards.  None otherwise."""
+    v0, v1 = Fk[:, 0], Fk[:, 1]
+    first = np.ones(len(fk), bool)
+    first[1:] = fk[1:] != fk[:-1]
+    if not (first[1:] | (v1[1:] < v1[:-1])).all():
+        return None
+    last = np.empty_like(first)
+    last[:-1] = first[1:]
+    last[-1] = True
+    starts = np.flatnonzero(first)
+    ends = np.flatnonzero(last)
+    # neighbours in the first objective's order (infinite at a front's ends)
+    lo0 = np.empty_like(v0)
+    hi0 = np.empty_like(v0)
+    lo0[1:], hi0[:-1] = v0[:-1], v0[1:]
+    lo0[first], hi0[last] = -np.inf, np.inf
+    lo1 = np.empty_like(v1)
+    hi1 = np.empty_like(v1)
+    lo1[:-1], hi1[1:] = v1[1:], v1[:-1]
+    lo1[last], hi1[first] = -np.inf, np.inf
+    n0 = np.repeat(v0[ends] - v0[starts], ends - starts + 1)
+    n1 = np.repeat(v1[starts] - v1[ends], ends - starts + 1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        d0 = np.where(n0 > 0, (v0 - lo0) / n0, 0.0) + np.where(n0 > 0, (hi0 - v0) / n0, 0.0)
+        d1 = np.where(n1 > 0, (v1 - lo1) / n1, 0.0) + np.where(n1 > 0, (hi1 - v1) / n1, 0.0)
+    d0[np.isnan(d0)] = 0.0
+    d1[np.isnan(d1)] = 0.0
+    return 0.0 + d0 + d1
+
+
 def survive(F: np.ndarray, n: int, rng: np.random.Generator
             ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Rank-and-crowding survival: indices kept, their ranks and crowding."""
-    fronts = nondominated_fronts(F, n)
-    idx = np.concatenate(fronts)
-    rank = np.concatenate([np.full(len(f), r) for r, f in enumerate(fronts)])
+    all_ranks = front_ranks(F)
+    idx = np.argsort(all_ranks, kind="stable")
+    rank = all_ranks[idx]
+    if len(idx) > n:                                   # whole fronts up to the n-th point
+        idx = idx[rank <= rank[n - 1]] if n > 0 else idx[rank == rank[0]]
+        rank = all_ranks[idx]
     cd = crowding_fronts(F[idx], rank)
     if len(idx) > n:
         split = rank == rank[-1]
@@ -465,5 +519,5 @@ def adapt_seeds(front: np.ndarray, old_jobs: list, new_jobs: list) -> np.ndarray
 
 __all__ = ["CROSSOVER_PROB", "EPS_SPEEDUP", "GENERATIONS", "GaInput", "GaOutput", "POP_SIZE",
            "P_FAIR", "adapt_seeds", "crossover", "crowding", "evaluate", "mutate",
-           "crowding_fronts", "nondominated_fronts", "repair", "search", "survive",
+           "crowding_fronts", "front_ranks", "nondominated_fronts", "repair", "search", "survive",
            "tournament"]
