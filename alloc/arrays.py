@@ -1,7 +1,8 @@
 """A cluster's integer-indexed arrays, built once per cluster and cached on
 it: capacities per server, GPU type indices, the first GPU of each server,
-each GPU's server, each GPU's node id at every hierarchy level, and the
-classes of identical servers.  The compile step ([Problem][alloc.problem.Problem])
+each GPU's server, each GPU's node id at every hierarchy level (and each
+server's domain id at every level above it), and the classes of identical
+servers.  The compile step ([Problem][alloc.problem.Problem])
 and the span rules (`alloc.topology`) read them.
 
 Units: CPU in milli-cores, memory in MiB.
@@ -10,19 +11,50 @@ from __future__ import annotations
 
 import numpy as np
 
-from .model import Cluster, GpuShare
+from .model import SERVER_LEVELS, Cluster, GpuShare
 
 
-def _domain_ids(servers, level: str) -> np.ndarray:
+def outer_levels(levels) -> tuple[str, ...]:
+    """The levels above ``server`` (the operator's own), outermost first.
+
+    Examples
+    --------
+    >>> outer_levels(("zone", "block", "rack", "server", "gpu"))
+    ('zone', 'block', 'rack')
+    """
+    return tuple(lv for lv in levels if lv not in SERVER_LEVELS)
+
+
+def server_domain_ids(servers, levels) -> dict[str, np.ndarray]:
+    """Per level above ``server``, each server's domain id (0, 1, ... in
+    order of first appearance).  A domain is its id with the ids of the
+    domains above it: the id at a level is looked up under the server's id
+    one level up, so equal names under different parents are different
+    domains."""
+    out: dict[str, np.ndarray] = {}
+    prev = [0] * len(servers)
+    for lv in outer_levels(levels):
+        ids: dict[tuple, int] = {}
+        cur = [ids.setdefault((prev[i], s.domains.get(lv) or ""), len(ids))
+               for i, s in enumerate(servers)]
+        out[lv] = np.asarray(cur, dtype=np.int64)
+        prev = cur
+    return out
+
+
+def _domain_ids(servers, level: str, outer: dict | None = None) -> np.ndarray:
     """Per GPU, the id of its node at ``level``: ids in order of first
-    appearance of `Server.gpu_domain`'s names along the GPUs.  Inside a
-    server the names follow from its shape (a server id prefix, or its rack),
-    so the pattern is worked out once per shape."""
-    if level == "rack":
-        racks: dict[str, int] = {}
-        per = [racks.setdefault(s.rack or "", len(racks)) if s.gpus else 0 for s in servers]
-        return np.repeat(np.asarray(per, dtype=np.int64),
-                         [s.gpus for s in servers]).astype(np.int64)
+    appearance of `Server.gpu_domain`'s names along the GPUs (above the
+    server: `server_domain_ids`, repeated over each server's GPUs).  Inside a
+    server the names follow from its shape (a server id prefix), so the
+    pattern is worked out once per shape."""
+    if outer is not None and level in outer:
+        return np.repeat(outer[level], [s.gpus for s in servers]).astype(np.int64)
+    if level == "server":
+        nz = [s.gpus for s in servers if s.gpus]
+        return np.repeat(np.arange(len(nz), dtype=np.int64), nz)
+    if level == "gpu":
+        return np.arange(sum(s.gpus for s in servers), dtype=np.int64)
     shapes: dict[tuple, tuple[list[int], int]] = {}
     out, base = [], 0
     for s in servers:
@@ -53,12 +85,18 @@ class ClusterArrays:
                                  dtype=np.int64)
         self.gpu_first = np.array(cluster.gpu_first, dtype=np.int64)
         self.gpu_server = np.array(cluster.gpu_server, dtype=np.int64)
-        self.domain: dict[str, np.ndarray] = {level: _domain_ids(srv, level)
+        #: per level above the server, each server's domain id
+        self.srv_domain = server_domain_ids(srv, cluster.levels)
+        self.domain: dict[str, np.ndarray] = {level: _domain_ids(srv, level, self.srv_domain)
                                               for level in cluster.levels}
         classes: dict[tuple, list[int]] = {}
+        # identical servers in different domains are not interchangeable: the
+        # innermost domain above the server names all those above it
+        inner = outer_levels(cluster.levels)[-1:]
+        place = self.srv_domain[inner[0]].tolist() if inner else [0] * self.S
         for s, sv in enumerate(srv):
             key = (sv.cpu, sv.mem, sv.gpus, sv.gpu_type, sv.sockets, sv.switches_per_socket,
-                   sv.rack if "rack" in cluster.levels else None)
+                   place[s])
             classes.setdefault(key, []).append(s)
         self.classes = list(classes.values())
         self.server_ids = [s.id for s in srv]
@@ -77,4 +115,4 @@ def cluster_arrays(cluster: Cluster) -> ClusterArrays:
     return arr
 
 
-__all__ = ["ClusterArrays", "cluster_arrays"]
+__all__ = ["ClusterArrays", "cluster_arrays", "outer_levels", "server_domain_ids"]

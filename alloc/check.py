@@ -92,12 +92,38 @@ def placement_problems(cluster: Cluster, job: Job, p: Placement, where: str) -> 
         if job.locality not in cluster.levels:
             out.append(f"{where}: locality {job.locality!r} is not a level of the cluster")
         else:
-            doms = {s.gpu_domain(k, job.locality) for s, k in rows}
+            doms = _domains_of(cluster, job.locality, [g.gpu for g in p.gpus])
             if len(doms) > 1:
                 out.append(f"{where}: GPUs span {len(doms)} {job.locality} nodes, "
                            f"locality needs one")
     out += share_problems(cluster, job, p, where)
     return out + _cpu_mem_problems(cluster, job, p, where, {s.id for s, _ in rows})
+
+
+def _domains_of(cluster: Cluster, level: str, gpus: Sequence[str]) -> set[int]:
+    """The ids of the nodes of ``level`` that hold the GPUs (the compile
+    step's ids: a domain above the servers is its id with those above it)."""
+    from .arrays import cluster_arrays
+    dom, idx = cluster_arrays(cluster).domain[level], cluster.gpu_index
+    return {int(dom[idx[g]]) for g in gpus}
+
+
+def _one_node(cluster: Cluster, level: str, p: Placement) -> bool:
+    """All of ``p``'s GPUs under one node of ``level`` (a level of the
+    cluster; False for any other), on the compile step's ids (kept on the
+    cluster as lists)."""
+    doms = cluster.__dict__.get("_check_domains")
+    if doms is None:
+        from .arrays import cluster_arrays
+        doms = cluster.__dict__["_check_domains"] = {
+            lv: d.tolist() for lv, d in cluster_arrays(cluster).domain.items()}
+    dom = doms.get(level)
+    if dom is None:
+        return False
+    idx = cluster.gpu_index
+    gs = p.gpus
+    d0 = dom[idx[gs[0].gpu]]
+    return all(dom[idx[g.gpu]] == d0 for g in gs[1:])
 
 
 def _fine(cluster: Cluster, job: Job, p: Placement, tab: dict) -> bool:
@@ -124,8 +150,9 @@ def _fine(cluster: Cluster, job: Job, p: Placement, tab: dict) -> bool:
         return False
     srv = {s.id for s in rows}
     if job.locality and n > 1 and not (job.locality == "server" and len(srv) == 1
-                                       and "server" in cluster.levels):
-        return False                    # other levels' domains: the full test's
+                                       and "server" in cluster.levels) \
+            and not _one_node(cluster, job.locality, p):
+        return False                    # not in one node of its level: the full test's
     cpu, mem = _d(p.cpu), _d(p.mem)
     used = cpu.keys() | mem.keys()
     if n:

@@ -24,7 +24,7 @@ Exact solvers build integer models for seconds, and some engines' models
 leave cyclic garbage, so the core keeps the collector on around an exact
 solver's call.  The configuration model's driver, whose CP-SAT models are
 built without reference cycles (`alloc.kernel.cpsat`), pauses it for its
-own solve (`alloc.solvers.common.configuration.driver.solve_exact`).
+own solve (`alloc.engines.configuration.driver.solve_exact`).
 """
 from __future__ import annotations
 

@@ -13,10 +13,48 @@ from __future__ import annotations
 
 import math
 import time
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
+from typing import Iterator
 
 #: Seconds a call may take when ``time_limit`` is None (every solver).
 DEFAULT_TIME_LIMIT = 60.0
+
+#: The open `watched` record of the running call (None outside one).
+_CUT: ContextVar[list[bool] | None] = ContextVar("alloc_clock_cut", default=None)
+
+
+@contextmanager
+def watched() -> Iterator[list[bool]]:
+    """Record whether any phase ran out of its time within the block.
+
+    Yields a one-element list whose item turns True as soon as a
+    [`Deadline`][alloc.deadline.Deadline] checked inside the block is found
+    spent (``left() == 0`` or ``expired()``): the clock, not the input alone,
+    then shaped the answer, and a faster or quieter machine may answer
+    otherwise.
+
+    Examples
+    --------
+    >>> with watched() as cut:
+    ...     Deadline.after(60).expired()
+    False
+    >>> cut[0]
+    False
+    """
+    box = [False]
+    token = _CUT.set(box)
+    try:
+        yield box
+    finally:
+        _CUT.reset(token)
+
+
+def _spent() -> None:
+    box = _CUT.get()
+    if box is not None:
+        box[0] = True
 
 
 def check_time_limit(time_limit: float | None, what: str = "time_limit") -> float:
@@ -66,11 +104,18 @@ class Deadline:
 
     def left(self) -> float:
         """Seconds left (0 when expired)."""
-        return max(0.0, self.end - time.perf_counter())
+        left = self.end - time.perf_counter()
+        if left > 0.0:
+            return left
+        _spent()
+        return 0.0
 
     def expired(self, margin: float = 0.0) -> bool:
         """True when fewer than ``margin`` seconds are left."""
-        return time.perf_counter() >= self.end - margin
+        if time.perf_counter() < self.end - margin:
+            return False
+        _spent()
+        return True
 
     def elapsed(self) -> float:
         """Seconds since the deadline was made."""
@@ -104,4 +149,4 @@ class Deadline:
         return Deadline(now, max(now, self.end - max(0.0, seconds)))
 
 
-__all__ = ["DEFAULT_TIME_LIMIT", "Deadline", "check_time_limit"]
+__all__ = ["DEFAULT_TIME_LIMIT", "Deadline", "check_time_limit", "watched"]

@@ -68,6 +68,53 @@ def placement_from_dict(d: Mapping, job_id: str | None = None) -> Placement:
                      float(d.get("throughput", 0.0)), d.get("batch"), int(d.get("accum", 0)))
 
 
+def server_from_doc(s: Mapping) -> Server:
+    """A [`Server`][alloc.model.Server] from its ``alloc.instance/1`` form
+    (schema-checked already): the one reading of a server, for instance
+    files and session events alike.
+
+    Examples
+    --------
+    >>> from alloc.io import server_from_doc
+    >>> server_from_doc({"id": "s1", "cpu": 8000, "mem": 64000, "gpus": 1, "gpu_mem": 4000}).gpu_mem
+    4000
+    """
+    gpus = s.get("gpus", 0)
+    return Server(s["id"], s["cpu"], s["mem"], gpus,
+                  s.get("gpu_type", DEFAULT_GPU_TYPE if gpus else None), s.get("rack"),
+                  s.get("sockets", 1), s.get("switches_per_socket", 1), s.get("gpu_mem"),
+                  frozen_map(s.get("domains")))
+
+
+def job_from_doc(j: Mapping, profile: Profile | None = None) -> Job:
+    """A [`Job`][alloc.model.Job] from its ``alloc.instance/1`` form
+    (schema-checked already), with its model's ``profile`` when resolved:
+    the one reading of a job, for instance files and session events alike
+    (every field the format has, so an event's job reads exactly as the
+    instance file reads it).
+
+    Examples
+    --------
+    >>> from alloc.io import job_from_doc
+    >>> j = job_from_doc({"id": "o1", "gpus": 1, "cpu": 1000, "mem": 1000, "gpu_mem": 3584,
+    ...                   "gpu_compute": 40, "gpu_mem_min": 0})
+    >>> j.gpu_mem, j.gpu_compute, j.gpu_mem_min
+    (3584, 40, 0)
+    """
+    tenant = j.get("tenant")
+    cur = j.get("current")
+    return Job(
+        id=j["id"], gpus=j.get("gpus", 0), gpu_milli=j.get("gpu_milli", 1000),
+        cpu=j.get("cpu", 0), mem=j.get("mem", 0), gpu_types=tuple(j.get("gpu_types") or ()),
+        locality=j.get("locality"), model=j.get("model"), profile=profile, tenant=tenant,
+        guaranteed=j.get("guaranteed", tenant is not None), priority=j.get("priority", 0),
+        weight=float(j.get("weight", 1.0)),
+        current=placement_from_dict(cur, j["id"]) if cur else None,
+        min_gpus=j.get("min_gpus"), max_gpus=j.get("max_gpus"), gpu_mem=j.get("gpu_mem"),
+        gpu_compute=j.get("gpu_compute"), gpu_mem_min=j.get("gpu_mem_min"),
+        preferred=j.get("preferred"))
+
+
 def instance_from_dict(doc: Any, source: str = "<instance>") -> Instance:
     """Build and validate an [`Instance`][alloc.model.Instance] from a parsed file."""
     check_format(doc, INSTANCE_FORMAT, source)
@@ -76,11 +123,7 @@ def instance_from_dict(doc: Any, source: str = "<instance>") -> Instance:
         raise InputError(problems, source)
     c = doc["cluster"]
     levels = tuple(c.get("levels", ("server", "gpu")))
-    servers = tuple(Server(s["id"], s["cpu"], s["mem"], s.get("gpus", 0),
-                           s.get("gpu_type", DEFAULT_GPU_TYPE if s.get("gpus", 0) else None),
-                           s.get("rack"), s.get("sockets", 1), s.get("switches_per_socket", 1),
-                           s.get("gpu_mem"))
-                    for s in c["servers"])
+    servers = tuple(server_from_doc(s) for s in c["servers"])
     tenants = {name: Tenant(name, tuple(Cell(x["level"], x["count"], x.get("gpu_type"))
                                         for x in t["cells"]))
                for name, t in doc.get("tenants", {}).items()}
@@ -104,17 +147,7 @@ def instance_from_dict(doc: Any, source: str = "<instance>") -> Instance:
                     problems.append(f"jobs[{i}].model: unknown model {mname!r}; expected one of the "
                                     f"instance's models {sorted(models)} or "
                                     f"{', '.join(available_models())}")
-        tenant = j.get("tenant")
-        cur = j.get("current")
-        jobs.append(Job(
-            id=j["id"], gpus=j.get("gpus", 0), gpu_milli=j.get("gpu_milli", 1000),
-            cpu=j.get("cpu", 0), mem=j.get("mem", 0), gpu_types=tuple(j.get("gpu_types") or ()),
-            locality=j.get("locality"), model=mname, profile=prof, tenant=tenant,
-            guaranteed=j.get("guaranteed", tenant is not None), priority=j.get("priority", 0),
-            weight=float(j.get("weight", 1.0)),
-            current=placement_from_dict(cur, j["id"]) if cur else None,
-            min_gpus=j.get("min_gpus"), max_gpus=j.get("max_gpus"), gpu_mem=j.get("gpu_mem"),
-            gpu_compute=j.get("gpu_compute"), gpu_mem_min=j.get("gpu_mem_min")))
+        jobs.append(job_from_doc(j, prof))
     problems.extend(model_problems(cluster, jobs))
     if problems:
         raise InputError(problems, source)
@@ -177,7 +210,7 @@ def job_to_dict(j: Job) -> dict:
     d.update(cpu=j.cpu, mem=j.mem)
     if j.gpu_types:
         d["gpu_types"] = list(j.gpu_types)
-    for k in ("locality", "model", "tenant"):
+    for k in ("locality", "preferred", "model", "tenant"):
         if getattr(j, k) is not None:
             d[k] = getattr(j, k)
     if j.tenant is not None or j.guaranteed:
@@ -199,6 +232,9 @@ def server_to_dict(s: Server) -> dict:
     d: dict[str, Any] = {"id": s.id}
     if s.rack is not None:
         d["rack"] = s.rack
+    others = {k: v for k, v in s.domains.items() if k != "rack"}
+    if others:
+        d["domains"] = others
     d.update(cpu=s.cpu, mem=s.mem, gpus=s.gpus)
     if s.gpu_type is not None:
         d["gpu_type"] = s.gpu_type

@@ -21,9 +21,14 @@ MAX_NAME = 256
 #: reported as 0.
 GAP_ZERO = 1e-12
 
-#: Hierarchy levels alloc knows, outermost first.  An instance uses a subset
-#: that contains "server" and ends with "gpu".
+#: The five level names of the first instance files, outermost first: a
+#: special case of the general form (any names above ``server``, see
+#: `alloc.topology`).
 KNOWN_LEVELS = ("rack", "server", "socket", "switch", "gpu")
+#: Levels whose meaning alloc fixes, outermost first: a server, and inside it
+#: the CPU sockets, the PCIe switches and the GPUs.  Every other name is an
+#: operator's level above the server.
+SERVER_LEVELS = ("server", "socket", "switch", "gpu")
 #: Pseudo level above every declared one: a job spread over several racks.
 CLUSTER = "cluster"
 #: GPU type of a server that has GPUs but declares none (the API only; files
@@ -111,12 +116,19 @@ class Server:
     gpu_type : str or None
         GPU model (``"V100"``); needed when ``gpus > 0``.
     rack : str or None
-        Rack name (needed when the cluster declares the ``rack`` level).
+        Rack name: the short form of ``domains["rack"]`` (both given and
+        different is an error).
     sockets, switches_per_socket : int
         How the GPUs split evenly over CPU sockets and PCIe switches.
     gpu_mem : int or None
         Memory of each of its GPUs in MiB (None: the table of its GPU type,
         `alloc.resources.gpu_mem_capacity`).
+    domains : mapping of str to str
+        Its domain at each level of the cluster above ``server`` (level name
+        -> domain id, e.g. ``{"block": "b3", "rack": "r12"}``).  A domain is
+        named by its id together with the ids of the domains above it, as
+        Kubernetes' topology-aware schedulers do: two racks called ``r1`` in
+        different blocks are two racks.
 
     Examples
     --------
@@ -124,6 +136,8 @@ class Server:
     >>> s = Server("s0", cpu=24000, mem=512000, gpus=8, gpu_type="V100", sockets=2)
     >>> s.gpus, s.gpu_type, s.cpu // 1000
     (8, 'V100', 24)
+    >>> Server("s1", 24000, 512000, 8, "V100", rack="r1").domains["rack"]
+    'r1'
     """
     id: str
     cpu: int
@@ -134,28 +148,46 @@ class Server:
     sockets: int = 1
     switches_per_socket: int = 1
     gpu_mem: int | None = None
+    domains: Mapping[str, str] = field(default_factory=frozen_map)
+
+    def __post_init__(self) -> None:
+        # ``rack`` and ``domains["rack"]`` say the same: each fills in the other
+        d, rack = self.domains, self.rack
+        if type(d) is not FrozenMap:
+            if not isinstance(d, (dict, Mapping)):
+                return                               # validation names it
+            d = FrozenMap(d)
+            object.__setattr__(self, "domains", d)
+        r = d._d.get("rack")
+        if r == rack:
+            return
+        if rack is None:
+            if isinstance(r, str):
+                object.__setattr__(self, "rack", r)
+        elif r is None:
+            object.__setattr__(self, "domains", FrozenMap.wrap({**d._d, "rack": rack}))
 
     def gpu_ids(self) -> tuple[str, ...]:
         """The names of this server's GPUs, in index order."""
         return tuple(f"{self.id}/gpu{k}" for k in range(self.gpus))
 
     def gpu_domain(self, k: int, level: str) -> str:
-        """Name of the node at ``level`` that holds this server's GPU ``k``."""
+        """Name of the node at ``level`` that holds this server's GPU ``k``
+        (at a level above the server: its domain id there, ``""`` when it
+        has none)."""
         if level == "gpu":
             return f"{self.id}/gpu{k}"
         if level == "server":
             return self.id
-        if level == "rack":
-            return self.rack or ""
+        if level not in SERVER_LEVELS:
+            return self.domains.get(level) or ""
         per_socket = max(1, self.gpus // max(1, self.sockets))
         sock = min(k // per_socket, self.sockets - 1)
         if level == "socket":
             return f"{self.id}/socket{sock}"
-        if level == "switch":
-            per_switch = max(1, per_socket // max(1, self.switches_per_socket))
-            sw = min((k - sock * per_socket) // per_switch, self.switches_per_socket - 1)
-            return f"{self.id}/socket{sock}/switch{sw}"
-        raise ValueError(f"unknown level {level!r}; valid levels: {', '.join(KNOWN_LEVELS)}")
+        per_switch = max(1, per_socket // max(1, self.switches_per_socket))
+        sw = min((k - sock * per_socket) // per_switch, self.switches_per_socket - 1)
+        return f"{self.id}/socket{sock}/switch{sw}"
 
 
 @dataclass(frozen=True)
@@ -199,8 +231,13 @@ class Cluster:
     ----------
     servers : tuple of Server
     levels : tuple of str
-        Hierarchy levels outermost first; contains ``"server"`` and ends with
-        ``"gpu"`` (default ``("server", "gpu")``).
+        Hierarchy levels outermost first (default ``("server", "gpu")``):
+        any names of the operator's own above ``"server"`` (each server
+        gives its domain there in `Server.domains`), then ``"server"``,
+        then those of ``"socket"``, ``"switch"`` and ``"gpu"`` that apply,
+        in that order.  ``Cluster(servers, levels=("zone", "block", "rack",
+        "server", "gpu"))`` with each server's ``domains`` is the form of
+        Kubernetes' topology labels.
     tenants : mapping of str to Tenant
         Tenants and their guaranteed cells (empty: no tenancy).
 
@@ -249,6 +286,43 @@ class Cluster:
     def server(self, sid: str) -> Server:
         """The server called ``sid`` (``KeyError`` when unknown)."""
         return self.servers[self.server_index[sid]]
+
+    @classmethod
+    def from_graph(cls, graph: Any, tenants: Mapping[str, Tenant] | None = None) -> "Cluster":
+        """The cluster of a hierarchy graph: a ``networkx.DiGraph`` tree whose
+        root is the cluster, whose inner nodes carry a ``level`` attribute
+        (any name above the servers) and whose server nodes carry the
+        `Server` fields (`alloc.topology.hierarchy_graph` gives it back).
+
+        Raises
+        ------
+        InputError
+            One line naming the node: not a tree, a leaf that is not a
+            server or a GPU, a server in two domains of one level, a level
+            name twice on one path, a missing or bad field.
+
+        Examples
+        --------
+        >>> import networkx as nx
+        >>> from alloc import Cluster
+        >>> g = nx.DiGraph()
+        >>> g.add_node("cluster", level="cluster")
+        >>> g.add_node("nvl0", level="nvlink")
+        >>> g.add_edge("cluster", "nvl0")
+        >>> for i in range(2):
+        ...     g.add_node(f"t{i}", level="server", cpu=72000, mem=480000, gpus=4,
+        ...                gpu_type="GB200")
+        ...     g.add_edge("nvl0", f"t{i}")
+        >>> c = Cluster.from_graph(g)
+        >>> c.levels, c.servers[1].domains["nvlink"]
+        (('nvlink', 'server'), 'nvl0')
+        """
+        from .graph_tree import read_tree
+        levels, rows = read_tree(graph)
+        servers = tuple(Server(r["id"], r["cpu"], r["mem"], r["gpus"], r["gpu_type"], None,
+                               r["sockets"], r["switches_per_socket"], r["gpu_mem"],
+                               FrozenMap.wrap(r["domains"])) for r in rows)
+        return cls(servers, levels, frozen_map(tenants or {}))
 
     @cached_property
     def gpu_first(self) -> tuple[int, ...]:
@@ -336,7 +410,7 @@ class Profile:
     ``mem_per_gpu[k]`` MiB per GPU; ``None`` marks an infeasible cell.
     ``gpu_speed`` is the relative speed per GPU type (missing type = 1.0),
     ``span`` the factor by the hierarchy level a multi-GPU job's GPUs span
-    (missing level = 1.0), ``scaling`` the speed-up with n GPUs relative to one GPU
+    (any level name; a missing level: `span_factor`), ``scaling`` the speed-up with n GPUs relative to one GPU
     (elastic jobs; missing = linear).  ``goodput`` (a `Goodput`), when set,
     makes the job's speed its goodput: the solver picks its GPU count, nodes
     and batch (`alloc.goodput.value`).
@@ -398,8 +472,28 @@ class Profile:
         return float(self.gpu_speed.get(gpu_type, 1.0)) if gpu_type else 1.0
 
     def span_factor(self, level: str | None) -> float:
-        """Factor for a multi-GPU job whose GPUs span ``level`` (1.0 when not given)."""
-        return float(self.span.get(level, 1.0)) if level else 1.0
+        """Factor for a multi-GPU job whose GPUs span ``level``: the profile's;
+        1.0 for one of the first five names or ``cluster`` it does not give;
+        for a level of the operator's it does not give, the lowest factor it
+        gives above the servers (a job crossing servers runs at least that
+        slowly), 1.0 when it gives none.
+
+        Examples
+        --------
+        >>> from alloc.model import Profile, frozen_map
+        >>> p = Profile("p", span=frozen_map({"server": 1.0, "rack": 0.5, "cluster": 0.4}))
+        >>> p.span_factor("rack"), p.span_factor("socket"), p.span_factor("nvl72")
+        (0.5, 1.0, 0.4)
+        """
+        if not level:
+            return 1.0
+        v = self.span.get(level)
+        if v is not None:
+            return float(v)
+        if level in KNOWN_LEVELS or level == CLUSTER:
+            return 1.0
+        outer = [float(x) for k, x in self.span.items() if k not in SERVER_LEVELS]
+        return min(outer) if outer else 1.0
 
 
 @dataclass(frozen=True)
@@ -555,8 +649,9 @@ class Job:
     gpu_types : tuple of str
         Allowed GPU types (empty: any).
     locality : str or None
-        A level name of the cluster (``"server"``, ``"socket"``, ...): all the
-        job's GPUs under one node of that level (None: anywhere).
+        A level name of the cluster (``"server"``, ``"socket"``, ``"rack"``,
+        an operator's ``"block"``, ...): all the job's GPUs under one node of
+        that level (None: anywhere).  Required placement.
     model : str or None
         Name of its throughput profile: a shipped model (`alloc/data/models/`,
         or `$ALLOC_MODELS`) or an instance's inline model.
@@ -589,6 +684,11 @@ class Job:
     gpu_mem_min : int or None
         The least GPU memory per GPU in MiB it runs with (a job that is not
         guaranteed; the rest spills to host memory).  Default ``gpu_mem``.
+    preferred : str or None
+        A level name of the cluster: the job prefers its GPUs under one node
+        of that level (preferred placement).  A soft rule after the
+        objective: among answers of equal value, the fewest levels climbed
+        above it (`alloc.topology.climb`).
 
     Examples
     --------
@@ -618,6 +718,7 @@ class Job:
     gpu_mem: int | None = None
     gpu_compute: int | None = None
     gpu_mem_min: int | None = None
+    preferred: str | None = None
 
     @property
     def milli_total(self) -> int:
@@ -705,7 +806,9 @@ class Allocation:
     moved : tuple of str
         Running jobs placed elsewhere than ``current`` (a subset of the placed).
     reasons : mapping of str to str
-        For unplaced jobs that cannot be placed on this cluster now: why.
+        For every unplaced job: why (`alloc.waiting`) -- it cannot be placed
+        on this cluster now, it waits for room, its tenant's cells are full,
+        or it was stopped for another job.
     status : Status
         How good the answer is: ``optimal`` (the value is proven to meet the
         bound for this input), ``feasible`` (a valid answer, optimality not

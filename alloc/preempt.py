@@ -26,7 +26,7 @@ rank, while some running job ranks below it:
    enough or not at all; the largest such ``t*`` is found by taking the
    running jobs one by one from the lowest rank up and testing, after each,
    the servers it held (``p`` alone on one of them) and, for a gang that may
-   spread, the GPUs usable over the cluster (or its rack): only what the
+   spread, the GPUs usable over the cluster (or its locality domain): only what the
    last job freed can make ``p`` fit.  The job ``v*`` of rank ``t*`` is the
    highest-ranked job any placement of ``p`` must stop, and it is stopped.
    ``p`` is placed on a server of ``v*`` (or, spread, on the servers with the
@@ -34,6 +34,14 @@ rank, while some running job ranks below it:
    are stopped lowest-ranked first until ``p`` fits, then every victim ``p``
    still fits without is kept running (highest-ranked first);
 3. else ``p`` waits.
+
+With ``preempt_packed`` (an option of `allocate` and `Session`; off by
+default) a gang that may spread and needs victims is first placed on one
+server: step 2 is run over the servers alone (every running job ranked
+below ``p`` a candidate, ``t*`` the rank at which one server first holds
+it), and only when no server can hold it so is it spread over its
+victims' servers as above.  Spread placements cost a gang its span factor;
+a scheduler whose jobs prefer one server (Blox's consolidation) asks for it.
 
 A job that preempts costs one test per job taken (a server's GPUs, or one
 vector over the servers for a gang); a job that fits costs one vectorised
@@ -59,6 +67,7 @@ import numpy as np
 from .deadline import Deadline
 from .model import MILLI, Allocation
 from .problem import Assign, Problem, add_assign
+from .topology import is_outer
 
 #: the preemption rules ``allocate(preempt=...)`` takes
 PREEMPT_RULES = (None, "order")
@@ -71,6 +80,55 @@ class Plan:
     the job it is stopped for) and ``pinned`` (job index -> its assignment)."""
     victims: dict = field(default_factory=dict)
     pinned: dict = field(default_factory=dict)
+
+
+class _Resources:
+    """GPU memory (MiB) and compute (milli) left per GPU (`alloc.resources`),
+    for a walk on input where they may bind; `job` names the job whose
+    shares the room is asked for."""
+
+    def __init__(self, p: Problem, holding: dict):
+        from .resources import gpu_mem_caps
+        self.p = p
+        self.caps = np.asarray(gpu_mem_caps(p.cluster), dtype=np.int64)
+        self.mem = self.caps.copy()
+        self.comp = np.full(p.G, MILLI, dtype=np.int64)
+        self.need = (np.zeros(p.G, dtype=np.int64), 0)
+        for r, a in holding.items():
+            self.take(r, a, -1)
+
+    def shares(self, j: int, a: Assign):
+        """``(GPU, memory, compute)`` of each share of job j in ``a``."""
+        job = self.p.jobs[j]
+        for k, (g, m) in enumerate(a.gpus):
+            mem, comp = a.caps[k] if a.caps else (None, None)
+            if mem is None:
+                mem = job.gpu_mem if job.gpu_mem is not None else int(self.caps[g]) * m // MILLI
+            if comp is None:
+                comp = job.gpu_compute if job.gpu_compute is not None else m
+            yield g, int(mem), int(comp)
+
+    def take(self, j: int, a: Assign, sign: int) -> None:
+        """Add (``sign`` 1) or take (-1) job j's shares' memory and compute."""
+        for g, mem, comp in self.shares(j, a):
+            self.mem[g] += sign * mem
+            self.comp[g] += sign * comp
+
+    def fits(self, j: int, a: Assign) -> bool:
+        """Job j's shares in ``a`` fit the memory and compute left."""
+        return all(self.mem[g] >= mem and self.comp[g] >= comp
+                   for g, mem, comp in self.shares(j, a))
+
+    def job(self, j: int) -> None:
+        """The job whose shares the room is asked for next."""
+        job = self.p.jobs[j]
+        mem = np.full(self.p.G, job.gpu_mem, dtype=np.int64) if job.gpu_mem is not None else \
+            self.caps * job.gpu_milli // MILLI
+        self.need = (mem, job.gpu_compute if job.gpu_compute is not None else job.gpu_milli)
+
+    def room(self) -> np.ndarray:
+        """Per GPU: the memory and compute of one share of the job are left."""
+        return (self.mem >= self.need[0]) & (self.comp >= self.need[1])
 
 
 class _Walk:
@@ -94,6 +152,13 @@ class _Walk:
         self.version = 0
         self.failed: dict = {}      # job shape -> version when it last failed
         self.full: dict = {}        # job shape -> version when it last found no room
+        #: a gang may spread over servers; every grid point is offered
+        self.may_spread, self.grid = True, True
+        #: a gang that needs victims goes on one server when any can hold it
+        #: (`Problem.preempt_packed`)
+        self.packed = bool(getattr(p, "preempt_packed", False))
+        #: GPU memory and compute left per GPU (`track`), or None: not watched
+        self.res: _Resources | None = None
 
     @property
     def on_server(self) -> dict[int, list[int]]:
@@ -112,6 +177,8 @@ class _Walk:
         job = p.jobs[j]
         n = job.min_gpus if job.elastic and job.min_gpus is not None else job.gpus
         opts = tuple(dict.fromkeys((o.cpu, o.mem) for o in p.options[j]))
+        if not self.grid:
+            opts = opts[:1]
         key = tuple(bool(x) for x in p.type_ok[j]) if n else None
         mask = self.masks.get(key)
         if mask is None:
@@ -127,7 +194,9 @@ class _Walk:
         n, q, opts, loc, mask = sh
         out = []
         if n and q >= MILLI:
-            w = gf >= MILLI
+            w = self.open(gf, q)
+            if self.res is not None:
+                whole = None
             if loc in INNER:
                 dom = p.domain[loc]
                 cnt = np.bincount(dom[w], minlength=int(dom.max()) + 1)
@@ -139,7 +208,7 @@ class _Walk:
                 srv_gpu = ws >= n
         elif n:
             srv_gpu = np.zeros(p.S, dtype=bool)
-            srv_gpu[self.gsrv[gf >= q]] = True
+            srv_gpu[self.gsrv[self.open(gf, q)]] = True
         else:
             srv_gpu = mask
         base = mask & srv_gpu
@@ -147,19 +216,23 @@ class _Walk:
             out.append(base & (cf >= c) & (mf >= m))
         return out
 
-    def racks(self) -> np.ndarray:
-        """Each server's rack as an index."""
-        if not hasattr(self, "_racks"):
-            names: dict = {}
-            self._racks = np.array([names.setdefault(sv.rack, len(names))
-                                    for sv in self.p.cluster.servers], dtype=np.int64)
-        return self._racks
+    def racks(self, level: str = "rack") -> np.ndarray:
+        """Each server's domain id at ``level`` (a level above the servers)."""
+        return self.p.arrays.srv_domain[level]
+
+    def open(self, gf, q: int) -> np.ndarray:
+        """Per GPU: it takes one share of ``q`` milli (with `res`, on the
+        walk's own free arrays, its GPU memory and compute too)."""
+        ok = gf >= min(q, MILLI)
+        if self.res is not None and gf is self.gfree:
+            ok &= self.res.room()
+        return ok
 
     def usable(self, gf, cf, mf, mask, n, c, m) -> np.ndarray:
         """Whole GPUs each server can give a spread gang of n (CPU and memory
         per GPU rounded up, so that any split in proportion to GPUs fits)."""
-        w = self.whole if gf is self.gfree else \
-            np.bincount(self.gsrv[gf >= MILLI], minlength=self.p.S)
+        w = self.whole if gf is self.gfree and self.res is None else \
+            np.bincount(self.gsrv[self.open(gf, MILLI)], minlength=self.p.S)
         cper, mper = -(-c // n), -(-m // n)
         use = w.copy()
         if cper:
@@ -171,6 +244,8 @@ class _Walk:
     def commit(self, j: int, a: Assign) -> None:
         """Set job j's assignment aside in the free capacity."""
         self._apply(a, -1)
+        if self.res is not None and j >= 0:
+            self.res.take(j, a, -1)
 
     def stop(self, r: int) -> None:
         """Running job r is stopped: what it held is free."""
@@ -213,10 +288,12 @@ class _Walk:
             return []
         f = int(p.gpu_first[s])
         gs = range(f, f + int(p.srv_gpus[s]))
+        watch = self.res is not None and gf is self.gfree
+        room = self.res.room() if watch and self.res is not None else None
         if q < MILLI:
-            ok = [g for g in gs if gf[g] >= q]
+            ok = [g for g in gs if gf[g] >= q and (room is None or room[g])]
             return [min(ok, key=lambda g: (gf[g], g))] if ok else None
-        free = [g for g in gs if gf[g] >= MILLI]
+        free = [g for g in gs if gf[g] >= MILLI and (room is None or room[g])]
         if len(free) < n:
             return None
         for lv in INNER:
@@ -258,13 +335,13 @@ class _Walk:
         """A gang spread over servers (``first``: servers to use before the
         others; then the most usable GPUs), or None."""
         n, q, opts, loc, mask = sh
-        if n < 2 or q < MILLI or loc not in (None, "rack"):
+        if n < 2 or q < MILLI or not (loc is None or is_outer(loc)) or not self.may_spread:
             return None
         p = self.p
         for o, (c, m) in enumerate(opts):
             use = self.usable(gf, cf, mf, mask, n, c, m)
-            if loc == "rack":
-                rack = self.racks()
+            if is_outer(loc):
+                rack = self.racks(loc)
                 tot = np.bincount(rack, use)
                 good = np.flatnonzero(tot >= n)
                 if not len(good):
@@ -281,7 +358,9 @@ class _Walk:
             for s in chain(firsts, rest):
                 k = min(int(use[s]), n - len(gpus))
                 f = int(p.gpu_first[s])
-                gpus += [g for g in range(f, f + int(p.srv_gpus[s])) if gf[g] >= MILLI][:k]
+                ok = self.open(gf, MILLI) if self.res is not None and gf is self.gfree else None
+                gpus += [g for g in range(f, f + int(p.srv_gpus[s]))
+                         if gf[g] >= MILLI and (ok is None or ok[g])][:k]
                 if len(gpus) == n:
                     return p.make_assign(j, gpus, o)
         return None
@@ -353,8 +432,8 @@ class _Walk:
         total, on = int(use.sum()), {}
 
         def enough():
-            if sh[3] == "rack":
-                return bool((np.bincount(self.racks(), use) >= n).any())
+            if is_outer(sh[3]):
+                return bool((np.bincount(self.racks(sh[3]), use) >= n).any())
             return total >= n
         held = {r: self.p.servers_of(p.fixed[r]) for r in cands}
 
@@ -397,11 +476,23 @@ class _Walk:
         Running jobs are taken lowest-ranked first; after each, the servers it
         held are tested (the job alone on one of them) and, for a gang that
         may spread, the whole GPUs usable over the cluster (or a rack); the
-        first test that passes fixes ``t*``, the rank of the last job taken."""
+        first test that passes fixes ``t*``, the rank of the last job taken.
+        With `packed` a gang that may spread is first tried on one server
+        only, over every running job ranked below it; it spreads only when no
+        server can hold it so."""
+        if self.packed:
+            n, q, _, loc, _ = sh
+            if n >= 2 and q >= MILLI and (loc is None or is_outer(loc)) and self.may_spread:
+                got = self._with_victims(j, sh, False)
+                if got is not None:
+                    return got
+        return self._with_victims(j, sh, self.may_spread)
+
+    def _with_victims(self, j: int, sh, may_spread: bool):
         p, rj = self.p, self.rank[j]
         on: dict[int, list[int]] = {}
         n, q, opts, loc, mask = sh
-        spread = n >= 2 and q >= MILLI and loc in (None, "rack")
+        spread = n >= 2 and q >= MILLI and (loc is None or is_outer(loc)) and may_spread
         use = [self.usable(self.gfree, self.cfree, self.mfree, mask, n, c, m) for c, m in opts] \
             if spread else []
         cands = []
@@ -423,7 +514,8 @@ class _Walk:
             for o, (c, m) in enumerate(opts if spread else ()):
                 for x in servers:
                     use[o][x] = self.usable_on(x, sh, on[x], c, m)
-                tot = np.bincount(self.racks(), use[o]).max() if loc == "rack" else use[o].sum()
+                tot = np.bincount(self.racks(loc), use[o]).max() if is_outer(loc) \
+                    else use[o].sum()
                 if tot >= n:
                     got = self.spread_victims(j, sh, cands, c, m)
                     if got is not None:
@@ -470,6 +562,112 @@ def plan(problem: Problem, deadline: Deadline) -> Plan:
     return Plan(victims, pinned)
 
 
+def kept_order(problem: Problem, assign: dict, *, spread: bool = True, grid: bool = False,
+               stops: bool = False, deadline: Deadline | None = None) -> dict:
+    """An answer that keeps the order (the backfill rule of the module
+    notes): ``assign`` (a solver's, job index -> `Assign`, running jobs as
+    the solver left them) walked down the ranks.
+
+    With ``R`` what the running jobs hold, each pending job ``x`` by rank
+    either keeps its place in ``assign`` when that still fits beside ``R``
+    and the jobs ranked above it, or -- when the solver left it out, or a
+    job ranked above took its room -- goes where it fits there (the fullest
+    server that holds it, else a spread gang when ``spread``; at its
+    request -- what "fits" means for the order: the grid's other points are
+    a solver's freedom, not a job's claim -- or any grid point when
+    ``grid``), else waits.  So a job waits
+    only when it does not fit in what the running jobs and the jobs ranked
+    above it leave, and an answer that keeps the order is returned as it
+    is.  Running jobs stay as ``assign`` has them (where they run unless
+    the solver moved them; one it leaves out is stopped when the solver
+    ``stops`` running jobs, else where it runs).  Where GPU memory or
+    compute may bind (`alloc.resources.needs`) the walk counts them too.
+    Out of ``deadline`` the rest of the answer is taken as far as it fits.
+
+    Examples
+    --------
+    >>> from alloc import Cluster, Job, Placement, GpuShare, Server
+    >>> from alloc.problem import compile_problem
+    >>> from alloc.preempt import kept_order
+    >>> c = Cluster((Server("s0", 8000, 8000, 4, "V100"),))
+    >>> r = Placement("r", (GpuShare("s0/gpu0", 1000), GpuShare("s0/gpu1", 1000)),
+    ...               {"s0": 100}, {"s0": 100})
+    >>> jobs = [Job("r", 2, cpu=100, mem=100, current=r), Job("a", 2, cpu=100, mem=100),
+    ...         Job("b", 1, cpu=100, mem=100), Job("c", 1, cpu=100, mem=100)]
+    >>> p = compile_problem(c, jobs, order=["r", "a", "b", "c"], preempt="order")
+    >>> bc = {2: p.make_assign(2, [2], 0), 3: p.make_assign(3, [3], 0)}
+    >>> sorted(p.jobs[j].id for j in kept_order(p, bc) if j not in p.fixed)
+    ['a']
+    """
+    from .resources import needs
+    p = problem
+    if not p.pending or _in_order(p, assign, stops):
+        return assign
+    w = _Walk(p)
+    w.may_spread, w.grid = spread, grid
+    out = {}
+    for r, a in p.fixed.items():
+        b = assign.get(r)
+        if b is None and stops:
+            w._apply(a, 1)
+            continue
+        out[r] = a if b is None else b
+        if b is not None and b is not a and not b.same_as(a):
+            w._apply(a, 1)
+            w._apply(b, -1)
+    if needs(p.cluster, p.jobs) & {"gpu-memory", "gpu-compute"}:
+        w.res = _Resources(p, out)
+    tried: dict = {}                    # shape -> found no room (the room only shrinks)
+    gf, cf, mf = w.gfree, w.cfree, w.mfree
+    for j in sorted(p.pending, key=lambda j: w.rank[j]):
+        got = assign.get(j)
+        if w.res is not None:
+            w.res.job(j)
+        if got is not None and _fits(got, gf, cf, mf) and (w.res is None or w.res.fits(j, got)):
+            w.commit(j, got)
+            out[j] = got
+            continue
+        if deadline is not None and deadline.expired():
+            continue
+        sh = w.shape(j)
+        key = sh[:4] + (id(sh[4]),)
+        if w.res is not None:
+            key += (p.jobs[j].gpu_mem, p.jobs[j].gpu_compute)
+        if key in tried:
+            continue
+        b = w.place_free(j, sh)
+        if b is None:
+            tried[key] = True
+            continue
+        w.commit(j, b)
+        out[j] = b
+    return out
+
+
+def _in_order(p: Problem, assign: dict, stops: bool) -> bool:
+    """The answer keeps the order on its face: no running job left out where
+    that stops it, and every pending job it places ranks above every one it
+    leaves out (nothing lower-ranked took room) -- the walk would change
+    nothing.  Cheap: one pass over the pending jobs."""
+    if stops and any(r not in assign for r in p.fixed):
+        return False
+    rank = p.rank
+    low_placed, high_waiting = -1, None
+    for j in p.pending:
+        r = int(rank[j])
+        if j in assign:
+            low_placed = max(low_placed, r)
+        elif high_waiting is None or r < high_waiting:
+            high_waiting = r
+    return high_waiting is None or high_waiting > low_placed
+
+
+def _fits(a: Assign, gf, cf, mf) -> bool:
+    """Assignment ``a`` fits the free milli, CPU and memory arrays."""
+    return all(gf[g] >= m for g, m in a.gpus) and all(cf[s] >= v for s, v in a.cpu) and \
+        all(mf[s] >= v for s, v in a.mem)
+
+
 def reduced(problem: Problem, plan: Plan) -> Problem:
     """The problem the solver gets: the victims gone, the pinned jobs running
     where the walk put them, priorities set aside (the order ranks the jobs,
@@ -477,10 +675,12 @@ def reduced(problem: Problem, plan: Plan) -> Problem:
     return problem.reduced(set(plan.victims), plan.pinned)
 
 
-def lifted(problem: Problem, plan: Plan, alloc: Allocation) -> Allocation:
+def lifted(problem: Problem, plan, alloc: Allocation, why=None) -> Allocation:
     """The allocation of the reduced problem, told for the caller's problem:
-    the victims preempted (and unplaced), the pinned jobs started (not moved),
-    ``stats["preempted_for"]`` naming the job each victim was stopped for."""
+    the victims preempted (and unplaced, ``why(problem, victim, job)`` their
+    reason), the pinned jobs started (not moved), ``stats["preempted_for"]``
+    naming the job each victim was stopped for.  ``plan`` has ``victims``
+    and ``pinned`` (a `Plan`, or the guarantee's)."""
     p = problem
     ids = {j: p.jobs[j].id for j in plan.victims}
     started = {p.jobs[j].id for j in plan.pinned}
@@ -490,9 +690,14 @@ def lifted(problem: Problem, plan: Plan, alloc: Allocation) -> Allocation:
     unplaced = set(alloc.unplaced) | set(ids.values())
     stats = dict(alloc.stats)
     stats["preempted_for"] = {ids[v]: p.jobs[b].id for v, b in sorted(plan.victims.items())}
+    reasons = dict(alloc.reasons)
+    reasons.update((ids[v], why(p, v, b) if why is not None else
+                    f"preempted: stopped for {p.jobs[b].id!r}, which the order ranks above it "
+                    f"and which could not otherwise be placed")
+                   for v, b in plan.victims.items())
     return replace(alloc, unplaced=tuple(j.id for j in p.jobs if j.id in unplaced),
                    preempted=alloc.preempted + tuple(ids[v] for v in sorted(ids)),
-                   moved=moved, value=value, stats=stats)
+                   moved=moved, value=value, stats=stats, reasons=reasons)
 
 
-__all__ = ["PREEMPT_RULES", "Plan", "lifted", "plan", "reduced"]
+__all__ = ["PREEMPT_RULES", "Plan", "kept_order", "lifted", "plan", "reduced"]

@@ -47,6 +47,7 @@ from .model import CLUSTER, MILLI, Cluster, GpuShare, Job, Placement, Status
 from .arrays import ClusterArrays, cluster_arrays
 from .memo import forget, keep, recall, recall2, same_but_current
 from .objectives import Objective, get_objective, throughput
+from .topology import is_outer
 
 
 @dataclass(frozen=True)
@@ -244,11 +245,13 @@ def _shape_index(cluster: Cluster) -> dict:
     if idx is None:
         shapes: dict = {}
         totals: dict = {}
-        for s in cluster.servers:
+        outer = cluster_arrays(cluster).srv_domain
+        ids = {lv: d.tolist() for lv, d in outer.items()}
+        for i, s in enumerate(cluster.servers):
             t = s.gpu_type if s.gpus else None
             shapes.setdefault(t, set()).add(s)
-            # the whole cluster once, and the server's rack when it has one
-            keys = (("cluster", t),) + ((("rack", s.rack, t),) if s.rack is not None else ())
+            # the whole cluster once, and the server's domain at each level above it
+            keys = (("cluster", t),) + tuple((lv, d[i], t) for lv, d in ids.items())
             for key in keys:
                 g, c, m = totals.get(key, (0, 0, 0))
                 totals[key] = (g + s.gpus, c + s.cpu, m + s.mem)
@@ -291,8 +294,8 @@ def placeable_reason(cluster: Cluster, job: Job) -> str | None:
         return None
     if any(_width(s, job.locality) >= n and s.cpu >= cpu and s.mem >= mem for s in ok):
         return None
-    if n > 1 and job.gpu_milli == MILLI and job.locality in (None, "rack"):
-        within = "rack" if job.locality == "rack" and "rack" in cluster.levels else "cluster"
+    if n > 1 and job.gpu_milli == MILLI and (job.locality is None or is_outer(job.locality)):
+        within = job.locality if job.locality is not None else "cluster"
         # a spread job may mix the allowed GPU types: sum them per scope
         scopes: dict = {}
         for k, tot in idx["totals"].items():
@@ -302,7 +305,8 @@ def placeable_reason(cluster: Cluster, job: Job) -> str | None:
         if any(g >= n and c >= cpu and m >= mem for g, c, m in scopes.values()):
             return None
         return (f"needs {n} GPUs, {cpu} milli-CPU and {mem} MiB; the allowed servers "
-                + ("of one rack " if job.locality == "rack" else "") + f"hold {best[0]} GPUs")
+                + (f"of one {job.locality} " if within != "cluster" else "")
+                + f"hold {best[0]} GPUs")
     best = max(ok, key=lambda s: (_width(s, job.locality), s.gpus))
     where = f" in one {job.locality}" if job.locality in ("socket", "switch") else ""
     return (f"needs {n} GPUs{where}, {cpu} milli-CPU and {mem} MiB on one server; the largest "
@@ -378,6 +382,10 @@ class Problem:
         Objective units subtracted per move (None: moves are free within the budget).
     preempt : {None, "order"}
         Who may stop a running job: the tenancy rules (None) or the order.
+    preempt_packed : bool
+        Under ``preempt="order"``: a gang that needs victims is placed on one
+        server when any server can hold it so, before it is spread over its
+        victims' servers ([alloc.preempt][]).
     pinned : iterable of str
         Running jobs no solver may move or stop (placed by the core this call).
     carry : Carry, optional
@@ -461,7 +469,8 @@ class Problem:
     def __init__(self, cluster: Cluster, jobs: Sequence[Job], objective: str | Objective = "throughput",
                  name: str = "", *, order: Sequence[str] | None = None,
                  max_moves: int | None = None, move_cost: float | None = None,
-                 preempt: str | None = None, pinned: Sequence[str] = (), carry=None):
+                 preempt: str | None = None, pinned: Sequence[str] = (), carry=None,
+                 preempt_packed: bool = False):
         from .carry import next_stamp
         self.cluster = cluster
         self.jobs = tuple(jobs)
@@ -482,6 +491,10 @@ class Problem:
             else int(max_moves)
         self.move_cost = move_cost
         self.preempt = preempt
+        #: the order is a promise (``preempt="order"``; the reduced problem keeps it)
+        self.keeps_order = preempt == "order"
+        #: under ``preempt="order"``, a gang that needs victims on one server first
+        self.preempt_packed = bool(preempt_packed)
         #: ``{job id: position}`` of the jobs the caller's order lists (None: no order)
         self.order_rank = order_ranks(order)
         self.carry, self.stamp = carry, next_stamp()
@@ -591,12 +604,14 @@ class Problem:
         _take(self, [a for _, _, a in removed], 1)
         _take(self, [fixed[j] for j in added], -1)
 
-    def reduced(self, drop, pin: dict) -> "Problem":
+    def reduced(self, drop, pin: dict, keep_priority: bool = False) -> "Problem":
         """This problem without the jobs ``drop`` (indices), with the jobs of
         ``pin`` (index -> `Assign`) running there and pinned, priorities set
         aside (the order ranks the jobs) and no preemption rule -- what
-        [alloc.preempt][] hands the solver.  Built from this problem's arrays,
-        not compiled again.
+        [alloc.preempt][] hands the solver; with ``keep_priority`` the
+        priorities and the ranks stay as they are (what [alloc.guarantee][]
+        hands the solver: the tenancy rules still apply to the rest).  Built
+        from this problem's arrays, not compiled again.
 
         It has a stamp of its own; with a carry, its `changes` tell its
         running jobs (the victims gone, the pinned ones new) against the
@@ -616,8 +631,8 @@ class Problem:
             if j in pin:
                 cur = self.placement(j, pin[j])
                 keep(cur, "assign", (self.cluster,), pin[j])
-                job = replace(job, current=cur, priority=0)
-            elif job.priority:
+                job = replace(job, current=cur, priority=job.priority if keep_priority else 0)
+            elif job.priority and not keep_priority:
                 job = replace(job, priority=0)
             jobs.append(job)
         out.jobs, out.J = tuple(jobs), len(jobs)
@@ -626,7 +641,8 @@ class Problem:
         out.request_option = [self.request_option[j] for j in kept]
         out.prio_key = [self.prio_key[j] for j in kept]
         out.rank = self.rank[kept]
-        out.preempt, out.explicit_order = None, True
+        out.preempt = None
+        out.explicit_order = self.explicit_order if keep_priority else True
         out.fixed = {new[j]: a for j, a in self.fixed.items() if j not in drop}
         out.fixed.update((new[j], a) for j, a in pin.items())
         out.reasons = {new[j]: r for j, r in self.reasons.items() if j not in drop}
@@ -991,7 +1007,7 @@ def job_type_key(problem: Problem, j: int) -> tuple:
     """What makes two jobs interchangeable for every solver: shape, options,
     allowed GPU types with their speeds, the span factors of the levels the
     job can span and its elastic sizes (only the factors the objective uses),
-    weight and tenancy."""
+    weight, tenancy and preferred level."""
     from .objectives import job_sizes
     from .topology import reachable_levels
     job = problem.jobs[j]
@@ -1012,7 +1028,7 @@ def job_type_key(problem: Problem, j: int) -> tuple:
                  tuple(sorted(prof.scaling.items())) if prof is not None and "scale" in f else ())
     weight = job.weight if "weight" in f else 1.0
     return (job.gpus, job.gpu_milli, job.locality, opts, weight, types, speeds, span, sizes,
-            job.tenant, job.guaranteed)
+            job.tenant, job.guaranteed, job.preferred)
 
 
 def job_types(problem: Problem, jobs: Sequence[int] | None = None) -> list[list[int]]:

@@ -56,7 +56,10 @@ CAPABILITY_MEANING: Mapping[str, str] = {
     "sharing": "milli-GPU jobs (gpus == 1, gpu_milli < 1000) sharing one GPU",
     "grid": "gives a job any point of its profile's CPU x memory grid instead of its "
             "request (re-sizes CPU and memory)",
-    "locality": "locality levels other than server: socket, switch and rack",
+    "locality": "locality levels other than server: socket, switch and any level above the "
+                "servers (rack, an operator's block or zone, ...)",
+    "preferred": "preferred placement (Job.preferred): after the objective, the fewest levels "
+                 "climbed above the preferred level",
     "spread": "multi-GPU jobs without a locality spanning several servers",
     "tenancy": "tenants, guaranteed cells, opportunistic jobs (HiveD's rules)",
     "preemption": "stops running jobs where the tenancy rules allow it (returns them "
@@ -71,6 +74,8 @@ CAPABILITY_MEANING: Mapping[str, str] = {
     "goodput": "jobs with a goodput profile: picks each one's GPU count, servers, GPU type and "
                "per-GPU batch by goodput (throughput x statistical efficiency), a restart "
                "factor on running ones it moves",
+    "guarantee": "serves tenants' guarantees itself with HiveD's rules (else the core places "
+                 "the waiting guaranteed jobs first and pins them: alloc.guarantee)",
 }
 #: The capability names.
 CAPABILITIES = frozenset(CAPABILITY_MEANING)
@@ -89,7 +94,7 @@ INSTALL = {
 
 #: Family packages under `alloc.solvers` that declare solvers.
 FAMILIES = ("heuristics", "exact", "synergy", "fgd", "hived", "drf", "antman", "gandiva",
-            "tiresias", "goodput")
+            "tiresias", "tas", "goodput")
 
 #: The entry-point group plug-ins declare their solvers in.
 ENTRY_POINT_GROUP = "alloc.solvers"

@@ -28,7 +28,14 @@ def path_str(path) -> str:
 
 
 def describe(err) -> str:
-    """One line: field path, what was expected, what was found."""
+    """One line: field path, what was expected, what was found.  An error
+    of ``oneOf`` / ``anyOf`` is told by its most relevant sub-error (a
+    running job's ``current`` that is neither null nor a valid placement
+    names the placement's bad field)."""
+    if err.validator in ("oneOf", "anyOf") and err.context:
+        deep = max(err.context, key=lambda e: (len(e.absolute_path), e.validator != "type"))
+        if len(deep.absolute_path) > len(err.absolute_path) or deep.validator != "type":
+            return describe(deep)
     where = path_str(err.absolute_path) or "(top level)"
     v = err.validator
     if v == "additionalProperties":
@@ -52,6 +59,38 @@ def describe(err) -> str:
 
 
 def schema_problems(doc, name: str, prefix: str = "") -> list[str]:
-    """One line per schema violation of ``doc`` (field path first)."""
+    """One line per schema violation of ``doc`` (field path first), and one
+    per number no float holds (`number_problems`)."""
     errs = sorted(validator(name).iter_errors(doc), key=lambda e: list(map(str, e.absolute_path)))
-    return [prefix + describe(e) for e in errs]
+    return [prefix + describe(e) for e in errs] + [prefix + x for x in number_problems(doc)]
+
+
+def number_problems(doc, path: tuple = ()) -> list[str]:
+    """One line per integer of ``doc`` beyond what a float holds (JSON has
+    no limit, Python reads such numbers as integers, and every number of
+    alloc's formats is read as a float or compared with one), naming its
+    field.
+
+    Examples
+    --------
+    >>> from alloc.schema import number_problems
+    >>> number_problems({"jobs": [{"current": {"throughput": 10 ** 400}}]})
+    ['jobs[0].current.throughput: expected a number of at most 1.8e+308, got an integer of 401 digits']
+    """
+    if isinstance(doc, bool):
+        return []
+    if isinstance(doc, int):
+        if abs(doc) > _FLOAT_MAX:
+            where = path_str(path) or "(top level)"
+            return [f"{where}: expected a number of at most {_FLOAT_MAX:.2g}, got an integer of "
+                    f"{len(str(abs(doc)))} digits"]
+        return []
+    if isinstance(doc, dict):
+        return [x for k, v in doc.items() for x in number_problems(v, path + (k,))]
+    if isinstance(doc, list):
+        return [x for k, v in enumerate(doc) for x in number_problems(v, path + (k,))]
+    return []
+
+
+#: the largest float
+_FLOAT_MAX = 1.7976931348623157e308

@@ -28,7 +28,7 @@ from dataclasses import replace
 from typing import Sequence
 
 from .collector import paused
-from .deadline import Deadline, check_time_limit
+from .deadline import Deadline, check_time_limit, watched
 from .errors import InputError, InputWarning, SolverError, SolverUnavailable, UnsupportedInput
 from .model import Allocation, Cluster, Job, Status
 from .objectives import DEFAULT_OBJECTIVE, get_objective
@@ -42,12 +42,13 @@ def needed_capabilities(cluster: Cluster, jobs: Sequence[Job],
     """Capabilities a solver must have to handle this input correctly (and
     the call's preemption rule)."""
     need = {"order-preemption"} if preempt == "order" else set()
-    inner = {"socket", "switch", "rack"}
     for j in jobs:
         if j.gpus == 1 and j.gpu_milli < 1000:
             need.add("sharing")
-        if j.locality in inner:
+        if j.locality is not None and j.locality not in ("server", "gpu"):
             need.add("locality")
+        if j.preferred is not None and (j.gpus > 1 or (j.max_gpus or 0) > 1):
+            need.add("preferred")
         if j.tenant is not None or j.guaranteed:
             need.add("tenancy")
         if j.elastic:
@@ -85,7 +86,8 @@ def allocate(cluster: Cluster, jobs: Sequence[Job], *, solver: str = "best-fit",
              objective: str | None = None, time_limit: float | None = None, seed: int = 0,
              instance: str = "", check: bool = True, order: Sequence[str] | None = None,
              max_moves: int | None = None, move_cost: float | None = None, strict: bool = False,
-             preempt: str | None = None, **options) -> Allocation:
+             preempt: str | None = None, preempt_packed: bool = False,
+             **options) -> Allocation:
     """Decide which jobs run where.
 
     Parameters
@@ -137,6 +139,12 @@ def allocate(cluster: Cluster, jobs: Sequence[Job], *, solver: str = "best-fit",
         every listed one and stop no one.  Not for inputs with tenants or
         guaranteed jobs.  (A solver's own option called ``preempt`` -- hived's
         true/false -- is passed to it as before.)
+    preempt_packed : bool
+        Under ``preempt="order"``: a gang that may spread over servers and
+        needs victims is placed on one server whenever stopping jobs ranked
+        below it can make room there, and spread over its victims' servers
+        only when no server can hold it (default False: the first placement
+        the lowest-ranked victims allow, spread or not; [alloc.preempt][]).
     max_moves : int, optional
         Running jobs that may move (default: none, or any number when
         ``move_cost`` is given).
@@ -156,9 +164,10 @@ def allocate(cluster: Cluster, jobs: Sequence[Job], *, solver: str = "best-fit",
         * ``placements``: one [`Placement`][alloc.model.Placement] per placed
           job (its GPUs with their milli shares, CPU and memory per server,
           throughput), running jobs kept in place included;
-        * ``unplaced``: every other job; ``reasons[job]`` says why for the
-          ones that cannot be placed on this cluster now (a GPU type no server
-          has, wider than any server), the others wait for room;
+        * ``unplaced``: every other job; ``reasons[job]`` says why for each
+          (a GPU type no server has, wider than any server; the room it
+          needs against the most there is now; its tenant's full cells; the
+          job it was stopped for: `alloc.waiting`);
         * ``preempted`` and ``moved``: running jobs stopped or placed elsewhere
           (only where the call and the tenancy rules allow it);
         * ``status``: ``optimal`` only when proven for this input, ``feasible``
@@ -204,8 +213,11 @@ def allocate(cluster: Cluster, jobs: Sequence[Job], *, solver: str = "best-fit",
         check_preempt(cluster, jobs, preempt)
         check_capabilities(info, cluster, jobs, preempt)
         from .problem import compile_problem
+        if not isinstance(preempt_packed, bool):
+            raise InputError(f"preempt_packed: expected true or false, got {preempt_packed!r:.60}")
         problem = compile_problem(cluster, jobs, obj, instance, order=order, max_moves=max_moves,
-                                  move_cost=move_cost, preempt=preempt)
+                                  move_cost=move_cost, preempt=preempt,
+                                  preempt_packed=preempt_packed)
         if strict and problem.reasons:
             j, why = next(iter(problem.reasons.items()))
             raise InputError(f"jobs[{j}]: job {jobs[j].id!r} cannot be placed on this cluster "
@@ -290,18 +302,29 @@ def run_solver(problem, info: SolverInfo, deadline: Deadline, *, seed: int = 0,
     ``solver_s``, ``finish_s`` and ``check_s``."""
     t0 = time.perf_counter()
     inner = deadline.reserve(check_reserve(problem))
-    solved, plan = _order_preemption(problem, inner)
-    try:
-        sol = info.solve(solved, deadline=inner, seed=seed, **(options or {}))
-    except (InputError, SolverError, SolverUnavailable):
-        raise
-    except ValueError as exc:
-        raise InputError(str(exc)) from None
+    with watched() as cut:
+        solved, plan = _order_preemption(problem, inner)
+        why = None
+        if plan is None:
+            solved, plan, why = _guarantee(problem, info, inner)
+        try:
+            sol = info.solve(solved, deadline=inner, seed=seed, **(options or {}))
+        except (InputError, SolverError, SolverUnavailable):
+            raise
+        except ValueError as exc:
+            raise InputError(str(exc)) from None
+        if problem.preempt == "order":
+            sol = _kept_order(solved, sol, info, inner)
+    if cut[0]:
+        sol = replace(sol, stats={**sol.stats, "clock_cut": True})
     t1 = time.perf_counter()
     alloc = finish(solved, sol, info, t1 - t0)
     if plan is not None:
         from .preempt import lifted
-        alloc = lifted(problem, plan, alloc)
+        alloc = lifted(problem, plan, alloc, why)
+        if why is not None:         # the guarantee's: which guaranteed jobs the core placed
+            alloc = replace(alloc, stats={**alloc.stats, "guarantee_pinned": sorted(
+                problem.jobs[j].id for j in plan.pinned)})
     t2 = time.perf_counter()
     if check:
         bad = _violations(problem, alloc, deadline)
@@ -325,6 +348,40 @@ def _order_preemption(problem, deadline: Deadline):
     if not decided.victims and not any(j.priority for j in problem.jobs):
         return problem, None
     return reduced(problem, decided), decided
+
+
+def _kept_order(problem, sol, info: SolverInfo, deadline: Deadline):
+    """Under ``preempt="order"``: the solver's answer walked down the ranks
+    so that no job waits for lower-ranked work beyond the backfill rule
+    ([alloc.preempt.kept_order][]; an answer that keeps it is unchanged)."""
+    from .preempt import kept_order
+    caps = info.capabilities
+    stops = "preemption" in caps or ("migration" in caps and problem.moves_allowed)
+    assign = kept_order(problem, sol.assign, spread="spread" in caps, stops=stops,
+                        deadline=deadline)
+    fixed = problem.fixed
+    changed = sum(1 for j, a in assign.items() if j not in fixed and sol.assign.get(j) is not a) \
+        + sum(1 for j in sol.assign if j not in fixed and j not in assign)
+    if not changed:
+        return sol
+    if not stops:
+        assign = {j: a for j, a in assign.items() if j not in fixed or j in sol.assign}
+    return replace(sol, assign=assign, stats={**sol.stats, "order_kept": changed})
+
+
+def _guarantee(problem, info: SolverInfo, deadline: Deadline):
+    """With tenants' cells and a waiting guaranteed job: the problem the
+    solver gets, the core's plan ([alloc.guarantee][]) and the victims'
+    reason; else the problem itself, None, None.  A solver that declares
+    ``guarantee`` serves it itself."""
+    from .guarantee import applies, plan, reason
+    if "guarantee" in info.capabilities or not applies(problem):
+        return problem, None, None
+    decided = plan(problem, deadline.share(0.25))
+    if decided is None or not decided.pinned:
+        return problem, None, None
+    return problem.reduced(set(decided.victims), decided.pinned, keep_priority=True), \
+        decided, reason
 
 
 def _violations(problem, alloc: Allocation, deadline: Deadline) -> list[str]:
@@ -367,6 +424,10 @@ def finish(problem, sol, info: SolverInfo, wall: float) -> Allocation:
     preempted = tuple(jobs[j].id for j in problem.running if j not in assign)
     unplaced = tuple(job.id for j, job in enumerate(jobs) if j not in assign)
     reasons = {jobs[j].id: why for j, why in problem.reasons.items()}
+    if len(placements) + len(reasons) < len(jobs):
+        from .waiting import waiting_reasons       # every waiting job says why
+        reasons.update((jobs[j].id, why) for j, why in waiting_reasons(
+            problem, assign, caps, info.name, sol.stats).items())
     of = problem.objective.value
     value = float(sum(map(of, map(jobs.__getitem__, order), placements))) \
         - (problem.move_cost or 0.0) * len(moved)

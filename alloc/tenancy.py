@@ -4,9 +4,12 @@ rules and AntMan-style co-location limits.
 Cells
 -----
 For every GPU type ``t`` the physical cluster is a forest of *cells*, one per
-node of the declared levels (rack -> server -> socket -> switch -> gpu) whose
-GPUs are all of type ``t``.  A rack is a cell only when all its GPU servers share
-one type (a mixed rack is not a cell; its servers are roots).  A cell at level
+node of the declared levels (any levels above the servers, e.g. zone -> block
+-> rack, then server -> socket -> switch -> gpu) whose GPUs are all of type
+``t``.  A domain above the servers (a rack, a block, an NVLink domain) is a
+cell only when all its GPU servers share one type (a mixed domain is not a
+cell; the cells below it are roots of their type's forest).  The GPU level
+is always there: a cluster whose levels end above the GPUs gets it added.  A cell at level
 ``l`` splits into its children at the next declared level; ``fanout(l)`` is
 their number (uniform when all servers of a type have the same shape).
 
@@ -100,6 +103,7 @@ from typing import TYPE_CHECKING, Iterable, Mapping, Sequence
 
 from .deadline import Deadline
 from .model import Allocation, Cluster, Job
+from .topology import is_outer
 
 from .resources import DEFAULT_GPU_MEM, GPU_MEM_MIB, gpu_mem_capacity  # noqa: F401 (re-exported)
 from .resources import mem_demand
@@ -168,21 +172,31 @@ def cell_tree(cluster: Cluster) -> CellTree:
     cached = cluster.__dict__.get("_cell_tree")
     if cached is not None:
         return cached
-    levels = tuple(cluster.levels)
+    levels = tuple(cluster.levels) + (() if "gpu" in cluster.levels else ("gpu",))
     tree = CellTree(levels)
-    rack_types: dict[str, set] = defaultdict(set)
-    for s in cluster.servers:
+    # a domain above the servers is a cell when all its GPU servers share one type
+    from .topology import domain_names, server_domains
+    outer = [lv for lv in levels if is_outer(lv)]
+    names = domain_names(cluster) if outer else {}
+    dom = {lv: server_domains(cluster, lv) for lv in outer}
+    dom_types: dict[tuple[str, int], set] = defaultdict(set)
+    for si, s in enumerate(cluster.servers):
         if s.gpus:
-            rack_types[s.rack or ""].add(s.gpu_type)
+            for lv in outer:
+                dom_types[(lv, dom[lv][si])].add(s.gpu_type)
     g = 0
     for si, s in enumerate(cluster.servers):
         for k in range(s.gpus):
             chain = []
             parent = -1
             for li, lv in enumerate(levels):
-                if lv == "rack" and (not s.rack or len(rack_types[s.rack]) != 1):
-                    continue
-                key = f"{lv}:{s.gpu_domain(k, lv)}"
+                if lv in dom:
+                    d = dom[lv][si]
+                    if len(dom_types[(lv, d)]) != 1:
+                        continue
+                    key = f"{lv}:{names[lv][d]}"
+                else:
+                    key = f"{lv}:{s.gpu_domain(k, lv)}"
                 n = tree.index.get(key)
                 if n is None:
                     n = len(tree.key)
@@ -193,7 +207,7 @@ def cell_tree(cluster: Cluster) -> CellTree:
                     tree.parent.append(parent)
                     tree.children.append([])
                     tree.gpus.append([])
-                    tree.server.append(-1 if lv == "rack" else si)
+                    tree.server.append(-1 if lv in dom else si)
                     tree.by_type_level.setdefault((s.gpu_type, li), []).append(n)
                     if parent >= 0:
                         tree.children[parent].append(n)
@@ -611,7 +625,9 @@ def tenant_problems(cluster: Cluster) -> list[str]:
             have = len(tree.by_type_level.get((t, lv[c.level]), []))
             if have == 0 and c.count:
                 out.append(f"{where}.level: the cluster has no {c.level} cell of {t} GPUs"
-                           + (" (racks mix GPU types)" if c.level == "rack" else ""))
+                           + (" (racks mix GPU types)" if c.level == "rack" else
+                              f" (its {c.level} domains mix GPU types)" if is_outer(c.level)
+                              else ""))
                 continue
             if c.count > have:
                 out.append(f"{where}.count: {c.count} {c.level} cells of {t} exceed the "
@@ -807,7 +823,7 @@ __all__ = ["CellModel", "CellRequest", "CellTree", "GPU_MEM_MIB", "SafetyResult"
            "exact_binding", "fail_server", "feasibility_engine", "gpu_mem_capacity",
            "greedy_binding",
            "infer_binding", "job_gpu_mem", "outranks", "quotas", "safety", "tenant_problems",
-           "tenancy_violations", "with_current"]
+           "tenancy_violations", "with_current", "guarantee_reasons"]
 
 
 def with_current(jobs: Sequence[Job], allocation: Allocation,
@@ -818,3 +834,78 @@ def with_current(jobs: Sequence[Job], allocation: Allocation,
     placed = {p.job for p in allocation.placements}
     unplaced = tuple(j.id for j in jobs if j.id not in placed)
     return replace(allocation, unplaced=unplaced).advance(jobs, drop)
+
+
+# ------------------------------------------------------------ waiting jobs
+def guarantee_reasons(problem, assign: Mapping, waiting: Sequence[int], stats: Mapping
+                      ) -> dict[int, str]:
+    """Why each waiting guaranteed job (indices ``waiting`` of ``problem``)
+    is not placed by the answer ``assign``, naming its tenant's cells and
+    what fills them: the GPUs of the tenant's cells (of the GPU types the job
+    may use) against those its guaranteed jobs hold.  ``stats["binding"]`` (the
+    answer's binding) names the cells when valid; else one is inferred.
+
+    Examples
+    --------
+    >>> from alloc import Cell, Cluster, Job, Server, Tenant
+    >>> from alloc.problem import compile_problem
+    >>> from alloc.tenancy import guarantee_reasons
+    >>> c = Cluster((Server("s0", 8000, 8000, 2, "V100"), Server("s1", 8000, 8000, 2, "V100")),
+    ...             tenants={"a": Tenant("a", (Cell("server", 1),))})
+    >>> jobs = [Job(k, 2, cpu=1, mem=1, tenant="a", guaranteed=True) for k in "xy"]
+    >>> p = compile_problem(c, jobs)
+    >>> guarantee_reasons(p, {0: p.make_assign(0, [0, 1], 0)}, [1], {"binding": {"a": ["server:s0"]}})
+    {1: "tenant 'a''s cells are full: its guaranteed jobs hold 2 of the 2 V100 GPUs of its cells (server:s0: 2/2); the job needs 2"}
+    """
+    p = problem
+    c = p.cluster
+    tree = cell_tree(c)
+    q = quotas(c)
+    jobs = p.jobs
+    binding = None
+    wit = stats.get("binding") if stats else None
+    used: dict[str, set] = defaultdict(set)
+    for j, a in assign.items():
+        if jobs[j].guaranteed and jobs[j].tenant is not None:
+            used[jobs[j].tenant].update(g for g, _ in a.gpus)
+    if isinstance(wit, Mapping):
+        b = binding_from_keys(tree, wit)
+        if not check_binding(c, b, used):
+            binding = b
+    if binding is None:
+        binding = infer_binding(c, used, exact=False) or {}
+    out: dict[int, str] = {}
+    for j in waiting:
+        job = jobs[j]
+        v = job.tenant
+        n = job.min_gpus if job.elastic and job.min_gpus is not None else job.gpus
+        types = sorted({t for (t, _), k in q.get(v, {}).items() if k and job.allows(t)})
+        if not types:
+            out[j] = (f"tenant {v!r} has no cells of a GPU type the job may use "
+                      f"({list(job.gpu_types) or 'any'})")
+            continue
+        quota = sum(quota_gpus(c, v, t) for t in types)
+        held: dict[int, int] = {}
+        for i, a in assign.items():
+            o = jobs[i]
+            if o.guaranteed and o.tenant == v:
+                for g, _ in a.gpus:
+                    held[g] = 1
+        nodes = [x for x in binding.get(v, ()) if tree.gtype[x] in types]
+        taken = sum(1 for g in held if tree.gpu_type[g] in types)
+        cells = ", ".join(f"{tree.key[x]}: {sum(1 for g in tree.gpus[x] if g in held)}/"
+                          f"{len(tree.gpus[x])}" for x in nodes[:4]) + \
+            (f" and {len(nodes) - 4} more" if len(nodes) > 4 else "")
+        unbound = sum(k for (t, lvl), k in q.get(v, {}).items() if t in types) - len(nodes)
+        where = f" ({cells}" + (f"; {unbound} not bound" if unbound > 0 else "") + ")" \
+            if cells else (f" ({unbound} not bound)" if unbound > 0 else "")
+        kind = "/".join(types)
+        if quota - taken < max(n, 1):
+            out[j] = (f"tenant {v!r}'s cells are full: its guaranteed jobs hold {taken} of "
+                      f"the {quota} {kind} GPUs of its cells{where}; the job needs {n}")
+        else:
+            out[j] = (f"tenant {v!r}'s cells have {quota - taken} of {quota} {kind} GPUs not "
+                      f"held by its guaranteed jobs{where}, but no room for {n} GPUs with its "
+                      f"CPU and memory inside them (the cells' shapes, or sharing safety for "
+                      f"the cells not yet bound)")
+    return out

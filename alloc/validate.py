@@ -32,11 +32,12 @@ import math
 import warnings
 from collections import Counter
 from dataclasses import replace
-from typing import Sequence
+from functools import lru_cache
+from typing import Mapping, Sequence
 
 from .check import capacity_problems, placement_problems
 from .errors import InputError, InputWarning
-from .model import (DEFAULT_GPU_TYPE, KNOWN_LEVELS, MAX_NAME, MILLI, Allocation, Cluster, Job,
+from .model import (DEFAULT_GPU_TYPE, MAX_NAME, MILLI, Allocation, Cluster, FrozenMap, Job,
                     Placement, Profile, Server)
 from .profiles import is_checked, profile_problems, profile_to_dict, resolve_models
 
@@ -102,17 +103,9 @@ def check_call_settings(seed, max_moves, move_cost) -> None:
 # ------------------------------------------------------------------- cluster
 def cluster_problems(cluster: Cluster) -> list[str]:
     """Problems of the cluster alone (levels, servers)."""
-    out = []
-    lv = list(cluster.levels) if isinstance(cluster.levels, (tuple, list)) else None
-    if lv is None:
-        return [f"cluster.levels: expected a list of level names, got {short_repr(cluster.levels)}"]
-    if "server" not in lv or lv[-1] != "gpu":
-        out.append(f"cluster.levels: expected a list containing 'server' and ending with 'gpu', got {lv}")
-    unknown = [x for x in lv if x not in KNOWN_LEVELS]
-    if unknown:
-        out.append(f"cluster.levels: unknown level {unknown[0]!r}; expected some of {list(KNOWN_LEVELS)}")
-    elif [x for x in KNOWN_LEVELS if x in lv] != lv:
-        out.append(f"cluster.levels: expected outermost-to-innermost order {list(KNOWN_LEVELS)}, got {lv}")
+    from .topology import level_problems
+    out = level_problems(cluster.levels)
+    lv = list(cluster.levels) if not out else []
     if not isinstance(cluster.servers, tuple) or not cluster.servers:
         return out + ["cluster.servers: expected a non-empty tuple of servers"]
     dup = [k for k, n in Counter(s.id for s in cluster.servers if isinstance(s, Server)).items()
@@ -141,14 +134,60 @@ def server_problems(s, where: str, levels: Sequence[str]) -> list[str]:
         return out
     if "/" in s.id:
         out.append(f"{where}.id: expected a name without '/', got {s.id!r}")
-    if "rack" in levels and not s.rack:
-        out.append(f"{where}.rack: expected a rack name (cluster.levels has 'rack')")
+    out += domain_problems(s, where, levels)
     if s.gpus and s.gpus % s.sockets:
         out.append(f"{where}.sockets: {s.gpus} GPUs do not split evenly over {s.sockets} sockets")
     elif s.gpus and (s.gpus // s.sockets) % s.switches_per_socket:
         out.append(f"{where}.switches_per_socket: {s.gpus // s.sockets} GPUs per socket do not "
                    f"split evenly over {s.switches_per_socket} switches")
     return out
+
+
+def domain_problems(s: Server, where: str, levels: Sequence[str]) -> list[str]:
+    """A server's domains: one (a non-empty name) at every level of the
+    cluster above the server, none at a level the cluster lacks (``rack``
+    excepted: the first files give a rack without the level), and
+    ``rack`` the same as ``domains["rack"]``."""
+    from .topology import is_outer
+    d = s.domains
+    if type(d) is FrozenMap:
+        dd, want = d._d, _outer_keys(tuple(levels))
+        keys = dd.keys()
+        if (keys == want[0] or keys == want[1]) and (s.rack is None or dd.get("rack") == s.rack) \
+                and all(type(v) is str and 0 < len(v) <= MAX_NAME for v in dd.values()):
+            return []                     # the common case, tested without messages
+    if not isinstance(d, Mapping):
+        return [f"{where}.domains: expected an object of level name -> domain id, "
+                f"got {short_repr(d)}"]
+    out = []
+    for k, v in d.items():
+        if not isinstance(k, str) or (k not in levels and k != "rack"):
+            known = [x for x in levels if is_outer(x)]
+            out.append(f"{where}.domains: level {k!r} is not a level of the cluster above "
+                       f"the servers; expected some of {known}")
+        elif not isinstance(v, str) or not v or len(v) > MAX_NAME:
+            out.append(f"{where}.domains.{k}: expected a non-empty domain id of at most "
+                       f"{MAX_NAME} characters, got {short_repr(v)}")
+    if out:
+        return out[:1]
+    if s.rack is not None and d.get("rack") not in (None, s.rack):
+        return [f"{where}.rack: {s.rack!r} differs from domains.rack {d['rack']!r} (rack is the "
+                f"short form of domains.rack)"]
+    for lv in levels:
+        if is_outer(lv) and not d.get(lv):
+            what = "a rack name" if lv == "rack" else f"its domain at level {lv!r}"
+            field = "rack" if lv == "rack" and not d else "domains"
+            return [f"{where}.{field}: expected {what} (cluster.levels has {lv!r})"]
+    return out
+
+
+@lru_cache(maxsize=64)
+def _outer_keys(levels: tuple) -> tuple[frozenset, frozenset]:
+    """The domain keys a server of these levels gives: the levels above the
+    servers, and the same with ``rack``."""
+    from .topology import is_outer
+    outer = frozenset(lv for lv in levels if is_outer(lv))
+    return outer, outer | {"rack"}
 
 
 # ---------------------------------------------------------------------- jobs
@@ -178,8 +217,10 @@ def job_field_problems(j, where: str, cluster: Cluster) -> list[str]:
             p = _int_problem(f"{where}.{name}", v, lo, hi)
             if p:
                 out.append(p)
-    if j.locality is not None and not isinstance(j.locality, str):
-        out.append(f"{where}.locality: expected a level name, got {short_repr(j.locality)}")
+    for name in ("locality", "preferred"):
+        v = getattr(j, name)
+        if v is not None and not isinstance(v, str):
+            out.append(f"{where}.{name}: expected a level name, got {short_repr(v)}")
     if j.current is not None and not isinstance(j.current, Placement):
         out.append(f"{where}.current: expected a Placement, got {short_repr(j.current)}")
     if j.profile is not None and not isinstance(j.profile, Profile):
@@ -194,9 +235,11 @@ def job_rule_problems(j: Job, where: str, cluster: Cluster) -> list[str]:
         out.append(f"{where}.gpu_milli: a share below 1000 needs gpus == 1, job has {j.gpus}")
     # a GPU type no server has now is not bad input: the job waits with a
     # reason (Problem.reasons), the others are solved
-    if j.locality is not None and j.locality not in cluster.levels:
-        out.append(f"{where}.locality: level {j.locality!r} is not in cluster.levels "
-                   f"{list(cluster.levels)}")
+    for name in ("locality", "preferred"):
+        v = getattr(j, name)
+        if v is not None and v not in cluster.levels:
+            out.append(f"{where}.{name}: level {v!r} is not in cluster.levels "
+                       f"{list(cluster.levels)} (the cluster lacks it)")
     if j.guaranteed and j.tenant is None:
         out.append(f"{where}.guaranteed: a guaranteed job needs a tenant")
     if j.tenant is not None and j.tenant not in cluster.tenants:
@@ -254,6 +297,7 @@ def _plain(j, levels) -> bool:
             and j.min_gpus is None and j.max_gpus is None and j.gpu_mem is None
             and j.gpu_mem_min is None and j.gpu_compute is None
             and (loc is None or (type(loc) is str and loc in levels))
+            and (j.preferred is None or (type(j.preferred) is str and j.preferred in levels))
             and (j.current is None or type(j.current) is Placement)
             and (j.profile is None or type(j.profile) is Profile))
 

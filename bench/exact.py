@@ -127,7 +127,7 @@ def naive_cpsat(cluster, jobs, objective="throughput", time_limit=30.0, seed=0):
     if st not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return "unknown", 0.0, None, time.perf_counter() - t0
     # decode: GPUs of each server in order (milli jobs share the lowest GPUs)
-    from alloc.solvers.common.greedy import State
+    from alloc.engines.greedy.state import State
     state = State(p)
     for (j, s, o), v in sorted(x.items()):
         if solver.value(v):

@@ -42,8 +42,9 @@ sys.path.insert(0, str(ROOT))
 from alloc import allocate  # noqa: E402
 from alloc.model import Cell, Cluster, Job, Server, Tenant, frozen_map  # noqa: E402
 from alloc.problem import Assign, compile_problem  # noqa: E402
-from alloc.solvers.common.greedy import State, best_fit  # noqa: E402
-from alloc.solvers.common.cells import Engine, restore_running  # noqa: E402
+from alloc.engines.greedy.rules import best_fit  # noqa: E402
+from alloc.engines.greedy.state import State  # noqa: E402
+from alloc.engines.cells.engine import Engine, restore_running  # noqa: E402
 from alloc.deadline import Deadline  # noqa: E402
 
 LEVELS = ("rack", "server", "socket", "switch", "gpu")

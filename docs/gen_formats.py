@@ -174,9 +174,13 @@ GPU and a CPU-only job.
 INSTANCE_RULES = """## Rules beyond the schema
 
 Loading checks what a schema cannot say, and lists every problem with its
-field path: ids are unique; `levels` are in outermost-to-innermost order; a
+field path: ids are unique; `levels` are in outermost-to-innermost order
+(the operator's levels, then `server`, then some of `socket`, `switch`,
+`gpu`; no level twice); every server has a domain at every level above the
+servers (`domains`, or `rack`) and `rack` agrees with `domains.rack`; a
 server's GPUs split evenly over its sockets and switches; a job's `locality`
-and a cell's `level` are levels of the cluster; `gpu_milli` below 1000 needs
+and `preferred` and a cell's `level` are levels of the cluster (the page
+"Topology" explains them); `gpu_milli` below 1000 needs
 `gpus == 1`; a guaranteed job needs a tenant, and tenants must exist;
 `min_gpus <= gpus <= max_gpus`; a model's grid has the shape its
 `cpu_per_gpu` and `mem_per_gpu` say; a running job's `current` is valid on
@@ -208,7 +212,8 @@ line, the `warnings` field of bench and sweep rows):
 | the input has | capability needed |
 |---|---|
 | a job with `gpus: 1` and `gpu_milli` below 1000 | `sharing` |
-| a job whose `locality` is `socket`, `switch` or `rack` | `locality` |
+| a job whose `locality` is any level but `server` (`socket`, `switch`, `rack`, an operator's level) | `locality` |
+| a job of two or more GPUs with a `preferred` level | `preferred` |
 | a tenant, or a job with a `tenant` or `guaranteed` | `tenancy` |
 | a job with `min_gpus` or `max_gpus` | `elastic` |
 

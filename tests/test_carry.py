@@ -115,14 +115,15 @@ def same(a, b) -> bool:
 
 CASES = [("best-fit", True, True, False), ("synergy-tune", True, False, False),
          ("fgd", True, False, False), ("gpu-clustering", True, False, False),
-         ("hived", False, True, False), ("hived", False, True, True)]
+         ("hived", False, True, False), ("hived", False, True, True),
+         ("drf", False, True, True)]          # drf: the core serves the guarantee
 
 
 @pytest.mark.parametrize("solver,sharing,locality,tenants", CASES)
 def test_rounds_equal_fresh_calls(solver, sharing, locality, tenants, monkeypatch):
     import alloc.recheck
     from alloc.solvers.fgd import solvers as fgd
-    from alloc.solvers.common import kept
+    from alloc.engines.cells import kept
     used = {"partial": 0, "state": 0}
 
     def spy(module, name, key, hit=lambda r: bool(r)):
@@ -191,7 +192,7 @@ def test_rounds_preempting_by_order_equal_fresh_calls(solver, sharing, locality,
     round.  A LAS-like order (the newest first, then by rounds run) makes
     arrivals preempt running jobs most rounds."""
     from alloc.solvers.fgd import solvers as fgd
-    from alloc.solvers.common import kept
+    from alloc.engines.cells import kept
     used = {"state": 0, "preempted": 0, "after": 0}
     real_advance, real_state = kept._advance, fgd._state
     last = {"preempted": False}

@@ -301,12 +301,12 @@ def test_dive_feasible_and_bounded():
     from alloc.deadline import Deadline
     from alloc.problem import Solution
     from alloc.solve import finish, get_solver
-    from alloc.solvers.common.configuration.aggregate import Aggregate
-    from alloc.solvers.common.configuration.columns import check_assign, decode, solution_to_columns, true_value
-    from alloc.solvers.common.configuration.dive import dive
-    from alloc.solvers.common.configuration.driver import warm_start
-    from alloc.solvers.common.configuration.engine import Backend
-    from alloc.solvers.common.configuration.master import Master, column_generation
+    from alloc.engines.configuration.aggregate import Aggregate
+    from alloc.engines.configuration.columns import check_assign, decode, solution_to_columns, true_value
+    from alloc.engines.configuration.dive import dive
+    from alloc.engines.configuration.driver import warm_start
+    from alloc.engines.configuration.backend import Backend
+    from alloc.engines.configuration.master import Master, column_generation
     cl, jobs = medium()
     p = compile_problem(cl, jobs, "throughput")
     backend = Backend("cpsat")

@@ -27,7 +27,7 @@ def test_shapes_kept_across_rounds_equal_fresh_ones():
     """Every round of a loop (jobs arrive and finish), the aggregate built
     from the carry's kept shapes has the classes and GPU orders of one built
     afresh."""
-    from alloc.solvers.common.configuration.aggregate import SHAPES, Aggregate
+    from alloc.engines.configuration.aggregate import SHAPES, Aggregate
     rounds = 0
     for s, _ in loop_session("best-fit", servers=12, seed=5):
         jobs = list(s.jobs.values())
@@ -48,7 +48,7 @@ def test_item_values_equal_the_problems_coefficients(variant, seed):
     is the problem's coefficient of the type's jobs on every server of the
     class, and each spread variable's the best over its group's classes."""
     from alloc.experiments.generators import generate
-    from alloc.solvers.common.configuration.aggregate import Aggregate
+    from alloc.engines.configuration.aggregate import Aggregate
     inst = generate(variant, seed, servers=12)
     p = compile_problem(inst.cluster, inst.jobs, "throughput")
     agg = Aggregate(p, Deadline.never())

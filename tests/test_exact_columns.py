@@ -19,8 +19,8 @@ pytest.importorskip("ortools")
 
 @pytest.mark.parametrize("variant,seed", [("hetero", 0), ("live", 1), ("synergy", 2)])
 def test_greedy_patterns_fit_and_price_out(variant, seed):
-    from alloc.solvers.common.configuration.aggregate import Aggregate
-    from alloc.solvers.common.configuration.master import EPS, Master, greedy_patterns, lp_duals
+    from alloc.engines.configuration.aggregate import Aggregate
+    from alloc.engines.configuration.master import EPS, Master, greedy_patterns, lp_duals
     inst = generate(variant, seed, servers=10)
     p = compile_problem(inst.cluster, inst.jobs, "throughput")
     agg = Aggregate(p, Deadline.never())
@@ -39,7 +39,7 @@ def test_greedy_patterns_fit_and_price_out(variant, seed):
 
 def assert_fits(agg, pat):
     """``pat`` fits one server of its class, laid out, at its items' value."""
-    from alloc.solvers.common.configuration.patterns import layout_ffd
+    from alloc.engines.configuration.patterns import layout_ffd
     c, counts, items = pat.cls, dict(pat.counts), agg.items[pat.cls]
     for k in range(3):
         need = sum((items[i].cpu, items[i].mem, items[i].gpus)[k] * n for i, n in counts.items())
@@ -58,8 +58,8 @@ def test_carried_patterns_map_onto_the_next_round():
     its own classes and items, each fitting its server; a round on another
     cluster gets none."""
     from alloc import Cluster, Server
-    from alloc.solvers.common.configuration.aggregate import Aggregate
-    from alloc.solvers.common.configuration.carried import POOL, carried_patterns
+    from alloc.engines.configuration.aggregate import Aggregate
+    from alloc.engines.configuration.carried import POOL, carried_patterns
     from test_exact_loop import loop_session
     n = rounds = 0
     for s, res in loop_session("cpsat", servers=8, seed=11):
@@ -87,9 +87,9 @@ def test_column_generation_bound_stays_above_the_optimum():
     """On a small heterogeneous instance the Lagrangian bound of column
     generation (greedy columns included) is at or above cpsat's proven optimum."""
     from alloc import allocate
-    from alloc.solvers.common.configuration.aggregate import Aggregate
-    from alloc.solvers.common.configuration.engine import Backend
-    from alloc.solvers.common.configuration.master import Master, column_generation
+    from alloc.engines.configuration.aggregate import Aggregate
+    from alloc.engines.configuration.backend import Backend
+    from alloc.engines.configuration.master import Master, column_generation
     inst = generate("hetero", 3, servers=4)
     p = compile_problem(inst.cluster, inst.jobs, "throughput")
     agg = Aggregate(p, Deadline.never())
@@ -104,8 +104,8 @@ def test_column_generation_bound_stays_above_the_optimum():
 def test_item_bound_is_above_the_big_machine_bound(variant, seed):
     """The LP-free bound relaxes the big-machine LP (so bounds every
     placement) and is positive when a job can be placed."""
-    from alloc.solvers.common.configuration.aggregate import Aggregate
-    from alloc.solvers.common.configuration.bounds import big_machine_bound, item_bound
+    from alloc.engines.configuration.aggregate import Aggregate
+    from alloc.engines.configuration.bounds import big_machine_bound, item_bound
     kw = {"gpus": 64} if variant == "openb" else {"servers": 6}
     inst = generate(variant, seed, **kw)
     p = compile_problem(inst.cluster, inst.jobs, "throughput")
@@ -121,8 +121,8 @@ def test_item_bound_bounds_a_proven_optimum(variant, seed):
     on the pending jobs plus the running jobs' value is at or above cpsat's
     proven optimum."""
     from alloc import allocate
-    from alloc.solvers.common.configuration.aggregate import Aggregate
-    from alloc.solvers.common.configuration.bounds import item_bound
+    from alloc.engines.configuration.aggregate import Aggregate
+    from alloc.engines.configuration.bounds import item_bound
     inst = generate(variant, seed, servers=3)
     p = compile_problem(inst.cluster, inst.jobs, "throughput")
     fixed = sum(p.value_of(j, x) for j, x in p.fixed.items())

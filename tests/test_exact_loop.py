@@ -23,7 +23,7 @@ def live_problem(servers: int = 16, seed: int = 0):
 @pytest.mark.parametrize("variant,seed", [("live", 0), ("hetero", 1), ("synergy", 2)])
 def test_item_estimate_counts_the_items_the_build_makes(variant, seed):
     """The estimate (no items built) equals the number of items built."""
-    from alloc.solvers.common.configuration.aggregate import Aggregate
+    from alloc.engines.configuration.aggregate import Aggregate
     inst = generate(variant, seed, servers=12)
     p = compile_problem(inst.cluster, inst.jobs, "throughput")
     agg = Aggregate(p, Deadline.never(), items=False)
@@ -36,8 +36,8 @@ def test_big_machine_bound_bounds_the_optimum_and_pools_by_class():
     """The block-built LP: above cpsat's proven optimum on a small live
     instance, and the per-class pooling no weaker than one pooled machine."""
     from alloc import allocate
-    from alloc.solvers.common.configuration.aggregate import Aggregate
-    from alloc.solvers.common.configuration.bounds import big_machine_bound
+    from alloc.engines.configuration.aggregate import Aggregate
+    from alloc.engines.configuration.bounds import big_machine_bound
     p = live_problem(6)
     agg = Aggregate(p, Deadline.never())
     by_class = big_machine_bound(agg, deadline=Deadline.after(5))
@@ -70,7 +70,7 @@ def loop_session(solver: str = "cpsat", servers: int = 6, seed: int = 3):
 def test_running_jobs_value_kept_across_rounds_equals_the_sum():
     """`fixed_value` with the loop's carry equals the plain sum every round,
     and the bound (running jobs' value added) stays at or above the value."""
-    from alloc.solvers.common.configuration.driver import fixed_value
+    from alloc.engines.configuration.driver import fixed_value
     for s, res in loop_session():
         a = res.allocation
         assert a.bound is None or a.value <= a.bound + 1e-6 * max(1.0, a.bound)
@@ -111,7 +111,7 @@ def test_engine_not_imported_with_too_little_time_left_falls_back_to_highs(monke
     """A call with less time left than OR-Tools' import takes solves with
     HiGHS and leaves the import to the background; with time enough it
     keeps its engine."""
-    from alloc.solvers.common.configuration import engine as eng
+    from alloc.engines.configuration import backend as eng
     started = []
     monkeypatch.setattr(eng, "imported", lambda name: name != "cpsat")
     monkeypatch.setattr(eng, "preload_in_background", started.append)

@@ -20,9 +20,9 @@ def hetero_problem(servers: int = 24):
 def seeded_master(p):
     """A master seeded with greedy-upgrade's patterns, its aggregate, and that value."""
     from alloc.registry import get_solver
-    from alloc.solvers.common.configuration.aggregate import Aggregate
-    from alloc.solvers.common.configuration.columns import solution_to_columns, true_value
-    from alloc.solvers.common.configuration.master import Master
+    from alloc.engines.configuration.aggregate import Aggregate
+    from alloc.engines.configuration.columns import solution_to_columns, true_value
+    from alloc.engines.configuration.master import Master
     agg = Aggregate(p, Deadline.never())
     start = get_solver("greedy-upgrade").solve(p, deadline=Deadline.after(5)).assign
     master = Master(agg)
@@ -35,11 +35,11 @@ def test_round_down_is_valid_and_restores_the_residual():
     """Rounding a restricted LP cut short after two rounds: the residual
     capacities are restored, the decoded answer fits the cluster, is worth
     the master value, stays under the LP bound and above the floors alone."""
-    from alloc.solvers.common.configuration.bounds import big_machine_bound
-    from alloc.solvers.common.configuration.columns import check_assign, decode, true_value
-    from alloc.solvers.common.configuration.dive import round_down
-    from alloc.solvers.common.configuration.engine import Backend
-    from alloc.solvers.common.configuration.master import column_generation
+    from alloc.engines.configuration.bounds import big_machine_bound
+    from alloc.engines.configuration.columns import check_assign, decode, true_value
+    from alloc.engines.configuration.dive import round_down
+    from alloc.engines.configuration.backend import Backend
+    from alloc.engines.configuration.master import column_generation
     _, p = hetero_problem()
     agg, master, _ = seeded_master(p)
     engine = Backend("cpsat")
@@ -77,9 +77,9 @@ def test_column_generation_runs_after_a_late_warm_start():
 def test_warm_start_seeds_only_the_strong_solutions():
     """The pool is seeded with the heuristic solutions worth at least
     `SEED_SHARE` of the best, the best among them."""
-    from alloc.solvers.common.configuration.columns import true_value
-    from alloc.solvers.common.configuration.driver import SEED_SHARE, ExactRun
-    from alloc.solvers.common.configuration.engine import Backend
+    from alloc.engines.configuration.columns import true_value
+    from alloc.engines.configuration.driver import SEED_SHARE, ExactRun
+    from alloc.engines.configuration.backend import Backend
     _, p = hetero_problem()
     run = ExactRun(p, Backend("cpsat"), Deadline.after(5), 0, 0.15, 0.45)
     assert run.plan()

@@ -5,7 +5,7 @@ import random
 
 import pytest
 
-from alloc import load_instance
+from alloc import Cluster, Job, Server, allocate, load_instance
 from alloc.experiments.fuzz import CHECKS, campaign
 from alloc.experiments.fuzz.brute import brute_force
 from alloc.experiments.fuzz.campaign import Tally, applicable, check_cli, cross_check, draw_call
@@ -100,3 +100,29 @@ def test_the_makespan_reference_holds_on_jobs_of_a_million_steps():
     r = solve_shares(p, "makespan", time_limit=5)
     assert _ref_makespan(p) == pytest.approx(2_000_555.0, rel=1e-6)
     assert r.objective == pytest.approx(2_000_555.0, rel=1e-6)
+
+
+def test_brute_force_takes_an_elastic_job_at_any_of_its_sizes():
+    """The milp false optimum's shape (H2): an elastic job of 6 GPUs (5 to 12)
+    with server locality next to fixed gangs; the brute force and the exact
+    solvers agree on the optimum, which gives the elastic job 8 GPUs."""
+    c = Cluster((Server("s0", 64000, 64000, 8, "K80"), Server("s1", 64000, 64000, 4, "K80")))
+    jobs = [Job("e", 6, cpu=12000, mem=6000, locality="server", min_gpus=5, max_gpus=12),
+            Job("a", 2, cpu=8000, mem=8000, locality="server"),
+            Job("b", 2, cpu=8000, mem=8000, locality="server")]
+    best = brute_force(c, jobs, "gpus")
+    assert best == 12000.0
+    for solver in ("cpsat", "milp"):
+        a = allocate(c, jobs, solver=solver, objective="gpus", time_limit=10)
+        assert a.value <= best + 1e-6 and (a.bound is None or a.bound >= best - 1e-6), solver
+        if a.status.value == "optimal":
+            assert a.value == pytest.approx(best) and len(a.placement("e").gpus) == 8
+
+
+def test_tiny_instances_draw_elastic_jobs():
+    import random
+    from alloc.experiments.fuzz.generate import instance_doc
+    rng = random.Random(0)
+    docs = [instance_doc(rng, tiny=True) for _ in range(200)]
+    elastic = [j for d in docs for j in d["jobs"] if "min_gpus" in j]
+    assert elastic and all(j.get("locality") == "server" for j in elastic)

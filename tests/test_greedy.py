@@ -1,7 +1,7 @@
 """The greedy engine: consolidation, sharing, spreading, CPU-only jobs."""
 from alloc import Cluster, Job, Server, allocate, violations
 from alloc.problem import Assign, compile_problem
-from alloc.solvers.common.greedy import State
+from alloc.engines.greedy.state import State
 
 CL = Cluster(tuple(Server(f"s{i}", 32000, 262144, 8, "V100", sockets=2, switches_per_socket=2)
                    for i in range(2)), levels=("server", "socket", "switch", "gpu"))

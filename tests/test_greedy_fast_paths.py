@@ -9,8 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from alloc.problem import Assign
-from alloc.solvers.common import greedy as G
-from alloc.solvers.common.index import GPUS, WHOLE
+from alloc.engines.greedy import rules as R, state as G
+from alloc.engines.greedy.index import GPUS, WHOLE
 from alloc.solvers.synergy.packers import ProblemPacker
 from alloc.solvers.synergy.tune import _choices
 from heuristic_instances import problems
@@ -27,7 +27,7 @@ def _random_steps(st_, problem, rnd, steps):
             continue
         j = rnd.choice(free)
         o = rnd.randrange(len(problem.options[j]))
-        a = rnd.choice([G.first_fit, G.best_fit])(st_, j, o)
+        a = rnd.choice([R.first_fit, R.best_fit])(st_, j, o)
         if a is not None:
             st_.place(j, a, o)
 
@@ -84,7 +84,7 @@ def test_near_ties_compared_exactly(pairs):
 
     cands = [(n, s, s) for s, (n, _) in enumerate(pairs)]
     want = min((Fraction(n, D), s) for s, (n, D) in enumerate(pairs))[1]
-    assert G.best_candidate(State(), Sh(), cands) == want
+    assert R.best_candidate(State(), Sh(), cands) == want
 
 
 @settings(max_examples=30, deadline=None)

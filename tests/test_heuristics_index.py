@@ -9,8 +9,8 @@ from hypothesis import strategies as st
 from alloc import Cluster, Job, Server
 from alloc.model import MILLI
 from alloc.problem import Assign, compile_problem
-from alloc.solvers.common import greedy as G
-from alloc.solvers.common.index import FIRST, FIT, GPUS, WHOLE, Finder, leftover
+from alloc.engines.greedy import rules as R, state as G
+from alloc.engines.greedy.index import FIRST, FIT, GPUS, WHOLE, Finder, leftover
 from heuristic_instances import problems
 
 
@@ -52,10 +52,10 @@ def _free_key(st, s):
 
 
 def _fit_answer(st, sh):
-    cands = G.fit_candidates(st, sh)
+    cands = R.fit_candidates(st, sh)
     if not cands:
         return None
-    return min((G.fit_score(st, sh, c), c[1]) for c in cands)[1]
+    return min((R.fit_score(st, sh, c), c[1]) for c in cands)[1]
 
 
 @settings(max_examples=60)
@@ -74,7 +74,7 @@ def test_index_matches_a_scan_under_random_changes(problem, rnd):
                 continue
             j = rnd.choice(free)
             o = rnd.randrange(len(problem.options[j]))
-            pick = rnd.choice([G.first_fit, G.best_fit])
+            pick = rnd.choice([R.first_fit, R.best_fit])
             a = pick(st_, j, o)
             if a is not None:
                 st_.place(j, a, o)
@@ -94,7 +94,7 @@ def test_indexed_spread_matches_the_scan(problem, rnd):
     st_ = G.State(problem)
     for j in problem.pending:
         if rnd.random() < 0.5:
-            a = G.first_fit(st_, j, 0)
+            a = R.first_fit(st_, j, 0)
             if a is not None:
                 st_.place(j, a, 0)
     for j in problem.pending:
@@ -114,7 +114,7 @@ def test_reassign_and_copy_keep_the_index():
     p = compile_problem(cl, jobs)
     st_ = G.State(p)
     for j in range(6):
-        st_.place(j, G.first_fit(st_, j, 0), 0)
+        st_.place(j, R.first_fit(st_, j, 0), 0)
     assert [st_.whole[s] for s in range(3)] == [0, 2, 4]
     sh = st_.shape(0, 0)
     f = st_.finder(sh, GPUS)
@@ -170,7 +170,7 @@ def test_finders_survive_dropping_the_logs(monkeypatch):
         if j in st_.assign:
             st_.remove(j)
         else:
-            a = G.best_fit(st_, j, 0)
+            a = R.best_fit(st_, j, 0)
             if a is not None:
                 st_.place(j, a, 0)
         sh = st_.shape(0, 0)

@@ -1,7 +1,7 @@
 """hived's kept engine equals the one rebuilt from the running jobs.
 
 Every round of a session, the engine kept from the last round
-(`alloc.solvers.common.kept`: the round's changes settled or rolled back,
+(`alloc.engines.cells.kept`: the round's changes settled or rolled back,
 the changes between the problems applied) must hold exactly what
 `restore_running` builds from the new problem's running jobs: the same
 placements, free milli, GPU memory, CPU, memory, idle counts, jobs on each
@@ -17,8 +17,8 @@ import pytest
 
 from alloc import Server, Session
 from alloc.deadline import Deadline
-from alloc.solvers.common import kept
-from alloc.solvers.common.cells import Engine, restore_running
+from alloc.engines.cells import kept
+from alloc.engines.cells.engine import Engine, restore_running
 
 from test_carry import Workload, cluster, events  # noqa: E402
 

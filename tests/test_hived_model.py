@@ -15,7 +15,7 @@ from alloc.model import Status, frozen_map
 from alloc.problem import compile_problem
 from alloc.solvers.exact.tenancy import solve as X
 from alloc.solvers.exact.tenancy.decode import Plan, binding_ok, carve_spread, decode_exact, victims_ok
-from alloc.solvers.common.cells import Engine, restore_running
+from alloc.engines.cells.engine import Engine, restore_running
 from alloc.solvers.exact.tenancy.model import (SCALE, build_model, group_jobs, restrictions)
 from alloc.solvers.exact.tenancy.search import complete, neighbourhood_search, restrict
 from alloc.solvers.exact.tenancy.warm import LossAwareEngine, hint_values, warm_starts

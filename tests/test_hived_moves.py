@@ -10,7 +10,7 @@ from dataclasses import replace
 
 from alloc import Cluster, GpuShare, Job, Placement, Server
 from alloc.problem import Assign, compile_problem
-from alloc.solvers.common.cell_round import _same
+from alloc.engines.cells.round import _same
 
 
 def test_a_running_job_with_other_cpu_on_the_same_gpus_has_moved():

@@ -81,7 +81,7 @@ def test_restore_running_keeps_validated_jobs_out_of_time():
     back (the binding comes from validation's cache)."""
     from alloc.deadline import Deadline
     from alloc.problem import compile_problem
-    from alloc.solvers.common.cells import Engine, restore_running
+    from alloc.engines.cells.engine import Engine, restore_running
     from alloc.validate import prepare
     c = cluster(2, {"a": [("switch", 1, "V100"), ("gpu", 2, "V100")]})
     jobs = [running(gj("x", 2, "a"), ["s0/gpu0", "s0/gpu1"]),

@@ -15,7 +15,7 @@ from alloc.registry import ALL_OBJECTIVES, declare
 #: fairness, a paper's policy), whatever the objective.
 OWN_RULE = {"proportional", "best-fit", "random", "dotprod", "gpu-clustering", "gpu-packing",
             "openb-best-fit", "fgd", "fgd-lookahead", "drf", "synergy-greedy", "synergy-tune",
-            "antman", "gandiva", "yarn", "tiresias"}
+            "antman", "gandiva", "yarn", "tiresias", "kueue-tas", "slurm-topology"}
 
 
 def _small():

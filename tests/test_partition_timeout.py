@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import time
 
-from alloc.solvers.common.configuration import partition
+from alloc.engines.configuration import partition
 
 
 def slow_or_fast(task):

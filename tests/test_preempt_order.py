@@ -228,3 +228,54 @@ def test_a_pinned_elastic_job_keeps_the_size_it_was_placed_at():
         assert a.preempted == ("r",) and len(a.placement("p").gpus) == 4, name
         values[name] = a.value
     assert values["hived"] == pytest.approx(values["cpsat"])
+
+
+# ------------------------------------------------------------------ packed
+def packed_case():
+    """Two 4-GPU servers: s0 runs r2 (ranked above r3) and r1 (the lowest);
+    s1 runs r4 (ranked high) and r3.  A waiting 4-GPU gang without locality
+    ranks first."""
+    cl = Cluster((server(0), server(1)))
+    run = [running("r1", "s0", [0, 1]), running("r2", "s0", [2, 3]),
+           running("r3", "s1", [0, 1]), running("r4", "s1", [2, 3])]
+    p = Job("p", 4, cpu=1000, mem=1000)
+    return cl, run + [p], ["p", "r4", "r2", "r3", "r1"]
+
+
+def test_by_default_a_gang_spreads_over_the_lowest_ranked_victims_servers():
+    cl, jobs, order = packed_case()
+    a = allocate(cl, jobs, order=order, preempt="order")
+    assert set(a.preempted) == {"r1", "r3"}
+    assert {g.gpu.split("/")[0] for g in a.placement("p").gpus} == {"s0", "s1"}
+
+
+@pytest.mark.parametrize("solver", ["best-fit", "cpsat", "hived", "fgd"])
+def test_preempt_packed_puts_the_gang_on_one_server(solver):
+    cl, jobs, order = packed_case()
+    a = allocate(cl, jobs, solver=solver, order=order, preempt="order", preempt_packed=True,
+                 time_limit=5)
+    assert set(a.preempted) == {"r1", "r2"}
+    assert {g.gpu.split("/")[0] for g in a.placement("p").gpus} == {"s0"}
+    assert a.stats["preempted_for"] == {"r1": "p", "r2": "p"}
+    assert not violations(cl, jobs, a, order=order, preempt="order")
+
+
+def test_preempt_packed_spreads_when_no_server_can_hold_the_gang():
+    cl = Cluster((server(0), server(1)))
+    run = [running("r1", "s0", [0, 1]), running("h0", "s0", [2, 3]),
+           running("r3", "s1", [0, 1]), running("h1", "s1", [2, 3])]
+    p = Job("p", 4, cpu=1000, mem=1000)
+    order = ["h0", "h1", "p", "r3", "r1"]           # h0 and h1 rank above p
+    a = allocate(cl, run + [p], order=order, preempt="order", preempt_packed=True)
+    assert set(a.preempted) == {"r1", "r3"}
+    assert {g.gpu.split("/")[0] for g in a.placement("p").gpus} == {"s0", "s1"}
+
+
+def test_preempt_packed_is_checked_and_passes_through_a_session():
+    from alloc import Session
+    cl, jobs, order = packed_case()
+    with pytest.raises(InputError, match="preempt_packed"):
+        allocate(cl, jobs, order=order, preempt="order", preempt_packed="yes")
+    s = Session(cl, jobs=jobs, order=order, preempt="order", preempt_packed=True)
+    r = s.step()
+    assert {p.job for p in r.preempt} == {"r1", "r2"}

@@ -13,7 +13,7 @@ import alloc
     ("alloc", "load_model", "load_profile"),
     ("alloc.profiles", "load_model", "load_profile"),
     ("alloc.problem", "Option", "GridPoint"),
-    ("alloc.solvers.common.configuration.engine", "Engine", "Backend"),
+    ("alloc.engines.configuration.backend", "Engine", "Backend"),
 ])
 def test_old_name_is_a_warning_alias(module, old, new):
     mod = importlib.import_module(module)
@@ -31,7 +31,7 @@ def test_from_import_warns_and_new_names_do_not():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         from alloc.problem import GridPoint, pareto_options
-        from alloc.solvers.common.configuration.engine import Backend  # noqa: F401
+        from alloc.engines.configuration.backend import Backend  # noqa: F401
         prof = alloc.load_profile("res18")
         assert prof.name == "res18"
         job = alloc.Job("a", 1, cpu=1000, mem=1000, model="res18", profile=prof)

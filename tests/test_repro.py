@@ -231,7 +231,7 @@ def test_exact_family_runs_local_search_only_where_it_applies():
     from alloc.objectives import get_objective
     from alloc.deadline import Deadline
     from alloc.problem import compile_problem
-    from alloc.solvers.common.configuration.driver import warm_start
+    from alloc.engines.configuration.driver import warm_start
     i = inst("elastic_local_search.json")
     p = compile_problem(i.cluster, i.jobs, get_objective("gpus"))
     _, _, _, values = warm_start(p, Deadline.after(2.0), floor=Deadline.after(2.0))

@@ -516,4 +516,44 @@ def slurm_main(argv: list[str] | None = None) -> int:
         ctl.close()
 
 
-__all__ = ["Controller", "Cycle", "ORDERS", "slurm_main"]
+def read_topology(path, nodes=None):
+    """The levels and each node's domains of Slurm's ``topology.conf``, in
+    its tree form (switches: levels ``leaf``, ``spine``, ``core``, ...) or
+    its block form (base blocks and the larger blocks of ``BlockSizes``):
+    `alloc.adapters.slurm_topology.read_topology_conf`.
+
+    Parameters
+    ----------
+    path : path
+        The ``topology.conf``.
+    nodes : iterable of str, optional
+        The cluster's node names (a line naming another node is an error).
+
+    Returns
+    -------
+    SlurmTopology
+        ``levels`` (outermost first, then ``server`` and ``gpu``) and
+        ``domains`` (node -> {level: switch or block}): ``Cluster(servers,
+        levels)`` with each server's ``domains``.
+
+    Raises
+    ------
+    InputError
+        One line naming the file and the line.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> from alloc.adapters.slurm import read_topology
+    >>> p = pathlib.Path(tempfile.mkdtemp()) / "topology.conf"
+    >>> _ = p.write_text("\\n".join(["BlockName=b1 Nodes=n[1-4]", "BlockName=b2 Nodes=n[5-8]",
+    ...                                "BlockSizes=4,8"]))
+    >>> levels, domains, form = read_topology(p)
+    >>> levels, domains["n6"], form
+    (('block2', 'block', 'server', 'gpu'), {'block2': 'b1-b2', 'block': 'b2'}, 'block')
+    """
+    from .slurm_topology import read_topology_conf
+    return read_topology_conf(path, nodes)
+
+
+__all__ = ["Controller", "Cycle", "ORDERS", "read_topology", "slurm_main"]

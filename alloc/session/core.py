@@ -65,6 +65,11 @@ class Session:
         Who may stop a running job in a round, as for [allocate][alloc.solve.allocate]:
         the tenancy rules (None), or the order (a running job ranked below a
         waiting job that cannot otherwise be placed is stopped for it).
+    preempt_packed : bool
+        Under preemption by order, a gang that needs victims goes on one
+        server whenever stopping jobs ranked below it can make room there,
+        before it is spread over its victims' servers (as for
+        [allocate][alloc.solve.allocate]; default False).
     gpu_keys : mapping or callable, optional
         The caller's key of each GPU (a mapping from the core's names
         ``"<server>/gpu<k>"``, or a function of the name): rounds report
@@ -113,7 +118,8 @@ class Session:
                  options: Mapping[str, Any] | None = None, max_moves: int | None = 0,
                  move_cost: float | None = None, order: Sequence | None = None,
                  preempt: str | None = None, gpu_keys=None, seed: int = 0,
-                 name: str = "session", models: Mapping[str, Profile] | None = None):
+                 name: str = "session", models: Mapping[str, Profile] | None = None,
+                 preempt_packed: bool = False):
         from ..objectives import DEFAULT_OBJECTIVE, get_objective
         from ..options import validate_options
         from ..registry import get_solver
@@ -143,7 +149,12 @@ class Session:
                 if isinstance(j, Job) else j for i, j in enumerate(jobs)]
         cluster, jobs = prepare(cluster, jobs)
         check_preempt(cluster, jobs, preempt)
+        if not isinstance(preempt_packed, bool):
+            raise InputError(f"preempt_packed: expected true or false, got "
+                             f"{short_repr(preempt_packed)}")
         self.preempt_rule = preempt
+        #: under preemption by order, a gang that needs victims on one server first
+        self.preempt_packed = preempt_packed
         missing = needed_capabilities(cluster, jobs, preempt) - self._info.capabilities
         if missing:
             raise InputError(f"solver {solver!r} does not support {', '.join(sorted(missing))} "
@@ -554,7 +565,7 @@ for ranks)."""
                 self._cluster, jobs + extra, self._objective, self.name, order=order,
                 max_moves=0 if no_moves else self.max_moves,
                 move_cost=None if no_moves else self.move_cost, preempt=self.preempt_rule,
-                carry=self._carry)
+                carry=self._carry, preempt_packed=self.preempt_packed)
             t2 = time.perf_counter()
             alloc = run_solver(problem, self._info, deadline, seed=self.seed,
                                options=self._options, timings=timings)
@@ -670,7 +681,7 @@ for ranks)."""
             return replace(gpus, job=job.id)
         c = self._cluster
         if job.gpus == 0:
-            if gpus not in c.server_index:
+            if not isinstance(gpus, str) or gpus not in c.server_index:
                 raise InputError(f"{where}: expected a server id for CPU-only job "
                                  f"{short_repr(self._ids.caller(job.id))}, got {short_repr(gpus)}")
             return Placement(job.id, (), {gpus: job.cpu}, {gpus: job.mem})

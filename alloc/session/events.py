@@ -32,7 +32,7 @@ from importlib import resources
 from typing import Any, Callable, Mapping
 
 from ..errors import InputError
-from ..model import DEFAULT_GPU_TYPE, Job, Server
+from ..model import Job, Server
 
 
 @lru_cache(maxsize=None)
@@ -46,7 +46,7 @@ def _validator(definition: str):
 
 
 def _schema_check(doc: Any, definition: str, where: str) -> None:
-    from ..schema import describe, path_str
+    from ..schema import describe, number_problems, path_str
     errs = sorted(_validator(definition).iter_errors(doc),
                   key=lambda e: list(map(str, e.absolute_path)))
     out = []
@@ -56,34 +56,26 @@ def _schema_check(doc: Any, definition: str, where: str) -> None:
             out.append(f"{where}.{msg}")
         else:
             out.append(f"{where}: {msg.split(': ', 1)[-1]}")
+    out += [f"{where}.{x}" for x in number_problems(doc)]
     if out:
         raise InputError(out)
 
 
 def job_from_dict(doc: Any, where: str = "job") -> Job:
     """A [`Job`][alloc.model.Job] from its ``alloc.instance/1`` form (schema-checked; the
-    model name is resolved later, by the session)."""
-    from ..io import placement_from_dict
+    model name is resolved later, by the session): read as an instance file
+    reads it ([`alloc.io.job_from_doc`][alloc.io.job_from_doc])."""
+    from ..io import job_from_doc
     _schema_check(doc, "job", where)
-    tenant = doc.get("tenant")
-    cur = doc.get("current")
-    return Job(
-        id=doc["id"], gpus=doc.get("gpus", 0), gpu_milli=doc.get("gpu_milli", 1000),
-        cpu=doc.get("cpu", 0), mem=doc.get("mem", 0),
-        gpu_types=tuple(doc.get("gpu_types") or ()), locality=doc.get("locality"),
-        model=doc.get("model"), tenant=tenant, guaranteed=doc.get("guaranteed", tenant is not None),
-        priority=doc.get("priority", 0), weight=float(doc.get("weight", 1.0)),
-        current=placement_from_dict(cur, doc["id"]) if cur else None,
-        min_gpus=doc.get("min_gpus"), max_gpus=doc.get("max_gpus"), gpu_mem=doc.get("gpu_mem"))
+    return job_from_doc(doc)
 
 
 def server_from_dict(doc: Any, where: str = "server") -> Server:
-    """A [`Server`][alloc.model.Server] from its ``alloc.instance/1`` form (schema-checked)."""
+    """A [`Server`][alloc.model.Server] from its ``alloc.instance/1`` form (schema-checked):
+    read as an instance file reads it ([`alloc.io.server_from_doc`][alloc.io.server_from_doc])."""
+    from ..io import server_from_doc
     _schema_check(doc, "server", where)
-    gpus = doc.get("gpus", 0)
-    return Server(doc["id"], doc["cpu"], doc["mem"], gpus,
-                  doc.get("gpu_type", DEFAULT_GPU_TYPE if gpus else None), doc.get("rack"),
-                  doc.get("sockets", 1), doc.get("switches_per_socket", 1))
+    return server_from_doc(doc)
 
 
 def _field(ev: Mapping, key: str, where: str, default: Any = ...) -> Any:

@@ -4,8 +4,11 @@ Property checkers (plain functions; each returns one readable line per
 breach, empty when the property holds; no hypothesis needed):
 
 * on placements (`alloc.testing.placements`): `overcommit_problems`,
-  `stability_problems` (running jobs), `sharing_safety_problems` (HiveD),
-  `order_problems` (the caller's order), `idle_room_problems`;
+  `stability_problems` (running jobs), `sharing_safety_problems` (HiveD's
+  safety), `guarantee_problems` (HiveD's guarantee: a tenant's guaranteed
+  job is served while its cells have room), `order_problems` (the caller's
+  order), `idle_room_problems`, `reason_problems` (every waiting job says
+  why);
 * DRF on placements, grouped by user (`alloc.testing.fairness`):
   `placement_envy_problems`, `placement_sharing_incentive_problems`,
   `placement_pareto_problems`, `placement_manipulation_gain`;
@@ -42,8 +45,9 @@ from .drf import (envy_problems, feasibility_problems, manipulation_gain, pareto
                   sharing_incentive_problems, tasks_with)
 from .fairness import (placement_envy_problems, placement_manipulation_gain,
                        placement_pareto_problems, placement_sharing_incentive_problems)
-from .placements import (idle_room_problems, order_problems, overcommit_problems, ranks,
-                         sharing_safety_problems, stability_problems)
+from .placements import (guarantee_problems, idle_room_problems, order_problems,
+                         overcommit_problems, ranks, reason_problems, sharing_safety_problems,
+                         stability_problems)
 from .room import Room, place_one, room_left
 from .shares import finish_time_fairness_problems, max_min_problems, water_filling_problems
 from .users import Owner, by_job, by_tenant, dominant_shares, owners, user_weights
@@ -72,11 +76,12 @@ def __getattr__(name: str):
 
 __all__ = ["CHECKS", "Owner", "PROMISES", "Room", "applicable_solvers", "by_job", "by_tenant",
            "check_across", "check_against_optimum", "dominant_shares", "envy_problems",
-           "feasibility_problems", "finish_time_fairness_problems", "idle_room_problems",
+           "feasibility_problems", "finish_time_fairness_problems", "guarantee_problems",
+           "idle_room_problems",
            "manipulation_gain", "max_min_problems", "order_problems", "overcommit_problems",
            "owners", "pareto_problems", "place_one", "placement_envy_problems",
            "placement_manipulation_gain", "placement_pareto_problems",
-           "placement_sharing_incentive_problems", "ranks", "room_left",
+           "placement_sharing_incentive_problems", "ranks", "reason_problems", "room_left",
            "sharing_incentive_problems", "sharing_safety_problems", "solver_problems",
            "stability_problems", "tasks_with", "user_weights", "water_filling_problems",
            *_WITH_HYPOTHESIS]

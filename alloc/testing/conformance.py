@@ -15,10 +15,21 @@ wrong (empty list: it conforms), each line tagged with its check:
 * ``status`` -- a heuristic never claims ``optimal`` or ``infeasible``;
   ``optimal`` only with a bound;
 * ``bound`` -- ``value <= bound``;
+* ``preferred`` -- for a solver that declares ``preferred``: no job placed
+  now spans several nodes of its preferred level while one could take it
+  (`alloc.testing.topology.preferred_problems`);
 * ``determinism`` -- the same input and seed give the same placements (an
-  exact solver stopped by the clock short of ``optimal`` is exempt);
+  exact solver stopped by the clock short of ``optimal``, or one whose
+  phases ran out of their time, ``stats["clock_cut"]``, is exempt);
 * ``options`` -- an unknown option is refused with a ``ValueError`` naming
   it;
+* ``reasons`` -- every job left waiting says why (`reason_problems`);
+* ``guarantee`` -- on inputs with tenants' cells, a solver that handles
+  tenancy serves the guarantee: a waiting guaranteed job has no room in its
+  tenant's cells, and its reason names them (`guarantee_problems`);
+* ``order`` under ``preempt="order"``, for every solver: no job waits for
+  lower-ranked work beyond the backfill rule (`order_problems`: it does not
+  fit in what the running jobs and the jobs ranked above it leave);
 * the properties the solver *promises* (`PROMISES`): ``order``
   (`order_problems`), ``order-per-user`` (the same within each user),
   ``maximal`` (`idle_room_problems`), ``drf`` (envy-freeness and
@@ -27,7 +38,9 @@ wrong (empty list: it conforms), each line tagged with its check:
 `check_across` compares the answers of several solvers to one input: exact
 solvers agree on a proven optimum and nobody beats it, no value exceeds a
 reported bound, and an exact solver (solving the problem as given) is never
-below a heuristic that applies.
+below a heuristic that applies -- among answers to the same problem: where
+the core placed the guaranteed jobs for one solver (`alloc.guarantee`) and
+another served the guarantee by rules of its own, they solved two.
 """
 from __future__ import annotations
 
@@ -41,6 +54,7 @@ from ..model import MILLI, Allocation, Cluster, Job, Status
 from ..objectives import allocation_value
 from ..registry import get_solver, solvers
 from ..solve import allocate, needed_capabilities
+from .placements import guarantee_problems, reason_problems
 
 TOL = 1e-6
 
@@ -60,7 +74,8 @@ PROMISES: dict[str, frozenset] = {
 }
 #: Every check, in the order they run (the last four are promises).
 CHECKS = ("runs", "deadline", "input", "violations", "order-preemption", "value", "status",
-          "bound", "determinism", "options", "order", "order-per-user", "maximal", "drf")
+          "bound", "preferred", "determinism", "options", "reasons", "guarantee", "order",
+          "order-per-user", "maximal", "drf")
 #: The checks a solver may promise (`PROMISES`).
 PROMISABLE = CHECKS[CHECKS.index("order"):]
 
@@ -151,13 +166,23 @@ def solver_problems(name: str, cluster: Cluster, jobs: Sequence[Job], *,
         if abs(value - a.value) > TOL * max(1, abs(a.value)) else [])
     add("status", status_problems(info.exact, a))
     add("bound", bound_problems(a))
+    if "preferred" in info.capabilities:
+        from .topology import preferred_problems
+        add("preferred", preferred_problems(cluster, jobs, a, objective))
     if "determinism" not in skip:
         again = allocate(cluster, jobs, check=False, **kw)
-        if placement_key(again) != placement_key(a) and not (info.exact
-                                                             and a.status is not Status.OPTIMAL):
+        clocked = a.status is not Status.OPTIMAL or "clock_cut" in a.stats \
+            or "clock_cut" in again.stats
+        if placement_key(again) != placement_key(a) and not (info.exact and clocked):
             add("determinism", [f"not deterministic for seed {seed}"])
     if "options" not in skip:
         add("options", option_problems(name, cluster, jobs))
+    add("reasons", reason_problems(jobs, a))
+    if "tenancy" in info.capabilities:
+        add("guarantee", guarantee_problems(cluster, jobs, a))
+    if preempt == "order":
+        promises = {"order"} | set(PROMISES.get(name, frozenset()) if promises is None
+                                   else promises)
     add_promises(add, name, cluster, jobs, a, ranked, promises)
     return out, a
 
@@ -264,8 +289,32 @@ def placement_key(a: Allocation):
                    for p in a.placements), a.status)
 
 
+def same_problem(a: Allocation, b: Allocation) -> bool:
+    """Two answers to one call solved the same problem: not when the core
+    placed the guaranteed jobs for one (``stats["guarantee_pinned"]``,
+    `alloc.guarantee`) and the other served the guarantee itself (a solver
+    that declares ``guarantee``, with rules of its own).
+
+    Examples
+    --------
+    >>> from alloc import Allocation
+    >>> from alloc.testing.conformance import same_problem
+    >>> core = Allocation(solver="cpsat", stats={"guarantee_pinned": ["g"]})
+    >>> same_problem(core, Allocation(solver="hived")), same_problem(core, Allocation(solver="drf"))
+    (False, True)
+    """
+    return bool(a.stats.get("guarantee_pinned")) == bool(b.stats.get("guarantee_pinned")) or \
+        not (_serves_guarantee(a) or _serves_guarantee(b))
+
+
+def _serves_guarantee(a: Allocation) -> bool:
+    info = solvers().get(a.solver)
+    return info is not None and "guarantee" in info.capabilities
+
+
 def check_against_optimum(results: dict[str, Allocation], exact_names: Sequence[str]) -> list[str]:
-    """Exact solvers that proved optimality agree; nobody beats a proven optimum."""
+    """Exact solvers that proved optimality agree; nobody beats a proven
+    optimum (of the same problem, `same_problem`)."""
     out = []
     proven = {n: a.value for n, a in results.items()
               if n in exact_names and a.status is Status.OPTIMAL}
@@ -275,7 +324,7 @@ def check_against_optimum(results: dict[str, Allocation], exact_names: Sequence[
             if abs(v - ref) > 1e-5 * max(1, abs(ref)):
                 out.append(f"{n} proved {v} optimal but {ref_name} proved {ref}")
         for n, a in results.items():
-            if a.value > ref + 1e-5 * max(1, abs(ref)):
+            if a.value > ref + 1e-5 * max(1, abs(ref)) and same_problem(a, results[ref_name]):
                 out.append(f"{n} found {a.value}, above the proven optimum {ref}")
     return out
 
@@ -289,7 +338,7 @@ def check_across(results: dict[str, Allocation]) -> list[str]:
         if a.bound is None:
             continue
         for m, b in results.items():
-            if b.value > a.bound + 1e-5 * max(1.0, abs(a.bound)):
+            if b.value > a.bound + 1e-5 * max(1.0, abs(a.bound)) and same_problem(a, b):
                 out.append(f"{m} found {b.value}, above {n}'s bound {a.bound}")
     heur = {n: a for n, a in results.items() if not reg[n].exact}
     # exact solvers that say which heuristics they ran promise to be above them
@@ -297,6 +346,8 @@ def check_across(results: dict[str, Allocation]) -> list[str]:
                      and "heuristics" in a.stats]
     for n in exact:
         for m, b in heur.items():
+            if not same_problem(results[n], b):
+                continue
             if results[n].value < b.value - 1e-5 * max(1.0, abs(b.value)):
                 out.append(f"exact {n} returned {results[n].value}, below heuristic {m}'s "
                            f"{b.value}")
@@ -305,5 +356,5 @@ def check_across(results: dict[str, Allocation]) -> list[str]:
 
 __all__ = ["CHECKS", "PROMISES", "add_promises", "applicable_solvers", "bound_problems",
            "check_across",
-           "check_against_optimum", "option_problems", "order_preemption_problems", "placement_key", "solver_problems",
-           "status_problems"]
+           "check_against_optimum", "option_problems", "order_preemption_problems", "placement_key",
+           "same_problem", "solver_problems", "status_problems"]

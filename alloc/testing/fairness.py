@@ -153,7 +153,7 @@ def placement_envy_problems(cluster: Cluster, jobs: Sequence[Job], allocation: A
         raise ValueError(f"up_to: expected 0 or 1, got {up_to!r}")
     us = _Users(cluster, jobs, allocation, owner, weights)
     out = []
-    for x in _pending(jobs, allocation):
+    for x in _pending(jobs, allocation, cluster):
         u = owner(x)
         mine = us.key(u)
         for v in us.w:
@@ -206,7 +206,7 @@ def placement_sharing_incentive_problems(cluster: Cluster, jobs: Sequence[Job],
     us = _Users(cluster, jobs, allocation, owner, weights)
     share = 1.0 / sum(us.w.values()) if sum(us.w.values()) > 0 else 0.0
     out = []
-    for x in _pending(jobs, allocation):
+    for x in _pending(jobs, allocation, cluster):
         u = owner(x)
         if us.key(u) >= share:
             continue

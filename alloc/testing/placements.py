@@ -24,8 +24,8 @@ from __future__ import annotations
 
 from typing import Callable, Sequence
 
-from ..check import capacity_problems, live_state_problems
-from ..model import Allocation, Cluster, Job
+from ..check import capacity_problems, live_state_problems, placement_problems
+from ..model import Allocation, Cluster, GpuShare, Job, Placement
 from ..objectives import throughput
 from ..resources import capacity_problems as gpu_capacity_problems
 from .room import place_one, room_left
@@ -168,12 +168,187 @@ def sharing_safety_problems(cluster: Cluster, jobs: Sequence[Job], allocation: A
     return tenancy_violations(cluster, jobs, allocation)
 
 
-def _pending(jobs: Sequence[Job], allocation: Allocation) -> list[Job]:
+def _placeable(cluster: Cluster, job: Job) -> bool:
+    """The job could be placed on this cluster at all (the compile step's
+    test: a job that cannot waits with that reason)."""
+    from ..problem import placeable_reason
+    return placeable_reason(cluster, job) is None
+
+
+def _pending(jobs: Sequence[Job], allocation: Allocation, cluster: Cluster | None = None
+             ) -> list[Job]:
     """Jobs that were not running, are unplaced and could be placed on this
-    cluster at all (no reason given), not guaranteed."""
+    cluster at all, not guaranteed (without ``cluster``: those without a
+    reason)."""
     placed = {p.job for p in allocation.placements}
-    return [j for j in jobs if j.current is None and j.id not in placed
-            and j.id not in allocation.reasons and not j.guaranteed]
+    return [j for j in jobs if j.current is None and j.id not in placed and not j.guaranteed
+            and (_placeable(cluster, j) if cluster is not None
+                 else j.id not in allocation.reasons)]
+
+
+def reason_problems(jobs: Sequence[Job], allocation: Allocation) -> list[str]:
+    r"""Every waiting job says why: for every job left unplaced,
+
+    $$
+    \mathrm{reasons}(x) \ne \text{""}
+    $$
+
+    (the instance format's promise; `alloc.waiting`).
+
+    Examples
+    --------
+    >>> from alloc import Allocation, Job
+    >>> from alloc.testing import reason_problems
+    >>> reason_problems([Job("a", 1, cpu=1, mem=1)], Allocation(unplaced=("a",)))
+    ["job 'a' waits without a reason"]
+    """
+    placed = {p.job for p in allocation.placements}
+    return [f"job {j.id!r} waits without a reason" for j in jobs
+            if j.id not in placed and not allocation.reasons.get(j.id)]
+
+
+def guarantee_problems(cluster: Cluster, jobs: Sequence[Job], allocation: Allocation, *,
+                       deadline: float = 5.0) -> list[str]:
+    r"""A tenant's guarantee is served (HiveD, Zhao et al., OSDI'20, section 3).
+
+    For every guaranteed job ``x`` of tenant ``v`` left unplaced (waiting,
+    or stopped) that could be placed on this cluster at all, with ``K(x)``
+    the placements of every guaranteed job (the opportunistic ones it may
+    stop, `alloc.tenancy.outranks`) --
+
+    $$
+    x \text{ does not fit in the room } K(x) \text{ leaves inside } v
+    \text{'s cells,}
+    $$
+
+    (its GPUs all in cells a binding of every tenant's cells gives ``v``,
+    sharing safety kept: `alloc.tenancy.infer_binding`), and its reason
+    names the tenant whose cells are full.  (GPUs that a job it may not stop
+    shares are not offered: sound, not complete.)  Otherwise a guaranteed job
+    waits while its tenant's cells have room for it -- at the cost of
+    opportunistic work, which the guarantee allows.  (HiveD also lets a
+    guaranteed job stop its tenant's guaranteed jobs of lower priority; the
+    promise checked here is the one every tenancy solver keeps.)
+
+    The witness search is sound, not complete: one server per job (no
+    spread), its request's CPU and memory, its fewest GPUs, GPUs held only
+    by jobs it may stop, the consolidated choice of each server first inside
+    the tenant's bound cells.  A breach reported is a real one.
+
+    Parameters
+    ----------
+    cluster, jobs, allocation
+        The input and the answer.
+    deadline : float
+        Seconds each binding search may take.
+
+    Returns
+    -------
+    list of str
+        One line per guaranteed job left waiting with room in its cells (with
+        where), or without a reason naming its tenant.
+
+    Examples
+    --------
+    >>> from alloc import Allocation, Cell, Cluster, GpuShare, Job, Placement, Server, Tenant
+    >>> from alloc.testing import guarantee_problems
+    >>> c = Cluster((Server("s0", 8000, 8000, 2, "V100"),),
+    ...             tenants={"a": Tenant("a", (Cell("server", 1),))})
+    >>> opp = Placement("o", (GpuShare("s0/gpu0", 1000), GpuShare("s0/gpu1", 1000)),
+    ...                 {"s0": 100}, {"s0": 100})
+    >>> jobs = [Job("o", 2, cpu=100, mem=100, current=opp),
+    ...         Job("g", 2, cpu=100, mem=100, tenant="a", guaranteed=True)]
+    >>> guarantee_problems(c, jobs, Allocation((opp,), unplaced=("g",)))
+    ["guaranteed job 'g' of tenant 'a' waits though its tenant's cells have room for it (on s0/gpu0, s0/gpu1; held by 'o', which it may stop)", "guaranteed job 'g' waits without a reason naming tenant 'a'"]
+    """
+    if not cluster.tenants:
+        return []
+    from ..deadline import Deadline
+    by_id = {j.id: j for j in jobs}
+    placed = {p.job: p for p in allocation.placements}
+    out = []
+    for x in jobs:
+        if not x.guaranteed or x.id in placed or x.tenant not in cluster.tenants \
+                or not _placeable(cluster, x):
+            continue
+        where = _guarantee_witness(cluster, by_id, placed, x, Deadline.after(deadline))
+        if where is not None:
+            gpus, stop = where
+            out.append(f"guaranteed job {x.id!r} of tenant {x.tenant!r} waits though its "
+                       f"tenant's cells have room for it (on {', '.join(gpus)}"
+                       + (f"; held by {', '.join(map(repr, stop[:3]))}, which it may stop"
+                          if stop else "") + ")")
+        why = allocation.reasons.get(x.id, "")
+        if repr(x.tenant) not in why and f"tenant {x.tenant}" not in why:
+            out.append(f"guaranteed job {x.id!r} waits without a reason naming tenant "
+                       f"{x.tenant!r}")
+    return out
+
+
+def _guarantee_witness(cluster: Cluster, by_id, placed, x: Job, deadline):
+    """``(GPU ids, the jobs on them it would stop)`` where guaranteed job
+    ``x`` fits its tenant's cells (see `guarantee_problems`), or None."""
+    from collections import defaultdict
+    from ..tenancy import cell_tree, check_binding, guaranteed_usage, infer_binding, quotas
+    from ..resources import gpu_mem_caps, share_mem
+    v = x.tenant or ""
+    tree = cell_tree(cluster)
+    q = quotas(cluster).get(v, {})
+    types = {t for (t, _), k in q.items() if k and x.allows(t)}
+    n = x.min_gpus if x.elastic and x.min_gpus is not None else x.gpus
+    if not types or n == 0:
+        return None
+
+    def may_stop(j: Job) -> bool:
+        return not j.guaranteed
+    keep = [p for jid, p in placed.items() if jid in by_id and not may_stop(by_id[jid])]
+    stoppable = {jid for jid in placed if jid in by_id and may_stop(by_id[jid])}
+    kept_jobs = [by_id[p.job] for p in keep]
+    used = guaranteed_usage(cluster, kept_jobs, keep)
+    gidx = cluster.gpu_index
+    held_milli: dict[str, int] = defaultdict(int)
+    cpu: dict[str, int] = defaultdict(int)
+    mem: dict[str, int] = defaultdict(int)
+    for p in keep:
+        for g in p.gpus:
+            held_milli[g.gpu] += g.milli or 1        # an opportunistic share kept holds memory
+        for sid, val in p.cpu.items():
+            cpu[sid] += val
+        for sid, val in p.mem.items():
+            mem[sid] += val
+    base = infer_binding(cluster, used, deadline=deadline)
+    if base is None:
+        return None
+    mine = {g for nd in base.get(v, ()) for g in tree.gpus[nd]}
+    caps = gpu_mem_caps(cluster)
+    inner = x.locality if x.locality in ("socket", "switch") else None
+    for s in cluster.servers:
+        if not s.gpus or s.gpu_type not in types or n > s.gpus:
+            continue
+        if cpu[s.id] + x.cpu > s.cpu or mem[s.id] + x.mem > s.mem:
+            continue
+        free = [g for g in s.gpu_ids() if not held_milli[g]
+                and share_mem(x, GpuShare(g, x.gpu_milli), caps[gidx[g]]) <= caps[gidx[g]]]
+        groups: dict[str, list[str]] = defaultdict(list)
+        for g in sorted(free, key=lambda g: (gidx[g] not in mine, gidx[g])):
+            k = int(g.rsplit("gpu", 1)[1])
+            groups[s.gpu_domain(k, inner) if inner else s.id].append(g)
+        for group in groups.values():
+            if len(group) < n:
+                continue
+            gpus = group[:n]
+            trial = {**{t: set(gs) for t, gs in used.items()}}
+            trial.setdefault(v, set()).update(gidx[g] for g in gpus)
+            b = infer_binding(cluster, trial, deadline=deadline)
+            if b is None or check_binding(cluster, b, trial):
+                continue
+            w = Placement(x.id, tuple(GpuShare(g, x.gpu_milli) for g in gpus), {s.id: x.cpu},
+                          {s.id: x.mem})
+            if placement_problems(cluster, x, w, "witness"):
+                continue
+            return gpus, sorted(jid for jid in stoppable if s.id in placed[jid].cpu
+                                or any(g.gpu in gpus for g in placed[jid].gpus))
+    return None
 
 
 def _witness(cluster: Cluster, x: Job, room, spread: bool) -> str | None:
@@ -244,7 +419,7 @@ def order_problems(cluster: Cluster, jobs: Sequence[Job], allocation: Allocation
     by_id = {j.id: j for j in jobs}
     everything = room_left(cluster, jobs, allocation.placements)
     out = []
-    for x in _pending(jobs, allocation):
+    for x in _pending(jobs, allocation, cluster):
         if _witness(cluster, x, everything, spread) is not None:
             continue                     # room is free: idle_room_problems' case
         keep, below = [], []
@@ -296,12 +471,12 @@ def idle_room_problems(cluster: Cluster, jobs: Sequence[Job], allocation: Alloca
     """
     room = room_left(cluster, jobs, allocation.placements)
     out = []
-    for x in _pending(jobs, allocation):
+    for x in _pending(jobs, allocation, cluster):
         where = _witness(cluster, x, room, spread)
         if where is not None:
             out.append(f"job {x.id!r} is unplaced but fits in the room left (on {where})")
     return out
 
 
-__all__ = ["idle_room_problems", "order_problems", "overcommit_problems", "ranks",
-           "sharing_safety_problems", "stability_problems"]
+__all__ = ["guarantee_problems", "idle_room_problems", "order_problems", "overcommit_problems",
+           "ranks", "reason_problems", "sharing_safety_problems", "stability_problems"]

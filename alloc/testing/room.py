@@ -44,6 +44,7 @@ from ..check import placement_problems
 from ..model import MILLI, Cluster, GpuShare, Job, Placement
 from ..problem import split
 from ..resources import gpu_mem_caps, share_compute, share_mem
+from ..topology import is_outer, server_domains
 
 
 @dataclass(frozen=True)
@@ -150,10 +151,11 @@ def _most(room_v: int, total: int, n: int) -> int:
 
 
 def _spread(cluster: Cluster, job: Job, room: Room, usable, n: int) -> Placement | None:
-    pools: dict[str, list] = defaultdict(list)
-    for s in cluster.servers:
+    pools: dict[int, list] = defaultdict(list)
+    dom = server_domains(cluster, job.locality) if is_outer(job.locality) else None
+    for i, s in enumerate(cluster.servers):
         if usable.get(s.id):
-            pools[(s.rack or "") if job.locality == "rack" else ""].append(s)
+            pools[dom[i] if dom is not None else -1].append(s)
     for servers in pools.values():
         cap = {s.id: min(len(usable[s.id]), _most(room.cpu[s.id], job.cpu, n),
                          _most(room.mem[s.id], job.mem, n)) for s in servers}
@@ -210,7 +212,7 @@ def place_one(cluster: Cluster, job: Job, room: Room, *, spread: bool = True) ->
     n = job.min_gpus if job.min_gpus is not None else job.gpus
     usable = _usable(cluster, job, room)
     w = _on_one_server(cluster, job, room, usable, n)
-    if w is None and spread and n > 1 and job.locality in (None, "rack"):
+    if w is None and spread and n > 1 and (job.locality is None or is_outer(job.locality)):
         w = _spread(cluster, job, room, usable, n)
     if w is not None and placement_problems(cluster, job, w, "witness"):
         return None

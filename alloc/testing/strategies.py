@@ -1,12 +1,15 @@
 r"""Hypothesis strategies over the whole input space `allocate` accepts.
 
 * `clusters` -- servers with and without GPUs, GPU types and GPU memory,
-  every hierarchy (rack, server, socket, switch, gpu), tenants with
+  hierarchies of any depth and names (`hierarchies`: levels above the
+  servers named freely, the servers' domains; socket, switch, gpu inside
+  them), tenants with
   guaranteed cells (repaired until the cluster can host them) and *users*
   (tenants without cells);
 * `instances` -- a cluster and its jobs: whole and shared GPUs, CPU-only
   jobs, GPU types (one the cluster lacks included: such a job waits with a
-  reason), every locality level, shipped and random profiles (grids, GPU
+  reason), every locality level and preferred level, shipped and random
+  profiles (grids, GPU
   speeds, span factors, elastic scaling), priorities and weights, tenants'
   guaranteed and opportunistic jobs, users, elastic jobs, GPU memory and
   compute declarations, running jobs (``current`` from a valid placement
@@ -43,9 +46,12 @@ MODELS = ("res18", "bert", "alexnet", "res50")
 #: Hierarchies drawn (outermost first).
 LEVEL_SETS = (("server", "gpu"), ("rack", "server", "gpu"), ("server", "socket", "gpu"),
               ("server", "socket", "switch", "gpu"), ("rack", "server", "socket", "switch", "gpu"))
+#: Names of levels above the servers drawn besides arbitrary text.
+LEVEL_NAMES = ("zone", "block", "rack", "nvl72", "leaf", "spine", "pod", "Scalable Unit")
 #: Heuristics that make running jobs' placements, in the order tried.
 PLACERS = ("best-fit", "greedy-upgrade", "hived", "antman")
 INNER = ("socket", "switch", "rack")
+_RESERVED = ("cluster", "server", "socket", "switch", "gpu")
 
 
 @dataclass(frozen=True)
@@ -63,6 +69,8 @@ class Call:
     move_cost : float or None
     order : tuple of str or None
         The caller's order (job ids, highest rank first).
+    preempt : {None, "order"}
+        Preemption by the caller's order (inputs without tenants' guarantees).
     """
     cluster: Cluster
     jobs: tuple
@@ -72,11 +80,13 @@ class Call:
     move_cost: float | None = None
     order: tuple | None = None
     features: frozenset = field(default=frozenset(), compare=False)
+    preempt: str | None = None
 
     def kwargs(self) -> dict:
         """The keyword arguments of `allocate` besides the solver."""
         return dict(objective=self.objective, seed=self.seed, max_moves=self.max_moves,
-                    move_cost=self.move_cost, order=list(self.order) if self.order else None)
+                    move_cost=self.move_cost, order=list(self.order) if self.order else None,
+                    preempt=self.preempt)
 
     def instance(self, name: str = "drawn") -> Instance:
         """The cluster and jobs as an `Instance` (drawn profiles inline), for
@@ -97,6 +107,7 @@ def features(cluster: Cluster, jobs: Sequence[Job], **call) -> frozenset:
         "running": any(j.current is not None for j in jobs),
         "moves": call.get("max_moves") is not None or call.get("move_cost") is not None,
         "order": call.get("order") is not None,
+        "preempt-order": call.get("preempt") == "order",
         "tenants": any(t.cells for t in cluster.tenants.values()),
         "guaranteed": any(j.guaranteed for j in jobs),
         "users": any(j.tenant and not cluster.tenants[j.tenant].cells for j in jobs),
@@ -117,9 +128,12 @@ def _caps(capabilities) -> frozenset:
 
 # ------------------------------------------------------------------ profiles
 @st.composite
-def profiles(draw, name: str = "p", gpu_types: Sequence[str] = ("V100", "P100")) -> Profile:
+def profiles(draw, name: str = "p", gpu_types: Sequence[str] = ("V100", "P100"),
+             levels: Sequence[str] = ("switch", "socket", "server", "rack", "cluster")
+             ) -> Profile:
     """A random profile within the model schema: a CPU x memory grid (some
-    cells infeasible), GPU speeds, span factors, elastic scaling."""
+    cells infeasible), GPU speeds, span factors at some of ``levels``,
+    elastic scaling."""
     dec = st.integers(1, 300).map(lambda k: k / 100)
     cpu = sorted(draw(st.sets(st.sampled_from([500, 1000, 2000, 3000, 4000, 6000]),
                               min_size=1, max_size=3)))
@@ -127,8 +141,8 @@ def profiles(draw, name: str = "p", gpu_types: Sequence[str] = ("V100", "P100"))
                               min_size=1, max_size=3)))
     tput = tuple(tuple(draw(st.one_of(st.none(), dec)) for _ in mem) for _ in cpu)
     speed = {t: draw(dec) for t in gpu_types if draw(st.booleans())}
-    levels = draw(st.sets(st.sampled_from(["switch", "socket", "server", "rack", "cluster"])))
-    span = {lv: draw(st.integers(20, 100).map(lambda k: k / 100)) for lv in levels}
+    spanned = draw(st.sets(st.sampled_from(list(levels))))
+    span = {lv: draw(st.integers(20, 100).map(lambda k: k / 100)) for lv in sorted(spanned)}
     scaling = {1: 1.0, 2: draw(st.integers(100, 200).map(lambda k: k / 100))} \
         if draw(st.booleans()) else {}
     return Profile(name, tuple(cpu), tuple(mem), tput, frozen_map(speed), frozen_map(span),
@@ -165,11 +179,32 @@ def tenants(draw, cluster: Cluster, users: bool = True) -> dict:
 
 
 @st.composite
+def hierarchies(draw) -> tuple[str, ...]:
+    """Levels of a cluster, outermost first: one of `LEVEL_SETS` (two draws
+    in three), or 0-3 levels above the servers with any names (`LEVEL_NAMES`
+    or drawn text), then ``server`` and some of ``socket``, ``switch``,
+    ``gpu``."""
+    if draw(st.integers(0, 2)):
+        return draw(st.sampled_from(LEVEL_SETS))
+    name = st.one_of(st.sampled_from(LEVEL_NAMES),
+                     st.text(st.characters(min_codepoint=33, max_codepoint=0x2FF),
+                             min_size=1, max_size=8)).filter(lambda x: x not in _RESERVED)
+    outer = draw(st.lists(name, min_size=0, max_size=3, unique=True))
+    inside = draw(st.sampled_from([(), ("socket",), ("switch",), ("socket", "switch")]))
+    gpu = ("gpu",) if inside or draw(st.integers(0, 4)) else ()
+    return tuple(outer) + ("server",) + inside + gpu
+
+
+@st.composite
 def clusters(draw, max_servers: int = 3, *, capabilities=None) -> Cluster:
-    """A cluster of 1..``max_servers`` servers (the first with GPUs) under one
-    of `LEVEL_SETS`; tenants when ``capabilities`` has ``tenancy``."""
+    """A cluster of 1..``max_servers`` servers (the first with GPUs) under
+    levels of `hierarchies` (any depth and names), each server in one of
+    two domains per level above it; tenants when ``capabilities`` has
+    ``tenancy``."""
+    from ..topology import is_outer
     caps = _caps(capabilities)
-    levels = draw(st.sampled_from(LEVEL_SETS))
+    levels = draw(hierarchies())
+    outer = [lv for lv in levels if is_outer(lv) and lv != "rack"]
     servers = []
     for i in range(draw(st.integers(1, max_servers))):
         g = draw(st.sampled_from([2, 4, 8]) if i == 0 else st.sampled_from([0, 2, 4, 4, 8]))
@@ -182,7 +217,8 @@ def clusters(draw, max_servers: int = 3, *, capabilities=None) -> Cluster:
             draw(st.sampled_from(["V100", "P100"])) if g else None,
             rack=f"r{i % 2}" if "rack" in levels else None, sockets=sockets,
             switches_per_socket=switches,
-            gpu_mem=draw(st.sampled_from([None, None, 16384, 24576])) if g else None))
+            gpu_mem=draw(st.sampled_from([None, None, 16384, 24576])) if g else None,
+            domains=frozen_map({lv: draw(st.sampled_from(["a", "b"])) for lv in outer})))
     cluster = Cluster(tuple(servers), levels)
     if "tenancy" in caps and draw(st.integers(0, 2)):
         cluster = replace(cluster, tenants=draw(tenants(cluster)))
@@ -197,9 +233,12 @@ def _gpu_part(draw, cluster: Cluster, caps: frozenset) -> dict:
     if "sharing" in caps and draw(st.integers(0, 2)) == 0:
         return dict(gpus=1, gpu_milli=draw(st.sampled_from([100, 250, 500, 700])))
     g = draw(st.integers(1, min(8, max(max_g, cluster.total_gpus))))
-    inner = [lv for lv in INNER if lv in cluster.levels] if "locality" in caps else []
+    inner = [lv for lv in cluster.levels if lv not in ("server", "gpu")] \
+        if "locality" in caps else []
     loc = draw(st.sampled_from([None, "server", *inner])) if g > 1 else None
     out = dict(gpus=g, locality=loc)
+    if "preferred" in caps and g > 1 and draw(st.booleans()):
+        out["preferred"] = draw(st.sampled_from(cluster.levels))
     if "elastic" in caps and g > 1 and draw(st.booleans()):
         out["min_gpus"] = draw(st.integers(1, g))
         out["max_gpus"] = draw(st.sampled_from([None, g, g + 2]))
@@ -235,7 +274,9 @@ def jobs(draw, cluster: Cluster, k: int, *, capabilities=None, random_profiles: 
             kw["gpu_types"] = ("T4",)            # no server has it: waits with a reason
         if random_profiles and draw(st.integers(0, 2)) == 0:
             kw["model"] = f"p{k}"
-            kw["profile"] = draw(profiles(f"p{k}", types))
+            kw["profile"] = draw(profiles(f"p{k}", types,
+                                          [lv for lv in cluster.levels if lv != "gpu"]
+                                          + ["cluster"]))
         else:
             kw["model"] = draw(st.sampled_from([None, *models]))
             kw["profile"] = load_profile(kw["model"]) if kw["model"] else None
@@ -314,7 +355,9 @@ def calls(draw, solver: str | None = None, *, capabilities=None, max_servers: in
           max_jobs: int = 6, running: bool = True, random_profiles: bool = True) -> Call:
     """A `Call`: an instance within the capabilities of ``solver`` (or
     ``capabilities``; None: everything), an objective, a seed, a move budget
-    and cost when jobs run, sometimes the caller's order."""
+    and cost when jobs run, sometimes the caller's order -- and then, on
+    inputs without tenants' guarantees and for solvers with
+    ``order-preemption``, sometimes preemption by it."""
     caps = get_solver(solver).capabilities if solver is not None else _caps(capabilities)
     cluster, js = draw(instances(max_servers, max_jobs, capabilities=caps, running=running,
                                  random_profiles=random_profiles))
@@ -326,6 +369,9 @@ def calls(draw, solver: str | None = None, *, capabilities=None, max_servers: in
     if draw(st.booleans()):
         ids = draw(st.permutations([j.id for j in js]))
         kw["order"] = tuple(ids[:draw(st.integers(1, len(ids)))])
+        tenancy = cluster.tenants or any(j.guaranteed for j in js)
+        if "order-preemption" in caps and not tenancy and draw(st.booleans()):
+            kw["preempt"] = "order"
     return Call(cluster, js, features=features(cluster, js, **kw), **kw)
 
 
@@ -390,5 +436,6 @@ def shares_problems(draw, max_jobs: int = 6, max_types: int = 3, *, scale_factor
     return problem_from_dict(doc)
 
 
-__all__ = ["Call", "LEVEL_SETS", "MODELS", "PLACERS", "calls", "clusters", "features",
+__all__ = ["Call", "LEVEL_NAMES", "LEVEL_SETS", "MODELS", "PLACERS", "calls", "clusters",
+           "features", "hierarchies",
            "instances", "jobs", "markets", "profiles", "shares_problems", "tenants"]

@@ -213,7 +213,7 @@ def _run_group(report: SuiteReport, caps: frozenset, names, how, time_limit, ski
         report.examples += 1
         report.features.update(call.features)
         results, problems = {}, []
-        for n in applicable_solvers(call.cluster, call.jobs, names=names):
+        for n in applicable_solvers(call.cluster, call.jobs, names=names, preempt=call.preempt):
             bad, a = solver_problems(n, call.cluster, call.jobs, time_limit=time_limit,
                                      skip=skip, **call.kwargs())
             report.ran[n] += 1

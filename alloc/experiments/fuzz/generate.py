@@ -24,9 +24,10 @@ again.  Features, each drawn independently:
   from 1e-3 to 1e3.
 
 A quarter of the instances are medium-sized (up to 24 servers and 40 jobs),
-the rest small (up to 6 servers and 12 jobs).  Tiny instances (at most three servers of at most eight GPUs, five jobs,
-every multi-GPU job inside one server) are small enough for
-[alloc.experiments.fuzz.brute.brute_force][].
+the rest small (up to 6 servers and 12 jobs).  Tiny instances (at most
+three servers of at most eight GPUs, five jobs, every multi-GPU job inside
+one server, elastic ones at most one GPU above their request) are small
+enough for [alloc.experiments.fuzz.brute.brute_force][].
 """
 from __future__ import annotations
 
@@ -87,7 +88,7 @@ def job_doc(rng: random.Random, k: int, levels, tenants, tiny: bool, extreme: bo
             demands: bool = False) -> dict:
     """One pending job of a random kind (module notes); GPU memory and compute
     declared only with ``demands``."""
-    kind = rng.choice(("whole", "whole", "share", "cpu") + (() if tiny else ("elastic",)))
+    kind = rng.choice(("whole", "whole", "share", "cpu", "elastic"))
     j: dict = {"id": f"j{k}"}
     g, milli = 0, 1000
     if kind == "share":
@@ -98,7 +99,7 @@ def job_doc(rng: random.Random, k: int, levels, tenants, tiny: bool, extreme: bo
         j["gpus"] = g
         if kind == "elastic" and g >= 2:
             j["min_gpus"] = rng.randint(1, g)
-            j["max_gpus"] = rng.choice((g, 2 * g))
+            j["max_gpus"] = rng.choice((g, 2 * g) if not tiny else (g, g + 1))
     else:
         j["gpus"] = 0
     per = max(g, 1)

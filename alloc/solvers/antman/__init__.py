@@ -17,7 +17,7 @@ from ...registry import declare
 
 SOLVERS = (
     declare("antman", "alloc.solvers.antman.scheduler:solve_antman", objectives=(),
-            capabilities=("sharing", "locality", "spread", "tenancy", "preemption",
+            capabilities=("sharing", "locality", "spread", "tenancy", "preemption", "guarantee",
                           "colocation", "gpu-memory", "gpu-compute"),
             options=(
                 Option("util_threshold", "float", 0.8,

@@ -17,7 +17,10 @@ Job ``j`` of tenant ``v`` wanting ``n`` GPUs of ``gpu_milli`` each, memory
 2. ``findNodes(n, topo)``: GPUs of type ``t`` with ``f_g >= gpu_milli``
    (riders hold none), not reserved for another gang, where the job fits once
    the riders are capped to zero compute and shrunk (or, past their least
-   memory, preempted: an opportunistic job never blocks a guaranteed one):
+   memory, preempted: an opportunistic job never blocks a guaranteed one;
+   when the free GPUs are not enough, the opportunistic jobs holding GPUs
+   of that type stop too, lowest priority first and no more than the job
+   needs, `stop_holders`):
 
        cap_g - m_g + sum_riders mem_r >= D_mem,
        1000 - c_g + sum_riders comp_r >= D_comp;
@@ -291,14 +294,20 @@ def place_guaranteed(st: State, j: int, reserved: dict, preempted: set, stats: d
         load = lambda g: (g not in mine, g in hard, len(st.riders[g]),  # noqa: E731
                           int(st.comp[g]), g)
         gpus = choose(st, j, cands, load) if room >= job.gpus else None
+        off: list[tuple[int, Assign]] = []
+        if gpus is None and room >= job.gpus:
+            gpus, off = stop_holders(st, j, taken, t, load)
         if gpus is not None:
             a = p.make_assign(j, gpus, 0)
             if cpu_fits(st, a):
                 make_room(st, j, gpus, preempted)
                 st.place(j, a)
                 if _tenancy_ok(st):
+                    preempted.update(r for r, _ in off if p.jobs[r].current is not None)
                     return True
                 st.remove(j)
+        for r, b in reversed(off):
+            st.place(r, b)
         part = sorted(partial(st, j, cands), key=load)[:max(0, room)]
         if len(part) > len(best_part):
             best_part = part
@@ -307,6 +316,50 @@ def place_guaranteed(st: State, j: int, reserved: dict, preempted: set, stats: d
         stats.setdefault("reserved", {})[job.id] = [ids[g] for g in sorted(best_part)]
         reserved[job.id] = list(best_part)
     return False
+
+
+def stop_holders(st: State, j: int, taken: set, gpu_type: str, key):
+    """Rule 2 when the free GPUs are not enough: the opportunistic jobs that
+    hold GPUs of ``gpu_type`` (whole or shared milli, not riders) stop for
+    guaranteed job j -- an opportunistic job never blocks a guaranteed one --
+    lowest priority first (then the lowest ranked), until `choose` finds the
+    job's GPUs; then every one it fits without is put back (highest priority
+    first).  Returns ``(gpus, stopped)`` -- the victims taken off the state,
+    with their assignments (``(job, Assign)``) -- or ``(None, [])`` with the
+    state unchanged."""
+    p = st.p
+    pinned = p.pinned
+    holders = sorted({r for s in p.allowed_servers(j)
+                      if p.cluster.servers[s].gpu_type == gpu_type
+                      for g in range(int(p.gpu_first[s]), int(p.gpu_first[s] + p.srv_gpus[s]))
+                      for r in st.holders[g]
+                      if not p.jobs[r].guaranteed and r not in pinned},
+                     key=lambda r: (p.jobs[r].priority, -int(p.rank[r]), r))
+    if not holders:
+        return None, []
+    off: list[tuple[int, Assign]] = []
+    gpus = None
+    for r in holders:
+        off.append((r, st.assign[r]))
+        st.remove(r)
+        cands, _ = guaranteed_gpus(st, j, taken, gpu_type)
+        gpus = choose(st, j, cands, key)
+        if gpus is not None:
+            break
+    if gpus is None:
+        for r, a in reversed(off):
+            st.place(r, a)
+        return None, []
+    for r, a in sorted(off, key=lambda ra: (-p.jobs[ra[0]].priority, int(p.rank[ra[0]]))):
+        st.place(r, a)
+        cands, _ = guaranteed_gpus(st, j, taken, gpu_type)
+        again = choose(st, j, cands, key)
+        if again is None:
+            st.remove(r)
+        else:
+            gpus = again
+            off = [x for x in off if x[0] != r]
+    return gpus, off
 
 
 def partial(st: State, j: int, cands: list[int]) -> list[int]:

@@ -3,7 +3,9 @@
 * ``drf`` -- discrete progressive filling: the user (a tenant, else a job)
   with the smallest weighted dominant share places its next job, best fit;
   running jobs stay where they run and count first
-  (`alloc.solvers.drf.progressive`).
+  (`alloc.solvers.drf.progressive`).  Each job is placed by the greedy
+  engine's best fit (`alloc.engines.greedy.rules`); with tenants' cells, by
+  HiveD's buddy-cell engine without preemption (`alloc.engines.cells`).
 
 The continuous form (fractional tasks over explicit resources) is
 [`alloc.shares.drf_shares`][alloc.shares.drf_shares].

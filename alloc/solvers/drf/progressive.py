@@ -40,11 +40,11 @@ after, with the shares carried over: HiveD lets a guaranteed job take the
 GPUs of opportunistic ones, and this solver never stops a job, so it places
 them in that order instead.
 
-Placement.  Without tenancy, `alloc.solvers.common.greedy.best_fit`
-on the heuristics' `alloc.solvers.common.greedy.State` (the
+Placement.  Without tenancy, `alloc.engines.greedy.rules.best_fit`
+on the heuristics' `alloc.engines.greedy.state.State` (the
 server left fullest, GPUs consolidated, a spread over servers when none holds
 the job and its locality allows).  With tenancy (tenants or guaranteed jobs),
-HiveD's `alloc.solvers.common.cells.Engine` without preemption or
+HiveD's `alloc.engines.cells.engine.Engine` without preemption or
 co-location: guaranteed jobs inside their tenant's cells (buddy binding,
 sharing safety kept), opportunistic jobs on GPUs no guaranteed job holds; the
 binding is reported in ``stats["binding"]``.
@@ -64,7 +64,8 @@ from ...deadline import Deadline
 from ...errors import SolverError
 from ...model import MILLI, Status
 from ...problem import Assign, Problem, Solution
-from ..common.greedy import State, best_fit, rank_order
+from ...engines.greedy.state import State
+from ...engines.greedy.rules import best_fit, rank_order
 
 #: Turns between two deadline checks.
 CHECK_EVERY = 16
@@ -162,7 +163,7 @@ class _CellPlacer:
     """HiveD's engine without preemption or co-location (tenancy)."""
 
     def __init__(self, problem: Problem, deadline: Deadline):
-        from ..common.cells import Engine, restore_running
+        from ...engines.cells.engine import Engine, restore_running
         self.p = problem
         self.eng = Engine(problem, None, colocate=False)
         homeless = restore_running(self.eng, problem.running, deadline)

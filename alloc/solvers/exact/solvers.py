@@ -10,7 +10,7 @@ Dispatch (`run`):
   has the cells, preemption, migration and elastic sizes, and reports its
   restrictions against the instance itself;
 * the rest goes to the configuration model, on the whole problem or on
-  ``parts`` parts (`alloc.solvers.common.configuration.solve.auto_parts`).
+  ``parts`` parts (`alloc.engines.configuration.solve.auto_parts`).
 """
 from __future__ import annotations
 
@@ -19,8 +19,8 @@ from dataclasses import replace
 from ...deadline import Deadline
 from ...model import Status
 from ...problem import Problem, Solution
-from ..common.configuration.engine import Backend
-from ..common.configuration.solve import configuration
+from ...engines.configuration.backend import Backend
+from ...engines.configuration.solve import configuration
 
 
 def needs_tenancy_model(problem: Problem) -> bool:
@@ -59,12 +59,13 @@ def tenancy(problem: Problem, engine: Backend, *, deadline: Deadline, seed: int,
     the model's answer (the score the call reports: value minus the move and
     preemption costs; on a tie the answer that stops fewer running jobs)."""
     from .tenancy.solve import scorer, solve_tenancy
-    from ..common.configuration.driver import warm_start
+    from ...engines.configuration.driver import warm_start
     best, _, sols, values = warm_start(problem, deadline.share(warm_share), seed,
                                        floor=deadline.share(max(warm_share, 0.5)))
     score = scorer(problem, problem.running, preemption_cost)
     name, kept, binding, rejected = best_valid(problem, dict(zip(values, sols)), score,
                                                deadline.share(warm_share))
+    kept = ordered(problem, kept)
     values = {n: v for n, v in values.items() if n not in rejected}
     extra: dict = {"heuristics_rejected": sorted(rejected)} if rejected else {}
     rival = score(kept, ())[0] if kept else None
@@ -73,6 +74,7 @@ def tenancy(problem: Problem, engine: Backend, *, deadline: Deadline, seed: int,
     sol = solve_tenancy(problem, deadline=deadline.share(0.95), seed=seed, engine=engine.name,
                         preemption_cost=preemption_cost, guaranteed_first=guaranteed_first,
                         workers=engine.workers, rival=rival)
+    sol = replace(sol, assign=ordered(problem, sol.assign))
     broken = "over-commits GPU memory" if memory_broken(problem, sol.assign) else \
         cells_broken(problem, sol, deadline.share(0.5))
     if broken:
@@ -82,6 +84,8 @@ def tenancy(problem: Problem, engine: Backend, *, deadline: Deadline, seed: int,
         extra["model_answer_dropped"] = broken
         sol = replace(sol, assign=dict(problem.fixed), status=Status.FEASIBLE, preempted=())
         rescue = preempting_rival(problem, deadline, seed)
+        if rescue is not None:
+            rescue = replace(rescue, assign=ordered(problem, rescue.assign))
         if rescue is not None and score(rescue.assign, rescue.preempted)[0] > \
                 score(sol.assign, sol.preempted)[0]:
             extra["source"] = "heuristic hived"
@@ -94,6 +98,7 @@ def tenancy(problem: Problem, engine: Backend, *, deadline: Deadline, seed: int,
         # the rest of the time: local search from the heuristics' best
         name, kept = polish(problem, name, kept, score, deadline.share(0.5), seed)
         rival = score(kept, ())[0]
+    sol = _compacted(problem, sol, deadline)
     if kept and rival > score(sol.assign, sol.preempted)[0]:
         # the model's own answer is not returned: drop what describes it
         stats = {k: v for k, v in sol.stats.items()
@@ -103,9 +108,29 @@ def tenancy(problem: Problem, engine: Backend, *, deadline: Deadline, seed: int,
             stats["binding"] = binding
         value, b = score(kept, ())[1], sol.bound
         proven = b is not None and value >= b - 1e-6 * max(1.0, abs(b))
+        kept = _compacted(problem, Solution(kept, Status.FEASIBLE), deadline).assign
         return Solution(kept, Status.OPTIMAL if proven else Status.FEASIBLE, b, (), stats)
     return replace(sol, stats={**sol.stats, "heuristics": values, **extra}) \
         if values or extra else sol
+
+
+def _compacted(problem: Problem, sol: Solution, deadline: Deadline) -> Solution:
+    """``sol`` with its preferred jobs moved into one node of their level
+    where one holds them (`alloc.engines.greedy.compact.compacted`)."""
+    from ...engines.greedy.compact import compacted
+    assign = compacted(problem, sol.assign, deadline)
+    return sol if assign is sol.assign else replace(sol, assign=assign)
+
+
+def ordered(problem: Problem, assign: dict) -> dict:
+    """Under the order's promise (``preempt="order"``) ``assign`` -- every
+    running job it keeps listed, one it leaves out stopped -- walked down the
+    ranks (`alloc.preempt.kept_order`: unchanged when it keeps the order);
+    else ``assign``."""
+    if not problem.keeps_order or not assign:
+        return assign
+    from ...preempt import kept_order
+    return kept_order(problem, assign, stops=True)
 
 
 def memory_broken(problem: Problem, assign: dict) -> bool:
@@ -152,7 +177,7 @@ def preempting_rival(problem: Problem, deadline: Deadline, seed: int) -> Solutio
     covers the input and its answer passes the instance's check, else None."""
     from ...check import violations
     from ...registry import solvers
-    from ..common.configuration.driver import need_ok
+    from ...engines.configuration.driver import need_ok
     info = solvers().get("hived")
     if info is None or not info.available or not need_ok(problem, info.capabilities) or \
             deadline.left() < 0.05:
@@ -169,14 +194,15 @@ def polish(problem: Problem, name: str, kept: dict, score, deadline: Deadline, s
     """``(name, assign)``: local search from ``kept`` (its pending part; the
     running jobs stay) within ``deadline`` when that scores more."""
     from ...registry import get_solver
-    from ..common.improve import local_search
-    from ..common.configuration.columns import check_assign
-    from ..common.configuration.driver import need_ok
+    from ...engines.greedy.improve import local_search
+    from ...engines.configuration.columns import check_assign
+    from ...engines.configuration.driver import need_ok
     if deadline.left() < 0.05 or not need_ok(problem, get_solver("local-search").capabilities):
         return name, kept
     start = {j: a for j, a in kept.items() if j not in problem.fixed}
     ls = local_search(problem, start, deadline=deadline, seed=seed)
-    cand = {**problem.fixed, **ls}
+    cand = ordered(problem, {**problem.fixed, **ls})
+    ls = {j: a for j, a in cand.items() if j not in problem.fixed}
     if check_assign(problem, ls) and score(cand, ())[0] > score(kept, ())[0] and \
             instance_ok(problem, cand, deadline)[0]:
         return f"local-search from {name}", cand

@@ -17,7 +17,7 @@ overhead on a handful of nodes is most of a pod's cost.  The state:
 * per-node summaries kept incrementally: ``gsum`` (free milli), ``gmax``
   (largest free share on one GPU, -1 without GPUs), ``nfull`` (fully free GPUs),
   ``tags`` (bit set of GPU-pod tags for GpuClustering: bit 0 = shared pod,
-  bit k = k-GPU whole pod), ``frag`` (node fragmentation F, see
+  bit k = k-GPU whole pod, `tag_bit`), ``frag`` (node fragmentation F, see
   `FragModel`, with its per-type counts, brought up to date on read);
 * ``log[:nlog]``: the node changed at each placement or removal (what the
   score indexes catch up from); ``model_free``/``model_tused`` per GPU model;
@@ -33,6 +33,7 @@ Whole-GPU pods always take the lowest-indexed fully free GPUs.
 """
 from __future__ import annotations
 
+import threading
 from bisect import bisect_left
 from dataclasses import dataclass
 from typing import Sequence
@@ -226,6 +227,25 @@ def sigmoid_score(delta: np.ndarray) -> np.ndarray:
 
 
 # ------------------------------------------------------------------- state
+#: the highest tag bit of an int64 tag set: pods of this many GPUs or more share it
+TAG_TOP = 62
+
+
+def tag_bit(pod: "Pod") -> int:
+    """GpuClustering's tag of a GPU pod as one bit of an int64 set: bit 0
+    for a shared pod, bit k for a pod of k whole GPUs, ``k < TAG_TOP`` (a pod
+    of `TAG_TOP` GPUs or more -- wider than any node of fewer GPUs -- takes
+    bit `TAG_TOP`: on nodes that wide, such sizes share one tag).
+
+    Examples
+    --------
+    >>> from alloc.solvers.fgd.engine import Pod, tag_bit
+    >>> tag_bit(Pod(1000, 1000, 2, 1000)), tag_bit(Pod(1000, 1000, 63, 1000)) == 1 << 62
+    (4, True)
+    """
+    return 1 if pod.shared else (1 << min(pod.k, TAG_TOP))
+
+
 class ClusterState:
     """Per-node free resources as numpy arrays, updated after each placement."""
 
@@ -454,7 +474,7 @@ class ClusterState:
     def apply(self, n: int, gpus: Sequence[int], pod: Pod) -> None:
         """Place ``pod`` on node ``n`` (GPU slots ``gpus``)."""
         if pod.k:
-            bit = 1 if pod.shared else (1 << pod.k)
+            bit = tag_bit(pod)
             self.tags[n] |= bit
             self._tagn[(n, bit)] = self._tagn.get((n, bit), 0) + 1
         self._update(n, gpus, pod, 1)
@@ -465,7 +485,7 @@ class ClusterState:
         node holds any more is cleared (the state then equals one that never
         saw the pod)."""
         if pod.k:
-            bit = 1 if pod.shared else (1 << pod.k)
+            bit = tag_bit(pod)
             left = self._tagn.get((n, bit), 0) - 1
             if left > 0:
                 self._tagn[(n, bit)] = left
@@ -637,7 +657,7 @@ class GpuClusteringPolicy(Policy):
             return np.zeros(len(gsum), dtype=np.int64), None
         gn = state.gpu_norm
         base = np.floor(25.0 * (gn - gsum) / gn).astype(np.int64)
-        bit = 1 if pod.shared else (1 << pod.k)
+        bit = tag_bit(pod)
         tags = state.tags[idx]
         bonus = np.where(tags == bit, 75, np.where((tags & bit) != 0, 50,
                                                    np.where(tags == 0, 25, 0)))
@@ -840,6 +860,45 @@ class FGDPolicy(_Cached):
         return s.max(axis=1), s.argmax(axis=1)
 
 
+class _Import:
+    """scipy's ``linprog``, imported once per process in a thread of its own
+    so that a call with a deadline waits for it only as long as it can:
+    the first import of ``scipy.optimize`` takes 0.4-0.6 s on an idle
+    machine and seconds on a loaded one, more than a short time limit."""
+    done = threading.Event()
+    started = False
+    linprog = None
+
+    @classmethod
+    def _run(cls) -> None:
+        try:
+            from scipy.optimize import linprog
+            cls.linprog = linprog
+        finally:
+            cls.done.set()
+
+    @classmethod
+    def get(cls, deadline: Deadline | None):
+        """``linprog``, or None when it is not imported before half of what
+        is left of ``deadline`` (None: wait as long as it takes)."""
+        if cls.linprog is not None:
+            return cls.linprog
+        if deadline is None:
+            from scipy.optimize import linprog
+            cls.linprog = linprog
+            return linprog
+        with _IMPORT_LOCK:
+            if not cls.started:
+                cls.started = True
+                threading.Thread(target=cls._run, name="alloc-scipy-import",
+                                 daemon=True).start()
+        cls.done.wait(max(0.0, 0.5 * deadline.left()))
+        return cls.linprog
+
+
+_IMPORT_LOCK = threading.Lock()
+
+
 def hole_values(sizes: Sequence[int], prices: Sequence[float], cap: int = MILLI):
     """``V(f) = max { sum_s n_s y_s : sum_s n_s s <= f, n_s >= 0 integer }`` for
     f = 0..cap (unbounded knapsack), and the last item of an optimal filling of
@@ -870,17 +929,20 @@ def share_prices(sizes: Sequence[int], demand: Sequence[float], cap: int = MILLI
     ``deadline``: checked before every LP; once it has passed, the prices of
     the patterns generated so far are returned (dual prices of a restricted
     LP: the reduced costs they give still steer, less sharply; all zero when
-    no LP ran, which turns the reduced-cost term off).  None: no
-    limit (the offline openb experiment).  The LP goes through scipy's
+    no LP ran, which turns the reduced-cost term off).  The first call of a
+    process imports scipy's LP solver in the background and waits for it at
+    most half of what is left of ``deadline`` (`_Import`): not imported by
+    then, no LP runs this call.  None: no limit (the offline openb
+    experiment).  The LP goes through scipy's
     HiGHS rather than `alloc.kernel`: its duals feed published figures
     (``bench/results/openb*.md``), which a different HiGHS build may move
     at degenerate optima."""
-    from scipy.optimize import linprog
     n = len(sizes)
     pats = [np.eye(n, dtype=np.int64)[j] * max(1, cap // sizes[j]) for j in range(n)]
     d = np.asarray(demand, dtype=np.float64)
     y, V = np.zeros(n), None        # no LP before the deadline: no prices
-    for _ in range(max_rounds):
+    linprog = _Import.get(deadline)
+    for _ in range(max_rounds if linprog is not None else 0):
         if deadline is not None and deadline.expired():
             break
         a = np.array(pats).T

@@ -6,10 +6,17 @@
 * ``greedy-upgrade`` -- cheapest good CPU/memory point, value-density order,
   then exact per-server option upgrades;
 * ``local-search`` -- greedy-upgrade then insert/swap moves.
+
+All four run on the greedy engine (`alloc.engines.greedy`): ``proportional``
+and ``best-fit`` are its first-fit and best-fit rules in order
+(`alloc.engines.greedy.rules`), ``greedy-upgrade`` and ``local-search`` its
+value-aware greedy and local search (`alloc.engines.greedy.improve`, where
+the algorithm is written out); a job with a preferred level ends compacted
+into one node of it (`alloc.engines.greedy.compact`).
 """
 from ...registry import declare
 
-_BASE = ("sharing", "locality", "spread", "order-preemption")
+_BASE = ("sharing", "locality", "preferred", "spread", "order-preemption")
 
 SOLVERS = (
     declare("proportional", "alloc.solvers.heuristics.greedy:solve_proportional", objectives=(),

@@ -1,5 +1,5 @@
 r"""The baseline heuristics, on the shared greedy state
-(`alloc.solvers.common.greedy`).
+(`alloc.engines.greedy.state`).
 
 * ``proportional`` -- Synergy's baseline: every job gets its request (its
   GPU-proportional CPU and memory), jobs in order (priority first), first fit
@@ -7,6 +7,11 @@ r"""The baseline heuristics, on the shared greedy state
 * ``best-fit`` -- jobs by decreasing size, each on the server that leaves the
   least normalised free capacity, the sum over resources r of
   ``(free_r - use_r) / cap_r``, compared exactly (ties: lowest index).
+
+Both spread a job whose locality is a level above the servers inside one
+of its domains, place a job with a preferred level by Kueue's descent when
+no server holds it, and end by moving preferred jobs into one node of
+their level where one holds them (`alloc.engines.greedy.descent`).
 """
 from __future__ import annotations
 
@@ -14,7 +19,9 @@ from typing import Sequence
 
 from ...deadline import Deadline
 from ...problem import Problem, Solution
-from ..common.greedy import State, best_fit, first_fit, rank_order
+from ...engines.greedy.state import State
+from ...engines.greedy.rules import best_fit, first_fit, rank_order
+from ...engines.greedy.compact import compact
 
 
 def _place_all(st: State, order: Sequence[int], pick, deadline: Deadline) -> dict:
@@ -24,6 +31,7 @@ def _place_all(st: State, order: Sequence[int], pick, deadline: Deadline) -> dic
         a = pick(st, j, 0)
         if a is not None:
             st.place(j, a, 0)
+    compact(st, deadline=deadline)
     return {}
 
 

@@ -2,8 +2,10 @@
 
 * ``hived`` -- buddy-cell allocation with priorities and preemption, Gandiva
   migration and grow/shrink, AntMan co-location: one round of the buddy-cell
-  engine, `alloc.solvers.common.cells` (shared machinery: ``drf`` places
-  tenants' jobs with it and the tenancy model warm-starts from it).
+  engine, `alloc.engines.cells`, whose notes write out the rules (the engine
+  is shared: the core keeps a tenant's guarantee for every solver with it,
+  ``drf`` places tenants' jobs with it and the tenancy model warm-starts
+  from it).
 
 Its option ``tenancy_preempt`` (guaranteed jobs may stop opportunistic
 ones and lower-priority jobs of their tenant, as the tenancy rules allow) was
@@ -19,7 +21,7 @@ from ...options import Option
 from ...registry import declare
 
 _CAPS = ("tenancy", "preemption", "locality", "sharing", "spread", "elastic", "migration",
-         "colocation", "gpu-memory", "order-preemption")
+         "colocation", "gpu-memory", "order-preemption", "guarantee")
 
 SOLVERS = (
     declare("hived", "alloc.solvers.hived.solvers:solve_hived", capabilities=_CAPS,

@@ -1,5 +1,5 @@
 """The ``hived`` solver: one round of the buddy-cell engine
-(`alloc.solvers.common.cells`, where the rules are written out) with the
+(`alloc.engines.cells`, where the rules are written out) with the
 call's options."""
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from ...deprecation import warn_renamed_option
 from ...model import Status
 from ...problem import Problem, Solution
 from ...tenancy import binding_keys
-from ..common.cell_round import run
+from ...engines.cells.round import run
 
 
 def solve_hived(problem: Problem, *, deadline: Deadline, seed: int = 0,

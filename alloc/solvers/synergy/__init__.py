@@ -4,7 +4,11 @@
 * ``synergy-tune`` -- best case, else proportional, else reclaim peers' excess;
 * ``synergy-opt`` -- the joint problem with the fairness floor, exact.
 
-See `alloc.solvers.synergy.tune` and `alloc.solvers.synergy.opt`.
+See `alloc.solvers.synergy.tune` and `alloc.solvers.synergy.opt`.  The
+packers place on the greedy engine's state and server index
+(`alloc.engines.greedy`); ``synergy-opt`` with the ``cpsat`` or ``milp``
+backend is the configuration model (`alloc.engines.configuration`) on the
+problem with the fairness floor.
 
 A round-based simulator uses the package's two public functions: `fast_round`
 (one reusable round of ``proportional``, ``synergy-greedy`` or

@@ -43,6 +43,7 @@ from collections import defaultdict
 
 import numpy as np
 
+from ...arrays import outer_levels
 from ...deadline import Deadline
 from ...kernel import INF, LinearModel, solve as solve_model
 from ...model import MILLI, Status
@@ -98,7 +99,8 @@ def _types(p: Problem) -> list[tuple[tuple, list[int]]]:
                 for o, op in enumerate(p.options[j])]
         prof = job.profile
         sp_in = _span(prof, "server") if use_span and job.gpus > 1 else 1.0
-        sp_out = max(_span(prof, "rack"), _span(prof, "cluster")) if use_span and spread else 1.0
+        sp_out = max(_span(prof, lv) for lv in (*outer_levels(p.levels), "cluster")) \
+            if use_span and spread else 1.0
         key = (job.gpus, job.gpu_milli, spread, p.allowed[j].tobytes(), tuple(vals),
                sp_in, sp_out)
         types[key].append(j)
@@ -318,8 +320,8 @@ def solve_opt(problem: Problem, *, deadline: Deadline, seed: int = 0, backend: s
         backend = "aggregated" if place_all else "cpsat"
     if backend in ("cpsat", "milp"):
         # the configuration model itself: running jobs stay where they run
-        from ..common.configuration.engine import Backend
-        from ..common.configuration.solve import configuration
+        from ...engines.configuration.backend import Backend
+        from ...engines.configuration.solve import configuration
         sol = configuration(fp, Backend("cpsat" if backend == "cpsat" else "highs"),
                             deadline=deadline, seed=seed)
     else:

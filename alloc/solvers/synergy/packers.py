@@ -16,8 +16,9 @@ from typing import Iterable, Sequence
 
 from ...model import MILLI
 from ...problem import Assign, GridPoint, Problem, split
-from ..common.greedy import INNER_LEVELS, State, new_assign
-from ..common.index import GPUS, WHOLE, Finder, Shape
+from ...topology import is_outer
+from ...engines.greedy.state import INNER_LEVELS, State, new_assign
+from ...engines.greedy.index import GPUS, WHOLE, Finder, Shape
 
 
 #: the finder key of the ``gpus`` rule over every allowed class
@@ -26,7 +27,7 @@ _GPUS_ANY = (GPUS, None)
 
 class ProblemPacker:
     """Packing state over a compiled [`Problem`][alloc.problem.Problem] (wraps the greedy
-    [`State`][alloc.solvers.antman.scheduler.State] and its server index; handles GPU types,
+    [`State`][alloc.engines.greedy.state.State] and its server index; handles GPU types,
     sharing, CPU-only
     jobs).
 
@@ -54,8 +55,8 @@ class ProblemPacker:
 
     def free_milli(self) -> int:
         """Free milli-GPU over the whole cluster (kept up to date by
-        [`place`][alloc.solvers.antman.scheduler.State.place] and
-        [`remove`][alloc.solvers.antman.scheduler.State.remove])."""
+        [`place`][alloc.engines.greedy.state.State.place] and
+        [`remove`][alloc.engines.greedy.state.State.remove])."""
         return self._free_milli
 
     def n(self, j: int) -> int:
@@ -137,7 +138,8 @@ class ProblemPacker:
         ceil(c / n), free memory // ceil(m / n))`` GPUs; the option's CPU and
         memory are split over the parts in proportion to their GPUs (largest
         remainder) and the spread fails if a part's share does not fit.  A
-        rack locality keeps the job in one rack (`_spread_pools`); a server
+        locality above the servers keeps the job in one of its domains
+        (`_spread_pools`); a server
         or finer locality, a fractional-GPU or a
         one-GPU job never spreads.  The same rule as `FastPacker.fit`."""
         p, st = self.p, self.st
@@ -162,19 +164,21 @@ class ProblemPacker:
 
     def _spread_pools(self, j: int, servers: Sequence[int] | None):
         """The candidate servers of `spread`, each pool fewest whole free GPUs
-        first (then index): one pool per rack under a rack locality (racks in
-        order of their first server with free CPU and memory), else one;
+        first (then index): one pool per domain under a locality above the
+        servers (domains in order of their first server with free CPU and
+        memory), else one;
         without a server list, lazily from the per-class free-GPU buckets."""
         p, st = self.p, self.st
         ok, cls, whole = st.class_mask(j), st.lay.cls, st.whole
-        if servers is None and not (p.jobs[j].locality == "rack" and "rack" in p.levels):
+        loc = p.jobs[j].locality
+        if servers is None and not is_outer(loc):
             return [self._by_free_gpus(ok)]
         cand = [s for s in (range(p.S) if servers is None else servers)
                 if ok[cls[s]] and st.cpu_l[s] > 0 and st.mem_l[s] > 0]
         groups: dict[object, list[int]] = {}
-        rack = p.jobs[j].locality == "rack" and "rack" in p.levels
+        dom = p.arrays.srv_domain[loc] if is_outer(loc) else None
         for s in cand:
-            groups.setdefault(p.cluster.servers[s].rack if rack else None, []).append(s)
+            groups.setdefault(int(dom[s]) if dom is not None else None, []).append(s)
         return [sorted(g, key=lambda s: (whole[s], s)) for g in groups.values()]
 
     def _by_free_gpus(self, ok):
@@ -215,7 +219,7 @@ class ProblemPacker:
 
     def remove(self, j: int) -> tuple[int, Assign]:
         """Take job j off; returns its option index and assignment (for
-        [`place`][alloc.solvers.antman.scheduler.State.place] to put it back)."""
+        [`place`][alloc.engines.greedy.state.State.place] to put it back)."""
         o = self.st.option[j]
         soft = self._revertible(j, o)
         a = self.st.remove(j)
@@ -340,7 +344,7 @@ class ProblemPacker:
     def soft_targets(self, j: int):
         """The servers with GPU room for job j and a placed job whose option
         may still be reverted, fewest whole free GPUs first (then index),
-        lazily (see `alloc.solvers.common.index.Finder.ordered`)."""
+        lazily (see `alloc.engines.greedy.index.Finder.ordered`)."""
         st = self.st
         sh = st.shape(j, 0)
         room = st.shapes.get(("room",) + sh.key)
@@ -566,7 +570,7 @@ class FastPacker:
 
     def remove(self, j: int):
         """Take job j off; returns its option index and parts (for
-[`place`][alloc.solvers.antman.scheduler.State.place]
+[`place`][alloc.engines.greedy.state.State.place]
         or `refit_same`)."""
         parts = self.parts.pop(j)
         o = self.opt.pop(j)

@@ -27,7 +27,7 @@ Jobs arrive in the scheduler's rank order; every allocation is one round.
 
 On a compiled problem (`ProblemPacker`)
 the feasible server with the fewest free GPUs comes from the server index
-(`alloc.solvers.common.index`), and step 3 visits, in the same order,
+(`alloc.engines.greedy.index`), and step 3 visits, in the same order,
 only the targets where reverting can change something: servers holding a job
 placed this round above its capped option, and servers whose capacity grew
 during this job's step 3 (a reverted job may span several servers).  Every
@@ -40,7 +40,7 @@ from typing import Iterable
 
 from ...deadline import Deadline
 from ...problem import Problem, Solution, split
-from ..common.greedy import rank_order
+from ...engines.greedy.rules import rank_order
 from .options import capped_option, ideal_option
 from .packers import FastPacker, ProblemPacker
 

@@ -9,6 +9,9 @@
   tensor-size skew exceeds ``packlimit`` is consolidated as by ``yarn``, the
   others take free GPUs where they leave the least fragmentation; jobs that
   do not fit are skipped (`alloc.solvers.tiresias.place`).
+
+Both place on the greedy engine's state in rank order
+(`alloc.engines.greedy`).
 """
 from ...options import Option
 from ...registry import declare

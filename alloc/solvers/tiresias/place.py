@@ -17,7 +17,7 @@ the most GPUs of a server the job may use:
   lowest index); if none, GPUs from the servers with the fewest whole free
   GPUs first (filling partly used servers, keeping idle ones whole).
 * a job with a ``locality`` level, a GPU share or no GPU: the shared first
-  fit (`alloc.solvers.common.greedy.first_fit`).
+  fit (`alloc.engines.greedy.rules.first_fit`).
 
 CPU and memory follow the GPUs (split in proportion over the servers);
 a server that cannot give them is passed over.
@@ -35,7 +35,8 @@ from __future__ import annotations
 from ...deadline import Deadline
 from ...model import MILLI
 from ...problem import Assign, Problem, Solution
-from ..common.greedy import State, first_fit, rank_order
+from ...engines.greedy.state import State
+from ...engines.greedy.rules import first_fit, rank_order
 
 
 def _plain(st: State, j: int) -> bool:

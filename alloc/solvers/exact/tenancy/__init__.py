@@ -3,7 +3,7 @@
 Tenants' cells, preemption, migration and elastic sizes are variables
 (`alloc.solvers.exact.tenancy.model`); the model is solved through
 `alloc.kernel` by `alloc.solvers.exact.tenancy.solve.solve_tenancy`, warm-started
-from the buddy-cell engine (`alloc.solvers.common.cells`) and decoded back into
+from the buddy-cell engine (`alloc.engines.cells.engine`) and decoded back into
 cells (`alloc.solvers.exact.tenancy.decode`).  The exact family runs it for
 tenancy inputs and registers it as ``cpsat-tenancy``.
 

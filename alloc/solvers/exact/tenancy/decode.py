@@ -51,7 +51,8 @@ from ....kernel import solve
 from ....model import MILLI
 from ....problem import Problem
 from ....tenancy import CellRequest, cell_placement_model, check_binding, feasibility_engine
-from ...common.cells import Engine, _release_empty, current_assign, job_value, restore_running
+from ....topology import is_outer
+from ....engines.cells.engine import Engine, _release_empty, current_assign, job_value, restore_running
 from .model import SCALE, TenancyModel, value_on
 from .warm import LossAwareEngine, fits_at
 
@@ -110,7 +111,7 @@ class Plan:
             c = _val(xv, col)
             if not c:
                 continue
-            if lvl == tm.rack_lvl:
+            if lvl in tm.outer_lvls:
                 self.racks.append((where, v))
             else:
                 self.counts[where][(v, lvl)] = c
@@ -237,7 +238,7 @@ def _gpu_sets(p: Problem, eng: Engine, j: int, k: int, free, own, fixed):
     if n_sets > MAX_SETS:
         return None
     loc = job.locality
-    dom = p.domain.get(loc) if loc not in (None, "rack", "server") else None
+    dom = p.domain.get(loc) if loc not in (None, "server") and not is_outer(loc) else None
     v = job.tenant if job.guaranteed else None
     out = []
     for S in combinations(free, k):
@@ -436,10 +437,10 @@ def bind_counts(tm: TenancyModel, plan: Plan, eng: Engine) -> None:
     outer levels first; inside a server next to the tenant's bound cells and
     over free GPUs first."""
     tree = eng.tree
-    want = [(tm.rack_lvl, n, v, 1) for n, v in plan.racks]
+    want = [(tree.level[n], n, v, 1) for n, v in plan.racks]
     want += [(lvl, s, v, c) for s, counts in plan.counts.items() for (v, lvl), c in counts.items()]
     for lvl, where, v, c in sorted(want, key=lambda w: (w[0], w[1], w[2])):
-        if lvl == tm.rack_lvl:
+        if lvl in tm.outer_lvls:
             cands = [where]
             have = int(where in eng.bound[v])
         else:

@@ -14,15 +14,16 @@ Variables (all integer):
 
     x[k,s] in 0..n_k     jobs of entry k placed whole on server s
     y[k,d] in 0..n_k     jobs of entry k spread over servers of domain d
-                         (whole GPUs, >= 2, no or rack locality; d = the
-                         cluster, or one rack for rack locality)
+                         (whole GPUs, >= 2, no locality or one above the
+                         servers; d = the cluster, or one of its domains)
     U[P,s] in 0..G_s     GPUs of unit pool P on server s
     keep[r] in {0,1}     running job r stays exactly where it runs
     mv[r,s], ms[r,d]     running job r is re-placed on server s (its own
                          too) / spread over d (only when the call allows moves)
     pre[r] = 1 - keep[r] - sum mv - sum ms      (stopped)
     b[v,l,s] in 0..N_sl  v's level-l cells inside server s (counts);
-    R[v,q] in {0,1}      v's rack cell bound to rack q
+    R[v,q] in {0,1}      v's cell at a level above the servers bound to
+                         domain q (a rack, a block, ...)
     h[s], hv[v,s]        GPUs of s given to shared (milli < 1000) jobs,
                          all / v's guaranteed ones
 
@@ -56,21 +57,24 @@ Objective (scaled to integers by `SCALE`):
 
 with v[k,s] = weight * base * speed(t_s) * span(innermost level of s that
 holds the job) (the objective's coefficient) and v^sp the best speed among
-the domain's types times the best span factor across servers (rack or cluster).
+the domain's types times the best span factor across servers (a level above
+the servers it may span, or the cluster).
 """
 from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field, replace
 
-from ....model import MILLI
+from ....arrays import outer_levels
+from ....model import CLUSTER, MILLI
+from ....topology import climb, is_outer, preferred_weight, reachable_levels
 from ....deadline import Deadline
 from ....kernel import LinearModel
 from ....objectives import job_sizes, scale_factor
 from ....problem import Problem
 from ....tenancy import cell_size, cell_tree, outranks, quotas
 from . import RESTRICTIONS
-from ...common.cells import current_assign
+from ....engines.cells.engine import current_assign
 
 #: objective coefficients are ``round(value * SCALE)``
 SCALE = 10 ** 7
@@ -153,14 +157,15 @@ def value_on(p: Problem, j: int, s: int, n: int, span: float | None = None,
 
 
 def spread_span(p: Problem, j: int) -> float:
-    """Best span factor of job j over several servers: rack (when declared
-    and no wider locality is asked) or the whole cluster."""
+    """Best span factor of job j over several servers: a level above the
+    servers it may span (its locality level or inside it) or the whole
+    cluster."""
     prof = p.jobs[j].profile
     if prof is None or "span" not in p.objective.factors:
         return 1.0
-    lv = ["rack"] if p.jobs[j].locality == "rack" else \
-        (["rack"] if "rack" in p.levels else []) + ["cluster"]
-    return max(prof.span_factor(x) for x in lv)
+    lv = [x for x in reachable_levels(p.cluster, p.jobs[j].locality)
+          if is_outer(x) or x == CLUSTER]
+    return max((prof.span_factor(x) for x in lv), default=1.0)
 
 
 def fits_server(p: Problem, j: int, s: int, n: int, cpu: int | None = None,
@@ -185,9 +190,28 @@ def fits_server(p: Problem, j: int, s: int, n: int, cpu: int | None = None,
     return True
 
 
+def grid_cells(job) -> list[tuple[int, int, float]]:
+    """``(CPU, memory, speed)`` per GPU of every grid point of the job's
+    profile with a positive speed (none without a grid or for a CPU-only
+    job).
+
+    Examples
+    --------
+    >>> from alloc import Job
+    >>> from alloc.solvers.exact.tenancy.model import grid_cells
+    >>> grid_cells(Job("cpu-only", 0, cpu=1000, mem=1000))
+    []
+    """
+    prof = job.profile
+    if prof is None or not prof.has_grid or not job.gpus:
+        return []
+    return [(c, m, float(prof.tput[a][b])) for a, c in enumerate(prof.cpu_per_gpu)
+            for b, m in enumerate(prof.mem_per_gpu) if (prof.tput[a][b] or 0) > 0]
+
+
 def spreadable(job, n: int) -> bool:
     """A job of n whole GPUs that may span servers."""
-    return n >= 2 and job.gpu_milli >= MILLI and job.locality in (None, "rack")
+    return n >= 2 and job.gpu_milli >= MILLI and (job.locality is None or is_outer(job.locality))
 
 
 # ------------------------------------------------------------------ the model
@@ -234,7 +258,8 @@ class TenancyModel:
         self.q = quotas(p.cluster)
         self.tenants = sorted(self.q)
         self.lv = {x: i for i, x in enumerate(p.levels)}
-        self.rack_lvl = self.lv.get("rack")
+        #: levels above the servers: their cells span servers (R[v,q])
+        self.outer_lvls = frozenset(i for x, i in self.lv.items() if is_outer(x))
         self.migrate = p.moves_allowed
         self.mcost = float(p.move_cost or 0.0)
         self.pcost = float(pcost or 0.0)
@@ -261,6 +286,53 @@ class TenancyModel:
         self.deadline = None
         #: auxiliary columns that belong to one server (fixed with it in a neighbourhood search)
         self.aux: dict[int, list[int]] = defaultdict(list)
+        self._plan_preferred()
+
+    # ---------------------------------------------------------- preferred
+    def _plan_preferred(self) -> None:
+        """The weight of one level climbed by a job with a preferred level
+        (`alloc.topology.preferred_weight`, below the objective's step) and
+        the most the model's terms take off in all (``pref_slack``)."""
+        p = self.p
+        self.pref_w = 0.0
+        self.pref_slack = 0.0
+        most = []
+        for j in self.pending + self.running:
+            job = p.jobs[j]
+            n = max(job_sizes(job)) if job.gpus else 0
+            if job.preferred is None or n < 2:
+                continue
+            modes = self.modes(j)
+            top = modes[-1] if spreadable(job, n) and modes else "server"
+            most.append(climb(p.cluster, job.preferred, top))
+        if any(most):
+            step = p.objective.step(p.cluster, [p.jobs[j] for j in self.pending])
+            w = preferred_weight(step, len(most), max(most))
+            self.pref_w = max(w, 1.0 / SCALE)
+            self.pref_slack = self.pref_w * sum(most)
+
+    def modes(self, j: int) -> list[str]:
+        """The levels job j may spread within, innermost first: from its
+        preferred level (or the innermost level above the servers) up to its
+        locality level or the cluster when it prefers a level; else only its
+        locality level (above the servers) or the cluster."""
+        p = self.p
+        job = p.jobs[j]
+        top = job.locality if is_outer(job.locality) else CLUSTER
+        if job.preferred is None:
+            return [top]
+        outer = list(reversed(outer_levels(p.levels)))
+        chain = outer[:outer.index(top) + 1] if top in outer else outer + [CLUSTER]
+        first = job.preferred if job.preferred in chain else chain[0]
+        return chain[chain.index(first):] if chain else [top]
+
+    def penalty(self, j: int, level: str) -> float:
+        """What job j loses in the model spanning ``level`` (levels climbed
+        above its preferred level, times the weight)."""
+        pref = self.p.jobs[j].preferred
+        if not self.pref_w or pref is None:
+            return 0.0
+        return self.pref_w * climb(self.p.cluster, pref, level)
 
     # ---------------------------------------------------------- helpers
     def tick(self) -> None:
@@ -285,10 +357,15 @@ class TenancyModel:
     def request(self, j: int) -> tuple[int, int]:
         """(CPU, memory) the model reserves for job j: its request or, in the
         relaxed model, the smallest CPU and the smallest memory of any of its
-        options (each may come from a different option)."""
+        options (each may come from a different option) -- for an elastic
+        job, of any grid point at its smallest size too (a point's CPU and
+        memory are per GPU)."""
         opts = self.p.options[j]
         if self.relaxed:
-            return min(o.cpu for o in opts), min(o.mem for o in opts)
+            cells = grid_cells(self.p.jobs[j])
+            lo = min(job_sizes(self.p.jobs[j]))
+            return (min([o.cpu for o in opts] + [c * lo for c, _, _ in cells]),
+                    min([o.mem for o in opts] + [m * lo for _, m, _ in cells]))
         return opts[0].cpu, opts[0].mem
 
     def fits(self, j: int, s: int, n: int) -> bool:
@@ -297,9 +374,21 @@ class TenancyModel:
 
     def value(self, j: int, s: int, n: int, span: float | None = None) -> float:
         """Job j's value on server s with n GPUs: at its request or, in the
-        relaxed model, the best of its options."""
+        relaxed model, the best of its options -- and, at an elastic size,
+        of the grid points at that size (each point's CPU and memory per GPU
+        times n)."""
         opts = range(len(self.p.options[j])) if self.relaxed else (0,)
-        return max(value_on(self.p, j, s, n, span, option=o) for o in opts)
+        best = max(value_on(self.p, j, s, n, span, option=o) for o in opts)
+        job = self.p.jobs[j]
+        if self.relaxed and n != job.gpus and "grid" in self.p.objective.factors:
+            cells = grid_cells(job)
+            if cells:
+                sp = best_span(self.p, j, s, n) if span is None else span
+                top = max(v for _, _, v in cells)
+                best = max(best, self.p.objective.coef(
+                    job, top, speed=self.p.speed(j, s), span=sp,
+                    scale=scale_factor(job.profile, job, n), gpus=n))
+        return best
 
     def tenant_types(self, v: str) -> set:
         """GPU types in which tenant v holds at least one cell."""
@@ -336,16 +425,46 @@ class TenancyModel:
                 self.use.gshared[(job.tenant, s)].append((job.gpu_milli * n, col))
 
     def domains(self, j: int) -> dict:
-        """Spread domains of job j: ``{None: servers}`` or one per rack."""
+        """Spread domains of job j: ``{None: servers}`` (the cluster), one per
+        domain of its locality level when that is above the servers (keyed by
+        domain id), and, for a job that prefers a level, one per domain of
+        each level it may climb to (keyed ``(level, domain id)``; `modes`)."""
         p = self.p
         srv = [s for s in range(p.S) if p.srv_gpus[s] and p.allowed[j, s]
                and self.guaranteed_ok(j, s)]
-        if p.jobs[j].locality != "rack":
-            return {None: srv}
+        loc = p.jobs[j].locality
+        modes = self.modes(j)
         out: dict = defaultdict(list)
-        for s in srv:
-            out[p.cluster.servers[s].rack or ""].append(s)
+        for lv in modes:
+            if lv == CLUSTER:
+                out[None] = srv
+                continue
+            dom = p.arrays.srv_domain[lv]
+            for s in srv:
+                out[int(dom[s]) if lv == loc or len(modes) == 1 else (lv, int(dom[s]))].append(s)
         return dict(out)
+
+    def domain_level(self, j: int, d) -> str:
+        """The level of job j's spread domain ``d`` (a key of `domains`)."""
+        if d is None:
+            return CLUSTER
+        if isinstance(d, tuple):
+            return d[0]
+        return self.p.jobs[j].locality or CLUSTER
+
+    def spread_key(self, j: int, servers) -> object:
+        """The key of the innermost of job j's spread domains holding ``servers``."""
+        p = self.p
+        loc = p.jobs[j].locality
+        modes = self.modes(j)
+        for lv in modes:
+            if lv == CLUSTER:
+                return None
+            ids = {int(p.arrays.srv_domain[lv][s]) for s in servers}
+            if len(ids) == 1:
+                d = ids.pop()
+                return d if lv == loc or len(modes) == 1 else (lv, d)
+        return None
 
     def pool(self, j: int, n: int, d) -> tuple:
         """The unit pool of job j spread on n GPUs over domain d: ``(tenant of
@@ -418,7 +537,8 @@ def add_pending(tm: TenancyModel) -> None:
                     ok = cpu <= p.srv_cpu[s] and mem <= p.srv_mem[s]
                 else:
                     ok = tm.fits(j0, s, n) and tm.guaranteed_ok(j0, s)
-                coef[c] = tm.value_of(tm.value(j0, s, n)) if ok else None
+                coef[c] = tm.value_of(tm.value(j0, s, n) - (tm.penalty(j0, "server")
+                                                            if n >= 2 else 0.0)) if ok else None
             if coef[c] is None:
                 continue
             col = tm.x[(k, s)] = tm.var(len(members))
@@ -436,7 +556,8 @@ def add_pending(tm: TenancyModel) -> None:
             col = tm.y[(k, d)] = tm.var(len(members))
             tm.add_spread(j0, n, d, srv, col)
             best = max(srv, key=lambda s: (p.speed(j0, s), -s))
-            tm.obj[col] += tm.value_of(tm.value(j0, best, n, span=spread_span(p, j0)))
+            tm.obj[col] += tm.value_of(tm.value(j0, best, n, span=spread_span(p, j0))
+                                       - tm.penalty(j0, tm.domain_level(j0, d)))
             by_group[G.group[k]][col] = 1
             tm.where[col] = tuple(srv)
             for j in members:
@@ -487,7 +608,8 @@ def add_running(tm: TenancyModel) -> None:
                     tm.add_spread(r, n_r, d, srv, col)
                     best = max(srv, key=lambda s: (p.speed(r, s), -s))
                     tm.obj[col] += tm.value_of(
-                        tm.value(r, best, n_r, span=spread_span(p, r)) - tm.mcost)
+                        tm.value(r, best, n_r, span=spread_span(p, r)) - tm.mcost
+                        - tm.penalty(r, tm.domain_level(r, d)))
                     tm.fresh[r].append(col)
                     tm.where[col] = tuple(srv)
                     row[col] = 1
@@ -559,7 +681,7 @@ def add_cells(tm: TenancyModel) -> None:
             if c == 0:
                 continue
             row = {}
-            if lvl == tm.rack_lvl:
+            if lvl in tm.outer_lvls:
                 for n in tree.by_type_level.get((t, lvl), []):
                     col = tm.cells[(v, lvl, n)] = tm.var(1)
                     row[col] = 1
@@ -643,12 +765,12 @@ def add_fragmentation(tm: TenancyModel) -> None:
 
         sum_k (g_k / z_L) x[k,s] + #(level-L nodes of s touched by kept jobs) <= N_sL
     """
-    p, tree, m = tm.p, tm.tree, tm.m
+    tree, m = tm.tree, tm.m
     server_lvl = tm.lv["server"]
     nodes_at: dict[tuple[int, int], list[int]] = defaultdict(list)
     for n in range(tree.N):
         if tree.server[n] >= 0 and tree.level[n] > server_lvl \
-                and p.levels[tree.level[n]] in ("socket", "switch"):
+                and tree.levels[tree.level[n]] in ("socket", "switch"):
             nodes_at[(tree.server[n], tree.level[n])].append(n)
     if not nodes_at:
         return
@@ -711,7 +833,7 @@ def add_positions(tm: TenancyModel) -> None:
             pinned[s].append((r, gs))
     rack_cells: dict[int, list] = defaultdict(list)      # s -> (v, column) of rack cells
     for (v, lvl, where), col in tm.cells.items():
-        if lvl == tm.rack_lvl:
+        if lvl in tm.outer_lvls:
             for s in {int(p.gpu_server[g]) for g in tree.gpus[where]}:
                 rack_cells[s].append((v, col))
     for s, rs in sorted(pinned.items()):
@@ -744,7 +866,7 @@ def _place_cells(tm: TenancyModel, s: int, v: str, rs, on_gpu: dict, own: dict) 
     p, tree, m = tm.p, tm.tree, tm.m
     jobs = p.jobs
     for lvl in sorted({lv for (v2, lv, where) in tm.cells
-                       if v2 == v and where == s and lv != tm.rack_lvl}):
+                       if v2 == v and where == s and lv not in tm.outer_lvls}):
         ys = {}
         for n in tree.by_type_level.get((p.cluster.servers[s].gpu_type, lvl), []):
             if tree.server[n] != s:

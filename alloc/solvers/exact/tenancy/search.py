@@ -143,7 +143,7 @@ def server_columns(tm: TenancyModel) -> tuple[dict[int, list[int]], dict[int, li
     racks: dict[int, list[int]] = defaultdict(list)     # rack node -> its cell columns
     fixable: set[int] = set()
     for (v, lvl, where), c in tm.cells.items():
-        if lvl == tm.rack_lvl:
+        if lvl in tm.outer_lvls:
             racks[where].append(c)
             fixable.add(c)
         else:
@@ -175,7 +175,7 @@ def pick_neighbourhood(tm: TenancyModel, rng: random.Random, servers: list[int],
     if tm.tenants and kind > 1 - TENANT_SHARE:
         v = rng.choice(tm.tenants)
         mine = sorted({where for (u, lvl, where), c in tm.cells.items()
-                       if u == v and lvl != tm.rack_lvl and x[c] > 0.5} & set(per))
+                       if u == v and lvl not in tm.outer_lvls and x[c] > 0.5} & set(per))
         chosen = set(rng.sample(mine, min(len(mine), max(1, size // 2))))
     rest = [s for s in servers if s not in chosen]
     chosen.update(rng.sample(rest, min(max(0, size - len(chosen)), len(rest))))

@@ -75,7 +75,7 @@ from ....objectives import tighten
 from ....problem import Problem, Solution
 from ....tenancy import binding_keys, quota_gpus
 from .decode import binding_ok, decode_exact, decode_replay, polish, victims_ok
-from ...common.cells import current_assign
+from ....engines.cells.engine import current_assign
 from . import RESTRICTIONS
 from .model import SCALE, OutOfTime, TenancyModel, build_model, restrictions
 from .search import complete, neighbourhood_search
@@ -228,7 +228,7 @@ def solve_tenancy(problem: Problem, *, deadline: Deadline, seed: int = 0, engine
     clock.lap("search")
     cp_bound = None
     if res.bound is not None and (phase1_proven or floor is None):
-        cp_bound = res.bound / SCALE + 0.5 * p.J / SCALE
+        cp_bound = res.bound / SCALE + 0.5 * p.J / SCALE + tm.pref_slack
     if incumbents:
         stats["model_objective"] = max(o for _, o in incumbents) / SCALE
         chosen = decode_best(tm, incumbents, res.status is Status.OPTIMAL, chosen, score,
@@ -242,7 +242,8 @@ def solve_tenancy(problem: Problem, *, deadline: Deadline, seed: int = 0, engine
         x0 = incumbents[0][0] if incumbents else full
         res, incumbents = search(call, tm, x0, deadline, reserve, stats)
         lp = lp_bound(tm, relax_floor=False, deadline=deadline.share(0.1))
-        cp_bound = res.bound / SCALE + 0.5 * p.J / SCALE if res.bound is not None else None
+        cp_bound = res.bound / SCALE + 0.5 * p.J / SCALE + tm.pref_slack \
+            if res.bound is not None else None
         if incumbents:
             chosen = decode_best(tm, incumbents, res.status is Status.OPTIMAL, chosen, score,
                                  running, deadline, stats)
@@ -340,7 +341,8 @@ def lp_bound(tm: TenancyModel, relax_floor: bool, deadline) -> float | None:
     res = solve_lp(m, deadline=deadline)
     if res.status is not Status.OPTIMAL or res.objective is None:
         return None
-    val = res.objective / SCALE + 0.5 * tm.p.J / SCALE
+    # plus the most the preferred-level terms take off: a bound of the objective
+    val = res.objective / SCALE + 0.5 * tm.p.J / SCALE + tm.pref_slack
     return val + 1e-6 * max(1.0, abs(val))
 
 

@@ -26,8 +26,8 @@ from collections import defaultdict
 from ....deadline import Deadline
 from ....model import MILLI
 from ....problem import Problem
-from ...common.cell_round import run
-from ...common.cells import Engine, _release_empty, current_assign, restore_running
+from ....engines.cells.round import run
+from ....engines.cells.engine import Engine, _release_empty, current_assign, restore_running
 from .model import TenancyModel, fits_server, spread_span, spreadable, value_on
 
 #: the second greedy variant also sets aside opportunistic jobs below this value per GPU
@@ -218,7 +218,7 @@ def _hint_placement(tm: TenancyModel, hints: dict, j: int, a, x_col, y_col) -> N
     if len(srv) == 1 and x_col(srv[0]) is not None:
         hints[x_col(srv[0])] += 1
         return
-    d = None if p.jobs[j].locality != "rack" else (p.cluster.servers[srv[0]].rack or "")
+    d = tm.spread_key(j, srv)
     col = y_col(d)
     if col is None:
         return
@@ -245,6 +245,6 @@ def _cell_counts(tm: TenancyModel, eng: Engine) -> dict[int, float]:
     for v, nodes in eng.bound.items():
         for n in nodes:
             lvl = tree.level[n]
-            cc[(v, lvl, n) if lvl == tm.rack_lvl else (v, lvl, tree.server[n])] += 1
+            cc[(v, lvl, n) if lvl in tm.outer_lvls else (v, lvl, tree.server[n])] += 1
     eng.rollback(mark)
     return {col: cc.get(key, 0) for key, col in tm.cells.items()}

@@ -1,0 +1,243 @@
+r"""Why each waiting job waits: one line for every job an answer leaves
+unplaced (the instance format promises it).
+
+The compile step gives the reason of a job that cannot be placed on this
+cluster now (`alloc.problem.placeable_reason`).  For every other job left
+unplaced, `waiting_reasons` says why from the answer itself:
+
+* a running job stopped: the job(s) placed now that it was stopped for
+  (`alloc.tenancy.outranks`, on a server it held);
+* a guaranteed job: its tenant's cells and what fills them
+  (`alloc.tenancy.guarantee_reason`);
+* any other job: the room the answer leaves against what the job needs.
+  With ``F_s`` the whole GPUs left free on server ``s`` (milli left on its
+  fullest GPU for a shared job), ``C_s``, ``M_s`` its free CPU and memory,
+  and the job's smallest size ``n`` (``min_gpus`` when elastic) at its
+  smallest CPU ``c`` and memory ``m`` (over its grid points when the solver
+  may re-size it), the job *fits the room* when some allowed server has
+  ``F_s >= n``, ``C_s >= c`` and ``M_s >= m`` (inside one node of its
+  locality level), or -- for a solver that spreads a gang -- when the
+  allowed servers' usable GPUs ``min(F_s, C_s / ceil(c / n), M_s / ceil(m /
+  n))`` add up to ``n`` (in one rack for rack locality).  A job that does
+  not fit waits for room, with the most the cluster offers now; one that
+  fits was left out by the solver's own rule (a solver that does not spread
+  says so).
+
+Jobs of one shape share one line, computed once (a vector test over the
+servers), so a round with thousands of waiting jobs of a few shapes costs a
+few tests.
+"""
+from __future__ import annotations
+
+from typing import Iterable
+
+import numpy as np
+
+from .model import MILLI
+from .topology import is_outer
+
+#: the locality levels inside a server (a gang then fits one node of it)
+INNER = ("socket", "switch")
+
+
+class _Room:
+    """What an answer leaves free, as arrays over the problem's servers and
+    GPUs (built once per answer, on first need)."""
+
+    def __init__(self, problem, assign: dict):
+        p = self.p = problem
+        gf, cf, mf = p.gpu_free.copy(), p.free_cpu.copy(), p.free_mem.copy()
+        from .problem import add_assign
+        fixed = p.fixed
+        for j, a in assign.items():
+            old = fixed.get(j)
+            if a is old:
+                continue
+            add_assign(a, gf, cf, mf, -1)
+            if old is not None:
+                add_assign(old, gf, cf, mf, 1)
+        for j, a in fixed.items():
+            if j not in assign:
+                add_assign(a, gf, cf, mf, 1)
+        self.gfree, self.cfree, self.mfree = gf, cf, mf
+        srv = p.gpu_server
+        self.whole = np.bincount(srv[gf >= MILLI], minlength=p.S)
+        top = np.full(p.S, -1, dtype=np.int64)
+        if p.G:
+            np.maximum.at(top, srv, gf)
+        self.top = top
+        self._masks: dict = {}
+
+    def allowed(self, job) -> np.ndarray:
+        """Per server: it has a GPU type the job may use (any server for a
+        CPU-only job); one mask per set of types."""
+        key = job.gpu_types if job.gpus else None
+        hit = self._masks.get(key)
+        if hit is None:
+            p = self.p
+            if key is None:
+                hit = np.ones(p.S, dtype=bool)
+            else:
+                ok = np.array([job.allows(t) for t in p.types] + [False], dtype=bool)
+                hit = ok[np.where(p.srv_type >= 0, p.srv_type, len(p.types))]
+            self._masks[key] = hit
+        return hit
+
+    def best_server(self, vals: np.ndarray, mask: np.ndarray) -> tuple[int, int]:
+        """(value, server) of the largest ``vals`` among ``mask`` (-1, -1: none)."""
+        cand = np.flatnonzero(mask)
+        if not len(cand):
+            return -1, -1
+        k = int(cand[np.argmax(vals[cand])])
+        return int(vals[k]), k
+
+
+def _smallest(problem, j: int, resizes: bool) -> tuple[int, int, int]:
+    """The job's fewest GPUs and its least CPU and memory (over its grid
+    points when the solver re-sizes jobs; an elastic job asks its CPU and
+    memory whatever its size)."""
+    job = problem.jobs[j]
+    n = job.min_gpus if job.elastic and job.min_gpus is not None else job.gpus
+    opts = problem.options[j] if resizes else problem.options[j][:1]
+    return n, min(o.cpu for o in opts), min(o.mem for o in opts)
+
+
+def _fit(room: _Room, problem, j: int, shape, spreads: bool) -> tuple[bool, str]:
+    """(fits the room, the line saying what the job needs and the most there
+    is) -- see the module notes."""
+    p = problem
+    job = p.jobs[j]
+    n, c, m = shape
+    servers = p.cluster.servers
+    allowed = room.allowed(job)
+    ok_cm = allowed & (room.cfree >= c) & (room.mfree >= m)
+    if n == 0:
+        fits = bool(ok_cm.any())
+        _, s = room.best_server(np.minimum(room.cfree * max(1, m), room.mfree * max(1, c)),
+                                allowed)
+        most = "" if s < 0 else (f"; the most free on one server: {int(room.cfree[s])} "
+                                 f"milli-CPU and {int(room.mfree[s])} MiB ({servers[s].id})")
+        return fits, f"needs {c} milli-CPU and {m} MiB on one server{most}"
+    if job.gpu_milli < MILLI:
+        fits = bool((ok_cm & (room.top >= job.gpu_milli)).any())
+        v, s = room.best_server(room.top, allowed & ok_cm) if ok_cm.any() else \
+            room.best_server(room.top, allowed)
+        most = "" if s < 0 else f"; the most free on one GPU: {v} milli ({servers[s].id})"
+        return fits, (f"needs {job.gpu_milli} milli of one GPU, {c} milli-CPU and {m} MiB on "
+                      f"its server{most}")
+    loc = job.locality
+    if loc in INNER and loc in p.domain:
+        dom = p.domain[loc]
+        free = room.gfree >= MILLI
+        cnt = np.bincount(dom[free], minlength=int(dom.max()) + 1 if len(dom) else 0)
+        per_gpu = cnt[dom] if len(dom) else cnt
+        best = np.zeros(p.S, dtype=np.int64)
+        if p.G:
+            np.maximum.at(best, p.gpu_server, np.where(free, per_gpu, 0))
+        where = f" in one {loc}"
+    else:
+        best, where = room.whole, ""
+    fits = bool((ok_cm & (best >= n)).any())
+    v, s = room.best_server(best, allowed & ok_cm) if ok_cm.any() else \
+        room.best_server(best, allowed)
+    most = "" if s < 0 else f"; the most free{where} on one allowed server: {v} ({servers[s].id})"
+    line = f"needs {n} GPU{'s' if n != 1 else ''}{where}, {c} milli-CPU and {m} MiB on one server{most}"
+    if n < 2 or not (loc is None or is_outer(loc)):
+        return fits, line
+    cper, mper = -(-c // n), -(-m // n)
+    use = np.minimum(room.whole, room.cfree // cper if cper else room.whole)
+    use = np.where(allowed, np.minimum(use, room.mfree // mper if mper else use), 0)
+    if is_outer(loc):
+        total = int(np.bincount(p.arrays.srv_domain[loc], use).max()) if p.S else 0
+        scope = f"one {loc}"
+    else:
+        total, scope = int(use.sum()), "the cluster"
+    spread_fits = total >= n
+    line += f"; spread over servers, {scope} has {total} usable"
+    if spread_fits and not spreads and not fits:
+        return False, line + " (this solver does not spread a job over servers)"
+    return fits or (spreads and spread_fits), line
+
+
+def waiting_reasons(problem, assign: dict, capabilities: Iterable[str], solver: str = "",
+                    stats=None) -> dict[int, str]:
+    """One line per job left unplaced without a compile-time reason (job
+    index -> why; module notes).
+
+    Parameters
+    ----------
+    problem : Problem
+        The compiled problem.
+    assign : dict
+        The answer: job index -> assignment (running jobs kept included).
+    capabilities : iterable of str
+        The solver's capabilities (``spread``, ``grid``).
+    solver : str
+        Its name, for the line of a job it left out though it fits.
+    stats : mapping, optional
+        The answer's statistics (``binding`` of the tenants' cells).
+
+    Examples
+    --------
+    >>> from alloc import Cluster, Job, Server
+    >>> from alloc.problem import compile_problem
+    >>> from alloc.waiting import waiting_reasons
+    >>> c = Cluster((Server("s0", cpu=8000, mem=64000, gpus=4, gpu_type="V100"),))
+    >>> p = compile_problem(c, [Job("a", 3, cpu=1000, mem=1000), Job("b", 2, cpu=1000, mem=1000)])
+    >>> a = {0: p.make_assign(0, [0, 1, 2], 0)}
+    >>> waiting_reasons(p, a, {"spread"})
+    {1: 'waits for room: needs 2 GPUs, 1000 milli-CPU and 1000 MiB on one server; the most free on one allowed server: 1 (s0); spread over servers, the cluster has 1 usable'}
+    """
+    p = problem
+    waiting = [j for j in range(p.J) if j not in assign and j not in p.reasons]
+    if not waiting:
+        return {}
+    caps = frozenset(capabilities)
+    out: dict[int, str] = {}
+    room: _Room | None = None
+    lines: dict[tuple, str] = {}
+    stopped = [j for j in waiting if j in p.fixed]
+    if stopped:
+        out.update(_stopped_reasons(p, assign, stopped))
+    guaranteed = [j for j in waiting if j not in out and p.jobs[j].guaranteed]
+    if guaranteed:
+        from .tenancy import guarantee_reasons
+        out.update(guarantee_reasons(p, assign, guaranteed, stats or {}))
+    for j in waiting:
+        if j in out:
+            continue
+        shape = _smallest(p, j, "grid" in caps)
+        job = p.jobs[j]
+        key = (shape, job.gpu_milli if job.gpus else 0, job.gpu_types, job.locality)
+        line = lines.get(key)
+        if line is None:
+            if room is None:
+                room = _Room(p, assign)
+            fits, what = _fit(room, p, j, shape, "spread" in caps)
+            line = lines[key] = (f"left waiting by {solver or 'the solver'}'s rule though it "
+                                 f"fits the room left: {what}") if fits else \
+                f"waits for room: {what}"
+        out[j] = line
+    return out
+
+
+def _stopped_reasons(p, assign: dict, stopped: list[int]) -> dict[int, str]:
+    """Each stopped running job: the jobs placed now that it was stopped for
+    (fresh placements that outrank it on a server it held)."""
+    fresh = [i for i, a in assign.items() if p.fixed.get(i) is not a and
+             (i not in p.fixed or not a.same_as(p.fixed[i]))]
+    out = {}
+    for r in stopped:
+        held = p.servers_of(p.fixed[r])
+        by = [p.jobs[i].id for i in fresh if i != r and p.outranks(i, r)
+              and held & p.servers_of(assign[i])]
+        job = p.jobs[r]
+        mine = f" (tenant {job.tenant!r}'s cells had no room for both)" if job.guaranteed else ""
+        out[r] = ("preempted: stopped for " + ", ".join(map(repr, by[:3]))
+                  + (f" and {len(by) - 3} more" if len(by) > 3 else "")
+                  + f", which outrank it, on servers it held{mine}") if by else \
+            f"preempted: stopped by the solver{mine}"
+    return out
+
+
+__all__ = ["waiting_reasons"]
