@@ -101,9 +101,13 @@ def test_sia_configurations_and_placement():
     cfg = configurations({"T4": (6, 4), "A100": (2, 8), "RTX2080Ti": (3, 8)})
     assert len(cfg) == 19
     # largest first, whole nodes from a rotating pointer, the rest first fit
-    out = place_type([("a", 1, 2), ("b", 2, 8), ("c", 1, 4)], [10, 11, 12], 4)
-    assert out["b"] == [10] * 4 + [11] * 4
-    assert out["c"] == [12] * 4 and out["a"] == [10, 10] or out["a"]
+    out = place_type([("a", 1, 2), ("b", 2, 8), ("c", 1, 4)], [10, 11, 12, 13], 4)
+    assert out == {"b": [10] * 4 + [11] * 4, "c": [12] * 4, "a": [13, 13]}
+    # the pointer moves past the node a job ended on: c starts after a's node
+    out = place_type([("a", 1, 3), ("b", 1, 4), ("c", 1, 2)], [0, 1, 2], 4)
+    assert out == {"b": [0] * 4, "a": [1] * 3, "c": [2, 2]}
+    with pytest.raises(ValueError):
+        place_type([("a", 1, 8), ("b", 1, 8)], [0, 1, 2], 4)
 
 
 SIA = os.environ.get("SIA_ARTIFACT")

@@ -89,6 +89,9 @@ class GoodputProgress(ProgressModel):
         self.gpu_types = tuple(gpu_types)
         self._nodes: dict[str, int] = {}
         self._cluster: Any = None
+        #: Per round (its start, s): job id -> (GPUs, its mean rate to the
+        #: round's end as a fraction of its work per second), as last given.
+        self.rounds: dict[float, dict[str, tuple[int, float]]] = {}
 
     # ------------------------------------------------------------ helpers
     def truths(self, model: str) -> dict[str, Truth]:
@@ -183,8 +186,13 @@ class GoodputProgress(ProgressModel):
         peek.advance(horizon)
         if peek.done:
             tau = max(peek.completion_time - now, 1e-9)
-            return max(job.work - done, 0.0) / tau
-        return max(peek.progress - done, 0.0) / horizon
+            r = max(job.work - done, 0.0) / tau
+            mean = r * min(tau, horizon) / horizon
+        else:
+            r = mean = max(peek.progress - done, 0.0) / horizon
+        start = nxt - self.round_s
+        self.rounds.setdefault(start, {})[job.id] = (sum(counts.values()), mean / job.work)
+        return r
 
     def resume(self, job: Any, done: float) -> float:
         """A stop: the job is advanced to now and gives its GPUs back."""

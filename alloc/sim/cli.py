@@ -10,6 +10,9 @@ CONFIG (schema ``alloc/schemas/simulate.schema.json``):
  "order": "fifo", "allocator": "synergy-tune", "round_s": 300}
 ```
 
+``alloc simulate pollux|sia --workload ... --policy ...`` runs the Pollux
+or Sia artifact's experiment instead (`alloc.goodput.cli`).
+
 A trace path is relative to the config file; ``trace_format`` is ``csv``
 (default) or ``philly``.  Bad input raises [`InputError`][alloc.errors.InputError]
 (one line naming the field, and the line for traces); `simulate_main`
@@ -119,7 +122,12 @@ def load_config(path: str | Path):
 
 
 def simulate_main(argv: list[str]) -> int:
-    """``alloc simulate``: run one simulation; returns the exit code."""
+    """``alloc simulate``: run one simulation; returns the exit code.
+    ``alloc simulate pollux|sia ...`` runs the Pollux or Sia artifact's
+    experiment instead (`alloc.goodput.cli`)."""
+    if argv and argv[0] in ("pollux", "sia") and not Path(argv[0]).is_file():
+        from ..goodput.cli import main
+        return main(argv)
     ap = argparse.ArgumentParser(prog="alloc simulate",
                                  description="round-based cluster simulation (Synergy)")
     ap.add_argument("config", help="simulation config (JSON)")

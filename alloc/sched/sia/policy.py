@@ -208,7 +208,21 @@ def solve_ilp(inp: SiaInput, gpus: list[int], lambda_n: float, engine: str, dead
 def place_type(allocs: list[tuple[str, int, int]], nodes: list[int], per: int
                ) -> dict[str, list[int]]:
     """Sia's placement on one type: ``allocs`` ``(job, N, K)`` in job order;
-    the node index of each GPU of each job (module notes)."""
+    the node index of each GPU of each job (module notes).
+
+    Raises
+    ------
+    ValueError
+        The jobs need more GPUs than the nodes hold (the program never asks it).
+
+    Examples
+    --------
+    >>> place_type([("a", 1, 2), ("b", 2, 8), ("c", 1, 4)], [10, 11, 12, 13], 4)
+    {'b': [10, 10, 10, 10, 11, 11, 11, 11], 'c': [12, 12, 12, 12], 'a': [13, 13]}
+    """
+    if sum(a[2] for a in allocs) > per * len(nodes):
+        raise ValueError(f"place_type: {sum(a[2] for a in allocs)} GPUs asked of "
+                         f"{per * len(nodes)}")
     remaining = [per] * len(nodes)
     out: dict[str, list[int]] = {}
     cur = 0
