@@ -13,8 +13,10 @@ licence).  Without it the script says what is missing in one line and exits
 "makespan_s", "restarts_per_job", "policy_ms_median", "wall_s"}`` (JCTs in
 seconds; and a few more keys) to ``--out``.  Policies: ``sia`` (its integer
 program, through alloc's kernel), ``exact`` (Sia's objective over every
-placement, exactly), ``gavel`` (Gavel+TunedJobs, 360 s rounds),
-``pollux``.  Bad input is one line on stderr and exit 2.
+placement, exactly), ``gavel`` (Gavel+TunedJobs, 360 s rounds).
+``pollux`` (the Sia artifact's type-unaware Pollux on 16 virtual 4-GPU
+nodes) is not implemented yet: it is refused in one line with exit 2.  Bad
+input is one line on stderr and exit 2.
 """
 from __future__ import annotations
 
