@@ -18,7 +18,10 @@ from ...registry import declare
 
 SOLVERS = (
     declare("goodput", "alloc.solvers.goodput.exact:solve", exact=True,
-            capabilities=("goodput", "elastic", "spread", "migration", "order-preemption"),
+            # "preemption": inputs without goodput jobs are cpsat's, which may stop
+            # running jobs; goodput inputs keep every running job (or move it)
+            capabilities=("goodput", "elastic", "spread", "migration", "order-preemption",
+                          "preemption"),
             options=(
                 Option("p", "float", -1.0,
                        "fairness exponent of the power mean of speed-ups (1: the throughput "
