@@ -140,7 +140,7 @@ class Carry:
     (True, ())
     """
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.problem = None
         #: the last allocation that passed the final check (`alloc.recheck.Checked`)
         self.checked = None

@@ -24,32 +24,33 @@ Checked:
   held; ``moved`` and ``preempted`` list nothing else;
 * tenancy: guaranteed jobs inside their tenants' cells with sharing safety,
   co-location limits ([`alloc.tenancy`][alloc.tenancy]).
+
+Every fact is recomputed from the cluster, the jobs and the allocation: what
+the check needs of the cluster (GPU names, types, the node of every level
+above each GPU, GPU memory, the cell forest) it reads itself
+([`alloc.facts`][alloc.facts]), and the throughput is the one formula
+([`alloc.objectives.rate`][alloc.objectives.rate]) on those facts.  Nothing
+validation, the compile step, a solver or a scheduler loop keeps (on the
+cluster, a profile, a placement or in a loop's carry) is read: caches make
+the solve fast, never the check (``tests/test_check_independent.py``
+corrupts each of them and shows the check still finds the fault).
 """
 from __future__ import annotations
 
 from collections import Counter, defaultdict
 from typing import Mapping, Sequence
 
+from .deadline import Deadline
 from .errors import InputError
-from .model import MILLI, Allocation, Cluster, FrozenMap, Job, Placement
-from .memo import forget, recall, remembered
-from .objectives import throughput
+from .facts import Facts, facts, grid_value
+from .gpukey import server_of
+from .model import MILLI, Allocation, Cluster, FrozenMap, Job, Placement, Server
+from .objectives import goodput_rate, rate
 from .profiles import resolve_models
 from .resources import capacity_problems as gpu_resource_problems, share_problems
 
 
-def _gpu_table(cluster: Cluster) -> dict:
-    """GPU name -> (server, local index) (cached on the cluster)."""
-    tab = cluster.__dict__.get("_gpu_table")
-    if tab is None:
-        srv, first = cluster.gpu_server, cluster.gpu_first
-        tab = {g: (cluster.servers[srv[i]], i - first[srv[i]])
-               for i, g in enumerate(cluster.gpu_ids)}
-        cluster.__dict__["_gpu_table"] = tab
-    return tab
-
-
-def _d(m) -> dict:
+def _d(m: Mapping[str, int]) -> dict[str, int]:
     return m._d if isinstance(m, FrozenMap) else dict(m)
 
 
@@ -63,16 +64,17 @@ def placement_problems(cluster: Cluster, job: Job, p: Placement, where: str) -> 
     where : str
         Prefix of each message (``"job 'j3'"``, ``"jobs[3].current"``).
     """
-    tab = _gpu_table(cluster)
-    if _fine(cluster, job, p, tab):
+    f = facts(cluster)
+    if _fine(f, job, p):
         return []
     out: list[str] = []
-    rows = []
+    rows: list[Server] = []
+    servers, gpu_server = f.servers, f.gpu_server
     for g in p.gpus:
-        r = tab.get(g.gpu)
-        if r is None:
+        k = f.gpu.get(g.gpu)
+        if k is None:
             return [f"{where}: unknown GPU {g.gpu!r}"]
-        rows.append(r)
+        rows.append(servers[gpu_server[k]])
         if g.milli != job.gpu_milli and g.milli != 0 and not out:
             out.append(f"{where}: {g.gpu} share {g.milli} milli, job asks {job.gpu_milli}")
     n = len(rows)
@@ -84,7 +86,7 @@ def placement_problems(cluster: Cluster, job: Job, p: Placement, where: str) -> 
         out.append(f"{where}: got {n} GPUs, needs "
                    + (f"{job.gpus}" if lo == hi else f"{lo}..{hi}") + " (gang: all or none)")
     if job.gpu_types:
-        for g, (s, _) in zip(p.gpus, rows):
+        for g, s in zip(p.gpus, rows):
             if s.gpu_type not in job.gpu_types:
                 out.append(f"{where}: GPU {g.gpu} is {s.gpu_type}, allowed {list(job.gpu_types)}")
                 break
@@ -92,41 +94,15 @@ def placement_problems(cluster: Cluster, job: Job, p: Placement, where: str) -> 
         if job.locality not in cluster.levels:
             out.append(f"{where}: locality {job.locality!r} is not a level of the cluster")
         else:
-            doms = _domains_of(cluster, job.locality, [g.gpu for g in p.gpus])
+            doms = f.nodes(job.locality, [f.gpu[g.gpu] for g in p.gpus])
             if len(doms) > 1:
                 out.append(f"{where}: GPUs span {len(doms)} {job.locality} nodes, "
                            f"locality needs one")
-    out += share_problems(cluster, job, p, where)
-    return out + _cpu_mem_problems(cluster, job, p, where, {s.id for s, _ in rows})
+    out += share_problems(cluster, job, p, where, gpu_index=f.gpu, caps=f.gpu_mem)
+    return out + _cpu_mem_problems(f, job, p, where, {s.id for s in rows})
 
 
-def _domains_of(cluster: Cluster, level: str, gpus: Sequence[str]) -> set[int]:
-    """The ids of the nodes of ``level`` that hold the GPUs (the compile
-    step's ids: a domain above the servers is its id with those above it)."""
-    from .arrays import cluster_arrays
-    dom, idx = cluster_arrays(cluster).domain[level], cluster.gpu_index
-    return {int(dom[idx[g]]) for g in gpus}
-
-
-def _one_node(cluster: Cluster, level: str, p: Placement) -> bool:
-    """All of ``p``'s GPUs under one node of ``level`` (a level of the
-    cluster; False for any other), on the compile step's ids (kept on the
-    cluster as lists)."""
-    doms = cluster.__dict__.get("_check_domains")
-    if doms is None:
-        from .arrays import cluster_arrays
-        doms = cluster.__dict__["_check_domains"] = {
-            lv: d.tolist() for lv, d in cluster_arrays(cluster).domain.items()}
-    dom = doms.get(level)
-    if dom is None:
-        return False
-    idx = cluster.gpu_index
-    gs = p.gpus
-    d0 = dom[idx[gs[0].gpu]]
-    return all(dom[idx[g.gpu]] == d0 for g in gs[1:])
-
-
-def _fine(cluster: Cluster, job: Job, p: Placement, tab: dict) -> bool:
+def _fine(f: Facts, job: Job, p: Placement) -> bool:
     """True only where [`placement_problems`][alloc.check.placement_problems]
     finds nothing: the common placement (known GPUs each with the job's
     share, no memory or compute caps, the requested CPU and memory on the
@@ -135,12 +111,16 @@ def _fine(cluster: Cluster, job: Job, p: Placement, tab: dict) -> bool:
     m = job.gpu_milli
     if type(m) is not int or m <= 0:
         return False
-    rows, names = [], set()
+    rows: list[Server] = []
+    names = set()
+    gpu, gpu_server, servers = f.gpu, f.gpu_server, f.servers
+    idx = []
     for g in p.gpus:
-        r = tab.get(g.gpu)
-        if r is None or g.milli != m or g.mem is not None or g.compute is not None:
+        k = gpu.get(g.gpu)
+        if k is None or g.milli != m or g.mem is not None or g.compute is not None:
             return False
-        rows.append(r[0])
+        rows.append(servers[gpu_server[k]])
+        idx.append(k)
         names.add(g.gpu)
     n = len(rows)
     if len(names) != n or n != job.gpus or job.min_gpus is not None or job.max_gpus is not None:
@@ -150,25 +130,26 @@ def _fine(cluster: Cluster, job: Job, p: Placement, tab: dict) -> bool:
         return False
     srv = {s.id for s in rows}
     if job.locality and n > 1 and not (job.locality == "server" and len(srv) == 1
-                                       and "server" in cluster.levels) \
-            and not _one_node(cluster, job.locality, p):
+                                       and "server" in f.domain) \
+            and not f.one_node(job.locality, idx):
         return False                    # not in one node of its level: the full test's
     cpu, mem = _d(p.cpu), _d(p.mem)
     used = cpu.keys() | mem.keys()
     if n:
         if not used <= srv:
             return False
-    elif len(used) != 1 or next(iter(used)) not in cluster.server_index:
+    elif len(used) != 1 or next(iter(used)) not in f.server:
         return False
     return (sum(cpu.values()), sum(mem.values())) == (job.cpu, job.mem) \
         and min(cpu.values(), default=0) >= 0 and min(mem.values(), default=0) >= 0
 
 
-def _cpu_mem_problems(cluster: Cluster, job: Job, p: Placement, where: str, gsrv: set) -> list[str]:
+def _cpu_mem_problems(f: Facts, job: Job, p: Placement, where: str,
+                      gsrv: set[str]) -> list[str]:
     out = []
     cpu, mem = _d(p.cpu), _d(p.mem)
     srv_ids = cpu.keys() | mem.keys()
-    index = cluster.server_index
+    index = f.server
     for s in srv_ids:
         if s not in index:
             return [f"{where}: unknown server {s!r}"]
@@ -185,7 +166,7 @@ def _cpu_mem_problems(cluster: Cluster, job: Job, p: Placement, where: str, gsrv
     n = len(p.gpus)
     if (tc, tm) != (job.cpu, job.mem):
         if prof is not None and prof.has_grid and n:
-            if prof.grid_value(tc / n, tm / n) <= 0:
+            if grid_value(prof, tc / n, tm / n) <= 0:
                 out.append(f"{where}: CPU {tc} / memory {tm} is no feasible point of "
                            f"profile {prof.name!r}")
         else:
@@ -207,23 +188,23 @@ def capacity_problems(cluster: Cluster, placements: Sequence[Placement]) -> list
             mem_use[s] += v
     out = [f"GPU {g}: {used} milli allocated, capacity {MILLI}"
            for g, used in gpu_use.items() if used > MILLI]
-    for s in cluster.servers:
-        if cpu_use.get(s.id, 0) > s.cpu:
-            out.append(f"server {s.id}: CPU {cpu_use[s.id]} allocated, capacity {s.cpu}")
-        if mem_use.get(s.id, 0) > s.mem:
-            out.append(f"server {s.id}: memory {mem_use[s.id]} allocated, capacity {s.mem}")
+    for srv in cluster.servers:
+        if cpu_use.get(srv.id, 0) > srv.cpu:
+            out.append(f"server {srv.id}: CPU {cpu_use[srv.id]} allocated, capacity {srv.cpu}")
+        if mem_use.get(srv.id, 0) > srv.mem:
+            out.append(f"server {srv.id}: memory {mem_use[srv.id]} allocated, capacity {srv.mem}")
     return out
 
 
 def placement_servers(p: Placement) -> set[str]:
     """Ids of the servers a placement uses (its GPUs', its CPU's and memory's)."""
     out = set(_d(p.cpu)) | set(_d(p.mem))
-    out.update(g.gpu.rsplit("/", 1)[0] for g in p.gpus)
+    out.update(server_of(g.gpu) for g in p.gpus)
     return out
 
 
 def live_state_problems(jobs: Sequence[Job], allocation: Allocation,
-                        max_moves: int | None = 0, *, order: Sequence | None = None,
+                        max_moves: int | None = 0, *, order: Sequence[str] | None = None,
                         preempt: str | None = None) -> list[str]:
     """Running jobs moved without allowance, dropped without being listed, or
     preempted but not for a job that outranks them and is placed now on a
@@ -272,9 +253,10 @@ def live_state_problems(jobs: Sequence[Job], allocation: Allocation,
     return out
 
 
-def _fresh_by_server(by_id: dict, placed: dict) -> dict:
+def _fresh_by_server(by_id: dict[str, Job], placed: dict[str, Placement]
+                     ) -> dict[str, list[Job]]:
     """The jobs placed now and not already running there, by server id."""
-    out: dict = defaultdict(list)
+    out: dict[str, list[Job]] = defaultdict(list)
     for jid, p in placed.items():
         a = by_id.get(jid)
         if a is not None and not p.same_as(a.current):
@@ -283,43 +265,63 @@ def _fresh_by_server(by_id: dict, placed: dict) -> dict:
     return out
 
 
-def _stopped_for(v: Job, fresh: dict, placed: dict, rank) -> bool:
+def _stopped_for(v: Job, fresh: dict[str, list[Job]], placed: dict[str, Placement],
+                 rank: Mapping[str, int] | None) -> bool:
     """Some job placed now on a server ``v`` held outranks ``v``."""
     from .tenancy import outranks
+    if v.current is None:
+        return False
     return any(a.id != v.id and outranks(a, v, rank)
                for s in placement_servers(v.current) for a in fresh.get(s, ()))
 
 
 def _own_problems(cluster: Cluster, job: Job, p: Placement) -> tuple[list[str], bool]:
     """[`placement_problems`][alloc.check.placement_problems] of a placed job and its reported
-    throughput against the recomputed one; whether its GPUs and servers are
-    known (it then counts in the capacities)."""
+    throughput against the one recomputed here (`throughput_of`); whether
+    its GPUs and servers are known (it then counts in the capacities)."""
     where = f"job {p.job!r}"
-    # the validation of running jobs found nothing wrong with this very pair
-    bad = [] if recall(p, "placement_ok", (cluster, job)) else \
-        placement_problems(cluster, job, p, where)
+    bad = placement_problems(cluster, job, p, where)
     if bad and any("unknown" in b for b in bad):
         return bad, False
-    tp = recall(p, "throughput", (cluster, job))      # kept when the core built it
-    if tp is not None:
-        forget(p, "throughput")                       # asked once
-    else:
-        tp = throughput(cluster, job, [g.gpu for g in p.gpus], sum(_d(p.cpu).values()),
-                        sum(_d(p.mem).values()))
+    f = facts(cluster)
+    tp = throughput_of(f, job, p)
     if abs(tp - p.throughput) > 1e-6 * max(1.0, abs(tp)):
         bad = bad + [f"{where}: reported throughput {p.throughput} but it is {tp:.6g}"]
     prof = job.profile
     if prof is not None and prof.goodput is not None and p.gpus:
-        from .objectives import goodput_speed
-        _, b, s = goodput_speed(cluster, job, [g.gpu for g in p.gpus])
+        _, b, s = goodput_of(f, job, p)
         if (p.batch, p.accum) != (b, s):
             bad = bad + [f"{where}: reported per-GPU batch {p.batch} with {p.accum} "
                          f"accumulation steps but its goodput's best is {b} with {s}"]
     return bad, True
 
 
+def throughput_of(f: Facts, job: Job, p: Placement) -> float:
+    """The throughput ``job`` earns placed as ``p`` (known GPUs), recomputed
+    by the check: the one formula ([`alloc.objectives.rate`][alloc.objectives.rate])
+    on the GPU types, the span level, the number of servers and the grid
+    value the check reads itself (`alloc.facts`)."""
+    gpus = [f.gpu[g.gpu] for g in p.gpus]
+    where = [f.gpu_server[g] for g in gpus]
+    types = [f.gpu_type[g] for g in gpus]
+    level = f.span_level(gpus) if len(gpus) > 1 else None
+    return rate(job, len(gpus), sum(_d(p.cpu).values()), sum(_d(p.mem).values()), types, level,
+                grid=grid_value, servers=len(set(where)))
+
+
+def goodput_of(f: Facts, job: Job, p: Placement) -> tuple[float, int, int]:
+    """``(throughput, batch, accum)`` a goodput job earns placed as ``p``
+    (known GPUs), recomputed by the check
+    ([`alloc.objectives.goodput_rate`][alloc.objectives.goodput_rate] on the
+    GPU types and the number of servers the check reads itself)."""
+    gpus = [f.gpu[g.gpu] for g in p.gpus]
+    where = [f.gpu_server[g] for g in gpus]
+    return goodput_rate(job, len(gpus), [f.gpu_type[g] for g in gpus], len(set(where)))
+
+
 def violations(cluster: Cluster, jobs: Sequence[Job], allocation: Allocation, *,
-               max_moves: int | None = 0, deadline=None, order: Sequence | None = None,
+               max_moves: int | None = 0, deadline: Deadline | None = None,
+               order: Sequence[str] | None = None,
                preempt: str | None = None) -> list[str]:
     """Every hard constraint ``allocation`` breaks (see the module notes).
 
@@ -378,18 +380,22 @@ def violations(cluster: Cluster, jobs: Sequence[Job], allocation: Allocation, *,
         job = by_id.get(p.job)
         if job is None:
             continue
-        bad, known = remembered(p, "problems", (cluster, job), lambda: _own_problems(cluster, job, p))
+        bad, known = _own_problems(cluster, job, p)
         out += bad
         if known:
             good.append(p)
     out += capacity_problems(cluster, good)
     caps = allocation.stats.get("gpu_mem_capacity") if allocation.stats else None
-    out += gpu_resource_problems(cluster, jobs, good, caps if isinstance(caps, Mapping) else None)
+    f = facts(cluster)
+    out += gpu_resource_problems(cluster, jobs, good, caps if isinstance(caps, Mapping) else None,
+                                 gpu_index=f.gpu)
     out += live_state_problems(jobs, allocation, max_moves, order=order, preempt=preempt)
-    from .tenancy import tenancy_violations
-    out.extend(tenancy_violations(cluster, jobs, allocation, deadline=deadline))
+    if cluster.tenants or any(j.guaranteed for j in jobs):
+        from .tenancy import tenancy_violations
+        out.extend(tenancy_violations(cluster, jobs, allocation, deadline=deadline,
+                                      gpu_index=f.gpu, tree=f.tree))
     return out
 
 
 __all__ = ["capacity_problems", "live_state_problems", "placement_problems",
-           "placement_servers", "violations"]
+           "placement_servers", "throughput_of", "violations"]

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any, ItemsView, Iterable, Iterator, KeysView, Mapping, Sequence, ValuesView
 
+from .gpukey import gpu_key
 from .memo import without_memo
 
 MILLI = 1000  # milli-GPU in one whole GPU
@@ -169,14 +170,14 @@ class Server:
 
     def gpu_ids(self) -> tuple[str, ...]:
         """The names of this server's GPUs, in index order."""
-        return tuple(f"{self.id}/gpu{k}" for k in range(self.gpus))
+        return tuple(gpu_key(self.id, k) for k in range(self.gpus))
 
     def gpu_domain(self, k: int, level: str) -> str:
         """Name of the node at ``level`` that holds this server's GPU ``k``
         (at a level above the server: its domain id there, ``""`` when it
         has none)."""
         if level == "gpu":
-            return f"{self.id}/gpu{k}"
+            return gpu_key(self.id, k)
         if level == "server":
             return self.id
         if level not in SERVER_LEVELS:

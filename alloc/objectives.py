@@ -34,7 +34,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Iterable, Sequence
+from typing import Callable, Iterable, Sequence
 
 from .model import Cluster, Job, Placement, Profile
 from .topology import reachable_levels, span_level
@@ -55,40 +55,115 @@ def scale_factor(profile: Profile | None, job: Job, n: int) -> float:
     return n / job.gpus
 
 
-def throughput(cluster: Cluster, job: Job, gpu_ids: Iterable[str], cpu: int, mem: int) -> float:
-    """Speed of ``job`` on the given GPUs with ``cpu`` milli-cores and ``mem``
-    MiB in total (see the module notes); 0 for a GPU job given no GPUs."""
-    gpu_ids = list(gpu_ids)
+def rate(job: Job, n: int, cpu: float, mem: float, gpu_types: Iterable[str | None],
+         level: str | None, *, grid: Callable[[Profile, float, float], float] | None = None,
+         servers: int | None = None) -> float:
+    r"""The one throughput formula (see the module notes): ``job``'s speed on
+    ``n`` GPUs of the given types (the slowest counts) whose innermost
+    common node is at ``level`` (read only when ``n > 1``), with ``cpu``
+    milli-cores and ``mem`` MiB in total.  A job without a profile runs at
+    1.0 (its elastic scale at another size), 0 when it asks for GPUs and
+    gets none; a CPU-only placement runs at its grid value.
+
+    Every evaluation of a placement's throughput -- the compile step's on
+    indices, the final check's, the engines', the simulators' -- is this
+    function on inputs each reads in its own representation.  ``grid``
+    evaluates a profile's grid (default `Profile.grid_value`; the final
+    check passes its own, uncached one).  A goodput job (its profile has a
+    goodput model) runs at its goodput speed-up instead
+    ([`goodput_rate`][alloc.objectives.goodput_rate]), which depends on the
+    number of ``servers`` that hold its GPUs (required for it when
+    ``n > 0``; every other job ignores it).
+
+    Examples
+    --------
+    >>> from alloc import Job
+    >>> from alloc.profiles import load_profile
+    >>> job = Job("a", 2, cpu=6000, mem=128000, profile=load_profile("res50"))
+    >>> round(rate(job, 2, 6000, 128000, ["V100", "V100"], "server"), 6)
+    1.0
+    >>> rate(Job("b", 2, cpu=1, mem=1), 0, 1, 1, [], None)
+    0.0
+    >>> from alloc import Goodput, GoodputType, Profile
+    >>> g = Goodput(128, 4096, {"T4": GoodputType((32, 1024),
+    ...             (0.02, 0.001, 0.2, 0.01, 0.05, 0.002, 1.5))}, grad=(1.0, 4.0))
+    >>> gj = Job("g", 1, cpu=1, mem=1, profile=Profile("g", goodput=g))
+    >>> round(rate(gj, 4, 1, 1, ["T4"] * 4, "server", servers=1), 3)
+    2.281
+    """
     prof = job.profile
-    n = len(gpu_ids)
     if prof is not None and prof.goodput is not None:
-        return goodput_speed(cluster, job, gpu_ids)[0]
+        return goodput_rate(job, n, gpu_types, servers)[0]
     if prof is None:
-        return 1.0 * scale_factor(None, job, n) if n or job.gpus == 0 else 0.0
+        return scale_factor(None, job, n) if n or job.gpus == 0 else 0.0
     per = max(n, 1)
-    base = prof.grid_value(cpu / per, mem / per) if (prof.has_grid and n) else 1.0
+    if prof.has_grid and n:
+        base = prof.grid_value(cpu / per, mem / per) if grid is None else \
+            grid(prof, cpu / per, mem / per)
+    else:
+        base = 1.0
     if not n:
         return base
-    idx, srv, servers = cluster.gpu_index, cluster.gpu_server, cluster.servers
-    if n == 1:
-        return base * prof.speed(servers[srv[idx[gpu_ids[0]]]].gpu_type) * scale_factor(prof, job, 1)
-    types = {servers[srv[idx[g]]].gpu_type for g in gpu_ids}
-    speed = min(prof.speed(t) for t in types)
-    span = prof.span_factor(span_level(cluster, gpu_ids))
+    speed = min(prof.speed(t) for t in gpu_types)
+    span = prof.span_factor(level) if n > 1 else 1.0
     return base * speed * span * scale_factor(prof, job, n)
+
+
+def throughput(cluster: Cluster, job: Job, gpu_ids: Iterable[str], cpu: int, mem: int) -> float:
+    """Speed of ``job`` on the given GPUs with ``cpu`` milli-cores and ``mem``
+    MiB in total: [`rate`][alloc.objectives.rate] on the GPUs' types, the
+    level they span and the number of servers that hold them (see the module
+    notes)."""
+    gpu_ids = list(gpu_ids)
+    n = len(gpu_ids)
+    if not n:
+        return rate(job, 0, cpu, mem, (), None, servers=0)
+    idx, srv, servers = cluster.gpu_index, cluster.gpu_server, cluster.servers
+    where = [srv[idx[g]] for g in gpu_ids]
+    types = [servers[s].gpu_type for s in where]
+    return rate(job, n, cpu, mem, types, span_level(cluster, gpu_ids) if n > 1 else None,
+                servers=len(set(where)))
+
+
+def goodput_rate(job: Job, n: int, gpu_types: Iterable[str | None], servers: int | None
+                 ) -> tuple[float, int, int]:
+    r"""``(throughput, batch, accum)`` of a goodput job on ``n`` GPUs of the
+    given types (the slowest counts) held by ``servers`` servers: its goodput
+    speed-up over its request on one server of its reference type, with the
+    per-GPU batch and the accumulation steps that reach it
+    ([`alloc.goodput.value`][alloc.goodput.value], $G^*_t(N, K) /
+    G^*_{\mathrm{ref}}(1, \mathrm{gpus})$).  [`rate`][alloc.objectives.rate]
+    is its first item; the final check recomputes all three.
+
+    Examples
+    --------
+    >>> from alloc import Goodput, GoodputType, Job, Profile
+    >>> g = Goodput(128, 4096, {"T4": GoodputType((32, 1024),
+    ...             (0.02, 0.001, 0.2, 0.01, 0.05, 0.002, 1.5))}, grad=(1.0, 4.0))
+    >>> gj = Job("g", 1, cpu=1, mem=1, profile=Profile("g", goodput=g))
+    >>> tput, b, s = goodput_rate(gj, 4, ["T4"] * 4, 1)
+    >>> round(tput, 3), b, s
+    (2.281, 87, 0)
+    """
+    from .goodput.value import placement_speed
+    prof = job.profile
+    if prof is None or prof.goodput is None:
+        raise ValueError(f"job {job.id!r} has no goodput model")
+    if n <= 0:
+        return 0.0, 0, 0
+    if servers is None or servers <= 0:
+        raise ValueError(f"goodput job {job.id!r}: the number of servers holding its {n} GPU(s) "
+                         f"is needed, got {servers!r}")
+    return placement_speed(prof.goodput, prof.reference_gpu, job.gpus, set(gpu_types), servers, n)
 
 
 def goodput_speed(cluster: Cluster, job: Job, gpu_ids: Sequence[str]) -> tuple[float, int, int]:
     """``(throughput, batch, accum)`` of a goodput job on the given GPUs
-    (`alloc.goodput.value`)."""
-    from .goodput.value import placement_speed
-    prof = job.profile
-    assert prof is not None and prof.goodput is not None
+    ([`goodput_rate`][alloc.objectives.goodput_rate] on their types and the
+    number of servers that hold them)."""
     idx, srv, servers = cluster.gpu_index, cluster.gpu_server, cluster.servers
-    where = {srv[idx[g]] for g in gpu_ids}
-    types = {servers[s].gpu_type for s in where}
-    return placement_speed(prof.goodput, prof.reference_gpu, job.gpus, types, len(where),
-                           len(gpu_ids))
+    where = [srv[idx[g]] for g in gpu_ids]
+    return goodput_rate(job, len(where), [servers[s].gpu_type for s in where], len(set(where)))
 
 
 def restart_kept(job: Job, placement: Placement) -> float:
@@ -315,6 +390,6 @@ def placement_value(objective: str | Objective, job: Job, p: Placement | None) -
 
 __all__ = ["FACTORS", "GPUS", "JOBS", "OBJECTIVES", "THROUGHPUT", "Objective",
            "allocation_value", "check_objective", "decimal_step", "get_objective",
-           "goodput_speed", "job_sizes", "restart_kept",
-           "placement_value", "scale_factor", "span_level", "tighten", "throughput"]
+           "goodput_rate", "goodput_speed", "job_sizes", "placement_value", "rate",
+           "restart_kept", "scale_factor", "span_level", "tighten", "throughput"]
 

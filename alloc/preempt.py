@@ -427,6 +427,7 @@ class _Walk:
         """Victims for a spread gang (``cands`` lowest-ranked first, until it
         fits; then every one it fits without is kept, highest-ranked first)
         and its assignment, or None."""
+        on: dict[int, list[int]]       # server -> the candidates on it
         p, n = self.p, sh[0]
         use = self.usable(self.gfree, self.cfree, self.mfree, sh[4], n, c, m)
         total, on = int(use.sum()), {}

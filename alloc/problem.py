@@ -38,15 +38,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Sequence
+from typing import Any, Callable, Collection, Iterable, Sequence
 
 import numpy as np
 
 from .deprecation import renamed
-from .model import CLUSTER, MILLI, Cluster, GpuShare, Job, Placement, Status
+from .model import CLUSTER, MILLI, Cluster, GpuShare, Job, Placement, Profile, Server, Status
 from .arrays import ClusterArrays, cluster_arrays
 from .memo import forget, keep, recall, recall2, same_but_current
-from .objectives import Objective, get_objective, throughput
+from .objectives import Objective, get_objective, rate, throughput
 from .topology import is_outer
 
 
@@ -153,10 +153,10 @@ class Solution:
     status: Status = Status.FEASIBLE
     bound: float | None = None
     preempted: tuple[int, ...] = ()
-    stats: dict = field(default_factory=dict)
+    stats: dict[str, Any] = field(default_factory=dict)
 
 
-def add_assign(a: Assign, gpu, cpu, mem, sign: int = 1) -> None:
+def add_assign(a: Assign, gpu: Any, cpu: Any, mem: Any, sign: int = 1) -> None:
     """Add (``sign=1``) or take (``-1``) an assignment's milli-GPU, CPU and
     memory to / from free-capacity arrays indexed by GPU and server."""
     for g, m in a.gpus:
@@ -181,7 +181,7 @@ def split(total: int, counts: Sequence[int]) -> list[int]:
     return raw
 
 
-_OPTIONS_CACHE: dict = {}
+_OPTIONS_CACHE: dict[tuple[int, int, int, int], tuple[Profile | None, tuple[GridPoint, ...]]] = {}
 
 
 def pareto_options(job: Job) -> tuple[GridPoint, ...]:
@@ -228,7 +228,7 @@ def _pareto(job: Job) -> tuple[GridPoint, ...]:
     return tuple(out)
 
 
-def _width(server, locality: str | None) -> int:
+def _width(server: Server, locality: str | None) -> int:
     """GPUs one node of the job's locality level holds on ``server``."""
     if locality == "switch":
         return server.gpus // max(1, server.sockets) // max(1, server.switches_per_socket)
@@ -237,14 +237,14 @@ def _width(server, locality: str | None) -> int:
     return server.gpus
 
 
-def _shape_index(cluster: Cluster) -> dict:
+def _shape_index(cluster: Cluster) -> dict[str, Any]:
     """Distinct server shapes per GPU type and per (rack, type) totals (cached
     on the cluster), so that placeability costs one pass over the shapes, not
     over the servers."""
     idx = cluster.__dict__.get("_shape_index")
     if idx is None:
-        shapes: dict = {}
-        totals: dict = {}
+        shapes: dict[Any, Any] = {}
+        totals: dict[Any, Any] = {}
         outer = cluster_arrays(cluster).srv_domain
         ids = {lv: d.tolist() for lv, d in outer.items()}
         for i, s in enumerate(cluster.servers):
@@ -297,7 +297,7 @@ def placeable_reason(cluster: Cluster, job: Job) -> str | None:
     if n > 1 and job.gpu_milli == MILLI and (job.locality is None or is_outer(job.locality)):
         within = job.locality if job.locality is not None else "cluster"
         # a spread job may mix the allowed GPU types: sum them per scope
-        scopes: dict = {}
+        scopes: dict[Any, Any] = {}
         for k, tot in idx["totals"].items():
             if k[0] == within and k[-1] in types:
                 scopes[k[:-1]] = tuple(a + b for a, b in zip(scopes.get(k[:-1], (0, 0, 0)), tot))
@@ -335,7 +335,7 @@ def _goodput_reason(cluster: Cluster, job: Job) -> str | None:
     return None
 
 
-def _take(problem: "Problem", assigns, sign: int) -> None:
+def _take(problem: "Problem", assigns: Iterable[Assign], sign: int) -> None:
     """Add ``sign`` times the assignments' GPU shares, CPU and memory to the
     problem's free capacities (vectorised; -1 takes, +1 gives back)."""
     gi, gv, ci, cv, mi, mv = [], [], [], [], [], []
@@ -469,9 +469,11 @@ class Problem:
     def __init__(self, cluster: Cluster, jobs: Sequence[Job], objective: str | Objective = "throughput",
                  name: str = "", *, order: Sequence[str] | None = None,
                  max_moves: int | None = None, move_cost: float | None = None,
-                 preempt: str | None = None, pinned: Sequence[str] = (), carry=None,
-                 preempt_packed: bool = False):
+                 preempt: str | None = None, pinned: Sequence[str] = (), carry: Any = None,
+                 preempt_packed: bool = False, needs: frozenset[str] | None = None) -> None:
         from .carry import next_stamp
+        if needs is not None:          # the call's (`alloc.call.Call.needs`), computed once
+            self.__dict__["needs"] = needs - {"order-preemption"}
         self.cluster = cluster
         self.jobs = tuple(jobs)
         self.objective = get_objective(objective)
@@ -521,6 +523,7 @@ class Problem:
         else:
             self.explicit_order = True
             pos = self.order_rank
+            assert pos is not None          # an order was given
             listed = sorted((j for j in range(self.J) if jobs[j].id in pos),
                             key=lambda j: pos[jobs[j].id])
             ranked = listed + [j for j in base if jobs[j].id not in pos]
@@ -543,7 +546,9 @@ class Problem:
         self.reasons: dict[int, str] = {}
         self.options: list[tuple[GridPoint, ...]] = []
         fixed, reasons, options = self.fixed, self.reasons, self.options
-        pending, added, kept = [], [], {}
+        pending: list[int] = []
+        added: list[int] = []
+        kept: dict[int, int] = {}
         seen = cluster.__dict__.setdefault("_placeable", {})   # shape -> (profile, reason)
         if len(seen) > 4096:
             seen.clear()
@@ -604,7 +609,8 @@ class Problem:
         _take(self, [a for _, _, a in removed], 1)
         _take(self, [fixed[j] for j in added], -1)
 
-    def reduced(self, drop, pin: dict, keep_priority: bool = False) -> "Problem":
+    def reduced(self, drop: Collection[int], pin: dict[int, Assign],
+                keep_priority: bool = False) -> "Problem":
         """This problem without the jobs ``drop`` (indices), with the jobs of
         ``pin`` (index -> `Assign`) running there and pinned, priorities set
         aside (the order ranks the jobs) and no preemption rule -- what
@@ -624,7 +630,8 @@ class Problem:
         new = {j: k for k, j in enumerate(kept)}
         out = object.__new__(Problem)
         out.__dict__.update({k: v for k, v in self.__dict__.items()
-                             if k not in ("type_ok", "allowed", "preemption_possible")})
+                             if k not in ("type_ok", "allowed", "preemption_possible",
+                                          "needs")})
         jobs = []
         for j in kept:
             job = self.jobs[j]
@@ -667,7 +674,8 @@ class Problem:
         """The running job ``j``'s current placement in index form."""
         c = self.cluster
         cur = self.jobs[j].current
-        a = recall(cur, "assign", (c,))
+        assert cur is not None, "a running job"
+        a: Assign | None = recall(cur, "assign", (c,))
         if a is None:
             caps = tuple((g.mem, g.compute) for g in cur.gpus)
             a = Assign(tuple((c.gpu_index[g.gpu], g.milli) for g in cur.gpus),
@@ -695,7 +703,7 @@ class Problem:
         out.update(int(self.gpu_server[g]) for g, _ in a.gpus)
         return out
 
-    def stopped_for(self, r: int, assign: dict, fresh) -> bool:
+    def stopped_for(self, r: int, assign: dict[int, Assign], fresh: Iterable[int]) -> bool:
         """Running job ``r`` may be stopped: a job of ``fresh`` outranks it
         (`outranks`) and is placed (``assign[i]``) on a server ``r`` held --
         the rule [violations][alloc.check.violations] checks."""
@@ -710,6 +718,20 @@ class Problem:
         return False
 
     @cached_property
+    def needs(self) -> frozenset[str]:
+        """The capabilities a solver needs for this problem's input
+        ([`needed_capabilities`][alloc.needs.needed_capabilities], the call's
+        preemption rule aside: the core applies it): the call's when it was
+        compiled from one, else computed once here."""
+        from .needs import needed_capabilities
+        return needed_capabilities(self.cluster, self.jobs)
+
+    #: seconds the call keeps back from the solver for the answer's placements
+    #: and the final check (`alloc.solve.check_reserve`), set by the core
+    #: before the solver runs (0 for a problem solved outside the core)
+    reserve_s: float = 0.0
+
+    @cached_property
     def preemption_possible(self) -> bool:
         """True when the tenancy rules let some pending job stop a running one
         ([`alloc.tenancy.outranks`][alloc.tenancy.outranks]: a guaranteed job over an opportunistic
@@ -722,7 +744,8 @@ class Problem:
         pk = self.prio_key
         if min(pk) == max(pk) and not any(self.jobs[j].guaranteed for j in self.pending):
             return False        # one priority and nothing guaranteed waits: nobody outranks
-        low_opp, low_gua = None, {}
+        low_opp: int | None = None
+        low_gua: dict[str | None, int] = {}
         for r in self.running:
             job = self.jobs[r]
             if job.guaranteed:
@@ -832,7 +855,7 @@ class Problem:
         job = self.jobs[j]
         cur = job.current
         if cur is not None and (a is self.fixed.get(j) or a == self.current_assign(j)):
-            p = recall2(cur, "placement", self.cluster, job)
+            p: Placement | None = recall2(cur, "placement", self.cluster, job)
             if p is None:
                 p = self._rebuilt(job, cur, a)
                 keep(cur, "placement", (self.cluster, job), p)
@@ -841,7 +864,8 @@ class Problem:
         keep(p, "built", (self.cluster,), (job, a))
         return p
 
-    def placements(self, order: Sequence[int], assign: dict) -> tuple[list, list]:
+    def placements(self, order: Sequence[int], assign: dict[int, Assign]
+                   ) -> tuple[list[Placement], list[str]]:
         """The placements of the jobs ``order`` at ``assign`` (each one's
         [`placement`][alloc.problem.Problem.placement]), and the ids of the
         running jobs among them placed elsewhere than they run (moved).
@@ -893,7 +917,6 @@ class Problem:
                 same = goodput_speed(c, job, [g.gpu for g in cur.gpus])[1:] == \
                     (cur.batch, cur.accum)
             if same:
-                keep(cur, "throughput", (c, job), tp)
                 return cur
         return self._build_placement(job, a)
 
@@ -917,10 +940,7 @@ class Problem:
             if sh is None:
                 sh = shares[(g, m)] = GpuShare(ids[g], m)
             gs.append(sh)
-        p = Placement.make(job.id, tuple(gs), cpu, mem, round(tp, 9), batch, accum)
-        # the final check recomputes this very value from the placement
-        keep(p, "throughput", (c, job), tp)
-        return p
+        return Placement.make(job.id, tuple(gs), cpu, mem, round(tp, 9), batch, accum)
 
     def value_of(self, j: int, a: Assign) -> float:
         """The objective's real value of job j placed as ``a`` -- the value of
@@ -941,39 +961,21 @@ class Problem:
 
     def throughput_of(self, j: int, a: Assign) -> float:
         """[`alloc.objectives.throughput`][alloc.objectives.throughput] of job j placed as ``a``,
-on indices."""
-        from .objectives import scale_factor
+on indices: the one formula ([`alloc.objectives.rate`][alloc.objectives.rate]) on the GPU
+        types, the span level and the number of servers read from the index arrays."""
         job = self.jobs[j]
-        prof = job.profile
         n = len(a.gpus)
-        if prof is not None and prof.goodput is not None:
-            return self.goodput_of(j, a)[0]
-        if prof is None:
-            return scale_factor(None, job, n) if n or job.gpus == 0 else 0.0
         cpu = sum(v for _, v in a.cpu)
         mem = sum(v for _, v in a.mem)
-        per = max(n, 1)
-        base = prof.grid_value(cpu / per, mem / per) if (prof.has_grid and n) else 1.0
         if not n:
-            return base
+            return rate(job, 0, cpu, mem, (), None, servers=0)
         servers, gs = self.cluster.servers, self.gpu_server
-        if n == 1:
-            return base * prof.speed(servers[gs[a.gpus[0][0]]].gpu_type) * scale_factor(prof, job, 1)
-        speed = min(prof.speed(servers[gs[g]].gpu_type) for g, _ in a.gpus)
-        return base * speed * prof.span_factor(self.span_level_of(a)) * scale_factor(prof, job, n)
-
-    def goodput_of(self, j: int, a: Assign) -> tuple[float, int, int]:
-        """``(throughput, batch, accum)`` of goodput job j placed as ``a``
-        (`alloc.goodput.value`)."""
-        from .goodput.value import placement_speed
-        job = self.jobs[j]
-        prof = job.profile
-        gs = self.gpu_server
-        where = {int(gs[g]) for g, _ in a.gpus}
-        servers = self.cluster.servers
-        types = {servers[s].gpu_type for s in where}
-        return placement_speed(prof.goodput, prof.reference_gpu, job.gpus, types, len(where),
-                               len(a.gpus))
+        where = [gs[g] for g, _ in a.gpus]
+        types = [servers[s].gpu_type for s in where]
+        held = len(set(where)) if job.profile is not None and job.profile.goodput is not None \
+            else None                                 # only a goodput job's speed reads it
+        return rate(job, n, cpu, mem, types, self.span_level_of(a) if n > 1 else None,
+                    servers=held)
 
     def span_level_of(self, a: Assign) -> str:
         """The innermost level one node of which holds all of ``a``'s GPUs."""
@@ -986,7 +988,7 @@ on indices."""
         return CLUSTER
 
 
-def order_ranks(order: Sequence | None) -> dict | None:
+def order_ranks(order: Sequence[str] | None) -> dict[str, int] | None:
     """``{job id: position}`` of a ranked list of job ids (highest first), or None."""
     if order is None:
         return None
@@ -1003,7 +1005,7 @@ def option_of(problem: Problem, j: int, a: Assign) -> int:
     return 0
 
 
-def job_type_key(problem: Problem, j: int) -> tuple:
+def job_type_key(problem: Problem, j: int) -> tuple[Any, ...]:
     """What makes two jobs interchangeable for every solver: shape, options,
     allowed GPU types with their speeds, the span factors of the levels the
     job can span and its elastic sizes (only the factors the objective uses),
@@ -1018,11 +1020,11 @@ def job_type_key(problem: Problem, j: int) -> tuple:
     types = tuple(bool(x) for x in problem.type_ok[j])
     speeds = tuple(round(prof.speed(t), 12) for t in problem.types) \
         if prof is not None and "speed" in f else ()
-    span = ()
+    span: tuple[float, ...] = ()
     if prof is not None and "span" in f and (job.gpus > 1 or job.elastic):
         span = tuple(round(prof.span_factor(lv), 12)
                      for lv in reachable_levels(problem.cluster, job.locality))
-    sizes = ()
+    sizes: tuple[Any, ...] = ()
     if job.elastic:
         sizes = (tuple(job_sizes(job)),
                  tuple(sorted(prof.scaling.items())) if prof is not None and "scale" in f else ())
@@ -1034,13 +1036,14 @@ def job_type_key(problem: Problem, j: int) -> tuple:
 def job_types(problem: Problem, jobs: Sequence[int] | None = None) -> list[list[int]]:
     """Groups of interchangeable jobs ([`job_type_key`][alloc.problem.job_type_key]), each in rank
 order."""
-    groups: dict[tuple, list[int]] = {}
+    groups: dict[tuple[Any, ...], list[int]] = {}
     for j in (problem.pending if jobs is None else jobs):
         groups.setdefault(job_type_key(problem, j), []).append(j)
     return [sorted(g, key=lambda j: problem.rank[j]) for g in groups.values()]
 
 
-def job_order(problem: Problem, key=None, jobs: Sequence[int] | None = None) -> list[int]:
+def job_order(problem: Problem, key: Callable[[int], Any] | None = None,
+              jobs: Sequence[int] | None = None) -> list[int]:
     """The pending jobs (or ``jobs``) by rank: the explicit order, else priority
     (highest first) and then ``key`` (default: input order).
 
@@ -1060,7 +1063,7 @@ def job_order(problem: Problem, key=None, jobs: Sequence[int] | None = None) -> 
 
 
 def compile_problem(cluster: Cluster, jobs: Sequence[Job], objective: str | Objective = "throughput",
-                    name: str = "", **kw) -> Problem:
+                    name: str = "", **kw: Any) -> Problem:
     """The [`Problem`][alloc.problem.Problem] of validated input (see
 [`Problem`][alloc.problem.Problem])."""
     return Problem(cluster, jobs, objective, name, **kw)

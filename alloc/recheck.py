@@ -37,10 +37,12 @@ corrupted ones included.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Iterable, Sequence
 
+from .deadline import Deadline
+from .facts import facts
 from .memo import same_but_current
-from .model import MILLI, Allocation, Cluster, Job
+from .model import MILLI, Allocation, Cluster, Job, Placement
 
 
 @dataclass
@@ -68,13 +70,13 @@ class Checked:
         preempted (the conditions of the partial check).
     """
     cluster: Cluster
-    jobs: dict
-    placements: dict
-    by_id: dict
-    placed: dict
-    gpu: dict
-    cpu: dict
-    mem: dict
+    jobs: dict[int, Job]
+    placements: dict[int, Placement]
+    by_id: dict[str, Job]
+    placed: dict[str, Placement]
+    gpu: dict[str, int]
+    cpu: dict[str, int]
+    mem: dict[str, int]
     simple: bool
 
 
@@ -95,7 +97,7 @@ def record(cluster: Cluster, jobs: Sequence[Job], allocation: Allocation) -> Che
 
 def violations_since(checked: Checked | None, cluster: Cluster, jobs: Sequence[Job],
                      allocation: Allocation, *, max_moves: int | None = 0,
-                     deadline=None, order=None,
+                     deadline: Deadline | None = None, order: Sequence[str] | None = None,
                      preempt: str | None = None) -> tuple[list[str], Checked | None]:
     """[`violations`][alloc.check.violations], examining only what changed
     since ``checked`` (see the module notes); ``order`` and ``preempt`` as
@@ -118,7 +120,8 @@ def violations_since(checked: Checked | None, cluster: Cluster, jobs: Sequence[J
     return bad, (None if bad else record(cluster, jobs, allocation))
 
 
-def _partial(rec: Checked, cluster: Cluster, jobs: tuple, allocation: Allocation) -> bool:
+def _partial(rec: Checked, cluster: Cluster, jobs: tuple[Job, ...], allocation: Allocation
+             ) -> bool:
     """Bring ``rec`` to this allocation; True when it passes, False when the
     full check must say (``rec`` is then spoilt)."""
     if allocation.moved or allocation.preempted:
@@ -129,9 +132,9 @@ def _partial(rec: Checked, cluster: Cluster, jobs: tuple, allocation: Allocation
     if len(jmap) != len(jobs) or len(pmap) != len(ps):
         return False
     new_jobs = [jmap[k] for k in jmap.keys() - rec.jobs.keys()]
-    gone_jobs: list = [rec.jobs[k] for k in rec.jobs.keys() - jmap.keys()]
+    gone_jobs: list[Job] = [rec.jobs[k] for k in rec.jobs.keys() - jmap.keys()]
     new = [pmap[k] for k in pmap.keys() - rec.placements.keys()]
-    gone: list = [rec.placements[k] for k in rec.placements.keys() - pmap.keys()]
+    gone: list[Placement] = [rec.placements[k] for k in rec.placements.keys() - pmap.keys()]
     if _declares(new_jobs, new) or _tenancy(cluster, new_jobs) or _unresolved(new_jobs):
         return False
     by_id, placed = rec.by_id, rec.placed
@@ -153,9 +156,9 @@ def _partial(rec: Checked, cluster: Cluster, jobs: tuple, allocation: Allocation
     # the pairs (job, placement) not checked before
     fresh = {id(p): p for p in new}
     for jid in was:
-        p = placed.get(jid)
-        if p is not None:
-            fresh[id(p)] = p
+        q = placed.get(jid)
+        if q is not None:
+            fresh[id(q)] = q
     for p in fresh.values():
         job = by_id[p.job]
         before = was.get(p.job)
@@ -180,7 +183,8 @@ def _partial(rec: Checked, cluster: Cluster, jobs: tuple, allocation: Allocation
     return True
 
 
-def _books(rec: Checked, jobs: tuple, ps: tuple, unplaced: tuple, gone_jobs, new) -> bool:
+def _books(rec: Checked, jobs: tuple[Job, ...], ps: tuple[Placement, ...],
+           unplaced: tuple[str, ...], gone_jobs: list[Job], new: list[Placement]) -> bool:
     """Every job once in the placements or unplaced, nothing else, no running
     job dropped: the record held it, so only what changed is looked at."""
     by_id, placed = rec.by_id, rec.placed
@@ -200,19 +204,21 @@ def _books(rec: Checked, jobs: tuple, ps: tuple, unplaced: tuple, gone_jobs, new
     return True
 
 
-def _own(cluster, job, p):
+def _own(cluster: Cluster, job: Job, p: Placement) -> tuple[list[str], bool]:
     from .check import _own_problems
     return _own_problems(cluster, job, p)
 
 
-def _within(cluster: Cluster, old: Checked, dg: dict, dc: dict, dm: dict) -> bool:
+def _within(cluster: Cluster, old: Checked, dg: dict[str, int], dc: dict[str, int],
+            dm: dict[str, int]) -> bool:
     """Every GPU and server whose load changed within its capacity (the others
     carry the checked load, which was)."""
     gpu, cpu, mem = old.gpu, old.cpu, old.mem
     for k, v in dg.items():
         if v and gpu.get(k, 0) + v > MILLI:
             return False
-    servers, index = cluster.servers, cluster.server_index
+    f = facts(cluster)                 # the check's own reading, never the model's caches
+    servers, index = f.servers, f.server
     for k in dc.keys() | dm.keys():
         s = servers[index[k]]
         if cpu.get(k, 0) + dc.get(k, 0) > s.cpu or mem.get(k, 0) + dm.get(k, 0) > s.mem:
@@ -220,7 +226,8 @@ def _within(cluster: Cluster, old: Checked, dg: dict, dc: dict, dm: dict) -> boo
     return True
 
 
-def _add(placements, sign: int, gpu: dict, cpu: dict, mem: dict) -> None:
+def _add(placements: Iterable[Placement], sign: int, gpu: dict[str, int], cpu: dict[str, int],
+         mem: dict[str, int]) -> None:
     for p in placements:
         for g in p.gpus:
             gpu[g.gpu] = gpu.get(g.gpu, 0) + sign * g.milli
@@ -230,18 +237,18 @@ def _add(placements, sign: int, gpu: dict, cpu: dict, mem: dict) -> None:
             mem[s] = mem.get(s, 0) + sign * v
 
 
-def _declares(jobs, placements) -> bool:
+def _declares(jobs: Iterable[Job], placements: Iterable[Placement]) -> bool:
     """Something declares GPU memory or compute (`alloc.resources`)."""
     return any(j.gpu_mem is not None or j.gpu_compute is not None for j in jobs) or any(
         g.mem is not None or g.compute is not None or g.milli == 0
         for p in placements for g in p.gpus)
 
 
-def _tenancy(cluster: Cluster, jobs) -> bool:
+def _tenancy(cluster: Cluster, jobs: Iterable[Job]) -> bool:
     return bool(cluster.tenants) or any(j.guaranteed for j in jobs)
 
 
-def _unresolved(jobs) -> bool:
+def _unresolved(jobs: Iterable[Job]) -> bool:
     """A job names a model and carries no profile (the full check reads it)."""
     return any(j.profile is None and j.model for j in jobs)
 

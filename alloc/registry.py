@@ -609,7 +609,9 @@ def solvers() -> dict[str, SolverInfo]:
     _warn_shadowed()
     reg = dict(_builtin())
     for name in _plugin_names():
-        reg[name] = _plugin(name)
+        info = _plugin(name)
+        if info is not None:          # always, for a name no built-in takes
+            reg[name] = info
     reg.update(_EXTRA)
     return dict(sorted(reg.items()))
 

@@ -106,7 +106,7 @@ def gpu_mem_caps(cluster: Cluster, overrides: Mapping | None = None) -> tuple[in
     return caps
 
 
-def type_mem_caps(cluster: Cluster) -> dict[str, int]:
+def type_mem_caps(cluster: Cluster) -> dict[str | None, int]:
     """The largest GPU memory (MiB) of each GPU type present (cached)."""
     hit = cluster.__dict__.get("_type_mem_caps")
     if hit is None:
@@ -156,7 +156,9 @@ def restrict_types(cluster: Cluster, jobs: tuple) -> tuple:
 
 
 def _least(job: Job) -> int:
-    return job.gpu_mem if job.guaranteed or job.gpu_mem_min is None else job.gpu_mem_min
+    mem = job.gpu_mem
+    assert mem is not None, "a job that declares GPU memory"
+    return mem if job.guaranteed or job.gpu_mem_min is None else job.gpu_mem_min
 
 
 # ------------------------------------------------------------------ demands
@@ -206,12 +208,17 @@ def share_compute(job: Job, share: GpuShare) -> int:
 
 
 # ------------------------------------------------------------------- checks
-def share_problems(cluster: Cluster, job: Job, p: Placement, where: str) -> list[str]:
+def share_problems(cluster: Cluster, job: Job, p: Placement, where: str, *,
+                   gpu_index: Mapping[str, int] | None = None,
+                   caps: Sequence[int] | None = None) -> list[str]:
     """What is wrong with the memory and compute of one placement's shares
-    (the share rules of the module notes; unknown GPUs are left to the caller)."""
+    (the share rules of the module notes; unknown GPUs are left to the caller).
+    ``gpu_index`` and ``caps`` (GPU name -> global index, memory per GPU)
+    default to the cluster's; the final check passes its own reading."""
     out: list[str] = []
-    gidx = cluster.gpu_index
-    caps = gpu_mem_caps(cluster)
+    gidx = cluster.gpu_index if gpu_index is None else gpu_index
+    if caps is None:
+        caps = gpu_mem_caps(cluster)
     kinds = {g.milli == 0 for g in p.gpus}
     if True in kinds and not can_ride(job):
         out.append(f"{where}: opportunistic share (milli 0) for a job that "
@@ -249,10 +256,12 @@ def _share_line(job: Job, g: GpuShare, cap: int) -> str | None:
 
 
 def usage(cluster: Cluster, by_id: Mapping[str, Job], placements: Sequence[Placement],
-          overrides: Mapping | None = None) -> tuple[dict[int, int], dict[int, int]]:
+          overrides: Mapping | None = None, *, gpu_index: Mapping[str, int] | None = None,
+          caps: Sequence[int] | None = None) -> tuple[dict[int, int], dict[int, int]]:
     """Memory (MiB) and compute (milli) in use per global GPU index."""
-    gidx = cluster.gpu_index
-    caps = gpu_mem_caps(cluster, overrides)
+    gidx = cluster.gpu_index if gpu_index is None else gpu_index
+    if caps is None:
+        caps = gpu_mem_caps(cluster, overrides)
     mem: dict[int, int] = defaultdict(int)
     comp: dict[int, int] = defaultdict(int)
     for p in placements:
@@ -269,14 +278,24 @@ def usage(cluster: Cluster, by_id: Mapping[str, Job], placements: Sequence[Place
 
 
 def capacity_problems(cluster: Cluster, jobs: Sequence[Job], placements: Sequence[Placement],
-                      overrides: Mapping | None = None) -> list[str]:
-    """GPUs whose memory or compute the placements over-commit."""
+                      overrides: Mapping | None = None, *,
+                      gpu_index: Mapping[str, int] | None = None) -> list[str]:
+    """GPUs whose memory or compute the placements over-commit.  With
+    ``gpu_index`` (GPU name -> global index: the final check's own reading)
+    nothing kept on the cluster is used."""
     by_id = {j.id: j for j in jobs}
     if not _declares(cluster, jobs, placements):
         return []
-    caps = gpu_mem_caps(cluster, overrides)
-    mem, comp = usage(cluster, by_id, placements, overrides)
-    ids = cluster.gpu_ids
+    caps: Sequence[int]
+    if gpu_index is None:
+        caps = gpu_mem_caps(cluster, overrides)
+        ids = list(cluster.gpu_ids)
+    else:
+        caps = [server_gpu_mem(s, overrides) for s in cluster.servers for _ in range(s.gpus)]
+        ids = [""] * len(gpu_index)
+        for g, k in gpu_index.items():
+            ids[k] = g
+    mem, comp = usage(cluster, by_id, placements, overrides, gpu_index=gpu_index, caps=caps)
     out = [f"GPU {ids[k]}: jobs need {v} MiB of GPU memory, capacity {caps[k]}"
            for k, v in sorted(mem.items()) if v > caps[k]]
     out += [f"GPU {ids[k]}: compute {v} milli allocated, capacity {MILLI}"

@@ -3,12 +3,15 @@
 The chain (each step one function, every caller -- the CLI, the simulator, the
 online runner, sessions -- goes through it):
 
-1. [`alloc.validate.prepare`][alloc.validate.prepare] -- validate the input once, resolve model
-   names to profiles ([`InputError`][alloc.errors.InputError] for any problem);
-2. the solver's declared options are checked
-   ([`alloc.options.validate_options`][alloc.options.validate_options])
-   and its capabilities against what the input needs
-   ([`needed_capabilities`][alloc.solve.needed_capabilities]);
+1. [`alloc.call`][alloc.call] -- the settings and the input validated once,
+   by the code a [`Session`][alloc.session.Session] runs too (the same bad
+   input, the same error): the solver and its declared options, the
+   objective, the time limit and the other settings, the cluster and the
+   jobs ([`alloc.validate.prepare`][alloc.validate.prepare], model names
+   resolved to profiles), and the capabilities the input needs
+   ([`needed_capabilities`][alloc.needs.needed_capabilities]), computed once
+   and carried in the call and the problem, against the solver's;
+2. the job order (ids of the input, each once);
 3. [`Problem`][alloc.problem.Problem] -- the one compile step: running jobs fixed,
    unplaceable jobs set aside with a reason, ranks from the job order;
 4. the solver runs against one [`Deadline`][alloc.deadline.Deadline] (a share is
@@ -23,43 +26,17 @@ online runner, sessions -- goes through it):
 from __future__ import annotations
 
 import time
-import warnings
 from dataclasses import replace
 from typing import Sequence
 
+from .call import (call_input, call_settings, check_capabilities, check_preempt,  # noqa: F401
+                   make_call, needed_capabilities, solver_call, warn_ignored_objective)
 from .collector import paused
 from .deadline import Deadline, check_time_limit, watched
-from .errors import InputError, InputWarning, SolverError, SolverUnavailable, UnsupportedInput
+from .errors import InputError, SolverError, SolverUnavailable
 from .model import Allocation, Cluster, Job, Status
-from .objectives import DEFAULT_OBJECTIVE, get_objective
-from .options import validate_options
 from .registry import (SolverInfo, exact_solvers, get_solver, heuristic_solvers,
-                       objective_warning, register, solvers)
-
-
-def needed_capabilities(cluster: Cluster, jobs: Sequence[Job],
-                        preempt: str | None = None) -> frozenset:
-    """Capabilities a solver must have to handle this input correctly (and
-    the call's preemption rule)."""
-    need = {"order-preemption"} if preempt == "order" else set()
-    for j in jobs:
-        if j.gpus == 1 and j.gpu_milli < 1000:
-            need.add("sharing")
-        if j.locality is not None and j.locality not in ("server", "gpu"):
-            need.add("locality")
-        if j.preferred is not None and (j.gpus > 1 or (j.max_gpus or 0) > 1):
-            need.add("preferred")
-        if j.tenant is not None or j.guaranteed:
-            need.add("tenancy")
-        if j.elastic:
-            need.add("elastic")
-        if j.profile is not None and j.profile.goodput is not None:
-            need.add("goodput")
-    if cluster.tenants:
-        need.add("tenancy")
-    from .resources import needs
-    need |= needs(cluster, jobs)
-    return frozenset(need)
+                       register, solvers)
 
 
 def check_reserve(problem) -> float:
@@ -200,82 +177,25 @@ def allocate(cluster: Cluster, jobs: Sequence[Job], *, solver: str = "best-fit",
     >>> e.status.value, e.value, e.bound
     ('optimal', 8000.0, 8000.0)
     """
-    deadline = Deadline.after(check_time_limit(time_limit))
-    info, opts, preempt = _solver_call(solver, preempt, options)
+    t0 = time.perf_counter()
+    settings = call_settings(solver=solver, objective=objective, time_limit=time_limit,
+                             seed=seed, max_moves=max_moves, move_cost=move_cost,
+                             preempt=preempt, preempt_packed=preempt_packed, options=options)
+    deadline = Deadline(t0, t0 + check_time_limit(time_limit))
+    info = settings.info
     with paused(not info.exact):     # the collector's passes find nothing of the call's
-        obj = get_objective(DEFAULT_OBJECTIVE if objective is None else objective)
-        if objective is not None:
-            warn_ignored_objective(info, obj.name)
-        from .validate import check_call_settings
-        check_call_settings(seed, max_moves, move_cost)
-        cluster, jobs = _prepare(cluster, jobs)
+        call = call_input(settings, cluster, jobs)     # the one call path (`alloc.call`)
+        cluster, jobs = call.cluster, call.jobs
         _check_order(jobs, order)
-        check_preempt(cluster, jobs, preempt)
-        check_capabilities(info, cluster, jobs, preempt)
         from .problem import compile_problem
-        if not isinstance(preempt_packed, bool):
-            raise InputError(f"preempt_packed: expected true or false, got {preempt_packed!r:.60}")
-        problem = compile_problem(cluster, jobs, obj, instance, order=order, max_moves=max_moves,
-                                  move_cost=move_cost, preempt=preempt,
-                                  preempt_packed=preempt_packed)
+        problem = compile_problem(cluster, jobs, call.objective, instance, order=order,
+                                  max_moves=max_moves, move_cost=move_cost, preempt=call.preempt,
+                                  preempt_packed=preempt_packed, needs=call.needs)
         if strict and problem.reasons:
             j, why = next(iter(problem.reasons.items()))
             raise InputError(f"jobs[{j}]: job {jobs[j].id!r} cannot be placed on this cluster "
                              f"now: {why}")
-        return run_solver(problem, info, deadline, seed=seed, options=opts, check=check)
-
-
-def warn_ignored_objective(info: SolverInfo, objective: str) -> None:
-    """One `InputWarning` line when the caller asked solver `info` for an
-    `objective` it does not honour, naming the solvers that do."""
-    msg = objective_warning(info, objective)
-    if msg:
-        warnings.warn(msg, InputWarning, stacklevel=3)
-
-
-def _solver_call(solver: str, preempt, options: dict):
-    """The solver's declaration, its checked options and the call's `preempt`
-    (a solver's own `preempt` option passes through to it); raises
-    `SolverUnavailable` when its backend is missing."""
-    info = get_solver(solver)
-    if preempt is not None and preempt != "order" and \
-            any(o.name == "preempt" for o in info.options):
-        options, preempt = {**options, "preempt": preempt}, None   # the solver's own option
-    opts = validate_options(f"solver {solver!r}", info.options, options)
-    reason = info.unavailable_reason()
-    if reason:
-        raise SolverUnavailable(f"solver {solver!r} is unavailable: {reason}")
-    return info, opts, preempt
-
-
-def check_capabilities(info: SolverInfo, cluster: Cluster, jobs: Sequence[Job],
-                       preempt: str | None = None) -> None:
-    """`UnsupportedInput` naming the capabilities the input needs that the
-    solver lacks, and the solvers that have them."""
-    missing = needed_capabilities(cluster, jobs, preempt) - info.capabilities
-    if missing:
-        able = [n for n, s in solvers().items() if missing <= s.capabilities]
-        raise UnsupportedInput(f"solver {info.name!r} does not support "
-                               f"{', '.join(sorted(missing))} which this input needs; solvers "
-                               f"that do: {', '.join(able) or 'none'}")
-
-
-def _prepare(cluster, jobs):
-    from .validate import prepare
-    return prepare(cluster, jobs)
-
-
-def check_preempt(cluster: Cluster, jobs: Sequence[Job], preempt) -> None:
-    """One-line ``InputError`` unless ``preempt`` is a preemption rule that
-    applies to this input (``"order"``: no tenants, no guaranteed jobs)."""
-    from .preempt import PREEMPT_RULES
-    if preempt not in PREEMPT_RULES or isinstance(preempt, bool):
-        raise InputError(f"preempt: expected one of {', '.join(map(repr, PREEMPT_RULES))}, "
-                         f"got {preempt!r:.60}")
-    if preempt == "order" and (cluster.tenants or any(j.guaranteed for j in jobs)):
-        raise InputError("preempt: 'order' ranks work on clusters without tenants' guarantees; "
-                         "with tenants or guaranteed jobs preemption follows the tenancy rules "
-                         "(leave preempt unset)")
+        return run_solver(problem, info, deadline, seed=seed, options=call.options, check=check)
 
 
 def _check_order(jobs: Sequence[Job], order) -> None:
@@ -301,7 +221,8 @@ def run_solver(problem, info: SolverInfo, deadline: Deadline, *, seed: int = 0,
     ``timings``, when given, gets the seconds of each step added to its
     ``solver_s``, ``finish_s`` and ``check_s``."""
     t0 = time.perf_counter()
-    inner = deadline.reserve(check_reserve(problem))
+    problem.reserve_s = check_reserve(problem)
+    inner = deadline.reserve(problem.reserve_s)
     with watched() as cut:
         solved, plan = _order_preemption(problem, inner)
         why = None

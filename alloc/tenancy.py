@@ -138,7 +138,7 @@ class CellTree:
     index: dict[str, int] = field(default_factory=dict)
     anc: list[list[int]] = field(default_factory=list)
     gpu_type: list[str] = field(default_factory=list)
-    by_type_level: dict[tuple[str, int], list[int]] = field(default_factory=dict)
+    by_type_level: dict[tuple[str | None, int], list[int]] = field(default_factory=dict)
     server: list[int] = field(default_factory=list)   # server index of a node (-1 for racks)
 
     @property
@@ -172,13 +172,23 @@ def cell_tree(cluster: Cluster) -> CellTree:
     cached = cluster.__dict__.get("_cell_tree")
     if cached is not None:
         return cached
+    tree = build_cell_tree(cluster)
+    cluster.__dict__["_cell_tree"] = tree
+    return tree
+
+
+def build_cell_tree(cluster: Cluster) -> CellTree:
+    """The cell forest of ``cluster``, built afresh from its servers (nothing
+    kept on the cluster is read or written: the final check's own copy)."""
     levels = tuple(cluster.levels) + (() if "gpu" in cluster.levels else ("gpu",))
     tree = CellTree(levels)
     # a domain above the servers is a cell when all its GPU servers share one type
-    from .topology import domain_names, server_domains
+    from .arrays import server_domain_ids
+    from .topology import name_domains
     outer = [lv for lv in levels if is_outer(lv)]
-    names = domain_names(cluster) if outer else {}
-    dom = {lv: server_domains(cluster, lv) for lv in outer}
+    srv_domain = server_domain_ids(cluster.servers, cluster.levels)
+    names = name_domains(cluster, srv_domain) if outer else {}
+    dom = {lv: srv_domain[lv].tolist() for lv in outer}
     dom_types: dict[tuple[str, int], set] = defaultdict(set)
     for si, s in enumerate(cluster.servers):
         if s.gpus:
@@ -217,7 +227,6 @@ def cell_tree(cluster: Cluster) -> CellTree:
             tree.anc.append(chain)
             tree.gpu_type.append(s.gpu_type)
             g += 1
-    cluster.__dict__["_cell_tree"] = tree
     return tree
 
 
@@ -259,10 +268,11 @@ def cell_size(tree: CellTree, gpu_type: str, lvl: int) -> int:
     return z
 
 
-def quota_gpus(cluster: Cluster, tenant: str, gpu_type: str) -> int:
+def quota_gpus(cluster: Cluster, tenant: str, gpu_type: str,
+               tree: CellTree | None = None) -> int:
     """GPUs guaranteed to a tenant of one type: sum over its cells of
-    ``count * cell_size(type, level)``."""
-    tree = cell_tree(cluster)
+    ``count * cell_size(type, level)`` (on ``tree``, default the cluster's)."""
+    tree = cell_tree(cluster) if tree is None else tree
     return sum(c * cell_size(tree, t, lvl)
                for (t, lvl), c in quotas(cluster).get(tenant, {}).items()
                if t == gpu_type and c)
@@ -329,10 +339,11 @@ def binding_from_keys(tree: CellTree, binding: Mapping[str, Iterable[str]]) -> d
 
 
 def check_binding(cluster: Cluster, binding: Mapping[str, Sequence[int]],
-                  used: Mapping[str, set]) -> list[str]:
+                  used: Mapping[str, set], tree: CellTree | None = None) -> list[str]:
     """Problems with a binding (node ids per tenant) covering ``used[v]``
-    (GPUs of v's guaranteed jobs); empty when it proves the invariant."""
-    tree = cell_tree(cluster)
+    (GPUs of v's guaranteed jobs); empty when it proves the invariant (on
+    ``tree``, default the cluster's)."""
+    tree = cell_tree(cluster) if tree is None else tree
     q = quotas(cluster)
     out = []
     owner: dict[int, str] = {}
@@ -355,7 +366,7 @@ def check_binding(cluster: Cluster, binding: Mapping[str, Sequence[int]],
     for v, gs in used.items():
         outside = [g for g in gs if owner.get(g) != v]
         if outside:
-            out.append(f"tenant {v!r}: guaranteed job on GPU {cluster.gpu_ids[outside[0]]} "
+            out.append(f"tenant {v!r}: guaranteed job on GPU {_gpu_name(tree, outside[0])} "
                        f"outside its bound cells")
     if out:
         return out
@@ -374,9 +385,15 @@ def check_binding(cluster: Cluster, binding: Mapping[str, Sequence[int]],
     return out
 
 
-def greedy_binding(cluster: Cluster, used: Mapping[str, set]) -> dict[str, list[int]] | None:
+def _gpu_name(tree: CellTree, g: int) -> str:
+    """The name of global GPU ``g`` (its leaf cell's)."""
+    return tree.key[tree.anc[g][-1]].partition(":")[2]
+
+
+def greedy_binding(cluster: Cluster, used: Mapping[str, set],
+                   tree: CellTree | None = None) -> dict[str, list[int]] | None:
     """Minimal cover of each tenant's used GPUs by its cells, or None."""
-    tree = cell_tree(cluster)
+    tree = cell_tree(cluster) if tree is None else tree
     q = quotas(cluster)
     gowner = {g: v for v, gs in used.items() for g in gs}
     out: dict[str, list[int]] = {}
@@ -526,13 +543,14 @@ def feasibility_engine() -> str:
 
 
 def exact_binding(cluster: Cluster, used: Mapping[str, set], *,
-                  deadline: Deadline) -> dict[str, list[int]] | None:
+                  deadline: Deadline, tree: CellTree | None = None
+                  ) -> dict[str, list[int]] | None:
     """A full binding covering ``used``
     ([`cell_placement_model`][alloc.tenancy.cell_placement_model] with every
     tenant's cells requested), or None (none exists, or none found before
     ``deadline``)."""
     from .kernel import solve
-    tree = cell_tree(cluster)
+    tree = cell_tree(cluster) if tree is None else tree
     q = quotas(cluster)
     cover = {g: v for v, gs in used.items() for g in gs}
     reqs = [CellRequest(v, tuple(tree.by_type_level.get((t, lvl), [])), c)
@@ -556,30 +574,45 @@ EXACT_BINDING_SECONDS = 10.0
 
 
 def infer_binding(cluster: Cluster, used: Mapping[str, set], exact: bool = True,
-                  deadline: Deadline | None = None) -> dict[str, list[int]] | None:
+                  deadline: Deadline | None = None, tree: CellTree | None = None
+                  ) -> dict[str, list[int]] | None:
     """A binding proving the tenancy invariant for ``used``, or None.
 
     The greedy cover first, then (``exact``) [`exact_binding`][alloc.tenancy.exact_binding] before
     ``deadline`` (at most `EXACT_BINDING_SECONDS` without one).  A
-    binding found is remembered on the cluster for the same ``used``."""
+    binding found is remembered on the cluster for the same ``used``; one
+    remembered is a witness, checked again (`check_binding`, on ``tree``
+    when given: the final check's own) before it is given back."""
     key = frozenset((v, frozenset(gs)) for v, gs in used.items() if gs)
     cache = cluster.__dict__.setdefault("_bindings", {})
     hit = cache.get(key)
     if hit is not None:
-        return {v: list(ns) for v, ns in hit.items()}
-    b = greedy_binding(cluster, used)
-    if b is None or check_binding(cluster, b, used):
+        found = {v: list(ns) for v, ns in hit.items()}
+        if not _binding_problems(cluster, found, used, tree):
+            return found
+        del cache[key]
+    b = greedy_binding(cluster, used, tree)
+    if b is None or check_binding(cluster, b, used, tree):
         b = None
         if exact:
             dl = Deadline.after(EXACT_BINDING_SECONDS) if deadline is None else deadline
-            b = exact_binding(cluster, used, deadline=dl)
-            if b is not None and check_binding(cluster, b, used):
+            b = exact_binding(cluster, used, deadline=dl, tree=tree)
+            if b is not None and check_binding(cluster, b, used, tree):
                 b = None
     if b is not None:
         if len(cache) >= 64:
             cache.pop(next(iter(cache)))
         cache[key] = {v: tuple(ns) for v, ns in b.items()}
     return b
+
+
+def _binding_problems(cluster: Cluster, binding: Mapping[str, Sequence[int]],
+                      used: Mapping[str, set], tree: CellTree | None) -> list[str]:
+    """`check_binding`, or the line of a node id the tree does not have."""
+    t = cell_tree(cluster) if tree is None else tree
+    if any(not 0 <= n < t.N for ns in binding.values() for n in ns):
+        return ["a remembered binding names a cell the cluster does not have"]
+    return check_binding(cluster, binding, used, t)
 
 
 def binding_keys(tree: CellTree, binding: Mapping[str, Iterable[int]]) -> dict[str, list[str]]:
@@ -685,7 +718,8 @@ def outranks(a: Job, b: Job, rank: Mapping | None = None) -> bool:
     return False
 
 
-def guaranteed_usage(cluster: Cluster, jobs: Sequence[Job], placements) -> dict[str, set]:
+def guaranteed_usage(cluster: Cluster, jobs: Sequence[Job], placements,
+                     gpu_index: Mapping[str, int] | None = None) -> dict[str, set]:
     """GPUs held by each tenant's guaranteed jobs.
 
     Parameters
@@ -706,7 +740,7 @@ def guaranteed_usage(cluster: Cluster, jobs: Sequence[Job], placements) -> dict[
         [`infer_binding`][alloc.tenancy.infer_binding].
     """
     by_id = {j.id: j for j in jobs}
-    gidx = cluster.gpu_index
+    gidx = cluster.gpu_index if gpu_index is None else gpu_index
     used: dict[str, set] = defaultdict(set)
     for p in placements:
         j = by_id.get(p.job)
@@ -719,9 +753,15 @@ def guaranteed_usage(cluster: Cluster, jobs: Sequence[Job], placements) -> dict[
 
 
 def tenancy_violations(cluster: Cluster, jobs: Sequence[Job], allocation: Allocation, *,
-                       deadline: Deadline | None = None) -> list[str]:
+                       deadline: Deadline | None = None,
+                       gpu_index: Mapping[str, int] | None = None,
+                       tree: CellTree | None = None) -> list[str]:
     """Tenancy invariants an allocation breaks (see the module notes); the
-    binding search stops at ``deadline`` (an inconclusive search is reported)."""
+    binding search stops at ``deadline`` (an inconclusive search is reported).
+    With ``gpu_index`` and ``tree`` (the final check's own reading of the
+    cluster, `alloc.facts`) nothing kept on the cluster object is trusted: the
+    GPU index and the cell forest are the check's, and a remembered binding is
+    verified again."""
     out: list[str] = []
     tenancy = bool(cluster.tenants) or any(j.guaranteed for j in jobs)
     if not tenancy:
@@ -731,29 +771,30 @@ def tenancy_violations(cluster: Cluster, jobs: Sequence[Job], allocation: Alloca
 
     # guaranteed jobs inside their cells, and sharing safety
     q = quotas(cluster)
-    gidx = cluster.gpu_index
-    tree = cell_tree(cluster)
+    gidx = cluster.gpu_index if gpu_index is None else gpu_index
+    tree = cell_tree(cluster) if tree is None else tree
     for jid, p in placed.items():
         j = by_id.get(jid)
         if j is None or not j.guaranteed:
             continue
+        cells = q.get(j.tenant, {}) if j.tenant is not None else {}
         for gs in p.gpus:
             if gs.gpu not in gidx:
                 continue
             t = tree.gpu_type[gidx[gs.gpu]]
-            if not any(tt == t and c for (tt, _), c in q.get(j.tenant, {}).items()):
+            if not any(tt == t and c for (tt, _), c in cells.items()):
                 out.append(f"job {jid!r}: guaranteed job on {t} GPU {gs.gpu} but tenant "
                            f"{j.tenant!r} has no {t} cells")
                 break
     if out:
         return out
-    used = guaranteed_usage(cluster, jobs, allocation.placements)
+    used = guaranteed_usage(cluster, jobs, allocation.placements, gidx)
     for v, held in used.items():
         per_t: dict[str, int] = defaultdict(int)
         for g in held:
             per_t[tree.gpu_type[g]] += 1
         for t, n in per_t.items():
-            cap = quota_gpus(cluster, v, t)
+            cap = quota_gpus(cluster, v, t, tree)
             if n > cap:
                 out.append(f"tenant {v!r}: guaranteed jobs hold {n} {t} GPUs, its cells "
                            f"guarantee {cap}")
@@ -766,11 +807,11 @@ def tenancy_violations(cluster: Cluster, jobs: Sequence[Job], allocation: Alloca
             b = binding_from_keys(tree, witness)
         except Exception:
             b = None
-        if b is not None and not check_binding(cluster, b, used):
+        if b is not None and not check_binding(cluster, b, used, tree):
             ok = True
-    if not ok and infer_binding(cluster, used, deadline=deadline) is None:
-        b = greedy_binding(cluster, used)
-        why = check_binding(cluster, b, used) if b is not None else []
+    if not ok and infer_binding(cluster, used, deadline=deadline, tree=tree) is None:
+        b = greedy_binding(cluster, used, tree)
+        why = check_binding(cluster, b, used, tree) if b is not None else []
         out.append(why[0] if why else
                    "tenancy: no binding of the tenants' cells holds every guaranteed job "
                    "with sharing safety")

@@ -54,6 +54,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any, Iterable, TypeGuard
 
+from .gpukey import GpuKey
 from .arrays import cluster_arrays, outer_levels
 from .model import CLUSTER, MILLI, SERVER_LEVELS, Cluster
 
@@ -153,11 +154,18 @@ def domain_names(cluster: Cluster) -> dict[str, list[str]]:
     hit = cluster.__dict__.get("_domain_names")
     if hit is not None:
         return hit
-    arr = cluster_arrays(cluster)
+    out = name_domains(cluster, cluster_arrays(cluster).srv_domain)
+    cluster.__dict__["_domain_names"] = out
+    return out
+
+
+def name_domains(cluster: Cluster, srv_domain) -> dict[str, list[str]]:
+    """`domain_names` from each server's domain ids ``srv_domain`` (level ->
+    ids, `alloc.arrays.server_domain_ids`), computed afresh (nothing kept)."""
     outer = outer_levels(cluster.levels)
     paths: dict[str, list[tuple]] = {}
     for lv in outer:
-        ids = arr.srv_domain[lv].tolist()
+        ids = [int(x) for x in srv_domain[lv]]
         per: list[tuple | None] = [None] * (max(ids) + 1 if ids else 0)
         for s, d in zip(cluster.servers, ids):
             if per[d] is None:
@@ -183,7 +191,6 @@ def domain_names(cluster: Cluster) -> dict[str, list[str]]:
                 used.add(name)
             names.append(name)
         out[lv] = names
-    cluster.__dict__["_domain_names"] = out
     return out
 
 
@@ -285,9 +292,8 @@ def gpus_under(graph, node: str) -> list[str]:
                    if graph.nodes[n]["level"] == "gpu"), key=_gpu_key)
 
 
-def _gpu_key(name: str):
-    srv, k = name.rsplit("/gpu", 1)
-    return srv, int(k)
+def _gpu_key(name: str) -> GpuKey:
+    return GpuKey.parse(name)
 
 
 def fanout(cluster: Cluster) -> dict[str, dict[str, int]]:

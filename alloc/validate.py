@@ -33,7 +33,7 @@ import warnings
 from collections import Counter
 from dataclasses import replace
 from functools import lru_cache
-from typing import Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 from .check import capacity_problems, placement_problems
 from .errors import InputError, InputWarning
@@ -48,17 +48,17 @@ MAX_INT = 2 ** 53 - 1
 MAX_WEIGHT = 1e9
 
 
-def _is_int(v) -> bool:
+def _is_int(v: object) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)
 
 
-def _int_problem(where: str, v, lo: int = 0, hi: int = MAX_INT) -> str | None:
+def _int_problem(where: str, v: Any, lo: int = 0, hi: int = MAX_INT) -> str | None:
     if not _is_int(v) or not lo <= v <= hi:
         return f"{where}: expected an integer in {lo}..{hi}, got {v!r}"
     return None
 
 
-def _name_problem(where: str, v, *, optional: bool = False) -> str | None:
+def _name_problem(where: str, v: object, *, optional: bool = False) -> str | None:
     if v is None and optional:
         return None
     if not isinstance(v, str) or not v or len(v) > MAX_NAME:
@@ -67,7 +67,7 @@ def _name_problem(where: str, v, *, optional: bool = False) -> str | None:
     return None
 
 
-def short_repr(v) -> str:
+def short_repr(v: object) -> str:
     """`repr(v)` cut to 60 characters, for a value quoted in an error line.
 
     Examples
@@ -79,7 +79,7 @@ def short_repr(v) -> str:
     return r if len(r) <= 60 else r[:57] + "..."
 
 
-def check_call_settings(seed, max_moves, move_cost) -> None:
+def check_call_settings(seed: object, max_moves: object, move_cost: object) -> None:
     """The per-call settings of [`alloc.allocate`][alloc.solve.allocate] and of a
     [`Session`][alloc.session.Session]: ``seed`` an integer, ``max_moves`` an
     integer >= 0 or None, ``move_cost`` a finite number >= 0 or None.
@@ -117,7 +117,7 @@ def cluster_problems(cluster: Cluster) -> list[str]:
     return out
 
 
-def server_problems(s, where: str, levels: Sequence[str]) -> list[str]:
+def server_problems(s: Any, where: str, levels: Sequence[str]) -> list[str]:
     """Problems of one server."""
     if not isinstance(s, Server):
         return [f"{where}: expected a Server, got {short_repr(s)}"]
@@ -182,7 +182,7 @@ def domain_problems(s: Server, where: str, levels: Sequence[str]) -> list[str]:
 
 
 @lru_cache(maxsize=64)
-def _outer_keys(levels: tuple) -> tuple[frozenset, frozenset]:
+def _outer_keys(levels: tuple[str, ...]) -> tuple[frozenset[str], frozenset[str]]:
     """The domain keys a server of these levels gives: the levels above the
     servers, and the same with ``rack``."""
     from .topology import is_outer
@@ -191,7 +191,7 @@ def _outer_keys(levels: tuple) -> tuple[frozenset, frozenset]:
 
 
 # ---------------------------------------------------------------------- jobs
-def job_field_problems(j, where: str, cluster: Cluster) -> list[str]:
+def job_field_problems(j: Any, where: str, cluster: Cluster) -> list[str]:
     """Problems of one job's fields (types, ranges, names that must exist)."""
     if not isinstance(j, Job):
         return [f"{where}: expected a Job, got {short_repr(j)}"]
@@ -276,7 +276,7 @@ def gpu_memory_problems(j: Job, where: str, cluster: Cluster) -> list[str]:
     return []
 
 
-def _plain(j, levels) -> bool:
+def _plain(j: Job, levels: frozenset[str]) -> bool:
     """A job of the common kind, well formed: every field of its type and in
     range, no tenant, no elastic sizes, no GPU memory or compute, a known
     locality level.  Tested without building a message; when it holds,
@@ -334,29 +334,23 @@ def job_problems(cluster: Cluster, jobs: Sequence[Job]) -> list[str]:
 def current_problems(cluster: Cluster, jobs: Sequence[tuple[int, Job]]) -> list[str]:
     """Running jobs' ``current`` placements: each valid, together within
     capacity and consistent with tenancy."""
-    out = []
-    from .memo import keep
-    running = [(i, j) for i, j in jobs if j.current is not None]
-    for i, j in running:
-        if j.current.job not in ("", j.id):
-            out.append(f"jobs[{i}].current.job: expected {j.id!r} or nothing, got {j.current.job!r}")
-        bad = placement_problems(cluster, j, j.current, f"jobs[{i}].current")
-        if bad:
-            out += bad
-        else:          # the final check asks the same of the same objects
-            keep(j.current, "placement_ok", (cluster, j), True)
+    out: list[str] = []
+    running = [(i, j, j.current) for i, j in jobs if j.current is not None]
+    for i, j, c in running:
+        if c.job not in ("", j.id):
+            out.append(f"jobs[{i}].current.job: expected {j.id!r} or nothing, got {c.job!r}")
+        out += placement_problems(cluster, j, c, f"jobs[{i}].current")
     if out or not running:
         return out
-    cur = [j.current if j.current.job == j.id else replace(j.current, job=j.id)
-           for _, j in running]
+    cur = [c if c.job == j.id else replace(c, job=j.id) for _, j, c in running]
     out += [f"jobs: running jobs' current placements overlap: {p}"
             for p in capacity_problems(cluster, cur)]
     from .resources import capacity_problems as gpu_problems
     out += [f"jobs: running jobs' current placements overlap: {p}"
-            for p in gpu_problems(cluster, [j for _, j in running], cur)]
+            for p in gpu_problems(cluster, [j for _, j, _ in running], cur)]
     if out:
         return out
-    if cluster.tenants and any(j.guaranteed for _, j in running):
+    if cluster.tenants and any(j.guaranteed for _, j, _ in running):
         from .tenancy import tenancy_violations
         alloc = Allocation(tuple(cur), tuple(j.id for _, j in jobs if j.current is None))
         out += [f"jobs: running jobs' current placements break tenancy: {p}"
@@ -365,7 +359,7 @@ def current_problems(cluster: Cluster, jobs: Sequence[tuple[int, Job]]) -> list[
 
 
 # ------------------------------------------------------------------ profiles
-_PROFILE_OK: dict[int, tuple] = {}
+_PROFILE_OK: dict[int, tuple[Any, ...]] = {}
 
 
 def profile_object_problems(prof: Profile, where: str) -> list[str]:
@@ -427,17 +421,17 @@ def prepare(cluster: Cluster, jobs: Sequence[Job], source: str | None = None
         cluster = replace(cluster, servers=tuple(
             replace(s, gpu_type=DEFAULT_GPU_TYPE) if isinstance(s, Server) and s.gpus
             and s.gpu_type is None else s for s in cluster.servers))
-    jobs = tuple(jobs) if isinstance(jobs, (list, tuple)) else jobs
-    problems = []
-    if isinstance(jobs, tuple):
-        jobs, problems = resolve_models(jobs)
-    problems += model_problems(cluster, jobs)
+    given: Any = tuple(jobs) if isinstance(jobs, (list, tuple)) else jobs
+    problems: list[str] = []
+    if isinstance(given, tuple):
+        given, problems = resolve_models(given)
+    problems += model_problems(cluster, given)
     if problems:
         raise InputError(problems, source)
     from .resources import restrict_types
-    jobs = restrict_types(cluster, jobs)
-    warn_model(cluster, jobs, source)
-    return cluster, jobs
+    out = restrict_types(cluster, given)
+    warn_model(cluster, out, source)
+    return cluster, out
 
 
 # ------------------------------------------------------------------ warnings
@@ -472,8 +466,8 @@ def model_warnings(cluster: Cluster, jobs: Sequence[Job]) -> list[str]:
     list of str
         Empty when nothing is suspicious.
     """
-    groups: dict[tuple, list] = {}
-    seen: dict[tuple, tuple] = {}
+    groups: dict[tuple[Any, ...], list[Any]] = {}
+    seen: dict[tuple[Any, ...], tuple[Any, ...]] = {}
     types = cluster.gpu_types
     for j in jobs:
         prof = j.profile
@@ -499,16 +493,19 @@ def model_warnings(cluster: Cluster, jobs: Sequence[Job]) -> list[str]:
     return out
 
 
-def _suspicious(j: Job, types: Sequence[str]) -> tuple:
+def _suspicious(j: Job, types: Sequence[str]) -> tuple[Any, ...]:
     """The warning groups one job belongs to (`model_warnings`)."""
     prof, out = j.profile, []
+    if prof is None:
+        return ()
     per_cpu, per_mem = j.cpu / j.gpus, j.mem / j.gpus
     if prof.has_grid and prof.grid_value(per_cpu, per_mem) <= 0:
         out.append(("grid", id(prof), per_cpu, per_mem))
+    types_out: list[tuple[Any, ...]] = []
     if prof.gpu_speed:
-        out += [("type", id(prof), t, None) for t in types
-                if t not in prof.gpu_speed and t != prof.reference_gpu and j.allows(t)]
-    return tuple(out)
+        types_out = [("type", id(prof), t, None) for t in types
+                     if t not in prof.gpu_speed and t != prof.reference_gpu and j.allows(t)]
+    return tuple(out) + tuple(types_out)
 
 
 def warn_model(cluster: Cluster, jobs: Sequence[Job], source: str | None = None) -> None:
@@ -526,7 +523,8 @@ def _outside_stacklevel() -> int:
     import os
     import sys
     here = os.path.dirname(os.path.abspath(__file__)) + os.sep
-    frame, level = sys._getframe(1), 1
+    frame: Any = sys._getframe(1)
+    level = 1
     while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(here):
         frame, level = frame.f_back, level + 1
     return level

@@ -52,6 +52,7 @@ python bench/loop.py --servers 1000 --rounds 200 --solvers best-fit fgd
 python bench/loop.py --servers 1000 --solvers best-fit --order las --preempt order --load 1.2
 python bench/loop.py --servers 16000 --rounds 50 --solvers best-fit synergy-tune fgd hived
 python bench/loop.py --first-call
+python bench/loop.py --servers 1000 --solvers best-fit --tree ../main --tree .
 ```
 """
 from __future__ import annotations
@@ -61,6 +62,7 @@ import cProfile
 import gc
 import json
 import math
+import os
 import pstats
 import random
 import resource
@@ -354,10 +356,12 @@ def table(results: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def worker(kwargs: dict) -> dict:
-    """:func:`run` in a fresh process (the peak memory is the run's own)."""
-    cmd = [sys.executable, __file__, "--worker", json.dumps(kwargs)]
-    out = subprocess.run(cmd, cwd=ROOT, check=True, capture_output=True, text=True).stdout
+def worker(kwargs: dict, tree: Path | None = None) -> dict:
+    """:func:`run` in a fresh process (the peak memory is the run's own);
+    with ``tree``, that source tree's ``bench/loop.py`` and package."""
+    script, cwd = (__file__, ROOT) if tree is None else (tree / "bench" / "loop.py", tree)
+    cmd = [sys.executable, str(script), "--worker", json.dumps(kwargs)]
+    out = subprocess.run(cmd, cwd=cwd, check=True, capture_output=True, text=True).stdout
     return json.loads(out.strip().splitlines()[-1])
 
 
@@ -417,6 +421,10 @@ def main(argv=None) -> int:
                     help="LAS counts attained GPU-rounds in steps of Q (default: 0, plain LAS)")
     ap.add_argument("--first-call", action="store_true",
                     help="only measure import + first allocate() in fresh processes")
+    ap.add_argument("--tree", action="append", type=Path, metavar="DIR",
+                    help="source tree to measure (repeatable: each size and solver runs "
+                         "once per tree, the trees taking turns, rows labelled with the "
+                         "tree's name; default: this one)")
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.worker:                      # one size and solver, in this process
@@ -431,8 +439,10 @@ def main(argv=None) -> int:
               f"{fc['max_total_s']:.3f} s)")
         return 0
     results = []
+    trees = [t.resolve() for t in args.tree] if args.tree else [None]
+    print(f"load average {os.getloadavg()[0]:.2f} at the start", file=sys.stderr, flush=True)
     for servers in args.servers:
-        for solver in args.solvers:
+        for solver, tree in ((s, t) for s in args.solvers for t in trees):
             t0 = time.perf_counter()
             tl = args.time_limit if solver == "cpsat" else None
             r = worker(dict(solver=solver, servers=servers, rounds=args.rounds,
@@ -440,7 +450,10 @@ def main(argv=None) -> int:
                             mean_rounds=args.mean_rounds, time_limit=tl,
                             compare_every=args.compare_every, profile=args.profile,
                             order=args.order, preempt=args.preempt,
-                            quantum=args.las_quantum))
+                            quantum=args.las_quantum), tree)
+            if tree is not None:
+                r["solver"] = f"{solver} @{tree.name}"
+                solver = r["solver"]
             results.append(r)
             if args.profile:
                 total = r["profile"][0][1]
@@ -450,6 +463,7 @@ def main(argv=None) -> int:
             print(f"{8 * servers} GPUs {solver}: median {r['median_ms']:.1f} ms, "
                   f"p95 {r['p95_ms']:.1f} ms ({time.perf_counter() - t0:.0f} s)",
                   file=sys.stderr, flush=True)
+    print(f"load average {os.getloadavg()[0]:.2f} at the end", file=sys.stderr, flush=True)
     print(table(results))
     return 0
 

@@ -64,7 +64,7 @@ def test_validation_binding_is_restored(monkeypatch, solver):
     def counted(c, used, *a, **k):
         calls.append(used)
         return exact(c, used, *a, **k)
-    monkeypatch.setattr(T, "greedy_binding", lambda c, used: None)
+    monkeypatch.setattr(T, "greedy_binding", lambda c, used, tree=None: None)
     monkeypatch.setattr(T, "exact_binding", counted)
     c = cluster(2, {"a": [("switch", 1, "V100"), ("gpu", 2, "V100")],
                     "b": [("server", 1, "V100")]})

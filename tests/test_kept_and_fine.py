@@ -21,6 +21,7 @@ from hypothesis import given, settings, strategies as st
 from alloc import Cluster, GpuShare, Job, Placement, Server, allocate
 import alloc.check as check
 from alloc.collector import paused
+from alloc.facts import facts
 from alloc.errors import InputError
 from alloc.problem import compile_problem
 
@@ -110,7 +111,7 @@ def test_shortcut_taken_for_a_common_placement():
     job = Job("a", 2, cpu=6000, mem=128000, locality="server")
     p = Placement("a", (GpuShare("s0/gpu0", 1000), GpuShare("s0/gpu3", 1000)),
                   {"s0": 6000}, {"s0": 128000})
-    assert check._fine(CLUSTER, job, p, check._gpu_table(CLUSTER))
+    assert check._fine(facts(CLUSTER), job, p)
     assert check.placement_problems(CLUSTER, job, p, "x") == []
 
 

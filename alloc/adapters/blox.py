@@ -40,6 +40,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
+from ..gpukey import gpu_key
 from ..errors import InputError
 from ..model import DEFAULT_GPU_TYPE, Cluster, Job, Server
 
@@ -136,7 +137,7 @@ class AllocPlacement:
         new = [n for n in nodes if n not in self._nodes]
         for n in new:
             for local, gid in nodes[n]:
-                self._keys[f"{node_name(n)}/gpu{local}"] = gid
+                self._keys[gpu_key(node_name(n), local)] = gid
         if self.session is None:
             servers = tuple(self._server(n, nodes[n], server_map) for n in sorted(new))
             from ..session import Session

@@ -62,6 +62,7 @@ import time
 from dataclasses import dataclass, field
 from typing import IO, TYPE_CHECKING, Any
 
+from ..gpukey import GpuKey, gpu_key, server_of
 from ..errors import InputError
 from ..model import DEFAULT_GPU_TYPE, Cluster, Job, Server
 from .scontrol import Node, Scontrol, SlurmError, SlurmJob
@@ -297,8 +298,8 @@ class Controller:
         used: dict[str, set] = {}
         for gpus in running.values():
             for g in gpus if isinstance(gpus, list) else ():
-                n, _, k = g.rpartition("/gpu")
-                used.setdefault(n, set()).add(int(k))
+                n, k = GpuKey.parse(g)
+                used.setdefault(n, set()).add(k)
         size = {sv.id: sv.gpus for sv in s.cluster.servers}
         out = {}
         for jid in waiting:
@@ -307,10 +308,10 @@ class Controller:
                 out[jid] = next(iter(cur.cpu))
                 continue
             gpus = []
-            for n in sorted({g.gpu.rpartition("/gpu")[0] for g in cur.gpus}):
-                want = sum(1 for g in cur.gpus if g.gpu.rpartition("/gpu")[0] == n)
+            for n in sorted({server_of(g.gpu) for g in cur.gpus}):
+                want = sum(1 for g in cur.gpus if server_of(g.gpu) == n)
                 free = [k for k in range(size.get(n, 0)) if k not in used.setdefault(n, set())]
-                gpus += [f"{n}/gpu{k}" for k in free[:want]]
+                gpus += [gpu_key(n, k) for k in free[:want]]
                 used[n].update(free[:want])
             if len(gpus) == len(cur.gpus):
                 out[jid] = gpus
@@ -353,7 +354,7 @@ class Controller:
     def _bound(j: SlurmJob):
         if j.gpus_per_node == 0:
             return j.node_list[0] if j.node_list else None
-        gpus = [f"{n}/gpu{k}" for n in sorted(j.bound) for k in j.bound[n]]
+        gpus = [gpu_key(n, k) for n in sorted(j.bound) for k in j.bound[n]]
         return gpus or None
 
     # ----------------------------------------------------------------- acting
@@ -409,7 +410,7 @@ class Controller:
             return True
         per: dict[str, int] = {}
         for g in p.gpus:
-            n = g.gpu.rsplit("/", 1)[0]
+            n = server_of(g.gpu)
             per[n] = per.get(n, 0) + 1
         return len(per) == j.nodes and set(per.values()) == {j.gpus_per_node}
 
@@ -431,7 +432,7 @@ class Controller:
                 open(self._decisions, "a")
         gpus: dict[str, int] = {}
         for g in p.gpus:
-            n = g.gpu.rsplit("/", 1)[0]
+            n = server_of(g.gpu)
             gpus[n] = gpus.get(n, 0) + 1
         self._out.write(json.dumps({"cycle": self.number, "action": action, "job": p.job,
                                     "nodes": _nodes(p), "gpus": gpus}) + "\n")
@@ -445,7 +446,7 @@ class Controller:
 
 
 def _nodes(p) -> list[str]:
-    return sorted({g.gpu.rsplit("/", 1)[0] for g in p.gpus} | set(p.cpu) | set(p.mem))
+    return sorted({server_of(g.gpu) for g in p.gpus} | set(p.cpu) | set(p.mem))
 
 
 # ------------------------------------------------------------------ command line

@@ -44,7 +44,7 @@ import math
 import time
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 from ..errors import InputError
 from ..model import Status
@@ -191,7 +191,7 @@ def greedy(jobs: Sequence[CommJob], machines: Sequence[CpuMachine], *,
     by_tier: dict[float, list[str]] = defaultdict(list)
     unused = sorted((m.id for m in machines), key=lambda x: (cpu[x], bw[x], x))
     servers: dict[str, list[str]] = defaultdict(list)
-    heap = []
+    heap: list[tuple] = []
     g = {j.id: gains(j) for j in jobs}
     by_id = {j.id: j for j in jobs}
     for j in jobs:
@@ -244,8 +244,8 @@ def exact(jobs: Sequence[CommJob], machines: Sequence[CpuMachine], *, ss_cpu: in
     cls = classes(machines)
     m = LinearModel("byteps-summation")
     y = tier_vars(m, cls, sorted({j.gbps for j in jobs}), ss_cpu)
-    load = defaultdict(dict)
-    x = {}
+    load: dict[Any, dict] = defaultdict(dict)
+    x: dict[Any, int] = {}
     dcols: dict[str, list[int]] = {}
     const = 0.0
     for j in jobs:
@@ -264,7 +264,7 @@ def exact(jobs: Sequence[CommJob], machines: Sequence[CpuMachine], *, ss_cpu: in
     m.hint = start(warm, jobs, cls, y, x, dcols)
     res = solve(m, "highs", time_limit=max(0.1, time_limit - (time.perf_counter() - t0)),
                 mip_rel_gap=gap)
-    if not res.has_solution or res.objective < warm.value - 1e-9:
+    if res.objective is None or not res.has_solution or res.objective < warm.value - 1e-9:
         st = Status.FEASIBLE
         return Assignment(warm.servers, warm.value, res.bound if res.bound is not None else None,
                           st, time.perf_counter() - t0, {"rule": "exact", "source": "greedy",

@@ -29,7 +29,7 @@ from __future__ import annotations
 import time
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 from ..errors import InputError
 from ..model import Status
@@ -114,7 +114,10 @@ def _joint(jobs, free, machines, ss_cpu, time_limit, with_servers) -> Plan:
     t0 = time.perf_counter()
     m = LinearModel("byteps-compose")
     S = len(free)
-    x, u, z, xs = {}, {}, {}, {}
+    x: dict[tuple[str, int], int] = {}
+    u: dict[tuple[str, int], int] = {}
+    z: dict[str, dict[tuple[int, int], int]] = {}
+    xs: dict[Any, int] = {}
     per_srv: dict[int, dict] = defaultdict(dict)
     cls = classes(machines) if with_servers else []
     y = tier_vars(m, cls, sorted({j.gbps for j in jobs}), ss_cpu)
@@ -149,6 +152,7 @@ def _joint(jobs, free, machines, ss_cpu, time_limit, with_servers) -> Plan:
                 mip_rel_gap=1e-4)
     if not res.has_solution:
         return Plan({}, {}, 0.0, res.bound, Status.UNKNOWN, time.perf_counter() - t0)
+    assert res.x is not None
     gpus, ks = {}, {}
     for j in jobs:
         chosen = [(n, k) for (n, k), v in z[j.id].items() if res.x[v] > 0.5]

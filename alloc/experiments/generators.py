@@ -31,6 +31,7 @@ import random
 from itertools import accumulate
 from typing import Callable, Mapping
 
+from ..gpukey import gpu_key
 from ..errors import InputError
 from ..model import MILLI, Cluster, GpuShare, Instance, Job, Placement, Server, frozen_map
 
@@ -345,7 +346,7 @@ def live(seed: int, servers: int = 16, jobs_per_server: float = 8, jobs: int | N
             continue
         srv = cluster.servers[s]
         first = srv.gpus - free[s]
-        gids = [f"{srv.id}/gpu{k}" for k in range(first, first + j.gpus)]
+        gids = [gpu_key(srv.id, k) for k in range(first, first + j.gpus)]
         free[s] -= j.gpus
         held += j.gpus
         cur = Placement(j.id, tuple(GpuShare(g, MILLI) for g in gids), {srv.id: j.cpu},

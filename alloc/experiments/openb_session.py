@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
+from ..gpukey import GpuKey, server_of
 from ..errors import InputError
 from ..model import Cluster, Job
 from ..solvers.fgd.engine import ClusterState, Pod
@@ -87,12 +88,12 @@ class SessionPolicy:
         if placed is None:
             self.session.stop(jid)
             return None
-        servers = {g.gpu.rsplit("/", 1)[0] for g in placed.gpus} or set(placed.cpu)
+        servers = {server_of(g.gpu) for g in placed.gpus} or set(placed.cpu)
         if len(servers) != 1:
             raise InputError(f"--policy {self.name}: spread a pod over {len(servers)} nodes, "
                              "which the FGD protocol forbids")
         sid = servers.pop()
-        slots = sorted(int(g.gpu.rsplit("/gpu", 1)[1]) for g in placed.gpus)
+        slots = sorted(GpuKey.parse(g.gpu).gpu for g in placed.gpus)
         return self.node[sid], slots
 
 

@@ -31,7 +31,7 @@ Examples
 >>> from alloc.sim import WorkloadJob
 >>> m = GoodputProgress(round_s=60)
 >>> round(m.work(WorkloadJob("c0", 0.0, 1, model="cifar10")), 1)
-40067.7
+39062.9
 """
 from __future__ import annotations
 

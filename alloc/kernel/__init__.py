@@ -30,25 +30,28 @@ Examples
 """
 from __future__ import annotations
 
-from typing import Callable
+from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from ..deadline import Deadline
 from ..model import Status
 from .model import INF, LinearModel
 from .result import Result
 
+if TYPE_CHECKING:
+    from .highs import HighsSession
 
-def _highs(model, time_limit, **kw):
+
+def _highs(model: LinearModel, time_limit: float, **kw: Any) -> Result:
     from .highs import solve_highs
     return solve_highs(model, time_limit, **kw)
 
 
-def _cpsat(model, time_limit, **kw):
+def _cpsat(model: LinearModel, time_limit: float, **kw: Any) -> Result:
     from .cpsat import solve_cpsat
     return solve_cpsat(model, time_limit, **kw)
 
 
-def _cbc(model, time_limit, **kw):
+def _cbc(model: LinearModel, time_limit: float, **kw: Any) -> Result:
     from .cbc import solve_cbc
     return solve_cbc(model, time_limit, **kw)
 
@@ -62,7 +65,7 @@ MIN_TIME = 1e-3
 
 def solve(model: LinearModel, engine: str = "highs", *, deadline: Deadline | None = None,
           time_limit: float | None = None, seed: int = 0, relax: bool = False,
-          **params) -> Result:
+          **params: Any) -> Result:
     """Solve ``model`` with ``engine`` before ``deadline`` (or within ``time_limit``).
 
     Parameters
@@ -113,7 +116,7 @@ def solve(model: LinearModel, engine: str = "highs", *, deadline: Deadline | Non
 MODULES = {"highs": ("highspy",), "cpsat": ("ortools.sat.python.cp_model",), "cbc": ("pulp",)}
 
 
-def preload(engines=("highs", "cpsat")) -> float:
+def preload(engines: Iterable[str] = ("highs", "cpsat")) -> float:
     """Import the engines' modules now; the seconds it took (0 once imported).
 
     An engine's first solve in a process imports it, inside the caller's
@@ -152,7 +155,7 @@ def preload(engines=("highs", "cpsat")) -> float:
 #: past the limit (within the law when the call's slack covers it).
 IMPORT_SECONDS = {"highs": 0.1, "cpsat": 0.5, "cbc": 0.3}
 
-_background: dict = {}
+_background: dict[str, Any] = {}
 
 
 def imported(engine: str) -> bool:
@@ -174,7 +177,7 @@ def preload_in_background(engine: str) -> None:
     t.start()
 
 
-def session(model: LinearModel, engine: str = "highs", **params):
+def session(model: LinearModel, engine: str = "highs", **params: Any) -> HighsSession:
     """An LP held by the engine for repeated solves as columns are added
     (column generation); see `alloc.kernel.highs.HighsSession`.
 

@@ -16,6 +16,7 @@ import os
 import subprocess
 import tempfile
 import time
+from typing import Any
 
 import numpy as np
 
@@ -30,7 +31,7 @@ GRACE_MIN_S = 0.1
 
 
 def solve_cbc(model: LinearModel, time_limit: float, *, seed: int = 0, relax: bool = False,
-              **params) -> Result:
+              **params: Any) -> Result:
     """Solve ``model`` with CBC (PuLP's bundled binary) within ``time_limit``."""
     import pulp
     t0 = time.perf_counter()
@@ -54,7 +55,7 @@ def solve_cbc(model: LinearModel, time_limit: float, *, seed: int = 0, relax: bo
             prob += (expr >= lo), f"r{r}l"
     for k, v in model.hint.items():
         xs[k].setInitialValue(v)
-    stats: dict = {"engine": "cbc"}
+    stats: dict[str, Any] = {"engine": "cbc"}
     try:
         status, sol_status = _run(prob, pulp, time_limit, t0, seed, warm=bool(model.hint),
                                   stats=stats)
@@ -81,12 +82,14 @@ def solve_cbc(model: LinearModel, time_limit: float, *, seed: int = 0, relax: bo
     return Result(Status.FEASIBLE, x, obj, None, stats=stats)
 
 
-def cbc_path(cmd) -> str | None:
+def cbc_path(cmd: Any) -> str | None:
     """The CBC binary ``cmd`` (PuLP's ``PULP_CBC_CMD``) runs, or None."""
-    return cmd.path if cmd.available() else None
+    path: str = cmd.path
+    return path if cmd.available() else None
 
 
-def _run(prob, pulp, time_limit: float, t0: float, seed: int, *, warm: bool, stats: dict):
+def _run(prob: Any, pulp: Any, time_limit: float, t0: float, seed: int, *, warm: bool,
+         stats: dict[str, Any]) -> tuple[Any, Any]:
     """Write ``prob`` for CBC, run it with what is left of ``time_limit``
     (seconds since ``t0``) and read its answer into ``prob``'s variables:
     ``(status, sol_status)`` in PuLP's codes, or ``(None, None)`` when no

@@ -25,6 +25,7 @@ from __future__ import annotations
 import math
 import threading
 import time
+from typing import Any, Iterable, Sequence
 
 import numpy as np
 
@@ -36,18 +37,19 @@ SCALE = 10 ** 6
 BIG = 10 ** 12
 
 
-def decimal_scale(values, max_digits: int = 6) -> int | None:
+def decimal_scale(values: Iterable[float], max_digits: int = 6) -> int | None:
     """Smallest ``10**k`` (``k <= max_digits``) making every value an integer
     (up to float noise), None when there is none."""
     vals = [float(v) for v in values]
     for k in range(max_digits + 1):
-        s = 10 ** k
+        s: int = 10 ** k
         if all(abs(v * s - round(v * s)) <= 1e-11 * max(1.0, abs(v * s)) for v in vals):
             return s
     return None
 
 
-def _int_row(coefs: dict, lo: float, hi: float, lb, ub):
+def _int_row(coefs: dict[int, float], lo: float, hi: float, lb: Sequence[float],
+             ub: Sequence[float]) -> tuple[list[tuple[int, int]], int, int]:
     """Integer coefficients and bounds of a row (exact when decimal)."""
     sc = decimal_scale(coefs.values())
     if sc is not None:
@@ -62,16 +64,16 @@ def _int_row(coefs: dict, lo: float, hi: float, lb, ub):
     return items, lo_, hi_
 
 
-def _weighted(xs, items):
+def _weighted(xs: Sequence[Any], items: Sequence[tuple[int, float]]) -> Any:
     """``sum(c * xs[k])`` as one weighted sum (one object, not one per term)."""
     from ortools.sat.python import cp_model
     return cp_model.LinearExpr.WeightedSum([xs[k] for k, _ in items], [c for _, c in items])
 
 
-_MODEL_CLASS: list = []
+_MODEL_CLASS: list[Any] = []
 
 
-def _model_class():
+def _model_class() -> Any:
     """OR-Tools' CpModel without the aliases of its pre-PEP8 method names.
 
     From OR-Tools 9.12 on, every ``CpModel`` adds about 60 such aliases to
@@ -83,21 +85,21 @@ def _model_class():
     (`_name`, `_read`), the old ones on releases before them."""
     if not _MODEL_CLASS:
         from ortools.sat.python import cp_model
-        base = cp_model.CpModel
+        base: Any = cp_model.CpModel
         if hasattr(base, "_add_pre_pep8_methods"):
             base = type("CpModel", (base,), {"_add_pre_pep8_methods": lambda self: None})
         _MODEL_CLASS.append(base)
     return _MODEL_CLASS[0]
 
 
-def _name(obj, pep8: str, old: str):
+def _name(obj: Any, pep8: str, old: str) -> Any:
     """``obj``'s method by its PEP8 name, or by its old name on OR-Tools
     releases before those names (9.8)."""
     f = getattr(obj, pep8, None)
     return f if f is not None else getattr(obj, old)
 
 
-def _read(obj, pep8: str, old: str):
+def _read(obj: Any, pep8: str, old: str) -> Any:
     """A value ``obj`` gives as a PEP8 property (or method), or by its old
     method on OR-Tools releases before those names (9.8)."""
     v = getattr(obj, pep8, None)
@@ -106,13 +108,13 @@ def _read(obj, pep8: str, old: str):
     return v() if callable(v) else v
 
 
-def build(model: LinearModel):
+def build(model: LinearModel) -> tuple[Any, list[Any], int]:
     """The CP-SAT model, its variables and the objective scale."""
     if not all(model.integer):
         raise ValueError(f"CP-SAT needs integer variables ({model.name or 'model'} has continuous ones)")
     m = _model_class()()
     new_var = _name(m, "new_int_var", "NewIntVar")
-    xs = []
+    xs: list[Any] = []
     for lb, ub, name in zip(model.lb, model.ub, model.names):
         lo = int(math.ceil(lb - 1e-9)) if lb > -INF else -BIG
         hi = int(math.floor(ub + 1e-9)) if ub < INF else BIG
@@ -120,10 +122,10 @@ def build(model: LinearModel):
     # rows and hints go straight into the model's proto: OR-Tools' expression
     # objects cost seconds on models of 10^4 rows (9.8), the proto fields do not
     proto = _read(m, "proto", "Proto")
-    for coefs, lo, hi in model.rows():
+    for coefs, row_lo, row_hi in model.rows():
         if not coefs:
             continue
-        items, lo_, hi_ = _int_row(coefs, lo, hi, model.lb, model.ub)
+        items, lo_, hi_ = _int_row(coefs, row_lo, row_hi, model.lb, model.ub)
         lin = proto.constraints.add().linear
         lin.vars.extend([k for k, _ in items])
         lin.coeffs.extend([c for _, c in items])
@@ -146,7 +148,7 @@ def build(model: LinearModel):
 
 
 def solve_cpsat(model: LinearModel, time_limit: float, *, seed: int = 0, relax: bool = False,
-                workers: int = 1, **params) -> Result:
+                workers: int = 1, **params: Any) -> Result:
     """Solve ``model`` with CP-SAT within ``time_limit`` seconds; ``params`` are
     CP-SAT parameters (e.g. ``linearization_level=2``)."""
     if relax:

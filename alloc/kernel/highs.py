@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 import time
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -27,8 +28,11 @@ from ..model import Status
 from .model import INF, LinearModel
 from .result import Result
 
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
 
-def _lp(model: LinearModel, integer: bool):
+
+def _lp(model: LinearModel, integer: bool) -> Any:
     import highspy
     big = highspy.kHighsInf
     lp = highspy.HighsLp()
@@ -85,7 +89,7 @@ PRESOLVE_SECONDS_PER_COLUMN = 4e-4
 
 
 def solve_highs(model: LinearModel, time_limit: float, *, seed: int = 0, relax: bool = False,
-                mip_rel_gap: float = 0.0, **params) -> Result:
+                mip_rel_gap: float = 0.0, **params: Any) -> Result:
     """Solve ``model`` with HiGHS within ``time_limit`` seconds."""
     import highspy
     t0 = time.perf_counter()
@@ -120,12 +124,12 @@ def solve_highs(model: LinearModel, time_limit: float, *, seed: int = 0, relax: 
     h.setOptionValue("time_limit", max(1e-3, left))
     if integer and model.hint:
         start = np.zeros(model.n)
-        for k, v in model.hint.items():
-            start[k] = v
-        sol = highspy.HighsSolution()
-        sol.col_value = start.tolist()
-        sol.value_valid = True
-        h.setSolution(sol)
+        for col, val in model.hint.items():
+            start[col] = val
+        hint = highspy.HighsSolution()
+        hint.col_value = start.tolist()
+        hint.value_valid = True
+        h.setSolution(hint)
     h.run()
     ms = h.getModelStatus()
     info = h.getInfo()
@@ -154,8 +158,8 @@ def solve_highs(model: LinearModel, time_limit: float, *, seed: int = 0, relax: 
                       np.asarray(sol.col_dual, dtype=float), stats)
     if integer:
         db = float(getattr(info, "mip_dual_bound", INF)) * div
-        bound = db + sense * 1e-7 * max(1.0, abs(db)) if np.isfinite(db) else None
-        return Result(Status.FEASIBLE, x, obj, bound, stats=stats)
+        proven = db + sense * 1e-7 * max(1.0, abs(db)) if np.isfinite(db) else None
+        return Result(Status.FEASIBLE, x, obj, proven, stats=stats)
     return Result(Status.UNKNOWN, stats=stats)
 
 
@@ -174,7 +178,7 @@ class HighsSession:
         HiGHS options (e.g. ``dual_feasibility_tolerance=1e-10``).
     """
 
-    def __init__(self, model: LinearModel, **params):
+    def __init__(self, model: LinearModel, **params: Any) -> None:
         import highspy
         self._highspy = highspy
         self.maximize = model.maximize
@@ -187,7 +191,7 @@ class HighsSession:
         self.h.passModel(_lp(model, False))
         self._cost = list(model.objective_vector())
 
-    def add_columns(self, obj, lb, ub, matrix) -> np.ndarray:
+    def add_columns(self, obj: ArrayLike, lb: ArrayLike, ub: ArrayLike, matrix: Any) -> np.ndarray:
         """Append columns: costs ``obj``, bounds ``lb``/``ub`` and their
         coefficients as a sparse matrix with one row per model row.  Returns
         the new column indices."""
@@ -205,23 +209,23 @@ class HighsSession:
         self.n += count
         return np.arange(first, self.n)
 
-    def set_row_bounds(self, rows, lo, hi) -> None:
+    def set_row_bounds(self, rows: ArrayLike, lo: ArrayLike, hi: ArrayLike) -> None:
         """Change the bounds of ``rows`` (arrays; infinite values allowed)."""
         big = self._highspy.kHighsInf
-        rows = np.asarray(rows, dtype=np.int64)
-        lo = np.broadcast_to(np.asarray(lo, dtype=float), rows.shape)
-        hi = np.broadcast_to(np.asarray(hi, dtype=float), rows.shape)
-        for r, a, b in zip(rows.tolist(), np.where(lo > -INF, lo, -big).tolist(),
-                           np.where(hi < INF, hi, big).tolist()):
+        r_a = np.asarray(rows, dtype=np.int64)
+        lo_a = np.broadcast_to(np.asarray(lo, dtype=float), r_a.shape)
+        hi_a = np.broadcast_to(np.asarray(hi, dtype=float), r_a.shape)
+        for r, a, b in zip(r_a.tolist(), np.where(lo_a > -INF, lo_a, -big).tolist(),
+                           np.where(hi_a < INF, hi_a, big).tolist()):
             self.h.changeRowBounds(int(r), float(a), float(b))
 
-    def set_coefficients(self, rows, cols, values) -> None:
+    def set_coefficients(self, rows: ArrayLike, cols: ArrayLike, values: ArrayLike) -> None:
         """Set matrix entries ``A[rows[t], cols[t]] = values[t]`` (0 removes one)."""
         for r, c, v in zip(np.asarray(rows).tolist(), np.asarray(cols).tolist(),
                            np.asarray(values, dtype=float).tolist()):
             self.h.changeCoeff(int(r), int(c), float(v))
 
-    def solve(self, time_limit: float, **options) -> Result:
+    def solve(self, time_limit: float, **options: Any) -> Result:
         """Re-solve from the last basis within ``time_limit`` seconds (HiGHS
         ``options`` set first, e.g. ``simplex_strategy=4`` for primal simplex
         after adding columns): an ``OPTIMAL`` result carries row duals and

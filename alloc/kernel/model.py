@@ -19,9 +19,12 @@ one.
 from __future__ import annotations
 
 import math
-from typing import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
 
 INF = math.inf
 
@@ -62,7 +65,7 @@ class LinearModel:
         self._ci: list[int] = []
         self._v: list[float] = []
         self._chunks: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
-        self._csr = None
+        self._csr: Any = None
 
     # ---------------------------------------------------------------- columns
     @property
@@ -87,8 +90,8 @@ class LinearModel:
             self.obj[k] = float(obj)
         return k
 
-    def add_vars(self, count: int, lb=0.0, ub=INF, integer: bool = False,
-                 obj=None) -> np.ndarray:
+    def add_vars(self, count: int, lb: ArrayLike = 0.0, ub: ArrayLike = INF,
+                 integer: bool = False, obj: ArrayLike | None = None) -> np.ndarray:
         """Add ``count`` variables (bounds and objective scalars or arrays);
         returns their column indices."""
         first = self.n
@@ -130,8 +133,8 @@ class LinearModel:
         self._csr = None
         return r
 
-    def add_rows(self, matrix, lo, hi, columns: Sequence[int] | np.ndarray | None = None
-                 ) -> np.ndarray:
+    def add_rows(self, matrix: Any, lo: ArrayLike, hi: ArrayLike,
+                 columns: Sequence[int] | np.ndarray | None = None) -> np.ndarray:
         """Add a block of rows ``lo <= matrix @ x[columns] <= hi`` (``matrix``
         a scipy sparse matrix or dense array; ``columns`` maps its columns to
         variables, default the first ones).  Returns the row indices."""
@@ -155,7 +158,7 @@ class LinearModel:
         if hi is not None:
             self.row_hi[row] = float(hi)
 
-    def matrix(self):
+    def matrix(self) -> Any:
         """The coefficient matrix as a scipy CSR matrix (``m x n``)."""
         if self._csr is not None and self._csr.shape == (self.m, self.n):
             return self._csr
@@ -185,11 +188,11 @@ class LinearModel:
             c[k] = v
         return c
 
-    def value(self, x: Sequence[float]) -> float:
+    def value(self, x: Sequence[float] | np.ndarray) -> float:
         """Objective value of an assignment."""
         return self.obj_const + sum(v * float(x[k]) for k, v in self.obj.items())
 
-    def feasible(self, x: Sequence[float], tol: float = 1e-6) -> bool:
+    def feasible(self, x: Sequence[float] | np.ndarray, tol: float = 1e-6) -> bool:
         """True when ``x`` meets every bound, row and integrality."""
         xa = np.asarray(x, dtype=float)
         if xa.shape != (self.n,):

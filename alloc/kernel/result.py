@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -38,7 +39,7 @@ class Result:
     bound: float | None = None
     duals: np.ndarray | None = None
     reduced_costs: np.ndarray | None = None
-    stats: dict = field(default_factory=dict)
+    stats: dict[str, Any] = field(default_factory=dict)
 
     @property
     def has_solution(self) -> bool:

@@ -43,6 +43,7 @@ import math
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
+from ..gpukey import server_of
 from ..errors import InputError
 from ..model import MILLI, Allocation, Cluster, GpuShare, Job, Placement
 from .costs import SwitchCosts, check_mechanism, load_costs
@@ -191,7 +192,8 @@ def share_gpus(cluster: Cluster, trainings: Sequence[Training], services: Sequen
         g.train_s = costs.switch_s(g.type, tr.model, mechanism)
     sizes = {(svc.id, t): _sizes(svc, k, t, cycle_s, mechanism, costs)
              for k, svc in enumerate(services) for t in types}
-    alone, share = [], []
+    alone: list[Service] = []
+    share: list[Service] = []
     for svc in services:
         w, s, t = sizes[(svc.id, types[0])]
         ok = cycle_s - w + s + t <= svc.slo_ms / 1e3 and w + s + max(
@@ -271,7 +273,7 @@ def _decision(cluster: Cluster, gpus: list[_Gpu], trainings, cycle_s: float,
 
 
 def _running(cluster: Cluster, jid: str, gpu: str, milli: int) -> Job:
-    sid = gpu.rsplit("/", 1)[0]
+    sid = server_of(gpu)
     return Job(jid, 1, gpu_milli=milli,
                current=Placement(jid, (GpuShare(gpu, milli),), {sid: 0}, {sid: 0}, 1.0))
 

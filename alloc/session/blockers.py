@@ -25,6 +25,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Iterable, Mapping
 
+from ..gpukey import gpu_key
 from ..model import MILLI, Allocation, Cluster, GpuShare, Job, Placement
 from ..validate import PRIORITY_RANGE
 from .checks import RESERVED_PREFIX, placement_servers, server_usage
@@ -32,10 +33,11 @@ from .checks import RESERVED_PREFIX, placement_servers, server_usage
 
 def blockers(cluster: Cluster, sid: str, running: Iterable[Job]) -> list[Job]:
     """Placeholder running jobs holding every free resource of server ``sid``."""
+    out: list[Job]
     gpu, cpu, mem = server_usage(cluster, sid, running)
     srv = cluster.server(sid)
     free_cpu, free_mem = srv.cpu - cpu, srv.mem - mem
-    whole = [f"{sid}/gpu{k}" for k, used in enumerate(gpu) if used == 0]
+    whole = [gpu_key(sid, k) for k, used in enumerate(gpu) if used == 0]
     out = []
 
     def make(n, gids, milli, c, m):
@@ -48,7 +50,7 @@ def blockers(cluster: Cluster, sid: str, running: Iterable[Job]) -> list[Job]:
         make(len(whole), whole, MILLI, free_cpu, free_mem)
     for k, used in enumerate(gpu):
         if 0 < used < MILLI:
-            make(1, [f"{sid}/gpu{k}"], MILLI - used, 0, 0)
+            make(1, [gpu_key(sid, k)], MILLI - used, 0, 0)
     return out
 
 

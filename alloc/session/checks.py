@@ -13,13 +13,17 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import replace
-from typing import Iterable, Mapping
+from typing import TYPE_CHECKING, Iterable, Mapping
 
+from ..gpukey import GpuKey, gpu_key
 from ..check import placement_servers
 from ..errors import InputError
 from ..model import DEFAULT_GPU_TYPE, MILLI, Cluster, Job, Profile, Server
 from ..validate import (job_field_problems, job_rule_problems, profile_object_problems,
                         server_problems)
+
+if TYPE_CHECKING:
+    from ..registry import SolverInfo
 
 #: Job ids starting with this are the session's own (capacity blockers).
 RESERVED_PREFIX = "~blocked:"
@@ -42,9 +46,10 @@ def resolve_profile(job: Job, models: Mapping[str, Profile], where: str) -> Job:
     return replace(job, profile=prof)
 
 
-def check_job(job, cluster: Cluster, capabilities: frozenset, solver: str, where: str) -> None:
+def check_job(job, cluster: Cluster, info: "SolverInfo", where: str) -> None:
     """Raise [`InputError`][alloc.errors.InputError] (one line) unless ``job`` is a valid job for
-    ``cluster`` that ``solver`` (with ``capabilities``) can handle.
+    ``cluster`` that the solver ``info`` can handle (`UnsupportedInput`, the
+    line of [`alloc.call.check_capabilities`][alloc.call.check_capabilities]).
 
     The same checks as [`alloc.validate.prepare`][alloc.validate.prepare] applies to one job
     (its ``current`` placement aside: see `check_current`)."""
@@ -57,11 +62,9 @@ def check_job(job, cluster: Cluster, capabilities: frozenset, solver: str, where
         raise InputError(bad)
     if job.id.startswith(RESERVED_PREFIX):
         raise InputError(f"{where}.id: ids starting with {RESERVED_PREFIX!r} are reserved")
-    from ..solve import needed_capabilities
-    missing = needed_capabilities(cluster, [job]) - capabilities
-    if missing:
-        raise InputError(f"{where}: solver {solver!r} does not support "
-                         f"{', '.join(sorted(missing))} which this job needs")
+    from ..call import check_capabilities
+    from ..needs import needed_capabilities
+    check_capabilities(info, needed_capabilities(cluster, [job]), where)
     from ..validate import warn_model
     warn_model(cluster, [job], where)
 
@@ -73,12 +76,13 @@ def server_usage(cluster: Cluster, sid: str, running: Iterable[Job]
     srv = cluster.server(sid)
     gpu = [0] * srv.gpus
     cpu = mem = 0
-    prefix = sid + "/gpu"
     for j in running:
         cur = j.current
+        assert cur is not None, "a running job"
         for g in cur.gpus:
-            if g.gpu.startswith(prefix):
-                gpu[int(g.gpu[len(prefix):])] += g.milli
+            key = GpuKey.parse(g.gpu)
+            if key.server == sid:
+                gpu[key.gpu] += g.milli
         cpu += cur.cpu.get(sid, 0)
         mem += cur.mem.get(sid, 0)
     return gpu, cpu, mem
@@ -91,6 +95,7 @@ def check_current(job: Job, cluster: Cluster, on_server: Mapping[str, set],
     the other running jobs leave on its servers."""
     from ..check import placement_problems
     cur = job.current
+    assert cur is not None, "a running job"
     if cur.job not in ("", job.id):
         raise InputError(f"{where}.current.job: expected {job.id!r} or nothing, got {cur.job!r}")
     bad = placement_problems(cluster, job, cur, f"{where}.current")
@@ -103,9 +108,10 @@ def check_current(job: Job, cluster: Cluster, on_server: Mapping[str, set],
         gpu, cpu, mem = server_usage(cluster, sid, (jobs[x] for x in on_server.get(sid, ())))
         srv = cluster.server(sid)
         for k, used in enumerate(gpu):
-            if used + need_gpu.get(f"{sid}/gpu{k}", 0) > MILLI:
-                raise InputError(f"{where}.current: GPU {sid}/gpu{k} has {MILLI - used} milli "
-                                 f"free, the placement needs {need_gpu[f'{sid}/gpu{k}']}")
+            name = gpu_key(sid, k)
+            if used + need_gpu.get(name, 0) > MILLI:
+                raise InputError(f"{where}.current: GPU {name} has {MILLI - used} milli "
+                                 f"free, the placement needs {need_gpu[name]}")
         if cpu + cur.cpu.get(sid, 0) > srv.cpu or mem + cur.mem.get(sid, 0) > srv.mem:
             raise InputError(f"{where}.current: server {sid} has {srv.cpu - cpu} milli-CPU and "
                              f"{srv.mem - mem} MiB free, the placement needs "

@@ -4,12 +4,13 @@ from __future__ import annotations
 import time
 from dataclasses import replace
 from types import MappingProxyType
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Iterable, Mapping, Sequence, cast
 
+from ..gpukey import server_of
 from ..deadline import Deadline, check_time_limit
-from ..errors import InputError, SolverUnavailable
+from ..errors import InputError
 from ..model import Allocation, Cluster, GpuShare, Job, Placement, Profile, Server
-from ..validate import PRIORITY_RANGE, check_call_settings, short_repr
+from ..validate import PRIORITY_RANGE, short_repr
 from .blockers import blockers, breaches, strip
 from .checks import (check_current, check_job, check_server, placement_servers,
                      resolve_profile)
@@ -116,49 +117,32 @@ class Session:
     def __init__(self, cluster: Cluster, *, jobs: Sequence[Job] = (), solver: str = "best-fit",
                  objective: str | None = None, time_limit: float | None = None,
                  options: Mapping[str, Any] | None = None, max_moves: int | None = 0,
-                 move_cost: float | None = None, order: Sequence | None = None,
-                 preempt: str | None = None, gpu_keys=None, seed: int = 0,
+                 move_cost: float | None = None, order: Sequence[Any] | None = None,
+                 preempt: str | None = None, gpu_keys: Any = None, seed: int = 0,
                  name: str = "session", models: Mapping[str, Profile] | None = None,
-                 preempt_packed: bool = False):
-        from ..objectives import DEFAULT_OBJECTIVE, get_objective
-        from ..options import validate_options
-        from ..registry import get_solver
-        from ..solve import check_preempt, needed_capabilities, warn_ignored_objective
-        from ..validate import prepare
-        try:
-            self._info = get_solver(solver)
-            self._options = validate_options(f"solver {solver!r}", self._info.options,
-                                             dict(options or {}))
-            self._objective = get_objective(DEFAULT_OBJECTIVE if objective is None else objective)
-            if objective is not None:
-                warn_ignored_objective(self._info, self._objective.name)
-            if time_limit is not None:
-                check_time_limit(time_limit)
-        except InputError:
-            raise
-        except ValueError as exc:
-            raise InputError(str(exc)) from None
-        _check_settings(max_moves, move_cost, seed, name)
-        why = self._info.unavailable_reason()
-        if why:
-            raise SolverUnavailable(f"solver {solver!r} is unavailable: {why}")
+                 preempt_packed: bool = False) -> None:
+        from ..call import call_input, call_settings
+        # the one call path of `allocate()` (`alloc.call`): the same errors;
+        # the session's own (its name, its job-id mapping and models) between
+        # the settings and the input
+        settings = call_settings(solver=solver, objective=objective, time_limit=time_limit,
+                                 seed=seed, max_moves=max_moves, move_cost=move_cost,
+                                 preempt=preempt, preempt_packed=preempt_packed,
+                                 options=options)
+        if not isinstance(name, str):
+            raise InputError(f"name: expected a string, got {short_repr(name)}")
         self._models = dict(models or {})
         self._ids, self._gpus = JobIds(), GpuKeys(gpu_keys)
         self._journal = Journal()
         jobs = [self._core_job(resolve_profile(j, self._models, f"jobs[{i}]"), f"jobs[{i}]")
                 if isinstance(j, Job) else j for i, j in enumerate(jobs)]
-        cluster, jobs = prepare(cluster, jobs)
-        check_preempt(cluster, jobs, preempt)
-        if not isinstance(preempt_packed, bool):
-            raise InputError(f"preempt_packed: expected true or false, got "
-                             f"{short_repr(preempt_packed)}")
+        call = call_input(settings, cluster, jobs)
+        self._info, self._options, self._objective = call.info, call.options, call.objective
+        cluster, jobs = call.cluster, list(call.jobs)
+        preempt = call.preempt
         self.preempt_rule = preempt
         #: under preemption by order, a gang that needs victims on one server first
         self.preempt_packed = preempt_packed
-        missing = needed_capabilities(cluster, jobs, preempt) - self._info.capabilities
-        if missing:
-            raise InputError(f"solver {solver!r} does not support {', '.join(sorted(missing))} "
-                             f"which this cluster or its jobs need")
         self.time_limit, self.max_moves, self.move_cost = time_limit, max_moves, move_cost
         self.seed, self.name = seed, name
         self._cluster = cluster
@@ -167,7 +151,7 @@ class Session:
         self._on_server: dict[str, set[str]] = {}
         self._drained: dict[str, None] = {}
         self._failed: dict[str, None] = {}
-        self._order: dict | None = None
+        self._order: dict[Any, int] | None = None
         self._held: dict[str, None] = {}
         self._counts = {"events": 0, "finished": 0, "failed": 0, "stopped": 0,
                         "preempted": 0}
@@ -189,20 +173,20 @@ class Session:
         return self._cluster
 
     @property
-    def jobs(self) -> Mapping:
+    def jobs(self) -> Mapping[Any, Any]:
         """Every job by the caller's id, in submission order (read-only view)."""
         if not self._ids.mapped:
             return MappingProxyType(self._jobs)
         return MappingProxyType({self._ids.caller(j): job for j, job in self._jobs.items()})
 
     @property
-    def running(self) -> tuple:
+    def running(self) -> tuple[Any, ...]:
         """Ids of the running jobs (``current`` set)."""
         return tuple(self._ids.caller(j) for j, job in self._jobs.items()
                      if job.current is not None)
 
     @property
-    def pending(self) -> tuple:
+    def pending(self) -> tuple[Any, ...]:
         """Ids of the waiting jobs."""
         return tuple(self._ids.caller(j) for j, job in self._jobs.items() if job.current is None)
 
@@ -224,7 +208,7 @@ class Session:
         return MappingProxyType({k: v for k, v in self._counts.items() if k != "events"})
 
     @property
-    def order(self) -> tuple | None:
+    def order(self) -> tuple[Any, ...] | None:
         """The explicit job order, highest rank first (None: by priority)."""
         if self._order is None:
             return None
@@ -278,7 +262,7 @@ class Session:
                 raise InputError(f"{where}: job {short_repr(job.id)} already exists")
             job = self._core_job(resolve_profile(job, self._models, f"{where}.job"),
                                  f"{where}.job")
-            check_job(job, self._cluster, self._info.capabilities, self.solver, f"{where}.job")
+            check_job(job, self._cluster, self._info, f"{where}.job")
             if self.preempt_rule == "order" and (job.guaranteed or job.tenant is not None):
                 raise InputError(f"{where}.job: a tenant's job in a session that preempts by "
                                  f"order (preemption by order is for clusters without "
@@ -290,7 +274,7 @@ class Session:
             self._put(job)
             self._bump("events")
 
-    def finish(self, job_id, *, where: str | None = None) -> None:
+    def finish(self, job_id: Any, *, where: str | None = None) -> None:
         """Remove a job that completed (its resources are free at once)."""
         with self._journal.transaction(self._reorder):
             job = self._known(job_id, where or "finish")
@@ -298,13 +282,13 @@ class Session:
             self._bump("finished")
             self._bump("events")
 
-    def fail_job(self, job_id, *, requeue: bool = False, where: str | None = None) -> None:
+    def fail_job(self, job_id: Any, *, requeue: bool = False, where: str | None = None) -> None:
         """A job stopped abnormally (it crashed): it leaves the session
         (counted as failed), or with ``requeue=True`` waits again for a
         placement.  A job stopped on purpose is `stop` or `preempt`."""
         self._leave(job_id, requeue, "failed", where or "fail_job")
 
-    def stop(self, job_id, *, requeue: bool = False, hold: bool = False,
+    def stop(self, job_id: Any, *, requeue: bool = False, hold: bool = False,
              where: str | None = None) -> None:
         """A job stopped on purpose, not a failure (cancelled, or suspended by
         the scheduler): it leaves the session (counted as stopped), or with
@@ -319,7 +303,7 @@ class Session:
             if hold:
                 self._flag(self._held, self._known(job_id, where).id, True)
 
-    def preempt(self, job_id, *, where: str | None = None) -> None:
+    def preempt(self, job_id: Any, *, where: str | None = None) -> None:
         """The scheduler preempted a running job by its own policy: it waits
         again (counted as preempted) and the next round does not place it
         (a job stopped to make room does not start again in the same step)."""
@@ -333,7 +317,7 @@ class Session:
             self._bump("preempted")
             self._bump("events")
 
-    def _leave(self, job_id, requeue, count: str, where: str) -> None:
+    def _leave(self, job_id: Any, requeue: Any, count: str, where: str) -> None:
         with self._journal.transaction(self._reorder):
             job = self._known(job_id, where)
             if not isinstance(requeue, bool):
@@ -362,7 +346,8 @@ class Session:
         where = where or "fail_server"
         with self._journal.transaction(self._reorder):
             self._server(server_id, where, open_only=True)
-            lost = sorted(self._on_server.get(server_id, ()), key=self._arrival.__getitem__)
+            lost: list[Any] = sorted(self._on_server.get(server_id, ()),
+                                     key=self._arrival.__getitem__)
             for jid in lost:
                 self._put(replace(self._jobs[jid], current=None))
             lost = [self._ids.caller(j) for j in lost]
@@ -421,7 +406,7 @@ class Session:
             self._set_cluster(new)
             self._bump("events")
 
-    def set_priority(self, job_id, priority: int, *, where: str | None = None) -> None:
+    def set_priority(self, job_id: Any, priority: int, *, where: str | None = None) -> None:
         """Change a job's priority (-1000..1000; see [`set_order`][alloc.session.Session.set_order]
 for ranks)."""
         where = where or "set_priority"
@@ -435,7 +420,7 @@ for ranks)."""
             self._put(replace(job, priority=priority))
             self._bump("events")
 
-    def set_order(self, ranked: Sequence | None, *, where: str | None = None) -> None:
+    def set_order(self, ranked: Sequence[Any] | None, *, where: str | None = None) -> None:
         """Rank jobs explicitly, highest first (as LAS, FIFO or Tiresias
         produce; any length, no cap).  Unlisted jobs come after, by priority;
         None goes back to priority order.
@@ -449,7 +434,7 @@ for ranks)."""
             self._set_order(None if ranked is None else _ranks(ranked, f"{where}.order"))
             self._bump("events")
 
-    def placement(self, job_id, gpus, *, where: str | None = None) -> Placement:
+    def placement(self, job_id: Any, gpus: Any, *, where: str | None = None) -> Placement:
         """A placement of the job on ``gpus`` (the caller's GPU keys, or the
         core's GPU names; a CPU-only job: one server id), with its requested
         CPU and memory split over the servers in proportion to their GPUs --
@@ -458,7 +443,7 @@ for ranks)."""
         job = self._known(job_id, where)
         return self._placement_of(job, gpus, where)
 
-    def reconcile(self, running, *, where: str | None = None) -> Reconciled:
+    def reconcile(self, running: Any, *, where: str | None = None) -> Reconciled:
         """State what runs, as the scheduler sees it; the session reports and
         fixes the difference (atomically).
 
@@ -496,7 +481,7 @@ for ranks)."""
             self._bump("events")
         return out
 
-    def apply(self, events: Iterable) -> list:
+    def apply(self, events: Iterable[Any]) -> list[Any]:
         """Apply a batch of events atomically: all of them or (on the first
         bad one, an [`InputError`][alloc.errors.InputError] naming it) none.
 
@@ -543,7 +528,7 @@ for ranks)."""
             alloc, timings = self._solve(deadline)
             return self._commit(alloc, timings, t0)
 
-    def _solve(self, deadline: Deadline) -> tuple[Allocation, dict]:
+    def _solve(self, deadline: Deadline) -> tuple[Allocation, dict[str, Any]]:
         from ..problem import compile_problem
         from ..solve import run_solver
         blocked = set(self._drained) | set(self._failed)
@@ -586,7 +571,7 @@ for ranks)."""
                             reasons={**alloc.reasons, **excluded})
         return alloc, timings
 
-    def _round_order(self, blocked, extra) -> list[str] | None:
+    def _round_order(self, blocked: set[str], extra: list[Job]) -> list[str] | None:
         """The core's job order: the caller's, its ids the core's (jobs not
         submitted yet left out); under preemption by order the jobs of closed
         servers (and their blockers) first, so that no one stops them to start
@@ -601,13 +586,13 @@ for ranks)."""
         rest = [c for c in map(core, self._order or ()) if c in jobs]
         return list(dict.fromkeys(first + rest))
 
-    def _commit(self, alloc: Allocation, timings: dict, t0: float) -> RoundResult:
+    def _commit(self, alloc: Allocation, timings: dict[str, Any], t0: float) -> RoundResult:
         t1 = time.perf_counter()
         jobs = self._jobs
         start = [p for p in alloc.placements if jobs[p.job].current is None]
-        move = [alloc.placement(j) for j in alloc.moved]
-        moved_from = {j: self._jobs[j].current for j in alloc.moved}
-        preempt = [self._jobs[j].current for j in alloc.preempted]
+        move = [_some(alloc.placement(j)) for j in alloc.moved]
+        moved_from = {j: _some(self._jobs[j].current) for j in alloc.moved}
+        preempt = [_some(self._jobs[j].current) for j in alloc.preempted]
         for p in start + move:
             self._put(replace(self._jobs[p.job], current=p))
         for j in alloc.preempted:
@@ -616,10 +601,10 @@ for ranks)."""
         self._held.clear()
         self._round += 1
         timings["commit_s"] = time.perf_counter() - t1
-        ext = self._ids.caller
+        ext: Any = self._ids.caller
         gpus = {ext(p.job): tuple(self._gpus.caller(g.gpu) for g in p.gpus)
                 for p in start + move}
-        why = alloc.stats.get("preempted_for") or {}
+        why = cast(Mapping[str, str], alloc.stats.get("preempted_for") or {})
         if self._ids.mapped:
             start, move, preempt = ([replace(p, job=ext(p.job)) for p in ps]
                                     for ps in (start, move, preempt))
@@ -633,7 +618,7 @@ for ranks)."""
         return res
 
     # ---------------------------------------------------------------- state
-    def to_dict(self, jobs: bool = True) -> dict:
+    def to_dict(self, jobs: bool = True) -> dict[str, Any]:
         """The state as JSON-ready data (servers, closed servers, jobs with
         their ``current`` placements, order, settings, counts)."""
         from ..io import job_to_dict, server_to_dict
@@ -656,8 +641,9 @@ for ranks)."""
         return out
 
     # -------------------------------------------------------------- helpers
-    def _known(self, job_id, where: str) -> Job:
-        job = self._jobs.get(self._ids.core(job_id))
+    def _known(self, job_id: Any, where: str) -> Job:
+        cid = self._ids.core(job_id)
+        job = self._jobs.get(cid) if cid is not None else None
         if job is None:
             raise InputError(f"{where}: unknown job {short_repr(job_id)} (never submitted, or "
                              f"already finished)")
@@ -676,7 +662,7 @@ for ranks)."""
             cur = replace(cur, job=cid)
         return replace(job, id=cid, current=cur)
 
-    def _placement_of(self, job: Job, gpus, where: str) -> Placement:
+    def _placement_of(self, job: Job, gpus: Any, where: str) -> Placement:
         if isinstance(gpus, Placement):
             return replace(gpus, job=job.id)
         c = self._cluster
@@ -690,7 +676,7 @@ for ranks)."""
         names = [self._gpus.core(g, c.gpu_index, where) for g in gpus]
         counts: dict[str, int] = {}
         for g in names:
-            sid = g.rsplit("/", 1)[0]
+            sid = server_of(g)
             counts[sid] = counts.get(sid, 0) + 1
         from ..problem import split
         servers = sorted(counts)
@@ -699,7 +685,7 @@ for ranks)."""
         return Placement(job.id, tuple(GpuShare(g, job.gpu_milli) for g in names),
                          dict(zip(servers, cpu)), dict(zip(servers, mem)))
 
-    def _reconcile(self, items, where: str) -> Reconciled:
+    def _reconcile(self, items: Iterable[tuple[Any, Any]], where: str) -> Reconciled:
         listed, changed = set(), []
         for jid, where_now in items:
             w = f"{where}[{short_repr(jid)}]"
@@ -730,7 +716,7 @@ for ranks)."""
                           tuple(ext(j.id) for j, _, _ in changed if j.current is not None),
                           tuple(ext(c) for c in stopped))
 
-    def _server(self, server_id, where: str, open_only: bool = False) -> Server:
+    def _server(self, server_id: Any, where: str, open_only: bool = False) -> Server:
         idx = self._cluster.server_index.get(server_id) if isinstance(server_id, str) else None
         if idx is None or (open_only and server_id in self._failed):
             raise InputError(f"{where}: unknown server {short_repr(server_id)}"
@@ -742,7 +728,7 @@ for ranks)."""
             return
         from ..tenancy import tenancy_violations
         others = [j for j in self._jobs.values() if j.current is not None]
-        alloc = Allocation(tuple(j.current for j in others + [job]))
+        alloc = Allocation(tuple(j.current for j in others + [job] if j.current is not None))
         bad = tenancy_violations(self._cluster, others + [job], alloc)
         if bad:
             raise InputError(f"{where}.job.current: breaks tenancy: {bad[0]}")
@@ -772,7 +758,7 @@ for ranks)."""
         self._jobs[jid] = job
         self._index(job, True)
 
-        def undo():
+        def undo() -> None:
             self._index(job, False)
             if old is None:
                 del self._jobs[jid], self._arrival[jid]
@@ -792,10 +778,10 @@ for ranks)."""
         rank = self._order.pop(ext, None) if self._order is not None else None
         held = self._held.pop(jid, 0)
 
-        def undo():
+        def undo() -> None:
             self._jobs[jid], self._arrival[jid] = old, seq
             self._index(old, True)
-            if rank is not None:
+            if rank is not None and self._order is not None:
                 self._order[ext] = rank
             if held is None:
                 self._held[jid] = None
@@ -812,7 +798,7 @@ for ranks)."""
         old, self._cluster = self._cluster, cluster
         self._journal.record(lambda: setattr(self, "_cluster", old))
 
-    def _flag(self, flags: dict, sid: str, on: bool) -> None:
+    def _flag(self, flags: dict[str, None], sid: str, on: bool) -> None:
         if on:
             flags[sid] = None
             self._journal.record(lambda: flags.pop(sid, None))
@@ -820,7 +806,7 @@ for ranks)."""
             flags.pop(sid)
             self._journal.record(lambda: flags.__setitem__(sid, None))
 
-    def _set_order(self, order: dict | None) -> None:
+    def _set_order(self, order: dict[Any, int] | None) -> None:
         old, self._order = self._order, order
         self._journal.record(lambda: setattr(self, "_order", old))
 
@@ -830,7 +816,7 @@ for ranks)."""
 
     def _consistent(self) -> bool:
         """The server index and the submission order match the jobs (for tests)."""
-        want: dict[str, set] = {}
+        want: dict[str, set[str]] = {}
         for j in self._jobs.values():
             if j.current is not None:
                 for sid in placement_servers(j.current):
@@ -839,12 +825,18 @@ for ranks)."""
         return want == self._on_server and ordered and set(self._arrival) == set(self._jobs)
 
 
-def _ranks(order, where: str) -> dict:
+def _some(p: Placement | None) -> Placement:
+    """``p``, which the round's bookkeeping knows is there."""
+    assert p is not None, "a placement the round reported"
+    return p
+
+
+def _ranks(order: Any, where: str) -> dict[Any, int]:
     """``{job id: rank}`` of a ranked list of distinct, hashable job ids
     (submitted or not)."""
     if isinstance(order, (str, bytes, Mapping)) or not isinstance(order, Iterable):
         raise InputError(f"{where}: expected a list of job ids, got {short_repr(order)}")
-    out: dict = {}
+    out: dict[Any, int] = {}
     for k, jid in enumerate(order):
         try:
             dup = jid in out
@@ -854,12 +846,6 @@ def _ranks(order, where: str) -> dict:
             raise InputError(f"{where}[{k}]: job {short_repr(jid)} listed twice")
         out[jid] = k
     return out
-
-
-def _check_settings(max_moves, move_cost, seed, name) -> None:
-    check_call_settings(seed, max_moves, move_cost)
-    if not isinstance(name, str):
-        raise InputError(f"name: expected a string, got {short_repr(name)}")
 
 
 __all__ = ["BLOCKED_REASON", "MAX_RERUNS", "Session"]

@@ -30,7 +30,7 @@ ID_PREFIX = "~id:"
 class JobIds:
     """Caller job ids <-> the core's string ids."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.to_core: dict[Hashable, str] = {}
         self.to_caller: dict[str, Hashable] = {}
         self.next = 0

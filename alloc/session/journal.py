@@ -15,7 +15,7 @@ from typing import Callable, Iterator
 class Journal:
     """Undo functions of the current transaction (none outside one)."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self._undo: list[Callable[[], None]] | None = None
 
     @property

@@ -232,6 +232,7 @@ class FullSolver:
             if sol is None or sol.status is not Status.OPTIMAL:
                 st = sol.status if sol is not None and sol.status is Status.INFEASIBLE else Status.UNKNOWN
                 return FullSolution(st, stats=stats)
+            assert sol.x is not None and sol.objective is not None   # an optimal LP has both
             u, v, p = _prices(lp, sol, m, k)
             if P and self.cg:
                 rc = _reduced(lp, u, v, p).ravel()

@@ -54,6 +54,7 @@ from itertools import count
 from types import MappingProxyType
 from typing import Any, Callable, Iterable, Mapping, Sequence, cast
 
+from ..gpukey import gpu_key, server_of
 from ..errors import InputError
 from ..model import Cluster, Job, Placement
 from ..sched.kinds import Context, Event, Size
@@ -322,11 +323,11 @@ class Simulator:
     def _run_of(self, r: JobRecord, p: Placement, cause: str) -> Run:
         names = tuple(g.gpu for g in p.gpus)
         servers = tuple(sorted(p.servers)) if p.cpu or p.mem else \
-            tuple(sorted({g.rsplit("/", 1)[0] for g in names}))
+            tuple(sorted({server_of(g) for g in names}))
         cl = self.session.cluster
         gpu_type = None
         if names:
-            idx = cl.server_index.get(names[0].rsplit("/", 1)[0])
+            idx = cl.server_index.get(server_of(names[0]))
             gpu_type = cl.servers[idx].gpu_type if idx is not None else None
         milli = p.gpus[0].milli if p.gpus else 1000
         return Run(p, len(names), servers, gpu_type, milli, (), names, self.now, cause, r.size)
@@ -950,7 +951,7 @@ class _Control:
             if s.id in closed:
                 continue
             for k in range(s.gpus):
-                name = f"{s.id}/gpu{k}"
+                name = gpu_key(s.id, k)
                 out[name] = 1000 - used.get(name, 0)
         return out
 

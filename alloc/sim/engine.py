@@ -37,6 +37,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
+from ..gpukey import gpu_key, server_of
 from ..model import (MILLI, Allocation, Cluster, GpuShare, Job, Placement, Profile, Server,
                      Status)
 from ..deadline import Deadline
@@ -275,7 +276,7 @@ class Simulator:
                 continue
             cnt: dict[int, int] = {}
             for g in pl.gpus:
-                s = sidx[g.gpu.rsplit("/", 1)[0]]
+                s = sidx[server_of(g.gpu)]
                 cnt[s] = cnt.get(s, 0) + 1
             cpu = {sidx[k]: v for k, v in pl.cpu.items()}
             mem = {sidx[k]: v for k, v in pl.mem.items()}
@@ -302,7 +303,7 @@ class Simulator:
         for st, r, parts, c, m in plan:
             gids = []
             for s, k, _, _ in parts:
-                gids += [f"{cl.servers[s].id}/gpu{nextg[s] + i}" for i in range(k)]
+                gids += [gpu_key(cl.servers[s].id, nextg[s] + i) for i in range(k)]
                 nextg[s] += k
             cpu = {cl.servers[s].id: cc for s, _, cc, _ in parts}
             mem = {cl.servers[s].id: mm for s, _, _, mm in parts}

@@ -27,7 +27,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
-from typing import Iterator, Sequence
+from typing import Any, Iterator, Sequence
 
 from ..errors import InputError, install_hint
 from .grid import Run
@@ -148,7 +148,7 @@ class RayExecutor:
         if ray.is_initialized():
             return False
         import logging
-        kw = {"include_dashboard": False, "logging_level": logging.WARNING,
+        kw: dict[str, Any] = {"include_dashboard": False, "logging_level": logging.WARNING,
               "log_to_driver": False}
         if self.address != "auto":
             kw["address"] = self.address

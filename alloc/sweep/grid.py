@@ -73,6 +73,7 @@ def allocation_runs(cfg: SweepConfig) -> list[Run]:
         without one when it did not).
     """
     sec = cfg.allocation
+    assert sec is not None, "a config with an allocation section"
     out = []
     for inst in sec.instances:
         for solver in sec.solvers:
@@ -119,6 +120,7 @@ def simulation_runs(cfg: SweepConfig) -> list[Run]:
         ``workload.seed`` set to the seed.
     """
     sec = cfg.simulation
+    assert sec is not None, "a config with a simulation section"
     out = []
     for spec in sec.configs:
         doc = dict(spec.doc)
@@ -153,6 +155,7 @@ def openb_runs(cfg: SweepConfig) -> list[Run]:
         keyed by the digests of the pod and node CSVs as well.
     """
     sec = cfg.openb
+    assert sec is not None, "a config with an openb section"
     out = []
     for name, path, digest in sec.workloads:
         for policy in sec.policies:

@@ -79,7 +79,7 @@ def t_quantile(p: float, df: int) -> float:
     return float(t.ppf(p, df))
 
 
-def mean_ci(values: Sequence[float], level: float = 0.95) -> tuple[float | None, float | None]:
+def mean_ci(values: Sequence[float | None], level: float = 0.95) -> tuple[float | None, float | None]:
     """Mean and the half-width of its confidence interval (Student's t).
 
     Parameters

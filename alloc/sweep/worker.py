@@ -33,7 +33,7 @@ import warnings
 from dataclasses import replace
 from functools import lru_cache
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Sequence
 
 from ..errors import AllocError, InputError, InputWarning, SolverUnavailable, UnsupportedInput
 from .grid import Run, canonical
@@ -93,7 +93,7 @@ def error_row(run: Run, exc: BaseException, kind: str) -> dict:
     """The fields of a run that failed: `error` (`"Type: message"`),
     `error_kind`, and for an allocation run `status` `"error"` and the
     answer fields null."""
-    out = {"error": f"{type(exc).__name__}: {exc}", "error_kind": kind}
+    out: dict[str, Any] = {"error": f"{type(exc).__name__}: {exc}", "error_kind": kind}
     if run.kind == "allocation":
         out.update(NO_ANSWER, status="error")
     return out

@@ -11,6 +11,7 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import IO, TYPE_CHECKING, Any, Callable
 
+from ...gpukey import GpuKey, gpu_key, server_of
 from ...errors import InputError
 from ...model import MILLI, Cluster, GpuShare, Job, Placement
 from .cache import Cache
@@ -369,7 +370,7 @@ class Scheduler:
                 idx = [k for k in range(size) if t.get(k, 0) + p.gpu_milli <= MILLI][:p.gpus]
                 for k in idx:
                     t[k] = t.get(k, 0) + p.gpu_milli
-            gpus += [GpuShare(f"{node}/gpu{k}", p.gpu_milli) for k in idx]
+            gpus += [GpuShare(gpu_key(node, k), p.gpu_milli) for k in idx]
         mine = all(p.scheduler == self.name and not p.deleting for p in pods)
         job = job_for(key, pods) if mine else Job(
             key, sum(p.gpus for p in pods), pods[0].gpu_milli if len(pods) == 1 else MILLI,
@@ -580,13 +581,13 @@ class Scheduler:
                 continue
             if len(u.pods) == 1:
                 v = u.pods[0]
-                plan = {v.key: (_node(p), tuple(int(g.gpu.rpartition("/gpu")[2]) for g in p.gpus),
+                plan = {v.key: (_node(p), tuple(GpuKey.parse(g.gpu).gpu for g in p.gpus),
                                 v.cpu, v.mem)}
                 todo.append((u, plan, p))
                 continue
             free = {n: (cap[n][0] - used.get(n, [0, 0])[0] + p.cpu.get(n, 0),
                         cap[n][1] - used.get(n, [0, 0])[1] + p.mem.get(n, 0))
-                    for n in set(p.cpu) | {g.gpu.rpartition("/gpu")[0] for g in p.gpus}}
+                    for n in set(p.cpu) | {server_of(g.gpu) for g in p.gpus}}
             split = split_gang(p, u.pods, free)
             if split is None:
                 s.stop(jid, requeue=True, hold=True)
@@ -746,7 +747,7 @@ class Scheduler:
         if placement is not None:
             gpus: dict[str, int] = {}
             for g in placement.gpus:
-                n = g.gpu.rpartition("/gpu")[0]
+                n = server_of(g.gpu)
                 gpus[n] = gpus.get(n, 0) + 1
             line["gpus"] = gpus
         if reason:
@@ -795,7 +796,7 @@ def _same(a: list[PodView], b: list[PodView]) -> bool:
 
 def _node(p: Placement) -> str:
     for g in p.gpus:
-        return g.gpu.rpartition("/gpu")[0]
+        return server_of(g.gpu)
     return next(iter(p.cpu))
 
 
@@ -805,7 +806,7 @@ def _placement(jid: str, plan: dict, pods: list[PodView]) -> Placement:
     cpu: dict[str, int] = {}
     mem: dict[str, int] = {}
     for key, (node, idx, c, m) in sorted(plan.items()):
-        gpus += [GpuShare(f"{node}/gpu{k}", by[key].gpu_milli) for k in idx]
+        gpus += [GpuShare(gpu_key(node, k), by[key].gpu_milli) for k in idx]
         cpu[node] = cpu.get(node, 0) + c
         mem[node] = mem.get(node, 0) + m
     return Placement(jid, tuple(gpus), cpu, mem)

@@ -35,6 +35,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping
 
+from ...gpukey import GpuKey
 from ...model import MILLI, Job, Placement, Server
 from .quantity import MIB, count, mib, milli_cpu, scaled
 
@@ -449,8 +450,8 @@ def split_gang(placement: Placement, pods: list[PodView], free: Mapping[str, tup
     """
     left: dict[str, list[int]] = {}
     for g in placement.gpus:
-        node, _, k = g.gpu.rpartition("/gpu")
-        left.setdefault(node, []).append(int(k))
+        node, k = GpuKey.parse(g.gpu)
+        left.setdefault(node, []).append(k)
     nodes = sorted(set(left) | set(placement.cpu))
     room = {n: list(free.get(n, (0, 0))) for n in nodes}
     out: dict[str, tuple[str, tuple[int, ...], int, int]] = {}

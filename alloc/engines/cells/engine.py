@@ -13,7 +13,7 @@ are written out in the package's notes (`alloc.engines.cells`).
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Sequence
+from typing import Mapping, Sequence, Sized
 
 import numpy as np
 
@@ -116,6 +116,7 @@ class Engine:
     def rollback(self, mark: int) -> None:
         """Undo every change since the checkpoint ``mark`` and close it."""
         log, self._log = self._log, None
+        assert log is not None, "rollback without an open checkpoint"
         while len(log) > mark:
             op = log.pop()
             if op[0] == "place":
@@ -449,7 +450,7 @@ class Engine:
                 return None
         return chosen, victims
 
-    def _together(self, job: Job, n: int, room: dict[int, list]) -> list[int] | None:
+    def _together(self, job: Job, n: int, room: Mapping[int, Sized]) -> list[int] | None:
         """n of the GPUs of ``room`` (GPU -> its victims) on one server, those
         without victims first, then by index: in the innermost switch, else
         socket, that holds n of them (fewest victims, then the smallest such
@@ -597,6 +598,7 @@ class Engine:
             sc += (free[s] - n * job.gpu_milli) / (MILLI * srv_gpus.item(s))
             if best_key is None or (sc, s) < best_key:
                 best, best_key = s, (sc, s)
+        assert best is not None     # c is not empty
         if typed and job.gpu_mem is None:
             # pick_server's room on it: its idle GPUs (the type is the server's)
             a, b = int(self.first[best]), int(self.first[best] + p.srv_gpus[best])
@@ -721,7 +723,8 @@ fullest node of
         order = sorted(pools, key=lambda k: (k[0], sum(len(gs) for _, gs in pools[k]), k[2]))
         for key in order:
             pool = sorted(pools[key], key=lambda x: (-len(x[1]), x[0]))
-            need, chosen, victims = n, [], set()
+            need, victims = n, set()
+            chosen: list[int] = []
             for s, gs in pool:
                 take = gs[:need]
                 chosen.extend(g for _, g, _ in take)
@@ -907,8 +910,10 @@ fullest node of
         tenant's free GPUs on the same servers) `pick` places j.
         ``prune`` skips, at level 0, cells with fewer than n GPUs with room."""
         job = self.job(j)
-        vi = self.tid[job.tenant]
-        for size, t, lvl in self.cell_levels(job.tenant, j):
+        v = job.tenant
+        assert v is not None, "a tenant's job"
+        vi = self.tid[v]
+        for size, t, lvl in self.cell_levels(v, j):
             if size < n:
                 continue
             for c, h, buddy_ok in self.buddy_candidates(t, lvl):
@@ -937,6 +942,7 @@ fullest node of
         Returns True when placed."""
         job = self.job(j)
         v = job.tenant
+        assert v is not None, "a tenant's job"
         vi = self.tid[v]
         # one new cell that holds the job (with v's free GPUs on the same servers)
         for _size, c, buddy_ok, r in self.cell_candidates(j, n, tmask, level):
@@ -1088,13 +1094,33 @@ def current_assign(p: Problem, j: int) -> Assign | None:
     return kept if kept == a else a
 
 
+
+def running_assign(p: Problem, j: int) -> Assign:
+    """`current_assign` of a running job known to have one (a job the call
+    keeps, e.g. the tenancy model's running jobs): never None.
+
+    Examples
+    --------
+    >>> from alloc.model import Cluster, GpuShare, Job, Placement, Server
+    >>> from alloc.problem import compile_problem
+    >>> c = Cluster((Server("s0", cpu=8000, mem=64000, gpus=2, gpu_type="V100"),))
+    >>> cur = Placement("r", (GpuShare("s0/gpu1", 1000),), {"s0": 1000}, {"s0": 1000})
+    >>> p = compile_problem(c, [Job("r", 1, cpu=1000, mem=1000, current=cur)], "throughput")
+    >>> [g for g, _ in running_assign(p, 0).gpus]
+    [1]
+    """
+    a = current_assign(p, j)
+    assert a is not None, f"running job {p.jobs[j].id!r} has no placement on this problem"
+    return a
+
 def _guaranteed_gpus(eng: Engine) -> dict[str, set]:
     """GPUs held by the placed guaranteed jobs of each tenant."""
     jobs = eng.p.jobs
     used: dict[str, set] = defaultdict(set)
     for j, a in eng.assign.items():
-        if jobs[j].guaranteed and jobs[j].tenant in eng.tid:
-            used[jobs[j].tenant].update(g for g, _ in a.gpus)
+        v = jobs[j].tenant
+        if jobs[j].guaranteed and v is not None and v in eng.tid:
+            used[v].update(g for g, _ in a.gpus)
     return used
 
 
@@ -1115,9 +1141,8 @@ def restore_running(eng: Engine, running: Sequence[int], deadline: Deadline) -> 
     homeless = []
     for j in sorted(running, key=lambda j: (not jobs[j].guaranteed, -jobs[j].priority, j)):
         a = current_assign(p, j)
-        ok = a is not None and all(eng.gfree[g] >= m for g, m in a.gpus) and \
-            all(eng.cpu[s] >= v for s, v in a.cpu) and all(eng.mem[s] >= v for s, v in a.mem)
-        if ok:
+        if a is not None and all(eng.gfree[g] >= m for g, m in a.gpus) and \
+                all(eng.cpu[s] >= v for s, v in a.cpu) and all(eng.mem[s] >= v for s, v in a.mem):
             eng.place(j, a)
         else:
             homeless.append(j)

@@ -3,6 +3,7 @@ the engine settings that suit pattern models."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from ...deprecation import renamed
 from ...deadline import Deadline
@@ -55,7 +56,7 @@ class Backend:
 
     def solve(self, model: LinearModel, deadline: Deadline, seed: int = 0) -> Result:
         """Solve ``model`` before ``deadline``."""
-        params = {}
+        params: dict[str, Any] = {}
         if self.name == "cpsat":
             big = model.n > 2000 or bool(model.hint)
             params["workers"] = self.workers if big and not self.deterministic else 1

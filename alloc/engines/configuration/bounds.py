@@ -27,6 +27,7 @@ import numpy as np
 from ...deadline import Deadline
 from ...kernel import INF, LinearModel, solve
 from ...model import MILLI, Status
+from ...objectives import tighten
 from .aggregate import Aggregate
 
 
@@ -190,4 +191,18 @@ def item_bound(agg: Aggregate) -> float:
     return total
 
 
-__all__ = ["big_machine_bound", "item_bound"]
+def rounded(bound: float, step: float | None) -> float:
+    """A bound rounded down to a multiple of the objective's ``step``
+    (`alloc.objectives.tighten` of a bound that is a number).
+
+    Examples
+    --------
+    >>> rounded(10.37, 0.25)
+    10.25
+    """
+    out = tighten(bound, step)
+    assert out is not None
+    return out
+
+
+__all__ = ["big_machine_bound", "item_bound", "rounded"]

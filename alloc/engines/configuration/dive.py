@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Iterator
 
 from ...deadline import Deadline
 from ...objectives import tighten
@@ -117,7 +118,8 @@ def dive(master: Master, engine: Backend, deadline: Deadline, target: float | No
     srch = _Search(master, engine, deadline, target, delta, goal, width)
     try:
         children = srch.expand({}, 0.0)
-        stack = [({}, 0.0, _snapshot(master), iter(children))] if children else []
+        stack: list[tuple[dict, float, tuple, Iterator]] = \
+            [({}, 0.0, _snapshot(master), iter(children))] if children else []
         while stack and not srch.stop:
             fixed, fval, snap, it = stack[-1]
             key = next(it, None)

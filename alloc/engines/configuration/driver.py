@@ -41,7 +41,7 @@ from ...objectives import tighten
 from ...options import validate_options
 from ...problem import Problem, Solution
 from .aggregate import SECONDS_PER_ITEM, Aggregate, OutOfTime
-from .bounds import big_machine_bound, item_bound
+from .bounds import big_machine_bound, item_bound, rounded
 from .carried import carried_patterns, keep_patterns
 from .columns import check_assign, decode, solution_to_columns, true_value
 from .dive import dive, round_down
@@ -115,8 +115,7 @@ def in_order(problem: Problem, assign: dict) -> dict:
 
 def need_ok(problem: Problem, capabilities) -> bool:
     """The input needs nothing beyond ``capabilities``."""
-    from ...solve import needed_capabilities
-    return needed_capabilities(problem.cluster, problem.jobs) <= capabilities
+    return problem.needs <= capabilities
 
 
 def warm_heuristics(problem: Problem, need=None) -> tuple[list[str], list[str]]:
@@ -128,10 +127,9 @@ def warm_heuristics(problem: Problem, need=None) -> tuple[list[str], list[str]]:
     requires or prefers a level above the servers: elsewhere they place as
     best fit does."""
     from ...registry import solvers
-    from ...solve import needed_capabilities
     from ...topology import is_outer
     if need is None:
-        need = needed_capabilities(problem.cluster, problem.jobs)
+        need = problem.needs
     topo = any(is_outer(j.locality) or j.preferred is not None for j in problem.jobs)
     ok = [n for n, s in solvers().items()
           if not s.exact and s.family != "third-party" and need <= s.capabilities
@@ -155,10 +153,9 @@ def warm_start(problem: Problem, deadline: Deadline, seed: int = 0,
     the seconds the largest answer's check and value took (``answer_s``) and
     its jobs (``answer_jobs``)."""
     from ...registry import get_solver
-    from ...solve import needed_capabilities
     sols, values = [], {}
     best, best_v = {}, 0.0
-    need = needed_capabilities(problem.cluster, problem.jobs)    # 20 ms at 3,600 jobs
+    need = problem.needs                  # the call's, computed once
     first, rest = warm_heuristics(problem, need)
     for k, name in enumerate(first + rest):
         if k < len(first):
@@ -254,7 +251,7 @@ class ExactRun:
     def proven(self) -> bool:
         """True when the best value meets the rounded bound (proven)."""
         b = self.bound
-        return b is not None and self.best_v >= tighten(b, self.step) - 1e-6 * max(1.0, abs(b))
+        return b is not None and self.best_v >= rounded(b, self.step) - 1e-6 * max(1.0, abs(b))
 
     def climbs_floor(self) -> int:
         """Levels the preferred jobs climb at least in an answer of the best
@@ -347,7 +344,8 @@ class ExactRun:
     def keep_back_final(self, timing: dict) -> None:
         """Keep back what the answer's placements and final check will take
         beyond what the call already keeps back for them
-        (`alloc.solve.check_reserve`), at most `FINAL_SHARE` of the budget:
+        (`alloc.solve.check_reserve`, carried as the problem's
+        ``reserve_s``), at most `FINAL_SHARE` of the budget:
         `FINAL_PER_ANSWER` times what checking and valuing one heuristic
         answer took here, per job -- a measure of this machine's speed now,
         load included -- and at least `FINAL_PER_UNIT` per job, GPU and
@@ -357,11 +355,10 @@ class ExactRun:
         carry, p = self.p.carry, self.p
         if not n or (carry is not None and carry.checked is not None):
             return
-        from ...solve import check_reserve
         est = max(FINAL_PER_ANSWER * timing["answer_s"] * p.J / n,
                   FINAL_PER_UNIT * (p.J + p.G + p.S))
         self.stats["final_estimate_s"] = est
-        extra = min(est - check_reserve(p), FINAL_SHARE * self.total)
+        extra = min(est - p.reserve_s, FINAL_SHARE * self.total)
         if extra > 0:
             self.deadline = self.deadline.reserve(extra)
 
@@ -571,7 +568,7 @@ class ExactRun:
         bound = self.bound
         fixed = fixed_value(self.p)
         if bound is not None:
-            bound = tighten(bound, self.step)
+            bound = rounded(bound, self.step)
             if self.proven():
                 bound = max(bound, self.best_v)
             self.stats["gap"] = max(0.0, (bound - self.best_v) / max(abs(bound), 1e-9))

@@ -166,8 +166,10 @@ def lp_duals(master: Master, deadline: Deadline):
     res = solve_lp(m, deadline=deadline)
     if res.status is not Status.OPTIMAL:
         return None
-    duals = {k: float(res.duals[r]) for k, r in rows.items()}
-    return res.objective, list(res.x), duals, zv, xv
+    d, x = res.duals, res.x
+    assert x is not None      # an optimal LP has a solution; duals when it has rows
+    duals = {k: float(d[r]) for k, r in rows.items()} if d is not None else {}
+    return res.objective, list(x), duals, zv, xv
 
 
 def _price_class(master: Master, engine: Backend, c: int, duals: dict, deadline: Deadline):

@@ -39,10 +39,9 @@ from dataclasses import dataclass
 
 from ...deadline import Deadline
 from ...model import Cluster, Status
-from ...objectives import tighten
 from ...problem import Assign, Problem, Solution, compile_problem, job_types
 from .aggregate import Aggregate, OutOfTime, canonical_gpus
-from .bounds import big_machine_bound
+from .bounds import big_machine_bound, rounded
 from .columns import check_assign, solution_to_columns, true_value
 from .backend import Backend
 from .master import Master, column_generation
@@ -296,7 +295,7 @@ def solve_partitioned(problem: Problem, engine: Backend, *, deadline: Deadline, 
     fixed = sum(problem.value_of(j, a) for j, a in problem.fixed.items())
     status = Status.FEASIBLE
     if bound is not None:
-        bound = tighten(bound, step)
+        bound = rounded(bound, step)
         if value >= bound - 1e-6 * max(1.0, abs(bound)):
             status, bound = Status.OPTIMAL, max(bound, value)
         stats["gap"] = max(0.0, (bound - value) / max(abs(bound), 1e-9))

@@ -101,7 +101,7 @@ def _locality_rows(agg: Aggregate, model: LinearModel, c: int, a, info) -> None:
     so_items = [i for i in a if items[i].gpus and items[i].level == "socket"]
     if not (sw_items or so_items):
         return
-    so_rows = [dict() for _ in range(agg.n_so[c])]
+    so_rows: list[dict[int, int]] = [dict() for _ in range(agg.n_so[c])]
     for i in sw_items:
         row = {a[i]: -1}
         for d in range(agg.n_sw[c]):
@@ -176,7 +176,7 @@ def layout_ffd(agg: Aggregate, c: int, counts: dict[int, int]):
     items = agg.items[c]
     free = [f >= MILLI for f in agg.free[c]]
     load = {q: MILLI - f for q, f in agg.partial[c]}
-    out = []
+    out: list[tuple[int, tuple[int, ...]]] = []
     seq = sorted(((i, n) for i, n in counts.items() if n > 0),
                  key=lambda t: ({"switch": 0, "socket": 1, "server": 2}[items[t[0]].level],
                                 items[t[0]].milli > 0, -items[t[0]].gpus, -items[t[0]].milli, t[0]))

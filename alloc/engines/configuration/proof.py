@@ -21,12 +21,13 @@ cut short, the best listed patterns by reduced cost still enrich the pool.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 from ...deadline import Deadline
 from ...model import MILLI, Status
-from ...objectives import tighten
 from .aggregate import Aggregate
 from .backend import Backend
+from .bounds import rounded
 from .master import CGResult, Master, hint_from, solve_master_ip
 from .patterns import make_pattern
 
@@ -151,9 +152,10 @@ def _sub_master(master: Master, engine: Backend, cg: CGResult, gap: float, deadl
             if key in master.keys[c]:
                 pat = next(q for q in master.pool[c] if q.counts == key)
             else:
-                pat = make_pattern(agg, c, counts, engine=engine, deadline=deadline)
-                if pat is None:    # resources fit but GPUs do not
+                made = make_pattern(agg, c, counts, engine=engine, deadline=deadline)
+                if made is None:    # resources fit but GPUs do not
                     continue
+                pat = made
                 master.add(pat)
             sub.add(pat)
     stats["enumerated"] = stats.get("enumerated", 0) + n_enum
@@ -173,9 +175,9 @@ def enumerate_and_solve(master: Master, engine: Backend, cg: CGResult, incumbent
     no target was settled)."""
     lp = cg.bound if cg.bound is not None else (cg.lp or 0.0)
     tol = 1e-6 * max(1.0, abs(incumbent))
-    T = min(top if top is not None else tighten(lp, delta), tighten(lp, delta)) if delta \
+    T = min(top if top is not None else rounded(lp, delta), rounded(lp, delta)) if delta \
         else incumbent + tol
-    best = (None, None, incumbent, None)        # z, x, value, pool
+    best: tuple[Any, Any, float, Any] = (None, None, incumbent, None)   # z, x, value, pool
     step, proven, rounds = delta or 0.0, None, 0
     while T > best[2] + 0.5 * (delta or tol) and deadline.left() > 0.05:
         rounds += 1
@@ -215,7 +217,7 @@ def enumerate_and_solve(master: Master, engine: Backend, cg: CGResult, incumbent
             break
         # geometric steps: a feasible round is the optimum, so overshooting
         # costs one larger enumeration, not a wrong answer
-        T = max(tighten(T - step, delta), best[2] + delta)
+        T = max(rounded(T - step, delta), best[2] + delta)
         step *= 2
     stats["enum_rounds"] = rounds
     if proven is not None:

@@ -84,7 +84,7 @@ def cheap_option(problem: Problem, j: int) -> int:
 
 def best_value(problem: Problem, j: int, o: int) -> float:
     """Job j's best coefficient at option o over the servers it may use (0 if none)."""
-    servers = {}
+    servers: dict[int, int] = {}
     for s in problem.allowed_servers(j):
         servers.setdefault(int(problem.srv_type[s]), int(s))
     return max((problem.coef(j, o, s) for s in servers.values()), default=0.0)
@@ -394,6 +394,7 @@ def greedy_upgrade(problem: Problem, deadline: Deadline) -> Local:
         o = opt[j]
         sh = st.shape(j, o)
         cands = fit_candidates(st, sh)
+        best: Assign | None
         if len(cands) == 1:
             best = st.assign_on(j, cands[0][1], sh)
         elif cands:

@@ -52,6 +52,7 @@ from __future__ import annotations
 
 from fractions import Fraction
 from heapq import heappop, heappush
+from typing import Any, cast
 
 import numpy as np
 
@@ -155,8 +156,9 @@ class Shape:
         self.ok = ok
         self.classes = tuple(i for i, x in enumerate(ok) if x)
         self.key = key
-        #: finders of this shape by (rule, class)
-        self.finders: dict[tuple, "Finder"] = {}
+        #: finders of this shape by (rule, class): a `Finder`, or under
+        #: ``("spread", None)`` a `SpreadFinder`
+        self.finders: dict[tuple, Any] = {}
 
 
 class Finder:
@@ -259,7 +261,7 @@ class Finder:
             self._catch_up(chg)
             return
         st, sh = self.st, self.shape
-        heap, live = self.heap, self.live
+        heap, live = self.heap, cast("dict[int, int]", self.live)   # rule gpus or whole
         c, m, k, S = sh.c, sh.m, sh.k, st.S
         cpu, mem, whole = st.cpu_l, st.mem_l, st.whole
         src = st.gsum if self.rule == GPUS else whole
@@ -278,7 +280,9 @@ class Finder:
     def _catch_up(self, chg) -> None:
         """`catch_up` over the changed servers ``chg``, any rule and test."""
         st = self.st
-        heap, live, cls = self.heap, self.live, st.lay.cls
+        heap, cls = self.heap, st.lay.cls
+        live_set = cast("set[int]", self.live)          # rule first
+        live = cast("dict[int, int]", self.live)        # the other rules
         sh, one, flag = self.shape, self.cls, self.flag
         ok, c, m, k, q, loc = sh.ok, sh.c, sh.m, sh.k, sh.q, sh.loc
         cpu, mem, whole, share = st.cpu_l, st.mem_l, st.whole, st.share
@@ -295,8 +299,8 @@ class Finder:
                               (whole[t] >= k and (dom is None or dom[t] >= k)))) and (
                     flag is None or flag[t] > 0):
                 if rule == FIRST:
-                    if t not in live:
-                        live.add(t)
+                    if t not in live_set:
+                        live_set.add(t)
                         heappush(heap, t)
                     continue
                 key = (wa * cpu[t] + wb * mem[t] + wg * gsum[t]) * S + t
@@ -310,17 +314,19 @@ class Finder:
         """The preferred server passing the test, or None."""
         if self.pos != len(self.log):
             self.catch_up()
-        heap, live = self.heap, self.live
+        heap = self.heap
         if self.rule == FIRST:
+            live_set = cast("set[int]", self.live)
             passes, sh = self.st.passes, self.shape
             while heap:
                 s = heap[0]
-                if s in live:
+                if s in live_set:
                     if passes(sh, s) and (self.flag is None or self.flag[s] > 0):
                         return s
-                    live.discard(s)
+                    live_set.discard(s)
                 heappop(heap)
             return None
+        live = cast("dict[int, int]", self.live)
         S = self.st.S
         while heap:
             k = heap[0]

@@ -548,8 +548,9 @@ class State:
                 g = gl.index(MILLI, g + 1, end)
                 gpus.append((g, MILLI))
             return new_assign(tuple(gpus), ((s, sh.c),), ((s, sh.m),))
-        gpus = sorted(self.pick_gpus(sh, s))
-        return new_assign(tuple((g, q) for g in gpus), ((s, sh.c),), ((s, sh.m),))
+        picked = self.pick_gpus(sh, s)
+        assert picked is not None, "assign_on a server that fails the shape's test"
+        return new_assign(tuple((g, q) for g in sorted(picked)), ((s, sh.c),), ((s, sh.m),))
 
     def try_server(self, j: int, s: int, option: int = 0) -> Assign | None:
         """An assignment of job j on server s alone at the option, or None."""

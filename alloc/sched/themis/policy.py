@@ -53,6 +53,7 @@ from typing import Sequence
 
 import numpy as np
 
+from ...gpukey import server_of
 from ..kinds import Context, JobView
 from .auction import partial_allocation
 from .fairness import Contention, rho
@@ -129,7 +130,7 @@ class Themis:
                 known = False
                 break
             for g in names:
-                sid = g.rsplit("/", 1)[0]
+                sid = server_of(g)
                 if sid in cap:
                     cap[sid] -= 1
         if not known:               # no placements: one pool of offered GPUs

@@ -43,6 +43,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, Mapping, Sequence
 
+from ...gpukey import server_of
 from ...errors import InputError
 from ...model import Cluster, Job, Profile
 from ...solvers.gandiva.scheduler import Decision, GandivaScheduler
@@ -285,7 +286,7 @@ class GandivaSim:
             mates = on_gpu.get(gpus[0], [st.spec.id])
             models = [self.state[m].spec.model for m in mates]
             return self.models.factors(models)[mates.index(st.spec.id)]
-        servers = len({g.rsplit("/", 1)[0] for g in gpus})
+        servers = len({server_of(g) for g in gpus})
         least = math.ceil(st.spec.gpus / self.sched.cluster.servers[0].gpus)
         return spec.spread_factor(servers, least) * len(gpus) / st.spec.gpus
 

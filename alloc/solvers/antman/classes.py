@@ -46,6 +46,13 @@ def job_class(cluster: Cluster, jobs: Sequence[Job], job: Job, *,
     return room or queue_estimate_s <= long_queue_s and quota(cluster, job.tenant) >= job.gpus
 
 
+def _share_on(job: Job, gpu: str) -> GpuShare:
+    """Running job ``job``'s share of GPU ``gpu`` (one it holds)."""
+    cur = job.current
+    assert cur is not None, "a running job"
+    return next(x for x in cur.gpus if x.gpu == gpu)
+
+
 def upgrade(cluster: Cluster, jobs: Sequence[Job], job_id: str) -> tuple[Job, ...] | None:
     """``jobs`` with running opportunistic job ``job_id`` upgraded in place
     (module notes), or None when the quota or one of its GPUs has no room."""
@@ -59,12 +66,12 @@ def upgrade(cluster: Cluster, jobs: Sequence[Job], job_id: str) -> tuple[Job, ..
     caps = gpu_mem_caps(cluster)
     gidx = cluster.gpu_index
     up = replace(job, guaranteed=True)
-    changed = {}
+    changed: dict[str, dict[str, tuple]] = {}
     for sh in cur.gpus:
         g = gidx[sh.gpu]
         others = [j for j in jobs if j.id != job_id and j.current is not None
                   and any(x.gpu == sh.gpu for x in j.current.gpus)]
-        shares = {o.id: next(x for x in o.current.gpus if x.gpu == sh.gpu) for o in others}
+        shares = {o.id: _share_on(o, sh.gpu) for o in others}
         milli = sum(x.milli for x in shares.values())
         if MILLI - milli < up.gpu_milli:
             return None
@@ -91,9 +98,11 @@ def upgrade(cluster: Cluster, jobs: Sequence[Job], job_id: str) -> tuple[Job, ..
             gs = tuple(GpuShare(x.gpu, up.gpu_milli) for x in cur.gpus)
             j = replace(up, current=replace(cur, gpus=gs))
         elif j.id in changed:
+            jc = j.current
+            assert jc is not None         # a job sharing a GPU with the promoted one
             gs = tuple(GpuShare(x.gpu, x.milli, *changed[j.id][x.gpu]) if x.gpu in changed[j.id]
-                       else x for x in j.current.gpus)
-            j = replace(j, current=replace(j.current, gpus=gs))
+                       else x for x in jc.gpus)
+            j = replace(j, current=replace(jc, gpus=gs))
         out.append(j)
     return tuple(out)
 

@@ -286,7 +286,7 @@ def place_guaranteed(st: State, j: int, reserved: dict, preempted: set, stats: d
     mine = set(reserved.get(job.id, ()))
     best_part: list[int] = []
     for t in p.cluster.gpu_types:
-        quota = quota_gpus(p.cluster, job.tenant, t)
+        quota = quota_gpus(p.cluster, job.tenant, t) if job.tenant is not None else 0
         if not quota or not job.allows(t):
             continue
         room = quota - st.gheld[(job.tenant, t)]

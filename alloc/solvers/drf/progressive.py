@@ -132,8 +132,9 @@ def users_of(problem: Problem, weights: Mapping | None = None) -> tuple[list[str
     weight: list[float] = []
     user = []
     for job in problem.jobs:
-        tenant = by_tenant and job.tenant is not None
-        key = ("tenant", job.tenant) if tenant else ("job", job.id)
+        tenant_id = job.tenant if by_tenant else None
+        tenant = tenant_id is not None
+        key = ("tenant", tenant_id) if tenant_id is not None else ("job", job.id)
         u = index.get(key)
         if u is None:
             u = index[key] = len(names)

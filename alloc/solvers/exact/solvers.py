@@ -219,7 +219,7 @@ def best_valid(problem: Problem, sols: dict, score, deadline: Deadline):
     failed."""
     ranked = sorted(((n, {**problem.fixed, **a}) for n, a in sols.items()),
                     key=lambda na: score(na[1], ())[0], reverse=True)
-    rejected = set()
+    rejected: set[str] = set()
     for name, a in ranked:
         ok, binding = instance_ok(problem, a, deadline)
         if ok:

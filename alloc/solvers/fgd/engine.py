@@ -36,7 +36,7 @@ from __future__ import annotations
 import threading
 from bisect import bisect_left
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Any, Literal, Sequence
 
 import numpy as np
 
@@ -141,7 +141,7 @@ class FragModel:
                    [tuple(t for t in k[3].split("|") if t) for k, _ in kept],
                    [n / tot for _, n in kept], {t: g / gtot for t, g in typed.items()})
 
-    def type_ok(self, models: Sequence[str]) -> np.ndarray:
+    def type_ok(self, models: Sequence[str] | np.ndarray) -> np.ndarray:
         """(N, T) bool: node model allowed by typical type t."""
         models = list(models)
         out = np.ones((len(models), self.T), dtype=bool)
@@ -298,7 +298,12 @@ class ClusterState:
         self._dirty: list[int] = []                  # nodes whose F is out of date
         self.fm: FragModel | None = None
         self._cols: dict[tuple, list] = {}           # typical type -> [a, cnt, ok, clock]
-        self.type_ok = None
+        #: per node and typical type, whether the node's GPU model suits it
+        #: (with `fm`; ``_keys``, ``_fa`` and ``_fcnt`` too)
+        self.type_ok: np.ndarray | None = None
+        self._keys: list[tuple] = []
+        self._fa = np.zeros((self.N, 0), dtype=np.int64)
+        self._fcnt = np.zeros((self.N, 0), dtype=np.int64)
         self._frag = np.zeros(self.N)
         if frag_model is not None:
             self.set_frag_model(frag_model)
@@ -317,8 +322,8 @@ class ClusterState:
             if self._dirty:
                 self._flush()
             for t, key in enumerate(self._keys):
-                col = self._cols[key]
-                col[0], col[1], col[3] = self._fa[:, t].copy(), self._fcnt[:, t].copy(), self.clock
+                kept = self._cols[key]
+                kept[0], kept[1], kept[3] = self._fa[:, t].copy(), self._fcnt[:, t].copy(), self.clock
         keys = [(int(fm.c[t]), int(fm.m[t]), int(fm.k[t]), fm.types[t]) for t in range(fm.T)]
         a = np.zeros((self.N, fm.T), dtype=np.int64)
         cnt = np.zeros((self.N, fm.T), dtype=np.int64)
@@ -351,10 +356,11 @@ class ClusterState:
         d = self._dirty
         nodes = np.array(sorted(set(d)) if len(d) > 1 else d, dtype=np.int64)
         self._dirty = []
-        a, cnt = self.fm.counts(self.gfree[nodes], self.valid[nodes])
+        fm, ok = self.fm, self.type_ok
+        assert fm is not None and ok is not None     # nodes are dirty only under a model
+        a, cnt = fm.counts(self.gfree[nodes], self.valid[nodes])
         self._fa[nodes], self._fcnt[nodes] = a, cnt
-        self._frag[nodes] = self.fm.value(self.cpu_free[nodes], a, cnt, self.gsum[nodes],
-                                          self.type_ok[nodes])
+        self._frag[nodes] = fm.value(self.cpu_free[nodes], a, cnt, self.gsum[nodes], ok[nodes])
 
     @property
     def frag(self) -> np.ndarray:
@@ -417,6 +423,7 @@ class ClusterState:
         for i, x in enumerate(f):
             if x >= pod.m and (best is None or x < f[best]):
                 best = i
+        assert best is not None, "a node where the shared pod fits"
         return [best]
 
     def pick(self, score: np.ndarray, feas: np.ndarray) -> int:
@@ -428,8 +435,9 @@ class ClusterState:
     def frag_of(self, nodes) -> np.ndarray:
         """F of the nodes ``nodes`` computed afresh from their current free CPU
         and GPUs (milli-GPU, see `FragModel.frag`); needs a frag model."""
-        return self.fm.frag(self.cpu_free[nodes], self.gfree[nodes], self.valid[nodes],
-                            self.type_ok[nodes])
+        fm, ok = self.fm, self.type_ok
+        assert fm is not None and ok is not None, "frag_of needs a frag model"
+        return fm.frag(self.cpu_free[nodes], self.gfree[nodes], self.valid[nodes], ok[nodes])
 
     # ------------------------------------------------------------ updates
     def _changed(self, n: int) -> None:
@@ -524,8 +532,8 @@ class Policy:
 
     def __init__(self, seed: int = 0):
         self.rng = np.random.default_rng(seed)
-        self._index_state = None
-        self._index = None
+        self._index_state: ClusterState | None = None
+        self._index: ScoreIndex | None = None
 
     def node_scores(self, state: ClusterState, pod: Pod, idx):  # pragma: no cover
         """Integer scores of placing ``pod`` on the nodes ``idx``.
@@ -563,7 +571,7 @@ class Policy:
     # fast path ------------------------------------------------------------
     def index(self, state: ClusterState) -> ScoreIndex:
         """The policy's score index over ``state`` (a new one for a new state)."""
-        if self._index_state is not state:
+        if self._index_state is not state or self._index is None:
             self._index_state = state
             self._index = self.make_index(state)
         return self._index
@@ -713,7 +721,7 @@ class _Cached(Policy):
         super().__init__(seed)
         self._cache: dict[tuple, list] = {}
         self._memo: dict[tuple, dict] = {}
-        self._memo_of = (None, None)
+        self._memo_of: tuple[ClusterState | None, FragModel | None] = (None, None)
 
     def entry(self, state, pod):
         """(index, up-to-date entry of ``pod``'s kind), a few changed nodes
@@ -751,7 +759,9 @@ class _Cached(Policy):
         tm = state.type_mask(pod.types) if k and (pod.types or m <= 0) else None
         fc, gkey = state.fcols, state.gkey
         pos = 1 if pod.shared else 2          # the GPUs in place, or sorted
-        vals, gpus, miss = [], [], []
+        vals: list[int] = []
+        gpus: list[Any] = []
+        miss: list[int] = []
         for i, n in enumerate(nodes):
             cpu, mf, gmax, nfull, room = fc[n].tolist()
             if cpu < c or mf < mem or gmax < g1 or nfull < gk or room < 0 or \
@@ -820,6 +830,7 @@ class _Cached(Policy):
         a, cnt = state.frag_counts(idx)
         cpu2 = state.cpu_free[idx] - pod.c
         gs = state.gsum[idx]
+        assert fm is not None and state.type_ok is not None, "scores against a frag model"
         tok = state.type_ok[idx]
         if pod.shared:
             g = state.gfree[idx]
@@ -892,14 +903,16 @@ class _Import:
                 cls.started = True
                 threading.Thread(target=cls._run, name="alloc-scipy-import",
                                  daemon=True).start()
-        cls.done.wait(max(0.0, 0.5 * deadline.left()))
+        # a deadline that never ends waits as long as the import takes (an
+        # infinite timeout overflows the clock: threading.TIMEOUT_MAX)
+        cls.done.wait(min(max(0.0, 0.5 * deadline.left()), threading.TIMEOUT_MAX))
         return cls.linprog
 
 
 _IMPORT_LOCK = threading.Lock()
 
 
-def hole_values(sizes: Sequence[int], prices: Sequence[float], cap: int = MILLI):
+def hole_values(sizes: Sequence[int], prices: Sequence[float] | np.ndarray, cap: int = MILLI):
     """``V(f) = max { sum_s n_s y_s : sum_s n_s s <= f, n_s >= 0 integer }`` for
     f = 0..cap (unbounded knapsack), and the last item of an optimal filling of
     each f (-1: none)."""
@@ -1075,8 +1088,10 @@ class FGDLookaheadPolicy(_Cached):
         self.share_res = int(share_res)
         self.reserve = float(reserve)
         self.mu = float(mu)
-        self._models = None          # (model index per node, R_M) once known
-        self._prices = None          # ({share: y_s}, V) once known
+        #: (model index per node, R_M) once known; False without model lists
+        self._models: tuple[np.ndarray, np.ndarray] | Literal[False] | None = None
+        #: ({share: y_s}, V) once known
+        self._prices: tuple[dict[int, float], np.ndarray] | None = None
 
     @staticmethod
     def demand_ratio(fm: FragModel) -> float:
@@ -1097,7 +1112,9 @@ class FGDLookaheadPolicy(_Cached):
             names, mi = np.unique(state.models.astype(str), return_inverse=True)
             cap = np.bincount(mi, weights=state.ngpu * MILLI, minlength=len(names))
             r = np.zeros(len(names))
-            for types, share in state.fm.typed_demand.items():
+            fm = state.fm
+            assert fm is not None, "the look-ahead scores against a frag model"
+            for types, share in fm.typed_demand.items():
                 sel = np.isin(names, list(types)) & (cap > 0)
                 if sel.any():
                     r[sel] += self.reserve * state.capacity * share * cap[sel] / cap[sel].sum()
@@ -1259,7 +1276,7 @@ def simulate(state: ClusterState, policy: Policy, pods: Sequence[Pod], *,
     for i, pod in enumerate(pods):
         out.append(place(state, policy, pod))
         used[i] = state.used
-        if record_frag:
+        if frag is not None:           # record_frag
             frag[i] = state.frag.sum()
         if progress is not None:
             progress(1)
@@ -1369,7 +1386,7 @@ class MoveSimulator:
         lst = list(self.on_gpu[(n, i)])
         for q in lst:
             st.remove(n, [i], self.pods[q])
-        done = []
+        done: list[tuple[int, int, list[int]]] = []
         for q in sorted(lst, key=lambda q: -self.pods[q].m):
             Q = self.pods[q]
             feas = st.feasible(Q)
@@ -1428,7 +1445,7 @@ def simulate_moves(state: ClusterState, policy: Policy, pods: Sequence[Pod], max
         out.append(sim.place(pod))
         used[i] = state.used
         moves[i] = sim.moves
-        if record_frag:
+        if frag is not None:           # record_frag
             frag[i] = state.frag.sum()
     return out, used, frag, moves
 

@@ -18,16 +18,19 @@ it; best fit (the fullest such server), largest jobs first.
 """
 from __future__ import annotations
 
-from typing import Callable, Hashable, Mapping, Sequence
+from typing import Callable, Hashable, Mapping, Sequence, TypeVar
+
+#: a job's key (the caller's: an index, an id)
+K = TypeVar("K", bound=Hashable)
 
 #: Free GPUs at which a non-idle server is emptied (the paper: 3 out of 4).
 DEFRAG_THRESHOLD = 3
 
 
-def defrag_moves(free: Sequence[int], jobs_on: Mapping[int, Sequence[tuple[Hashable, int]]],
+def defrag_moves(free: Sequence[int], jobs_on: Mapping[int, Sequence[tuple[K, int]]],
                  *, threshold: int = DEFRAG_THRESHOLD, blocked: frozenset = frozenset(),
-                 allowed: Callable[[Hashable, int], bool] | None = None
-                 ) -> list[tuple[Hashable, int, int]]:
+                 allowed: Callable[[K, int], bool] | None = None
+                 ) -> list[tuple[K, int, int]]:
     """Moves that empty lightly used servers onto fuller ones (see the module notes).
 
     Parameters
@@ -54,7 +57,7 @@ def defrag_moves(free: Sequence[int], jobs_on: Mapping[int, Sequence[tuple[Hasha
     on = {s: list(v) for s, v in jobs_on.items() if v}
     busy = set(on) | set(blocked)
     ok = allowed or (lambda key, s: True)
-    moves: list[tuple[Hashable, int, int]] = []
+    moves: list[tuple[K, int, int]] = []
     tried: set[int] = set()
     while True:
         src = [s for s in on if on[s] and s not in tried and s not in blocked
@@ -84,9 +87,9 @@ def defrag_moves(free: Sequence[int], jobs_on: Mapping[int, Sequence[tuple[Hasha
         busy.discard(s)
 
 
-def locality_moves(free: Sequence[int], spread: Sequence[tuple[Hashable, int, Mapping[int, int]]],
-                   allowed: Callable[[Hashable, int], bool] | None = None
-                   ) -> list[tuple[Hashable, int]]:
+def locality_moves(free: Sequence[int], spread: Sequence[tuple[K, int, Mapping[int, int]]],
+                   allowed: Callable[[K, int], bool] | None = None
+                   ) -> list[tuple[K, int]]:
     """Spread jobs moved onto one server (see the module notes).
 
     Parameters

@@ -48,7 +48,7 @@ jobs plus one pass over the servers per job placed by Algorithm 1.
 from __future__ import annotations
 
 import time
-from typing import Mapping
+from typing import Any, Mapping
 
 from ...deadline import Deadline
 from ...model import MILLI, Status
@@ -324,7 +324,7 @@ def solve_gandiva(problem: Problem, *, deadline: Deadline, seed: int = 0,
         stats["missed"] += [problem.jobs[j].id for j in pidx if j in problem.fixed]
         if defrag:
             stats["moves"] = _defrag(problem, view, assign, defrag_threshold, bidx)
-    out = {"gandiva": stats}
+    out: dict[str, Any] = {"gandiva": stats}
     ids = problem.cluster.servers
     order = sorted(problem.pending, key=problem.rank.__getitem__)
     for j in order:

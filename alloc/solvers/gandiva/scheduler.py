@@ -73,8 +73,9 @@ import math
 import time
 from collections import Counter
 from dataclasses import dataclass, field, replace
-from typing import Mapping
+from typing import Any, Mapping
 
+from ...gpukey import server_of
 from ...errors import InputError
 from ...model import MILLI, Cluster, Job, Profile
 from ...resources import server_gpu_mem
@@ -143,8 +144,9 @@ class _Log:
     def __init__(self, now: float):
         self.now = now
         self.t0 = time.perf_counter()
-        self.lists = {k: [] for k in ("started", "resumed", "suspended", "queued", "migrated",
-                                      "packed", "undone", "unpacked", "resized", "lost")}
+        self.lists: dict[str, list[Any]] = {
+            k: [] for k in ("started", "resumed", "suspended", "queued", "migrated", "packed",
+                            "undone", "unpacked", "resized", "lost")}
         self.bound: dict[str, str] = {}
         self.steps = 0
         self.step_s = 0.0
@@ -414,6 +416,7 @@ class GandivaScheduler:
         self._plan.clear()
         self._intent = {}
         st = res.allocation.stats.get("gandiva", {})
+        assert isinstance(st, Mapping), "the gandiva solver's stats"
         log.solver_s += st.get("solve_s", 0.0)
         self.counts["missed"] += len(st.get("missed", ()))
         for p in res.start:
@@ -464,7 +467,7 @@ class GandivaScheduler:
             cur = self.session.jobs[jid].current
             per: dict[str, int] = {}
             for g in cur.gpus:
-                s = g.gpu.rsplit("/", 1)[0]
+                s = server_of(g.gpu)
                 per[s] = per.get(s, 0) + 1
             self._spread[jid] = per
 
@@ -650,7 +653,8 @@ class GandivaScheduler:
                 self._plan[m] = (cur.gpus[0].gpu,)
             else:
                 self._bound[m] = self._jobs[m].home
-        return {self._jobs[members[0]].home} - {None}
+        home = self._jobs[members[0]].home
+        return {home} if home is not None else set()
 
     def _packable(self, jid: str) -> bool:
         info = self._jobs[jid]
@@ -708,7 +712,7 @@ class GandivaScheduler:
         return changed
 
     def _memory_fits(self, gpu: str, members: list[str]) -> bool:
-        server = self.cluster.server(gpu.rsplit("/", 1)[0])
+        server = self.cluster.server(server_of(gpu))
         cap = server_gpu_mem(server, self.gpu_mem_capacity)
         return sum(self._jobs[m].base.gpu_mem for m in members) <= cap
 
@@ -748,7 +752,8 @@ class GandivaScheduler:
             changed |= self._plan_move(j, ids[t], free)
         if not defrag:
             return changed
-        on, blocked = {}, set()
+        on: dict[int, list[tuple[str, int]]] = {}
+        blocked = set()
         for sid in ids:
             for u in self.units(sid):
                 if len(u.jobs) > 1 or not u.running or u.jobs[0] in self._plan:
@@ -777,7 +782,7 @@ class GandivaScheduler:
         gpus = mine + free[to][:need]
         free[to] = free[to][need:]
         for g in cur.gpus:
-            s = g.gpu.rsplit("/", 1)[0]
+            s = server_of(g.gpu)
             if s != to:
                 free[s].append(g.gpu)
         self._plan[jid] = tuple(gpus)
@@ -855,7 +860,7 @@ class GandivaScheduler:
 
 def _servers(p) -> set[str]:
     """The servers a placement uses."""
-    return {g.gpu.rsplit("/", 1)[0] for g in p.gpus} or set(p.cpu)
+    return {server_of(g.gpu) for g in p.gpus} or set(p.cpu)
 
 
 __all__ = ["Decision", "GandivaScheduler", "SLICE_S"]

@@ -46,7 +46,7 @@ class ServerView:
         self.cpu = p.free_cpu.tolist()
         self.mem = p.free_mem.tolist()
         self.load = [0.0] * p.S
-        self.sizes = [Counter() for _ in range(p.S)]
+        self.sizes: list[Counter[int]] = [Counter() for _ in range(p.S)]
         self.whole = [sum(1 for g in range(self.first[s], self.first[s] + self.total[s])
                           if self.gfree[g] == MILLI) for s in range(p.S)]
         for j, a in p.fixed.items():

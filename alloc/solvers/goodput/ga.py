@@ -41,7 +41,7 @@ Examples
 >>> sp = np.zeros((2, 3, 9)); sp[:, 1, 1:] = np.arange(1, 9) ** 0.8; sp[:, 2, 2:] = sp[:, 1, 2:] * 0.9
 >>> inp = GaInput(sp, np.ones(2), np.zeros((2, 2), int), np.array([8, 8]), np.array([4, 4]))
 >>> out = search(inp, np.random.default_rng(0))
->>> out.best.sum(axis=1).tolist(), out.best.sum() <= 8
+>>> out.best.sum(axis=1).tolist(), bool(out.best.sum() <= 8)
 ([4, 4], True)
 """
 from __future__ import annotations

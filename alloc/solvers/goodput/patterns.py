@@ -93,8 +93,8 @@ def prune(configs: np.ndarray, values: np.ndarray) -> np.ndarray:
     >>> import numpy as np
     >>> from alloc.solvers.goodput.patterns import prune
     >>> cfg = np.array([[0, 1, 1], [0, 1, 2], [0, 2, 2], [0, 2, 4]])
-    >>> prune(cfg, np.array([1.0, 1.5, 1.2, 1.4])).tolist()
-    [0, 1, 3]
+    >>> prune(cfg, np.array([1.0, 1.5, 1.2, 1.4])).tolist()   # (1, 2) at 1.5 beats (2, 4)
+    [0, 1, 2]
     """
     if len(configs) < 2:
         return np.arange(len(configs))

@@ -52,7 +52,8 @@ from ....model import MILLI
 from ....problem import Problem
 from ....tenancy import CellRequest, cell_placement_model, check_binding, feasibility_engine
 from ....topology import is_outer
-from ....engines.cells.engine import Engine, _release_empty, current_assign, job_value, restore_running
+from ....engines.cells.engine import (Engine, _release_empty, current_assign, job_value,
+                                      restore_running, running_assign)
 from .model import SCALE, TenancyModel, value_on
 from .warm import LossAwareEngine, fits_at
 
@@ -98,7 +99,7 @@ class Plan:
                 self.on[s].append(r)
         for (r, d), col in tm.ms.items():
             if _val(xv, col):
-                n = len(current_assign(p, r).gpus)
+                n = len(running_assign(p, r).gpus)
                 self.spread.append((r, self.unit_servers(tm, xv, r, n, d)))
                 self.pool[r] = tm.pool(r, n, d)
         for (key, s), col in tm.units.items():
@@ -164,14 +165,15 @@ def server_plan(p: Problem, eng: Engine, s: int, counts, jobs_on, busy, optional
     m, own = cm.model, cm.own
     jobs = p.jobs
     free = [g for g in eng.gpus_of(s) if g not in busy]
-    room: dict[str, dict[int, float]] = {v: defaultdict(float) for v in (units or {}) if units[v]}
+    units = units or {}
+    room: dict[str, dict[int, float]] = {v: defaultdict(float) for v in units if units[v]}
     for v in room:
         for g in free:
             for c in own.get((g, v), []):
                 room[v][c] += 1
     keep = {r: m.add_var(0, 1, integer=True, obj=round(w * SCALE))
             for r, (_, w) in optional.items()}
-    total = {keep[r]: len(gs) for r, (gs, _) in optional.items()}
+    total: dict[int, float] = {keep[r]: len(gs) for r, (gs, _) in optional.items()}
     use: dict[int, list[int]] = defaultdict(list)
     for r, (gs, _) in optional.items():
         for g in gs:
@@ -197,9 +199,9 @@ def server_plan(p: Problem, eng: Engine, s: int, counts, jobs_on, busy, optional
                 room[jobs[j].tenant][b] = -k
             for g in S:
                 use[g].append(b)
-                v = jobs[j].tenant if jobs[j].guaranteed else None
-                if v is not None and g not in fixed:
-                    row = {c: -1 for c in own[(g, v)]}
+                tv = jobs[j].tenant if jobs[j].guaranteed else None
+                if tv is not None and g not in fixed:
+                    row = {c: -1 for c in own[(g, tv)]}
                     row[b] = 1
                     m.add_row(row, hi=0)
         if len(cols) > 1:
@@ -216,13 +218,13 @@ def server_plan(p: Problem, eng: Engine, s: int, counts, jobs_on, busy, optional
         m.add_row(row, lo=1)
     if reserve and total:
         m.add_row(total, hi=len(free) - reserve)
-    for v, row in room.items():
+    for v, vrow in room.items():
         # v's spread units need free GPUs of v's cells that v's jobs leave
-        m.add_row(dict(row), lo=units[v] - sum(1 for g in free if fixed.get(g) == v))
+        m.add_row(dict(vrow), lo=units[v] - sum(1 for g in free if fixed.get(g) == v))
     res = solve(m, feasibility_engine(), deadline=deadline)
-    if not res.has_solution:
-        return None
     x = res.x
+    if x is None:               # no solution
+        return None
     cells = sorted((n, v) for (v, n), c in cm.y.items() if x[c] > 0.5)
     placed = {j: list(S) for (j, S), c in z.items() if x[c] > 0.5}
     return cells, placed, {r for r, c in keep.items() if x[c] > 0.5}
@@ -256,7 +258,7 @@ def place_kept(p: Problem, eng: Engine, kept) -> list[int]:
     those whose GPUs are no longer free."""
     homeless = []
     for r in sorted(kept, key=lambda r: (not p.jobs[r].guaranteed, r)):
-        a = current_assign(p, r)
+        a = running_assign(p, r)
         if fits_at(eng, a, r):
             eng.place(r, a)
         else:
@@ -269,9 +271,11 @@ def _kept_layout(p: Problem, kept):
     one-server jobs that may give way (``optional[s][r] = (GPUs, value)``) and
     the tenant each kept guaranteed job's GPUs must belong to (``cover``);
     None when two tenants' kept jobs share a GPU."""
-    busy, optional, cover = defaultdict(set), defaultdict(dict), {}
+    busy: dict[int, set[int]] = defaultdict(set)
+    optional: dict[int, dict[int, tuple[list[int], float]]] = defaultdict(dict)
+    cover: dict[int, str] = {}
     for r in kept:
-        a = current_assign(p, r)
+        a = running_assign(p, r)
         srv = {int(p.gpu_server[g]) for g, _ in a.gpus}
         if not p.jobs[r].guaranteed and len(srv) == 1:
             optional[srv.pop()][r] = ([g for g, _ in a.gpus], p.value_of(r, a))
@@ -279,9 +283,11 @@ def _kept_layout(p: Problem, kept):
         for g, _ in a.gpus:
             busy[int(p.gpu_server[g])].add(g)
             if p.jobs[r].guaranteed:
-                if cover.get(g, p.jobs[r].tenant) != p.jobs[r].tenant:
+                v = p.jobs[r].tenant
+                assert v is not None, "a guaranteed job has a tenant"
+                if cover.get(g, v) != v:
                     return None
-                cover[g] = p.jobs[r].tenant
+                cover[g] = v
     return busy, optional, cover
 
 
@@ -294,7 +300,7 @@ def decode_exact(tm: TenancyModel, xv, deadline):
     plan = Plan(tm, xv)
     eng = LossAwareEngine(p)
     tree = eng.tree
-    rack_owner = {}
+    rack_owner: dict[int, str] = {}
     for n, v in plan.racks:
         eng.bind(n, v)
         rack_owner.update((g, v) for g in tree.gpus[n])
@@ -306,7 +312,9 @@ def decode_exact(tm: TenancyModel, xv, deadline):
     for (key, s), col in tm.units.items():
         units[s][key[0]] += _val(xv, col)
     vcache: dict = {}
-    chosen, later, stay = {}, [], set(plan.kept)
+    chosen: dict = {}
+    later: list[tuple[int, set[int]]] = []
+    stay = set(plan.kept)
     for s in sorted(set(plan.on) | set(plan.counts) | set(busy) | set(optional) | set(units)):
         if deadline.expired():
             return None
@@ -374,10 +382,13 @@ def carve_spread(eng: Engine, plan: Plan) -> list[tuple[int, set]]:
     order = sorted(plan.spread, key=lambda js: (not jobs[js[0]].guaranteed,
                                                 -jobs[js[0]].priority, js[0]))
     for j, srv in order:
-        units = left.get(plan.pool.get(j), {})
-        n = plan.size.get(j, len(current_assign(p, j).gpus) if jobs[j].current else jobs[j].gpus)
-        vi = eng.tid.get(jobs[j].tenant, -2) if jobs[j].guaranteed else None
-        gpus, take = [], {}
+        pool = plan.pool.get(j)
+        units = left.get(pool, {}) if pool is not None else {}
+        n = plan.size.get(j, len(running_assign(p, j).gpus) if jobs[j].current else jobs[j].gpus)
+        tenant = jobs[j].tenant
+        vi = (eng.tid.get(tenant, -2) if tenant is not None else -2) if jobs[j].guaranteed else None
+        gpus: list[int] = []
+        take: dict[int, int] = {}
         for s in sorted(units, key=lambda s: (-units[s], s)):
             if len(gpus) == n:
                 break
@@ -412,12 +423,15 @@ def physical_cells(tm: TenancyModel, plan: Plan, eng: Engine, deadline):
     model over all servers, covering the kept guaranteed jobs, fewest busy
     GPUs), as [(node, tenant)], or None."""
     p, tree = tm.p, tm.tree
-    cover, busy = {}, set()
+    cover: dict[int, str] = {}
+    busy: set[int] = set()
     for r in plan.kept:
-        for g, _ in current_assign(p, r).gpus:
+        for g, _ in running_assign(p, r).gpus:
             busy.add(g)
             if p.jobs[r].guaranteed:
-                cover[g] = p.jobs[r].tenant
+                v = p.jobs[r].tenant
+                assert v is not None, "a guaranteed job has a tenant"
+                cover[g] = v
     reqs = [CellRequest(v, (n,), 1) for n, v in plan.racks]
     for s, counts in sorted(plan.counts.items()):
         reqs += server_requests(eng, s, counts)
@@ -427,9 +441,10 @@ def physical_cells(tm: TenancyModel, plan: Plan, eng: Engine, deadline):
     for (v, n), col in cm.y.items():
         cm.model.obj[col] = -float(sum(1 for g in tree.gpus[n] if g in busy))
     res = solve(cm.model, feasibility_engine(), deadline=deadline)
-    if not res.has_solution:
+    x = res.x
+    if x is None:               # no solution
         return None
-    return sorted((n, v) for (v, n), col in cm.y.items() if res.x[col] > 0.5)
+    return sorted((n, v) for (v, n), col in cm.y.items() if x[col] > 0.5)
 
 
 def bind_counts(tm: TenancyModel, plan: Plan, eng: Engine) -> None:

@@ -74,7 +74,7 @@ from ....objectives import job_sizes, scale_factor
 from ....problem import Problem
 from ....tenancy import cell_size, cell_tree, outranks, quotas
 from . import RESTRICTIONS
-from ....engines.cells.engine import current_assign
+from ....engines.cells.engine import current_assign, running_assign
 
 #: objective coefficients are ``round(value * SCALE)``
 SCALE = 10 ** 7
@@ -283,7 +283,7 @@ class TenancyModel:
         self.where: dict = {}            # fresh column -> the servers it may use
         self.units_exact = True
         self.floor_row: int | None = None
-        self.deadline = None
+        self.deadline: Deadline | None = None
         #: auxiliary columns that belong to one server (fixed with it in a neighbourhood search)
         self.aux: dict[int, list[int]] = defaultdict(list)
         self._plan_preferred()
@@ -397,8 +397,8 @@ class TenancyModel:
     def guaranteed_ok(self, j: int, s: int) -> bool:
         """A guaranteed job may use server s only where its tenant has cells."""
         job = self.p.jobs[j]
-        return not job.guaranteed or self.p.cluster.servers[s].gpu_type in \
-            self.tenant_types(job.tenant)
+        return not job.guaranteed or job.tenant is not None and \
+            self.p.cluster.servers[s].gpu_type in self.tenant_types(job.tenant)
 
     def add_usage(self, j: int, s: int, n: int, col: int, coef: int = 1,
                   cpu: int | None = None, mem: int | None = None) -> None:
@@ -574,7 +574,7 @@ def add_running(tm: TenancyModel) -> None:
     p = tm.p
     for r in tm.running:
         tm.tick()
-        a = current_assign(p, r)
+        a = running_assign(p, r)
         job = p.jobs[r]
         k = tm.keep[r] = tm.var(1)
         per_srv: dict[int, int] = defaultdict(int)
@@ -652,7 +652,7 @@ def add_victims(tm: TenancyModel) -> None:
     for r in tm.running:
         tm.tick()
         jr = jobs[r]
-        held = p.servers_of(current_assign(p, r))
+        held = p.servers_of(running_assign(p, r))
         terms: dict[int, float] = defaultdict(float)
         for key, per_srv in total.items():
             probe = replace(jr, guaranteed=key[0], tenant=key[1] if key[0] else None,
@@ -700,7 +700,7 @@ def add_cells(tm: TenancyModel) -> None:
 
 
 def _kept_gpus(tm: TenancyModel, r: int) -> list[int]:
-    return [g for g, _ in current_assign(tm.p, r).gpus]
+    return [g for g, _ in running_assign(tm.p, r).gpus]
 
 
 def add_cover(tm: TenancyModel) -> None:
@@ -726,10 +726,10 @@ def add_cover(tm: TenancyModel) -> None:
         cells = tm.cellg.get((v, s))
         if len(nodes) < 2 or not cells:
             continue
-        zl = {len(tree.gpus[n]) for n in nodes}
-        if len(zl) != 1:
+        sizes = {len(tree.gpus[n]) for n in nodes}
+        if len(sizes) != 1:
             continue
-        zl = zl.pop()
+        zl = sizes.pop()
         if any(size > zl and size % zl for size, _ in cells):
             continue
         row: dict[int, float] = defaultdict(float)
@@ -948,7 +948,7 @@ def add_symmetry(tm: TenancyModel) -> None:
     p = tm.p
     if tm.q:
         return
-    busy = {s for r in tm.running for s, _ in current_assign(p, r).cpu}
+    busy = {s for r in tm.running for s, _ in running_assign(p, r).cpu}
     load: dict[int, dict] = defaultdict(dict)
     for (k, s), col in tm.x.items():
         load[s][col] = tm.groups.size[k]

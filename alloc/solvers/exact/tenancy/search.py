@@ -190,13 +190,13 @@ def neighbourhood_search(tm: TenancyModel, x0: np.ndarray, solver, until, seed: 
     m = tm.m
     best, best_obj = x0, m.value(x0)
     found = [(best, best_obj)]
-    per, racks, fixable = server_columns(tm)
+    per, racks, fixable_set = server_columns(tm)
     servers = sorted(per)
     if not servers:
         return found
     rng = random.Random(seed)
     size = first = float(max(2, min(len(servers) // 4, 8)))
-    fixable = sorted(fixable)
+    fixable = sorted(fixable_set)
     csc = m.matrix().tocsc()
     while until.left() > 0.3:
         free = pick_neighbourhood(tm, rng, servers, int(size), per, racks, best)

@@ -65,6 +65,7 @@ from __future__ import annotations
 import time
 from collections import defaultdict
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -75,7 +76,7 @@ from ....objectives import tighten
 from ....problem import Problem, Solution
 from ....tenancy import binding_keys, quota_gpus
 from .decode import binding_ok, decode_exact, decode_replay, polish, victims_ok
-from ....engines.cells.engine import current_assign
+from ....engines.cells.engine import Engine, current_assign
 from . import RESTRICTIONS
 from .model import SCALE, OutOfTime, TenancyModel, build_model, restrictions
 from .search import complete, neighbourhood_search
@@ -106,7 +107,7 @@ class Call:
 
     def solve(self, model, deadline, seed: int | None = None, gap: bool = False) -> Result:
         """``model`` solved by the call's engine before ``deadline``."""
-        params = dict(PARAMS.get(self.engine, {}))
+        params: dict[str, Any] = dict(PARAMS.get(self.engine, {}))
         if gap:
             params.update(GAP.get(self.engine, {}))
         if self.engine == "highs" and model.n > HIGHS_PRESOLVE_MAX:
@@ -138,7 +139,7 @@ class Chosen:
     """The answer so far: its source, engine state, preempted jobs, whether
     the model proved it, its score key and decode misses."""
     name: str
-    eng: object
+    eng: Engine
     preempted: set
     proven: bool
     key: tuple
@@ -237,6 +238,7 @@ def solve_tenancy(problem: Problem, *, deadline: Deadline, seed: int = 0, engine
     if floor is not None and rival is not None and rival > chosen.key and \
             deadline.left() > reserve + 0.05:
         # the floor's answer is below a heuristic's: the objective alone
+        assert tm.floor_row is not None     # the floor's row, as a floor was set
         tm.m.set_row_bounds(tm.floor_row, lo=-INF)
         floor, stats["floor_dropped"] = None, "the floor's answer was below a heuristic's"
         x0 = incumbents[0][0] if incumbents else full
@@ -261,6 +263,7 @@ def best_warm(warm, score) -> Chosen:
         key, _ = score(eng.assign, pre)
         if best is None or key > best.key:
             best = Chosen(name, eng, set(pre), False, key)
+    assert best is not None, "hived's warm start is always among them"
     return best
 
 
@@ -315,11 +318,13 @@ def phase1(call: Call, tm: TenancyModel, full, deadline):
     m = tm.m.copy()
     m.set_objective(work)
     res = call.solve(m, deadline)
-    if not res.has_solution:
+    x, obj = res.x, res.objective
+    if x is None:           # no solution
         return None, res.status is not Status.UNKNOWN, full
-    floor = int(round(res.objective))
-    tm.m.hint = {k: float(v) for k, v in enumerate(res.x)}
-    return floor, res.status is Status.OPTIMAL, res.x
+    assert obj is not None
+    floor = int(round(obj))
+    tm.m.hint = {k: float(v) for k, v in enumerate(x)}
+    return floor, res.status is Status.OPTIMAL, x
 
 
 def phase2_model(tm: TenancyModel, floor, full) -> None:

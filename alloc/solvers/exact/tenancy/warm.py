@@ -27,7 +27,8 @@ from ....deadline import Deadline
 from ....model import MILLI
 from ....problem import Problem
 from ....engines.cells.round import run
-from ....engines.cells.engine import Engine, _release_empty, current_assign, restore_running
+from ....engines.cells.engine import (Engine, _release_empty, current_assign, restore_running,
+                                      running_assign)
 from .model import TenancyModel, fits_server, spread_span, spreadable, value_on
 
 #: the second greedy variant also sets aside opportunistic jobs below this value per GPU
@@ -91,7 +92,7 @@ def best_values(p: Problem, jobs_: list[int]) -> dict[int, float]:
     out = {}
     for j in jobs_:
         job = p.jobs[j]
-        n = len(current_assign(p, j).gpus) if job.current is not None else job.gpus
+        n = len(running_assign(p, j).gpus) if job.current is not None else job.gpus
         best, seen = 0.0, set()
         for s in range(p.S):
             c = int(p.server_class[s])
@@ -115,7 +116,7 @@ def greedy(p: Problem, running, pending, vbest: dict, pcost: float, dens: float,
     None when a victim would be illegal or the deadline passes."""
     jobs = p.jobs
     pend = set(pending)
-    cur = {r: p.value_of(r, current_assign(p, r)) for r in running}
+    cur = {r: p.value_of(r, running_assign(p, r)) for r in running}
     drop = [r for r in running if not pcost
             and (cur[r] <= 1e-12 or (not jobs[r].guaranteed
                                      and cur[r] / max(jobs[r].gpus, 1) < dens))
@@ -139,7 +140,7 @@ def greedy(p: Problem, running, pending, vbest: dict, pcost: float, dens: float,
             if not eng.try_place(j, jobs[j].gpus, 0, set()) and jobs[j].guaranteed:
                 eng.try_place(j, jobs[j].gpus, 1, set())   # opportunistic victims only
         for r in drop:
-            a = current_assign(p, r)
+            a = running_assign(p, r)
             if fits_at(eng, a, r):
                 eng.place(r, a)
         _release_empty(eng)
@@ -194,17 +195,17 @@ def hint_values(tm: TenancyModel, eng: Engine) -> dict[int, float]:
     for j, a in eng.assign.items():
         if p.jobs[j].current is not None:
             continue
-        k = entry.get((j, len(a.gpus)))
-        if k is not None:
-            _hint_placement(tm, hints, j, a, x_col=lambda s: tm.x.get((k, s)),
-                            y_col=lambda d: tm.y.get((k, d)))
+        kind = entry.get((j, len(a.gpus)))
+        if kind is not None:
+            _hint_placement(tm, hints, j, a, x_col=lambda s: tm.x.get((kind, s)),
+                            y_col=lambda d: tm.y.get((kind, d)))
     for r, col in tm.keep.items():
-        a = eng.assign.get(r)
+        now = eng.assign.get(r)
         cur = current_assign(p, r)
-        stays = a is not None and a.same_as(cur)
+        stays = now is not None and now.same_as(cur)
         hints[col] = int(stays)
-        if a is not None and not stays:
-            _hint_placement(tm, hints, r, a, x_col=lambda s: tm.mv.get((r, s)),
+        if now is not None and not stays:
+            _hint_placement(tm, hints, r, now, x_col=lambda s: tm.mv.get((r, s)),
                             y_col=lambda d: tm.ms.get((r, d)))
     hints.update(_cell_counts(tm, eng))
     return hints
