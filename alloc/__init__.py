@@ -2,8 +2,8 @@
 
 The public API (imported on first use, so `import alloc` stays light):
 
-* data model: `Cluster`, `Server`, `Job`, `Profile`, `Placement`, `GpuShare`,
-  `Allocation`, `Status`, ...;
+* data model: `Cluster`, `Server`, `Job`, `Profile` (with a `Goodput` model
+  per `GoodputType`), `Placement`, `GpuShare`, `Allocation`, `Status`, ...;
 * `allocate` -- place jobs with a named solver (the one checked path);
 * `violations` -- every hard constraint an allocation breaks;
 * the solver registry: `solvers`, `get_solver`, `register`, `unregister`;
@@ -20,8 +20,8 @@ import types
 
 from .errors import (AllocError, InputError, InputWarning, SolverError, SolverUnavailable,
                      UnsupportedInput)
-from .model import (Allocation, Cell, Cluster, Diff, GpuShare, Instance, Job, Placement,
-                    Profile, Server, Status, Tenant)
+from .model import (Allocation, Cell, Cluster, Diff, Goodput, GoodputType, GpuShare, Instance,
+                    Job, Placement, Profile, Server, Status, Tenant)
 
 __version__ = "0.2.0"
 
@@ -40,8 +40,8 @@ _LAZY = {
 __all__ = [
     "AllocError", "InputError", "InputWarning", "SolverError", "SolverUnavailable",
     "UnsupportedInput",
-    "Allocation", "Cell", "Cluster", "Diff", "GpuShare", "Instance", "Job", "Placement",
-    "Profile", "Server", "Status", "Tenant", "__version__", *_LAZY,
+    "Allocation", "Cell", "Cluster", "Diff", "Goodput", "GoodputType", "GpuShare", "Instance",
+    "Job", "Placement", "Profile", "Server", "Status", "Tenant", "__version__", *_LAZY,
 ]
 
 

@@ -15,7 +15,8 @@ Checked:
 * capacities: no server over its CPU or memory, no GPU over 1000 milli, nor
   over its memory or compute (`alloc.resources`: a share's memory and compute
   caps within the job's demand, opportunistic shares only where allowed);
-* the reported throughput equals the recomputed one;
+* the reported throughput equals the recomputed one (and a goodput job's
+  batch and accumulation steps the ones its goodput model chooses);
 * live state: a running job (``current``) placed elsewhere is listed in
   ``moved`` and the moves fit the call's allowance (``max_moves``; a move is a
   change of GPUs, shares, CPU or memory); a running job not placed is listed in
@@ -46,7 +47,7 @@ from .errors import InputError
 from .facts import Facts, facts, grid_value
 from .gpukey import server_of
 from .model import MILLI, Allocation, Cluster, FrozenMap, Job, Placement, Server
-from .objectives import rate
+from .objectives import goodput_rate, rate
 from .profiles import resolve_models
 from .resources import capacity_problems as gpu_resource_problems, share_problems
 
@@ -298,22 +299,40 @@ def _own_problems(cluster: Cluster, job: Job, p: Placement) -> tuple[list[str], 
     bad = placement_problems(cluster, job, p, where)
     if bad and any("unknown" in b for b in bad):
         return bad, False
-    tp = throughput_of(facts(cluster), job, p)
+    f = facts(cluster)
+    tp = throughput_of(f, job, p)
     if abs(tp - p.throughput) > 1e-6 * max(1.0, abs(tp)):
         bad = bad + [f"{where}: reported throughput {p.throughput} but it is {tp:.6g}"]
+    prof = job.profile
+    if prof is not None and prof.goodput is not None and p.gpus:
+        _, b, s = goodput_of(f, job, p)
+        if (p.batch, p.accum) != (b, s):
+            bad = bad + [f"{where}: reported per-GPU batch {p.batch} with {p.accum} "
+                         f"accumulation steps but its goodput's best is {b} with {s}"]
     return bad, True
 
 
 def throughput_of(f: Facts, job: Job, p: Placement) -> float:
     """The throughput ``job`` earns placed as ``p`` (known GPUs), recomputed
     by the check: the one formula ([`alloc.objectives.rate`][alloc.objectives.rate])
-    on the GPU types, the span level and the grid value the check reads
-    itself (`alloc.facts`)."""
+    on the GPU types, the span level, the number of servers and the grid
+    value the check reads itself (`alloc.facts`)."""
     gpus = [f.gpu[g.gpu] for g in p.gpus]
+    where = [f.gpu_server[g] for g in gpus]
     types = [f.gpu_type[g] for g in gpus]
     level = f.span_level(gpus) if len(gpus) > 1 else None
     return rate(job, len(gpus), sum(_d(p.cpu).values()), sum(_d(p.mem).values()), types, level,
-                grid=grid_value)
+                grid=grid_value, servers=len(set(where)))
+
+
+def goodput_of(f: Facts, job: Job, p: Placement) -> tuple[float, int, int]:
+    """``(throughput, batch, accum)`` a goodput job earns placed as ``p``
+    (known GPUs), recomputed by the check
+    ([`alloc.objectives.goodput_rate`][alloc.objectives.goodput_rate] on the
+    GPU types and the number of servers the check reads itself)."""
+    gpus = [f.gpu[g.gpu] for g in p.gpus]
+    where = [f.gpu_server[g] for g in gpus]
+    return goodput_rate(job, len(gpus), [f.gpu_type[g] for g in gpus], len(set(where)))
 
 
 def violations(cluster: Cluster, jobs: Sequence[Job], allocation: Allocation, *,

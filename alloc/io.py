@@ -73,7 +73,7 @@ def placement_from_dict(d: Mapping, job_id: str | None = None) -> Placement:
                      tuple(GpuShare(g["gpu"], int(g["milli"]), g.get("mem"), g.get("compute"))
                            for g in d.get("gpus", [])),
                      dict(d.get("cpu", {})), dict(d.get("mem", {})),
-                     float(d.get("throughput", 0.0)))
+                     float(d.get("throughput", 0.0)), d.get("batch"), int(d.get("accum", 0)))
 
 
 def server_from_doc(s: Mapping) -> Server:
@@ -206,6 +206,8 @@ def placement_to_dict(p: Placement, with_job: bool = True) -> dict:
     d: dict[str, Any] = {"job": p.job} if with_job else {}
     d.update(gpus=[share_to_dict(g) for g in p.gpus],
              cpu=dict(p.cpu), mem=dict(p.mem), throughput=p.throughput)
+    if p.batch is not None:
+        d.update(batch=p.batch, accum=p.accum)
     return d
 
 

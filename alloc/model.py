@@ -336,6 +336,73 @@ class Cluster:
 
 
 @dataclass(frozen=True)
+class GoodputType:
+    """A job's goodput model on one GPU type (`alloc.goodput`).
+
+    Parameters
+    ----------
+    local_bsz : (int, int)
+        The per-GPU batch range ``(bLo, bHi)``.
+    params : tuple of float or None
+        The seven fitted throughput parameters ``(alpha_c, beta_c, alpha_n,
+        beta_n, alpha_r, beta_r, gamma)`` (seconds; None: not run on this
+        type yet).
+    rate : float or None
+        Its samples per second on one GPU of this type (projects a model
+        from another type onto this one; None: unknown).
+
+    Examples
+    --------
+    >>> from alloc import GoodputType
+    >>> GoodputType((32, 1024)).params is None
+    True
+    """
+    local_bsz: tuple[int, int]
+    params: tuple[float, ...] | None = None
+    rate: float | None = None
+
+
+@dataclass(frozen=True)
+class Goodput:
+    """A job's goodput profile: its batch limits, gradient statistics and a
+    throughput model per GPU type (Pollux's model; the formulas are in
+    `alloc.goodput.model`).
+
+    Parameters
+    ----------
+    init_batch, max_batch : int
+        ``M0`` (the batch it was validated at) and ``Mmax``.
+    types : mapping of str to GoodputType
+        The GPU types it may run on, each with its model.
+    grad : (float, float) or None
+        Gradient squared norm and variance now (None: not measured yet).
+    restart_factor : float
+        In (0, 1]: the share of its value a running job keeps when its
+        placement changes (a restart; 1: free).
+
+    Examples
+    --------
+    >>> from alloc import Goodput, GoodputType
+    >>> g = Goodput(128, 4096, {"T4": GoodputType((32, 1024))})
+    >>> g.fitted
+    False
+    """
+    init_batch: int
+    max_batch: int
+    types: Mapping[str, GoodputType] = field(default_factory=frozen_map)
+    grad: tuple[float, float] | None = None
+    restart_factor: float = 1.0
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "types", frozen_map(self.types))
+
+    @property
+    def fitted(self) -> bool:
+        """True when some type has a model and the gradient is measured."""
+        return self.grad is not None and any(t.params is not None for t in self.types.values())
+
+
+@dataclass(frozen=True)
 class Profile:
     """Throughput sensitivity of a DNN model.
 
@@ -345,7 +412,9 @@ class Profile:
     ``gpu_speed`` is the relative speed per GPU type (missing type = 1.0),
     ``span`` the factor by the hierarchy level a multi-GPU job's GPUs span
     (any level name; a missing level: `span_factor`), ``scaling`` the speed-up with n GPUs relative to one GPU
-    (elastic jobs; missing = linear).
+    (elastic jobs; missing = linear).  ``goodput`` (a `Goodput`), when set,
+    makes the job's speed its goodput: the solver picks its GPU count, nodes
+    and batch (`alloc.goodput.value`).
 
     Examples
     --------
@@ -363,6 +432,7 @@ class Profile:
     scaling: Mapping[int, float] = field(default_factory=frozen_map)
     reference_gpu: str | None = None
     meta: Mapping[str, object] = field(default_factory=frozen_map, compare=False)
+    goodput: Goodput | None = None
 
     @property
     def has_grid(self) -> bool:
@@ -475,6 +545,12 @@ class Placement:
         server for a CPU-only job).
     throughput : float
         The job's throughput there (recomputed by [`alloc.allocate`][alloc.solve.allocate]).
+    batch : int or None
+        Goodput jobs: the per-GPU batch ``b`` chosen for this placement
+        (recomputed by `allocate`; None for other jobs).
+    accum : int
+        Goodput jobs: gradient-accumulation steps ``s`` per update (the
+        total batch is ``gpus * batch * (accum + 1)``).
 
     Examples
     --------
@@ -489,6 +565,8 @@ class Placement:
     cpu: Mapping[str, int] = field(default_factory=frozen_map)
     mem: Mapping[str, int] = field(default_factory=frozen_map)
     throughput: float = 0.0
+    batch: int | None = None
+    accum: int = 0
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "cpu", frozen_map(self.cpu))
@@ -497,7 +575,7 @@ class Placement:
 
     @classmethod
     def make(cls, job: str, gpus: tuple[GpuShare, ...], cpu: dict[str, int], mem: dict[str, int],
-             throughput: float) -> "Placement":
+             throughput: float, batch: int | None = None, accum: int = 0) -> "Placement":
         """A placement from fresh values (no copies; the dicts must not change)."""
         p = cls.__new__(cls)
         object.__setattr__(p, "job", job)
@@ -505,6 +583,8 @@ class Placement:
         object.__setattr__(p, "cpu", FrozenMap.wrap(cpu))
         object.__setattr__(p, "mem", FrozenMap.wrap(mem))
         object.__setattr__(p, "throughput", throughput)
+        object.__setattr__(p, "batch", batch)
+        object.__setattr__(p, "accum", accum)
         return p
 
     @property
@@ -540,13 +620,14 @@ class Placement:
 
     def __hash__(self) -> int:
         return hash((self.job, self.gpus, tuple(sorted(self.cpu.items())),
-                     tuple(sorted(self.mem.items())), self.throughput))
+                     tuple(sorted(self.mem.items())), self.throughput, self.batch, self.accum))
 
     def __eq__(self, other: object) -> bool:
         return (isinstance(other, Placement) and self.job == other.job
                 and self.gpus == other.gpus and dict(self.cpu) == dict(other.cpu)
                 and dict(self.mem) == dict(other.mem)
-                and self.throughput == other.throughput)
+                and self.throughput == other.throughput
+                and self.batch == other.batch and self.accum == other.accum)
 
 
 @dataclass(frozen=True)

@@ -39,6 +39,8 @@ def needed_capabilities(cluster: Cluster, jobs: Sequence[Job],
             need.add("elastic")
         if j.even_servers:
             need.add("even-spread")
+        if j.profile is not None and j.profile.goodput is not None:
+            need.add("goodput")
     if cluster.tenants:
         need.add("tenancy")
     need |= resource_needs(cluster, jobs)

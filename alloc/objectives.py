@@ -8,7 +8,10 @@ $$
                 \mathrm{span}(\ell)\cdot \mathrm{scale}(n)
 $$
 
-with ``base`` the profile's grid value per GPU, ``speed`` the relative speed of
+(a job whose profile has a goodput model runs at its goodput speed-up instead,
+`alloc.goodput.value`, and a running one keeps its ``restart_factor`` of its
+value when its placement changes) with ``base`` the profile's grid value per
+GPU, ``speed`` the relative speed of
 the slowest GPU type ``tau`` it got, ``span`` the factor of the innermost
 hierarchy level ``ell`` one node of which holds all its GPUs (1 for one GPU), and
 ``scale`` its speed with ``n`` GPUs relative to the requested count (elastic
@@ -53,8 +56,8 @@ def scale_factor(profile: Profile | None, job: Job, n: int) -> float:
 
 
 def rate(job: Job, n: int, cpu: float, mem: float, gpu_types: Iterable[str | None],
-         level: str | None, *, grid: Callable[[Profile, float, float], float] | None = None
-         ) -> float:
+         level: str | None, *, grid: Callable[[Profile, float, float], float] | None = None,
+         servers: int | None = None) -> float:
     r"""The one throughput formula (see the module notes): ``job``'s speed on
     ``n`` GPUs of the given types (the slowest counts) whose innermost
     common node is at ``level`` (read only when ``n > 1``), with ``cpu``
@@ -66,7 +69,11 @@ def rate(job: Job, n: int, cpu: float, mem: float, gpu_types: Iterable[str | Non
     indices, the final check's, the engines', the simulators' -- is this
     function on inputs each reads in its own representation.  ``grid``
     evaluates a profile's grid (default `Profile.grid_value`; the final
-    check passes its own, uncached one).
+    check passes its own, uncached one).  A goodput job (its profile has a
+    goodput model) runs at its goodput speed-up instead
+    ([`goodput_rate`][alloc.objectives.goodput_rate]), which depends on the
+    number of ``servers`` that hold its GPUs (required for it when
+    ``n > 0``; every other job ignores it).
 
     Examples
     --------
@@ -77,8 +84,16 @@ def rate(job: Job, n: int, cpu: float, mem: float, gpu_types: Iterable[str | Non
     1.0
     >>> rate(Job("b", 2, cpu=1, mem=1), 0, 1, 1, [], None)
     0.0
+    >>> from alloc import Goodput, GoodputType, Profile
+    >>> g = Goodput(128, 4096, {"T4": GoodputType((32, 1024),
+    ...             (0.02, 0.001, 0.2, 0.01, 0.05, 0.002, 1.5))}, grad=(1.0, 4.0))
+    >>> gj = Job("g", 1, cpu=1, mem=1, profile=Profile("g", goodput=g))
+    >>> round(rate(gj, 4, 1, 1, ["T4"] * 4, "server", servers=1), 3)
+    2.281
     """
     prof = job.profile
+    if prof is not None and prof.goodput is not None:
+        return goodput_rate(job, n, gpu_types, servers)[0]
     if prof is None:
         return scale_factor(None, job, n) if n or job.gpus == 0 else 0.0
     per = max(n, 1)
@@ -96,15 +111,69 @@ def rate(job: Job, n: int, cpu: float, mem: float, gpu_types: Iterable[str | Non
 
 def throughput(cluster: Cluster, job: Job, gpu_ids: Iterable[str], cpu: int, mem: int) -> float:
     """Speed of ``job`` on the given GPUs with ``cpu`` milli-cores and ``mem``
-    MiB in total: [`rate`][alloc.objectives.rate] on the GPUs' types and the
-    level they span (see the module notes)."""
+    MiB in total: [`rate`][alloc.objectives.rate] on the GPUs' types, the
+    level they span and the number of servers that hold them (see the module
+    notes)."""
     gpu_ids = list(gpu_ids)
     n = len(gpu_ids)
     if not n:
-        return rate(job, 0, cpu, mem, (), None)
+        return rate(job, 0, cpu, mem, (), None, servers=0)
     idx, srv, servers = cluster.gpu_index, cluster.gpu_server, cluster.servers
-    types = [servers[srv[idx[g]]].gpu_type for g in gpu_ids]
-    return rate(job, n, cpu, mem, types, span_level(cluster, gpu_ids) if n > 1 else None)
+    where = [srv[idx[g]] for g in gpu_ids]
+    types = [servers[s].gpu_type for s in where]
+    return rate(job, n, cpu, mem, types, span_level(cluster, gpu_ids) if n > 1 else None,
+                servers=len(set(where)))
+
+
+def goodput_rate(job: Job, n: int, gpu_types: Iterable[str | None], servers: int | None
+                 ) -> tuple[float, int, int]:
+    r"""``(throughput, batch, accum)`` of a goodput job on ``n`` GPUs of the
+    given types (the slowest counts) held by ``servers`` servers: its goodput
+    speed-up over its request on one server of its reference type, with the
+    per-GPU batch and the accumulation steps that reach it
+    ([`alloc.goodput.value`][alloc.goodput.value], $G^*_t(N, K) /
+    G^*_{\mathrm{ref}}(1, \mathrm{gpus})$).  [`rate`][alloc.objectives.rate]
+    is its first item; the final check recomputes all three.
+
+    Examples
+    --------
+    >>> from alloc import Goodput, GoodputType, Job, Profile
+    >>> g = Goodput(128, 4096, {"T4": GoodputType((32, 1024),
+    ...             (0.02, 0.001, 0.2, 0.01, 0.05, 0.002, 1.5))}, grad=(1.0, 4.0))
+    >>> gj = Job("g", 1, cpu=1, mem=1, profile=Profile("g", goodput=g))
+    >>> tput, b, s = goodput_rate(gj, 4, ["T4"] * 4, 1)
+    >>> round(tput, 3), b, s
+    (2.281, 87, 0)
+    """
+    from .goodput.value import placement_speed
+    prof = job.profile
+    if prof is None or prof.goodput is None:
+        raise ValueError(f"job {job.id!r} has no goodput model")
+    if n <= 0:
+        return 0.0, 0, 0
+    if servers is None or servers <= 0:
+        raise ValueError(f"goodput job {job.id!r}: the number of servers holding its {n} GPU(s) "
+                         f"is needed, got {servers!r}")
+    return placement_speed(prof.goodput, prof.reference_gpu, job.gpus, set(gpu_types), servers, n)
+
+
+def goodput_speed(cluster: Cluster, job: Job, gpu_ids: Sequence[str]) -> tuple[float, int, int]:
+    """``(throughput, batch, accum)`` of a goodput job on the given GPUs
+    ([`goodput_rate`][alloc.objectives.goodput_rate] on their types and the
+    number of servers that hold them)."""
+    idx, srv, servers = cluster.gpu_index, cluster.gpu_server, cluster.servers
+    where = [srv[idx[g]] for g in gpu_ids]
+    return goodput_rate(job, len(where), [servers[s].gpu_type for s in where], len(set(where)))
+
+
+def restart_kept(job: Job, placement: Placement) -> float:
+    """The share of a goodput job's value it keeps on ``placement``: its
+    ``restart_factor`` when it runs elsewhere now (a restart), else 1."""
+    prof = job.profile
+    if prof is None or prof.goodput is None or job.current is None \
+            or prof.goodput.restart_factor >= 1.0 or placement.same_as(job.current):
+        return 1.0
+    return float(prof.goodput.restart_factor)
 
 
 def job_sizes(job: Job) -> list[int]:
@@ -154,7 +223,7 @@ class Objective:
         if placement is None:
             return 0.0
         if self.name == "throughput":
-            return job.weight * placement.throughput
+            return job.weight * placement.throughput * restart_kept(job, placement)
         if self.name == "gpus":
             return float(sum(g.milli for g in placement.gpus))
         return 1.0
@@ -174,6 +243,10 @@ class Objective:
         sizes = job_sizes(job)
         base = max(bases, default=1.0)
         types = list(gpu_types)
+        if prof is not None and prof.goodput is not None and self.name == "throughput":
+            from .goodput.value import upper
+            return job.weight * upper(prof.goodput, prof.reference_gpu, job.gpus, sizes, types,
+                                      len(cluster.servers))
         speed = max((prof.speed(t) if prof is not None else 1.0 for t in types), default=1.0)
         best = 0.0
         for n in sizes:
@@ -214,6 +287,8 @@ class Objective:
         if self.name == "gpus":
             return Fraction(job.gpu_milli if job.elastic else job.gpus * job.gpu_milli)
         prof = job.profile
+        if prof is not None and prof.goodput is not None:
+            return None
         factors = [[job.weight]]
         if prof is not None:
             base = [1.0]
@@ -314,6 +389,7 @@ def placement_value(objective: str | Objective, job: Job, p: Placement | None) -
 
 
 __all__ = ["FACTORS", "GPUS", "JOBS", "OBJECTIVES", "THROUGHPUT", "Objective",
-           "allocation_value", "check_objective", "decimal_step", "get_objective", "job_sizes",
-           "placement_value", "rate", "scale_factor", "span_level", "tighten", "throughput"]
+           "allocation_value", "check_objective", "decimal_step", "get_objective",
+           "goodput_rate", "goodput_speed", "job_sizes", "placement_value", "rate",
+           "restart_kept", "scale_factor", "span_level", "tighten", "throughput"]
 

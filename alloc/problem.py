@@ -278,6 +278,9 @@ def placeable_reason(cluster: Cluster, job: Job) -> str | None:
     one node of its locality level), else one line saying why it cannot be
     placed on this cluster now."""
     n = job.min_gpus or job.gpus
+    why = _goodput_reason(cluster, job)
+    if why:
+        return why
     cpu, mem = _smallest_request(job, n)
     idx = _shape_index(cluster)
     types = [t for t in idx["shapes"] if (n == 0 or (t is not None and job.allows(t)))]
@@ -325,6 +328,27 @@ def _even_reason(cluster: Cluster, job: Job, cpu: int, mem: int) -> str | None:
         return None
     return (f"needs {parts} servers with {k} GPUs, {pc} milli-CPU and {pm} MiB each "
             f"(gpus_per_server {k}); {have} of the servers it may use are that large")
+
+
+def _goodput_reason(cluster: Cluster, job: Job) -> str | None:
+    """Why a goodput job has no valid configuration on this cluster (None:
+    it has one): a GPU type its profile models that the cluster has, and a
+    GPU count in its range whose per-GPU batch range leaves a valid batch."""
+    prof = job.profile
+    if prof is None or prof.goodput is None or not job.gpus:
+        return None
+    g = prof.goodput
+    have = {s.gpu_type for s in cluster.servers if s.gpus}
+    types = [t for t in g.types if t in have and job.allows(t)]
+    if not types:
+        return (f"its goodput profile models GPU types {sorted(g.types)}, none of which the "
+                f"cluster has and the job allows")
+    lo = job.min_gpus or job.gpus
+    if all(g.types[t].local_bsz[0] * lo > g.max_batch for t in types):
+        t = types[0]
+        return (f"no configuration is valid: {lo} GPU(s) at the smallest per-GPU batch "
+                f"{g.types[t].local_bsz[0]} exceed its largest batch {g.max_batch}")
+    return None
 
 
 def _take(problem: "Problem", assigns: Iterable[Assign], sign: int) -> None:
@@ -903,7 +927,12 @@ class Problem:
             c = self.cluster
             tp = throughput(c, job, [g.gpu for g in cur.gpus], sum(cur.cpu.values()),
                             sum(cur.mem.values()))
-            if round(tp, 9) == cur.throughput:
+            same = round(tp, 9) == cur.throughput
+            if same and job.profile is not None and job.profile.goodput is not None:
+                from .objectives import goodput_speed
+                same = goodput_speed(c, job, [g.gpu for g in cur.gpus])[1:] == \
+                    (cur.batch, cur.accum)
+            if same:
                 return cur
         return self._build_placement(job, a)
 
@@ -914,6 +943,10 @@ class Problem:
         cpu = {sids[s]: v for s, v in a.cpu}
         mem = {sids[s]: v for s, v in a.mem}
         tp = throughput(c, job, gids, sum(cpu.values()), sum(mem.values()))
+        batch, accum = None, 0
+        if job.profile is not None and job.profile.goodput is not None and gids:
+            from .objectives import goodput_speed
+            _, batch, accum = goodput_speed(c, job, gids)
         gs = []
         for k, (g, m) in enumerate(a.gpus):
             if a.caps and a.caps[k] != (None, None):
@@ -923,7 +956,7 @@ class Problem:
             if sh is None:
                 sh = shares[(g, m)] = GpuShare(ids[g], m)
             gs.append(sh)
-        return Placement.make(job.id, tuple(gs), cpu, mem, round(tp, 9))
+        return Placement.make(job.id, tuple(gs), cpu, mem, round(tp, 9), batch, accum)
 
     def value_of(self, j: int, a: Assign) -> float:
         """The objective's real value of job j placed as ``a`` -- the value of
@@ -935,21 +968,30 @@ class Problem:
             if obj.factors:                                   # milli-GPU
                 return float(sum(m for _, m in a.gpus))
             return 1.0
-        return job.weight * round(self.throughput_of(j, a), 9)
+        v = job.weight * round(self.throughput_of(j, a), 9)
+        prof = job.profile
+        if prof is not None and prof.goodput is not None and job.current is not None \
+                and prof.goodput.restart_factor < 1.0 and not a.same_as(self.current_assign(j)):
+            v *= prof.goodput.restart_factor
+        return v
 
     def throughput_of(self, j: int, a: Assign) -> float:
         """[`alloc.objectives.throughput`][alloc.objectives.throughput] of job j placed as ``a``,
 on indices: the one formula ([`alloc.objectives.rate`][alloc.objectives.rate]) on the GPU
-        types and the span level read from the index arrays."""
+        types, the span level and the number of servers read from the index arrays."""
         job = self.jobs[j]
         n = len(a.gpus)
         cpu = sum(v for _, v in a.cpu)
         mem = sum(v for _, v in a.mem)
         if not n:
-            return rate(job, 0, cpu, mem, (), None)
+            return rate(job, 0, cpu, mem, (), None, servers=0)
         servers, gs = self.cluster.servers, self.gpu_server
-        types = [servers[gs[g]].gpu_type for g, _ in a.gpus]
-        return rate(job, n, cpu, mem, types, self.span_level_of(a) if n > 1 else None)
+        where = [gs[g] for g, _ in a.gpus]
+        types = [servers[s].gpu_type for s in where]
+        held = len(set(where)) if job.profile is not None and job.profile.goodput is not None \
+            else None                                 # only a goodput job's speed reads it
+        return rate(job, n, cpu, mem, types, self.span_level_of(a) if n > 1 else None,
+                    servers=held)
 
     def span_level_of(self, a: Assign) -> str:
         """The innermost level one node of which holds all of ``a``'s GPUs."""

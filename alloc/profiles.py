@@ -21,7 +21,7 @@ from typing import Any, Mapping
 
 from .deprecation import renamed
 from .errors import InputError
-from .model import MAX_NAME, Job, Profile, frozen_map
+from .model import MAX_NAME, Goodput, GoodputType, Job, Profile, frozen_map
 from .shipped import data_dir
 
 
@@ -55,7 +55,85 @@ def profile_problems(doc: Mapping, where: str = "", schema: bool = True) -> list
         if cpu != sorted(cpu) or mem != sorted(mem):
             problems.append(f"{where}cpu_per_gpu: expected increasing grid levels")
         problems += _finite_problems(doc, where)
+        if not problems and doc.get("goodput") is not None:
+            problems += goodput_problems(doc["goodput"], f"{where}goodput")
     return problems
+
+
+def goodput_problems(g: Mapping, where: str) -> list[str]:
+    """Problems of a model's ``goodput`` section beyond its schema: batch
+    ranges in order, finite numbers, a type's ``params`` or ``points``
+    (the points must allow a fit)."""
+    import math
+    out = []
+    init, top = g["init_batch"], g["max_batch"]
+    if init > top:
+        out.append(f"{where}.init_batch: expected at most max_batch ({top}), got {init}")
+    for name in ("sqr", "var"):
+        v = (g.get("grad") or {}).get(name)
+        if v is not None and not math.isfinite(v):
+            out.append(f"{where}.grad.{name}: expected a finite number, got {v!r}")
+    for t, spec in g["types"].items():
+        w = f"{where}.types.{t}"
+        lo, hi = spec["local_bsz"]
+        if lo > hi:
+            out.append(f"{w}.local_bsz: expected bLo <= bHi, got [{lo}, {hi}]")
+        elif lo > top:
+            out.append(f"{w}.local_bsz: bLo {lo} exceeds max_batch {top}: no batch is valid")
+        if "params" in spec and "points" in spec:
+            out.append(f"{w}: expected params or points, not both")
+        for k, v in (spec.get("params") or {}).items():
+            if not math.isfinite(v):
+                out.append(f"{w}.params.{k}: expected a finite number, got {v!r}")
+        if "points" in spec and not out:
+            try:
+                _fit(spec["points"], w)
+            except InputError as exc:
+                out.append(str(exc))
+    return out[:1]
+
+
+def _fit(points, where: str) -> tuple[float, ...]:
+    from .goodput.fit import fit_points
+    return tuple(fit_points(points, f"{where}.points").as_array().tolist())
+
+
+def goodput_from_dict(g: Mapping, where: str = "goodput") -> "Goodput":
+    """A [`Goodput`][alloc.model.Goodput] from a model's ``goodput`` section
+    (fitting the ``points`` of a type that gives them)."""
+    from .goodput.model import PARAM_NAMES
+    types = {}
+    for t, spec in g["types"].items():
+        params = None
+        if spec.get("params") is not None:
+            params = tuple(float(spec["params"][k]) for k in PARAM_NAMES)
+        elif spec.get("points") is not None:
+            params = _fit(spec["points"], f"{where}.types.{t}")
+        lo, hi = spec["local_bsz"]
+        types[t] = GoodputType((int(lo), int(hi)), params,
+                               float(spec["rate"]) if spec.get("rate") is not None else None)
+    grad = g.get("grad")
+    return Goodput(int(g["init_batch"]), int(g["max_batch"]), types,
+                   (float(grad["sqr"]), float(grad["var"])) if grad else None,
+                   float(g.get("restart_factor", 1.0)))
+
+
+def goodput_to_dict(g: "Goodput") -> dict:
+    """A [`Goodput`][alloc.model.Goodput] in a model file's form."""
+    from .goodput.model import PARAM_NAMES
+    d: dict[str, Any] = {"init_batch": g.init_batch, "max_batch": g.max_batch, "types": {}}
+    for t, spec in g.types.items():
+        e: dict[str, Any] = {"local_bsz": list(spec.local_bsz)}
+        if spec.params is not None:
+            e["params"] = dict(zip(PARAM_NAMES, map(float, spec.params)))
+        if spec.rate is not None:
+            e["rate"] = spec.rate
+        d["types"][t] = e
+    if g.grad is not None:
+        d["grad"] = {"sqr": g.grad[0], "var": g.grad[1]}
+    if g.restart_factor != 1.0:
+        d["restart_factor"] = g.restart_factor
+    return d
 
 
 def _finite_problems(doc: Mapping, where: str) -> list[str]:
@@ -101,6 +179,8 @@ def profile_from_dict(doc: Mapping, *, source: str, name: str | None = None,
         scaling=frozen_map({int(k): float(v) for k, v in (doc.get("scaling") or {}).items()}),
         reference_gpu=doc.get("reference_gpu"),
         meta=frozen_map(meta),
+        goodput=goodput_from_dict(doc["goodput"], f"{where}goodput")
+        if doc.get("goodput") is not None else None,
     )
     if len(_CHECKED) > 4096:
         _CHECKED.clear()
@@ -165,6 +245,8 @@ def profile_to_dict(p: Profile) -> dict:
         d["reference_gpu"] = p.reference_gpu
     for k, v in p.meta.items():
         d[k] = v
+    if p.goodput is not None:
+        d["goodput"] = goodput_to_dict(p.goodput)
     return d
 
 

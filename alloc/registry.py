@@ -73,6 +73,9 @@ CAPABILITY_MEANING: Mapping[str, str] = {
     "gpu-compute": "compute shares (gpu_compute), opportunistic shares (milli 0) and caps",
     "order-preemption": "keeps the running jobs the core pinned in place (preempt=\"order\": "
                         "the core stops the victims by the caller's order before the solver runs)",
+    "goodput": "jobs with a goodput profile: picks each one's GPU count, servers, GPU type and "
+               "per-GPU batch by goodput (throughput x statistical efficiency), a restart "
+               "factor on running ones it moves",
     "guarantee": "serves tenants' guarantees itself with HiveD's rules (else the core places "
                  "the waiting guaranteed jobs first and pins them: alloc.guarantee)",
 }
@@ -93,7 +96,7 @@ INSTALL = {
 
 #: Family packages under `alloc.solvers` that declare solvers.
 FAMILIES = ("heuristics", "exact", "synergy", "fgd", "hived", "drf", "antman", "gandiva",
-            "tiresias", "tas")
+            "tiresias", "tas", "goodput")
 
 #: The entry-point group plug-ins declare their solvers in.
 ENTRY_POINT_GROUP = "alloc.solvers"

@@ -16,10 +16,11 @@ from dataclasses import replace
 
 import pytest
 
-from alloc import (Allocation, Cell, Cluster, GpuShare, Job, Placement, Server, Session, Tenant,
-                   allocate, violations)
+from alloc import (Allocation, Cell, Cluster, Goodput, GoodputType, GpuShare, Job, Placement,
+                   Profile, Server, Session, Tenant, allocate, violations)
 from alloc.arrays import cluster_arrays
 from alloc.errors import SolverError
+from alloc.objectives import goodput_rate
 from alloc.profiles import load_profile
 from alloc.recheck import record, violations_since
 
@@ -80,6 +81,38 @@ def test_span_levels_kept_for_throughputs():
     p = placement(job, ["s0/gpu0", "s0/gpu1", "s1/gpu0", "s1/gpu1"], {"s0": 6000, "s1": 6000},
                   {"s0": 128000, "s1": 128000}, tput=1.0)
     both(c, [job], Allocation((p,)), "reported throughput")
+
+
+def goodput_job():
+    g = Goodput(128, 4096, {"T4": GoodputType((32, 1024), (0.02, 0.001, 0.2, 0.01, 0.05, 0.002,
+                                                           1.5))}, grad=(1.0, 4.0))
+    return Job("g", 1, cpu=2000, mem=2000, min_gpus=1, max_gpus=8,
+               profile=Profile("m", goodput=g))
+
+
+def goodput_placement(job, gpus, tput, batch, accum):
+    return Placement.make(job.id, tuple(GpuShare(g, 1000) for g in gpus), {"s0": job.cpu},
+                          {"s0": job.mem}, round(tput, 9), batch, accum)
+
+
+def test_the_servers_kept_for_a_goodput_speed_up():
+    """A goodput job's speed-up and batch depend on how many servers hold
+    its GPUs: the check counts them itself, so a corrupted GPU -> server
+    cache neither fails a valid placement nor passes one whose value and
+    batch are those of one server."""
+    c = Cluster(tuple(Server(f"s{i}", 24000, 512000, 4, "T4") for i in range(2)))
+    job = goodput_job()
+    gpus = ["s0/gpu0", "s0/gpu1", "s1/gpu0", "s1/gpu1"]
+    two = goodput_rate(job, 4, ["T4"] * 4, 2)
+    one = goodput_rate(job, 4, ["T4"] * 4, 1)
+    assert one[0] > two[0] * 1.5 and one[1:] != two[1:]
+    good = Allocation((goodput_placement(job, gpus, *two),))
+    assert violations(c, [job], good) == []
+    c.__dict__["gpu_server"] = (0,) * 8           # every GPU on s0, says the cache
+    assert violations(c, [job], good) == []
+    both(c, [job], Allocation((goodput_placement(job, gpus, *one),)), "reported throughput")
+    both(c, [job], Allocation((goodput_placement(job, gpus, *one),)), "goodput's best")
+    both(c, [job], Allocation((goodput_placement(job, gpus, two[0], *one[1:]),)), "batch")
 
 
 def test_a_profiles_kept_grid_values():

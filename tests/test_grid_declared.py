@@ -3,6 +3,7 @@
 import pytest
 
 from alloc import Cluster, Job, Server, allocate, solvers
+from alloc.needs import needed_capabilities
 
 CLUSTER = Cluster(tuple(Server(f"s{i}", cpu=24000, mem=512000, gpus=8, gpu_type="V100")
                         for i in range(2)))
@@ -10,7 +11,8 @@ JOBS = [Job("train", gpus=4, cpu=12000, mem=256000, model="res18", locality="ser
         Job("notebook", gpus=1, gpu_milli=250, cpu=2000, mem=16384)]
 
 
-@pytest.mark.parametrize("name", [n for n, s in solvers().items() if s.available])
+@pytest.mark.parametrize("name", [n for n, s in solvers().items() if s.available
+                                  and needed_capabilities(CLUSTER, JOBS) <= s.capabilities])
 def test_other_than_the_request_only_with_grid(name):
     a = allocate(CLUSTER, JOBS, solver=name, time_limit=5)
     asked = {j.id: (j.cpu, j.mem) for j in JOBS}

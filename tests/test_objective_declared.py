@@ -15,7 +15,8 @@ from alloc.registry import ALL_OBJECTIVES, declare
 #: fairness, a paper's policy), whatever the objective.
 OWN_RULE = {"proportional", "best-fit", "random", "dotprod", "gpu-clustering", "gpu-packing",
             "openb-best-fit", "fgd", "fgd-lookahead", "drf", "synergy-greedy", "synergy-tune",
-            "antman", "gandiva", "yarn", "tiresias", "kueue-tas", "slurm-topology"}
+            "antman", "gandiva", "yarn", "tiresias", "kueue-tas", "slurm-topology",
+            "freest-first"}
 
 
 def _small():

@@ -11,6 +11,9 @@ CONFIG (schema ``alloc/schemas/simulate.schema.json``):
  "order": "fifo", "allocator": "synergy-tune", "round_s": 300}
 ```
 
+``alloc simulate pollux|sia --workload ... --policy ...`` runs the Pollux
+or Sia artifact's experiment instead (`alloc.goodput.cli`).
+
 A trace path is relative to the config file; ``trace_format`` is ``csv``
 (Synergy's trace CSV, default) or ``philly`` (models drawn by the class
 split).  ``order`` is any registered order policy.  Bad input raises
@@ -186,7 +189,12 @@ def simulate_main(argv: list[str]) -> int:
 
     Two forms: ``alloc simulate WORKLOAD --servers N --gpus-per-server G
     --order NAME --placement NAME ... --out DIR`` (`alloc.sim.run_cli`) and
-    the configuration form ``alloc simulate CONFIG.json [--out FILE]``."""
+    the configuration form ``alloc simulate CONFIG.json [--out FILE]``;
+    ``alloc simulate pollux|sia ...`` runs the Pollux or Sia artifact's
+    experiment instead (`alloc.goodput.cli`)."""
+    if argv and argv[0] in ("pollux", "sia") and not Path(argv[0]).is_file():
+        from ..goodput.cli import main
+        return main(argv)
     if not _config_form(argv):
         from .run_cli import run_main
         return run_main(argv)
