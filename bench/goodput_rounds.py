@@ -42,8 +42,8 @@ from alloc.goodput.progress import GoodputProgress  # noqa: E402
 from alloc.goodput.runs import _simulate, run_sia  # noqa: E402
 from alloc.goodput.workload import pollux_cluster, read_workload, shipped_workload  # noqa: E402
 from alloc.sched.pollux.policy import Pollux, exact_options, exact_rows  # noqa: E402
-from alloc.solvers.goodput.ga import GaInput, evaluate, search  # noqa: E402
-from alloc.solvers.goodput.patterns import solve_patterns  # noqa: E402
+from alloc.goodput.ga import GaInput, evaluate, search  # noqa: E402
+from alloc.goodput.patterns import solve_patterns  # noqa: E402
 
 
 class _Capture(Pollux):

@@ -11,7 +11,7 @@ from alloc import (Cluster, Goodput, GoodputType, Job, Profile, Server, allocate
 from alloc.deadline import Deadline
 from alloc.errors import InputError, UnsupportedInput
 from alloc.profiles import profile_from_dict
-from alloc.solvers.goodput.patterns import JobOptions, TypeNodes, prune, solve_patterns
+from alloc.goodput.patterns import JobOptions, TypeNodes, prune, solve_patterns
 
 THETA = (0.02, 0.001, 0.2, 0.01, 0.05, 0.002, 1.5)
 

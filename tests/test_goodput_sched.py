@@ -11,7 +11,7 @@ from alloc.goodput.runs import _simulate, run_pollux, run_sia, sia_root
 from alloc.goodput.workload import pollux_cluster, read_workload, shipped_workload
 from alloc.sched.pollux.policy import Pollux, restart_factor
 from alloc.sched.sia.policy import configurations, place_type
-from alloc.solvers.goodput.ga import GaInput, repair, search
+from alloc.goodput.ga import GaInput, repair, search
 
 W6 = shipped_workload("workload-6")
 

@@ -4,7 +4,7 @@
   every job's GPUs and nodes by Pollux's genetic search over the power mean
   of goodput speed-ups with restart factors (`alloc.sched.pollux.policy`);
 * sizing ``pollux-exact`` -- the same fitness maximised exactly each round
-  (`alloc.solvers.goodput.patterns`);
+  (`alloc.goodput.patterns`);
 * order ``tiresias-tj`` -- Tiresias' two queues at TunedJobs sizes;
 * sizing ``optimus-oracle`` and order ``fewest-gpus`` -- Optimus' greedy
   sizes from the true step times (`alloc.sched.pollux.orders`).

@@ -14,8 +14,8 @@ service (GPU-seconds, restart delays included) then arrival, on nodes of
   included;
 * the fitness: the power mean ($p = -1$) of $\mathrm{SP}_j \cdot (1/G)\cdot N
   \cdot r_j^{[\text{changed}]}$, searched by the genetic algorithm of
-  `alloc.solvers.goodput.ga` (seeded: the run's seed), or solved exactly by
-  `alloc.solvers.goodput.patterns` (``pollux-exact``).
+  `alloc.goodput.ga` (seeded: the run's seed), or solved exactly by
+  `alloc.goodput.patterns` (``pollux-exact``).
 
 Each policy is given as the run's sizing and mechanism
 (`alloc.sched.pollux.decide`): jobs whose allocation changes release their
@@ -156,7 +156,7 @@ class Pollux(Decider):
 
     def decide(self, jobs: Sequence[Any], ctx: Any) -> dict:
         """This round's allocation by the genetic search."""
-        from ...solvers.goodput.ga import GaInput, adapt_seeds, search
+        from ...goodput.ga import GaInput, adapt_seeds, search
         if self.rng is None:
             self.rng = np.random.default_rng(self.seed if self.seed is not None
                                              else ctx.rng.randrange(2 ** 32))
@@ -178,11 +178,11 @@ class Pollux(Decider):
 
 def exact_options(inp: RoundInput, p: float = -1.0, eps: float = 1e-3) -> tuple[list, list]:
     """The round as the exact pattern model's input
-    (`alloc.solvers.goodput.patterns`): one type of ``R``-GPU nodes; per job
+    (`alloc.goodput.patterns`): one type of ``R``-GPU nodes; per job
     every ``(N, K)`` with $K \\le K_j$, $\\lceil K/R\\rceil \\le N \\le \\min(K, 16)$,
     valued $-(\\mathrm{SP}_j(N,K)\\,c\\,r_j + \\epsilon)^p$; keeping its exact
     current allocation is valued without $r_j$; waiting $-\\epsilon^p$."""
-    from ...solvers.goodput.patterns import JobOptions, TypeNodes
+    from ...goodput.patterns import JobOptions, TypeNodes
     J, S = inp.base.shape
     R = int(inp.capacity.max())
     c = S / max(1, int(inp.capacity.sum()))
@@ -223,8 +223,8 @@ def compare_round(inp: RoundInput, time_limit: float = 10.0) -> dict:
     """The round's fitness maximised exactly: its value, the proven bound on
     it (as a power mean) and the solve time."""
     from ...deadline import Deadline
-    from ...solvers.goodput.ga import GaInput, evaluate
-    from ...solvers.goodput.patterns import solve_patterns
+    from ...goodput.ga import GaInput, evaluate
+    from ...goodput.patterns import solve_patterns
     t0 = time.perf_counter()
     types, opts = exact_options(inp)
     out = solve_patterns(types, opts, Deadline.after(time_limit))
@@ -241,7 +241,7 @@ def compare_round(inp: RoundInput, time_limit: float = 10.0) -> dict:
 
 class PolluxExact(Pollux):
     """Pollux's policy with its fitness maximised exactly each round
-    (`alloc.solvers.goodput.patterns`, through alloc's kernel), with a
+    (`alloc.goodput.patterns`, through alloc's kernel), with a
     proven bound and gap per round (``rounds``).
 
     Parameters
@@ -261,8 +261,8 @@ class PolluxExact(Pollux):
     def decide(self, jobs: Sequence[Any], ctx: Any) -> dict:
         """This round's allocation, maximised exactly."""
         from ...deadline import Deadline
-        from ...solvers.goodput.ga import GaInput, evaluate
-        from ...solvers.goodput.patterns import solve_patterns
+        from ...goodput.ga import GaInput, evaluate
+        from ...goodput.patterns import solve_patterns
         t0 = time.perf_counter()
         inp = self._inputs(jobs, ctx)
         types, opts = exact_options(inp)

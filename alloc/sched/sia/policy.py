@@ -329,7 +329,7 @@ class Sia(Decider):
     def _compare(self, ctx: Any, inp: SiaInput, jobs: list, sims: dict, ilp: float,
                  ilp_s: float) -> dict:
         from ...deadline import Deadline
-        from ...solvers.goodput.patterns import solve_patterns
+        from ...goodput.patterns import solve_patterns
         types = self._types or {}
         t0 = time.perf_counter()
         cur = current_configs(jobs, ctx.cluster.servers, types)
@@ -374,7 +374,7 @@ __all__ = ["CLIP", "Sia", "SiaInput", "TYPE_ORDER", "ZERO_ALLOC_GAIN", "configur
 def sia_exact_options(inp: SiaInput, types: dict, nodes: dict, sims: dict, prev: dict,
                       p: float, lambda_n: float, current: dict) -> tuple[list, list]:
     """Sia's objective over every configuration of the exact pattern model
-    (`alloc.solvers.goodput.patterns`): each ``(t, N, K)`` with $K \\le$ the
+    (`alloc.goodput.patterns`): each ``(t, N, K)`` with $K \\le$ the
     job's cap and $\\lceil K/R_t\\rceil \\le N \\le \\min(K, \\text{nodes}_t)$ is
     valued $\\lambda_n - \\min(\\mathrm{round}(G^p, 2), 3000)$ with ``G`` its
     goodput normalised as Sia's row (projected the same way) times the
@@ -383,7 +383,7 @@ def sia_exact_options(inp: SiaInput, types: dict, nodes: dict, sims: dict, prev:
     configurations are among them with their costs, so the optimum is at
     least Sia's."""
     from ...goodput.model import best_batch_many
-    from ...solvers.goodput.patterns import JobOptions, TypeNodes
+    from ...goodput.patterns import JobOptions, TypeNodes
     ctypes = list(types)
     tnodes = [TypeNodes(t, types[t][1], tuple(nodes[t])) for t in ctypes]
     out = []
@@ -474,7 +474,7 @@ class SiaExact(Sia):
     def decide(self, jobs: Any, ctx: Any) -> dict:
         """This round's placement, maximised exactly over every configuration."""
         from ...deadline import Deadline
-        from ...solvers.goodput.patterns import solve_patterns
+        from ...goodput.patterns import solve_patterns
         t0 = time.perf_counter()
         prog = self.progress(ctx)
         jobs = list(jobs)

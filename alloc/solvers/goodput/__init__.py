@@ -4,11 +4,11 @@
   maximising a power mean of goodput speed-ups with restart factors, over
   every placement in which a server hosts at most one multi-server job,
   with a proven bound (`alloc.solvers.goodput.exact`,
-  `alloc.solvers.goodput.patterns`);
+  `alloc.goodput.patterns`);
 * ``freest-first`` -- the Pollux artifact's baselines' placement: a job's
   GPUs from the server with the most free GPUs first
   (`alloc.solvers.goodput.freest`);
-* Pollux's genetic search (`alloc.solvers.goodput.ga`) is the search the
+* Pollux's genetic search (`alloc.goodput.ga`) is the search the
   ``pollux`` policy runs (`alloc.sched.pollux`).
 
 The goodput model itself is `alloc.goodput`.

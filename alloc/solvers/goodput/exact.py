@@ -16,7 +16,7 @@ the core's ``throughput`` objective, and the answer's ``bound`` is proven
 for it; for $p < 0$ (the default, $p = -1$: Pollux's power mean, which is a
 monotone function of this sum) the proof is on the power mean, reported in
 ``stats["fairness"]`` with its own bound and gap, and the core's status is
-``feasible``.  The model is `alloc.solvers.goodput.patterns` (every
+``feasible``.  The model is `alloc.goodput.patterns` (every
 placement in which a server hosts at most one multi-server job).
 
 Running jobs stay unless moving pays (and the call allows moves:
@@ -47,7 +47,7 @@ from ...errors import InputError
 from ...model import Status
 from ...objectives import job_sizes
 from ...problem import Assign, Problem, Solution
-from .patterns import JobOptions, TypeNodes, solve_patterns
+from ...goodput.patterns import JobOptions, TypeNodes, solve_patterns
 
 #: Added to every speed-up in the fairness utility.
 EPS = 1e-3

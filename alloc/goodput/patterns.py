@@ -40,7 +40,7 @@ the kernel reports the status and a proven bound.
 
 Examples
 --------
->>> from alloc.solvers.goodput.patterns import patterns
+>>> from alloc.goodput.patterns import patterns
 >>> [p for p in patterns(2)]
 [(0, (1, 1)), (0, (2,)), (1, (1,)), (2, ())]
 """
@@ -51,9 +51,9 @@ from functools import lru_cache
 
 import numpy as np
 
-from ...deadline import Deadline
-from ...kernel import LinearModel, solve
-from ...model import Status
+from ..deadline import Deadline
+from ..kernel import LinearModel, solve
+from ..model import Status
 
 
 def partitions(m: int, top: int | None = None) -> list[tuple[int, ...]]:
@@ -91,7 +91,7 @@ def prune(configs: np.ndarray, values: np.ndarray) -> np.ndarray:
     Examples
     --------
     >>> import numpy as np
-    >>> from alloc.solvers.goodput.patterns import prune
+    >>> from alloc.goodput.patterns import prune
     >>> cfg = np.array([[0, 1, 1], [0, 1, 2], [0, 2, 2], [0, 2, 4]])
     >>> prune(cfg, np.array([1.0, 1.5, 1.2, 1.4])).tolist()   # (1, 2) at 1.5 beats (2, 4)
     [0, 1, 2]

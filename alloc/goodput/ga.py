@@ -37,7 +37,7 @@ All randomness comes from one ``numpy.random.Generator``.
 Examples
 --------
 >>> import numpy as np
->>> from alloc.solvers.goodput.ga import GaInput, search
+>>> from alloc.goodput.ga import GaInput, search
 >>> sp = np.zeros((2, 3, 9)); sp[:, 1, 1:] = np.arange(1, 9) ** 0.8; sp[:, 2, 2:] = sp[:, 1, 2:] * 0.9
 >>> inp = GaInput(sp, np.ones(2), np.zeros((2, 2), int), np.array([8, 8]), np.array([4, 4]))
 >>> out = search(inp, np.random.default_rng(0))
