@@ -178,17 +178,6 @@ def parse_options(solver: str, items: list[str]) -> dict:
     return out
 
 
-def write_output(path: str | None, text: str) -> None:
-    """``text`` to ``path`` (stdout when None); an unwritable path is bad input."""
-    if path is None:
-        sys.stdout.write(text)
-        return
-    try:
-        Path(path).write_text(text)
-    except OSError as exc:
-        raise InputError(f"{path}: cannot write ({exc.strerror or type(exc).__name__})") from None
-
-
 @contextlib.contextmanager
 def warnings_to_stderr(source: str):
     """Print each `alloc.InputWarning` raised inside as one line on stderr,
@@ -210,7 +199,7 @@ def warnings_to_stderr(source: str):
 
 def cmd_solve(args) -> int:
     """`alloc solve`: place an instance's jobs; print or write the allocation."""
-    from .io import dump_allocation, load_instance
+    from .io import dump_allocation, load_instance, write_output
     from .registry import use
     from .solve import allocate
     inst = load_instance(args.instance)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -25,6 +26,23 @@ INSTANCE_FORMAT_EVEN = "alloc.instance/1.1"
 #: Instance formats read.
 INSTANCE_FORMATS = (INSTANCE_FORMAT, INSTANCE_FORMAT_EVEN)
 ALLOCATION_FORMAT = "alloc.allocation/1"
+
+
+def write_output(path: str | None, text: str) -> None:
+    """``text`` to ``path`` (stdout when None); an unwritable path is bad input.
+
+    Examples
+    --------
+    >>> write_output(None, "ok\\n")
+    ok
+    """
+    if path is None:
+        sys.stdout.write(text)
+        return
+    try:
+        Path(path).write_text(text)
+    except OSError as exc:
+        raise InputError(f"{path}: cannot write ({exc.strerror or type(exc).__name__})") from None
 
 
 def read_json(path, what: str = "file") -> Any:

@@ -34,7 +34,7 @@ import sys
 from pathlib import Path
 
 from ..errors import InputError
-from ..io import plain_numbers
+from ..io import plain_numbers, write_output
 
 #: The experiments ``alloc simulate`` runs by name.
 EXPERIMENTS = ("pollux", "sia")
@@ -101,13 +101,7 @@ def main(argv: list[str]) -> int:
             out["plots"] = plot_rounds(res.progress, res.result, folder) + \
                 plot_all(res.result, folder)
         text = json.dumps(plain_numbers(out), indent=1)
-        if args.out:
-            try:
-                Path(args.out).write_text(text + "\n")
-            except OSError as exc:
-                raise InputError(f"{args.out}: cannot write ({exc.strerror})") from None
-        else:
-            print(text)
+        write_output(args.out or None, text + "\n")
     except InputError as exc:
         print(f"alloc: {exc}", file=sys.stderr)
         return 2

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from ..errors import InputError
-from ..io import plain_numbers
+from ..io import plain_numbers, write_output
 from .jobs import WorkloadJob
 from .workload import CLASS_ORDER, MODEL_CLASSES, ModelAssigner, SyntheticWorkload
 
@@ -212,13 +212,7 @@ def simulate_main(argv: list[str]) -> int:
         out = res.summary()
         out["config"] = cfg
         text = json.dumps(plain_numbers(out), indent=1)
-        if args.out:
-            try:
-                Path(args.out).write_text(text + "\n")
-            except OSError as exc:
-                raise InputError(f"{args.out}: cannot write ({exc.strerror})") from None
-        else:
-            print(text)
+        write_output(args.out or None, text + "\n")
     except InputError as exc:
         print(f"alloc: {exc}", file=sys.stderr)
         return 2
