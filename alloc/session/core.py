@@ -454,7 +454,9 @@ for ranks)."""
         running : mapping or iterable
             Every job the scheduler believes is running: a mapping from job
             id to where it runs (a `Placement`, a list of GPU keys, or None
-            for "where the session has it"), or a list of job ids.  With
+            for "where the session has it"), or a list of job ids.  A
+            `Placement` on the GPUs a job holds with other GPU memory or
+            compute caps (an opportunistic job's, AntMan) changes them.  With
             ``stopped``: only the jobs that started or moved.
         stopped : iterable, optional
             A partial statement: the jobs that stopped since the scheduler's
@@ -611,6 +613,8 @@ for ranks)."""
             self._put(replace(self._jobs[p.job], current=p))
         for j in alloc.preempted:
             self._put(replace(self._jobs[j], current=None))
+        for j in cast(Sequence[str], alloc.stats.get("resized") or ()):
+            self._recap(j, alloc.placement(j))
         self._counts["preempted"] += len(alloc.preempted)
         self._held.clear()
         self._round += 1
@@ -699,6 +703,16 @@ for ranks)."""
         return Placement(job.id, tuple(GpuShare(g, job.gpu_milli) for g in names),
                          dict(zip(servers, cpu)), dict(zip(servers, mem)))
 
+    def _recap(self, job_id: str, p: Placement | None) -> None:
+        """A running job's caps changed in the round's answer (a solver lists
+        such jobs in ``stats["resized"]``: the same GPUs and shares, other
+        GPU memory or compute caps; no restart, no move): the session keeps
+        the answer's placement."""
+        job = self._jobs.get(job_id)
+        if p is not None and job is not None and job.current is not None \
+                and job.current.same_as(p):
+            self._put(replace(job, current=p))
+
     def _reconcile(self, items: Iterable[tuple[Any, Any]], where: str,
                    ended: list[Any] | None = None) -> Reconciled:
         listed, changed = set(), []
@@ -713,7 +727,8 @@ for ranks)."""
                     raise InputError(f"{w}: the session has it waiting; give where it runs")
                 continue
             p = self._placement_of(job, where_now, w)
-            if job.current is None or not p.same_as(job.current):
+            if job.current is None or not p.same_as(job.current) \
+                    or (isinstance(where_now, Placement) and _caps(p) != _caps(job.current)):
                 changed.append((job, p, w))
         if ended is None:
             stopped = [cid for cid in list(self._jobs) if cid not in listed
@@ -850,6 +865,11 @@ for ranks)."""
                     want.setdefault(sid, set()).add(j.id)
         ordered = list(self._jobs) == sorted(self._jobs, key=self._arrival.__getitem__)
         return want == self._on_server and ordered and set(self._arrival) == set(self._jobs)
+
+
+def _caps(p: Placement) -> list[tuple[Any, ...]]:
+    """A placement's shares with their GPU memory and compute caps, by GPU."""
+    return sorted((g.gpu, g.milli, g.mem, g.compute) for g in p.gpus)
 
 
 def _some(p: Placement | None) -> Placement:
