@@ -1,5 +1,6 @@
 """AntMan: the global scheduler (hand-worked cases and properties), the local
-coordinator, job upgrades, Table 2 and a short trace run."""
+coordinator, job upgrades, the mechanisms on the simulator, Table 2 and a
+short trace run."""
 from dataclasses import replace
 
 import pytest
@@ -15,7 +16,7 @@ from alloc.model import Cell, Tenant
 
 
 def family():
-    from alloc.solvers.antman import classes, coordinator
+    from alloc.sched.antman import classes, coordinator
     return classes, coordinator
 
 
@@ -198,14 +199,66 @@ def test_short_trace_runs_every_policy():
     m = sim()
     simulate_cluster, coordination = m.simulate_cluster, m.coordination
     tr = m.trace(25, 1.5, seed=3)
-    out = {p: simulate_cluster(tr, p) for p in ("antman", "yarn-cs", "yarn-cs-preempt",
-                                                 "gandiva-packing")}
+    out = {p: simulate_cluster(tr, p) for p in m.MECHANISMS}
     for r in out.values():
         assert len(r.jct) == 25 and all(v > 0 for v in r.jct.values())
     assert out["antman"].preemptions == 0
     _, tau = coordination()                            # guaranteed jobs: at most tau slower
     assert out["antman"].guaranteed_mean_jct_min <= \
-        out["yarn-cs"].guaranteed_mean_jct_min * (1 + tau) + 1e-6
+        out["antman-yarn-cs"].guaranteed_mean_jct_min * (1 + tau) + 1e-6
+    with pytest.raises(ValueError, match="unknown policy"):
+        simulate_cluster(tr, "yarn-cs")
+
+
+def test_the_coordinator_moves_caps_through_the_session():
+    """On the simulator, every cap the coordinator sets is the session's:
+    the riders' shares in the session equal the run's, and every GPU's memory
+    and compute hold (the session checks each reshare)."""
+    m = sim()
+    from alloc.sched.antman.coordinate import AntMan
+    from alloc.sched.antman.model import AntManProgress
+    from alloc.sim import simulate
+    seen = []
+
+    class Watch(AntMan):
+        def after_step(self, result, ctl):
+            super().after_step(result, ctl)
+            for jid, r in ctl.jobs.items():
+                if r.running:
+                    assert ctl.session.jobs[jid].current.gpus == r.run.placement.gpus
+                    seen.extend(g for g in r.run.placement.gpus if g.milli == 0)
+
+    mech = Watch()
+    tr = m.trace(30, 2.0, seed=1, gpus=8)
+    c = Cluster((Server("s0", 96000, 736000, 8, "V100", gpu_mem=32768),),
+                tenants={"A": Tenant("A", (Cell("gpu", 8),))})
+    res = simulate(c, m.workload(tr, "antman"), order=("fifo", {"preemptive": False}),
+                   placement=("antman", {"gpu_util": mech.gpu_util}), mechanism=mech,
+                   progress=AntManProgress(), candidates="all")
+    assert len(res.jct()) == 30 and seen                  # riders rode, and all finished
+    assert not violations(c, [j for j in res_session_jobs(mech)], res_alloc(mech))
+
+
+def res_session_jobs(mech):
+    return list(mech.gpu_util._ctl.session.jobs.values())
+
+
+def res_alloc(mech):
+    from alloc.model import Allocation
+    return Allocation(tuple(j.current for j in res_session_jobs(mech) if j.current is not None))
+
+
+def test_a_mechanism_needs_its_progress_model():
+    m = sim()
+    from alloc.errors import InputError
+    from alloc.sim import simulate
+    from alloc.sched.antman.model import AntManProgress
+    c = Cluster((Server("s0", 96000, 736000, 8, "V100", gpu_mem=32768),))
+    work = m.workload(m.trace(3, 1.0), "antman-yarn-cs")
+    with pytest.raises(InputError, match="gpu-memory"):            # a run without the model
+        simulate(c, work, mechanism="antman-yarn-cs")
+    with pytest.raises(InputError, match=r"AntManProgress\('exclusive'\)"):
+        simulate(c, work, mechanism="antman-yarn-cs", progress=AntManProgress("packed"))
 
 
 def test_a_gang_goes_to_the_server_that_has_its_memory():

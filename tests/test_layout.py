@@ -222,7 +222,6 @@ def test_only_the_declared_modules_import_an_engine():
 #: the family modules they may import for it.
 SIM_DRIVES = {
     "alloc.sim.gandiva.engine": {"alloc.solvers.gandiva.scheduler"},
-    "alloc.sim.antman": {"alloc.solvers.antman.coordinator"},
 }
 
 

@@ -35,7 +35,9 @@ Job ``j`` of tenant ``v`` wanting ``n`` GPUs of ``gpu_milli`` each, memory
    still does not fit is preempted (an opportunistic job; the tenancy rules);
 4. otherwise the GPUs of the best partial server are *reserved* for the gang
    (``stats["reserved"]``, handed back by the caller as the ``reserved``
-   option): no other guaranteed job takes them, opportunistic jobs may.
+   option, or kept by a session's carry from one round to the next when
+   the option is not given): no other guaranteed job takes them,
+   opportunistic jobs may.
 
 **Opportunistic jobs** (everything else), in rank order.  ``minLoadNodes``: a
 job that may ride (`alloc.resources.can_ride`) takes the ``n`` GPUs of
@@ -439,6 +441,10 @@ def place_cpu_only(st: State, j: int) -> bool:
 
 
 # -------------------------------------------------------------------- solve
+#: The key of the reservations a scheduler loop's carry keeps between rounds.
+_RESERVED = "antman.reserved"
+
+
 def solve_antman(problem: Problem, *, deadline: Deadline, seed: int = 0,
                  util_threshold: float = 0.8, gpu_util=None, reserved=None) -> Solution:
     """The global scheduler on a compiled problem (module notes)."""
@@ -448,6 +454,10 @@ def solve_antman(problem: Problem, *, deadline: Deadline, seed: int = 0,
         st.place(r, p.fixed[r])
     before = {r: st.rider_assign(r) for r in p.fixed if any(m == 0 for _, m in p.fixed[r].gpus)}
     gidx = p.cluster.gpu_index
+    carry = getattr(p, "carry", None)
+    kept = carry.take(_RESERVED) if carry is not None else None
+    if reserved is None and kept is not None and kept[0] is p.cluster:
+        reserved = kept[1]
     reserved = {k: [gidx[g] for g in v if g in gidx] for k, v in (reserved or {}).items()}
     preempted: set[int] = set()
     stats: dict = {}
@@ -471,6 +481,8 @@ def solve_antman(problem: Problem, *, deadline: Deadline, seed: int = 0,
     if timed_out:
         stats["timed_out"] = True
     stats["riders"] = sum(1 for a in out.values() if any(m == 0 for _, m in a.gpus))
+    if carry is not None:
+        carry.keep(_RESERVED, (p.cluster, dict(stats.get("reserved", {}))))
     return Solution(out, Status.FEASIBLE, None, tuple(sorted(preempted)), stats)
 
 
