@@ -316,3 +316,40 @@ def test_a_rack_local_gang_spreads_inside_its_rack_when_no_server_holds_its_memo
     jobs = [Job("j0", 2, cpu=2000, mem=128000, locality="rack")]
     a = allocate(cl, jobs, solver="antman")
     assert sorted(g.gpu for g in a.placement("j0").gpus) == ["s0/gpu0", "s2/gpu0"]
+
+
+def test_a_session_keeps_the_caps_a_round_or_a_reconcile_gives():
+    """Table 2's cap at B's arrival stays in the session (no restart), and a
+    reconcile that states other caps changes them, checked."""
+    from alloc import Session
+    from alloc.errors import InputError
+    c = Cluster((Server("s0", 96000, 736000, 1, "V100", gpu_mem=32768),),
+                tenants={"a": Tenant("a", (Cell("gpu", 1),))})
+    s = Session(c, solver="antman")
+    s.submit(opp("A", mem=3584, comp=38, floor=400))
+    s.step()
+    s.submit(guar("B", mem=30720, comp=940))
+    r = s.step()
+    assert [p.job for p in r.start] == ["B"] and not r.move and not r.preempt
+    assert s.jobs["A"].current.gpus[0].mem == 2048          # the round's cap, kept
+    cur = s.jobs["A"].current
+    s.reconcile({"A": replace(cur, gpus=(replace(cur.gpus[0], mem=1024, compute=20),))},
+                stopped=[])
+    assert (s.jobs["A"].current.gpus[0].mem, s.jobs["A"].current.gpus[0].compute) == (1024, 20)
+    with pytest.raises(InputError, match="compute"):
+        s.reconcile({"A": replace(cur, gpus=(replace(cur.gpus[0], compute=500),))}, stopped=[])
+
+
+def test_a_session_keeps_a_gangs_reservation_between_rounds():
+    """A guaranteed gang that only partly fits reserves its GPUs; the next
+    round of the same session keeps them off another guaranteed job."""
+    from alloc import Session
+    c = cluster(servers=1, gpus=4)
+    s = Session(c, solver="antman")
+    s.submit(guar("g1", gpus=2, mem=1000))
+    s.step()
+    s.submit(guar("big", gpus=4, mem=1000))
+    r = s.step()
+    assert set(r.allocation.stats["reserved"]["big"]) == {"s0/gpu2", "s0/gpu3"}
+    s.submit(guar("small", gpus=1, mem=1000))
+    assert s.step().allocation.placement("small") is None     # the reserved GPUs stay free
