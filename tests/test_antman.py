@@ -233,8 +233,7 @@ def test_the_coordinator_moves_caps_through_the_session():
     c = Cluster((Server("s0", 96000, 736000, 8, "V100", gpu_mem=32768),),
                 tenants={"A": Tenant("A", (Cell("gpu", 8),))})
     res = simulate(c, m.workload(tr, "antman"), order=("fifo", {"preemptive": False}),
-                   placement=("antman", {"gpu_util": mech.gpu_util}), mechanism=mech,
-                   progress=AntManProgress(), candidates="all")
+                   placement="antman", mechanism=mech, progress=AntManProgress())
     assert len(res.jct()) == 30 and seen                  # riders rode, and all finished
     assert not violations(c, [j for j in res_session_jobs(mech)], res_alloc(mech))
 

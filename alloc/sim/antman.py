@@ -263,16 +263,15 @@ def _run(cluster: Cluster, jobs: list, mechanism: str, *, alpha: float | None = 
     mech = get_policy("mechanism", mechanism).build(
         **({"window_s": window_s} if mechanism == "antman" else {}))
     placement: Any = "best-fit"
-    if mechanism == "antman":
-        placement = ("antman", {"gpu_util": mech.gpu_util})
-    elif mechanism == "antman-packing":
-        # a solver that reads GPU memory, so that the session checks the
-        # packing against each GPU's memory; it places nothing (the
-        # mechanism holds every job and places it itself)
+    if mechanism in ("antman", "antman-packing"):
+        # AntMan's global scheduler; for the packing, a solver that reads GPU
+        # memory, so that the session checks the packing against each GPU's
+        # memory (it places nothing: the mechanism holds every job and places
+        # it itself)
         placement = "antman"
     return simulate(cluster, jobs, order=("fifo", {"preemptive": False}), placement=placement,
                     mechanism=mech,
-                    progress=AntManProgress(mech.mode, alpha), candidates="all",
+                    progress=AntManProgress(mech.mode, alpha),
                     time_limit=30.0, name=mechanism)
 
 

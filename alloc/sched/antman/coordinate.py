@@ -23,9 +23,12 @@ experiment) each GPU's caps are settled at once after every round, the
 windows run until the caps stop changing (at most 60).
 
 ``gpu_util`` is the utilisation the mechanism measures, GPU name ->
-$\min(1, \sum_j u_j\,\mathrm{speed}_j)$ over the jobs on the GPU: hand it to
-the placement as its ``gpu_util`` option so that opportunistic jobs go to
-GPUs below the threshold of what runs there now.
+$\min(1, \sum_j u_j\,\mathrm{speed}_j)$ over the jobs on the GPU; the
+mechanism gives it to the placement as its ``gpu_util`` option
+(``placement_options``), so that opportunistic jobs go to GPUs below the
+threshold of what runs there now.  Every waiting job is a candidate of
+each round (``candidates = "all"``): an opportunistic job rides GPUs that
+other jobs hold.
 """
 from __future__ import annotations
 
@@ -110,6 +113,8 @@ class AntMan(BaseMechanism):
 
     #: the progress model's mode it needs (`alloc.sched.antman.model.AntManProgress`)
     mode = "coordinated"
+    #: every waiting job is offered to each round (riders need no free GPU)
+    candidates = "all"
 
     def __init__(self, tau: float | None = None, step: int = 50,
                  window_s: float | None = None) -> None:
@@ -117,6 +122,8 @@ class AntMan(BaseMechanism):
             raise InputError(f"antman: window_s: expected a number > 0, got {window_s!r}")
         self.tau, self.step, self.window_s = tau, step, window_s
         self.gpu_util = MeasuredUtil()
+        #: the placement solver's ``gpu_util``: the utilisation measured now
+        self.placement_options = {"gpu_util": self.gpu_util}
         self.kappa = 0.0
         self.co = Coordinator()
         self.caps: dict[str, int] = {}
