@@ -350,5 +350,5 @@ def test_a_session_keeps_a_gangs_reservation_between_rounds():
     s.submit(guar("big", gpus=4, mem=1000))
     r = s.step()
     assert set(r.allocation.stats["reserved"]["big"]) == {"s0/gpu2", "s0/gpu3"}
-    s.submit(guar("small", gpus=1, mem=1000))
+    s.submit(guar("small", gpus=1, mem=1000, priority=10))    # ranked before big this round
     assert s.step().allocation.placement("small") is None     # the reserved GPUs stay free
