@@ -29,7 +29,7 @@ Job ``j`` of tenant ``v`` wanting ``n`` GPUs of ``gpu_milli`` each, memory
    NVLink), the server with the fewest such GPUs first (best fit), GPUs where
    shrinking the riders is enough first, then the least rider load;
 3. fits: place it and cap the riders *at once* (AntMan's local coordinator,
-   `alloc.solvers.antman.coordinator`, raises them again later): memory
+   `alloc.sched.antman.coordinator`, raises them again later): memory
    shrunk largest-first until the job's memory fits, compute scaled down so
    that the GPU's compute is not over-committed.  A rider whose least memory
    still does not fit is preempted (an opportunistic job; the tenancy rules);
