@@ -347,9 +347,11 @@ class Control(Protocol):
     jobs: Mapping[str, JobView]
     cluster: Cluster
 
-    def timer(self, at_s: float, tag: Any = None) -> None:
+    def timer(self, at_s: float, tag: Any = None, *, round: bool = True) -> None:
         """Call the mechanism's ``on_event`` with ``Event("timer", at_s, tag=tag)``
-        at ``at_s`` (>= now): slice boundaries, leases, profiling windows."""
+        at ``at_s`` (>= now): slice boundaries, leases, profiling windows.
+        With ``round=False`` the timer calls for no round by itself: one
+        follows only if the mechanism acts (or asks, `decide`)."""
 
     def suspend(self, job_id: str, *, hold: bool = True) -> None:
         """Stop a running job (it keeps its progress, as its progress model
