@@ -245,7 +245,7 @@ class GandivaMechanism(BaseMechanism):
         self._prog = ctl.ctx.progress
         self._on = {s.id: set() for s in ctl.cluster.servers}
         if self.oversubscribe:
-            ctl.timer(self.slice_s, "slice")
+            ctl.timer(self.slice_s, "slice", round=False)
 
     def on_event(self, event: Any, ctl: Any) -> None:
         """Arrivals, departures, failures and slice boundaries (module notes)."""
@@ -260,7 +260,7 @@ class GandivaMechanism(BaseMechanism):
             self._fail(event.server)
         elif kind == "timer" and event.tag == "slice":
             self._tick()
-            ctl.timer(event.at_s + self.slice_s, "slice")
+            ctl.timer(event.at_s + self.slice_s, "slice", round=False)
         else:
             return
         self.latency.append(time.perf_counter() - t0)
