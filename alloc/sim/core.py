@@ -998,12 +998,19 @@ class _Control:
         sim._push(float(at_s), _TIMER, "timer" if round else "quiet-timer",
                   Event("timer", float(at_s), tag=tag))
 
-    def suspend(self, job_id: str, *, hold: bool = True) -> None:
+    def suspend(self, job_id: str, *, hold: bool = True, milli: int | None = None) -> None:
         sim = self._sim
         r = self._rec(job_id, "suspend")
+        if milli is not None and (isinstance(milli, bool) or not isinstance(milli, int)
+                                  or not 1 <= milli <= 1000):
+            raise InputError(f"suspend {job_id!r}: milli: expected an integer in 1..1000, "
+                             f"got {milli!r}")
         if r.running:
             sim._end(r, "suspend")
             sim.session.stop(job_id, requeue=True)
+        if milli is not None and milli != r.milli:   # it waits for that share now
+            r.milli = milli
+            sim._remove(r)
         r.held = bool(hold)
         sim._touch(r)
         sim._dirty = True
