@@ -382,8 +382,7 @@ class GandivaMechanism(BaseMechanism):
                 self._jobs[m].milli = MILLI
                 lost.add(m)
         for j in sorted(lost, key=lambda x: self._jobs[x].seq):
-            if self._cur(j) is not None:        # a member of a group elsewhere: stop it too
-                self._ctl.suspend(j, hold=False)
+            self._ctl.suspend(j, hold=False, milli=self._jobs[j].milli)   # its own share again
             self._forget(j, keep=True)
         self._on.pop(server_id, None)
         self.counts["lost"] += len(lost)
@@ -540,7 +539,7 @@ class GandivaMechanism(BaseMechanism):
 
     def _suspend(self, jid: str, sid: str) -> None:
         """Stop a running job; it holds nothing and waits on its server."""
-        self._ctl.suspend(jid, hold=False)
+        self._ctl.suspend(jid, hold=False, milli=self._jobs[jid].milli)
         self._bound[jid] = sid
         self._jobs[jid].alone_since = None
         self.counts["suspensions"] += 1
@@ -672,7 +671,9 @@ class GandivaMechanism(BaseMechanism):
         if not undo:
             self.counts["unpacked"] += 1
         if gpu is None:
-            self._bound.update((m, sid) for m in members)
+            for m in members:
+                self._ctl.suspend(m, hold=False, milli=MILLI)
+                self._bound[m] = sid
             return
         free = self._free_gpus(sid)
         for m in members[1:]:
@@ -681,7 +682,7 @@ class GandivaMechanism(BaseMechanism):
             elif undo:
                 self._suspend(m, sid)
             else:                        # no GPU free for it: it waits on its server
-                self._ctl.suspend(m, hold=False)
+                self._ctl.suspend(m, hold=False, milli=MILLI)
                 self._bound[m] = sid
         self._plan[members[0]] = (gpu,)
 
@@ -699,6 +700,7 @@ class GandivaMechanism(BaseMechanism):
             if cur is not None:
                 self._plan[m] = (cur.gpus[0].gpu,)
             elif (home := self._jobs[m].home) is not None:
+                self._ctl.suspend(m, hold=False, milli=self._jobs[m].milli)
                 self._bound[m] = home
         home = self._jobs[members[0]].home
         return {home} if home is not None else set()

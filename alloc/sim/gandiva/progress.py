@@ -16,7 +16,9 @@ its speed alone) the product of
 * for a grown or shrunk job, $n$ over its request (linear scaling).
 
 Delays without progress at the start of a run: none at a job's first
-start; its model's ``suspend_resume_s`` on a resume after a suspension or a
+start, nor when a job stopped at this very instant starts again on the same
+GPUs (a slice boundary that suspends a job and packs it where it ran: it
+never left its GPU); else its model's ``suspend_resume_s`` on a resume after a suspension or a
 packing change onto another GPU; its ``migrate_s`` after a migration, a
 resize or a restart after its server failed (the mechanism marks which in
 the job's ``state``, `alloc.sched.gandiva.mechanism.COST_KEY`).  A stopped
@@ -132,13 +134,15 @@ class GandivaProgress(ProgressModel):
         spec = self.spec(job)
         st = job.state
         st["rate"], st["busy"] = spec.rate_mbps * f, len(run.gpu_names) * spec.gpu_util * f
+        st["gpus"] = run.gpu_names
         return spec.rate_mbps * f
 
     def delay_s(self, job: Any, run: Run, cause: str) -> float:
         """See the module notes."""
         mark = job.state.pop(COST_KEY, None)
-        if cause == "start":
-            return 0.0
+        if cause == "start" or (job.stopped_s == run.since_s
+                                and job.state.get("gpus") == run.gpu_names):
+            return 0.0        # stopped and started on the same GPUs at one instant: it ran on
         spec = self.spec(job)
         if mark == "migrate" or (mark is None and cause in ("migrate", "resize", "restart")):
             return spec.migrate_s
