@@ -21,6 +21,15 @@ Every parameter is fixed from the papers or public data before any run; the
 per-model data and their sources are in alloc/sim/data/gandiva_models.json,
 the other assumptions in bench/results/gandiva.md.
 
+Both sides run on the one simulator (`alloc.sim.simulate`): FIFO (not
+preemptive), the ``gandiva`` placement, Gandiva's mechanism
+(`alloc.sched.gandiva.mechanism.GandivaMechanism`; over-subscription off for
+the baseline) and Gandiva's data as the progress model
+(`alloc.sim.gandiva.GandivaProgress`).  ``decision_ms_*`` is the mechanism's
+time per event it handles (its rules and the checked placements it makes),
+``solver_ms_*`` the ``gandiva`` solver's per round, ``rounds`` the session
+rounds.
+
 ``--out FILE`` writes ``{"baseline": {...}, "gandiva": {...}}`` with
 ``gpu_util`` (0..1), ``time_to_100_minibatches_s``, ``mean_jct_s``,
 ``makespan_s``, ``migrations``, ``suspensions``, ``packings``,

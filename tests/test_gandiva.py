@@ -428,3 +428,48 @@ def test_pair_rule_against_gavels_measured_pairs(shared_dir):
     assert got["p100"]["pairs"] > 500 and got["p100"]["median"] < 0.1
 
 
+
+
+# --------------------------------------------------- the simulator's hooks
+def test_a_quiet_timer_calls_for_no_round():
+    class Ticker(BaseMechanism):
+        def __init__(self, quiet):
+            self.quiet, self.fired = quiet, 0
+
+        def start(self, ctl):
+            ctl.timer(10.0, round=not self.quiet)
+
+        def on_event(self, event, ctl):
+            if event.kind == "timer":
+                self.fired += 1
+                ctl.timer(event.at_s + 10.0, round=not self.quiet)
+    jobs = [WorkloadJob("a", 0.0, 1, duration_s=95.0)]
+    rounds = {}
+    for quiet in (True, False):
+        t = Ticker(quiet)
+        res = simulate(servers(1), jobs, mechanism=t)
+        rounds[quiet] = res.summary()["rounds"]
+        assert t.fired == 9
+    assert rounds == {True: 1, False: 10}
+
+
+def test_suspend_gives_a_waiting_job_its_share():
+    seen = []
+
+    class Halver(BaseMechanism):
+        def on_event(self, event, ctl):
+            if event.kind == "arrival" and event.job == "b":
+                ctl.suspend("a", hold=False, milli=500)     # a waits, for half a GPU
+
+        def after_step(self, result, ctl):
+            seen.append(sorted((p.job, p.gpus[0].milli) for p in result.start))
+    jobs = [WorkloadJob("a", 0.0, 1, duration_s=100.0), WorkloadJob("b", 10.0, 1,
+                                                                    duration_s=100.0)]
+    simulate(Cluster((Server("s0", 12000, 458752, 1, "P40"),)), jobs,
+             order="fifo:preemptive=false", mechanism=Halver())
+    assert seen[0] == [("a", 1000)] and ("a", 500) in seen[1]
+    with pytest.raises(InputError, match="milli"):
+        class Bad(Halver):
+            def on_event(self, event, ctl):
+                ctl.suspend(event.job, milli=0)
+        simulate(servers(1), jobs, mechanism=Bad())
