@@ -182,9 +182,10 @@ class GandivaMechanism(BaseMechanism):
     >>> jobs = [WorkloadJob("a", 0.0, 1, duration_s=120.0),
     ...         WorkloadJob("b", 1.0, 1, duration_s=120.0)]
     >>> m = GandivaMechanism(packing=False)
-    >>> res = simulate(cl, jobs, placement="gandiva", mechanism=m)
-    >>> m.counts["suspensions"] > 0, [r["end_s"] for r in res.timeline()]
-    (True, [180.0, 241.0])
+    >>> res = simulate(cl, jobs, order="fifo:preemptive=false", placement="gandiva",
+    ...                mechanism=m)
+    >>> m.counts["suspensions"], [r["end_s"] for r in res.timeline()]
+    (2, [180.0, 240.0])
     """
 
     candidates = "all"
@@ -921,7 +922,15 @@ def gandiva(slice_s: float = SLICE_S, packing: bool = True, pack_limit: int = 2,
             grow_idle_s: float | None = None, defrag_threshold: int = DEFRAG_THRESHOLD,
             gpu_mem_capacity: Mapping[str, int] | None = None) -> GandivaMechanism:
     """Gandiva with time-slicing and the mechanisms asked for (the factory of
-    the registered ``gandiva``)."""
+    the registered ``gandiva``).
+
+    Examples
+    --------
+    >>> from alloc.sched.gandiva.mechanism import gandiva
+    >>> m = gandiva(migration=True, packing=False)
+    >>> m.migration, m.packing, m.placement_options["oversubscribe"]
+    (True, False, True)
+    """
     return GandivaMechanism(slice_s=slice_s, packing=packing, pack_limit=pack_limit,
                             migration=migration, grow_shrink=grow_shrink, profile_s=profile_s,
                             grow_idle_s=grow_idle_s, defrag_threshold=defrag_threshold,
@@ -930,19 +939,41 @@ def gandiva(slice_s: float = SLICE_S, packing: bool = True, pack_limit: int = 2,
 
 def packing(slice_s: float = SLICE_S, pack_limit: int = 2, profile_s: float | None = None,
             gpu_mem_capacity: Mapping[str, int] | None = None) -> GandivaMechanism:
-    """Section 6.3's Gandiva: time-slicing and introspective packing."""
+    """Section 6.3's Gandiva: time-slicing and introspective packing.
+
+    Examples
+    --------
+    >>> from alloc.sched.gandiva.mechanism import packing
+    >>> packing(pack_limit=3).pack_limit
+    3
+    """
     return gandiva(slice_s, packing=True, pack_limit=pack_limit, profile_s=profile_s,
                    gpu_mem_capacity=gpu_mem_capacity)
 
 
 def migration(slice_s: float = SLICE_S, defrag_threshold: int = DEFRAG_THRESHOLD
               ) -> GandivaMechanism:
-    """Section 6.4's Gandiva: time-slicing and migration, no packing."""
+    """Section 6.4's Gandiva: time-slicing and migration, no packing.
+
+    Examples
+    --------
+    >>> from alloc.sched.gandiva.mechanism import migration
+    >>> m = migration()
+    >>> m.migration, m.packing
+    (True, False)
+    """
     return gandiva(slice_s, packing=False, migration=True, defrag_threshold=defrag_threshold)
 
 
 def slicing(slice_s: float = SLICE_S) -> GandivaMechanism:
-    """Time-slicing alone (suspend-resume over-subscription)."""
+    """Time-slicing alone (suspend-resume over-subscription).
+
+    Examples
+    --------
+    >>> from alloc.sched.gandiva.mechanism import slicing
+    >>> slicing(30.0).slice_s
+    30.0
+    """
     return gandiva(slice_s, packing=False)
 
 

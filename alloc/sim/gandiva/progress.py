@@ -190,7 +190,14 @@ class GandivaProgress(ProgressModel):
 
 
 def mean_over(util: Sequence[float], bin_s: float, t0: float, t1: float) -> float:
-    """The mean of the bins over ``[t0, t1)`` (missing bins count 0)."""
+    """The mean of the bins over ``[t0, t1)`` (missing bins count 0).
+
+    Examples
+    --------
+    >>> from alloc.sim.gandiva import mean_over
+    >>> mean_over([0.5, 1.0], 60.0, 0.0, 180.0)
+    0.5
+    """
     lo, hi = int(t0 // bin_s), int(math.ceil(t1 / bin_s))
     vals = [util[k] if k < len(util) else 0.0 for k in range(lo, hi)]
     return statistics.fmean(vals) if vals else 0.0
