@@ -20,6 +20,7 @@ from ..memo import drop_all
 from .ids import ID_PREFIX, GpuKeys, JobIds
 from .journal import Journal
 from .result import Reconciled, RoundResult
+from .room import Room, shape_key
 
 #: Rounds solved again when a solver placed a job on a closed server.
 MAX_RERUNS = 3
@@ -160,6 +161,9 @@ class Session:
         self._last: RoundResult | None = None
         #: what the core and the solver derived last round (`alloc.carry`)
         self._carry = Carry()
+        #: the waiting jobs by shape, and what the running jobs hold (`alloc.session.room`)
+        self._waiting: dict[Any, dict[str, None]] = {}
+        self._room: Room | None = None
         for j in jobs:
             self._put(j if j.current is None or j.current.job == j.id
                       else replace(j, current=replace(j.current, job=j.id)))
@@ -539,10 +543,10 @@ for ranks)."""
         except ValueError as exc:
             raise InputError(str(exc)) from None
         with paused(not self._info.exact):   # the collector's passes find nothing here
-            alloc, timings = self._solve(deadline)
-            return self._commit(alloc, timings, t0)
+            alloc, timings, held = self._solve(deadline)
+            return self._commit(alloc, timings, t0, held)
 
-    def _solve(self, deadline: Deadline) -> tuple[Allocation, dict[str, Any]]:
+    def _solve(self, deadline: Deadline) -> tuple[Allocation, dict[str, Any], Any]:
         from ..problem import compile_problem
         from ..solve import run_solver
         blocked = set(self._drained) | set(self._failed)
@@ -552,13 +556,20 @@ for ranks)."""
         no_moves = False
         timings = {"compile_s": 0.0, "solve_s": 0.0, "attempts": 0}
         order = self._round_order(blocked, extra)
+        t0 = time.perf_counter()
+        parked = self._unfit(excluded) if not blocked else {}
+        timings["held_out"] = sum(len(ids) for ids in parked.values())
+        timings["held_out_s"] = time.perf_counter() - t0
+        out: Any = excluded
+        if parked:
+            out = set(excluded).union(*parked.values())
         for attempt in range(MAX_RERUNS + 2):
             if attempt > MAX_RERUNS:  # last resort: start nothing, move nothing
                 excluded.update((j, BLOCKED_REASON) for j, job in self._jobs.items()
                                 if job.current is None)
                 no_moves = True
-            jobs = list(self._jobs.values()) if not excluded else \
-                [j for j in self._jobs.values() if j.id not in excluded]
+            jobs = list(self._jobs.values()) if not out else \
+                [j for k, j in self._jobs.items() if k not in out]
             t1 = time.perf_counter()
             problem = compile_problem(
                 self._cluster, jobs + extra, self._objective, self.name, order=order,
@@ -583,7 +594,57 @@ for ranks)."""
         if excluded:
             alloc = replace(alloc, unplaced=alloc.unplaced + tuple(excluded),
                             reasons={**alloc.reasons, **excluded})
-        return alloc, timings
+        held = (problem, parked, out - excluded.keys(), tuple(excluded)) if parked else None
+        return alloc, timings, held
+
+    def _unfit(self, excluded: Mapping[str, str]) -> dict[str, list[str]]:
+        """The waiting jobs this round holds out, by shape: those that cannot
+        fit the room the running jobs leave, when the solver ignores them and
+        the round neither moves nor stops a running job (`alloc.session.room`).
+        Each shape's first job names it."""
+        if not (self._waiting and self._info.ignores_unfit and self.preempt_rule is None
+                and self.max_moves == 0 and not self._cluster.tenants
+                and "preemption" not in self._info.capabilities):
+            return {}
+        from ..problem import placeable_reason
+        room = self._room
+        if room is None or room.cluster is not self._cluster:
+            room = self._room = Room(self._cluster, (j.current for j in self._jobs.values()
+                                                     if j.current is not None))
+        free = room.free()
+        jobs, cl = self._jobs, self._cluster
+        resizes = "grid" in self._info.capabilities
+        out: dict[str, list[str]] = {}
+        for ids in self._waiting.values():
+            ids_out = [j for j in ids if j not in excluded] if excluded else list(ids)
+            if not ids_out:
+                continue
+            job = jobs[ids_out[0]]
+            if free.cannot_fit(job, resizes) and placeable_reason(cl, job) is None:
+                out[ids_out[0]] = ids_out
+        return out
+
+    def _held_out(self, alloc: Allocation, problem: Any, parked: dict[str, list[str]],
+                  waiting: set[str], tail: tuple[str, ...]) -> Allocation:
+        """``alloc`` with the jobs held out of the round waiting, in submission
+        order among the others (``waiting``: their ids; the jobs held back by
+        the scheduler, ``tail``, stay last), each with the line
+        `alloc.waiting` gives its shape on the room the round's answer leaves
+        (the session's room once the round's jobs started: the answer moved
+        and stopped none)."""
+        from ..waiting import outside_reasons
+        room, jobs = self._room, self._jobs
+        assert room is not None, "the room of the round's held-out jobs"
+        free = room.free()
+        lines = outside_reasons(problem, (free.gpu, free.C, free.M), [jobs[k] for k in parked],
+                                self._info.capabilities, self._info.name)
+        reasons = dict(alloc.reasons)
+        for line, ids in zip(lines, parked.values()):
+            reasons.update(dict.fromkeys(ids, line))
+        waiting.update(alloc.unplaced)
+        waiting.difference_update(tail)
+        return replace(alloc, unplaced=tuple([j for j in jobs if j in waiting]) + tail,
+                       reasons=reasons)
 
     def _round_order(self, blocked: set[str], extra: list[Job]) -> list[str] | None:
         """The core's job order: the caller's, its ids the core's (jobs not
@@ -600,7 +661,8 @@ for ranks)."""
         rest = [c for c in map(core, self._order or ()) if c in jobs]
         return list(dict.fromkeys(first + rest))
 
-    def _commit(self, alloc: Allocation, timings: dict[str, Any], t0: float) -> RoundResult:
+    def _commit(self, alloc: Allocation, timings: dict[str, Any], t0: float,
+                held: Any = None) -> RoundResult:
         t1 = time.perf_counter()
         jobs = self._jobs
         start = [p for p in alloc.placements if jobs[p.job].current is None]
@@ -615,6 +677,10 @@ for ranks)."""
         self._held.clear()
         self._round += 1
         timings["commit_s"] = time.perf_counter() - t1
+        if held is not None:           # the jobs held out: reasons on the room left now
+            t2 = time.perf_counter()
+            alloc = self._held_out(alloc, *held)
+            timings["held_out_s"] += time.perf_counter() - t2
         ext: Any = self._ids.caller
         gpus = {ext(p.job): tuple(self._gpus.caller(g.gpu) for g in p.gpus)
                 for p in start + move}
@@ -623,9 +689,11 @@ for ranks)."""
             start, move, preempt = ([replace(p, job=ext(p.job)) for p in ps]
                                     for ps in (start, move, preempt))
             moved_from = {ext(j): replace(p, job=ext(j)) for j, p in moved_from.items()}
+        mapped = self._ids.mapped        # else the caller's ids are the core's
         res = RoundResult(self._round, tuple(start), tuple(move), tuple(preempt), moved_from,
-                          tuple(map(ext, alloc.unplaced)),
-                          {ext(j): r for j, r in alloc.reasons.items()}, alloc,
+                          tuple(map(ext, alloc.unplaced)) if mapped else tuple(alloc.unplaced),
+                          {ext(j): r for j, r in alloc.reasons.items()} if mapped
+                          else dict(alloc.reasons), alloc,
                           time.perf_counter() - t0, timings, gpus,
                           {ext(v): ext(b) for v, b in why.items()})
         self._last = res
@@ -762,8 +830,24 @@ for ranks)."""
 
     # Every change goes through the functions below, which journal it.
     def _index(self, job: Job | None, add: bool) -> None:
-        if job is None or job.current is None:
+        if job is None:
             return
+        if job.current is None:
+            key = shape_key(job)
+            if key is None:
+                return
+            group = self._waiting.get(key)
+            if add:
+                if group is None:
+                    group = self._waiting[key] = {}
+                group[job.id] = None
+            elif group is not None:
+                group.pop(job.id, None)
+                if not group:
+                    del self._waiting[key]
+            return
+        if self._room is not None:
+            self._room.take(job.current, 1 if add else -1)
         for sid in placement_servers(job.current):
             s = self._on_server.setdefault(sid, set())
             if add:
@@ -823,6 +907,7 @@ for ranks)."""
 
     def _set_cluster(self, cluster: Cluster) -> None:
         old, self._cluster = self._cluster, cluster
+        self._room = None                     # rebuilt on the new cluster when needed
         self._journal.record(lambda: setattr(self, "_cluster", old))
 
     def _flag(self, flags: dict[str, None], sid: str, on: bool) -> None:
