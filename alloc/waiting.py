@@ -240,11 +240,11 @@ def outside_reasons(problem, free: tuple, jobs, capabilities: Iterable[str],
     >>> from alloc import Cluster, Job, Server
     >>> from alloc.problem import compile_problem
     >>> from alloc.waiting import outside_reasons
-    >>> c = Cluster((Server("s0", cpu=8000, mem=64000, gpus=4),))
+    >>> c = Cluster((Server("s0", cpu=8000, mem=64000, gpus=4, gpu_type="V100"),))
     >>> p = compile_problem(c, [Job("a", 3, cpu=1000, mem=1000)])
     >>> free = (np.array([0, 0, 0, 1000]), np.array([7000]), np.array([63000]))
     >>> outside_reasons(p, free, [Job("b", 2, cpu=1000)], ())
-    ['waits for room: needs 2 GPUs, 1000 milli-CPU and 0 MiB on one server; the most free on one allowed server: 1 (s0)']
+    ['waits for room: needs 2 GPUs, 1000 milli-CPU and 0 MiB on one server; the most free on one allowed server: 1 (s0); spread over servers, the cluster has 1 usable']
     """
     from .problem import pareto_options
     caps = frozenset(capabilities)
