@@ -122,14 +122,13 @@ def test_cannot_fit_is_never_placed(seed):
     w = Stream(seed)
     first = [w.job() for _ in range(40)]
     run = [j for j in allocate(cl, first, solver="best-fit").advance(first) if j.current]
-    room = Room(cl, (j.current for j in run)).free()
     tried = 0
     for _ in range(40):
         job = w.job()
         if rng.random() < 0.3:
             job = Job(job.id, 0, cpu=rng.choice((2000, 9000)), mem=1000)
         grid = rng.random() < 0.5
-        if not room.cannot_fit(job, resizes=grid):
+        if not Room(cl, (j.current for j in run)).cannot_fit(job, resizes=grid):
             continue
         tried += 1
         for solver in ("best-fit", "proportional", "synergy-tune", "fgd"):
@@ -138,3 +137,29 @@ def test_cannot_fit_is_never_placed(seed):
             a = allocate(cl, run + [job], solver=solver)
             assert job.id in a.unplaced, (solver, job)
     assert tried
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_tune_skips_what_cannot_fit(seed, monkeypatch):
+    """Synergy-TUNE skipping the jobs that cannot fit the room it starts with
+    gives the answer it gives without the test."""
+    from alloc.solvers.synergy import tune
+    cl = cluster()
+    run = [long_job(s.id, 23200) for s in cl.servers]
+    w = Stream(seed)
+    jobs = run + [w.job() for _ in range(60)]
+    real, skipped = tune._unfit, []
+
+    def spy(P):
+        test = real(P)
+
+        def unfit(j):
+            skipped.append(test(j))
+            return skipped[-1]
+        return unfit
+    monkeypatch.setattr(tune, "_unfit", spy)
+    fast = allocate(cl, jobs, solver="synergy-tune")
+    monkeypatch.setattr(tune, "_unfit", lambda P: None)
+    slow = allocate(cl, jobs, solver="synergy-tune")
+    assert fast.placements == slow.placements and fast.reasons == slow.reasons
+    assert any(skipped) and fast.unplaced

@@ -606,7 +606,7 @@ for ranks)."""
                 and self.max_moves == 0 and not self._cluster.tenants
                 and "preemption" not in self._info.capabilities):
             return {}
-        from ..problem import placeable_reason
+        from ..problem import pareto_options, placeable_reason
         room = self._room
         if room is None or room.cluster is not self._cluster:
             room = self._room = Room(self._cluster, (j.current for j in self._jobs.values()
@@ -620,7 +620,9 @@ for ranks)."""
             if not ids_out:
                 continue
             job = jobs[ids_out[0]]
-            if free.cannot_fit(job, resizes) and placeable_reason(cl, job) is None:
+            opts = pareto_options(job)
+            if free.cannot_fit(job, opts if resizes else opts[:1]) \
+                    and placeable_reason(cl, job) is None:
                 out[ids_out[0]] = ids_out
         return out
 
