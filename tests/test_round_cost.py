@@ -105,6 +105,8 @@ def test_room_follows_events_and_rollbacks():
         with pytest.raises(InputError):         # a bad batch changes nothing
             s.apply([{"type": "finish", "job": j} for j in s.running[:1]]
                     + [{"type": "finish", "job": "nope"}])
+        groups = {j for ids in s._waiting.values() for j in ids}
+        assert groups == set(s.pending)             # every job of the stream has a shape
         room = s._room
         if room is None:
             continue
