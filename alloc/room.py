@@ -51,13 +51,13 @@ class Free:
     >>> from alloc import Job
     >>> from alloc.problem import pareto_options
     >>> from alloc.room import Free
-    >>> free = Free(np.array([1000, 4000]), np.array([64000, 64000]),
+    >>> free = Free(np.array([4000, 4000]), np.array([64000, 64000]),
     ...             np.array([1000, 1000, 0, 1000]), np.array([0, 0, 1, 1]))
-    >>> job = Job("a", 2, cpu=4000, mem=2000)
-    >>> free.cannot_fit(job, pareto_options(job))      # 2 GPUs, 2 cores each
+    >>> job = Job("a", 2, cpu=6000, mem=2000)
+    >>> free.cannot_fit(job, pareto_options(job))      # one GPU on each server
     False
-    >>> job = Job("b", 2, cpu=6000, mem=2000)
-    >>> free.cannot_fit(job, pareto_options(job))
+    >>> job = Job("b", 2, cpu=10000, mem=2000)
+    >>> free.cannot_fit(job, pareto_options(job))      # 5 cores per GPU: nowhere
     True
     """
 
