@@ -18,7 +18,7 @@ the same (the placements are the same).
   (`alloc.solve.finish` inverts it);
 * [`GuaranteePins`][alloc.reductions.GuaranteePins] -- with tenants' cells
   and a waiting guaranteed job, for a solver that does not declare
-  ``guarantee``: HiveD's rules ([alloc.guarantee][]) place the guaranteed
+  ``guarantee``: HiveD's rules (`alloc.guarantee`) place the guaranteed
   jobs and stop the opportunistic ones they need; priorities stay.
 
 Examples
@@ -95,7 +95,7 @@ class GuaranteePins:
 
     def invert(self, alloc: Allocation, plan: Any) -> Allocation:
         """The answer for the problem as posed: the victims preempted for
-        the guaranteed jobs ([alloc.guarantee.reason][]), which ones the core
+        the guaranteed jobs (`alloc.guarantee.reason`), which ones the core
         placed in ``stats["guarantee_pinned"]``."""
         from ..guarantee import reason
         from ..preempt import lifted
