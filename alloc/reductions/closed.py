@@ -152,15 +152,13 @@ class ClosedServers:
         extra = 0.0
         bound_extra = 0.0
         for job in inv.removed:
-            cur = job.current
-            assert cur is not None
+            cur = recomputed(inv.cluster, job)
             got[job.id] = cur
             v = obj.value(job, cur)
             extra += v
             bound_extra += v
         for jid, job in inv.trimmed.items():
-            cur = job.current
-            assert cur is not None
+            cur = recomputed(inv.cluster, job)
             v = obj.value(job, cur)
             p = got.get(jid)
             if p is None:                          # stopped: the whole job stops
@@ -186,6 +184,38 @@ class ClosedServers:
                        value=alloc.value + extra,
                        bound=None if alloc.bound is None else alloc.bound + bound_extra,
                        reasons=reasons, stats=stats)
+
+
+def recomputed(cluster: Cluster, job: Job) -> Placement:
+    """Running ``job``'s current placement as the answer reports it: its
+    throughput (and a goodput job's batch) recomputed on ``cluster``, the
+    ``current`` object itself when they are the reported ones.
+
+    Examples
+    --------
+    >>> from alloc import GpuShare, Job, Placement, Server
+    >>> c = Cluster((Server("s0", 8000, 64000, 1, "V100"),))
+    >>> cur = Placement("a", (GpuShare("s0/gpu0", 1000),), {"s0": 1000}, {"s0": 1000})
+    >>> recomputed(c, Job("a", 1, cpu=1000, mem=1000, current=cur)).throughput
+    1.0
+    """
+    from ..objectives import goodput_speed, throughput
+    from ..memo import remembered
+    cur = job.current
+    assert cur is not None, "a running job"
+
+    def make() -> Placement:
+        gids = [g.gpu for g in cur.gpus]
+        tp = round(throughput(cluster, job, gids, sum(cur.cpu.values()),
+                              sum(cur.mem.values())), 9)
+        batch, accum = cur.batch, cur.accum
+        if job.profile is not None and job.profile.goodput is not None and gids:
+            _, batch, accum = goodput_speed(cluster, job, gids)
+        if (tp, batch, accum) == (cur.throughput, cur.batch, cur.accum):
+            return cur
+        return replace(cur, throughput=tp, batch=batch, accum=accum)
+    out: Placement = remembered(cur, "closed", (cluster, job), make)
+    return out
 
 
 def shrunk_tenants(cluster: Cluster) -> dict[str, Tenant]:
@@ -238,4 +268,4 @@ def _closed_reasons(inv: ClosedInverse, waiting: Iterable[Job]) -> list[tuple[st
     return out
 
 
-__all__ = ["Call", "ClosedInverse", "ClosedServers", "shrunk_tenants", "trim"]
+__all__ = ["Call", "ClosedInverse", "ClosedServers", "recomputed", "shrunk_tenants", "trim"]
