@@ -16,8 +16,8 @@ function.
   import an engine (the simulators go through a family's package).
 * The simulator (`alloc/sim/`) imports a family's package, never a module
   inside it: a round goes through a session.  The event-driven
-  reproductions of Gandiva and AntMan, which run the family's own scheduler
-  objects over time, are the named exceptions (`SIM_DRIVES`).
+  reproduction of AntMan, which runs the family's own scheduler objects
+  over time, is the named exception (`SIM_DRIVES`).
 * The scheduling layer (`alloc/sched/`) imports no solver family; the
   experiments and sweeps import a family's package, never a module inside it.
 * The import graph of `alloc/` has no cycle.  The one edge allowed to close
@@ -224,7 +224,6 @@ def test_only_the_declared_modules_import_an_engine():
 #: Simulator modules that drive a family's scheduler objects over time, and
 #: the family modules they may import for it.
 SIM_DRIVES = {
-    "alloc.sim.gandiva.engine": {"alloc.solvers.gandiva.scheduler"},
     "alloc.sim.antman": {"alloc.solvers.antman.coordinator"},
 }
 
