@@ -46,7 +46,7 @@ Examples
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any, Iterable, Sequence
+from typing import Any, Collection, Iterable, Sequence
 
 from ..check import placement_servers
 from ..errors import SolverError
@@ -117,28 +117,31 @@ class ClosedServers:
         self._last = (cluster, closed, out)
         return out
 
-    def apply(self, call: Call, closed: frozenset[str]
-              ) -> tuple[Call, ClosedInverse]:
+    def apply(self, call: Call, closed: frozenset[str],
+              touching: Collection[str] | None = None) -> tuple[Call, ClosedInverse]:
         """The reduced call and the data to invert its answer (module notes);
         when every server is closed the reduced cluster has no server (the
-        caller then runs no solver: nothing can start)."""
+        caller then runs no solver: nothing can start).  ``touching``: the
+        ids of the running jobs with a part on a closed server, when the
+        caller keeps that index (None: every job is looked at)."""
         cluster, jobs, order = call
         reduced = self._cluster(cluster, closed)
-        kept: list[Job] = []
         removed: list[Job] = []
         trimmed: dict[str, Job] = {}
+        parts: dict[str, Job] = {}
         for job in jobs:
-            cur = job.current
-            if cur is not None:
-                where = placement_servers(cur)
-                if where & closed:
-                    if where <= closed:
-                        removed.append(job)
-                        continue
+            if job.current is None or (touching is not None and job.id not in touching):
+                continue
+            where = placement_servers(job.current)
+            if where & closed:
+                if where <= closed:
+                    removed.append(job)
+                else:
                     trimmed[job.id] = job
-                    job = trim(job, closed)
-            kept.append(job)
+                    parts[job.id] = trim(job, closed)
         gone = {j.id for j in removed}
+        kept = [parts.get(j.id, j) for j in jobs if j.id not in gone] if gone or parts \
+            else list(jobs)
         if order is not None and gone:
             order = [j for j in order if j not in gone]
         inv = ClosedInverse(cluster, tuple(jobs), tuple(removed), trimmed, closed, reduced)
@@ -147,7 +150,7 @@ class ClosedServers:
     def invert(self, alloc: Allocation, inv: ClosedInverse) -> Allocation:
         """The allocation of the call as posed (module notes)."""
         obj = get_objective(alloc.objective)
-        by_id = {j.id: j for j in inv.jobs}
+        by_id = {j.id: j for j in inv.jobs} if alloc.unplaced else {}
         got = {p.job: p for p in alloc.placements}
         extra = 0.0
         bound_extra = 0.0
@@ -173,14 +176,13 @@ class ClosedServers:
             v_part = obj.value(trim(job, inv.closed), p)
             extra += v - v_part
             bound_extra += max(0.0, v - v_part)
-        placements = tuple(got[j.id] for j in inv.jobs if j.id in got)
+        placements = tuple(got.values())   # the reduced answer's, then the restored ones
         reasons = dict(alloc.reasons)
         for jid, why in _closed_reasons(inv, (by_id[j] for j in alloc.unplaced
                                               if j in by_id and j not in alloc.preempted)):
             reasons[jid] = why
         stats = {**alloc.stats, "closed_servers": sorted(inv.closed)}
         return replace(alloc, placements=placements,
-                       unplaced=tuple(j.id for j in inv.jobs if j.id not in got),
                        value=alloc.value + extra,
                        bound=None if alloc.bound is None else alloc.bound + bound_extra,
                        reasons=reasons, stats=stats)
