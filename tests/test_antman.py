@@ -263,3 +263,16 @@ def test_a_rack_local_gang_spreads_inside_its_rack_when_no_server_holds_its_memo
     jobs = [Job("j0", 2, cpu=2000, mem=128000, locality="rack")]
     a = allocate(cl, jobs, solver="antman")
     assert sorted(g.gpu for g in a.placement("j0").gpus) == ["s0/gpu0", "s2/gpu0"]
+
+
+def test_a_gang_local_to_any_domain_above_the_server_spreads_inside_it():
+    """Locality at a level above the server that is not called ``rack`` (a
+    zone) lets a gang no server holds spread over the zone's servers."""
+    zone = {"zone": "a"}
+    cl = Cluster((Server("s0", 8000, 65536, 8, "V100", domains=zone),
+                  Server("s1", 8000, 65536, 2, "V100", domains=zone),
+                  Server("s2", 8000, 65536, 0, domains=zone)), ("zone", "server"))
+    jobs = [Job("j0", 5, cpu=5000, mem=81920, locality="zone")]
+    a = allocate(cl, jobs, solver="antman", objective="gpus")
+    assert not violations(cl, jobs, a)
+    assert {g.gpu.split("/")[0] for g in a.placement("j0").gpus} == {"s0", "s1"}

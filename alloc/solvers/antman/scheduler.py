@@ -197,8 +197,8 @@ def choose(st: State, j: int, cands: list[int], key) -> list[int] | None:
     """n GPUs of ``cands`` under one node of the job's locality level (one
     server when it has none and a server holds n) whose servers have the
     job's CPU and memory, the node with the fewest candidates first, GPUs by
-    ``key``; without locality (or inside one rack, with rack locality), a
-    gang no single server takes spreads over the servers with the most
+    ``key``; without locality (or inside one domain above the server, with such a
+    locality), a gang no single server takes spreads over the servers with the most
     candidates, each taking no more GPUs than its CPU and memory hold their
     share of."""
     p = st.p
@@ -216,13 +216,18 @@ def choose(st: State, j: int, cands: list[int], key) -> list[int] | None:
         gpus = sorted(gs, key=key)[:n]
         if cpu_fits(st, p.make_assign(j, gpus, 0)):
             return gpus
-        if level == "rack" and n > 1:     # a rack's servers: spread inside it
+        if n > 1 and _above_server(p, level):   # a domain's servers: spread inside it
             inside = _spread(st, j, gs, key)
             if inside is not None:
                 return inside
     if job.locality is None and n > 1:
         return _spread(st, j, cands, key)
     return None
+
+
+def _above_server(p: Problem, level: str) -> bool:
+    """``level`` is a domain that holds whole servers (a rack, a zone)."""
+    return "server" in p.levels and level in p.levels[:p.levels.index("server")]
 
 
 def _spread(st: State, j: int, cands: list[int], key) -> list[int] | None:
