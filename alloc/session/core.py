@@ -569,8 +569,9 @@ for ranks)."""
         cluster: Cluster = self._cluster
         inverse = None
         if closed:
+            on = self._on_server
             (cluster, kept, kept_order), inverse = self._closed.apply(
-                (cluster, jobs, order), closed)
+                (cluster, jobs, order), closed, {j for sid in closed for j in on.get(sid, ())})
             jobs = list(kept)
             order = None if kept_order is None else list(kept_order)
             if inverse.trimmed and self.preempt_rule == "order":
