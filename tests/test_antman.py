@@ -7,7 +7,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from alloc import Cluster, Job, Server, allocate, violations
+from alloc import Cluster, Job, Placement, Server, allocate, violations
 from alloc.model import Cell, Tenant
 
 # the family's modules are imported inside the tests: importing a subpackage of
@@ -365,3 +365,16 @@ def test_a_gang_local_to_any_domain_above_the_server_spreads_inside_it():
     a = allocate(cl, jobs, solver="antman", objective="gpus")
     assert not violations(cl, jobs, a)
     assert {g.gpu.split("/")[0] for g in a.placement("j0").gpus} == {"s0", "s1"}
+
+
+def test_a_guaranteed_job_stops_an_opportunistic_cpu_only_job_holding_its_memory():
+    """An opportunistic job never blocks a guaranteed one, also when it holds
+    no GPU but the server memory the guaranteed job needs."""
+    c = Cluster((Server("s0", 8000, 65536, 1, "V100"),),
+                tenants={"a": Tenant("a", (Cell("gpu", 1),))})
+    jobs = [Job("c0", 0, cpu=1000, mem=32000,
+                current=Placement("c0", (), {"s0": 1000}, {"s0": 32000}, 0.0)),
+            Job("j1", 1, cpu=1000, mem=64000, tenant="a", guaranteed=True)]
+    a = allocate(c, jobs, solver="antman")
+    assert not violations(c, jobs, a)
+    assert a.preempted == ("c0",) and [p.job for p in a.placements] == ["j1"]

@@ -18,8 +18,9 @@ Job ``j`` of tenant ``v`` wanting ``n`` GPUs of ``gpu_milli`` each, memory
    (riders hold none), not reserved for another gang, where the job fits once
    the riders are capped to zero compute and shrunk (or, past their least
    memory, preempted: an opportunistic job never blocks a guaranteed one;
-   when the free GPUs are not enough, the opportunistic jobs holding GPUs
-   of that type stop too, lowest priority first and no more than the job
+   when the free GPUs, CPU or memory are not enough, the opportunistic jobs
+   on the servers of that type (holding GPUs, or only CPU and memory) stop
+   too, lowest priority first and no more than the job
    needs, `stop_holders`):
 
        cap_g - m_g + sum_riders mem_r >= D_mem,
@@ -81,6 +82,7 @@ class State:
         self.smem = p.srv_mem.copy()
         self.riders: list[dict[int, list[int]]] = [dict() for _ in range(p.G)]   # j -> [mem, comp]
         self.holders: list[set[int]] = [set() for _ in range(p.G)]
+        self.on_server: list[set[int]] = [set() for _ in range(len(p.cluster.servers))]
         self.assign: dict[int, Assign] = {}
         self.gheld: dict[tuple, int] = defaultdict(int)     # (tenant, type) -> guaranteed GPUs
         self.measured = None
@@ -114,6 +116,7 @@ class State:
                 self.holders[g].add(j)
         for s, v in a.cpu:
             self.cpu[s] -= v
+            self.on_server[s].add(j)
         for s, v in a.mem:
             self.smem[s] -= v
         if job.guaranteed and job.tenant is not None:
@@ -139,6 +142,7 @@ class State:
             self.comp[g] -= cu
         for s, v in a.cpu:
             self.cpu[s] += v
+            self.on_server[s].discard(j)
         for s, v in a.mem:
             self.smem[s] += v
         if job.guaranteed and job.tenant is not None:
@@ -331,8 +335,9 @@ def place_guaranteed(st: State, j: int, reserved: dict, preempted: set, stats: d
 
 
 def stop_holders(st: State, j: int, taken: set, gpu_type: str, key):
-    """Rule 2 when the free GPUs are not enough: the opportunistic jobs that
-    hold GPUs of ``gpu_type`` (whole or shared milli, not riders) stop for
+    """Rule 2 when the free GPUs are not enough: the opportunistic jobs on
+    the servers of ``gpu_type`` (holding GPUs, or only CPU and memory the
+    guaranteed job needs; riders are capped instead, `make_room`) stop for
     guaranteed job j -- an opportunistic job never blocks a guaranteed one --
     lowest priority first (then the lowest ranked), until `choose` finds the
     job's GPUs; then every one it fits without is put back (highest priority
@@ -343,9 +348,9 @@ def stop_holders(st: State, j: int, taken: set, gpu_type: str, key):
     pinned = p.pinned
     holders = sorted({r for s in p.allowed_servers(j)
                       if p.cluster.servers[s].gpu_type == gpu_type
-                      for g in range(int(p.gpu_first[s]), int(p.gpu_first[s] + p.srv_gpus[s]))
-                      for r in st.holders[g]
-                      if not p.jobs[r].guaranteed and r not in pinned},
+                      for r in st.on_server[int(s)]
+                      if not p.jobs[r].guaranteed and r not in pinned
+                      and not any(m == 0 for _, m in st.assign[r].gpus)},   # riders are capped
                      key=lambda r: (p.jobs[r].priority, -int(p.rank[r]), r))
     if not holders:
         return None, []
