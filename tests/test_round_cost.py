@@ -150,16 +150,17 @@ def test_tune_skips_what_cannot_fit(seed, monkeypatch):
     run = [long_job(s.id, 23200) for s in cl.servers]
     w = Stream(seed)
     jobs = run + [w.job() for _ in range(60)]
-    real, skipped = tune._unfit, []
+    skipped: list[bool] = []
 
-    def spy(P):
-        test = real(P)
-
-        def unfit(j):
-            skipped.append(test(j))
+    class Spy(tune._Unfit):
+        def known(self, j):
+            skipped.append(super().known(j))
             return skipped[-1]
-        return unfit
-    monkeypatch.setattr(tune, "_unfit", spy)
+
+        def __call__(self, j):
+            skipped.append(super().__call__(j))
+            return skipped[-1]
+    monkeypatch.setattr(tune, "_unfit", Spy)
     fast = allocate(cl, jobs, solver="synergy-tune")
     monkeypatch.setattr(tune, "_unfit", lambda P: None)
     slow = allocate(cl, jobs, solver="synergy-tune")

@@ -44,7 +44,7 @@ other target was left as it was, and the fair share fitted none of them.
 from __future__ import annotations
 
 from heapq import heappop, heappush
-from typing import Iterable
+from typing import Any, Iterable
 
 from ...deadline import Deadline
 from ...problem import Problem, Solution, split
@@ -142,27 +142,43 @@ def tune_core(P, order: Iterable[int], ideal: dict, capped: dict,
     return dict(stats)
 
 
-def _unfit(P: "ProblemPacker"):
+class _Unfit:
     """``unfit(j)``: job j cannot fit the room the packer's problem starts
     with (`alloc.room.Free.cannot_fit` over its options), one test per
     shape.  Steps 1-3 place it at one of its options, its CPU and memory
     split in proportion to its GPUs, in a room that placing and reverting
-    jobs of this call never make larger: such a job is skipped at once."""
-    from ...room import Free
-    p, free = P.p, None
-    seen: dict[tuple, tuple] = {}
+    jobs of this call never make larger: such a job is skipped at once.
+    ``known(j)``: True when j's shape was already found unfit (one lookup,
+    no test), so even the ideal step need not be tried."""
 
-    def unfit(j: int) -> bool:
-        nonlocal free
-        job, opts = p.jobs[j], P.opts[j]
-        key = (id(opts), job.gpus, job.gpu_milli)
-        hit = seen.get(key)
-        if hit is None:
-            if free is None:
-                free = Free.of_problem(p)
-            hit = seen[key] = (opts, free.cannot_fit(job, opts))
+    def __init__(self, P: "ProblemPacker"):
+        self.p, self.opts = P.p, P.opts
+        self.free: Any = None
+        self.seen: dict[tuple, tuple] = {}
+
+    def _key(self, j: int) -> tuple:
+        job = self.p.jobs[j]
+        return (id(self.opts[j]), job.gpus, job.gpu_milli)
+
+    def known(self, j: int) -> bool:
+        """True when j's shape is known not to fit (nothing is computed)."""
+        hit = self.seen.get(self._key(j))
+        return hit is not None and hit[0] is self.opts[j] and hit[1]
+
+    def __call__(self, j: int) -> bool:
+        from ...room import Free
+        key, opts = self._key(j), self.opts[j]
+        hit = self.seen.get(key)
+        if hit is None or hit[0] is not opts:
+            if self.free is None:
+                self.free = Free.of_problem(self.p)
+            hit = self.seen[key] = (opts, self.free.cannot_fit(self.p.jobs[j], opts))
         return hit[1]
-    return unfit
+
+
+def _unfit(P: "ProblemPacker") -> _Unfit:
+    """The `_Unfit` test of the packer's problem."""
+    return _Unfit(P)
 
 
 class _Rank(dict):
@@ -182,7 +198,10 @@ def _tune_one(P, j: int, o: int, capped: dict, rank: dict, unfit=None) -> str | 
     """Place one admitted job: ideal, fair, or fair after reclaiming; returns
     how (``"ideal"``, ``"fair"``, ``"reclaimed"``) or None.  ``unfit(j)``:
     True when the job cannot fit the room the call started with
-    (`alloc.room`), so that none of the steps can place it."""
+    (`alloc.room`), so that none of the steps can place it (``unfit.known``
+    is asked first: a shape already found unfit costs one lookup)."""
+    if unfit is not None and unfit.known(j):
+        return None
     h = P.fit(j, o, mode="one")  # the common case: ideal on one server
     if h is not None:
         P.place(j, o, h)
@@ -269,29 +288,66 @@ def _targets(P, j: int, mode: str):
 _CHOICES: dict[tuple, tuple] = {}
 
 
-def _choices(P: ProblemPacker) -> tuple[dict, dict]:
-    """Every pending job's ideal and capped option (computed once per option
-    list, GPU count and allowed server capacities)."""
-    p = P.p
-    ideal, capped = {}, {}
-    memo: dict[tuple, tuple[int, int]] = {}
-    options, jobs = p.options, p.jobs
-    for j in p.pending:
-        opts, job = options[j], jobs[j]
+class _Choice(dict):
+    """One of a pending job's two choices (``which``: 0 ideal, 1 capped),
+    found when first asked for (a round with a long queue admits few of its
+    jobs; the choices of the rest are never needed).  ``get`` answers None
+    for a job that is not pending, as a dict of the pending jobs would."""
+
+    def __init__(self, shared: "_Choices", which: int):
+        super().__init__()
+        self.shared, self.which = shared, which
+
+    def __missing__(self, j: int) -> int:
+        if j not in self.shared.pending:
+            raise KeyError(j)
+        both = self.shared.both(j)
+        return both[self.which]
+
+    def get(self, j, default=None):  # type: ignore[override]
+        """The job's choice, or ``default`` when it is not pending."""
+        try:
+            return self[j]
+        except KeyError:
+            return default
+
+
+class _Choices:
+    """The memo behind `_choices`: (option list id, GPUs, allowed GPU types)
+    -> (ideal, capped), filled job by job."""
+
+    def __init__(self, P: ProblemPacker):
+        self.P, self.p = P, P.p
+        self.pending = frozenset(P.p.pending)
+        self.memo: dict[tuple, tuple[int, int]] = {}
+        self.ideal, self.capped = _Choice(self, 0), _Choice(self, 1)
+
+    def both(self, j: int) -> tuple[int, int]:
+        """Job j's ideal and capped option, stored in both dicts."""
+        opts, job = self.p.options[j], self.p.jobs[j]
         n = job.gpus
         key = (id(opts), n, job.gpu_types)
-        both = memo.get(key)
+        both = self.memo.get(key)
         if both is None:
-            caps = tuple(P.server_caps(j))
+            caps = tuple(self.P.server_caps(j))
             hit = _CHOICES.get((id(opts), n, caps))
             if hit is None or hit[0] is not opts:
                 if len(_CHOICES) > 4096:
                     _CHOICES.clear()
                 hit = _CHOICES[(id(opts), n, caps)] = (
                     opts, ideal_option(opts, n, caps), capped_option(opts))
-            both = memo[key] = hit[1:]
-        ideal[j], capped[j] = both
-    return ideal, capped
+            both = self.memo[key] = hit[1:]
+        dict.__setitem__(self.ideal, j, both[0])
+        dict.__setitem__(self.capped, j, both[1])
+        return both
+
+
+def _choices(P: ProblemPacker) -> tuple[dict, dict]:
+    """Every pending job's ideal and capped option (computed once per option
+    list, GPU count and allowed server capacities), each found when first
+    asked for."""
+    c = _Choices(P)
+    return c.ideal, c.capped
 
 
 def _scratch_first(problem: Problem, solve) -> Solution:
