@@ -135,6 +135,9 @@ def tune_core(P, order: Iterable[int], ideal: dict, capped: dict,
         if k % 32 == 0 and deadline.expired():
             stats["skipped"] += len(sel) - k
             return {**stats, "stopped": "time limit"}
+        if unfit is not None and unfit.known(j):   # what `_tune_one` answers first
+            stats["skipped"] += 1
+            continue
         how = _tune_one(P, j, ideal[j], capped, rank, unfit)
         stats[how or "skipped"] += 1
         if how and P.nservers(j) > 1:
