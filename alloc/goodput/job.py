@@ -115,13 +115,17 @@ class SimJob:
         The truth per GPU type (default: the shipped traces on T4).
     restart_s : float, optional
         The restart delay (default: the model's, per flavour).
+    merged : bool
+        One profile for every GPU type (the Sia artifact's type-unaware
+        jobs): a point ``(N, K, b)`` is kept as first measured, on whatever
+        type, and one model is fitted to them all.
     """
 
     def __init__(self, name: str, model: str, arrival: float, *,
                  target_batch: int | None = None, target_replicas: int | None = None,
                  tune_batch: bool | None = None, flavour: str = "pollux",
-                 truths: Mapping[str, Truth] | None = None, restart_s: float | None = None
-                 ) -> None:
+                 truths: Mapping[str, Truth] | None = None, restart_s: float | None = None,
+                 merged: bool = False) -> None:
         self.name, self.model, self.arrival = name, model, float(arrival)
         self.flavour = flavour
         self.truths = dict(truths) if truths else {DEFAULT_TYPE: truth_of(model)}
@@ -149,7 +153,9 @@ class SimJob:
         self.used_gpu_s = 0.0
         self.wasted_gpu_s = 0.0
         self.grad: GradStats | None = None
-        self.profiles: dict[str, Profile] = {t: Profile() for t in self.truths}
+        self.merged = bool(merged)
+        one = Profile()
+        self.profiles: dict[str, Profile] = {t: one if merged else Profile() for t in self.truths}
         #: batch choices by (model, gradient, N, K, cap, limits), shared with clones
         self._batches: dict = {}
         self.completion_epoch = first.completion_epoch
@@ -321,7 +327,11 @@ class SimJob:
         out = SimJob.__new__(SimJob)
         out.__dict__.update(self.__dict__)
         out.placement = tuple(self.placement)
-        out.profiles = {t: p.clone() for t, p in self.profiles.items()}
+        copies: dict[int, Profile] = {}
+        for p in self.profiles.values():
+            if id(p) not in copies:
+                copies[id(p)] = p.clone()
+        out.profiles = {t: copies[id(p)] for t, p in self.profiles.items()}
         return out
 
     def snapshot(self) -> dict:
