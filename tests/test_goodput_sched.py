@@ -173,3 +173,13 @@ def test_a_merged_profile_keeps_the_first_point_for_every_type():
     assert j.profiles["A100"] is j.profiles["T4"] and j.perf_params("A100") == j.perf_params("T4")
     k = j.clone()
     assert k.profiles["A100"] is k.profiles["T4"] and k.profiles["T4"] is not j.profiles["T4"]
+
+
+def test_jobs_that_ran_the_same_points_share_one_fit():
+    from alloc.goodput.job import SimJob
+    a, b = SimJob("a", "cifar10", 0.0), SimJob("b", "cifar10", 0.0)
+    for j in (a, b):
+        j.reallocate((2,))
+        j.advance(300)
+    assert a.profiles["T4"].points == b.profiles["T4"].points
+    assert a.perf_params() is b.perf_params()

@@ -53,12 +53,22 @@ from .traces import DEFAULT_TYPE
 from .truth import Truth, canonical, truth_of
 
 
+#: Fits by their exact inputs (points in order, their times, tolerance),
+#: shared by every job of the process: jobs of one model that ran the same
+#: points in the same order (most of a workload's early fits) are fitted
+#: once.  The fit is deterministic, so a hit is the fit itself.
+_FITS: dict = {}
+#: Fits kept before the shared cache is emptied.
+FIT_CACHE_SIZE = 20000
+
+
 @dataclass
 class Profile:
     """The points a job has run on one GPU type and the model fitted to them.
 
     Fits are kept in ``cache`` by the points they were fitted to (a clone of
-    the job shares it, so that a look-ahead's fits are not done twice)."""
+    the job shares it, so that a look-ahead's fits are not done twice), and
+    in a cache of every job's fits by their exact inputs (`_FITS`)."""
     points: dict[tuple[int, int, int], tuple[float, float]] = field(default_factory=dict)
     params: PerfParams | None = None
     fitted_with: int = -1
@@ -79,9 +89,15 @@ class Profile:
             hit = self.cache.get(key)
             if hit is None:
                 vals = [self.points[k] for k in keys]
-                hit = fit_perf_params([k[0] for k in keys], [k[1] for k in keys],
-                                      [k[2] for k in keys], [v[0] for v in vals],
-                                      [v[1] for v in vals], where=where, tol=tol)
+                full = (key, tuple(vals), tol)
+                hit = _FITS.get(full)
+                if hit is None:
+                    hit = fit_perf_params([k[0] for k in keys], [k[1] for k in keys],
+                                          [k[2] for k in keys], [v[0] for v in vals],
+                                          [v[1] for v in vals], where=where, tol=tol)
+                    if len(_FITS) > FIT_CACHE_SIZE:
+                        _FITS.clear()
+                    _FITS[full] = hit
                 if len(self.cache) > 64:
                     self.cache.clear()
                 self.cache[key] = hit
