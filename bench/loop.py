@@ -244,16 +244,16 @@ def run(solver: str, servers: int, rounds: int, warmup: int, seed: int, load: fl
 #: Functions whose cumulative time the profile reports: (label, file, function).
 PROFILED = (
     ("Session.step (the whole round)", "alloc/session/core.py", "step"),
-    ("  problem.compile_problem", "alloc/problem.py", "compile_problem"),
-    ("    Problem._set_live_state", "alloc/problem.py", "_set_live_state"),
-    ("      problem.placeable_reason (per pending job, O(servers))", "alloc/problem.py",
+    ("  problem.compile_problem", "alloc/problem/core.py", "compile_problem"),
+    ("    Problem._set_live_state", "alloc/problem/live.py", "_set_live_state"),
+    ("      problem.placeable_reason (per pending job, O(servers))", "alloc/problem/placeable.py",
      "placeable_reason"),
-    ("      Problem.current_assign (per running job)", "alloc/problem.py", "current_assign"),
-    ("    problem.pareto_options", "alloc/problem.py", "pareto_options"),
+    ("      Problem.current_assign (per running job)", "alloc/problem/live.py", "current_assign"),
+    ("    problem.pareto_options", "alloc/problem/points.py", "pareto_options"),
     ("  solve.run_solver", "alloc/solve.py", "run_solver"),
     ("    the solver", None, None),
     ("    solve.finish", "alloc/solve.py", "finish"),
-    ("      Problem.placement (every placed job, running ones too)", "alloc/problem.py",
+    ("      Problem.placement (every placed job, running ones too)", "alloc/problem/build.py",
      "placement"),
     ("    recheck.violations_since (final check: what changed)", "alloc/recheck.py",
      "violations_since"),
@@ -275,8 +275,10 @@ def breakdown(prof: cProfile.Profile, solver: str, rounds: int) -> list[tuple[st
     fn = get_solver(solver).entry.partition(":")[2]
     st = pstats.Stats(prof).stats
     def cum(file, func):
+        # a tree before `alloc/problem/` was a package holds it all in alloc/problem.py
+        files = (file, "alloc/problem.py") if file.startswith("alloc/problem/") else (file,)
         return sum(v[3] for (f, _, name), v in st.items()
-                   if name == func and f.replace("\\", "/").endswith(file))
+                   if name == func and f.replace("\\", "/").endswith(files))
 
     out = []
     for label, file, func in PROFILED:

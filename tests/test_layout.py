@@ -24,8 +24,8 @@ function.
   one is the registry's lazy import of the family packages it names in
   `FAMILIES` (inside a function, by name); the test removes exactly those.
 * `docs/design.md`'s picture names every module and package of `alloc/`,
-  every family and every engine, and every file of every engine, and
-  nothing else; its table of the engines names every engine module.
+  every family and every engine, and every file of every engine and of
+  the compile step's package (`alloc/problem/`), and nothing else; its table of the engines names every engine module.
 """
 from __future__ import annotations
 
@@ -317,6 +317,7 @@ def test_the_design_picture_matches_the_tree():
     assert pic["engines"] == set(ENGINE_NAMES)
     for e in ENGINE_NAMES:
         assert pic[f"engines/{e}"] == entries(ENGINES / e), f"the picture's engines/{e}/"
+    assert pic["problem"] == entries(ROOT / "problem"), "the picture's problem/"
 
 
 def test_the_design_table_names_every_engine_module():

@@ -399,6 +399,13 @@ class Mechanism(Protocol):
     `Control`; what it returns is ignored.  `BaseMechanism` has a no-op for
     each hook, so that a mechanism writes only those it needs.
 
+    Two optional attributes, read once when the run is built: a mechanism's
+    ``placement_options`` (a mapping) are added to the placement solver's
+    options, held by reference (the mechanism may change their contents
+    between rounds: Gandiva's jobs bound to a server); ``candidates = "all"``
+    asks that every waiting job be offered to each round's placement (one
+    that binds jobs it cannot place now).
+
     Examples
     --------
     A mechanism that suspends every running job for one second at each

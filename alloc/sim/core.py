@@ -257,6 +257,17 @@ class Simulator:
         from ..registry import get_solver
         from ..session import Session
         opts = dict(self.place.params)
+        #: a mechanism may give the placement solver options (held by reference, so
+        #: that it updates them between rounds) and ask that every waiting job be
+        #: offered to it (``candidates = "all"``: a placement that binds jobs)
+        given = []
+        for m in self.mechanisms:
+            more = getattr(m.obj, "placement_options", None)
+            if more:
+                opts.update(more)
+                given.append(m.label)
+            if getattr(m.obj, "candidates", None) == "all":
+                self.candidates = "all"
         #: repack through the solver: a solver that declares migration re-places
         #: every job from scratch when moves are unlimited (a move costs nothing)
         self.moving = self.repack and "migration" in get_solver(self.place.obj).capabilities
@@ -266,7 +277,8 @@ class Simulator:
                                    preempt=self.preempt, time_limit=self.time_limit,
                                    seed=self.seed, name=self.name, **moves)
         except InputError as exc:
-            raise InputError(f"placement: {exc}") from None
+            by = f" (options given by {', '.join(given)})" if given else ""
+            raise InputError(f"placement: {exc}{by}") from None
 
     @property
     def total_milli(self) -> int:
@@ -758,6 +770,11 @@ class Simulator:
         r = self.records.get(jid)
         if r is None or r.version != version or not r.running:
             return
+        last = getattr(self.progress, "finished", None)
+        if last is not None and r.run is not None:  # the last stretch, to the model
+            t0 = time.perf_counter()
+            last(r, r.run, self.now)
+            self.timing["progress_s"] += time.perf_counter() - t0
         r.done = r.work
         r.t_mark = self.now
         self._end(r, "finish")
@@ -1014,8 +1031,7 @@ class _Control:
                 r.in_session = False
         if not r.in_session:
             sim._submit(r)
-        sim.session.reconcile({**{j: None for j in sim.session.running if j != job_id},
-                               job_id: gpus}, where=f"place {job_id!r}")
+        sim.session.reconcile({job_id: gpus}, stopped=(), where=f"place {job_id!r}")
         p = sim.session.jobs[job_id].current
         if old is None:
             sim._begin(r, p, "resume" if r.start_s is not None else "start")
@@ -1038,8 +1054,7 @@ class _Control:
         r = self._rec(job_id, "migrate")
         if not r.running:
             raise InputError(f"migrate: job {job_id!r} is not running")
-        sim.session.reconcile({**{j: None for j in sim.session.running}, job_id: list(gpus)},
-                              where=f"migrate {job_id!r}")
+        sim.session.reconcile({job_id: list(gpus)}, stopped=(), where=f"migrate {job_id!r}")
         p = sim.session.jobs[job_id].current
         r.moves += 1
         sim.counts["moves"] += 1

@@ -138,6 +138,10 @@ class Progress(Protocol):
         """Fields of the session's [`Job`][alloc.model.Job] beyond id, GPUs and
         priority (``model``/``profile`` for profiles, ``cpu``/``mem``)."""
 
+    # optional: ``finished(job, run, now)``, called when a job's work is done,
+    # before its run ends (a model that accounts for every second a job ran
+    # sees the last stretch there; `advanced` is not called for it)
+
 
 class ProgressModel:
     """Defaults for a `Progress` model: work is the job's ``work`` or

@@ -1,0 +1,101 @@
+"""Ranking and preemption rules: each job's rank (the caller's order, else
+priority highest first, then input order), who may stop whom
+([outranks][alloc.tenancy.outranks], or the order under
+``preempt="order"``), the rule the final check applies to a stopped job
+(`stopped_for`), and whether preemption can happen at all in a problem
+(`preemption_possible`, linear in the jobs).
+"""
+from __future__ import annotations
+
+from functools import cached_property
+from typing import Iterable, Sequence
+
+import numpy as np
+
+from .assign import Assign
+from .live import LiveState
+
+
+def order_ranks(order: Sequence[str] | None) -> dict[str, int] | None:
+    """``{job id: position}`` of a ranked list of job ids (highest first), or None."""
+    if order is None:
+        return None
+    return {jid: k for k, jid in enumerate(order)}
+
+
+class Ranking(LiveState):
+    """Ranks and the preemption rules (see the module notes)."""
+
+    def _set_rank(self, order: Sequence[str] | None) -> None:
+        jobs = self.jobs
+        neg = [-j.priority for j in jobs]
+        # a stable sort keeps input order among equal priorities
+        base = list(range(self.J)) if not neg or min(neg) == max(neg) else \
+            sorted(range(self.J), key=neg.__getitem__)
+        if order is None:
+            self.explicit_order = False
+            self.prio_key = neg
+            ranked = base
+        else:
+            self.explicit_order = True
+            pos = self.order_rank
+            assert pos is not None          # an order was given
+            listed = sorted((j for j in range(self.J) if jobs[j].id in pos),
+                            key=lambda j: pos[jobs[j].id])
+            ranked = listed + [j for j in base if jobs[j].id not in pos]
+            self.prio_key = [0] * self.J
+            for k, j in enumerate(ranked):
+                self.prio_key[j] = k
+        self.rank = np.empty(self.J, dtype=np.int64)
+        self.rank[np.asarray(ranked, dtype=np.int64)] = np.arange(self.J, dtype=np.int64)
+
+    def outranks(self, a: int, b: int) -> bool:
+        """May job ``a`` stop running job ``b`` under this call's rule
+        ([outranks][alloc.tenancy.outranks], by the order under ``preempt="order"``)?"""
+        from ..tenancy import outranks
+        rank = self.order_rank if self.preempt == "order" else None
+        return outranks(self.jobs[a], self.jobs[b], rank)
+
+    def stopped_for(self, r: int, assign: dict[int, Assign], fresh: Iterable[int]) -> bool:
+        """Running job ``r`` may be stopped: a job of ``fresh`` outranks it
+        (`outranks`) and is placed (``assign[i]``) on a server ``r`` held --
+        the rule [violations][alloc.check.violations] checks."""
+        held = None
+        for i in fresh:
+            if i == r or not self.outranks(i, r):
+                continue
+            if held is None:
+                held = self.servers_of(self.current_assign(r))
+            if held & self.servers_of(assign[i]):
+                return True
+        return False
+
+    @cached_property
+    def preemption_possible(self) -> bool:
+        """True when the tenancy rules let some pending job stop a running one
+        ([`alloc.tenancy.outranks`][alloc.tenancy.outranks]: a guaranteed job over an opportunistic
+        one or over a lower-priority guaranteed job of its tenant; an
+        opportunistic job over a lower-priority opportunistic one).  Linear in
+        the jobs: the highest pending priority of each kind against the lowest
+        running one."""
+        if not self.running:
+            return False
+        pk = self.prio_key
+        if min(pk) == max(pk) and not any(self.jobs[j].guaranteed for j in self.pending):
+            return False        # one priority and nothing guaranteed waits: nobody outranks
+        low_opp: int | None = None
+        low_gua: dict[str | None, int] = {}
+        for r in self.running:
+            job = self.jobs[r]
+            if job.guaranteed:
+                low_gua[job.tenant] = min(low_gua.get(job.tenant, job.priority), job.priority)
+            else:
+                low_opp = job.priority if low_opp is None else min(low_opp, job.priority)
+        for j in self.pending:
+            job = self.jobs[j]
+            if job.guaranteed and (low_opp is not None or job.priority > low_gua.get(
+                    job.tenant, job.priority)):
+                return True
+            if not job.guaranteed and low_opp is not None and job.priority > low_opp:
+                return True
+        return False
