@@ -13,7 +13,6 @@ from functools import cached_property
 from typing import Any, ItemsView, Iterable, Iterator, KeysView, Mapping, Sequence, ValuesView
 
 from .gpukey import gpu_key
-from .memo import without_memo
 
 MILLI = 1000  # milli-GPU in one whole GPU
 #: Longest name accepted (ids, models, tenants, GPU types).
@@ -613,10 +612,6 @@ class Placement:
                 == sorted((g.gpu, g.milli) for g in other.gpus)
                 and {k: v for k, v in self.cpu.items() if v} == {k: v for k, v in other.cpu.items() if v}
                 and {k: v for k, v in self.mem.items() if v} == {k: v for k, v in other.mem.items() if v})
-
-    def __getstate__(self) -> dict[str, Any]:
-        # the core's memo (alloc.memo) is not part of the placement
-        return without_memo(self.__dict__)
 
     def __hash__(self) -> int:
         return hash((self.job, self.gpus, tuple(sorted(self.cpu.items())),

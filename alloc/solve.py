@@ -14,13 +14,17 @@ online runner, sessions -- goes through it):
 2. the job order (ids of the input, each once);
 3. [`Problem`][alloc.problem.Problem] -- the one compile step: running jobs fixed,
    unplaceable jobs set aside with a reason, ranks from the job order;
-4. the solver runs against one [`Deadline`][alloc.deadline.Deadline] (a share is
+4. the core's reductions ([`alloc.reductions`][alloc.reductions], one chain):
+   preemption by the caller's order, then a tenant's guarantee for a solver
+   that does not serve it -- victims out of the problem, the jobs placed
+   for them pinned; the answer is inverted through the same chain after 5;
+5. the solver runs against one [`Deadline`][alloc.deadline.Deadline] (a share is
    kept back for the final check);
-5. [`finish`][alloc.solve.finish] -- running jobs the solver may not touch are put back, the
+6. [`finish`][alloc.solve.finish] -- running jobs the solver may not touch are put back, the
    value is recomputed from the placements, ``moved`` / ``preempted`` /
    ``reasons`` are filled in, and the status is kept honest
    ([`honest_status`][alloc.solve.honest_status]);
-6. [`alloc.check.violations`][alloc.check.violations] -- a solver bug surfaces as a
+7. [`alloc.check.violations`][alloc.check.violations] -- a solver bug surfaces as a
    [`SolverError`][alloc.errors.SolverError], never as an over-committed cluster.
 """
 from __future__ import annotations
@@ -216,7 +220,7 @@ def _check_order(jobs: Sequence[Job], order) -> None:
 def run_solver(problem, info: SolverInfo, deadline: Deadline, *, seed: int = 0,
                options: dict | None = None, check: bool = True,
                timings: dict | None = None) -> Allocation:
-    """Steps 4-6 of the chain on a compiled problem (see the module notes).
+    """Steps 4-7 of the chain on a compiled problem (see the module notes).
 
     ``timings``, when given, gets the seconds of each step added to its
     ``solver_s``, ``finish_s`` and ``check_s``."""
@@ -224,10 +228,10 @@ def run_solver(problem, info: SolverInfo, deadline: Deadline, *, seed: int = 0,
     problem.reserve_s = check_reserve(problem)
     inner = deadline.reserve(problem.reserve_s)
     with watched() as cut:
-        solved, plan = _order_preemption(problem, inner)
-        why = None
-        if plan is None:
-            solved, plan, why = _guarantee(problem, info, inner)
+        from .reductions import Chain, GuaranteePins, OrderPreemption
+        chain = Chain((OrderPreemption(inner),
+                       GuaranteePins(inner, "guarantee" in info.capabilities)))
+        solved, data = chain.apply(problem)
         try:
             sol = info.solve(solved, deadline=inner, seed=seed, **(options or {}))
         except (InputError, SolverError, SolverUnavailable):
@@ -239,13 +243,7 @@ def run_solver(problem, info: SolverInfo, deadline: Deadline, *, seed: int = 0,
     if cut[0]:
         sol = replace(sol, stats={**sol.stats, "clock_cut": True})
     t1 = time.perf_counter()
-    alloc = finish(solved, sol, info, t1 - t0)
-    if plan is not None:
-        from .preempt import lifted
-        alloc = lifted(problem, plan, alloc, why)
-        if why is not None:         # the guarantee's: which guaranteed jobs the core placed
-            alloc = replace(alloc, stats={**alloc.stats, "guarantee_pinned": sorted(
-                problem.jobs[j].id for j in plan.pinned)})
+    alloc = chain.invert(finish(solved, sol, info, t1 - t0), data)
     t2 = time.perf_counter()
     if check:
         bad = _violations(problem, alloc, deadline)
@@ -257,18 +255,6 @@ def run_solver(problem, info: SolverInfo, deadline: Deadline, *, seed: int = 0,
         for key, dt in (("solver_s", t1 - t0), ("finish_s", t2 - t1), ("check_s", t3 - t2)):
             timings[key] = timings.get(key, 0.0) + dt
     return replace(alloc, wall_time_s=t3 - t0)
-
-
-def _order_preemption(problem, deadline: Deadline):
-    """Under ``preempt="order"``: the problem the solver gets and the core's
-    plan ([alloc.preempt][]), else the problem itself and None."""
-    if problem.preempt != "order":
-        return problem, None
-    from .preempt import plan, reduced
-    decided = plan(problem, deadline.share(0.25))
-    if not decided.victims and not any(j.priority for j in problem.jobs):
-        return problem, None
-    return reduced(problem, decided), decided
 
 
 def _kept_order(problem, sol, info: SolverInfo, deadline: Deadline):
@@ -288,21 +274,6 @@ def _kept_order(problem, sol, info: SolverInfo, deadline: Deadline):
     if not stops:
         assign = {j: a for j, a in assign.items() if j not in fixed or j in sol.assign}
     return replace(sol, assign=assign, stats={**sol.stats, "order_kept": changed})
-
-
-def _guarantee(problem, info: SolverInfo, deadline: Deadline):
-    """With tenants' cells and a waiting guaranteed job: the problem the
-    solver gets, the core's plan ([alloc.guarantee][]) and the victims'
-    reason; else the problem itself, None, None.  A solver that declares
-    ``guarantee`` serves it itself."""
-    from .guarantee import applies, plan, reason
-    if "guarantee" in info.capabilities or not applies(problem):
-        return problem, None, None
-    decided = plan(problem, deadline.share(0.25))
-    if decided is None or not decided.pinned:
-        return problem, None, None
-    return problem.reduced(set(decided.victims), decided.pinned, keep_priority=True), \
-        decided, reason
 
 
 def _violations(problem, alloc: Allocation, deadline: Deadline) -> list[str]:

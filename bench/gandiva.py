@@ -21,6 +21,15 @@ Every parameter is fixed from the papers or public data before any run; the
 per-model data and their sources are in alloc/sim/data/gandiva_models.json,
 the other assumptions in bench/results/gandiva.md.
 
+Both sides run on the one simulator (`alloc.sim.simulate`): FIFO (not
+preemptive), the ``gandiva`` placement, Gandiva's mechanism
+(`alloc.sched.gandiva.mechanism.GandivaMechanism`; over-subscription off for
+the baseline) and Gandiva's data as the progress model
+(`alloc.sim.gandiva.GandivaProgress`).  ``decision_ms_*`` is the mechanism's
+time per event it handles (its rules and the checked placements it makes),
+``solver_ms_*`` the ``gandiva`` solver's per round, ``rounds`` the session
+rounds.
+
 ``--out FILE`` writes ``{"baseline": {...}, "gandiva": {...}}`` with
 ``gpu_util`` (0..1), ``time_to_100_minibatches_s``, ``mean_jct_s``,
 ``makespan_s``, ``migrations``, ``suspensions``, ``packings``,
@@ -35,6 +44,7 @@ import argparse
 import json
 import math
 import os
+import statistics
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
@@ -45,9 +55,11 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from alloc.errors import InputError  # noqa: E402
-from alloc.sim.gandiva import (gandiva_cluster, gpu_memory, load_models,  # noqa: E402
-                               packing_workload, simulate, trace_workload)
-from alloc.sim.gandiva.workload import trace_jobs  # noqa: E402
+from alloc.sched.gandiva.mechanism import GandivaMechanism  # noqa: E402
+from alloc.sim import simulate  # noqa: E402
+from alloc.sim.gandiva import (GandivaProgress, gandiva_cluster, gpu_memory,  # noqa: E402
+                               load_models, mean_over, packing_workload, trace_jobs,
+                               trace_workload, workload_jobs)
 
 #: The papers' figures.
 PAPER = {
@@ -59,8 +71,10 @@ PAPER = {
 }
 KEYS = ("gpu_util", "gpu_util_20_120", "time_to_100_minibatches_s", "mean_jct_s", "makespan_s",
         "migrations", "suspensions", "packings", "packings_undone", "unpacked",
-        "oversubscribed", "queued", "unfinished", "events", "steps", "decision_ms_median",
-        "decision_ms_p95", "checked_ms_median", "checked_ms_p95", "wall_s", "cpu_s")
+        "oversubscribed", "queued", "unfinished", "events", "rounds", "decision_ms_median",
+        "decision_ms_p95", "solver_ms_median", "solver_ms_p95", "wall_s", "cpu_s")
+#: Seconds per utilisation bin.
+BIN_S = 60.0
 
 
 def _nonneg(name: str, text: str, positive: bool = False) -> float:
@@ -100,11 +114,65 @@ def setup(args) -> dict:
 
 
 def run_side(payload) -> dict:
-    """One side's simulation (a worker process)."""
+    """One side's simulation on the one simulator (a worker process): the
+    ``gandiva`` placement under FIFO (not preemptive) with Gandiva's
+    mechanism -- over-subscribed, time-sliced, packing or migrating for
+    Gandiva; never over-subscribing for the baseline -- and Gandiva's data
+    as the progress model."""
     name, jobs, models, cluster, kw = payload
-    r = simulate(jobs, models, cluster, **kw)
-    return {"name": name, "summary": r.summary, "util": r.util, "packings": r.packings,
-            "bin_s": r.bin_s}
+    t0, c0 = time.perf_counter(), time.process_time()
+    prog = GandivaProgress(models, bin_s=BIN_S)
+    g = kw["mode"] == "gandiva"
+    mech = GandivaMechanism(slice_s=kw["slice_s"], oversubscribe=g,
+                            packing=g and kw.get("packing", False),
+                            migration=g and kw.get("migration", False),
+                            gpu_mem_capacity=kw["gpu_mem_capacity"])
+    res = simulate(cluster, workload_jobs(jobs, models), order=("fifo", {"preemptive": False}),
+                   placement="gandiva", mechanism=mech, progress=prog, max_time_s=kw["until"],
+                   name=name)
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    return {"name": name, "summary": summary(res, prog, mech, cluster.total_gpus, kw["window"],
+                                             wall, cpu),
+            "util": prog.util(cluster.total_gpus), "packings": mech.kept, "bin_s": BIN_S}
+
+
+def summary(res, prog: GandivaProgress, mech: GandivaMechanism, gpus: int, window, wall: float,
+            cpu: float) -> dict:
+    """The figures of one side (``KEYS``) from the run, its progress model
+    and its mechanism."""
+    rows = res.timeline()
+    done = [r for r in rows if r.get("end_s") is not None]
+    jct = [r["end_s"] - r["arrival_s"] for r in done]
+    first = min((r["arrival_s"] for r in rows), default=0.0)
+    util = prog.util(gpus)
+    c = mech.counts
+    s = res.summary()
+    return {
+        "gpu_util": mean_over(util, BIN_S, *window),
+        "gpu_util_20_120": mean_over(util, BIN_S, 1200.0, 7200.0),
+        "time_to_100_minibatches_s": statistics.fmean(prog.feedback.values())
+        if prog.feedback else 0.0,
+        "mean_jct_s": statistics.fmean(jct) if jct else 0.0,
+        "makespan_s": max(r["end_s"] for r in done) - first if done else 0.0,
+        "migrations": c["migrations"], "suspensions": c["suspensions"],
+        "packings": c["packings"], "packings_undone": c["packings_undone"],
+        "unpacked": c["unpacked"], "resizes": c["resizes"],
+        "oversubscribed": c["oversubscribed"], "queued": c["queued"],
+        "unfinished": s["unfinished"], "events": len(mech.latency), "rounds": s["rounds"],
+        "steps": s["steps"],
+        "decision_ms_median": 1e3 * _quantile(mech.latency, 0.5),
+        "decision_ms_p95": 1e3 * _quantile(mech.latency, 0.95),
+        "solver_ms_median": 1e3 * _quantile(mech.solver_s, 0.5),
+        "solver_ms_p95": 1e3 * _quantile(mech.solver_s, 0.95),
+        "wall_s": wall, "cpu_s": cpu,
+    }
+
+
+def _quantile(xs, q: float) -> float:
+    if not xs:
+        return 0.0
+    s = sorted(xs)
+    return s[min(len(s) - 1, int(q * len(s)))]
 
 
 def _change(a, b) -> str:

@@ -185,13 +185,13 @@ def test_the_free_capacity_carried_to_the_next_round(solver):
 
 
 def test_the_placement_kept_for_a_running_job():
-    from alloc.memo import SLOT
+    from alloc.memo import entries
     s = session()
     jid = s.running[0]
     cur = s.jobs[jid].current
-    store = cur.__dict__[SLOT]
+    store = entries(cur)
     kept = store["placement"]
-    forged = replace(kept[-1], gpus=(GpuShare("s1/gpu3", 1000),), cpu={"s1": 1000},
+    forged = replace(cur, gpus=(GpuShare("s1/gpu3", 1000),), cpu={"s1": 1000},
                      mem={"s1": 1000})
     store["placement"] = kept[:-1] + (forged,)
     with pytest.raises(SolverError, match="moved"):
@@ -264,3 +264,18 @@ def test_the_cell_engine_kept_by_hived():
         s.submit(Job(f"k{i}", 1, cpu=1000, mem=1000))
     with pytest.raises(SolverError, match="milli allocated"):
         s.step()
+
+
+def test_the_final_check_reads_no_cache_of_the_core():
+    """The placements' cache is the core's own table (`alloc.memo`): the
+    final check's modules do not import it."""
+    import ast
+    import alloc
+    from pathlib import Path
+    root = Path(alloc.__file__).parent
+    for name in ("check.py", "facts.py"):
+        tree = ast.parse((root / name).read_text())
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom):
+                assert "memo" not in (node.module or ""), (name, node.module)
+

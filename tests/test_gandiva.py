@@ -1,6 +1,7 @@
-"""Gandiva: hand-worked cases of each mechanism -- reactive placement
-(Algorithm 1), time-slicing, priorities, packing and its undoing, migration
-(defragmentation, locality), grow-shrink, failures -- and the data file."""
+"""Gandiva: hand-worked cases of each mechanism on the one simulator --
+reactive placement (Algorithm 1), time-slicing, priorities, packing and its
+undoing, migration (defragmentation, locality), grow-shrink, failures --
+the command line, the data file and the bench."""
 import json
 import os
 import subprocess
@@ -12,11 +13,15 @@ import pytest
 from alloc import allocate, violations
 from alloc.errors import InputError
 from alloc.model import Cluster, GpuShare, Job, Placement, Server
-from alloc.sim.gandiva import gandiva_cluster, load_models, packing_workload, simulate
+from alloc.sched import BaseMechanism, get_policy
+from alloc.sched.gandiva.defrag import defrag_moves, locality_moves
+from alloc.sched.gandiva.mechanism import GandivaMechanism
+from alloc.sched.gandiva.slicing import Unit, slice_choice
+from alloc.sim import ServerEvent, WorkloadJob, simulate
+from alloc.sim.gandiva import (GandivaProgress, gandiva_cluster, load_models, packing_workload,
+                               workload_jobs)
 from alloc.sim.gandiva.data import eta_from_table
-from alloc.solvers.gandiva.defrag import defrag_moves, locality_moves
-from alloc.solvers.gandiva.scheduler import GandivaScheduler
-from alloc.solvers.gandiva.slicing import Unit, slice_choice
+from alloc.sim.progress import ProgressModel
 
 MEM = {"P40": 24576, "P100": 16384}
 ROOT = Path(__file__).resolve().parents[1]
@@ -38,9 +43,38 @@ def running(jid, gpus, g=1):
                                  {sid: 1000 * g}, {sid: 1024 * g}, 1.0))
 
 
-def on(sched, jid):
-    p = sched.placement(jid)
-    return None if p is None else sorted(g.gpu for g in p.gpus)
+def wjob(jid, at, g=1, dur=10_000.0, util=None, gpu_mem=1000, **kw):
+    """A workload job: 1 core and 1 GiB per GPU, its GPU memory, its utilisation."""
+    return WorkloadJob(jid, float(at), g, duration_s=dur,
+                       extra={} if util is None else {"util": util},
+                       fields={"cpu": 1000 * g, "mem": 1024 * g, "gpu_mem": gpu_mem}, **kw)
+
+
+class Probe(BaseMechanism):
+    """Records, after each slice boundary and each round, where jobs run."""
+
+    def __init__(self):
+        self.ticks = []
+        self.last = {}
+
+    def _now(self, ctl):
+        return {j.id: sorted(g.gpu for g in j.run.placement.gpus)
+                for j in ctl.jobs.values() if j.running}
+
+    def on_event(self, event, ctl):
+        if event.kind == "timer":
+            self.ticks.append((event.at_s, self._now(ctl)))
+
+    def after_step(self, result, ctl):
+        self.last = self._now(ctl)
+
+
+def run(cluster, jobs, until, progress=None, events=(), **kw):
+    kw.setdefault("gpu_mem_capacity", MEM)
+    m, probe = GandivaMechanism(**kw), Probe()
+    res = simulate(cluster, jobs, order="fifo:preemptive=false", placement="gandiva",
+                   mechanism=[m, probe], progress=progress, max_time_s=until, events=events)
+    return m, probe, res
 
 
 # ------------------------------------------------------------- Algorithm 1
@@ -87,20 +121,15 @@ def test_plan_is_carried_out_and_missed_when_busy():
 
 # ------------------------------------------------------------- time-slicing
 def test_round_robin_gives_each_job_its_share():
-    g = GandivaScheduler(servers(1), gpu_mem_capacity=MEM, packing=False)
-    for i in range(6):
-        g.submit(job(f"j{i}"), now=float(i))
-    assert set(g.suspended) == {"j4", "j5"}
-    ran = dict.fromkeys((f"j{i}" for i in range(6)), 0)
-    for t in range(1, 7):
-        d = g.tick(60.0 * t)
-        assert len(d.suspended) == len(d.resumed) + len(d.started) == 2
-        for j in ran:
-            if g.placement(j) is not None:
-                ran[j] += 1
-            else:
-                assert j in g.suspended
+    jobs = [wjob(f"j{i}", i) for i in range(6)]
+    m, probe, _ = run(servers(1), jobs, 6 * 60.0 + 1, packing=False)
+    ran = dict.fromkeys((j.id for j in jobs), 0)
+    for _, now in probe.ticks[:6]:
+        assert len(now) == 4
+        for j in now:
+            ran[j] += 1
     assert set(ran.values()) == {4}                  # 4 slices of 6 each: 4 GPUs, 6 jobs
+    assert m.counts["suspensions"] == 12 and m.counts["started"] + m.counts["resumed"] == 16
 
 
 def test_unit_choice_never_suspends_higher_priority_for_lower():
@@ -111,68 +140,89 @@ def test_unit_choice_never_suspends_higher_priority_for_lower():
 
 
 def test_lower_priority_job_waits_while_higher_ones_fill_the_server():
-    g = GandivaScheduler(servers(1, gpus=2), gpu_mem_capacity=MEM, packing=False)
-    g.submit(job("h1", priority=5), 0.0)
-    g.submit(job("h2", priority=5), 0.0)
-    g.submit(job("low", priority=0), 1.0)
-    for t in range(1, 5):
-        d = g.tick(60.0 * t)
-        assert not d.suspended and g.placement("low") is None
-    g.submit(job("h3", priority=9), 300.0)          # outranks the running ones
-    d = g.tick(360.0)
-    assert g.placement("h3") is not None and len(d.suspended) == 1
-    assert d.suspended[0] in ("h1", "h2")
+    jobs = [wjob("h1", 0, priority=5), wjob("h2", 0, priority=5), wjob("low", 1),
+            wjob("h3", 301, priority=9)]                # outranks the running ones
+    m, probe, _ = run(servers(1, gpus=2), jobs, 361.0, packing=False)
+    for t, now in probe.ticks:
+        assert "low" not in now
+        if t < 300:
+            assert set(now) == {"h1", "h2"}
+    assert set(probe.ticks[-1][1]) in ({"h3", "h1"}, {"h3", "h2"})
+    assert m.counts["suspensions"] == 1
 
 
 # ------------------------------------------------------------------ packing
-def packed_pair(measured):
-    g = GandivaScheduler(servers(1, gpus=1), gpu_mem_capacity=MEM)
-    g.submit(job("a"), 0.0, util=0.1)
-    g.submit(job("b"), 1.0, util=0.2)
-    d = g.tick(60.0)                              # b's turn; a (profiled) finds no profiled host
-    assert d.suspended == ("a",) and not d.packed
-    d = g.tick(120.0, {})                         # a's turn; b, profiled now, packs onto a's GPU
-    assert d.packed == (("a", "b"),)
-    p = [g.placement(j) for j in ("a", "b")]
-    assert [x.gpus[0].gpu for x in p] == ["s0/gpu0", "s0/gpu0"]
-    assert [x.gpus[0].milli for x in p] == [500, 500]
-    return g, g.tick(180.0, {"a": measured, "b": measured})
+class Shared(ProgressModel):
+    """Each job of a packed pair runs at ``f`` of its speed alone."""
+    name = "shared"
+    gives = frozenset({"duration"})
+
+    def __init__(self, f):
+        super().__init__()
+        self.f = f
+
+    def rate(self, job, run):
+        return self.f if run.colocated else 1.0
+
+
+def packed_pair(f, until=181.0):
+    jobs = [wjob("a", 0, util=0.1), wjob("b", 1, util=0.2)]
+    m, probe, res = run(servers(1, gpus=1), jobs, until, progress=Shared(f))
+    t60, t120 = probe.ticks[0][1], probe.ticks[1][1]
+    assert t60 == {"b": ["s0/gpu0"]}                  # b's turn; a finds no profiled host
+    assert t120 == {"a": ["s0/gpu0"], "b": ["s0/gpu0"]}   # b, profiled now, packs onto a's GPU
+    return m, probe, res
 
 
 def test_packing_kept_when_it_beats_time_slicing():
-    g, d = packed_pair(0.8)                       # 0.8 + 0.8 > 1
-    assert not d.undone and g.groups() and g.counts["packings_kept"] == 1
+    m, probe, _ = packed_pair(0.8)                   # 0.8 + 0.8 > 1
+    assert m.counts["packings"] == m.counts["packings_kept"] == 1
+    assert not m.counts["packings_undone"] and m.groups()
+    assert m.kept == [(120.0, 1)]
 
 
 def test_packing_undone_when_it_loses_and_not_tried_again():
-    g, d = packed_pair(0.4)                       # 0.4 + 0.4 <= 1
-    assert d.undone == (("a", "b"),) and d.suspended == ("b",)
-    assert not g.groups() and len(g.suspended) == 1
-    for t in range(5, 12):
-        assert not g.tick(60.0 * t).packed        # the same pair is never packed again
+    m, probe, _ = packed_pair(0.4, until=11 * 60.0 + 1)   # 0.4 + 0.4 <= 1
+    assert m.counts["packings_undone"] == m.counts["packings"] == 1   # never packed again
+    assert len(probe.ticks[2][1]) == 1 and not m.groups()
+    assert m.kept == [(120.0, 1), (180.0, 0)]
+
+
+def test_packed_jobs_hold_equal_shares_of_the_gpu():
+    jobs = [wjob("a", 0, util=0.1), wjob("b", 1, util=0.2)]
+    shares = []
+
+    class Shares(BaseMechanism):
+        def on_event(self, event, ctl):
+            if event.kind == "timer":
+                shares.append(sorted(j.run.milli for j in ctl.jobs.values() if j.running))
+    m = GandivaMechanism(gpu_mem_capacity=MEM)
+    simulate(servers(1, gpus=1), jobs, order="fifo:preemptive=false", placement="gandiva",
+             mechanism=[m, Shares()], progress=Shared(0.8), max_time_s=121.0)
+    assert shares == [[1000], [500, 500]]
 
 
 def test_packing_only_where_gpu_memory_fits():
-    g = GandivaScheduler(servers(1, gpus=1), gpu_mem_capacity=MEM)
-    g.submit(job("a", gpu_mem=20000), 0.0, util=0.1)
-    g.submit(job("b", gpu_mem=8000), 1.0, util=0.1)
-    for t in range(1, 8):
-        assert not g.tick(60.0 * t, {}).packed    # 28,000 MiB > 24,576 MiB of a P40
+    jobs = [wjob("a", 0, util=0.1, gpu_mem=20000), wjob("b", 1, util=0.1, gpu_mem=8000)]
+    m, _, _ = run(servers(1, gpus=1), jobs, 8 * 60.0 + 1)
+    assert not m.counts["packings"]                   # 28,000 MiB > 24,576 MiB of a P40
 
 
 def test_packing_reads_the_servers_gpu_memory():
     """A server's declared ``gpu_mem`` bounds packing; without a mapping the
     library's table gives the type's memory (a P40: 24,576 MiB)."""
     small = Cluster((Server("s0", 12000, 458752, 1, "P40", gpu_mem=8192),))
-    g = GandivaScheduler(small, gpu_mem_capacity=MEM)
-    g.submit(job("a", gpu_mem=5000), 0.0, util=0.1)
-    g.submit(job("b", gpu_mem=5000), 1.0, util=0.1)
-    assert not any(g.tick(60.0 * t, {}).packed for t in range(1, 8))   # 10,000 > 8,192
-    g = GandivaScheduler(servers(1, gpus=1))
-    g.submit(job("a", gpu_mem=5000), 0.0, util=0.1)
-    g.submit(job("b", gpu_mem=5000), 1.0, util=0.1)
-    assert any(g.tick(60.0 * t, {}).packed for t in range(1, 8))       # 10,000 <= 24,576
+    jobs = [wjob("a", 0, util=0.1, gpu_mem=5000), wjob("b", 1, util=0.1, gpu_mem=5000)]
+    m, _, _ = run(small, jobs, 8 * 60.0 + 1)
+    assert not m.counts["packings"]                   # 10,000 > 8,192
+    m, _, _ = run(servers(1, gpus=1), jobs, 8 * 60.0 + 1, gpu_mem_capacity=None)
+    assert m.counts["packings"]                       # 10,000 <= 24,576
 
+
+def test_no_packing_without_a_known_utilisation():
+    jobs = [wjob("a", 0), wjob("b", 1)]               # no util column: never profiled for it
+    m, _, _ = run(servers(1, gpus=1), jobs, 8 * 60.0 + 1)
+    assert not m.counts["packings"] and m.counts["suspensions"]
 
 
 # ---------------------------------------------------------------- migration
@@ -187,51 +237,94 @@ def test_locality_brings_a_spread_job_onto_one_server():
     assert locality_moves([0, 1], [("j", 4, {0: 2, 1: 1})]) == []
 
 
-def test_scheduler_migrates_with_moves_allowed_and_reports_it():
-    g = GandivaScheduler(servers(2), gpu_mem_capacity=MEM, packing=False, migration=True)
-    for k, jid in enumerate("abcdefgh"):          # a-d on s0, e-h on s1
-        g.submit(job(jid), float(k))
-    for jid in "bcdh":
-        g.finish(jid, 10.0)                       # s0: a alone (3 free); s1: 1 free
-    assert on(g, "a")[0].startswith("s0")
-    d = g.tick(60.0)
-    assert d.migrated == ("a",) and g.counts["migrations"] == 1
-    assert on(g, "a")[0].startswith("s1")         # s0 is idle again, free for a 4-GPU job
-    assert g.session.last.move[0].job == "a"      # the round lists the move
+def eight_then_four_leave(**kw):
+    """a-d on s0, e-h on s1; b, c, d and h finish at 10 s."""
+    jobs = [wjob(jid, k, dur=10.0 - k if jid in "bcdh" else 10_000.0)
+            for k, jid in enumerate("abcdefgh")]
+    return run(servers(2), jobs, 61.0, packing=False, **kw)
 
 
-def test_no_migration_without_moves():
-    g = GandivaScheduler(servers(3), gpu_mem_capacity=MEM, packing=False)
-    for k, jid in enumerate("abcde"):
-        g.submit(job(jid), float(k))
-    for jid in "bcd":
-        g.finish(jid, 10.0)
-    before = {j: on(g, j) for j in "ae"}
-    assert not g.tick(60.0).migrated and {j: on(g, j) for j in "ae"} == before
+def test_migration_defragments_and_reports_the_move():
+    m, probe, res = eight_then_four_leave(migration=True)
+    assert probe.ticks[0][1]["a"][0].startswith("s1")  # s0 is idle again, free for a 4-GPU job
+    assert m.counts["migrations"] == 1 and res.summary()["moves"] == 1
+
+
+def test_no_migration_without_the_mechanism():
+    m, probe, res = eight_then_four_leave(migration=False)
+    assert probe.ticks[0][1]["a"][0].startswith("s0")
+    assert not m.counts["migrations"] and res.summary()["moves"] == 0
 
 
 # -------------------------------------------------------------- grow-shrink
 def test_grow_when_idle_and_shrink_at_once_for_a_new_job():
-    g = GandivaScheduler(servers(1), gpu_mem_capacity=MEM, grow_shrink=True, packing=False)
-    g.submit(job("el", 1, min_gpus=1, max_gpus=4), 0.0)
-    assert not g.tick(60.0).resized               # idle for less than a slice
-    d = g.tick(120.0)
-    assert d.resized == (("el", 1, 4),) and len(on(g, "el")) == 4
-    d = g.submit(job("new", 2), 130.0)
-    assert d.resized == (("el", 4, 1),) and d.started == ("new",)
-    assert len(on(g, "el")) == 1 and len(on(g, "new")) == 2
+    jobs = [wjob("el", 0, min_gpus=1, max_gpus=4), wjob("new", 130, 2)]
+    m, probe, _ = run(servers(1), jobs, 131.0, grow_shrink=True, packing=False)
+    assert len(probe.ticks[0][1]["el"]) == 1           # idle for less than a slice
+    assert len(probe.ticks[1][1]["el"]) == 4
+    assert m.counts["resizes"] == 2                    # grown, then shrunk for "new"
+    assert len(probe.last["el"]) == 1 and len(probe.last["new"]) == 2
 
 
 # ----------------------------------------------------------------- failures
 def test_server_failure_places_its_jobs_again():
-    g = GandivaScheduler(servers(2), gpu_mem_capacity=MEM, packing=False)
-    for k in range(6):
-        g.submit(job(f"j{k}"), float(k))
-    lost_before = [j for j in g.session.jobs if (on(g, j) or [""])[0].startswith("s0")]
-    d = g.fail_server("s0", 10.0)
-    assert set(d.lost) == set(lost_before)
-    assert all((on(g, j) or ["s1"])[0].startswith("s1") for j in g.session.jobs)
-    assert len(g.cluster.servers) == 1
+    jobs = [wjob(f"j{k}", k, dur=600.0) for k in range(6)]
+    m, probe, res = run(servers(2), jobs, None, packing=False,
+                        events=[ServerEvent(10.0, "fail", "s0")])
+    assert m.counts["lost"] == 4 and res.summary()["unfinished"] == 0
+    assert all(g[0].startswith("s1") for _, now in probe.ticks for g in now.values())
+
+
+def test_failures_during_a_run_keep_every_job():
+    ms = load_models()
+    jobs = workload_jobs(packing_workload(ms, 24, hours=0.1, seed=5, minutes=(3.0, 6.0)), ms)
+    m, _, res = run(gandiva_cluster(3), jobs, None, progress=GandivaProgress(ms),
+                    events=[ServerEvent(120.0, "fail", "s001"), ServerEvent(200.0, "fail", "s002")])
+    assert res.summary()["unfinished"] == 0
+
+
+# ------------------------------------------------------------ the stack
+def test_registered_mechanisms_and_their_settings():
+    assert get_policy("mechanism", "gandiva-packing").build().packing
+    m = get_policy("mechanism", "gandiva").build(migration=True, slice_s=30.0)
+    assert m.migration and m.slice_s == 30.0
+    with pytest.raises(InputError, match="slice_s"):
+        get_policy("mechanism", "gandiva").build(slice_s=0)
+
+
+def test_the_mechanism_needs_its_placement_and_a_non_preemptive_order():
+    jobs = [wjob("a", 0)]
+    with pytest.raises(InputError, match="placement"):
+        simulate(servers(1), jobs, order="fifo:preemptive=false", placement="best-fit",
+                 mechanism="gandiva")
+    with pytest.raises(InputError, match="order-preemption"):
+        simulate(servers(1), jobs, order="fifo", placement="gandiva", mechanism="gandiva")
+
+
+def cli(*args):
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.run([sys.executable, "-m", "alloc", "simulate", *args],
+                          capture_output=True, text=True, env=env, timeout=120)
+
+
+def test_simulate_runs_the_mechanism_by_name(tmp_path):
+    w = tmp_path / "w.csv"
+    w.write_text("id,arrival_s,gpus,duration_s\n" + "".join(
+        f"j{i},{i},1,{300 + 60 * i}\n" for i in range(5)))
+    base = ["--servers", "1", "--gpus-per-server", "2", "--order", "fifo:preemptive=false"]
+    p = cli(str(w), *base, "--placement", "gandiva", "--mechanism", "gandiva-slicing",
+            "--out", str(tmp_path / "g"))
+    assert p.returncode == 0, p.stderr
+    s = json.loads((tmp_path / "g" / "summary.json").read_text())
+    assert s["jobs"] == 5 and s["preemptions"] > 0
+    p = cli(str(w), *base, "--placement", "gandiva:oversubscribe=false", "--out",
+            str(tmp_path / "b"))
+    assert p.returncode == 0, p.stderr
+    b = json.loads((tmp_path / "b" / "summary.json").read_text())
+    assert b["preemptions"] == 0 and b["jobs"] == 5
+    p = cli(str(w), *base, "--placement", "best-fit", "--mechanism", "gandiva", "--out",
+            str(tmp_path / "x"))
+    assert p.returncode == 2 and p.stderr.count("\n") == 1 and "gandiva" in p.stderr
 
 
 # --------------------------------------------------------------------- data
@@ -261,12 +354,32 @@ def test_bad_model_files_name_the_field(tmp_path):
 
 def test_small_run_end_to_end():
     ms = load_models()
-    jobs = packing_workload(ms, 30, hours=0.2, seed=3, minutes=(3.0, 5.0))
-    r = simulate(jobs, ms, gandiva_cluster(2), gpu_mem_capacity=MEM)
-    b = simulate(jobs, ms, gandiva_cluster(2), mode="baseline", gpu_mem_capacity=MEM)
-    assert r.summary["unfinished"] == b.summary["unfinished"] == 0
-    assert r.summary["time_to_100_minibatches_s"] < b.summary["time_to_100_minibatches_s"]
-    assert b.summary["suspensions"] == b.summary["packings"] == 0
+    jobs = workload_jobs(packing_workload(ms, 30, hours=0.2, seed=3, minutes=(3.0, 5.0)), ms)
+    out = {}
+    for over in (True, False):
+        prog = GandivaProgress(ms)
+        m, _, res = run(gandiva_cluster(2), jobs, None, progress=prog, oversubscribe=over)
+        out[over] = (res.summary(), m, sum(prog.feedback.values()) / len(prog.feedback))
+    (g, _, fg), (b, mb, fb) = out[True], out[False]
+    assert g["unfinished"] == b["unfinished"] == 0
+    assert fg < fb                                     # early feedback: time to 100 mini-batches
+    assert mb.counts["suspensions"] == mb.counts["packings"] == 0 and b["preemptions"] == 0
+
+
+def test_a_packed_pair_runs_at_the_tables_rates():
+    """Two LSTMs packed on one GPU: each at half Table 1's packing rate."""
+    ms = load_models()
+    p = GandivaProgress(ms)
+    from alloc.sim.progress import Run
+
+    class J:
+        id, model, state = "a", "LSTM", {}
+        spec = WorkloadJob("a", 0.0, 1, duration_s=1.0)
+
+        def peer(self, other):
+            return type("O", (), {"model": "LSTM", "run": Run(gpus=1)})()
+    r = p.rate(J(), Run(gpus=1, gpu_names=("s/gpu0",), colocated=("b",)))
+    assert 2 * r == pytest.approx(53.0 / 63.8 * ms.models["LSTM"].rate_mbps)
 
 
 # -------------------------------------------------------------------- bench
@@ -315,18 +428,48 @@ def test_pair_rule_against_gavels_measured_pairs(shared_dir):
     assert got["p100"]["pairs"] > 500 and got["p100"]["median"] < 0.1
 
 
-def test_failures_during_a_run_keep_every_job():
-    ms = load_models()
-    jobs = packing_workload(ms, 24, hours=0.1, seed=5, minutes=(3.0, 6.0))
-    r = simulate(jobs, ms, gandiva_cluster(3), gpu_mem_capacity=MEM,
-                 failures=[(120.0, "s001"), (200.0, "s002")])
-    assert r.summary["unfinished"] == 0
 
 
-def test_a_running_job_submitted_stays_and_counts():
-    g = GandivaScheduler(servers(1, gpus=2), gpu_mem_capacity=MEM, packing=False)
-    g.submit(running("r", ["s0/gpu1"]), 0.0)
-    g.submit(job("a"), 1.0)
-    d = g.submit(job("b"), 2.0)
-    assert on(g, "r") == ["s0/gpu1"] and on(g, "a") == ["s0/gpu0"]
-    assert d.bound == {"b": "s0"} and g.height("s0") == 1.5
+# --------------------------------------------------- the simulator's hooks
+def test_a_quiet_timer_calls_for_no_round():
+    class Ticker(BaseMechanism):
+        def __init__(self, quiet):
+            self.quiet, self.fired = quiet, 0
+
+        def start(self, ctl):
+            ctl.timer(10.0, round=not self.quiet)
+
+        def on_event(self, event, ctl):
+            if event.kind == "timer":
+                self.fired += 1
+                ctl.timer(event.at_s + 10.0, round=not self.quiet)
+    jobs = [WorkloadJob("a", 0.0, 1, duration_s=95.0)]
+    rounds = {}
+    for quiet in (True, False):
+        t = Ticker(quiet)
+        res = simulate(servers(1), jobs, mechanism=t)
+        rounds[quiet] = res.summary()["rounds"]
+        assert t.fired == 9
+    assert rounds == {True: 1, False: 10}
+
+
+def test_suspend_gives_a_waiting_job_its_share():
+    seen = []
+
+    class Halver(BaseMechanism):
+        def on_event(self, event, ctl):
+            if event.kind == "arrival" and event.job == "b":
+                ctl.suspend("a", hold=False, milli=500)     # a waits, for half a GPU
+
+        def after_step(self, result, ctl):
+            seen.append(sorted((p.job, p.gpus[0].milli) for p in result.start))
+    jobs = [WorkloadJob("a", 0.0, 1, duration_s=100.0), WorkloadJob("b", 10.0, 1,
+                                                                    duration_s=100.0)]
+    simulate(Cluster((Server("s0", 12000, 458752, 1, "P40"),)), jobs,
+             order="fifo:preemptive=false", mechanism=Halver())
+    assert seen[0] == [("a", 1000)] and ("a", 500) in seen[1]
+    with pytest.raises(InputError, match="milli"):
+        class Bad(Halver):
+            def on_event(self, event, ctl):
+                ctl.suspend(event.job, milli=0)
+        simulate(servers(1), jobs, mechanism=Bad())

@@ -16,8 +16,8 @@ function.
   import an engine (the simulators go through a family's package).
 * The simulator (`alloc/sim/`) imports a family's package, never a module
   inside it: a round goes through a session.  The event-driven
-  reproductions of Gandiva and AntMan, which run the family's own scheduler
-  objects over time, are the named exceptions (`SIM_DRIVES`).
+  reproduction of AntMan, which runs the family's own scheduler objects
+  over time, is the named exception (`SIM_DRIVES`).
 * The scheduling layer (`alloc/sched/`) imports no solver family; the
   experiments and sweeps import a family's package, never a module inside it.
 * The import graph of `alloc/` has no cycle.  The one edge allowed to close
@@ -25,7 +25,10 @@ function.
   `FAMILIES` (inside a function, by name); the test removes exactly those.
 * `docs/design.md`'s picture names every module and package of `alloc/`,
   every family and every engine, and every file of every engine and of
-  the compile step's package (`alloc/problem/`), and nothing else; its table of the engines names every engine module.
+  the core's packages (`alloc/problem/`, `alloc/reductions/`), and nothing
+  else;
+* the core's packages import no family, no engine and no layer above the
+  families; its table of the engines names every engine module.
 """
 from __future__ import annotations
 
@@ -221,7 +224,6 @@ def test_only_the_declared_modules_import_an_engine():
 #: Simulator modules that drive a family's scheduler objects over time, and
 #: the family modules they may import for it.
 SIM_DRIVES = {
-    "alloc.sim.gandiva.engine": {"alloc.solvers.gandiva.scheduler"},
     "alloc.sim.antman": {"alloc.solvers.antman.coordinator"},
 }
 
@@ -257,6 +259,22 @@ def import_graph() -> nx.DiGraph:
         for target, _, _ in imports(path):
             g.add_edge(mod, target)
     return g
+
+
+#: The core's packages (the compile step, the reductions): below the families
+#: and the engines, they import neither, nor any layer above the families.
+CORE_PACKAGES = ("problem", "reductions")
+
+
+@pytest.mark.parametrize("pkg", CORE_PACKAGES)
+def test_the_core_packages_import_nothing_above_the_core(pkg):
+    for mod, path in MODULES.items():
+        if mod != f"alloc.{pkg}" and not mod.startswith(f"alloc.{pkg}."):
+            continue
+        bad = [(t, line) for t, line, _ in imports(path)
+               if family_of(t) or engine_of(t)
+               or any(t == a or t.startswith(a + ".") for a in ABOVE)]
+        assert not bad, f"{mod} imports above the core: {bad}"
 
 
 def test_the_registry_imports_families_only_lazily():
@@ -317,7 +335,8 @@ def test_the_design_picture_matches_the_tree():
     assert pic["engines"] == set(ENGINE_NAMES)
     for e in ENGINE_NAMES:
         assert pic[f"engines/{e}"] == entries(ENGINES / e), f"the picture's engines/{e}/"
-    assert pic["problem"] == entries(ROOT / "problem"), "the picture's problem/"
+    for pkg in CORE_PACKAGES:
+        assert pic[pkg] == entries(ROOT / pkg), f"the picture's {pkg}/"
 
 
 def test_the_design_table_names_every_engine_module():

@@ -1,5 +1,6 @@
-"""What the core keeps on a placement (alloc.memo) is given back only for the
-very objects it was derived from, and never leaves the placement."""
+"""What the core keeps for a placement (alloc.memo) is given back only for the
+very objects it was derived from, is never written on the placement, and
+goes when the placement goes."""
 import copy
 import pickle
 from dataclasses import replace
@@ -7,7 +8,7 @@ from dataclasses import replace
 import pytest
 
 from alloc import Cluster, GpuShare, Job, Placement, Server, allocate, violations
-from alloc.memo import SLOT
+from alloc.memo import entries
 from alloc.problem import compile_problem
 
 
@@ -29,7 +30,7 @@ def test_a_kept_running_job_is_rebuilt_until_its_current_is_the_recomputed_place
     job = replace(running(), current=p1)
     again = allocate(c, [job])
     assert again.placement("r") is p1                          # the object itself, kept
-    assert SLOT in p1.__dict__
+    assert entries(p1) is not None                             # kept by the core, beside it
 
 
 def test_the_check_is_redone_for_another_job_object():
@@ -57,15 +58,20 @@ def test_the_index_form_follows_the_cluster_object():
     assert {c2.gpu_ids[g] for g, _ in a2.gpus} == {g.gpu for g in job.current.gpus}
 
 
-def test_the_memo_never_leaves_the_placement():
+def test_the_memo_is_not_on_the_placement_and_goes_with_it():
     c = cluster()
     job = running()
     allocate(c, [job])
-    p = job.current                      # the core keeps its index form and placement on it
-    assert SLOT in p.__dict__
+    p = job.current                      # the core keeps its index form and placement for it
+    assert entries(p) and p.__dict__ == Placement(p.job, p.gpus, p.cpu, p.mem, p.throughput,
+                                                  p.batch, p.accum).__dict__
     for q in (pickle.loads(pickle.dumps(p)), copy.deepcopy(p), copy.copy(p)):
-        assert q == p and SLOT not in q.__dict__
+        assert q == p and entries(q) is None
     assert hash(q) == hash(p)
+    import alloc.memo as memo
+    n = len(memo._TABLE)
+    del job, p, q
+    assert len(memo._TABLE) < n          # freed with its placement: nothing kept alive
 
 
 @pytest.mark.parametrize("solver", ["best-fit", "synergy-tune", "fgd", "hived"])
@@ -87,7 +93,7 @@ def test_a_finished_job_is_freed_without_the_collector(solver):
         s.step()
         job = weakref.ref(s.jobs["j0"])
         placement = weakref.ref(s.jobs["j0"].current)
-        assert SLOT in placement().__dict__           # the memo was kept on it
+        assert entries(placement())                   # the memo was kept for it
         s.finish("j0")
         for _ in range(3):
             s.step()

@@ -199,12 +199,6 @@ def test_legacy_summary_utilisation_is_time_weighted():
     assert all(0 <= u[1] <= 1 + 1e-9 for u in util) and 0 < s["mean_util"]["gpu"] <= 1
 
 
-def test_the_scratch_engine_knows_the_sessions_blocker_prefix():
-    from alloc.engines.greedy import scratch
-    from alloc.session.checks import RESERVED_PREFIX
-    assert scratch.RESERVED_PREFIX == RESERVED_PREFIX
-
-
 def test_a_plain_first_fit_registered_without_migration_keeps_running_jobs():
     """The function behind ``proportional`` re-places from scratch only as
     the registered (migration-declaring) solver; registered again without

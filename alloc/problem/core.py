@@ -224,7 +224,8 @@ class Problem(Building):
                 add_assign(self.fixed[j], out.gpu_free, out.free_cpu, out.free_mem)
         for a in pin.values():
             add_assign(a, out.gpu_free, out.free_cpu, out.free_mem, -1)
-        out.pinned = frozenset(new[j] for j in pin)
+        out.pinned = frozenset(new[j] for j in pin) | frozenset(
+            new[j] for j in self.pinned if j not in drop)
         out.stamp = next_stamp()
         out.changes = None if self.changes is None else \
             reduced_changes(self.changes, self, drop, pin, new)

@@ -347,13 +347,17 @@ class Control(Protocol):
     jobs: Mapping[str, JobView]
     cluster: Cluster
 
-    def timer(self, at_s: float, tag: Any = None) -> None:
+    def timer(self, at_s: float, tag: Any = None, *, round: bool = True) -> None:
         """Call the mechanism's ``on_event`` with ``Event("timer", at_s, tag=tag)``
-        at ``at_s`` (>= now): slice boundaries, leases, profiling windows."""
+        at ``at_s`` (>= now): slice boundaries, leases, profiling windows.
+        With ``round=False`` the timer calls for no round by itself: one
+        follows only if the mechanism acts (or asks, `decide`)."""
 
-    def suspend(self, job_id: str, *, hold: bool = True) -> None:
+    def suspend(self, job_id: str, *, hold: bool = True, milli: int | None = None) -> None:
         """Stop a running job (it keeps its progress, as its progress model
-        says) and, with ``hold``, keep it out of rounds until `resume`."""
+        says) and, with ``hold``, keep it out of rounds until `resume`; with
+        ``milli``, it waits for that share of each GPU from now on (a
+        waiting job given ``milli`` only changes its share)."""
 
     def resume(self, job_id: str) -> None:
         """Let a held job be placed again (by the next round, or by `place`)."""

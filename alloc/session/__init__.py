@@ -21,8 +21,9 @@ server) -- and makes the placed jobs running.
   [`alloc.violations`][alloc.check.violations]).
 
 Modules: `core` (the session), [`events`][alloc.session.Session.events] (the JSON form of events),
-`checks` (incremental validation), `blockers` (drained and failed
-servers), `journal` (atomic batches), `result` (a round's answer).
+`checks` (incremental validation), `journal` (atomic batches), `result`
+(a round's answer).  Drained and failed servers are reduced out of each
+round's call ([`alloc.reductions.ClosedServers`][alloc.reductions.ClosedServers]).
 """
 from .core import Session
 from .events import apply_event, job_from_dict, server_from_dict

@@ -25,7 +25,7 @@ from ..validate import (job_field_problems, job_rule_problems, profile_object_pr
 if TYPE_CHECKING:
     from ..registry import SolverInfo
 
-#: Job ids starting with this are the session's own (capacity blockers).
+#: Job ids starting with this are reserved (the session's own).
 RESERVED_PREFIX = "~blocked:"
 
 

@@ -9,9 +9,8 @@ from typing import Any, Iterable, Mapping, Sequence, cast
 from ..gpukey import server_of
 from ..deadline import Deadline, check_time_limit
 from ..errors import InputError
-from ..model import Allocation, Cluster, GpuShare, Job, Placement, Profile, Server
+from ..model import Allocation, Cluster, GpuShare, Job, Placement, Profile, Server, Status
 from ..validate import PRIORITY_RANGE, even_normalised, short_repr
-from .blockers import blockers, breaches, strip
 from .checks import (check_current, check_job, check_server, placement_servers,
                      resolve_profile)
 from ..carry import Carry
@@ -19,12 +18,9 @@ from ..collector import paused
 from ..memo import drop_all
 from .ids import ID_PREFIX, GpuKeys, JobIds
 from .journal import Journal
+from ..reductions import ClosedServers
 from .result import Reconciled, RoundResult
 
-#: Rounds solved again when a solver placed a job on a closed server.
-MAX_RERUNS = 3
-#: Why a job was held back from a round that would have put it on a blocked server.
-BLOCKED_REASON = "only a drained or failed server had room for it this round"
 #: Why a job the scheduler preempted waits this round.
 HELD_REASON = "preempted by the scheduler; not placed again in the round that follows"
 
@@ -153,6 +149,8 @@ class Session:
         self._failed: dict[str, None] = {}
         self._order: dict[Any, int] | None = None
         self._held: dict[str, None] = {}
+        #: drained and failed servers reduced out of each round's call
+        self._closed = ClosedServers()
         self._counts = {"events": 0, "finished": 0, "failed": 0, "stopped": 0,
                         "preempted": 0}
         self._next_seq = 0
@@ -366,8 +364,10 @@ class Session:
         return tuple(lost)
 
     def drain_server(self, server_id: str, *, where: str | None = None) -> None:
-        """No new placements on the server; its running jobs stay until they
-        finish (or a round allowed to move them does)."""
+        """No new placements on the server; its running jobs stay where they
+        run until they finish, fail or are stopped (no solver sees the
+        server: [`alloc.reductions.ClosedServers`][alloc.reductions.ClosedServers]).
+        A job with a part on an open server is pinned there."""
         where = where or "drain_server"
         with self._journal.transaction(self._reorder):
             self._server(server_id, where, open_only=True)
@@ -543,62 +543,55 @@ for ranks)."""
             return self._commit(alloc, timings, t0)
 
     def _solve(self, deadline: Deadline) -> tuple[Allocation, dict[str, Any]]:
+        """One solve of the round's call: closed servers reduced out of it
+        ([`ClosedServers`][alloc.reductions.ClosedServers]), the jobs the
+        scheduler held back left out with their reason."""
         from ..problem import compile_problem
         from ..solve import run_solver
-        blocked = set(self._drained) | set(self._failed)
-        extra = [b for sid in blocked for b in blockers(
-            self._cluster, sid, (self._jobs[j] for j in self._on_server.get(sid, ())))]
-        excluded: dict[str, str] = dict.fromkeys(self._held, HELD_REASON)
-        no_moves = False
-        timings = {"compile_s": 0.0, "solve_s": 0.0, "attempts": 0}
-        order = self._round_order(blocked, extra)
-        for attempt in range(MAX_RERUNS + 2):
-            if attempt > MAX_RERUNS:  # last resort: start nothing, move nothing
-                excluded.update((j, BLOCKED_REASON) for j, job in self._jobs.items()
-                                if job.current is None)
-                no_moves = True
-            jobs = list(self._jobs.values()) if not excluded else \
-                [j for j in self._jobs.values() if j.id not in excluded]
-            t1 = time.perf_counter()
-            problem = compile_problem(
-                self._cluster, jobs + extra, self._objective, self.name, order=order,
-                max_moves=0 if no_moves else self.max_moves,
-                move_cost=None if no_moves else self.move_cost, preempt=self.preempt_rule,
-                carry=self._carry, preempt_packed=self.preempt_packed)
-            t2 = time.perf_counter()
+        closed = frozenset(self._drained) | frozenset(self._failed)
+        jobs = list(self._jobs.values()) if not self._held else \
+            [j for j in self._jobs.values() if j.id not in self._held]
+        order = self._round_order()
+        cluster: Cluster = self._cluster
+        inverse = None
+        if closed:
+            (cluster, kept, kept_order), inverse = self._closed.apply(
+                (cluster, jobs, order), closed)
+            jobs = list(kept)
+            order = None if kept_order is None else list(kept_order)
+            if inverse.trimmed and self.preempt_rule == "order":
+                # nobody outranks a job pinned on its open part
+                order = list(dict.fromkeys([*inverse.trimmed, *(order or ())]))
+        timings = {"compile_s": 0.0, "solve_s": 0.0, "attempts": 1}
+        t1 = time.perf_counter()
+        problem = compile_problem(
+            cluster, jobs, self._objective, self.name, order=order, max_moves=self.max_moves,
+            move_cost=self.move_cost, preempt=self.preempt_rule, carry=self._carry,
+            preempt_packed=self.preempt_packed,
+            pinned=tuple(inverse.trimmed) if inverse is not None else ())
+        t2 = time.perf_counter()
+        if cluster.servers:
             alloc = run_solver(problem, self._info, deadline, seed=self.seed,
                                options=self._options, timings=timings)
-            timings["compile_s"] += t2 - t1
-            timings["solve_s"] += time.perf_counter() - t2
-            timings["attempts"] += 1
-            if not blocked:
-                break
-            started, moved = breaches(alloc, self._jobs, blocked)
-            if not started and not moved:
-                break
-            excluded.update((j, BLOCKED_REASON) for j in started)
-            no_moves = no_moves or moved
-        if extra:
-            alloc = strip(alloc, {b.id: b for b in extra}, self._objective)
-        if excluded:
-            alloc = replace(alloc, unplaced=alloc.unplaced + tuple(excluded),
-                            reasons={**alloc.reasons, **excluded})
+        else:                     # every server closed: nothing can start, nothing moves
+            alloc = _nothing(problem, self._info.name)
+        timings["compile_s"] += t2 - t1
+        timings["solve_s"] += time.perf_counter() - t2
+        if inverse is not None:
+            alloc = self._closed.invert(alloc, inverse)
+        if self._held:
+            held = dict.fromkeys(self._held, HELD_REASON)
+            alloc = replace(alloc, unplaced=alloc.unplaced + tuple(held),
+                            reasons={**alloc.reasons, **held})
         return alloc, timings
 
-    def _round_order(self, blocked: set[str], extra: list[Job]) -> list[str] | None:
+    def _round_order(self) -> list[str] | None:
         """The core's job order: the caller's, its ids the core's (jobs not
-        submitted yet left out); under preemption by order the jobs of closed
-        servers (and their blockers) first, so that no one stops them to start
-        something there."""
-        first: list[str] = []
-        if self.preempt_rule == "order":
-            first = [b.id for b in extra] + [j for sid in sorted(blocked)
-                                             for j in sorted(self._on_server.get(sid, ()))]
-        if self._order is None and not first:
+        submitted yet left out)."""
+        if self._order is None:
             return None
         core, jobs = self._ids.core, self._jobs
-        rest = [c for c in map(core, self._order or ()) if c in jobs]
-        return list(dict.fromkeys(first + rest))
+        return [c for c in map(core, self._order) if c in jobs]
 
     def _commit(self, alloc: Allocation, timings: dict[str, Any], t0: float) -> RoundResult:
         t1 = time.perf_counter()
@@ -875,4 +868,13 @@ def _ranks(order: Any, where: str) -> dict[Any, int]:
     return out
 
 
-__all__ = ["BLOCKED_REASON", "MAX_RERUNS", "Session"]
+def _nothing(problem: Any, solver: str) -> Allocation:
+    """The answer of a round on a call without servers: nothing placed,
+    every job waiting with the compile step's reason."""
+    jobs = problem.jobs
+    return Allocation((), tuple(j.id for j in jobs), (), Status.FEASIBLE, 0.0, None, 0.0, solver,
+                      problem.objective.name, problem.name, {}, (),
+                      {jobs[j].id: why for j, why in problem.reasons.items()})
+
+
+__all__ = ["Session"]

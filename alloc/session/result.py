@@ -41,9 +41,8 @@ class RoundResult:
         Where the round's time went: ``compile_s`` (the core's compile step),
         ``solve_s`` (solver, finish and the final check; split into
         ``solver_s``, ``finish_s`` and ``check_s``), ``commit_s`` (the
-        session's update), ``attempts`` (solves: more than 1 only when a
-        solver put a job on a drained or failed server and the round was
-        solved again without it).
+        session's update), ``attempts`` (solves: always 1; drained and
+        failed servers are reduced out of the call, never solved again).
     gpus : mapping
         GPUs of each started and moved job by the caller's keys (the
         session's ``gpu_keys``; the core's names without them), in the

@@ -906,8 +906,9 @@ class Simulator:
                 index += 1
                 nxt = next(src, None)
             while self.heap and self.heap[0][0] <= t and self.heap[0][1] == _TIMER:
-                ev = heapq.heappop(self.heap)[4]
-                self._dirty = True
+                _, _, _, kind, ev = heapq.heappop(self.heap)
+                if kind == "timer":        # a quiet timer calls for no round by itself
+                    self._dirty = True
                 self._event(ev)
             # completions found by the events above at this very instant
             self._finishes(t)
@@ -990,18 +991,26 @@ class _Control:
             raise InputError(f"{where}: unknown job {job_id!r} (not active)")
         return r
 
-    def timer(self, at_s: float, tag: Any = None) -> None:
+    def timer(self, at_s: float, tag: Any = None, *, round: bool = True) -> None:
         sim = self._sim
         if not (isinstance(at_s, (int, float)) and at_s >= sim.now):
             raise InputError(f"timer: expected a time >= now ({sim.now:g}), got {at_s!r}")
-        sim._push(float(at_s), _TIMER, "timer", Event("timer", float(at_s), tag=tag))
+        sim._push(float(at_s), _TIMER, "timer" if round else "quiet-timer",
+                  Event("timer", float(at_s), tag=tag))
 
-    def suspend(self, job_id: str, *, hold: bool = True) -> None:
+    def suspend(self, job_id: str, *, hold: bool = True, milli: int | None = None) -> None:
         sim = self._sim
         r = self._rec(job_id, "suspend")
+        if milli is not None and (isinstance(milli, bool) or not isinstance(milli, int)
+                                  or not 1 <= milli <= 1000):
+            raise InputError(f"suspend {job_id!r}: milli: expected an integer in 1..1000, "
+                             f"got {milli!r}")
         if r.running:
             sim._end(r, "suspend")
             sim.session.stop(job_id, requeue=True)
+        if milli is not None and milli != r.milli:   # it waits for that share now
+            r.milli = milli
+            sim._remove(r)
         r.held = bool(hold)
         sim._touch(r)
         sim._dirty = True

@@ -5,9 +5,8 @@ A solver that declares ``migration`` may move running jobs when the call
 allows any number of moves (``max_moves=None``, with a ``move_cost``).
 `from_scratch` gives such a solver the problem it would see on an empty
 cluster: the same jobs in the same order, every running job pending (built
-from the problem's arrays, not compiled again).  What holds a closed server
-stays where it is: the session's blockers (drained and failed servers) and
-every running job with a part on a server a blocker holds.
+from the problem's arrays, not compiled again) but the pinned ones
+(`Problem.pinned`), which stay where they run.
 
 `back` turns the solver's answer into an answer to the problem as given.
 Identical servers are interchangeable (`Problem.server_class`: same
@@ -39,14 +38,8 @@ from dataclasses import replace
 
 import numpy as np
 
-from ...check import placement_servers
 from ...model import MILLI
 from ...problem import Assign, Problem, Solution, add_assign
-
-
-#: The prefix of the session's blockers' ids (`alloc.session.checks.RESERVED_PREFIX`,
-#: which an engine may not import; tests/test_sim.py checks that they agree).
-RESERVED_PREFIX = "~blocked:"
 
 
 def from_scratch(problem: Problem) -> Problem | None:
@@ -55,13 +48,8 @@ def from_scratch(problem: Problem) -> Problem | None:
     if problem.max_moves is not None or not problem.fixed:
         return None
     from ...carry import next_stamp
-    jobs = problem.jobs
-    cur = {j: jobs[j].current for j in problem.fixed}
-    closed = {s for j, p in cur.items() if p is not None and jobs[j].id.startswith(RESERVED_PREFIX)
-              for s in placement_servers(p)}
-    keep = {j: a for j, a in problem.fixed.items()
-            if jobs[j].id.startswith(RESERVED_PREFIX)
-            or (closed and (p := cur[j]) is not None and closed & placement_servers(p))}
+    pinned = problem.pinned
+    keep = {j: a for j, a in problem.fixed.items() if j in pinned}
     if len(keep) == len(problem.fixed):
         return None
     out = object.__new__(Problem)
@@ -76,7 +64,7 @@ def from_scratch(problem: Problem) -> Problem | None:
     for a in keep.values():
         add_assign(a, out.gpu_free, out.free_cpu, out.free_mem, -1)
     out.max_moves, out.move_cost, out.preempt = 0, None, None
-    out.pinned, out.changes, out.carry = frozenset(), None, None
+    out.pinned, out.changes, out.carry = frozenset(keep), None, None
     out.stamp = next_stamp()
     return out
 

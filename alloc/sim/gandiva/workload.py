@@ -106,6 +106,37 @@ def trace_jobs(load: float, gpus: int, days: float, max_gpus: int = 8) -> int:
     return max(1, round(load * gpus * days * 86400.0 / (mean_gpus * gavel_mean_work_s())))
 
 
+def workload_jobs(jobs, models: ModelSet) -> list:
+    """The jobs as the simulator's `alloc.sim.jobs.WorkloadJob`: ``duration_s``
+    their work alone, their model, priority and weight, 1 core and 16 GiB
+    per GPU, their model's GPU memory, and its GPU utilisation alone as the
+    ``util`` column (what Gandiva's profiling measures).
+
+    Examples
+    --------
+    >>> from alloc.sim.gandiva import SimJob, load_models, workload_jobs
+    >>> w = workload_jobs([SimJob("a", "LSTM", 1, 0.0, 600.0)], load_models())[0]
+    >>> w.duration_s, w.fields["cpu"], w.extra["util"] > 0
+    (600.0, 1000, True)
+    """
+    from ..jobs import WorkloadJob
+    out = []
+    for j in jobs:
+        spec = models.models.get(j.model)
+        if spec is None:
+            from ...errors import InputError
+            raise InputError(f"jobs[{j.id!r}].model: unknown model {j.model!r}; expected one "
+                             f"of {', '.join(models.models)}")
+        out.append(WorkloadJob(j.id, j.arrival, j.gpus, duration_s=j.work_s, model=j.model,
+                               priority=j.priority,
+                               min_gpus=j.gpus if j.max_gpus else None, max_gpus=j.max_gpus,
+                               extra={"util": spec.gpu_util},
+                               fields={"cpu": JOB_CPU_PER_GPU * j.gpus,
+                                       "mem": JOB_MEM_PER_GPU * j.gpus,
+                                       "gpu_mem": spec.gpu_mem_mib, "weight": j.weight}))
+    return out
+
+
 def _check(jobs, span) -> None:
     from ...errors import InputError
     if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
@@ -116,4 +147,5 @@ def _check(jobs, span) -> None:
 
 
 __all__ = ["JOB_CPU_PER_GPU", "JOB_MEM_PER_GPU", "SERVER_CPU", "SERVER_GPUS", "SERVER_MEM",
-           "SimJob", "gandiva_cluster", "packing_workload", "trace_jobs", "trace_workload"]
+           "SimJob", "gandiva_cluster", "packing_workload", "trace_jobs", "trace_workload",
+           "workload_jobs"]

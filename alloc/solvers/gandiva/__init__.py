@@ -1,13 +1,14 @@
-"""Gandiva (Xiao et al., OSDI'18): reactive placement and the scheduler loop.
+"""Gandiva (Xiao et al., OSDI'18): the reactive placement of one round.
 
 * ``gandiva`` -- the reactive mode's placement (Algorithm 1: same affinity,
   unallocated, relaxed, spread, over-subscribed, queued), carrying out the
-  placements its scheduler plans (resumes, packings, migrations, resizes)
-  ([alloc.solvers.gandiva.reactive][]);
-* [GandivaScheduler][alloc.solvers.gandiva.scheduler.GandivaScheduler] --
-  the scheduler over time on a [Session][alloc.session.Session]:
-  time-slicing by suspend-resume, introspective packing (undone when it
-  loses to time-slicing), migration to defragment, grow-shrink.
+  placements its scheduler plans ([alloc.solvers.gandiva.reactive][];
+  server height and affinity in [alloc.solvers.gandiva.view][]).
+
+Gandiva's scheduler over time -- time-slicing by suspend-resume,
+introspective packing undone when it loses, migration, grow-shrink -- is a
+mechanism of the scheduling layer ([alloc.sched.gandiva][]), run by the one
+simulator with this solver as its placement.
 
 The ``gandiva`` share policy of ``alloc shares`` is a different thing:
 Gavel's stand-in for Gandiva's random pairing inside a time-share policy
@@ -29,11 +30,6 @@ SOLVERS = (
                 Option("plan", "mapping", None,
                        "job id -> list of GPU ids: placements the scheduler decided "
                        "(resumes, packings; moves when the call allows them)", nullable=True),
-                Option("defrag", "bool", False,
-                       "with moves allowed: empty lightly used servers onto fuller ones "
-                       "and bring spread jobs onto one server"),
-                Option("defrag_threshold", "int", 3,
-                       "free GPUs at which a non-idle server is emptied", minimum=1),
             ),
             description="Gandiva's reactive placement: same affinity, unallocated, relaxed, "
                         "spread, then over-subscribe (time-slice) or queue"),

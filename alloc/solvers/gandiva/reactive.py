@@ -29,7 +29,8 @@ Within a server a job takes its lowest-index whole free GPUs; a job with a
 milli-GPU share first takes the fullest GPU whose free share holds it.  A
 CPU-only job goes to the least loaded server whose CPU and memory hold it.
 
-What the scheduler decides, the solver carries out first:
+What Gandiva's scheduler over time (the ``gandiva`` mechanisms of
+`alloc.sched.gandiva`) decides, the solver carries out first:
 
 * ``plan`` (job id -> GPU ids): running jobs move there when the call allows
   moves (migration, grow, shrink), then pending jobs start there (resumes
@@ -37,10 +38,7 @@ What the scheduler decides, the solver carries out first:
   by Algorithm 1; an entry whose GPUs are not free is left undone and named
   in ``stats["gandiva"]["missed"]``;
 * ``bound`` (job id -> server id): pending jobs time-sliced on a server;
-  they count in its height and affinity and stay suspended unless planned;
-* ``defrag`` with moves allowed: Gandiva's defragmentation
-  ([defrag_moves][alloc.solvers.gandiva.defrag.defrag_moves]) and locality
-  moves of spread jobs, before the pending jobs are placed.
+  they count in its height and affinity and stay suspended unless planned.
 
 Running jobs not planned stay where they run.  Each step is linear in the
 jobs plus one pass over the servers per job placed by Algorithm 1.
@@ -53,7 +51,6 @@ from typing import Any, Mapping
 from ...deadline import Deadline
 from ...model import MILLI, Status
 from ...problem import Assign, Problem, Solution
-from .defrag import DEFRAG_THRESHOLD, defrag_moves, locality_moves
 from .view import ServerView
 
 #: Jobs between two deadline checks.
@@ -235,53 +232,9 @@ def _moves(problem: Problem, view: ServerView, plan: dict, assign: dict, stats: 
         assign[j] = a
 
 
-def _defrag(problem: Problem, view: ServerView, assign: dict, threshold: int,
-            bound: Mapping[int, int]) -> int:
-    """Gandiva's defragmentation and locality moves on the running jobs."""
-    on: dict[int, list] = {}
-    spread = []
-    blocked = set(bound.values())
-    for j, a in problem.fixed.items():
-        a = assign.get(j, a)
-        held: dict[int, int] = {}
-        for g, m in a.gpus:
-            held[view.gsrv[g]] = held.get(view.gsrv[g], 0) + 1
-        if any(m < MILLI for _, m in a.gpus):
-            blocked.update(held)
-        elif len(held) == 1:
-            on.setdefault(next(iter(held)), []).append((j, len(a.gpus)))
-        elif len(held) > 1:
-            spread.append((j, len(a.gpus), held))
-
-    def allowed(j, s):
-        opt = problem.options[j][0]
-        return _types_ok(problem, j)(s) and view.cpu[s] >= opt.cpu and view.mem[s] >= opt.mem
-    n = 0
-    for j, t in locality_moves(view.whole, spread, allowed):
-        n += _move_to(problem, view, j, t, assign)
-    for j, s, t in defrag_moves(view.whole, on, threshold=threshold, blocked=frozenset(blocked),
-                                allowed=allowed):
-        n += _move_to(problem, view, j, t, assign)
-    return n
-
-
-def _move_to(problem: Problem, view: ServerView, j: int, t: int, assign: dict) -> int:
-    cur = assign.get(j, problem.fixed[j])
-    view.give(j, cur)
-    gpus = view.free_whole(t)[:len(cur.gpus)]
-    a = planned(problem, view, j, gpus) if len(gpus) == len(cur.gpus) else None
-    if a is None:
-        view.take(j, cur)
-        return 0
-    view.take(j, a)
-    assign[j] = a
-    return 1
-
-
 def solve_gandiva(problem: Problem, *, deadline: Deadline, seed: int = 0,
                   oversubscribe: bool = True, bound: Mapping | None = None,
-                  plan: Mapping | None = None, defrag: bool = False,
-                  defrag_threshold: int = DEFRAG_THRESHOLD) -> Solution:
+                  plan: Mapping | None = None) -> Solution:
     """Gandiva's reactive placement (see the module notes).
 
     Parameters
@@ -299,10 +252,6 @@ def solve_gandiva(problem: Problem, *, deadline: Deadline, seed: int = 0,
         Pending jobs time-sliced on a server (job id -> server id).
     plan : mapping of str to list of str, optional
         Placements decided by the scheduler (job id -> GPU ids).
-    defrag : bool
-        Defragment and consolidate spread jobs (only when moves are allowed).
-    defrag_threshold : int
-        Free GPUs at which a non-idle server is emptied.
 
     Returns
     -------
@@ -310,8 +259,8 @@ def solve_gandiva(problem: Problem, *, deadline: Deadline, seed: int = 0,
         Placed pending jobs and moved running ones, status ``feasible``;
         ``stats["gandiva"]``: ``bound`` (job id -> server id of the jobs
         over-subscribed now), ``rules`` (count per rule), ``missed`` (planned
-        jobs whose GPUs were not free), ``moves`` (defragmentation moves),
-        ``solve_s`` (seconds in this function).
+        jobs whose GPUs were not free), ``moves`` (0: moves are the
+        scheduler's, planned), ``solve_s`` (seconds in this function).
     """
     t0 = time.perf_counter()
     bidx, pidx = _indices(problem, bound, plan)
@@ -322,8 +271,6 @@ def solve_gandiva(problem: Problem, *, deadline: Deadline, seed: int = 0,
         _moves(problem, view, pidx, assign, stats)
     else:
         stats["missed"] += [problem.jobs[j].id for j in pidx if j in problem.fixed]
-        if defrag:
-            stats["moves"] = _defrag(problem, view, assign, defrag_threshold, bidx)
     out: dict[str, Any] = {"gandiva": stats}
     ids = problem.cluster.servers
     order = sorted(problem.pending, key=problem.rank.__getitem__)
