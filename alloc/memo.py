@@ -106,9 +106,11 @@ def recall(obj: Any, name: str, deps: tuple[Any, ...]) -> Any:
 
 def recall2(obj: Any, name: str, a: Any, b: Any) -> Any:
     """`recall` for two dependencies ``(a, b)`` (the hot path of a scheduler
-    loop: one call per running job and round)."""
+    loop: one call per running job and round).  An entry under ``id(obj)``
+    is ``obj``'s: the weak reference's callback removes it when ``obj`` is
+    freed, before its id can be reused."""
     hit = _TABLE.get(id(obj))
-    if hit is not None and hit[0]() is obj:
+    if hit is not None:
         kept = hit[1].get(name)
         if kept is not None and len(kept) == 3 and kept[0]() is a and kept[1]() is b:
             v = kept[2]

@@ -144,6 +144,11 @@ class SolverInfo:
         The objectives (`alloc.objectives.OBJECTIVES`) its answer maximises.
         A solver that places by its own rule (size, fragmentation, fairness)
         honours none: `allocate` warns when a caller asks it for an objective.
+    ignores_unfit : bool
+        Its answer, on a call that neither moves nor stops running jobs, is
+        the same with or without a waiting job that fits nowhere in what the
+        running jobs leave (it tries each job on its own, in order): a
+        session holds such jobs out of its rounds (`alloc.session.room`).
 
     Examples
     --------
@@ -167,6 +172,7 @@ class SolverInfo:
     origin: str = ""
     broken: str = ""
     objectives: frozenset = ALL_OBJECTIVES
+    ignores_unfit: bool = False
 
     @property
     def solve(self) -> Callable:
@@ -228,7 +234,8 @@ class SolverInfo:
 def declare(name: str, entry: str, *, exact: bool = False, capabilities: Sequence[str] = (),
             options: Sequence[Option] = (), requires: Sequence[str] = (),
             description: str = "", restricts: str = "",
-            objectives: Sequence[str] | None = None) -> SolverInfo:
+            objectives: Sequence[str] | None = None,
+            ignores_unfit: bool = False) -> SolverInfo:
     """A `SolverInfo`, its capabilities and objectives checked; the families
     use it in their `SOLVERS` tuples.
 
@@ -251,7 +258,7 @@ def declare(name: str, entry: str, *, exact: bool = False, capabilities: Sequenc
     family = entry.split(".")[2] if entry.startswith("alloc.solvers.") else ""
     return SolverInfo(name, entry, family, bool(exact), frozenset(capabilities), tuple(options),
                       tuple(requires), description, restricts,
-                      objectives=_objectives(objectives))
+                      objectives=_objectives(objectives), ignores_unfit=bool(ignores_unfit))
 
 
 def _objectives(objectives: Sequence[str] | None) -> frozenset:

@@ -302,14 +302,10 @@ def finish(problem, sol, info: SolverInfo, wall: float) -> Allocation:
     """The [`Allocation`][alloc.model.Allocation] of a solver's
 [`Solution`][alloc.problem.Solution]."""
     caps = info.capabilities
-    assign = dict(sol.assign)
-    touches_running = "preemption" in caps or ("migration" in caps and problem.moves_allowed)
-    if not touches_running:
-        assign.update(problem.fixed)
-    else:
-        for j in problem.fixed:
-            if j not in assign and "preemption" not in caps:
-                assign[j] = problem.fixed[j]
+    from .reductions import KeptRunning
+    kept_running = KeptRunning(caps)
+    _, data = kept_running.apply(problem)
+    assign = dict(sol.assign) if data is None else kept_running.invert(sol, data).assign
     jobs = problem.jobs
     order = sorted(assign)
     placements, moved = problem.placements(order, assign)

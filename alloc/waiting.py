@@ -29,7 +29,7 @@ few tests.
 """
 from __future__ import annotations
 
-from typing import Iterable
+from typing import Any, Iterable
 
 import numpy as np
 
@@ -44,21 +44,24 @@ class _Room:
     """What an answer leaves free, as arrays over the problem's servers and
     GPUs (built once per answer, on first need)."""
 
-    def __init__(self, problem, assign: dict):
+    def __init__(self, problem, assign: dict | None, free: tuple | None = None):
         p = self.p = problem
-        gf, cf, mf = p.gpu_free.copy(), p.free_cpu.copy(), p.free_mem.copy()
-        from .problem import add_assign
-        fixed = p.fixed
-        for j, a in assign.items():
-            old = fixed.get(j)
-            if a is old:
-                continue
-            add_assign(a, gf, cf, mf, -1)
-            if old is not None:
-                add_assign(old, gf, cf, mf, 1)
-        for j, a in fixed.items():
-            if j not in assign:
-                add_assign(a, gf, cf, mf, 1)
+        if free is not None:              # the room itself: (GPU milli, CPU, memory)
+            gf, cf, mf = free
+        else:
+            gf, cf, mf = p.gpu_free.copy(), p.free_cpu.copy(), p.free_mem.copy()
+            from .problem import add_assign
+            fixed = p.fixed
+            for j, a in (assign or {}).items():
+                old = fixed.get(j)
+                if a is old:
+                    continue
+                add_assign(a, gf, cf, mf, -1)
+                if old is not None:
+                    add_assign(old, gf, cf, mf, 1)
+            for j, a in fixed.items():
+                if assign is None or j not in assign:
+                    add_assign(a, gf, cf, mf, 1)
         self.gfree, self.cfree, self.mfree = gf, cf, mf
         srv = p.gpu_server
         self.whole = np.bincount(srv[gf >= MILLI], minlength=p.S)
@@ -92,21 +95,19 @@ class _Room:
         return int(vals[k]), k
 
 
-def _smallest(problem, j: int, resizes: bool) -> tuple[int, int, int]:
+def _smallest(job, options, resizes: bool) -> tuple[int, int, int]:
     """The job's fewest GPUs and its least CPU and memory (over its grid
-    points when the solver re-sizes jobs; an elastic job asks its CPU and
-    memory whatever its size)."""
-    job = problem.jobs[j]
+    points ``options`` when the solver re-sizes jobs; an elastic job asks its
+    CPU and memory whatever its size)."""
     n = job.min_gpus if job.elastic and job.min_gpus is not None else job.gpus
-    opts = problem.options[j] if resizes else problem.options[j][:1]
+    opts = options if resizes else options[:1]
     return n, min(o.cpu for o in opts), min(o.mem for o in opts)
 
 
-def _fit(room: _Room, problem, j: int, shape, spreads: bool) -> tuple[bool, str]:
+def _fit(room: _Room, problem, job, shape, spreads: bool) -> tuple[bool, str]:
     """(fits the room, the line saying what the job needs and the most there
     is) -- see the module notes."""
     p = problem
-    job = p.jobs[j]
     n, c, m = shape
     servers = p.cluster.servers
     allowed = room.allowed(job)
@@ -195,7 +196,7 @@ def waiting_reasons(problem, assign: dict, capabilities: Iterable[str], solver: 
     caps = frozenset(capabilities)
     out: dict[int, str] = {}
     room: _Room | None = None
-    lines: dict[tuple, str] = {}
+    lines: dict[tuple, Any] = {}
     stopped = [j for j in waiting if j in p.fixed]
     if stopped:
         out.update(_stopped_reasons(p, assign, stopped))
@@ -206,19 +207,58 @@ def waiting_reasons(problem, assign: dict, capabilities: Iterable[str], solver: 
     for j in waiting:
         if j in out:
             continue
-        shape = _smallest(p, j, "grid" in caps)
-        job = p.jobs[j]
-        key = (shape, job.gpu_milli if job.gpus else 0, job.gpu_types, job.locality)
-        line = lines.get(key)
-        if line is None:
-            if room is None:
-                room = _Room(p, assign)
-            fits, what = _fit(room, p, j, shape, "spread" in caps)
-            line = lines[key] = (f"left waiting by {solver or 'the solver'}'s rule though it "
-                                 f"fits the room left: {what}") if fits else \
-                f"waits for room: {what}"
-        out[j] = line
+        if room is None:
+            room = _Room(p, assign)
+        out[j] = _line(room, p, p.jobs[j], p.options[j], caps, solver, lines)
     return out
+
+
+def _line(room: _Room, p, job, options, caps: frozenset, solver: str, lines: dict) -> str:
+    """The line of a waiting job that is neither stopped nor guaranteed
+    (``lines``: the lines found so far, by shape, and by the very options
+    object and the fields the shape is made of: jobs of one shape share
+    their options, so most jobs cost one lookup)."""
+    fast = (id(options), job.gpus, job.gpu_milli, job.min_gpus, job.max_gpus, job.gpu_types,
+            job.locality)
+    hit = lines.get(fast)
+    if hit is not None and hit[0] is options:      # the options object kept alive in it
+        return hit[1]
+    shape = _smallest(job, options, "grid" in caps)
+    key = (shape, job.gpu_milli if job.gpus else 0, job.gpu_types, job.locality)
+    line = lines.get(key)
+    if line is None:
+        fits, what = _fit(room, p, job, shape, "spread" in caps)
+        line = lines[key] = (f"left waiting by {solver or 'the solver'}'s rule though it "
+                             f"fits the room left: {what}") if fits else \
+            f"waits for room: {what}"
+    lines[fast] = (options, line)
+    return line
+
+
+def outside_reasons(problem, free: tuple, jobs, capabilities: Iterable[str],
+                    solver: str = "") -> list[str]:
+    """The line `waiting_reasons` would give each of ``jobs``, waiting jobs
+    held out of the problem (neither running, guaranteed nor a tenant's), had
+    the problem held them and the answer left them waiting: one test per
+    shape against ``free``, the room the answer leaves (milli-GPU per GPU,
+    CPU and memory per server, arrays over the problem's GPUs and servers).
+
+    Examples
+    --------
+    >>> from alloc import Cluster, Job, Server
+    >>> from alloc.problem import compile_problem
+    >>> from alloc.waiting import outside_reasons
+    >>> c = Cluster((Server("s0", cpu=8000, mem=64000, gpus=4, gpu_type="V100"),))
+    >>> p = compile_problem(c, [Job("a", 3, cpu=1000, mem=1000)])
+    >>> free = (np.array([0, 0, 0, 1000]), np.array([7000]), np.array([63000]))
+    >>> outside_reasons(p, free, [Job("b", 2, cpu=1000)], ())
+    ['waits for room: needs 2 GPUs, 1000 milli-CPU and 0 MiB on one server; the most free on one allowed server: 1 (s0); spread over servers, the cluster has 1 usable']
+    """
+    from .problem import pareto_options
+    caps = frozenset(capabilities)
+    room = _Room(problem, None, free)
+    lines: dict[tuple, Any] = {}
+    return [_line(room, problem, job, pareto_options(job), caps, solver, lines) for job in jobs]
 
 
 def _stopped_reasons(p, assign: dict, stopped: list[int]) -> dict[int, str]:
@@ -240,4 +280,4 @@ def _stopped_reasons(p, assign: dict, stopped: list[int]) -> dict[int, str]:
     return out
 
 
-__all__ = ["waiting_reasons"]
+__all__ = ["outside_reasons", "waiting_reasons"]

@@ -6,7 +6,9 @@
     python bench/antman.py --table2 --cluster --sweep --write   # all, and bench/results/antman*.md/png
 
 Every model parameter is fixed from the papers before any run (sources in
-``alloc/sim/data/antman.json`` and the module notes of `alloc.sim.antman`):
+``alloc/sim/data/antman.json`` and the module notes of `alloc.sched.antman.model`;
+the policies are the registered mechanisms of `alloc.sched.antman`, run on
+the one simulator by `alloc.sim.antman`):
 GPU utilisation (Gandiva Table 1; AntMan Fig. 12b; else AntMan Fig. 1's
 production CDF), GPU memory (AntMan Table 1, §2.2; else Fig. 1), memory
 sensitivity (Fig. 10), the coordinated interference and the coordinator's
@@ -34,8 +36,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from alloc.sim.antman import (CLUSTER_POLICIES, TABLE2_POLICIES, data, simulate_cluster,  # noqa: E402
-                              table2, trace)
+from alloc.sim.antman import TABLE2_POLICIES, data, simulate_cluster, table2, trace  # noqa: E402
 
 #: AntMan Table 2 (minutes; None: failed)
 PAPER_TABLE2 = {"Preempt": (None, 91.1), "FIFO": (43.0, 108.2), "Pack": (43.1, None),
@@ -48,6 +49,10 @@ PAPER_FIG13 = {"yarn-cs": {"mean_jct": 559.8, "makespan": 1306.1, "guaranteed": 
                "yarn-cs-preempt": {"guaranteed": 116.9}}
 JOBS, LOAD = 150, 2.0
 SENSITIVITY = "gandiva-packing-a42.7"
+#: The experiment's policies (its labels) and the registered mechanisms that
+#: run them (`alloc.sched.antman`) on the one simulator.
+POLICIES = {"antman": "antman", "yarn-cs": "antman-yarn-cs",
+            "yarn-cs-preempt": "antman-yarn-cs-preempt", "gandiva-packing": "antman-packing"}
 
 
 def fmt(v) -> str:
@@ -67,9 +72,9 @@ def run_table2() -> dict:
 def cluster_once(jobs: int, load: float, seed: int, quiet: bool = False) -> dict:
     tr = trace(jobs, load, seed)
     res = {}
-    for p in CLUSTER_POLICIES:
-        res[p] = simulate_cluster(tr, p)
-    res[SENSITIVITY] = simulate_cluster(tr, "gandiva-packing",
+    for p, mechanism in POLICIES.items():
+        res[p] = simulate_cluster(tr, mechanism)
+    res[SENSITIVITY] = simulate_cluster(tr, "antman-packing",
                                         alpha=data()["packing"]["alpha_section_5_1"])
     if not quiet:
         print(f"AntMan Fig. 13a: {jobs} jobs, load {load}, seed {seed} (64 V100)")
@@ -159,8 +164,9 @@ NOTES = """## Where every parameter comes from
 
 * **Table 2.** Preempt, FIFO and Pack follow from the rules (FIFO's B 108.1
   vs 108.2: the paper's 0.1 min is a start-up we do not model).  AntMan
-  caps A at B's arrival through `allocate()` (A keeps the 2 GB B leaves, as in
-  the paper), then the coordinator raises A's compute window by window; B
+  caps A at B's arrival in the session's round (the placement `antman`; A
+  keeps the 2 GB B leaves, as in the paper), then the coordinator (the
+  mechanism `antman`, 10 s windows) raises A's compute window by window; B
   stays within the 3.5 % tolerance (91.4 vs 91.8 min).  A is slower than the
   paper's (45.6 vs 43.9): with 2 of its 3.5 GB on the GPU, the median memory
   curve costs it 12 %; GCN's own curve is not published.  **UMem is not
@@ -185,9 +191,19 @@ NOTES = """## Where every parameter comes from
   model with Fig. 1's utilisations does not produce.  AntMan's makespan is
   not below YARN-CS's either: long opportunistic jobs run capped beside
   guaranteed ones for hours.
-* The Gandiva baseline is the packing AntMan §5.2 describes, inside the
-  simulator; the full Gandiva scheduler (time-slicing, migration) can replace
-  it when it lands.
+* The Gandiva baseline is the packing AntMan §5.2 describes (the mechanism
+  `antman-packing`); the full Gandiva scheduler (time-slicing, migration) can
+  replace it.
+* **On the one simulator.**  Every policy runs on `alloc/sim/core.py`: the
+  placements go through the session (`Session.step` for AntMan's global
+  scheduler, the checked `reconcile` for the baselines' own placements and
+  the coordinators' caps).  Every figure above is the one the former
+  dedicated event loop gave, Table 2 to 1e-9 min and the trace experiment's
+  JCTs, makespans and preemption counts at every load and seed; Preempt,
+  FIFO and AntMan's rows of Table 2 run on the simulator, Pack and UMem are
+  closed forms of their rules (Pack over-commits GPU memory, which the
+  session refuses; UMem's host memory is outside the cluster model).  The
+  wall column is the simulator's (a loaded 2-core machine).
 """
 
 
@@ -196,8 +212,9 @@ def write_report(t2, res, rows, args) -> None:
     out = ROOT / "bench" / "results"
     lines = ["# AntMan (Xiao et al., OSDI'20): Table 2 and Fig. 13a", "",
              "Written by `python bench/antman.py --table2 --cluster --sweep --write` "
-             "(the model, its parameters and their sources: `alloc/sim/antman.py`, "
-             "`alloc/sim/data/antman.json`).", ""]
+             "(the model, its parameters and their sources: `alloc/sched/antman/model.py`, "
+             "`alloc/sim/data/antman.json`; the policies: the mechanisms of "
+             "`alloc/sched/antman/`, on the one simulator `alloc/sim/core.py`).", ""]
     if t2 is not None:
         lines += ["## Table 2: one 32 GB V100, job A (GCN, 3.5 GB, opportunistic) from 0 min, "
                   "job B (ResNet-50, 30 GB, guaranteed) from 26 min", "",

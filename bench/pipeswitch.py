@@ -12,13 +12,15 @@ tasks every T seconds; a closed-loop client sends batches of 8 during the
 inference half.  Parameters, fixed before any run: switch costs from Table 3
 (V100: stop-and-start 6,475 ms, MPS 307 ms, PipeSwitch 6.01 ms), the ready
 model's batch time from Table 1 (32 ms), MPS's contended latency from the
-text of section 6.1 (about 80 ms).  The simulator is alloc.sim.pipeswitch.
+text of section 6.1 (about 80 ms).  Fig. 6 is alloc.sim.pipeswitch.cycle_run
+(the protocol of one cycle's inference half, in closed form).
 
 The shared-cluster part places inference services beside training jobs with
 alloc.pipeswitch.share_gpus at each ``--shared-cycles`` cycle and mechanism (a
 cycle no longer than PipeSwitch's own switch is bad input: exit 2; the other
 mechanisms skip the cycles their switches outlast) and runs the result
-(Poisson requests), reporting the GPU time left to training, lost to
+(Poisson requests over ``--horizon`` seconds) on the one simulator with the
+mechanism ``switching`` (alloc.sched.pipeswitch), reporting the GPU time left to training, lost to
 switching, and the latency each service sees.  Writes
 bench/results/pipeswitch.md and bench/results/pipeswitch_fig6.png
 (matplotlib, the optional extra ``plot``).
@@ -65,7 +67,7 @@ def fig6(cycles, costs, model: str, gpu: str) -> dict:
     return pts
 
 
-def shared(cycles, costs, mechanisms) -> list[dict]:
+def shared(cycles, costs, mechanisms, horizon_s: float = 600.0) -> list[dict]:
     """The allocation decision and its run at each cycle the mechanisms allow."""
     cl = Cluster(tuple(Server(f"p3-{i}", 8000, 62464, 1, "V100") for i in range(8)))
     trainings = [Training(f"train-{i}", "ResNet152") for i in range(8)]
@@ -80,7 +82,7 @@ def shared(cycles, costs, mechanisms) -> list[dict]:
                     raise
                 rows.append({"mechanism": mech, "T": T, "refused": str(exc)})
                 continue
-            r = shared_run(d, {s.id: s.rate for s in services}, horizon_s=600.0)
+            r = shared_run(d, {s.id: s.rate for s in services}, horizon_s=horizon_s)
             rows.append({"mechanism": mech, "T": T, "training_share": r.training_share,
                          "switch_share": r.switch_share, "waiting": len(d.waiting),
                          "shared": sum(1 for p in d.services.values() if p.shared),
@@ -148,6 +150,8 @@ def main(argv=None) -> int:
     ap.add_argument("--shared-cycles", default="0.1,0.25,0.5,1,2,10,30",
                     help="cycles of the shared-cluster runs, seconds "
                          "(default: 0.1,0.25,0.5,1,2,10,30)")
+    ap.add_argument("--horizon", type=float, default=600.0,
+                    help="seconds of requests in each shared-cluster run (default: 600)")
     ap.add_argument("--model", default="ResNet152", help="model (default: ResNet152)")
     ap.add_argument("--gpu", default="V100", help="GPU type (default: V100)")
     ap.add_argument("--costs", default=None, help="a costs file (default: the shipped Table 3 data)")
@@ -162,7 +166,10 @@ def main(argv=None) -> int:
         cycles = _cycles(args.cycles, "--cycles")
         costs = load_costs(args.costs)
         pts = fig6(cycles, costs, args.model, args.gpu)
-        rows = shared(_cycles(args.shared_cycles, "--shared-cycles"), costs, MECHANISMS)
+        if not args.horizon > 0:
+            raise InputError(f"--horizon: expected a number > 0 (seconds), got {args.horizon!r}")
+        rows = shared(_cycles(args.shared_cycles, "--shared-cycles"), costs, MECHANISMS,
+                      args.horizon)
     except InputError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -1,12 +1,13 @@
 """AntMan: the global scheduler (hand-worked cases and properties), the local
-coordinator, job upgrades, Table 2 and a short trace run."""
+coordinator, job upgrades, the mechanisms on the simulator, Table 2 and a
+short trace run."""
 from dataclasses import replace
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from alloc import Cluster, Job, Server, allocate, violations
+from alloc import Cluster, Job, Placement, Server, allocate, violations
 from alloc.model import Cell, Tenant
 
 # the family's modules are imported inside the tests: importing a subpackage of
@@ -15,7 +16,7 @@ from alloc.model import Cell, Tenant
 
 
 def family():
-    from alloc.solvers.antman import classes, coordinator
+    from alloc.sched.antman import classes, coordinator
     return classes, coordinator
 
 
@@ -198,14 +199,65 @@ def test_short_trace_runs_every_policy():
     m = sim()
     simulate_cluster, coordination = m.simulate_cluster, m.coordination
     tr = m.trace(25, 1.5, seed=3)
-    out = {p: simulate_cluster(tr, p) for p in ("antman", "yarn-cs", "yarn-cs-preempt",
-                                                 "gandiva-packing")}
+    out = {p: simulate_cluster(tr, p) for p in m.MECHANISMS}
     for r in out.values():
         assert len(r.jct) == 25 and all(v > 0 for v in r.jct.values())
     assert out["antman"].preemptions == 0
     _, tau = coordination()                            # guaranteed jobs: at most tau slower
     assert out["antman"].guaranteed_mean_jct_min <= \
-        out["yarn-cs"].guaranteed_mean_jct_min * (1 + tau) + 1e-6
+        out["antman-yarn-cs"].guaranteed_mean_jct_min * (1 + tau) + 1e-6
+    with pytest.raises(ValueError, match="unknown policy"):
+        simulate_cluster(tr, "yarn-cs")
+
+
+def test_the_coordinator_moves_caps_through_the_session():
+    """On the simulator, every cap the coordinator sets is the session's:
+    the riders' shares in the session equal the run's, and every GPU's memory
+    and compute hold (the session checks each reshare)."""
+    m = sim()
+    from alloc.sched.antman.coordinate import AntMan
+    from alloc.sched.antman.model import AntManProgress
+    from alloc.sim import simulate
+    seen = []
+
+    class Watch(AntMan):
+        def after_step(self, result, ctl):
+            super().after_step(result, ctl)
+            for jid, r in ctl.jobs.items():
+                if r.running:
+                    assert ctl.session.jobs[jid].current.gpus == r.run.placement.gpus
+                    seen.extend(g for g in r.run.placement.gpus if g.milli == 0)
+
+    mech = Watch()
+    tr = m.trace(30, 2.0, seed=1, gpus=8)
+    c = Cluster((Server("s0", 96000, 736000, 8, "V100", gpu_mem=32768),),
+                tenants={"A": Tenant("A", (Cell("gpu", 8),))})
+    res = simulate(c, m.workload(tr, "antman"), order=("fifo", {"preemptive": False}),
+                   placement="antman", mechanism=mech, progress=AntManProgress())
+    assert len(res.jct()) == 30 and seen                  # riders rode, and all finished
+    assert not violations(c, [j for j in res_session_jobs(mech)], res_alloc(mech))
+
+
+def res_session_jobs(mech):
+    return list(mech.gpu_util._ctl.session.jobs.values())
+
+
+def res_alloc(mech):
+    from alloc.model import Allocation
+    return Allocation(tuple(j.current for j in res_session_jobs(mech) if j.current is not None))
+
+
+def test_a_mechanism_needs_its_progress_model():
+    m = sim()
+    from alloc.errors import InputError
+    from alloc.sim import simulate
+    from alloc.sched.antman.model import AntManProgress
+    c = Cluster((Server("s0", 96000, 736000, 8, "V100", gpu_mem=32768),))
+    work = m.workload(m.trace(3, 1.0), "antman-yarn-cs")
+    with pytest.raises(InputError, match="gpu-memory"):            # a run without the model
+        simulate(c, work, mechanism="antman-yarn-cs")
+    with pytest.raises(InputError, match=r"AntManProgress\('exclusive'\)"):
+        simulate(c, work, mechanism="antman-yarn-cs", progress=AntManProgress("packed"))
 
 
 def test_a_gang_goes_to_the_server_that_has_its_memory():
@@ -263,3 +315,66 @@ def test_a_rack_local_gang_spreads_inside_its_rack_when_no_server_holds_its_memo
     jobs = [Job("j0", 2, cpu=2000, mem=128000, locality="rack")]
     a = allocate(cl, jobs, solver="antman")
     assert sorted(g.gpu for g in a.placement("j0").gpus) == ["s0/gpu0", "s2/gpu0"]
+
+
+def test_a_session_keeps_the_caps_a_round_or_a_reconcile_gives():
+    """Table 2's cap at B's arrival stays in the session (no restart), and a
+    reconcile that states other caps changes them, checked."""
+    from alloc import Session
+    from alloc.errors import InputError
+    c = Cluster((Server("s0", 96000, 736000, 1, "V100", gpu_mem=32768),),
+                tenants={"a": Tenant("a", (Cell("gpu", 1),))})
+    s = Session(c, solver="antman")
+    s.submit(opp("A", mem=3584, comp=38, floor=400))
+    s.step()
+    s.submit(guar("B", mem=30720, comp=940))
+    r = s.step()
+    assert [p.job for p in r.start] == ["B"] and not r.move and not r.preempt
+    assert s.jobs["A"].current.gpus[0].mem == 2048          # the round's cap, kept
+    cur = s.jobs["A"].current
+    s.reconcile({"A": replace(cur, gpus=(replace(cur.gpus[0], mem=1024, compute=20),))},
+                stopped=[])
+    assert (s.jobs["A"].current.gpus[0].mem, s.jobs["A"].current.gpus[0].compute) == (1024, 20)
+    with pytest.raises(InputError, match="compute"):
+        s.reconcile({"A": replace(cur, gpus=(replace(cur.gpus[0], compute=500),))}, stopped=[])
+
+
+def test_a_session_keeps_a_gangs_reservation_between_rounds():
+    """A guaranteed gang that only partly fits reserves its GPUs; the next
+    round of the same session keeps them off another guaranteed job."""
+    from alloc import Session
+    c = cluster(servers=1, gpus=4)
+    s = Session(c, solver="antman")
+    s.submit(guar("g1", gpus=2, mem=1000))
+    s.step()
+    s.submit(guar("big", gpus=4, mem=1000))
+    r = s.step()
+    assert set(r.allocation.stats["reserved"]["big"]) == {"s0/gpu2", "s0/gpu3"}
+    s.submit(guar("small", gpus=1, mem=1000, priority=10))    # ranked before big this round
+    assert s.step().allocation.placement("small") is None     # the reserved GPUs stay free
+
+
+def test_a_gang_local_to_any_domain_above_the_server_spreads_inside_it():
+    """Locality at a level above the server that is not called ``rack`` (a
+    zone) lets a gang no server holds spread over the zone's servers."""
+    zone = {"zone": "a"}
+    cl = Cluster((Server("s0", 8000, 65536, 8, "V100", domains=zone),
+                  Server("s1", 8000, 65536, 2, "V100", domains=zone),
+                  Server("s2", 8000, 65536, 0, domains=zone)), ("zone", "server"))
+    jobs = [Job("j0", 5, cpu=5000, mem=81920, locality="zone")]
+    a = allocate(cl, jobs, solver="antman", objective="gpus")
+    assert not violations(cl, jobs, a)
+    assert {g.gpu.split("/")[0] for g in a.placement("j0").gpus} == {"s0", "s1"}
+
+
+def test_a_guaranteed_job_stops_an_opportunistic_cpu_only_job_holding_its_memory():
+    """An opportunistic job never blocks a guaranteed one, also when it holds
+    no GPU but the server memory the guaranteed job needs."""
+    c = Cluster((Server("s0", 8000, 65536, 1, "V100"),),
+                tenants={"a": Tenant("a", (Cell("gpu", 1),))})
+    jobs = [Job("c0", 0, cpu=1000, mem=32000,
+                current=Placement("c0", (), {"s0": 1000}, {"s0": 32000}, 0.0)),
+            Job("j1", 1, cpu=1000, mem=64000, tenant="a", guaranteed=True)]
+    a = allocate(c, jobs, solver="antman")
+    assert not violations(c, jobs, a)
+    assert a.preempted == ("c0",) and [p.job for p in a.placements] == ["j1"]

@@ -7,8 +7,11 @@ from alloc.errors import InputError
 from alloc.model import Job
 from alloc.shares import problem_from_dict, solve_shares
 from alloc.shares.rounds import place_round, plan_round
-from alloc.sim.gavel import (SIM_POLICIES, GavelJob, ThroughputTable, gavel_workload,
-                             simulate_gavel)
+from alloc.sched import policies
+from alloc.sim.gavel import GavelJob, ThroughputTable, gavel_workload, simulate_gavel
+
+#: Gavel's simulator policies: registered shares policies (alloc.sched.gavel)
+GAVEL_POLICIES = sorted(p.name for p in policies("shares") if p.name.startswith("gavel-"))
 
 
 def doc(m=12, nper=3, sfs=(1,), pairs=False, seed=0):
@@ -99,7 +102,7 @@ def test_heterogeneity_aware_beats_agnostic_on_a_clear_case():
     assert aware.jct[0] == pytest.approx(3600.0, rel=1e-6)
 
 
-@pytest.mark.parametrize("policy", sorted(SIM_POLICIES))
+@pytest.mark.parametrize("policy", GAVEL_POLICIES)
 def test_every_simulator_policy_runs(policy):
     table = small_table()
     jobs = [GavelJob(i, i % 2, 1800.0 * i, 3600.0 * (1 + i % 3) * table.alone[i % 2, 0])
@@ -110,8 +113,9 @@ def test_every_simulator_policy_runs(policy):
 
 
 def test_unknown_simulator_policy_is_refused():
-    with pytest.raises(InputError, match="valid: gavel-las"):
+    with pytest.raises(InputError, match="unknown shares policy 'gavel-nope'.*gavel-las"):
         simulate_gavel("gavel-nope", [], small_table())
+    assert len(GAVEL_POLICIES) == 14
 
 
 def test_workload_follows_gavel_law():

@@ -56,8 +56,40 @@ def test_equal_priority_never_preempts():
 
 
 def test_bad_settings_are_input_errors():
-    with pytest.raises(InputError, match="order"):
+    with pytest.raises(InputError, match="order: order policy 'las' needs attained"):
         Scheduler(FakeApi(), order="las", log=io.StringIO())
+    with pytest.raises(InputError, match="order: unknown order policy 'nope'"):
+        Scheduler(FakeApi(), order="nope", log=io.StringIO())
+
+
+def test_the_order_comes_from_the_registry():
+    """An order registered at run time ranks the pods: the newest first,
+    preemptive, so the new pod preempts the running one (priorities equal)."""
+    from alloc.sched import KeyOrder, policy, register_policy, unregister_policy
+
+    @policy("order", "k8s-test-newest", summary="the newest first")
+    class Newest(KeyOrder):
+        preemptive = True
+
+        def key(self, job, ctx):
+            return -job.arrival_s
+
+    register_policy(Newest)
+    try:
+        api = FakeApi([_node("n0")], [_bound("old", "n0", 8, 5), _pod("new", 8)])
+        api.pods[1]["spec"]["priority"] = 5
+        api.pods[1]["metadata"]["creationTimestamp"] = "2999-01-01T00:00:00Z"
+        deleted = []
+        api.delete_pod = lambda ns, name, uid, grace=None: deleted.append(name)
+        s = Scheduler(api, order="k8s-test-newest", log=io.StringIO(), events=False)
+        s.relist()
+        c = s.cycle()
+        s.close()
+        assert deleted == ["old"] and c.preempted == ("ns/old",)
+        s = Scheduler(api, order="fifo:preemptive=true", log=io.StringIO(), events=False)
+        assert s._policy.preemptive
+    finally:
+        unregister_policy("order", "k8s-test-newest")
     with pytest.raises(InputError, match="preempt"):
         Scheduler(FakeApi(), preempt="always", log=io.StringIO())
 

@@ -15,9 +15,8 @@ function.
 * Outside the families and the engines, only the modules of `ENGINE_USERS`
   import an engine (the simulators go through a family's package).
 * The simulator (`alloc/sim/`) imports a family's package, never a module
-  inside it: a round goes through a session.  The event-driven
-  reproduction of AntMan, which runs the family's own scheduler objects
-  over time, is the named exception (`SIM_DRIVES`).
+  inside it: a round goes through a session (`SIM_DRIVES` names no
+  exception: every reproduction is a stack of the layer's policies).
 * The scheduling layer (`alloc/sched/`) imports no solver family; the
   experiments and sweeps import a family's package, never a module inside it.
 * The import graph of `alloc/` has no cycle.  The one edge allowed to close
@@ -223,9 +222,7 @@ def test_only_the_declared_modules_import_an_engine():
 
 #: Simulator modules that drive a family's scheduler objects over time, and
 #: the family modules they may import for it.
-SIM_DRIVES = {
-    "alloc.sim.antman": {"alloc.solvers.antman.coordinator"},
-}
+SIM_DRIVES: dict[str, set[str]] = {}
 
 
 @pytest.mark.parametrize("path", sorted((ROOT / "sim").rglob("*.py")),

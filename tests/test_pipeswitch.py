@@ -111,7 +111,8 @@ def run_bench(*args):
 
 def test_bench_out_shape_and_bad_input(tmp_path):
     out = tmp_path / "f.json"
-    p = run_bench("--out", str(out), "--md", "", "--plot", "", "--shared-cycles", "1")
+    p = run_bench("--out", str(out), "--md", "", "--plot", "", "--shared-cycles", "1",
+                  "--horizon", "60")
     assert p.returncode == 0, p.stderr
     doc = json.loads(out.read_text())
     assert set(doc) == {"T", *MECHANISMS} and doc["T"] == [1, 2, 5, 10, 30]
@@ -122,3 +123,28 @@ def test_bench_out_shape_and_bad_input(tmp_path):
     unknown = run_bench("--md", "", "--plot", "", "--model", "VGG19")
     assert unknown.returncode == 2 and "VGG19" in unknown.stderr
     assert unknown.stderr.count("\n") == 1
+
+
+def test_switching_is_a_registered_mechanism_on_the_simulator():
+    """The mechanism needs its decision and its own progress model; every
+    request it places goes through the run's session."""
+    from alloc.sched import get_policy
+    from alloc.sched.pipeswitch.switching import Switching
+    from alloc.sim import WorkloadJob, simulate
+    with pytest.raises(InputError, match="decision"):
+        get_policy("mechanism", "switching").build()
+    cl = v100s(1)
+    d = share_gpus(cl, [Training("t0", "ResNet152")], [Service("a", "ResNet152", 2.0, 800.0)],
+                   cycle_s=0.5)
+    mech = Switching(d, horizon_s=10.0)
+    jobs = [WorkloadJob("t0", 0.0, 1, duration_s=1e6),
+            WorkloadJob("a#0", 0.2, 1, duration_s=0.032, extra={"service": "a"})]
+    with pytest.raises(InputError, match="progress model"):
+        simulate(cl, jobs, mechanism=mech, round_s=100.0, max_time_s=100.0)
+    mech = Switching(d, horizon_s=10.0)
+    res = simulate(cl, jobs, mechanism=mech, progress=mech.progress, round_s=100.0,
+                   max_time_s=100.0, window=(1, 1))
+    s = d.services["a"].switch_s
+    # the request waits for the cycle at 0.5 s, pays the switch, runs one batch
+    assert res.jct()["a#0"] == pytest.approx(0.5 - 0.2 + s + 0.032)
+    assert mech.switch == pytest.approx(2 * s)          # there and back

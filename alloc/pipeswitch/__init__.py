@@ -6,7 +6,9 @@ and inference.
 * [alloc.pipeswitch.decide][]: which inference services share GPUs with
   which training jobs at a cycle of $T$ seconds, checked by the core.
 
-The simulator is [alloc.sim.pipeswitch][].
+Over time the decision runs on the one simulator with the mechanism
+``switching`` ([alloc.sched.pipeswitch][]); the experiments are
+[alloc.sim.pipeswitch][].
 """
 from .costs import MECHANISMS, SwitchCosts, load_costs
 from .decide import GpuPlan, Service, ServicePlan, ShareDecision, Training, share_gpus

@@ -9,7 +9,9 @@ order, ``invert`` in the reverse order).
 * `pins` -- the core's own decisions before the solver runs: preemption by
   the caller's order ([`OrderPreemption`][alloc.reductions.OrderPreemption])
   and a tenant's guarantee ([`GuaranteePins`][alloc.reductions.GuaranteePins]):
-  victims out of the problem, the jobs placed for them pinned;
+  victims out of the problem, the jobs placed for them pinned; and the
+  running jobs a solver may not touch, put back by the inverse
+  ([`KeptRunning`][alloc.reductions.KeptRunning]);
 * `chain` -- the composition.
 
 A session applies ``ClosedServers`` to its call before compiling; the core
@@ -21,7 +23,7 @@ from __future__ import annotations
 
 from .chain import Chain, Reduction
 from .closed import ClosedInverse, ClosedServers, trim
-from .pins import GuaranteePins, OrderPreemption
+from .pins import GuaranteePins, KeptRunning, OrderPreemption
 
-__all__ = ["Chain", "ClosedInverse", "ClosedServers", "GuaranteePins", "OrderPreemption",
-           "Reduction", "trim"]
+__all__ = ["Chain", "ClosedInverse", "ClosedServers", "GuaranteePins", "KeptRunning",
+           "OrderPreemption", "Reduction", "trim"]

@@ -46,7 +46,7 @@ Examples
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any, Iterable, Sequence
+from typing import Any, Collection, Iterable, Sequence
 
 from ..check import placement_servers
 from ..errors import SolverError
@@ -117,28 +117,31 @@ class ClosedServers:
         self._last = (cluster, closed, out)
         return out
 
-    def apply(self, call: Call, closed: frozenset[str]
-              ) -> tuple[Call, ClosedInverse]:
+    def apply(self, call: Call, closed: frozenset[str],
+              touching: Collection[str] | None = None) -> tuple[Call, ClosedInverse]:
         """The reduced call and the data to invert its answer (module notes);
         when every server is closed the reduced cluster has no server (the
-        caller then runs no solver: nothing can start)."""
+        caller then runs no solver: nothing can start).  ``touching``: the
+        ids of the running jobs with a part on a closed server, when the
+        caller keeps that index (None: every job is looked at)."""
         cluster, jobs, order = call
         reduced = self._cluster(cluster, closed)
-        kept: list[Job] = []
         removed: list[Job] = []
         trimmed: dict[str, Job] = {}
+        parts: dict[str, Job] = {}
         for job in jobs:
-            cur = job.current
-            if cur is not None:
-                where = placement_servers(cur)
-                if where & closed:
-                    if where <= closed:
-                        removed.append(job)
-                        continue
+            if job.current is None or (touching is not None and job.id not in touching):
+                continue
+            where = placement_servers(job.current)
+            if where & closed:
+                if where <= closed:
+                    removed.append(job)
+                else:
                     trimmed[job.id] = job
-                    job = trim(job, closed)
-            kept.append(job)
+                    parts[job.id] = trim(job, closed)
         gone = {j.id for j in removed}
+        kept = [parts.get(j.id, j) for j in jobs if j.id not in gone] if gone or parts \
+            else list(jobs)
         if order is not None and gone:
             order = [j for j in order if j not in gone]
         inv = ClosedInverse(cluster, tuple(jobs), tuple(removed), trimmed, closed, reduced)
@@ -147,20 +150,18 @@ class ClosedServers:
     def invert(self, alloc: Allocation, inv: ClosedInverse) -> Allocation:
         """The allocation of the call as posed (module notes)."""
         obj = get_objective(alloc.objective)
-        by_id = {j.id: j for j in inv.jobs}
+        by_id = {j.id: j for j in inv.jobs} if alloc.unplaced else {}
         got = {p.job: p for p in alloc.placements}
         extra = 0.0
         bound_extra = 0.0
         for job in inv.removed:
-            cur = job.current
-            assert cur is not None
+            cur = recomputed(inv.cluster, job)
             got[job.id] = cur
             v = obj.value(job, cur)
             extra += v
             bound_extra += v
         for jid, job in inv.trimmed.items():
-            cur = job.current
-            assert cur is not None
+            cur = recomputed(inv.cluster, job)
             v = obj.value(job, cur)
             p = got.get(jid)
             if p is None:                          # stopped: the whole job stops
@@ -175,17 +176,48 @@ class ClosedServers:
             v_part = obj.value(trim(job, inv.closed), p)
             extra += v - v_part
             bound_extra += max(0.0, v - v_part)
-        placements = tuple(got[j.id] for j in inv.jobs if j.id in got)
+        placements = tuple(got.values())   # the reduced answer's, then the restored ones
         reasons = dict(alloc.reasons)
         for jid, why in _closed_reasons(inv, (by_id[j] for j in alloc.unplaced
                                               if j in by_id and j not in alloc.preempted)):
             reasons[jid] = why
         stats = {**alloc.stats, "closed_servers": sorted(inv.closed)}
         return replace(alloc, placements=placements,
-                       unplaced=tuple(j.id for j in inv.jobs if j.id not in got),
                        value=alloc.value + extra,
                        bound=None if alloc.bound is None else alloc.bound + bound_extra,
                        reasons=reasons, stats=stats)
+
+
+def recomputed(cluster: Cluster, job: Job) -> Placement:
+    """Running ``job``'s current placement as the answer reports it: its
+    throughput (and a goodput job's batch) recomputed on ``cluster``, the
+    ``current`` object itself when they are the reported ones.
+
+    Examples
+    --------
+    >>> from alloc import GpuShare, Job, Placement, Server
+    >>> c = Cluster((Server("s0", 8000, 64000, 1, "V100"),))
+    >>> cur = Placement("a", (GpuShare("s0/gpu0", 1000),), {"s0": 1000}, {"s0": 1000})
+    >>> recomputed(c, Job("a", 1, cpu=1000, mem=1000, current=cur)).throughput
+    1.0
+    """
+    from ..objectives import goodput_speed, throughput
+    from ..memo import remembered
+    cur = job.current
+    assert cur is not None, "a running job"
+
+    def make() -> Placement:
+        gids = [g.gpu for g in cur.gpus]
+        tp = round(throughput(cluster, job, gids, sum(cur.cpu.values()),
+                              sum(cur.mem.values())), 9)
+        batch, accum = cur.batch, cur.accum
+        if job.profile is not None and job.profile.goodput is not None and gids:
+            _, batch, accum = goodput_speed(cluster, job, gids)
+        if (tp, batch, accum) == (cur.throughput, cur.batch, cur.accum):
+            return cur
+        return replace(cur, throughput=tp, batch=batch, accum=accum)
+    out: Placement = remembered(cur, "closed", (cluster, job), make)
+    return out
 
 
 def shrunk_tenants(cluster: Cluster) -> dict[str, Tenant]:
@@ -238,4 +270,4 @@ def _closed_reasons(inv: ClosedInverse, waiting: Iterable[Job]) -> list[tuple[st
     return out
 
 
-__all__ = ["Call", "ClosedInverse", "ClosedServers", "shrunk_tenants", "trim"]
+__all__ = ["Call", "ClosedInverse", "ClosedServers", "recomputed", "shrunk_tenants", "trim"]

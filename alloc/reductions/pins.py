@@ -13,9 +13,12 @@ the same (the placements are the same).
   ``preempt="order"``: the order's walk ([alloc.preempt][]) decides the
   victims and the jobs they are stopped for; priorities are set aside (the
   order ranks the jobs).
+* [`KeptRunning`][alloc.reductions.KeptRunning] -- the running jobs a solver
+  may not move or stop, put back where they run after it answers
+  (`alloc.solve.finish` inverts it);
 * [`GuaranteePins`][alloc.reductions.GuaranteePins] -- with tenants' cells
   and a waiting guaranteed job, for a solver that does not declare
-  ``guarantee``: HiveD's rules ([alloc.guarantee][]) place the guaranteed
+  ``guarantee``: HiveD's rules (`alloc.guarantee`) place the guaranteed
   jobs and stop the opportunistic ones they need; priorities stay.
 
 Examples
@@ -40,7 +43,7 @@ from typing import Any
 
 from ..deadline import Deadline
 from ..model import Allocation
-from ..problem import Problem
+from ..problem import Problem, Solution
 
 
 class OrderPreemption:
@@ -92,7 +95,7 @@ class GuaranteePins:
 
     def invert(self, alloc: Allocation, plan: Any) -> Allocation:
         """The answer for the problem as posed: the victims preempted for
-        the guaranteed jobs ([alloc.guarantee.reason][]), which ones the core
+        the guaranteed jobs (`alloc.guarantee.reason`), which ones the core
         placed in ``stats["guarantee_pinned"]``."""
         from ..guarantee import reason
         from ..preempt import lifted
@@ -103,4 +106,55 @@ class GuaranteePins:
             p.jobs[j].id for j in plan.pinned)})
 
 
-__all__ = ["GuaranteePins", "OrderPreemption"]
+class KeptRunning:
+    """Running jobs a solver may not move or stop, as a reduction: the
+    solver sees them running (`Problem.fixed`, their room taken from the
+    free capacities) and need not list them; the inverse puts them back.
+
+    A solver that declares neither ``preemption`` nor (when the call allows
+    moves) ``migration`` keeps every running job where it runs: the inverse
+    sets ``assign[r] = fixed[r]`` for every running ``r``.  One that may move
+    but not stop them has each running job it leaves out put back where it
+    runs.  One that may stop them answers for them (a running job it leaves
+    out is stopped): nothing to invert.
+
+    Examples
+    --------
+    >>> from alloc import Cluster, Job, Server
+    >>> from alloc.model import GpuShare, Placement
+    >>> from alloc.problem import Solution, compile_problem
+    >>> cl = Cluster((Server("s0", 8000, 64000, 1, "V100"),))
+    >>> run = Placement("r", (GpuShare("s0/gpu0", 1000),), {"s0": 1000}, {"s0": 1000})
+    >>> p = compile_problem(cl, [Job("r", 1, cpu=1000, mem=1000, current=run)])
+    >>> red = KeptRunning(frozenset())
+    >>> q, data = red.apply(p)
+    >>> red.invert(Solution(), data).assign == p.fixed
+    True
+    """
+
+    def __init__(self, capabilities: frozenset[str]) -> None:
+        self.capabilities = capabilities
+
+    def apply(self, problem: Problem) -> tuple[Problem, Any]:
+        """``(P, (every, fixed))``: the problem unchanged, and which running
+        jobs go back (``every``: all of them, else those left out); ``(P,
+        None)`` when nothing runs or the solver answers for them."""
+        caps = self.capabilities
+        if not problem.fixed or "preemption" in caps:
+            return problem, None
+        touches = "migration" in caps and problem.moves_allowed
+        return problem, (not touches, problem.fixed)
+
+    def invert(self, sol: Solution, data: Any) -> Solution:
+        """``sol`` with the running jobs put back (see the class notes)."""
+        every, fixed = data
+        assign = dict(sol.assign)
+        if every:
+            assign.update(fixed)
+        else:
+            for j, a in fixed.items():
+                assign.setdefault(j, a)
+        return replace(sol, assign=assign)
+
+
+__all__ = ["GuaranteePins", "KeptRunning", "OrderPreemption"]

@@ -362,14 +362,23 @@ class Control(Protocol):
     def resume(self, job_id: str) -> None:
         """Let a held job be placed again (by the next round, or by `place`)."""
 
-    def place(self, job_id: str, gpus: Sequence[str], *, milli: int | None = None) -> None:
+    def place(self, job_id: str, gpus: Sequence[Any], *, milli: int | None = None) -> None:
         """Run a job on ``gpus`` (the core's GPU names ``"<server>/gpu<k>"``)
         now, with ``milli`` milli-GPU of each (packing on a shared GPU; None:
         its share as it is).  A running job given the same GPUs keeps running
-        with the new share (packing, or its undo); given other GPUs it moves."""
+        with the new share (packing, or its undo); given other GPUs it moves.
+        ``gpus`` may also be [`GpuShare`][alloc.model.GpuShare]s: the shares
+        themselves (opportunistic ones, milli 0, with GPU memory and compute
+        caps)."""
 
     def migrate(self, job_id: str, gpus: Sequence[str]) -> None:
         """Move a running job onto ``gpus`` (it pays its migration delay)."""
+
+    def reshare(self, job_id: str, shares: Sequence[Any]) -> None:
+        """Give a running job other shares of the GPUs it holds
+        ([`GpuShare`][alloc.model.GpuShare]: milli, GPU memory and compute
+        caps, as AntMan's coordinator moves an opportunistic job's): no
+        restart, no move; its rate and its neighbours' are asked again."""
 
     def resize(self, job_id: str, size: Size) -> None:
         """Give a job another size (a running one restarts at it: counted)."""

@@ -20,6 +20,7 @@ from .ids import ID_PREFIX, GpuKeys, JobIds
 from .journal import Journal
 from ..reductions import ClosedServers
 from .result import Reconciled, RoundResult
+from .room import Room, shape_key
 
 #: Why a job the scheduler preempted waits this round.
 HELD_REASON = "preempted by the scheduler; not placed again in the round that follows"
@@ -158,6 +159,9 @@ class Session:
         self._last: RoundResult | None = None
         #: what the core and the solver derived last round (`alloc.carry`)
         self._carry = Carry()
+        #: the waiting jobs by shape, and what the running jobs hold (`alloc.session.room`)
+        self._waiting: dict[Any, dict[str, None]] = {}
+        self._room: Room | None = None
         for j in jobs:
             self._put(j if j.current is None or j.current.job == j.id
                       else replace(j, current=replace(j.current, job=j.id)))
@@ -454,7 +458,9 @@ for ranks)."""
         running : mapping or iterable
             Every job the scheduler believes is running: a mapping from job
             id to where it runs (a `Placement`, a list of GPU keys, or None
-            for "where the session has it"), or a list of job ids.  With
+            for "where the session has it"), or a list of job ids.  A
+            `Placement` on the GPUs a job holds with other GPU memory or
+            compute caps (an opportunistic job's, AntMan) changes them.  With
             ``stopped``: only the jobs that started or moved.
         stopped : iterable, optional
             A partial statement: the jobs that stopped since the scheduler's
@@ -539,30 +545,40 @@ for ranks)."""
         except ValueError as exc:
             raise InputError(str(exc)) from None
         with paused(not self._info.exact):   # the collector's passes find nothing here
-            alloc, timings = self._solve(deadline)
-            return self._commit(alloc, timings, t0)
+            alloc, timings, held = self._solve(deadline)
+            return self._commit(alloc, timings, t0, held)
 
-    def _solve(self, deadline: Deadline) -> tuple[Allocation, dict[str, Any]]:
+    def _solve(self, deadline: Deadline) -> tuple[Allocation, dict[str, Any], Any]:
         """One solve of the round's call: closed servers reduced out of it
         ([`ClosedServers`][alloc.reductions.ClosedServers]), the jobs the
-        scheduler held back left out with their reason."""
+        scheduler held back left out with their reason, and the waiting jobs
+        that cannot fit held out (`alloc.session.room`; returned for the
+        commit, which gives their reasons)."""
         from ..problem import compile_problem
         from ..solve import run_solver
         closed = frozenset(self._drained) | frozenset(self._failed)
-        jobs = list(self._jobs.values()) if not self._held else \
-            [j for j in self._jobs.values() if j.id not in self._held]
+        t0 = time.perf_counter()
+        parked = self._unfit(self._held) if not closed else {}
+        out: Any = self._held
+        if parked:
+            out = set(self._held).union(*parked.values())
+        jobs = list(self._jobs.values()) if not out else \
+            [j for k, j in self._jobs.items() if k not in out]
+        held_s = time.perf_counter() - t0
         order = self._round_order()
         cluster: Cluster = self._cluster
         inverse = None
         if closed:
+            on = self._on_server
             (cluster, kept, kept_order), inverse = self._closed.apply(
-                (cluster, jobs, order), closed)
+                (cluster, jobs, order), closed, {j for sid in closed for j in on.get(sid, ())})
             jobs = list(kept)
             order = None if kept_order is None else list(kept_order)
             if inverse.trimmed and self.preempt_rule == "order":
                 # nobody outranks a job pinned on its open part
                 order = list(dict.fromkeys([*inverse.trimmed, *(order or ())]))
-        timings = {"compile_s": 0.0, "solve_s": 0.0, "attempts": 1}
+        timings = {"compile_s": 0.0, "solve_s": 0.0, "attempts": 1,
+                   "held_out": sum(len(ids) for ids in parked.values()), "held_out_s": held_s}
         t1 = time.perf_counter()
         problem = compile_problem(
             cluster, jobs, self._objective, self.name, order=order, max_moves=self.max_moves,
@@ -583,7 +599,59 @@ for ranks)."""
             held = dict.fromkeys(self._held, HELD_REASON)
             alloc = replace(alloc, unplaced=alloc.unplaced + tuple(held),
                             reasons={**alloc.reasons, **held})
-        return alloc, timings
+        later = (problem, parked, out - self._held.keys(), tuple(self._held)) if parked else None
+        return alloc, timings, later
+
+    def _unfit(self, excluded: Mapping[str, Any]) -> dict[str, list[str]]:
+        """The waiting jobs this round holds out, by shape: those that cannot
+        fit the room the running jobs leave, when the solver ignores them and
+        the round neither moves nor stops a running job (`alloc.session.room`).
+        Each shape's first job names it."""
+        if not (self._waiting and self._info.ignores_unfit and self.preempt_rule is None
+                and self.max_moves == 0 and not self._cluster.tenants
+                and "preemption" not in self._info.capabilities):
+            return {}
+        from ..problem import pareto_options, placeable_reason
+        room = self._room
+        if room is None or room.cluster is not self._cluster:
+            room = self._room = Room(self._cluster, (j.current for j in self._jobs.values()
+                                                     if j.current is not None))
+        free = room.free()
+        jobs, cl = self._jobs, self._cluster
+        resizes = "grid" in self._info.capabilities
+        out: dict[str, list[str]] = {}
+        for ids in self._waiting.values():
+            ids_out = [j for j in ids if j not in excluded] if excluded else list(ids)
+            if not ids_out:
+                continue
+            job = jobs[ids_out[0]]
+            opts = pareto_options(job)
+            if free.cannot_fit(job, opts if resizes else opts[:1]) \
+                    and placeable_reason(cl, job) is None:
+                out[ids_out[0]] = ids_out
+        return out
+
+    def _held_out(self, alloc: Allocation, problem: Any, parked: dict[str, list[str]],
+                  waiting: set[str], tail: tuple[str, ...]) -> Allocation:
+        """``alloc`` with the jobs held out of the round waiting, in submission
+        order among the others (``waiting``: their ids; the jobs held back by
+        the scheduler, ``tail``, stay last), each with the line
+        `alloc.waiting` gives its shape on the room the round's answer leaves
+        (the session's room once the round's jobs started: the answer moved
+        and stopped none)."""
+        from ..waiting import outside_reasons
+        room, jobs = self._room, self._jobs
+        assert room is not None, "the room of the round's held-out jobs"
+        free = room.free()
+        lines = outside_reasons(problem, (free.gpu, free.C, free.M), [jobs[k] for k in parked],
+                                self._info.capabilities, self._info.name)
+        reasons = dict(alloc.reasons)
+        for line, ids in zip(lines, parked.values()):
+            reasons.update(dict.fromkeys(ids, line))
+        waiting.update(alloc.unplaced)
+        waiting.difference_update(tail)
+        return replace(alloc, unplaced=tuple([j for j in jobs if j in waiting]) + tail,
+                       reasons=reasons)
 
     def _round_order(self) -> list[str] | None:
         """The core's job order: the caller's, its ids the core's (jobs not
@@ -593,7 +661,8 @@ for ranks)."""
         core, jobs = self._ids.core, self._jobs
         return [c for c in map(core, self._order) if c in jobs]
 
-    def _commit(self, alloc: Allocation, timings: dict[str, Any], t0: float) -> RoundResult:
+    def _commit(self, alloc: Allocation, timings: dict[str, Any], t0: float,
+                held: Any = None) -> RoundResult:
         t1 = time.perf_counter()
         jobs = self._jobs
         start = [p for p in alloc.placements if jobs[p.job].current is None]
@@ -604,10 +673,16 @@ for ranks)."""
             self._put(replace(self._jobs[p.job], current=p))
         for j in alloc.preempted:
             self._put(replace(self._jobs[j], current=None))
+        for j in cast(Sequence[str], alloc.stats.get("resized") or ()):
+            self._recap(j, alloc.placement(j))
         self._counts["preempted"] += len(alloc.preempted)
         self._held.clear()
         self._round += 1
         timings["commit_s"] = time.perf_counter() - t1
+        if held is not None:           # the jobs held out: reasons on the room left now
+            t2 = time.perf_counter()
+            alloc = self._held_out(alloc, *held)
+            timings["held_out_s"] += time.perf_counter() - t2
         ext: Any = self._ids.caller
         gpus = {ext(p.job): tuple(self._gpus.caller(g.gpu) for g in p.gpus)
                 for p in start + move}
@@ -616,9 +691,11 @@ for ranks)."""
             start, move, preempt = ([replace(p, job=ext(p.job)) for p in ps]
                                     for ps in (start, move, preempt))
             moved_from = {ext(j): replace(p, job=ext(j)) for j, p in moved_from.items()}
+        mapped = self._ids.mapped        # else the caller's ids are the core's
         res = RoundResult(self._round, tuple(start), tuple(move), tuple(preempt), moved_from,
-                          tuple(map(ext, alloc.unplaced)),
-                          {ext(j): r for j, r in alloc.reasons.items()}, alloc,
+                          tuple(map(ext, alloc.unplaced)) if mapped else tuple(alloc.unplaced),
+                          {ext(j): r for j, r in alloc.reasons.items()} if mapped
+                          else dict(alloc.reasons), alloc,
                           time.perf_counter() - t0, timings, gpus,
                           {ext(v): ext(b) for v, b in why.items()})
         self._last = res
@@ -692,6 +769,16 @@ for ranks)."""
         return Placement(job.id, tuple(GpuShare(g, job.gpu_milli) for g in names),
                          dict(zip(servers, cpu)), dict(zip(servers, mem)))
 
+    def _recap(self, job_id: str, p: Placement | None) -> None:
+        """A running job's caps changed in the round's answer (a solver lists
+        such jobs in ``stats["resized"]``: the same GPUs and shares, other
+        GPU memory or compute caps; no restart, no move): the session keeps
+        the answer's placement."""
+        job = self._jobs.get(job_id)
+        if p is not None and job is not None and job.current is not None \
+                and job.current.same_as(p):
+            self._put(replace(job, current=p))
+
     def _reconcile(self, items: Iterable[tuple[Any, Any]], where: str,
                    ended: list[Any] | None = None) -> Reconciled:
         listed, changed = set(), []
@@ -706,7 +793,8 @@ for ranks)."""
                     raise InputError(f"{w}: the session has it waiting; give where it runs")
                 continue
             p = self._placement_of(job, where_now, w)
-            if job.current is None or not p.same_as(job.current):
+            if job.current is None or not p.same_as(job.current) \
+                    or (isinstance(where_now, Placement) and _caps(p) != _caps(job.current)):
                 changed.append((job, p, w))
         if ended is None:
             stopped = [cid for cid in list(self._jobs) if cid not in listed
@@ -755,8 +843,24 @@ for ranks)."""
 
     # Every change goes through the functions below, which journal it.
     def _index(self, job: Job | None, add: bool) -> None:
-        if job is None or job.current is None:
+        if job is None:
             return
+        if job.current is None:
+            key = shape_key(job)
+            if key is None:
+                return
+            group = self._waiting.get(key)
+            if add:
+                if group is None:
+                    group = self._waiting[key] = {}
+                group[job.id] = None
+            elif group is not None:
+                group.pop(job.id, None)
+                if not group:
+                    del self._waiting[key]
+            return
+        if self._room is not None:
+            self._room.take(job.current, 1 if add else -1)
         for sid in placement_servers(job.current):
             s = self._on_server.setdefault(sid, set())
             if add:
@@ -816,6 +920,7 @@ for ranks)."""
 
     def _set_cluster(self, cluster: Cluster) -> None:
         old, self._cluster = self._cluster, cluster
+        self._room = None                     # rebuilt on the new cluster when needed
         self._journal.record(lambda: setattr(self, "_cluster", old))
 
     def _flag(self, flags: dict[str, None], sid: str, on: bool) -> None:
@@ -843,6 +948,11 @@ for ranks)."""
                     want.setdefault(sid, set()).add(j.id)
         ordered = list(self._jobs) == sorted(self._jobs, key=self._arrival.__getitem__)
         return want == self._on_server and ordered and set(self._arrival) == set(self._jobs)
+
+
+def _caps(p: Placement) -> list[tuple[Any, ...]]:
+    """A placement's shares with their GPU memory and compute caps, by GPU."""
+    return sorted((g.gpu, g.milli, g.mem, g.compute) for g in p.gpus)
 
 
 def _some(p: Placement | None) -> Placement:

@@ -27,8 +27,8 @@ from .progress import Alone, GavelTable, Progress, ProgressModel, Run, SynergyPr
 from .result import SimResult
 from .workload import MODEL_CLASSES, SyntheticWorkload
 
-_GAVEL = ("GAVEL_CLUSTER", "GavelJob", "GavelResult", "SIM_POLICIES", "ThroughputTable",
-          "gavel_workload", "simulate_gavel")
+_GAVEL = ("GAVEL_CLUSTER", "GavelJob", "GavelResult", "ThroughputTable", "gavel_workload",
+          "simulate_gavel")
 
 
 def __getattr__(name):

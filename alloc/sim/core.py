@@ -56,7 +56,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence, cast
 
 from ..gpukey import gpu_key, server_of
 from ..errors import InputError
-from ..model import Cluster, Job, Placement
+from ..model import Cluster, GpuShare, Job, Placement
 from ..sched.kinds import Context, Event, Size
 from ..sched.registry import PolicyError
 from .jobs import JOB_FIELDS, JobRecord, WorkloadJob
@@ -436,6 +436,18 @@ class Simulator:
             if why == "suspend":
                 self.counts["suspensions"] += 1
 
+    def _recap(self, r: JobRecord, p: Placement | None) -> None:
+        """Running job ``r`` holds its GPUs with other shares (GPU memory or
+        compute caps): no restart, no move; its rate (and its neighbours')
+        is asked again."""
+        if p is None or r.run is None or not r.running:
+            return
+        self._unindex(r)
+        self._settle(r)
+        r.run = replace(self._run_of(r, p, r.run.cause), since_s=r.run.since_s)
+        self._index(r)
+        self._set_rate(r, force=True)
+
     def _index(self, r: JobRecord) -> None:
         run = r.run
         assert run is not None
@@ -658,6 +670,8 @@ class Simulator:
                 pairs = {}
         for m in self.mechanisms:
             self._call(m, m.obj.before_step, self._control)
+        if self.mechanisms:        # a job a mechanism held just now is no candidate
+            cands = [r for r in cands if not r.held]
         ids = [(r.id, r.gpus, r.gpu_type, r.milli) for r in cands]
         if not self._dirty and ids == self._last_cands and not pairs:
             self.skipped += 1
@@ -733,6 +747,10 @@ class Simulator:
                 r.moves += 1
                 self.counts["moves"] += 1
             self._begin(r, p, cause)
+        for jid in res.allocation.stats.get("resized") or ():   # caps changed in place
+            rec = recs.get(jid)
+            if rec is not None and rec.running and rec.id not in placed:
+                self._recap(rec, res.allocation.placement(jid))
 
     # ------------------------------------------------------------- events
     def _arrive(self, spec: WorkloadJob, index: int) -> None:
@@ -1022,10 +1040,11 @@ class _Control:
             self._sim._touch(r)
             self._sim._dirty = True
 
-    def place(self, job_id: str, gpus: Sequence[str], *, milli: int | None = None) -> None:
+    def place(self, job_id: str, gpus: Sequence[Any], *, milli: int | None = None) -> None:
         sim = self._sim
         r = self._rec(job_id, "place")
-        gpus = list(gpus)
+        shares = tuple(gpus) if gpus and all(isinstance(g, GpuShare) for g in gpus) else None
+        gpus = [g.gpu for g in shares] if shares is not None else list(gpus)
         if milli is not None and (isinstance(milli, bool) or not isinstance(milli, int)
                                   or not 1 <= milli <= 1000):
             raise InputError(f"place {job_id!r}: milli: expected an integer in 1..1000, "
@@ -1040,7 +1059,9 @@ class _Control:
                 r.in_session = False
         if not r.in_session:
             sim._submit(r)
-        sim.session.reconcile({job_id: gpus}, stopped=(), where=f"place {job_id!r}")
+        where: Any = gpus if shares is None else \
+            replace(sim.session.placement(job_id, gpus, where=f"place {job_id!r}"), gpus=shares)
+        sim.session.reconcile({job_id: where}, stopped=(), where=f"place {job_id!r}")
         p = sim.session.jobs[job_id].current
         if old is None:
             sim._begin(r, p, "resume" if r.start_s is not None else "start")
@@ -1056,6 +1077,21 @@ class _Control:
             sim._index(r)
             sim._set_rate(r, force=True)
         r.held = False
+        sim._dirty = True
+
+    def reshare(self, job_id: str, shares: Sequence[GpuShare]) -> None:
+        sim = self._sim
+        r = self._rec(job_id, "reshare")
+        old = r.run.placement if r.run is not None else None
+        if not r.running or old is None:
+            raise InputError(f"reshare: job {job_id!r} is not running")
+        shares = tuple(shares)
+        if sorted(g.gpu for g in shares) != sorted(g.gpu for g in old.gpus):
+            raise InputError(f"reshare {job_id!r}: expected shares of the GPUs it holds "
+                             f"({', '.join(g.gpu for g in old.gpus)})")
+        sim.session.reconcile({job_id: replace(old, gpus=shares)}, stopped=[],
+                              where=f"reshare {job_id!r}")
+        sim._recap(r, sim.session.jobs[job_id].current)
         sim._dirty = True
 
     def migrate(self, job_id: str, gpus: Sequence[str]) -> None:

@@ -21,7 +21,8 @@ round, rounds of Gavel's mechanism.
   its measured steps/s on its type (a pair at its co-located rates,
   `alloc.sim.progress.GavelTable`) and finishes at the exact second its
   steps run out (its GPUs idle until the next round).
-* Policies (`SIM_POLICIES`): ``gavel-las`` is Gavel's LAS, which the paper
+* Policies (registered shares policies, `alloc.sched.gavel`): ``gavel-las``
+  is Gavel's LAS, which the paper
   (section 4.1) writes as max-min fairness over the jobs' normalised
   throughputs with per-job priority weights $w_m$ (1 here, as in the paper's
   simulations); the least-attained-service behaviour comes from the round
@@ -244,33 +245,6 @@ def saturation_rates(table: ThroughputTable, cluster: Mapping[str, int] = GAVEL_
     return {"agnostic": float(agnostic), "any": float(res.objective * 3600.0)}
 
 
-@dataclass(frozen=True)
-class SimPolicy:
-    """A simulator policy: the share policy, weights by attained service,
-    space sharing."""
-    share: str
-    attained: bool = False
-    pairs: bool = False
-
-
-SIM_POLICIES: dict[str, SimPolicy] = {
-    "gavel-las": SimPolicy("max-min"),
-    "gavel-las-agnostic": SimPolicy("max-min-agnostic"),
-    "gavel-las-ss": SimPolicy("max-min", pairs=True),
-    "gavel-las-attained": SimPolicy("max-min", attained=True),
-    "gavel-max-min": SimPolicy("max-min"),
-    "gavel-max-min-agnostic": SimPolicy("max-min-agnostic"),
-    "gavel-ftf": SimPolicy("finish-time-fairness"),
-    "gavel-max-sum": SimPolicy("max-sum"),
-    "gavel-makespan": SimPolicy("makespan"),
-    "gavel-water-filling": SimPolicy("water-filling"),
-    "gavel-fifo": SimPolicy("fifo"),
-    "gavel-isolated": SimPolicy("isolated"),
-    "gavel-gandiva": SimPolicy("gandiva", pairs=True),
-    "gavel-allox": SimPolicy("allox"),
-}
-
-
 @dataclass
 class GavelResult:
     """Outcome of `simulate_gavel`.
@@ -342,11 +316,13 @@ def simulate_gavel(policy: str, jobs: Sequence[GavelJob], table: ThroughputTable
                    cluster: Mapping[str, int] = GAVEL_CLUSTER, round_s: float = ROUND_S,
                    window: tuple[int, int] | None = None, max_time_s: float | None = None,
                    time_limit: float = 30.0, seed: int = 0) -> GavelResult:
-    """Simulate ``jobs`` under a policy of `SIM_POLICIES` (module notes).
+    """Simulate ``jobs`` under a shares policy of the registry (module notes).
 
     Parameters
     ----------
     policy : str
+        A registered shares policy: Gavel's (``gavel-las``, ...,
+        `alloc.sched.gavel`) or any other, with its defaults.
     jobs : sequence of GavelJob
         Sorted by arrival; ids are their positions.
     table : ThroughputTable
@@ -368,10 +344,8 @@ def simulate_gavel(policy: str, jobs: Sequence[GavelJob], table: ThroughputTable
     -------
     GavelResult
     """
-    pol = SIM_POLICIES.get(policy)
-    if pol is None:
-        raise InputError(f"unknown simulator policy {policy!r}; valid: {', '.join(SIM_POLICIES)}")
     from ..sched import get_policy
+    info = get_policy("shares", policy)
     from .core import simulate
     from .jobs import WorkloadJob
     from .progress import GavelTable
@@ -379,12 +353,7 @@ def simulate_gavel(policy: str, jobs: Sequence[GavelJob], table: ThroughputTable
     res = GavelResult(policy, measured=tuple(range(lo, min(hi, len(jobs)))))
     if not res.measured:
         return res
-    info = get_policy("shares", pol.share)
-    params: dict[str, Any] = {"time_limit": time_limit, "seed": seed, "pairs": pol.pairs,
-                              "weights": "attained" if pol.attained else "equal"}
-    if any(o.name == "space_sharing" for o in info.params):
-        params["space_sharing"] = pol.pairs
-    shares = info.build(**params)
+    shares = info.build(time_limit=time_limit, seed=seed)
     scale = table.scale if table.scale is not None else np.ones(len(table.models), dtype=int)
     work = [WorkloadJob(str(j.id), float(j.arrival_s), int(scale[j.model]), model=str(j.model),
                         work=float(j.steps)) for j in jobs]
@@ -404,6 +373,6 @@ def simulate_gavel(policy: str, jobs: Sequence[GavelJob], table: ThroughputTable
     return res
 
 
-__all__ = ["GAVEL_CLUSTER", "GavelJob", "GavelResult", "REFERENCE_TYPE", "SIM_POLICIES", "SimPolicy",
-           "ThroughputTable", "gavel_cluster", "gavel_workload", "saturation_rates", "shared_dir",
-           "simulate_gavel", "throughputs_path"]
+__all__ = ["GAVEL_CLUSTER", "GavelJob", "GavelResult", "REFERENCE_TYPE", "ThroughputTable",
+           "gavel_cluster", "gavel_workload", "saturation_rates", "shared_dir", "simulate_gavel",
+           "throughputs_path"]

@@ -1,5 +1,5 @@
-r"""A simulator of GPUs shared over time by training and inference
-(PipeSwitch, Bai et al., OSDI'20).
+r"""PipeSwitch's experiments (Bai et al., OSDI'20): GPUs shared over time by
+training and inference.
 
 Scheduling-cycle experiment ([cycle_run][alloc.sim.pipeswitch.cycle_run],
 the paper's Fig. 6).  One GPU alternates every $T$ seconds between a
@@ -18,15 +18,19 @@ switching is the part of the inference half before the first batch starts
 computing (all of it when the switch outlasts the half).
 
 Shared-cluster run ([shared_run][alloc.sim.pipeswitch.shared_run]) of a
-[ShareDecision][alloc.pipeswitch.decide.ShareDecision]: each service's
-requests (one batch each) arrive as a Poisson process at its rate.  At each
-cycle boundary a GPU visits its services with waiting requests in turn:
-a switch $s_i$ (none on a GPU of its own), then it serves that queue until
-it is empty (requests arriving meanwhile included); then, if it served
-any, it switches back to its training job ($s_\mathrm{train}$), which runs
-until the next boundary.  A GPU of its own serves each request at once.
-Measured: each request's latency (arrival to answer), the GPU time spent
-switching, on inference and left to training.
+[ShareDecision][alloc.pipeswitch.decide.ShareDecision] on the one simulator
+(`alloc.sim.core`): each service's requests (one batch each) arrive as a
+Poisson process at its rate, jobs of one GPU whose duration is one batch;
+the decision's training jobs run from the start.  The mechanism
+``switching`` (`alloc.sched.pipeswitch.switching`) places every job through
+the run's session: at each cycle boundary a GPU visits its services with
+waiting requests in turn -- a switch $s_i$ (none on a GPU of its own), then
+it serves that queue until it is empty (requests arriving meanwhile
+included); then, if it served any, it switches back to its training job
+($s_\mathrm{train}$), which runs until the next boundary.  A GPU of its own
+serves each request at once.  Measured: each request's latency (arrival to
+answer, the simulator's timeline), the GPU time spent switching, on
+inference and left to training (the mechanism's account).
 """
 from __future__ import annotations
 
@@ -126,51 +130,23 @@ def _arrivals(rng: random.Random, rate: float, horizon: float) -> list[float]:
         out.append(t)
 
 
-def _gpu(plan, decision: ShareDecision, rates: Mapping[str, float], horizon: float, rng: random.Random, lat: dict) -> tuple[float, float, float]:
-    """One GPU over ``horizon`` seconds: (switch, inference, training) seconds."""
-    svcs = [decision.services[s] for s in plan.services]
-    arr = {s: _arrivals(rng, rates[s], horizon) for s in plan.services}
-    if not svcs:
-        return 0.0, 0.0, (horizon if plan.training else 0.0)
-    if plan.training is None and len(svcs) == 1:
-        sid, sp = plan.services[0], svcs[0]
-        free = 0.0
-        for a in arr[sid]:
-            free = max(free, a) + sp.batch_s
-            lat[sid].append(free - a)
-        return 0.0, len(arr[sid]) * sp.batch_s, 0.0
-    T = decision.cycle_s
-    head = {s: 0 for s in plan.services}
-    switch = busy = train = 0.0
-    now = 0.0
-    while now < horizon:
-        boundary = now + T
-        served = False
-        for sid, sp in zip(plan.services, svcs):
-            q = arr[sid]
-            if head[sid] >= len(q) or q[head[sid]] > now:
-                continue
-            now += sp.switch_s
-            switch += sp.switch_s
-            served = True
-            while head[sid] < len(q) and q[head[sid]] <= now:
-                now += sp.batch_s
-                busy += sp.batch_s
-                lat[sid].append(now - q[head[sid]])
-                head[sid] += 1
-        if served and plan.training is not None:
-            now += plan.train_switch_s
-            switch += plan.train_switch_s
-        if plan.training is not None and boundary > now:
-            train += boundary - now
-        now = max(now, boundary)
-    return switch, busy, train
-
-
 def shared_run(decision: ShareDecision, rates: Mapping[str, float], *, horizon_s: float = 600.0,
                seed: int = 0) -> SharedResult:
-    """Run a decision (see the module notes); ``rates``: each service's
-    batches per second (usually the rates it was decided for)."""
+    """Run a decision on the simulator (see the module notes); ``rates``:
+    each service's batches per second (usually the rates it was decided for).
+
+    Examples
+    --------
+    >>> from alloc.model import Cluster, Server
+    >>> from alloc.pipeswitch import Service, Training, share_gpus
+    >>> from alloc.sim.pipeswitch import shared_run
+    >>> cl = Cluster((Server("p3-0", 8000, 62464, 1, "V100"),))
+    >>> d = share_gpus(cl, [Training("t", "ResNet152")], [Service("a", "ResNet152", 2.0, 800.0)],
+    ...                cycle_s=0.5)
+    >>> r = shared_run(d, {"a": 2.0}, horizon_s=30.0)
+    >>> r.services["a"].requests > 30 and r.training_share > 0.8
+    True
+    """
     if isinstance(horizon_s, bool) or not isinstance(horizon_s, (int, float)) \
             or not math.isfinite(horizon_s) or horizon_s <= 0:
         raise InputError(f"horizon_s: expected a number > 0, got {horizon_s!r}")
@@ -178,20 +154,48 @@ def shared_run(decision: ShareDecision, rates: Mapping[str, float], *, horizon_s
         r = rates.get(s)
         if isinstance(r, bool) or not isinstance(r, (int, float)) or not r > 0:
             raise InputError(f"rates[{s!r}]: expected a number > 0, got {r!r}")
+    from ..model import Cluster, Server
+    from ..gpukey import server_of
+    from ..sched.pipeswitch.switching import Switching
+    from .core import simulate
+    from .jobs import WorkloadJob
     rng = random.Random(seed)
+    requests = []
+    for plan in decision.gpus:                 # the draws in the decision's order
+        for sid in plan.services:
+            sp = decision.services[sid]
+            requests += [WorkloadJob(f"{sid}#{k}", a, 1, duration_s=sp.batch_s,
+                                     extra={"service": sid})
+                         for k, a in enumerate(_arrivals(rng, rates[sid], horizon_s))]
+    trainings = [WorkloadJob(p.training, 0.0, 1, duration_s=1e3 * horizon_s + 1.0)
+                 for p in decision.gpus if p.training is not None]
+    per: dict[str, int] = {}
+    for p in decision.gpus:
+        per[server_of(p.gpu)] = max(per.get(server_of(p.gpu), 0), int(p.gpu.rsplit("gpu", 1)[1]) + 1)
+    cluster = Cluster(tuple(Server(sid, 8000 * n, 62464 * n, n) for sid, n in per.items()))
+    jobs = sorted(trainings, key=lambda j: j.id) + sorted(requests, key=lambda j: (j.arrival_s, j.id))
+    mech = Switching(decision, horizon_s)
     lat: dict[str, list[float]] = {s: [] for s in decision.services}
-    tot = [0.0, 0.0, 0.0]
-    for plan in decision.gpus:
-        for k, v in enumerate(_gpu(plan, decision, rates, horizon_s, rng, lat)):
-            tot[k] += v
-    gpu_time = horizon_s * max(1, len(decision.gpus))
+    if cluster.servers:
+        # the mechanism places every job itself, at its events (checked by the
+        # session's reconcile); one round, at the start, is all the rounds do
+        end = 2.0 * horizon_s + 60.0
+        res = simulate(cluster, jobs, order=("fifo", {"preemptive": False}), mechanism=mech,
+                       progress=mech.progress, round_s=end, max_time_s=end,
+                       window=(len(trainings), len(jobs) - 1) if requests else None,
+                       name="pipeswitch")
+        for row in res.timeline():
+            sid = row["id"].rpartition("#")[0]
+            if sid in lat and row["end_s"] is not None:
+                lat[sid].append(row["end_s"] - row["arrival_s"])
+    switch, inference, training = mech.shares()
     stats = {}
     for s, xs in lat.items():
         xs = sorted(xs)
         stats[s] = ServiceStats(len(xs), 1e3 * statistics.fmean(xs) if xs else 0.0,
                                 1e3 * xs[min(len(xs) - 1, int(0.99 * len(xs)))] if xs else 0.0,
                                 1e3 * xs[-1] if xs else 0.0)
-    return SharedResult(stats, tot[0] / gpu_time, tot[1] / gpu_time, tot[2] / gpu_time)
+    return SharedResult(stats, switch, inference, training)
 
 
 __all__ = ["CyclePoint", "INSTANCES", "ServiceStats", "SharedResult", "cycle_run", "shared_run"]

@@ -33,10 +33,12 @@ Each cycle (`Scheduler.cycle`):
 1. the watch events since the last cycle update the cache (lists and watches
    with resourceVersions; nothing is polled);
 2. the Session is brought up to date: nodes added, failed, drained; jobs
-   submitted, finished, reconciled; the order set (``--order priority``:
-   priority, highest first, running before waiting at equal priority so
-   that only a *lower* priority is ever preempted, then creation time;
-   ``fifo``: running first, then creation time);
+   submitted, finished, reconciled; the order set, a registered order
+   policy (`alloc.sched.views.build_order`) over what pods give, their
+   priority (``--order priority``: highest first, running before waiting at
+   equal priority so that only a *lower* priority is ever preempted, then
+   creation time; ``fifo``: running first, then creation time), with the
+   pods another scheduler binds first;
 3. one round (`Session.step`), preemption by order unless ``--preempt never``;
 4. act: a preempted job's pods are deleted, each with a Warning Event
    ``Preempted`` that names the job it was stopped for; the job it was

@@ -29,8 +29,10 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--scheduler-name", default="alloc", metavar="NAME",
                    help="schedule the pods whose spec.schedulerName is NAME (default: alloc)")
     r.add_argument("--solver", default="best-fit", help="solver (default: best-fit)")
-    r.add_argument("--order", default="priority", choices=("priority", "fifo"),
-                   help="job order: priority (highest first, then creation time) or fifo "
+    r.add_argument("--order", default="priority", metavar="NAME",
+                   help="job order: a registered order policy, NAME[:KEY=VALUE,...] (see "
+                        "`alloc policies --kind order`), that needs no more than each pod's "
+                        "priority: priority (highest first, then creation time) or fifo "
                         "(creation time; nothing is preempted) (default: priority)")
     r.add_argument("--preempt", default="order", choices=("order", "never"),
                    help="delete lower-ranked pods for higher-ranked waiting ones "

@@ -9,7 +9,7 @@ import json
 import sys
 import time
 from dataclasses import dataclass, field, replace
-from typing import IO, TYPE_CHECKING, Any, Callable
+from typing import IO, TYPE_CHECKING, Any, Callable, Mapping
 
 from ...gpukey import GpuKey, gpu_key, server_of
 from ...errors import InputError
@@ -22,10 +22,9 @@ from .translate import (GANG_ANNOTATION, GANG_SIZE_ANNOTATION, GPUS_ANNOTATION, 
 if TYPE_CHECKING:
     from ...session import Session
 
-#: Job orders: ``priority`` (highest first; at equal priority running before
-#: waiting, then creation time) or ``fifo`` (running before waiting, then
-#: creation time: priorities ignored, so nothing is preempted).
-ORDERS = ("priority", "fifo")
+#: What the adapter's jobs give an order policy: each pod's priority (not the
+#: attained service, nor how long a job will run).
+K8S_GIVES = frozenset({"priority"})
 #: Binding attempts for one pod (the pod's ``spec.nodeName`` is read before each retry).
 BIND_TRIES = 3
 #: Jobs whose pods are bound at once (each gang's pods in turn).
@@ -96,8 +95,15 @@ class Scheduler:
         A registered solver (default ``"best-fit"``).
     preempt : {"order", "never"}
         Preempt lower-ranked pods for higher-ranked waiting ones, or never.
-    order : {"priority", "fifo"}
-        The job order (`ORDERS`).
+    order : str
+        A registered order policy (``alloc policies --kind order``), as
+        ``NAME[:KEY=VALUE,...]``, whose needs a pod gives (its priority):
+        ``priority`` (the default: highest first) or ``fifo`` (by creation
+        time; not preemptive unless ``fifo:preemptive=true``), a plug-in's
+        too.  Jobs another scheduler binds (pinned) come first; among jobs
+        the order ranks alike (a key order's equal keys), running before
+        waiting, then creation time; under an order that is not preemptive,
+        running jobs come first (nothing is preempted).
     time_limit : float, optional
         Seconds per round.
     levels : Levels
@@ -126,8 +132,14 @@ class Scheduler:
                  log: IO | None = None):
         if preempt not in ("order", "never"):
             raise InputError(f"preempt: expected 'order' or 'never', got {preempt!r}")
-        if order not in ORDERS:
-            raise InputError(f"order: expected one of {', '.join(ORDERS)}, got {order!r}")
+        from ...sched.views import build_order, parse_spec
+        name, params = parse_spec(order) if isinstance(order, str) else (order, {})
+        if name == "fifo":
+            params.setdefault("preemptive", False)
+        try:
+            self._policy, _ = build_order((name, params), K8S_GIVES)
+        except InputError as exc:
+            raise InputError(f"order: {exc}") from None
         self.order = order
         from ..settings import check_session_settings
         # checked now (a solver that cannot run here fails here, not in a cycle)
@@ -415,14 +427,34 @@ class Scheduler:
                 s.reconcile(running, where="k8s")
             except InputError as exc:
                 errors.append(self._say(f"{exc}; not reconciled"))
-        fifo = self.order == "fifo"
-        rank = {jid: (0 if u.pinned else 1, 0 if fifo else -u.priority,
-                      0 if u.placement is not None else 1, u.created, jid)
-                for jid, u in units.items()}
-        order = sorted((j for j in s.jobs if j in rank), key=rank.__getitem__)
+        rank = self._ranks({jid: u for jid, u in units.items() if jid in s.jobs}, s.cluster)
+        order = sorted(rank, key=rank.__getitem__)
         if order != self._order:
             s.set_order(order, where="k8s")
             self._order = order
+
+    def _ranks(self, units: Mapping[str, "_Unit"], cluster: Cluster) -> dict[str, tuple]:
+        """Each job's rank key, smallest first: pinned jobs, then (running
+        jobs first under an order that is not preemptive) the registry
+        order's rank, running before waiting among jobs it ranks alike, then
+        creation time."""
+        from ...sched.kinds import Context
+        from ...sched.views import View, rank
+        created = {c: float(k) for k, c in enumerate(sorted({u.created for u in units.values()}))}
+        views = {jid: View(jid, created[u.created], u.job.gpus, priority=u.priority,
+                           running=u.placement is not None) for jid, u in units.items()}
+        pol = self._policy
+        hold = not getattr(pol, "preemptive", False)
+        ctx = Context(float(len(created)), self.number, cluster, views)
+        key = getattr(pol, "key", None)
+        if callable(key) and getattr(pol, "starvation_s", None) is None:
+            pos = {jid: key(v, ctx) for jid, v in views.items()}
+        else:
+            ranked = rank(pol, list(views.values()), ctx.now_s, cluster, self.number)
+            pos = {jid: k for k, jid in enumerate(ranked)}
+        return {jid: (0 if u.pinned else 1, 0 if hold and u.placement is not None else 1,
+                      pos[jid], 0 if u.placement is not None else 1, u.created, jid)
+                for jid, u in units.items()}
 
     # --------------------------------------------------------------- cycle
     def cycle(self) -> Cycle:
@@ -810,4 +842,4 @@ def _placement(jid: str, plan: dict, pods: list[PodView]) -> Placement:
     return Placement(jid, tuple(gpus), cpu, mem)
 
 
-__all__ = ["BIND_THREADS", "BIND_TRIES", "Cycle", "ORDERS", "RETELL_S", "Scheduler"]
+__all__ = ["BIND_THREADS", "BIND_TRIES", "Cycle", "K8S_GIVES", "RETELL_S", "Scheduler"]

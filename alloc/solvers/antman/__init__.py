@@ -8,9 +8,12 @@ resource-guaranteed ones with GPU memory and compute caps.
   not fit); a gang that only partly fits reserves its GPUs; opportunistic
   jobs then ride (milli 0 shares) the least-loaded GPUs whose utilisation is
   below a threshold (`alloc.solvers.antman.scheduler`).
-* the local coordinator that moves the caps over time, per GPU
-  (`alloc.solvers.antman.coordinator`), and the job classes and upgrades
-  (`alloc.solvers.antman.classes`).
+  In a session the reservations of a gang that only partly fits are kept
+  from one round to the next (the session's carry).
+
+What AntMan does over time -- the local coordinator that moves the caps per
+GPU, the job classes and upgrades -- is the scheduling layer's
+(`alloc.sched.antman`: the mechanism ``antman``).
 """
 from ...options import Option
 from ...registry import declare

@@ -18,8 +18,9 @@ Job ``j`` of tenant ``v`` wanting ``n`` GPUs of ``gpu_milli`` each, memory
    (riders hold none), not reserved for another gang, where the job fits once
    the riders are capped to zero compute and shrunk (or, past their least
    memory, preempted: an opportunistic job never blocks a guaranteed one;
-   when the free GPUs are not enough, the opportunistic jobs holding GPUs
-   of that type stop too, lowest priority first and no more than the job
+   when the free GPUs, CPU or memory are not enough, the opportunistic jobs
+   on the servers of that type (holding GPUs, or only CPU and memory) stop
+   too, lowest priority first and no more than the job
    needs, `stop_holders`):
 
        cap_g - m_g + sum_riders mem_r >= D_mem,
@@ -29,13 +30,15 @@ Job ``j`` of tenant ``v`` wanting ``n`` GPUs of ``gpu_milli`` each, memory
    NVLink), the server with the fewest such GPUs first (best fit), GPUs where
    shrinking the riders is enough first, then the least rider load;
 3. fits: place it and cap the riders *at once* (AntMan's local coordinator,
-   `alloc.solvers.antman.coordinator`, raises them again later): memory
+   `alloc.sched.antman.coordinator`, raises them again later): memory
    shrunk largest-first until the job's memory fits, compute scaled down so
    that the GPU's compute is not over-committed.  A rider whose least memory
    still does not fit is preempted (an opportunistic job; the tenancy rules);
 4. otherwise the GPUs of the best partial server are *reserved* for the gang
    (``stats["reserved"]``, handed back by the caller as the ``reserved``
-   option): no other guaranteed job takes them, opportunistic jobs may.
+   option, or kept by a session's carry from one round to the next when
+   the option is not given): no other guaranteed job takes them,
+   opportunistic jobs may.
 
 **Opportunistic jobs** (everything else), in rank order.  ``minLoadNodes``: a
 job that may ride (`alloc.resources.can_ride`) takes the ``n`` GPUs of
@@ -79,6 +82,7 @@ class State:
         self.smem = p.srv_mem.copy()
         self.riders: list[dict[int, list[int]]] = [dict() for _ in range(p.G)]   # j -> [mem, comp]
         self.holders: list[set[int]] = [set() for _ in range(p.G)]
+        self.on_server: list[set[int]] = [set() for _ in range(len(p.cluster.servers))]
         self.assign: dict[int, Assign] = {}
         self.gheld: dict[tuple, int] = defaultdict(int)     # (tenant, type) -> guaranteed GPUs
         self.measured = None
@@ -112,6 +116,7 @@ class State:
                 self.holders[g].add(j)
         for s, v in a.cpu:
             self.cpu[s] -= v
+            self.on_server[s].add(j)
         for s, v in a.mem:
             self.smem[s] -= v
         if job.guaranteed and job.tenant is not None:
@@ -137,6 +142,7 @@ class State:
             self.comp[g] -= cu
         for s, v in a.cpu:
             self.cpu[s] += v
+            self.on_server[s].discard(j)
         for s, v in a.mem:
             self.smem[s] += v
         if job.guaranteed and job.tenant is not None:
@@ -197,8 +203,8 @@ def choose(st: State, j: int, cands: list[int], key) -> list[int] | None:
     """n GPUs of ``cands`` under one node of the job's locality level (one
     server when it has none and a server holds n) whose servers have the
     job's CPU and memory, the node with the fewest candidates first, GPUs by
-    ``key``; without locality (or inside one rack, with rack locality), a
-    gang no single server takes spreads over the servers with the most
+    ``key``; without locality (or inside one domain above the server, with such a
+    locality), a gang no single server takes spreads over the servers with the most
     candidates, each taking no more GPUs than its CPU and memory hold their
     share of."""
     p = st.p
@@ -216,13 +222,18 @@ def choose(st: State, j: int, cands: list[int], key) -> list[int] | None:
         gpus = sorted(gs, key=key)[:n]
         if cpu_fits(st, p.make_assign(j, gpus, 0)):
             return gpus
-        if level == "rack" and n > 1:     # a rack's servers: spread inside it
+        if n > 1 and _above_server(p, level):   # a domain's servers: spread inside it
             inside = _spread(st, j, gs, key)
             if inside is not None:
                 return inside
     if job.locality is None and n > 1:
         return _spread(st, j, cands, key)
     return None
+
+
+def _above_server(p: Problem, level: str) -> bool:
+    """``level`` is a domain that holds whole servers (a rack, a zone)."""
+    return "server" in p.levels and level in p.levels[:p.levels.index("server")]
 
 
 def _spread(st: State, j: int, cands: list[int], key) -> list[int] | None:
@@ -324,8 +335,9 @@ def place_guaranteed(st: State, j: int, reserved: dict, preempted: set, stats: d
 
 
 def stop_holders(st: State, j: int, taken: set, gpu_type: str, key):
-    """Rule 2 when the free GPUs are not enough: the opportunistic jobs that
-    hold GPUs of ``gpu_type`` (whole or shared milli, not riders) stop for
+    """Rule 2 when the free GPUs are not enough: the opportunistic jobs on
+    the servers of ``gpu_type`` (holding GPUs, or only CPU and memory the
+    guaranteed job needs; riders are capped instead, `make_room`) stop for
     guaranteed job j -- an opportunistic job never blocks a guaranteed one --
     lowest priority first (then the lowest ranked), until `choose` finds the
     job's GPUs; then every one it fits without is put back (highest priority
@@ -336,9 +348,9 @@ def stop_holders(st: State, j: int, taken: set, gpu_type: str, key):
     pinned = p.pinned
     holders = sorted({r for s in p.allowed_servers(j)
                       if p.cluster.servers[s].gpu_type == gpu_type
-                      for g in range(int(p.gpu_first[s]), int(p.gpu_first[s] + p.srv_gpus[s]))
-                      for r in st.holders[g]
-                      if not p.jobs[r].guaranteed and r not in pinned},
+                      for r in st.on_server[int(s)]
+                      if not p.jobs[r].guaranteed and r not in pinned
+                      and not any(m == 0 for _, m in st.assign[r].gpus)},   # riders are capped
                      key=lambda r: (p.jobs[r].priority, -int(p.rank[r]), r))
     if not holders:
         return None, []
@@ -439,6 +451,10 @@ def place_cpu_only(st: State, j: int) -> bool:
 
 
 # -------------------------------------------------------------------- solve
+#: The key of the reservations a scheduler loop's carry keeps between rounds.
+_RESERVED = "antman.reserved"
+
+
 def solve_antman(problem: Problem, *, deadline: Deadline, seed: int = 0,
                  util_threshold: float = 0.8, gpu_util=None, reserved=None) -> Solution:
     """The global scheduler on a compiled problem (module notes)."""
@@ -448,6 +464,10 @@ def solve_antman(problem: Problem, *, deadline: Deadline, seed: int = 0,
         st.place(r, p.fixed[r])
     before = {r: st.rider_assign(r) for r in p.fixed if any(m == 0 for _, m in p.fixed[r].gpus)}
     gidx = p.cluster.gpu_index
+    carry = getattr(p, "carry", None)
+    kept = carry.take(_RESERVED) if carry is not None else None
+    if reserved is None and kept is not None and kept[0] is p.cluster:
+        reserved = kept[1]
     reserved = {k: [gidx[g] for g in v if g in gidx] for k, v in (reserved or {}).items()}
     preempted: set[int] = set()
     stats: dict = {}
@@ -471,6 +491,8 @@ def solve_antman(problem: Problem, *, deadline: Deadline, seed: int = 0,
     if timed_out:
         stats["timed_out"] = True
     stats["riders"] = sum(1 for a in out.values() if any(m == 0 for _, m in a.gpus))
+    if carry is not None:
+        carry.keep(_RESERVED, (p.cluster, dict(stats.get("reserved", {}))))
     return Solution(out, Status.FEASIBLE, None, tuple(sorted(preempted)), stats)
 
 

@@ -20,10 +20,10 @@ _BASE = ("sharing", "locality", "preferred", "spread", "even-spread", "order-pre
 
 SOLVERS = (
     declare("proportional", "alloc.solvers.heuristics.greedy:solve_proportional_moving", objectives=(),
-            capabilities=_BASE + ("migration",),
+            capabilities=_BASE + ("migration",), ignores_unfit=True,
             description="GPU-proportional CPU/memory, first fit (Synergy's baseline)"),
     declare("best-fit", "alloc.solvers.heuristics.greedy:solve_best_fit", objectives=(), capabilities=_BASE,
-            description="largest jobs first, each on the server left fullest"),
+            ignores_unfit=True, description="largest jobs first, each on the server left fullest"),
     declare("greedy-upgrade", "alloc.solvers.heuristics.improve:solve_greedy_upgrade",
             capabilities=_BASE + ("grid",),
             description="cheapest good CPU/memory point, value-density order, then "

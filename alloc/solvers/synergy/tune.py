@@ -130,15 +130,39 @@ def tune_core(P, order: Iterable[int], ideal: dict, capped: dict,
     admitted = admit(P, order)
     rank = _Rank(admitted)
     sel = sorted(admitted, key=lambda j: -P.need(j)) if sort_by_gpus else admitted
+    unfit = _unfit(P) if isinstance(P, ProblemPacker) else None
     for k, j in enumerate(sel):
         if k % 32 == 0 and deadline.expired():
             stats["skipped"] += len(sel) - k
             return {**stats, "stopped": "time limit"}
-        how = _tune_one(P, j, ideal[j], capped, rank)
+        how = _tune_one(P, j, ideal[j], capped, rank, unfit)
         stats[how or "skipped"] += 1
         if how and P.nservers(j) > 1:
             stats["spread"] += 1
     return dict(stats)
+
+
+def _unfit(P: "ProblemPacker"):
+    """``unfit(j)``: job j cannot fit the room the packer's problem starts
+    with (`alloc.room.Free.cannot_fit` over its options), one test per
+    shape.  Steps 1-3 place it at one of its options, its CPU and memory
+    split in proportion to its GPUs, in a room that placing and reverting
+    jobs of this call never make larger: such a job is skipped at once."""
+    from ...room import Free
+    p, free = P.p, None
+    seen: dict[tuple, tuple] = {}
+
+    def unfit(j: int) -> bool:
+        nonlocal free
+        job, opts = p.jobs[j], P.opts[j]
+        key = (id(opts), job.gpus, job.gpu_milli)
+        hit = seen.get(key)
+        if hit is None:
+            if free is None:
+                free = Free.of_problem(p)
+            hit = seen[key] = (opts, free.cannot_fit(job, opts))
+        return hit[1]
+    return unfit
 
 
 class _Rank(dict):
@@ -154,13 +178,17 @@ class _Rank(dict):
         return dict.__getitem__(self, j)
 
 
-def _tune_one(P, j: int, o: int, capped: dict, rank: dict) -> str | None:
+def _tune_one(P, j: int, o: int, capped: dict, rank: dict, unfit=None) -> str | None:
     """Place one admitted job: ideal, fair, or fair after reclaiming; returns
-    how (``"ideal"``, ``"fair"``, ``"reclaimed"``) or None."""
+    how (``"ideal"``, ``"fair"``, ``"reclaimed"``) or None.  ``unfit(j)``:
+    True when the job cannot fit the room the call started with
+    (`alloc.room`), so that none of the steps can place it."""
     h = P.fit(j, o, mode="one")  # the common case: ideal on one server
     if h is not None:
         P.place(j, o, h)
         return "ideal"
+    if unfit is not None and unfit(j):
+        return None
     for mode in (("one", "spread") if P.n(j) >= 2 else ("one",)):
         if mode != "one":  # ideal on one server did not fit just above
             h = P.fit(j, o, mode=mode)

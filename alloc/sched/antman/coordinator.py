@@ -4,11 +4,11 @@ One coordinator per GPU moves the memory and compute caps of the
 opportunistic jobs riding it (`alloc.resources`: opportunistic shares) so that
 the resource-guaranteed job on the GPU keeps its speed:
 
-* **arrival** ([`Coordinator.admit`][alloc.solvers.antman.coordinator.Coordinator.admit]): when a
+* **arrival** ([`Coordinator.admit`][alloc.sched.antman.coordinator.Coordinator.admit]): when a
   guaranteed job arrives the
   riders are capped *at once*: compute to 0 and memory shrunk (largest first,
   down to each rider's least memory) until the guaranteed job's memory fits;
-* **growth** ([`Coordinator.tick`][alloc.solvers.antman.coordinator.Coordinator.tick], once per
+* **growth** ([`Coordinator.tick`][alloc.sched.antman.coordinator.Coordinator.tick], once per
   window): while the
   guaranteed job's observed slowdown ``s = t_minibatch / t_alone - 1`` stays
   within the tolerance ``tau``, the riders first get the GPU memory left over
@@ -18,7 +18,7 @@ the resource-guaranteed job on the GPU keeps its speed:
   ``s <= tau`` (``(tau - s) / slope``; a rider's first raise is a probe of
   ``step / 5``, made only with half the tolerance left); when ``s > tau`` the last raise is undone (pessimistic
   back-off, §3.3);
-* **surge** ([`Coordinator.surge`][alloc.solvers.antman.coordinator.Coordinator.surge]): when the
+* **surge** ([`Coordinator.surge`][alloc.sched.antman.coordinator.Coordinator.surge]): when the
   guaranteed job's memory grows,
   the riders' memory is shrunk at once to make room.
 

@@ -1,11 +1,11 @@
 """AntMan's job classes and upgrades (Xiao et al., OSDI'20, §3.2-§3.3).
 
 * A job inside its tenant's quota is **resource-guaranteed**; anything else is
-  **opportunistic** ([`job_class`][alloc.solvers.antman.classes.job_class]).  A job whose estimated
+  **opportunistic** ([`job_class`][alloc.sched.antman.classes.job_class]).  A job whose estimated
   queueing
   delay is long runs as opportunistic at once instead of waiting.
 * An opportunistic job is **upgraded** to guaranteed
-  ([`upgrade`][alloc.solvers.antman.classes.upgrade]) when
+  ([`upgrade`][alloc.sched.antman.classes.upgrade]) when
   its tenant's quota has room for all its GPUs and every instance is ready to
   be upgraded -- each of its GPUs has the job's milli free and, once the other
   riders there are shrunk to their least memory, its memory; a partial
