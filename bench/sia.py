@@ -15,8 +15,8 @@ seconds; and a few more keys) to ``--out``.  Policies: ``sia`` (its integer
 program, through alloc's kernel), ``exact`` (Sia's objective over every
 placement, exactly), ``gavel`` (Gavel+TunedJobs, 360 s rounds).
 ``pollux`` (the Sia artifact's type-unaware Pollux on 16 virtual 4-GPU
-nodes) is not implemented yet: it is refused in one line with exit 2.  Bad
-input is one line on stderr and exit 2.
+nodes, seeded by ``--seed``: `alloc.sched.pollux.unaware`).  Bad input is
+one line on stderr and exit 2.
 """
 from __future__ import annotations
 

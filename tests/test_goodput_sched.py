@@ -128,3 +128,58 @@ def test_sia_and_gavel_run_on_the_artifacts_inputs():
     assert r.metrics["jobs"] > 0
     g = run_sia(SIA, "saturn/workload-1.csv", "gavel", max_time_s=3600)
     assert g.metrics["jobs"] > 0
+
+
+def test_sia_pollux_runs_on_the_artifacts_inputs():
+    _sia_or_skip()
+    r = run_sia(SIA, "saturn/workload-1.csv", "pollux", max_time_s=1800)
+    assert r.metrics["jobs"] > 0 and r.policy.times
+
+
+def test_type_blind_pollux_is_pollux_on_a_homogeneous_cluster():
+    from alloc.sched.pollux.unaware import PolluxUnaware
+
+    def run(cls):
+        pol = cls(seed=5, pop_size=20, generations=8)
+        res, _, _ = _simulate(pollux_cluster(2), small_workload(), dict(
+            round_s=60.0, seed=5, progress=GoodputProgress(60.0), placement="freest-first",
+            sizing=pol, mechanism=pol))
+        return res.jct()
+    a = run(Pollux)
+    assert len(a) == 6 and run(PolluxUnaware) == a
+
+
+def test_virtual_nodes_and_the_majority_type():
+    from alloc.goodput.workload import sia_cluster
+    from alloc.sched.pollux.unaware import keep_majority, virtual_nodes
+    v = virtual_nodes(sia_cluster().servers)
+    assert [x.gpu_type for x in v] == ["T4"] * 6 + ["A100"] * 4 + ["RTX2080Ti"] * 6
+    assert all(len(x.gpus) == 4 for x in v) and v[-1].gpus == (4, 5, 6, 7)
+    types = [x.gpu_type for x in v]
+    row = np.zeros(16, int)
+    row[[0, 10]] = 2                       # 2 T4 and 2 RTX: the tie goes to the RTX
+    assert keep_majority(row, types).tolist() == [0] * 10 + [2] + [0] * 5
+    row[1] = 1                             # 3 T4 against 2 RTX
+    assert keep_majority(row, types).tolist() == [2, 1] + [0] * 14
+
+
+def test_a_merged_profile_keeps_the_first_point_for_every_type():
+    from alloc.goodput.job import SimJob
+    from alloc.goodput.truth import truth_of
+    t = truth_of("cifar10")
+    j = SimJob("c", "cifar10", 0.0, truths={"T4": t, "A100": t}, merged=True)
+    j.reallocate((1,), "T4")
+    j.advance(120)
+    assert j.profiles["A100"] is j.profiles["T4"] and j.perf_params("A100") == j.perf_params("T4")
+    k = j.clone()
+    assert k.profiles["A100"] is k.profiles["T4"] and k.profiles["T4"] is not j.profiles["T4"]
+
+
+def test_jobs_that_ran_the_same_points_share_one_fit():
+    from alloc.goodput.job import SimJob
+    a, b = SimJob("a", "cifar10", 0.0), SimJob("b", "cifar10", 0.0)
+    for j in (a, b):
+        j.reallocate((2,))
+        j.advance(300)
+    assert a.profiles["T4"].points == b.profiles["T4"].points
+    assert a.perf_params() is b.perf_params()

@@ -4,7 +4,7 @@ command line, with per-round plots.
     alloc simulate pollux --workload PATH --policy {pollux,tiresias,optimus,exact}
                           [--interval S] [--seed N] [--traces DIR] [--plots DIR] [--out FILE]
     alloc simulate sia --artifact DIR --workload saturn/workload-N.csv
-                       --policy {sia,gavel,exact} [--seed N] [--plots DIR] [--out FILE]
+                       --policy {sia,gavel,pollux,exact} [--seed N] [--plots DIR] [--out FILE]
 
 ``pollux`` runs a workload in the Pollux artifact's format on 16 x 4 T4
 GPUs (`alloc.goodput.runs.run_pollux`; ``PATH`` may name a shipped
@@ -50,7 +50,7 @@ def parser() -> argparse.ArgumentParser:
                     help="workload CSV (the artifact's format); pollux: or a shipped one "
                          "(workload-6); sia: relative to the artifact's workloads/")
     ap.add_argument("--policy", required=True,
-                    help="pollux: pollux, tiresias, optimus, exact; sia: sia, gavel, exact")
+                    help="pollux: pollux, tiresias, optimus, exact; sia: sia, gavel, pollux, exact")
     ap.add_argument("--interval", type=float, default=60.0, help="pollux: round length, s")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--traces", default=None, help="pollux: traces folder (default: shipped)")
@@ -80,9 +80,6 @@ def run(args: argparse.Namespace):
     if not args.artifact:
         raise InputError("--artifact: the Sia experiment needs a copy of the Sia artifact "
                          "(siasosp23/artifacts; or $SIA_ARTIFACT)")
-    if args.policy == "pollux":
-        raise InputError("--policy: 'pollux' on Sia's cluster is not available; expected sia, "
-                         "gavel or exact")
     return run_sia(args.artifact, args.workload, args.policy, seed=args.seed)
 
 

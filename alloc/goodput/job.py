@@ -53,12 +53,22 @@ from .traces import DEFAULT_TYPE
 from .truth import Truth, canonical, truth_of
 
 
+#: Fits by their exact inputs (points in order, their times, tolerance),
+#: shared by every job of the process: jobs of one model that ran the same
+#: points in the same order (most of a workload's early fits) are fitted
+#: once.  The fit is deterministic, so a hit is the fit itself.
+_FITS: dict = {}
+#: Fits kept before the shared cache is emptied.
+FIT_CACHE_SIZE = 20000
+
+
 @dataclass
 class Profile:
     """The points a job has run on one GPU type and the model fitted to them.
 
     Fits are kept in ``cache`` by the points they were fitted to (a clone of
-    the job shares it, so that a look-ahead's fits are not done twice)."""
+    the job shares it, so that a look-ahead's fits are not done twice), and
+    in a cache of every job's fits by their exact inputs (`_FITS`)."""
     points: dict[tuple[int, int, int], tuple[float, float]] = field(default_factory=dict)
     params: PerfParams | None = None
     fitted_with: int = -1
@@ -79,9 +89,15 @@ class Profile:
             hit = self.cache.get(key)
             if hit is None:
                 vals = [self.points[k] for k in keys]
-                hit = fit_perf_params([k[0] for k in keys], [k[1] for k in keys],
-                                      [k[2] for k in keys], [v[0] for v in vals],
-                                      [v[1] for v in vals], where=where, tol=tol)
+                full = (key, tuple(vals), tol)
+                hit = _FITS.get(full)
+                if hit is None:
+                    hit = fit_perf_params([k[0] for k in keys], [k[1] for k in keys],
+                                          [k[2] for k in keys], [v[0] for v in vals],
+                                          [v[1] for v in vals], where=where, tol=tol)
+                    if len(_FITS) > FIT_CACHE_SIZE:
+                        _FITS.clear()
+                    _FITS[full] = hit
                 if len(self.cache) > 64:
                     self.cache.clear()
                 self.cache[key] = hit
@@ -115,13 +131,17 @@ class SimJob:
         The truth per GPU type (default: the shipped traces on T4).
     restart_s : float, optional
         The restart delay (default: the model's, per flavour).
+    merged : bool
+        One profile for every GPU type (the Sia artifact's type-unaware
+        jobs): a point ``(N, K, b)`` is kept as first measured, on whatever
+        type, and one model is fitted to them all.
     """
 
     def __init__(self, name: str, model: str, arrival: float, *,
                  target_batch: int | None = None, target_replicas: int | None = None,
                  tune_batch: bool | None = None, flavour: str = "pollux",
-                 truths: Mapping[str, Truth] | None = None, restart_s: float | None = None
-                 ) -> None:
+                 truths: Mapping[str, Truth] | None = None, restart_s: float | None = None,
+                 merged: bool = False) -> None:
         self.name, self.model, self.arrival = name, model, float(arrival)
         self.flavour = flavour
         self.truths = dict(truths) if truths else {DEFAULT_TYPE: truth_of(model)}
@@ -149,7 +169,9 @@ class SimJob:
         self.used_gpu_s = 0.0
         self.wasted_gpu_s = 0.0
         self.grad: GradStats | None = None
-        self.profiles: dict[str, Profile] = {t: Profile() for t in self.truths}
+        self.merged = bool(merged)
+        one = Profile()
+        self.profiles: dict[str, Profile] = {t: one if merged else Profile() for t in self.truths}
         #: batch choices by (model, gradient, N, K, cap, limits), shared with clones
         self._batches: dict = {}
         self.completion_epoch = first.completion_epoch
@@ -321,7 +343,11 @@ class SimJob:
         out = SimJob.__new__(SimJob)
         out.__dict__.update(self.__dict__)
         out.placement = tuple(self.placement)
-        out.profiles = {t: p.clone() for t, p in self.profiles.items()}
+        copies: dict[int, Profile] = {}
+        for p in self.profiles.values():
+            if id(p) not in copies:
+                copies[id(p)] = p.clone()
+        out.profiles = {t: copies[id(p)] for t, p in self.profiles.items()}
         return out
 
     def snapshot(self) -> dict:

@@ -47,6 +47,8 @@ from .truth import Truth, truth_of
 
 #: How a job's batch is chosen.
 BATCH_MODES = ("goodput", "tuned")
+#: What a job's throughput model is fitted over.
+PROFILE_MODES = ("per-type", "merged")
 
 
 class GoodputProgress(ProgressModel):
@@ -67,24 +69,31 @@ class GoodputProgress(ProgressModel):
         The traces folder (default: the shipped Pollux traces).
     gpu_types : sequence of str
         GPU types jobs may run on (their traces must exist).
+    profiles : {"per-type", "merged"}
+        A job learns one throughput model per GPU type (Sia) or one for
+        all types together (the Sia artifact's type-unaware Pollux).
     """
     name = "goodput"
     gives = frozenset({"goodput"})
     dynamic = True
 
     def __init__(self, round_s: float = 60.0, flavour: str = "pollux", batch: str = "goodput",
-                 traces: str | Path | None = None, gpu_types: Sequence[str] = (DEFAULT_TYPE,)
-                 ) -> None:
+                 traces: str | Path | None = None, gpu_types: Sequence[str] = (DEFAULT_TYPE,),
+                 profiles: str = "per-type") -> None:
         super().__init__()
         if flavour not in ("pollux", "sia"):
             raise InputError(f"progress: flavour: expected 'pollux' or 'sia', got {flavour!r}")
         if batch not in BATCH_MODES:
             raise InputError(f"progress: batch: expected one of {', '.join(BATCH_MODES)}, "
                              f"got {batch!r}")
+        if profiles not in PROFILE_MODES:
+            raise InputError(f"progress: profiles: expected one of {', '.join(PROFILE_MODES)}, "
+                             f"got {profiles!r}")
         if not (isinstance(round_s, (int, float)) and round_s > 0):
             raise InputError(f"progress: round_s: expected a number > 0, got {round_s!r}")
         self.round_s = float(round_s)
         self.flavour, self.batch = flavour, batch
+        self.merged = profiles == "merged"
         self.root = str(traces) if traces is not None else None
         self.gpu_types = tuple(gpu_types)
         self._nodes: dict[str, int] = {}
@@ -112,12 +121,13 @@ class GoodputProgress(ProgressModel):
             tr = int(extra["num_replicas"]) if "num_replicas" in extra else job.gpus
             if self.batch == "tuned":
                 sj = SimJob(job.id, model, job.arrival_s, target_batch=tb, target_replicas=tr,
-                            tune_batch=False, flavour=self.flavour, truths=self.truths(model))
+                            tune_batch=False, flavour=self.flavour, truths=self.truths(model),
+                            merged=self.merged)
             else:
                 fixed = model == "ncf" and self.flavour == "pollux"
                 sj = SimJob(job.id, model, job.arrival_s, target_batch=32768 if fixed else tb,
                             target_replicas=tr, tune_batch=not fixed, flavour=self.flavour,
-                            truths=self.truths(model))
+                            truths=self.truths(model), merged=self.merged)
             st["goodput"] = sj
         return sj
 
@@ -211,4 +221,4 @@ class GoodputProgress(ProgressModel):
         return {}
 
 
-__all__ = ["BATCH_MODES", "GoodputProgress"]
+__all__ = ["BATCH_MODES", "GoodputProgress", "PROFILE_MODES"]

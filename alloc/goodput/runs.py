@@ -6,7 +6,9 @@ round), ``tiresias`` (Tiresias+TunedJobs) or ``optimus``
 (Optimus+Oracle+TunedJobs); `run_sia` runs a Sia-simulator workload on its
 heterogeneous cluster (6 x 4 T4, 2 x 8 A100, 3 x 8 RTX 2080 Ti) under
 ``sia``, ``exact`` (Sia's objective over the exact model's configurations),
-``gavel`` (Gavel+TunedJobs, 360 s rounds) or ``pollux``.  Both return
+``gavel`` (Gavel+TunedJobs, 360 s rounds) or ``pollux`` (Pollux blind to
+GPU types on virtual nodes, as the Sia paper runs it:
+`alloc.sched.pollux.unaware`).  Both return
 `RunResult`: the simulator's result and the figures of the benches.
 
 Metrics (seconds): average JCT; p99 JCT = the sorted JCTs' entry
@@ -177,7 +179,8 @@ def run_sia(artifact: str | Path, workload: str | Path, policy: str = "sia", *,
     cluster = sia_cluster()
     round_s = 360.0 if policy == "gavel" else 60.0
     prog = GoodputProgress(round_s, flavour="sia", batch="tuned" if policy == "gavel" else "goodput",
-                           traces=root / "traces", gpu_types=SIA_TYPES)
+                           traces=root / "traces", gpu_types=SIA_TYPES,
+                           profiles="merged" if policy == "pollux" else "per-type")
     kw: dict = dict(round_s=round_s, seed=seed, progress=prog, placement="freest-first",
                     order="fifo", max_time_s=max_time_s, name=f"sia-{policy}")
     if policy == "sia":
@@ -190,7 +193,8 @@ def run_sia(artifact: str | Path, workload: str | Path, policy: str = "sia", *,
         from ..sched.sia.policy import SiaExact
         obj = SiaExact()
     else:
-        raise InputError("policy 'pollux' on Sia's cluster is not available in this build")
+        from ..sched.pollux.unaware import PolluxUnaware
+        obj = PolluxUnaware(seed=seed)
     kw.update(sizing=obj, mechanism=obj)
     res, wall, _ = _simulate(cluster, jobs, kw)
     return RunResult(metrics(res, prog, obj.times, wall), res, obj, prog)

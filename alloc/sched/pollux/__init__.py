@@ -5,6 +5,8 @@
   of goodput speed-ups with restart factors (`alloc.sched.pollux.policy`);
 * sizing ``pollux-exact`` -- the same fitness maximised exactly each round
   (`alloc.goodput.patterns`);
+* sizing ``pollux-unaware`` -- Pollux blind to GPU types on a heterogeneous
+  cluster, as the Sia paper runs it (`alloc.sched.pollux.unaware`);
 * order ``tiresias-tj`` -- Tiresias' two queues at TunedJobs sizes;
 * sizing ``optimus-oracle`` and order ``fewest-gpus`` -- Optimus' greedy
   sizes from the true step times (`alloc.sched.pollux.orders`).
@@ -33,6 +35,16 @@ POLICIES = (
                            choices=("highs", "cpsat", "cbc"))),
             summary="Pollux's fitness maximised exactly each round (pattern model, proven "
                     "bound): GPUs, nodes and batch per job"),
+    declare("sizing", "pollux-unaware", "alloc.sched.pollux.unaware:PolluxUnaware",
+            needs=("goodput",),
+            params=(Option("seed", "int", None, "seed of the search (default: the run's)",
+                           nullable=True),
+                    Option("pop_size", "int", 100, "NSGA-II population"),
+                    Option("generations", "int", 100, "NSGA-II generations"),
+                    Option("reference_type", "str", "T4",
+                           "GPU type whose batch limits the speed-ups use")),
+            summary="Pollux blind to GPU types (the Sia paper's baseline): its search on "
+                    "virtual nodes, each job kept to its majority type"),
     declare("order", "tiresias-tj", "alloc.sched.pollux.orders:TiresiasTJ",
             params=(Option("threshold_gpu_s", "float", 57600.0,
                            "GPU-seconds after which a job leaves the first queue"),
