@@ -29,7 +29,6 @@ few tests.
 """
 from __future__ import annotations
 
-from operator import attrgetter
 from typing import Any, Iterable
 
 import numpy as np
@@ -191,7 +190,7 @@ def waiting_reasons(problem, assign: dict, capabilities: Iterable[str], solver: 
     {1: 'waits for room: needs 2 GPUs, 1000 milli-CPU and 1000 MiB on one server; the most free on one allowed server: 1 (s0); spread over servers, the cluster has 1 usable'}
     """
     p = problem
-    waiting = sorted(set(range(p.J)).difference(assign, p.reasons))
+    waiting = [j for j in range(p.J) if j not in assign and j not in p.reasons]
     if not waiting:
         return {}
     caps = frozenset(capabilities)
@@ -205,12 +204,13 @@ def waiting_reasons(problem, assign: dict, capabilities: Iterable[str], solver: 
     if guaranteed:
         from .tenancy import guarantee_reasons
         out.update(guarantee_reasons(p, assign, guaranteed, stats or {}))
-    jobs, options, get, fields = p.jobs, p.options, lines.get, _FIELDS
+    jobs, options, get = p.jobs, p.options, lines.get
     for j in waiting:
         if out and j in out:
             continue
         job, opts = jobs[j], options[j]
-        hit = get((id(opts), fields(job)))   # `_line`'s first lookup, inline
+        hit = get((id(opts), job.gpus, job.gpu_milli, job.min_gpus, job.max_gpus,
+                   job.gpu_types, job.locality))   # `_line`'s first lookup, inline
         if hit is not None and hit[0] is opts:
             out[j] = hit[1]
             continue
@@ -220,16 +220,13 @@ def waiting_reasons(problem, assign: dict, capabilities: Iterable[str], solver: 
     return out
 
 
-#: the fields of a job its waiting line depends on besides its options
-_FIELDS = attrgetter("gpus", "gpu_milli", "min_gpus", "max_gpus", "gpu_types", "locality")
-
-
 def _line(room: _Room, p, job, options, caps: frozenset, solver: str, lines: dict) -> str:
     """The line of a waiting job that is neither stopped nor guaranteed
     (``lines``: the lines found so far, by shape, and by the very options
     object and the fields the shape is made of: jobs of one shape share
     their options, so most jobs cost one lookup)."""
-    fast = (id(options), _FIELDS(job))
+    fast = (id(options), job.gpus, job.gpu_milli, job.min_gpus, job.max_gpus, job.gpu_types,
+            job.locality)
     hit = lines.get(fast)
     if hit is not None and hit[0] is options:      # the options object kept alive in it
         return hit[1]
