@@ -302,7 +302,7 @@ class _Choice(dict):
         self.shared, self.which = shared, which
 
     def __missing__(self, j: int) -> int:
-        if j not in self.shared.pending:
+        if self.shared is None or j not in self.shared.pending:
             raise KeyError(j)
         both = self.shared.both(j)
         return both[self.which]
@@ -324,6 +324,12 @@ class _Choices:
         self.pending = frozenset(P.p.pending)
         self.memo: dict[tuple, tuple[int, int]] = {}
         self.ideal, self.capped = _Choice(self, 0), _Choice(self, 1)
+
+    def close(self) -> None:
+        """Break the cycle between the two dicts and this memo (a problem's
+        jobs are then freed without the collector); asking for a job not
+        found yet raises KeyError from then on."""
+        self.ideal.shared = self.capped.shared = None  # type: ignore[assignment]
 
     def both(self, j: int) -> tuple[int, int]:
         """Job j's ideal and capped option, stored in both dicts."""
@@ -369,17 +375,23 @@ def _scratch_first(problem: Problem, solve) -> Solution:
 
 def _greedy(p: Problem, deadline: Deadline) -> Solution:
     P = ProblemPacker(p)
-    ideal, _ = _choices(P)
-    greedy_core(P, rank_order(p), ideal.__getitem__, deadline)
+    c = _Choices(P)
+    try:
+        greedy_core(P, rank_order(p), c.ideal.__getitem__, deadline)
+    finally:
+        c.close()
     return P.st.solution()
 
 
 def _tune(p: Problem, deadline: Deadline, sort_by_gpus: bool) -> Solution:
     P = ProblemPacker(p)
-    ideal, capped = _choices(P)
-    P.capped = capped
-    stats = tune_core(P, rank_order(p), ideal, capped, sort_by_gpus=sort_by_gpus,
-                      deadline=deadline)
+    c = _Choices(P)
+    P.capped = c.capped
+    try:
+        stats = tune_core(P, rank_order(p), c.ideal, c.capped, sort_by_gpus=sort_by_gpus,
+                          deadline=deadline)
+    finally:
+        c.close()
     return P.st.solution(**stats)
 
 
