@@ -3,10 +3,10 @@ r"""Reductions with inverses, composed in one chain.
 A reduction maps a problem ``P`` (a compiled problem, or a call: cluster,
 jobs, order) to a simpler one and back:
 
-.. math::
-
-    \text{apply}: P \mapsto (P', d), \qquad
-    \text{invert}: (A', d) \mapsto A,
+$$
+\text{apply}: P \mapsto (P', d), \qquad
+\text{invert}: (A', d) \mapsto A,
+$$
 
 where ``A'`` answers ``P'`` and ``A`` answers ``P``; ``d`` is what the
 reduction must remember to go back.  A reduction that has nothing to do

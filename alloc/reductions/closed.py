@@ -22,12 +22,12 @@ runs, every trimmed job on its whole current placement (a trimmed job a
 solver stopped is stopped: a running job may always be preempted where the
 rules allow it; a trimmed job a solver moved is a solver error), and
 
-.. math::
-
-    v = v' + \sum_{r \in R_K} v_r(\text{cur}_r)
-          + \sum_{r \text{ trimmed, kept}} (v_r(\text{cur}_r) - v'_r),\qquad
-    b = b' + \sum_{r \in R_K} v_r(\text{cur}_r)
-          + \sum_{r \text{ trimmed}} \max(0, v_r(\text{cur}_r) - v'_r)
+$$
+v = v' + \sum_{r \in R_K} v_r(\text{cur}_r)
+      + \sum_{r \text{ trimmed, kept}} (v_r(\text{cur}_r) - v'_r),\qquad
+b = b' + \sum_{r \in R_K} v_r(\text{cur}_r)
+      + \sum_{r \text{ trimmed}} \max(0, v_r(\text{cur}_r) - v'_r)
+$$
 
 for value and bound (``v_r`` the objective's value of job ``r``; ``v'_r``
 that of its trimmed form).  A waiting job that only a closed server could
