@@ -84,6 +84,16 @@ SOLVERS = ("best-fit", "synergy-tune", "fgd", "hived", "cpsat")
 HEURISTICS = ("best-fit", "synergy-tune", "fgd", "hived")
 
 
+def mix_gpus(rng: random.Random) -> int:
+    """A new job's GPUs drawn from `MIX` (one draw of ``rng``)."""
+    u, acc = rng.random(), 0.0
+    for g, p in MIX:
+        acc += p
+        if u < acc:
+            return g
+    return MIX[-1][0]
+
+
 def cluster(servers: int) -> Cluster:
     """``servers`` x 8 V100 GPUs, 24 cores and 500 GiB each."""
     return Cluster(tuple(Server(f"s{i:04d}", 24000, 512000, 8, "V100") for i in range(servers)))
@@ -101,12 +111,7 @@ class Stream:
 
     def job(self) -> tuple[Job, int]:
         """The next job and the rounds it runs once started (geometric)."""
-        u, acc, n = self.rng.random(), 0.0, MIX[-1][0]
-        for g, p in MIX:
-            acc += p
-            if u < acc:
-                n = g
-                break
+        n = mix_gpus(self.rng)
         m = self.rng.choice(self.models)
         life = 1 + int(math.log(1.0 - self.rng.random()) / math.log(1.0 - self.q))
         self.k += 1

@@ -50,7 +50,8 @@ sys.path.insert(0, str(ROOT))
 from alloc import Cluster, GpuShare, Job, Placement, Server, Session  # noqa: E402
 from alloc.profiles import available_models, load_profile  # noqa: E402
 
-MIX = ((1, 0.70), (2, 0.10), (4, 0.15), (8, 0.05))
+from loop import mix_gpus  # noqa: E402  (the Synergy mix, bench/loop.py's)
+
 #: Milli-cores of the long job on each server in case (a) and of a short one.
 LONG_CPU, SHORT_CPU = 23200, 400
 SOLVERS = ("best-fit", "synergy-tune", "fgd", "hived")
@@ -72,12 +73,7 @@ class Mix:
 
     def job(self, jid: str) -> Job:
         """A waiting job of the mix: 3 cores and 62.5 GiB per GPU."""
-        u, acc, n = self.rng.random(), 0.0, MIX[-1][0]
-        for g, p in MIX:
-            acc += p
-            if u < acc:
-                n = g
-                break
+        n = mix_gpus(self.rng)
         m = self.rng.choice(self.models)
         return Job(jid, n, cpu=3000 * n, mem=64000 * n, model=m, profile=self.profiles[m])
 
