@@ -67,6 +67,7 @@ from ...problem import Assign, Problem, Solution
 from ...resources import (can_ride, compute_demand, gpu_mem_caps, mem_demand, mem_floor,
                           share_compute, share_mem)
 from ...tenancy import infer_binding, quota_gpus
+from ...topology import is_outer
 
 
 class State:
@@ -222,18 +223,13 @@ def choose(st: State, j: int, cands: list[int], key) -> list[int] | None:
         gpus = sorted(gs, key=key)[:n]
         if cpu_fits(st, p.make_assign(j, gpus, 0)):
             return gpus
-        if n > 1 and _above_server(p, level):   # a domain's servers: spread inside it
+        if n > 1 and is_outer(level):   # a domain's servers: spread inside it
             inside = _spread(st, j, gs, key)
             if inside is not None:
                 return inside
     if job.locality is None and n > 1:
         return _spread(st, j, cands, key)
     return None
-
-
-def _above_server(p: Problem, level: str) -> bool:
-    """``level`` is a domain that holds whole servers (a rack, a zone)."""
-    return "server" in p.levels and level in p.levels[:p.levels.index("server")]
 
 
 def _spread(st: State, j: int, cands: list[int], key) -> list[int] | None:
