@@ -67,6 +67,10 @@ def main() -> None:
     ap.add_argument("--drained", type=int, nargs="+", default=[0, 50])
     ap.add_argument("--solvers", nargs="+", default=["best-fit", "hived"])
     a = ap.parse_args()
+    if a.servers < 1 or a.rounds < 1:
+        ap.error("--servers and --rounds: expected integers >= 1")
+    if any(not 0 <= d <= a.servers for d in a.drained):
+        ap.error(f"--drained: expected integers from 0 to --servers ({a.servers}), got {a.drained}")
     print(f"load average {os.getloadavg()[0]:.2f} at the start")
     for solver in a.solvers:
         for d in a.drained:
