@@ -245,6 +245,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--warmup", type=int, default=3, help="unmeasured rounds (default: 3)")
     ap.add_argument("--seed", type=int, default=0, help="workload seed (default: 0)")
     args = ap.parse_args(argv)
+    from alloc import solvers
+    unknown = [x for x in args.solvers if x not in solvers()]
+    if unknown:
+        ap.error(f"--solvers: unknown solver(s) {unknown}; valid: {', '.join(solvers())}")
+    small = [f"--{k}" for k in ("servers", "big", "churn", "rounds") if getattr(args, k) < 1]
+    small += [f"--{k}" for k in ("queue", "warmup") if getattr(args, k) < 0]
+    if small or not 0 < args.load <= 1:
+        ap.error(f"{', '.join(small) or '--load'}: expected counts >= 1 (queue and warmup >= 0) "
+                 "and a load in (0, 1]")
     print("| case | solver | A: step median wall / CPU ms | B: step median wall / CPU ms "
           "| A / B wall / CPU | placed / waiting a round, A vs B | load |")
     print("|---|---|---|---|---|---|---|")
