@@ -249,6 +249,23 @@ def _check_header(name: str, header: list[str], need: Sequence[str]) -> dict[str
     return {h: i for i, h in enumerate(header)}
 
 
+def _lines(name: str, header: list[str], col: dict[str, int], rows):
+    """Per data row: its line number, ``"NAME: line N"``, the row and a
+    getter of a column's stripped cell (``""`` for a column the file lacks); a row of
+    another width than the header is refused."""
+    for ln, row in rows:
+        where = f"{name}: line {ln}"
+        if len(row) != len(header):
+            raise InputError(f"{where}: expected {len(header)} fields, got {len(row)}")
+        yield ln, where, row, (lambda k, row=row: row[col[k]].strip() if k in col else "")
+
+
+def _check_model(where: str, model: str, known: set[str] | None) -> None:
+    if known is not None and model not in known:
+        raise InputError(f"{where}: model: unknown model {model!r}; expected one of "
+                         f"{', '.join(sorted(known))}")
+
+
 def _sorted(jobs: list[WorkloadJob]) -> list[WorkloadJob]:
     return sorted(jobs, key=lambda j: j.arrival_s)      # stable: file order at equal times
 
@@ -258,13 +275,7 @@ def _plain(p: Path, models=None, **_) -> Workload:
     col = _check_header(p.name, header, PLAIN)
     known = set(models) if models is not None else None
     out, seen = [], set()
-    for ln, row in rows:
-        where = f"{p.name}: line {ln}"
-        if len(row) != len(header):
-            raise InputError(f"{where}: expected {len(header)} fields, got {len(row)}")
-
-        def get(k: str) -> str:
-            return row[col[k]].strip() if k in col else ""
+    for ln, where, row, get in _lines(p.name, header, col, rows):
         jid = get("id")
         if not jid:
             raise InputError(f"{where}: id: expected a non-empty id")
@@ -272,9 +283,8 @@ def _plain(p: Path, models=None, **_) -> Workload:
             raise InputError(f"{where}: id: duplicate id {jid!r}")
         seen.add(jid)
         model = get("model") or None
-        if model is not None and known is not None and model not in known:
-            raise InputError(f"{where}: model: unknown model {model!r}; expected one of "
-                             f"{', '.join(sorted(known))}")
+        if model is not None:
+            _check_model(where, model, known)
         opt = {k: _num(get(k), int, k, where, 1) for k in ("min_gpus", "max_gpus") if get(k)}
         if get("priority"):
             opt["priority"] = _num(get("priority"), int, "priority", where)
@@ -312,21 +322,13 @@ def _synergy(p: Path, models=None, iter_time=None, **_) -> Workload:
         raise InputError(f"{p.name}: line 1: unknown column {unknown[0]!r}")
     known = set(models) if models is not None else None
     out, seen = [], set()
-    for ln, row in rows:
-        where = f"{p.name}: line {ln}"
-        if len(row) != len(header):
-            raise InputError(f"{where}: expected {len(header)} fields, got {len(row)}")
-
-        def get(k: str) -> str:
-            return row[col[k]].strip() if k in col else ""
+    for ln, where, row, get in _lines(p.name, header, col, rows):
         jid = str(_num(get("job_id"), int, "job_id", where, 0))
         if jid in seen:
             raise InputError(f"{where}: job_id: duplicate id {jid}")
         seen.add(jid)
         model = get("model")
-        if known is not None and model not in known:
-            raise InputError(f"{where}: model: unknown model {model!r}; expected one of "
-                             f"{', '.join(sorted(known))}")
+        _check_model(where, model, known)
         if get("duration_s"):
             work = _num(get("duration_s"), float, "duration_s", where, 0, strict=True)
         elif get("iterations"):
@@ -427,13 +429,7 @@ def _helios(p: Path, **_) -> Workload:
     out: list[WorkloadJob] = []
     skipped: dict[str, int] = {}
     seen = set()
-    for ln, row in rows:
-        where = f"{p.name}: line {ln}"
-        if len(row) != len(header):
-            raise InputError(f"{where}: expected {len(header)} fields, got {len(row)}")
-
-        def get(k: str) -> str:
-            return row[col[k]].strip() if k in col else ""
+    for ln, where, row, get in _lines(p.name, header, col, rows):
         jid = get("job_id") or f"line{ln}"
         if jid in seen:
             raise InputError(f"{where}: job_id: duplicate id {jid!r}")
