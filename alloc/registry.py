@@ -149,6 +149,15 @@ class SolverInfo:
         the same with or without a waiting job that fits nowhere in what the
         running jobs leave (it tries each job on its own, in order): a
         session holds such jobs out of its rounds (`alloc.session.room`).
+    admission : str
+        ``"gpus"``: it first admits the pending jobs by Synergy's GPU-only
+        rule (`alloc.room.admit`, in rank order), never places a job it did
+        not admit, and skips an admitted job that cannot fit the room the
+        running jobs leave (`alloc.room.Free.cannot_fit`) without other
+        effect: on a call that neither moves nor stops running jobs its
+        answer is the one on the admitted jobs that may fit, and a session
+        holds every other waiting job out of its rounds.  Empty: no such
+        rule.
 
     Examples
     --------
@@ -173,6 +182,7 @@ class SolverInfo:
     broken: str = ""
     objectives: frozenset = ALL_OBJECTIVES
     ignores_unfit: bool = False
+    admission: str = ""
 
     @property
     def solve(self) -> Callable:
@@ -235,7 +245,7 @@ def declare(name: str, entry: str, *, exact: bool = False, capabilities: Sequenc
             options: Sequence[Option] = (), requires: Sequence[str] = (),
             description: str = "", restricts: str = "",
             objectives: Sequence[str] | None = None,
-            ignores_unfit: bool = False) -> SolverInfo:
+            ignores_unfit: bool = False, admission: str = "") -> SolverInfo:
     """A `SolverInfo`, its capabilities and objectives checked; the families
     use it in their `SOLVERS` tuples.
 
@@ -245,8 +255,8 @@ def declare(name: str, entry: str, *, exact: bool = False, capabilities: Sequenc
     Raises
     ------
     ValueError
-        An unknown capability or objective, or options that are not `Option`
-        values.
+        An unknown capability or objective, an unknown admission rule, or
+        options that are not `Option` values.
     """
     if isinstance(capabilities, str):
         raise ValueError(f"capabilities: expected a list of names, got {capabilities!r}")
@@ -255,10 +265,13 @@ def declare(name: str, entry: str, *, exact: bool = False, capabilities: Sequenc
         raise ValueError(f"unknown capabilities {sorted(unknown)}; valid: {sorted(CAPABILITIES)}")
     if not all(isinstance(o, Option) for o in options):
         raise ValueError("options: expected alloc.Option declarations")
+    if admission not in ("", "gpus"):
+        raise ValueError(f"admission: expected '' or 'gpus', got {admission!r}")
     family = entry.split(".")[2] if entry.startswith("alloc.solvers.") else ""
     return SolverInfo(name, entry, family, bool(exact), frozenset(capabilities), tuple(options),
                       tuple(requires), description, restricts,
-                      objectives=_objectives(objectives), ignores_unfit=bool(ignores_unfit))
+                      objectives=_objectives(objectives), ignores_unfit=bool(ignores_unfit),
+                      admission=admission)
 
 
 def _objectives(objectives: Sequence[str] | None) -> frozenset:

@@ -21,10 +21,20 @@ room, so a job that cannot fit the room at the start of a call fits nowhere
 during it unless running jobs move or stop.  The session holds such jobs out
 of its rounds (`alloc.session.room`); Synergy's TUNE skips them
 (`alloc.solvers.synergy.tune`).
+
+Synergy's scheduler admits jobs by GPUs alone (`admit`): with ``F`` the free
+milli-GPU of the cluster, it walks the jobs in rank order and admits job
+``j`` (``n_j g_j`` milli-GPU) when :math:`n_j g_j \le F`, then
+:math:`F \leftarrow F - n_j g_j`, and stops once :math:`F \le 0`.  A job it
+does not admit is never placed, and leaving it out changes no other
+admission (it took nothing from ``F``).  Leaving out admitted jobs too only
+raises ``F`` at every later point, so each of the others is still admitted;
+with every job that was not admitted left out as well, the admitted set is
+the one kept.
 """
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Hashable, Iterable, Sequence, TypeVar
 
 import numpy as np
 
@@ -103,4 +113,31 @@ class Free:
         return int(use.sum()) < n
 
 
-__all__ = ["Free"]
+K = TypeVar("K", bound=Hashable)
+
+
+def admit(needs: Iterable[tuple[K, int]], free: int) -> list[K]:
+    """Synergy's GPU-only admission (the module notes): the keys of
+    ``needs`` (key, milli-GPU asked), in their order, admitted while their
+    milli-GPU fits ``free``; stops once nothing is left (the rest of
+    ``needs`` is not read).
+
+    Examples
+    --------
+    >>> from alloc.room import admit
+    >>> admit([("a", 3000), ("b", 4000), ("c", 1000), ("d", 1000)], 4000)
+    ['a', 'c']
+    >>> admit([("a", 5000), ("b", 2000)], 4000)
+    ['b']
+    """
+    out = []
+    for k, nd in needs:
+        if nd <= free:
+            out.append(k)
+            free -= nd
+            if free <= 0:
+                break
+    return out
+
+
+__all__ = ["Free", "admit"]

@@ -16,17 +16,27 @@ without such a job) then never sees it, and the job waits with the line
 `alloc.waiting` gives its shape on the room the answer leaves: the answer,
 the waiting jobs, their order and their reasons are those of a round that
 saw it.
+
+A solver that declares ``admission="gpus"`` (Synergy's TUNE) admits jobs by
+GPUs alone before it places any (`alloc.room.admit`).  The session walks
+its waiting jobs in the rank the problem gives them (the caller's order,
+then priority, highest first, then submission order; jobs with a
+compile-time reason take no part) until the admission stops
+(`admission_held_out`); the round then holds out every waiting job except
+the admitted ones that may fit the room (and those with a compile-time
+reason, which the problem gives): the solver admits exactly those again
+and places them as it would have (`alloc.room`).
 """
 from __future__ import annotations
 
-from typing import Any, Hashable
+from typing import Any, Callable, Container, Hashable, Mapping, Sequence
 
 import numpy as np
 
 from ..arrays import cluster_arrays
 from ..model import MILLI, Cluster, Job, Placement
 from ..problem import pareto_options
-from ..room import Free
+from ..room import Free, admit
 
 
 def shape_key(job: Job) -> Hashable | None:
@@ -101,4 +111,118 @@ class Room:
         return self.free().cannot_fit(job, opts if resizes else opts[:1])
 
 
-__all__ = ["Room", "shape_key"]
+def ranked(jobs: Mapping[str, Job], waiting: list[str],
+           order: Sequence[str] | None) -> list[str]:
+    """``waiting`` (ids in submission order) in the rank the problem gives
+    them (`alloc.problem.ranks`): those of ``order`` by position, then the
+    others by priority, highest first, then submission order.
+
+    Examples
+    --------
+    >>> from alloc import Job
+    >>> from alloc.session.room import ranked
+    >>> jobs = {k: Job(k, 1, priority=p) for k, p in (("a", 0), ("b", 2), ("c", 0))}
+    >>> ranked(jobs, ["a", "b", "c"], None), ranked(jobs, ["a", "b", "c"], ["c"])
+    (['b', 'a', 'c'], ['c', 'b', 'a'])
+    """
+    rest = waiting
+    listed: list[str] = []
+    if order is not None:
+        pos = {k: i for i, k in enumerate(order)}
+        listed = sorted((k for k in waiting if k in pos), key=pos.__getitem__)
+        if listed:
+            rest = [k for k in waiting if k not in pos]
+    prio = [jobs[k].priority for k in rest]
+    if prio and min(prio) != max(prio):
+        key = dict(zip(rest, prio))
+        rest = sorted(rest, key=lambda k: -key[k])       # stable: submission order
+    return listed + rest if listed else rest
+
+
+def admission_held_out(jobs: Mapping[str, Job], groups: Mapping[Any, Mapping[str, None]],
+                       excluded: Container[str], order: Sequence[str] | None, free: Free,
+                       resizes: bool,
+                       reason: Callable[[Job], str | None]) -> dict[str, list[str]]:
+    """The waiting jobs a round of a solver with Synergy's admission holds
+    out (the module notes), by shape (each list's first job names it; a job
+    without a shape alone).
+
+    Parameters
+    ----------
+    jobs : mapping
+        The session's jobs by id, in submission order.
+    groups : mapping
+        The waiting jobs' ids by `shape_key`.
+    excluded : container
+        Ids left out of the round already (the scheduler's held jobs).
+    order : sequence of str, optional
+        The caller's order (ids).
+    free : Free
+        The room the running jobs leave.
+    resizes : bool
+        The solver may re-size a job (its grid points count).
+    reason : callable
+        A job's compile-time reason, or None.
+
+    Examples
+    --------
+    >>> from alloc import Cluster, GpuShare, Job, Placement, Server
+    >>> from alloc.problem import placeable_reason
+    >>> from alloc.session.room import Room, admission_held_out, shape_key
+    >>> cl = Cluster((Server("s0", cpu=8000, mem=64000, gpus=4, gpu_type="V100"),))
+    >>> run = Placement("r", (GpuShare("s0/gpu0", 1000),), {"s0": 6000}, {"s0": 1000})
+    >>> room = Room(cl, [run])
+    >>> jobs = {"a": Job("a", 2, cpu=4000), "b": Job("b", 1, cpu=1000),
+    ...         "c": Job("c", 1, cpu=1000)}
+    >>> groups = {shape_key(j): {} for j in jobs.values()}
+    >>> for j in jobs.values():
+    ...     groups[shape_key(j)][j.id] = None
+    >>> admission_held_out(jobs, groups, (), None, room.free(), False,
+    ...                    lambda j: placeable_reason(cl, j))
+    {'a': ['a'], 'c': ['c']}
+    """
+    why: dict[Hashable, str | None] = {}
+    unfit: dict[Hashable, bool] = {}
+
+    def reason_of(job: Job) -> str | None:
+        key = shape_key(job)
+        if key is None:
+            return reason(job)
+        if key not in why:
+            why[key] = reason(job)
+        return why[key]
+
+    waiting = [k for k, j in jobs.items() if j.current is None and k not in excluded]
+    keep: set[str] = set()
+    rank = ranked(jobs, waiting, order)
+    total = int(free.gpu.sum())
+    for k in admit(((k, jobs[k].milli_total) for k in rank if reason_of(jobs[k]) is None),
+                   total):
+        job = jobs[k]
+        key = shape_key(job)
+        if key is None:
+            keep.add(k)
+            continue
+        if key not in unfit:
+            opts = pareto_options(job)
+            unfit[key] = free.cannot_fit(job, opts if resizes else opts[:1])
+        if not unfit[key]:
+            keep.add(k)
+    out: dict[str, list[str]] = {}
+    grouped = 0
+    for ids in groups.values():
+        grouped += len(ids) if not excluded else sum(k not in excluded for k in ids)
+        if reason_of(jobs[next(iter(ids))]) is not None:
+            continue                     # the problem gives their reason
+        ids_out = [k for k in ids if k not in keep and k not in excluded]
+        if ids_out:
+            out[ids_out[0]] = ids_out
+    if grouped < len(waiting):           # jobs without a shape: each alone
+        seen = {k for ids in groups.values() for k in ids}
+        for k in waiting:
+            if k not in seen and k not in keep and reason_of(jobs[k]) is None:
+                out[k] = [k]
+    return out
+
+
+__all__ = ["Room", "admission_held_out", "ranked", "shape_key"]

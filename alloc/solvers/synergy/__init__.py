@@ -30,7 +30,7 @@ SOLVERS = (
             capabilities=_MOVING,
             description="Synergy GREEDY: each job at its best-case CPU/memory point or skipped"),
     declare("synergy-tune", "alloc.solvers.synergy.tune:solve_tune_moving", objectives=(),
-            capabilities=_MOVING,
+            capabilities=_MOVING, admission="gpus",
             options=(Option("sort_by_gpus", "bool", True,
                             "place the admitted jobs largest GPU demand first"),),
             description="Synergy TUNE: best case, else proportional, else reclaim peers' excess"),

@@ -50,6 +50,7 @@ from ...deadline import Deadline
 from ...problem import Problem, Solution, split
 from ...engines.greedy.rules import rank_order
 from ...engines.greedy.scratch import back, from_scratch, kept
+from ...room import admit as room_admit
 from .options import capped_option, ideal_option
 from .packers import FastPacker, ProblemPacker
 
@@ -74,18 +75,14 @@ def greedy_core(P, order: Iterable[int], choose, deadline: Deadline) -> None:
 
 
 def admit(P, order: Iterable[int], free: int | None = None) -> list[int]:
-    """The scheduler's GPU-only admission: jobs in order while their GPUs fit
-    the free GPU total (``free`` milli-GPU; default: the packer's now)."""
-    free = P.free_milli() if free is None else free
-    out = []
-    for j in order:
-        nd = P.need(j)
-        if nd <= free:
-            out.append(j)
-            free -= nd
-            if free <= 0:
-                break
-    return out
+    """The scheduler's GPU-only admission (`alloc.room.admit`): jobs in
+    order while their GPUs fit the free GPU total (``free`` milli-GPU;
+    default: the packer's now).  A job it does not admit is never placed,
+    so a session holds such jobs out of its rounds (``admission="gpus"``,
+    `alloc.session.room`)."""
+    need = P.need
+    return room_admit(((j, need(j)) for j in order),
+                      P.free_milli() if free is None else free)
 
 
 def _reclaim(P, s: int, need_c: int, need_m: int, capped: dict, exclude: int,
