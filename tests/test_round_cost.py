@@ -57,7 +57,7 @@ def same(a, b) -> bool:
             and a.status == b.status and a.reasons == b.reasons)
 
 
-@pytest.mark.parametrize("solver", ["best-fit", "proportional"])
+@pytest.mark.parametrize("solver", ["best-fit", "proportional", "synergy-tune"])
 @pytest.mark.parametrize("seed", [0, 1])
 def test_held_out_rounds_equal_fresh_calls(solver, seed):
     cl = cluster()
@@ -166,3 +166,31 @@ def test_tune_skips_what_cannot_fit(seed, monkeypatch):
     slow = allocate(cl, jobs, solver="synergy-tune")
     assert fast.placements == slow.placements and fast.reasons == slow.reasons
     assert any(skipped) and fast.unplaced
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_admission_rounds_equal_fresh_calls(seed):
+    """Synergy-TUNE admits by GPUs: a session holds out every waiting job but
+    the admitted ones that may fit, and each round is still a fresh call's
+    (the queue asks for more GPUs than are free, so the admission stops)."""
+    cl = cluster(4)
+    jobs = [long_job(s.id, 21000 if k % 2 else 14000) for k, s in enumerate(cl.servers)]
+    s = Session(cl, jobs=jobs, solver="synergy-tune")
+    w = Stream(seed)
+    held = stopped = 0
+    for r in range(20):
+        evs = [{"type": "finish", "job": j} for j in s.running
+               if not str(j).startswith("L") and w.rng.random() < 0.3]
+        evs += [{"type": "submit", "job": w.job()} for _ in range(w.rng.randint(1, 8))]
+        if r in (7, 14):
+            ids = list(s.pending)
+            w.rng.shuffle(ids)
+            evs.append({"type": "set_order", "order": ids[: len(ids) // 2]})
+        s.apply(evs)
+        want = fresh(s)
+        free = 1000 * cl.total_gpus - sum(1000 * j.gpus for j in s.jobs.values() if j.current)
+        stopped += sum(1000 * s.jobs[j].gpus for j in s.pending) > free
+        res = s.step()
+        held += res.timings.get("held_out", 0)
+        assert same(res.allocation, want), f"round {r}"
+    assert held > 0 and stopped > 5

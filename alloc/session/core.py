@@ -20,7 +20,7 @@ from .ids import ID_PREFIX, GpuKeys, JobIds
 from .journal import Journal
 from ..reductions import ClosedServers
 from .result import Reconciled, RoundResult
-from .room import Room, shape_key
+from .room import Room, admission_held_out, shape_key
 
 #: Why a job the scheduler preempted waits this round.
 HELD_REASON = "preempted by the scheduler; not placed again in the round that follows"
@@ -604,12 +604,15 @@ for ranks)."""
 
     def _unfit(self, excluded: Mapping[str, Any]) -> dict[str, list[str]]:
         """The waiting jobs this round holds out, by shape: those that cannot
-        fit the room the running jobs leave, when the solver ignores them and
+        fit the room the running jobs leave, when the solver ignores them, or
+        all but the admitted ones that may fit, when it admits by GPUs; and
         the round neither moves nor stops a running job (`alloc.session.room`).
         Each shape's first job names it."""
-        if not (self._waiting and self._info.ignores_unfit and self.preempt_rule is None
+        info = self._info
+        if not (self._waiting and (info.ignores_unfit or info.admission)
+                and self.preempt_rule is None
                 and self.max_moves == 0 and not self._cluster.tenants
-                and "preemption" not in self._info.capabilities):
+                and "preemption" not in info.capabilities):
             return {}
         from ..problem import pareto_options, placeable_reason
         room = self._room
@@ -618,7 +621,10 @@ for ranks)."""
                                                      if j.current is not None))
         free = room.free()
         jobs, cl = self._jobs, self._cluster
-        resizes = "grid" in self._info.capabilities
+        resizes = "grid" in info.capabilities
+        if info.admission:
+            return admission_held_out(jobs, self._waiting, excluded, self._round_order(), free,
+                                      resizes, lambda job: placeable_reason(cl, job))
         out: dict[str, list[str]] = {}
         for ids in self._waiting.values():
             ids_out = [j for j in ids if j not in excluded] if excluded else list(ids)
