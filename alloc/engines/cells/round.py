@@ -4,7 +4,21 @@ pending and homeless jobs placed in guaranteed-first rank order with
 preemption by the tenancy rules, elastic jobs grown (the jobs still waiting
 then try again on the free GPUs, stopping no one), and -- where the call
 allows moves -- servers defragmented and jobs consolidated, every move
-counted against the budget."""
+counted against the budget.
+
+A job that cannot fit the room is decided at once (`_Unfit`): in a round
+that allows no moves, until a job is placed over victims, no running job
+leaves its GPUs, so the room (free milli per GPU, CPU and memory per
+server) only shrinks as jobs are placed and grown.  A job of fixed size
+(not elastic) that does not try victims (opportunistic, or a guaranteed
+one at preemption level 0) and cannot fit the room as it is
+(`alloc.room.Free.cannot_fit` at its request: its CPU and memory split in
+proportion to its GPUs, as every placement of the engine splits them)
+fits nowhere in it: the engine's own search, which would try every server
+for it, is skipped, and the job waits as it would have.  One test per
+shape (GPUs, milli per GPU, CPU and memory asked) on the room when the
+shape is first met; a long queue of jobs that cannot fit costs a lookup
+each."""
 from __future__ import annotations
 
 from typing import Sequence
@@ -27,7 +41,8 @@ def run(p: Problem, *, preempt=True, colocate=True, grow=True, gpu_mem_capacity=
     pk = p.prio_key
     order = sorted(pending + homeless, key=lambda j: (not jobs[j].guaranteed, pk[j], j))
     moves = _Moves(p)
-    timed_out = _place_all(eng, order, 2 if preempt else 0, moves, deadline)
+    unfit = None if moves.allowed or not order else _Unfit(eng)
+    timed_out = _place_all(eng, order, 2 if preempt else 0, moves, deadline, unfit)
     if grow and not timed_out:
         # with no move allowed only the jobs placed now may grow
         timed_out = _grow(eng, moves, deadline,
@@ -36,7 +51,7 @@ def run(p: Problem, *, preempt=True, colocate=True, grow=True, gpu_mem_capacity=
         if waiting and not timed_out:
             # a grow re-lays a job out and can free room: the jobs still
             # waiting try again on what is free, stopping no one
-            timed_out = _place_all(eng, waiting, 0, moves, deadline)
+            timed_out = _place_all(eng, waiting, 0, moves, deadline, unfit)
     if moves.allowed and not timed_out:
         _defragment(eng, order, moves, deadline)
         _consolidate(eng, moves, deadline)
@@ -71,14 +86,59 @@ class _Moves:
         return len(self.moved) + k <= self.budget
 
 
-def _place_all(eng: Engine, order, max_level: int, moves: _Moves, deadline: Deadline) -> bool:
+class _Unfit:
+    """``unfit(j, level)``: job j cannot be placed without victims in the
+    room the engine leaves now, and a round that has stopped and moved no
+    one leaves no more room later (the module notes); one test per shape.
+    ``off()`` once a job was placed over victims: the room may then grow,
+    and the test answers False from then on."""
+
+    def __init__(self, eng: Engine):
+        self.eng = eng
+        #: the room as the round starts (a grow may re-lay a job placed in
+        #: the round elsewhere, so only this room bounds every later one)
+        self.start = (eng.cpu.copy(), eng.mem.copy(), eng.gfree.copy())
+        self.free = None
+        self.seen: dict[tuple, bool] = {}
+        self.on = True
+
+    def off(self) -> None:
+        """Victims were taken: the room may grow; no job is ruled out now."""
+        self.on = False
+
+    def __call__(self, j: int, level: int) -> bool:
+        if not self.on:
+            return False
+        eng = self.eng
+        job = eng.job(j)
+        if job.elastic or (level and job.guaranteed):
+            return False
+        opt = eng.p.options[j][0]
+        key = (job.gpus, job.gpu_milli, opt.cpu, opt.mem)
+        hit = self.seen.get(key)
+        if hit is None:
+            if self.free is None:
+                from ...room import Free
+                self.free = Free(*self.start, eng.p.gpu_server)
+            hit = self.seen[key] = self.free.cannot_fit(job, (opt,))
+        return hit
+
+
+def _place_all(eng: Engine, order, max_level: int, moves: _Moves, deadline: Deadline,
+               unfit: _Unfit | None = None) -> bool:
     """Place the jobs in ``order`` (smallest elastic size first, victims only
     when no size fits without); re-home victims when moves are allowed.
+    ``unfit`` rules out at once the jobs that cannot fit (`_Unfit`).
     Returns True when the deadline stopped it."""
     preempted: set[int] = set()
     for j in order:
         if deadline.expired():
             return True
+        if unfit is not None:
+            if preempted:
+                unfit.off()
+            elif unfit(j, max_level):
+                continue
         for level in sorted({0, max_level}):
             placed = False
             for n in eng.sizes(j):
