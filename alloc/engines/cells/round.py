@@ -25,6 +25,7 @@ from typing import Sequence
 
 from ...deadline import Deadline
 from ...problem import Assign, Problem
+from ...room import Free
 from .engine import (Engine, _release_empty, _value, current_assign, elastic_sizes, job_value)
 from .kept import keep, start
 
@@ -98,7 +99,7 @@ class _Unfit:
         #: the room as the round starts (a grow may re-lay a job placed in
         #: the round elsewhere, so only this room bounds every later one)
         self.start = (eng.cpu.copy(), eng.mem.copy(), eng.gfree.copy())
-        self.free = None
+        self.free: Free | None = None
         self.seen: dict[tuple, bool] = {}
         self.on = True
 
@@ -118,7 +119,6 @@ class _Unfit:
         hit = self.seen.get(key)
         if hit is None:
             if self.free is None:
-                from ...room import Free
                 self.free = Free(*self.start, eng.p.gpu_server)
             hit = self.seen[key] = self.free.cannot_fit(job, (opt,))
         return hit
