@@ -25,6 +25,7 @@ _CAPS = ("tenancy", "preemption", "locality", "sharing", "spread", "elastic", "m
 
 SOLVERS = (
     declare("hived", "alloc.solvers.hived.solvers:solve_hived", capabilities=_CAPS,
+            ignores_unfit=True,
             options=(
                 Option("tenancy_preempt", "bool", True,
                        "guaranteed jobs may preempt (legal victims only)"),
