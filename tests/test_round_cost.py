@@ -30,20 +30,21 @@ class Stream:
     """Short jobs that fit and jobs of the Synergy mix (3 cores per GPU)
     that mostly do not."""
 
-    def __init__(self, seed: int) -> None:
+    def __init__(self, seed: int, prio: tuple[int, ...] = (0, 0, 3)) -> None:
         self.rng = random.Random(seed)
         self.k = 0
+        self.prio = prio
 
     def job(self) -> Job:
         r = self.rng
         self.k += 1
         if r.random() < 0.5:
             return Job(f"j{self.k}", 1, cpu=r.choice((400, 800, 1500)), mem=16000,
-                       gpu_milli=r.choice((1000, 1000, 500)), priority=r.choice((0, 0, 3)))
+                       gpu_milli=r.choice((1000, 1000, 500)), priority=r.choice(self.prio))
         n = r.choice((1, 2, 4, 8))
         m = r.choice(MODELS)
         return Job(f"j{self.k}", n, cpu=3000 * n, mem=64000 * n, model=m,
-                   profile=load_profile(m), priority=r.choice((0, 0, 3)))
+                   profile=load_profile(m), priority=r.choice(self.prio))
 
 
 def fresh(s: Session):
@@ -57,14 +58,16 @@ def same(a, b) -> bool:
             and a.status == b.status and a.reasons == b.reasons)
 
 
-@pytest.mark.parametrize("solver", ["best-fit", "proportional", "synergy-tune"])
+@pytest.mark.parametrize("solver", ["best-fit", "proportional", "synergy-tune", "hived"])
 @pytest.mark.parametrize("seed", [0, 1])
 def test_held_out_rounds_equal_fresh_calls(solver, seed):
     cl = cluster()
     # six servers keep 2.4 cores free, two 6 cores: few of the mix's jobs ever fit
     jobs = [long_job(s.id, 21600 if k < 6 else 18000) for k, s in enumerate(cl.servers)]
     s = Session(cl, jobs=jobs, solver=solver)
-    w = Stream(seed)
+    # a solver that may stop running jobs for a higher priority (hived) gets
+    # jobs held out only while no waiting job outranks a running one
+    w = Stream(seed, (0,) if solver == "hived" else (0, 0, 3))
     held = 0
     for r in range(25):
         evs = [{"type": "finish", "job": j} for j in s.running
@@ -194,3 +197,18 @@ def test_admission_rounds_equal_fresh_calls(seed):
         held += res.timings.get("held_out", 0)
         assert same(res.allocation, want), f"round {r}"
     assert held > 0 and stopped > 5
+
+
+def test_no_hold_out_while_a_waiting_job_outranks_a_running_one():
+    """``hived`` may stop running jobs by the tenancy rules: its rounds hold
+    jobs out only while no waiting job has a higher priority than a running one."""
+    cl = cluster(2)
+    s = Session(cl, jobs=[long_job("s0", 22000), long_job("s1", 22000)], solver="hived")
+    s.submit(Job("big", 2, cpu=6000, mem=1000))
+    r = s.step()
+    assert r.unplaced == ("big",) and r.timings["held_out"] == 1
+    s.submit(Job("high", 2, cpu=6000, mem=1000, priority=3))
+    want = fresh(s)
+    r = s.step()
+    assert set(r.unplaced) == {"big", "high"} and r.timings["held_out"] == 0
+    assert same(r.allocation, want)

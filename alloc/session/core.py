@@ -612,7 +612,7 @@ for ranks)."""
         if not (self._waiting and (info.ignores_unfit or info.admission)
                 and self.preempt_rule is None
                 and self.max_moves == 0 and not self._cluster.tenants
-                and "preemption" not in info.capabilities):
+                and not ("preemption" in info.capabilities and self._may_stop())):
             return {}
         from ..problem import pareto_options, placeable_reason
         room = self._room
@@ -636,6 +636,15 @@ for ranks)."""
                     and placeable_reason(cl, job) is None:
                 out[ids_out[0]] = ids_out
         return out
+
+    def _may_stop(self) -> bool:
+        """Some waiting job outranks a running one (`alloc.tenancy.outranks`;
+        without tenants: it has the higher priority), so that a solver with
+        ``preemption`` may stop it."""
+        prio = {(j.current is None, j.priority) for j in self._jobs.values()}
+        waiting = [p for w, p in prio if w]
+        running = [p for w, p in prio if not w]
+        return bool(waiting and running) and max(waiting) > min(running)
 
     def _held_out(self, alloc: Allocation, problem: Any, parked: dict[str, list[str]],
                   waiting: set[str], tail: tuple[str, ...]) -> Allocation:
