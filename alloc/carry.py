@@ -146,6 +146,10 @@ class Carry:
         self.checked = None
         #: the last compiled problem's reduction, if the solver saw it reduced
         self.reduction: Reduction | None = None
+        #: the waiting jobs the session holds out of this round's problem
+        #: (`alloc.session.room`), by shape: (a job of the shape, how many);
+        #: for a solver whose rule reads the whole queue (fgd's target workload)
+        self.held_out: tuple[tuple[Job, int], ...] = ()
         self._states: dict[Any, Any] = {}
 
     def previous(self, cluster):
@@ -183,6 +187,7 @@ class Carry:
         self.problem = None
         self.checked = None
         self.reduction = None
+        self.held_out = ()
         self._states.clear()
 
 
