@@ -6,7 +6,8 @@ at its own request (option 0), with the node-scoring policy of
 `alloc.solvers.fgd.engine`; a job that fits nowhere stays unplaced.
 Multi-GPU jobs take whole free GPUs of one server; CPU-only jobs take CPU and
 memory on one server.  Node ties go to the lowest server index.  FGD's target
-workload (typical pods) is built from the pending jobs.  Stops at the deadline
+workload (typical pods) is built from the pending jobs, those a session
+holds out of the round included (`target`).  Stops at the deadline
 (checked before every job) with what it has placed.
 
 In a scheduler loop (a problem compiled with a carry, `alloc.carry`) the
@@ -20,10 +21,11 @@ from the running jobs (tags of GPU pods included), and so do the answers.
 from __future__ import annotations
 
 from collections import defaultdict
+from typing import Iterable
 
 from ...deadline import Deadline
 from ...model import Status
-from ...problem import Problem, Solution, job_order
+from ...problem import Problem, Solution, job_order, pareto_options
 from .engine import ClusterState, FragModel, Pod, make_policy, place
 
 
@@ -33,6 +35,74 @@ def _pod(problem: Problem, j: int) -> Pod:
     k = int(job.gpus)
     return Pod(int(opt.cpu), int(opt.mem), k, int(job.gpu_milli) if k else 0,
                tuple(job.gpu_types) if k else ())
+
+
+def _pod_key(pod: Pod) -> tuple:
+    """The key typical pods are counted by (`FragModel.from_pods`: CPU, milli
+    per GPU, GPUs, model list; memory ignored)."""
+    return (pod.c, pod.m, pod.k, "|".join(pod.types) if pod.k else "")
+
+
+def target(pods: Iterable[Pod], held: Iterable[tuple[Pod, int]] = (),
+           threshold: float = 0.95) -> FragModel | None:
+    """FGD's target workload from the pending jobs' pods and ``held``, the
+    pods of the waiting jobs a session holds out of the round, by shape
+    (``(pod, how many)``): the model `FragModel.from_pods` gives all those
+    pods, counted by key -- its rule (count per key, keys by count then key,
+    descending, kept until their count reaches ``threshold`` of all pods,
+    popularities normalised; each GPU model list's share of the GPU milli
+    asked) read off the counts, so ``n`` held-out pods of one shape cost one
+    step.  None when there is no pod.
+
+    Examples
+    --------
+    >>> from alloc.solvers.fgd.engine import FragModel, Pod
+    >>> from alloc.solvers.fgd.solvers import target
+    >>> a, b = Pod(4000, 8000, 1, 1000, ("V100",)), Pod(2000, 4000, 2, 1000)
+    >>> fm = target([a, b], [(a, 20), (b, 3)])
+    >>> want = FragModel.from_pods([a] * 21 + [b] * 4)
+    >>> fm.p.tolist() == want.p.tolist(), fm.typed_demand == want.typed_demand
+    (True, True)
+    """
+    counts: dict[tuple, int] = {}
+    typed: dict[tuple, int] = {}
+    gtot = 0
+    for pod, n in [*((p, 1) for p in pods), *held]:
+        if n <= 0:
+            continue
+        g = pod.g * n
+        if pod.k and pod.types:
+            typed[pod.types] = typed.get(pod.types, 0) + g
+        key = _pod_key(pod)
+        counts[key] = counts.get(key, 0) + n
+        gtot += g
+    if not counts:
+        return None
+    total = sum(counts.values())
+    kept, acc = [], 0
+    for key, n in sorted(counts.items(), key=lambda kv: (kv[1], kv[0]), reverse=True):
+        kept.append((key, n))
+        acc += n
+        if acc >= threshold * total:
+            break
+    tot = sum(n for _, n in kept) or 1
+    gtot = gtot or 1
+    return FragModel([k[0] for k, _ in kept], [k[1] for k, _ in kept], [k[2] for k, _ in kept],
+                     [tuple(t for t in k[3].split("|") if t) for k, _ in kept],
+                     [n / tot for _, n in kept], {t: g / gtot for t, g in typed.items()})
+
+
+def _held_pods(problem: Problem) -> list[tuple[Pod, int]]:
+    """The pods of the waiting jobs the session holds out of this round
+    (`alloc.carry.Carry.held_out`), by shape, at their requests."""
+    carry = problem.carry
+    held = carry.held_out if carry is not None else ()
+    out = []
+    for job, n in held:
+        k, opt = int(job.gpus), pareto_options(job)[0]
+        out.append((Pod(int(opt.cpu), int(opt.mem), k, int(job.gpu_milli) if k else 0,
+                        tuple(job.gpu_types) if k else ()), n))
+    return out
 
 
 def _parts(problem: Problem, job, a) -> list[tuple[int, list[int], Pod]]:
@@ -120,7 +190,9 @@ def run_online(problem: Problem, policy: str, seed: int = 0, *,
     order = job_order(problem)
     pods = {j: _pod(problem, j) for j in order}
     state = _state(problem)
-    fm = FragModel.from_pods(list(pods.values())) if pods else None
+    held = _held_pods(problem)
+    fm = target(pods.values(), held) if held else \
+        FragModel.from_pods(list(pods.values())) if pods else None
     if fm is not None:
         state.set_frag_model(fm)
     pol = make_policy(policy, seed, **policy_options)
