@@ -562,6 +562,7 @@ for ranks)."""
         out: Any = self._held
         if parked:
             out = set(self._held).union(*parked.values())
+        self._carry.held_out = tuple((self._jobs[k], len(ids)) for k, ids in parked.items())
         jobs = list(self._jobs.values()) if not out else \
             [j for k, j in self._jobs.items() if k not in out]
         held_s = time.perf_counter() - t0
