@@ -149,6 +149,9 @@ class SolverInfo:
         the same with or without a waiting job that fits nowhere in what the
         running jobs leave (it tries each job on its own, in order): a
         session holds such jobs out of its rounds (`alloc.session.room`).
+        A solver whose rule reads the whole queue (``fgd``'s target
+        workload) finds the held-out jobs, by shape, in the round's carry
+        (`alloc.carry.Carry.held_out`).
     admission : str
         ``"gpus"``: it first admits the pending jobs by Synergy's GPU-only
         rule (`alloc.room.admit`, in rank order), never places a job it did

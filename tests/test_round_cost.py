@@ -58,7 +58,7 @@ def same(a, b) -> bool:
             and a.status == b.status and a.reasons == b.reasons)
 
 
-@pytest.mark.parametrize("solver", ["best-fit", "proportional", "synergy-tune", "hived"])
+@pytest.mark.parametrize("solver", ["best-fit", "proportional", "synergy-tune", "hived", "fgd"])
 @pytest.mark.parametrize("seed", [0, 1])
 def test_held_out_rounds_equal_fresh_calls(solver, seed):
     cl = cluster()

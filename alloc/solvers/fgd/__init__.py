@@ -29,6 +29,7 @@ SOLVERS = (
     declare("openb-best-fit", _E + "solve_openb_best_fit", objectives=(), capabilities=("sharing", "order-preemption"),
             description="Online: least CPU+GPU left over on the server (FGD paper's BestFit)"),
     declare("fgd", _E + "solve_fgd", objectives=(), capabilities=("sharing", "order-preemption"),
+            ignores_unfit=True,
             description="Online: fragmentation gradient descent (Weng et al., ATC'23)"),
     declare("fgd-lookahead", _E + "solve_fgd_lookahead", objectives=(), capabilities=("sharing", "order-preemption"),
             options=_LOOK,
