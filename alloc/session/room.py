@@ -35,7 +35,7 @@ import numpy as np
 
 from ..arrays import cluster_arrays
 from ..model import MILLI, Cluster, Job, Placement
-from ..problem import pareto_options
+from ..problem import pareto_options, placeable_reason
 from ..room import Free, admit
 
 
@@ -85,8 +85,20 @@ class Room:
         self.mem = np.zeros(arr.S, dtype=np.int64)
         self.gpu = np.zeros(arr.G, dtype=np.int64)
         self._sidx, self._gidx = cluster.server_index, cluster.gpu_index
+        self._reasons: dict[Hashable, str | None] = {}
         for p in running:
             self.take(p, 1)
+
+    def reason(self, job: Job) -> str | None:
+        """The job's compile-time reason on this cluster
+        (`alloc.problem.placeable_reason`), kept per `shape_key`: it
+        depends on the cluster and the job's shape alone."""
+        key = shape_key(job)
+        if key is None:
+            return placeable_reason(self.cluster, job)
+        if key not in self._reasons:
+            self._reasons[key] = placeable_reason(self.cluster, job)
+        return self._reasons[key]
 
     def take(self, p: Placement, sign: int) -> None:
         """Add (``sign=1``) or give back (``-1``) what placement ``p`` holds."""
@@ -181,47 +193,42 @@ def admission_held_out(jobs: Mapping[str, Job], groups: Mapping[Any, Mapping[str
     ...                    lambda j: placeable_reason(cl, j))
     {'a': ['a'], 'c': ['c']}
     """
-    why: dict[Hashable, str | None] = {}
-    unfit: dict[Hashable, bool] = {}
-
-    def reason_of(job: Job) -> str | None:
-        key = shape_key(job)
-        if key is None:
-            return reason(job)
-        if key not in why:
-            why[key] = reason(job)
-        return why[key]
-
     waiting = [k for k, j in jobs.items() if j.current is None and k not in excluded]
-    keep: set[str] = set()
-    rank = ranked(jobs, waiting, order)
-    total = int(free.gpu.sum())
-    for k in admit(((k, jobs[k].milli_total) for k in rank if reason_of(jobs[k]) is None),
-                   total):
-        job = jobs[k]
-        key = shape_key(job)
-        if key is None:
-            keep.add(k)
-            continue
-        if key not in unfit:
-            opts = pareto_options(job)
-            unfit[key] = free.cannot_fit(job, opts if resizes else opts[:1])
-        if not unfit[key]:
-            keep.add(k)
-    out: dict[str, list[str]] = {}
+    # the shapes: their compile-time reason and their ids (held jobs aside)
+    shapes = []
     grouped = 0
     for ids in groups.values():
-        grouped += len(ids) if not excluded else sum(k not in excluded for k in ids)
-        if reason_of(jobs[next(iter(ids))]) is not None:
+        live = [k for k in ids if k not in excluded] if excluded else list(ids)
+        grouped += len(live)
+        if live:
+            shapes.append((jobs[live[0]], live, reason(jobs[live[0]])))
+    loose: list[str] = []               # waiting jobs without a shape
+    if grouped < len(waiting):
+        seen = {k for _, live, _ in shapes for k in live}
+        loose = [k for k in waiting if k not in seen]
+    skip = {k for _, live, why in shapes if why is not None for k in live}
+    skip.update(k for k in loose if reason(jobs[k]) is not None)
+    rank = ranked(jobs, waiting, order)
+    admitted = set(admit(((k, jobs[k].milli_total) for k in rank if k not in skip)
+                         if skip else ((k, jobs[k].milli_total) for k in rank),
+                         int(free.gpu.sum())))
+    # kept: the admitted jobs that may fit (a job without a shape is not tested)
+    keep = {k for k in loose if k in admitted}
+    for job, live, why in shapes:
+        if why is None and not admitted.isdisjoint(live):
+            opts = pareto_options(job)
+            if not free.cannot_fit(job, opts if resizes else opts[:1]):
+                keep.update(k for k in live if k in admitted)
+    out: dict[str, list[str]] = {}
+    for _, live, why in shapes:
+        if why is not None:
             continue                     # the problem gives their reason
-        ids_out = [k for k in ids if k not in keep and k not in excluded]
+        ids_out = [k for k in live if k not in keep] if keep else live
         if ids_out:
             out[ids_out[0]] = ids_out
-    if grouped < len(waiting):           # jobs without a shape: each alone
-        seen = {k for ids in groups.values() for k in ids}
-        for k in waiting:
-            if k not in seen and k not in keep and reason_of(jobs[k]) is None:
-                out[k] = [k]
+    for k in loose:
+        if k not in keep and k not in skip:
+            out[k] = [k]
     return out
 
 
