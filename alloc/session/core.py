@@ -615,17 +615,17 @@ for ranks)."""
                 and self.max_moves == 0 and not self._cluster.tenants
                 and not ("preemption" in info.capabilities and self._may_stop())):
             return {}
-        from ..problem import pareto_options, placeable_reason
+        from ..problem import pareto_options
         room = self._room
         if room is None or room.cluster is not self._cluster:
             room = self._room = Room(self._cluster, (j.current for j in self._jobs.values()
                                                      if j.current is not None))
         free = room.free()
-        jobs, cl = self._jobs, self._cluster
+        jobs = self._jobs
         resizes = "grid" in info.capabilities
         if info.admission:
             return admission_held_out(jobs, self._waiting, excluded, self._round_order(), free,
-                                      resizes, lambda job: placeable_reason(cl, job))
+                                      resizes, room.reason)
         out: dict[str, list[str]] = {}
         for ids in self._waiting.values():
             ids_out = [j for j in ids if j not in excluded] if excluded else list(ids)
@@ -633,8 +633,7 @@ for ranks)."""
                 continue
             job = jobs[ids_out[0]]
             opts = pareto_options(job)
-            if free.cannot_fit(job, opts if resizes else opts[:1]) \
-                    and placeable_reason(cl, job) is None:
+            if free.cannot_fit(job, opts if resizes else opts[:1]) and room.reason(job) is None:
                 out[ids_out[0]] = ids_out
         return out
 
