@@ -153,8 +153,8 @@ def ranked(jobs: Mapping[str, Job], waiting: list[str],
 
 def admission_held_out(jobs: Mapping[str, Job], groups: Mapping[Any, Mapping[str, None]],
                        excluded: Container[str], order: Sequence[str] | None, free: Free,
-                       resizes: bool,
-                       reason: Callable[[Job], str | None]) -> dict[str, list[str]]:
+                       resizes: bool, reason: Callable[[Job], str | None],
+                       arrival: Mapping[str, int] | None = None) -> dict[str, list[str]]:
     """The waiting jobs a round of a solver with Synergy's admission holds
     out (the module notes), by shape (each list's first job names it; a job
     without a shape alone).
@@ -164,7 +164,8 @@ def admission_held_out(jobs: Mapping[str, Job], groups: Mapping[Any, Mapping[str
     jobs : mapping
         The session's jobs by id, in submission order.
     groups : mapping
-        The waiting jobs' ids by `shape_key`.
+        The waiting jobs' ids by `shape_key` (None: the jobs without a
+        shape), each in submission order.
     excluded : container
         Ids left out of the round already (the scheduler's held jobs).
     order : sequence of str, optional
@@ -175,6 +176,9 @@ def admission_held_out(jobs: Mapping[str, Job], groups: Mapping[Any, Mapping[str
         The solver may re-size a job (its grid points count).
     reason : callable
         A job's compile-time reason, or None.
+    arrival : mapping, optional
+        Each job's place in submission order (the order of ``jobs``): a few
+        waiting jobs are then ranked without a pass over every job.
 
     Examples
     --------
@@ -190,22 +194,22 @@ def admission_held_out(jobs: Mapping[str, Job], groups: Mapping[Any, Mapping[str
     >>> for j in jobs.values():
     ...     groups[shape_key(j)][j.id] = None
     >>> admission_held_out(jobs, groups, (), None, room.free(), False,
-    ...                    lambda j: placeable_reason(cl, j))
+    ...                    lambda j: placeable_reason(cl, j), {"a": 0, "b": 1, "c": 2})
     {'a': ['a'], 'c': ['c']}
     """
-    waiting = [k for k, j in jobs.items() if j.current is None and k not in excluded]
+    count = sum(len(ids) for ids in groups.values())
+    if arrival is not None and 4 * count < len(jobs):   # few waiting: by submission
+        waiting = sorted((k for ids in groups.values() for k in ids if k not in excluded),
+                         key=arrival.__getitem__)
+    else:
+        waiting = [k for k, j in jobs.items() if j.current is None and k not in excluded]
     # the shapes: their compile-time reason and their ids (held jobs aside)
     shapes = []
-    grouped = 0
-    for ids in groups.values():
+    for key, ids in groups.items():
         live = [k for k in ids if k not in excluded] if excluded else list(ids)
-        grouped += len(live)
-        if live:
+        if live and key is not None:
             shapes.append((jobs[live[0]], live, reason(jobs[live[0]])))
-    loose: list[str] = []               # waiting jobs without a shape
-    if grouped < len(waiting):
-        seen = {k for _, live, _ in shapes for k in live}
-        loose = [k for k in waiting if k not in seen]
+    loose = [k for k in groups.get(None, ()) if k not in excluded]   # without a shape
     skip = {k for _, live, why in shapes if why is not None for k in live}
     skip.update(k for k in loose if reason(jobs[k]) is not None)
     rank = ranked(jobs, waiting, order)
