@@ -159,7 +159,8 @@ class Session:
         self._last: RoundResult | None = None
         #: what the core and the solver derived last round (`alloc.carry`)
         self._carry = Carry()
-        #: the waiting jobs by shape, and what the running jobs hold (`alloc.session.room`)
+        #: the waiting jobs by shape (None: those without one), and what the
+        #: running jobs hold (`alloc.session.room`)
         self._waiting: dict[Any, dict[str, None]] = {}
         self._room: Room | None = None
         for j in jobs:
@@ -625,9 +626,11 @@ for ranks)."""
         resizes = "grid" in info.capabilities
         if info.admission:
             return admission_held_out(jobs, self._waiting, excluded, self._round_order(), free,
-                                      resizes, room.reason)
+                                      resizes, room.reason, self._arrival)
         out: dict[str, list[str]] = {}
-        for ids in self._waiting.values():
+        for key, ids in self._waiting.items():
+            if key is None:
+                continue
             ids_out = [j for j in ids if j not in excluded] if excluded else list(ids)
             if not ids_out:
                 continue
@@ -861,9 +864,7 @@ for ranks)."""
         if job is None:
             return
         if job.current is None:
-            key = shape_key(job)
-            if key is None:
-                return
+            key = shape_key(job)          # None: the jobs without a shape
             group = self._waiting.get(key)
             if add:
                 if group is None:
