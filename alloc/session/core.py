@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import replace
+from itertools import repeat
 from types import MappingProxyType
 from typing import Any, Iterable, Mapping, Sequence, cast
 
@@ -564,8 +565,18 @@ for ranks)."""
         if parked:
             out = set(self._held).union(*parked.values())
         self._carry.held_out = tuple((self._jobs[k], len(ids)) for k, ids in parked.items())
-        jobs = list(self._jobs.values()) if not out else \
-            [j for k, j in self._jobs.items() if k not in out]
+        waiting: list[str] = []            # the held-out jobs, in submission order
+        if not parked:
+            jobs = list(self._jobs.values()) if not out else \
+                [j for k, j in self._jobs.items() if k not in out]
+        else:
+            jobs = []
+            keep, wait, back = jobs.append, waiting.append, self._held
+            for k, j in self._jobs.items():
+                if k not in out:
+                    keep(j)
+                elif k not in back:
+                    wait(k)
         held_s = time.perf_counter() - t0
         order = self._round_order()
         cluster: Cluster = self._cluster
@@ -601,7 +612,7 @@ for ranks)."""
             held = dict.fromkeys(self._held, HELD_REASON)
             alloc = replace(alloc, unplaced=alloc.unplaced + tuple(held),
                             reasons={**alloc.reasons, **held})
-        later = (problem, parked, out - self._held.keys(), tuple(self._held)) if parked else None
+        later = (problem, parked, waiting, tuple(self._held)) if parked else None
         return alloc, timings, later
 
     def _unfit(self, excluded: Mapping[str, Any]) -> dict[str, list[str]]:
@@ -650,10 +661,10 @@ for ranks)."""
         return bool(waiting and running) and max(waiting) > min(running)
 
     def _held_out(self, alloc: Allocation, problem: Any, parked: dict[str, list[str]],
-                  waiting: set[str], tail: tuple[str, ...]) -> Allocation:
+                  waiting: list[str], tail: tuple[str, ...]) -> Allocation:
         """``alloc`` with the jobs held out of the round waiting, in submission
-        order among the others (``waiting``: their ids; the jobs held back by
-        the scheduler, ``tail``, stay last), each with the line
+        order among the others (``waiting``: their ids in that order; the jobs
+        held back by the scheduler, ``tail``, stay last), each with the line
         `alloc.waiting` gives its shape on the room the round's answer leaves
         (the session's room once the round's jobs started: the answer moved
         and stopped none)."""
@@ -665,11 +676,12 @@ for ranks)."""
                                 self._info.capabilities, self._info.name)
         reasons = dict(alloc.reasons)
         for line, ids in zip(lines, parked.values()):
-            reasons.update(dict.fromkeys(ids, line))
-        waiting.update(alloc.unplaced)
-        waiting.difference_update(tail)
-        return replace(alloc, unplaced=tuple([j for j in jobs if j in waiting]) + tail,
-                       reasons=reasons)
+            reasons.update(zip(ids, repeat(line)))
+        cut = set(tail)
+        rest = [j for j in alloc.unplaced if j not in cut]
+        if rest:                          # both in submission order: merged
+            waiting = sorted(waiting + rest, key=self._arrival.__getitem__)
+        return replace(alloc, unplaced=tuple(waiting) + tail, reasons=reasons)
 
     def _round_order(self) -> list[str] | None:
         """The core's job order: the caller's, its ids the core's (jobs not
