@@ -89,7 +89,7 @@ class _Moves:
 
 class _Unfit:
     """``unfit(j, level)``: job j cannot be placed without victims in the
-    room the engine leaves now, and a round that has stopped and moved no
+    room the round started with, and a round that has stopped and moved no
     one leaves no more room later (the module notes); one test per shape.
     ``off()`` once a job was placed over victims: the room may then grow,
     and the test answers False from then on."""
