@@ -117,10 +117,19 @@ _KEY = "fgd-cluster-state"
 def run_online(problem: Problem, policy: str, seed: int = 0, *,
                deadline: Deadline, **policy_options) -> Solution:
     """Place the pending jobs of ``problem`` in rank order with the named policy."""
-    order = job_order(problem)
-    pods = {j: _pod(problem, j) for j in order}
+    pods = [(j, _pod(problem, j)) for j in job_order(problem)]
     state = _state(problem)
-    fm = FragModel.from_pods(list(pods.values())) if pods else None
+    sol, placed = _place(problem, pods, state, policy, seed, deadline, policy_options)
+    if problem.carry is not None:
+        problem.carry.keep(_KEY, _Kept(problem.stamp, state, placed))
+    return sol
+
+
+def _place(problem: Problem, pods: list, state: ClusterState, policy: str, seed: int,
+           deadline: Deadline, policy_options: dict) -> tuple[Solution, list]:
+    """Place ``pods`` (``(job index, pod)`` in rank order) on ``state``: the
+    solution and the pods placed, ``(job id, server, GPU slots, pod)`` each."""
+    fm = FragModel.from_pods([pod for _, pod in pods]) if pods else None
     if fm is not None:
         state.set_frag_model(fm)
     pol = make_policy(policy, seed, **policy_options)
@@ -128,12 +137,11 @@ def run_online(problem: Problem, policy: str, seed: int = 0, *,
         pol.prices(fm, deadline)  # fgd-lookahead's share prices
     sol = Solution(status=Status.FEASIBLE)
     placed = []
-    for j in order:
+    for j, pod in pods:
         # one check per job: a pod kind's first arrival scores every server
         if deadline.expired():
             sol.stats["stopped"] = "time limit"
             break
-        pod = pods[j]
         r = place(state, pol, pod)
         if r is None:
             continue
@@ -144,15 +152,52 @@ def run_online(problem: Problem, policy: str, seed: int = 0, *,
             sol.assign[j] = problem.make_assign(j, [first + int(i) for i in gpus], 0)
         else:
             sol.assign[j] = problem.make_cpu_assign(j, n, 0)
-    sol.stats.update(policy=policy, placed=len(sol.assign), jobs=len(order))
-    if problem.carry is not None:
-        problem.carry.keep(_KEY, _Kept(problem.stamp, state, placed))
+    sol.stats.update(policy=policy, placed=len(sol.assign), jobs=len(pods))
+    return sol, placed
+
+
+def one_job(problem: Problem, carry, policy: str, seed: int = 0, *, deadline: Deadline,
+            **policy_options) -> Solution | None:
+    """The answer of a full round whose one pending job is ``problem``'s only
+    job, the running jobs those of the last round (nothing changed since):
+    the pod placed on the cluster state carried from that round
+    (`alloc.session.fast`), which keeps it.  None when no state was
+    carried (a full round is needed).
+
+    ``problem`` is compiled on the session's cluster with that one job and no
+    running job; the carried state stands for the running jobs.
+
+    Examples
+    --------
+    >>> from alloc import Cluster, Job, Server
+    >>> from alloc.carry import Carry
+    >>> from alloc.deadline import Deadline
+    >>> from alloc.problem import compile_problem
+    >>> cl = Cluster((Server("s0", cpu=8000, mem=64000, gpus=2),))
+    >>> p = compile_problem(cl, [Job("a", 1, cpu=1000, mem=1000)])
+    >>> one_job(p, Carry(), "fgd", deadline=Deadline.never()) is None
+    True
+    """
+    kept = carry.take(_KEY)
+    if kept is None:
+        return None
+    try:
+        kept.state.restart_log()
+        sol, placed = _place(problem, [(0, _pod(problem, 0))], kept.state, policy, seed,
+                             deadline, policy_options)
+        kept.placed.extend(placed)
+    finally:
+        carry.keep(_KEY, kept)
     return sol
 
 
 def _make(name: str, policy: str):
     def solve(problem: Problem, *, deadline: Deadline, seed: int = 0, **options) -> Solution:
         return run_online(problem, policy, seed, deadline=deadline, **options)
+
+    def one(problem: Problem, carry, *, deadline: Deadline, seed: int = 0, **options):
+        return one_job(problem, carry, policy, seed, deadline=deadline, **options)
+    solve.one_job = one  # type: ignore[attr-defined]  # the one-new-job round (alloc.session.fast)
     solve.__name__ = "solve_" + name.replace("-", "_")
     solve.__doc__ = f"The ``{policy}`` online policy over the pending jobs (see the module notes)."
     return solve
