@@ -39,12 +39,18 @@ def _same(a, b) -> None:
     assert replace(x, wall_time_s=0.0) == replace(y, wall_time_s=0.0)
 
 
-def _run(solver: str, seed: int) -> int:
+#: a target workload (typical pods) for the solvers' ``target`` option
+TARGET = {"c": [1000, 4000, 500], "m": [500, 1000, 810], "k": [1, 2, 1],
+          "types": [[], [], ["T4"]], "p": [0.5, 0.3, 0.2], "typed_demand": [[["T4"], 0.1]]}
+
+
+def _run(solver: str, seed: int, target=None) -> int:
     """A random sequence of events through both paths; the rounds the fast one took."""
     rng = random.Random(seed)
     cl = _cluster(rng)
-    fast = Session(cl, solver=solver, seed=seed)
-    full = Session(cl, solver=solver, seed=seed)
+    opts = {"target": target} if target is not None else None
+    fast = Session(cl, solver=solver, seed=seed, options=opts)
+    full = Session(cl, solver=solver, seed=seed, options=opts)
     used = 0
     n = 0
     for _ in range(40):
@@ -76,8 +82,9 @@ def _run(solver: str, seed: int) -> int:
 
 
 @pytest.mark.parametrize("solver", SOLVERS)
-def test_fast_round_equals_full_round(solver):
-    used = sum(_run(solver, seed) for seed in range(6))
+@pytest.mark.parametrize("target", [None, TARGET])
+def test_fast_round_equals_full_round(solver, target):
+    used = sum(_run(solver, seed, target) for seed in range(6))
     assert used > 20                    # the fast path was taken
 
 

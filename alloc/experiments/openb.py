@@ -34,7 +34,7 @@ import numpy as np
 
 from ..errors import InputError
 from ..solvers.fgd import (MILLI, POLICIES, ClusterState, FragModel, Pod, make_policy,
-                                  simulate, simulate_moves)
+                           simulate_moves)
 
 NCOLS = 131  # x = 0..130
 
@@ -445,29 +445,57 @@ def run(pods: PodTable, nodes: NodeTable, policy: str, seed: int, *, tune: float
     state = ClusterState(nodes.cpu, nodes.mem, nodes.gpus, nodes.model, rank=wl.rank,
                          frag_model=fm)
     seq = wl.arrivals()
+    if max_moves is None:
+        return _session_run(state, seq, nodes, wl.rank, fm, policy, seed, tune, workload,
+                            progress, policy_options)
     if policy not in POLICIES:
-        return _session_run(state, seq, nodes, policy, seed, tune, workload, progress,
-                            max_moves, policy_options)
+        raise InputError(f"--policy {policy}: moves are simulated for FGD's own policies "
+                         f"only ({', '.join(POLICIES)})")
     pol = make_policy(policy, seed, **policy_options)
     t0, c0 = time.perf_counter(), time.process_time()
-    if max_moves is None:
-        placements, used, frag = simulate(state, pol, seq, progress=progress)
-        moves = np.zeros(len(seq), dtype=np.int64)
-    else:
-        placements, used, frag, moves = simulate_moves(state, pol, seq, max_moves)
+    placements, used, frag, moves = simulate_moves(state, pol, seq, max_moves)
     secs, cpu_secs = time.perf_counter() - t0, time.process_time() - c0
     return _result(state, seq, placements, used, frag, moves, nodes, workload, policy, seed,
                    tune, secs, cpu_secs, max_moves)
 
 
-def _session_run(state, seq, nodes, policy, seed, tune, workload, progress, max_moves,
+#: The experiment's policy names that differ from their solver's name.
+SOLVER_OF = {"best-fit": "openb-best-fit"}
+
+
+def solver_of(policy: str) -> str:
+    """The registered solver that runs the experiment's ``policy``
+    (``best-fit`` is ``openb-best-fit``; the other names are the solvers')."""
+    return SOLVER_OF.get(policy, policy)
+
+
+def ranked_cluster(nodes: NodeTable, rank: np.ndarray):
+    """The nodes as a cluster in tie-break rank order (smallest first), so
+    that a solver's tie to the lowest server index is the protocol's tie to
+    the smallest rank."""
+    from ..model import Cluster
+    servers = to_cluster(nodes).servers
+    return Cluster(tuple(servers[int(i)] for i in np.argsort(rank, kind="stable")))
+
+
+def _session_run(state, seq, nodes, rank, fm, policy, seed, tune, workload, progress,
                  options):
-    """`run` with a registered solver (`SessionPolicy`)."""
+    """`run` through the registered solver of ``policy``, one session round
+    per pod (`SessionPolicy`), ties by rank, FGD's target workload the
+    trace's typical pods (the solver's ``target`` option)."""
+    from ..registry import get_solver
+    from ..solvers.fgd.solvers import target_option
     from .openb_session import SessionPolicy, simulate_session
-    if max_moves is not None:
-        raise InputError(f"--policy {policy}: moves are simulated for FGD's own policies "
-                         f"only ({', '.join(POLICIES)})")
-    pol = SessionPolicy(policy, to_cluster(nodes), seed, **options)
+    solver = solver_of(policy)
+    options = dict(options)
+    try:
+        declared = {o.name for o in get_solver(solver).options}
+    except ValueError:
+        declared = set()          # a "module:function" solver: `SessionPolicy` says why not
+    if "target" in declared and "target" not in options:
+        options["target"] = target_option(fm)
+    pol = SessionPolicy(solver, ranked_cluster(nodes, rank), seed, nodes=nodes.names, **options)
+    pol.name = policy
     t0, c0 = time.perf_counter(), time.process_time()
     placements, used, frag = simulate_session(state, pol, seq, progress=progress)
     secs, cpu_secs = time.perf_counter() - t0, time.process_time() - c0

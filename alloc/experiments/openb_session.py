@@ -39,10 +39,13 @@ class SessionPolicy:
     solver : str
         A solver name the registry resolves (`alloc.registry.use`).
     cluster : Cluster
-        The nodes as a cluster, in the experiment's node order
-        (`alloc.experiments.openb.to_cluster`).
+        The nodes as a cluster (`alloc.experiments.openb.to_cluster`), in
+        the order the solver breaks ties in (the lowest index wins).
     seed : int
         The session's seed.
+    nodes : sequence of str, optional
+        The node ids in the order of the experiment's state (default: the
+        cluster's order): `select` returns an index into it.
     time_limit : float
         Seconds per round (one pod).
     options : dict
@@ -59,17 +62,21 @@ class SessionPolicy:
     name = "session"
 
     def __init__(self, solver: str, cluster: Cluster, seed: int = 0, *,
-                 time_limit: float = 10.0, **options):
-        from ..registry import use
+                 nodes: Sequence[str] | None = None, time_limit: float = 10.0, **options):
+        from ..registry import get_solver, use
         from ..session import Session
         try:
             use(solver)
+            info = get_solver(solver)
         except ValueError as exc:
             raise InputError(f"--policy: {exc}") from None
         self.name = solver
-        self.session = Session(cluster, solver=solver, objective="gpus", seed=seed,
+        # a solver placing by its own rule is asked for no objective
+        objective = "gpus" if info.honours("gpus") else None
+        self.session = Session(cluster, solver=solver, objective=objective, seed=seed,
                                time_limit=time_limit, options=options, max_moves=0)
-        self.node = {s.id: n for n, s in enumerate(cluster.servers)}
+        names = [s.id for s in cluster.servers] if nodes is None else list(nodes)
+        self.node = {sid: n for n, sid in enumerate(names)}
         self.count = 0
 
     def select(self, state: ClusterState | None, pod: Pod):

@@ -17,18 +17,32 @@ _LOOK = (
     Option("cpu_pods", "bool", True, "count CPU-only pods in the stranding term"),
 )
 
+#: the caller's target workload (typical pods), in place of the pending jobs'
+_TARGET = Option("target", "mapping", None,
+                 "typical pods of the target workload: lists c (milli-CPU), m (milli-GPU per "
+                 "GPU), k (GPUs), types (GPU-model lists), p (popularities) and optionally "
+                 "typed_demand ([models, share] pairs); default: from the pending jobs")
+_ONE = (_TARGET,)
+_LOOK = _LOOK + _ONE
+
 SOLVERS = (
     declare("random", _E + "solve_random", objectives=(), capabilities=("sharing", "order-preemption"),
+            options=_ONE,
             description="Online: uniformly random feasible server (FGD paper baseline)"),
     declare("dotprod", _E + "solve_dotprod", objectives=(), capabilities=("sharing", "order-preemption"),
+            options=_ONE,
             description="Online: smallest dot product of free and requested CPU/GPU"),
     declare("gpu-clustering", _E + "solve_gpu_clustering", objectives=(), capabilities=("sharing", "order-preemption"),
+            options=_ONE,
             description="Online: cluster GPU jobs of the same kind on a server"),
     declare("gpu-packing", _E + "solve_gpu_packing", objectives=(), capabilities=("sharing", "order-preemption"),
+            options=_ONE,
             description="Online: pack onto partly used GPUs, then used servers"),
     declare("openb-best-fit", _E + "solve_openb_best_fit", objectives=(), capabilities=("sharing", "order-preemption"),
+            options=_ONE,
             description="Online: least CPU+GPU left over on the server (FGD paper's BestFit)"),
     declare("fgd", _E + "solve_fgd", objectives=(), capabilities=("sharing", "order-preemption"),
+            options=_ONE,
             description="Online: fragmentation gradient descent (Weng et al., ATC'23)"),
     declare("fgd-lookahead", _E + "solve_fgd_lookahead", objectives=(), capabilities=("sharing", "order-preemption"),
             options=_LOOK,
