@@ -529,6 +529,7 @@ class Policy:
     """
     name = "base"
     per_gpu = False           # node_scores also chooses the GPU of a shared pod
+    reads_frag = False        # node_scores reads the state's fragmentation (its FragModel)
 
     def __init__(self, seed: int = 0):
         self.rng = np.random.default_rng(seed)
@@ -713,6 +714,7 @@ class _Cached(Policy):
     cached per key and recomputed only for nodes changed since (for
     [`choose`][alloc.solvers.antman.scheduler.choose]; `select` uses the score index)."""
     per_gpu = True
+    reads_frag = True
 
     def make_index(self, state):
         return ScoreIndex(state, dedupe=16)

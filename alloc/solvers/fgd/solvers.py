@@ -204,8 +204,8 @@ def _place(problem: Problem, pods: list, state: ClusterState, pol, fm: FragModel
     ``pol``, fragmentation measured against ``fm``: the solution and the pods
     placed, ``(job id, server, GPU slots, pod)`` each.  ``random`` draws
     each job's server from its own generator (`job_rng`)."""
-    if fm is not None and state.fm is not fm:
-        state.set_frag_model(fm)
+    if fm is not None and state.fm is not fm and pol.reads_frag:
+        state.set_frag_model(fm)     # FGD's scores read it; the others' do not
     sol = Solution(status=Status.FEASIBLE)
     placed = []
     draws = policy == "random"
