@@ -1,25 +1,25 @@
-"""Any registered solver as an online policy of the FGD experiment.
+"""The FGD experiment's online protocol through a [Session][alloc.session.Session].
 
 The FGD protocol (Weng et al., ATC'23) places pods one at a time, in arrival
-order, never moving a placed pod and dropping a pod that fits nowhere.  Its
-own policies (`alloc.solvers.fgd.engine.POLICIES`) score nodes directly on
-the experiment's `ClusterState`.  `SessionPolicy` runs the same protocol with
-any solver the registry knows -- a built-in one, a plug-in from an entry
-point, or a ``"module:function"`` -- through a [Session][alloc.session.Session]
-over the nodes:
+order, never moving a placed pod and dropping a pod that fits nowhere.
+`SessionPolicy` runs it with any solver the registry knows -- the FGD
+family's (`alloc.solvers.fgd`), another built-in one, a plug-in from an entry
+point, or a ``"module:function"`` -- through a session over the nodes:
 
 * arrival of pod ``i``: the session gets the job ``p<i>`` and runs one round
   (`Session.step`) with no moves allowed, so the pods already placed stay
   where they are (the checked path holds every round to the invariants);
 * placed: the job's server and GPU indices become the node and the GPU slots
   the experiment applies to its state (allocation and fragmentation are then
-  measured exactly as for the built-in policies);
+  measured on it);
 * not placed: the job is cancelled (`Session.stop`), as the protocol drops it.
 
-The session's objective is ``"gpus"`` (allocated GPU, what the experiment
-measures).  A round costs a solver call over every pod placed so far, so a
-run takes longer than with the built-in policies, which score nodes
-incrementally.
+Each round has one new job and nothing else changed, so a solver that
+carries its state between rounds answers it without rebuilding the round
+(`alloc.session.fast`: the FGD family's solvers); any other solver's round
+costs a call over every pod placed so far.  The session asks for the
+objective ``"gpus"`` (allocated GPU, what the experiment measures) from a
+solver that honours it, and none from a solver placing by its own rule.
 """
 from __future__ import annotations
 
@@ -106,8 +106,11 @@ class SessionPolicy:
 
 def simulate_session(state: ClusterState, policy: SessionPolicy, pods: Sequence[Pod], *,
                      progress=None):
-    """`alloc.solvers.fgd.engine.simulate` with a `SessionPolicy`: every pod
-    attempted once in order; returns (placements, used, frag) as it does."""
+    """Every pod of ``pods`` attempted once in order by ``policy``, each
+    placement applied to ``state``: (placements, used, frag), with
+    ``placements[i]`` the node and GPU slots of pod ``i`` or None (dropped)
+    and ``used``/``frag`` the allocated milli-GPU and the cluster
+    fragmentation after each attempt."""
     import numpy as np
     out = []
     used = np.zeros(len(pods), dtype=np.int64)

@@ -33,7 +33,53 @@ import numpy as np
 from ...deadline import Deadline
 from ...model import Status
 from ...problem import Problem, Solution, job_order
-from .engine import ClusterState, FragModel, Pod, make_policy, place
+from .engine import (BestFitPolicy, ClusterState, DotProdPolicy, FGDLookaheadPolicy, FGDPolicy,
+                     FragModel, GpuClusteringPolicy, GpuPackingPolicy, Pod, Policy, RandomPolicy,
+                     place)
+
+#: Each solver's algorithm: its node-scoring policy class, by the solver's
+#: registered name (`alloc.solvers.fgd.SOLVERS`).
+ALGORITHM: dict[str, type[Policy]] = {
+    "random": RandomPolicy,
+    "dotprod": DotProdPolicy,
+    "gpu-clustering": GpuClusteringPolicy,
+    "gpu-packing": GpuPackingPolicy,
+    "openb-best-fit": BestFitPolicy,
+    "fgd": FGDPolicy,
+    "fgd-lookahead": FGDLookaheadPolicy,
+}
+
+
+def new_policy(solver: str, seed: int = 0, **options) -> Policy:
+    """A new node-scoring policy of the solver named ``solver`` (`ALGORITHM`).
+
+    Parameters
+    ----------
+    solver : str
+        A solver of the family: ``random``, ``dotprod``, ``gpu-clustering``,
+        ``gpu-packing``, ``openb-best-fit``, ``fgd``, ``fgd-lookahead``.
+    seed : int
+        Seed of the policy's random generator (used by ``random``).
+    **options
+        Options of the policy's constructor (``fgd-lookahead``: ``lam``,
+        ``rho``, ``share_res``, ``cpu_pods``, ``reserve``, ``mu``).
+
+    Raises
+    ------
+    ValueError
+        Not a solver of the family, or an ``fgd-lookahead`` option out of range.
+
+    Examples
+    --------
+    >>> new_policy("openb-best-fit").name
+    'best-fit'
+    """
+    try:
+        cls = ALGORITHM[solver]
+    except KeyError:
+        raise ValueError(f"unknown online policy {solver!r}; valid: {', '.join(ALGORITHM)}") \
+            from None
+    return cls(seed, **options)
 
 
 def _pod(problem: Problem, j: int) -> Pod:
@@ -175,9 +221,9 @@ def target_option(fm: FragModel) -> dict:
 
 def run_online(problem: Problem, policy: str, seed: int = 0, *,
                deadline: Deadline, target=None, **policy_options) -> Solution:
-    """Place the pending jobs of ``problem`` in rank order with the named
-    policy, fragmentation measured against ``target`` (`target_model`) or the
-    pending jobs."""
+    """Place the pending jobs of ``problem`` in rank order with the policy of
+    the solver named ``policy`` (`new_policy`), fragmentation measured
+    against ``target`` (`target_model`) or the pending jobs."""
     pods = [(j, _pod(problem, j)) for j in job_order(problem)]
     state = _state(problem)
     fm = target_model(target) if target is not None else \
@@ -192,7 +238,7 @@ def run_online(problem: Problem, policy: str, seed: int = 0, *,
 
 def _policy(policy: str, seed: int, options: dict, fm: FragModel | None, deadline: Deadline):
     """A new node-scoring policy (its share prices set against ``fm``)."""
-    pol = make_policy(policy, seed, **options)
+    pol = new_policy(policy, seed, **options)
     if fm is not None and hasattr(pol, "prices"):
         pol.prices(fm, deadline)  # fgd-lookahead's share prices
     return pol
@@ -208,7 +254,7 @@ def _place(problem: Problem, pods: list, state: ClusterState, pol, fm: FragModel
         state.set_frag_model(fm)     # FGD's scores read it; the others' do not
     sol = Solution(status=Status.FEASIBLE)
     placed = []
-    draws = policy == "random"
+    draws = pol.name == "random"
     for j, pod in pods:
         # one check per job: a pod kind's first arrival scores every server
         if deadline.expired():
@@ -226,7 +272,7 @@ def _place(problem: Problem, pods: list, state: ClusterState, pol, fm: FragModel
             sol.assign[j] = problem.make_assign(j, [first + int(i) for i in gpus], 0)
         else:
             sol.assign[j] = problem.make_cpu_assign(j, n, 0)
-    sol.stats.update(policy=policy, placed=len(sol.assign), jobs=len(pods))
+    sol.stats.update(policy=pol.name, placed=len(sol.assign), jobs=len(pods))
     return sol, placed
 
 
@@ -294,22 +340,23 @@ def one_job(problem: Problem, carry, policy: str, seed: int = 0, *, deadline: De
     return sol
 
 
-def _make(name: str, policy: str):
+def _make(policy: str):
     def solve(problem: Problem, *, deadline: Deadline, seed: int = 0, **options) -> Solution:
         return run_online(problem, policy, seed, deadline=deadline, **options)
 
     def one(problem: Problem, carry, *, deadline: Deadline, seed: int = 0, **options):
         return one_job(problem, carry, policy, seed, deadline=deadline, **options)
     solve.one_job = one  # type: ignore[attr-defined]  # the one-new-job round (alloc.session.fast)
-    solve.__name__ = "solve_" + name.replace("-", "_")
-    solve.__doc__ = f"The ``{policy}`` online policy over the pending jobs (see the module notes)."
+    solve.__name__ = "solve_" + policy.replace("-", "_")
+    solve.__doc__ = (f"The ``{policy}`` solver's online policy over the pending jobs "
+                     "(see the module notes).")
     return solve
 
 
-solve_random = _make("random", "random")
-solve_dotprod = _make("dotprod", "dotprod")
-solve_gpu_clustering = _make("gpu-clustering", "gpu-clustering")
-solve_gpu_packing = _make("gpu-packing", "gpu-packing")
-solve_openb_best_fit = _make("openb-best-fit", "best-fit")
-solve_fgd = _make("fgd", "fgd")
-solve_fgd_lookahead = _make("fgd-lookahead", "fgd-lookahead")
+solve_random = _make("random")
+solve_dotprod = _make("dotprod")
+solve_gpu_clustering = _make("gpu-clustering")
+solve_gpu_packing = _make("gpu-packing")
+solve_openb_best_fit = _make("openb-best-fit")
+solve_fgd = _make("fgd")
+solve_fgd_lookahead = _make("fgd-lookahead")
