@@ -121,26 +121,26 @@ def one_job_round(session: Any, deadline: Deadline) -> tuple[Allocation, dict, A
     t2 = time.perf_counter()
     last = session._last.allocation
     a = sol.assign.get(0) if sol is not None else None
+    stats = dict(sol.stats) if sol is not None else {}
     if a is None:
         placement = None
         why = problem.reasons.get(0)
         if why is None:
             why = _reason(session, problem, job)
-        alloc = replace(last, placements=last.placements, unplaced=(job.id,), moved=(),
-                        preempted=(), reasons={job.id: why},
-                        stats=dict(sol.stats) if sol is not None else {})
+        placements, unplaced, reasons, value = last.placements, (job.id,), {job.id: why}, \
+            last.value
     else:
         placement = problem.placement(0, a)
+        placements, unplaced, reasons = last.placements + (placement,), (), {}
         value = last.value + problem.objective.value(job, placement)
-        alloc = replace(last, placements=last.placements + (placement,), unplaced=(),
-                        moved=(), preempted=(), reasons={}, value=value,
-                        stats=dict(sol.stats if sol is not None else {}))
     if not _check(rec, cluster, job, placement):
         return None
     t3 = time.perf_counter()
     timings = {"one_job": True, "compile_s": t1 - t0, "solve_s": t2 - t1, "check_s": t3 - t2,
                "attempts": 1, "held_out": 0, "held_out_s": 0.0}
-    return replace(alloc, wall_time_s=t3 - t0), timings, placement
+    alloc = replace(last, placements=placements, unplaced=unplaced, moved=(), preempted=(),
+                    reasons=reasons, value=value, stats=stats, wall_time_s=t3 - t0)
+    return alloc, timings, placement
 
 
 def _reason(session: Any, problem: Any, job: Any) -> str:
