@@ -300,9 +300,10 @@ def one_job(problem: Problem, carry, policy: str, seed: int = 0, *, deadline: De
     ``problem`` is compiled on the session's cluster with that one job and no
     running job; the carried state stands for the running jobs.  The policy
     carried with it scores the pod when it was made from the same name, seed,
-    options and target workload and draws no random numbers (its score index
-    is a cache of the node scores, brought up to date from the state's change
-    log); otherwise a new one does, as in the full round.
+    options and target workload (its score index is a cache of the node
+    scores, brought up to date from the state's change log; ``random`` draws
+    from the job's own generator, `job_rng`); otherwise a new one does, as in
+    the full round.
 
     Examples
     --------
@@ -322,7 +323,7 @@ def one_job(problem: Problem, carry, policy: str, seed: int = 0, *, deadline: De
         pod = _pod(problem, 0)
         fm = target_model(target) if target is not None else FragModel.from_pods([pod])
         made = kept.made
-        if (policy != "random" and kept.policy is not None and made is not None
+        if (kept.policy is not None and made is not None
                 and made[0] == policy and made[1] == seed and made[2] == policy_options
                 and made[3] is fm):
             pol = kept.policy
