@@ -112,3 +112,22 @@ def test_fast_round_not_for_a_solver_without_it():
     for i in range(3):
         s.submit(Job(f"j{i}", 1, cpu=1000, mem=1000))
         assert not s.step().timings.get("one_job")
+
+
+@pytest.mark.parametrize("solver", ["fgd", "openb-best-fit"])
+def test_fast_round_after_a_drained_round(solver):
+    cl = Cluster((Server("s0", cpu=8000, mem=64000, gpus=2), Server("s1", cpu=8000, mem=64000,
+                                                                     gpus=2)))
+    fast, full = Session(cl, solver=solver), Session(cl, solver=solver)
+    for s in (fast, full):
+        s.submit(Job("a", 1, cpu=1000, mem=1000))
+        s.step()
+        s.drain_server("s0")
+        s.submit(Job("b", 1, gpu_milli=500, cpu=1000, mem=1000))
+        s.step()
+        s.undrain_server("s0")
+    for i in range(4):
+        for s in (fast, full):
+            s.submit(Job(f"c{i}", 1, gpu_milli=500, cpu=1000, mem=1000))
+        full._fast_mark = None
+        _same(fast.step(), full.step())

@@ -14,7 +14,7 @@ The round is *eligible* when, since the last round committed,
   preemption, a failure, a job submitted running -- any of them makes the
   next round a full one);
 * the cluster is the same object (no server added or failed), no server is
-  drained, no job is held back by the scheduler;
+  drained now or was in the last round, no job is held back by the scheduler;
 * exactly one job waits (the last submitted);
 * the round may neither move nor stop a running job (``max_moves == 0``,
   no preemption rule, no tenants);
@@ -60,8 +60,12 @@ class Mark:
     running: int
 
 
-def mark(session: Any, alloc: Allocation) -> Mark:
-    """The mark of the round that just committed ``alloc``."""
+def mark(session: Any, alloc: Allocation) -> Mark | None:
+    """The mark of the round that just committed ``alloc``; None when it ran
+    with servers closed (the solver then saw a reduced cluster, and what it
+    carried is told in the reduced one's terms)."""
+    if session._drained or session._failed:
+        return None
     return Mark(session._round, session._rev, session._cluster, len(alloc.placements))
 
 
