@@ -22,7 +22,8 @@ _LOOK = (
 _TARGET = Option("target", "mapping", None,
                  "typical pods of the target workload: lists c (milli-CPU), m (milli-GPU per "
                  "GPU), k (GPUs), types (GPU-model lists), p (popularities) and optionally "
-                 "typed_demand ([models, share] pairs); default: from the pending jobs")
+                 "typed_demand ([models, share] pairs); default: from the pending jobs",
+                 nullable=True)
 _ONE = (_TARGET,)
 _LOOK_ALL = _LOOK + _ONE
 
