@@ -126,6 +126,8 @@ def one_job_round(session: Any, deadline: Deadline) -> tuple[Allocation, dict, A
     last = session._last.allocation
     a = sol.assign.get(0) if sol is not None else None
     stats = dict(sol.stats) if sol is not None else {}
+    unplaced: tuple[str, ...] = ()
+    reasons: dict[str, str] = {}
     if a is None:
         placement = None
         why = problem.reasons.get(0)
@@ -135,7 +137,7 @@ def one_job_round(session: Any, deadline: Deadline) -> tuple[Allocation, dict, A
             last.value
     else:
         placement = problem.placement(0, a)
-        placements, unplaced, reasons = last.placements + (placement,), (), {}
+        placements = last.placements + (placement,)
         value = last.value + problem.objective.value(job, placement)
     if not _check(rec, cluster, job, placement):
         return None
