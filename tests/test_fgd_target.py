@@ -6,7 +6,7 @@ import random
 import pytest
 
 from alloc.solvers.fgd.engine import FragModel, Pod
-from alloc.solvers.fgd.solvers import target
+from alloc.solvers.fgd.solvers import counted_target
 
 
 @pytest.mark.parametrize("seed", range(5))
@@ -18,7 +18,7 @@ def test_target_from_counts_equals_from_pods(seed):
               for k in (rng.choice((0, 1, 1, 2, 4, 8)) for _ in range(12))]
     pending = [rng.choice(shapes) for _ in range(rng.randint(0, 40))]
     held = [(p, rng.randint(0, 300)) for p in rng.sample(shapes, 6)]
-    fm = target(pending, held)
+    fm = counted_target(pending, held)
     pods = pending + [p for p, n in held for _ in range(n)]
     if not pods:
         assert fm is None
