@@ -19,8 +19,8 @@ MODELS = ("res18", "bert", "gnmt")
 
 
 def clone(rec: Checked) -> Checked:
-    return Checked(rec.cluster, dict(rec.jobs), dict(rec.placements), dict(rec.by_id),
-                   dict(rec.placed), dict(rec.gpu), dict(rec.cpu), dict(rec.mem), rec.simple)
+    return Checked(rec.cluster, dict(rec.by_id), dict(rec.placed), dict(rec.gpu), dict(rec.cpu),
+                   dict(rec.mem), rec.simple)
 
 
 def corruptions(rng: random.Random, cluster: Cluster, jobs: list, a) -> list:
