@@ -197,7 +197,7 @@ def _same_job(old: Job | None, job: Job) -> bool:
 _BUT_CURRENT = tuple(f.name for f in fields(Job) if f.name != "current")
 
 
-def _drop_current(job: Job) -> tuple:
+def _drop_current(job: Job) -> tuple[object, ...]:
     return tuple(getattr(job, f) for f in _BUT_CURRENT)
 
 
