@@ -100,7 +100,7 @@ def back(problem: Problem, scratch: Problem, sol: Solution) -> Solution | None:
     assign = _relabel(problem, dict(sol.assign), held)
     for j, a in assign.items():
         cur = problem.fixed.get(j)
-        if cur is not None and a == cur:
+        if cur is not None and a is not cur and a == cur:
             assign[j] = cur                  # the very object: where it runs
     return replace(sol, assign=assign, stats={**sol.stats, "from_scratch": True})
 
@@ -155,19 +155,37 @@ def _relabel(problem: Problem, assign: dict[int, Assign], held: set[int]) -> dic
     gmap = {} if _inner_levels(problem) else _gpu_maps(problem, pairs, pi, first, gsrv)
     out = dict(assign)
     for j, a in assign.items():
-        if a is fixed.get(j):
+        cur = fixed.get(j)
+        if a is cur:
             continue
-        gpus = []
-        for g, m in a.gpus:
+        ag, ac, am = a.gpus, a.cpu, a.mem
+        if len(ag) == 1:                     # the common one-GPU job, without the lists
+            g, m = ag[0]
             s = gsrv[g]
             t = pi.get(s, s)
             local = g - first[s]
             mt = gmap.get(t)
             if mt is not None:
                 local = mt.get(local, local)
-            gpus.append((first[t] + local, m))
-        out[j] = Assign(tuple(gpus), tuple((pi.get(s, s), v) for s, v in a.cpu),
-                        tuple((pi.get(s, s), v) for s, v in a.mem), a.caps)
+            gpus: tuple[tuple[int, int], ...] = ((first[t] + local, m),)
+        else:
+            gl = []
+            for g, m in ag:
+                s = gsrv[g]
+                t = pi.get(s, s)
+                local = g - first[s]
+                mt = gmap.get(t)
+                if mt is not None:
+                    local = mt.get(local, local)
+                gl.append((first[t] + local, m))
+            gpus = tuple(gl)
+        cpu = tuple((pi.get(s, s), v) for s, v in ac)
+        mem = tuple((pi.get(s, s), v) for s, v in am)
+        if cur is not None and gpus == cur.gpus and cpu == cur.cpu and mem == cur.mem \
+                and a.caps == cur.caps:
+            out[j] = cur                     # the very object: where it runs
+        else:
+            out[j] = Assign(gpus, cpu, mem, a.caps)
     return out
 
 
@@ -178,10 +196,24 @@ def _gpu_maps(problem: Problem, pairs: list, pi: dict[int, int], first: list, gs
     maps: dict[int, dict[int, int]] = {}
     used: dict[int, set[int]] = {}
     for _, a, cur in pairs:
-        if len(a.gpus) != len(cur.gpus):
+        ag, cg = a.gpus, cur.gpus
+        if len(ag) != len(cg):
             continue
-        new = sorted((pi.get(gsrv[g], gsrv[g]), g - first[gsrv[g]]) for g, _ in a.gpus)
-        old = sorted((gsrv[g], g - first[gsrv[g]]) for g, _ in cur.gpus)
+        if len(ag) == 1:                     # one GPU: the pair itself, without sorting
+            g, h = ag[0][0], cg[0][0]
+            s, t2 = gsrv[g], gsrv[h]
+            t = pi.get(s, s)
+            if t != t2:
+                continue
+            x, y = g - first[s], h - first[t2]
+            m = maps.get(t)
+            if m is not None and (m.get(x, y) != y or (y in used[t] and m.get(x) != y)):
+                continue
+            maps.setdefault(t, {})[x] = y
+            used.setdefault(t, set()).add(y)
+            continue
+        new = sorted((pi.get(gsrv[g], gsrv[g]), g - first[gsrv[g]]) for g, _ in ag)
+        old = sorted((gsrv[g], g - first[gsrv[g]]) for g, _ in cg)
         ok = True
         for (t, x), (t2, y) in zip(new, old):
             if t != t2:
