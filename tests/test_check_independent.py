@@ -221,6 +221,26 @@ def test_the_placement_kept_for_a_running_job_re_placed_from_scratch():
         s.step()
 
 
+def test_the_first_fit_round_kept_for_the_next():
+    """A from-scratch first-fit round is reused by the next
+    (`alloc.engines.greedy.scratch.Played`); one that puts every job on one
+    GPU misleads the core into a placement the check refuses, and the round
+    fails."""
+    from alloc.engines.greedy.scratch import PLAYED, Played
+    s = Session(cluster(2, 4), solver="proportional", max_moves=None, move_cost=0.0)
+    for i in range(4):
+        s.submit(Job(f"j{i}", 1, cpu=1000, mem=1000))
+    s.step()
+    s.submit(Job("k0", 1, cpu=1000, mem=1000))
+    s.step()                                        # from scratch: kept for the next
+    kept = s._carry._states[PLAYED]
+    s._carry._states[PLAYED] = Played(kept.base, tuple(
+        (key, ((0, 1000),), cpu, mem) for key, _, cpu, mem in kept.steps))
+    s.submit(Job("k", 1, cpu=1000, mem=1000))
+    with pytest.raises(SolverError, match="violation"):
+        s.step()
+
+
 def test_the_shares_kept_by_the_cluster_arrays():
     c = cluster()
     arr = cluster_arrays(c)

@@ -22,6 +22,19 @@ leaves a running job out is not used (the solver answers the problem as
 given: running jobs kept in place), so a from-scratch round never stops a
 running job; the final check verifies every placement.
 
+`first_fit_all` is first fit over a from-scratch problem's jobs in order,
+reusing the last round's answer where it must be the same
+([`Played`][alloc.engines.greedy.scratch.Played], kept in a loop's carry):
+from the same empty cluster (the same cluster, the same free capacities by
+value), the $k$-th job is placed by first fit on a state that depends only
+on the shapes of the jobs before it (`State.shape`: GPUs, share, CPU,
+memory, locality, allowed server classes) and on their assignments, so as
+long as the shapes in order are the ones of the last round and each was
+placed by the server index alone (no spread), each one's assignment is the
+one of the last round -- put in place without searching.  The first shape
+that differs (or a job the last round spread) ends the reuse; first fit
+goes on from there.
+
 Examples
 --------
 >>> from alloc import Cluster, Job, Server, Session
@@ -34,12 +47,19 @@ Examples
 """
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
+from typing import Any, Sequence
 
 import numpy as np
 
+from ...deadline import Deadline
 from ...model import MILLI
 from ...problem import Assign, Problem, Solution, add_assign
+from .index import FIRST
+from .state import State, new_assign
+
+#: The carry's key of the last round's `Played`.
+PLAYED = "greedy.scratch.first-fit"
 
 
 def from_scratch(problem: Problem) -> Problem | None:
@@ -237,4 +257,116 @@ def _gpu_maps(problem: Problem, pairs: list, pi: dict[int, int], first: list, gs
     return maps
 
 
-__all__ = ["back", "from_scratch", "kept"]
+@dataclass(frozen=True)
+class Played:
+    """A from-scratch first-fit round, as the next one reuses it.
+
+    Attributes
+    ----------
+    base : tuple
+        The empty cluster it started from: the cluster, and the free CPU,
+        memory and milli-GPU arrays as bytes (compared by value).
+    steps : tuple of (tuple, tuple, tuple, tuple)
+        Per job in order, as long as the server index alone placed them: the
+        job's shape key (`alloc.engines.greedy.index.Shape`) and its
+        assignment's GPUs, CPU and memory.
+    """
+    base: tuple[Any, ...]
+    steps: tuple[tuple[Any, ...], ...]
+
+
+def _base(problem: Problem) -> tuple[Any, ...]:
+    return (problem.cluster, problem.free_cpu.tobytes(), problem.free_mem.tobytes(),
+            problem.gpu_free.tobytes())
+
+
+def _same_base(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
+    return (a[0] is b[0] or a[0] == b[0]) and a[1:] == b[1:]
+
+
+def _put(st: State, jobs: Sequence[int], steps: Sequence[tuple[Any, ...]]) -> None:
+    """Jobs ``jobs`` put at the assignments of ``steps`` on ``st`` (nothing
+    placed yet) at once: the free capacities less theirs, the server
+    summaries computed again from them (as `State.copy` does)."""
+    cl, ml, gl = list(st.cpu_l), list(st.mem_l), list(st.g_l)
+    assign, option = st.assign, st.option
+    for j, (_, gpus, cpu, mem) in zip(jobs, steps):
+        for g, q in gpus:
+            gl[g] -= q
+        for s, c in cpu:
+            cl[s] -= c
+        for s, v in mem:
+            ml[s] -= v
+        assign[j] = new_assign(gpus, cpu, mem)
+        option[j] = 0
+    st._setup(np.array(cl, dtype=np.int64), np.array(ml, dtype=np.int64),
+              np.array(gl, dtype=np.int64))
+
+
+def first_fit_all(st: State, order: Sequence[int], deadline: Deadline,
+                  before: Played | None = None) -> tuple[dict[str, Any], Played | None]:
+    """First fit (`alloc.engines.greedy.rules.first_fit`) of the jobs
+    ``order`` on ``st`` in turn, stopping at the deadline (checked every 64
+    jobs), the last round's answer ``before`` reused where it must be the
+    same (module notes).
+
+    Returns
+    -------
+    dict, Played or None
+        ``{"stopped": "time limit"}`` when stopped, else ``{}``; what the
+        next round may reuse (None when stopped).
+
+    Examples
+    --------
+    >>> from alloc import Cluster, Job, Server
+    >>> from alloc.deadline import Deadline
+    >>> from alloc.problem import compile_problem
+    >>> cl = Cluster(tuple(Server(f"s{i}", 8000, 64000, 2, "V100") for i in range(2)))
+    >>> p = compile_problem(cl, [Job(f"j{i}", 1, cpu=1000, mem=1000) for i in range(3)])
+    >>> _, played = first_fit_all(State(p), [0, 1, 2], Deadline.never())
+    >>> st = State(p)
+    >>> _ = first_fit_all(st, [2, 0], Deadline.never(), played)    # the same shapes: reused
+    >>> sorted((j, a.gpus) for j, a in st.assign.items())
+    [(0, ((1, 1000),)), (2, ((0, 1000),))]
+    """
+    p = st.p
+    base = _base(p)
+    steps: list[tuple[Any, ...]] = []
+    k, n = 0, len(order)
+    shape, place = st.shape, st.place
+    if before is not None and not st.assign and st.version == 0 and \
+            _same_base(before.base, base):
+        old = before.steps
+        m = min(len(old), n)
+        while k < m:
+            if k % 64 == 0 and deadline.expired():
+                return {"stopped": "time limit"}, None
+            if shape(order[k], 0).key != old[k][0]:
+                break
+            k += 1
+        if k:
+            _put(st, order[:k], old[:k])
+            steps += old[:k]
+    run = len(steps) == k
+    while k < n:
+        if k % 64 == 0 and deadline.expired():
+            return {"stopped": "time limit"}, None
+        j = order[k]
+        sh = shape(j, 0)
+        f = sh.finders.get((FIRST, None)) or st.finder(sh, FIRST)
+        top = f.top()
+        if top is not None:
+            a = st.assign_on(j, top, sh)
+            place(j, a, 0)
+            if run:
+                steps.append((sh.key, a.gpus, a.cpu, a.mem))
+        else:
+            run = False
+            spread = st.try_spread(j, 0)
+            if spread is not None:
+                place(j, spread, 0)
+        k += 1
+    return {}, Played(base, tuple(steps))
+
+
+__all__ = ["PLAYED", "Played", "back", "first_fit_all", "from_scratch", "kept"]
