@@ -284,25 +284,6 @@ def _same_base(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
     return (a[0] is b[0] or a[0] == b[0]) and a[1:] == b[1:]
 
 
-def _put(st: State, jobs: Sequence[int], steps: Sequence[tuple[Any, ...]]) -> None:
-    """Jobs ``jobs`` put at the assignments of ``steps`` on ``st`` (nothing
-    placed yet) at once: the free capacities less theirs, the server
-    summaries computed again from them (as `State.copy` does)."""
-    cl, ml, gl = list(st.cpu_l), list(st.mem_l), list(st.g_l)
-    assign, option = st.assign, st.option
-    for j, (_, gpus, cpu, mem) in zip(jobs, steps):
-        for g, q in gpus:
-            gl[g] -= q
-        for s, c in cpu:
-            cl[s] -= c
-        for s, v in mem:
-            ml[s] -= v
-        assign[j] = new_assign(gpus, cpu, mem)
-        option[j] = 0
-    st._setup(np.array(cl, dtype=np.int64), np.array(ml, dtype=np.int64),
-              np.array(gl, dtype=np.int64))
-
-
 def first_fit_all(st: State, order: Sequence[int], deadline: Deadline,
                   before: Played | None = None) -> tuple[dict[str, Any], Played | None]:
     """First fit (`alloc.engines.greedy.rules.first_fit`) of the jobs
@@ -345,7 +326,7 @@ def first_fit_all(st: State, order: Sequence[int], deadline: Deadline,
                 break
             k += 1
         if k:
-            _put(st, order[:k], old[:k])
+            st.put_all([(j, new_assign(g, c, m), 0) for j, (_, g, c, m) in zip(order, old[:k])])
             steps += old[:k]
     run = len(steps) == k
     while k < n:
