@@ -235,7 +235,7 @@ def test_the_first_fit_round_kept_for_the_next():
     s.step()                                        # from scratch: kept for the next
     kept = s._carry._states[PLAYED]
     s._carry._states[PLAYED] = Played(kept.base, tuple(
-        (key, ((0, 1000),), cpu, mem) for key, _, cpu, mem in kept.steps))
+        (key, o, ((0, 1000),), cpu, mem) for key, o, _, cpu, mem in kept.steps))
     s.submit(Job("k", 1, cpu=1000, mem=1000))
     with pytest.raises(SolverError, match="violation"):
         s.step()

@@ -1,17 +1,22 @@
-"""First fit from scratch with the last round's answer reused
-(`alloc.engines.greedy.scratch.first_fit_all`) places every job exactly as
-first fit from nothing does, whatever the last round was."""
+"""Rounds from scratch with the last round's answer reused
+(`alloc.engines.greedy.scratch.first_fit_all`, TUNE's run of ideal
+placements) place every job exactly as a fresh call does, whatever the last
+round was."""
 from __future__ import annotations
 
+import copy
 import random
 
-from alloc import Cluster, Job, Server, Session
+import pytest
+
+from alloc import Cluster, Job, Server, Session, allocate
 from alloc.deadline import Deadline
 from alloc.engines.greedy.rules import first_fit
 from alloc.engines.greedy.scratch import PLAYED, first_fit_all
 from alloc.engines.greedy.state import State
 from alloc.problem import compile_problem
 
+MODELS = ("res18", "bert", "gnmt", "res50")
 SHAPES = ((1, 1000, 3000, 64000), (1, 1000, 6000, 32000), (2, 1000, 6000, 128000),
           (1, 500, 1000, 8000), (4, 1000, 12000, 256000), (0, 1000, 2000, 2000))
 
@@ -61,3 +66,34 @@ def test_a_session_keeps_the_round_for_the_next():
     s.step()
     kept = s._carry._states[PLAYED]
     assert len(kept.steps) == 7
+
+
+@pytest.mark.parametrize("solver", ["proportional", "synergy-tune"])
+def test_rounds_from_scratch_equal_fresh_calls(solver):
+    """A loop whose rounds re-place every job (moves allowed) reuses the last
+    round's run; every round equals a fresh call on copies of its input."""
+    from alloc.engines.greedy import scratch
+    from alloc.solvers.synergy import tune
+    key = scratch.PLAYED if solver == "proportional" else tune.PLAYED
+    rng = random.Random(7)
+    cl = Cluster(tuple(Server(f"s{i}", 24000, 512000, 8, "V100") for i in range(3)))
+    s = Session(cl, solver=solver, max_moves=None, move_cost=0.0)
+    k, reused, reclaimed = 0, 0, 0
+    for _ in range(30):
+        for j in [j for j in s.running if rng.random() < 0.15]:
+            s.finish(j)
+        for _ in range(rng.randint(0, 8)):
+            k += 1
+            n = rng.choice((1, 1, 1, 2))
+            s.submit(Job(f"j{k}", n, cpu=3000 * n, mem=64000 * n, model=rng.choice(MODELS)))
+        before = s._carry._states.get(key)
+        jobs, order = copy.deepcopy(list(s.jobs.values())), list(s.order or ())
+        got = s.step().allocation
+        want = allocate(copy.deepcopy(cl), jobs, solver=solver, order=order or None,
+                        max_moves=None, move_cost=0.0)
+        assert (got.placements, got.unplaced, got.moved, got.value) == \
+            (want.placements, want.unplaced, want.moved, want.value)
+        reused += before is not None and len(before.steps) > 0
+        reclaimed += got.stats.get("reclaimed", 0) > 0
+    assert reused >= 15, reused
+    assert solver == "proportional" or reclaimed >= 5, reclaimed      # TUNE reverted jobs

@@ -266,21 +266,24 @@ class Played:
     base : tuple
         The empty cluster it started from: the cluster, and the free CPU,
         memory and milli-GPU arrays as bytes (compared by value).
-    steps : tuple of (tuple, tuple, tuple, tuple)
+    steps : tuple of (tuple, int, tuple, tuple, tuple)
         Per job in order, as long as the server index alone placed them: the
-        job's shape key (`alloc.engines.greedy.index.Shape`) and its
-        assignment's GPUs, CPU and memory.
+        job's shape key (`alloc.engines.greedy.index.Shape`), its option and
+        its assignment's GPUs, CPU and memory.
     """
     base: tuple[Any, ...]
     steps: tuple[tuple[Any, ...], ...]
 
 
-def _base(problem: Problem) -> tuple[Any, ...]:
+def base_of(problem: Problem) -> tuple[Any, ...]:
+    """What a `Played` round started from: the cluster and the free CPU,
+    memory and milli-GPU arrays as bytes."""
     return (problem.cluster, problem.free_cpu.tobytes(), problem.free_mem.tobytes(),
             problem.gpu_free.tobytes())
 
 
-def _same_base(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
+def same_base(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
+    """Two `base_of` values equal (the clusters by value)."""
     return (a[0] is b[0] or a[0] == b[0]) and a[1:] == b[1:]
 
 
@@ -311,22 +314,22 @@ def first_fit_all(st: State, order: Sequence[int], deadline: Deadline,
     [(0, ((1, 1000),)), (2, ((0, 1000),))]
     """
     p = st.p
-    base = _base(p)
+    base = base_of(p)
     steps: list[tuple[Any, ...]] = []
     k, n = 0, len(order)
     shape, place = st.shape, st.place
     if before is not None and not st.assign and st.version == 0 and \
-            _same_base(before.base, base):
+            same_base(before.base, base):
         old = before.steps
         m = min(len(old), n)
         while k < m:
             if k % 64 == 0 and deadline.expired():
                 return {"stopped": "time limit"}, None
-            if shape(order[k], 0).key != old[k][0]:
+            if old[k][1] != 0 or shape(order[k], 0).key != old[k][0]:
                 break
             k += 1
         if k:
-            st.put_all([(j, new_assign(g, c, m), 0) for j, (_, g, c, m) in zip(order, old[:k])])
+            st.put_all([(j, new_assign(g, c, m), 0) for j, (_, _, g, c, m) in zip(order, old[:k])])
             steps += old[:k]
     run = len(steps) == k
     while k < n:
@@ -340,7 +343,7 @@ def first_fit_all(st: State, order: Sequence[int], deadline: Deadline,
             a = st.assign_on(j, top, sh)
             place(j, a, 0)
             if run:
-                steps.append((sh.key, a.gpus, a.cpu, a.mem))
+                steps.append((sh.key, 0, a.gpus, a.cpu, a.mem))
         else:
             run = False
             spread = st.try_spread(j, 0)
@@ -350,4 +353,5 @@ def first_fit_all(st: State, order: Sequence[int], deadline: Deadline,
     return {}, Played(base, tuple(steps))
 
 
-__all__ = ["PLAYED", "Played", "back", "first_fit_all", "from_scratch", "kept"]
+__all__ = ["PLAYED", "Played", "back", "base_of", "first_fit_all", "from_scratch", "kept",
+           "same_base"]
