@@ -199,13 +199,20 @@ def _relabel(problem: Problem, assign: dict[int, Assign], held: set[int]) -> dic
                     local = mt.get(local, local)
                 gl.append((first[t] + local, m))
             gpus = tuple(gl)
-        cpu = tuple((pi.get(s, s), v) for s, v in ac)
-        mem = tuple((pi.get(s, s), v) for s, v in am)
+        if len(ac) == 1 and len(am) == 1:
+            (s, c), (s2, v) = ac[0], am[0]
+            cpu: tuple[tuple[int, int], ...] = ((pi.get(s, s), c),)
+            mem: tuple[tuple[int, int], ...] = ((pi.get(s2, s2), v),)
+        else:
+            cpu = tuple((pi.get(s, s), c) for s, c in ac)
+            mem = tuple((pi.get(s, s), v) for s, v in am)
         if cur is not None and gpus == cur.gpus and cpu == cur.cpu and mem == cur.mem \
                 and a.caps == cur.caps:
             out[j] = cur                     # the very object: where it runs
-        else:
+        elif a.caps:
             out[j] = Assign(gpus, cpu, mem, a.caps)
+        else:
+            out[j] = new_assign(gpus, cpu, mem)
     return out
 
 
