@@ -44,6 +44,20 @@ FACTORS = frozenset({"grid", "speed", "span", "scale", "size", "weight"})
 
 
 # ----------------------------------------------------------------- throughput
+def speed_product(base: float, speed: float = 1.0, span: float = 1.0, scale: float = 1.0) -> float:
+    r"""The throughput product of the module notes,
+    $\mathrm{base}\cdot\mathrm{speed}\cdot\mathrm{span}\cdot\mathrm{scale}$: the one
+    place the factors combine ([`rate`][alloc.objectives.rate] and
+    [`Objective.coef`][alloc.objectives.Objective.coef] both end here).
+
+    Examples
+    --------
+    >>> round(speed_product(0.8, speed=1.5, span=0.9, scale=1.0), 6)
+    1.08
+    """
+    return base * speed * span * scale
+
+
 def scale_factor(profile: Profile | None, job: Job, n: int) -> float:
     """Speed with ``n`` GPUs relative to the requested count: the profile's
     speed-up ``scaling[n] / scaling[gpus]`` where both are given, else
@@ -106,7 +120,7 @@ def rate(job: Job, n: int, cpu: float, mem: float, gpu_types: Iterable[str | Non
         return base
     speed = min(prof.speed(t) for t in gpu_types)
     span = prof.span_factor(level) if n > 1 else 1.0
-    return base * speed * span * scale_factor(prof, job, n)
+    return speed_product(base, speed, span, scale_factor(prof, job, n))
 
 
 def throughput(cluster: Cluster, job: Job, gpu_ids: Iterable[str], cpu: int, mem: int) -> float:
@@ -212,7 +226,7 @@ class Objective:
         GPUs (default: the request)."""
         n = job.gpus if gpus is None else gpus
         if self.name == "throughput":
-            return job.weight * base * speed * span * scale
+            return job.weight * speed_product(base, speed, span, scale)
         if self.name == "gpus":
             return float(n * job.gpu_milli)
         return 1.0
@@ -391,5 +405,5 @@ def placement_value(objective: str | Objective, job: Job, p: Placement | None) -
 __all__ = ["FACTORS", "GPUS", "JOBS", "OBJECTIVES", "THROUGHPUT", "Objective",
            "allocation_value", "check_objective", "decimal_step", "get_objective",
            "goodput_rate", "goodput_speed", "job_sizes", "placement_value", "rate",
-           "restart_kept", "scale_factor", "span_level", "tighten", "throughput"]
+           "restart_kept", "scale_factor", "span_level", "speed_product", "tighten", "throughput"]
 

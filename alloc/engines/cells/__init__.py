@@ -48,7 +48,8 @@ Elastic jobs (``min_gpus``/``max_gpus``) are admitted at the smallest size
 ``min_gpus`` that fits (Gandiva shrink: admit more jobs), then, once every job
 has been tried, grown to the size n <= max_gpus (or gpus; only the profile's
 ``scaling`` points when it has them) that maximises
-``weight * scale(n)`` ([`alloc.objectives.scale_factor`][alloc.objectives.scale_factor]) among
+the objective's coefficient at that size (for throughput ``weight * scale(n)``,
+[`alloc.objectives.scale_factor`][alloc.objectives.scale_factor]; for GPUs ``n * milli``) among
 those that
 fit in free GPUs (Gandiva grow), and only when the job's real throughput on
 the new GPUs (the profile's grid at its CPU and memory per GPU, GPU speed,
@@ -58,7 +59,8 @@ unless migration is on.
 Migration (options ``migration_cost=c`` and/or ``max_moves=k``; off by
 default).  Preemption victims are first re-placed elsewhere (a move) instead of
 being stopped; then, for each job still unplaced, a server is defragmented by
-moving at most two running jobs off it when ``value(job) - c * moves > 0``;
+moving at most two running jobs off it when ``upper(job) - c * moves > 0``
+(``upper``: the most the job can be worth placed, `Objective.upper`);
 finally multi-GPU running jobs are re-consolidated when their throughput gain
 exceeds c.  At most k moves (unbounded when only c is given).
 ``stats["moves"]`` counts jobs whose placement differs from ``current``.

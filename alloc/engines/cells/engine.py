@@ -1110,8 +1110,12 @@ def elastic_sizes(job: Job, lo: int, hi: int) -> list[int]:
 
 
 def _value(p: Problem, j: int, n: int) -> float:
+    """The objective's coefficient of job j at size n with every other factor
+    at 1 ([`Objective.coef`][alloc.objectives.Objective.coef] with the elastic
+    ``scale(n)``): what ranks an elastic job's sizes before its real value on
+    the GPUs it gets is computed."""
     job = p.jobs[j]
-    return job.weight * scale_factor(job.profile, job, n)
+    return p.objective.coef(job, scale=scale_factor(job.profile, job, n), gpus=n)
 
 
 def job_value(p: Problem, j: int, a: Assign) -> float:

@@ -167,7 +167,7 @@ def _defragment(eng: Engine, order, moves: _Moves, deadline: Deadline) -> None:
         n = eng.sizes(j)[-1]
         if n == 0:
             continue
-        gain = _value(p, j, n) * max(p.upper_coef(j), 1e-9)
+        gain = max(p.upper_coef(j), 1e-9)      # the most the job can be worth placed
         allowed = eng.allowed(j)[1]
         for s in range(p.S):
             if not allowed[s] or p.srv_gpus[s] < n:
