@@ -167,7 +167,7 @@ def _partial(rec: Checked, cluster: Cluster, jobs: tuple[Job, ...], allocation: 
             new.append(p)
             if q is not None:
                 gone.append(q)
-        if not _own(cluster, by_id[jid], p):
+        if not _passes(cluster, by_id[jid], p):
             return False
     gone += [q for jid, q in old_placed.items() if jid not in placed]
     dg: dict[str, int] = {}
@@ -211,9 +211,15 @@ def _books(by_id: dict[str, Job], placed: dict[str, Placement], jobs: tuple[Job,
             and by_id.keys() >= placed.keys() and by_id.keys() >= out)
 
 
-def _own(cluster: Cluster, job: Job, p: Placement) -> bool:
+def _own(cluster: Cluster, job: Job, p: Placement) -> tuple[list[str], bool]:
+    """The full check's own problems of one placement, and whether its GPUs
+    and servers are known."""
     from .check import _own_problems
-    bad, known = _own_problems(cluster, job, p)
+    return _own_problems(cluster, job, p)
+
+
+def _passes(cluster: Cluster, job: Job, p: Placement) -> bool:
+    bad, known = _own(cluster, job, p)
     return known and not bad
 
 

@@ -6,8 +6,10 @@ and pod kinds drawn with replacement from the openb node list and the
 built-in table of their most common rows -- with pods arriving until their
 GPU demand reaches ``tune`` x capacity (the openb protocol's 130 %), and node
 tie-break ranks as a random permutation.  Then places every pod with each
-policy (:func:`alloc.solvers.fgd.engine.simulate`) and prints pods, wall
-seconds, pods placed and the final allocation (% of GPU capacity).
+policy's algorithm (the node-scoring policy of its solver,
+`alloc.solvers.fgd.solvers.new_policy`, one `alloc.solvers.fgd.engine.place`
+per pod: the cost of the placement alone, without a session round) and prints
+pods, wall seconds, pods placed and the final allocation (% of GPU capacity).
 
     python3 bench/fgd_scale.py --sizes 6000,30000,60000,100000
 """
@@ -23,8 +25,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from alloc.experiments import openb  # noqa: E402
-from alloc.solvers.fgd.engine import (MILLI, ClusterState, FragModel, Pod,  # noqa: E402
-                                      make_policy, simulate)
+from alloc.solvers.fgd.engine import MILLI, ClusterState, FragModel, Pod, place  # noqa: E402
+from alloc.solvers.fgd import new_policy  # noqa: E402
 
 POLICIES = ["random", "dotprod", "gpu-clustering", "gpu-packing", "best-fit", "fgd",
             "fgd-lookahead"]
@@ -91,9 +93,10 @@ def run(cols, pods, rank, policy: str, seed: int, fm: FragModel):
     state = ClusterState(*cols, rank=rank,
                          frag_model=fm if policy in FRAG_POLICIES else None)
     t0, c0 = time.perf_counter(), time.process_time()
-    out, used, _ = simulate(state, make_policy(policy, seed), pods, record_frag=False)
+    pol = new_policy(openb.solver_of(policy), seed)
+    placed = sum(place(state, pol, pod) is not None for pod in pods)
     secs, cpu = time.perf_counter() - t0, time.process_time() - c0
-    return secs, cpu, sum(r is not None for r in out), 100.0 * state.used / state.capacity
+    return secs, cpu, placed, 100.0 * state.used / state.capacity
 
 
 def main(argv=None) -> int:

@@ -22,7 +22,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from alloc.experiments import openb  # noqa: E402
-from alloc.solvers.fgd import POLICIES  # noqa: E402
+from alloc.errors import InputError  # noqa: E402
 
 SIX = ["random", "dotprod", "gpu-clustering", "gpu-packing", "best-fit", "fgd"]
 REF_NAMES = {"01-Random": "random", "02-DotProd": "dotprod", "03-GpuClustering": "gpu-clustering",
@@ -88,8 +88,10 @@ def main(argv=None) -> int:
                  else args.workloads.split(","))
     policies = SIX if args.policies == "all" else args.policies.split(",")
     for p in policies:
-        if p not in POLICIES:
-            print(f"unknown policy {p!r}", file=sys.stderr)
+        try:
+            openb.known_policy(p, "--policies")
+        except InputError as exc:
+            print(exc, file=sys.stderr)
             return 2
     seeds = parse_seeds(args.seeds)
     budgets = [None] if not args.moves else [int(k) for k in args.moves.split(",")]

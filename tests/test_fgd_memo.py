@@ -6,8 +6,8 @@ multi-GPU, CPU-only and model-restricted pods."""
 import numpy as np
 import pytest
 
-from alloc.solvers.fgd.engine import (ClusterState, FragModel, Pod, make_policy, place,
-                                      place_scan)
+from alloc.solvers.fgd.engine import ClusterState, FragModel, Pod, place, place_scan
+from fgd_policies import make_policy
 from test_fgd_index import pods_of
 
 

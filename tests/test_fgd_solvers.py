@@ -93,7 +93,7 @@ def test_deadline_through_allocate(solver):
     assert str(a.status) == "feasible" and a.placements
 
 
-@pytest.mark.parametrize("policy", ["fgd-lookahead", "fgd", "best-fit", "random"])
+@pytest.mark.parametrize("policy", ["fgd-lookahead", "fgd", "openb-best-fit", "random"])
 def test_deadline_inside_the_placement_loop(policy):
     from alloc.deadline import Deadline
     from alloc.problem import compile_problem

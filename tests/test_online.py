@@ -6,8 +6,8 @@ import math
 import numpy as np
 import pytest
 
-from alloc.solvers.fgd.engine import (ClusterState, FragModel, Pod, make_policy, place, sigmoid_score,
-                          simulate)
+from alloc.solvers.fgd.engine import ClusterState, FragModel, Pod, place, sigmoid_score
+from fgd_policies import make_policy, place_all
 
 
 def state(cpu=(128000, 64000), ngpu=(8, 2), models=("V100", "T4"), fm=None):
@@ -179,7 +179,7 @@ def test_invariants_and_determinism(policy):
         assert np.allclose(st.frag, fm.frag(st.cpu_free, st.gfree, st.valid, st.type_ok))
     assert st.used == int((np.where(st.valid, 1000, 0) - st.gfree).sum())
     st2 = fresh()
-    out2, _, _ = simulate(st2, make_policy(policy, seed=3), pods)
+    out2, _, _ = place_all(st2, make_policy(policy, seed=3), pods)
     assert out2 == results
 
 
@@ -232,8 +232,8 @@ def test_lookahead_equals_fgd_without_stranding_term():
     def fresh():
         return ClusterState([64000, 96000, 32000, 128000] * 2, [256000] * 8, [8, 4, 2, 8] * 2,
                             ["V100", "T4", "T4", "P100"] * 2, frag_model=fm)
-    a, _, _ = simulate(fresh(), make_policy("fgd"), pods)
-    b, _, _ = simulate(fresh(), make_policy("fgd-lookahead", lam=0.0, share_res=100,
+    a, _, _ = place_all(fresh(), make_policy("fgd"), pods)
+    b, _, _ = place_all(fresh(), make_policy("fgd-lookahead", lam=0.0, share_res=100,
                                             reserve=0.0, mu=0.0), pods)
     assert a == b
 
@@ -255,7 +255,7 @@ def test_bounded_moves(budget):
     assert st.used == int((np.where(st.valid, 1000, 0) - st.gfree).sum()) == used[-1]
     assert ((st.cpu_free >= 0) & (st.cpu_free <= st.cpu_cap)).all()
     assert ((st.mem_free >= 0) & (st.mem_free <= st.mem_cap)).all()
-    base_out, base_used, _ = simulate(fresh(), make_policy("fgd-lookahead"), pods)
+    base_out, base_used, _ = place_all(fresh(), make_policy("fgd-lookahead"), pods)
     if budget == 0:
         assert out == base_out and list(used) == list(base_used)
     else:

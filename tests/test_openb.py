@@ -205,7 +205,8 @@ def test_bound_equals_brute_force_on_tiny_cases():
 
 
 def test_bound_above_every_policy():
-    from alloc.solvers.fgd.engine import ClusterState, FragModel, Pod, make_policy, simulate
+    from alloc.solvers.fgd.engine import ClusterState, FragModel, Pod
+    from fgd_policies import make_policy, place_all
     from alloc.experiments.openb_bound import upper_bound
     rng = np.random.default_rng(9)
     pods = []
@@ -229,7 +230,7 @@ def test_bound_above_every_policy():
     for pol in ["random", "dotprod", "gpu-clustering", "gpu-packing", "best-fit", "fgd",
                 "fgd-lookahead"]:
         st = ClusterState(cpu, mem, ngpu, models, frag_model=fm)
-        _, used, _ = simulate(st, make_policy(pol, seed=1), pods, record_frag=False)
+        _, used, _ = place_all(st, make_policy(pol, seed=1), pods)
         assert used.max() <= bound.bound + 1e-6
 
 
@@ -276,7 +277,8 @@ def test_min_share_gpus_is_a_lower_bound_and_tight_on_small_cases():
 
 
 def test_saturation_no_policy_places_the_prefix_after_it():
-    from alloc.solvers.fgd.engine import ClusterState, FragModel, Pod, make_policy, simulate
+    from alloc.solvers.fgd.engine import ClusterState, FragModel, Pod
+    from fgd_policies import make_policy, place_all
     from alloc.experiments.openb_bound import saturation
     rng = np.random.default_rng(8)
     pods = [Pod(1000, 10, 1, int(rng.choice([230, 470, 650, 810, 1000]))) for _ in range(60)]
@@ -285,7 +287,7 @@ def test_saturation_no_policy_places_the_prefix_after_it():
     fm = FragModel.from_pods(pods)
     for pol in ["best-fit", "fgd", "fgd-lookahead"]:
         st = ClusterState([10**6] * 3, [10**6] * 3, [8] * 3, ["A"] * 3, frag_model=fm)
-        placed, _, _ = simulate(st, make_policy(pol), pods, record_frag=False)
+        placed, _, _ = place_all(st, make_policy(pol), pods)
         first_fail = next(i for i, r in enumerate(placed) if r is None)
         assert first_fail <= n               # arrival n + 1 (index n) at the latest
 

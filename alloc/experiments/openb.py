@@ -33,8 +33,7 @@ from typing import Sequence
 import numpy as np
 
 from ..errors import InputError
-from ..solvers.fgd import (MILLI, POLICIES, ClusterState, FragModel, Pod, make_policy,
-                                  simulate, simulate_moves)
+from ..solvers.fgd import MILLI, ClusterState, FragModel, Pod, simulate_moves
 
 NCOLS = 131  # x = 0..130
 
@@ -433,47 +432,112 @@ def run(pods: PodTable, nodes: NodeTable, policy: str, seed: int, *, tune: float
         max_moves: int | None = None, **policy_options) -> RunResult:
     """One run: build the seed's workload, place every pod online with
     ``policy``, and bin allocation and fragmentation (protocol sections 1-5).
-    With ``max_moves`` the run may move up to that many placed pods
-    (`alloc.solvers.fgd.engine.simulate_moves`).  A ``policy`` that is not
-    one of FGD's own (`alloc.solvers.fgd.engine.POLICIES`) is a solver the
-    registry resolves, run one pod per round
-    (`alloc.experiments.openb_session.SessionPolicy`; ``policy_options`` are
-    its options and ``time_limit``, without moves)."""
+
+    ``policy`` is one of `POLICY_NAMES` or any solver the registry
+    resolves: its registered solver (`solver_of`) places the pods, one
+    session round per pod (`session_placements`; ``policy_options`` are the
+    solver's options and ``time_limit``).  With ``max_moves`` the run may
+    move up to that many placed pods (`alloc.solvers.fgd.engine.simulate_moves`,
+    the FGD family's policies only)."""
     wl = build_workload(pods, nodes, seed, tune)
     W = wl.pods
     fm = fm or typical_pods(W)
     state = ClusterState(nodes.cpu, nodes.mem, nodes.gpus, nodes.model, rank=wl.rank,
                          frag_model=fm)
     seq = wl.arrivals()
-    if policy not in POLICIES:
-        return _session_run(state, seq, nodes, policy, seed, tune, workload, progress,
-                            max_moves, policy_options)
-    pol = make_policy(policy, seed, **policy_options)
-    t0, c0 = time.perf_counter(), time.process_time()
     if max_moves is None:
-        placements, used, frag = simulate(state, pol, seq, progress=progress)
-        moves = np.zeros(len(seq), dtype=np.int64)
-    else:
-        placements, used, frag, moves = simulate_moves(state, pol, seq, max_moves)
+        return _session_run(state, seq, nodes, wl.rank, fm, policy, seed, tune, workload,
+                            progress, policy_options)
+    from ..solvers.fgd import ALGORITHM, new_policy
+    if solver_of(policy) not in ALGORITHM:
+        raise InputError(f"--policy {policy}: moves are simulated for the FGD family's "
+                         f"policies only ({', '.join(POLICY_NAMES)})")
+    pol = new_policy(solver_of(policy), seed, **policy_options)
+    t0, c0 = time.perf_counter(), time.process_time()
+    placements, used, frag, moves = simulate_moves(state, pol, seq, max_moves)
     secs, cpu_secs = time.perf_counter() - t0, time.process_time() - c0
     return _result(state, seq, placements, used, frag, moves, nodes, workload, policy, seed,
                    tune, secs, cpu_secs, max_moves)
 
 
-def _session_run(state, seq, nodes, policy, seed, tune, workload, progress, max_moves,
+#: The experiment's policies, by the names of the FGD paper's figures; each
+#: runs as the registered solver `solver_of` names.
+POLICY_NAMES = ("random", "dotprod", "gpu-clustering", "gpu-packing", "best-fit", "fgd",
+                "fgd-lookahead")
+#: The experiment's policy names that differ from their solver's name.
+SOLVER_OF = {"best-fit": "openb-best-fit"}
+
+
+def solver_of(policy: str) -> str:
+    """The registered solver that runs the experiment's ``policy``
+    (``best-fit`` is ``openb-best-fit``; the other names are the solvers')."""
+    return SOLVER_OF.get(policy, policy)
+
+
+def ranked_cluster(nodes: NodeTable, rank: np.ndarray):
+    """The nodes as a cluster in tie-break rank order (smallest first), so
+    that a solver's tie to the lowest server index is the protocol's tie to
+    the smallest rank."""
+    from ..model import Cluster
+    servers = to_cluster(nodes).servers
+    return Cluster(tuple(servers[int(i)] for i in np.argsort(rank, kind="stable")))
+
+
+def _session_run(state, seq, nodes, rank, fm, policy, seed, tune, workload, progress,
                  options):
-    """`run` with a registered solver (`SessionPolicy`)."""
-    from .openb_session import SessionPolicy, simulate_session
-    if max_moves is not None:
-        raise InputError(f"--policy {policy}: moves are simulated for FGD's own policies "
-                         f"only ({', '.join(POLICIES)})")
-    pol = SessionPolicy(policy, to_cluster(nodes), seed, **options)
+    """`run` through the registered solver of ``policy`` (`session_placements`)."""
     t0, c0 = time.perf_counter(), time.process_time()
-    placements, used, frag = simulate_session(state, pol, seq, progress=progress)
+    placements, used, frag = session_placements(state, seq, nodes, rank, fm, policy, seed,
+                                                progress=progress, **options)
     secs, cpu_secs = time.perf_counter() - t0, time.process_time() - c0
     moves = np.zeros(len(seq), dtype=np.int64)
     return _result(state, seq, placements, used, frag, moves, nodes, workload, policy, seed,
                    tune, secs, cpu_secs, None)
+
+
+def session_placements(state: ClusterState, seq: Sequence[Pod], nodes: NodeTable,
+                       rank: np.ndarray, fm: FragModel, policy: str, seed: int, *,
+                       progress=None, **options):
+    """Place ``seq`` online with the registered solver of ``policy``
+    (`solver_of`), one session round per pod (`SessionPolicy`): ties by
+    ``rank`` (`ranked_cluster`), FGD's target workload ``fm`` (the solver's
+    ``target`` option, when it declares one).  Each placement is applied to
+    ``state``, which measures the run.
+
+    Returns
+    -------
+    placements : list of (int, list of int) or None
+        Per pod, its node (index into ``nodes``) and GPU slots, or None
+        (dropped).
+    used, frag : numpy.ndarray
+        Allocated milli-GPU and the cluster's fragmentation after each pod.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> nodes = NodeTable(["a", "b"], np.array([8000, 8000]), np.array([8192, 8192]),
+    ...                   np.array([2, 2]), ["V100", "V100"])
+    >>> pods = [Pod(1000, 1024, 1, 500), Pod(1000, 1024, 2, 1000)]
+    >>> fm = FragModel.from_pods(pods)
+    >>> st = ClusterState(nodes.cpu, nodes.mem, nodes.gpus, nodes.model, rank=[1, 0],
+    ...                   frag_model=fm)
+    >>> out, used, _ = session_placements(st, pods, nodes, np.array([1, 0]), fm, "fgd", 0)
+    >>> out, used.tolist()
+    ([(1, [0]), (0, [0, 1])], [500, 2500])
+    """
+    from ..registry import get_solver
+    from ..solvers.fgd import target_option
+    from .openb_session import SessionPolicy, simulate_session
+    solver = solver_of(policy)
+    try:
+        declared = {o.name for o in get_solver(solver).options}
+    except ValueError:
+        declared = set()          # a "module:function" solver: `SessionPolicy` says why not
+    if "target" in declared and "target" not in options:
+        options["target"] = target_option(fm)
+    pol = SessionPolicy(solver, ranked_cluster(nodes, rank), seed, nodes=nodes.names, **options)
+    pol.name = policy
+    return simulate_session(state, pol, seq, progress=progress)
 
 
 def _result(state, seq, placements, used, frag, moves, nodes, workload, policy, seed, tune,
@@ -607,16 +671,32 @@ def bench_main(argv: list[str]) -> int:
 
 
 def _known_policy(name: str) -> None:
-    """One of FGD's policies or a solver the registry resolves, else a
-    one-line `InputError` naming both."""
-    if name in POLICIES:
+    """One of the experiment's policies (`POLICY_NAMES`) or a solver the
+    registry resolves, else a one-line `InputError` naming both."""
+    known_policy(name, "--policy")
+
+
+def known_policy(name: str, where: str) -> None:
+    """Check that ``name`` runs in the experiment: one of `POLICY_NAMES` or
+    a solver the registry resolves; else a one-line `InputError` at
+    ``where`` naming both.
+
+    Examples
+    --------
+    >>> known_policy("best-fit", "--policy")
+    >>> known_policy("nope", "--policy")
+    Traceback (most recent call last):
+    ...
+    alloc.errors.InputError: --policy: unknown policy 'nope'; valid: random, dotprod, ...
+    """
+    if name in POLICY_NAMES:
         return
     from ..registry import use
     try:
         use(name)
     except ValueError:
         from ..registry import solvers
-        raise InputError(f"--policy: unknown policy {name!r}; valid: {', '.join(POLICIES)}, "
+        raise InputError(f"{where}: unknown policy {name!r}; valid: {', '.join(POLICY_NAMES)}, "
                          f"or a solver ({', '.join(solvers())}, 'module:function')") from None
 
 
@@ -706,4 +786,5 @@ def plot_curves(path, results: Sequence[RunResult], title: str = "") -> bool:
 __all__ = ["NodeTable", "PodTable", "load_nodes", "load_pods", "to_cluster", "to_jobs",
            "Workload", "build_workload", "fisher_yates", "sort_by_name", "typical_pods", "bin_curve",
            "RunResult", "run", "bench_main", "unplaceable", "write_curves", "write_frag", "plot_curves",
-           "shared_dir", "openb_dir"]
+           "shared_dir", "openb_dir", "POLICY_NAMES", "SOLVER_OF", "solver_of", "known_policy",
+           "ranked_cluster", "session_placements"]

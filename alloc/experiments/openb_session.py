@@ -1,25 +1,25 @@
-"""Any registered solver as an online policy of the FGD experiment.
+"""The FGD experiment's online protocol through a [Session][alloc.session.Session].
 
 The FGD protocol (Weng et al., ATC'23) places pods one at a time, in arrival
-order, never moving a placed pod and dropping a pod that fits nowhere.  Its
-own policies (`alloc.solvers.fgd.engine.POLICIES`) score nodes directly on
-the experiment's `ClusterState`.  `SessionPolicy` runs the same protocol with
-any solver the registry knows -- a built-in one, a plug-in from an entry
-point, or a ``"module:function"`` -- through a [Session][alloc.session.Session]
-over the nodes:
+order, never moving a placed pod and dropping a pod that fits nowhere.
+`SessionPolicy` runs it with any solver the registry knows -- the FGD
+family's (`alloc.solvers.fgd`), another built-in one, a plug-in from an entry
+point, or a ``"module:function"`` -- through a session over the nodes:
 
 * arrival of pod ``i``: the session gets the job ``p<i>`` and runs one round
   (`Session.step`) with no moves allowed, so the pods already placed stay
   where they are (the checked path holds every round to the invariants);
 * placed: the job's server and GPU indices become the node and the GPU slots
   the experiment applies to its state (allocation and fragmentation are then
-  measured exactly as for the built-in policies);
+  measured on it);
 * not placed: the job is cancelled (`Session.stop`), as the protocol drops it.
 
-The session's objective is ``"gpus"`` (allocated GPU, what the experiment
-measures).  A round costs a solver call over every pod placed so far, so a
-run takes longer than with the built-in policies, which score nodes
-incrementally.
+Each round has one new job and nothing else changed, so a solver that
+carries its state between rounds answers it without rebuilding the round
+(`alloc.session.fast`: the FGD family's solvers); any other solver's round
+costs a call over every pod placed so far.  The session asks for the
+objective ``"gpus"`` (allocated GPU, what the experiment measures) from a
+solver that honours it, and none from a solver placing by its own rule.
 """
 from __future__ import annotations
 
@@ -39,10 +39,13 @@ class SessionPolicy:
     solver : str
         A solver name the registry resolves (`alloc.registry.use`).
     cluster : Cluster
-        The nodes as a cluster, in the experiment's node order
-        (`alloc.experiments.openb.to_cluster`).
+        The nodes as a cluster (`alloc.experiments.openb.to_cluster`), in
+        the order the solver breaks ties in (the lowest index wins).
     seed : int
         The session's seed.
+    nodes : sequence of str, optional
+        The node ids in the order of the experiment's state (default: the
+        cluster's order): `select` returns an index into it.
     time_limit : float
         Seconds per round (one pod).
     options : dict
@@ -59,17 +62,21 @@ class SessionPolicy:
     name = "session"
 
     def __init__(self, solver: str, cluster: Cluster, seed: int = 0, *,
-                 time_limit: float = 10.0, **options):
-        from ..registry import use
+                 nodes: Sequence[str] | None = None, time_limit: float = 10.0, **options):
+        from ..registry import get_solver, use
         from ..session import Session
         try:
             use(solver)
+            info = get_solver(solver)
         except ValueError as exc:
             raise InputError(f"--policy: {exc}") from None
         self.name = solver
-        self.session = Session(cluster, solver=solver, objective="gpus", seed=seed,
+        # a solver placing by its own rule is asked for no objective
+        objective = "gpus" if info.honours("gpus") else None
+        self.session = Session(cluster, solver=solver, objective=objective, seed=seed,
                                time_limit=time_limit, options=options, max_moves=0)
-        self.node = {s.id: n for n, s in enumerate(cluster.servers)}
+        names = [s.id for s in cluster.servers] if nodes is None else list(nodes)
+        self.node = {sid: n for n, sid in enumerate(names)}
         self.count = 0
 
     def select(self, state: ClusterState | None, pod: Pod):
@@ -99,8 +106,11 @@ class SessionPolicy:
 
 def simulate_session(state: ClusterState, policy: SessionPolicy, pods: Sequence[Pod], *,
                      progress=None):
-    """`alloc.solvers.fgd.engine.simulate` with a `SessionPolicy`: every pod
-    attempted once in order; returns (placements, used, frag) as it does."""
+    """Every pod of ``pods`` attempted once in order by ``policy``, each
+    placement applied to ``state``: (placements, used, frag), with
+    ``placements[i]`` the node and GPU slots of pod ``i`` or None (dropped)
+    and ``used``/``frag`` the allocated milli-GPU and the cluster
+    fragmentation after each attempt."""
     import numpy as np
     out = []
     used = np.zeros(len(pods), dtype=np.int64)

@@ -21,6 +21,7 @@ from .journal import Journal
 from ..reductions import ClosedServers
 from .result import Reconciled, RoundResult
 from .room import Room, shape_key
+from .fast import Mark, mark, one_job_round
 
 #: Why a job the scheduler preempted waits this round.
 HELD_REASON = "preempted by the scheduler; not placed again in the round that follows"
@@ -162,6 +163,10 @@ class Session:
         #: the waiting jobs by shape, and what the running jobs hold (`alloc.session.room`)
         self._waiting: dict[Any, dict[str, None]] = {}
         self._room: Room | None = None
+        #: changes to the running jobs' placements, and the last round's mark
+        #: (`alloc.session.fast`: a round with one new job and nothing else)
+        self._rev = 0
+        self._fast_mark: Mark | None = None
         for j in jobs:
             self._put(j if j.current is None or j.current.job == j.id
                       else replace(j, current=replace(j.current, job=j.id)))
@@ -545,8 +550,14 @@ for ranks)."""
         except ValueError as exc:
             raise InputError(str(exc)) from None
         with paused(not self._info.exact):   # the collector's passes find nothing here
-            alloc, timings, held = self._solve(deadline)
-            return self._commit(alloc, timings, t0, held)
+            fast = one_job_round(self, deadline)     # one new job, nothing else changed
+            if fast is not None:
+                res = self._commit(fast[0], fast[1], t0, start=[fast[2]] if fast[2] else [])
+            else:
+                alloc, timings, held = self._solve(deadline)
+                res = self._commit(alloc, timings, t0, held)
+            self._fast_mark = mark(self, res.allocation)
+            return res
 
     def _solve(self, deadline: Deadline) -> tuple[Allocation, dict[str, Any], Any]:
         """One solve of the round's call: closed servers reduced out of it
@@ -662,10 +673,11 @@ for ranks)."""
         return [c for c in map(core, self._order) if c in jobs]
 
     def _commit(self, alloc: Allocation, timings: dict[str, Any], t0: float,
-                held: Any = None) -> RoundResult:
+                held: Any = None, start: list[Placement] | None = None) -> RoundResult:
         t1 = time.perf_counter()
         jobs = self._jobs
-        start = [p for p in alloc.placements if jobs[p.job].current is None]
+        if start is None:
+            start = [p for p in alloc.placements if jobs[p.job].current is None]
         move = [_some(alloc.placement(j)) for j in alloc.moved]
         moved_from = {j: _some(self._jobs[j].current) for j in alloc.moved}
         preempt = [_some(self._jobs[j].current) for j in alloc.preempted]
@@ -859,6 +871,7 @@ for ranks)."""
                 if not group:
                     del self._waiting[key]
             return
+        self._rev += 1
         if self._room is not None:
             self._room.take(job.current, 1 if add else -1)
         for sid in placement_servers(job.current):

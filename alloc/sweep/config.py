@@ -150,7 +150,7 @@ class OpenbSection:
     workloads : tuple of (str, str, str)
         ``(name, resolved pod CSV path, digest)`` per workload.
     policies : tuple of str
-        FGD engine policy names (`alloc.solvers.fgd.engine.POLICIES`).
+        The FGD experiment's policy names (`alloc.experiments.openb.POLICY_NAMES`).
     seeds : tuple of int
         The section's seeds, else the top-level ones.
     tune : float
@@ -322,12 +322,11 @@ def _simulation(sec: Mapping, top, base: Path, source: str) -> SimulationSection
 
 
 def _openb(sec: Mapping, top, base: Path) -> OpenbSection:
-    from ..experiments.openb import openb_dir
-    from ..solvers.fgd import POLICIES
+    from ..experiments.openb import POLICY_NAMES, openb_dir
     for i, p in enumerate(sec["policies"]):
-        if p not in POLICIES:
+        if p not in POLICY_NAMES:
             raise InputError(f"openb.policies[{i}]: unknown policy {p!r}; expected one of "
-                             f"{', '.join(POLICIES)} (the FGD experiment's online policies; "
+                             f"{', '.join(POLICY_NAMES)} (the FGD experiment's online policies; "
                              f"any solver runs on openb-shaped instances in an allocation "
                              f"section)")
     data = _resolve(base, sec["data_dir"]) if "data_dir" in sec else openb_dir()

@@ -529,6 +529,7 @@ class Policy:
     """
     name = "base"
     per_gpu = False           # node_scores also chooses the GPU of a shared pod
+    reads_frag = False        # node_scores reads the state's fragmentation (its FragModel)
 
     def __init__(self, seed: int = 0):
         self.rng = np.random.default_rng(seed)
@@ -713,6 +714,7 @@ class _Cached(Policy):
     cached per key and recomputed only for nodes changed since (for
     [`choose`][alloc.solvers.antman.scheduler.choose]; `select` uses the score index)."""
     per_gpu = True
+    reads_frag = True
 
     def make_index(self, state):
         return ScoreIndex(state, dedupe=16)
@@ -1203,48 +1205,6 @@ class FGDLookaheadPolicy(_Cached):
         return s.max(axis=1), s.argmax(axis=1)
 
 
-POLICIES = {
-    "random": RandomPolicy,
-    "dotprod": DotProdPolicy,
-    "gpu-clustering": GpuClusteringPolicy,
-    "gpu-packing": GpuPackingPolicy,
-    "best-fit": BestFitPolicy,
-    "fgd": FGDPolicy,
-    "fgd-lookahead": FGDLookaheadPolicy,
-}
-
-
-def make_policy(name: str, seed: int = 0, **kw) -> Policy:
-    """A new policy by name.
-
-    Parameters
-    ----------
-    name : str
-        A key of `POLICIES` (``random``, ``dotprod``,
-        ``gpu-clustering``, ``gpu-packing``, ``best-fit``, ``fgd``,
-        ``fgd-lookahead``).
-    seed : int
-        Seed of the policy's random generator (used by ``random``).
-    **kw
-        Options of the policy's constructor (``fgd-lookahead``: ``lam``,
-        ``rho``, ``share_res``, ``cpu_pods``, ``reserve``, ``mu``).
-
-    Returns
-    -------
-    Policy
-
-    Raises
-    ------
-    ValueError
-        Unknown policy name, or an ``fgd-lookahead`` option out of range.
-    """
-    try:
-        cls = POLICIES[name]
-    except KeyError:
-        raise ValueError(f"unknown online policy {name!r}; valid: {', '.join(POLICIES)}") from None
-    return cls(seed, **kw)
-
-
 # --------------------------------------------------------------- simulator
 def place(state: ClusterState, policy: Policy, pod: Pod):
     """Place one pod; returns (node, gpus) or None when no node fits."""
@@ -1265,28 +1225,11 @@ and `Policy.choose`)."""
     return n, gpus
 
 
-def simulate(state: ClusterState, policy: Policy, pods: Sequence[Pod], *,
-             record_frag: bool = True, progress=None):
-    """Attempt every pod once in order.  Returns (placements, used, frag) where
-    ``placements[i]`` is (node, gpus) or None and ``used``/``frag`` are the
-    allocated milli-GPU and the cluster fragmentation after each attempt."""
-    out = []
-    used = np.zeros(len(pods), dtype=np.int64)
-    frag = np.zeros(len(pods)) if record_frag else None
-    for i, pod in enumerate(pods):
-        out.append(place(state, policy, pod))
-        used[i] = state.used
-        if frag is not None:           # record_frag
-            frag[i] = state.frag.sum()
-        if progress is not None:
-            progress(1)
-    return out, used, frag
-
-
 class MoveSimulator:
     """Online placement that may *move* up to ``max_moves`` placed pods.
 
-    Pods are placed by ``policy`` as in `simulate`.  When a single-GPU
+    Pods are placed by ``policy`` one at a time in order (`place`), a pod
+    that fits nowhere dropped, as in the FGD protocol.  When a single-GPU
     pod P (shared or whole) fits nowhere and moves are left, we look for a GPU
     (n, i) holding a set Q of at most ``max_group`` shared pods (no more than
     the moves left) such that after taking Q off, node n can host P on GPU i
@@ -1433,9 +1376,11 @@ class MoveSimulator:
 
 def simulate_moves(state: ClusterState, policy: Policy, pods: Sequence[Pod], max_moves: int,
                    *, record_frag: bool = True):
-    """`simulate` with up to ``max_moves`` moves (see `MoveSimulator`).
-    Returns (placements, used, frag, moves) where ``moves[i]`` is the number of
-    moves made up to attempt i."""
+    """Attempt every pod once in order with up to ``max_moves`` moves (see
+    `MoveSimulator`).  Returns (placements, used, frag, moves): ``placements[i]``
+    is (node, gpus) or None, ``used``/``frag`` the allocated milli-GPU and the
+    cluster fragmentation after each attempt, ``moves[i]`` the moves made up
+    to attempt i."""
     sim = MoveSimulator(state, policy, max_moves)
     out = []
     used = np.zeros(len(pods), dtype=np.int64)
@@ -1450,6 +1395,5 @@ def simulate_moves(state: ClusterState, policy: Policy, pods: Sequence[Pod], max
     return out, used, frag, moves
 
 
-__all__ = ["Pod", "FragModel", "ClusterState", "Policy", "POLICIES", "make_policy", "place",
-           "place_scan",
-           "simulate", "simulate_moves", "MoveSimulator", "sigmoid_score", "MILLI"]
+__all__ = ["Pod", "FragModel", "ClusterState", "Policy", "place", "place_scan",
+           "simulate_moves", "MoveSimulator", "sigmoid_score", "MILLI"]
