@@ -151,7 +151,8 @@ def _partial(rec: Checked, cluster: Cluster, jobs: tuple[Job, ...], allocation: 
     if not _books(by_id, placed, jobs, ps, allocation.unplaced):
         return False
     old_jobs, old_placed = rec.by_id, rec.placed
-    changed = [j for j in jobs if not _same_job(old_jobs.get(j.id), j)]
+    get_job = old_jobs.get
+    changed = [j for j in jobs if get_job(j.id) is not j and not _same_job(get_job(j.id), j)]
     if _declares(changed, ()) or _tenancy(cluster, changed) or _unresolved(changed):
         return False
     new: list[Placement] = []
@@ -159,8 +160,10 @@ def _partial(rec: Checked, cluster: Cluster, jobs: tuple[Job, ...], allocation: 
     for jid, p in placed.items():
         q = old_placed.get(jid)
         same = q is not None and (q is p or q == p)
-        if same and _same_job(old_jobs.get(jid), by_id[jid]):
-            continue                         # the pair passed as it is
+        if same:
+            job, old = by_id[jid], get_job(jid)
+            if old is job or _same_job(old, job):
+                continue                     # the pair passed as it is
         if not same:
             if _declares((), (p,)):
                 return False
