@@ -14,8 +14,8 @@ derived, so that the next one does work in proportion to what changed:
   ([`Changes`][alloc.carry.Changes]: running jobs gone, running jobs new);
 * the last allocation that passed the final check
   ([`alloc.recheck`][alloc.recheck]): the next check examines the placements
-  and jobs that are not the very same objects, and the capacity they take
-  or give back;
+  and jobs that differ from it by value, and the capacity they take or give
+  back;
 * per solver, the state a solver keeps across rounds (an engine of free
   lists, scores per server), taken out at the start of a call
   ([`take`][alloc.carry.Carry.take]) and kept again when the call succeeds
@@ -30,8 +30,10 @@ the same problem as the compiled one's; the carry notes the reduction
 changes against the reduced problem, the one the solver's state reflects
 ([`rebase`][alloc.carry.rebase]).
 
-Identity, never equality: a kept value is used only while the objects it
-was derived from are the same objects, so a changed job, a new cluster
+Identity, never equality (but for the final check's record, which
+compares values, and a from-scratch round's run, whose inputs are value
+keys): a kept value is used only while the objects it was derived from are
+the same objects, so a changed job, a new cluster
 (a server failed, drained servers' placeholder jobs, a server added) or a
 rolled-back event simply finds nothing to reuse.  What the carry derives is
 equal to what a fresh computation gives (the tests compare a session's

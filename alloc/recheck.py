@@ -1,42 +1,46 @@
 """The final check of a round that follows a checked one: only what changed.
 
 [`violations`][alloc.check.violations] looks at every placement, every
-job and every resource.  In a scheduler loop most of them are the very same
-objects as in the last allocation that passed it (a
+job and every resource.  In a scheduler loop most of them are, by value, the
+same as in the last allocation that passed it (a
 [`Checked`][alloc.recheck.Checked] record, kept in the loop's
 [`Carry`][alloc.carry.Carry]); [`violations_since`][alloc.recheck.violations_since]
-examines the rest and returns exactly what the full check returns:
+examines the rest and returns exactly what the full check returns.  "The
+same" is always a comparison of values (``==`` on the frozen objects, after
+the free test ``is``), never a flag or a cache of the core, so a placement
+rebuilt by a solver that re-places every round from scratch is known again
+as long as it is equal to the one checked:
 
 * bookkeeping (every job once in ``placements`` or ``unplaced``, nothing
   else): set sizes and inclusions over all ids, linear and in C;
 * each placement on its own
   ([`placement_problems`][alloc.check.placement_problems] and its
-  throughput): only the pairs (job, placement) that were not a pair of the
-  checked allocation.  A pair's result is a pure function of frozen
-  objects on the same cluster that does not read the job's ``current``, so
-  an old pair passes again, and so does an old placement with its job as
-  it was when it started (the same fields but ``current``);
-* capacities: the checked allocation's CPU, memory and milli-GPU per
-  server and GPU, minus the placements gone, plus the new ones, compared
-  with the capacity on every resource whose load changed (the others carry
-  the checked load);
-* GPU memory and compute, tenancy, and live state with moves or
-  preemptions: the full checks whenever anything could matter to them (a
-  job or placement declares GPU memory or compute, a tenant or a guaranteed
-  job, a job moved or preempted now or in the checked allocation).  A
-  running job is otherwise either placed where it runs as an old pair, or a
-  new pair compared with its ``current`` placement;
-* model names: only new jobs can name a model without a profile.
+  throughput): only where the placement, or its job in any field but
+  ``current``, differs from the pair the record holds for that job id.  A
+  pair's result is a pure function of frozen values on the same cluster
+  that does not read the job's ``current`` (so a job that started keeps the
+  verdict of the job that waited);
+* capacities: the checked allocation's CPU, memory and milli-GPU per server
+  and GPU, minus the placements that differ, plus the new ones, compared
+  with the capacity (the check's own reading, `alloc.facts`) on every
+  resource whose load changed (the others carry the checked load);
+* live state (moves, their allowance, preemptions and who they were for):
+  the full check's own [`live_state_problems`][alloc.check.live_state_problems]
+  every round (linear; a running job not moved costs one identity test);
+* GPU memory and compute, tenancy: the full check whenever anything could
+  matter to them (a job or placement declares GPU memory or compute, an
+  opportunistic share, a tenant or a guaranteed job);
+* model names: only jobs that differ can name a model without a profile.
 
 When this finds any problem, or the record does not apply (another
-cluster object), the full check runs and its list is returned, so the
-answer is the full check's in every case; a passing allocation becomes the
-next record.  ``tests/test_recheck.py`` compares both on generated rounds,
-corrupted ones included.
+cluster), the full check runs and its list is returned, so the answer is the
+full check's in every case; a passing allocation becomes the next record.
+``tests/test_recheck.py`` compares both on generated rounds, corrupted ones
+included.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Iterable, Sequence
 
 from .deadline import Deadline
@@ -56,22 +60,18 @@ class Checked:
     ----------
     cluster : Cluster
         The cluster it was checked on.
-    jobs, placements : dict of int to object
-        The input jobs and the placements by ``id()`` (held, so that the
-        ``id()`` stay unique while the record lives).
     by_id, placed : dict of str to object
-        The jobs and the placements by job id.
+        The input jobs and the placements by job id (each placement passed
+        the per-placement check with the job ``by_id`` holds for its id).
     gpu, cpu, mem : dict of str to int
         Milli-GPU per GPU name, milli-cores and MiB per server id, summed over
         the placements.
     simple : bool
         Ids unique, nothing declared GPU memory or compute, no tenant, no
-        guaranteed job, no model name without its profile, nothing moved or
-        preempted (the conditions of the partial check).
+        guaranteed job, no model name without its profile (the conditions
+        of the partial check).
     """
     cluster: Cluster
-    jobs: dict[int, Job]
-    placements: dict[int, Placement]
     by_id: dict[str, Job]
     placed: dict[str, Placement]
     gpu: dict[str, int]
@@ -81,7 +81,17 @@ class Checked:
 
 
 def record(cluster: Cluster, jobs: Sequence[Job], allocation: Allocation) -> Checked:
-    """The record of an allocation that passed the full check."""
+    """The record of an allocation that passed the full check.
+
+    Examples
+    --------
+    >>> from alloc import Cluster, Job, Server, allocate
+    >>> c = Cluster((Server("s0", 8000, 64000, 2),))
+    >>> jobs = [Job("a", 1, cpu=1000, mem=1000)]
+    >>> rec = record(c, jobs, allocate(c, jobs))
+    >>> rec.simple, rec.cpu
+    (True, {'s0': 1000})
+    """
     gpu: dict[str, int] = {}
     cpu: dict[str, int] = {}
     mem: dict[str, int] = {}
@@ -90,9 +100,8 @@ def record(cluster: Cluster, jobs: Sequence[Job], allocation: Allocation) -> Che
     jobs = tuple(jobs)
     by_id = {j.id: j for j in jobs}
     simple = (not _declares(jobs, ps) and not _tenancy(cluster, jobs) and not _unresolved(jobs)
-              and len(by_id) == len(jobs) and not allocation.moved and not allocation.preempted)
-    return Checked(cluster, dict(zip(map(id, jobs), jobs)), dict(zip(map(id, ps), ps)), by_id,
-                   {p.job: p for p in ps}, gpu, cpu, mem, simple)
+              and len(by_id) == len(jobs))
+    return Checked(cluster, by_id, {p.job: p for p in ps}, gpu, cpu, mem, simple)
 
 
 def violations_since(checked: Checked | None, cluster: Cluster, jobs: Sequence[Job],
@@ -100,75 +109,70 @@ def violations_since(checked: Checked | None, cluster: Cluster, jobs: Sequence[J
                      deadline: Deadline | None = None, order: Sequence[str] | None = None,
                      preempt: str | None = None) -> tuple[list[str], Checked | None]:
     """[`violations`][alloc.check.violations], examining only what changed
-    since ``checked`` (see the module notes); ``order`` and ``preempt`` as
-    the full check takes them (they bear only on preempted jobs, which the
-    partial check leaves to the full one).
+    since ``checked`` (see the module notes); ``max_moves``, ``order`` and
+    ``preempt`` as the full check takes them.
 
     Returns
     -------
     list of str, Checked or None
         The full check's answer, and the record for the next round (None
         when the allocation did not pass).
+
+    Examples
+    --------
+    >>> from alloc import Cluster, Job, Server, allocate
+    >>> c = Cluster((Server("s0", 8000, 64000, 2),))
+    >>> jobs = [Job("a", 1, cpu=1000, mem=1000)]
+    >>> a = allocate(c, jobs)
+    >>> bad, rec = violations_since(None, c, jobs, a)          # the full check
+    >>> violations_since(rec, c, jobs, a)[0]                    # nothing changed
+    []
     """
     from .check import violations
     jobs = tuple(jobs)
-    if checked is not None and checked.cluster is cluster and checked.simple:
-        if _partial(checked, cluster, jobs, allocation):
+    if checked is not None and checked.simple and (checked.cluster is cluster
+                                                   or checked.cluster == cluster):
+        if _partial(checked, cluster, jobs, allocation, max_moves, order, preempt):
             return [], checked
     bad = violations(cluster, jobs, allocation, max_moves=max_moves, deadline=deadline,
                      order=order, preempt=preempt)
     return bad, (None if bad else record(cluster, jobs, allocation))
 
 
-def _partial(rec: Checked, cluster: Cluster, jobs: tuple[Job, ...], allocation: Allocation
-             ) -> bool:
+def _partial(rec: Checked, cluster: Cluster, jobs: tuple[Job, ...], allocation: Allocation,
+             max_moves: int | None = 0, order: Sequence[str] | None = None,
+             preempt: str | None = None) -> bool:
     """Bring ``rec`` to this allocation; True when it passes, False when the
-    full check must say (``rec`` is then spoilt)."""
-    if allocation.moved or allocation.preempted:
-        return False
+    full check must say (``rec`` is then left as it was)."""
+    from .check import live_state_problems
     ps = allocation.placements
-    jmap = dict(zip(map(id, jobs), jobs))
-    pmap = dict(zip(map(id, ps), ps))
-    if len(jmap) != len(jobs) or len(pmap) != len(ps):
+    by_id = {j.id: j for j in jobs}
+    placed = {p.job: p for p in ps}
+    if not _books(by_id, placed, jobs, ps, allocation.unplaced):
         return False
-    new_jobs = [jmap[k] for k in jmap.keys() - rec.jobs.keys()]
-    gone_jobs: list[Job] = [rec.jobs[k] for k in rec.jobs.keys() - jmap.keys()]
-    new = [pmap[k] for k in pmap.keys() - rec.placements.keys()]
-    gone: list[Placement] = [rec.placements[k] for k in rec.placements.keys() - pmap.keys()]
-    if _declares(new_jobs, new) or _tenancy(cluster, new_jobs) or _unresolved(new_jobs):
+    old_jobs, old_placed = rec.by_id, rec.placed
+    get_job = old_jobs.get
+    changed = [j for j in jobs if get_job(j.id) is not j and not _same_job(get_job(j.id), j)]
+    if _declares(changed, ()) or _tenancy(cluster, changed) or _unresolved(changed):
         return False
-    by_id, placed = rec.by_id, rec.placed
-    was = {j.id: by_id.get(j.id) for j in new_jobs}
-    for j in gone_jobs:
-        jid = j.id
-        if by_id.get(jid) is j:
-            del by_id[jid]
-    for j in new_jobs:
-        by_id[j.id] = j
-    for p in gone:
-        pid = p.job
-        if placed.get(pid) is p:
-            del placed[pid]
-    for p in new:
-        placed[p.job] = p
-    if not _books(rec, jobs, ps, allocation.unplaced, gone_jobs, new):
-        return False
-    # the pairs (job, placement) not checked before
-    fresh = {id(p): p for p in new}
-    for jid in was:
-        q = placed.get(jid)
-        if q is not None:
-            fresh[id(q)] = q
-    for p in fresh.values():
-        job = by_id[p.job]
-        before = was.get(p.job)
-        if id(p) in rec.placements and before is not None and same_but_current(job, before):
-            continue                         # the pair passed with the job before it started
-        bad, known = _own(cluster, job, p)          # once: the record keeps the pair
-        if bad or not known:
+    new: list[Placement] = []
+    gone: list[Placement] = []
+    for jid, p in placed.items():
+        q = old_placed.get(jid)
+        same = q is not None and (q is p or q == p)
+        if same:
+            job, old = by_id[jid], get_job(jid)
+            if old is job or _same_job(old, job):
+                continue                     # the pair passed as it is
+        if not same:
+            if _declares((), (p,)):
+                return False
+            new.append(p)
+            if q is not None:
+                gone.append(q)
+        if not _passes(cluster, by_id[jid], p):
             return False
-        if job.current is not None and not p.same_as(job.current):
-            return False                     # a move the allocation does not list
+    gone += [q for jid, q in old_placed.items() if jid not in placed]
     dg: dict[str, int] = {}
     dc: dict[str, int] = {}
     dm: dict[str, int] = {}
@@ -176,37 +180,50 @@ def _partial(rec: Checked, cluster: Cluster, jobs: tuple[Job, ...], allocation: 
     _add(new, 1, dg, dc, dm)
     if not _within(cluster, rec, dg, dc, dm):
         return False
+    if live_state_problems(jobs, allocation, max_moves, order=order, preempt=preempt):
+        return False
     for delta, total in ((dg, rec.gpu), (dc, rec.cpu), (dm, rec.mem)):
         for k, v in delta.items():
             total[k] = total.get(k, 0) + v
-    rec.jobs, rec.placements = jmap, pmap
+    rec.by_id, rec.placed = by_id, placed
     return True
 
 
-def _books(rec: Checked, jobs: tuple[Job, ...], ps: tuple[Placement, ...],
-           unplaced: tuple[str, ...], gone_jobs: list[Job], new: list[Placement]) -> bool:
-    """Every job once in the placements or unplaced, nothing else, no running
-    job dropped: the record held it, so only what changed is looked at."""
-    by_id, placed = rec.by_id, rec.placed
-    if len(by_id) != len(jobs) or len(placed) != len(ps):
-        return False                         # an id twice
-    if any(j.id not in by_id for j in gone_jobs if j.id in placed):
-        return False                         # a placement for a job that left
-    if any(p.job not in by_id for p in new):
-        return False
+def _same_job(old: Job | None, job: Job) -> bool:
+    """``job`` equals ``old`` in every field but ``current`` (what the
+    per-placement check reads of it)."""
+    return old is not None and (old is job or same_but_current(old, job)
+                                or _drop_current(old) == _drop_current(job))
+
+
+#: The fields of a job but ``current``.
+_BUT_CURRENT = tuple(f.name for f in fields(Job) if f.name != "current")
+
+
+def _drop_current(job: Job) -> tuple[object, ...]:
+    return tuple(getattr(job, f) for f in _BUT_CURRENT)
+
+
+def _books(by_id: dict[str, Job], placed: dict[str, Placement], jobs: tuple[Job, ...],
+           ps: tuple[Placement, ...], unplaced: tuple[str, ...]) -> bool:
+    """Every job once in the placements or unplaced, nothing else (ids
+    unique): set sizes and inclusions."""
     out = set(unplaced)
-    if len(out) != len(unplaced) or len(out) + len(placed) != len(by_id):
-        return False
-    for jid in out:
-        job = by_id.get(jid)
-        if job is None or jid in placed or job.current is not None:
-            return False                     # unknown, placed too, or a running job dropped
-    return True
+    return (len(by_id) == len(jobs) and len(placed) == len(ps) and len(out) == len(unplaced)
+            and len(out) + len(placed) == len(by_id) and out.isdisjoint(placed)
+            and by_id.keys() >= placed.keys() and by_id.keys() >= out)
 
 
 def _own(cluster: Cluster, job: Job, p: Placement) -> tuple[list[str], bool]:
+    """The full check's own problems of one placement, and whether its GPUs
+    and servers are known."""
     from .check import _own_problems
     return _own_problems(cluster, job, p)
+
+
+def _passes(cluster: Cluster, job: Job, p: Placement) -> bool:
+    bad, known = _own(cluster, job, p)
+    return known and not bad
 
 
 def _within(cluster: Cluster, old: Checked, dg: dict[str, int], dc: dict[str, int],
@@ -238,7 +255,8 @@ def _add(placements: Iterable[Placement], sign: int, gpu: dict[str, int], cpu: d
 
 
 def _declares(jobs: Iterable[Job], placements: Iterable[Placement]) -> bool:
-    """Something declares GPU memory or compute (`alloc.resources`)."""
+    """Something declares GPU memory or compute, or holds an opportunistic
+    share (`alloc.resources`)."""
     return any(j.gpu_mem is not None or j.gpu_compute is not None for j in jobs) or any(
         g.mem is not None or g.compute is not None or g.milli == 0
         for p in placements for g in p.gpus)

@@ -198,6 +198,49 @@ def test_the_placement_kept_for_a_running_job():
         s.step()
 
 
+def test_the_placement_kept_for_a_running_job_re_placed_from_scratch():
+    """The same, in rounds that re-place every job from scratch (moves
+    allowed): the partial check knows a placement again only by its value,
+    so the forged one is examined and its unlisted move found."""
+    from alloc.memo import entries
+    s = Session(cluster(2, 4), solver="proportional", max_moves=None, move_cost=0.0)
+    for i in range(4):
+        s.submit(Job(f"j{i}", 1, cpu=1000, mem=1000))
+    s.step()
+    s.step()
+    assert s._carry.checked is not None             # the next check is the partial one
+    jid = s.running[0]
+    cur = s.jobs[jid].current
+    store = entries(cur)
+    kept = store["placement"]
+    forged = replace(cur, gpus=(GpuShare("s1/gpu3", 1000),), cpu={"s1": 1000},
+                     mem={"s1": 1000})
+    store["placement"] = kept[:-1] + (forged,)
+    s.submit(Job("k", 1, cpu=1000, mem=1000))
+    with pytest.raises(SolverError, match="moved"):
+        s.step()
+
+
+def test_the_first_fit_round_kept_for_the_next():
+    """A from-scratch first-fit round is reused by the next
+    (`alloc.engines.greedy.scratch.Played`); one that puts every job on one
+    GPU misleads the core into a placement the check refuses, and the round
+    fails."""
+    from alloc.engines.greedy.scratch import PLAYED, Played
+    s = Session(cluster(2, 4), solver="proportional", max_moves=None, move_cost=0.0)
+    for i in range(4):
+        s.submit(Job(f"j{i}", 1, cpu=1000, mem=1000))
+    s.step()
+    s.submit(Job("k0", 1, cpu=1000, mem=1000))
+    s.step()                                        # from scratch: kept for the next
+    kept = s._carry._states[PLAYED]
+    s._carry._states[PLAYED] = Played(kept.base, tuple(
+        (key, o, ((0, 1000),), cpu, mem) for key, o, _, cpu, mem in kept.steps))
+    s.submit(Job("k", 1, cpu=1000, mem=1000))
+    with pytest.raises(SolverError, match="violation"):
+        s.step()
+
+
 def test_the_shares_kept_by_the_cluster_arrays():
     c = cluster()
     arr = cluster_arrays(c)

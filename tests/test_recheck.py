@@ -19,8 +19,8 @@ MODELS = ("res18", "bert", "gnmt")
 
 
 def clone(rec: Checked) -> Checked:
-    return Checked(rec.cluster, dict(rec.jobs), dict(rec.placements), dict(rec.by_id),
-                   dict(rec.placed), dict(rec.gpu), dict(rec.cpu), dict(rec.mem), rec.simple)
+    return Checked(rec.cluster, dict(rec.by_id), dict(rec.placed), dict(rec.gpu), dict(rec.cpu),
+                   dict(rec.mem), rec.simple)
 
 
 def corruptions(rng: random.Random, cluster: Cluster, jobs: list, a) -> list:
@@ -111,3 +111,43 @@ def test_a_record_is_not_used_on_another_cluster():
     over = replace(a, placements=tuple(replace(p, gpus=(GpuShare("s0/gpu1", 1000),))
                                        for p in a.placements))
     assert violations_since(rec, other, jobs, over)[0] == violations(other, jobs, over) != []
+
+
+def test_rounds_re_placed_from_scratch_are_checked_in_what_changed():
+    """A solver that re-places every job from scratch (moves allowed) hands
+    the check new placement objects each round: the ones equal by value to
+    the record's are known again, moves are checked by the full check's
+    rule, and every corruption is still refused as the full check refuses it."""
+    rng = random.Random(5)
+    cl = Cluster(tuple(Server(f"s{i}", 24000, 512000, 8, "V100") for i in range(4)))
+    s = Session(cl, solver="proportional", max_moves=None, move_cost=0.0)
+    rec, k, passed, moved, refused = None, 0, 0, 0, 0
+    for _ in range(25):
+        for j in [j for j in s.running if rng.random() < 0.3]:
+            s.finish(j)
+        for _ in range(rng.randint(0, 6)):
+            k += 1
+            n = rng.choice((1, 1, 2))
+            s.submit(Job(f"j{k}", n, cpu=3000 * n, mem=64000 * n, model=rng.choice(MODELS)))
+        jobs = list(s.jobs.values())
+        a = s.step().allocation
+        moved += bool(a.moved)
+        for bad in corruptions(rng, cl, jobs, a):
+            full = violations(cl, jobs, bad, max_moves=None)
+            if not full:
+                continue        # a change the call allows (a move, with moves unlimited)
+            if rec is not None:
+                assert not _partial(clone(rec), cl, tuple(jobs), bad, None)
+                assert violations_since(clone(rec), cl, jobs, bad, max_moves=None)[0] == full
+                refused += 1
+        if rec is not None:
+            # the same allocation rebuilt: equal placements, new objects
+            copy = replace(a, placements=tuple(replace(p) for p in a.placements))
+            assert _partial(clone(rec), cl, tuple(jobs), copy, None)
+            if a.moved:         # the moves, refused where the call allows none
+                assert violations_since(clone(rec), cl, jobs, a, max_moves=0)[0] == \
+                    violations(cl, jobs, a, max_moves=0) != []
+            passed += _partial(clone(rec), cl, tuple(jobs), a, None)
+        bad, rec = violations_since(rec, cl, jobs, a, max_moves=None)
+        assert bad == [] and rec is not None
+    assert passed >= 20 and moved >= 3 and refused >= 100, (passed, moved, refused)

@@ -184,9 +184,7 @@ def _check(rec: Any, cluster: Cluster, job: Any, p: Any) -> bool:
         for delta, total in ((dg, rec.gpu), (dc, rec.cpu), (dm, rec.mem)):
             for k, v in delta.items():
                 total[k] = total.get(k, 0) + v
-        rec.placements[id(p)] = p
         rec.placed[p.job] = p
-    rec.jobs[id(job)] = job
     rec.by_id[job.id] = job
     return True
 

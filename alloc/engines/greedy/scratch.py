@@ -22,6 +22,19 @@ leaves a running job out is not used (the solver answers the problem as
 given: running jobs kept in place), so a from-scratch round never stops a
 running job; the final check verifies every placement.
 
+`first_fit_all` is first fit over a from-scratch problem's jobs in order,
+reusing the last round's answer where it must be the same
+([`Played`][alloc.engines.greedy.scratch.Played], kept in a loop's carry):
+from the same empty cluster (the same cluster, the same free capacities by
+value), the $k$-th job is placed by first fit on a state that depends only
+on the shapes of the jobs before it (`State.shape`: GPUs, share, CPU,
+memory, locality, allowed server classes) and on their assignments, so as
+long as the shapes in order are the ones of the last round and each was
+placed by the server index alone (no spread), each one's assignment is the
+one of the last round -- put in place without searching.  The first shape
+that differs (or a job the last round spread) ends the reuse; first fit
+goes on from there.
+
 Examples
 --------
 >>> from alloc import Cluster, Job, Server, Session
@@ -34,12 +47,19 @@ Examples
 """
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
+from typing import Any, Sequence
 
 import numpy as np
 
+from ...deadline import Deadline
 from ...model import MILLI
 from ...problem import Assign, Problem, Solution, add_assign
+from .index import FIRST
+from .state import State, new_assign
+
+#: The carry's key of the last round's `Played`.
+PLAYED = "greedy.scratch.first-fit"
 
 
 def from_scratch(problem: Problem) -> Problem | None:
@@ -100,7 +120,7 @@ def back(problem: Problem, scratch: Problem, sol: Solution) -> Solution | None:
     assign = _relabel(problem, dict(sol.assign), held)
     for j, a in assign.items():
         cur = problem.fixed.get(j)
-        if cur is not None and a == cur:
+        if cur is not None and a is not cur and a == cur:
             assign[j] = cur                  # the very object: where it runs
     return replace(sol, assign=assign, stats={**sol.stats, "from_scratch": True})
 
@@ -155,19 +175,44 @@ def _relabel(problem: Problem, assign: dict[int, Assign], held: set[int]) -> dic
     gmap = {} if _inner_levels(problem) else _gpu_maps(problem, pairs, pi, first, gsrv)
     out = dict(assign)
     for j, a in assign.items():
-        if a is fixed.get(j):
+        cur = fixed.get(j)
+        if a is cur:
             continue
-        gpus = []
-        for g, m in a.gpus:
+        ag, ac, am = a.gpus, a.cpu, a.mem
+        if len(ag) == 1:                     # the common one-GPU job, without the lists
+            g, m = ag[0]
             s = gsrv[g]
             t = pi.get(s, s)
             local = g - first[s]
             mt = gmap.get(t)
             if mt is not None:
                 local = mt.get(local, local)
-            gpus.append((first[t] + local, m))
-        out[j] = Assign(tuple(gpus), tuple((pi.get(s, s), v) for s, v in a.cpu),
-                        tuple((pi.get(s, s), v) for s, v in a.mem), a.caps)
+            gpus: tuple[tuple[int, int], ...] = ((first[t] + local, m),)
+        else:
+            gl = []
+            for g, m in ag:
+                s = gsrv[g]
+                t = pi.get(s, s)
+                local = g - first[s]
+                mt = gmap.get(t)
+                if mt is not None:
+                    local = mt.get(local, local)
+                gl.append((first[t] + local, m))
+            gpus = tuple(gl)
+        if len(ac) == 1 and len(am) == 1:
+            (s, c), (s2, v) = ac[0], am[0]
+            cpu: tuple[tuple[int, int], ...] = ((pi.get(s, s), c),)
+            mem: tuple[tuple[int, int], ...] = ((pi.get(s2, s2), v),)
+        else:
+            cpu = tuple((pi.get(s, s), c) for s, c in ac)
+            mem = tuple((pi.get(s, s), v) for s, v in am)
+        if cur is not None and gpus == cur.gpus and cpu == cur.cpu and mem == cur.mem \
+                and a.caps == cur.caps:
+            out[j] = cur                     # the very object: where it runs
+        elif a.caps:
+            out[j] = Assign(gpus, cpu, mem, a.caps)
+        else:
+            out[j] = new_assign(gpus, cpu, mem)
     return out
 
 
@@ -178,10 +223,24 @@ def _gpu_maps(problem: Problem, pairs: list, pi: dict[int, int], first: list, gs
     maps: dict[int, dict[int, int]] = {}
     used: dict[int, set[int]] = {}
     for _, a, cur in pairs:
-        if len(a.gpus) != len(cur.gpus):
+        ag, cg = a.gpus, cur.gpus
+        if len(ag) != len(cg):
             continue
-        new = sorted((pi.get(gsrv[g], gsrv[g]), g - first[gsrv[g]]) for g, _ in a.gpus)
-        old = sorted((gsrv[g], g - first[gsrv[g]]) for g, _ in cur.gpus)
+        if len(ag) == 1:                     # one GPU: the pair itself, without sorting
+            g, h = ag[0][0], cg[0][0]
+            s, t2 = gsrv[g], gsrv[h]
+            t = pi.get(s, s)
+            if t != t2:
+                continue
+            x, y = g - first[s], h - first[t2]
+            m = maps.get(t)
+            if m is not None and (m.get(x, y) != y or (y in used[t] and m.get(x) != y)):
+                continue
+            maps.setdefault(t, {})[x] = y
+            used.setdefault(t, set()).add(y)
+            continue
+        new = sorted((pi.get(gsrv[g], gsrv[g]), g - first[gsrv[g]]) for g, _ in ag)
+        old = sorted((gsrv[g], g - first[gsrv[g]]) for g, _ in cg)
         ok = True
         for (t, x), (t2, y) in zip(new, old):
             if t != t2:
@@ -205,4 +264,101 @@ def _gpu_maps(problem: Problem, pairs: list, pi: dict[int, int], first: list, gs
     return maps
 
 
-__all__ = ["back", "from_scratch", "kept"]
+@dataclass(frozen=True)
+class Played:
+    """A from-scratch first-fit round, as the next one reuses it.
+
+    Attributes
+    ----------
+    base : tuple
+        The empty cluster it started from: the cluster, and the free CPU,
+        memory and milli-GPU arrays as bytes (compared by value).
+    steps : tuple of (tuple, int, tuple, tuple, tuple)
+        Per job in order, as long as the server index alone placed them: the
+        job's shape key (`alloc.engines.greedy.index.Shape`), its option and
+        its assignment's GPUs, CPU and memory.
+    """
+    base: tuple[Any, ...]
+    steps: tuple[tuple[Any, ...], ...]
+
+
+def base_of(problem: Problem) -> tuple[Any, ...]:
+    """What a `Played` round started from: the cluster and the free CPU,
+    memory and milli-GPU arrays as bytes."""
+    return (problem.cluster, problem.free_cpu.tobytes(), problem.free_mem.tobytes(),
+            problem.gpu_free.tobytes())
+
+
+def same_base(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
+    """Two `base_of` values equal (the clusters by value)."""
+    return (a[0] is b[0] or a[0] == b[0]) and a[1:] == b[1:]
+
+
+def first_fit_all(st: State, order: Sequence[int], deadline: Deadline,
+                  before: Played | None = None) -> tuple[dict[str, Any], Played | None]:
+    """First fit (`alloc.engines.greedy.rules.first_fit`) of the jobs
+    ``order`` on ``st`` in turn, stopping at the deadline (checked every 64
+    jobs), the last round's answer ``before`` reused where it must be the
+    same (module notes).
+
+    Returns
+    -------
+    dict, Played or None
+        ``{"stopped": "time limit"}`` when stopped, else ``{}``; what the
+        next round may reuse (None when stopped).
+
+    Examples
+    --------
+    >>> from alloc import Cluster, Job, Server
+    >>> from alloc.deadline import Deadline
+    >>> from alloc.problem import compile_problem
+    >>> cl = Cluster(tuple(Server(f"s{i}", 8000, 64000, 2, "V100") for i in range(2)))
+    >>> p = compile_problem(cl, [Job(f"j{i}", 1, cpu=1000, mem=1000) for i in range(3)])
+    >>> _, played = first_fit_all(State(p), [0, 1, 2], Deadline.never())
+    >>> st = State(p)
+    >>> _ = first_fit_all(st, [2, 0], Deadline.never(), played)    # the same shapes: reused
+    >>> sorted((j, a.gpus) for j, a in st.assign.items())
+    [(0, ((1, 1000),)), (2, ((0, 1000),))]
+    """
+    p = st.p
+    base = base_of(p)
+    steps: list[tuple[Any, ...]] = []
+    k, n = 0, len(order)
+    shape, place = st.shape, st.place
+    if before is not None and not st.assign and st.version == 0 and \
+            same_base(before.base, base):
+        old = before.steps
+        m = min(len(old), n)
+        while k < m:
+            if k % 64 == 0 and deadline.expired():
+                return {"stopped": "time limit"}, None
+            if old[k][1] != 0 or shape(order[k], 0).key != old[k][0]:
+                break
+            k += 1
+        if k:
+            st.put_all([(j, new_assign(g, c, m), 0) for j, (_, _, g, c, m) in zip(order, old[:k])])
+            steps += old[:k]
+    run = len(steps) == k
+    while k < n:
+        if k % 64 == 0 and deadline.expired():
+            return {"stopped": "time limit"}, None
+        j = order[k]
+        sh = shape(j, 0)
+        f = sh.finders.get((FIRST, None)) or st.finder(sh, FIRST)
+        top = f.top()
+        if top is not None:
+            a = st.assign_on(j, top, sh)
+            place(j, a, 0)
+            if run:
+                steps.append((sh.key, 0, a.gpus, a.cpu, a.mem))
+        else:
+            run = False
+            spread = st.try_spread(j, 0)
+            if spread is not None:
+                place(j, spread, 0)
+        k += 1
+    return {}, Played(base, tuple(steps))
+
+
+__all__ = ["PLAYED", "Played", "back", "base_of", "first_fit_all", "from_scratch", "kept",
+           "same_base"]

@@ -184,6 +184,27 @@ class State:
         self.option[j] = option
         return touched
 
+    def put_all(self, placed: Sequence[tuple[int, Assign, int]]) -> None:
+        """Put jobs at once on a state where nothing is placed yet:
+        ``(job, assignment, option)`` each.  The free capacities less theirs
+        and the server summaries computed again from them (as `copy` does):
+        the state `place` one by one would leave, without its change logs
+        (the finders are built on their next use)."""
+        assert not self.assign and self.version == 0, "put_all on a state with placements"
+        cl, ml, gl = list(self.cpu_l), list(self.mem_l), list(self.g_l)
+        assign, option = self.assign, self.option
+        for j, a, o in placed:
+            for g, q in a.gpus:
+                gl[g] -= q
+            for s, c in a.cpu:
+                cl[s] -= c
+            for s, v in a.mem:
+                ml[s] -= v
+            assign[j] = a
+            option[j] = o
+        self._setup(np.array(cl, dtype=np.int64), np.array(ml, dtype=np.int64),
+                    np.array(gl, dtype=np.int64))
+
     def remove(self, j: int) -> Assign:
         """Take job j out; returns its assignment."""
         a = self.assign.pop(j)

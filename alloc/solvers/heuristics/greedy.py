@@ -24,7 +24,7 @@ from ...problem import Problem, Solution
 from ...engines.greedy.state import State
 from ...engines.greedy.rules import best_fit, first_fit, rank_order
 from ...engines.greedy.compact import compact
-from ...engines.greedy.scratch import back, from_scratch, kept
+from ...engines.greedy.scratch import PLAYED, back, first_fit_all, from_scratch, kept
 
 
 def _place_all(st: State, order: Sequence[int], pick, deadline: Deadline) -> dict:
@@ -53,11 +53,21 @@ def solve_proportional_moving(problem: Problem, *, deadline: Deadline,
                               seed: int = 0) -> Solution:
     """``proportional`` (declares ``migration``): `solve_proportional` from
     scratch when the call allows any number of moves
-    (`alloc.engines.greedy.scratch`), else on the problem as given, its
-    running jobs kept where they run (`alloc.engines.greedy.scratch.kept`)."""
+    (`alloc.engines.greedy.scratch`: in a loop, the last round's answer
+    reused where it must be the same, `first_fit_all`), else on the problem
+    as given, its running jobs kept where they run
+    (`alloc.engines.greedy.scratch.kept`)."""
     scratch = from_scratch(problem)
     if scratch is not None:
-        out = back(problem, scratch, _proportional(scratch, deadline))
+        carry = problem.carry
+        st = State(scratch)
+        stats, played = first_fit_all(st, rank_order(scratch), deadline,
+                                      carry.take(PLAYED) if carry is not None else None)
+        if not stats:
+            compact(st, deadline=deadline)
+        out = back(problem, scratch, st.solution(**stats))
+        if played is not None and carry is not None:
+            carry.keep(PLAYED, played)
         if out is not None:
             return out
     return kept(problem, _proportional(problem, deadline))

@@ -217,6 +217,22 @@ class ProblemPacker:
             used += m
         self._free_milli -= used
 
+    def put_all(self, placed: Sequence[tuple[int, int, Assign]]) -> None:
+        """Jobs placed at once on a packer where nothing is placed yet:
+        ``(job, option, assignment)`` each, the packer left as `place` one
+        by one would leave it (`State.put_all`)."""
+        self.st.put_all([(j, a, o) for j, o, a in placed])
+        jobs_on, soft, used = self._jobs_on, self.soft, 0
+        for j, o, a in placed:
+            revertible = self.capped is not None and self._revertible(j, o)
+            for s, _ in a.cpu:
+                jobs_on[s].add(j)
+                if revertible:
+                    soft[s] += 1
+            for _, m in a.gpus:
+                used += m
+        self._free_milli -= used
+
     def remove(self, j: int) -> tuple[int, Assign]:
         """Take job j off; returns its option index and assignment (for
         [`place`][alloc.engines.greedy.state.State.place] to put it back)."""

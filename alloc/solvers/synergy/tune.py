@@ -40,6 +40,15 @@ only the targets where reverting can change something: servers holding a job
 placed this round above its capped option, and servers whose capacity grew
 during this job's step 3 (a reverted job may span several servers).  Every
 other target was left as it was, and the fair share fitted none of them.
+
+In a loop whose rounds start from scratch, a round's first jobs are mostly
+placed at their ideal option by the index alone (step 1).  That run is kept
+in the loop's carry (`alloc.engines.greedy.scratch.Played`); the next round,
+from the same empty cluster, reuses it while its jobs' shapes at their ideal
+options are the same in order: the state each of them met depends only on
+the shapes placed before it, so each one's placement is the one of the last
+round, put in place at once (`ProblemPacker.put_all`), and TUNE goes on
+from the first job that differs.
 """
 from __future__ import annotations
 
@@ -49,7 +58,8 @@ from typing import Any, Iterable
 from ...deadline import Deadline
 from ...problem import Problem, Solution, split
 from ...engines.greedy.rules import rank_order
-from ...engines.greedy.scratch import back, from_scratch, kept
+from ...engines.greedy.scratch import Played, back, base_of, from_scratch, kept, same_base
+from ...engines.greedy.state import new_assign
 from ...room import admit as room_admit
 from .options import capped_option, ideal_option
 from .packers import FastPacker, ProblemPacker
@@ -123,23 +133,76 @@ def tune_core(P, order: Iterable[int], ideal: dict, capped: dict,
     fair, then fair after reclaiming on one server; only then, for a
     multi-GPU job, the same three steps spread over several servers.  Stops
     at the deadline (the jobs left are skipped)."""
+    return _tune_core(P, order, ideal, capped, sort_by_gpus, deadline, None)[0]
+
+
+def _tune_core(P, order: Iterable[int], ideal: dict, capped: dict, sort_by_gpus: bool,
+               deadline: Deadline, before: Played | None) -> tuple[dict, Played | None]:
+    """`tune_core`, and the run of its first jobs each placed at its ideal
+    option on one server (the step a next round may reuse); on a
+    `ProblemPacker` with nothing placed, the run ``before`` of the last
+    round is reused while the shapes are the same (module notes)."""
     stats = {"ideal": 0, "fair": 0, "reclaimed": 0, "spread": 0, "skipped": 0}
     admitted = admit(P, order)
     rank = _Rank(admitted)
     sel = sorted(admitted, key=lambda j: -P.need(j)) if sort_by_gpus else admitted
-    unfit = _unfit(P) if isinstance(P, ProblemPacker) else None
-    for k, j in enumerate(sel):
+    kept = isinstance(P, ProblemPacker)
+    unfit = _unfit(P) if kept else None
+    base = base_of(P.p) if kept else ()
+    steps: list[tuple] = []
+    k0 = 0
+    if kept and before is not None and not P.st.assign and same_base(before.base, base):
+        k0 = _reused(P, sel, ideal, before.steps, deadline)
+        if k0 < 0:
+            return {**stats, "skipped": len(sel), "stopped": "time limit"}, None
+        steps += before.steps[:k0]
+        stats["ideal"] += k0
+    run = kept
+    for k in range(k0, len(sel)):
+        j = sel[k]
         if k % 32 == 0 and deadline.expired():
             stats["skipped"] += len(sel) - k
-            return {**stats, "stopped": "time limit"}
+            return {**stats, "stopped": "time limit"}, None
         if unfit is not None and unfit.known(j):   # what `_tune_one` answers first
             stats["skipped"] += 1
+            run = False
             continue
-        how = _tune_one(P, j, ideal[j], capped, rank, unfit)
+        o = ideal[j]
+        if run:                                    # `_tune_one`'s first step, noted
+            h = P.fit(j, o, mode="one")
+            if h is not None:
+                P.place(j, o, h)
+                stats["ideal"] += 1
+                steps.append((P.st.shape(j, o).key, o, h.gpus, h.cpu, h.mem))
+                continue
+            run = False
+        how = _tune_one(P, j, o, capped, rank, unfit)
         stats[how or "skipped"] += 1
         if how and P.nservers(j) > 1:
             stats["spread"] += 1
-    return dict(stats)
+    return dict(stats), (Played(base, tuple(steps)) if kept else None)
+
+
+def _reused(P: ProblemPacker, sel: list[int], ideal: dict, old: tuple, deadline: Deadline
+            ) -> int:
+    """How many of the first jobs of ``sel`` take the ideal placements of
+    the last round's run ``old`` (their shapes at their ideal options are
+    the ones in order), put in place at once; -1 when the deadline passed."""
+    st, k = P.st, 0
+    m = min(len(old), len(sel))
+    shape = st.shape
+    while k < m:
+        if k % 32 == 0 and deadline.expired():
+            return -1
+        j = sel[k]
+        o = ideal[j]
+        step = old[k]
+        if step[1] != o or shape(j, o).key != step[0]:
+            break
+        k += 1
+    if k:
+        P.put_all([(j, step[1], new_assign(*step[2:])) for j, step in zip(sel, old[:k])])
+    return k
 
 
 class _Unfit:
@@ -380,15 +443,23 @@ def _greedy(p: Problem, deadline: Deadline) -> Solution:
     return P.st.solution()
 
 
-def _tune(p: Problem, deadline: Deadline, sort_by_gpus: bool) -> Solution:
+#: The carry's key of the last from-scratch round's run of ideal placements.
+PLAYED = "synergy.tune.ideal-run"
+
+
+def _tune(p: Problem, deadline: Deadline, sort_by_gpus: bool, carry=None) -> Solution:
+    """TUNE on ``p``; with ``carry`` (a from-scratch round of a loop), the
+    last round's run of ideal placements reused and this one's kept."""
     P = ProblemPacker(p)
     c = _Choices(P)
     P.capped = c.capped
     try:
-        stats = tune_core(P, rank_order(p), c.ideal, c.capped, sort_by_gpus=sort_by_gpus,
-                          deadline=deadline)
+        stats, played = _tune_core(P, rank_order(p), c.ideal, c.capped, sort_by_gpus,
+                                   deadline, carry.take(PLAYED) if carry is not None else None)
     finally:
         c.close()
+    if carry is not None and played is not None:
+        carry.keep(PLAYED, played)
     return P.st.solution(**stats)
 
 
@@ -413,7 +484,9 @@ def solve_tune_moving(problem: Problem, *, deadline: Deadline, seed: int = 0,
                       sort_by_gpus: bool = True) -> Solution:
     """``synergy-tune`` (declares ``migration``): TUNE from scratch when the
     call allows any number of moves, else `solve_tune`."""
-    return _scratch_first(problem, lambda p: _tune(p, deadline, sort_by_gpus))
+    carry = problem.carry
+    return _scratch_first(problem, lambda p: _tune(p, deadline, sort_by_gpus,
+                                                   carry if p is not problem else None))
 
 
 __all__ = ["admit", "greedy_core", "solve_greedy", "solve_greedy_moving", "solve_tune",
