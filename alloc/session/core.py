@@ -626,6 +626,16 @@ for ranks)."""
         later = (problem, parked, waiting, tuple(self._held)) if parked else None
         return alloc, timings, later
 
+    def _live_room(self) -> Room:
+        """The room the running jobs leave (`alloc.session.room.Room`), built
+        on the session's cluster when it has none or the cluster changed, then
+        kept up to date as jobs start and stop."""
+        room = self._room
+        if room is None or room.cluster is not self._cluster:
+            room = self._room = Room(self._cluster, (j.current for j in self._jobs.values()
+                                                     if j.current is not None))
+        return room
+
     def _unfit(self, excluded: Mapping[str, Any]) -> dict[str, list[str]]:
         """The waiting jobs this round holds out, by shape: those that cannot
         fit the room the running jobs leave, when the solver ignores them, or
@@ -639,10 +649,7 @@ for ranks)."""
                 and not ("preemption" in info.capabilities and self._may_stop())):
             return {}
         from ..problem import pareto_options
-        room = self._room
-        if room is None or room.cluster is not self._cluster:
-            room = self._room = Room(self._cluster, (j.current for j in self._jobs.values()
-                                                     if j.current is not None))
+        room = self._live_room()
         free = room.free()
         jobs = self._jobs
         resizes = "grid" in info.capabilities

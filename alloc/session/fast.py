@@ -152,12 +152,7 @@ def one_job_round(session: Any, deadline: Deadline) -> tuple[Allocation, dict, A
 def _reason(session: Any, problem: Any, job: Any) -> str:
     """The line `alloc.waiting` gives ``job`` on the room the running jobs leave."""
     from ..waiting import outside_reasons
-    from .room import Room
-    room = session._room
-    if room is None or room.cluster is not session._cluster:
-        room = session._room = Room(session._cluster, (j.current for j in session._jobs.values()
-                                                       if j.current is not None))
-    free = room.free()
+    free = session._live_room().free()
     info = session._info
     return outside_reasons(problem, (free.gpu, free.C, free.M), [job], info.capabilities,
                            info.name)[0]
