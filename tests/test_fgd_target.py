@@ -28,3 +28,12 @@ def test_target_from_counts_equals_from_pods(seed):
     for a in ("c", "m", "k", "p"):
         assert getattr(fm, a).tolist() == getattr(want, a).tolist(), a
     assert fm.types == want.types and fm.typed_demand == pytest.approx(want.typed_demand)
+
+
+def test_a_target_without_its_keys_is_refused_naming_the_key():
+    import pytest
+    from alloc import Cluster, Job, Server, allocate
+    from alloc.errors import InputError
+    cl = Cluster((Server("s0", 8000, 64000, 2),))
+    with pytest.raises(InputError, match=r"option 'target': expected the key 'c'"):
+        allocate(cl, [Job("a", 1, cpu=1000, mem=1000)], solver="fgd", target={"x": 1})

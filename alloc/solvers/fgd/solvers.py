@@ -279,7 +279,10 @@ def target_model(target) -> FragModel:
         fm = FragModel([int(x) for x in cols[0]], [int(x) for x in cols[1]],
                        [int(x) for x in cols[2]], [tuple(t) for t in cols[3]],
                        [float(x) for x in cols[4]], demand)
-    except (KeyError, TypeError, ValueError) as exc:
+    except KeyError as exc:
+        raise ValueError(f"option 'target': expected the key {exc} (c, m, k, types and p "
+                         "are required)") from None
+    except (TypeError, ValueError) as exc:
         raise ValueError(f"option 'target': {exc}") from None
     if len(_TARGETS) > 64:
         _TARGETS.clear()
