@@ -679,6 +679,11 @@ def kept_order(problem: Problem, assign: dict, *, spread: bool = True, grid: boo
         w.res = _Resources(p, out)
     tried: dict = {}                    # shape -> found no room (the room only shrinks)
     gf, cf, mf = w.gfree, w.cfree, w.mfree
+    low_pin = max((int(w.rank[j]) for j in p.pinned), default=-1)
+
+    def pinned_below(j: int) -> bool:
+        return low_pin > int(w.rank[j])
+
     for j in sorted(p.pending, key=lambda j: w.rank[j]):
         got = assign.get(j)
         if w.res is not None:
@@ -696,6 +701,8 @@ def kept_order(problem: Problem, assign: dict, *, spread: bool = True, grid: boo
         if key in tried:
             continue
         b = w.place_free(j, sh)
+        if b is None and not grid and len(p.options[j]) > 1 and pinned_below(j):
+            b = _at_any_point(w, j)
         if b is None:
             tried[key] = True
             continue
@@ -704,15 +711,31 @@ def kept_order(problem: Problem, assign: dict, *, spread: bool = True, grid: boo
     return out
 
 
+def _at_any_point(w: _Walk, j: int) -> Assign | None:
+    """Job j in the walk's free capacity at any point of its grid (its
+    request first): the fallback of `kept_order` for a job whose request
+    fits nowhere.  The order's walk (`plan`) lets a job claim any grid point
+    before it stops anyone, so a job it set aside at another point than its
+    request is placed there rather than left waiting behind the lower-ranked
+    job that took its request's room."""
+    w.grid = True
+    try:
+        return w.place_free(j, w.shape(j))
+    finally:
+        w.grid = False
+
+
 def _in_order(p: Problem, assign: dict, stops: bool) -> bool:
     """The answer keeps the order on its face: no running job left out where
     that stops it, and every pending job it places ranks above every one it
     leaves out (nothing lower-ranked took room) -- the walk would change
-    nothing.  Cheap: one pass over the pending jobs."""
+    nothing.  The jobs the order's walk pinned (`plan`) count as placed
+    work of their rank.  Cheap: one pass over the pending jobs."""
     if stops and any(r not in assign for r in p.fixed):
         return False
     rank = p.rank
-    low_placed, high_waiting = -1, None
+    # a job the order's walk pinned was waiting in the caller's call: it is placed work too
+    low_placed, high_waiting = max((int(rank[j]) for j in p.pinned), default=-1), None
     for j in p.pending:
         r = int(rank[j])
         if j in assign:

@@ -279,3 +279,24 @@ def test_preempt_packed_is_checked_and_passes_through_a_session():
     s = Session(cl, jobs=jobs, order=order, preempt="order", preempt_packed=True)
     r = s.step()
     assert {p.job for p in r.preempt} == {"r1", "r2"}
+
+
+@pytest.mark.parametrize("solver", ["best-fit", "slurm-topology"])
+def test_a_job_set_aside_at_a_grid_point_is_placed_there(solver):
+    """The walk sets ``j3`` aside at its profile's other point (its request's
+    memory fits nowhere), so ``j4`` stops the running job and takes the
+    server ``j3``'s request would need; the solver, placing at requests,
+    leaves ``j3`` out.  The answer must not make ``j3`` wait behind ``j4``:
+    the order's repair places it at the point the walk counted on."""
+    from alloc.model import Profile
+    cl = Cluster((Server("s0", 8000, 65536, 2, "P100"), Server("s1", 8000, 262144, 4, "P100")))
+    p3 = Profile("p3", (500,), (8192,), ((0.01,),))
+    r = Placement("j5", tuple(GpuShare(f"s1/gpu{g}", 1000) for g in range(4)), {"s1": 4000},
+                  {"s1": 256000})
+    jobs = [*(Job(f"j{k}", 0, cpu=1000, mem=16384) for k in range(3)),
+            Job("j3", 1, gpu_milli=100, cpu=1000, mem=64000, model="p3", profile=p3),
+            Job("j4", 2, cpu=6000, mem=32768), Job("j5", 4, cpu=4000, mem=256000, current=r)]
+    order = ["j0", "j1", "j2", "j3", "j4"]
+    a = allocate(cl, jobs, solver=solver, order=order, preempt="order", max_moves=None)
+    assert {"j3", "j4"} <= {p.job for p in a.placements}
+    assert not violations(cl, jobs, a, order=order, preempt="order", max_moves=None)
