@@ -292,19 +292,44 @@ def test_registered_mechanisms_and_their_settings():
         get_policy("mechanism", "gandiva").build(slice_s=0)
 
 
-def test_the_mechanism_needs_its_placement_and_a_non_preemptive_order():
-    jobs = [wjob("a", 0)]
-    with pytest.raises(InputError, match="placement"):
-        simulate(servers(1), jobs, order="fifo:preemptive=false", placement="best-fit",
-                 mechanism="gandiva")
+def test_the_gandiva_placement_needs_a_non_preemptive_order():
     with pytest.raises(InputError, match="order-preemption"):
-        simulate(servers(1), jobs, order="fifo", placement="gandiva", mechanism="gandiva")
+        simulate(servers(1), [wjob("a", 0)], order="fifo", placement="gandiva",
+                 mechanism="gandiva")
+
+
+@pytest.mark.parametrize("placement", ["best-fit", "fgd"])
+def test_the_mechanism_binds_and_slices_over_another_placement(placement):
+    """Over another solver the mechanism binds the jobs it leaves out
+    (Algorithm 1's step 4) and time-slices them as over ``gandiva``."""
+    from alloc.sim import WorkloadJob
+    cl = Cluster((Server("s0", cpu=12000, mem=65536, gpus=1),))
+    out = {}
+    for pl in ("gandiva", placement):
+        jobs = [WorkloadJob(j, float(k), 1, duration_s=d)
+                for k, (j, d) in enumerate((("a", 120.0), ("b", 120.0), ("c", 60.0)))]
+        m = GandivaMechanism(packing=False)
+        res = simulate(cl, jobs, order="fifo:preemptive=false", placement=pl, mechanism=m)
+        out[pl] = (m.counts["oversubscribed"], m.counts["suspensions"],
+                   [r["end_s"] for r in res.timeline()])
+    assert out[placement] == out["gandiva"] == (2, 3, [180.0, 240.0, 300.0])
 
 
 def cli(*args):
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     return subprocess.run([sys.executable, "-m", "alloc", "simulate", *args],
                           capture_output=True, text=True, env=env, timeout=120)
+
+
+def test_simulate_stacks_the_mechanism_on_any_order_and_placement(tmp_path):
+    w = tmp_path / "w.csv"
+    w.write_text("id,arrival_s,gpus,duration_s\n" + "".join(
+        f"j{i},{20 * i},{1 + i % 3},{600 + 120 * i}\n" for i in range(12)))
+    p = cli(str(w), "--servers", "2", "--gpus-per-server", "4", "--order", "las",
+            "--placement", "best-fit", "--mechanism", "gandiva", "--out", str(tmp_path / "o"))
+    assert p.returncode == 0, p.stderr
+    s = json.loads((tmp_path / "o" / "summary.json").read_text())
+    assert s["jobs"] == 12 and s["unfinished"] == 0 and s["suspensions"] > 0
 
 
 def test_simulate_runs_the_mechanism_by_name(tmp_path):
@@ -322,8 +347,8 @@ def test_simulate_runs_the_mechanism_by_name(tmp_path):
     assert p.returncode == 0, p.stderr
     b = json.loads((tmp_path / "b" / "summary.json").read_text())
     assert b["preemptions"] == 0 and b["jobs"] == 5
-    p = cli(str(w), *base, "--placement", "best-fit", "--mechanism", "gandiva", "--out",
-            str(tmp_path / "x"))
+    p = cli(str(w), "--servers", "1", "--gpus-per-server", "2", "--order", "fifo",
+            "--placement", "gandiva", "--mechanism", "gandiva", "--out", str(tmp_path / "x"))
     assert p.returncode == 2 and p.stderr.count("\n") == 1 and "gandiva" in p.stderr
 
 

@@ -415,7 +415,9 @@ class Mechanism(Protocol):
     Two optional attributes, read once when the run is built: a mechanism's
     ``placement_options`` (a mapping) are added to the placement solver's
     options, held by reference (the mechanism may change their contents
-    between rounds: Gandiva's jobs bound to a server); ``candidates = "all"``
+    between rounds: Gandiva's jobs bound to a server), or those its method
+    ``placement_options_for(solver)`` returns for the run's placement solver
+    (by name: a mechanism that works with any placement); ``candidates = "all"``
     asks that every waiting job be offered to each round's placement (one
     that binds jobs it cannot place now).
 

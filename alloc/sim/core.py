@@ -262,7 +262,9 @@ class Simulator:
         #: offered to it (``candidates = "all"``: a placement that binds jobs)
         given = []
         for m in self.mechanisms:
-            more = getattr(m.obj, "placement_options", None)
+            choose = getattr(m.obj, "placement_options_for", None)
+            more = choose(get_solver(self.place.obj).name) if choose is not None else \
+                getattr(m.obj, "placement_options", None)
             if more:
                 opts.update(more)
                 given.append(m.label)

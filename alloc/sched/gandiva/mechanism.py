@@ -1,14 +1,20 @@
 r"""Gandiva's scheduler over time (Xiao et al., OSDI'18, section 4) as a
-mechanism of the one simulator, whose rounds run the ``gandiva`` placement.
+mechanism of the one simulator, over any placement solver.
 
 The simulator's session holds every job; the mechanism acts only through
-the run's `Control` (every action checked by the session) and through two
-options it gives the placement solver, held by reference and updated
-between rounds: ``bound`` (job id -> the server a suspended job is
-time-sliced on; the solver counts it in the server's height and affinity
-and never places it) and ``oversubscribe``.  Every waiting job is offered
-to each round (``candidates = "all"``), so that the solver binds the jobs
-it cannot place.
+the run's `Control` (every action checked by the session).  With the
+``gandiva`` placement (Algorithm 1, `alloc.solvers.gandiva`) it gives the
+solver two options, held by reference and updated between rounds: ``bound``
+(job id -> the server a suspended job is time-sliced on; the solver counts
+it in the server's height and affinity and never places it) and
+``oversubscribe``.  With another placement solver (best fit, say) that
+solver places the jobs GPUs are free for, and the mechanism binds the
+others itself by Algorithm 1's step 4 (`GandivaMechanism._step4`: the least
+loaded server of the job's affinity with enough GPUs, in arrival order);
+a bound job is then held out of the rounds until its slice.  Either way
+every waiting job is offered to each round (``candidates = "all"``), and a
+job the order preempts (a preemptive order over a solver that allows it)
+goes back to the queue, unbound.
 
 Reactive mode (events).
 
@@ -213,8 +219,10 @@ class GandivaMechanism(BaseMechanism):
         self.grow_idle_s = self.slice_s if grow_idle_s is None else float(grow_idle_s)
         self.defrag_threshold = defrag_threshold
         self._bound: dict[str, str] = {}
-        #: the placement solver's options, held by reference by the run's session
+        #: the ``gandiva`` placement's options, held by reference by the run's session
         self.placement_options = {"oversubscribe": self.oversubscribe, "bound": self._bound}
+        #: the mechanism binds over-subscribed jobs itself (another placement)
+        self._binds = False
         self._plan: dict[str, tuple[str, ...]] = {}
         self._intent: dict[str, str] = {}
         self._jobs: dict[str, _Job] = {}
@@ -236,12 +244,16 @@ class GandivaMechanism(BaseMechanism):
         self.solver_s: list[float] = []
 
     # ---------------------------------------------------------------- hooks
+    def placement_options_for(self, solver: str) -> Mapping[str, Any]:
+        """The options the run's placement ``solver`` gets: the bindings
+        for ``gandiva``; none for another solver, which places the jobs it
+        can while the mechanism binds the others itself (module notes)."""
+        self._binds = solver != "gandiva"
+        return {} if self._binds else self.placement_options
+
     def start(self, ctl: Any) -> None:
         """The first slice boundary; the servers."""
-        if ctl.session.solver != "gandiva":
-            raise InputError(f"gandiva mechanism: expected the placement 'gandiva' (its rounds "
-                             f"bind and carry out what the mechanism decides), got "
-                             f"{ctl.session.solver!r}")
+        self._binds = ctl.session.solver != "gandiva"
         self._ctl = ctl
         self._prog = ctl.ctx.progress
         self._on = {s.id: set() for s in ctl.cluster.servers}
@@ -274,15 +286,51 @@ class GandivaMechanism(BaseMechanism):
         for p in result.start:
             if p.job in self._jobs:
                 self._started(p.job, p, {})
-        for jid, sid in st.get("bound", {}).items():
+        for p in result.preempt:        # stopped by the order: queued again
+            if p.job in self._jobs:
+                self._forget(p.job, keep=True)
+        bound = st.get("bound", {}) if not self._binds else self._step4(ctl)
+        for jid, sid in bound.items():
             if jid in self._jobs:
                 self._bound[jid] = sid
                 self._settle(jid, {sid})
                 self.counts["oversubscribed"] += 1
+                if self._binds:
+                    ctl.suspend(jid, hold=True)
         for jid in self._arrived:
             if jid in self._jobs and self._cur(jid) is None and jid not in self._bound:
                 self.counts["queued"] += 1
         self._arrived = []
+
+    def _step4(self, ctl: Any) -> dict[str, str]:
+        """Algorithm 1's over-subscription, where the placement is another
+        solver: each waiting whole-GPU job it left out, in arrival order, is
+        bound to the least loaded server (height, then index) of affinity
+        $g$ with at least $g$ GPUs of a type it allows; none: it stays
+        queued."""
+        if not self.oversubscribe:
+            return {}
+        out: dict[str, str] = {}
+        servers = ctl.cluster.servers
+        for jid in sorted(self._jobs, key=lambda j: self._jobs[j].seq):
+            rec, info = ctl.jobs.get(jid), self._jobs[jid]
+            if (rec is None or rec.running or rec.held or jid in self._bound
+                    or jid in self._plan or rec.gpus < 1 or rec.milli < MILLI):
+                continue
+            g = rec.gpus
+            over = [k for k, s in enumerate(servers) if s.gpus >= g
+                    and info.base.allows(s.gpu_type) and self._affinity(s.id) == g]
+            if over:
+                k = min(over, key=lambda k: (self.height(servers[k].id), k))
+                out[jid] = servers[k].id
+                self._settle(jid, {servers[k].id})     # counts in the next job's view
+        return out
+
+    def _affinity(self, sid: str) -> int:
+        """The GPU count most jobs homed on a server have (ties: the larger;
+        0: none), as Algorithm 1 reads it."""
+        sizes = Counter(self._jobs[j].size for j in self._on.get(sid, ()))
+        return max(sizes, key=lambda n: (sizes[n], n)) if sizes else 0
 
     # ---------------------------------------------------------------- views
     def _cur(self, jid: str):
@@ -538,10 +586,16 @@ class GandivaMechanism(BaseMechanism):
             del self._jobs[jid]
         return servers
 
+    def _wait_on(self, jid: str, sid: str, milli: int) -> None:
+        """``jid`` stops (if it runs) and waits bound to server ``sid``, at
+        ``milli`` of a GPU; held out of the rounds when the placement is not
+        ``gandiva`` (which alone knows the bindings)."""
+        self._ctl.suspend(jid, hold=self._binds, milli=milli)
+        self._bound[jid] = sid
+
     def _suspend(self, jid: str, sid: str) -> None:
         """Stop a running job; it holds nothing and waits on its server."""
-        self._ctl.suspend(jid, hold=False, milli=self._jobs[jid].milli)
-        self._bound[jid] = sid
+        self._wait_on(jid, sid, self._jobs[jid].milli)
         self._jobs[jid].alone_since = None
         self.counts["suspensions"] += 1
 
@@ -673,8 +727,7 @@ class GandivaMechanism(BaseMechanism):
             self.counts["unpacked"] += 1
         if gpu is None:
             for m in members:
-                self._ctl.suspend(m, hold=False, milli=MILLI)
-                self._bound[m] = sid
+                self._wait_on(m, sid, MILLI)
             return
         free = self._free_gpus(sid)
         for m in members[1:]:
@@ -683,8 +736,7 @@ class GandivaMechanism(BaseMechanism):
             elif undo:
                 self._suspend(m, sid)
             else:                        # no GPU free for it: it waits on its server
-                self._ctl.suspend(m, hold=False, milli=MILLI)
-                self._bound[m] = sid
+                self._wait_on(m, sid, MILLI)
         self._plan[members[0]] = (gpu,)
 
     def _leave_group(self, jid: str, gid: str) -> set[str]:
@@ -701,8 +753,7 @@ class GandivaMechanism(BaseMechanism):
             if cur is not None:
                 self._plan[m] = (cur.gpus[0].gpu,)
             elif (home := self._jobs[m].home) is not None:
-                self._ctl.suspend(m, hold=False, milli=self._jobs[m].milli)
-                self._bound[m] = home
+                self._wait_on(m, home, self._jobs[m].milli)
         home = self._jobs[members[0]].home
         return {home} if home is not None else set()
 
