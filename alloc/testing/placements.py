@@ -370,7 +370,9 @@ def order_problems(cluster: Cluster, jobs: Sequence[Job], allocation: Allocation
     of the running jobs, of the jobs ranked at or above ``x`` (``rank(j) <=
     rank(x)``) and, for an ``x`` that is not guaranteed, of the guaranteed
     jobs (under tenancy a guaranteed job comes first: it may even preempt
-    ``x``),
+    ``x``) -- a running job ranked below ``x`` that moved counted where it
+    ran (the answer could have kept it there; its new place is lower-ranked
+    work) --
 
     $$
     x \text{ does not fit in the room } H(x) \text{ leaves.}
@@ -427,12 +429,15 @@ def order_problems(cluster: Cluster, jobs: Sequence[Job], allocation: Allocation
             j = by_id.get(p.job)
             if j is None:
                 continue
-            runs = j.current is not None and p.same_as(j.current)
-            if runs and not (may_preempt and may_preempt(x, j)):
+            cur = j.current if not (may_preempt and may_preempt(x, j)) else None
+            if cur is not None and p.same_as(cur):
                 keep.append(p)
             elif rank[j.id] <= rank[x.id] or (j.guaranteed and not x.guaranteed) \
                     or (owner is not None and owner(j) != owner(x)):
                 keep.append(p)
+            elif cur is not None:        # moved: it holds where it ran, which it could keep
+                keep.append(cur)
+                below.append(j.id)
             else:
                 below.append(j.id)
         where = _witness(cluster, x, room_left(cluster, jobs, keep), spread)
