@@ -49,3 +49,47 @@ def test_local_search_never_shrinks_a_higher_ranked_job_for_a_lower_one():
     a = allocate(cl, jobs, solver="local-search", objective="gpus", order=order,
                  max_moves=None, time_limit=5)
     assert not order_problems(cl, jobs, a, order)
+
+
+def test_a_running_job_that_moves_is_counted_where_it_ran():
+    """A lower-ranked running job that moves holds, for the order, the room it
+    held before (the answer could have left it there): a move within a full
+    server displaces nobody; a move into a waiting job's room does."""
+    from alloc import Allocation, Cluster, GpuShare, Job, Placement, Server
+    from alloc.testing import order_problems
+
+    def at(jid, srv, gpu):
+        return Placement(jid, (GpuShare(f"{srv}/gpu{gpu}", 1000),), {srv: 1000}, {srv: 1000})
+
+    one = Cluster((Server("s0", 8000, 2000, 2, "V100"),))
+    jobs = [Job("x", 0, cpu=1000, mem=1000), Job("r", 1, cpu=1000, mem=1000,
+                                                 current=at("r", "s0", 0)),
+            Job("w", 0, cpu=1000, mem=1000)]
+    a = Allocation((Placement("w", (), {"s0": 1000}, {"s0": 1000}), at("r", "s0", 1)),
+                   unplaced=("x",))
+    assert not order_problems(one, jobs, a, order=["w", "x", "r"])
+    two = Cluster((Server("s0", 8000, 8000, 1, "V100"), Server("s1", 8000, 8000, 1, "V100")))
+    jobs = [Job("x", 1, cpu=1000, mem=1000), Job("r", 1, cpu=1000, mem=1000,
+                                                 current=at("r", "s1", 0)),
+            Job("w", 1, cpu=1000, mem=1000)]
+    a = Allocation((at("r", "s0", 0), at("w", "s1", 0)), unplaced=("x",))
+    assert order_problems(two, jobs, a, order=["x", "r", "w"]) == [
+        "job 'x' (rank 0) is unplaced but fits in the room that running jobs and jobs ranked "
+        "at or above it leave (on s0/gpu0), held by 'r', 'w' ranked below it"]
+
+
+def test_a_running_job_moved_out_of_the_way_of_higher_work_holds_its_new_place():
+    """``r`` (running, ranked last) swaps GPUs with ``a``, which took ``r``'s
+    old one: ``r`` holds the GPU it went to, and ``x`` (which stops no one)
+    displaced by nobody."""
+    from alloc import Allocation, Cluster, GpuShare, Job, Placement, Server
+    from alloc.testing import order_problems
+
+    def at(jid, gpu):
+        return Placement(jid, (GpuShare(f"s0/gpu{gpu}", 1000),), {"s0": 1000}, {"s0": 1000})
+
+    cl = Cluster((Server("s0", 8000, 8000, 2, "V100"),))
+    jobs = [Job("a", 1, cpu=1000, mem=1000), Job("x", 1, cpu=1000, mem=1000),
+            Job("r", 1, cpu=1000, mem=1000, current=at("r", 0))]
+    a = Allocation((at("a", 0), at("r", 1)), unplaced=("x",))
+    assert not order_problems(cl, jobs, a, order=["a", "x", "r"])

@@ -360,6 +360,13 @@ def _witness(cluster: Cluster, x: Job, room, spread: bool) -> str | None:
     return ", ".join(g.gpu for g in w.gpus) or next(iter(w.cpu))
 
 
+def _holds(room, p: Placement) -> bool:
+    """Placement ``p`` fits ``room`` (its CPU, memory and milli-GPU)."""
+    return all(room.cpu.get(s, 0) >= v for s, v in p.cpu.items()) and \
+        all(room.mem.get(s, 0) >= v for s, v in p.mem.items()) and \
+        all(room.milli.get(g.gpu, 0) >= g.milli for g in p.gpus)
+
+
 def order_problems(cluster: Cluster, jobs: Sequence[Job], allocation: Allocation,
                    order: Sequence[str] | None = None, *, owner: Owner | None = None,
                    spread: bool = True,
@@ -370,7 +377,9 @@ def order_problems(cluster: Cluster, jobs: Sequence[Job], allocation: Allocation
     of the running jobs, of the jobs ranked at or above ``x`` (``rank(j) <=
     rank(x)``) and, for an ``x`` that is not guaranteed, of the guaranteed
     jobs (under tenancy a guaranteed job comes first: it may even preempt
-    ``x``),
+    ``x``) -- a running job ranked below ``x`` that moved counted where it
+    ran (the answer could have kept it there; its new place is lower-ranked
+    work), or where it went when the work above took its old place --
 
     $$
     x \text{ does not fit in the room } H(x) \text{ leaves.}
@@ -422,19 +431,24 @@ def order_problems(cluster: Cluster, jobs: Sequence[Job], allocation: Allocation
     for x in _pending(jobs, allocation, cluster):
         if _witness(cluster, x, everything, spread) is not None:
             continue                     # room is free: idle_room_problems' case
-        keep, below = [], []
+        keep, below, moved = [], [], []
         for p in allocation.placements:
             j = by_id.get(p.job)
             if j is None:
                 continue
-            runs = j.current is not None and p.same_as(j.current)
-            if runs and not (may_preempt and may_preempt(x, j)):
+            cur = j.current if not (may_preempt and may_preempt(x, j)) else None
+            if cur is not None and p.same_as(cur):
                 keep.append(p)
             elif rank[j.id] <= rank[x.id] or (j.guaranteed and not x.guaranteed) \
                     or (owner is not None and owner(j) != owner(x)):
                 keep.append(p)
+            elif cur is not None:
+                moved.append((cur, p))
+                below.append(j.id)
             else:
                 below.append(j.id)
+        for cur, p in moved:             # where it ran, unless higher-ranked work took that
+            keep.append(cur if _holds(room_left(cluster, jobs, keep), cur) else p)
         where = _witness(cluster, x, room_left(cluster, jobs, keep), spread)
         if where is not None:
             out.append(f"job {x.id!r} (rank {rank[x.id]}) is unplaced but fits in the room "
