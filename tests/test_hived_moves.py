@@ -27,3 +27,23 @@ def test_a_running_job_with_other_cpu_on_the_same_gpus_has_moved():
     assert not _same(p, 0, Assign(cur.gpus, cur.cpu, ((0, 64000),)))
     assert not _same(p, 0, Assign(((0, 1000), (2, 1000)), cur.cpu, cur.mem))
     assert not _same(p, 0, Assign(((0, 1000), (1, 500)), cur.cpu, cur.mem))
+
+
+def test_a_job_fits_the_room_a_defragmenting_move_freed():
+    """Moving ``j2`` off ``s1`` makes room for ``j1``; ``j4`` (the same shape,
+    later in the order) then fits beside it and is placed, not left waiting
+    in room the moves freed."""
+    from alloc import Cell, Cluster, GpuShare, Job, Placement, Server, Tenant, allocate
+    from alloc.testing import idle_room_problems
+    cl = Cluster((Server("s0", 8000, 65536, 2, "P100"), Server("s1", 8000, 65536, 4, "V100"),
+                  Server("s2", 8000, 65536, 2, "P100")), ("server", "socket", "gpu"),
+                 tenants={"vc0": Tenant("vc0", (Cell("server", 1, "P100"),))})
+    run = Placement("j2", tuple(GpuShare(f"s1/gpu{g}", 1000) for g in range(3)), {"s1": 3000},
+                    {"s1": 49152})
+    share = dict(gpu_milli=100, cpu=1000, mem=16384, gpu_types=("V100",))
+    jobs = [Job("j0", 0, cpu=1000, mem=16384), Job("j1", 1, **share),
+            Job("j2", 3, cpu=3000, mem=49152, current=run), Job("j3", 0, cpu=1000, mem=16384),
+            Job("j4", 1, **share)]
+    a = allocate(cl, jobs, solver="hived", objective="gpus", max_moves=None, move_cost=0.0)
+    assert "j4" in {p.job for p in a.placements}
+    assert not idle_room_problems(cl, jobs, a)

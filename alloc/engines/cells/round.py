@@ -54,8 +54,13 @@ def run(p: Problem, *, preempt=True, colocate=True, grow=True, gpu_mem_capacity=
             # waiting try again on what is free, stopping no one
             timed_out = _place_all(eng, waiting, 0, moves, deadline, unfit)
     if moves.allowed and not timed_out:
+        moved = len(moves.moved)
         _defragment(eng, order, moves, deadline)
         _consolidate(eng, moves, deadline)
+        waiting = [j for j in order if j not in eng.assign]
+        if waiting and len(moves.moved) > moved:
+            # the moves may have freed room beside the jobs they served
+            _place_all(eng, waiting, 0, moves, deadline)
     # a running job the round did not place again is where it runs
     log = eng._log if eng._log is not None else []
     touched = {op[1] for op in log[mark:] if op[0] == "place"}
@@ -216,13 +221,22 @@ def _rehome(eng: Engine, victims: set, preempted: set, moves: _Moves) -> None:
 
 def _defragment(eng: Engine, order, moves: _Moves, deadline: Deadline) -> None:
     """For each job still unplaced, free one server for it by moving at most
-    two running jobs elsewhere, when its value exceeds the moves' cost."""
+    two running jobs elsewhere, when its value exceeds the moves' cost -- a
+    job that fits the room earlier moves freed is placed there first,
+    stopping and moving no one."""
     p = eng.p
     jobs = p.jobs
+    freed = len(moves.moved)
     for j in order:
         if deadline.expired():
             return
-        if j in eng.assign or not moves.left():
+        if j in eng.assign:
+            continue
+        if len(moves.moved) > freed:
+            _place_all(eng, [j], 0, moves, deadline)
+            if j in eng.assign:
+                continue
+        if not moves.left():
             continue
         n = eng.sizes(j)[-1]
         if n == 0:
