@@ -37,26 +37,9 @@ def known(call, line: str) -> bool:
     """Known defects, tolerated here and shown by the xfail tests below."""
     if line.startswith("[determinism] milp-cbc"):         # test_milp_cbc_is_deterministic
         return True
-    if multi_cell_guarantee(call, line):        # test_guarantee_binds_cells_where_the_job_fits
-        return True
     # test_exact_matches_a_repacking_heuristic_with_unlimited_moves
     return (line.startswith("[across] exact") and call.kwargs().get("max_moves", 0) is None
             and any(f"below heuristic {h}'s" in line for h in REPACKING))
-
-
-def multi_cell_guarantee(call, line: str) -> bool:
-    """The cell engine binds a guaranteed job's cells one by one near its
-    tenant's free GPUs, without looking at the servers' CPU and memory: a
-    job larger than each of its tenant's cells may then wait though other
-    cells (whose jobs it may stop) would hold it."""
-    if not line.startswith("[guarantee]") or "which it may stop" not in line:
-        return False
-    job = next((j for j in call.jobs if f"job {j.id!r}" in line), None)
-    if job is None or job.tenant is None or job.tenant not in call.cluster.tenants:
-        return False
-    from alloc.tenancy import cell_size, cell_tree, quotas
-    tree = cell_tree(call.cluster)
-    return all(cell_size(tree, t, lvl) < job.gpus for t, lvl in quotas(call.cluster)[job.tenant])
 
 
 @pytest.fixture
@@ -216,24 +199,27 @@ def test_exact_never_below_a_heuristic_under_tenancy():
         assert allocate(cl, jobs, solver=name, time_limit=5).value >= best - 1e-9, name
 
 
-@pytest.mark.xfail(strict=True, reason="cell engine: a guaranteed job larger than each of "
-                   "its tenant's cells gets cells bound near the tenant's free GPUs, on a "
-                   "server without the memory it needs, and waits")
-@pytest.mark.parametrize("name", ["hived", "milp"])
+@pytest.mark.parametrize("name", ["hived", "drf", "milp", "cpsat"])
 def test_guarantee_binds_cells_where_the_job_fits(name):
+    """A guaranteed job larger than each of its tenant's cells gets its
+    cells bound on a server that holds its CPU and memory (``s2``, over the
+    opportunistic job it stops), not near the tenant's free GPUs on a server
+    without the memory it needs."""
     from alloc.testing.placements import guarantee_problems
     cl = Cluster((Server("s0", cpu=8000, mem=65536, gpus=2, gpu_type="V100"),
                   Server("s1", cpu=8000, mem=65536, gpus=0),
                   Server("s2", cpu=8000, mem=262144, gpus=2, gpu_type="V100")),
                  levels=("server", "socket", "gpu"),
-                 tenants={"vc0": Tenant((Cell("gpu", 1), Cell("gpu", 1)))})
+                 tenants={"vc0": Tenant("vc0", (Cell("gpu", 1), Cell("gpu", 1)))})
     jobs = [Job("j0", gpus=2, cpu=2000, mem=32768, current=Placement(
-                "j0", (GpuShare("s2/gpu0"), GpuShare("s2/gpu1")), {"s2": 2000}, {"s2": 32768})),
+                "j0", (GpuShare("s2/gpu0", 1000), GpuShare("s2/gpu1", 1000)), {"s2": 2000},
+                {"s2": 32768})),
             Job("j1", gpus=1, gpu_milli=100, cpu=1000, mem=16384, priority=1,
                 current=Placement("j1", (GpuShare("s0/gpu0", 100),), {"s0": 1000},
                                   {"s0": 16384})),
             Job("j2", gpus=2, cpu=2000, mem=128000, tenant="vc0", guaranteed=True)]
     a = allocate(cl, jobs, solver=name, objective="gpus", time_limit=TIME)
+    assert "j2" in {p.job for p in a.placements}
     assert not guarantee_problems(cl, jobs, a)
 
 

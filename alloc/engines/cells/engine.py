@@ -976,8 +976,9 @@ fullest node of
             near = {int(self.p.gpu_server[g]) for g in np.flatnonzero(owned)
                     if self.room_ok(j, int(g), job.gpu_milli)}
             cands = list(self.buddy_candidates(t, lvl))
-            if near:
-                cands.sort(key=lambda x: int(self.p.gpu_server[self.tree.gpus[x[0]][0]]) not in near)
+            holds = self._holds_whole(j)
+            cands.sort(key=lambda x: (holds[int(self.p.gpu_server[self.tree.gpus[x[0]][0]])],
+                                      int(self.p.gpu_server[self.tree.gpus[x[0]][0]]) not in near))
             for c, h, buddy_ok in cands:
                 self.bind(c, v)
                 if buddy_ok or self.safe():
@@ -991,6 +992,19 @@ fullest node of
             if self.bound_use.get(c, 0) == 0 and c in self.bound_use:
                 self.unbind(c)
         return False
+
+    def _holds_whole(self, j: int) -> np.ndarray:
+        """Per server, how far it is from holding job j's CPU and memory
+        whole at some option: 0 in what is free now, 1 once emptied, 2
+        never -- the order in which cells are bound for a job larger than
+        each cell (the servers its GPUs can go to first)."""
+        p = self.p
+        now = np.zeros(p.S, dtype=bool)
+        ever = np.zeros(p.S, dtype=bool)
+        for o in p.options[j]:
+            now |= (self.cpu >= o.cpu) & (self.mem >= o.mem)
+            ever |= (p.srv_cpu >= o.cpu) & (p.srv_mem >= o.mem)
+        return np.where(now, 0, np.where(ever, 1, 2))
 
     def place_opportunistic(self, j: int, n: int) -> bool:
         """Place opportunistic job j on n GPUs without preempting: unbound GPUs
