@@ -589,7 +589,10 @@ def plan(problem: Problem, deadline: Deadline) -> Plan:
     rank = p.order_rank
     if p.preempt != "order" or not rank or not p.fixed:
         return Plan()
+    from .resources import needs
     w = _Walk(p)
+    if needs(p.cluster, p.jobs) & {"gpu-memory", "gpu-compute"}:
+        w.res = _Resources(p, dict(p.fixed))
     victims: dict[int, int] = {}
     pinned: dict[int, Assign] = {}
     lowest = int(w.rank[w.alive].max())
@@ -599,6 +602,9 @@ def plan(problem: Problem, deadline: Deadline) -> Plan:
             break
         sh = w.shape(j)
         key = sh[:4] + (id(sh[4]),)
+        if w.res is not None:
+            w.res.job(j)
+            key += (p.jobs[j].gpu_mem, p.jobs[j].gpu_compute)
         if w.full.get(key) != w.version:
             a = w.place_free(j, sh)
             if a is not None:
@@ -612,6 +618,9 @@ def plan(problem: Problem, deadline: Deadline) -> Plan:
             w.failed[key] = w.version
             continue
         stopped, a = got
+        if w.res is not None and not _shares_fit(w.res, p, stopped, j, a):
+            w.failed[key] = w.version     # the victims' GPUs lack its GPU memory or compute
+            continue
         w.replace(stopped, a)
         victims.update(dict.fromkeys(stopped, j))
         pinned[j] = a
@@ -620,6 +629,20 @@ def plan(problem: Problem, deadline: Deadline) -> Plan:
         else:
             break
     return Plan(victims, pinned)
+
+
+def _shares_fit(res: _Resources, p: Problem, stopped, j: int, a: Assign) -> bool:
+    """With ``stopped`` stopped, job j's shares in ``a`` fit the GPU memory
+    and compute left: then both are taken into ``res`` (True); else ``res``
+    is as it was (False)."""
+    for v in stopped:
+        res.take(v, p.fixed[v], 1)
+    if res.fits(j, a):
+        res.take(j, a, -1)
+        return True
+    for v in stopped:
+        res.take(v, p.fixed[v], -1)
+    return False
 
 
 def kept_order(problem: Problem, assign: dict, *, spread: bool = True, grid: bool = False,

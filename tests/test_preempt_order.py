@@ -300,3 +300,23 @@ def test_a_job_set_aside_at_a_grid_point_is_placed_there(solver):
     a = allocate(cl, jobs, solver=solver, order=order, preempt="order", max_moves=None)
     assert {"j3", "j4"} <= {p.job for p in a.placements}
     assert not violations(cl, jobs, a, order=order, preempt="order", max_moves=None)
+
+
+def test_the_walk_counts_gpu_memory_where_it_binds():
+    """Stopping ``j2`` (CPU-only) frees ``s1``'s memory for ``j4``, but the
+    GPU the walk would give it holds ``j5``, whose GPU memory with ``j4``'s
+    exceeds the P100's 16 GiB: the walk must not pin ``j4`` there (the
+    answer was refused by the final check)."""
+    def job(jid, gpus, mem, srv=None, **kw):
+        cur = None
+        if srv is not None:
+            g = (GpuShare(f"{srv}/gpu0", kw.get("gpu_milli", 1000)),) if gpus else ()
+            cur = Placement(jid, g, {srv: 1000}, {srv: mem})
+        return Job(jid, gpus, cpu=1000, mem=mem, current=cur, **kw)
+    cl = Cluster((Server("s0", 8000, 65536, 2, "V100"), Server("s1", 8000, 262144, 2, "P100")))
+    jobs = [job("j0", 0, 16384), job("j1", 0, 16384), job("j2", 0, 131072, "s1"),
+            job("j3", 0, 16384), job("j4", 1, 131072, gpu_milli=100, gpu_mem=12000),
+            job("j5", 1, 16384, "s1", gpu_milli=100, gpu_mem=6000), job("j6", 0, 16384)]
+    order = ["j0", "j1", "j3", "j4"]
+    a = allocate(cl, jobs, solver="hived", order=order, preempt="order", max_moves=None)
+    assert not violations(cl, jobs, a, order=order, preempt="order", max_moves=None)
