@@ -294,18 +294,20 @@ class _Walk:
             self.whole[s] = int((self.gfree[f:f + int(self.p.srv_gpus[s])] >= MILLI).sum())
 
     # ------------------------------------------------------------ placing
-    def gpus_on(self, s: int, sh, gf) -> list[int] | None:
+    def gpus_on(self, s: int, sh, gf, room=None) -> list[int] | None:
         """GPUs of server s for the job (``gf``: free milli by GPU index, an
-        array or a mapping over s's GPUs): the tightest node of the
-        innermost declared level that holds a gang, the tightest GPU for a share."""
+        array or a mapping over s's GPUs; ``room``: which of them have the
+        job's GPU memory and compute, when not the walk's own): the tightest
+        node of the innermost declared level that holds a gang, the tightest
+        GPU for a share."""
         p = self.p
         n, q, _, loc, _ = sh
         if not n:
             return []
         f = int(p.gpu_first[s])
         gs = range(f, f + int(p.srv_gpus[s]))
-        watch = self.res is not None and gf is self.gfree
-        room = self.res.room() if watch and self.res is not None else None
+        if room is None and self.res is not None and gf is self.gfree:
+            room = self.res.room()
         if q < MILLI:
             ok = [g for g in gs if gf[g] >= q and (room is None or room[g])]
             return [min(ok, key=lambda g: (gf[g], g))] if ok else None
@@ -325,9 +327,9 @@ class _Walk:
                 return None
         return free[:n]
 
-    def assign_on(self, j: int, s: int, sh, o: int, gf) -> Assign | None:
+    def assign_on(self, j: int, s: int, sh, o: int, gf, room=None) -> Assign | None:
         """Job j alone on server s at option o, or None."""
-        gpus = self.gpus_on(s, sh, gf)
+        gpus = self.gpus_on(s, sh, gf, room)
         if gpus is None:
             return None
         if not sh[0]:
@@ -430,12 +432,32 @@ class _Walk:
         if not sh[4][s] or _even(sh):
             return None
         gf, c, m = self.local(s, victims)
+        room = self.local_room(s, victims)
         for o, (oc, om) in enumerate(sh[2]):
             if oc <= c and om <= m:
-                gpus = self.gpus_on(s, sh, gf)
+                gpus = self.gpus_on(s, sh, gf, room)
                 if gpus is not None:
-                    return self.assign_on(j, s, sh, o, gf) if build else True
+                    return self.assign_on(j, s, sh, o, gf, room) if build else True
         return None
+
+    def local_room(self, s: int, victims) -> dict | None:
+        """Per GPU of server s: one share of the job's GPU memory and compute
+        is left with ``victims`` stopped (None: they are not watched)."""
+        res = self.res
+        if res is None:
+            return None
+        p = self.p
+        f = int(p.gpu_first[s])
+        gs = range(f, f + int(p.srv_gpus[s]))
+        mem = {g: int(res.mem[g]) for g in gs}
+        comp = {g: int(res.comp[g]) for g in gs}
+        for v in victims:
+            for g, vm, vc in res.shares(v, p.fixed[v]):
+                if g in mem:
+                    mem[g] += vm
+                    comp[g] += vc
+        need_mem, need_comp = res.need
+        return {g: mem[g] >= need_mem[g] and comp[g] >= need_comp for g in gs}
 
     def on_server_victims(self, j: int, s: int, sh, t: int):
         """Victims on server s (ranked t or lower, lowest first, then pruned

@@ -304,8 +304,8 @@ def test_a_job_set_aside_at_a_grid_point_is_placed_there(solver):
 
 def test_the_walk_counts_gpu_memory_where_it_binds():
     """Stopping ``j2`` (CPU-only) frees ``s1``'s memory for ``j4``, but the
-    GPU the walk would give it holds ``j5``, whose GPU memory with ``j4``'s
-    exceeds the P100's 16 GiB: the walk must not pin ``j4`` there (the
+    tightest GPU holds ``j5``, whose GPU memory with ``j4``'s exceeds the
+    P100's 16 GiB: the walk pins ``j4`` on the other GPU, not there (the
     answer was refused by the final check)."""
     def job(jid, gpus, mem, srv=None, **kw):
         cur = None
@@ -320,3 +320,5 @@ def test_the_walk_counts_gpu_memory_where_it_binds():
     order = ["j0", "j1", "j3", "j4"]
     a = allocate(cl, jobs, solver="hived", order=order, preempt="order", max_moves=None)
     assert not violations(cl, jobs, a, order=order, preempt="order", max_moves=None)
+    assert a.stats["preempted_for"] == {"j2": "j4"}         # on the GPU with the memory
+    assert [g.gpu for g in a.placement("j4").gpus] == ["s1/gpu1"]
