@@ -446,8 +446,9 @@ def run(pods: PodTable, nodes: NodeTable, policy: str, seed: int, *, tune: float
     resolves: its registered solver (`solver_of`) places the pods, one
     round of alloc's simulator per pod (`session_placements`;
     ``policy_options`` are the solver's options and ``time_limit``).  With
-    ``max_moves`` the run may move up to that many placed pods (`alloc.solvers.fgd.engine.simulate_moves`,
-    the FGD family's policies only)."""
+    ``max_moves`` the run may move up to that many placed pods
+    (`alloc.solvers.fgd.engine.simulate_moves`, the FGD family's policies
+    only)."""
     wl = build_workload(pods, nodes, seed, tune)
     W = wl.pods
     fm = fm or typical_pods(W)

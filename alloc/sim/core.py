@@ -442,9 +442,9 @@ class Simulator:
             if self._queue is not None:
                 self._queue.touch(r)
             keep = self._keep
-            if keep is not None and not r.held and _sized(r):   # kept last, as it started
-                keep.append(r)
-                self._keep_ids.append(_cand_key(r))
+            if keep is not None and not r.held and (r.gpus > 0 or r.spec.gpus == 0):
+                keep.append(r)                  # kept last, as it started
+                self._keep_ids.append((r.id, r.gpus, r.gpu_type, r.milli))
             if self._keep_fit:
                 self._parked.pop(r.id, None)
             r.held_since = self.now
@@ -585,12 +585,13 @@ class Simulator:
 
     def _waits(self, r: JobRecord) -> bool:
         """``r`` waits in the queue: active, admitted, not held, not running."""
-        return (not r.running and r.admitted and not r.held and _sized(r)
-                and self.records.get(r.id) is r)
+        return (not r.running and r.admitted and not r.held
+                and (r.gpus > 0 or r.spec.gpus == 0) and self.records.get(r.id) is r)
 
     def _pooled(self, r: JobRecord) -> bool:
         """``r`` is in the round's pool: active, admitted, not held, not sized out."""
-        return r.admitted and not r.held and _sized(r) and self.records.get(r.id) is r
+        return (r.admitted and not r.held and (r.gpus > 0 or r.spec.gpus == 0)
+                and self.records.get(r.id) is r)
 
     def _touch(self, r: JobRecord) -> None:
         if self._queue is not None:
@@ -842,7 +843,8 @@ class Simulator:
         they are the last step's and nothing else changed)."""
         pairs: dict[str, str] = {}
         if self._queue is not None and self.sizing is None and self.shares is None:
-            running = [r for r in self._running.values() if not r.held and _sized(r)]
+            running = [r for r in self._running.values()
+                       if not r.held and (r.gpus > 0 or r.spec.gpus == 0)]
             merged = self._call(self.order, self._queue.ranked, running, ctx)
             cands = self._pick((r for _, _, r in merged), running)
         else:
@@ -850,7 +852,7 @@ class Simulator:
             if self.sizing is not None:
                 self._apply_sizes(self._call(self.sizing, self.sizing.obj.size, pool, ctx)
                                   or {})
-            pool = [r for r in pool if not r.held and _sized(r)]
+            pool = [r for r in pool if not r.held and (r.gpus > 0 or r.spec.gpus == 0)]
             if self.shares is not None:
                 from .sharing import share_round
                 cands, pairs = share_round(self, pool, ctx)
@@ -861,7 +863,7 @@ class Simulator:
             self._call(m, m.obj.before_step, self._control)
         if self.mechanisms:        # a job a mechanism held just now is no candidate
             cands = [r for r in cands if not r.held]
-        ids = [_cand_key(r) for r in cands]
+        ids = [(r.id, r.gpus, r.gpu_type, r.milli) for r in cands]
         if not self._dirty and ids == self._last_cands and not pairs:
             self.skipped += 1
         else:
@@ -883,7 +885,7 @@ class Simulator:
             self._call(m, m.obj.before_step, self._control)
         if self.mechanisms:
             cands = [r for r in cands if not r.held]
-        picks = [_cand_key(r) for r in cands]
+        picks = [(r.id, r.gpus, r.gpu_type, r.milli) for r in cands]
         if snap is not None and (self._keep is not kept or self._keep_epoch != epoch
                                  or len(kept) != n_kept):
             # a mechanism stopped or changed a kept job: the candidates as they

@@ -459,6 +459,6 @@ def builtin(name: str, **params: Any) -> ProgressModel:
     return cls(**params)
 
 
-__all__ = ["Alone", "CAUSES", "GavelTable", "Hold", "Progress", "ProgressModel", "Run", "SynergyProfiles",
-           "builtin"]
+__all__ = ["Alone", "CAUSES", "GavelTable", "Hold", "Progress", "ProgressModel", "Run",
+           "SynergyProfiles", "builtin"]
 
