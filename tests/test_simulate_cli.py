@@ -261,7 +261,7 @@ def test_pop_runs_with_gavel_progress_and_repacking(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("argv, text", [
-    (["--progress", "nope"], "--progress: expected one of alone, synergy, gavel or "
+    (["--progress", "nope"], "--progress: expected one of alone, synergy, gavel, hold or "
                              "module:factory[:KEY=VALUE,...], got 'nope'"),
     (["--progress", "alloc.sim.progress:Nothing"], "--progress alloc.sim.progress:Nothing "
                                                    "cannot be loaded"),

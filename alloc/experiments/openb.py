@@ -9,6 +9,15 @@
   seeded numpy Generator, tuned to ``tune`` x GPU capacity (appending pods
   drawn with replacement when short, deleting random pods when over), and a
   random tie-break rank per node.
+* The online protocol on alloc's one simulator (`pod_simulator`): pod ``i``
+  arrives at ``i`` s as a job of the workload (CPU-only pods ask for no GPU,
+  shared pods for a share of one), each arrival is one round of the
+  registered solver through the session (no moves, FIFO that never
+  preempts), the mechanism ``drop-unplaced`` drops a pod its round does not
+  place, and pods never finish (the progress model ``hold``).  The run's
+  placements are then applied to the experiment's `ClusterState` in arrival
+  order (`session_placements`).  The bounded-move variant (``max_moves``)
+  runs the engine's own loop (`alloc.solvers.fgd.engine.simulate_moves`).
 * Metrics: allocation and fragmentation after every attempt, binned by the
   arrived GPU demand in integer % of capacity (columns 0..130).
 * `run` (one policy, one seed) and `bench_main` (``alloc bench
@@ -435,10 +444,11 @@ def run(pods: PodTable, nodes: NodeTable, policy: str, seed: int, *, tune: float
 
     ``policy`` is one of `POLICY_NAMES` or any solver the registry
     resolves: its registered solver (`solver_of`) places the pods, one
-    session round per pod (`session_placements`; ``policy_options`` are the
-    solver's options and ``time_limit``).  With ``max_moves`` the run may
-    move up to that many placed pods (`alloc.solvers.fgd.engine.simulate_moves`,
-    the FGD family's policies only)."""
+    round of alloc's simulator per pod (`session_placements`;
+    ``policy_options`` are the solver's options and ``time_limit``).  With
+    ``max_moves`` the run may move up to that many placed pods
+    (`alloc.solvers.fgd.engine.simulate_moves`, the FGD family's policies
+    only)."""
     wl = build_workload(pods, nodes, seed, tune)
     W = wl.pods
     fm = fm or typical_pods(W)
@@ -499,10 +509,11 @@ def session_placements(state: ClusterState, seq: Sequence[Pod], nodes: NodeTable
                        rank: np.ndarray, fm: FragModel, policy: str, seed: int, *,
                        progress=None, **options):
     """Place ``seq`` online with the registered solver of ``policy``
-    (`solver_of`), one session round per pod (`SessionPolicy`): ties by
-    ``rank`` (`ranked_cluster`), FGD's target workload ``fm`` (the solver's
-    ``target`` option, when it declares one).  Each placement is applied to
-    ``state``, which measures the run.
+    (`solver_of`) on alloc's simulator (`pod_simulator`): one pod per round
+    in arrival order, ties by ``rank`` (`ranked_cluster`), FGD's target
+    workload ``fm`` (the solver's ``target`` option, when it declares one).
+    The run's placements are then applied to ``state`` in arrival order,
+    which measures it.
 
     Returns
     -------
@@ -511,6 +522,13 @@ def session_placements(state: ClusterState, seq: Sequence[Pod], nodes: NodeTable
         (dropped).
     used, frag : numpy.ndarray
         Allocated milli-GPU and the cluster's fragmentation after each pod.
+
+    Raises
+    ------
+    InputError
+        An unknown solver, options it refuses, or a run that moved or
+        stopped a placed pod or spread one over two nodes (the protocol
+        forbids them).
 
     Examples
     --------
@@ -525,19 +543,114 @@ def session_placements(state: ClusterState, seq: Sequence[Pod], nodes: NodeTable
     >>> out, used.tolist()
     ([(1, [0]), (0, [0, 1])], [500, 2500])
     """
-    from ..registry import get_solver
+    from ..collector import paused
+    with paused():      # the run's jobs and placements are no garbage (`alloc.collector`)
+        res = pod_simulator(seq, nodes, rank, fm, policy, seed, **options).run()
+        if res.stats["moves"] or res.stats["preemptions"]:
+            raise InputError(f"--policy {policy}: moved or stopped placed pods, which the "
+                             "FGD protocol forbids")
+        out = pod_placements(res, len(seq), nodes.names, policy)
+        used = np.zeros(len(seq), dtype=np.int64)
+        frag = np.zeros(len(seq))
+        for i, pod in enumerate(seq):
+            r = out[i]
+            if r is not None:
+                state.apply(r[0], r[1], pod)
+            used[i] = state.used
+            frag[i] = state.frag.sum()
+            if progress is not None:
+                progress(1)
+    return out, used, frag
+
+
+def pod_simulator(seq: Sequence[Pod], nodes: NodeTable, rank: np.ndarray, fm: FragModel,
+                  policy: str, seed: int, *, time_limit: float = 10.0, **options):
+    """The FGD protocol as a run of alloc's simulator (`alloc.sim.Simulator`).
+
+    Pod ``i`` is the job ``p<i>`` arriving at ``i`` seconds (its CPU,
+    memory, GPUs, share of one GPU and GPU models as the trace gives them);
+    each arrival is one event-driven round of the session (FIFO that never
+    preempts, so placed pods stay: the session allows no moves); the
+    mechanism ``drop-unplaced`` drops a pod its round does not place; pods
+    never finish (the progress model ``hold``).  The cluster is the nodes in
+    ``rank`` order (`ranked_cluster`: a solver's tie to the lowest server
+    index is the protocol's); the session asks for the objective ``"gpus"``
+    (allocated GPU, what the experiment measures) from a solver that honours
+    it, and none from one placing by its own rule.
+
+    Parameters
+    ----------
+    seq : sequence of Pod
+        The pods in arrival order.
+    nodes : NodeTable
+    rank : numpy.ndarray
+        Tie-break rank per node (smaller wins).
+    fm : FragModel
+        FGD's target workload.
+    policy : str
+        One of `POLICY_NAMES` or a solver the registry resolves.
+    seed : int
+        The run's seed (the session's, the ``random`` solver's draws).
+    time_limit : float
+        Seconds per round.
+    **options
+        The solver's options.
+
+    Returns
+    -------
+    alloc.sim.Simulator
+        Not yet run (`pod_placements` reads its result).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> nodes = NodeTable(["a", "b"], np.array([8000, 8000]), np.array([8192, 8192]),
+    ...                   np.array([2, 2]), ["V100", "V100"])
+    >>> pods = [Pod(1000, 1024, 1, 500), Pod(1000, 1024, 4, 1000), Pod(500, 512, 0, 0)]
+    >>> sim = pod_simulator(pods, nodes, np.array([1, 0]), FragModel.from_pods(pods),
+    ...                     "best-fit", 42)
+    >>> res = sim.run()
+    >>> res.summary()["dropped"], pod_placements(res, 3, nodes.names, "best-fit")
+    (1, [(1, [0]), None, (1, [])])
+    """
+    from ..registry import get_solver, use
+    from ..sim import Simulator, WorkloadJob
     from ..solvers.fgd import target_option
-    from .openb_session import SessionPolicy, simulate_session
     solver = solver_of(policy)
     try:
-        declared = {o.name for o in get_solver(solver).options}
-    except ValueError:
-        declared = set()          # a "module:function" solver: `SessionPolicy` says why not
-    if "target" in declared and "target" not in options:
+        use(solver)
+        info = get_solver(solver)
+    except ValueError as exc:
+        raise InputError(f"--policy: {exc}") from None
+    if "target" in {o.name for o in info.options} and "target" not in options:
         options["target"] = target_option(fm)
-    pol = SessionPolicy(solver, ranked_cluster(nodes, rank), seed, nodes=nodes.names, **options)
-    pol.name = policy
-    return simulate_session(state, pol, seq, progress=progress)
+    jobs = [WorkloadJob(f"p{i}", float(i), p.k, gpu_milli=p.m if p.k else MILLI,
+                        fields={"cpu": p.c, "mem": p.mem, "gpu_types": p.types if p.k else ()})
+            for i, p in enumerate(seq)]
+    return Simulator(ranked_cluster(nodes, rank), jobs, order=("fifo", {"preemptive": False}),
+                     placement=(solver, options), mechanism="drop-unplaced", progress="hold",
+                     seed=seed, time_limit=time_limit, name=policy,
+                     objective="gpus" if info.honours("gpus") else None)
+
+
+def pod_placements(res, n: int, names: Sequence[str], policy: str) -> list:
+    """Each pod's node (index into ``names``) and sorted GPU slots from a
+    finished `pod_simulator` run (``n`` pods), None for a dropped pod; a pod
+    spread over two nodes is an `InputError` naming ``policy`` (the protocol
+    forbids it).  Example: `pod_simulator`."""
+    from ..gpukey import GpuKey, server_of
+    node = {sid: k for k, sid in enumerate(names)}
+    out: list = [None] * n
+    for r in res.records:
+        p = r.run.placement if r.run is not None else None
+        if p is None:
+            continue
+        servers = {server_of(g.gpu) for g in p.gpus} or set(p.cpu)
+        if len(servers) != 1:
+            raise InputError(f"--policy {policy}: spread a pod over {len(servers)} nodes, "
+                             "which the FGD protocol forbids")
+        out[r.index] = (node[servers.pop()], sorted(GpuKey.parse(g.gpu).gpu for g in p.gpus))
+    return out
 
 
 def _result(state, seq, placements, used, frag, moves, nodes, workload, policy, seed, tune,
@@ -787,4 +900,4 @@ __all__ = ["NodeTable", "PodTable", "load_nodes", "load_pods", "to_cluster", "to
            "Workload", "build_workload", "fisher_yates", "sort_by_name", "typical_pods", "bin_curve",
            "RunResult", "run", "bench_main", "unplaceable", "write_curves", "write_frag", "plot_curves",
            "shared_dir", "openb_dir", "POLICY_NAMES", "SOLVER_OF", "solver_of", "known_policy",
-           "ranked_cluster", "session_placements"]
+           "ranked_cluster", "session_placements", "pod_simulator", "pod_placements"]

@@ -398,6 +398,13 @@ class Control(Protocol):
     def decide(self) -> None:
         """Ask for a round at this instant (after the current events)."""
 
+    def drop(self, job_id: str, reason: str) -> None:
+        """Take a job out of the run unfinished (a job that fits nowhere, as a
+        packing experiment drops it): it leaves the session (``stop``), frees
+        what it held if it runs, and is reported as *dropped* with
+        ``reason`` (one line): the summary's ``dropped`` count, its timeline
+        row's ``dropped``."""
+
 
 class Mechanism(Protocol):
     r"""What happens over time beyond one round: time-slicing, migration,
@@ -411,6 +418,13 @@ class Mechanism(Protocol):
     and `after_step` with the [`RoundResult`][alloc.session.RoundResult].  A hook acts through
     `Control`; what it returns is ignored.  `BaseMechanism` has a no-op for
     each hook, so that a mechanism writes only those it needs.
+
+    One optional hook: ``after_round(result, ctl)``, called at the end of
+    every round, after `after_step` when the round stepped, with its
+    ``RoundResult``, or with None when the round was skipped (its candidates
+    were those of the last step and nothing else changed) -- what a rule
+    about every round's outcome needs (``drop-unplaced``,
+    `alloc.sched.drop`).
 
     Two optional attributes, read once when the run is built: a mechanism's
     ``placement_options`` (a mapping) are added to the placement solver's

@@ -62,7 +62,7 @@ class PolicyError(InputError):
 
 #: Packages under `alloc.sched` that declare built-in policies (``POLICIES``).
 PACKAGES: tuple[str, ...] = ("orders", "pop", "allox", "salus", "themis", "tiresias", "pollux",
-                            "sia", "antman", "gavel", "pipeswitch", "gandiva")
+                            "sia", "antman", "gavel", "pipeswitch", "gandiva", "drop")
 
 #: The entry-point group plug-ins declare their policies in.
 ENTRY_POINT_GROUP = "alloc.policies"

@@ -34,6 +34,26 @@ a round follows every instant with an arrival, a completion, a server
 event, or a mechanism's ``decide()``.  A job finishes at the exact instant
 its work is done and frees its GPUs at once.
 
+A job may ask for no GPU (CPU and memory only, its ``fields``) or for a
+share of one GPU (``gpu_milli``): both are offered to the rounds as any
+other (a job that asks for no GPU fits whatever GPU is free).  After each
+round, stepped or skipped, the mechanisms' ``after_round`` hooks run; a
+mechanism may take a job out of the run (``Control.drop``: ``drop-unplaced``
+drops a job its arrival's round does not start), reported as *dropped*.
+
+*Keep-fit rounds*: when running jobs keep their GPUs (an order that does not
+preempt, no repack) and the candidates are the ranked jobs that fit, with an
+order of static keys (`alloc.sim.ranking`), a round's bookkeeping follows
+what changed: the running jobs are a list kept as they start and stop (with
+the milli-GPU they hold as a running sum), the waiting jobs the order's
+sorted queue, the session's waiting jobs a set; whether the candidates are
+the last step's is told from the jobs started since; the session's order
+ranks the waiting candidates alone when the session may neither stop nor
+move a running job (their rank then changes nothing).  A run whose jobs
+never finish (the FGD experiment: ``hold``) then costs each round what
+changed, not the jobs running, and the session answers a round with one new
+job from its carried state (`alloc.session.fast`).
+
 Every placement goes through the session: rounds through ``Session.step``,
 a mechanism's actions through its checked events (``stop``, ``reconcile``).
 A policy that raises ends the run with a `alloc.sched.PolicyError` naming it,
@@ -57,7 +77,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence, cast
 from ..gpukey import gpu_key, server_of
 from ..errors import InputError
 from ..model import Cluster, GpuShare, Job, Placement
-from ..sched.kinds import Context, Event, Size
+from ..sched.kinds import BaseMechanism, Context, Event, Size
 from ..sched.registry import PolicyError
 from .jobs import JOB_FIELDS, JobRecord, WorkloadJob
 from .progress import Alone, Progress, Run
@@ -134,6 +154,8 @@ class Simulator:
         Failures, drains and restorations.
     time_limit : float, optional
         Seconds per session round.
+    objective : str, optional
+        The session's objective (default: the placement solver's own).
     name : str
     """
 
@@ -144,7 +166,7 @@ class Simulator:
                  window: tuple[int, int] | None = None, max_time_s: float | None = None,
                  repack: bool = False, candidates: str = "fit",
                  events: Sequence[ServerEvent] = (), time_limit: float | None = None,
-                 name: str = "sim") -> None:
+                 objective: str | None = None, name: str = "sim") -> None:
         if not isinstance(cluster, Cluster):
             raise InputError(f"cluster: expected an alloc.Cluster, got {type(cluster).__name__}")
         if round_s is not None and not (isinstance(round_s, (int, float)) and round_s > 0
@@ -169,6 +191,7 @@ class Simulator:
         self.events = sorted(events, key=lambda e: e.at_s)
         self.name = name
         self.time_limit = time_limit
+        self.objective = objective
         self._jobs_src = jobs
         self.finite = isinstance(jobs, (list, tuple))
         if self.window is None and not self.finite:
@@ -193,9 +216,6 @@ class Simulator:
         self._needs_duration = next((x for ss in self.slots.values() for x in ss
                                      if "duration" in x.needs), None)
         self.order = self.slots["order"][0]
-        from .ranking import Queue, incremental
-        self._queue = Queue(self.order.obj, self._waits, self._pooled) \
-            if incremental(self.order.obj) else None
         self.place = self.slots["placement"][0]
         self.admission = self.slots["admission"][0] if self.slots["admission"] else None
         self.sizing = self.slots["sizing"][0] if self.slots["sizing"] else None
@@ -208,6 +228,7 @@ class Simulator:
         preemptive = bool(getattr(self.order.obj, "preemptive", False))
         self.preempt = "order" if (preemptive and not repack and self.shares is None) else None
         self._build_session()
+        self._set_up_rounds()
         # state
         self.now = 0.0
         self.rng = random.Random(seed)
@@ -243,7 +264,9 @@ class Simulator:
         self._first_arrival: float | None = None
         self.samples: list[tuple[float, float, int, int]] = []
         self.counts = {"preemptions": 0, "restarts": 0, "moves": 0, "suspensions": 0,
-                       "failures": 0, "resizes": 0}
+                       "failures": 0, "resizes": 0, "dropped": 0}
+        #: jobs that left the run without finishing (`alloc.sched.kinds.Control.drop`)
+        self.dropped: list[JobRecord] = []
         self.timing = {"policies_s": 0.0, "session_s": 0.0, "step_s": 0.0, "progress_s": 0.0}
         self._servers = {s.id: s for s in cluster.servers}
         self._total_milli: int | None = None
@@ -276,11 +299,46 @@ class Simulator:
         moves: dict[str, Any] = {"max_moves": None, "move_cost": 0.0} if self.moving else {}
         try:
             self.session = Session(self.cluster0, solver=self.place.obj, options=opts,
-                                   preempt=self.preempt, time_limit=self.time_limit,
+                                   objective=self.objective, preempt=self.preempt,
+                                   time_limit=self.time_limit,
                                    seed=self.seed, name=self.name, **moves)
         except InputError as exc:
             by = f" (options given by {', '.join(given)})" if given else ""
             raise InputError(f"placement: {exc}{by}") from None
+
+    def _set_up_rounds(self) -> None:
+        """The rounds' own state: which mechanism hooks act, the queue, the
+        keep-fit bookkeeping (module notes)."""
+        from .ranking import Queue, incremental
+        #: the mechanisms whose hook does something, by hook (`BaseMechanism`'s
+        #: no-ops are not called), and the round's result for ``after_round``
+        self._hooks = {h: [m for m in self.mechanisms if _acts(m.obj, h)]
+                       for h in ("on_event", "before_round", "before_step", "after_step",
+                                 "after_round")}
+        self._after_round = self._hooks["after_round"]
+        self._result: Any = None
+        #: running jobs keep their GPUs and the candidates are the ranked jobs that fit:
+        #: a round then walks the waiting jobs and what changed (module notes)
+        self._keep_fit = self.preempt is None and not self.repack and self.candidates == "fit"
+        self._queue = Queue(self.order.obj, self._waits,
+                            None if self._keep_fit else self._pooled) \
+            if incremental(self.order.obj) else None
+        #: a keep-fit round's running jobs in start order (None: built at the next
+        #: round), their candidate keys, and a count of the list's changes other
+        #: than a job appended (`_same_cands`)
+        self._keep: list[JobRecord] | None = None
+        self._keep_ids: list[tuple] = []
+        self._keep_epoch = 0
+        #: the last keep-fit step's candidates: (epoch, kept jobs, the other
+        #: candidates' keys), and all their keys once the kept list changed
+        self._last_keep: tuple | None = None
+        self._last_full: list | None = None
+        #: a mechanism acts before the session's step (the kept list may change then)
+        self._acts_before = bool(self._hooks["before_step"])
+        #: the jobs in the session that do not run, by id
+        self._parked: dict[str, JobRecord] = {}
+        #: active jobs that ask for no GPU
+        self._cpu_only = 0
 
     @property
     def total_milli(self) -> int:
@@ -383,7 +441,14 @@ class Simulator:
             r.running = True
             self._running_n += 1
             self._running[r.id] = r
-            self._touch(r)
+            if self._queue is not None:
+                self._queue.touch(r)
+            keep = self._keep
+            if keep is not None and not r.held and (r.gpus > 0 or r.spec.gpus == 0):
+                keep.append(r)                  # kept last, as it started
+                self._keep_ids.append((r.id, r.gpus, r.gpu_type, r.milli))
+            if self._keep_fit:
+                self._parked.pop(r.id, None)
             r.held_since = self.now
             r.t_mark = self.now
             if r.start_s is None:
@@ -421,6 +486,9 @@ class Simulator:
         self._running_n -= 1
         del self._running[r.id]
         self._touch(r)
+        if self._keep_fit:
+            self._unkeep(r)
+            self._sync(r)
         r.rate = 0.0
         r.version += 1
         r.stopped_s = self.now
@@ -437,6 +505,18 @@ class Simulator:
             self.counts["preemptions"] += 1
             if why == "suspend":
                 self.counts["suspensions"] += 1
+
+    def _unkeep(self, r: JobRecord) -> None:
+        """``r`` no longer runs: out of the kept list."""
+        keep = self._keep
+        if keep is None:
+            return
+        try:
+            i = keep.index(r)          # records compare by identity
+        except ValueError:             # held when it started: never kept
+            return
+        self._keep_changed()
+        del keep[i], self._keep_ids[i]
 
     def _recap(self, r: JobRecord, p: Placement | None) -> None:
         """Running job ``r`` holds its GPUs with other shares (GPU memory or
@@ -507,16 +587,43 @@ class Simulator:
 
     def _waits(self, r: JobRecord) -> bool:
         """``r`` waits in the queue: active, admitted, not held, not running."""
-        return (not r.running and r.admitted and not r.held and r.gpus > 0
-                and self.records.get(r.id) is r)
+        return (not r.running and r.admitted and not r.held
+                and (r.gpus > 0 or r.spec.gpus == 0) and self.records.get(r.id) is r)
 
     def _pooled(self, r: JobRecord) -> bool:
-        """``r`` is in the round's pool: active, admitted, not held, some GPUs."""
-        return r.admitted and not r.held and r.gpus > 0 and self.records.get(r.id) is r
+        """``r`` is in the round's pool: active, admitted, not held, not sized out."""
+        return (r.admitted and not r.held and (r.gpus > 0 or r.spec.gpus == 0)
+                and self.records.get(r.id) is r)
 
     def _touch(self, r: JobRecord) -> None:
         if self._queue is not None:
             self._queue.touch(r)
+        if r.running and self._keep is not None:
+            self._rekeep()
+
+    def _rekeep(self) -> None:
+        """A kept job may have changed: the kept list is built again at the next round."""
+        if self._keep is not None:
+            self._keep_changed()
+            self._keep = None
+
+    def _keep_changed(self) -> None:
+        """The kept list changes otherwise than by an append: the last step's
+        candidates are written out in full first, if they were not yet."""
+        m = self._last_keep
+        if m is not None and self._last_full is None and m[0] == self._keep_epoch:
+            self._last_full = self._keep_ids[:m[1]] + m[2]
+        self._keep_epoch += 1
+
+    def _sync(self, r: JobRecord) -> None:
+        """Keep ``_parked`` (the jobs in the session that do not run: keep-fit
+        rounds only) up to date."""
+        if not self._keep_fit:
+            return
+        if r.in_session and not r.running and self.records.get(r.id) is r:
+            self._parked[r.id] = r
+        else:
+            self._parked.pop(r.id, None)
 
     # ------------------------------------------------------------ session
     def _session_job(self, r: JobRecord) -> Job:
@@ -541,11 +648,15 @@ class Simulator:
     def _submit(self, r: JobRecord) -> None:
         self.session.submit(self._session_job(r), where=f"job {r.id!r}")
         r.in_session = True
+        if self._keep_fit:
+            self._sync(r)
 
     def _remove(self, r: JobRecord) -> None:
         if r.in_session:
             self.session.stop(r.id)
             r.in_session = False
+            if self._keep_fit:
+                self._sync(r)
             if r.running:
                 self._stopped.add(r.id)      # its run ends with the round (`_apply`)
 
@@ -565,6 +676,69 @@ class Simulator:
                               f"expected every job once, got {len(out)} ids for {len(pool)} jobs")
         return out
 
+    def _kept(self) -> list[JobRecord]:
+        """A keep-fit round's running jobs (those not held, in start order):
+        the list kept up to date (built again after a change it cannot follow)."""
+        keep = self._keep
+        if keep is None:
+            keep = self._keep = [r for r in self._running.values() if not r.held and _sized(r)]
+            self._keep_ids = [_cand_key(r) for r in keep]
+        return keep
+
+    def _same_cands(self, picks: list[tuple]) -> bool:
+        """The kept jobs then ``picks`` are the last step's candidates (the
+        same keys in the same order), told from what changed since: while the
+        kept list only grew, the jobs appended since then ``picks`` are the
+        last step's other candidates."""
+        m = self._last_keep
+        if m is not None and m[0] == self._keep_epoch:
+            return self._keep_ids[m[1]:] + picks == m[2]
+        return self._keep_ids + picks == self._last_full
+
+    def _kept_milli(self, kept: list[JobRecord]) -> int:
+        """Milli-GPU the ``kept`` jobs hold (every running job's when all are kept)."""
+        if len(kept) == self._running_n:
+            return self._held_milli
+        return sum(r.run.gpus * r.run.milli for r in kept if r.run is not None)
+
+    def _fit(self, ranked: Iterable[JobRecord], budget: int) -> list[JobRecord]:
+        """The waiting jobs of ``ranked`` (an iterator, read as far as needed)
+        whose GPUs fit ``budget`` milli-GPU, in order, each taking its share
+        of it; a job that asks for no GPU always fits."""
+        out: list[JobRecord] = []
+        cpu = self._cpu_only > 0
+        for r in ranked:
+            if budget <= 0 and not cpu:
+                break
+            need = r.gpus * r.milli
+            if need <= budget or need == 0:
+                out.append(r)
+                budget -= need
+        return out
+
+    def _session_keep_fit(self, cands: list[JobRecord], kept: list[JobRecord],
+                          back: list[JobRecord]) -> None:
+        """The session's jobs for a keep-fit round: the waiting ones that are
+        no candidate leave it, the candidates (``back``, kept jobs stopped
+        just now, then ``cands``) join it; the order ranks ``kept`` then
+        ``cands``, the kept jobs that run left out when the session may
+        neither stop nor move a running job (their rank then changes
+        nothing: they stay; and an order once given is not given again for
+        one waiting candidate or none)."""
+        sess = self.session
+        pending = back + cands if back else cands
+        want = {r.id for r in pending}
+        for r in [x for x in self._parked.values() if x.id not in want]:
+            self._remove(r)
+        for r in pending:
+            if not r.in_session:
+                self._submit(r)
+        if sess.max_moves == 0 and sess.preempt_rule is None and not sess.cluster.tenants:
+            if len(pending) > 1 or sess.order is None:
+                sess.set_order([r.id for r in pending])
+        else:
+            sess.set_order([r.id for r in kept] + [r.id for r in cands])
+
     def _pick(self, ranked: Iterable[JobRecord], running: list[JobRecord]) -> list[JobRecord]:
         """The round's candidates among the ranked jobs (an iterator, read as
         far as needed): ``"all"``, or the ranked jobs whose GPUs fit what the
@@ -579,13 +753,14 @@ class Simulator:
         if keep:
             out = [r for r in running]
             budget -= sum(r.run.gpus * r.run.milli for r in out if r.run is not None)
+        cpu = self._cpu_only > 0
         for r in ranked:
-            if budget <= 0:
+            if budget <= 0 and not cpu:
                 break
             if keep and r.running:
                 continue
             need = r.gpus * r.milli
-            if need <= budget:
+            if need <= budget or need == 0:
                 out.append(r)
                 budget -= need
         if not keep and not self.repack:      # running jobs stay in the session
@@ -636,10 +811,8 @@ class Simulator:
             self._round_open = (self.now, self._util_area, self._cpu_area, self._mem_area)
         self.round_no += 1
         self._stopped = set()
-        for m in self.mechanisms:
-            hook = getattr(m.obj, "before_round", None)
-            if hook is not None:
-                self._call(m, hook, self._control)
+        for m in self._hooks["before_round"]:
+            self._call(m, m.obj.before_round, self._control)
         ctx = self.context()
         if self.admission is not None:
             adm = self.admission
@@ -652,25 +825,43 @@ class Simulator:
         if self.progress.dynamic:
             for r in list(self._running.values()):
                 self._set_rate(r)
+        if self._keep_fit and self._queue is not None and self.sizing is None \
+                and self.shares is None:
+            self._keep_fit_round(ctx)
+        else:
+            self._full_round(ctx)
+        if self.shares is not None:
+            from .sharing import note_runners
+            note_runners(self)
+        self._dirty = self._happened = False
+        for m in self._after_round:
+            self._call(m, m.obj.after_round, self._result, self._control)
+        self._result = None
+        self.samples.append((self.now, self._held_milli / self._max_milli,
+                             self._active - self._running_n, self._running_n))
+
+    def _full_round(self, ctx: Context) -> None:
+        """A round's candidates from the whole pool, then its step (unless
+        they are the last step's and nothing else changed)."""
+        pairs: dict[str, str] = {}
         if self._queue is not None and self.sizing is None and self.shares is None:
-            running = [r for r in self._running.values() if not r.held and r.gpus > 0]
+            running = [r for r in self._running.values()
+                       if not r.held and (r.gpus > 0 or r.spec.gpus == 0)]
             merged = self._call(self.order, self._queue.ranked, running, ctx)
             cands = self._pick((r for _, _, r in merged), running)
-            pairs: dict[str, str] = {}
         else:
             pool = [r for r in self.records.values() if r.admitted]
             if self.sizing is not None:
                 self._apply_sizes(self._call(self.sizing, self.sizing.obj.size, pool, ctx)
                                   or {})
-            pool = [r for r in pool if not r.held and r.gpus > 0]
+            pool = [r for r in pool if not r.held and (r.gpus > 0 or r.spec.gpus == 0)]
             if self.shares is not None:
                 from .sharing import share_round
                 cands, pairs = share_round(self, pool, ctx)
             else:
                 ranked = self._rank(pool, ctx)
                 cands = self._pick(iter(ranked), [r for r in ranked if r.running])
-                pairs = {}
-        for m in self.mechanisms:
+        for m in self._hooks["before_step"]:
             self._call(m, m.obj.before_step, self._control)
         if self.mechanisms:        # a job a mechanism held just now is no candidate
             cands = [r for r in cands if not r.held]
@@ -680,30 +871,66 @@ class Simulator:
         else:
             self._step(cands, pairs)
             self._last_cands = ids
-        if self.shares is not None:
-            from .sharing import note_runners
-            note_runners(self)
-        self._dirty = self._happened = False
-        self.samples.append((self.now, self._held_milli / self._max_milli,
-                             self._active - self._running_n, self._running_n))
 
-    def _step(self, cands: list[JobRecord], pairs: Mapping[str, str]) -> None:
+    def _keep_fit_round(self, ctx: Context) -> None:
+        """`_full_round` when running jobs keep their GPUs and the candidates
+        are the ranked jobs that fit (module notes): the kept jobs, then the
+        waiting ones that fit what they leave; its cost follows what changed."""
+        kept = self._kept()
+        epoch, n_kept = self._keep_epoch, len(kept)
+        snap = (list(kept), list(self._keep_ids)) if self._acts_before else None
+        queue = self._queue
+        assert queue is not None
+        merged = self._call(self.order, queue.ranked, (), ctx)
+        cands = self._fit((r for _, _, r in merged), self.total_milli - self._kept_milli(kept))
+        for m in self._hooks["before_step"]:
+            self._call(m, m.obj.before_step, self._control)
+        if self.mechanisms:
+            cands = [r for r in cands if not r.held]
+        picks = [(r.id, r.gpus, r.gpu_type, r.milli) for r in cands]
+        if snap is not None and (self._keep is not kept or self._keep_epoch != epoch
+                                 or len(kept) != n_kept):
+            # a mechanism stopped or changed a kept job: the candidates as they
+            # were, less those held now, against the last step's in full
+            mk = self._last_keep
+            last = snap[1][:mk[1]] + mk[2] if mk is not None and mk[0] == epoch \
+                else self._last_full
+            kept = [r for r in snap[0] if not r.held]
+            ids = [_cand_key(r) for r in kept] + picks
+            same, mark, full = ids == last, None, ids
+            back = [r for r in kept if not r.running]     # stopped now: candidates again
+        else:
+            same = self._same_cands(picks)
+            mark, full, back = (self._keep_epoch, len(kept), picks), None, []
+        if not self._dirty and same:
+            self.skipped += 1
+        else:
+            self._last_keep, self._last_full = mark, full
+            self._step(cands, {}, (kept, back))
+
+    def _step(self, cands: list[JobRecord], pairs: Mapping[str, str],
+              kept: tuple[list[JobRecord], list[JobRecord]] | None = None) -> None:
+        """One session round over ``cands`` (after ``kept``: a keep-fit
+        round's kept jobs, and those of them a mechanism stopped just now)."""
         t0 = time.perf_counter()
         sess = self.session
         was: dict[str, Placement | None] = {}
-        if self.repack:
-            was = {r.id: r.run.placement for r in self.records.values()
-                   if r.running and r.run is not None}
-            if was and not self.moving:
-                sess.reconcile([])
-        want = {r.id for r in cands}
-        for r in self.records.values():
-            if r.in_session and r.id not in want and (self.repack or not r.running):
-                self._remove(r)
-        for r in cands:
-            if not r.in_session:
-                self._submit(r)
-        sess.set_order([r.id for r in cands])
+        if kept is not None:
+            self._session_keep_fit(cands, *kept)
+        else:
+            if self.repack:
+                was = {r.id: r.run.placement for r in self.records.values()
+                       if r.running and r.run is not None}
+                if was and not self.moving:
+                    sess.reconcile([])
+            want = {r.id for r in cands}
+            for r in self.records.values():
+                if r.in_session and r.id not in want and (self.repack or not r.running):
+                    self._remove(r)
+            for r in cands:
+                if not r.in_session:
+                    self._submit(r)
+            sess.set_order([r.id for r in cands])
         t1 = time.perf_counter()
         res = sess.step()
         t2 = time.perf_counter()
@@ -712,10 +939,11 @@ class Simulator:
             from .sharing import place_pairs
             res = place_pairs(self, res, pairs)
         self._apply(res, was)
+        self._result = res
         t3 = time.perf_counter()
         self.timing["session_s"] += (t1 - t0) + (t3 - t2)
         self.timing["step_s"] += t2 - t1
-        for m in self.mechanisms:
+        for m in self._hooks["after_step"]:
             self._call(m, m.obj.after_step, res, self._control)
 
     def _apply(self, res: Any, was: Mapping[str, Placement | None]) -> None:
@@ -777,6 +1005,7 @@ class Simulator:
         r.area0 = self._active_area
         if self._first_arrival is None:
             self._first_arrival = self.now
+        self._cpu_only += spec.gpus == 0
         if self.admission is None:
             r.admitted = True
             self._touch(r)
@@ -784,7 +1013,28 @@ class Simulator:
             raise InputError(f"workload row {index + 1}: job {spec.id!r}: gpus: wants "
                              f"{spec.gpus} GPUs, the cluster has {self._max_milli // 1000}")
         self._happened = True
-        self._event(Event("arrival", self.now, job=spec.id))
+        if self._hooks["on_event"]:
+            self._event(Event("arrival", self.now, job=spec.id))
+
+    def _drop(self, r: JobRecord, reason: str) -> None:
+        """``r`` leaves the run unfinished (`_Control.drop`)."""
+        if r.running:
+            self._end(r, "drop")
+        if r.in_session:
+            self.session.stop(r.id)
+            r.in_session = False
+        del self.records[r.id]
+        self._sync(r)
+        self._touch(r)
+        self._gone.add(r.id)
+        self._active -= 1
+        self._cpu_only -= r.spec.gpus == 0
+        r.dropped = reason
+        self.dropped.append(r)
+        self.counts["dropped"] += 1
+        if self._measured(r.index):
+            self._left -= 1
+        self._dirty = True
 
     def _finish(self, jid: str, version: int) -> None:
         r = self.records.get(jid)
@@ -803,6 +1053,8 @@ class Simulator:
             self.session.finish(jid)
             r.in_session = False
         del self.records[jid]
+        self._sync(r)
+        self._cpu_only -= r.spec.gpus == 0
         self._touch(r)
         self._gone.add(jid)
         self._active -= 1
@@ -843,7 +1095,7 @@ class Simulator:
                           server=ev.server))
 
     def _event(self, ev: Event) -> None:
-        for m in self.mechanisms:
+        for m in self._hooks["on_event"]:
             self._call(m, m.obj.on_event, ev, self._control)
 
     def _measured(self, index: int) -> bool:
@@ -952,7 +1204,7 @@ class Simulator:
                 break
         self._advance_to(max(end, self.now))
         self._close_round()
-        self.unfinished = [r for r in self.records.values()]
+        self.unfinished = list(self.records.values())
         for r in self.unfinished:
             if r.running:
                 self._settle(r)
@@ -1079,6 +1331,8 @@ class _Control:
             sim._index(r)
             sim._set_rate(r, force=True)
         r.held = False
+        if r.running:
+            sim._rekeep()
         sim._dirty = True
 
     def reshare(self, job_id: str, shares: Sequence[GpuShare]) -> None:
@@ -1156,6 +1410,31 @@ class _Control:
 
     def decide(self) -> None:
         self._sim._wants_decision = True
+
+    def drop(self, job_id: str, reason: str) -> None:
+        r = self._rec(job_id, "drop")
+        if not isinstance(reason, str) or not reason.strip():
+            raise InputError(f"drop {job_id!r}: reason: expected a non-empty string, "
+                             f"got {reason!r}")
+        self._sim._drop(r, reason)
+
+
+def _acts(obj: Any, hook: str) -> bool:
+    """``obj`` (a mechanism) has ``hook``, and not `BaseMechanism`'s no-op."""
+    fn = getattr(obj, hook, None)
+    return fn is not None and getattr(fn, "__func__", None) is not getattr(BaseMechanism, hook,
+                                                                           None)
+
+
+def _sized(r: JobRecord) -> bool:
+    """``r`` has GPUs to run on, or asks for none (a sizing policy may give a
+    GPU job 0 GPUs: it waits out the round)."""
+    return r.gpus > 0 or r.spec.gpus == 0
+
+
+def _cand_key(r: JobRecord) -> tuple:
+    """What a round's candidate is to the session: id, GPUs, GPU type, share."""
+    return (r.id, r.gpus, r.gpu_type, r.milli)
 
 
 def _proportional(cluster: Cluster) -> tuple[float, float]:

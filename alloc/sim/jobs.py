@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping, NoReturn
 
 from ..errors import InputError
 from ..model import frozen_map
@@ -32,7 +32,8 @@ class WorkloadJob:
     arrival_s : float
         When it arrives (s, >= 0).
     gpus : int
-        GPUs it asks for (>= 1).
+        GPUs it asks for (>= 0; 0: a job that holds only CPU and memory,
+        given in ``fields``).
     duration_s : float or None
         Its run time alone on ``gpus`` GPUs (s, > 0): the plain CSV's column.
         What "alone" means is the progress model's (Synergy: at the
@@ -55,6 +56,9 @@ class WorkloadJob:
         GPU-proportional share, ``locality``, ``tenant``, ``guaranteed``,
         ``gpu_types``, ``gpu_mem``, ``gpu_compute``, ``gpu_mem_min``,
         ``weight``.  They override the progress model's job fields.
+    gpu_milli : int
+        Its share of each GPU, milli-GPU (1..1000; below 1000 only with
+        ``gpus == 1``: a fraction of one GPU, shared with other jobs).
 
     Examples
     --------
@@ -65,6 +69,10 @@ class WorkloadJob:
     Traceback (most recent call last):
     ...
     alloc.errors.InputError: job 'j2': duration_s: expected a number > 0, got -5.0
+    >>> WorkloadJob("j3", 0.0, 1, gpu_milli=250).gpu_milli   # a quarter of one GPU
+    250
+    >>> WorkloadJob("j4", 0.0, 0, fields={"cpu": 4000, "mem": 8192}).gpus   # CPU only
+    0
     """
     id: str
     arrival_s: float
@@ -77,39 +85,56 @@ class WorkloadJob:
     max_gpus: int | None = None
     extra: Mapping[str, Any] = field(default_factory=frozen_map)
     fields: Mapping[str, Any] = field(default_factory=frozen_map)
+    gpu_milli: int = 1000
 
     def __post_init__(self) -> None:
-        w = f"job {self.id!r}"
         if not isinstance(self.id, str) or not self.id:
             raise InputError(f"job {self.id!r}: id: expected a non-empty string")
         if not _number(self.arrival_s) or self.arrival_s < 0:
-            raise InputError(f"{w}: arrival_s: expected a number >= 0, got {self.arrival_s!r}")
-        if not _int(self.gpus) or self.gpus < 1:
-            raise InputError(f"{w}: gpus: expected an integer >= 1, got {self.gpus!r}")
+            self._bad("arrival_s", f"expected a number >= 0, got {self.arrival_s!r}")
+        if not _int(self.gpus) or self.gpus < 0:
+            self._bad("gpus", f"expected an integer >= 0, got {self.gpus!r}")
+        if self.gpu_milli != 1000 or not _int(self.gpu_milli):
+            if not _int(self.gpu_milli) or not 1 <= self.gpu_milli <= 1000:
+                self._bad("gpu_milli", f"expected an integer in 1..1000, got {self.gpu_milli!r}")
+            if self.gpus != 1:
+                self._bad("gpu_milli", f"expected 1000 unless gpus is 1 (a share of one GPU), "
+                                       f"got {self.gpu_milli} with gpus={self.gpus}")
         for name in ("duration_s", "work"):
             v = getattr(self, name)
             if v is not None and (not _number(v) or v <= 0):
-                raise InputError(f"{w}: {name}: expected a number > 0, got {v!r}")
+                self._bad(name, f"expected a number > 0, got {v!r}")
         if not _int(self.priority):
-            raise InputError(f"{w}: priority: expected an integer, got {self.priority!r}")
+            self._bad("priority", f"expected an integer, got {self.priority!r}")
+        if self.min_gpus is not None or self.max_gpus is not None:
+            self._check_range()
+        if not isinstance(self.extra, Mapping):
+            self._bad("extra", "expected a mapping")
+        if not isinstance(self.fields, Mapping):
+            self._bad("fields", "expected a mapping")
+        if not _FIELDS.issuperset(self.fields):
+            bad = sorted(set(self.fields) - _FIELDS)
+            self._bad("fields", f"{bad[0]!r} is not a job field a workload may set; expected "
+                                f"some of {', '.join(JOB_FIELDS)}")
+
+    def _check_range(self) -> None:
+        """An elastic job's ``min_gpus`` and ``max_gpus`` around ``gpus``."""
         for name in ("min_gpus", "max_gpus"):
             v = getattr(self, name)
             if v is not None and (not _int(v) or v < 1):
-                raise InputError(f"{w}: {name}: expected an integer >= 1, got {v!r}")
+                self._bad(name, f"expected an integer >= 1, got {v!r}")
         if self.min_gpus is not None and self.min_gpus > self.gpus:
-            raise InputError(f"{w}: min_gpus: expected at most gpus ({self.gpus}), "
-                             f"got {self.min_gpus}")
+            self._bad("min_gpus", f"expected at most gpus ({self.gpus}), got {self.min_gpus}")
         if self.max_gpus is not None and self.max_gpus < self.gpus:
-            raise InputError(f"{w}: max_gpus: expected at least gpus ({self.gpus}), "
-                             f"got {self.max_gpus}")
-        if not isinstance(self.extra, Mapping):
-            raise InputError(f"{w}: extra: expected a mapping")
-        if not isinstance(self.fields, Mapping):
-            raise InputError(f"{w}: fields: expected a mapping")
-        bad = sorted(set(self.fields) - set(JOB_FIELDS))
-        if bad:
-            raise InputError(f"{w}: fields: {bad[0]!r} is not a job field a workload may "
-                             f"set; expected some of {', '.join(JOB_FIELDS)}")
+            self._bad("max_gpus", f"expected at least gpus ({self.gpus}), got {self.max_gpus}")
+
+    def _bad(self, name: str, what: str) -> NoReturn:
+        """Raise the one-line error on field ``name``."""
+        raise InputError(f"job {self.id!r}: {name}: {what}")
+
+
+#: `JOB_FIELDS` as a set.
+_FIELDS = frozenset(JOB_FIELDS)
 
 
 def _number(v: Any) -> bool:
@@ -147,6 +172,8 @@ class JobRecord:
         Starts after a stop, stops by a round or a mechanism, moves.
     start_s, finish_s : float or None
         Its first start and its finish.
+    dropped : str or None
+        Why it left the run without finishing (`alloc.sched.kinds.Control.drop`).
     state : dict
         The progress model's per-job state.
     """
@@ -156,7 +183,7 @@ class JobRecord:
                  "moves", "start_s", "finish_s", "stopped_s", "admitted", "held", "state",
                  "size", "version", "intervals", "milli", "gpu_type", "in_session", "_sim",
                  "queued_s", "delay_total_s", "area0", "reason", "fields", "min_gpus",
-                 "max_gpus")
+                 "max_gpus", "dropped")
 
     def __init__(self, spec: WorkloadJob, index: int, work: float, duration_s: float | None,
                  sim: Any) -> None:
@@ -193,7 +220,7 @@ class JobRecord:
         self.size: Size | None = None
         self.version = 0
         self.intervals: list[list] = []
-        self.milli = 1000
+        self.milli = spec.gpu_milli
         self.gpu_type: str | None = None
         self.in_session = False
         self._sim = sim
@@ -201,6 +228,8 @@ class JobRecord:
         self.delay_total_s = 0.0
         self.area0 = 0.0
         self.reason: str | None = None
+        #: why the run dropped it (`alloc.sched.kinds.Control.drop`), None if not
+        self.dropped: str | None = None
         #: fields of the session's job (the workload's `WorkloadJob.fields`,
         #: then a mechanism's `Control.set_fields`)
         self.fields: dict[str, Any] = dict(spec.fields)

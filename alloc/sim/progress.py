@@ -183,11 +183,12 @@ class ProgressModel:
         return job.duration_s
 
     def rate(self, job: Any, run: Run) -> float:
-        """``(GPUs held / GPUs requested) * (milli / 1000)`` (1 alone on its request)."""
-        want = job.spec.gpus if hasattr(job, "spec") else job.gpus
-        if want <= 0:
+        """``(GPUs held / GPUs requested) * (milli held / milli requested)``
+        (1 alone on its request; 1 for a job that asks for no GPU)."""
+        spec = job.spec if hasattr(job, "spec") else job
+        if spec.gpus <= 0:
             return 1.0
-        return run.gpus / want * run.milli / 1000.0
+        return run.gpus / spec.gpus * run.milli / getattr(spec, "gpu_milli", 1000)
 
     def delay_s(self, job: Any, run: Run, cause: str) -> float:
         """``restart_s`` for every cause but the first start."""
@@ -411,8 +412,39 @@ class GavelTable(ProgressModel):
         return float(self.table.alone[r, c]) * run.milli / 1000.0
 
 
+class Hold(ProgressModel):
+    """Jobs that hold what they are given until the run ends, as the pods of
+    a packing experiment (FGD's, Weng et al., ATC'23) do: every job's work is
+    one unit and its rate 0, so no job finishes; the run ends after the last
+    arrival (or at ``max_time_s``), every started job still running.  No job
+    needs a ``duration_s``, and no policy that needs one may run with it.
+
+    Examples
+    --------
+    >>> from alloc.sim.progress import Hold, Run
+    >>> from alloc.sim.jobs import WorkloadJob
+    >>> j = WorkloadJob("pod", 0.0, 1, gpu_milli=500)
+    >>> Hold().work(j), Hold().rate(j, Run(gpus=1, milli=500)), Hold().alone_s(j)
+    (1.0, 0.0, None)
+    """
+    name = "hold"
+
+    def work(self, job: Any) -> float:
+        """One unit (never done)."""
+        return 1.0
+
+    def alone_s(self, job: Any) -> float | None:
+        """None: a held job has no run time."""
+        return None
+
+    def rate(self, job: Any, run: Run) -> float:
+        """0: it never finishes."""
+        return 0.0
+
+
 def builtin(name: str, **params: Any) -> ProgressModel:
-    """A built-in progress model by name: ``alone``, ``synergy``, ``gavel``.
+    """A built-in progress model by name: ``alone``, ``synergy``, ``gavel``,
+    ``hold``.
 
     Examples
     --------
@@ -420,13 +452,13 @@ def builtin(name: str, **params: Any) -> ProgressModel:
     >>> builtin("alone", restart_s=10.0).restart_s
     10.0
     """
-    models = {"alone": Alone, "synergy": SynergyProfiles, "gavel": GavelTable}
+    models = {"alone": Alone, "synergy": SynergyProfiles, "gavel": GavelTable, "hold": Hold}
     cls = models.get(name)
     if cls is None:
         raise InputError(f"unknown progress model {name!r}; valid: {', '.join(models)}")
     return cls(**params)
 
 
-__all__ = ["Alone", "CAUSES", "GavelTable", "Progress", "ProgressModel", "Run", "SynergyProfiles",
-           "builtin"]
+__all__ = ["Alone", "CAUSES", "GavelTable", "Hold", "Progress", "ProgressModel", "Run",
+           "SynergyProfiles", "builtin"]
 

@@ -76,7 +76,7 @@ class Queue:
         self.touched.clear()
         self._starving(ctx)
         jobs = self.jobs
-        if self.frozen:
+        if self.frozen or not running:
             return ((k, i, jobs[i]) for k, i in self.sorted)
         full = self.order.full_key
         run = sorted((full(j, ctx), j.id, j) for j in running)

@@ -13,7 +13,9 @@ Metrics, over the *measured* jobs (the run's window; every job by default):
   delay), ``wait_s`` the average time not holding GPUs before finishing;
 * counts: ``preemptions`` (stops by a round or a mechanism, suspensions
   included), ``restarts`` (starts after a stop), ``moves``, ``suspensions``,
-  ``failures`` (jobs that lost their server), ``resizes``;
+  ``failures`` (jobs that lost their server), ``resizes``; ``dropped``
+  (measured jobs that left the run unfinished: `alloc.sched.kinds.Control.drop`;
+  neither finished nor ``unfinished``);
 * finish-time fairness (Themis, Mahajan et al., NSDI'20):
   $\rho_j = T^{sh}_j / T^{id}_j$, the JCT over the finish time on a fair
   share of the cluster, $T^{id}_j = T^{alone}_j \max(1, g_j \bar N_j / G)$,
@@ -63,7 +65,8 @@ class SimResult:
     Attributes
     ----------
     records : list
-        Every job that arrived (`alloc.sim.jobs.JobRecord`), finished first.
+        Every job that arrived (`alloc.sim.jobs.JobRecord`): the finished
+        ones, then the dropped ones, then those still active at the end.
     measured : list of bool
         Whether each record is measured.
     end_time_s : float
@@ -84,7 +87,7 @@ class SimResult:
     @classmethod
     def build(cls, sim: Any, end: float, wall: float) -> "SimResult":
         """Collect a finished `alloc.sim.core.Simulator` run."""
-        recs = list(sim.finished) + list(sim.unfinished)
+        recs = list(sim.finished) + list(sim.dropped) + list(sim.unfinished)
         t = dict(sim.timing)
         t["loop_s"] = max(0.0, wall - t["policies_s"] - t["session_s"] - t["step_s"]
                           - t["progress_s"])
@@ -111,8 +114,10 @@ class SimResult:
 
     def timeline(self, measured_only: bool = False) -> list[dict]:
         """One dict per job: ``id``, ``arrival_s``, ``start_s``, ``end_s``
-        (None while unfinished), ``gpus``, ``model``, ``jct_s``, ``queue_s``,
-        ``restarts``, ``preemptions``, ``moves``, ``rho``, ``measured`` and
+        (None while unfinished), ``gpus``, ``gpu_milli`` (its share of each
+        GPU), ``model``, ``jct_s``, ``queue_s``,
+        ``restarts``, ``preemptions``, ``moves``, ``rho``, ``measured``,
+        ``dropped`` (why it left the run unfinished, None if it did not) and
         ``runs`` (``[start, end, GPUs]`` of each stretch it held GPUs)."""
         out = []
         for r, m in zip(self.records, self.measured):
@@ -120,11 +125,11 @@ class SimResult:
                 continue
             out.append({
                 "id": r.id, "arrival_s": r.arrival_s, "start_s": r.start_s, "end_s": r.finish_s,
-                "gpus": r.spec.gpus, "model": r.model,
+                "gpus": r.spec.gpus, "gpu_milli": r.spec.gpu_milli, "model": r.model,
                 "jct_s": None if r.finish_s is None else r.finish_s - r.arrival_s,
                 "queue_s": None if r.start_s is None else r.start_s - r.arrival_s,
                 "restarts": r.restarts, "preemptions": r.preemptions, "moves": r.moves,
-                "rho": self.rho(r), "measured": m,
+                "rho": self.rho(r), "measured": m, "dropped": r.dropped,
                 "runs": [[a, b if b is not None else self.end_time_s, g]
                          for a, b, g in r.intervals]})
         return out
@@ -138,7 +143,9 @@ class SimResult:
     def summary(self) -> dict:
         """The run's metrics (module notes) as JSON-ready numbers."""
         fin = [r for r, m in zip(self.records, self.measured) if m and r.finish_s is not None]
-        pend = [r for r, m in zip(self.records, self.measured) if m and r.finish_s is None]
+        pend = [r for r, m in zip(self.records, self.measured)
+                if m and r.finish_s is None and r.dropped is None]
+        dropped = sum(1 for r, m in zip(self.records, self.measured) if m and r.dropped)
         jcts = [r.finish_s - r.arrival_s for r in fin]
         cens = jcts + [self.end_time_s - r.arrival_s for r in pend]
         rhos = [x for x in (self.rho(r) for r in fin) if x is not None]
@@ -147,7 +154,7 @@ class SimResult:
         st = self.stats
         makespan = (max(r.finish_s for r in fin) - min(r.arrival_s for r in fin)) if fin else 0.0
         out = {
-            "jobs": len(fin), "unfinished": len(pend),
+            "jobs": len(fin), "unfinished": len(pend), "dropped": dropped,
             "avg_jct_s": float(np.mean(jcts)) if jcts else 0.0,
             "p50_jct_s": percentile(jcts, 50), "p99_jct_s": percentile(jcts, 99),
             "censored_avg_jct_s": float(np.mean(cens)) if cens else 0.0,

@@ -11,8 +11,8 @@ jobs are not simulated).  The workload is any format of
 registry (``alloc policies``), with parameters as ``NAME:KEY=VALUE,...``
 (``--order las:preemptive=false``); a policy a plug-in registers under the
 entry-point group ``alloc.policies`` is usable here with no change to alloc.
-The progress model is a built-in (``alone``, ``synergy``, ``gavel``, with
-parameters as ``gavel:reference=k80``) or any factory as
+The progress model is a built-in (``alone``, ``synergy``, ``gavel``,
+``hold``, with parameters as ``gavel:reference=k80``) or any factory as
 ``module:factory[:KEY=VALUE,...]`` (``alloc.sched.salus.sim:SalusProgress:
 policy=srtf``), called with the parameters (and ``restart_s`` and
 ``checkpoint`` when they are given).
@@ -35,7 +35,7 @@ from .workloads import FORMATS
 
 #: Default CPU (milli-cores) and memory (MiB) per GPU of a server.
 CPU_PER_GPU, MEM_PER_GPU = 3000, 64000
-PROGRESS = ("alone", "synergy", "gavel")
+PROGRESS = ("alone", "synergy", "gavel", "hold")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -73,9 +73,9 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--mechanism", action="append", default=[], metavar="NAME",
                     help="mechanism policy (repeatable; default: none)")
     ap.add_argument("--progress", default="alone", metavar="SPEC",
-                    help="progress model: alone, synergy or gavel (NAME[:KEY=VALUE,...]), or "
-                    "a factory module:factory[:KEY=VALUE,...] (default: alone: each job at "
-                    "its duration_s)")
+                    help="progress model: alone, synergy, gavel or hold "
+                    "(NAME[:KEY=VALUE,...]), or a factory module:factory[:KEY=VALUE,...] "
+                    "(default: alone: each job at its duration_s)")
     ap.add_argument("--throughputs", default=None, metavar="FILE",
                     help="Gavel's throughputs for --progress gavel (default: the shared data)")
     ap.add_argument("--restart-s", type=float, default=0.0, metavar="S",
@@ -137,7 +137,7 @@ def progress_model(args: Any, cl: Any):
         cannot be loaded, bad parameters, a factory that raises or builds
         something that is not a progress model.
     """
-    from .progress import Alone, GavelTable, SynergyProfiles
+    from .progress import Alone, GavelTable, Hold, SynergyProfiles
     spec = args.progress
     name, _, rest = spec.partition(":")
     kw: dict[str, Any] = {}
@@ -156,7 +156,7 @@ def progress_model(args: Any, cl: Any):
                 from .gavel import ThroughputTable
                 types = tuple(dict.fromkeys(s.gpu_type for s in cl.servers if s.gpus))
                 return GavelTable(ThroughputTable.load(args.throughputs, types=types), **kw)
-            return Alone(**kw)
+            return Hold(**kw) if name == "hold" else Alone(**kw)
         except TypeError as exc:
             raise InputError(f"--progress {spec}: {exc}") from None
     factory, _, params_text = rest.partition(":")
@@ -241,7 +241,8 @@ def _run(args: Any):
 def table(s: dict) -> str:
     """A run's summary as a two-column table."""
     rows = [("jobs", f"{s['jobs']}" + (f" ({s['unfinished']} unfinished)"
-                                        if s["unfinished"] else "")),
+                                        if s["unfinished"] else "")
+                      + (f" ({s['dropped']} dropped)" if s.get("dropped") else "")),
             ("avg JCT", _dur(s["avg_jct_s"])), ("p99 JCT", _dur(s["p99_jct_s"])),
             ("makespan", _dur(s["makespan_s"])), ("queueing delay", _dur(s["queue_s"])),
             ("utilisation", f"{100 * s['utilisation']:.1f} %"),

@@ -5,7 +5,8 @@ Formats (``fmt``; ``auto`` tells them apart by the file's name and header):
 ``csv``
     The plain CSV: a header with ``id,arrival_s,gpus,duration_s`` and
     optionally ``model`` (a model of alloc's profiles), ``priority``,
-    ``min_gpus``, ``max_gpus``, ``work``; any other column is kept in the
+    ``min_gpus``, ``max_gpus``, ``work``, ``gpu_milli`` (a job's share of
+    its one GPU, 1..1000; empty: 1000); any other column is kept in the
     job's ``extra`` (numbers read as numbers).  ``duration_s`` is the job's
     run time alone on its GPUs.
 ``synergy``
@@ -63,7 +64,7 @@ from .jobs import WorkloadJob
 FORMATS = ("csv", "synergy", "philly", "tiresias", "helios", "gavel")
 #: Columns of the plain CSV, required first.
 PLAIN = ("id", "arrival_s", "gpus", "duration_s")
-PLAIN_OPTIONAL = ("model", "priority", "min_gpus", "max_gpus", "work")
+PLAIN_OPTIONAL = ("model", "priority", "min_gpus", "max_gpus", "work", "gpu_milli")
 
 _NUMBER = {int: re.compile(r"\s*[+-]?[0-9]+\s*"),
            float: re.compile(r"\s*[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?\s*")}
@@ -288,6 +289,8 @@ def _plain(p: Path, models=None, **_) -> Workload:
         opt = {k: _num(get(k), int, k, where, 1) for k in ("min_gpus", "max_gpus") if get(k)}
         if get("priority"):
             opt["priority"] = _num(get("priority"), int, "priority", where)
+        if get("gpu_milli"):
+            opt["gpu_milli"] = _num(get("gpu_milli"), int, "gpu_milli", where, 1)
         work = _num(get("work"), float, "work", where, 0, strict=True) if get("work") else None
         extra: dict[str, Any] = {h: _value(row[i]) for h, i in col.items()
                                  if h not in PLAIN and h not in PLAIN_OPTIONAL}
