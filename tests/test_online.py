@@ -238,18 +238,29 @@ def test_lookahead_equals_fgd_without_stranding_term():
     assert a == b
 
 
-@pytest.mark.parametrize("budget", [0, 3, 50])
-def test_bounded_moves(budget):
-    from alloc.solvers.fgd.engine import simulate_moves
+def _move_case():
     rng = np.random.default_rng(8)   # a sequence where a move places a pod
     pods = random_pods(rng, 250)
     fm = FragModel.from_pods(pods)
+    spec = ([64000, 32000, 32000] * 2, [256000] * 6, [4, 2, 2] * 2, ["V100", "T4", "T4"] * 2)
 
     def fresh():
-        return ClusterState([64000, 32000, 32000] * 2, [256000] * 6, [4, 2, 2] * 2,
-                            ["V100", "T4", "T4"] * 2, frag_model=fm)
+        return ClusterState(*spec, frag_model=fm)
+    return pods, fm, spec, fresh
+
+
+@pytest.mark.parametrize("budget", [0, 3, 50])
+def test_bounded_moves(budget):
+    from alloc.solvers.fgd.engine import MoveSimulator
+    pods, _, _, fresh = _move_case()
     st = fresh()
-    out, used, _, moves = simulate_moves(st, make_policy("fgd-lookahead"), pods, budget)
+    sim = MoveSimulator(st, make_policy("fgd-lookahead"), budget)
+    out, used, moves = [], [], []
+    for pod in pods:
+        out.append(sim.place(pod))
+        used.append(st.used)
+        moves.append(sim.moves)
+    moves = np.array(moves)
     st.check()
     assert moves[-1] <= budget and (np.diff(moves) >= 0).all()
     assert st.used == int((np.where(st.valid, 1000, 0) - st.gfree).sum()) == used[-1]
@@ -265,6 +276,27 @@ def test_bounded_moves(budget):
         k = int(np.argmax(moves > 0))
         assert out[:k] == base_out[:k] and list(used[:k]) == list(base_used[:k])
         assert base_out[k] is None and out[k] is not None
+
+
+@pytest.mark.parametrize("budget", [0, 3])
+def test_bounded_moves_on_the_simulator_follow_the_rule(budget):
+    """The simulator's run with `PodMoves` (each move and placement through
+    the session) places, moves and measures as the rule applied alone."""
+    from alloc.experiments.openb import NodeTable, PodMoves, pod_placements, pod_simulator
+    from alloc.solvers.fgd.engine import MoveSimulator
+    pods, fm, spec, fresh = _move_case()
+    st = fresh()
+    rule = MoveSimulator(st, make_policy("fgd-lookahead"), budget)
+    want = [rule.place(p) for p in pods]
+    nodes = NodeTable([f"n{i}" for i in range(6)], *map(np.array, spec[:3]), spec[3])
+    mover = PodMoves(pods, nodes.names, fresh(), make_policy("fgd-lookahead"), budget)
+    res = pod_simulator(pods, nodes, np.arange(6), fm, "fgd-lookahead", 0, moves=mover).run()
+    got = pod_placements(res, len(pods), nodes.names, "fgd-lookahead")
+    assert [g is None for g in got] == [w is None for w in want]
+    assert mover.moves[-1] == rule.moves == res.stats["moves"]
+    assert mover.used[-1] == st.used and mover.frag[-1] == pytest.approx(st.frag.sum())
+    assert got == [rule.where.get(i) and (rule.where[i][0], sorted(rule.where[i][1]))
+                   for i in range(len(pods))]
 
 
 def test_cpu_move_by_hand():

@@ -17,7 +17,10 @@
   place, and pods never finish (the progress model ``hold``).  The run's
   placements are then applied to the experiment's `ClusterState` in arrival
   order (`session_placements`).  The bounded-move variant (``max_moves``)
-  runs the engine's own loop (`alloc.solvers.fgd.engine.simulate_moves`).
+  runs on the same simulator with the mechanism `PodMoves` before
+  ``drop-unplaced``: a pod its round leaves out may have placed pods moved
+  for it, by the engine's rule (`alloc.solvers.fgd.engine.MoveSimulator`),
+  each move and the pod's placement made through the session.
 * Metrics: allocation and fragmentation after every attempt, binned by the
   arrived GPU demand in integer % of capacity (columns 0..130).
 * `run` (one policy, one seed) and `bench_main` (``alloc bench
@@ -37,12 +40,13 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
 from ..errors import InputError
-from ..solvers.fgd import MILLI, ClusterState, FragModel, Pod, simulate_moves
+from ..sched.kinds import BaseMechanism
+from ..solvers.fgd import MILLI, ClusterState, FragModel, Pod
 
 NCOLS = 131  # x = 0..130
 
@@ -447,8 +451,7 @@ def run(pods: PodTable, nodes: NodeTable, policy: str, seed: int, *, tune: float
     round of alloc's simulator per pod (`session_placements`;
     ``policy_options`` are the solver's options and ``time_limit``).  With
     ``max_moves`` the run may move up to that many placed pods
-    (`alloc.solvers.fgd.engine.simulate_moves`, the FGD family's policies
-    only)."""
+    (`PodMoves`, the FGD family's policies only)."""
     wl = build_workload(pods, nodes, seed, tune)
     W = wl.pods
     fm = fm or typical_pods(W)
@@ -463,8 +466,14 @@ def run(pods: PodTable, nodes: NodeTable, policy: str, seed: int, *, tune: float
         raise InputError(f"--policy {policy}: moves are simulated for the FGD family's "
                          f"policies only ({', '.join(POLICY_NAMES)})")
     pol = new_policy(solver_of(policy), seed, **policy_options)
+    mover = PodMoves(seq, nodes.names, state, pol, max_moves)
     t0, c0 = time.perf_counter(), time.process_time()
-    placements, used, frag, moves = simulate_moves(state, pol, seq, max_moves)
+    from ..collector import paused
+    with paused():
+        res = pod_simulator(seq, nodes, wl.rank, fm, policy, seed, moves=mover,
+                            **policy_options).run()
+    placements = pod_placements(res, len(seq), nodes.names, policy)
+    used, frag, moves = mover.used, mover.frag, mover.moves
     secs, cpu_secs = time.perf_counter() - t0, time.process_time() - c0
     return _result(state, seq, placements, used, frag, moves, nodes, workload, policy, seed,
                    tune, secs, cpu_secs, max_moves)
@@ -564,7 +573,8 @@ def session_placements(state: ClusterState, seq: Sequence[Pod], nodes: NodeTable
 
 
 def pod_simulator(seq: Sequence[Pod], nodes: NodeTable, rank: np.ndarray, fm: FragModel,
-                  policy: str, seed: int, *, time_limit: float = 10.0, **options):
+                  policy: str, seed: int, *, time_limit: float = 10.0, moves: Any = None,
+                  **options):
     """The FGD protocol as a run of alloc's simulator (`alloc.sim.Simulator`).
 
     Pod ``i`` is the job ``p<i>`` arriving at ``i`` seconds (its CPU,
@@ -593,6 +603,8 @@ def pod_simulator(seq: Sequence[Pod], nodes: NodeTable, rank: np.ndarray, fm: Fr
         The run's seed (the session's, the ``random`` solver's draws).
     time_limit : float
         Seconds per round.
+    moves : PodMoves, optional
+        The bounded-move variant's mechanism, run before ``drop-unplaced``.
     **options
         The solver's options.
 
@@ -628,9 +640,96 @@ def pod_simulator(seq: Sequence[Pod], nodes: NodeTable, rank: np.ndarray, fm: Fr
                         fields={"cpu": p.c, "mem": p.mem, "gpu_types": p.types if p.k else ()})
             for i, p in enumerate(seq)]
     return Simulator(ranked_cluster(nodes, rank), jobs, order=("fifo", {"preemptive": False}),
-                     placement=(solver, options), mechanism="drop-unplaced", progress="hold",
+                     placement=(solver, options),
+                     mechanism=("drop-unplaced",) if moves is None else (moves, "drop-unplaced"),
+                     progress="hold",
                      seed=seed, time_limit=time_limit, name=policy,
                      objective="gpus" if info.honours("gpus") else None)
+
+
+class PodMoves(BaseMechanism):
+    """The FGD protocol with bounded moves on the simulator: a mechanism
+    that keeps the engine's move rule (`alloc.solvers.fgd.engine.MoveSimulator`)
+    on a `ClusterState` holding what the run holds.
+
+    After each pod's round (``after_round``, before ``drop-unplaced``): a pod
+    the round placed is recorded where it went; a pod it left out is offered
+    to the rule, which may move up to ``max_moves`` placed pods in the whole
+    run (a GPU's few shared pods to other nodes, or a CPU-only pod, by the
+    solver's own policy) -- each move is a ``Control.migrate`` and the pod's
+    placement a ``Control.place``, both checked by the session -- else it is
+    dropped as usual.  ``used``, ``frag`` and ``moves`` are the allocated
+    milli-GPU, FGD's fragmentation and the moves made after each pod.
+
+    Parameters
+    ----------
+    seq : sequence of Pod
+        The pods in arrival order (pod ``i`` is the job ``p<i>``).
+    names : sequence of str
+        The node ids in the state's order.
+    state : ClusterState
+        Empty; the mechanism keeps it in step with the run.
+    policy : Policy
+        The solver's policy class (`alloc.solvers.fgd.new_policy`): where
+        moved pods go.
+    max_moves : int
+        Moves allowed in the whole run.
+    """
+
+    def __init__(self, seq: Sequence[Pod], names: Sequence[str], state: ClusterState, policy,
+                 max_moves: int) -> None:
+        from ..solvers.fgd.engine import MoveSimulator
+        self.seq, self.names = list(seq), list(names)
+        self.node = {sid: k for k, sid in enumerate(names)}
+        self.rule = MoveSimulator(state, policy, max_moves)
+        n = len(self.seq)
+        self.used = np.zeros(n, dtype=np.int64)
+        self.frag = np.zeros(n)
+        self.moves = np.zeros(n, dtype=np.int64)
+        self._new: list[int] = []
+
+    def on_event(self, event: Any, ctl: Any) -> None:
+        """Note each arriving pod: its round decides it."""
+        if event.kind == "arrival" and event.job is not None:
+            self._new.append(int(event.job[1:]))
+
+    def after_round(self, result: Any, ctl: Any) -> None:
+        """Record, or make room for, each pod that arrived for this round."""
+        new, self._new = self._new, []
+        rule, st = self.rule, self.rule.state
+        for i in new:
+            pod, jid = self.seq[i], f"p{i}"
+            rec = ctl.jobs.get(jid)
+            p = rec.run.placement if rec is not None and rec.run is not None else None
+            if p is not None:
+                rule.placed(pod, *_node_slots(p, self.node, jid))
+            else:
+                r, moved = rule.make_room(pod)
+                if r is not None:
+                    for q, n, g in moved:
+                        ctl.migrate(f"p{q}", self._where(q, n, g))
+                    ctl.place(jid, self._where(i, r[0], r[1]))
+            self.used[i], self.frag[i], self.moves[i] = st.used, st.frag.sum(), rule.moves
+
+    def _where(self, i: int, n: int, slots: Sequence[int]):
+        """Pod i on node n's GPU slots: the GPUs' names, or (a CPU-only pod)
+        its placement on the node."""
+        sid = self.names[n]
+        if slots:
+            return [f"{sid}/gpu{k}" for k in slots]
+        from ..model import Placement
+        pod = self.seq[i]
+        return Placement(f"p{i}", (), {sid: pod.c}, {sid: pod.mem})
+
+
+def _node_slots(p, node: Mapping[str, int], jid: str) -> tuple[int, list[int]]:
+    """A pod's node index and sorted GPU slots from its placement."""
+    from ..gpukey import GpuKey, server_of
+    servers = {server_of(g.gpu) for g in p.gpus} or set(p.cpu)
+    if len(servers) != 1:
+        raise InputError(f"pod {jid!r}: spread over {len(servers)} nodes, which the FGD "
+                         "protocol forbids")
+    return node[servers.pop()], sorted(GpuKey.parse(g.gpu).gpu for g in p.gpus)
 
 
 def pod_placements(res, n: int, names: Sequence[str], policy: str) -> list:

@@ -371,8 +371,10 @@ class Control(Protocol):
         themselves (opportunistic ones, milli 0, with GPU memory and compute
         caps)."""
 
-    def migrate(self, job_id: str, gpus: Sequence[str]) -> None:
-        """Move a running job onto ``gpus`` (it pays its migration delay)."""
+    def migrate(self, job_id: str, gpus: Any) -> None:
+        """Move a running job onto ``gpus`` (GPU names; or a
+        [`Placement`][alloc.model.Placement], which a job without GPUs needs
+        to name its server); it pays its migration delay."""
 
     def reshare(self, job_id: str, shares: Sequence[Any]) -> None:
         """Give a running job other shares of the GPUs it holds

@@ -1350,12 +1350,13 @@ class _Control:
         sim._recap(r, sim.session.jobs[job_id].current)
         sim._dirty = True
 
-    def migrate(self, job_id: str, gpus: Sequence[str]) -> None:
+    def migrate(self, job_id: str, gpus: Sequence[str] | Placement) -> None:
         sim = self._sim
         r = self._rec(job_id, "migrate")
         if not r.running:
             raise InputError(f"migrate: job {job_id!r} is not running")
-        sim.session.reconcile({job_id: list(gpus)}, stopped=(), where=f"migrate {job_id!r}")
+        where = gpus if isinstance(gpus, Placement) else list(gpus)
+        sim.session.reconcile({job_id: where}, stopped=(), where=f"migrate {job_id!r}")
         p = sim.session.jobs[job_id].current
         r.moves += 1
         sim.counts["moves"] += 1

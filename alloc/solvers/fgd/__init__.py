@@ -55,8 +55,8 @@ SOLVERS = (
 #: What the FGD experiment (`alloc.experiments.openb`) and the sweeps use of
 #: the family, loaded from `alloc.solvers.fgd.engine` on first use: the
 #: experiment's cluster state and fragmentation measure, its pods, and the
-#: placement with bounded moves (`simulate_moves`) ...
-_ENGINE = ("MILLI", "ClusterState", "FragModel", "Pod", "simulate_moves")
+#: rule of its bounded moves (`MoveSimulator`) ...
+_ENGINE = ("MILLI", "ClusterState", "FragModel", "Pod", "MoveSimulator")
 #: ... and, from `alloc.solvers.fgd.solvers`, each solver's policy class and
 #: the ``target`` option of a target workload
 _SOLVERS = ("ALGORITHM", "new_policy", "target_option", "target_model")

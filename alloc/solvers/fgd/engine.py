@@ -1229,7 +1229,10 @@ class MoveSimulator:
     """Online placement that may *move* up to ``max_moves`` placed pods.
 
     Pods are placed by ``policy`` one at a time in order (`place`), a pod
-    that fits nowhere dropped, as in the FGD protocol.  When a single-GPU
+    that fits nowhere dropped, as in the FGD protocol; or a caller places
+    them and reports each (`placed`), and asks for moves for a pod that fits
+    nowhere (`make_room`: the FGD experiment's mechanism on the simulator,
+    `alloc.experiments.openb.PodMoves`, which makes the moves).  When a single-GPU
     pod P (shared or whole) fits nowhere and moves are left, we look for a GPU
     (n, i) holding a set Q of at most ``max_group`` shared pods (no more than
     the moves left) such that after taking Q off, node n can host P on GPU i
@@ -1255,9 +1258,13 @@ class MoveSimulator:
         self.cpu_on: dict[int, list[int]] = {}
         self.where: dict[int, tuple[int, list[int]]] = {}
         self.pods: list[Pod] = []
+        #: the pods `make_room` moves, while it runs
+        self._log: list | None = None
 
     def _record(self, pid: int, n: int, gpus: Sequence[int]) -> None:
         self.where[pid] = (n, list(gpus))
+        if self._log is not None:
+            self._log.append((pid, n, list(gpus)))
         if self.pods[pid].shared:
             self.on_gpu.setdefault((n, gpus[0]), []).append(pid)
         elif self.pods[pid].k == 0:
@@ -1364,36 +1371,42 @@ class MoveSimulator:
             ``(node, GPU slots)`` where the pod went, or None when it was not
             placed even with moves.
         """
+        r = place(self.state, self.policy, pod)
+        if r is not None:
+            self.placed(pod, r[0], r[1], applied=True)
+            return r
+        return self.make_room(pod)[0]
+
+    def placed(self, pod: Pod, node: int, gpus: Sequence[int], *, applied: bool = False) -> None:
+        """An arriving pod placed by the caller on ``node``'s GPU slots
+        ``gpus`` (applied to the state unless ``applied``)."""
         pid = len(self.pods)
         self.pods.append(pod)
-        r = place(self.state, self.policy, pod)
-        if r is None:
+        if not applied:
+            self.state.apply(node, list(gpus), pod)
+        self._record(pid, node, gpus)
+
+    def make_room(self, pod: Pod):
+        """An arriving pod that fits nowhere: the moves of the class notes.
+
+        Returns
+        -------
+        (tuple or None, list of (int, int, list of int))
+            Where the pod went (as `place`), and the pods moved for it: their
+            index (arrival order), node and GPU slots now.
+        """
+        pid = len(self.pods)
+        self.pods.append(pod)
+        self._log = []
+        try:
             r = self._try_move(pid)
-        if r is not None:
-            self._record(pid, r[0], r[1])
-        return r
-
-
-def simulate_moves(state: ClusterState, policy: Policy, pods: Sequence[Pod], max_moves: int,
-                   *, record_frag: bool = True):
-    """Attempt every pod once in order with up to ``max_moves`` moves (see
-    `MoveSimulator`).  Returns (placements, used, frag, moves): ``placements[i]``
-    is (node, gpus) or None, ``used``/``frag`` the allocated milli-GPU and the
-    cluster fragmentation after each attempt, ``moves[i]`` the moves made up
-    to attempt i."""
-    sim = MoveSimulator(state, policy, max_moves)
-    out = []
-    used = np.zeros(len(pods), dtype=np.int64)
-    moves = np.zeros(len(pods), dtype=np.int64)
-    frag = np.zeros(len(pods)) if record_frag else None
-    for i, pod in enumerate(pods):
-        out.append(sim.place(pod))
-        used[i] = state.used
-        moves[i] = sim.moves
-        if frag is not None:           # record_frag
-            frag[i] = state.frag.sum()
-    return out, used, frag, moves
+        finally:
+            moved, self._log = self._log, None
+        if r is None:
+            return None, []
+        self._record(pid, r[0], r[1])
+        return r, moved
 
 
 __all__ = ["Pod", "FragModel", "ClusterState", "Policy", "place", "place_scan",
-           "simulate_moves", "MoveSimulator", "sigmoid_score", "MILLI"]
+           "MoveSimulator", "sigmoid_score", "MILLI"]
