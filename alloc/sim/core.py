@@ -71,6 +71,7 @@ import random
 import time
 from dataclasses import dataclass, replace
 from itertools import count
+from operator import attrgetter, itemgetter
 from types import MappingProxyType
 from typing import Any, Callable, Iterable, Mapping, Sequence, cast
 
@@ -84,6 +85,10 @@ from .progress import Alone, Progress, Run
 from .result import SimResult
 from .stack import Slot, check_needs, resolve_all
 
+#: The job of a ranked queue's ``(key, id, job)`` (`alloc.sim.ranking.Queue.ranked`).
+_JOB = itemgetter(2)
+#: A job record's position in the workload.
+_INDEX = attrgetter("index")
 #: Event priorities at one instant.
 _FINISH, _SERVER, _TIMER = 0, 1, 3
 #: What a server event may be.
@@ -848,7 +853,7 @@ class Simulator:
             running = [r for r in self._running.values()
                        if not r.held and (r.gpus > 0 or r.spec.gpus == 0)]
             merged = self._call(self.order, self._queue.ranked, running, ctx)
-            cands = self._pick((r for _, _, r in merged), running)
+            cands = self._pick(map(_JOB, merged), running)
         else:
             pool = [r for r in self.records.values() if r.admitted]
             if self.sizing is not None:
@@ -882,7 +887,7 @@ class Simulator:
         queue = self._queue
         assert queue is not None
         merged = self._call(self.order, queue.ranked, (), ctx)
-        cands = self._fit((r for _, _, r in merged), self.total_milli - self._kept_milli(kept))
+        cands = self._fit(map(_JOB, merged), self.total_milli - self._kept_milli(kept))
         for m in self._hooks["before_step"]:
             self._call(m, m.obj.before_step, self._control)
         if self.mechanisms:
@@ -918,14 +923,16 @@ class Simulator:
         if kept is not None:
             self._session_keep_fit(cands, *kept)
         else:
+            recs = self.records
             if self.repack:
-                was = {r.id: r.run.placement for r in self.records.values()
-                       if r.running and r.run is not None}
+                was = {r.id: r.run.placement for r in self._running.values()
+                       if r.run is not None}
                 if was and not self.moving:
                     sess.reconcile([])
             want = {r.id for r in cands}
-            for r in self.records.values():
-                if r.in_session and r.id not in want and (self.repack or not r.running):
+            for jid in [j for j in sess.jobs if j not in want]:
+                r = recs.get(jid)
+                if r is not None and r.in_session and (self.repack or not r.running):
                     self._remove(r)
             for r in cands:
                 if not r.in_session:
@@ -953,11 +960,10 @@ class Simulator:
         placed = {p.job for p in res.start} | {p.job for p in res.move}
         for p in res.preempt:
             self._end(recs[p.job], "preempt")
-        for jid in was:
-            if jid not in placed and (not self.moving or jid in self._stopped):
-                gone = recs.get(jid)
-                if gone is not None and gone.running:
-                    self._end(gone, "preempt")
+        gone = [r for jid in was if jid not in placed and (not self.moving or jid in self._stopped)
+                and (r := recs.get(jid)) is not None and r.running]
+        for r in sorted(gone, key=_INDEX) if len(gone) > 1 else gone:   # in arrival order
+            self._end(r, "preempt")
         changes = [(recs[p.job], p, "migrate") for p in res.move]
         for p in res.start:
             r = recs[p.job]

@@ -54,7 +54,9 @@ class Queue:
         #: an order whose keys never change (``frozen``) keeps running jobs sorted too
         self.frozen = bool(getattr(order, "frozen", False)) and frozen_member is not None
         self.member = frozen_member if self.frozen else member
-        self.sorted: list[tuple] = []      # (full key, id) of the waiting jobs
+        #: (full key, id, job) of the waiting jobs, sorted (keys are unique:
+        #: a comparison never reaches the job)
+        self.sorted: list[tuple] = []
         self.keys: dict[str, tuple] = {}   # id -> full key
         self.jobs: dict[str, Any] = {}
         self.starve: list[tuple[float, str]] = []
@@ -75,12 +77,11 @@ class Queue:
                 self._add(job, ctx)
         self.touched.clear()
         self._starving(ctx)
-        jobs = self.jobs
         if self.frozen or not running:
-            return ((k, i, jobs[i]) for k, i in self.sorted)
+            return iter(self.sorted)
         full = self.order.full_key
         run = sorted((full(j, ctx), j.id, j) for j in running)
-        return heapq.merge(run, ((k, i, jobs[i]) for k, i in self.sorted))
+        return heapq.merge(run, self.sorted)
 
     def _starving(self, ctx: Context) -> None:
         h, keys = self.starve, self.keys
@@ -93,7 +94,7 @@ class Queue:
 
     def _add(self, job: Any, ctx: Context) -> None:
         k = self.order.full_key(job, ctx)
-        insort(self.sorted, (k, job.id))
+        insort(self.sorted, (k, job.id, job))
         self.keys[job.id] = k
         self.jobs[job.id] = job
         if k[0] and not job.running:
@@ -117,10 +118,8 @@ class Queue:
             if jid not in keys:
                 self._add(job, ctx)
         self._starving(ctx)
-        run = sorted((full(j, ctx), j.id) for j in pool if j.running)
-        jobs = self.jobs
-        by_id = {j.id: j for j in pool if j.running}
-        return [by_id[i] if i in by_id else jobs[i] for _, i in heapq.merge(run, self.sorted)]
+        run = sorted((full(j, ctx), j.id, j) for j in pool if j.running)
+        return [j for _, _, j in heapq.merge(run, self.sorted)]
 
 
 __all__ = ["Queue", "incremental"]
