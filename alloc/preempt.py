@@ -683,7 +683,10 @@ def kept_order(problem: Problem, assign: dict, *, spread: bool = True, grid: boo
     ``grid``), else waits.  So a job waits
     only when it does not fit in what the running jobs and the jobs ranked
     above it leave, and an answer that keeps the order is returned as it
-    is.  Running jobs stay as ``assign`` has them (where they run unless
+    is.  A job the solver left out that would run at throughput 0 where it
+    fits (its profile has no positive point there) has no claim on the room
+    and stays out, as the order check reads it
+    (`alloc.testing.order_problems`).  Running jobs stay as ``assign`` has them (where they run unless
     the solver moved them; one it leaves out is stopped when the solver
     ``stops`` running jobs, else where it runs).  Where GPU memory or
     compute may bind (`alloc.resources.needs`) the walk counts them too.
@@ -751,6 +754,8 @@ def kept_order(problem: Problem, assign: dict, *, spread: bool = True, grid: boo
         if b is None:
             tried[key] = True
             continue
+        if p.throughput_of(j, b) <= 0:
+            continue            # it would run at throughput 0 there: no claim on the room
         w.commit(j, b)
         out[j] = b
     return out

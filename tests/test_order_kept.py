@@ -1,6 +1,8 @@
 """Heuristics keep the caller's order: a job is never left out while jobs
 ranked below it hold the room it needs (regressions found by the
 order-keeping property of the testing kit)."""
+import pytest
+
 from alloc import Cluster, Job, Server, allocate
 from alloc.model import Profile
 
@@ -93,3 +95,25 @@ def test_a_running_job_moved_out_of_the_way_of_higher_work_holds_its_new_place()
             Job("r", 1, cpu=1000, mem=1000, current=at("r", 0))]
     a = Allocation((at("a", 0), at("r", 1)), unplaced=("x",))
     assert not order_problems(cl, jobs, a, order=["a", "x", "r"])
+
+
+@pytest.mark.parametrize("solver", ["cpsat", "milp"])
+def test_a_job_at_throughput_zero_has_no_claim_on_the_order(solver):
+    """``j3`` (7 GPUs, a profile with no positive point) fits spread over
+    ``s1`` and ``s2`` but would run at throughput 0: the order's repair does
+    not place it over ``j4`` (ranked below it), so the exact solvers keep
+    the answer that places every job of positive value, as the heuristics do."""
+    from alloc import violations
+    from alloc.testing import order_problems
+    cl = Cluster(tuple(Server(f"s{i}", 8000, 65536, g, "P100") for i, g in enumerate((2, 4, 4))),
+                 ("server", "socket", "switch", "gpu"))
+    zero = Profile("p3", (500,), (8192,), ((None,),))
+    jobs = [*(Job(f"j{k}", 0, cpu=1000, mem=16384) for k in range(3)),
+            Job("j3", 7, cpu=7000, mem=114688, model="p3", profile=zero),
+            Job("j4", 0, cpu=2000, mem=64000)]
+    kw = dict(objective="throughput", order=["j0"], preempt="order", max_moves=None)
+    a = allocate(cl, jobs, solver=solver, time_limit=5, **kw)
+    heur = allocate(cl, jobs, solver="fgd", **kw)
+    assert a.value >= heur.value == 4.0
+    assert not order_problems(cl, jobs, a, ["j0"])
+    assert not violations(cl, jobs, a, order=["j0"], preempt="order", max_moves=None)
