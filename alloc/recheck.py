@@ -104,8 +104,9 @@ class Checked:
         guaranteed job, no model name without its profile (the conditions
         of the partial check).
     seen : Seen or None
-        The same objects by identity, with the live state (None: derived from
-        ``by_id`` and ``placed`` by the next check).
+        The same objects by identity, with the live state (None, or sizes
+        that differ from ``by_id`` and ``placed``, which a caller may extend
+        with a job it checked itself: derived from them by the next check).
     """
     cluster: Cluster
     by_id: dict[str, Job]
@@ -185,7 +186,10 @@ def _partial(rec: Checked, cluster: Cluster, jobs: tuple[Job, ...], allocation: 
     full check must say (``rec`` is then left as it was)."""
     from .check import live_state_problems
     ps = allocation.placements
-    seen = rec.seen if rec.seen is not None else _seen_of(rec)
+    seen = rec.seen
+    if seen is None or len(seen.jobs) != len(rec.by_id) or \
+            len(seen.placements) != len(rec.placed):
+        seen = _seen_of(rec)                 # none, or the record grew without it
     jobs_now, ps_now = _by_object(jobs), _by_object(ps)
     if len(jobs_now) != len(jobs) or len(ps_now) != len(ps):
         return False                         # an object listed twice: the full check's

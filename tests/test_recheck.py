@@ -218,3 +218,33 @@ def test_two_objects_of_one_job_are_refused():
     both = jobs + [replace(jobs[0])]                       # the input's, as the full check says
     assert not _partial(clone(rec), cl, tuple(both), a)
     assert violations_since(clone(rec), cl, both, a)[0] == violations(cl, both, a)
+
+
+def test_a_record_a_one_job_round_extended_is_read_again():
+    """A one-job round (`alloc.session.fast`) adds its job to the record
+    without the identity part: the next check reads that part again from the
+    record, and finds every fault the full check finds."""
+    rng = random.Random(7)
+    cl = Cluster(tuple(Server(f"s{i}", 24000, 512000, 8, "V100") for i in range(3)))
+    s = Session(cl, solver="fgd")
+    for i in range(4):
+        s.submit(Job(f"a{i}", 1, cpu=3000, mem=64000))
+    s.step()
+    fast, refused = 0, 0
+    for r in range(12):
+        s.submit(Job(f"b{r}", rng.choice((1, 2)), cpu=3000, mem=64000))
+        fast += bool(s.step().timings.get("one_job"))
+        rec = s._carry.checked
+        assert rec is not None
+        s.finish(f"b{r}" if r % 2 else s.running[0])
+        s.submit(Job(f"c{r}", 1, cpu=3000, mem=64000))
+        s.submit(Job(f"d{r}", 1, cpu=3000, mem=64000))
+        jobs = list(s.jobs.values())
+        a = s.step().allocation
+        assert violations_since(clone(rec), cl, jobs, a)[0] == []
+        for bad in corruptions(rng, cl, jobs, a):
+            full = violations(cl, jobs, bad)
+            assert not _partial(clone(rec), cl, tuple(jobs), bad)
+            assert violations_since(clone(rec), cl, jobs, bad)[0] == full
+            refused += 1
+    assert fast >= 10 and refused >= 50, (fast, refused)
