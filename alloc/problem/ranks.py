@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from functools import cached_property
 from operator import attrgetter
-from typing import Iterable, Sequence
+from typing import Any, Iterable, Sequence
 
 import numpy as np
 
@@ -49,7 +49,7 @@ class Ranking(LiveState):
             self.explicit_order = True
             pos = self.order_rank
             assert pos is not None          # an order was given
-            at = list(map(pos.get, map(_ID, jobs)))   # each job's place in the order, or None
+            at: list[Any] = list(map(pos.get, map(_ID, jobs)))   # place in the order, or None
             if None not in at:
                 ranked = sorted(range(J), key=at.__getitem__)
             else:
