@@ -150,7 +150,7 @@ def _votes(assign: dict[int, Assign], fixed: dict[int, Assign], cls: list[int],
     ``held``: how many running jobs the answer puts on the one and run on the
     other; and the (job, answer, where it runs) pairs of the running jobs."""
     votes: dict[tuple[int, int], int] = {}
-    pairs = []                                # (job, its answer, where it runs)
+    pairs: list[tuple[int, Assign, Assign]] = []      # (job, its answer, where it runs)
     get, vote, add = fixed.get, votes.get, pairs.append
     for j, a in assign.items():
         cur = get(j)
