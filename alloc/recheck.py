@@ -196,7 +196,7 @@ def _partial(rec: Checked, cluster: Cluster, jobs: tuple[Job, ...], allocation: 
     by_id, touched = _moved_keys(rec.by_id, seen.jobs, jobs_now, _JOB_ID)
     placed, more = _moved_keys(rec.placed, seen.placements, ps_now, _PLACED_ID)
     touched |= more
-    if not _books(by_id, placed, len(jobs), len(ps), allocation.unplaced):
+    if not _books(by_id, placed, len(jobs), len(ps), allocation.unplaced, touched):
         return False
     new: list[Placement] = []
     gone: list[Placement] = []
@@ -318,14 +318,15 @@ def _drop_current(job: Job) -> tuple[object, ...]:
 
 
 def _books(by_id: dict[str, Any], placed: dict[str, Any], jobs: int, placements: int,
-           unplaced: tuple[str, ...]) -> bool:
+           unplaced: tuple[str, ...], touched: set[str]) -> bool:
     """Every job once in the placements or unplaced, nothing else (ids
     unique: one entry per object, ``jobs`` and ``placements`` of them): set
-    sizes and inclusions."""
+    sizes and inclusions, those of the placements over the ``touched`` ids
+    only (the others are the record's, whose books held)."""
     out = set(unplaced)
     return (len(by_id) == jobs and len(placed) == placements and len(out) == len(unplaced)
-            and len(out) + len(placed) == jobs and out.isdisjoint(placed)
-            and by_id.keys() >= placed.keys() and by_id.keys() >= out)
+            and len(out) + len(placed) == jobs and placed.keys().isdisjoint(out)
+            and by_id.keys() >= out and all(k in by_id for k in touched if k in placed))
 
 
 def _own(cluster: Cluster, job: Job, p: Placement) -> tuple[list[str], bool]:

@@ -16,6 +16,11 @@ from .assign import Assign, split
 from .evaluate import Evaluation
 
 
+#: The carry's key of the last round's placements of the running jobs kept
+#: where they run: (the problem's stamp, {job index: (job, placement)}).
+KEPT = "problem.placements.kept"
+
+
 class Building(Evaluation):
     """Assignments and placements (see the module notes)."""
 
@@ -67,23 +72,40 @@ class Building(Evaluation):
         object) is where it runs: its ``fixed`` assignment is its current
         placement in index form, so the placement built from it has the same
         GPUs, shares, CPU and memory (``same_as`` holds) and is not compared
-        again; its placement is the one kept on its ``current`` placement
-        (`alloc.memo`) -- one lookup per running job and round.
+        again.  Its placement is the one this method gave last round for the
+        very same job at the very same ``fixed`` assignment (a scheduler
+        loop's carry: `Changes.kept` tells which), else the one kept on its
+        ``current`` placement (`alloc.memo`) -- one lookup per running job
+        and round.
         """
         jobs, fixed, cluster = self.jobs, self.fixed, self.cluster
         placement, out, moved = self.placement, [], []
+        carry, ch = self.carry, self.changes
+        last = carry.take(KEPT) if carry is not None else None
+        before: dict[int, tuple[Job, Placement]] = {}
+        kept: dict[int, int] = {}
+        if last is not None and ch is not None and last[0] == ch.since:
+            before, kept = last[1], ch.kept
+        now: dict[int, tuple[Job, Placement]] = {}
         for j in order:
             a = assign[j]
             if a is fixed.get(j):
                 job = jobs[j]
-                p = recall2(job.current, "placement", cluster, job)
-                out.append(placement(j, a) if p is None else p)
+                hit = before.get(kept.get(j, -1))
+                if hit is not None and hit[0] is job:
+                    p = hit[1]
+                else:
+                    p = recall2(job.current, "placement", cluster, job) or placement(j, a)
+                out.append(p)
+                now[j] = (job, p)
                 continue
             p = placement(j, a)
             out.append(p)
             cur = jobs[j].current
             if cur is not None and not p.same_as(cur):
                 moved.append(p.job)
+        if carry is not None:
+            carry.keep(KEPT, (self.stamp, now))
         return out, moved
 
     def _rebuilt(self, job: Job, cur: Placement, a: Assign) -> Placement:

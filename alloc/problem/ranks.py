@@ -24,7 +24,7 @@ def order_ranks(order: Sequence[str] | None) -> dict[str, int] | None:
     return {jid: k for k, jid in enumerate(order)}
 
 
-_ID = attrgetter("id")
+_ID, _PRIORITY = attrgetter("id"), attrgetter("priority")
 
 
 def _by_priority(neg: list[int]) -> list[int]:
@@ -91,8 +91,8 @@ class Ranking(LiveState):
         running one."""
         if not self.running:
             return False
-        pk = self.prio_key
-        if min(pk) == max(pk) and not any(self.jobs[j].guaranteed for j in self.pending):
+        if len(set(map(_PRIORITY, self.jobs))) == 1 and \
+                not any(self.jobs[j].guaranteed for j in self.pending):
             return False        # one priority and nothing guaranteed waits: nobody outranks
         low_opp: int | None = None
         low_gua: dict[str | None, int] = {}
