@@ -205,11 +205,11 @@ def test_the_placements_carried_from_the_last_round():
     last round (`alloc.problem.build.KEPT`): a forged one misleads the core
     into an unlisted move, which the check finds."""
     s = session()
-    stamp, kept = s._carry._states[KEPT]
-    j, (job, cur) = next(iter(kept.items()))
+    stamp, jobs, kept = s._carry._states[KEPT]
+    j, cur = next(iter(kept.items()))
     forged = replace(cur, gpus=(GpuShare("s1/gpu3", 1000),), cpu={"s1": 1000},
                      mem={"s1": 1000})
-    s._carry._states[KEPT] = (stamp, {**kept, j: (job, forged)})
+    s._carry._states[KEPT] = (stamp, jobs, {**kept, j: forged})
     s.submit(Job("k", 1, cpu=1000, mem=1000))
     with pytest.raises(SolverError, match="moved"):
         s.step()

@@ -17,7 +17,7 @@ from .evaluate import Evaluation
 
 
 #: The carry's key of the last round's placements of the running jobs kept
-#: where they run: (the problem's stamp, {job index: (job, placement)}).
+#: where they run: (the problem's stamp, {job index: job}, {job index: placement}).
 KEPT = "problem.placements.kept"
 
 
@@ -82,22 +82,25 @@ class Building(Evaluation):
         placement, out, moved = self.placement, [], []
         carry, ch = self.carry, self.changes
         last = carry.take(KEPT) if carry is not None else None
-        before: dict[int, tuple[Job, Placement]] = {}
+        was_job: dict[int, Job] = {}
+        was: dict[int, Placement] = {}
         kept: dict[int, int] = {}
         if last is not None and ch is not None and last[0] == ch.since:
-            before, kept = last[1], ch.kept
-        now: dict[int, tuple[Job, Placement]] = {}
+            was_job, was, kept = last[1], last[2], ch.kept
+        now_job: dict[int, Job] = {}            # two maps, no pair per job: nothing for
+        now: dict[int, Placement] = {}          # the collector to follow
         for j in order:
             a = assign[j]
             if a is fixed.get(j):
                 job = jobs[j]
-                hit = before.get(kept.get(j, -1))
-                if hit is not None and hit[0] is job:
-                    p = hit[1]
+                k = kept.get(j, -1)
+                if was_job.get(k) is job:
+                    p = was[k]
                 else:
                     p = recall2(job.current, "placement", cluster, job) or placement(j, a)
                 out.append(p)
-                now[j] = (job, p)
+                now_job[j] = job
+                now[j] = p
                 continue
             p = placement(j, a)
             out.append(p)
@@ -105,7 +108,7 @@ class Building(Evaluation):
             if cur is not None and not p.same_as(cur):
                 moved.append(p.job)
         if carry is not None:
-            carry.keep(KEPT, (self.stamp, now))
+            carry.keep(KEPT, (self.stamp, now_job, now))
         return out, moved
 
     def _rebuilt(self, job: Job, cur: Placement, a: Assign) -> Placement:
