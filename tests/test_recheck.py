@@ -69,6 +69,24 @@ def corruptions(rng: random.Random, cluster: Cluster, jobs: list, a) -> list:
     return out
 
 
+def scratch_rounds(rng: random.Random, least: int, rounds: int = 25):
+    """Rounds of a session that re-places every job from scratch (moves
+    allowed, 4 servers): some running jobs finish, ``least``-6 arrive; each
+    round's cluster, input jobs and allocation."""
+    cl = Cluster(tuple(Server(f"s{i}", 24000, 512000, 8, "V100") for i in range(4)))
+    s = Session(cl, solver="proportional", max_moves=None, move_cost=0.0)
+    k = 0
+    for _ in range(rounds):
+        for j in [j for j in s.running if rng.random() < 0.3]:
+            s.finish(j)
+        for _ in range(rng.randint(least, 6)):
+            k += 1
+            n = rng.choice((1, 1, 2))
+            s.submit(Job(f"j{k}", n, cpu=3000 * n, mem=64000 * n, model=rng.choice(MODELS)))
+        jobs = list(s.jobs.values())
+        yield cl, jobs, s.step().allocation
+
+
 def test_partial_check_equals_the_full_one():
     rng = random.Random(11)
     cl = Cluster(tuple(Server(f"s{i}", 24000, 512000, 8, "V100") for i in range(6)))
@@ -119,18 +137,8 @@ def test_rounds_re_placed_from_scratch_are_checked_in_what_changed():
     the record's are known again, moves are checked by the full check's
     rule, and every corruption is still refused as the full check refuses it."""
     rng = random.Random(5)
-    cl = Cluster(tuple(Server(f"s{i}", 24000, 512000, 8, "V100") for i in range(4)))
-    s = Session(cl, solver="proportional", max_moves=None, move_cost=0.0)
-    rec, k, passed, moved, refused = None, 0, 0, 0, 0
-    for _ in range(25):
-        for j in [j for j in s.running if rng.random() < 0.3]:
-            s.finish(j)
-        for _ in range(rng.randint(0, 6)):
-            k += 1
-            n = rng.choice((1, 1, 2))
-            s.submit(Job(f"j{k}", n, cpu=3000 * n, mem=64000 * n, model=rng.choice(MODELS)))
-        jobs = list(s.jobs.values())
-        a = s.step().allocation
+    rec, passed, moved, refused = None, 0, 0, 0
+    for cl, jobs, a in scratch_rounds(rng, 0):
         moved += bool(a.moved)
         for bad in corruptions(rng, cl, jobs, a):
             full = violations(cl, jobs, bad, max_moves=None)
@@ -160,18 +168,8 @@ def test_the_identity_difference_still_finds_every_fault():
     objects, is found as the full check finds it; a record without its
     identity part (`Seen`) answers the same."""
     rng = random.Random(3)
-    cl = Cluster(tuple(Server(f"s{i}", 24000, 512000, 8, "V100") for i in range(4)))
-    s = Session(cl, solver="proportional", max_moves=None, move_cost=0.0)
-    rec, k, tried, carried = None, 0, 0, 0
-    for _ in range(25):
-        for j in [j for j in s.running if rng.random() < 0.3]:
-            s.finish(j)
-        for _ in range(rng.randint(1, 6)):
-            k += 1
-            n = rng.choice((1, 1, 2))
-            s.submit(Job(f"j{k}", n, cpu=3000 * n, mem=64000 * n, model=rng.choice(MODELS)))
-        jobs = list(s.jobs.values())
-        a = s.step().allocation
+    rec, tried, carried = None, 0, 0
+    for cl, jobs, a in scratch_rounds(rng, 1):
         if rec is not None:
             bare = replace(clone(rec), seen=None)
             assert _partial(clone(rec), cl, tuple(jobs), a, None) == \
