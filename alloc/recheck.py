@@ -191,7 +191,7 @@ def _partial(rec: Checked, cluster: Cluster, jobs: tuple[Job, ...], allocation: 
             len(seen.placements) != len(rec.placed):
         seen = _seen_of(rec)                 # none, or the record grew without it
     jobs_now, ps_now = _by_object(jobs), _by_object(ps)
-    if len(jobs_now) != len(jobs) or len(ps_now) != len(ps):
+    if len(jobs_now) != len(jobs) or len(ps_now) != len(ps) or cluster.tenants:
         return False                         # an object listed twice: the full check's
     by_id, touched = _moved_keys(rec.by_id, seen.jobs, jobs_now, _JOB_ID)
     placed, more = _moved_keys(rec.placed, seen.placements, ps_now, _PLACED_ID)
@@ -206,8 +206,7 @@ def _partial(rec: Checked, cluster: Cluster, jobs: tuple[Job, ...], allocation: 
         job, old = by_id.get(jid), old_jobs.get(jid)
         p, q = placed.get(jid), old_placed.get(jid)
         same_job = job is not None and (old is job or _same_job(old, job))
-        if job is not None and not same_job and (
-                _declares((job,), ()) or _tenancy(cluster, (job,)) or _unresolved((job,))):
+        if job is not None and not same_job and not _plain(job):
             return False
         if p is None:
             if q is not None:
@@ -375,6 +374,14 @@ def _declares(jobs: Iterable[Job], placements: Iterable[Placement]) -> bool:
     return any(j.gpu_mem is not None or j.gpu_compute is not None for j in jobs) or any(
         g.mem is not None or g.compute is not None or g.milli == 0
         for p in placements for g in p.gpus)
+
+
+def _plain(job: Job) -> bool:
+    """The job declares no GPU memory or compute, is not guaranteed and names
+    no model without its profile (`_declares`, `_tenancy` and `_unresolved`
+    of one job, on a cluster without tenants)."""
+    return job.gpu_mem is None and job.gpu_compute is None and not job.guaranteed \
+        and not (job.profile is None and job.model)
 
 
 def _tenancy(cluster: Cluster, jobs: Iterable[Job]) -> bool:
