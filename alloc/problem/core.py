@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from collections.abc import Collection
 from functools import cached_property
-from operator import attrgetter
 from typing import Any, Sequence
 
 from ..arrays import cluster_arrays
@@ -17,8 +16,6 @@ from ..objectives import Objective, get_objective
 from .assign import Assign, add_assign
 from .build import Building
 from .ranks import order_ranks
-
-_ID = attrgetter("id")
 
 
 class Problem(Building):
@@ -151,7 +148,7 @@ class Problem(Building):
         self.gpu_first, self.gpu_server = arr.gpu_first, arr.gpu_server
         self.levels, self.domain = cluster.levels, arr.domain
         self.classes, self.server_class = arr.classes, arr.server_class
-        self.job_index = dict(zip(map(_ID, self.jobs), range(self.J)))
+        self.job_index = {j.id: i for i, j in enumerate(self.jobs)}
         self.request_option = [0] * self.J
         #: running jobs that may move (None: any number)
         self.max_moves = (None if move_cost is not None else 0) if max_moves is None \

@@ -8,7 +8,6 @@ priority highest first, then input order), who may stop whom
 from __future__ import annotations
 
 from functools import cached_property
-from operator import attrgetter
 from typing import Any, Iterable, Sequence
 
 import numpy as np
@@ -22,9 +21,6 @@ def order_ranks(order: Sequence[str] | None) -> dict[str, int] | None:
     if order is None:
         return None
     return {jid: k for k, jid in enumerate(order)}
-
-
-_ID, _PRIORITY = attrgetter("id"), attrgetter("priority")
 
 
 def _by_priority(neg: list[int]) -> list[int]:
@@ -49,7 +45,8 @@ class Ranking(LiveState):
             self.explicit_order = True
             pos = self.order_rank
             assert pos is not None          # an order was given
-            at: list[Any] = list(map(pos.get, map(_ID, jobs)))   # place in the order, or None
+            get = pos.get
+            at: list[Any] = [get(j.id) for j in jobs]   # place in the order, or None
             if None not in at:
                 ranked = sorted(range(J), key=at.__getitem__)
             else:
@@ -91,7 +88,7 @@ class Ranking(LiveState):
         running one."""
         if not self.running:
             return False
-        if len(set(map(_PRIORITY, self.jobs))) == 1 and \
+        if len({j.priority for j in self.jobs}) == 1 and \
                 not any(self.jobs[j].guaranteed for j in self.pending):
             return False        # one priority and nothing guaranteed waits: nobody outranks
         low_opp: int | None = None
