@@ -1006,6 +1006,8 @@ def _placed_at(job: Job, current: Placement | None) -> Job:
     its fields alone, so the copy is that dictionary with ``current`` set
     (a seventh of `dataclasses.replace`'s cost; ``tests/test_session.py``
     compares the two)."""
+    if type(job) is not Job:                  # a subclass: its own construction
+        return replace(job, current=current)
     out = object.__new__(Job)
     d = out.__dict__
     d.update(job.__dict__)
