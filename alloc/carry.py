@@ -16,6 +16,10 @@ derived, so that the next one does work in proportion to what changed:
   ([`alloc.recheck`][alloc.recheck]): the next check examines the placements
   and jobs that differ from it by value, and the capacity they take or give
   back;
+* the placements the last round reported for its running jobs kept where
+  they run (`Problem.placements`):
+  a job that is the very same object, at the very same assignment
+  ([`Changes`][alloc.carry.Changes] ``kept``), has the very same placement;
 * per solver, the state a solver keeps across rounds (an engine of free
   lists, scores per server), taken out at the start of a call
   ([`take`][alloc.carry.Carry.take]) and kept again when the call succeeds

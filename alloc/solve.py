@@ -309,8 +309,10 @@ def finish(problem, sol, info: SolverInfo, wall: float) -> Allocation:
     jobs = problem.jobs
     order = sorted(assign)
     placements, moved = problem.placements(order, assign)
-    preempted = tuple(jobs[j].id for j in problem.running if j not in assign)
-    unplaced = tuple(job.id for j, job in enumerate(jobs) if j not in assign)
+    stopped = set(problem.running).difference(assign)         # in C: usually none
+    preempted = tuple(jobs[j].id for j in problem.running if j in stopped) if stopped else ()
+    unplaced = tuple(job.id for j, job in enumerate(jobs) if j not in assign) \
+        if len(assign) < len(jobs) else ()
     reasons = {jobs[j].id: why for j, why in problem.reasons.items()}
     if len(placements) + len(reasons) < len(jobs):
         from .waiting import waiting_reasons       # every waiting job says why

@@ -24,6 +24,13 @@ Examples::
     python bench/synergy.py --quick                 # one point, FIFO, single-GPU
     python bench/synergy.py --loads 2 4 6 8 9 --orders fifo srtf las --mix single --jobs 2
     python bench/synergy.py --opt-round             # synergy-opt on one 128-GPU round
+    python bench/synergy.py --quick --tree ../main --tree .   # two source trees side by side
+
+``--tree DIR`` (repeatable) runs every simulation once per source tree (that
+tree's ``alloc`` package, in a fresh process each, the trees taking turns)
+and prints one row per tree and allocator: mean and p99 JCT, rounds, steps,
+moves, preemptions and the run's CPU seconds (`time.process_time`), so an
+old and a new version are compared in one run on the same machine load.
 """
 from __future__ import annotations
 
@@ -31,13 +38,17 @@ import argparse
 import json
 import os
 import random
+import subprocess
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+if "--root" in sys.argv:                    # a worker on another source tree
+    sys.path.insert(0, sys.argv[sys.argv.index("--root") + 1])
+else:
+    sys.path.insert(0, str(ROOT))
 
 from alloc.sim import SyntheticWorkload  # noqa: E402
 from alloc.sim.synergy import cluster, legacy_summary, simulate_synergy  # noqa: E402
@@ -61,6 +72,7 @@ def one(task):
     out["cpu_s"] = time.process_time() - c0
     full = r.summary()
     out["steps"], out["time"] = full["steps"], full["time"]
+    out["moves"], out["preemptions"] = full["moves"], full["preemptions"]
     out.update(mix=mix, order=order, jobs_per_hour=rate, allocator=allocator,
                gpus=cl.total_gpus, cap_h=cap / 3600)
     return out
@@ -93,6 +105,25 @@ def opt_round(servers: int, seed: int, mix: str, limit: float) -> dict:
         if s == "synergy-opt":
             out[s]["bound"] = a.bound
             out[s]["big_machine_lp_bound"] = a.stats.get("big_machine_lp_bound")
+    return out
+
+
+def on_trees(tasks: list[tuple], trees: list[Path]) -> list[str]:
+    """Each task once per source tree (a fresh process each, the trees
+    taking turns): one markdown row per tree and task."""
+    out = ["| tree | allocator | mean h | p99 h | rounds | steps | moves | preemptions | "
+           "CPU s |", "|---|---|---|---|---|---|---|---|---|"]
+    print("\n".join(out), flush=True)
+    for task in tasks:
+        for tree in trees:
+            cmd = [sys.executable, __file__, "--root", str(tree), "--worker", json.dumps(task)]
+            line = subprocess.run(cmd, check=True, capture_output=True,
+                                  text=True).stdout.strip().splitlines()[-1]
+            r = json.loads(line)
+            out.append(f"| {tree.name} | {r['allocator']} | {hours(r)} | "
+                       f"{hours(r, 'p99_jct_s')} | {r['rounds']} | {r['steps']} | "
+                       f"{r['moves']} | {r['preemptions']} | {r['cpu_s']:.2f} |")
+            print(out[-1], flush=True)
     return out
 
 
@@ -196,7 +227,15 @@ def main(argv=None) -> int:
     ap.add_argument("--plot", help="JCT vs load figure (PNG), one panel per order")
     ap.add_argument("--out", default=str(ROOT / "bench" / "out" / "synergy"))
     ap.add_argument("--from-json", help="only print the table (and --plot) of a results file")
+    ap.add_argument("--tree", action="append", type=Path, metavar="DIR",
+                    help="source tree to run (repeatable: each run once per tree, side by "
+                         "side; default: this one)")
+    ap.add_argument("--root", help=argparse.SUPPRESS)        # a worker's source tree
+    ap.add_argument("--worker", help=argparse.SUPPRESS)      # one task, as JSON
     args = ap.parse_args(argv)
+    if args.worker:
+        print(json.dumps(one(tuple(json.loads(args.worker)))))
+        return 0
     if args.from_json:
         rows = json.loads(Path(args.from_json).read_text())
         allocs = list(dict.fromkeys(r["allocator"] for r in rows))
@@ -223,6 +262,12 @@ def main(argv=None) -> int:
              for a in args.allocators]
     print(f"# {args.servers * 8} GPUs; window {args.window}; loads x{scale:g}; "
           f"{len(tasks)} runs, {args.jobs} in parallel", flush=True)
+    if args.tree:
+        on_trees(tasks, [t.resolve() for t in args.tree])
+        print(f"{len(tasks) * len(args.tree)} runs in {time.perf_counter() - t0:.0f} s wall; "
+              f"load average {load0[0]:.1f} at start, {os.getloadavg()[0]:.1f} at end on "
+              f"{os.cpu_count()} cores")
+        return 0
     rows = []
     if args.jobs > 1:
         with ProcessPoolExecutor(args.jobs) as ex:

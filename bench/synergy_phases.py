@@ -26,11 +26,19 @@ Phases (nested: a phase's time includes the ones listed under it):
 
     python bench/synergy_phases.py
     python bench/synergy_phases.py --allocators proportional
+    python bench/synergy_phases.py --tree ../main --tree .    # two source trees side by side
+
+``--tree DIR`` (repeatable) runs each allocator once per source tree (that
+tree's ``alloc`` package, a fresh process each) and prints the phases side by
+side: milliseconds per call of each phase per tree, the run's CPU seconds
+(`time.process_time`) and the allocator's own placement (from scratch, the
+greedy state, first fit or tune, the relabelling) summed over the run.
 """
 from __future__ import annotations
 
 import argparse
 import importlib
+import json
 import os
 import sys
 import time
@@ -38,7 +46,10 @@ from pathlib import Path
 from typing import Any, Callable
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+if "--root" in sys.argv:                    # a worker on another source tree
+    sys.path.insert(0, sys.argv[sys.argv.index("--root") + 1])
+else:
+    sys.path.insert(0, str(ROOT))
 
 import alloc  # noqa: E402,F401  (the registry first: the solver packages import it)
 
@@ -124,17 +135,67 @@ def report(allocator: str, table: dict[str, list[float]], cpu: float, s: dict) -
     if "first fit" not in table and allocator == "proportional":
         own = float("nan")               # an older version: its placement is not timed
     total = table["round"][1]
+    out.append(f"the allocator's own placement (from scratch, state, first fit or tune, "
+               f"relabel): {own:.2f} s = {1e3 * own / max(steps, 1):.2f} ms per step x "
+               f"{steps} steps")
     out.append(f"floor (all but the allocator's own parts): {total - own:.2f} s of "
                f"{total:.2f} s in rounds = {1e3 * (total - own) / max(steps, 1):.2f} ms per "
                f"step x {steps} steps")
     return out
 
 
+def side_by_side(allocator: str, runs: list[tuple[str, dict]]) -> list[str]:
+    """One allocator's phases on several trees: ms per call, then the run's
+    CPU seconds and the allocator's own placement."""
+    head = "| phase | calls | " + " | ".join(f"{name} ms per call" for name, _ in runs) + " |"
+    out = [f"{allocator}:", head, "|---|---|" + "---|" * len(runs)]
+    first = runs[0][1]["table"]
+    for label, (n, _) in first.items():
+        if not n:
+            continue
+        cells = []
+        for _, r in runs:
+            row = r["table"].get(label)
+            cells.append(f"{1e3 * row[1] / row[0]:.3f}" if row and row[0] else "-")
+        out.append(f"| {label} | {n} | " + " | ".join(cells) + " |")
+    for key, what in (("cpu", "run CPU s"), ("own", "own placement s"),
+                      ("floor", "all but the own placement s (in rounds)")):
+        out.append(f"| {what} | | " + " | ".join(f"{r[key]:.2f}" for _, r in runs) + " |")
+    out.append("| mean JCT h, steps | | " + " | ".join(
+        f"{r['mean_h']:.2f}, {r['steps']}" for _, r in runs) + " |")
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--allocators", nargs="+", default=["proportional", "synergy-tune"])
+    ap.add_argument("--tree", action="append", type=Path, metavar="DIR",
+                    help="source tree to measure (repeatable: side by side)")
+    ap.add_argument("--root", help=argparse.SUPPRESS)        # a worker's source tree
+    ap.add_argument("--json", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     load0 = os.getloadavg()[0]
+    if args.json:                             # a worker: one allocator, the figures as JSON
+        table, cpu, s = run(args.allocators[0])
+        own = sum(table[k][1] for k in OWN if k in table)
+        print(json.dumps({"table": table, "cpu": cpu, "own": own,
+                          "floor": table["round"][1] - own, "steps": s["stats"]["steps"],
+                          "mean_h": s["mean_jct_s"] / 3600}))
+        return 0
+    if args.tree:
+        import subprocess
+        for a in args.allocators:
+            runs = []
+            for tree in (t.resolve() for t in args.tree):
+                cmd = [sys.executable, __file__, "--allocators", a, "--root", str(tree),
+                       "--json"]
+                line = subprocess.run(cmd, check=True, capture_output=True,
+                                      text=True).stdout.strip().splitlines()[-1]
+                runs.append((tree.name, json.loads(line)))
+            print("\n".join(side_by_side(a, runs)), flush=True)
+        print(f"load average {load0:.1f} at start, {os.getloadavg()[0]:.1f} at end "
+              f"on {os.cpu_count()} cores")
+        return 0
     for a in args.allocators:
         if len(args.allocators) > 1:       # a fresh interpreter: no wrapper twice
             import subprocess

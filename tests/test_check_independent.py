@@ -21,6 +21,7 @@ from alloc import (Allocation, Cell, Cluster, Goodput, GoodputType, GpuShare, Jo
 from alloc.arrays import cluster_arrays
 from alloc.errors import SolverError
 from alloc.objectives import goodput_rate
+from alloc.problem.build import KEPT
 from alloc.profiles import load_profile
 from alloc.recheck import record, violations_since
 
@@ -194,6 +195,22 @@ def test_the_placement_kept_for_a_running_job():
     forged = replace(cur, gpus=(GpuShare("s1/gpu3", 1000),), cpu={"s1": 1000},
                      mem={"s1": 1000})
     store["placement"] = kept[:-1] + (forged,)
+    s._carry.take(KEPT)                           # the round reads the memo, not the carry
+    with pytest.raises(SolverError, match="moved"):
+        s.step()
+
+
+def test_the_placements_carried_from_the_last_round():
+    """The placements of the running jobs kept in place, carried from the
+    last round (`alloc.problem.build.KEPT`): a forged one misleads the core
+    into an unlisted move, which the check finds."""
+    s = session()
+    stamp, jobs, kept = s._carry._states[KEPT]
+    j, cur = next(iter(kept.items()))
+    forged = replace(cur, gpus=(GpuShare("s1/gpu3", 1000),), cpu={"s1": 1000},
+                     mem={"s1": 1000})
+    s._carry._states[KEPT] = (stamp, jobs, {**kept, j: forged})
+    s.submit(Job("k", 1, cpu=1000, mem=1000))
     with pytest.raises(SolverError, match="moved"):
         s.step()
 
@@ -216,6 +233,7 @@ def test_the_placement_kept_for_a_running_job_re_placed_from_scratch():
     forged = replace(cur, gpus=(GpuShare("s1/gpu3", 1000),), cpu={"s1": 1000},
                      mem={"s1": 1000})
     store["placement"] = kept[:-1] + (forged,)
+    s._carry.take(KEPT)                           # the round reads the memo, not the carry
     s.submit(Job("k", 1, cpu=1000, mem=1000))
     with pytest.raises(SolverError, match="moved"):
         s.step()

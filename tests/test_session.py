@@ -411,3 +411,26 @@ def test_a_job_for_a_gpu_type_no_server_has_waits_until_one_joins():
     s.add_server(Server("s9", 24000, 512000, 4, "T4"))
     r = s.step()
     assert [p.job for p in r.start] == ["t4"] and r.start[0].gpus[0].gpu.startswith("s9/")
+
+
+def test_the_commits_copy_of_a_job_is_replace():
+    """The commit copies a job with its new ``current`` by its instance
+    dictionary (`_placed_at`): equal to `dataclasses.replace`, field by field,
+    for jobs with every kind of field set -- which holds while `Job` keeps no
+    ``__post_init__`` and no attribute outside its fields."""
+    from dataclasses import fields
+    from alloc.session.core import _placed_at
+    assert not hasattr(Job, "__post_init__")
+    p = Placement("a", (GpuShare("s0/gpu0", 500),), {"s0": 1000}, {"s0": 2000}, 0.5)
+    jobs = [Job("a", 1, cpu=1000, mem=2000),
+            Job("a", 1, gpu_milli=500, cpu=1000, mem=2000, model="res18", priority=3,
+                gpu_types=("V100",), current=p),
+            Job("a", 2, cpu=1000, mem=2000, min_gpus=1, max_gpus=4, locality="server",
+                tenant="t", guaranteed=True)]
+    names = [f.name for f in fields(Job)]
+    for job in jobs:
+        for cur in (p, None):
+            got, want = _placed_at(job, cur), replace(job, current=cur)
+            assert got == want and type(got) is Job and got.current is cur
+            assert vars(got) == vars(want) and list(vars(want)) == names
+            assert job.current is jobs[jobs.index(job)].current       # the original unchanged

@@ -16,6 +16,11 @@ from .assign import Assign, split
 from .evaluate import Evaluation
 
 
+#: The carry's key of the last round's placements of the running jobs kept
+#: where they run: (the problem's stamp, {job index: job}, {job index: placement}).
+KEPT = "problem.placements.kept"
+
+
 class Building(Evaluation):
     """Assignments and placements (see the module notes)."""
 
@@ -67,23 +72,43 @@ class Building(Evaluation):
         object) is where it runs: its ``fixed`` assignment is its current
         placement in index form, so the placement built from it has the same
         GPUs, shares, CPU and memory (``same_as`` holds) and is not compared
-        again; its placement is the one kept on its ``current`` placement
-        (`alloc.memo`) -- one lookup per running job and round.
+        again.  Its placement is the one this method gave last round for the
+        very same job at the very same ``fixed`` assignment (a scheduler
+        loop's carry: `Changes.kept` tells which), else the one kept on its
+        ``current`` placement (`alloc.memo`) -- one lookup per running job
+        and round.
         """
         jobs, fixed, cluster = self.jobs, self.fixed, self.cluster
         placement, out, moved = self.placement, [], []
+        carry, ch = self.carry, self.changes
+        last = carry.take(KEPT) if carry is not None else None
+        was_job: dict[int, Job] = {}
+        was: dict[int, Placement] = {}
+        kept: dict[int, int] = {}
+        if last is not None and ch is not None and last[0] == ch.since:
+            was_job, was, kept = last[1], last[2], ch.kept
+        now_job: dict[int, Job] = {}            # two maps, no pair per job: nothing for
+        now: dict[int, Placement] = {}          # the collector to follow
         for j in order:
             a = assign[j]
             if a is fixed.get(j):
                 job = jobs[j]
-                p = recall2(job.current, "placement", cluster, job)
-                out.append(placement(j, a) if p is None else p)
+                k = kept.get(j, -1)
+                if was_job.get(k) is job:
+                    p = was[k]
+                else:
+                    p = recall2(job.current, "placement", cluster, job) or placement(j, a)
+                out.append(p)
+                now_job[j] = job
+                now[j] = p
                 continue
             p = placement(j, a)
             out.append(p)
             cur = jobs[j].current
             if cur is not None and not p.same_as(cur):
                 moved.append(p.job)
+        if carry is not None:
+            carry.keep(KEPT, (self.stamp, now_job, now))
         return out, moved
 
     def _rebuilt(self, job: Job, cur: Placement, a: Assign) -> Placement:

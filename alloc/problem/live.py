@@ -24,7 +24,9 @@ from .points import pareto_options
 
 def _take(problem: ProblemIndex, assigns: Iterable[Assign], sign: int) -> None:
     """Add ``sign`` times the assignments' GPU shares, CPU and memory to the
-    problem's free capacities (vectorised; -1 takes, +1 gives back)."""
+    problem's free capacities (-1 takes, +1 gives back): element by element
+    for a few entries (a scheduler loop's round: what changed), vectorised
+    for many."""
     gi, gv, ci, cv, mi, mv = [], [], [], [], [], []
     for a in assigns:
         for g, m in a.gpus:
@@ -38,8 +40,15 @@ def _take(problem: ProblemIndex, assigns: Iterable[Assign], sign: int) -> None:
             mv.append(v)
     for arr, idx, val in ((problem.gpu_free, gi, gv), (problem.free_cpu, ci, cv),
                           (problem.free_mem, mi, mv)):
-        if idx:
+        if len(idx) <= _FEW:
+            for i, v in zip(idx, val):
+                arr[i] += sign * v
+        else:
             np.add.at(arr, np.asarray(idx, dtype=np.int64), sign * np.asarray(val, dtype=np.int64))
+
+
+#: Entries up to which `_take` adds one by one (numpy's call costs more).
+_FEW = 32
 
 
 class LiveState(ProblemIndex):

@@ -8,7 +8,7 @@ priority highest first, then input order), who may stop whom
 from __future__ import annotations
 
 from functools import cached_property
-from typing import Iterable, Sequence
+from typing import Any, Iterable, Sequence
 
 import numpy as np
 
@@ -23,31 +23,39 @@ def order_ranks(order: Sequence[str] | None) -> dict[str, int] | None:
     return {jid: k for k, jid in enumerate(order)}
 
 
+def _by_priority(neg: list[int]) -> list[int]:
+    """Job indices by priority, highest first (``neg``: each one's negated
+    priority), input order among equals (a stable sort)."""
+    if not neg or min(neg) == max(neg):
+        return list(range(len(neg)))
+    return sorted(range(len(neg)), key=neg.__getitem__)
+
+
 class Ranking(LiveState):
     """Ranks and the preemption rules (see the module notes)."""
 
     def _set_rank(self, order: Sequence[str] | None) -> None:
-        jobs = self.jobs
+        jobs, J = self.jobs, self.J
         neg = [-j.priority for j in jobs]
-        # a stable sort keeps input order among equal priorities
-        base = list(range(self.J)) if not neg or min(neg) == max(neg) else \
-            sorted(range(self.J), key=neg.__getitem__)
         if order is None:
             self.explicit_order = False
             self.prio_key = neg
-            ranked = base
+            ranked = _by_priority(neg)
         else:
             self.explicit_order = True
             pos = self.order_rank
             assert pos is not None          # an order was given
-            listed = sorted((j for j in range(self.J) if jobs[j].id in pos),
-                            key=lambda j: pos[jobs[j].id])
-            ranked = listed + [j for j in base if jobs[j].id not in pos]
-            self.prio_key = [0] * self.J
-            for k, j in enumerate(ranked):
-                self.prio_key[j] = k
-        self.rank = np.empty(self.J, dtype=np.int64)
-        self.rank[np.asarray(ranked, dtype=np.int64)] = np.arange(self.J, dtype=np.int64)
+            get = pos.get
+            at: list[Any] = [get(j.id) for j in jobs]   # place in the order, or None
+            if None not in at:
+                ranked = sorted(range(J), key=at.__getitem__)
+            else:
+                ranked = sorted((j for j in range(J) if at[j] is not None), key=at.__getitem__)
+                ranked += [j for j in _by_priority(neg) if at[j] is None]
+        self.rank = np.empty(J, dtype=np.int64)
+        self.rank[np.asarray(ranked, dtype=np.int64)] = np.arange(J, dtype=np.int64)
+        if order is not None:
+            self.prio_key = self.rank.tolist()       # the job's place in ``ranked``
 
     def outranks(self, a: int, b: int) -> bool:
         """May job ``a`` stop running job ``b`` under this call's rule
@@ -80,8 +88,8 @@ class Ranking(LiveState):
         running one."""
         if not self.running:
             return False
-        pk = self.prio_key
-        if min(pk) == max(pk) and not any(self.jobs[j].guaranteed for j in self.pending):
+        if len({j.priority for j in self.jobs}) == 1 and \
+                not any(self.jobs[j].guaranteed for j in self.pending):
             return False        # one priority and nothing guaranteed waits: nobody outranks
         low_opp: int | None = None
         low_gua: dict[str | None, int] = {}

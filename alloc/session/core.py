@@ -707,6 +707,8 @@ for ranks)."""
         if self._order is None:
             return None
         core, jobs = self._ids.core, self._jobs
+        if not self._ids.mapped:          # string ids: the core's own (in C)
+            return list(filter(jobs.__contains__, self._order))
         return [c for c in map(core, self._order) if c in jobs]
 
     def _commit(self, alloc: Allocation, timings: dict[str, Any], t0: float,
@@ -719,9 +721,9 @@ for ranks)."""
         moved_from = {j: _some(self._jobs[j].current) for j in alloc.moved}
         preempt = [_some(self._jobs[j].current) for j in alloc.preempted]
         for p in start + move:
-            self._put(replace(self._jobs[p.job], current=p))
+            self._put(_placed_at(self._jobs[p.job], p))
         for j in alloc.preempted:
-            self._put(replace(self._jobs[j], current=None))
+            self._put(_placed_at(self._jobs[j], None))
         for j in cast(Sequence[str], alloc.stats.get("resized") or ()):
             self._recap(j, alloc.placement(j))
         self._counts["preempted"] += len(alloc.preempted)
@@ -998,6 +1000,21 @@ for ranks)."""
         return want == self._on_server and ordered and set(self._arrival) == set(self._jobs)
 
 
+def _placed_at(job: Job, current: Placement | None) -> Job:
+    """``replace(job, current=current)`` for the round's commit: a `Job` is a
+    frozen dataclass without ``__post_init__`` whose instance dictionary holds
+    its fields alone, so the copy is that dictionary with ``current`` set
+    (a seventh of `dataclasses.replace`'s cost; ``tests/test_session.py``
+    compares the two)."""
+    if type(job) is not Job:                  # a subclass: its own construction
+        return replace(job, current=current)
+    out = object.__new__(Job)
+    d = out.__dict__
+    d.update(job.__dict__)
+    d["current"] = current
+    return out
+
+
 def _caps(p: Placement) -> list[tuple[Any, ...]]:
     """A placement's shares with their GPU memory and compute caps, by GPU."""
     return sorted((g.gpu, g.milli, g.mem, g.compute) for g in p.gpus)
@@ -1014,6 +1031,13 @@ def _ranks(order: Any, where: str) -> dict[Any, int]:
     (submitted or not)."""
     if isinstance(order, (str, bytes, Mapping)) or not isinstance(order, Iterable):
         raise InputError(f"{where}: expected a list of job ids, got {short_repr(order)}")
+    order = list(order)
+    try:
+        fast = dict(zip(order, range(len(order))))      # in C; the loop below names a fault
+    except TypeError:
+        fast = {}
+    if len(fast) == len(order):
+        return fast
     out: dict[Any, int] = {}
     for k, jid in enumerate(order):
         try:

@@ -132,29 +132,52 @@ def _inner_levels(problem: Problem) -> bool:
     return any(lv != "gpu" for lv in levels[levels.index("server") + 1:])
 
 
+def _lists(problem: Problem) -> tuple[list[int], list[int], list[int]]:
+    """Each server's class, each server's first GPU and each GPU's server, as
+    lists (kept with the cluster's arrays)."""
+    arr = problem.arrays
+    out = arr.__dict__.get("_relabel_lists")
+    if out is None:
+        out = arr.__dict__["_relabel_lists"] = (problem.server_class.tolist(),
+                                                problem.gpu_first.tolist(),
+                                                problem.gpu_server.tolist())
+    return out
+
+
+def _votes(assign: dict[int, Assign], fixed: dict[int, Assign], cls: list[int],
+           held: set[int]) -> tuple[dict[tuple[int, int], int], list[tuple[int, Assign, Assign]]]:
+    """Per (answer's server, running job's server) of one class, neither in
+    ``held``: how many running jobs the answer puts on the one and run on the
+    other; and the (job, answer, where it runs) pairs of the running jobs."""
+    votes: dict[tuple[int, int], int] = {}
+    pairs: list[tuple[int, Assign, Assign]] = []      # (job, its answer, where it runs)
+    get, vote, add = fixed.get, votes.get, pairs.append
+    for j, a in assign.items():
+        cur = get(j)
+        if cur is None or a is cur:
+            continue
+        ac, cc = a.cpu, cur.cpu
+        if len(ac) != len(cc):
+            continue
+        add((j, a, cur))
+        if len(ac) == 1:
+            s, t = ac[0][0], cc[0][0]
+            if cls[s] == cls[t] and s not in held and t not in held:
+                votes[s, t] = vote((s, t), 0) + 1
+            continue
+        for (s, _), (t, _) in zip(sorted(ac), sorted(cc)):
+            if cls[s] == cls[t] and s not in held and t not in held:
+                votes[s, t] = vote((s, t), 0) + 1
+    return votes, pairs
+
+
 def _relabel(problem: Problem, assign: dict[int, Assign], held: set[int]) -> dict[int, Assign]:
     """Servers permuted within each class (those in ``held``, where what
     stays in place runs, left as they are), and GPUs within each server (when
     it has no inner levels), to keep running jobs where they run."""
     fixed = problem.fixed
-    cls = problem.server_class.tolist()
-    first = problem.gpu_first.tolist()
-    gsrv = problem.gpu_server.tolist()
-    votes: dict[tuple[int, int], int] = {}
-    pairs = []                                # (job, its answer, where it runs)
-    for j, a in assign.items():
-        cur = fixed.get(j)
-        if cur is None or a is cur or len(a.cpu) != len(cur.cpu):
-            continue
-        pairs.append((j, a, cur))
-        if len(a.cpu) == 1:
-            s, t = a.cpu[0][0], cur.cpu[0][0]
-            if cls[s] == cls[t] and s not in held and t not in held:
-                votes[s, t] = votes.get((s, t), 0) + 1
-            continue
-        for (s, _), (t, _) in zip(sorted(a.cpu), sorted(cur.cpu)):
-            if cls[s] == cls[t] and s not in held and t not in held:
-                votes[s, t] = votes.get((s, t), 0) + 1
+    cls, first, gsrv = _lists(problem)
+    votes, pairs = _votes(assign, fixed, cls, held)
     if not votes:
         return assign
     pi: dict[int, int] = {}
@@ -174,25 +197,36 @@ def _relabel(problem: Problem, assign: dict[int, Assign], held: set[int]) -> dic
                 pi[s] = free.pop(0)
     gmap = {} if _inner_levels(problem) else _gpu_maps(problem, pairs, pi, first, gsrv)
     out = dict(assign)
+    get, to = fixed.get, pi.get
     for j, a in assign.items():
-        cur = fixed.get(j)
+        cur = get(j)
         if a is cur:
             continue
         ag, ac, am = a.gpus, a.cpu, a.mem
         if len(ag) == 1:                     # the common one-GPU job, without the lists
             g, m = ag[0]
             s = gsrv[g]
-            t = pi.get(s, s)
+            t = to(s, s)
             local = g - first[s]
             mt = gmap.get(t)
             if mt is not None:
                 local = mt.get(local, local)
-            gpus: tuple[tuple[int, int], ...] = ((first[t] + local, m),)
+            g = first[t] + local
+            if len(ac) == 1 and len(am) == 1 and cur is not None and not a.caps \
+                    and not cur.caps and len(cur.gpus) == 1 and len(cur.cpu) == 1 \
+                    and len(cur.mem) == 1:   # where it runs? compared without the tuples
+                (s, c), (s2, v) = ac[0], am[0]
+                (h, n), (t1, c1), (t2, v1) = cur.gpus[0], cur.cpu[0], cur.mem[0]
+                if h == g and n == m and t1 == to(s, s) and c1 == c and t2 == to(s2, s2) \
+                        and v1 == v:
+                    out[j] = cur             # the very object: where it runs
+                    continue
+            gpus: tuple[tuple[int, int], ...] = ((g, m),)
         else:
             gl = []
             for g, m in ag:
                 s = gsrv[g]
-                t = pi.get(s, s)
+                t = to(s, s)
                 local = g - first[s]
                 mt = gmap.get(t)
                 if mt is not None:
@@ -201,11 +235,11 @@ def _relabel(problem: Problem, assign: dict[int, Assign], held: set[int]) -> dic
             gpus = tuple(gl)
         if len(ac) == 1 and len(am) == 1:
             (s, c), (s2, v) = ac[0], am[0]
-            cpu: tuple[tuple[int, int], ...] = ((pi.get(s, s), c),)
-            mem: tuple[tuple[int, int], ...] = ((pi.get(s2, s2), v),)
+            cpu: tuple[tuple[int, int], ...] = ((to(s, s), c),)
+            mem: tuple[tuple[int, int], ...] = ((to(s2, s2), v),)
         else:
-            cpu = tuple((pi.get(s, s), c) for s, c in ac)
-            mem = tuple((pi.get(s, s), v) for s, v in am)
+            cpu = tuple((to(s, s), c) for s, c in ac)
+            mem = tuple((to(s, s), v) for s, v in am)
         if cur is not None and gpus == cur.gpus and cpu == cur.cpu and mem == cur.mem \
                 and a.caps == cur.caps:
             out[j] = cur                     # the very object: where it runs
