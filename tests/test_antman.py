@@ -378,3 +378,20 @@ def test_a_guaranteed_job_stops_an_opportunistic_cpu_only_job_holding_its_memory
     a = allocate(c, jobs, solver="antman")
     assert not violations(c, jobs, a)
     assert a.preempted == ("c0",) and [p.job for p in a.placements] == ["j1"]
+
+
+def test_a_guaranteed_job_goes_where_its_tenants_cells_can_bind():
+    """vc0 has a P100 rack cell and a P100 server cell: on ``s1`` (rack
+    ``r1``'s only server) no greedy binding holds the job (the server cell
+    there leaves the rack cell no rack), so AntMan tries the next server,
+    ``s2``, instead of leaving the job waiting."""
+    from alloc.testing.placements import guarantee_problems
+    cl = Cluster((Server("s0", 8000, 65536, 2, "V100", rack="r0"),
+                  Server("s1", 8000, 65536, 2, "P100", rack="r1"),
+                  Server("s2", 8000, 65536, 2, "P100", rack="r0")),
+                 ("rack", "server", "socket", "gpu"),
+                 tenants={"vc0": Tenant("vc0", (Cell("rack", 1, "P100"),
+                                                Cell("server", 1, "P100")))})
+    jobs = [Job("j0", 1, gpu_milli=100, cpu=1000, mem=16384, tenant="vc0", guaranteed=True)]
+    a = allocate(cl, jobs, solver="antman", objective="gpus")
+    assert [p.job for p in a.placements] == ["j0"] and not guarantee_problems(cl, jobs, a)

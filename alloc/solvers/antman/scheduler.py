@@ -58,6 +58,7 @@ changed are listed in ``stats["resized"]`` (a cap change is not a restart).
 from __future__ import annotations
 
 from collections import defaultdict
+from typing import Sequence
 
 import numpy as np
 
@@ -306,6 +307,12 @@ def place_guaranteed(st: State, j: int, reserved: dict, preempted: set, stats: d
         load = lambda g: (g not in mine, g in hard, len(st.riders[g]),  # noqa: E731
                           int(st.comp[g]), g)
         gpus = choose(st, j, cands, load) if room >= job.gpus else None
+        gone: set[int] = set()
+        while gpus is not None and not _tenancy_ok(st, j, gpus):
+            # no binding of the tenant's cells holds it there: other servers
+            gone |= {int(p.gpu_server[g]) for g in gpus}
+            rest = [g for g in cands if int(p.gpu_server[g]) not in gone]
+            gpus = choose(st, j, rest, load) if rest else None
         off: list[tuple[int, Assign]] = []
         if gpus is None and room >= job.gpus:
             gpus, off = stop_holders(st, j, taken, t, load)
@@ -387,17 +394,20 @@ def partial(st: State, j: int, cands: list[int]) -> list[int]:
     return max(groups.values(), key=len, default=[])
 
 
-def _tenancy_ok(st: State) -> bool:
-    """The tenancy invariant holds for the guaranteed jobs placed so far."""
+def _tenancy_ok(st: State, j: int | None = None, gpus: Sequence[int] = ()) -> bool:
+    """The tenancy invariant holds for the guaranteed jobs placed so far
+    (and guaranteed job j on ``gpus``, when given)."""
     p = st.p
     cl = p.cluster
     if not cl.tenants or all(c.level == "gpu" for t in cl.tenants.values() for c in t.cells):
         return True
     used: dict[str, set] = defaultdict(set)
-    for j, a in st.assign.items():
-        job = p.jobs[j]
+    for i, a in st.assign.items():
+        job = p.jobs[i]
         if job.guaranteed and job.tenant is not None:
             used[job.tenant].update(g for g, _ in a.gpus)
+    if j is not None and p.jobs[j].tenant is not None:
+        used[p.jobs[j].tenant].update(gpus)
     return infer_binding(cl, dict(used), exact=False) is not None
 
 
