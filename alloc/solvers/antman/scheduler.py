@@ -406,8 +406,9 @@ def _tenancy_ok(st: State, j: int | None = None, gpus: Sequence[int] = ()) -> bo
         job = p.jobs[i]
         if job.guaranteed and job.tenant is not None:
             used[job.tenant].update(g for g, _ in a.gpus)
-    if j is not None and p.jobs[j].tenant is not None:
-        used[p.jobs[j].tenant].update(gpus)
+    tenant = p.jobs[j].tenant if j is not None else None
+    if tenant is not None:
+        used[tenant].update(gpus)
     return infer_binding(cl, dict(used), exact=False) is not None
 
 
