@@ -117,3 +117,25 @@ def test_a_job_at_throughput_zero_has_no_claim_on_the_order(solver):
     assert a.value >= heur.value == 4.0
     assert not order_problems(cl, jobs, a, ["j0"])
     assert not violations(cl, jobs, a, order=["j0"], preempt="order", max_moves=None)
+
+
+def test_local_search_places_a_job_of_no_value_in_the_room_left():
+    """Under the objective ``gpus`` a CPU-only job is worth nothing, so no
+    move of local search gains by it: it was left out beside a server with
+    room for it (the answer not maximal)."""
+    from alloc import load_profile
+    from alloc.testing import idle_room_problems
+    cl = Cluster((Server("s0", 16000, 524288, 8, "P100"), Server("s1", 8000, 65536, 0),
+                  Server("s2", 8000, 65536, 2, "P100")), ("server", "socket", "switch", "gpu"))
+    p3 = Profile("p3", (2000, 3000, 4000), (32768,), ((None,), (2.07,), (0.52,)),
+                 scaling={1: 1.0, 2: 1.04})
+    jobs = [Job("j0", 1, gpu_milli=100, cpu=2000, mem=16384, gpu_types=("P100",)),
+            Job("j1", 7, cpu=21000, mem=917504, model="res18", profile=load_profile("res18")),
+            Job("j2", 0, cpu=1000, mem=64000),
+            Job("j3", 1, gpu_milli=500, cpu=1000, mem=64000, gpu_types=("P100",), model="p3",
+                profile=p3),
+            Job("j4", 5, cpu=15000, mem=320000, gpu_types=("P100",), weight=2.0)]
+    a = allocate(cl, jobs, solver="local-search", objective="gpus", seed=2082,
+                 order=["j1", "j3", "j4", "j0"])
+    assert "j2" in {p.job for p in a.placements}
+    assert not idle_room_problems(cl, jobs, a)

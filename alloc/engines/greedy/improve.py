@@ -20,7 +20,9 @@ r"""Value-aware heuristics: ``greedy-upgrade`` and ``local-search``.
     Starts from ``greedy-upgrade`` (or a given solution) and repeats, until no
     move helps or time runs out: *insert* an unplaced job on a server, re-choosing
     that server's options (the job may take them from its neighbours); *swap*
-    an unplaced job with a placed one of lower value on a server.  A move for
+    an unplaced job with a placed one of lower value on a server.  Then each job
+    still left out that fits what is left (one of no value, which no move
+    gains by) is placed there as in step 2.  A move for
     a job re-chooses or takes out only jobs ranked no higher than it (the
     caller's order, else priority): a job is never displaced, nor its room
     given away, for one ranked below it.  Identical
@@ -383,7 +385,7 @@ def greedy_upgrade(problem: Problem, deadline: Deadline) -> Local:
     loc = Local(problem)
     if deadline is not None and deadline.expired():
         return loc
-    st, tab = loc.st, loc.tab
+    tab = loc.tab
     jobs = problem.jobs
     opt = {j: tab.cheap(j) for j in problem.pending}
     dens = {j: tab.density(j, opt[j]) for j in opt}
@@ -391,21 +393,30 @@ def greedy_upgrade(problem: Problem, deadline: Deadline) -> Local:
     for k, j in enumerate(order):
         if deadline is not None and k % 32 == 0 and deadline.expired():
             break
-        o = opt[j]
-        sh = st.shape(j, o)
-        cands = fit_candidates(st, sh)
-        best: Assign | None
-        if len(cands) == 1:
-            best = st.assign_on(j, cands[0][1], sh)
-        elif cands:
-            s = best_candidate(st, sh, cands, lambda s: 1e-3 * tab.value(j, o, s))
-            best = st.assign_on(j, s, sh)
-        else:
-            best = st.try_spread(j, o)
-        if best is not None:
-            loc.place(j, best, o)
+        place_best(loc, j, opt[j])
     upgrade_all(loc, deadline)
     return loc
+
+
+def place_best(loc: Local, j: int, o: int) -> bool:
+    """Job j at option o on the best-fit server that takes it (step 2 of the
+    module notes: least leftover less $10^{-3}$ its value there), else
+    spread; True when placed."""
+    st, tab = loc.st, loc.tab
+    sh = st.shape(j, o)
+    cands = fit_candidates(st, sh)
+    best: Assign | None
+    if len(cands) == 1:
+        best = st.assign_on(j, cands[0][1], sh)
+    elif cands:
+        s = best_candidate(st, sh, cands, lambda s: 1e-3 * tab.value(j, o, s))
+        best = st.assign_on(j, s, sh)
+    else:
+        best = st.try_spread(j, o)
+    if best is None:
+        return False
+    loc.place(j, best, o)
+    return True
 
 
 def upgrade_all(loc: Local, deadline: Deadline) -> None:
@@ -443,6 +454,12 @@ def local_search(problem: Problem, start: dict[int, Assign] | None = None, *,
                 improved = True
             else:
                 failed.add(kind)
+    # a job the moves left out (one of no value, say) that fits what is left
+    # is placed there, moving no one: the answer leaves no job out beside room
+    for j in [j for j in order if j not in loc.st.assign]:
+        if deadline.expired():
+            break
+        place_best(loc, j, tab.cheap(j))
     return loc.solution()
 
 
