@@ -1,6 +1,7 @@
 r"""Gandiva (Xiao et al., OSDI'18): its scheduler over time as mechanisms of
 the one simulator, on the ``gandiva`` placement (the reactive mode's
-Algorithm 1, `alloc.solvers.gandiva`).
+Algorithm 1, `alloc.solvers.gandiva`) or any other (the mechanism then binds
+the jobs the placement leaves out itself).
 
 * `alloc.sched.gandiva.mechanism`: the rules over time -- time-slicing by
   suspend-resume (weighted round-robin per server), introspective packing
@@ -13,9 +14,9 @@ Algorithm 1, `alloc.solvers.gandiva`).
 Registered mechanisms: ``gandiva`` (every mechanism, each switched by a
 parameter), ``gandiva-slicing`` (time-slicing alone), ``gandiva-packing``
 (time-slicing and packing: the paper's section 6.3) and
-``gandiva-migration`` (time-slicing and migration: section 6.4).  Each
-needs the placement ``gandiva`` and an order that does not preempt; the
-paper's data (rates, utilisations, packing interference, switch costs) are
+``gandiva-migration`` (time-slicing and migration: section 6.4).  Gandiva's
+own stack is the placement ``gandiva`` under an order that does not preempt
+(the mechanism suspends jobs itself); the paper's data (rates, utilisations, packing interference, switch costs) are
 a progress model, `alloc.sim.gandiva.progress`.
 
 Examples
