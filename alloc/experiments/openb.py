@@ -678,7 +678,7 @@ class PodMoves(BaseMechanism):
 
     def __init__(self, seq: Sequence[Pod], names: Sequence[str], state: ClusterState, policy,
                  max_moves: int) -> None:
-        from ..solvers.fgd.engine import MoveSimulator
+        from ..solvers.fgd import MoveSimulator
         self.seq, self.names = list(seq), list(names)
         self.node = {sid: k for k, sid in enumerate(names)}
         self.rule = MoveSimulator(state, policy, max_moves)
