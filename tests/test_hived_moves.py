@@ -47,3 +47,22 @@ def test_a_job_fits_the_room_a_defragmenting_move_freed():
     a = allocate(cl, jobs, solver="hived", objective="gpus", max_moves=None, move_cost=0.0)
     assert "j4" in {p.job for p in a.placements}
     assert not idle_room_problems(cl, jobs, a)
+
+
+def test_room_a_move_frees_goes_to_the_higher_ranked_job_first():
+    """Moving ``j0`` off ``s1`` to place ``j3`` also lets ``j2`` (ranked above
+    ``j3``) spread over ``s1`` and ``s0``: ``j2`` gets the room, ``j3`` waits
+    (it took it, and ``j2`` waited behind lower-ranked work)."""
+    from alloc import allocate
+    from alloc.testing import order_problems
+    cl = Cluster((Server("s0", 8000, 65536, 2, "P100"), Server("s1", 8000, 524288, 4, "P100"),
+                  Server("s2", 8000, 65536, 4, "P100")), ("server", "socket", "switch", "gpu"))
+    run = Placement("j0", tuple(GpuShare(f"s1/gpu{g}", 1000) for g in range(3)), {"s1": 3000},
+                    {"s1": 49152})
+    jobs = [Job("j0", 3, cpu=3000, mem=49152, current=run), Job("j1", 0, cpu=1000, mem=16384),
+            Job("j2", 5, cpu=5000, mem=320000),
+            Job("j3", 2, cpu=2000, mem=128000, locality="server")]
+    a = allocate(cl, jobs, solver="hived", objective="gpus", order=["j0"], max_moves=None,
+                 move_cost=0.0)
+    assert "j2" in {p.job for p in a.placements}
+    assert not order_problems(cl, jobs, a, ["j0"])

@@ -227,7 +227,7 @@ def _defragment(eng: Engine, order, moves: _Moves, deadline: Deadline) -> None:
     p = eng.p
     jobs = p.jobs
     freed = len(moves.moved)
-    for j in order:
+    for at, j in enumerate(order):
         if deadline.expired():
             return
         if j in eng.assign:
@@ -250,7 +250,27 @@ def _defragment(eng: Engine, order, moves: _Moves, deadline: Deadline) -> None:
                              and jobs[i].current is not None and i not in p.pinned),
                             key=lambda i: (eng.size.get(i, 0), i))
             if _clear_server(eng, j, n, s, movers, moves, gain):
+                _first_dibs(eng, j, [h for h in order[:at] if h not in eng.assign], moves,
+                            deadline)
                 break
+
+
+def _first_dibs(eng: Engine, j: int, higher: list[int], moves: _Moves,
+                deadline: Deadline) -> None:
+    """The room moves freed for job j goes first to the jobs ranked above it
+    still waiting (``higher``): j is taken out, they are placed where they
+    now fit, and j goes back where it still fits (else it waits); when none
+    of them fits, j keeps its place."""
+    if not higher:
+        return
+    mark = eng.checkpoint()
+    eng.remove(j)
+    _place_all(eng, higher, 0, moves, deadline)
+    if not any(h in eng.assign for h in higher):
+        eng.rollback(mark)
+        return
+    eng.keep(mark)
+    _place_all(eng, [j], 0, moves, deadline)
 
 
 def _clear_server(eng: Engine, j: int, n: int, s: int, movers, moves: _Moves,
