@@ -410,28 +410,40 @@ def greedy_upgrade(problem: Problem, deadline: Deadline | None = None) -> Local:
     """Cheapest good option, value-density order, best fit; then per-server
     option upgrades (see the module notes).  Stops placing at the deadline."""
     loc = Local(problem)
-    st = loc.st
     opt = {j: cheap_option(problem, j) for j in problem.pending}
     dens = {j: best_value(problem, j, opt[j]) / dominant(problem, j, opt[j]) for j in opt}
     order = job_order(problem, key=lambda j: (-dens[j], -problem.jobs[j].gpus, j))
     for k, j in enumerate(order):
         if deadline is not None and k % 32 == 0 and deadline.expired():
             break
-        best, best_sc = None, None
-        for s in np.flatnonzero(problem.allowed[j]):
-            s = int(s)
-            a = st.try_server(j, s, opt[j])
-            if a is None:
-                continue
-            sc = leftover_score(st, s, a) - Fraction(1e-3 * problem.coef(j, opt[j], s))
-            if best_sc is None or sc < best_sc:
-                best, best_sc = a, sc
-        if best is None:
-            best = st.try_spread(j, opt[j])
-        if best is not None:
-            loc.place(j, best, opt[j])
+        place_any(loc, j, opt[j])
     upgrade_all(loc, deadline)
     return loc
+
+
+def place_best(loc: Local, j: int, o: int) -> bool:
+    """Job j at option o: best fit (least leftover less 1e-3 its value), else spread."""
+    problem, st = loc.p, loc.st
+    best, best_sc = None, None
+    for s in np.flatnonzero(problem.allowed[j]):
+        s = int(s)
+        a = st.try_server(j, s, o)
+        if a is None:
+            continue
+        sc = leftover_score(st, s, a) - Fraction(1e-3 * problem.coef(j, o, s))
+        if best_sc is None or sc < best_sc:
+            best, best_sc = a, sc
+    if best is None:
+        best = st.try_spread(j, o)
+    if best is None:
+        return False
+    loc.place(j, best, o)
+    return True
+
+
+def place_any(loc: Local, j: int, o: int) -> bool:
+    """At option o, else at the request (option 0)."""
+    return place_best(loc, j, o) or (o != 0 and place_best(loc, j, 0))
 
 
 def upgrade_all(loc: Local, deadline: Deadline | None) -> None:
@@ -470,6 +482,9 @@ def local_search(problem: Problem, start: dict[int, Assign] | None = None, *,
                 improved = True
             else:
                 failed.add(type_of[j])
+    for j in job_order(problem, key=lambda j: (-dens[j], j)):   # what fits what is left
+        if j not in loc.st.assign and not deadline.expired():
+            place_any(loc, j, opt[j])
     return loc.solution()
 
 

@@ -139,3 +139,23 @@ def test_local_search_places_a_job_of_no_value_in_the_room_left():
                  order=["j1", "j3", "j4", "j0"])
     assert "j2" in {p.job for p in a.placements}
     assert not idle_room_problems(cl, jobs, a)
+
+
+@pytest.mark.parametrize("solver", ["greedy-upgrade", "local-search"])
+def test_a_job_whose_cheap_point_fits_nowhere_goes_at_its_request(solver):
+    """``j4``'s cheapest good point (2,000 milli-CPU per GPU) fits nowhere
+    beside ``j1``; at its request (1,000 per GPU, 128 GiB) it spreads over
+    both servers.  It was left out, and the CPU-only jobs ranked below it took
+    the room."""
+    p4 = Profile("p4", (500, 1000, 2000), (8192, 131072),
+                 ((None, None), (None, 0.01), (0.01, None)))
+    zero = Profile("p1", (500,), (8192,), ((None,),))
+    cl = Cluster((Server("s0", 8000, 524288, 4, "P100"), Server("s1", 8000, 262144, 2, "V100")))
+    jobs = [Job("j0", 0, cpu=1000, mem=16384),
+            Job("j1", 2, cpu=6000, mem=32768, gpu_types=("P100",), model="p1", profile=zero),
+            Job("j2", 0, cpu=1000, mem=16384), Job("j3", 0, cpu=1000, mem=16384),
+            Job("j4", 4, cpu=4000, mem=524288, model="p4", profile=p4)]
+    from alloc.testing import order_problems
+    a = allocate(cl, jobs, solver=solver, objective="gpus", order=["j1", "j4"])
+    assert {"j1", "j4"} <= {p.job for p in a.placements}
+    assert not order_problems(cl, jobs, a, ["j1", "j4"])

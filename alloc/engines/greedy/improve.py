@@ -10,7 +10,9 @@ r"""Value-aware heuristics: ``greedy-upgrade`` and ``local-search``.
        one server -- least $\ell_s - 10^{-3} v_{js}$ with $\ell_s$
        the exact best-fit leftover (`alloc.engines.greedy.rules.best_fit`)
        and $v_{js}$ the job's value there, ties to the lowest index --
-       spread over servers only when no server can take them.
+       spread over servers only when no server can take them; a job its
+       cheapest good option does not fit anywhere is placed so at its request
+       when that fits.
     3. Upgrade: on every server the options of its jobs are re-chosen exactly
        (a multiple-choice knapsack over the server's free CPU and memory,
        solved by dynamic programming over Pareto states), which spends leftover
@@ -393,9 +395,16 @@ def greedy_upgrade(problem: Problem, deadline: Deadline) -> Local:
     for k, j in enumerate(order):
         if deadline is not None and k % 32 == 0 and deadline.expired():
             break
-        place_best(loc, j, opt[j])
+        place_any(loc, j, opt[j])
     upgrade_all(loc, deadline)
     return loc
+
+
+def place_any(loc: Local, j: int, o: int) -> bool:
+    """Job j at its cheapest good option ``o`` (`place_best`), else at its
+    request (option 0) where that alone fits: a job is not left out for
+    want of room at a cheaper point; True when placed."""
+    return place_best(loc, j, o) or (o != 0 and place_best(loc, j, 0))
 
 
 def place_best(loc: Local, j: int, o: int) -> bool:
@@ -459,7 +468,7 @@ def local_search(problem: Problem, start: dict[int, Assign] | None = None, *,
     for j in [j for j in order if j not in loc.st.assign]:
         if deadline.expired():
             break
-        place_best(loc, j, tab.cheap(j))
+        place_any(loc, j, tab.cheap(j))
     return loc.solution()
 
 
