@@ -380,8 +380,8 @@ def _plain(job: Job) -> bool:
     """The job declares no GPU memory or compute, is not guaranteed and names
     no model without its profile (`_declares`, `_tenancy` and `_unresolved`
     of one job, on a cluster without tenants)."""
-    return job.gpu_mem is None and job.gpu_compute is None and not job.guaranteed \
-        and not (job.profile is None and job.model)
+    one = (job,)
+    return not (_declares(one, ()) or job.guaranteed or _unresolved(one))
 
 
 def _tenancy(cluster: Cluster, jobs: Iterable[Job]) -> bool:

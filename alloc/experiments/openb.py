@@ -702,7 +702,7 @@ class PodMoves(BaseMechanism):
             rec = ctl.jobs.get(jid)
             p = rec.run.placement if rec is not None and rec.run is not None else None
             if p is not None:
-                rule.placed(pod, *_node_slots(p, self.node, jid))
+                rule.placed(pod, *_node_slots(p, self.node, f"pod {jid!r}"))
             else:
                 r, moved = rule.make_room(pod)
                 if r is not None:
@@ -722,12 +722,14 @@ class PodMoves(BaseMechanism):
         return Placement(f"p{i}", (), {sid: pod.c}, {sid: pod.mem})
 
 
-def _node_slots(p, node: Mapping[str, int], jid: str) -> tuple[int, list[int]]:
-    """A pod's node index and sorted GPU slots from its placement."""
+def _node_slots(p, node: Mapping[str, int], who: str) -> tuple[int, list[int]]:
+    """A pod's node index and sorted GPU slots from its placement; a pod
+    spread over two nodes is an `InputError` naming ``who`` (the protocol
+    forbids it)."""
     from ..gpukey import GpuKey, server_of
     servers = {server_of(g.gpu) for g in p.gpus} or set(p.cpu)
     if len(servers) != 1:
-        raise InputError(f"pod {jid!r}: spread over {len(servers)} nodes, which the FGD "
+        raise InputError(f"{who}: spread a pod over {len(servers)} nodes, which the FGD "
                          "protocol forbids")
     return node[servers.pop()], sorted(GpuKey.parse(g.gpu).gpu for g in p.gpus)
 
@@ -737,18 +739,12 @@ def pod_placements(res, n: int, names: Sequence[str], policy: str) -> list:
     finished `pod_simulator` run (``n`` pods), None for a dropped pod; a pod
     spread over two nodes is an `InputError` naming ``policy`` (the protocol
     forbids it).  Example: `pod_simulator`."""
-    from ..gpukey import GpuKey, server_of
     node = {sid: k for k, sid in enumerate(names)}
     out: list = [None] * n
     for r in res.records:
         p = r.run.placement if r.run is not None else None
-        if p is None:
-            continue
-        servers = {server_of(g.gpu) for g in p.gpus} or set(p.cpu)
-        if len(servers) != 1:
-            raise InputError(f"--policy {policy}: spread a pod over {len(servers)} nodes, "
-                             "which the FGD protocol forbids")
-        out[r.index] = (node[servers.pop()], sorted(GpuKey.parse(g.gpu).gpu for g in p.gpus))
+        if p is not None:
+            out[r.index] = _node_slots(p, node, f"--policy {policy}")
     return out
 
 

@@ -449,9 +449,9 @@ class Simulator:
             if self._queue is not None:
                 self._queue.touch(r)
             keep = self._keep
-            if keep is not None and not r.held and (r.gpus > 0 or r.spec.gpus == 0):
+            if keep is not None and not r.held and _sized(r):
                 keep.append(r)                  # kept last, as it started
-                self._keep_ids.append((r.id, r.gpus, r.gpu_type, r.milli))
+                self._keep_ids.append(_cand_key(r))
             if self._keep_fit:
                 self._parked.pop(r.id, None)
             r.held_since = self.now
@@ -592,13 +592,12 @@ class Simulator:
 
     def _waits(self, r: JobRecord) -> bool:
         """``r`` waits in the queue: active, admitted, not held, not running."""
-        return (not r.running and r.admitted and not r.held
-                and (r.gpus > 0 or r.spec.gpus == 0) and self.records.get(r.id) is r)
+        return (not r.running and r.admitted and not r.held and _sized(r)
+                and self.records.get(r.id) is r)
 
     def _pooled(self, r: JobRecord) -> bool:
         """``r`` is in the round's pool: active, admitted, not held, not sized out."""
-        return (r.admitted and not r.held and (r.gpus > 0 or r.spec.gpus == 0)
-                and self.records.get(r.id) is r)
+        return r.admitted and not r.held and _sized(r) and self.records.get(r.id) is r
 
     def _touch(self, r: JobRecord) -> None:
         if self._queue is not None:
@@ -753,22 +752,11 @@ class Simulator:
         if self.candidates == "all":
             return list(ranked)
         budget = self.total_milli
-        keep = self.preempt is None and not self.repack
-        out: list[JobRecord] = []
-        if keep:
-            out = [r for r in running]
-            budget -= sum(r.run.gpus * r.run.milli for r in out if r.run is not None)
-        cpu = self._cpu_only > 0
-        for r in ranked:
-            if budget <= 0 and not cpu:
-                break
-            if keep and r.running:
-                continue
-            need = r.gpus * r.milli
-            if need <= budget or need == 0:
-                out.append(r)
-                budget -= need
-        if not keep and not self.repack:      # running jobs stay in the session
+        if self.preempt is None and not self.repack:      # running jobs keep their GPUs
+            budget -= sum(r.run.gpus * r.run.milli for r in running if r.run is not None)
+            return list(running) + self._fit((r for r in ranked if not r.running), budget)
+        out = self._fit(ranked, budget)
+        if not self.repack:                   # running jobs stay in the session
             inside = {r.id for r in out}
             out += [r for r in running if r.id not in inside]
         return out
@@ -850,7 +838,7 @@ class Simulator:
         they are the last step's and nothing else changed)."""
         pairs: dict[str, str] = {}
         if self._queue is not None and self.sizing is None and self.shares is None:
-            running = [r for r in self._running.values()
+            running = [r for r in self._running.values()     # `_sized`, inline: every round
                        if not r.held and (r.gpus > 0 or r.spec.gpus == 0)]
             merged = self._call(self.order, self._queue.ranked, running, ctx)
             cands = self._pick(map(_JOB, merged), running)
@@ -870,7 +858,7 @@ class Simulator:
             self._call(m, m.obj.before_step, self._control)
         if self.mechanisms:        # a job a mechanism held just now is no candidate
             cands = [r for r in cands if not r.held]
-        ids = [(r.id, r.gpus, r.gpu_type, r.milli) for r in cands]
+        ids = [(r.id, r.gpus, r.gpu_type, r.milli) for r in cands]   # `_cand_key`, inline
         if not self._dirty and ids == self._last_cands and not pairs:
             self.skipped += 1
         else:
@@ -892,7 +880,7 @@ class Simulator:
             self._call(m, m.obj.before_step, self._control)
         if self.mechanisms:
             cands = [r for r in cands if not r.held]
-        picks = [(r.id, r.gpus, r.gpu_type, r.milli) for r in cands]
+        picks = [_cand_key(r) for r in cands]
         if snap is not None and (self._keep is not kept or self._keep_epoch != epoch
                                  or len(kept) != n_kept):
             # a mechanism stopped or changed a kept job: the candidates as they
@@ -1029,18 +1017,22 @@ class Simulator:
         if r.in_session:
             self.session.stop(r.id)
             r.in_session = False
-        del self.records[r.id]
-        self._sync(r)
-        self._touch(r)
-        self._gone.add(r.id)
-        self._active -= 1
-        self._cpu_only -= r.spec.gpus == 0
+        self._leave(r)
         r.dropped = reason
         self.dropped.append(r)
         self.counts["dropped"] += 1
+        self._dirty = True
+
+    def _leave(self, r: JobRecord) -> None:
+        """``r`` (out of the session) is no longer active: finished or dropped."""
+        del self.records[r.id]
+        self._sync(r)
+        self._cpu_only -= r.spec.gpus == 0
+        self._touch(r)
+        self._gone.add(r.id)
+        self._active -= 1
         if self._measured(r.index):
             self._left -= 1
-        self._dirty = True
 
     def _finish(self, jid: str, version: int) -> None:
         r = self.records.get(jid)
@@ -1058,19 +1050,12 @@ class Simulator:
         if r.in_session:
             self.session.finish(jid)
             r.in_session = False
-        del self.records[jid]
-        self._sync(r)
-        self._cpu_only -= r.spec.gpus == 0
-        self._touch(r)
-        self._gone.add(jid)
-        self._active -= 1
+        self._leave(r)
         r.area0 = (self._active_area - r.area0) / (self.now - r.arrival_s) \
             if self.now > r.arrival_s else 1.0
         self.finished.append(r)
         if self.shares is not None:
             self._finished_by_id[jid] = r
-        if self._measured(r.index):
-            self._left -= 1
         self._happened = True
         self._event(Event("finish", self.now, job=jid))
 

@@ -137,7 +137,7 @@ def progress_model(args: Any, cl: Any):
         cannot be loaded, bad parameters, a factory that raises or builds
         something that is not a progress model.
     """
-    from .progress import Alone, GavelTable, Hold, SynergyProfiles
+    from .progress import GavelTable, SynergyProfiles, builtin
     spec = args.progress
     name, _, rest = spec.partition(":")
     kw: dict[str, Any] = {}
@@ -156,7 +156,7 @@ def progress_model(args: Any, cl: Any):
                 from .gavel import ThroughputTable
                 types = tuple(dict.fromkeys(s.gpu_type for s in cl.servers if s.gpus))
                 return GavelTable(ThroughputTable.load(args.throughputs, types=types), **kw)
-            return Hold(**kw) if name == "hold" else Alone(**kw)
+            return builtin(name, **kw)          # alone, hold
         except TypeError as exc:
             raise InputError(f"--progress {spec}: {exc}") from None
     factory, _, params_text = rest.partition(":")

@@ -360,13 +360,6 @@ def _witness(cluster: Cluster, x: Job, room, spread: bool) -> str | None:
     return ", ".join(g.gpu for g in w.gpus) or next(iter(w.cpu))
 
 
-def _holds(room, p: Placement) -> bool:
-    """Placement ``p`` fits ``room`` (its CPU, memory and milli-GPU)."""
-    return all(room.cpu.get(s, 0) >= v for s, v in p.cpu.items()) and \
-        all(room.mem.get(s, 0) >= v for s, v in p.mem.items()) and \
-        all(room.milli.get(g.gpu, 0) >= g.milli for g in p.gpus)
-
-
 def order_problems(cluster: Cluster, jobs: Sequence[Job], allocation: Allocation,
                    order: Sequence[str] | None = None, *, owner: Owner | None = None,
                    spread: bool = True,
@@ -448,7 +441,7 @@ def order_problems(cluster: Cluster, jobs: Sequence[Job], allocation: Allocation
             else:
                 below.append(j.id)
         for cur, p in moved:             # where it ran, unless higher-ranked work took that
-            keep.append(cur if _holds(room_left(cluster, jobs, keep), cur) else p)
+            keep.append(cur if room_left(cluster, jobs, keep).holds(cur) else p)
         where = _witness(cluster, x, room_left(cluster, jobs, keep), spread)
         if where is not None:
             out.append(f"job {x.id!r} (rank {rank[x.id]}) is unplaced but fits in the room "

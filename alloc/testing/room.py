@@ -68,6 +68,12 @@ class Room:
     compute: Mapping[str, int]
     guaranteed: frozenset
 
+    def holds(self, p: Placement) -> bool:
+        """Placement ``p`` fits this room (its CPU, memory and milli-GPU)."""
+        return all(self.cpu.get(s, 0) >= v for s, v in p.cpu.items()) and \
+            all(self.mem.get(s, 0) >= v for s, v in p.mem.items()) and \
+            all(self.milli.get(g.gpu, 0) >= g.milli for g in p.gpus)
+
 
 def room_left(cluster: Cluster, jobs: Sequence[Job], placements: Sequence[Placement]) -> Room:
     """The room ``placements`` leave on ``cluster`` (see the module notes).
