@@ -288,9 +288,11 @@ def make_room(st: State, j: int, gpus: list[int], preempted: set) -> None:
             st.remove(r)
 
 
-def place_guaranteed(st: State, j: int, reserved: dict, preempted: set, stats: dict) -> bool:
+def place_guaranteed(st: State, j: int, reserved: dict, preempted: set, stats: dict,
+                     deadline: Deadline | None = None) -> bool:
     """Rules 1-4 for guaranteed job j, on each GPU type its tenant has cells
-    of in turn; True when placed."""
+    of in turn; True when placed (the search for GPUs where the tenant's cells
+    bind stops at ``deadline``)."""
     p = st.p
     job = p.jobs[j]
     if job.gpus == 0:                  # holds no GPU, so no quota: only CPU and memory
@@ -310,6 +312,8 @@ def place_guaranteed(st: State, j: int, reserved: dict, preempted: set, stats: d
         gone: set[int] = set()
         while gpus is not None and not _tenancy_ok(st, j, gpus):
             # no binding of the tenant's cells holds it there: other servers
+            if deadline is not None and deadline.expired():
+                return False                   # out of time: it waits
             gone |= {int(p.gpu_server[g]) for g in gpus}
             rest = [g for g in cands if int(p.gpu_server[g]) not in gone]
             gpus = choose(st, j, rest, load) if rest else None
@@ -485,7 +489,7 @@ def solve_antman(problem: Problem, *, deadline: Deadline, seed: int = 0,
             timed_out = True
             break
         if p.jobs[j].guaranteed:
-            if place_guaranteed(st, j, reserved, preempted, stats):
+            if place_guaranteed(st, j, reserved, preempted, stats, deadline):
                 reserved.pop(p.jobs[j].id, None)
         else:
             place_opportunistic(st, j, util_threshold)
