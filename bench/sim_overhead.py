@@ -12,6 +12,11 @@ A run's time is split into:
 * ``session events``: the simulator's events to the session (submit, stop,
   set_order, reconcile) -- the simulator's bookkeeping of the session;
 * ``workload``: drawing the synthetic stream's jobs (Synergy's);
+* ``collector``: the cyclic garbage collector's passes outside the session's
+  rounds (timed with `gc.callbacks`).  The run holds the collector off
+  (`alloc.collector`), so its one pass comes as the run ends and walks every
+  object the run keeps: the session's, the solver's and the policies' as
+  much as the simulator's;
 * ``simulator``: the rest (events, candidates, progress bookkeeping, metrics).
 
 The target: the simulator's own share at most 10 % of a run.  It is given
@@ -32,6 +37,7 @@ from __future__ import annotations
 
 import argparse
 import cProfile
+import gc
 import os
 import pstats
 import sys
@@ -58,10 +64,11 @@ PARTS = {
 PROGRESS = ("rate", "delay_s", "resume", "advanced", "job_fields", "work", "alone_s")
 
 
-def breakdown(stats: pstats.Stats, total: float) -> dict[str, float]:
-    """Seconds per part (cumulative times of the parts' entry functions)."""
+def breakdown(stats: pstats.Stats, total: float, collector: float) -> dict[str, float]:
+    """Seconds per part (cumulative times of the parts' entry functions;
+    ``collector``: the collector's seconds outside the session's rounds)."""
     out = {"step": 0.0, "policies": 0.0, "session events": 0.0, "progress": 0.0,
-           "workload": 0.0}
+           "workload": 0.0, "collector": collector}
     for (path, _, name), (_, _, _, cum, _) in stats.stats.items():   # type: ignore[attr-defined]
         for (suffix, fn), part in PARTS.items():
             if path.endswith(suffix) and name == fn:
@@ -88,15 +95,52 @@ def direct(stats: pstats.Stats) -> float:
     return own
 
 
+class Collector:
+    """Seconds the cyclic collector ran outside the session's rounds (a pass
+    inside a round is already the round's: exact solvers run with it on)."""
+
+    def __init__(self) -> None:
+        self.seconds, self._t0, self._depth = 0.0, None, 0
+
+    def __enter__(self) -> "Collector":
+        from alloc.session import Session
+        self._step = Session.step
+        outer = self
+
+        def step(session, *args, **kwargs):
+            outer._depth += 1
+            try:
+                return outer._step(session, *args, **kwargs)
+            finally:
+                outer._depth -= 1
+        Session.step = step
+        gc.callbacks.append(self._seen)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        from alloc.session import Session
+        gc.callbacks.remove(self._seen)
+        Session.step = self._step
+
+    def _seen(self, phase: str, info: dict) -> None:
+        if phase == "start":
+            self._t0 = time.perf_counter()
+        elif self._t0 is not None:
+            if not self._depth:
+                self.seconds += time.perf_counter() - self._t0
+            self._t0 = None
+
+
 def profile(label: str, fn) -> dict:
     prof = cProfile.Profile()
     t0 = time.perf_counter()
-    prof.enable()
-    res = fn()
-    prof.disable()
+    with Collector() as gcs:
+        prof.enable()
+        res = fn()
+        prof.disable()
     total = time.perf_counter() - t0
     stats = pstats.Stats(prof)
-    parts = breakdown(stats, total)
+    parts = breakdown(stats, total, gcs.seconds)
     own = parts["simulator"] + parts["session events"]
     code = direct(stats)
     print(f"{label}: {total:.1f} s under the profiler (load {os.getloadavg()[0]:.1f}); "

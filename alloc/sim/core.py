@@ -251,8 +251,11 @@ class Simulator:
         #: a job arrived or finished since the last round (event-driven rounds)
         self._happened = False
         self._last_cands: list | None = None
+        #: the last round was skipped (its candidates were the last step's)
+        self._quiet_last = False
         self._gpu_jobs: dict[str, set[str]] = {}
-        self._indexed: set[str] = set()
+        #: what each indexed running job adds to the held totals: (milli-GPU, CPU, memory)
+        self._indexed: dict[str, tuple[int, int, int]] = {}
         self._stopped: set[str] = set()
         self._finished_by_id: dict[str, JobRecord] = {}
         self._held_milli = 0
@@ -540,11 +543,12 @@ class Simulator:
         assert run is not None
         if r.id in self._indexed:
             return
-        self._indexed.add(r.id)
-        self._held_milli += run.gpus * run.milli
-        if run.placement is not None:
-            self._cpu_held += run.placement.total_cpu
-            self._mem_held += run.placement.total_mem
+        p = run.placement
+        held = self._indexed[r.id] = (run.gpus * run.milli, p.total_cpu if p else 0,
+                                      p.total_mem if p else 0)
+        self._held_milli += held[0]
+        self._cpu_held += held[1]
+        self._mem_held += held[2]
         touched = set()
         for g in run.gpu_names:
             s = self._gpu_jobs.setdefault(g, set())
@@ -555,13 +559,14 @@ class Simulator:
 
     def _unindex(self, r: JobRecord) -> None:
         run = r.run
-        if run is None or r.id not in self._indexed:
+        if run is None:
             return
-        self._indexed.discard(r.id)
-        self._held_milli -= run.gpus * run.milli
-        if run.placement is not None:
-            self._cpu_held -= run.placement.total_cpu
-            self._mem_held -= run.placement.total_mem
+        held = self._indexed.pop(r.id, None)
+        if held is None:
+            return
+        self._held_milli -= held[0]
+        self._cpu_held -= held[1]
+        self._mem_held -= held[2]
         touched = set()
         for g in run.gpu_names:
             s = self._gpu_jobs.get(g)
@@ -710,14 +715,21 @@ class Simulator:
         whose GPUs fit ``budget`` milli-GPU, in order, each taking its share
         of it; a job that asks for no GPU always fits."""
         out: list[JobRecord] = []
-        cpu = self._cpu_only > 0
-        for r in ranked:
-            if budget <= 0 and not cpu:
-                break
-            need = r.gpus * r.milli
-            if need <= budget or need == 0:
-                out.append(r)
-                budget -= need
+        take = out.append
+        if self._cpu_only > 0:
+            for r in ranked:
+                need = r.gpus * r.milli
+                if need <= budget or need == 0:
+                    take(r)
+                    budget -= need
+        elif budget > 0:                     # every job asks for GPUs: stop once they are gone
+            for r in ranked:
+                need = r.gpus * r.milli
+                if need <= budget:
+                    take(r)
+                    budget -= need
+                    if budget <= 0:
+                        break
         return out
 
     def _session_keep_fit(self, cands: list[JobRecord], kept: list[JobRecord],
@@ -836,11 +848,17 @@ class Simulator:
     def _full_round(self, ctx: Context) -> None:
         """A round's candidates from the whole pool, then its step (unless
         they are the last step's and nothing else changed)."""
+        if self._quiet_last and self._quiet():
+            self.skipped += 1
+            return
         pairs: dict[str, str] = {}
-        if self._queue is not None and self.sizing is None and self.shares is None:
-            running = [r for r in self._running.values()     # `_sized`, inline: every round
-                       if not r.held and (r.gpus > 0 or r.spec.gpus == 0)]
-            merged = self._call(self.order, self._queue.ranked, running, ctx)
+        queue = self._queue
+        if queue is not None and self.sizing is None and self.shares is None:
+            # the running jobs (`_sized`, inline: every round), unless neither the
+            # ranking (a frozen queue holds them) nor the pick (repacking) reads them
+            running = [] if queue.frozen and self.repack else [
+                r for r in self._running.values() if not r.held and (r.gpus > 0 or r.spec.gpus == 0)]
+            merged = self._call(self.order, queue.ranked, running, ctx)
             cands = self._pick(map(_JOB, merged), running)
         else:
             pool = [r for r in self.records.values() if r.admitted]
@@ -858,12 +876,30 @@ class Simulator:
             self._call(m, m.obj.before_step, self._control)
         if self.mechanisms:        # a job a mechanism held just now is no candidate
             cands = [r for r in cands if not r.held]
-        ids = [(r.id, r.gpus, r.gpu_type, r.milli) for r in cands]   # `_cand_key`, inline
+        # the candidates' keys (`_cand_key`); without shares or sizing a job's
+        # GPUs and share change only with `_dirty`, so the records themselves do
+        ids = cands if not pairs and self.shares is None and self.sizing is None else \
+            [(r.id, r.gpus, r.gpu_type, r.milli) for r in cands]
         if not self._dirty and ids == self._last_cands and not pairs:
             self.skipped += 1
+            self._quiet_last = True
         else:
+            self._quiet_last = False
             self._step(cands, pairs)
             self._last_cands = ids
+
+    def _quiet(self) -> bool:
+        """Nothing since the last round (skipped: its candidates were the last
+        step's) can change the candidates: no job arrived, finished, changed
+        size or was touched by a mechanism, timer or server event; the order's
+        keys never change (a frozen queue: the ranking is the one kept sorted)
+        and no waiting job started starving; no policy that reads the round
+        (sizing, shares, mechanisms, a hook before the step) takes part."""
+        q = self._queue
+        return (not self._dirty and not self._happened and q is not None and q.frozen
+                and not q.touched and not (q.starve and q.starve[0][0] < self.now)
+                and self.sizing is None and self.shares is None and not self.mechanisms
+                and not self._hooks["before_step"])
 
     def _keep_fit_round(self, ctx: Context) -> None:
         """`_full_round` when running jobs keep their GPUs and the candidates
@@ -907,14 +943,13 @@ class Simulator:
         round's kept jobs, and those of them a mechanism stopped just now)."""
         t0 = time.perf_counter()
         sess = self.session
-        was: dict[str, Placement | None] = {}
+        was: Mapping[str, JobRecord] = {}
         if kept is not None:
             self._session_keep_fit(cands, *kept)
         else:
             recs = self.records
             if self.repack:
-                was = {r.id: r.run.placement for r in self._running.values()
-                       if r.run is not None}
+                was = dict(self._running)          # the running jobs, as the round began
                 if was and not self.moving:
                     sess.reconcile([])
             want = {r.id for r in cands}
@@ -941,22 +976,23 @@ class Simulator:
         for m in self._hooks["after_step"]:
             self._call(m, m.obj.after_step, res, self._control)
 
-    def _apply(self, res: Any, was: Mapping[str, Placement | None]) -> None:
+    def _apply(self, res: Any, was: Mapping[str, JobRecord]) -> None:
         """Charge a round's result: stops first, then moves and starts (so
-        that the GPUs' co-location index sees each GPU's final holders)."""
+        that the GPUs' co-location index sees each GPU's final holders);
+        ``was``: the jobs that ran as a repacking round began, by id."""
         recs = self.records
         placed = {p.job for p in res.start} | {p.job for p in res.move}
         for p in res.preempt:
             self._end(recs[p.job], "preempt")
-        gone = [r for jid in was if jid not in placed and (not self.moving or jid in self._stopped)
-                and (r := recs.get(jid)) is not None and r.running]
+        gone = [r for jid in (was.keys() - placed) if (r := was[jid]).running
+                and (not self.moving or jid in self._stopped)]
         for r in sorted(gone, key=_INDEX) if len(gone) > 1 else gone:   # in arrival order
             self._end(r, "preempt")
         changes = [(recs[p.job], p, "migrate") for p in res.move]
         for p in res.start:
             r = recs[p.job]
-            old = was.get(r.id)
-            if old is not None and r.running:
+            old = r.run.placement if r.running and r.id in was and r.run is not None else None
+            if old is not None:
                 if p.same_as(old) or (p.throughput == old.throughput and
                                       {g.gpu for g in p.gpus} == {g.gpu for g in old.gpus}):
                     continue                      # the same GPUs at the same speed: it runs on
