@@ -20,7 +20,10 @@ breach, empty when the property holds; no hypothesis needed):
 * users (`alloc.testing.users`): `by_tenant`, `by_job`, `owners`,
   `dominant_shares`;
 * the room a set of placements leaves and a sound one-job fit
-  (`alloc.testing.room`): `room_left`, `place_one`.
+  (`alloc.testing.room`): `room_left`, `place_one`;
+* a simulated run (`alloc.testing.runs`): `run_problems` (every job once,
+  time forward, no job faster than alone, capacity, a summary that agrees
+  with its timeline), for any stack of policies.
 
 The conformance suite: `solver_problems` (one solver, one call),
 `check_across` (several solvers, one call), and -- with hypothesis, the
@@ -49,6 +52,7 @@ from .placements import (guarantee_problems, idle_room_problems, order_problems,
                          overcommit_problems, ranks, reason_problems, sharing_safety_problems,
                          stability_problems)
 from .room import Room, place_one, room_left
+from .runs import run_problems
 from .shares import finish_time_fairness_problems, max_min_problems, water_filling_problems
 from .users import Owner, by_job, by_tenant, dominant_shares, owners, user_weights
 
@@ -82,6 +86,7 @@ __all__ = ["CHECKS", "Owner", "PROMISES", "Room", "applicable_solvers", "by_job"
            "owners", "pareto_problems", "place_one", "placement_envy_problems",
            "placement_manipulation_gain", "placement_pareto_problems",
            "placement_sharing_incentive_problems", "ranks", "reason_problems", "room_left",
+           "run_problems",
            "sharing_incentive_problems", "sharing_safety_problems", "solver_problems",
            "stability_problems", "tasks_with", "user_weights", "water_filling_problems",
            *_WITH_HYPOTHESIS]
