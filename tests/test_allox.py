@@ -251,3 +251,12 @@ def test_a_job_without_its_allox_fields_is_one_line():
     with pytest.raises(InputError, match="job .x.: gpu_s: expected a value > 0"):
         simulate(flex_cluster(1, 1), jobs, sizing="allox-sjf", progress=FlexProgress(),
                  order=("fifo", {"preemptive": False}))
+
+
+def test_a_plain_workload_under_allox_sizing_is_one_line_naming_the_field():
+    from alloc import Cluster, Server
+    from alloc.sim import WorkloadJob, simulate
+    cl = Cluster((Server("s0", cpu=32000, mem=256000, gpus=4),))
+    with pytest.raises(InputError, match=r"sizing policy 'allox' at round 1 .*job 'a': user: "
+                                         r"expected a value"):
+        simulate(cl, [WorkloadJob("a", 0.0, 1, duration_s=10.0)], sizing="allox", round_s=60.0)

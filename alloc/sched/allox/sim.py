@@ -366,12 +366,17 @@ class FlexSizing:
         self.fresh.append(rec.id)
         self.order[rec.id] = len(self.order)
         e = rec.extra
-        self._user(e["user"])
         if e.get("probe_of"):
+            if e.get("user") in (None, "") or e.get("kind") not in KINDS:
+                raise InputError(f"job {rec.id!r}: a probe of {e['probe_of']!r} carries its "
+                                 f"user and kind ({', '.join(KINDS)}), got {e.get('user')!r} and "
+                                 f"{e.get('kind')!r}")
+            self._user(e["user"])
             self.probes[e["user"]].append(rec.id)
             self.probe_kind[rec.id] = e["kind"]
             return
-        job = flex_job(rec)
+        job = flex_job(rec)                   # one line naming a field the job lacks
+        self._user(job.user)
         self.jobs[job.id] = job
         if self.profiling:
             t = job.arrival
