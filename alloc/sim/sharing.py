@@ -45,6 +45,14 @@ def _credit(sim: Any) -> None:
     sim._share_prev = []
 
 
+def _rows(X: Mapping[str, Mapping[str, float]], keys: Any, types: Any) -> np.ndarray:
+    """``X[key][type]`` for each key (a row) and GPU type (a column); 0 where
+    the policy gives none."""
+    empty: Mapping[str, float] = {}
+    return np.array([[(X.get(key) or empty).get(t, 0.0) for t in types] for key in keys],
+                    dtype=float).reshape(len(keys), len(types))
+
+
 def _set(sim: Any, r: Any, typ: str, milli: int) -> None:
     if r.gpu_type != typ or r.milli != milli:
         r.gpu_type, r.milli = typ, milli
@@ -64,23 +72,13 @@ def share_round(sim: Any, pool: list, ctx: Context) -> tuple[list, dict]:
     p = getattr(slot.obj, "last_problem", None)
     if p is None or tuple(p.job_ids) != ids:
         p = shares_problem(pool, ctx, pairs=any("+" in k for k in X))
-    m, k = p.m, p.k
+    m = p.m
     if m == 0:
         return [], {}
-    col = {t: c for c, t in enumerate(p.gpu_types)}
-    Xa = np.zeros((m, k))
-    for i, jid in enumerate(p.job_ids):
-        for t, v in (X.get(jid) or {}).items():
-            if t in col:
-                Xa[i, col[t]] = v
+    types = p.gpu_types
+    Xa = _rows(X, p.job_ids, types)
     keys = [pair_key(p, q) for q in p.pairs]
-    Y = None
-    if p.pairs:
-        Y = np.zeros((len(keys), k))
-        for q, key in enumerate(keys):
-            for t, v in (X.get(key) or {}).items():
-                if t in col:
-                    Y[q, col[t]] = v
+    Y = _rows(X, keys, types) if p.pairs else None
     now = sim.now
     span = np.array([max(now - r.arrival_s, 1e-9) for r in pool])
     R = np.array([[sim._received.get(jid, {}).get(t, 0.0) for t in p.gpu_types]
