@@ -289,3 +289,15 @@ def test_result_files(tmp_path):
     rows = [json.loads(x) for x in (tmp_path / "out" / "timeline.jsonl").read_text().splitlines()]
     assert len(rows) == 12 and {"id", "arrival_s", "start_s", "end_s"} <= set(rows[0])
     assert all(math.isfinite(x["end_s"]) for x in rows)
+
+
+def test_a_gpu_type_the_throughput_table_lacks_is_one_line_not_a_run_that_never_ends():
+    # the table knows "fast" and "slow"; a "V100" server would hold jobs that never progress
+    cl = Cluster((Server("v0", cpu=8000, mem=64000, gpus=1, gpu_type="V100"),))
+    w = [WorkloadJob("a", 0.0, 1, model="m0", work=720.0)]
+    with pytest.raises(InputError, match=r"gavel progress: server 'v0': gpu_type: expected a "
+                                         r"type of the throughput table \(fast, slow\), got 'V100'"):
+        simulate(cl, w, shares="max-min", round_s=360.0, progress=GavelTable(_Table()))
+    with pytest.raises(InputError, match=r"reference: expected a GPU type of the table"):
+        GavelTable(_Table(), reference="v100")
+    assert GavelTable(_Table()).ref == 0 and GavelTable(_Table(), reference="slow").ref == 1

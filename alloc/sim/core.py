@@ -232,6 +232,9 @@ class Simulator:
             repack = self.repack = True
         preemptive = bool(getattr(self.order.obj, "preemptive", False))
         self.preempt = "order" if (preemptive and not repack and self.shares is None) else None
+        check = getattr(self.progress, "check_cluster", None)
+        if check is not None:
+            check(cluster)
         self._build_session()
         self._set_up_rounds()
         # state

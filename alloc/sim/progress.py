@@ -140,7 +140,9 @@ class Progress(Protocol):
 
     # optional: ``finished(job, run, now)``, called when a job's work is done,
     # before its run ends (a model that accounts for every second a job ran
-    # sees the last stretch there; `advanced` is not called for it)
+    # sees the last stretch there; `advanced` is not called for it);
+    # ``check_cluster(cluster)``, called once before the run: an InputError on
+    # one line when the model cannot rate the cluster's GPUs
 
 
 class ProgressModel:
@@ -328,19 +330,34 @@ class GavelTable(ProgressModel):
     table : ThroughputTable
         ``types``, ``models`` (configuration names), ``alone`` (M, k) and
         ``pair`` (M, M, k, 2) arrays (`alloc.sim.gavel.ThroughputTable`).
-    reference : str
-        The GPU type a ``duration_s`` is measured on.
+    reference : str, optional
+        The GPU type a ``duration_s`` is measured on (default ``v100``, or
+        the table's first type when it has no ``v100``).
     """
     name = "gavel"
     gives = frozenset({"duration", "throughput", "pairs"})
 
-    def __init__(self, table, reference: str = "v100", restart_s: float = 0.0,
+    def __init__(self, table, reference: str | None = None, restart_s: float = 0.0,
                  checkpoint: float | None = None) -> None:
         super().__init__(restart_s, checkpoint)
         self.table = table
         self.col = {t: c for c, t in enumerate(table.types)}
         self.row = {m: i for i, m in enumerate(table.models)}
-        self.ref = self.col.get(reference, 0)
+        if reference is None:
+            reference = "v100" if "v100" in self.col else table.types[0]
+        if reference not in self.col:
+            raise InputError(f"gavel progress: reference: expected a GPU type of the table "
+                             f"({', '.join(self.col)}), got {reference!r}")
+        self.ref = self.col[reference]
+
+    def check_cluster(self, cluster: Any) -> None:
+        """An InputError on one line when a server's GPU type is not in the
+        table (a job placed there would never progress)."""
+        for s in cluster.servers:
+            if s.gpus and s.gpu_type not in self.col:
+                raise InputError(f"gavel progress: server {s.id!r}: gpu_type: expected a type of "
+                                 f"the throughput table ({', '.join(self.col)}), got "
+                                 f"{s.gpu_type!r}")
 
     def model_row(self, job: Any) -> int:
         """The table row of a job's model (its name, or its row number)."""
