@@ -36,7 +36,9 @@ rank, while some running job ranks below it:
    spread (``gpus_per_server``) is a gang that never fits one server alone:
    its test counts the servers that can hold one part (``k`` whole GPUs and
    its share of CPU and memory), and its parts go to the victims' servers
-   first, then to those with the fewest whole free GPUs;
+   first, then to those with the fewest whole free GPUs.  Where GPU memory
+   or compute may bind, a GPU counts, in every test and placement, only
+   when the victims stopped leave it one share of ``p``'s;
 3. else ``p`` waits.
 
 With ``preempt_packed`` (an option of `allocate` and `Session`; off by
@@ -130,9 +132,17 @@ class _Resources:
             self.caps * job.gpu_milli // MILLI
         self.need = (mem, job.gpu_compute if job.gpu_compute is not None else job.gpu_milli)
 
-    def room(self) -> np.ndarray:
-        """Per GPU: the memory and compute of one share of the job are left."""
-        return (self.mem >= self.need[0]) & (self.comp >= self.need[1])
+    def room(self, stopped=()) -> np.ndarray:
+        """Per GPU: the memory and compute of one share of the job are left
+        (with the running jobs ``stopped`` stopped)."""
+        mem, comp = self.mem, self.comp
+        if stopped:
+            mem, comp = mem.copy(), comp.copy()
+            for v in stopped:
+                for g, vm, vc in self.shares(v, self.p.fixed[v]):
+                    mem[g] += vm
+                    comp[g] += vc
+        return (mem >= self.need[0]) & (comp >= self.need[1])
 
 
 class _Walk:
@@ -229,22 +239,24 @@ class _Walk:
         """Each server's domain id at ``level`` (a level above the servers)."""
         return self.p.arrays.srv_domain[level]
 
-    def open(self, gf, q: int) -> np.ndarray:
+    def open(self, gf, q: int, room=None) -> np.ndarray:
         """Per GPU: it takes one share of ``q`` milli (with `res`, on the
-        walk's own free arrays, its GPU memory and compute too)."""
+        walk's own free arrays, its GPU memory and compute too; on others,
+        where ``room``, the per-GPU mask of the memory and compute left for
+        them, says so)."""
         ok = gf >= min(q, MILLI)
-        if self.res is not None and gf is self.gfree:
-            ok &= self.res.room()
-        return ok
+        if room is None and self.res is not None and gf is self.gfree:
+            room = self.res.room()
+        return ok if room is None else ok & room
 
-    def usable(self, gf, cf, mf, mask, n, c, m, even=None) -> np.ndarray:
+    def usable(self, gf, cf, mf, mask, n, c, m, even=None, room=None) -> np.ndarray:
         """Whole GPUs each server can give a spread gang of n (CPU and memory
-        per GPU rounded up, so that any split in proportion to GPUs fits);
-        for an even spread (``even = (k, parts)``) 1 where a server can hold
-        one part (k whole GPUs, its share of CPU and memory rounded up), else
-        0."""
-        w = self.whole if gf is self.gfree and self.res is None else \
-            np.bincount(self.gsrv[self.open(gf, MILLI)], minlength=self.p.S)
+        per GPU rounded up, so that any split in proportion to GPUs fits;
+        GPU memory and compute as `open` counts them); for an even spread
+        (``even = (k, parts)``) 1 where a server can hold one part (k whole
+        GPUs, its share of CPU and memory rounded up), else 0."""
+        w = self.whole if gf is self.gfree and self.res is None and room is None else \
+            np.bincount(self.gsrv[self.open(gf, MILLI, room)], minlength=self.p.S)
         if even:
             k, parts = even
             ok = mask & (w >= k) & (cf >= -(-c // parts)) & (mf >= -(-m // parts))
@@ -349,17 +361,18 @@ class _Walk:
                     return a
         return self.spread(j, sh, self.gfree, self.cfree, self.mfree, ())
 
-    def spread(self, j: int, sh, gf, cf, mf, first) -> Assign | None:
+    def spread(self, j: int, sh, gf, cf, mf, first, room=None) -> Assign | None:
         """A gang spread over servers (``first``: servers to use before the
-        others; then the most usable GPUs), or None."""
+        others; then the most usable GPUs; ``room`` as for `open`), or None."""
         n, q, opts, loc, mask = sh
         if _even(sh):
-            return self.even(j, sh, gf, cf, mf, first)
+            return self.even(j, sh, gf, cf, mf, first, room)
         if n < 2 or q < MILLI or not (loc is None or is_outer(loc)) or not self.may_spread:
             return None
         p = self.p
+        ok = self.open(gf, MILLI, room)
         for o, (c, m) in enumerate(opts):
-            use = self.usable(gf, cf, mf, mask, n, c, m)
+            use = self.usable(gf, cf, mf, mask, n, c, m, room=room)
             if is_outer(loc):
                 rack = self.racks(loc)
                 tot = np.bincount(rack, use)
@@ -378,26 +391,25 @@ class _Walk:
             for s in chain(firsts, rest):
                 k = min(int(use[s]), n - len(gpus))
                 f = int(p.gpu_first[s])
-                ok = self.open(gf, MILLI) if self.res is not None and gf is self.gfree else None
-                gpus += [g for g in range(f, f + int(p.srv_gpus[s]))
-                         if gf[g] >= MILLI and (ok is None or ok[g])][:k]
+                gpus += [g for g in range(f, f + int(p.srv_gpus[s])) if ok[g]][:k]
                 if len(gpus) == n:
                     return p.make_assign(j, gpus, o)
         return None
 
-    def even(self, j: int, sh, gf, cf, mf, first) -> Assign | None:
+    def even(self, j: int, sh, gf, cf, mf, first, room=None) -> Assign | None:
         """An even spread (``gpus_per_server`` GPUs on each of ``parts``
         servers): the servers of ``first`` that can hold a part, then those
         with the fewest whole free GPUs (lowest index first); inside each,
-        the tightest node that holds the part (`gpus_on`); or None."""
+        the tightest node that holds the part (`gpus_on`); ``room`` as for
+        `open`; or None."""
         k, parts = _even(sh) or (0, 0)
         n, q, opts, loc, mask = sh
         p = self.p
-        w = self.whole if gf is self.gfree and self.res is None else \
-            np.bincount(self.gsrv[self.open(gf, MILLI)], minlength=p.S)
+        w = self.whole if gf is self.gfree and self.res is None and room is None else \
+            np.bincount(self.gsrv[self.open(gf, MILLI, room)], minlength=p.S)
         part = (k, MILLI, opts, None, mask)
         for o, (c, m) in enumerate(opts):
-            use = self.usable(gf, cf, mf, mask, n, c, m, (k, parts))
+            use = self.usable(gf, cf, mf, mask, n, c, m, (k, parts), room)
             if use.sum() < parts:
                 continue
             firsts = [s for s in dict.fromkeys(first) if use[s]]
@@ -405,7 +417,7 @@ class _Walk:
                           key=lambda s: (int(w[s]), s))
             gpus: list[int] = []
             for s in (firsts + rest)[:parts]:
-                gpus += self.gpus_on(s, part, gf) or []
+                gpus += self.gpus_on(s, part, gf, room) or []
             if len(gpus) == n:
                 return p.make_assign(j, gpus, o)
         return None
@@ -484,7 +496,8 @@ class _Walk:
         if not mask[s]:
             return 0
         gf, cf, mf = self.local(s, victims)
-        w = sum(1 for x in gf.values() if x >= MILLI)
+        room = self.local_room(s, victims)
+        w = sum(1 for g, x in gf.items() if x >= MILLI and (room is None or room[g]))
         even = _even(sh)
         if even:
             k, parts = even
@@ -538,7 +551,8 @@ class _Walk:
         for r in victims:
             add_assign(p.fixed[r], gf, cf, mf)
         first = [x for r in victims for x in sorted(held[r])]
-        a = self.spread(j, sh, gf, cf, mf, first)
+        room = self.res.room(victims) if self.res is not None else None
+        a = self.spread(j, sh, gf, cf, mf, first, room)
         return None if a is None else (victims, a)
 
     def with_victims(self, j: int, sh):

@@ -322,3 +322,45 @@ def test_the_walk_counts_gpu_memory_where_it_binds():
     assert not violations(cl, jobs, a, order=order, preempt="order", max_moves=None)
     assert a.stats["preempted_for"] == {"j2": "j4"}         # on the GPU with the memory
     assert [g.gpu for g in a.placement("j4").gpus] == ["s1/gpu1"]
+
+
+def _small_and_large_gpus():
+    """s0's GPUs have 16000 MiB, s1's and s2's 40000: a job of 30000 MiB per
+    GPU fits only the latter."""
+    return Cluster((Server("s0", 8000, 64000, 2, "V100", gpu_mem=16000),
+                    Server("s1", 8000, 64000, 2, "V100", gpu_mem=40000),
+                    Server("s2", 8000, 64000, 2, "V100", gpu_mem=40000)))
+
+
+def _holding(jid, *gpus):
+    srv = {g.split("/")[0]: 1000 for g in gpus}
+    return Job(jid, len(gpus), cpu=1000 * len(gpus), mem=1000 * len(gpus), gpu_mem=8000,
+               current=Placement(jid, tuple(GpuShare(g, 1000) for g in gpus), srv, dict(srv)))
+
+
+def test_a_spread_gang_counts_gpu_memory_on_its_victims_servers():
+    """Stopping ``r0`` frees s0's GPUs, too small for ``p``: the gang of 3 is
+    counted only on the GPUs with its memory, so ``r1`` stops for it (it
+    waited, the victims chosen by whole GPUs alone)."""
+    cl = _small_and_large_gpus()
+    jobs = [_holding("r0", "s0/gpu0"), _holding("r1", "s1/gpu0"), _holding("r2", "s2/gpu0"),
+            Job("p", 3, cpu=3000, mem=3000, gpu_mem=30000)]
+    order = ["r2", "p", "r1", "r0"]
+    a = allocate(cl, jobs, solver="hived", order=order, preempt="order")
+    assert a.stats["preempted_for"] == {"r1": "p"}
+    assert sorted(g.gpu for g in a.placement("p").gpus) == ["s1/gpu0", "s1/gpu1", "s2/gpu1"]
+    assert not violations(cl, jobs, a, order=order, preempt="order")
+
+
+def test_a_spread_gang_takes_its_victims_gpus_that_have_its_memory():
+    """Stopping ``r0`` (on s0 and s1) is enough for ``p``; its GPU on s0 is
+    too small, and the gang goes on the GPUs with its memory (it waited, the
+    victim's GPUs taken first whatever their memory)."""
+    cl = _small_and_large_gpus()
+    jobs = [_holding("r0", "s0/gpu0", "s1/gpu0"), _holding("r1", "s2/gpu0"),
+            Job("p", 3, cpu=3000, mem=3000, gpu_mem=30000)]
+    order = ["p", "r1", "r0"]
+    a = allocate(cl, jobs, solver="hived", order=order, preempt="order")
+    assert a.stats["preempted_for"] == {"r0": "p"}
+    assert sorted(g.gpu for g in a.placement("p").gpus) == ["s1/gpu0", "s1/gpu1", "s2/gpu1"]
+    assert not violations(cl, jobs, a, order=order, preempt="order")
