@@ -19,8 +19,11 @@ CPU and memory per server).  For each waiting job ``p`` the order lists, by
 rank, while some running job ranks below it:
 
 1. if ``p`` fits ``F`` (at any of its CPU/memory options, its smallest size
-   if elastic), its room is set aside in ``F`` (the solver places it; the
-   reservation only keeps a lower-ranked job from counting on that room);
+   if elastic, spread over servers if need be), its room is set aside in
+   ``F`` (the solver places it -- or, where it fits only so as the solver
+   does not place jobs, at another grid point or spread, the order's repair
+   `kept_order` does; the reservation only keeps a lower-ranked job from
+   counting on that room);
 2. else let ``F_t`` be ``F`` plus everything held by the running jobs ranked
    ``t`` or lower (``t > rank(p)``).  ``p`` fits ``F_t`` for ``t`` small
    enough or not at all; the largest such ``t*`` is found by taking the
@@ -694,7 +697,10 @@ def kept_order(problem: Problem, assign: dict, *, spread: bool = True, grid: boo
     server that holds it, else a spread gang when ``spread``; at its
     request -- what "fits" means for the order: the grid's other points are
     a solver's freedom, not a job's claim -- or any grid point when
-    ``grid``), else waits.  So a job waits
+    ``grid``), else waits.  A job the order lists above a running job is
+    the exception: the walk of `plan` let it claim any grid point and a
+    spread before stopping anyone, and it goes there when the solver's own
+    way leaves it out.  So a job waits
     only when it does not fit in what the running jobs and the jobs ranked
     above it leave, and an answer that keeps the order is returned as it
     is.  A job the solver left out that would run at throughput 0 where it
@@ -723,7 +729,7 @@ def kept_order(problem: Problem, assign: dict, *, spread: bool = True, grid: boo
     """
     from .resources import needs
     p = problem
-    if not p.pending or _in_order(p, assign, stops):
+    if not p.pending or _in_order(p, assign, stops, spread, grid):
         return assign
     w = _Walk(p)
     w.may_spread, w.grid = spread, grid
@@ -741,10 +747,7 @@ def kept_order(problem: Problem, assign: dict, *, spread: bool = True, grid: boo
         w.res = _Resources(p, out)
     tried: dict = {}                    # shape -> found no room (the room only shrinks)
     gf, cf, mf = w.gfree, w.cfree, w.mfree
-    low_pin = max((int(w.rank[j]) for j in p.pinned), default=-1)
-
-    def pinned_below(j: int) -> bool:
-        return low_pin > int(w.rank[j])
+    low_run = max((int(w.rank[r]) for r in out), default=-1)    # the walk's pins among them
 
     for j in sorted(p.pending, key=lambda j: w.rank[j]):
         got = assign.get(j)
@@ -763,8 +766,8 @@ def kept_order(problem: Problem, assign: dict, *, spread: bool = True, grid: boo
         if key in tried:
             continue
         b = w.place_free(j, sh)
-        if b is None and not grid and len(p.options[j]) > 1 and pinned_below(j):
-            b = _at_any_point(w, j)
+        if b is None and low_run > int(w.rank[j]) and _may_claim(p, j, spread, grid):
+            b = _as_the_walk(w, j)
         if b is None:
             tried[key] = True
             continue
@@ -775,37 +778,64 @@ def kept_order(problem: Problem, assign: dict, *, spread: bool = True, grid: boo
     return out
 
 
-def _at_any_point(w: _Walk, j: int) -> Assign | None:
+def _as_the_walk(w: _Walk, j: int) -> Assign | None:
     """Job j in the walk's free capacity at any point of its grid (its
-    request first): the fallback of `kept_order` for a job whose request
-    fits nowhere.  The order's walk (`plan`) lets a job claim any grid point
-    before it stops anyone, so a job it set aside at another point than its
-    request is placed there rather than left waiting behind the lower-ranked
-    job that took its request's room."""
-    w.grid = True
+    request first), spread over servers if need be: the fallback of
+    `kept_order` for a job whose request fits nowhere the solver places.
+    The order's walk (`plan`) lets a job the order ranks above a running
+    job claim any grid point and a spread before it stops anyone, so a job
+    it set aside so is placed there rather than left waiting behind the
+    lower-ranked work that holds its room."""
+    grid, spread = w.grid, w.may_spread
+    w.grid = w.may_spread = True
     try:
         return w.place_free(j, w.shape(j))
     finally:
-        w.grid = False
+        w.grid, w.may_spread = grid, spread
 
 
-def _in_order(p: Problem, assign: dict, stops: bool) -> bool:
+def _may_claim(p: Problem, j: int, spread: bool, grid: bool) -> bool:
+    """Job j is listed in the order and the walk of `plan` may have set it
+    aside where the solver does not place jobs: at another grid point than
+    its request (``grid`` False), or spread over servers (``spread``
+    False)."""
+    if p.order_rank is None or p.jobs[j].id not in p.order_rank:
+        return False
+    if not grid and len(p.options[j]) > 1:
+        return True
+    job = p.jobs[j]
+    return not spread and (job.gpus >= 2 and job.gpu_milli >= MILLI
+                           and (job.locality is None or is_outer(job.locality))
+                           or bool(job.even_servers))
+
+
+def _in_order(p: Problem, assign: dict, stops: bool, spread: bool = True,
+              grid: bool = True) -> bool:
     """The answer keeps the order on its face: no running job left out where
-    that stops it, and every pending job it places ranks above every one it
-    leaves out (nothing lower-ranked took room) -- the walk would change
-    nothing.  The jobs the order's walk pinned (`plan`) count as placed
-    work of their rank.  Cheap: one pass over the pending jobs."""
+    that stops it, every pending job it places ranks above every one it
+    leaves out (nothing lower-ranked took room), and no job left out that
+    may claim room the solver does not place jobs in (`_may_claim`) ranks
+    above a running job -- the walk would change nothing.  The jobs the
+    order's walk pinned (`plan`) count as placed work of their rank.
+    Cheap: one pass over the pending jobs."""
     if stops and any(r not in assign for r in p.fixed):
         return False
     rank = p.rank
     # a job the order's walk pinned was waiting in the caller's call: it is placed work too
     low_placed, high_waiting = max((int(rank[j]) for j in p.pinned), default=-1), None
+    high_claim = None
     for j in p.pending:
         r = int(rank[j])
         if j in assign:
             low_placed = max(low_placed, r)
-        elif high_waiting is None or r < high_waiting:
-            high_waiting = r
+        else:
+            if high_waiting is None or r < high_waiting:
+                high_waiting = r
+            if (high_claim is None or r < high_claim) and _may_claim(p, j, spread, grid):
+                high_claim = r
+    if high_claim is not None and p.fixed and \
+            high_claim < max(int(rank[r]) for r in p.fixed):
+        return False
     return high_waiting is None or high_waiting > low_placed
 
 

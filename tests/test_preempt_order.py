@@ -364,3 +364,37 @@ def test_a_spread_gang_takes_its_victims_gpus_that_have_its_memory():
     assert a.stats["preempted_for"] == {"r0": "p"}
     assert sorted(g.gpu for g in a.placement("p").gpus) == ["s1/gpu0", "s1/gpu1", "s2/gpu1"]
     assert not violations(cl, jobs, a, order=order, preempt="order")
+
+
+@pytest.mark.parametrize("solver", ["best-fit", "fgd", "hived", "slurm-topology"])
+def test_a_job_set_aside_at_a_grid_point_runs_there_for_a_solver_without_grid(solver):
+    """``p``'s request needs all of s0's memory, which ``r`` (ranked below
+    it) holds some of; its profile's point fits beside ``r``, so the order's
+    walk stops no one and sets ``p`` aside there: it runs there (it waited
+    behind ``r``, the solver placing jobs at their request only)."""
+    from alloc.model import Profile
+    cl = Cluster((Server("s0", 8000, 524288, 8, "V100"),))
+    prof = Profile("small", (500,), (8192,), ((0.01,),))
+    r = Job("r", 1, cpu=1000, mem=16384,
+            current=Placement("r", (GpuShare("s0/gpu0", 1000),), {"s0": 1000}, {"s0": 16384}))
+    jobs = [r, Job("p", 4, cpu=4000, mem=524288, model="small", profile=prof)]
+    a = allocate(cl, jobs, solver=solver, order=["p", "r"], preempt="order")
+    assert {p.job for p in a.placements} == {"r", "p"} and not a.preempted
+    assert a.placement("p").mem == {"s0": 4 * 8192}
+    assert not violations(cl, jobs, a, order=["p", "r"], preempt="order")
+
+
+def test_a_gang_set_aside_spread_runs_spread_for_a_solver_that_does_not_spread():
+    """``p`` fits only spread over s0 and s1 beside ``r`` (ranked below it):
+    the order's walk stops no one and sets it aside so; ``gpu-clustering``
+    places a gang on one server only, and the order's repair spreads it (it
+    waited behind ``r``)."""
+    cl = Cluster((Server("s0", 8000, 65536, 2, "P100"), Server("s1", 8000, 65536, 4, "P100")))
+    r = Job("r", 3, cpu=3000, mem=3000,
+            current=Placement("r", tuple(GpuShare(f"s1/gpu{g}", 1000) for g in range(3)),
+                              {"s1": 3000}, {"s1": 3000}))
+    jobs = [r, Job("p", 3, cpu=3000, mem=3000)]
+    a = allocate(cl, jobs, solver="gpu-clustering", order=["p", "r"], preempt="order")
+    assert not a.preempted
+    assert sorted(g.gpu for g in a.placement("p").gpus) == ["s0/gpu0", "s0/gpu1", "s1/gpu3"]
+    assert not violations(cl, jobs, a, order=["p", "r"], preempt="order")
