@@ -19,8 +19,11 @@ CPU and memory per server).  For each waiting job ``p`` the order lists, by
 rank, while some running job ranks below it:
 
 1. if ``p`` fits ``F`` (at any of its CPU/memory options, its smallest size
-   if elastic), its room is set aside in ``F`` (the solver places it; the
-   reservation only keeps a lower-ranked job from counting on that room);
+   if elastic, spread over servers if need be), its room is set aside in
+   ``F`` (the solver places it -- or, where it fits only so as the solver
+   does not place jobs, at another grid point or spread, the order's repair
+   `kept_order` does; the reservation only keeps a lower-ranked job from
+   counting on that room);
 2. else let ``F_t`` be ``F`` plus everything held by the running jobs ranked
    ``t`` or lower (``t > rank(p)``).  ``p`` fits ``F_t`` for ``t`` small
    enough or not at all; the largest such ``t*`` is found by taking the
@@ -36,7 +39,9 @@ rank, while some running job ranks below it:
    spread (``gpus_per_server``) is a gang that never fits one server alone:
    its test counts the servers that can hold one part (``k`` whole GPUs and
    its share of CPU and memory), and its parts go to the victims' servers
-   first, then to those with the fewest whole free GPUs;
+   first, then to those with the fewest whole free GPUs.  Where GPU memory
+   or compute may bind, a GPU counts, in every test and placement, only
+   when the victims stopped leave it one share of ``p``'s;
 3. else ``p`` waits.
 
 With ``preempt_packed`` (an option of `allocate` and `Session`; off by
@@ -130,9 +135,17 @@ class _Resources:
             self.caps * job.gpu_milli // MILLI
         self.need = (mem, job.gpu_compute if job.gpu_compute is not None else job.gpu_milli)
 
-    def room(self) -> np.ndarray:
-        """Per GPU: the memory and compute of one share of the job are left."""
-        return (self.mem >= self.need[0]) & (self.comp >= self.need[1])
+    def room(self, stopped=()) -> np.ndarray:
+        """Per GPU: the memory and compute of one share of the job are left
+        (with the running jobs ``stopped`` stopped)."""
+        mem, comp = self.mem, self.comp
+        if stopped:
+            mem, comp = mem.copy(), comp.copy()
+            for v in stopped:
+                for g, vm, vc in self.shares(v, self.p.fixed[v]):
+                    mem[g] += vm
+                    comp[g] += vc
+        return (mem >= self.need[0]) & (comp >= self.need[1])
 
 
 class _Walk:
@@ -229,22 +242,24 @@ class _Walk:
         """Each server's domain id at ``level`` (a level above the servers)."""
         return self.p.arrays.srv_domain[level]
 
-    def open(self, gf, q: int) -> np.ndarray:
+    def open(self, gf, q: int, room=None) -> np.ndarray:
         """Per GPU: it takes one share of ``q`` milli (with `res`, on the
-        walk's own free arrays, its GPU memory and compute too)."""
+        walk's own free arrays, its GPU memory and compute too; on others,
+        where ``room``, the per-GPU mask of the memory and compute left for
+        them, says so)."""
         ok = gf >= min(q, MILLI)
-        if self.res is not None and gf is self.gfree:
-            ok &= self.res.room()
-        return ok
+        if room is None and self.res is not None and gf is self.gfree:
+            room = self.res.room()
+        return ok if room is None else ok & room
 
-    def usable(self, gf, cf, mf, mask, n, c, m, even=None) -> np.ndarray:
+    def usable(self, gf, cf, mf, mask, n, c, m, even=None, room=None) -> np.ndarray:
         """Whole GPUs each server can give a spread gang of n (CPU and memory
-        per GPU rounded up, so that any split in proportion to GPUs fits);
-        for an even spread (``even = (k, parts)``) 1 where a server can hold
-        one part (k whole GPUs, its share of CPU and memory rounded up), else
-        0."""
-        w = self.whole if gf is self.gfree and self.res is None else \
-            np.bincount(self.gsrv[self.open(gf, MILLI)], minlength=self.p.S)
+        per GPU rounded up, so that any split in proportion to GPUs fits;
+        GPU memory and compute as `open` counts them); for an even spread
+        (``even = (k, parts)``) 1 where a server can hold one part (k whole
+        GPUs, its share of CPU and memory rounded up), else 0."""
+        w = self.whole if gf is self.gfree and self.res is None and room is None else \
+            np.bincount(self.gsrv[self.open(gf, MILLI, room)], minlength=self.p.S)
         if even:
             k, parts = even
             ok = mask & (w >= k) & (cf >= -(-c // parts)) & (mf >= -(-m // parts))
@@ -349,17 +364,18 @@ class _Walk:
                     return a
         return self.spread(j, sh, self.gfree, self.cfree, self.mfree, ())
 
-    def spread(self, j: int, sh, gf, cf, mf, first) -> Assign | None:
+    def spread(self, j: int, sh, gf, cf, mf, first, room=None) -> Assign | None:
         """A gang spread over servers (``first``: servers to use before the
-        others; then the most usable GPUs), or None."""
+        others; then the most usable GPUs; ``room`` as for `open`), or None."""
         n, q, opts, loc, mask = sh
         if _even(sh):
-            return self.even(j, sh, gf, cf, mf, first)
+            return self.even(j, sh, gf, cf, mf, first, room)
         if n < 2 or q < MILLI or not (loc is None or is_outer(loc)) or not self.may_spread:
             return None
         p = self.p
+        ok = self.open(gf, MILLI, room)
         for o, (c, m) in enumerate(opts):
-            use = self.usable(gf, cf, mf, mask, n, c, m)
+            use = self.usable(gf, cf, mf, mask, n, c, m, room=room)
             if is_outer(loc):
                 rack = self.racks(loc)
                 tot = np.bincount(rack, use)
@@ -378,26 +394,25 @@ class _Walk:
             for s in chain(firsts, rest):
                 k = min(int(use[s]), n - len(gpus))
                 f = int(p.gpu_first[s])
-                ok = self.open(gf, MILLI) if self.res is not None and gf is self.gfree else None
-                gpus += [g for g in range(f, f + int(p.srv_gpus[s]))
-                         if gf[g] >= MILLI and (ok is None or ok[g])][:k]
+                gpus += [g for g in range(f, f + int(p.srv_gpus[s])) if ok[g]][:k]
                 if len(gpus) == n:
                     return p.make_assign(j, gpus, o)
         return None
 
-    def even(self, j: int, sh, gf, cf, mf, first) -> Assign | None:
+    def even(self, j: int, sh, gf, cf, mf, first, room=None) -> Assign | None:
         """An even spread (``gpus_per_server`` GPUs on each of ``parts``
         servers): the servers of ``first`` that can hold a part, then those
         with the fewest whole free GPUs (lowest index first); inside each,
-        the tightest node that holds the part (`gpus_on`); or None."""
+        the tightest node that holds the part (`gpus_on`); ``room`` as for
+        `open`; or None."""
         k, parts = _even(sh) or (0, 0)
         n, q, opts, loc, mask = sh
         p = self.p
-        w = self.whole if gf is self.gfree and self.res is None else \
-            np.bincount(self.gsrv[self.open(gf, MILLI)], minlength=p.S)
+        w = self.whole if gf is self.gfree and self.res is None and room is None else \
+            np.bincount(self.gsrv[self.open(gf, MILLI, room)], minlength=p.S)
         part = (k, MILLI, opts, None, mask)
         for o, (c, m) in enumerate(opts):
-            use = self.usable(gf, cf, mf, mask, n, c, m, (k, parts))
+            use = self.usable(gf, cf, mf, mask, n, c, m, (k, parts), room)
             if use.sum() < parts:
                 continue
             firsts = [s for s in dict.fromkeys(first) if use[s]]
@@ -405,7 +420,7 @@ class _Walk:
                           key=lambda s: (int(w[s]), s))
             gpus: list[int] = []
             for s in (firsts + rest)[:parts]:
-                gpus += self.gpus_on(s, part, gf) or []
+                gpus += self.gpus_on(s, part, gf, room) or []
             if len(gpus) == n:
                 return p.make_assign(j, gpus, o)
         return None
@@ -484,7 +499,8 @@ class _Walk:
         if not mask[s]:
             return 0
         gf, cf, mf = self.local(s, victims)
-        w = sum(1 for x in gf.values() if x >= MILLI)
+        room = self.local_room(s, victims)
+        w = sum(1 for g, x in gf.items() if x >= MILLI and (room is None or room[g]))
         even = _even(sh)
         if even:
             k, parts = even
@@ -538,7 +554,8 @@ class _Walk:
         for r in victims:
             add_assign(p.fixed[r], gf, cf, mf)
         first = [x for r in victims for x in sorted(held[r])]
-        a = self.spread(j, sh, gf, cf, mf, first)
+        room = self.res.room(victims) if self.res is not None else None
+        a = self.spread(j, sh, gf, cf, mf, first, room)
         return None if a is None else (victims, a)
 
     def with_victims(self, j: int, sh):
@@ -680,7 +697,10 @@ def kept_order(problem: Problem, assign: dict, *, spread: bool = True, grid: boo
     server that holds it, else a spread gang when ``spread``; at its
     request -- what "fits" means for the order: the grid's other points are
     a solver's freedom, not a job's claim -- or any grid point when
-    ``grid``), else waits.  So a job waits
+    ``grid``), else waits.  A job the order lists above a running job is
+    the exception: the walk of `plan` let it claim any grid point and a
+    spread before stopping anyone, and it goes there when the solver's own
+    way leaves it out.  So a job waits
     only when it does not fit in what the running jobs and the jobs ranked
     above it leave, and an answer that keeps the order is returned as it
     is.  A job the solver left out that would run at throughput 0 where it
@@ -709,7 +729,7 @@ def kept_order(problem: Problem, assign: dict, *, spread: bool = True, grid: boo
     """
     from .resources import needs
     p = problem
-    if not p.pending or _in_order(p, assign, stops):
+    if not p.pending or _in_order(p, assign, stops, spread, grid):
         return assign
     w = _Walk(p)
     w.may_spread, w.grid = spread, grid
@@ -727,10 +747,7 @@ def kept_order(problem: Problem, assign: dict, *, spread: bool = True, grid: boo
         w.res = _Resources(p, out)
     tried: dict = {}                    # shape -> found no room (the room only shrinks)
     gf, cf, mf = w.gfree, w.cfree, w.mfree
-    low_pin = max((int(w.rank[j]) for j in p.pinned), default=-1)
-
-    def pinned_below(j: int) -> bool:
-        return low_pin > int(w.rank[j])
+    low_run = max((int(w.rank[r]) for r in out), default=-1)    # the walk's pins among them
 
     for j in sorted(p.pending, key=lambda j: w.rank[j]):
         got = assign.get(j)
@@ -749,8 +766,8 @@ def kept_order(problem: Problem, assign: dict, *, spread: bool = True, grid: boo
         if key in tried:
             continue
         b = w.place_free(j, sh)
-        if b is None and not grid and len(p.options[j]) > 1 and pinned_below(j):
-            b = _at_any_point(w, j)
+        if b is None and low_run > int(w.rank[j]) and _may_claim(p, j, spread, grid):
+            b = _as_the_walk(w, j)
         if b is None:
             tried[key] = True
             continue
@@ -761,37 +778,64 @@ def kept_order(problem: Problem, assign: dict, *, spread: bool = True, grid: boo
     return out
 
 
-def _at_any_point(w: _Walk, j: int) -> Assign | None:
+def _as_the_walk(w: _Walk, j: int) -> Assign | None:
     """Job j in the walk's free capacity at any point of its grid (its
-    request first): the fallback of `kept_order` for a job whose request
-    fits nowhere.  The order's walk (`plan`) lets a job claim any grid point
-    before it stops anyone, so a job it set aside at another point than its
-    request is placed there rather than left waiting behind the lower-ranked
-    job that took its request's room."""
-    w.grid = True
+    request first), spread over servers if need be: the fallback of
+    `kept_order` for a job whose request fits nowhere the solver places.
+    The order's walk (`plan`) lets a job the order ranks above a running
+    job claim any grid point and a spread before it stops anyone, so a job
+    it set aside so is placed there rather than left waiting behind the
+    lower-ranked work that holds its room."""
+    grid, spread = w.grid, w.may_spread
+    w.grid = w.may_spread = True
     try:
         return w.place_free(j, w.shape(j))
     finally:
-        w.grid = False
+        w.grid, w.may_spread = grid, spread
 
 
-def _in_order(p: Problem, assign: dict, stops: bool) -> bool:
+def _may_claim(p: Problem, j: int, spread: bool, grid: bool) -> bool:
+    """Job j is listed in the order and the walk of `plan` may have set it
+    aside where the solver does not place jobs: at another grid point than
+    its request (``grid`` False), or spread over servers (``spread``
+    False)."""
+    if p.order_rank is None or p.jobs[j].id not in p.order_rank:
+        return False
+    if not grid and len(p.options[j]) > 1:
+        return True
+    job = p.jobs[j]
+    return not spread and (job.gpus >= 2 and job.gpu_milli >= MILLI
+                           and (job.locality is None or is_outer(job.locality))
+                           or bool(job.even_servers))
+
+
+def _in_order(p: Problem, assign: dict, stops: bool, spread: bool = True,
+              grid: bool = True) -> bool:
     """The answer keeps the order on its face: no running job left out where
-    that stops it, and every pending job it places ranks above every one it
-    leaves out (nothing lower-ranked took room) -- the walk would change
-    nothing.  The jobs the order's walk pinned (`plan`) count as placed
-    work of their rank.  Cheap: one pass over the pending jobs."""
+    that stops it, every pending job it places ranks above every one it
+    leaves out (nothing lower-ranked took room), and no job left out that
+    may claim room the solver does not place jobs in (`_may_claim`) ranks
+    above a running job -- the walk would change nothing.  The jobs the
+    order's walk pinned (`plan`) count as placed work of their rank.
+    Cheap: one pass over the pending jobs."""
     if stops and any(r not in assign for r in p.fixed):
         return False
     rank = p.rank
     # a job the order's walk pinned was waiting in the caller's call: it is placed work too
     low_placed, high_waiting = max((int(rank[j]) for j in p.pinned), default=-1), None
+    high_claim = None
     for j in p.pending:
         r = int(rank[j])
         if j in assign:
             low_placed = max(low_placed, r)
-        elif high_waiting is None or r < high_waiting:
-            high_waiting = r
+        else:
+            if high_waiting is None or r < high_waiting:
+                high_waiting = r
+            if (high_claim is None or r < high_claim) and _may_claim(p, j, spread, grid):
+                high_claim = r
+    if high_claim is not None and p.fixed and \
+            high_claim < max(int(rank[r]) for r in p.fixed):
+        return False
     return high_waiting is None or high_waiting > low_placed
 
 

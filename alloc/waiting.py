@@ -11,7 +11,9 @@ unplaced, `waiting_reasons` says why from the answer itself:
   (`alloc.tenancy.guarantee_reason`);
 * any other job: the room the answer leaves against what the job needs.
   With ``F_s`` the whole GPUs left free on server ``s`` (milli left on its
-  fullest GPU for a shared job), ``C_s``, ``M_s`` its free CPU and memory,
+  fullest GPU for a shared job; where GPU memory or compute may bind, only
+  the GPUs with one share of the job's left count), ``C_s``, ``M_s`` its
+  free CPU and memory,
   and the job's smallest size ``n`` (``min_gpus`` when elastic) at its
   smallest CPU ``c`` and memory ``m`` (over its grid points when the solver
   may re-size it), the job *fits the room* when some allowed server has
@@ -70,6 +72,50 @@ class _Room:
             np.maximum.at(top, srv, gf)
         self.top = top
         self._masks: dict = {}
+        #: GPU memory capacity, memory and compute left per GPU, where they may bind
+        self.left = self._left(assign) if free is None else None
+        self._fits: dict = {}
+
+    def _left(self, assign: dict | None) -> tuple | None:
+        """``(capacity, memory left, compute left)`` per GPU (MiB, MiB,
+        milli) with ``assign`` holding, or None where neither may bind."""
+        from .model import GpuShare
+        from .resources import gpu_mem_caps, share_compute, share_mem
+        p = self.p
+        if not p.needs & {"gpu-memory", "gpu-compute"}:
+            return None
+        caps = np.asarray(gpu_mem_caps(p.cluster), dtype=np.int64)
+        mem, comp = caps.copy(), np.full(p.G, MILLI, dtype=np.int64)
+        for j, a in (assign or {}).items():
+            job = p.jobs[j]
+            for k, (g, m) in enumerate(a.gpus):
+                share = GpuShare("", m, *(a.caps[k] if a.caps else (None, None)))
+                mem[g] -= share_mem(job, share, int(caps[g]))
+                comp[g] -= share_compute(job, share)
+        return caps, mem, comp
+
+    def gpus_for(self, job) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(gfree, whole, top)`` for the job: free milli per GPU, whole free
+        GPUs and the most free milli on one GPU per server, counting only the
+        GPUs with one share of its GPU memory and compute left (where they
+        may bind; one test per memory and compute demand)."""
+        if self.left is None:
+            return self.gfree, self.whole, self.top
+        from .resources import compute_demand
+        key = (job.gpu_mem, job.gpu_compute, job.gpu_milli)
+        hit = self._fits.get(key)
+        if hit is None:
+            p = self.p
+            caps, mem, comp = self.left
+            need = np.full(p.G, job.gpu_mem, dtype=np.int64) if job.gpu_mem is not None \
+                else caps * job.gpu_milli // MILLI
+            gf = np.where((mem >= need) & (comp >= compute_demand(job)), self.gfree, -1)
+            top = np.full(p.S, -1, dtype=np.int64)
+            if p.G:
+                np.maximum.at(top, p.gpu_server, gf)
+            hit = self._fits[key] = (gf, np.bincount(p.gpu_server[gf >= MILLI], minlength=p.S),
+                                     top)
+        return hit
 
     def allowed(self, job) -> np.ndarray:
         """Per server: it has a GPU type the job may use (any server for a
@@ -119,17 +165,20 @@ def _fit(room: _Room, problem, job, shape, spreads: bool) -> tuple[bool, str]:
         most = "" if s < 0 else (f"; the most free on one server: {int(room.cfree[s])} "
                                  f"milli-CPU and {int(room.mfree[s])} MiB ({servers[s].id})")
         return fits, f"needs {c} milli-CPU and {m} MiB on one server{most}"
+    gfree, whole, top = room.gpus_for(job)
+    vram = f" with {job.gpu_mem} MiB of GPU memory" \
+        if room.left is not None and job.gpu_mem is not None else ""
     if job.gpu_milli < MILLI:
-        fits = bool((ok_cm & (room.top >= job.gpu_milli)).any())
-        v, s = room.best_server(room.top, allowed & ok_cm) if ok_cm.any() else \
-            room.best_server(room.top, allowed)
+        fits = bool((ok_cm & (top >= job.gpu_milli)).any())
+        v, s = room.best_server(top, allowed & ok_cm) if ok_cm.any() else \
+            room.best_server(top, allowed)
         most = "" if s < 0 else f"; the most free on one GPU: {v} milli ({servers[s].id})"
-        return fits, (f"needs {job.gpu_milli} milli of one GPU, {c} milli-CPU and {m} MiB on "
+        return fits, (f"needs {job.gpu_milli} milli of one GPU{vram}, {c} milli-CPU and {m} MiB on "
                       f"its server{most}")
     loc = job.locality
     if loc in INNER and loc in p.domain:
         dom = p.domain[loc]
-        free = room.gfree >= MILLI
+        free = gfree >= MILLI
         cnt = np.bincount(dom[free], minlength=int(dom.max()) + 1 if len(dom) else 0)
         per_gpu = cnt[dom] if len(dom) else cnt
         best = np.zeros(p.S, dtype=np.int64)
@@ -137,16 +186,16 @@ def _fit(room: _Room, problem, job, shape, spreads: bool) -> tuple[bool, str]:
             np.maximum.at(best, p.gpu_server, np.where(free, per_gpu, 0))
         where = f" in one {loc}"
     else:
-        best, where = room.whole, ""
+        best, where = whole, ""
     fits = bool((ok_cm & (best >= n)).any())
     v, s = room.best_server(best, allowed & ok_cm) if ok_cm.any() else \
         room.best_server(best, allowed)
     most = "" if s < 0 else f"; the most free{where} on one allowed server: {v} ({servers[s].id})"
-    line = f"needs {n} GPU{'s' if n != 1 else ''}{where}, {c} milli-CPU and {m} MiB on one server{most}"
+    line = f"needs {n} GPU{'s' if n != 1 else ''}{vram}{where}, {c} milli-CPU and {m} MiB on one server{most}"
     if n < 2 or not (loc is None or is_outer(loc)):
         return fits, line
     cper, mper = -(-c // n), -(-m // n)
-    use = np.minimum(room.whole, room.cfree // cper if cper else room.whole)
+    use = np.minimum(whole, room.cfree // cper if cper else whole)
     use = np.where(allowed, np.minimum(use, room.mfree // mper if mper else use), 0)
     if is_outer(loc):
         total = int(np.bincount(p.arrays.srv_domain[loc], use).max()) if p.S else 0
@@ -210,7 +259,8 @@ def waiting_reasons(problem, assign: dict, capabilities: Iterable[str], solver: 
             continue
         job, opts = jobs[j], options[j]
         hit = get((id(opts), job.gpus, job.gpu_milli, job.min_gpus, job.max_gpus,
-                   job.gpu_types, job.locality))   # `_line`'s first lookup, inline
+                   job.gpu_types, job.locality, job.gpu_mem,
+                   job.gpu_compute))   # `_line`'s first lookup, inline
         if hit is not None and hit[0] is opts:
             out[j] = hit[1]
             continue
@@ -226,12 +276,13 @@ def _line(room: _Room, p, job, options, caps: frozenset, solver: str, lines: dic
     object and the fields the shape is made of: jobs of one shape share
     their options, so most jobs cost one lookup)."""
     fast = (id(options), job.gpus, job.gpu_milli, job.min_gpus, job.max_gpus, job.gpu_types,
-            job.locality)
+            job.locality, job.gpu_mem, job.gpu_compute)
     hit = lines.get(fast)
     if hit is not None and hit[0] is options:      # the options object kept alive in it
         return hit[1]
     shape = _smallest(job, options, "grid" in caps)
-    key = (shape, job.gpu_milli if job.gpus else 0, job.gpu_types, job.locality)
+    key = (shape, job.gpu_milli if job.gpus else 0, job.gpu_types, job.locality,
+           (job.gpu_mem, job.gpu_compute) if job.gpus else None)
     line = lines.get(key)
     if line is None:
         fits, what = _fit(room, p, job, shape, "spread" in caps)

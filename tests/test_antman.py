@@ -395,3 +395,23 @@ def test_a_guaranteed_job_goes_where_its_tenants_cells_can_bind():
     jobs = [Job("j0", 1, gpu_milli=100, cpu=1000, mem=16384, tenant="vc0", guaranteed=True)]
     a = allocate(cl, jobs, solver="antman", objective="gpus")
     assert [p.job for p in a.placements] == ["j0"] and not guarantee_problems(cl, jobs, a)
+
+
+def test_a_guaranteed_job_stops_a_holder_where_its_tenants_cells_can_bind():
+    """vc0's cell is an NVLink domain of P100s: only ``b`` (``s1``) is one,
+    ``a`` mixes in V100s.  ``s2`` has the job's memory but no binding holds
+    it there, and on ``s1`` an opportunistic job holds the memory: it stops,
+    for the job goes where the cells bind -- the search for holders to stop
+    skips ``s2`` as the search over free room does."""
+    from alloc.testing.placements import guarantee_problems
+    cl = Cluster((Server("s0", 8000, 65536, 2, "V100", domains={"nvl72": "a"}),
+                  Server("s1", 8000, 65536, 2, "P100", domains={"nvl72": "b"}),
+                  Server("s2", 8000, 65536, 2, "P100", domains={"nvl72": "a"})),
+                 ("nvl72", "server", "gpu"),
+                 tenants={"vc0": Tenant("vc0", (Cell("nvl72", 1, "P100"),))})
+    jobs = [Job("o", 0, cpu=1000, mem=64000,
+                current=Placement("o", (), {"s1": 1000}, {"s1": 64000}, 0.0)),
+            Job("g", 1, cpu=1000, mem=16384, tenant="vc0", guaranteed=True)]
+    a = allocate(cl, jobs, solver="antman")
+    assert not violations(cl, jobs, a) and not guarantee_problems(cl, jobs, a)
+    assert a.preempted == ("o",) and [p.gpus[0].gpu for p in a.placements] == ["s1/gpu0"]

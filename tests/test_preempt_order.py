@@ -322,3 +322,79 @@ def test_the_walk_counts_gpu_memory_where_it_binds():
     assert not violations(cl, jobs, a, order=order, preempt="order", max_moves=None)
     assert a.stats["preempted_for"] == {"j2": "j4"}         # on the GPU with the memory
     assert [g.gpu for g in a.placement("j4").gpus] == ["s1/gpu1"]
+
+
+def _small_and_large_gpus():
+    """s0's GPUs have 16000 MiB, s1's and s2's 40000: a job of 30000 MiB per
+    GPU fits only the latter."""
+    return Cluster((Server("s0", 8000, 64000, 2, "V100", gpu_mem=16000),
+                    Server("s1", 8000, 64000, 2, "V100", gpu_mem=40000),
+                    Server("s2", 8000, 64000, 2, "V100", gpu_mem=40000)))
+
+
+def _holding(jid, *gpus):
+    srv = {g.split("/")[0]: 1000 for g in gpus}
+    return Job(jid, len(gpus), cpu=1000 * len(gpus), mem=1000 * len(gpus), gpu_mem=8000,
+               current=Placement(jid, tuple(GpuShare(g, 1000) for g in gpus), srv, dict(srv)))
+
+
+def test_a_spread_gang_counts_gpu_memory_on_its_victims_servers():
+    """Stopping ``r0`` frees s0's GPUs, too small for ``p``: the gang of 3 is
+    counted only on the GPUs with its memory, so ``r1`` stops for it (it
+    waited, the victims chosen by whole GPUs alone)."""
+    cl = _small_and_large_gpus()
+    jobs = [_holding("r0", "s0/gpu0"), _holding("r1", "s1/gpu0"), _holding("r2", "s2/gpu0"),
+            Job("p", 3, cpu=3000, mem=3000, gpu_mem=30000)]
+    order = ["r2", "p", "r1", "r0"]
+    a = allocate(cl, jobs, solver="hived", order=order, preempt="order")
+    assert a.stats["preempted_for"] == {"r1": "p"}
+    assert sorted(g.gpu for g in a.placement("p").gpus) == ["s1/gpu0", "s1/gpu1", "s2/gpu1"]
+    assert not violations(cl, jobs, a, order=order, preempt="order")
+
+
+def test_a_spread_gang_takes_its_victims_gpus_that_have_its_memory():
+    """Stopping ``r0`` (on s0 and s1) is enough for ``p``; its GPU on s0 is
+    too small, and the gang goes on the GPUs with its memory (it waited, the
+    victim's GPUs taken first whatever their memory)."""
+    cl = _small_and_large_gpus()
+    jobs = [_holding("r0", "s0/gpu0", "s1/gpu0"), _holding("r1", "s2/gpu0"),
+            Job("p", 3, cpu=3000, mem=3000, gpu_mem=30000)]
+    order = ["p", "r1", "r0"]
+    a = allocate(cl, jobs, solver="hived", order=order, preempt="order")
+    assert a.stats["preempted_for"] == {"r0": "p"}
+    assert sorted(g.gpu for g in a.placement("p").gpus) == ["s1/gpu0", "s1/gpu1", "s2/gpu1"]
+    assert not violations(cl, jobs, a, order=order, preempt="order")
+
+
+@pytest.mark.parametrize("solver", ["best-fit", "fgd", "hived", "slurm-topology"])
+def test_a_job_set_aside_at_a_grid_point_runs_there_for_a_solver_without_grid(solver):
+    """``p``'s request needs all of s0's memory, which ``r`` (ranked below
+    it) holds some of; its profile's point fits beside ``r``, so the order's
+    walk stops no one and sets ``p`` aside there: it runs there (it waited
+    behind ``r``, the solver placing jobs at their request only)."""
+    from alloc.model import Profile
+    cl = Cluster((Server("s0", 8000, 524288, 8, "V100"),))
+    prof = Profile("small", (500,), (8192,), ((0.01,),))
+    r = Job("r", 1, cpu=1000, mem=16384,
+            current=Placement("r", (GpuShare("s0/gpu0", 1000),), {"s0": 1000}, {"s0": 16384}))
+    jobs = [r, Job("p", 4, cpu=4000, mem=524288, model="small", profile=prof)]
+    a = allocate(cl, jobs, solver=solver, order=["p", "r"], preempt="order")
+    assert {p.job for p in a.placements} == {"r", "p"} and not a.preempted
+    assert a.placement("p").mem == {"s0": 4 * 8192}
+    assert not violations(cl, jobs, a, order=["p", "r"], preempt="order")
+
+
+def test_a_gang_set_aside_spread_runs_spread_for_a_solver_that_does_not_spread():
+    """``p`` fits only spread over s0 and s1 beside ``r`` (ranked below it):
+    the order's walk stops no one and sets it aside so; ``gpu-clustering``
+    places a gang on one server only, and the order's repair spreads it (it
+    waited behind ``r``)."""
+    cl = Cluster((Server("s0", 8000, 65536, 2, "P100"), Server("s1", 8000, 65536, 4, "P100")))
+    r = Job("r", 3, cpu=3000, mem=3000,
+            current=Placement("r", tuple(GpuShare(f"s1/gpu{g}", 1000) for g in range(3)),
+                              {"s1": 3000}, {"s1": 3000}))
+    jobs = [r, Job("p", 3, cpu=3000, mem=3000)]
+    a = allocate(cl, jobs, solver="gpu-clustering", order=["p", "r"], preempt="order")
+    assert not a.preempted
+    assert sorted(g.gpu for g in a.placement("p").gpus) == ["s0/gpu0", "s0/gpu1", "s1/gpu3"]
+    assert not violations(cl, jobs, a, order=["p", "r"], preempt="order")

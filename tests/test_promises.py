@@ -161,6 +161,24 @@ def test_a_reason_says_what_the_job_needs_and_the_most_there_is():
     assert "the most free on one allowed server: 1 (s0)" in a.reasons["b"]
 
 
+@pytest.mark.parametrize("solver", ["hived", "cpsat-tenancy", "antman"])
+def test_a_reason_counts_only_the_gpus_with_the_jobs_gpu_memory(solver):
+    """s0's two free GPUs have 16000 MiB, too little for ``p``'s 30000: it
+    waits for room (it was said to fit the room left, the solver's rule
+    keeping it out)."""
+    c = Cluster((Server("s0", 8000, 64000, 2, "V100", gpu_mem=16000),
+                 Server("s1", 8000, 64000, 2, "V100", gpu_mem=40000)))
+    held = Placement("r", (GpuShare("s1/gpu0", 1000), GpuShare("s1/gpu1", 1000)),
+                     {"s1": 2000}, {"s1": 2000})
+    jobs = [Job("r", 2, cpu=2000, mem=2000, gpu_mem=8000, current=held),
+            Job("p", 2, cpu=2000, mem=2000, gpu_mem=30000)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        a = allocate(c, jobs, solver=solver)
+    assert a.reasons["p"].startswith("waits for room: needs 2 GPUs with 30000 MiB of GPU memory")
+    assert "the cluster has 0 usable" in a.reasons["p"]
+
+
 def test_a_solver_that_does_not_spread_says_so():
     c = Cluster(tuple(Server(f"s{i}", 8000, 64000, 4, "V100") for i in range(2)))
     jobs = [Job("wide", 6, cpu=1000, mem=1000)]

@@ -308,18 +308,12 @@ def place_guaranteed(st: State, j: int, reserved: dict, preempted: set, stats: d
         cands, hard = guaranteed_gpus(st, j, taken, t)
         load = lambda g: (g not in mine, g in hard, len(st.riders[g]),  # noqa: E731
                           int(st.comp[g]), g)
-        gpus = choose(st, j, cands, load) if room >= job.gpus else None
-        gone: set[int] = set()
-        while gpus is not None and not _tenancy_ok(st, j, gpus):
-            # no binding of the tenant's cells holds it there: other servers
-            if deadline is not None and deadline.expired():
-                return False                   # out of time: it waits
-            gone |= {int(p.gpu_server[g]) for g in gpus}
-            rest = [g for g in cands if int(p.gpu_server[g]) not in gone]
-            gpus = choose(st, j, rest, load) if rest else None
+        gpus = bound_choice(st, j, cands, load, deadline) if room >= job.gpus else None
+        if gpus is None and deadline is not None and deadline.expired():
+            return False                       # out of time: it waits
         off: list[tuple[int, Assign]] = []
         if gpus is None and room >= job.gpus:
-            gpus, off = stop_holders(st, j, taken, t, load)
+            gpus, off = stop_holders(st, j, taken, t, load, deadline)
         if gpus is not None:
             a = p.make_assign(j, gpus, 0)
             if cpu_fits(st, a):
@@ -341,14 +335,33 @@ def place_guaranteed(st: State, j: int, reserved: dict, preempted: set, stats: d
     return False
 
 
-def stop_holders(st: State, j: int, taken: set, gpu_type: str, key):
+def bound_choice(st: State, j: int, cands: list[int], key,
+                 deadline: Deadline | None = None) -> list[int] | None:
+    """`choose` among ``cands`` where a binding of the tenants' cells holds
+    guaranteed job j: a choice no binding holds rules out its servers and
+    the choice is made again on the others; None when none is left (or out
+    of ``deadline``)."""
+    p = st.p
+    gpus = choose(st, j, cands, key)
+    gone: set[int] = set()
+    while gpus is not None and not _tenancy_ok(st, j, gpus):
+        if deadline is not None and deadline.expired():
+            return None
+        gone |= {int(p.gpu_server[g]) for g in gpus}
+        rest = [g for g in cands if int(p.gpu_server[g]) not in gone]
+        gpus = choose(st, j, rest, key) if rest else None
+    return gpus
+
+
+def stop_holders(st: State, j: int, taken: set, gpu_type: str, key,
+                 deadline: Deadline | None = None):
     """Rule 2 when the free GPUs are not enough: the opportunistic jobs on
     the servers of ``gpu_type`` (holding GPUs, or only CPU and memory the
     guaranteed job needs; riders are capped instead, `make_room`) stop for
     guaranteed job j -- an opportunistic job never blocks a guaranteed one --
-    lowest priority first (then the lowest ranked), until `choose` finds the
-    job's GPUs; then every one it fits without is put back (highest priority
-    first).  Returns ``(gpus, stopped)`` -- the victims taken off the state,
+    lowest priority first (then the lowest ranked), until `bound_choice`
+    finds the job's GPUs (where the tenant's cells may bind); then every one
+    it fits without is put back (highest priority first).  Returns ``(gpus, stopped)`` -- the victims taken off the state,
     with their assignments (``(job, Assign)``) -- or ``(None, [])`` with the
     state unchanged."""
     p = st.p
@@ -367,7 +380,7 @@ def stop_holders(st: State, j: int, taken: set, gpu_type: str, key):
         off.append((r, st.assign[r]))
         st.remove(r)
         cands, _ = guaranteed_gpus(st, j, taken, gpu_type)
-        gpus = choose(st, j, cands, key)
+        gpus = bound_choice(st, j, cands, key, deadline)
         if gpus is not None:
             break
     if gpus is None:
@@ -377,7 +390,7 @@ def stop_holders(st: State, j: int, taken: set, gpu_type: str, key):
     for r, a in sorted(off, key=lambda ra: (-p.jobs[ra[0]].priority, int(p.rank[ra[0]]))):
         st.place(r, a)
         cands, _ = guaranteed_gpus(st, j, taken, gpu_type)
-        again = choose(st, j, cands, key)
+        again = bound_choice(st, j, cands, key, deadline)
         if again is None:
             st.remove(r)
         else:
