@@ -333,7 +333,8 @@ def _stopped_reasons(p, assign: dict, stopped: list[int]) -> dict[int, str]:
         mine = f" (tenant {job.tenant!r}'s cells had no room for both)" if job.guaranteed else ""
         out[r] = ("preempted: stopped for " + ", ".join(map(repr, by[:3]))
                   + (f" and {len(by) - 3} more" if len(by) > 3 else "")
-                  + f", which outrank it, on servers it held{mine}") if by else \
+                  + (", which outranks it" if len(by) == 1 else ", which outrank it")
+                  + f", on servers it held{mine}") if by else \
             f"preempted: stopped by the solver{mine}"
     return out
 
