@@ -223,6 +223,24 @@ def test_guarantee_binds_cells_where_the_job_fits(name):
     assert not guarantee_problems(cl, jobs, a)
 
 
+@pytest.mark.parametrize("name", ["hived", "drf"])
+def test_guarantee_binds_cells_where_the_job_fits_at_its_request(name):
+    """A point of ``j0``'s grid fits ``s0``'s memory, its request does not:
+    the cells were bound on ``s0`` first (counted as holding the job at
+    some point of its grid), the job placed at its request fitted nowhere
+    in them, and it waited though ``s1`` holds it."""
+    from alloc.testing.placements import guarantee_problems
+    cl = Cluster((Server("s0", cpu=8000, mem=65536, gpus=2, gpu_type="P100"),
+                  Server("s1", cpu=8000, mem=262144, gpus=2, gpu_type="P100")),
+                 levels=("server", "gpu"), tenants={"vc0": Tenant("vc0", (Cell("gpu", 2),))})
+    grid = Profile("p0", (500,), (8192,), ((0.01,),))
+    jobs = [Job("j0", gpus=2, cpu=2000, mem=128000, model="p0", profile=grid, tenant="vc0",
+                guaranteed=True)]
+    a = allocate(cl, jobs, solver=name, time_limit=TIME)
+    assert [g.gpu for g in a.placement("j0").gpus] == ["s1/gpu0", "s1/gpu1"]
+    assert not guarantee_problems(cl, jobs, a)
+
+
 @pytest.mark.xfail(strict=False, reason="exact family: milp-cbc's phases stop on wall-clock "
                    "shares, so the same input and seed can give another placement of the "
                    "same value")

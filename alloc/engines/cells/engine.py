@@ -995,15 +995,15 @@ fullest node of
 
     def _holds_whole(self, j: int) -> np.ndarray:
         """Per server, how far it is from holding job j's CPU and memory
-        whole at some option: 0 in what is free now, 1 once emptied, 2
-        never -- the order in which cells are bound for a job larger than
-        each cell (the servers its GPUs can go to first)."""
+        whole at the option the engine places it at (``options[j][0]``, as
+        `pick` does; another point of its grid does not count): 0 in what is
+        free now, 1 once emptied, 2 never -- the order in which cells are
+        bound for a job larger than each cell (the servers its GPUs can go
+        to first)."""
         p = self.p
-        now = np.zeros(p.S, dtype=bool)
-        ever = np.zeros(p.S, dtype=bool)
-        for o in p.options[j]:
-            now |= (self.cpu >= o.cpu) & (self.mem >= o.mem)
-            ever |= (p.srv_cpu >= o.cpu) & (p.srv_mem >= o.mem)
+        o = p.options[j][0]
+        now = (self.cpu >= o.cpu) & (self.mem >= o.mem)
+        ever = (p.srv_cpu >= o.cpu) & (p.srv_mem >= o.mem)
         return np.where(now, 0, np.where(ever, 1, 2))
 
     def place_opportunistic(self, j: int, n: int) -> bool:
