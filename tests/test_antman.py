@@ -82,6 +82,24 @@ def test_partial_gang_reserves_its_gpus_for_opportunistic_use_only():
     assert r3.placement("o").gpus[0].gpu in r.stats["reserved"]["big"]
 
 
+def test_no_gpus_are_reserved_for_a_gang_the_servers_never_hold():
+    """``big`` asks for more memory than its tenant's server has (a point of
+    its model's grid fits, but AntMan places a job at its request): rule 4
+    reserved both GPUs for it all the same, and the guaranteed ``small``
+    waited beside the free GPUs of its tenant's cell."""
+    from alloc.model import Profile
+    from alloc.testing import guarantee_problems
+    c = Cluster((Server("s0", 8000, 65536, 2, "V100"),),
+                tenants={"a": Tenant("a", (Cell("server", 1),))})
+    grid = Profile("p1", (500,), (8192,), ((0.01,),))
+    jobs = [Job("small", 1, gpu_milli=100, cpu=1000, mem=16384, tenant="a", guaranteed=True),
+            Job("big", 2, cpu=2000, mem=128000, model="p1", profile=grid, tenant="a",
+                guaranteed=True, priority=1)]
+    r = allocate(c, jobs, solver="antman")
+    assert r.placement("small") and "reserved" not in r.stats
+    assert not guarantee_problems(c, jobs, r)
+
+
 def test_guaranteed_job_preempts_riders_only_past_their_least_memory():
     c = Cluster((Server("s0", 8000, 64000, 1, "V100"),), tenants={"a": Tenant("a", (Cell("gpu", 1),))})
     (o,), _ = running(c, [opp("o", 8192, 300, floor=6000)])

@@ -35,6 +35,8 @@ Job ``j`` of tenant ``v`` wanting ``n`` GPUs of ``gpu_milli`` each, memory
    that the GPU's compute is not over-committed.  A rider whose least memory
    still does not fit is preempted (an opportunistic job; the tenancy rules);
 4. otherwise the GPUs of the best partial server are *reserved* for the gang
+   -- no more on a server than its CPU and memory hold the gang's share of,
+   and none where its servers never hold the gang (`reservable`)
    (``stats["reserved"]``, handed back by the caller as the ``reserved``
    option, or kept by a session's carry from one round to the next when
    the option is not given): no other guaranteed job takes them,
@@ -325,7 +327,7 @@ def place_guaranteed(st: State, j: int, reserved: dict, preempted: set, stats: d
                 st.remove(j)
         for r, b in reversed(off):
             st.place(r, b)
-        part = sorted(partial(st, j, cands), key=load)[:max(0, room)]
+        part = sorted(partial(st, j, reservable(st, j, cands, t, load)), key=load)[:max(0, room)]
         if len(part) > len(best_part):
             best_part = part
     if best_part:
@@ -397,6 +399,39 @@ def stop_holders(st: State, j: int, taken: set, gpu_type: str, key,
             gpus = again
             off = [x for x in off if x[0] != r]
     return gpus, off
+
+
+def reservable(st: State, j: int, cands: list[int], gpu_type: str, key) -> list[int]:
+    """The candidates rule 4 may reserve for gang j (by ``key``): on each
+    server no more GPUs than its CPU and memory, empty, hold the job's share
+    of (the whole job's, for a job kept on one server), and none in a node of
+    the job's reach (the cluster without locality, else one node of its
+    level) whose servers of ``gpu_type`` never hold the job so: a
+    reservation there would keep other guaranteed jobs out for nothing."""
+    p = st.p
+    job = p.jobs[j]
+    n, level = job.gpus, job.locality
+    spreads = n > 1 and (level is None or is_outer(level))
+    cpu, mem = (-(-job.cpu // n), -(-job.mem // n)) if spreads else (job.cpu, job.mem)
+
+    def most(s: int) -> int:
+        held = min(int(p.srv_cpu[s]) // cpu if cpu else n, int(p.srv_mem[s]) // mem if mem else n)
+        return min(int(p.srv_gpus[s]), held) if spreads else (int(p.srv_gpus[s]) if held else 0)
+
+    def node(s: int) -> int:
+        return s if not spreads else -1 if level is None else int(p.arrays.srv_domain[level][s])
+    left = {int(s): most(int(s)) for s in p.allowed_servers(j)
+            if p.cluster.servers[s].gpu_type == gpu_type}
+    reach: dict[int, int] = defaultdict(int)
+    for s, k in left.items():
+        reach[node(s)] += k
+    out = []
+    for g in sorted(cands, key=key):
+        s = int(p.gpu_server[g])
+        if left.get(s, 0) > 0 and reach[node(s)] >= n:
+            out.append(g)
+            left[s] -= 1
+    return out
 
 
 def partial(st: State, j: int, cands: list[int]) -> list[int]:
