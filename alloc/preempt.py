@@ -86,9 +86,11 @@ INNER = ("switch", "socket")
 @dataclass(frozen=True)
 class Plan:
     """What the walk decided: ``victims`` (running job index -> the index of
-    the job it is stopped for) and ``pinned`` (job index -> its assignment)."""
+    the job it is stopped for), ``pinned`` (job index -> its assignment) and
+    ``reserved`` (job index -> the room step 1 set aside for it)."""
     victims: dict = field(default_factory=dict)
     pinned: dict = field(default_factory=dict)
+    reserved: dict = field(default_factory=dict)
 
 
 class _Resources:
@@ -634,6 +636,7 @@ def plan(problem: Problem, deadline: Deadline) -> Plan:
         w.res = _Resources(p, dict(p.fixed))
     victims: dict[int, int] = {}
     pinned: dict[int, Assign] = {}
+    reserved: dict[int, Assign] = {}
     lowest = int(w.rank[w.alive].max())
     listed = sorted((j for j in p.pending if p.jobs[j].id in rank), key=lambda j: w.rank[j])
     for j in listed:
@@ -648,6 +651,7 @@ def plan(problem: Problem, deadline: Deadline) -> Plan:
             a = w.place_free(j, sh)
             if a is not None:
                 w.commit(j, a)
+                reserved[j] = a
                 continue
             w.full[key] = w.version       # no room until a stop leaves some
         if w.failed.get(key) == w.version:
@@ -667,7 +671,7 @@ def plan(problem: Problem, deadline: Deadline) -> Plan:
             lowest = int(w.rank[w.alive].max())
         else:
             break
-    return Plan(victims, pinned)
+    return Plan(victims, pinned, reserved)
 
 
 def _shares_fit(res: _Resources, p: Problem, stopped, j: int, a: Assign) -> bool:
@@ -712,6 +716,13 @@ def kept_order(problem: Problem, assign: dict, *, spread: bool = True, grid: boo
     compute may bind (`alloc.resources.needs`) the walk counts them too.
     Out of ``deadline`` the rest of the answer is taken as far as it fits.
 
+    The jobs the order's walk (`plan`) set room aside for and that rank
+    above a job it pinned hold a claim on that room: it fits beside the
+    running and the pinned jobs, and the pinned job took what they left.
+    When the walk above leaves such a job waiting (a job ranked above it
+    took its room where the solver put it, say), it is walked again with
+    each of them placed in the room set aside for it first.
+
     Examples
     --------
     >>> from alloc import Cluster, Job, Placement, GpuShare, Server
@@ -727,10 +738,29 @@ def kept_order(problem: Problem, assign: dict, *, spread: bool = True, grid: boo
     >>> sorted(p.jobs[j].id for j in kept_order(p, bc) if j not in p.fixed)
     ['a']
     """
-    from .resources import needs
     p = problem
     if not p.pending or _in_order(p, assign, stops, spread, grid):
         return assign
+    out = _walk_down(p, assign, {}, spread, grid, stops, deadline)
+    claims = _claims(p)
+    if any(j not in out for j in claims):
+        out = _walk_down(p, assign, claims, spread, grid, stops, deadline)
+    return out
+
+
+def _claims(p: Problem) -> dict:
+    """The room the order's walk set aside (`Plan.reserved`) for the jobs
+    ranked above a job it pinned, where they run at a positive throughput."""
+    low_pin = max((int(p.rank[j]) for j in p.pinned), default=-1)
+    return {j: a for j, a in p.reserved.items()
+            if int(p.rank[j]) < low_pin and p.throughput_of(j, a) > 0}
+
+
+def _walk_down(p: Problem, assign: dict, prefer: dict, spread: bool, grid: bool, stops: bool,
+               deadline: Deadline | None) -> dict:
+    """The walk of `kept_order`: each pending job by rank at its place in
+    ``prefer`` or else in ``assign`` where that fits, else where it fits."""
+    from .resources import needs
     w = _Walk(p)
     w.may_spread, w.grid = spread, grid
     out = {}
@@ -750,10 +780,11 @@ def kept_order(problem: Problem, assign: dict, *, spread: bool = True, grid: boo
     low_run = max((int(w.rank[r]) for r in out), default=-1)    # the walk's pins among them
 
     for j in sorted(p.pending, key=lambda j: w.rank[j]):
-        got = assign.get(j)
         if w.res is not None:
             w.res.job(j)
-        if got is not None and _fits(got, gf, cf, mf) and (w.res is None or w.res.fits(j, got)):
+        got = next((a for a in (prefer.get(j), assign.get(j)) if a is not None
+                    and _fits(a, gf, cf, mf) and (w.res is None or w.res.fits(j, a))), None)
+        if got is not None:
             w.commit(j, got)
             out[j] = got
             continue
@@ -848,8 +879,11 @@ def _fits(a: Assign, gf, cf, mf) -> bool:
 def reduced(problem: Problem, plan: Plan) -> Problem:
     """The problem the solver gets: the victims gone, the pinned jobs running
     where the walk put them, priorities set aside (the order ranks the jobs,
-    and nothing may stop anything now)."""
-    return problem.reduced(set(plan.victims), plan.pinned)
+    and nothing may stop anything now), the room the walk set aside as its
+    ``reserved`` (for `kept_order`)."""
+    out = problem.reduced(set(plan.victims), plan.pinned)
+    out.reserved = {out.job_index[problem.jobs[j].id]: a for j, a in plan.reserved.items()}
+    return out
 
 
 def lifted(problem: Problem, plan, alloc: Allocation, why=None) -> Allocation:

@@ -398,3 +398,23 @@ def test_a_gang_set_aside_spread_runs_spread_for_a_solver_that_does_not_spread()
     assert not a.preempted
     assert sorted(g.gpu for g in a.placement("p").gpus) == ["s0/gpu0", "s0/gpu1", "s1/gpu3"]
     assert not violations(cl, jobs, a, order=["p", "r"], preempt="order")
+
+@pytest.mark.parametrize("solver", ["tiresias", "yarn", "proportional", "random"])
+def test_a_job_ranked_above_a_pinned_one_gets_the_room_set_aside_for_it(solver):
+    """The walk sets ``s0`` aside for ``j1`` (4 GPUs on one server), ``s1`` for ``j0``
+    and ``j2`` (ranked above it), and stops ``r`` to pin ``j4`` on what
+    ``s1`` has left.  These solvers put ``j2`` on ``s0``: ``j1`` then fitted
+    nowhere and waited behind the pinned ``j4`` ranked below it."""
+    from alloc.testing import order_problems
+    cl = Cluster((server(0, cpu=8000), server(1, cpu=8000)))
+    r = Placement("r", (GpuShare("s1/gpu0", 100),), {"s1": 6000}, {"s1": 1000})
+    jobs = [Job("j0", 0, cpu=1000, mem=1000), Job("j1", 4, cpu=4000, mem=1000, locality="server"),
+            Job("j2", 1, gpu_milli=100, cpu=1000, mem=1000),
+            Job("r", 1, gpu_milli=100, cpu=6000, mem=1000, current=r),
+            Job("j4", 1, gpu_milli=100, cpu=1000, mem=1000)]
+    order = ["j0", "j2", "j1", "j4"]
+    a = allocate(cl, jobs, solver=solver, order=order, preempt="order")
+    assert a.stats["preempted_for"] == {"r": "j4"}
+    assert {"j0", "j1", "j2", "j4"} <= {p.job for p in a.placements}
+    assert not order_problems(cl, jobs, a, order)
+    assert not violations(cl, jobs, a, order=order, preempt="order")

@@ -5,8 +5,9 @@ placements, a module each) and
 """
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from functools import cached_property
+from types import MappingProxyType
 from typing import Any, Sequence
 
 from ..arrays import cluster_arrays
@@ -246,6 +247,10 @@ class Problem(Building):
     #: and the final check (`alloc.solve.check_reserve`), set by the core
     #: before the solver runs (0 for a problem solved outside the core)
     reserve_s: float = 0.0
+    #: under ``preempt="order"``, the room the order's walk set aside for
+    #: pending jobs that fit without stopping anyone (job index -> `Assign`,
+    #: `alloc.preempt.Plan`), set on the problem the solver gets; empty else
+    reserved: Mapping[int, Assign] = MappingProxyType({})
 
 
 def compile_problem(cluster: Cluster, jobs: Sequence[Job], objective: str | Objective = "throughput",
