@@ -742,18 +742,21 @@ def kept_order(problem: Problem, assign: dict, *, spread: bool = True, grid: boo
     if not p.pending or _in_order(p, assign, stops, spread, grid):
         return assign
     out = _walk_down(p, assign, {}, spread, grid, stops, deadline)
-    claims = _claims(p)
+    claims = _claims(p, out)
     if any(j not in out for j in claims):
         out = _walk_down(p, assign, claims, spread, grid, stops, deadline)
     return out
 
 
-def _claims(p: Problem) -> dict:
+def _claims(p: Problem, out: dict) -> dict:
     """The room the order's walk set aside (`Plan.reserved`) for the jobs
-    ranked above a job it pinned, where they run at a positive throughput."""
+    ranked above a job it pinned, where they run at a positive throughput;
+    empty when ``out`` places every such job (nothing to walk again)."""
     low_pin = max((int(p.rank[j]) for j in p.pinned), default=-1)
-    return {j: a for j, a in p.reserved.items()
-            if int(p.rank[j]) < low_pin and p.throughput_of(j, a) > 0}
+    held = [j for j in p.reserved if int(p.rank[j]) < low_pin]
+    if all(j in out for j in held):
+        return {}
+    return {j: p.reserved[j] for j in held if p.throughput_of(j, p.reserved[j]) > 0}
 
 
 def _walk_down(p: Problem, assign: dict, prefer: dict, spread: bool, grid: bool, stops: bool,
