@@ -399,6 +399,7 @@ def test_a_gang_set_aside_spread_runs_spread_for_a_solver_that_does_not_spread()
     assert sorted(g.gpu for g in a.placement("p").gpus) == ["s0/gpu0", "s0/gpu1", "s1/gpu3"]
     assert not violations(cl, jobs, a, order=["p", "r"], preempt="order")
 
+
 @pytest.mark.parametrize("solver", ["tiresias", "yarn", "proportional", "random"])
 def test_a_job_ranked_above_a_pinned_one_gets_the_room_set_aside_for_it(solver):
     """The walk sets ``s0`` aside for ``j1`` (4 GPUs on one server), ``s1`` for ``j0``
@@ -417,4 +418,23 @@ def test_a_job_ranked_above_a_pinned_one_gets_the_room_set_aside_for_it(solver):
     assert a.stats["preempted_for"] == {"r": "j4"}
     assert {"j0", "j1", "j2", "j4"} <= {p.job for p in a.placements}
     assert not order_problems(cl, jobs, a, order)
+    assert not violations(cl, jobs, a, order=order, preempt="order")
+
+
+@pytest.mark.parametrize("solver, per_server", [("hived", None), ("cpsat-tenancy", None),
+                                                 ("cpsat-tenancy", 1)])
+def test_a_spread_gangs_victims_hold_its_gpu_memory(solver, per_server):
+    """``j`` needs two whole GPUs of 32 GiB each (as a gang, or an even spread
+    of one GPU a server): stopping ``r1`` and ``r2`` gives it ``s1`` and
+    ``s2``.  ``s0``'s GPU, of the same type, has 16 GiB: the walk that
+    counted whole GPUs alone kept ``r0`` (the lowest-ranked) as a victim,
+    found the gang's memory missing there and left it waiting."""
+    cl = Cluster((server(0, 1, gpu_mem=16384), server(1, 1, gpu_mem=32768),
+                  server(2, 1, gpu_mem=32768)))
+    jobs = [Job("j", 2, cpu=2000, mem=16384, gpu_mem=32768, gpus_per_server=per_server),
+            *(running(f"r{k}", f"s{k}", [0]) for k in range(3))]
+    order = ["j", "r1", "r2", "r0"]
+    a = allocate(cl, jobs, solver=solver, order=order, preempt="order", time_limit=5)
+    assert a.stats.get("preempted_for") == {"r1": "j", "r2": "j"}
+    assert sorted(g.gpu for g in a.placement("j").gpus) == ["s1/gpu0", "s2/gpu0"]
     assert not violations(cl, jobs, a, order=order, preempt="order")
