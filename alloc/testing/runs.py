@@ -17,8 +17,9 @@ of a job ``j`` that finished:
   skipped);
 * **the GPUs it asked for**: ``g_k = gpus_j`` for every run (``sized=False``);
 * **capacity** (``exclusive=True``: no mechanism packs jobs onto shared
-  GPUs): at every instant ``sum_j g_j * milli_j / 1000 <= G``, ``G`` the
-  cluster's GPUs;
+  GPUs and no shares policy pairs them, so each job holds its GPUs at the
+  share its row states): at every instant ``sum_j g_j * milli_j / 1000 <= G``,
+  ``G`` the cluster's GPUs;
 * **the summary agrees with the timeline**: the preemptions add up, the
   average JCT is the rows' mean, the makespan spans the first arrival to
   the last end, utilisation lies in [0, 1].
@@ -61,7 +62,9 @@ def run_problems(cluster: Cluster, workload: Sequence[Any], result: Any, *,
     alone : bool
         No job runs faster than alone (the ``alone`` progress model).
     exclusive : bool
-        No mechanism packs jobs onto shared GPUs (capacity checked).
+        No mechanism packs jobs onto shared GPUs and no shares policy pairs
+        them (capacity checked; a run's rows do not say at which share each
+        run held its GPUs).
     sized : bool
         A sizing policy may change jobs' GPU counts (the GPUs-asked check off).
     bounded : bool
