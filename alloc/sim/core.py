@@ -232,9 +232,6 @@ class Simulator:
             repack = self.repack = True
         preemptive = bool(getattr(self.order.obj, "preemptive", False))
         self.preempt = "order" if (preemptive and not repack and self.shares is None) else None
-        check = getattr(self.progress, "check_cluster", None)
-        if check is not None:
-            check(cluster)
         self._build_session()
         self._set_up_rounds()
         # state
@@ -290,6 +287,9 @@ class Simulator:
     def _build_session(self) -> None:
         from ..registry import get_solver
         from ..session import Session
+        check = getattr(self.progress, "check_cluster", None)
+        if check is not None:          # a progress model that cannot rate the cluster's GPUs
+            check(self.cluster0)
         opts = dict(self.place.params)
         #: a mechanism may give the placement solver options (held by reference, so
         #: that it updates them between rounds) and ask that every waiting job be
