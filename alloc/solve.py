@@ -313,7 +313,8 @@ def finish(problem, sol, info: SolverInfo, wall: float) -> Allocation:
     preempted = tuple(jobs[j].id for j in problem.running if j in stopped) if stopped else ()
     unplaced = tuple(job.id for j, job in enumerate(jobs) if j not in assign) \
         if len(assign) < len(jobs) else ()
-    reasons = {jobs[j].id: why for j, why in problem.reasons.items()}
+    # the compile step's reasons, for the jobs the solver did leave out
+    reasons = {jobs[j].id: why for j, why in problem.reasons.items() if j not in assign}
     if len(placements) + len(reasons) < len(jobs):
         from .waiting import waiting_reasons       # every waiting job says why
         reasons.update((jobs[j].id, why) for j, why in waiting_reasons(

@@ -184,3 +184,20 @@ def test_a_solver_that_does_not_spread_says_so():
     jobs = [Job("wide", 6, cpu=1000, mem=1000)]
     a = allocate(c, jobs, solver="fgd")
     assert "does not spread" in a.reasons["wide"]
+
+
+@pytest.mark.parametrize("solver", ["cpsat", "goodput", "hived"])
+def test_a_placed_job_carries_no_reason_and_the_one_left_out_says_why(solver):
+    """``j1`` (elastic, 1-5 GPUs, no locality) is marked unplaceable by the
+    compile step (its smallest size on one server with its whole memory) yet
+    is placed spread; ``j0`` (5 GPUs on one server, at a grid point of its
+    profile) then fits nowhere.  The compile step's reason stayed on ``j1``
+    and counted as ``j0``'s, so ``j0`` waited without a reason."""
+    cl = Cluster((Server("s0", cpu=8000, mem=262144, gpus=8, gpu_type="V100"),
+                  Server("s1", cpu=8000, mem=65536, gpus=2, gpu_type="V100")))
+    jobs = [Job("j0", 5, cpu=5000, mem=320000, locality="server", model="bert"),
+            Job("j1", 5, cpu=5000, mem=320000, min_gpus=1)]
+    a = allocate(cl, jobs, solver=solver, time_limit=5)
+    assert {p.job for p in a.placements} == {"j1"} and a.unplaced == ("j0",)
+    assert set(a.reasons) == {"j0"}
+    assert not reason_problems(jobs, a)
