@@ -93,7 +93,7 @@ class Plan:
     reserved: dict = field(default_factory=dict)
 
 
-class _Resources:
+class GpuLeft:
     """GPU memory (MiB) and compute (milli) left per GPU (`alloc.resources`),
     for a walk on input where they may bind; `job` names the job whose
     shares the room is asked for."""
@@ -131,8 +131,11 @@ class _Resources:
                    for g, mem, comp in self.shares(j, a))
 
     def job(self, j: int) -> None:
+        """The job whose shares the room is asked for next (by index)."""
+        self.need_of(self.p.jobs[j])
+
+    def need_of(self, job) -> None:
         """The job whose shares the room is asked for next."""
-        job = self.p.jobs[j]
         mem = np.full(self.p.G, job.gpu_mem, dtype=np.int64) if job.gpu_mem is not None else \
             self.caps * job.gpu_milli // MILLI
         self.need = (mem, job.gpu_compute if job.gpu_compute is not None else job.gpu_milli)
@@ -177,7 +180,7 @@ class _Walk:
         #: (`Problem.preempt_packed`)
         self.packed = bool(getattr(p, "preempt_packed", False))
         #: GPU memory and compute left per GPU (`track`), or None: not watched
-        self.res: _Resources | None = None
+        self.res: GpuLeft | None = None
 
     @property
     def on_server(self) -> dict[int, list[int]]:
@@ -633,7 +636,7 @@ def plan(problem: Problem, deadline: Deadline) -> Plan:
     from .resources import needs
     w = _Walk(p)
     if needs(p.cluster, p.jobs) & {"gpu-memory", "gpu-compute"}:
-        w.res = _Resources(p, dict(p.fixed))
+        w.res = GpuLeft(p, dict(p.fixed))
     victims: dict[int, int] = {}
     pinned: dict[int, Assign] = {}
     reserved: dict[int, Assign] = {}
@@ -674,7 +677,7 @@ def plan(problem: Problem, deadline: Deadline) -> Plan:
     return Plan(victims, pinned, reserved)
 
 
-def _shares_fit(res: _Resources, p: Problem, stopped, j: int, a: Assign) -> bool:
+def _shares_fit(res: GpuLeft, p: Problem, stopped, j: int, a: Assign) -> bool:
     """With ``stopped`` stopped, job j's shares in ``a`` fit the GPU memory
     and compute left: then both are taken into ``res`` (True); else ``res``
     is as it was (False)."""
@@ -777,7 +780,7 @@ def _walk_down(p: Problem, assign: dict, prefer: dict, spread: bool, grid: bool,
             w._apply(a, 1)
             w._apply(b, -1)
     if needs(p.cluster, p.jobs) & {"gpu-memory", "gpu-compute"}:
-        w.res = _Resources(p, out)
+        w.res = GpuLeft(p, out)
     tried: dict = {}                    # shape -> found no room (the room only shrinks)
     gf, cf, mf = w.gfree, w.cfree, w.mfree
     low_run = max((int(w.rank[r]) for r in out), default=-1)    # the walk's pins among them
@@ -914,4 +917,4 @@ def lifted(problem: Problem, plan, alloc: Allocation, why=None) -> Allocation:
                    moved=moved, value=value, stats=stats, reasons=reasons)
 
 
-__all__ = ["PREEMPT_RULES", "Plan", "kept_order", "lifted", "plan", "reduced"]
+__all__ = ["GpuLeft", "PREEMPT_RULES", "Plan", "kept_order", "lifted", "plan", "reduced"]

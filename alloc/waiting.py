@@ -72,27 +72,13 @@ class _Room:
             np.maximum.at(top, srv, gf)
         self.top = top
         self._masks: dict = {}
-        #: GPU memory capacity, memory and compute left per GPU, where they may bind
-        self.left = self._left(assign) if free is None else None
+        #: GPU memory and compute left per GPU with ``assign`` holding, where they
+        #: may bind (`alloc.preempt`'s account of them)
+        self.left = None
+        if free is None and p.needs & {"gpu-memory", "gpu-compute"}:
+            from .preempt import GpuLeft
+            self.left = GpuLeft(p, assign or {})
         self._fits: dict = {}
-
-    def _left(self, assign: dict | None) -> tuple | None:
-        """``(capacity, memory left, compute left)`` per GPU (MiB, MiB,
-        milli) with ``assign`` holding, or None where neither may bind."""
-        from .model import GpuShare
-        from .resources import gpu_mem_caps, share_compute, share_mem
-        p = self.p
-        if not p.needs & {"gpu-memory", "gpu-compute"}:
-            return None
-        caps = np.asarray(gpu_mem_caps(p.cluster), dtype=np.int64)
-        mem, comp = caps.copy(), np.full(p.G, MILLI, dtype=np.int64)
-        for j, a in (assign or {}).items():
-            job = p.jobs[j]
-            for k, (g, m) in enumerate(a.gpus):
-                share = GpuShare("", m, *(a.caps[k] if a.caps else (None, None)))
-                mem[g] -= share_mem(job, share, int(caps[g]))
-                comp[g] -= share_compute(job, share)
-        return caps, mem, comp
 
     def gpus_for(self, job) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(gfree, whole, top)`` for the job: free milli per GPU, whole free
@@ -101,15 +87,12 @@ class _Room:
         may bind; one test per memory and compute demand)."""
         if self.left is None:
             return self.gfree, self.whole, self.top
-        from .resources import compute_demand
         key = (job.gpu_mem, job.gpu_compute, job.gpu_milli)
         hit = self._fits.get(key)
         if hit is None:
             p = self.p
-            caps, mem, comp = self.left
-            need = np.full(p.G, job.gpu_mem, dtype=np.int64) if job.gpu_mem is not None \
-                else caps * job.gpu_milli // MILLI
-            gf = np.where((mem >= need) & (comp >= compute_demand(job)), self.gfree, -1)
+            self.left.need_of(job)
+            gf = np.where(self.left.room(), self.gfree, -1)
             top = np.full(p.S, -1, dtype=np.int64)
             if p.G:
                 np.maximum.at(top, p.gpu_server, gf)
