@@ -16,8 +16,9 @@ parameter), ``gandiva-slicing`` (time-slicing alone), ``gandiva-packing``
 (time-slicing and packing: the paper's section 6.3) and
 ``gandiva-migration`` (time-slicing and migration: section 6.4).  Gandiva's
 own stack is the placement ``gandiva`` under an order that does not preempt
-(the mechanism suspends jobs itself); the paper's data (rates, utilisations, packing interference, switch costs) are
-a progress model, `alloc.sim.gandiva.progress`.
+(the mechanism suspends jobs itself); the paper's data (rates,
+utilisations, packing interference, switch costs) are a progress model,
+`alloc.sim.gandiva.progress`.
 
 Examples
 --------

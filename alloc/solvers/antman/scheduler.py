@@ -363,7 +363,8 @@ def stop_holders(st: State, j: int, taken: set, gpu_type: str, key,
     guaranteed job j -- an opportunistic job never blocks a guaranteed one --
     lowest priority first (then the lowest ranked), until `bound_choice`
     finds the job's GPUs (where the tenant's cells may bind); then every one
-    it fits without is put back (highest priority first).  Returns ``(gpus, stopped)`` -- the victims taken off the state,
+    it fits without is put back (highest priority first).  Returns
+    ``(gpus, stopped)`` -- the victims taken off the state,
     with their assignments (``(job, Assign)``) -- or ``(None, [])`` with the
     state unchanged."""
     p = st.p
