@@ -42,7 +42,13 @@ rank, while some running job ranks below it:
    first, then to those with the fewest whole free GPUs.  Where GPU memory
    or compute may bind, a GPU counts, in every test and placement, only
    when the victims stopped leave it one share of ``p``'s;
-3. else ``p`` waits.
+3. else, when the room step 1 set aside for a job ``k`` ranked above ``p``
+   lies on a server where a running job ranked below ``p`` runs, ``k``'s
+   room may move (it is the solver's to place ``k`` as it likes): ``p`` is
+   tried again, by 1 and then by 2, with ``k``'s room given back, and ``k``
+   then set aside again in what is left (the victims' room that ``p`` does
+   not take counted as held); the first ``k`` for which both fit moves;
+4. else ``p`` waits.
 
 With ``preempt_packed`` (an option of `allocate` and `Session`; off by
 default) a gang that may spread and needs victims is first placed on one
@@ -306,6 +312,20 @@ class _Walk:
         after = (self.gfree[gs], self.cfree[xs], self.mfree[xs])
         if any((y > x).any() for x, y in zip(before, after)):
             self.version += 1
+
+    def save(self) -> tuple:
+        """The free capacity (and GPU memory and compute left), to `restore`."""
+        res = self.res
+        return (self.gfree.copy(), self.cfree.copy(), self.mfree.copy(), self.whole.copy(),
+                None if res is None else (res.mem.copy(), res.comp.copy(), res.need))
+
+    def restore(self, saved: tuple) -> None:
+        """Put back the free capacity `save` returned."""
+        gf, cf, mf, whole, left = saved
+        self.gfree, self.cfree, self.mfree, self.whole = gf.copy(), cf.copy(), mf.copy(), \
+            whole.copy()
+        if left is not None and self.res is not None:
+            self.res.mem, self.res.comp, self.res.need = left[0].copy(), left[1].copy(), left[2]
 
     def _apply(self, a: Assign, sign: int) -> None:
         add_assign(a, self.gfree, self.cfree, self.mfree, sign)
@@ -660,10 +680,16 @@ def plan(problem: Problem, deadline: Deadline) -> Plan:
         if w.failed.get(key) == w.version:
             continue                      # the same shape failed since then
         got = w.with_victims(j, sh)
+        if got is None and reserved:
+            got = _moving_reserved(w, j, sh, reserved)
         if got is None:
             w.failed[key] = w.version
             continue
         stopped, a = got
+        if not stopped:                   # it fits once the room set aside has moved
+            w.commit(j, a)
+            reserved[j] = a
+            continue
         if w.res is not None and not _shares_fit(w.res, p, stopped, j, a):
             w.failed[key] = w.version     # the victims' GPUs lack its GPU memory or compute
             continue
@@ -675,6 +701,92 @@ def plan(problem: Problem, deadline: Deadline) -> Plan:
         else:
             break
     return Plan(victims, pinned, reserved)
+
+
+def _moving_reserved(w: _Walk, j: int, sh, reserved: dict) -> tuple[list, Assign] | None:
+    """Job j found no room, with or without victims, beside the room step 1
+    set aside for the jobs ranked above it (``reserved``).  That room is the
+    solver's to place them in as it likes, so j is tried again with one of
+    them moved: the room of a job ``k`` set aside on a server that j could
+    take (one that a running job ranked below j holds) given back, j placed
+    in the free room if it fits there and ``k`` after it, else j with the
+    fewest lowest-ranked victims (`_Walk.with_victims`) and ``k`` after it
+    (the victims' room that j does not take counted as held: a stopped job
+    frees room only for the job it is stopped for).  The first ``k`` that
+    lets both fit has its new room in ``reserved`` and ``(victims,
+    assignment)`` is returned, j's own not yet applied; else the walk is as
+    it was and None is returned."""
+    p = w.p
+    near = {x for r in w.by_rank if w.alive[r] and w.rank[r] > w.rank[j]
+            for x in p.servers_of(p.fixed[r])}
+    cands = [k for k, a in reserved.items() if not near.isdisjoint(p.servers_of(a))]
+    if not cands or not _hope(w, j, sh, {k: reserved[k] for k in cands}):
+        return None
+    for k in cands:
+        saved = w.save()
+        for find in (lambda: _free(w, j, sh), lambda: w.with_victims(j, sh)):
+            w.restore(saved)
+            _give_back(w, k, reserved[k])
+            got = find()
+            b = None if got is None else _again(w, j, k, *got)
+            if b is not None:
+                w.restore(saved)
+                _give_back(w, k, reserved[k])
+                w.commit(k, b)
+                if w.res is not None:
+                    w.res.job(j)
+                reserved[k] = b
+                w.version += 1                # the room has a new shape
+                return got
+        w.restore(saved)
+    return None
+
+
+def _free(w: _Walk, j: int, sh) -> tuple[list, Assign] | None:
+    """Job j in the free capacity, as ``(no victims, assignment)``, or None."""
+    a = w.place_free(j, sh)
+    return None if a is None else ([], a)
+
+
+def _give_back(w: _Walk, k: int, a: Assign) -> None:
+    """The room job k was set aside in ``a`` is free again."""
+    w._apply(a, 1)
+    if w.res is not None:
+        w.res.take(k, a, 1)
+
+
+def _hope(w: _Walk, j: int, sh, rooms: dict) -> bool:
+    """Job j fits, with or without victims, once every room of ``rooms``
+    (job index -> `Assign`) is given back: else moving any one of them
+    cannot make it fit.  The walk is left as it was."""
+    saved = w.save()
+    for k, a in rooms.items():
+        _give_back(w, k, a)
+    ok = w.place_free(j, sh) is not None or w.with_victims(j, sh) is not None
+    w.restore(saved)
+    return ok
+
+
+def _again(w: _Walk, j: int, k: int, victims: list, a: Assign) -> Assign | None:
+    """Job k's room in the free capacity once ``victims`` stop and job j
+    takes ``a``, the victims' room that ``a`` does not take held back (and
+    their GPU memory and compute); the walk's free capacity is left changed
+    (the caller restores it)."""
+    p, res = w.p, w.res
+    gv, cv, mv = np.zeros_like(w.gfree), np.zeros_like(w.cfree), np.zeros_like(w.mfree)
+    for v in victims:
+        add_assign(p.fixed[v], gv, cv, mv, 1)
+    ga, ca, ma = np.zeros_like(w.gfree), np.zeros_like(w.cfree), np.zeros_like(w.mfree)
+    add_assign(a, ga, ca, ma, 1)
+    w.gfree = w.gfree - np.maximum(ga - gv, 0)
+    w.cfree = w.cfree - np.maximum(ca - cv, 0)
+    w.mfree = w.mfree - np.maximum(ma - mv, 0)
+    w.whole = np.bincount(w.gsrv[w.gfree >= MILLI], minlength=p.S)
+    if res is not None:
+        res.take(j, a, -1)
+        res.job(k)
+    b = w.place_free(k, w.shape(k))
+    return b if b is not None and p.throughput_of(k, b) > 0 else None
 
 
 def _shares_fit(res: GpuLeft, p: Problem, stopped, j: int, a: Assign) -> bool:

@@ -438,3 +438,32 @@ def test_a_spread_gangs_victims_hold_its_gpu_memory(solver, per_server):
     assert a.stats.get("preempted_for") == {"r1": "j", "r2": "j"}
     assert sorted(g.gpu for g in a.placement("j").gpus) == ["s1/gpu0", "s2/gpu0"]
     assert not violations(cl, jobs, a, order=order, preempt="order")
+
+
+def test_a_job_stops_a_lower_ranked_one_where_room_set_aside_above_it_can_move():
+    # j24 fits only spread at first (its room set aside on s0 and s1); once j33 has
+    # stopped j29, s1 holds it whole.  j31 needs j7 stopped and the room j24 was given
+    # on s0: the walk moves j24's room rather than let j14, ranked below j31, stop j7.
+    from alloc.testing import order_problems
+
+    def run(jid, gpus, cpu, mem, server, milli=1000):
+        return Placement(jid, tuple(GpuShare(g, milli) for g in gpus), {server: cpu},
+                         {server: mem})
+    cl = Cluster(tuple(Server(f"s{i}", 24000, 512000, 8, "V100", gpu_mem=32000)
+                       for i in range(2)))
+    spec = [("j13", 1, 6000, 64000, run("j13", ["s0/gpu5"], 6000, 64000, "s0")),
+            ("j4", 4, 4000, 512000, None),
+            ("j18", 2, 6000, 128000, run("j18", ["s1/gpu0", "s1/gpu1"], 6000, 128000, "s1")),
+            ("j28", 1, 6000, 128000, None), ("j24", 3, 9000, 48000, None),
+            ("j33", 1, 1000, 64000, None),
+            ("j29", 1, 6000, 64000, run("j29", ["s1/gpu2"], 6000, 64000, "s1", 500)),
+            ("j31", 1, 3000, 64000, None), ("j23", 1, 6000, 16000, None),
+            ("j14", 2, 6000, 32000, None),
+            ("j7", 2, 6000, 32000, run("j7", ["s0/gpu3", "s0/gpu4"], 6000, 32000, "s0"))]
+    jobs = [Job(i, n, gpu_milli=500 if i == "j29" else 1000, cpu=c, mem=m, current=cur)
+            for i, n, c, m, cur in spec]
+    order = [s[0] for s in spec]
+    for solver in ("best-fit", "proportional", "random"):
+        a = allocate(cl, jobs, solver=solver, order=order, preempt="order")
+        assert order_problems(cl, jobs, a, order) == [], solver
+        assert a.stats["preempted_for"]["j7"] == "j31", solver
