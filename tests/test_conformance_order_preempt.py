@@ -1,13 +1,16 @@
-"""Preemption by order (``allocate(..., order=..., preempt="order")``): the
-order's repair gives the jobs the walk set room aside for that room, so a
-job the order ranks above a running job, which fits once that job is
-stopped, does not wait."""
+"""The conformance suite's order check under preemption by order
+(``allocate(..., order=..., preempt="order")``): a job the order ranks above
+a running job, which fits once that job is stopped, does not wait -- the
+check counts such running jobs as stopped (`order_preemption_rule`), and the
+order's repair gives the jobs the walk set room aside for that room."""
 import warnings
 
 import pytest
 
-from alloc import Cluster, GpuShare, Job, Placement, Server, violations
-from alloc.testing.conformance import solver_problems
+from alloc import Allocation, Cluster, GpuShare, Job, Placement, Server, violations
+from alloc.testing import by_tenant, order_problems
+from alloc.testing.conformance import add_promises, solver_problems
+from alloc.testing.placements import order_preemption_rule
 
 
 def server(i, gpus):
@@ -19,6 +22,53 @@ def running(jid, srv, gpus):
     p = Placement(jid, tuple(GpuShare(f"{srv}/gpu{g}", 1000) for g in gpus), {srv: 1000},
                   {srv: 1000})
     return Job(jid, len(gpus), cpu=1000, mem=1000, current=p)
+
+
+def kept_running():
+    """``r`` runs on both GPUs of ``s0``; ``x``, which needs both, waits."""
+    c = Cluster((server(0, 2),))
+    r = running("r", "s0", [0, 1])
+    x = Job("x", 2, cpu=1000, mem=1000)
+    return c, [r, x], Allocation((r.current,), unplaced=("x",))
+
+
+def test_the_rule_is_the_orders():
+    may = order_preemption_rule(["x", "r"])
+    x, r, u = Job("x"), Job("r"), Job("u")
+    assert may(x, r) and may(x, u) and may(r, u)
+    assert not may(r, x) and not may(u, r) and not may(x, x)
+    assert not order_preemption_rule(None)(x, r)
+
+
+def test_a_job_waiting_behind_a_lower_ranked_running_job_is_reported():
+    """Without the rule a running job holds its room whatever its rank; with
+    it, ``x`` ranked above ``r`` waits though it fits once ``r`` is stopped."""
+    c, jobs, a = kept_running()
+    may = order_preemption_rule(["x", "r"])
+    assert not order_problems(c, jobs, a, ["x", "r"])
+    bad = order_problems(c, jobs, a, ["x", "r"], may_preempt=may)
+    assert len(bad) == 1 and "'x'" in bad[0] and "'r'" in bad[0] and "may not stop" in bad[0]
+    # ranked below r, or not listed, x may stop no one: nothing to report
+    assert not order_problems(c, jobs, a, ["r", "x"], may_preempt=order_preemption_rule(["r", "x"]))
+    assert not order_problems(c, jobs, a, ["r"], may_preempt=order_preemption_rule(["r"]))
+
+
+def test_a_running_job_of_another_user_that_may_be_stopped_holds_no_room():
+    """Order within each user: another user's job counts whatever its rank,
+    but not a running one the waiting job may stop."""
+    c, jobs, a = kept_running()
+    may = order_preemption_rule(["x", "r"])
+    assert by_tenant(jobs[0]) != by_tenant(jobs[1])
+    assert order_problems(c, jobs, a, ["x", "r"], owner=by_tenant, may_preempt=may)
+
+
+@pytest.mark.parametrize("preempt, found", [(None, 0), ("order", 1)])
+def test_the_suite_checks_the_order_with_the_rule_under_preempt_order(preempt, found):
+    c, jobs, a = kept_running()
+    out = []
+    add_promises(lambda check, lines: out.extend((check, x) for x in lines), "best-fit", c, jobs,
+                 a, ["x", "r"], {"order", "order-per-user"}, preempt=preempt)
+    assert [k for k, _ in out] == ["order", "order-per-user"][:found * 2]
 
 
 SOLVERS = ["freest-first", "gpu-packing", "proportional", "random", "yarn"]
