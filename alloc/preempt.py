@@ -831,12 +831,16 @@ def kept_order(problem: Problem, assign: dict, *, spread: bool = True, grid: boo
     compute may bind (`alloc.resources.needs`) the walk counts them too.
     Out of ``deadline`` the rest of the answer is taken as far as it fits.
 
-    The jobs the order's walk (`plan`) set room aside for and that rank
-    above a job it pinned hold a claim on that room: it fits beside the
-    running and the pinned jobs, and the pinned job took what they left.
-    When the walk above leaves such a job waiting (a job ranked above it
-    took its room where the solver put it, say), it is walked again with
-    each of them placed in the room set aside for it first.
+    The jobs the order's walk (`plan`) set room aside for hold a claim on
+    that room: it fits beside the running jobs, the pinned ones and the
+    room set aside for the others, a job pinned below it took what they
+    left, and the walk stopped no running job ranked below it only because
+    that room was there.  When the walk above leaves such a job waiting (a
+    job ranked above it took its room where the solver put it, say), or
+    the answer leaves one out, it is walked again with each of them placed
+    in the room set aside for it first; so it is, too, when a job the order
+    lists above a running job waits and the answer does not keep to that
+    room (the walk found that job no room, victims included, beside it).
 
     Examples
     --------
@@ -854,24 +858,37 @@ def kept_order(problem: Problem, assign: dict, *, spread: bool = True, grid: boo
     ['a']
     """
     p = problem
-    if not p.pending or _in_order(p, assign, stops, spread, grid):
+    if not p.pending or (_in_order(p, assign, stops, spread, grid) and not _claims(p, assign, stops)):
         return assign
     out = _walk_down(p, assign, {}, spread, grid, stops, deadline)
-    claims = _claims(p, out)
-    if any(j not in out for j in claims):
+    claims = _claims(p, out, stops)
+    if claims:
         out = _walk_down(p, assign, claims, spread, grid, stops, deadline)
     return out
 
 
-def _claims(p: Problem, out: dict) -> dict:
+def _claims(p: Problem, out: dict, stops: bool) -> dict:
     """The room the order's walk set aside (`Plan.reserved`) for the jobs
-    ranked above a job it pinned, where they run at a positive throughput;
-    empty when ``out`` places every such job (nothing to walk again)."""
-    low_pin = max((int(p.rank[j]) for j in p.pinned), default=-1)
-    held = [j for j in p.reserved if int(p.rank[j]) < low_pin]
-    if all(j in out for j in held):
+    that run there at a positive throughput, when ``out`` does not keep to
+    it and either leaves such a job out or leaves out a job the order lists
+    above a running job it keeps (the walk found that job no room, victims
+    included, beside the room set aside); else empty (nothing to walk
+    again).  A running job ``out`` leaves out is stopped when ``stops``,
+    else kept where it runs."""
+    if all(j in out and out[j].same_as(a) for j, a in p.reserved.items()):
         return {}
-    return {j: p.reserved[j] for j in held if p.throughput_of(j, p.reserved[j]) > 0}
+    held = {j: a for j, a in p.reserved.items() if p.throughput_of(j, a) > 0}
+    return held if any(j not in out for j in held) or _waits_above_running(p, out, stops) \
+        else {}
+
+
+def _waits_above_running(p: Problem, out: dict, stops: bool) -> bool:
+    """``out`` leaves out a job the order lists above a running job it keeps."""
+    rank, listed = p.rank, p.order_rank or {}
+    low = max((int(rank[r]) for r in p.fixed if (r in out or not stops) and r not in p.pinned),
+              default=-1)
+    return any(j not in out and int(rank[j]) < low and p.jobs[j].id in listed
+               for j in p.pending)
 
 
 def _walk_down(p: Problem, assign: dict, prefer: dict, spread: bool, grid: bool, stops: bool,

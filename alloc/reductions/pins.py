@@ -55,12 +55,14 @@ class OrderPreemption:
 
     def apply(self, problem: Problem) -> tuple[Problem, Any]:
         """``(P', plan)``, or ``(P, None)`` when the rule is not the order's
-        or nothing is to be stopped and no priority is to be set aside."""
+        or nothing is to be stopped and no priority is to be set aside (then
+        ``P.reserved`` is the room the walk set aside, as on ``P'``)."""
         if problem.preempt != "order":
             return problem, None
         from ..preempt import plan, reduced
         decided = plan(problem, self.deadline.share(0.25))
         if not decided.victims and not any(j.priority for j in problem.jobs):
+            problem.reserved = decided.reserved     # for `alloc.preempt.kept_order`
             return problem, None
         self.problem = problem
         return reduced(problem, decided), decided

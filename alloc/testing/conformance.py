@@ -29,7 +29,9 @@ wrong (empty list: it conforms), each line tagged with its check:
   tenant's cells, and its reason names them (`guarantee_problems`);
 * ``order`` under ``preempt="order"``, for every solver: no job waits for
   lower-ranked work beyond the backfill rule (`order_problems`: it does not
-  fit in what the running jobs and the jobs ranked above it leave);
+  fit in what the jobs ranked above it and the running jobs it may not stop
+  leave: a running job the order ranks below it counts as stopped,
+  `order_preemption_rule`; likewise ``order-per-user`` where promised);
 * the properties the solver *promises* (`PROMISES`): ``order``
   (`order_problems`), ``order-per-user`` (the same within each user),
   ``maximal`` (`idle_room_problems`), ``drf`` (envy-freeness and
@@ -183,7 +185,7 @@ def solver_problems(name: str, cluster: Cluster, jobs: Sequence[Job], *,
     if preempt == "order":
         promises = {"order"} | set(PROMISES.get(name, frozenset()) if promises is None
                                    else promises)
-    add_promises(add, name, cluster, jobs, a, ranked, promises)
+    add_promises(add, name, cluster, jobs, a, ranked, promises, preempt=preempt)
     return out, a
 
 
@@ -199,21 +201,25 @@ def option_problems(name: str, cluster: Cluster, jobs: Sequence[Job]) -> list[st
 
 
 def add_promises(add, name: str, cluster: Cluster, jobs: Sequence[Job], a: Allocation, order,
-                 promises: Iterable[str] | None) -> None:
-    """Run the promised property checks of solver ``name`` (see `PROMISES`)."""
+                 promises: Iterable[str] | None, *, preempt: str | None = None) -> None:
+    """Run the promised property checks of solver ``name`` (see `PROMISES`).
+    Under ``preempt="order"`` the order checks count a running job that a
+    waiting job may stop (`order_preemption_rule`) as stopped: that job must
+    not wait where it fits once such jobs are stopped."""
     from .fairness import placement_envy_problems, placement_sharing_incentive_problems
-    from .placements import idle_room_problems, order_problems
+    from .placements import idle_room_problems, order_preemption_rule, order_problems
     from .users import by_tenant
     want = PROMISES.get(name, frozenset()) if promises is None else frozenset(promises)
     unknown = want - set(PROMISABLE)
     if unknown:
         raise ValueError(f"promises: unknown {sorted(unknown)}; valid: {list(PROMISABLE)}")
     spread = "spread" in get_solver(name).capabilities
+    may = order_preemption_rule(order) if preempt == "order" else None
     if "order" in want:
-        add("order", order_problems(cluster, jobs, a, order, spread=spread))
+        add("order", order_problems(cluster, jobs, a, order, spread=spread, may_preempt=may))
     if "order-per-user" in want:
         add("order-per-user", order_problems(cluster, jobs, a, order, owner=by_tenant,
-                                             spread=spread))
+                                             spread=spread, may_preempt=may))
     if "maximal" in want:
         add("maximal", idle_room_problems(cluster, jobs, a, spread=spread))
     if "drf" in want:

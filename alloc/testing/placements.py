@@ -360,6 +360,34 @@ def _witness(cluster: Cluster, x: Job, room, spread: bool) -> str | None:
     return ", ".join(g.gpu for g in w.gpus) or next(iter(w.cpu))
 
 
+def order_preemption_rule(order: Sequence[str] | None) -> Callable[[Job, Job], bool]:
+    """``may_preempt(x, r)`` of ``allocate(..., order=order, preempt="order")``,
+    for `order_problems`: pending job ``x`` may stop running job ``r`` when
+    the order lists ``x`` above ``r`` (a job the order does not list stops
+    no one, and every listed job may stop it) -- the rule the order's walk
+    applies (`alloc.preempt`) and `alloc.violations` checks
+    (`alloc.tenancy.outranks` with the order).  That input has no
+    guaranteed jobs (`allocate` refuses them there).  Without an order
+    nobody may stop anyone.
+
+    Examples
+    --------
+    >>> from alloc import Job
+    >>> from alloc.testing.placements import order_preemption_rule
+    >>> may = order_preemption_rule(["a", "r", "b"])
+    >>> a, r, b, c = Job("a"), Job("r"), Job("b"), Job("c")
+    >>> may(a, r), may(b, r), may(b, c), may(c, r)
+    (True, False, True, False)
+    """
+    from ..problem import order_ranks
+    from ..tenancy import outranks
+    rank = order_ranks(order)
+
+    def may_preempt(x: Job, r: Job) -> bool:
+        return rank is not None and outranks(x, r, rank)
+    return may_preempt
+
+
 def order_problems(cluster: Cluster, jobs: Sequence[Job], allocation: Allocation,
                    order: Sequence[str] | None = None, *, owner: Owner | None = None,
                    spread: bool = True,
@@ -367,8 +395,9 @@ def order_problems(cluster: Cluster, jobs: Sequence[Job], allocation: Allocation
     r"""Order-keeping: no job is displaced by jobs ranked below it.
 
     For every pending job ``x`` left unplaced, with ``H(x)`` the placements
-    of the running jobs, of the jobs ranked at or above ``x`` (``rank(j) <=
-    rank(x)``) and, for an ``x`` that is not guaranteed, of the guaranteed
+    of the running jobs (but those ``x`` may stop, ``may_preempt``), of the
+    jobs ranked at or above ``x`` (``rank(j) <= rank(x)``) and, for an
+    ``x`` that is not guaranteed, of the guaranteed
     jobs (under tenancy a guaranteed job comes first: it may even preempt
     ``x``) -- a running job ranked below ``x`` that moved counted where it
     ran (the answer could have kept it there; its new place is lower-ranked
@@ -398,9 +427,12 @@ def order_problems(cluster: Cluster, jobs: Sequence[Job], allocation: Allocation
         The solver may spread a job over servers (its ``spread`` capability).
     may_preempt : callable, optional
         ``may_preempt(x, r)``: x may stop running job r (preemption by the
-        caller's order): such running jobs do not count in ``H(x)``.  The hook
-        for ``allocate(..., preempt="order")``; None (default): running jobs
-        always hold their room.
+        caller's order): such running jobs do not count in ``H(x)``, whatever
+        their user, wherever the answer put them.  The hook for
+        ``allocate(..., preempt="order")`` is `order_preemption_rule`: there a
+        job the order lists above a running job, and which fits once that job
+        is stopped, does not wait.  None (default): running jobs always hold
+        their room.
 
     Returns
     -------
@@ -420,6 +452,7 @@ def order_problems(cluster: Cluster, jobs: Sequence[Job], allocation: Allocation
     rank = ranks(jobs, order)
     by_id = {j.id: j for j in jobs}
     everything = room_left(cluster, jobs, allocation.placements)
+    held = "running jobs" if may_preempt is None else "running jobs it may not stop"
     out = []
     for x in _pending(jobs, allocation, cluster):
         if _witness(cluster, x, everything, spread) is not None:
@@ -429,7 +462,10 @@ def order_problems(cluster: Cluster, jobs: Sequence[Job], allocation: Allocation
             j = by_id.get(p.job)
             if j is None:
                 continue
-            cur = j.current if not (may_preempt and may_preempt(x, j)) else None
+            cur = j.current
+            if cur is not None and may_preempt is not None and may_preempt(x, j):
+                below.append(j.id)       # x may stop it: it holds no room against x
+                continue
             if cur is not None and p.same_as(cur):
                 keep.append(p)
             elif rank[j.id] <= rank[x.id] or (j.guaranteed and not x.guaranteed) \
@@ -445,7 +481,7 @@ def order_problems(cluster: Cluster, jobs: Sequence[Job], allocation: Allocation
         where = _witness(cluster, x, room_left(cluster, jobs, keep), spread)
         if where is not None:
             out.append(f"job {x.id!r} (rank {rank[x.id]}) is unplaced but fits in the room "
-                       f"that running jobs and jobs ranked at or above it leave (on {where}), "
+                       f"that {held} and jobs ranked at or above it leave (on {where}), "
                        f"held by " + ", ".join(map(repr, below[:3])) + " ranked below it")
     return out
 
@@ -485,5 +521,6 @@ def idle_room_problems(cluster: Cluster, jobs: Sequence[Job], allocation: Alloca
     return out
 
 
-__all__ = ["guarantee_problems", "idle_room_problems", "order_problems", "overcommit_problems",
-           "ranks", "reason_problems", "sharing_safety_problems", "stability_problems"]
+__all__ = ["guarantee_problems", "idle_room_problems", "order_preemption_rule", "order_problems",
+           "overcommit_problems", "ranks", "reason_problems", "sharing_safety_problems",
+           "stability_problems"]
