@@ -118,13 +118,15 @@ def test_the_room_set_aside_is_kept_when_the_walk_stops_no_one(solver):
 
 
 
-def test_the_room_set_aside_holds_when_a_job_ranked_above_a_running_one_waits():
+def test_the_room_set_aside_moves_for_a_job_ranked_above_a_running_one():
     """The walk sets ``c`` aside on ``s0`` (the fuller server); then ``x``
-    fits nowhere, ``r`` stopped or not, and waits.  ``random`` put ``c`` on
+    fits nowhere beside it, ``r`` stopped or not.  ``random`` put ``c`` on
     ``s1``: ``x`` waited though it fitted ``s0`` once ``r``, ranked below
-    it, was stopped.  The answer keeps to the room set aside."""
+    it, was stopped.  The walk now moves the room set aside for ``c`` to
+    ``s1`` and stops ``r`` for ``x``, and the answer keeps to both."""
     c = Cluster((Server("s0", 4000, 64000, 2, "V100"), Server("s1", 8000, 64000, 1, "V100")))
     jobs = [running("r", "s0", [0, 1]), Job("c", 0, cpu=3000, mem=1000),
             Job("x", 2, cpu=2000, mem=1000, locality="server")]
     a = conforms(c, jobs, ["c", "x", "r"], "random")
-    assert set(a.placement("c").cpu) == {"s0"} and a.placement("r") is not None
+    assert set(a.placement("c").cpu) == {"s1"} and set(a.placement("x").cpu) == {"s0"}
+    assert a.stats["preempted_for"] == {"r": "x"}
