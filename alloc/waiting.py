@@ -20,10 +20,11 @@ unplaced, `waiting_reasons` says why from the answer itself:
   ``F_s >= n``, ``C_s >= c`` and ``M_s >= m`` (inside one node of its
   locality level), or -- for a solver that spreads a gang -- when the
   allowed servers' usable GPUs ``min(F_s, C_s / ceil(c / n), M_s / ceil(m /
-  n))`` add up to ``n`` (in one rack for rack locality).  A job that does
-  not fit waits for room, with the most the cluster offers now; one that
-  fits was left out by the solver's own rule (a solver that does not spread
-  says so).
+  n))`` add up to ``n`` (in one rack for rack locality; an elastic job
+  whose smallest size is one GPU spreads at ``n = 2`` when it may grow
+  there).  A job that does not fit waits for room, with the most the
+  cluster offers now; one that fits was left out by the solver's own rule
+  (a solver that does not spread says so).
 
 A job that declares GPU memory (``gpu_mem``; ``gpu_mem_min`` when it may
 spill to host memory) and that too few of the GPUs it may use can hold --
@@ -182,9 +183,10 @@ def _fit(room: _Room, problem, job, shape, spreads: bool) -> tuple[bool, str]:
         room.best_server(best, allowed)
     most = "" if s < 0 else f"; the most free{where} on one allowed server: {v} ({servers[s].id})"
     line = f"needs {n} GPU{'s' if n != 1 else ''}{vram}{where}, {c} milli-CPU and {m} MiB on one server{most}"
-    if n < 2 or not (loc is None or is_outer(loc)):
+    wide = max(n, 2)             # the fewest GPUs a spread takes
+    if wide > (job.max_gpus or job.gpus) or not (loc is None or is_outer(loc)):
         return fits, line
-    cper, mper = -(-c // n), -(-m // n)
+    cper, mper = -(-c // wide), -(-m // wide)
     use = np.minimum(whole, room.cfree // cper if cper else whole)
     use = np.where(allowed, np.minimum(use, room.mfree // mper if mper else use), 0)
     if is_outer(loc):
@@ -192,8 +194,9 @@ def _fit(room: _Room, problem, job, shape, spreads: bool) -> tuple[bool, str]:
         scope = f"one {loc}"
     else:
         total, scope = int(use.sum()), "the cluster"
-    spread_fits = total >= n
-    line += f"; spread over servers, {scope} has {total} usable"
+    spread_fits = total >= wide
+    at = f" at {wide} GPUs" if wide > n else ""
+    line += f"; spread over servers{at}, {scope} has {total} usable"
     if spread_fits and not spreads and not fits:
         return False, line + " (this solver does not spread a job over servers)"
     return fits or (spreads and spread_fits), line

@@ -1,6 +1,6 @@
 """An elastic job whose smallest size fits no one server but whose larger
 sizes fit spread over servers is placeable at compile time."""
-from alloc import Cluster, Job, Server
+from alloc import Cluster, Job, Server, allocate
 from alloc.problem import compile_problem, placeable_reason
 
 CLUSTER = Cluster((Server("a", 32000, 512000, 8, "V100"), Server("b", 32000, 512000, 8, "V100")))
@@ -25,3 +25,11 @@ def test_jobs_differing_only_in_their_largest_size_get_their_own_test():
             Job("grows", 4, cpu=4000, mem=600000, min_gpus=1, max_gpus=4)]
     p = compile_problem(CLUSTER, jobs)
     assert p.pending == (1,) and list(p.reasons) == [0]
+
+
+def test_its_waiting_line_says_it_fits_spread():
+    """gandiva admits an elastic job at its smallest size only: it leaves
+    the job out by its own rule, the empty cluster holding it spread."""
+    a = allocate(CLUSTER, [Job("e", 4, cpu=4000, mem=600000, min_gpus=1)], solver="gandiva")
+    assert a.reasons["e"].startswith("left waiting by gandiva's rule though it fits the room")
+    assert a.reasons["e"].endswith("spread over servers at 2 GPUs, the cluster has 2 usable")
