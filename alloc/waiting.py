@@ -20,10 +20,18 @@ unplaced, `waiting_reasons` says why from the answer itself:
   ``F_s >= n``, ``C_s >= c`` and ``M_s >= m`` (inside one node of its
   locality level), or -- for a solver that spreads a gang -- when the
   allowed servers' usable GPUs ``min(F_s, C_s / ceil(c / n), M_s / ceil(m /
-  n))`` add up to ``n`` (in one rack for rack locality).  A job that does
-  not fit waits for room, with the most the cluster offers now; one that
-  fits was left out by the solver's own rule (a solver that does not spread
-  says so).
+  n))`` add up to ``n`` (in one rack for rack locality; an elastic job
+  whose smallest size is one GPU spreads at ``n = 2`` when it may grow
+  there).  A job that does not fit waits for room, with the most the
+  cluster offers now; one that fits was left out by the solver's own rule
+  (a solver that does not spread says so).
+
+A job that declares GPU memory (``gpu_mem``; ``gpu_mem_min`` when it may
+spill to host memory) and that too few of the GPUs it may use can hold --
+on one server, for a job that must sit on one or a solver that does not
+spread -- however empty they are, is told so instead: it waits for no room
+(the GPUs' memory capacities are read off the cluster, so the test holds for
+`outside_reasons` too, which has no account of the memory in use).
 
 Jobs of one shape share one line, computed once (a vector test over the
 servers), so a round with thousands of waiting jobs of a few shapes costs a
@@ -175,9 +183,10 @@ def _fit(room: _Room, problem, job, shape, spreads: bool) -> tuple[bool, str]:
         room.best_server(best, allowed)
     most = "" if s < 0 else f"; the most free{where} on one allowed server: {v} ({servers[s].id})"
     line = f"needs {n} GPU{'s' if n != 1 else ''}{vram}{where}, {c} milli-CPU and {m} MiB on one server{most}"
-    if n < 2 or not (loc is None or is_outer(loc)):
+    wide = max(n, 2)             # the fewest GPUs a spread takes
+    if wide > (job.max_gpus or job.gpus) or not (loc is None or is_outer(loc)):
         return fits, line
-    cper, mper = -(-c // n), -(-m // n)
+    cper, mper = -(-c // wide), -(-m // wide)
     use = np.minimum(whole, room.cfree // cper if cper else whole)
     use = np.where(allowed, np.minimum(use, room.mfree // mper if mper else use), 0)
     if is_outer(loc):
@@ -185,11 +194,46 @@ def _fit(room: _Room, problem, job, shape, spreads: bool) -> tuple[bool, str]:
         scope = f"one {loc}"
     else:
         total, scope = int(use.sum()), "the cluster"
-    spread_fits = total >= n
-    line += f"; spread over servers, {scope} has {total} usable"
+    spread_fits = total >= wide
+    at = f" at {wide} GPUs" if wide > n else ""
+    line += f"; spread over servers{at}, {scope} has {total} usable"
     if spread_fits and not spreads and not fits:
         return False, line + " (this solver does not spread a job over servers)"
     return fits or (spreads and spread_fits), line
+
+
+def _gpu_mem_line(room: _Room, p, job, n: int, spreads: bool) -> str | None:
+    """The line of a job that declares GPU memory when too few of the GPUs
+    it may use can hold it, however empty (module notes); None when enough
+    can.  ``n``: its fewest GPUs."""
+    from .resources import gpu_mem_caps, mem_floor
+    need = mem_floor(job, 0)
+    caps = np.asarray(gpu_mem_caps(p.cluster), dtype=np.int64)
+    mine = room.allowed(job)[p.gpu_server]
+    big = mine & (caps >= need)
+    per = np.bincount(p.gpu_server[big], minlength=p.S)
+    most = int(per.max()) if p.S else 0
+    if most >= n:
+        return None
+    what = f"needs {n} GPU{'s' if n != 1 else ''} with {need} MiB of GPU memory"
+    if not most:
+        largest = int(caps[mine].max()) if mine.any() else 0
+        return f"{what}; the largest GPU it may use has {largest} MiB"
+    loc = job.locality
+    one = job.gpu_milli < MILLI or not (loc is None or is_outer(loc))
+    where = (f"{what} on one server; the most such GPUs on one server it may use: {most} "
+             f"({p.cluster.servers[int(np.argmax(per))].id})")
+    if one:
+        return where
+    if is_outer(loc):
+        total, scope = int(np.bincount(p.arrays.srv_domain[loc], per).max()), f"one {loc}"
+    else:
+        total, scope = int(per.sum()), "the cluster"
+    if total < n:
+        return f"{what}; {scope} has {total} such GPUs it may use"
+    if spreads or job.even_servers:
+        return None
+    return where + " (this solver does not spread a job over servers)"
 
 
 def waiting_reasons(problem, assign: dict, capabilities: Iterable[str], solver: str = "",
@@ -242,7 +286,7 @@ def waiting_reasons(problem, assign: dict, capabilities: Iterable[str], solver: 
             continue
         job, opts = jobs[j], options[j]
         hit = get((id(opts), job.gpus, job.gpu_milli, job.min_gpus, job.max_gpus,
-                   job.gpu_types, job.locality, job.gpu_mem,
+                   job.gpu_types, job.locality, job.gpu_mem, job.gpu_mem_min,
                    job.gpu_compute))   # `_line`'s first lookup, inline
         if hit is not None and hit[0] is opts:
             out[j] = hit[1]
@@ -259,19 +303,24 @@ def _line(room: _Room, p, job, options, caps: frozenset, solver: str, lines: dic
     object and the fields the shape is made of: jobs of one shape share
     their options, so most jobs cost one lookup)."""
     fast = (id(options), job.gpus, job.gpu_milli, job.min_gpus, job.max_gpus, job.gpu_types,
-            job.locality, job.gpu_mem, job.gpu_compute)
+            job.locality, job.gpu_mem, job.gpu_mem_min, job.gpu_compute)
     hit = lines.get(fast)
     if hit is not None and hit[0] is options:      # the options object kept alive in it
         return hit[1]
     shape = _smallest(job, options, "grid" in caps)
     key = (shape, job.gpu_milli if job.gpus else 0, job.gpu_types, job.locality,
-           (job.gpu_mem, job.gpu_compute) if job.gpus else None)
+           (job.gpu_mem, job.gpu_mem_min, job.gpu_compute) if job.gpus else None)
     line = lines.get(key)
     if line is None:
-        fits, what = _fit(room, p, job, shape, "spread" in caps)
-        line = lines[key] = (f"left waiting by {solver or 'the solver'}'s rule though it "
-                             f"fits the room left: {what}") if fits else \
-            f"waits for room: {what}"
+        never = _gpu_mem_line(room, p, job, shape[0], "spread" in caps) \
+            if job.gpus and job.gpu_mem is not None else None
+        if never is not None:
+            line = lines[key] = never
+        else:
+            fits, what = _fit(room, p, job, shape, "spread" in caps)
+            line = lines[key] = (f"left waiting by {solver or 'the solver'}'s rule though it "
+                                 f"fits the room left: {what}") if fits else \
+                f"waits for room: {what}"
     lines[fast] = (options, line)
     return line
 

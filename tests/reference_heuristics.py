@@ -417,7 +417,14 @@ def greedy_upgrade(problem: Problem, deadline: Deadline | None = None) -> Local:
         if deadline is not None and k % 32 == 0 and deadline.expired():
             break
         place_any(loc, j, opt[j])
-    upgrade_all(loc, deadline)
+    while upgrade_all(loc, deadline):      # an upgrade freed room: the jobs left out again
+        placed = False
+        for k, j in enumerate([j for j in order if j not in loc.st.assign]):
+            if deadline is not None and k % 32 == 0 and deadline.expired():
+                break
+            placed = place_any(loc, j, opt[j]) or placed
+        if not placed:
+            break
     return loc
 
 
@@ -446,12 +453,17 @@ def place_any(loc: Local, j: int, o: int) -> bool:
     return place_best(loc, j, o) or (o != 0 and place_best(loc, j, 0))
 
 
-def upgrade_all(loc: Local, deadline: Deadline | None) -> None:
-    """:meth:`Local.upgrade_server` on every server that holds a placed job."""
+def upgrade_all(loc: Local, deadline: Deadline | None) -> bool:
+    """:meth:`Local.upgrade_server` on every server that holds a placed job;
+    True when some server's free CPU or memory grew."""
+    freed = False
     for k, s in enumerate(sorted(s for s in range(loc.p.S) if loc.on[s])):
         if deadline is not None and k % 16 == 0 and deadline.expired():
-            return
-        loc.upgrade_server(s)
+            break
+        c, m = int(loc.st.cpu[s]), int(loc.st.mem[s])
+        if loc.upgrade_server(s) and (int(loc.st.cpu[s]) > c or int(loc.st.mem[s]) > m):
+            freed = True
+    return freed
 
 
 def local_search(problem: Problem, start: dict[int, Assign] | None = None, *,

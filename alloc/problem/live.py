@@ -103,7 +103,7 @@ class LiveState(ProblemIndex):
                     added.append(j)
                     continue
                 key = (id(job.profile), job.gpus, job.gpu_milli, job.cpu, job.mem, job.min_gpus,
-                       job.gpu_types, job.locality)
+                       job.max_gpus, job.gpu_types, job.locality)
                 hit = seen.get(key)
                 if hit is None or hit[0] is not job.profile:
                     hit = seen[key] = (job.profile, placeable_reason(cluster, job))

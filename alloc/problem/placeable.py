@@ -60,7 +60,15 @@ def _smallest_request(job: Job, n: int) -> tuple[int, int]:
 def placeable_reason(cluster: Cluster, job: Job) -> str | None:
     """None if the job fits the empty cluster (at its smallest option, inside
     one node of its locality level), else one line saying why it cannot be
-    placed on this cluster now."""
+    placed on this cluster now.
+
+    A job of whole GPUs without a locality at or below the server may also
+    spread over servers: at its smallest size of two GPUs or more (an
+    elastic job whose smallest size is one GPU, at two when it may grow
+    there), it fits when the servers it may use -- of one node of its
+    locality level, or of the cluster -- hold as many GPUs, its CPU and its
+    memory in all (a test that can say "fits" wrongly, never "does not").
+    """
     n = job.min_gpus or job.gpus
     why = _goodput_reason(cluster, job)
     if why:
@@ -80,7 +88,9 @@ def placeable_reason(cluster: Cluster, job: Job) -> str | None:
         return _even_reason(cluster, job, cpu, mem)
     if any(_width(s, job.locality) >= n and s.cpu >= cpu and s.mem >= mem for s in ok):
         return None
-    if n > 1 and job.gpu_milli == MILLI and (job.locality is None or is_outer(job.locality)):
+    wide = max(n, 2)             # the fewest GPUs a spread takes
+    if wide <= (job.max_gpus or job.gpus) and job.gpu_milli == MILLI \
+            and (job.locality is None or is_outer(job.locality)):
         within = job.locality if job.locality is not None else "cluster"
         # a spread job may mix the allowed GPU types: sum them per scope
         scopes: dict[Any, Any] = {}
@@ -88,11 +98,13 @@ def placeable_reason(cluster: Cluster, job: Job) -> str | None:
             if k[0] == within and k[-1] in types:
                 scopes[k[:-1]] = tuple(a + b for a, b in zip(scopes.get(k[:-1], (0, 0, 0)), tot))
         best = max(scopes.values(), default=(0, 0, 0))
-        if any(g >= n and c >= cpu and m >= mem for g, c, m in scopes.values()):
+        wc, wm = _smallest_request(job, wide) if wide > n else (cpu, mem)
+        if any(g >= wide and c >= wc and m >= wm for g, c, m in scopes.values()):
             return None
-        return (f"needs {n} GPUs, {cpu} milli-CPU and {mem} MiB; the allowed servers "
-                + (f"of one {job.locality} " if within != "cluster" else "")
-                + f"hold {best[0]} GPUs")
+        if wide == n:
+            return (f"needs {n} GPUs, {cpu} milli-CPU and {mem} MiB; the allowed servers "
+                    + (f"of one {job.locality} " if within != "cluster" else "")
+                    + f"hold {best[0]} GPUs")
     best = max(ok, key=lambda s: (_width(s, job.locality), s.gpus))
     where = f" in one {job.locality}" if job.locality in ("socket", "switch") else ""
     return (f"needs {n} GPUs{where}, {cpu} milli-CPU and {mem} MiB on one server; the largest "

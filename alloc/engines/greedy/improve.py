@@ -17,6 +17,12 @@ r"""Value-aware heuristics: ``greedy-upgrade`` and ``local-search``.
        (a multiple-choice knapsack over the server's free CPU and memory,
        solved by dynamic programming over Pareto states), which spends leftover
        CPU and memory where the marginal gain is largest.
+    4. Refill: an upgrade may move a job to a point of less CPU or memory
+       than it had, so room that a job left out in step 2 needed may now be
+       free: the jobs still left out are tried again in the order of step
+       2, as there, and steps 3 and 4 repeat while an upgrade frees room and
+       a job gets placed.  So no job is left out that step 2 would place in
+       the room the answer leaves.
 
 ``local-search``
     Starts from ``greedy-upgrade`` (or a given solution) and repeats, until no
@@ -396,8 +402,21 @@ def greedy_upgrade(problem: Problem, deadline: Deadline) -> Local:
         if deadline is not None and k % 32 == 0 and deadline.expired():
             break
         place_any(loc, j, opt[j])
-    upgrade_all(loc, deadline)
+    while upgrade_all(loc, deadline) and refill(loc, order, opt, deadline):
+        pass
     return loc
+
+
+def refill(loc: Local, order: Sequence[int], opt: dict[int, int], deadline: Deadline) -> bool:
+    """`place_any` every job of ``order`` not placed yet, at its option in
+    ``opt`` (step 4 of the module notes); True when one was placed.  Stops
+    at the deadline."""
+    placed = False
+    for k, j in enumerate([j for j in order if j not in loc.st.assign]):
+        if deadline is not None and k % 32 == 0 and deadline.expired():
+            break
+        placed = place_any(loc, j, opt[j]) or placed
+    return placed
 
 
 def place_any(loc: Local, j: int, o: int) -> bool:
@@ -428,12 +447,18 @@ def place_best(loc: Local, j: int, o: int) -> bool:
     return True
 
 
-def upgrade_all(loc: Local, deadline: Deadline) -> None:
-    """`Local.upgrade_server` on every server that holds a placed job."""
+def upgrade_all(loc: Local, deadline: Deadline) -> bool:
+    """`Local.upgrade_server` on every server that holds a placed job;
+    True when some server's free CPU or memory grew (a job moved to a point
+    of less of it).  Stops at the deadline."""
+    st, freed = loc.st, False
     for k, s in enumerate([s for s in range(loc.p.S) if loc.on[s]]):
         if deadline is not None and k % 16 == 0 and deadline.expired():
-            return
-        loc.upgrade_server(s)
+            break
+        c, m = st.cpu_l[s], st.mem_l[s]
+        if loc.upgrade_server(s) and (st.cpu_l[s] > c or st.mem_l[s] > m):
+            freed = True
+    return freed
 
 
 def local_search(problem: Problem, start: dict[int, Assign] | None = None, *,
