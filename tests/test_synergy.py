@@ -4,7 +4,7 @@ import random
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from alloc import Cluster, Job, Server, allocate, violations
+from alloc import Cluster, GpuShare, Job, Placement, Server, allocate, violations
 from alloc.objectives import throughput
 from alloc.problem import Problem
 from alloc.profiles import load_profile
@@ -139,3 +139,22 @@ def test_registered_and_deterministic():
         a1 = allocate(cl, jobs, solver=s)
         a2 = allocate(cl, jobs, solver=s)
         assert a1.placements == a2.placements
+
+
+def test_tune_reverts_for_a_job_that_cannot_fit():
+    """Step 3 reverts the jobs on its targets before it tries the fair
+    share, also for a job that cannot fit the room the running job r
+    leaves (u): a is reverted to its request, so b then fits on s00."""
+    cl = cluster(2, cpu=8000, mem=65536)
+    run = Placement("r", (GpuShare("s00/gpu0", 1000),), {"s00": 1000}, {"s00": 16384})
+    jobs = [Job("r", 1, cpu=1000, mem=16384, current=run),
+            Job("a", 2, cpu=2000, mem=32768, model="bert", profile=load_profile("bert")),
+            Job("u", 2, cpu=2000, mem=128000),
+            Job("b", 1, cpu=1000, mem=16384)]
+    a = allocate(cl, jobs, solver="synergy-tune")
+    assert not violations(cl, jobs, a)
+    at = {pl.job: pl for pl in a.placements}
+    assert list(a.unplaced) == ["u"]
+    assert list(at["a"].cpu) == list(at["b"].cpu) == ["s00"]
+    assert at["a"].total_mem == 32768
+    assert a.stats["ideal"] == 2 and a.stats["skipped"] == 1

@@ -34,7 +34,8 @@ class ProblemPacker:
     `fit` without a server list asks the index for the feasible server
     with the fewest free milli-GPU (``gpus`` rule).  When `capped` is
     set (Synergy TUNE), it counts per server the jobs placed here whose
-    option could still be reverted to a cheaper one (`soft_targets`)."""
+    option could still be reverted to a cheaper one (`soft_targets`), and
+    those jobs in all (`nsoft`)."""
 
     def __init__(self, problem: Problem):
         self.p = problem
@@ -47,6 +48,8 @@ class ProblemPacker:
         self.capped: dict | None = None
         #: per server, placed jobs whose option may still be reverted
         self.soft = [0] * problem.S
+        #: placed jobs whose option may still be reverted
+        self.nsoft = 0
 
     # sizes
     def need(self, j: int) -> int:
@@ -206,6 +209,7 @@ class ProblemPacker:
         jobs_on = self._jobs_on
         if self.capped is not None and self._revertible(j, o):
             soft = self.soft
+            self.nsoft += 1
             for s, _ in a.cpu:
                 jobs_on[s].add(j)
                 soft[s] += 1
@@ -225,6 +229,7 @@ class ProblemPacker:
         jobs_on, soft, used = self._jobs_on, self.soft, 0
         for j, o, a in placed:
             revertible = self.capped is not None and self._revertible(j, o)
+            self.nsoft += revertible
             for s, _ in a.cpu:
                 jobs_on[s].add(j)
                 if revertible:
@@ -238,6 +243,7 @@ class ProblemPacker:
         [`place`][alloc.engines.greedy.state.State.place] to put it back)."""
         o = self.st.option[j]
         soft = self._revertible(j, o)
+        self.nsoft -= soft
         a = self.st.remove(j)
         jobs_on = self._jobs_on
         for s, _ in a.cpu:
@@ -296,6 +302,7 @@ class ProblemPacker:
                 return
         old_o = st.option[j]
         was, now = self._revertible(j, old_o), self._revertible(j, o)
+        self.nsoft += now - was
         st.reassign(((j, a, o),))
         jobs_on, soft = self._jobs_on, self.soft
         for s, _ in old.cpu:

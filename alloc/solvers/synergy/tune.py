@@ -163,7 +163,7 @@ def _tune_core(P, order: Iterable[int], ideal: dict, capped: dict, sort_by_gpus:
         if k % 32 == 0 and deadline.expired():
             stats["skipped"] += len(sel) - k
             return {**stats, "stopped": "time limit"}, None
-        if unfit is not None and unfit.known(j):   # what `_tune_one` answers first
+        if unfit is not None and not P.nsoft and unfit.known(j):  # `_tune_one`'s first answer
             stats["skipped"] += 1
             run = False
             continue
@@ -210,7 +210,11 @@ class _Unfit:
     with (`alloc.room.Free.cannot_fit` over its options), one test per
     shape.  Steps 1-3 place it at one of its options, its CPU and memory
     split in proportion to its GPUs, in a room that placing and reverting
-    jobs of this call never make larger: such a job is skipped at once.
+    jobs of this call never make larger: none of them places such a job.
+    Step 3 still reverts the jobs on its targets before it tries the fair
+    share, so such a job is skipped at once only while no job placed in
+    this call may be reverted (``ProblemPacker.nsoft`` is 0); otherwise it
+    goes through the steps, which revert and leave it unplaced.
     ``known(j)``: True when j's shape was already found unfit (one lookup,
     no test), so even the ideal step need not be tried."""
 
@@ -261,15 +265,17 @@ def _tune_one(P, j: int, o: int, capped: dict, rank: dict, unfit=None) -> str | 
     """Place one admitted job: ideal, fair, or fair after reclaiming; returns
     how (``"ideal"``, ``"fair"``, ``"reclaimed"``) or None.  ``unfit(j)``:
     True when the job cannot fit the room the call started with
-    (`alloc.room`), so that none of the steps can place it (``unfit.known``
-    is asked first: a shape already found unfit costs one lookup)."""
-    if unfit is not None and unfit.known(j):
+    (`alloc.room`), so that none of the steps can place it; it is then
+    skipped at once when no placed job may be reverted either, so that step
+    3 would change nothing (`_Unfit`; ``unfit.known`` is asked first: a
+    shape already found unfit costs one lookup)."""
+    if unfit is not None and not P.nsoft and unfit.known(j):
         return None
     h = P.fit(j, o, mode="one")  # the common case: ideal on one server
     if h is not None:
         P.place(j, o, h)
         return "ideal"
-    if unfit is not None and unfit(j):
+    if unfit is not None and not P.nsoft and unfit(j):
         return None
     for mode in (("one", "spread") if P.n(j) >= 2 else ("one",)):
         if mode != "one":  # ideal on one server did not fit just above
