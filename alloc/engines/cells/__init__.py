@@ -33,6 +33,10 @@ preempts.  Inside a server GPUs are chosen to consolidate (innermost switch /
 socket that fits, smallest such group), so the profile's span factor
 ``span(level)`` is as high as the free GPUs allow; servers are chosen best fit
 (fewest victims, then least normalised leftover CPU + memory + GPU).
+Victims: on each GPU the jobs the job outranks, opportunistic ones first,
+then lowest priority, as few as free its share; then each victim the job
+still fits without on the same server(s) is spared, the highest first, its
+GPUs chosen again among what the others free (`Engine.fewer_victims`).
 
 Spreading.  A whole-GPU job of n >= 2 GPUs without locality (or with a
 locality above the servers) that no single server holds is spread over

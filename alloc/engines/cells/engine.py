@@ -337,9 +337,11 @@ class Engine:
             first = False
 
     # ------------------------------------------------------------ GPU choice
-    def victims_on(self, j: int, g: int, milli: int, level: int) -> list[int] | None:
+    def victims_on(self, j: int, g: int, milli: int, level: int,
+                   among: set | None = None) -> list[int] | None:
         """Jobs to preempt on GPU g so that job j's share fits ([] = none), or
-        None.  level 0: no victims; 1: opportunistic only; 2: any job j outranks."""
+        None.  level 0: no victims; 1: opportunistic only; 2: any job j
+        outranks; only jobs of ``among`` when given; in `stop_order`."""
         mem = self.mem_of(j, g)
         free, mfree = int(self.gfree[g]), int(self.gcap[g] - self.gmem[g])
         if free >= milli and mfree >= mem:
@@ -349,9 +351,9 @@ class Engine:
         on = self.jobs_on_gpu(g)
         pinned = self.p.pinned
         cands = [i for i in on if i not in pinned and self.p.outranks(j, i)
-                 and (level >= 2 or not self.job(i).guaranteed)]
-        cands.sort(key=lambda i: (self.job(i).guaranteed, self.job(i).priority,
-                                  self.job(i).weight, i))
+                 and (level >= 2 or not self.job(i).guaranteed)
+                 and (among is None or i in among)]
+        cands.sort(key=self.stop_order)
         out = []
         for i in cands:
             if free >= milli and mfree >= mem:
@@ -360,6 +362,12 @@ class Engine:
             free += on[i]
             mfree += self.mem_of(i, g)
         return out if free >= milli and mfree >= mem else None
+
+    def stop_order(self, i: int) -> tuple:
+        """The order victims are taken in: opportunistic jobs first, then
+        lower priority, lower weight, then index."""
+        job = self.job(i)
+        return job.guaranteed, job.priority, job.weight, i
 
     def jobs_on_gpu(self, g: int) -> dict[int, int]:
         """The jobs on GPU g (job index -> milli it holds)."""
@@ -387,8 +395,13 @@ class Engine:
         cap = self.gcap.item(g)
         return cap - self.gmem.item(g) >= mem_demand(self.job(j), cap)
 
-    def pick_server(self, j: int, n: int, s: int, mask, level: int):
-        """(gpus, victims) for n GPUs of job j on server s among mask, or None."""
+    def pick_server(self, j: int, n: int, s: int, mask, level: int,
+                    among: set | None = None):
+        """(gpus, victims) for n GPUs of job j on server s among mask, or None.
+
+        With victims, no more than the job needs: the victims it still fits
+        without on s are dropped (`fewer_victims`).  ``among``: only jobs of
+        it may be victims (and none is dropped)."""
         p = self.p
         job = self.job(j)
         opt = p.options[j][0]
@@ -412,7 +425,7 @@ class Engine:
         else:
             for g in rng:
                 if mask is None or mask[g]:
-                    vic = self.victims_on(j, g, milli, level)
+                    vic = self.victims_on(j, g, milli, level, among)
                     if vic is not None:
                         room[g] = vic
         if len(room) < n:
@@ -438,7 +451,8 @@ class Engine:
                 return None
             extra = [i for i in self.jobs_on_server(s) if i not in victims
                      and i not in self.p.pinned and self.p.outranks(j, i)
-                     and (level >= 2 or not self.job(i).guaranteed)]
+                     and (level >= 2 or not self.job(i).guaranteed)
+                     and (among is None or i in among)]
             extra.sort(key=lambda i: (self.job(i).guaranteed, self.job(i).priority, i))
             for i in extra:
                 if fc >= cpu_need and fm >= mem_need:
@@ -448,7 +462,25 @@ class Engine:
                 fm += dict(self.assign[i].mem).get(s, 0)
             if fc < cpu_need or fm < mem_need:
                 return None
+        if victims and among is None:
+            return self.fewer_victims(
+                chosen, victims, lambda keep: self.pick_server(j, n, s, mask, level, keep))
         return chosen, victims
+
+    def fewer_victims(self, gpus, victims: set, search) -> tuple:
+        """``(gpus, victims)`` with the victims the job still fits without
+        dropped: each victim, the last in `stop_order` first (highest
+        priority), is spared when ``search(among)`` -- the same search
+        stopping only jobs of ``among``, the others -- places the job, whose
+        GPUs are then the ones it chose among what they free.  A victim on
+        several GPUs (a multi-GPU job) may free all the job needs alone,
+        where GPUs chosen one by one would stop it and another."""
+        for i in sorted(victims, key=self.stop_order, reverse=True):
+            if i in victims:
+                r = search(victims - {i})
+                if r is not None:
+                    gpus, victims = r
+        return gpus, victims
 
     def _together(self, job: Job, n: int, room: Mapping[int, Sized]) -> list[int] | None:
         """n of the GPUs of ``room`` (GPU -> its victims) on one server, those
@@ -682,7 +714,17 @@ fullest node of
 
     def pick_spread(self, j: int, n: int, mask, level: int, servers):
         """(gpus, victims) for n whole GPUs of job j over several of ``servers``
-        (see the module notes), or None."""
+        (see the module notes), or None; with victims, no more than it needs
+        (`fewer_victims`)."""
+        r = self._spread_over(j, n, mask, level, servers)
+        if r is None or not r[1]:
+            return r
+        return self.fewer_victims(
+            r[0], r[1], lambda keep: self._spread_over(j, n, mask, level, servers, keep))
+
+    def _spread_over(self, j: int, n: int, mask, level: int, servers, among=None):
+        """`pick_spread` without dropping victims; only jobs of ``among``
+        (when given) may be victims."""
         p = self.p
         job = self.job(j)
         opt = p.options[j][0]
@@ -705,7 +747,7 @@ fullest node of
                 if mask is not None and not mask[g]:
                     continue
                 vic = [] if self.room_ok(j, g, MILLI) else (
-                    self.victims_on(j, g, MILLI, level) if level else None)
+                    self.victims_on(j, g, MILLI, level, among) if level else None)
                 if vic is not None:
                     gs.append((len(vic) > 0, g, vic))
             gs.sort()

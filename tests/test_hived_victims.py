@@ -1,0 +1,68 @@
+"""Preemption victims of the buddy-cell engine: no more than the job needs.
+A victim holding several GPUs may free all a guaranteed job needs alone;
+the GPUs are then chosen among what it frees instead of GPU by GPU, which
+stopped it and another job besides."""
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from alloc import (Cell, Cluster, GpuShare, Job, Placement, Server, Tenant, allocate,
+                   violations)
+from alloc.testing.placements import guarantee_problems
+
+
+def cluster(servers=1, gpus=8):
+    return Cluster(tuple(Server(f"s{i}", 64000, 512000, gpus, "V100") for i in range(servers)),
+                   tenants={"a": Tenant("a", (Cell("server", servers),))})
+
+
+def running(jid, gpus, prio, server="s0"):
+    job = Job(jid, len(gpus), cpu=1000 * len(gpus), mem=1000 * len(gpus), tenant="a",
+              guaranteed=True, priority=prio)
+    shares = tuple(GpuShare(f"{server}/gpu{g}", 1000) for g in gpus)
+    return replace(job, current=Placement(jid, shares, {server: job.cpu}, {server: job.mem}))
+
+
+def new(prio, n=2):
+    return Job("new", n, cpu=1000 * n, mem=1000 * n, tenant="a", guaranteed=True, priority=prio)
+
+
+@pytest.mark.parametrize("solver", ["hived", "drf"])
+def test_one_victim_on_two_gpus_is_stopped_alone(solver):
+    """``mid`` (priority 1) on gpu6-7 frees the two GPUs ``new`` needs; the
+    first two GPUs with victims, gpu5-6, stopped ``lo`` (priority 0) too."""
+    c = cluster()
+    jobs = [running("top", [0, 1, 2, 3], 3), running("top1", [4], 3), running("lo", [5], 0),
+            running("mid", [6, 7], 1), new(2)]
+    r = allocate(c, jobs, solver=solver)
+    assert sorted(g.gpu for g in r.placement("new").gpus) == ["s0/gpu6", "s0/gpu7"]
+    assert r.preempted == ("mid",)
+    assert violations(c, jobs, r) == [] and guarantee_problems(c, jobs, r) == []
+
+
+@pytest.mark.parametrize("solver", ["hived", "drf"])
+def test_of_equal_victims_the_one_that_suffices(solver):
+    """``wide`` (4 GPUs) alone frees room for ``new``; ``one`` (1 GPU, same
+    priority) on a lower GPU is spared."""
+    c = cluster()
+    jobs = [running("top", [0, 1], 3), running("one", [2], 0), running("top1", [3], 3),
+            running("wide", [4, 5, 6, 7], 0), new(1)]
+    r = allocate(c, jobs, solver=solver)
+    assert sorted(g.gpu for g in r.placement("new").gpus) == ["s0/gpu4", "s0/gpu5"]
+    assert r.preempted == ("wide",) and r.placement("one") is not None
+    assert violations(c, jobs, r) == [] and guarantee_problems(c, jobs, r) == []
+
+
+@pytest.mark.parametrize("solver", ["hived", "drf"])
+def test_a_spread_job_stops_no_more_than_it_needs(solver):
+    """``new`` (3 GPUs) spreads over servers of 2: ``x`` frees s1 and s0/gpu0
+    is free; taking s0 first (its most usable GPUs) stopped ``lo`` too."""
+    c = cluster(3, 2)
+    jobs = [running("lo", [1], 0), running("x", [0, 1], 1, "s1"),
+            running("z", [0, 1], 3, "s2"), new(2, 3)]
+    r = allocate(c, jobs, solver=solver)
+    assert sorted(g.gpu for g in r.placement("new").gpus) == ["s0/gpu0", "s1/gpu0", "s1/gpu1"]
+    assert r.preempted == ("x",) and r.placement("lo") is not None
+    assert violations(c, jobs, r) == [] and guarantee_problems(c, jobs, r) == []
