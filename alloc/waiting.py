@@ -8,7 +8,10 @@ unplaced, `waiting_reasons` says why from the answer itself:
 * a running job stopped: the job(s) placed now that it was stopped for
   (`alloc.tenancy.outranks`, on a server it held);
 * a guaranteed job: its tenant's cells and what fills them
-  (`alloc.tenancy.guarantee_reason`);
+  (`alloc.tenancy.guarantee_reason`) -- or, when they have room for it,
+  the GPUs of it reserved (``stats["reserved"]``: job id -> GPU ids, as
+  AntMan's rule 4 keeps them) for pending guaranteed jobs of its tenant
+  ranked above it;
 * any other job: the room the answer leaves against what the job needs.
   With ``F_s`` the whole GPUs left free on server ``s`` (milli left on its
   fullest GPU for a shared job; where GPU memory or compute may bind, only
@@ -280,6 +283,7 @@ def waiting_reasons(problem, assign: dict, capabilities: Iterable[str], solver: 
     if guaranteed:
         from .tenancy import guarantee_reasons
         out.update(guarantee_reasons(p, assign, guaranteed, stats or {}))
+        out.update(_reserved_reasons(p, assign, guaranteed, stats or {}))
     jobs, options, get = p.jobs, p.options, lines.get
     for j in waiting:
         if out and j in out:
@@ -294,6 +298,46 @@ def waiting_reasons(problem, assign: dict, capabilities: Iterable[str], solver: 
         if room is None:
             room = _Room(p, assign)
         out[j] = _line(room, p, job, opts, caps, solver, lines)
+    return out
+
+
+def _reserved_reasons(p, assign: dict, waiting: list[int], stats) -> dict[int, str]:
+    """The line of each waiting guaranteed job (of ``waiting``) whose
+    tenant's cells have room for its GPUs, some of it reserved for pending
+    guaranteed jobs of its tenant ranked above it (``stats["reserved"]``)."""
+    held = stats.get("reserved") if stats else None
+    if not held or not isinstance(held, dict):
+        return {}
+    from .tenancy import quota_gpus, quotas
+    c, jobs, idx = p.cluster, p.jobs, p.cluster.gpu_index
+    kind = [c.servers[int(s)].gpu_type for s in p.gpu_server]
+    gangs = sorted((k for k in map(p.job_index.get, held) if k is not None and k not in assign
+                    and k not in p.fixed and jobs[k].guaranteed), key=lambda k: int(p.rank[k]))
+    out: dict[int, str] = {}
+    for j in waiting:
+        job, v = jobs[j], jobs[j].tenant
+        ahead = [k for k in gangs if jobs[k].tenant == v and int(p.rank[k]) < int(p.rank[j])]
+        types = sorted({t for (t, _), q in quotas(c).get(v, {}).items() if q and job.allows(t)})
+        gpus = sorted({g for k in ahead for g in held[jobs[k].id]
+                       if g in idx and kind[idx[g]] in types}, key=idx.__getitem__)
+        if not gpus or not job.gpus:
+            continue
+        quota = sum(quota_gpus(c, v, t) for t in types)
+        taken = len({g for i, a in assign.items() if jobs[i].guaranteed and jobs[i].tenant == v
+                     for g, _ in a.gpus if kind[g] in types})
+        n = job.min_gpus if job.elastic and job.min_gpus is not None else job.gpus
+        if quota - taken < max(n, 1):
+            continue                          # its cells are full: that line stands
+        names = ", ".join(repr(jobs[k].id) for k in ahead[:3]) + \
+            (f" and {len(ahead) - 3} more" if len(ahead) > 3 else "")
+        whom = "a gang" if len(ahead) == 1 else "gangs"
+        some = "all" if len(gpus) >= quota - taken else f"{len(gpus)} of them"
+        rest = "" if some == "all" else \
+            f", and no room for {n} GPUs with its CPU and memory in the rest"
+        out[j] = (f"tenant {v!r}'s cells have {quota - taken} of {quota} {'/'.join(types)} "
+                  f"GPUs not held by its guaranteed jobs, {some} reserved for {names}, {whom} "
+                  f"of its tenant ranked above it ({', '.join(gpus[:4])}"
+                  + (f" and {len(gpus) - 4} more" if len(gpus) > 4 else "") + f"){rest}")
     return out
 
 

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from alloc import Cluster, Job, Placement, Server, allocate, violations
+from alloc import Cluster, GpuShare, Job, Placement, Server, allocate, violations
 from alloc.model import Cell, Tenant
 
 # the family's modules are imported inside the tests: importing a subpackage of
@@ -368,8 +368,90 @@ def test_a_session_keeps_a_gangs_reservation_between_rounds():
     s.submit(guar("big", gpus=4, mem=1000))
     r = s.step()
     assert set(r.allocation.stats["reserved"]["big"]) == {"s0/gpu2", "s0/gpu3"}
-    s.submit(guar("small", gpus=1, mem=1000, priority=10))    # ranked before big this round
+    s.submit(guar("small", gpus=1, mem=1000))                 # ranked below big
     assert s.step().allocation.placement("small") is None     # the reserved GPUs stay free
+
+
+def test_a_gangs_reservation_does_not_keep_out_a_guaranteed_job_ranked_above_it():
+    """The reservation an earlier round made for ``big`` binds the jobs
+    ranked below it: ``first``, ranked above, takes one of its GPUs (its
+    tenant's guarantee serves it first)."""
+    from alloc import Session
+    from alloc.testing import guarantee_problems
+    c = cluster(servers=1, gpus=4)
+    s = Session(c, solver="antman")
+    s.submit(guar("g1", gpus=2, mem=1000))
+    s.step()
+    s.submit(guar("big", gpus=4, mem=1000))
+    assert s.step().allocation.stats["reserved"]["big"] == ["s0/gpu2", "s0/gpu3"]
+    s.submit(guar("first", gpus=1, mem=1000, priority=10))
+    jobs = list(s.jobs.values())
+    a = s.step().allocation
+    assert a.placement("first") and not guarantee_problems(c, jobs, a)
+
+
+def test_a_reservation_taken_by_opportunistic_work_stays_and_is_reported():
+    """An opportunistic job takes the GPUs reserved for ``big`` (it may);
+    the next round ``big`` still keeps them from ``small``, ranked below it
+    -- and the answer says so (``stats["reserved"]``, the reason), so that
+    the guarantee check counts that room as the gang's."""
+    from alloc import Session
+    from alloc.testing import guarantee_problems
+    c = Cluster((Server("s0", 8000, 65536, 4, "V100"),),
+                tenants={"a": Tenant("a", (Cell("server", 1),))})
+    s = Session(c, solver="antman")
+    s.submit(guar("g1", gpus=2, mem=1000))
+    s.step()
+    s.submit(guar("big", gpus=4, mem=1000, priority=2))
+    s.submit(Job("o", 2, cpu=2000, mem=2000))
+    a = s.step().allocation
+    assert a.stats["reserved"]["big"] == [g.gpu for g in a.placement("o").gpus]
+    s.submit(guar("small", gpus=1, mem=1000))
+    jobs = list(s.jobs.values())
+    a = s.step().allocation
+    assert a.placement("small") is None and a.stats["reserved"]["big"] == ["s0/gpu2", "s0/gpu3"]
+    assert "reserved for 'big', a gang of its tenant ranked above it" in a.reasons["small"]
+    assert not guarantee_problems(c, jobs, a)
+
+
+def test_a_guaranteed_job_waits_behind_its_tenants_gang_and_says_so():
+    """``big`` exceeds the quota ``g1`` leaves: it reserves the rest of its
+    tenant's cell; ``small``, ranked below it, stays off it while the
+    opportunistic ``o`` rides it."""
+    from alloc.testing import guarantee_problems
+    c = Cluster((Server("s0", 8000, 65536, 4, "V100"),),
+                tenants={"a": Tenant("a", (Cell("server", 1),))})
+    run = Placement("g1", (GpuShare("s0/gpu0", 1000), GpuShare("s0/gpu1", 1000)),
+                    {"s0": 2000}, {"s0": 2000})
+    mine = dict(tenant="a", guaranteed=True)
+    jobs = [Job("g1", 2, cpu=2000, mem=2000, current=run, **mine),
+            Job("big", 4, cpu=4000, mem=4000, priority=2, **mine),
+            Job("small", 1, cpu=1000, mem=1000, **mine), Job("o", 2, cpu=2000, mem=2000)]
+    a = allocate(c, jobs, solver="antman")
+    assert a.stats["reserved"] == {"big": ["s0/gpu2", "s0/gpu3"]} and a.placement("o")
+    assert a.reasons["small"] == (
+        "tenant 'a''s cells have 2 of 4 V100 GPUs not held by its guaranteed jobs, all "
+        "reserved for 'big', a gang of its tenant ranked above it (s0/gpu2, s0/gpu3)")
+    assert not guarantee_problems(c, jobs, a) and not violations(c, jobs, a)
+
+
+def test_a_job_reserves_no_more_than_it_asks_and_only_where_its_cells_bind():
+    """``big`` reserves the rest of tenant a's server ``s0``; ``small``
+    then finds no room in its tenant's cell, and the free GPUs of ``s1`` are
+    tenant b's cell: it reserves none of them (nor more than the one GPU it
+    asks) -- they would keep b's guaranteed jobs off b's own cell."""
+    c = Cluster((Server("s0", 8000, 65536, 4, "V100"), Server("s1", 8000, 65536, 4, "V100")),
+                tenants={"a": Tenant("a", (Cell("server", 1),)),
+                         "b": Tenant("b", (Cell("server", 1),))})
+    on = lambda jid, srv, *ks: Placement(jid, tuple(GpuShare(f"{srv}/gpu{k}", 1000)  # noqa: E731
+                                                    for k in ks), {srv: 1000}, {srv: 1000})
+    a, b = dict(tenant="a", guaranteed=True), dict(tenant="b", guaranteed=True)
+    jobs = [Job("ga", 2, cpu=1000, mem=1000, current=on("ga", "s0", 0, 1), **a),
+            Job("gb", 1, cpu=1000, mem=1000, current=on("gb", "s1", 0), **b),
+            Job("big", 4, cpu=1000, mem=1000, priority=2, **a),
+            Job("small", 1, cpu=1000, mem=1000, **a)]
+    r = allocate(c, jobs, solver="antman")
+    assert r.placement("small") is None and r.stats["reserved"] == {"big": ["s0/gpu2", "s0/gpu3"]}
 
 
 def test_a_gang_local_to_any_domain_above_the_server_spreads_inside_it():

@@ -117,6 +117,34 @@ def test_overcommit_stability_and_safety_catch_what_they_check():
     assert not sharing_safety_problems(c, [replace(g, gpus=1)], Allocation((on("g", 0),)))
 
 
+def test_the_guarantee_counts_room_reserved_for_its_tenants_gang_ranked_above():
+    """``small`` waits beside a free GPU of its tenant's cell: a breach,
+    unless the answer reserves that GPU for a guaranteed gang of the tenant
+    ranked at or above ``small`` and still waiting, no larger than the gang."""
+    from alloc.testing import guarantee_problems
+    c = Cluster((server(0, gpus=5), server(1, gpus=5)),
+                tenants={"t": Tenant("t", (Cell("server", 1),)),
+                         "u": Tenant("u", (Cell("server", 1),))})
+    mine = dict(tenant="t", guaranteed=True)
+    held = (on("held", 0, 1, 2), on("mid", 4))
+    jobs = [Job("held", 3, cpu=100, mem=100, current=held[0], **mine),
+            Job("mid", 1, cpu=100, mem=100, priority=1, current=held[1], **mine),
+            Job("big", 4, cpu=100, mem=100, priority=1, **mine),
+            Job("small", 1, cpu=100, mem=100, **mine),
+            Job("other", 4, cpu=100, mem=100, priority=1, tenant="u", guaranteed=True)]
+    why = {j: "tenant 't''s cells" for j in ("big", "small", "other")}
+
+    def check(reserved, jobs=jobs):
+        a = Allocation(held, reasons=why, stats={"reserved": reserved})
+        return [x for x in guarantee_problems(c, jobs, a) if "'small'" in x]
+    assert check({}) and not check({"big": ["s0/gpu3"]})
+    assert check({"mid": ["s0/gpu3"]})                       # placed
+    assert check({"other": ["s0/gpu3"]})                     # another tenant's job
+    assert check({"big": [f"s0/gpu{k}" for k in range(5)]})  # more than big asks
+    low = [replace(j, priority=-1) if j.id == "big" else j for j in jobs]
+    assert check({"big": ["s0/gpu3"]}, low)                  # ranked below small
+
+
 def test_ranks_are_the_solvers_ranks():
     jobs = [Job("a", priority=0), Job("b", priority=2), Job("c", priority=1), Job("d")]
     for order in (None, ["d", "a"], ["c", "b", "d", "a"]):

@@ -22,7 +22,7 @@ its profile's grid) is not counted: a solver gains nothing by placing it.
 """
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from typing import Callable, Collection, Sequence
 
 from ..check import capacity_problems, live_state_problems, placement_problems
 from ..model import Allocation, Cluster, GpuShare, Job, Placement
@@ -208,17 +208,18 @@ def reason_problems(jobs: Sequence[Job], allocation: Allocation) -> list[str]:
 
 
 def guarantee_problems(cluster: Cluster, jobs: Sequence[Job], allocation: Allocation, *,
-                       deadline: float = 5.0) -> list[str]:
+                       deadline: float = 5.0, order: Sequence[str] | None = None) -> list[str]:
     r"""A tenant's guarantee is served (HiveD, Zhao et al., OSDI'20, section 3).
 
     For every guaranteed job ``x`` of tenant ``v`` left unplaced (waiting,
     or stopped) that could be placed on this cluster at all, with ``K(x)``
     the placements of every guaranteed job (the opportunistic ones it may
-    stop, `alloc.tenancy.outranks`) --
+    stop, `alloc.tenancy.outranks`) and ``R(x)`` the GPUs reserved for
+    guaranteed jobs of ``v`` ranked at or above ``x`` --
 
     $$
-    x \text{ does not fit in the room } K(x) \text{ leaves inside } v
-    \text{'s cells,}
+    x \text{ does not fit in the room } K(x) \text{ and } R(x)
+    \text{ leave inside } v \text{'s cells,}
     $$
 
     (its GPUs all in cells a binding of every tenant's cells gives ``v``,
@@ -229,6 +230,17 @@ def guarantee_problems(cluster: Cluster, jobs: Sequence[Job], allocation: Alloca
     opportunistic work, which the guarantee allows.  (HiveD also lets a
     guaranteed job stop its tenant's guaranteed jobs of lower priority; the
     promise checked here is the one every tenancy solver keeps.)
+
+    ``R(x)``: the answer's ``stats["reserved"]`` (job id -> GPU ids), as
+    AntMan's rule 4 keeps them (Xiao et al., OSDI'20, section 3.3: a gang
+    that does not fit reserves GPUs, which no other guaranteed job takes, so
+    that the jobs behind it do not starve it): the GPUs of each entry for a
+    guaranteed job ``y`` of ``v``, unplaced, with ``rank(y) <= rank(x)``
+    (`ranks`) and no more GPUs listed than ``y`` asks.  Such room serves
+    ``v``'s guarantee to a job ahead of ``x``; any other reservation (for
+    another tenant's job, one ranked below ``x``, one placed, or larger
+    than its job) holds nothing here, and a solver that reports none is
+    checked as without this term.
 
     The witness search is sound, not complete: one server per job (no
     spread), its request's CPU and memory, its fewest GPUs, GPUs held only
@@ -241,6 +253,8 @@ def guarantee_problems(cluster: Cluster, jobs: Sequence[Job], allocation: Alloca
         The input and the answer.
     deadline : float
         Seconds each binding search may take.
+    order : sequence of str, optional
+        The caller's order, which ranks the jobs (`ranks`).
 
     Returns
     -------
@@ -266,12 +280,14 @@ def guarantee_problems(cluster: Cluster, jobs: Sequence[Job], allocation: Alloca
     from ..deadline import Deadline
     by_id = {j.id: j for j in jobs}
     placed = {p.job: p for p in allocation.placements}
+    rank = ranks(jobs, order)
     out = []
     for x in jobs:
         if not x.guaranteed or x.id in placed or x.tenant not in cluster.tenants \
                 or not _placeable(cluster, x):
             continue
-        where = _guarantee_witness(cluster, by_id, placed, x, Deadline.after(deadline))
+        ahead = _reserved_ahead(by_id, placed, rank, allocation.stats, x)
+        where = _guarantee_witness(cluster, by_id, placed, x, Deadline.after(deadline), ahead)
         if where is not None:
             gpus, stop = where
             out.append(f"guaranteed job {x.id!r} of tenant {x.tenant!r} waits though its "
@@ -285,9 +301,28 @@ def guarantee_problems(cluster: Cluster, jobs: Sequence[Job], allocation: Alloca
     return out
 
 
-def _guarantee_witness(cluster: Cluster, by_id, placed, x: Job, deadline):
+def _reserved_ahead(by_id, placed, rank: dict[str, int], stats, x: Job) -> set[str]:
+    """``R(x)`` of `guarantee_problems`: the GPU ids ``stats["reserved"]``
+    keeps for unplaced guaranteed jobs of ``x``'s tenant ranked at or above
+    it, each entry no larger than its job."""
+    held = stats.get("reserved") if stats else None
+    out: set[str] = set()
+    if not isinstance(held, dict):
+        return out
+    for jid, gpus in held.items():
+        y = by_id.get(jid)
+        if y is None or y is x or not y.guaranteed or y.tenant != x.tenant or jid in placed \
+                or rank[jid] > rank[x.id] or len(set(gpus)) > y.gpus:
+            continue
+        out.update(gpus)
+    return out
+
+
+def _guarantee_witness(cluster: Cluster, by_id, placed, x: Job, deadline,
+                       reserved: Collection[str] = ()):
     """``(GPU ids, the jobs on them it would stop)`` where guaranteed job
-    ``x`` fits its tenant's cells (see `guarantee_problems`), or None."""
+    ``x`` fits its tenant's cells off the GPUs ``reserved`` (see
+    `guarantee_problems`), or None."""
     from collections import defaultdict
     from ..tenancy import cell_tree, check_binding, guaranteed_usage, infer_binding, quotas
     from ..resources import gpu_mem_caps, share_mem
@@ -327,7 +362,7 @@ def _guarantee_witness(cluster: Cluster, by_id, placed, x: Job, deadline):
             continue
         if cpu[s.id] + x.cpu > s.cpu or mem[s.id] + x.mem > s.mem:
             continue
-        free = [g for g in s.gpu_ids() if not held_milli[g]
+        free = [g for g in s.gpu_ids() if not held_milli[g] and g not in reserved
                 and share_mem(x, GpuShare(g, x.gpu_milli), caps[gidx[g]]) <= caps[gidx[g]]]
         groups: dict[str, list[str]] = defaultdict(list)
         for g in sorted(free, key=lambda g: (gidx[g] not in mine, gidx[g])):

@@ -31,7 +31,8 @@ SOLVERS = (
                        "(default: the compute its shares hold)", nullable=True),
                 Option("reserved", "mapping", None,
                        "guaranteed job id -> GPU ids reserved for its gang by an earlier "
-                       "round (other guaranteed jobs stay off them)", nullable=True),
+                       "round (its tenant's guaranteed jobs ranked below it stay off them)",
+                       nullable=True),
             ),
             description="AntMan global scheduler: guaranteed gangs in quota on one server, "
                         "opportunistic jobs capped on the least-loaded GPUs below 80 %"),

@@ -36,11 +36,14 @@ Job ``j`` of tenant ``v`` wanting ``n`` GPUs of ``gpu_milli`` each, memory
    still does not fit is preempted (an opportunistic job; the tenancy rules);
 4. otherwise the GPUs of the best partial server are *reserved* for the gang
    -- no more on a server than its CPU and memory hold the gang's share of,
-   and none where its servers never hold the gang (`reservable`)
-   (``stats["reserved"]``, handed back by the caller as the ``reserved``
-   option, or kept by a session's carry from one round to the next when
-   the option is not given): no other guaranteed job takes them,
-   opportunistic jobs may.
+   none where its servers never hold the gang (`reservable`), no more than
+   the job asks and its quota has left, and only where its tenant's cells
+   bind; an earlier reservation stays where opportunistic jobs took its
+   GPUs since (``stats["reserved"]``, handed back by the caller as the
+   ``reserved`` option, or kept by a session's carry from one round to the
+   next when the option is not given): no guaranteed job of its tenant
+   ranked below it takes them (the gang is not starved by the jobs behind
+   it), opportunistic jobs may.
 
 **Opportunistic jobs** (everything else), in rank order.  ``minLoadNodes``: a
 job that may ride (`alloc.resources.can_ride`) takes the ``n`` GPUs of
@@ -299,7 +302,7 @@ def place_guaranteed(st: State, j: int, reserved: dict, preempted: set, stats: d
     job = p.jobs[j]
     if job.gpus == 0:                  # holds no GPU, so no quota: only CPU and memory
         return place_cpu_only(st, j)
-    taken = {g for jid, gs in reserved.items() if jid != job.id for g in gs}
+    taken = {g for jid, gs in reserved.items() if _ahead(st, jid, j) for g in gs}
     mine = set(reserved.get(job.id, ()))
     best_part: list[int] = []
     for t in p.cluster.gpu_types:
@@ -327,14 +330,38 @@ def place_guaranteed(st: State, j: int, reserved: dict, preempted: set, stats: d
                 st.remove(j)
         for r, b in reversed(off):
             st.place(r, b)
-        part = sorted(partial(st, j, reservable(st, j, cands, t, load)), key=load)[:max(0, room)]
-        if len(part) > len(best_part):
-            best_part = part
+        most = max(0, min(room, job.gpus))
+        parts = [sorted(gs, key=load)[:most] for gs in partial(st, j, reservable(
+            st, j, cands, t, load))] + [_still_reserved(st, mine - taken, t)[:most]]
+        for gs in sorted(parts, key=len, reverse=True):     # the largest where its cells bind
+            if len(gs) > len(best_part) and _tenancy_ok(st, j, gs):
+                best_part = gs
+                break
     if best_part:
         ids = p.cluster.gpu_ids
         stats.setdefault("reserved", {})[job.id] = [ids[g] for g in sorted(best_part)]
         reserved[job.id] = list(best_part)
+    else:
+        reserved.pop(job.id, None)
     return False
+
+
+def _still_reserved(st: State, mine: set, gpu_type: str) -> list[int]:
+    """The GPUs of type ``gpu_type`` of an earlier reservation ``mine`` that
+    no guaranteed job holds now (opportunistic jobs may have taken them)."""
+    return [g for g in sorted(mine) if st.gpu_type(g) == gpu_type
+            and not any(st.p.jobs[h].guaranteed for h in st.holders[g])]
+
+
+def _ahead(st: State, jid: str, j: int) -> bool:
+    """Job ``jid``'s reservation keeps guaranteed job j off its GPUs: it is
+    another pending guaranteed job of j's tenant, ranked above j."""
+    p = st.p
+    k = p.job_index.get(jid)
+    if k is None or k == j or k in p.fixed or k in st.assign:
+        return False
+    y, job = p.jobs[k], p.jobs[j]
+    return y.guaranteed and y.tenant == job.tenant and int(p.rank[k]) < int(p.rank[j])
 
 
 def bound_choice(st: State, j: int, cands: list[int], key,
@@ -435,8 +462,9 @@ def reservable(st: State, j: int, cands: list[int], gpu_type: str, key) -> list[
     return out
 
 
-def partial(st: State, j: int, cands: list[int]) -> list[int]:
-    """The GPUs of the node of the job's locality level holding most candidates."""
+def partial(st: State, j: int, cands: list[int]) -> list[list[int]]:
+    """The candidates per node of the job's locality level, the node holding
+    most first."""
     p = st.p
     level = p.jobs[j].locality or "server"
     if level not in p.domain:
@@ -444,7 +472,7 @@ def partial(st: State, j: int, cands: list[int]) -> list[int]:
     groups: dict[int, list[int]] = defaultdict(list)
     for g in cands:
         groups[int(p.domain[level][g])].append(g)
-    return max(groups.values(), key=len, default=[])
+    return sorted(groups.values(), key=len, reverse=True)
 
 
 def _tenancy_ok(st: State, j: int | None = None, gpus: Sequence[int] = ()) -> bool:
