@@ -181,7 +181,7 @@ def solver_problems(name: str, cluster: Cluster, jobs: Sequence[Job], *,
         add("options", option_problems(name, cluster, jobs))
     add("reasons", reason_problems(jobs, a))
     if "tenancy" in info.capabilities:
-        add("guarantee", guarantee_problems(cluster, jobs, a))
+        add("guarantee", guarantee_problems(cluster, jobs, a, order=ranked))
     if preempt == "order":
         promises = {"order"} | set(PROMISES.get(name, frozenset()) if promises is None
                                    else promises)
