@@ -20,6 +20,8 @@ the rules are written out):
    inside the tenant's cells (or a new cell), then the tenant's own
    guaranteed jobs of lower priority; on each GPU the lowest priority
    first and no more than it needs, on the server that needs the fewest;
+   a running job stopped for one job that the jobs after it did not need
+   stopped is spared (`alloc.engines.cells.spare`);
 3. a guaranteed job that does not fit even so waits: its tenant's cells are
    full (`alloc.tenancy.guarantee_reasons` names them).
 
@@ -98,6 +100,7 @@ def plan(problem: Problem, deadline: Deadline) -> Plan | None:
     ({0: 1}, [1], {'a': ['server:s0']})
     """
     from .engines.cells.engine import Engine, restore_running
+    from .engines.cells.spare import fewest_stops
     from .tenancy import binding_keys
     p = problem
     jobs = p.jobs
@@ -107,15 +110,21 @@ def plan(problem: Problem, deadline: Deadline) -> Plan | None:
     waiting = sorted((j for j in p.pending if jobs[j].guaranteed),
                      key=lambda j: (p.prio_key[j], j))
     victims: dict[int, int] = {}
-    stopped: set[int] = set()
-    for j in waiting:
-        if deadline.expired():
-            break
-        for level in (0, 2):
-            before = set(stopped)
-            if any(eng.try_place(j, n, level, stopped) for n in eng.sizes(j)):
-                victims.update(dict.fromkeys((r for r in stopped - before if r in p.fixed), j))
+
+    def place() -> set[int]:
+        victims.clear()
+        stopped: set[int] = set()
+        for j in waiting:
+            if deadline.expired():
                 break
+            for level in (0, 2):
+                before = set(stopped)
+                if any(eng.try_place(j, n, level, stopped) for n in eng.sizes(j)):
+                    victims.update(dict.fromkeys((r for r in stopped - before if r in p.fixed), j))
+                    break
+        return set(victims)
+
+    fewest_stops(eng, place, lambda: set(victims.values()), deadline)
     pinned = {j: eng.assign[j] for j in waiting if j in eng.assign}
     return Plan(victims, pinned, binding_keys(eng.tree, eng.bound))
 

@@ -66,3 +66,32 @@ def test_a_spread_job_stops_no_more_than_it_needs(solver):
     assert sorted(g.gpu for g in r.placement("new").gpus) == ["s0/gpu0", "s1/gpu0", "s1/gpu1"]
     assert r.preempted == ("x",) and r.placement("lo") is not None
     assert violations(c, jobs, r) == [] and guarantee_problems(c, jobs, r) == []
+
+
+def _two_for_one():
+    """Tenant a's one server of 3 GPUs holds its guaranteed a (1 GPU) and b
+    (2 GPUs); x and y (1 GPU each, higher priority) arrive.  Stopping b
+    alone serves both; x alone would stop a (the smallest victim), and y
+    then b, leaving a GPU idle while a waits."""
+    from alloc import Cell, GpuShare, Placement, Tenant
+    c = Cluster((Server("s0", 8000, 8000, 3, "V100"),),
+                tenants={"a": Tenant("a", (Cell("server", 1),))})
+
+    def run(j, gpus):
+        return Placement(j, tuple(GpuShare(f"s0/gpu{g}", 1000) for g in gpus),
+                         {"s0": 1}, {"s0": 1})
+    mine = dict(cpu=1, mem=1, tenant="a", guaranteed=True)
+    return c, [Job("a", 1, current=run("a", [0]), **mine),
+               Job("b", 2, current=run("b", [1, 2]), **mine),
+               Job("x", 1, priority=1, **mine), Job("y", 1, priority=1, **mine),
+               Job("o", 1, cpu=1, mem=1)]
+
+
+@pytest.mark.parametrize("solver", ["hived", "cpsat-tenancy", "milp", "drf"])
+def test_the_jobs_of_a_round_stop_no_more_than_they_need_together(solver):
+    from alloc.testing import guarantee_problems
+    c, jobs = _two_for_one()
+    a = allocate(c, jobs, solver=solver, time_limit=5)
+    assert a.preempted == ("b",)
+    assert {p.job for p in a.placements} == {"a", "x", "y"}
+    assert not guarantee_problems(c, jobs, a)

@@ -101,6 +101,8 @@ class Engine:
         self._firsts: dict[tuple, object] = {}
         #: when set, placements and new cells are confined to these servers
         self.only_servers: set[int] | None = None
+        #: running jobs no job may stop (`alloc.engines.cells.spare`)
+        self.spared: set[int] = set()
         #: inverse operations since the outermost open checkpoint (None: none open)
         self._log: list | None = None
         self._marks = 0
@@ -349,8 +351,8 @@ class Engine:
         if level == 0:
             return None
         on = self.jobs_on_gpu(g)
-        pinned = self.p.pinned
-        cands = [i for i in on if i not in pinned and self.p.outranks(j, i)
+        pinned, spared = self.p.pinned, self.spared
+        cands = [i for i in on if i not in pinned and i not in spared and self.p.outranks(j, i)
                  and (level >= 2 or not self.job(i).guaranteed)
                  and (among is None or i in among)]
         cands.sort(key=self.stop_order)
@@ -450,7 +452,8 @@ class Engine:
             if level == 0:
                 return None
             extra = [i for i in self.jobs_on_server(s) if i not in victims
-                     and i not in self.p.pinned and self.p.outranks(j, i)
+                     and i not in self.p.pinned and i not in self.spared
+                     and self.p.outranks(j, i)
                      and (level >= 2 or not self.job(i).guaranteed)
                      and (among is None or i in among)]
             extra.sort(key=lambda i: (self.job(i).guaranteed, self.job(i).priority, i))

@@ -43,7 +43,10 @@ def run(p: Problem, *, preempt=True, colocate=True, grow=True, gpu_mem_capacity=
     order = sorted(pending + homeless, key=lambda j: (not jobs[j].guaranteed, pk[j], j))
     moves = _Moves(p)
     unfit = None if moves.allowed or not order else _Unfit(eng)
-    timed_out = _place_all(eng, order, 2 if preempt else 0, moves, deadline, unfit)
+    if moves.allowed or not preempt or unfit is None:
+        timed_out = _place_all(eng, order, 2 if preempt else 0, moves, deadline, unfit)
+    else:
+        timed_out, unfit = _place_sparing(eng, order, moves, deadline)
     if grow and not timed_out:
         # with no move allowed only the jobs placed now may grow
         timed_out = _grow(eng, moves, deadline,
@@ -129,13 +132,33 @@ class _Unfit:
         return hit
 
 
+def _place_sparing(eng: Engine, order, moves: _Moves, deadline: Deadline) -> tuple[bool, _Unfit]:
+    """`_place_all` with victims and no move allowed, its victims as few as
+    the jobs of the pass together need (`alloc.engines.cells.spare`);
+    returns whether the deadline stopped it and the pass's `_Unfit`."""
+    from .spare import fewest_stops
+    last: dict = {}
+
+    def place() -> set[int]:
+        preempted: set[int] = set()
+        last["served"], last["unfit"] = set(), _Unfit(eng)
+        last["timed_out"] = _place_all(eng, order, 2, moves, deadline, last["unfit"],
+                                       preempted, last["served"])
+        return {r for r in preempted if r in eng.p.fixed}
+
+    fewest_stops(eng, place, lambda: last["served"], deadline)
+    return last["timed_out"], last["unfit"]
+
+
 def _place_all(eng: Engine, order, max_level: int, moves: _Moves, deadline: Deadline,
-               unfit: _Unfit | None = None) -> bool:
+               unfit: _Unfit | None = None, preempted: set[int] | None = None,
+               served: set[int] | None = None) -> bool:
     """Place the jobs in ``order`` (smallest elastic size first, victims only
     when no size fits without); re-home victims when moves are allowed.
-    ``unfit`` rules out at once the jobs that cannot fit (`_Unfit`).
-    Returns True when the deadline stopped it."""
-    preempted: set[int] = set()
+    ``unfit`` rules out at once the jobs that cannot fit (`_Unfit`); the
+    jobs stopped are added to ``preempted`` and the jobs placed over them
+    to ``served``, when given.  Returns True when the deadline stopped it."""
+    preempted = set() if preempted is None else preempted
     for j in order:
         if deadline.expired():
             return True
@@ -151,6 +174,8 @@ def _place_all(eng: Engine, order, max_level: int, moves: _Moves, deadline: Dead
                 if eng.try_place(j, n, level, preempted):
                     placed = True
                     newly = preempted - before
+                    if newly and served is not None:
+                        served.add(j)
                     if moves.allowed and newly:
                         _rehome(eng, newly, preempted, moves)
                     break
