@@ -95,3 +95,25 @@ def test_the_jobs_of_a_round_stop_no_more_than_they_need_together(solver):
     assert a.preempted == ("b",)
     assert {p.job for p in a.placements} == {"a", "x", "y"}
     assert not guarantee_problems(c, jobs, a)
+
+
+@pytest.mark.parametrize("solver", ["hived", "cpsat-tenancy", "drf"])
+def test_a_gang_stops_opportunistic_work_before_a_second_guaranteed_job(solver):
+    """A two-GPU guaranteed job in a full cell: one GPU of an opportunistic
+    job and one of a lower-priority guaranteed job, not two guaranteed
+    jobs' GPUs because they come first by index."""
+    c = Cluster((Server("s0", 16000, 64000, 4, "V100"),),
+                tenants={"b": Tenant("b", (Cell("server", 1),))})
+
+    def run(j, gpus):
+        return Placement(j, tuple(GpuShare(f"s0/gpu{g}", 1000) for g in gpus),
+                         {"s0": 1000}, {"s0": 1000})
+    mine = dict(cpu=1000, mem=1000, tenant="b", guaranteed=True)
+    jobs = [Job("hi", 1, priority=3, current=run("hi", [0]), **mine),
+            Job("g1", 1, priority=1, current=run("g1", [1]), **mine),
+            Job("g2", 1, priority=1, current=run("g2", [2]), **mine),
+            Job("o", 1, cpu=1000, mem=1000, current=run("o", [3])),
+            Job("new", 2, priority=2, **mine)]
+    a = allocate(c, jobs, solver=solver, time_limit=5)
+    assert sorted(a.preempted) == ["g1", "o"]
+    assert {g.gpu for g in a.placement("new").gpus} == {"s0/gpu1", "s0/gpu3"}

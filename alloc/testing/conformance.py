@@ -181,7 +181,8 @@ def solver_problems(name: str, cluster: Cluster, jobs: Sequence[Job], *,
         add("options", option_problems(name, cluster, jobs))
     add("reasons", reason_problems(jobs, a))
     if "tenancy" in info.capabilities:
-        add("guarantee", guarantee_problems(cluster, jobs, a, order=ranked))
+        add("guarantee", guarantee_problems(
+            cluster, jobs, a, order=ranked, max_moves=_allowed_moves(max_moves, move_cost)))
     if preempt == "order":
         promises = {"order"} | set(PROMISES.get(name, frozenset()) if promises is None
                                    else promises)

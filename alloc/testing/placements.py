@@ -208,7 +208,8 @@ def reason_problems(jobs: Sequence[Job], allocation: Allocation) -> list[str]:
 
 
 def guarantee_problems(cluster: Cluster, jobs: Sequence[Job], allocation: Allocation, *,
-                       deadline: float = 5.0, order: Sequence[str] | None = None) -> list[str]:
+                       deadline: float = 5.0, order: Sequence[str] | None = None,
+                       max_moves: int | None = 0) -> list[str]:
     r"""A tenant's guarantee is served (HiveD, Zhao et al., OSDI'20, section 3).
 
     For every guaranteed job ``x`` of tenant ``v`` left unplaced (waiting,
@@ -242,6 +243,11 @@ def guarantee_problems(cluster: Cluster, jobs: Sequence[Job], allocation: Alloca
     than its job) holds nothing here, and a solver that reports none is
     checked as without this term.
 
+    A running guaranteed job the answer stopped when the call allows no
+    further move (``max_moves`` reached; None: moves unlimited) could only
+    have been kept where it runs: its witness is its own GPUs (a start
+    elsewhere would be a move).
+
     The witness search is sound, not complete: one server per job (no
     spread), its request's CPU and memory, its fewest GPUs, GPUs held only
     by jobs it may stop, the consolidated choice of each server first inside
@@ -255,6 +261,8 @@ def guarantee_problems(cluster: Cluster, jobs: Sequence[Job], allocation: Alloca
         Seconds each binding search may take.
     order : sequence of str, optional
         The caller's order, which ranks the jobs (`ranks`).
+    max_moves : int or None
+        The running jobs the call lets move (as in `alloc.violations`).
 
     Returns
     -------
@@ -287,7 +295,10 @@ def guarantee_problems(cluster: Cluster, jobs: Sequence[Job], allocation: Alloca
                 or not _placeable(cluster, x):
             continue
         ahead = _reserved_ahead(by_id, placed, rank, allocation.stats, x)
-        where = _guarantee_witness(cluster, by_id, placed, x, Deadline.after(deadline), ahead)
+        stay = None if x.current is None or max_moves is None \
+            or len(allocation.moved) < max_moves else {g.gpu for g in x.current.gpus}
+        where = _guarantee_witness(cluster, by_id, placed, x, Deadline.after(deadline), ahead,
+                                   stay)
         if where is not None:
             gpus, stop = where
             out.append(f"guaranteed job {x.id!r} of tenant {x.tenant!r} waits though its "
@@ -319,10 +330,10 @@ def _reserved_ahead(by_id, placed, rank: dict[str, int], stats, x: Job) -> set[s
 
 
 def _guarantee_witness(cluster: Cluster, by_id, placed, x: Job, deadline,
-                       reserved: Collection[str] = ()):
+                       reserved: Collection[str] = (), stay: Collection[str] | None = None):
     """``(GPU ids, the jobs on them it would stop)`` where guaranteed job
-    ``x`` fits its tenant's cells off the GPUs ``reserved`` (see
-    `guarantee_problems`), or None."""
+    ``x`` fits its tenant's cells off the GPUs ``reserved`` (and on the
+    GPUs ``stay`` only, when given; see `guarantee_problems`), or None."""
     from collections import defaultdict
     from ..tenancy import cell_tree, check_binding, guaranteed_usage, infer_binding, quotas
     from ..resources import gpu_mem_caps, share_mem
@@ -363,6 +374,7 @@ def _guarantee_witness(cluster: Cluster, by_id, placed, x: Job, deadline,
         if cpu[s.id] + x.cpu > s.cpu or mem[s.id] + x.mem > s.mem:
             continue
         free = [g for g in s.gpu_ids() if not held_milli[g] and g not in reserved
+                and (stay is None or g in stay)
                 and share_mem(x, GpuShare(g, x.gpu_milli), caps[gidx[g]]) <= caps[gidx[g]]]
         groups: dict[str, list[str]] = defaultdict(list)
         for g in sorted(free, key=lambda g: (gidx[g] not in mine, gidx[g])):

@@ -34,9 +34,14 @@ socket that fits, smallest such group), so the profile's span factor
 ``span(level)`` is as high as the free GPUs allow; servers are chosen best fit
 (fewest victims, then least normalised leftover CPU + memory + GPU).
 Victims: on each GPU the jobs the job outranks, opportunistic ones first,
-then lowest priority, as few as free its share; then each victim the job
-still fits without on the same server(s) is spared, the highest first, its
-GPUs chosen again among what the others free (`Engine.fewer_victims`).
+then lowest priority, as few as free its share; a job of several GPUs
+takes the GPUs without victims first, then those whose victims stop first
+(opportunistic before guaranteed, lower priority before higher); then each
+victim the job still fits without on the same server(s) is spared, the
+highest first, its GPUs chosen again among what the others free
+(`Engine.fewer_victims`).  Across the jobs of one pass with no move
+allowed, a victim the pass's jobs together did not need is spared
+(`alloc.engines.cells.spare`).
 
 Spreading.  A whole-GPU job of n >= 2 GPUs without locality (or with a
 locality above the servers) that no single server holds is spread over

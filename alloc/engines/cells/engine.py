@@ -13,7 +13,7 @@ are written out in the package's notes (`alloc.engines.cells`).
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Mapping, Sequence, Sized
+from typing import Collection, Mapping, Sequence
 
 import numpy as np
 
@@ -485,13 +485,20 @@ class Engine:
                     gpus, victims = r
         return gpus, victims
 
-    def _together(self, job: Job, n: int, room: Mapping[int, Sized]) -> list[int] | None:
+    def _together(self, job: Job, n: int, room: Mapping[int, Collection[int]]) -> list[int] | None:
         """n of the GPUs of ``room`` (GPU -> its victims) on one server, those
-        without victims first, then by index: in the innermost switch, else
-        socket, that holds n of them (fewest victims, then the smallest such
-        node, then the first); else the first n; None when the job's
-        locality is such a level and no node of it holds n."""
-        order = sorted(room, key=lambda g: (len(room[g]) > 0, g))
+        without victims first, then those whose victims stop first (the
+        last of them in `stop_order`: opportunistic work before guaranteed,
+        lower priority before higher), then by index: in the innermost
+        switch, else socket, that holds n of them (fewest GPUs with victims,
+        then the smallest such node, then the first); else the first n;
+        None when the job's locality is such a level and no node of it
+        holds n."""
+        if any(len(v) for v in room.values()):
+            last = {g: max(map(self.stop_order, v)) if len(v) else () for g, v in room.items()}
+            order = sorted(room, key=lambda g: (len(room[g]) > 0, last[g], g))
+        else:
+            order = sorted(room)
         for lv in INNER:
             if lv not in self.lv:
                 continue
