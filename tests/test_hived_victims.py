@@ -68,18 +68,20 @@ def test_a_spread_job_stops_no_more_than_it_needs(solver):
     assert violations(c, jobs, r) == [] and guarantee_problems(c, jobs, r) == []
 
 
+def _on_s0(j, gpus, size=1):
+    """Job ``j`` running on GPUs ``gpus`` of s0, ``size`` milli-CPU and MiB."""
+    return Placement(j, tuple(GpuShare(f"s0/gpu{g}", 1000) for g in gpus),
+                     {"s0": size}, {"s0": size})
+
+
 def _two_for_one():
     """Tenant a's one server of 3 GPUs holds its guaranteed a (1 GPU) and b
     (2 GPUs); x and y (1 GPU each, higher priority) arrive.  Stopping b
     alone serves both; x alone would stop a (the smallest victim), and y
     then b, leaving a GPU idle while a waits."""
-    from alloc import Cell, GpuShare, Placement, Tenant
     c = Cluster((Server("s0", 8000, 8000, 3, "V100"),),
                 tenants={"a": Tenant("a", (Cell("server", 1),))})
-
-    def run(j, gpus):
-        return Placement(j, tuple(GpuShare(f"s0/gpu{g}", 1000) for g in gpus),
-                         {"s0": 1}, {"s0": 1})
+    run = _on_s0
     mine = dict(cpu=1, mem=1, tenant="a", guaranteed=True)
     return c, [Job("a", 1, current=run("a", [0]), **mine),
                Job("b", 2, current=run("b", [1, 2]), **mine),
@@ -106,8 +108,7 @@ def test_a_gang_stops_opportunistic_work_before_a_second_guaranteed_job(solver):
                 tenants={"b": Tenant("b", (Cell("server", 1),))})
 
     def run(j, gpus):
-        return Placement(j, tuple(GpuShare(f"s0/gpu{g}", 1000) for g in gpus),
-                         {"s0": 1000}, {"s0": 1000})
+        return _on_s0(j, gpus, 1000)
     mine = dict(cpu=1000, mem=1000, tenant="b", guaranteed=True)
     jobs = [Job("hi", 1, priority=3, current=run("hi", [0]), **mine),
             Job("g1", 1, priority=1, current=run("g1", [1]), **mine),

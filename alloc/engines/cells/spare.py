@@ -57,22 +57,21 @@ def fewest_stops(eng: Engine, place: Callable[[], Collection[int]],
 
     Examples
     --------
-    >>> from alloc import Cell, Cluster, Job, Server, Tenant, Placement, GpuShare
-    >>> from alloc.deadline import Deadline
-    >>> from alloc.problem import compile_problem
-    >>> from alloc.guarantee import plan
+    Tenant a's one server of 3 GPUs runs its guaranteed jobs a (1 GPU) and b
+    (2 GPUs); x and y (1 GPU, higher priority) arrive.  Stopping b serves
+    both (x alone would stop a, the smallest victim, and y then b):
+
+    >>> from alloc import Cell, Cluster, Job, Server, Tenant, Placement, GpuShare, allocate
     >>> c = Cluster((Server("s0", 8000, 8000, 3, "V100"),),
     ...             tenants={"a": Tenant("a", (Cell("server", 1),))})
-    >>> def run(j, gpus):
-    ...     return Placement(j, tuple(GpuShare(f"s0/gpu{g}", 1000) for g in gpus),
-    ...                      {"s0": 1}, {"s0": 1})
-    >>> mine = dict(cpu=1, mem=1, tenant="a", guaranteed=True)
-    >>> jobs = [Job("a", 1, current=run("a", [0]), **mine),
-    ...         Job("b", 2, current=run("b", [1, 2]), **mine),
-    ...         Job("x", 1, priority=1, **mine), Job("y", 1, priority=1, **mine)]
-    >>> d = plan(compile_problem(c, jobs), Deadline.after(5))
-    >>> sorted(jobs[r].id for r in d.victims), sorted(jobs[j].id for j in d.pinned)
-    (['b'], ['x', 'y'])
+    >>> on = lambda j, *g: Placement(j, tuple(GpuShare(f"s0/gpu{k}", 1000) for k in g),
+    ...                              {"s0": 1}, {"s0": 1})
+    >>> kw = dict(cpu=1, mem=1, tenant="a", guaranteed=True)
+    >>> jobs = [Job("a", 1, current=on("a", 0), **kw), Job("b", 2, current=on("b", 1, 2), **kw),
+    ...         Job("x", 1, priority=1, **kw), Job("y", 1, priority=1, **kw)]
+    >>> r = allocate(c, jobs, solver="hived")
+    >>> r.preempted, sorted(p.job for p in r.placements)
+    (('b',), ['a', 'x', 'y'])
     """
     t0 = time.perf_counter()
     mark = eng.checkpoint()
