@@ -827,7 +827,8 @@ def kept_order(problem: Problem, assign: dict, *, spread: bool = True, grid: boo
     and stays out, as the order check reads it
     (`alloc.testing.order_problems`).  Running jobs stay as ``assign`` has them (where they run unless
     the solver moved them; one it leaves out is stopped when the solver
-    ``stops`` running jobs, else where it runs).  Where GPU memory or
+    ``stops`` running jobs -- never one the core pinned -- else where it
+    runs).  Where GPU memory or
     compute may bind (`alloc.resources.needs`) the walk counts them too.
     Out of ``deadline`` the rest of the answer is taken as far as it fits.
 
@@ -901,7 +902,7 @@ def _walk_down(p: Problem, assign: dict, prefer: dict, spread: bool, grid: bool,
     out = {}
     for r, a in p.fixed.items():
         b = assign.get(r)
-        if b is None and stops:
+        if b is None and stops and r not in p.pinned:      # a pinned job is never stopped
             w._apply(a, 1)
             continue
         out[r] = a if b is None else b
@@ -984,7 +985,7 @@ def _in_order(p: Problem, assign: dict, stops: bool, spread: bool = True,
     above a running job -- the walk would change nothing.  The jobs the
     order's walk pinned (`plan`) count as placed work of their rank.
     Cheap: one pass over the pending jobs."""
-    if stops and any(r not in assign for r in p.fixed):
+    if stops and any(r not in assign and r not in p.pinned for r in p.fixed):
         return False
     rank = p.rank
     # a job the order's walk pinned was waiting in the caller's call: it is placed work too

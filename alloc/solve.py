@@ -263,7 +263,9 @@ def _kept_order(problem, sol, info: SolverInfo, deadline: Deadline):
     ([alloc.preempt.kept_order][]; an answer that keeps it is unchanged)."""
     from .preempt import kept_order
     caps = info.capabilities
-    stops = "preemption" in caps or ("migration" in caps and problem.moves_allowed)
+    # a running job the answer leaves out is stopped only by a solver that
+    # stops them; finish puts any other one back (`KeptRunning`)
+    stops = "preemption" in caps
     assign = kept_order(problem, sol.assign, spread="spread" in caps, stops=stops,
                         deadline=deadline)
     fixed = problem.fixed

@@ -161,6 +161,20 @@ def test_moving_a_cpu_only_running_job_is_charged_as_a_move(solver):
     assert a.value >= h.value - 1e-9
 
 
+@pytest.mark.parametrize("solver", ["cpsat-tenancy", "milp"])
+def test_a_job_the_guarantee_pinned_is_never_stopped_when_moves_are_allowed(solver):
+    """A multi-round session's input (tenant a's server cell and two GPU
+    cells, its guaranteed gang ``j14`` running): the core pins ``j3`` for
+    the guarantee.  With moves allowed the model let a moved job of higher
+    priority make ``j3`` a legal victim and stopped it -- a job that was
+    not running."""
+    from pathlib import Path
+    i = load_instance(Path(__file__).parent / "data" / "pinned_guarantee_moves.json")
+    a = allocate(i.cluster, i.jobs, solver=solver, time_limit=2, seed=10, max_moves=2)
+    assert "j3" not in a.preempted and a.placement("j3") is not None
+    assert a.stats.get("guarantee_pinned") and "j3" in a.stats["guarantee_pinned"]
+
+
 def test_assign_same_as_is_the_placement_rule():
     from alloc import Assign
     a = Assign(gpus=((1, 1000), (0, 500)), cpu=((0, 500), (1, 0)), mem=((0, 800),))

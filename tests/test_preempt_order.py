@@ -467,3 +467,25 @@ def test_a_job_stops_a_lower_ranked_one_where_room_set_aside_above_it_can_move()
         a = allocate(cl, jobs, solver=solver, order=order, preempt="order")
         assert order_problems(cl, jobs, a, order) == [], solver
         assert a.stats["preempted_for"]["j7"] == "j31", solver
+
+
+def test_a_moving_solver_keeps_the_job_the_walk_pinned_in_the_order_repair():
+    """``proportional`` (migration, no preemption) re-places every job from
+    scratch and lists neither the job the order's walk pinned (``j1``, for
+    which ``big`` stops) nor any running job it keeps; the order's repair
+    took such a job as stopped and gave its CPU to ``late``."""
+    from alloc import Cluster, GpuShare, Job, Placement, Server, allocate, violations
+    c = Cluster((Server("s0", 8000, 262144, 8, "V100"),))
+    cpu_only = Placement("j0", (), {"s0": 1000}, {"s0": 16384})
+    big = Placement("big", tuple(GpuShare(f"s0/gpu{g}", 1000) for g in range(7)),
+                    {"s0": 7000}, {"s0": 114688})
+    jobs = [Job("j0", 0, cpu=1000, mem=16384, current=cpu_only),
+            Job("j1", 0, cpu=1000, mem=16384), Job("j2", 0, cpu=1000, mem=16384),
+            Job("j3", 0, cpu=1000, mem=16384), Job("j4", 0, cpu=3000, mem=16384),
+            Job("late", 1, gpu_milli=100, cpu=2000, mem=16384),
+            Job("big", 7, cpu=7000, mem=114688, current=big)]
+    kw = dict(objective="gpus", max_moves=None, move_cost=0.0, order=["j1"], preempt="order")
+    a = allocate(c, jobs, solver="proportional", **kw)
+    assert a.preempted == ("big",) and a.placement("j1") is not None
+    assert a.placement("late") is None
+    assert violations(c, jobs, a, max_moves=None, order=["j1"], preempt="order") == []

@@ -118,7 +118,9 @@ class KeptRunning:
     sets ``assign[r] = fixed[r]`` for every running ``r``.  One that may move
     but not stop them has each running job it leaves out put back where it
     runs.  One that may stop them answers for them (a running job it leaves
-    out is stopped): nothing to invert.
+    out is stopped), except for the jobs the core pinned (`OrderPreemption`,
+    `GuaranteePins`), which are never stopped: each one it leaves out is put
+    back.
 
     Examples
     --------
@@ -139,11 +141,15 @@ class KeptRunning:
 
     def apply(self, problem: Problem) -> tuple[Problem, Any]:
         """``(P, (every, fixed))``: the problem unchanged, and which running
-        jobs go back (``every``: all of them, else those left out); ``(P,
-        None)`` when nothing runs or the solver answers for them."""
+        jobs go back (``every``: all of ``fixed``, else those of it left
+        out); ``(P, None)`` when nothing runs or the solver answers for all
+        of them."""
         caps = self.capabilities
-        if not problem.fixed or "preemption" in caps:
+        if not problem.fixed:
             return problem, None
+        if "preemption" in caps:
+            pinned = {j: problem.fixed[j] for j in problem.pinned if j in problem.fixed}
+            return problem, ((False, pinned) if pinned else None)
         touches = "migration" in caps and problem.moves_allowed
         return problem, (not touches, problem.fixed)
 

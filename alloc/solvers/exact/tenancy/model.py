@@ -673,8 +673,8 @@ def add_even_move(tm: TenancyModel, r: int, row: dict) -> None:
 
 def add_running(tm: TenancyModel) -> None:
     """keep[r], the moves mv[r,s] / ms[r,d] (when allowed, and not for a job
-    the core pinned) and pre[r]: keep + sum mv + sum ms + pre = 1; a running
-    elastic job keeps its size."""
+    the core pinned) and pre[r] (0 for a job the core pinned): keep + sum mv
+    + sum ms + pre = 1; a running elastic job keeps its size."""
     p = tm.p
     for r in tm.running:
         tm.tick()
@@ -719,7 +719,8 @@ def add_running(tm: TenancyModel) -> None:
                     row[col] = 1
             if job.even_servers:
                 add_even_move(tm, r, row)
-        pr = tm.pre[r] = tm.var(1)
+        # a job the core pinned is never stopped (nor moved)
+        pr = tm.pre[r] = tm.var(0 if r in p.pinned else 1)
         row[pr] = 1
         tm.m.add_row(row, 1, 1)
         if tm.pcost:
