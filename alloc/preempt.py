@@ -831,6 +831,12 @@ def kept_order(problem: Problem, assign: dict, *, spread: bool = True, grid: boo
     runs).  Where GPU memory or
     compute may bind (`alloc.resources.needs`) the walk counts them too.
     Out of ``deadline`` the rest of the answer is taken as far as it fits.
+    When the walk still leaves a job out that ranks above one it places
+    and the solver moved running jobs, it is walked again with the moves
+    undone (each such job where it runs), and that walk is taken when the
+    highest-ranked job it leaves out ranks lower (the ranks left out
+    compared in order): a move is the solver's choice, a job's rank is
+    not.
 
     The jobs the order's walk (`plan`) set room aside for hold a claim on
     that room: it fits beside the running jobs, the pinned ones and the
@@ -865,7 +871,31 @@ def kept_order(problem: Problem, assign: dict, *, spread: bool = True, grid: boo
     claims = _claims(p, out, stops)
     if claims:
         out = _walk_down(p, assign, claims, spread, grid, stops, deadline)
+    moved = {r: a for r, a in p.fixed.items() if r in assign and not assign[r].same_as(a)}
+    if moved and _passed_over(p, out) and not (deadline is not None and deadline.expired()):
+        # the solver's moves may have taken the room of a job ranked above
+        # one placed: walked again with the moves undone, kept if it serves
+        # the ranks better
+        again = _walk_down(p, {**assign, **moved}, claims, spread, grid, stops, deadline)
+        if _waiting(p, again) > _waiting(p, out):
+            out = again
     return out
+
+
+def _passed_over(p: Problem, out: dict) -> bool:
+    """A pending job ``out`` leaves out ranks above one it places (a pinned
+    job counts as placed)."""
+    rank = p.rank
+    low = max((int(rank[j]) for j in p.pending if j in out), default=-1)
+    low = max([low] + [int(rank[j]) for j in p.pinned])
+    return any(int(rank[j]) < low for j in p.pending if j not in out)
+
+
+def _waiting(p: Problem, out: dict) -> list[int]:
+    """The ranks of the pending jobs ``out`` leaves out, ascending: of two
+    answers, the one with the larger list serves the ranks better (the
+    highest-ranked job it leaves out ranks lower)."""
+    return sorted(int(p.rank[j]) for j in p.pending if j not in out)
 
 
 def _claims(p: Problem, out: dict, stops: bool) -> dict:

@@ -269,8 +269,8 @@ def _kept_order(problem, sol, info: SolverInfo, deadline: Deadline):
     assign = kept_order(problem, sol.assign, spread="spread" in caps, stops=stops,
                         deadline=deadline)
     fixed = problem.fixed
-    changed = sum(1 for j, a in assign.items() if j not in fixed and sol.assign.get(j) is not a) \
-        + sum(1 for j in sol.assign if j not in fixed and j not in assign)
+    changed = sum(1 for j, a in assign.items() if sol.assign.get(j, fixed.get(j)) is not a) \
+        + sum(1 for j in sol.assign if j not in assign)
     if not changed:
         return sol
     if not stops:

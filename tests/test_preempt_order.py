@@ -489,3 +489,20 @@ def test_a_moving_solver_keeps_the_job_the_walk_pinned_in_the_order_repair():
     assert a.preempted == ("big",) and a.placement("j1") is not None
     assert a.placement("late") is None
     assert violations(c, jobs, a, max_moves=None, order=["j1"], preempt="order") == []
+
+
+def test_a_move_never_takes_the_room_of_a_job_ranked_above_one_placed():
+    """A multi-round session's input under ``preempt="order"`` with moves
+    allowed: cpsat moved the running ``j14`` (rank 4) into the room ``j3``
+    (rank 3) needed, and ``j3`` waited while ``j13`` (rank 6) ran.  The
+    order's repair undoes the solver's moves when they cost a job ranked
+    above a placed one its room."""
+    from alloc.testing import order_problems
+    from alloc.testing.placements import order_preemption_rule
+    i = load_instance(Path(__file__).parent / "data" / "order_move_took_room.json")
+    order = ["j20", "j21", "j15", "j3", "j14", "j12", "j13"]
+    a = allocate(i.cluster, i.jobs, solver="cpsat", time_limit=2, seed=8, max_moves=2,
+                 order=order, preempt="order")
+    assert a.placement("j3") is not None
+    assert order_problems(i.cluster, i.jobs, a, order,
+                          may_preempt=order_preemption_rule(order)) == []
