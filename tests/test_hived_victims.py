@@ -118,3 +118,16 @@ def test_a_gang_stops_opportunistic_work_before_a_second_guaranteed_job(solver):
     a = allocate(c, jobs, solver=solver, time_limit=5)
     assert sorted(a.preempted) == ["g1", "o"]
     assert {g.gpu for g in a.placement("new").gpus} == {"s0/gpu1", "s0/gpu3"}
+
+
+def test_a_stopped_guaranteed_job_is_placed_again_when_a_later_stop_frees_room():
+    """A multi-round session's input with moves allowed: x (j17) stops a
+    (j5), then y (j19) stops the two-GPU b (j14) and leaves one of its GPUs
+    free.  The first victim is tried again after the second stop and moves
+    there, instead of waiting beside an idle GPU of its tenant's cell."""
+    from pathlib import Path
+    from alloc import load_instance
+    i = load_instance(Path(__file__).parent / "data" / "rehome_guaranteed.json")
+    a = allocate(i.cluster, i.jobs, solver="hived", time_limit=2, max_moves=2)
+    assert a.preempted == ("j14",) and a.moved == ("j5",)
+    assert guarantee_problems(i.cluster, i.jobs, a, max_moves=2) == []

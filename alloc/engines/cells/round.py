@@ -154,7 +154,8 @@ def _place_all(eng: Engine, order, max_level: int, moves: _Moves, deadline: Dead
                unfit: _Unfit | None = None, preempted: set[int] | None = None,
                served: set[int] | None = None) -> bool:
     """Place the jobs in ``order`` (smallest elastic size first, victims only
-    when no size fits without); re-home victims when moves are allowed.
+    when no size fits without); re-home victims when moves are allowed
+    (after each stop, every victim not yet placed again).
     ``unfit`` rules out at once the jobs that cannot fit (`_Unfit`); the
     jobs stopped are added to ``preempted`` and the jobs placed over them
     to ``served``, when given.  Returns True when the deadline stopped it."""
@@ -177,7 +178,9 @@ def _place_all(eng: Engine, order, max_level: int, moves: _Moves, deadline: Dead
                     if newly and served is not None:
                         served.add(j)
                     if moves.allowed and newly:
-                        _rehome(eng, newly, preempted, moves)
+                        # the new victims' room may hold an earlier one too
+                        _rehome(eng, {i for i in preempted if i not in eng.assign},
+                                preempted, moves)
                     break
             if placed:
                 break
@@ -233,14 +236,20 @@ def _same(p: Problem, j: int, a: Assign) -> bool:
 
 
 def _rehome(eng: Engine, victims: set, preempted: set, moves: _Moves) -> None:
-    """Re-place preemption victims elsewhere (a move) while the budget lasts."""
+    """Re-place preemption victims elsewhere (a move) while the budget lasts:
+    in free room, and a guaranteed one -- whose tenant's cells are its due
+    -- else over opportunistic work there (HiveD's level 1), those jobs
+    then re-placed in free room the same way."""
     for i in sorted(victims, key=lambda i: (-eng.job(i).priority, i)):
         if not moves.left() or i in eng.assign:
             continue
-        for n in eng.sizes(i):
-            if eng.try_place(i, n, 0, set()):
+        for level in ((0, 1) if eng.job(i).guaranteed else (0,)):
+            before = set(preempted)
+            if any(eng.try_place(i, n, level, preempted) for n in eng.sizes(i)):
                 preempted.discard(i)
                 moves.moved.add(i)
+                if preempted - before:
+                    _rehome(eng, preempted - before, preempted, moves)
                 break
 
 
