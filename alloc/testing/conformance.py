@@ -181,8 +181,9 @@ def solver_problems(name: str, cluster: Cluster, jobs: Sequence[Job], *,
         add("options", option_problems(name, cluster, jobs))
     add("reasons", reason_problems(jobs, a))
     if "tenancy" in info.capabilities:
-        add("guarantee", guarantee_problems(
-            cluster, jobs, a, order=ranked, max_moves=_allowed_moves(max_moves, move_cost)))
+        # a solver without migration moves nothing, whatever the call allows
+        moves = _allowed_moves(max_moves, move_cost) if "migration" in info.capabilities else 0
+        add("guarantee", guarantee_problems(cluster, jobs, a, order=ranked, max_moves=moves))
     if preempt == "order":
         promises = {"order"} | set(PROMISES.get(name, frozenset()) if promises is None
                                    else promises)
