@@ -68,30 +68,18 @@ def test_a_spread_job_stops_no_more_than_it_needs(solver):
     assert violations(c, jobs, r) == [] and guarantee_problems(c, jobs, r) == []
 
 
-def _on_s0(j, gpus, size=1):
-    """Job ``j`` running on GPUs ``gpus`` of s0, ``size`` milli-CPU and MiB."""
-    return Placement(j, tuple(GpuShare(f"s0/gpu{g}", 1000) for g in gpus),
-                     {"s0": size}, {"s0": size})
-
-
 def _two_for_one():
     """Tenant a's one server of 3 GPUs holds its guaranteed a (1 GPU) and b
     (2 GPUs); x and y (1 GPU each, higher priority) arrive.  Stopping b
     alone serves both; x alone would stop a (the smallest victim), and y
     then b, leaving a GPU idle while a waits."""
-    c = Cluster((Server("s0", 8000, 8000, 3, "V100"),),
-                tenants={"a": Tenant("a", (Cell("server", 1),))})
-    run = _on_s0
-    mine = dict(cpu=1, mem=1, tenant="a", guaranteed=True)
-    return c, [Job("a", 1, current=run("a", [0]), **mine),
-               Job("b", 2, current=run("b", [1, 2]), **mine),
-               Job("x", 1, priority=1, **mine), Job("y", 1, priority=1, **mine),
-               Job("o", 1, cpu=1, mem=1)]
+    x, y = (replace(new(1, 1), id=i) for i in ("x", "y"))
+    return cluster(1, 3), [running("a", [0], 0), running("b", [1, 2], 0), x, y,
+                           Job("o", 1, cpu=1000, mem=1000)]
 
 
 @pytest.mark.parametrize("solver", ["hived", "cpsat-tenancy", "milp", "drf"])
 def test_the_jobs_of_a_round_stop_no_more_than_they_need_together(solver):
-    from alloc.testing import guarantee_problems
     c, jobs = _two_for_one()
     a = allocate(c, jobs, solver=solver, time_limit=5)
     assert a.preempted == ("b",)
@@ -104,17 +92,10 @@ def test_a_gang_stops_opportunistic_work_before_a_second_guaranteed_job(solver):
     """A two-GPU guaranteed job in a full cell: one GPU of an opportunistic
     job and one of a lower-priority guaranteed job, not two guaranteed
     jobs' GPUs because they come first by index."""
-    c = Cluster((Server("s0", 16000, 64000, 4, "V100"),),
-                tenants={"b": Tenant("b", (Cell("server", 1),))})
-
-    def run(j, gpus):
-        return _on_s0(j, gpus, 1000)
-    mine = dict(cpu=1000, mem=1000, tenant="b", guaranteed=True)
-    jobs = [Job("hi", 1, priority=3, current=run("hi", [0]), **mine),
-            Job("g1", 1, priority=1, current=run("g1", [1]), **mine),
-            Job("g2", 1, priority=1, current=run("g2", [2]), **mine),
-            Job("o", 1, cpu=1000, mem=1000, current=run("o", [3])),
-            Job("new", 2, priority=2, **mine)]
+    opportunistic = replace(running("o", [3], 0), tenant=None, guaranteed=False)
+    jobs = [running("hi", [0], 3), running("g1", [1], 1), running("g2", [2], 1), opportunistic,
+            new(2)]
+    c = cluster(1, 4)
     a = allocate(c, jobs, solver=solver, time_limit=5)
     assert sorted(a.preempted) == ["g1", "o"]
     assert {g.gpu for g in a.placement("new").gpus} == {"s0/gpu1", "s0/gpu3"}
