@@ -883,8 +883,9 @@ def kept_order(problem: Problem, assign: dict, *, spread: bool = True, grid: boo
 
 
 def _passed_over(p: Problem, out: dict) -> bool:
-    """A pending job ``out`` leaves out ranks above one it places (a pinned
-    job counts as placed)."""
+    """A pending job ``out`` leaves out ranks above one it places (a job the
+    order's walk pinned was waiting in the caller's call: it counts as
+    placed work of its rank)."""
     rank = p.rank
     low = max((int(rank[j]) for j in p.pending if j in out), default=-1)
     low = max([low] + [int(rank[j]) for j in p.pinned])
@@ -1013,27 +1014,20 @@ def _in_order(p: Problem, assign: dict, stops: bool, spread: bool = True,
     leaves out (nothing lower-ranked took room), and no job left out that
     may claim room the solver does not place jobs in (`_may_claim`) ranks
     above a running job -- the walk would change nothing.  The jobs the
-    order's walk pinned (`plan`) count as placed work of their rank.
-    Cheap: one pass over the pending jobs."""
+    order's walk pinned (`plan`) count as placed work of their rank
+    (`_passed_over`).  Cheap: two passes over the pending jobs."""
     if stops and any(r not in assign and r not in p.pinned for r in p.fixed):
         return False
+    if _passed_over(p, assign):
+        return False
     rank = p.rank
-    # a job the order's walk pinned was waiting in the caller's call: it is placed work too
-    low_placed, high_waiting = max((int(rank[j]) for j in p.pinned), default=-1), None
     high_claim = None
     for j in p.pending:
         r = int(rank[j])
-        if j in assign:
-            low_placed = max(low_placed, r)
-        else:
-            if high_waiting is None or r < high_waiting:
-                high_waiting = r
-            if (high_claim is None or r < high_claim) and _may_claim(p, j, spread, grid):
-                high_claim = r
-    if high_claim is not None and p.fixed and \
-            high_claim < max(int(rank[r]) for r in p.fixed):
-        return False
-    return high_waiting is None or high_waiting > low_placed
+        if j not in assign and (high_claim is None or r < high_claim) \
+                and _may_claim(p, j, spread, grid):
+            high_claim = r
+    return high_claim is None or not p.fixed or high_claim >= max(int(rank[r]) for r in p.fixed)
 
 
 def _fits(a: Assign, gf, cf, mf) -> bool:
