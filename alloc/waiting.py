@@ -47,6 +47,7 @@ from typing import Any, Iterable
 import numpy as np
 
 from .model import MILLI
+from .problem.placeable import spread_width
 from .topology import is_outer
 
 #: the locality levels inside a server (a gang then fits one node of it)
@@ -186,8 +187,8 @@ def _fit(room: _Room, problem, job, shape, spreads: bool) -> tuple[bool, str]:
         room.best_server(best, allowed)
     most = "" if s < 0 else f"; the most free{where} on one allowed server: {v} ({servers[s].id})"
     line = f"needs {n} GPU{'s' if n != 1 else ''}{vram}{where}, {c} milli-CPU and {m} MiB on one server{most}"
-    wide = max(n, 2)             # the fewest GPUs a spread takes
-    if wide > (job.max_gpus or job.gpus) or not (loc is None or is_outer(loc)):
+    wide = spread_width(job, n)
+    if wide is None:
         return fits, line
     cper, mper = -(-c // wide), -(-m // wide)
     use = np.minimum(whole, room.cfree // cper if cper else whole)

@@ -57,6 +57,29 @@ def _smallest_request(job: Job, n: int) -> tuple[int, int]:
     return cpu, mem
 
 
+def spread_width(job: Job, n: int) -> int | None:
+    """The fewest GPUs job ``job``, of smallest size ``n``, takes spread over
+    servers: ``n``, or two for an elastic job whose smallest size is one GPU
+    when it may grow there; None when it may not spread (shares of a GPU, a
+    locality at or below the server, or never two GPUs).  The rule of
+    `placeable_reason` and of the waiting reasons (`alloc.waiting`).
+
+    Examples
+    --------
+    >>> from alloc import Job
+    >>> from alloc.problem.placeable import spread_width
+    >>> spread_width(Job("a", 4), 4), spread_width(Job("e", 1, min_gpus=1, max_gpus=4), 1)
+    (4, 2)
+    >>> spread_width(Job("one", 1), 1), spread_width(Job("s", 4, locality="server"), 4)
+    (None, None)
+    """
+    wide = max(n, 2)
+    if job.gpu_milli != MILLI or wide > (job.max_gpus or job.gpus) \
+            or not (job.locality is None or is_outer(job.locality)):
+        return None
+    return wide
+
+
 def placeable_reason(cluster: Cluster, job: Job) -> str | None:
     """None if the job fits the empty cluster (at its smallest option, inside
     one node of its locality level), else one line saying why it cannot be
@@ -88,9 +111,8 @@ def placeable_reason(cluster: Cluster, job: Job) -> str | None:
         return _even_reason(cluster, job, cpu, mem)
     if any(_width(s, job.locality) >= n and s.cpu >= cpu and s.mem >= mem for s in ok):
         return None
-    wide = max(n, 2)             # the fewest GPUs a spread takes
-    if wide <= (job.max_gpus or job.gpus) and job.gpu_milli == MILLI \
-            and (job.locality is None or is_outer(job.locality)):
+    wide = spread_width(job, n)
+    if wide is not None:
         within = job.locality if job.locality is not None else "cluster"
         # a spread job may mix the allowed GPU types: sum them per scope
         scopes: dict[Any, Any] = {}
