@@ -327,3 +327,13 @@ def test_the_old_conformance_names_still_work_and_warn():
     def drawn(inst):
         assert not model_problems(*inst)
     drawn()
+
+
+def test_the_guarantee_check_refuses_a_max_moves_that_is_not_a_count():
+    from alloc import Allocation, Cluster, InputError, Job, Server
+    from alloc.testing import guarantee_problems
+    c = Cluster((Server("s0", 8000, 8000, 2, "V100"),))
+    for bad in ("x", -1, 1.5, True):
+        with pytest.raises(InputError, match="^max_moves: expected an integer >= 0 or None"):
+            guarantee_problems(c, [Job("a", 1, cpu=1, mem=1)], Allocation(), max_moves=bad)
+    assert guarantee_problems(c, [Job("a", 1, cpu=1, mem=1)], Allocation(), max_moves=None) == []

@@ -283,6 +283,8 @@ def guarantee_problems(cluster: Cluster, jobs: Sequence[Job], allocation: Alloca
     >>> guarantee_problems(c, jobs, Allocation((opp,), unplaced=("g",)))
     ["guaranteed job 'g' of tenant 'a' waits though its tenant's cells have room for it (on s0/gpu0, s0/gpu1; held by 'o', which it may stop)", "guaranteed job 'g' waits without a reason naming tenant 'a'"]
     """
+    from ..validate import check_call_settings
+    check_call_settings(0, max_moves, None)         # the call's max_moves, as allocate reads it
     if not cluster.tenants:
         return []
     from ..deadline import Deadline
