@@ -43,7 +43,8 @@ rank, while some running job ranks below it:
    or compute may bind, a GPU counts, in every test and placement, only
    when the victims stopped leave it one share of ``p``'s;
 3. else, when the room step 1 set aside for a job ``k`` ranked above ``p``
-   lies on a server where a running job ranked below ``p`` runs, ``k``'s
+   lies on a server where a running job ranked below ``p`` runs (or, for a
+   gang that may spread, a server with a whole free GPU), ``k``'s
    room may move (it is the solver's to place ``k`` as it likes): ``p`` is
    tried again, by 1 and then by 2, with ``k``'s room given back, and ``k``
    then set aside again in what is left (the victims' room that ``p`` does
@@ -655,6 +656,9 @@ def plan(problem: Problem, deadline: Deadline) -> Plan:
         return Plan()
     from .resources import needs
     w = _Walk(p)
+    w.alive[list(p.pinned)] = False       # a pinned job is never stopped
+    if not w.alive.any():
+        return Plan()
     if needs(p.cluster, p.jobs) & {"gpu-memory", "gpu-compute"}:
         w.res = GpuLeft(p, dict(p.fixed))
     victims: dict[int, int] = {}
@@ -708,7 +712,8 @@ def _moving_reserved(w: _Walk, j: int, sh, reserved: dict) -> tuple[list, Assign
     set aside for the jobs ranked above it (``reserved``).  That room is the
     solver's to place them in as it likes, so j is tried again with one of
     them moved: the room of a job ``k`` set aside on a server that j could
-    take (one that a running job ranked below j holds) given back, j placed
+    take (one that a running job ranked below j holds, or, for a gang that
+    may spread, one with a whole free GPU) given back, j placed
     in the free room if it fits there and ``k`` after it, else j with the
     fewest lowest-ranked victims (`_Walk.with_victims`) and ``k`` after it
     (the victims' room that j does not take counted as held: a stopped job
@@ -719,6 +724,10 @@ def _moving_reserved(w: _Walk, j: int, sh, reserved: dict) -> tuple[list, Assign
     p = w.p
     near = {x for r in w.by_rank if w.alive[r] and w.rank[r] > w.rank[j]
             for x in p.servers_of(p.fixed[r])}
+    n, q, _, loc, _ = sh
+    if w.may_spread and ((n >= 2 and q >= MILLI and (loc is None or is_outer(loc)))
+                         or _even(sh)):
+        near |= {int(x) for x in np.flatnonzero(w.whole)}   # a gang takes free GPUs too
     cands = [k for k, a in reserved.items() if not near.isdisjoint(p.servers_of(a))]
     if not cands or not _hope(w, j, sh, {k: reserved[k] for k in cands}):
         return None
@@ -836,7 +845,18 @@ def kept_order(problem: Problem, assign: dict, *, spread: bool = True, grid: boo
     undone (each such job where it runs), and that walk is taken when the
     highest-ranked job it leaves out ranks lower (the ranks left out
     compared in order): a move is the solver's choice, a job's rank is
-    not.
+    not.  It is taken whatever it leaves out when the order's walk, run
+    again on the layout the moves made (the jobs it pinned counted as work
+    of their rank), would stop a job: the moves made room that a job
+    ranked above running or pinned work takes by stopping lower-ranked
+    work, which the walk before the solver could not see (it picks victims
+    on the layout as given, and moves nothing).  And when a job the walk
+    pinned ranks below a job left out, the walk again puts each job it set
+    room aside for in that room first, and is taken when it leaves out the
+    same jobs: the walk found the job left out no room beside those rooms,
+    while the solver's arrangement of them may give it room that the
+    pinned job holds.  The solver keeps time for this repair
+    (`alloc.solve.repair_reserve`).
 
     The jobs the order's walk (`plan`) set room aside for hold a claim on
     that room: it fits beside the running jobs, the pinned ones and the
@@ -865,21 +885,75 @@ def kept_order(problem: Problem, assign: dict, *, spread: bool = True, grid: boo
     ['a']
     """
     p = problem
-    if not p.pending or (_in_order(p, assign, stops, spread, grid) and not _claims(p, assign, stops)):
+    if not p.pending:
         return assign
-    out = _walk_down(p, assign, {}, spread, grid, stops, deadline)
-    claims = _claims(p, out, stops)
-    if claims:
-        out = _walk_down(p, assign, claims, spread, grid, stops, deadline)
+    out, claims = assign, {}
+    if not _in_order(p, assign, stops, spread, grid) or _claims(p, assign, stops):
+        out = _walk_down(p, assign, {}, spread, grid, stops, deadline)
+        claims = _claims(p, out, stops)
+        if claims:
+            out = _walk_down(p, assign, claims, spread, grid, stops, deadline)
     moved = {r: a for r, a in p.fixed.items() if r in assign and not assign[r].same_as(a)}
-    if moved and _passed_over(p, out) and not (deadline is not None and deadline.expired()):
-        # the solver's moves may have taken the room of a job ranked above
-        # one placed: walked again with the moves undone, kept if it serves
-        # the ranks better
-        again = _walk_down(p, {**assign, **moved}, claims, spread, grid, stops, deadline)
-        if _waiting(p, again) > _waiting(p, out):
+    if deadline is not None and deadline.expired():
+        return out
+    # the solver's moves may have taken the room of a job ranked above one
+    # placed, or opened room that a job ranked above running work would take
+    # by stopping lower-ranked jobs; and where a job the walk pinned ranks
+    # below one left out, the solver's arrangement of the room set aside may
+    # have left that job room the walk never saw: walked again on the walk's
+    # own layout (the moves undone, the room set aside preferred)
+    pinned_below = _pinned_passed_over(p, out)
+    opened = bool(moved) and _moves_open_victims(p, out, stops, deadline)
+    if opened or (_passed_over(p, out) and (moved or pinned_below)):
+        prefer = _held(p) if pinned_below else claims
+        again = _walk_down(p, {**assign, **moved}, prefer, spread, grid, stops, deadline)
+        before, after = _waiting(p, out), _waiting(p, again)
+        if opened or after > before or (pinned_below and after == before):
             out = again
     return out
+
+
+def _held(p: Problem) -> dict:
+    """The room the order's walk set aside for the jobs that run there at a
+    positive throughput."""
+    return {j: a for j, a in p.reserved.items() if p.throughput_of(j, a) > 0}
+
+
+def _pinned_passed_over(p: Problem, out: dict) -> bool:
+    """A pending job ``out`` leaves out ranks above a job the order's walk
+    pinned."""
+    if not p.pinned:
+        return False
+    low = max(int(p.rank[j]) for j in p.pinned)
+    return any(int(p.rank[j]) < low for j in p.pending if j not in out)
+
+
+def _moves_open_victims(p: Problem, out: dict, stops: bool, deadline: Deadline | None) -> bool:
+    """The order's walk (`plan`), run on the layout ``out`` leaves the
+    running jobs in, would stop a running job: the solver's moves made room
+    where a job the order lists above running work fits once lower-ranked
+    jobs stop, which the walk before the solver (on the layout as given)
+    could not find.  The jobs the walk pinned count here as what they are in
+    the caller's call, work placed at their rank, which a job ranked above
+    them may take the room of.  Only when ``out`` leaves out a job ranked
+    above running or pinned work."""
+    if p.order_rank is None or not (_waits_above_running(p, out, stops)
+                                    or _pinned_passed_over(p, out)):
+        return False
+    q = object.__new__(Problem)
+    q.__dict__.update(p.__dict__)
+    q.fixed = {r: out.get(r, a) for r, a in p.fixed.items() if r in out or not stops
+               or r in p.pinned}
+    q.running = tuple(sorted(q.fixed))
+    q.preempt, q.pinned = "order", frozenset()
+    q.gpu_free, q.free_cpu, q.free_mem = p.gpu_free.copy(), p.free_cpu.copy(), p.free_mem.copy()
+    for r, a in p.fixed.items():
+        b = q.fixed.get(r)
+        if b is not a:
+            add_assign(a, q.gpu_free, q.free_cpu, q.free_mem, 1)
+            if b is not None:
+                add_assign(b, q.gpu_free, q.free_cpu, q.free_mem, -1)
+    return bool(plan(q, deadline if deadline is not None else Deadline.never()).victims)
 
 
 def _passed_over(p: Problem, out: dict) -> bool:
@@ -909,7 +983,7 @@ def _claims(p: Problem, out: dict, stops: bool) -> dict:
     else kept where it runs."""
     if all(j in out and out[j].same_as(a) for j, a in p.reserved.items()):
         return {}
-    held = {j: a for j, a in p.reserved.items() if p.throughput_of(j, a) > 0}
+    held = _held(p)
     return held if any(j not in out for j in held) or _waits_above_running(p, out, stops) \
         else {}
 

@@ -19,7 +19,8 @@ online runner, sessions -- goes through it):
    that does not serve it -- victims out of the problem, the jobs placed
    for them pinned; the answer is inverted through the same chain after 5;
 5. the solver runs against one [`Deadline`][alloc.deadline.Deadline] (a share is
-   kept back for the final check);
+   kept back for the final check, and under ``preempt="order"`` one for
+   the order's repair of the answer, [alloc.preempt.kept_order][]);
 6. [`finish`][alloc.solve.finish] -- running jobs the solver may not touch are put back, the
    value is recomputed from the placements, ``moved`` / ``preempted`` /
    ``reasons`` are filled in, and the status is kept honest
@@ -61,6 +62,14 @@ def check_reserve(problem) -> float:
     if tenants:
         base += 0.1 + 1e-4 * problem.G
     return base
+
+
+def repair_reserve(problem) -> float:
+    """Seconds kept back from the solver, under ``preempt="order"``, for the
+    order's repair of its answer (`alloc.preempt.kept_order`: up to three
+    walks down the ranks and one walk of the order's victims), linear in the
+    size."""
+    return 0.02 + 3e-5 * (problem.J + problem.G + problem.S)
 
 
 def allocate(cluster: Cluster, jobs: Sequence[Job], *, solver: str = "best-fit",
@@ -232,8 +241,11 @@ def run_solver(problem, info: SolverInfo, deadline: Deadline, *, seed: int = 0,
         chain = Chain((OrderPreemption(inner),
                        GuaranteePins(inner, "guarantee" in info.capabilities)))
         solved, data = chain.apply(problem)
+        # under the order's preemption, time kept back for the order's repair
+        # (`alloc.preempt.kept_order`) too
+        own = inner.reserve(repair_reserve(problem)) if problem.preempt == "order" else inner
         try:
-            sol = info.solve(solved, deadline=inner, seed=seed, **(options or {}))
+            sol = info.solve(solved, deadline=own, seed=seed, **(options or {}))
         except (InputError, SolverError, SolverUnavailable):
             raise
         except ValueError as exc:

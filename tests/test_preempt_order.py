@@ -506,3 +506,97 @@ def test_a_move_never_takes_the_room_of_a_job_ranked_above_one_placed():
     assert a.placement("j3") is not None
     assert order_problems(i.cluster, i.jobs, a, order,
                           may_preempt=order_preemption_rule(order)) == []
+
+
+def test_a_move_that_opens_room_for_a_stop_is_undone():
+    """The order's walk picks victims on the layout as given.  A solver that
+    then moves ``b`` (ranked above ``p``) off s1 leaves s1 with one free GPU
+    beside ``l1``, ranked below ``p``: ``p`` would fit there with ``l1``
+    stopped, which the walk never saw.  The repair walks the ranks again with
+    the move undone (on the layout as given ``p`` fits nowhere, victims
+    included), so no job ranked above running work waits where stopping that
+    work would place it."""
+    from alloc import registry
+    from alloc.problem import Solution
+    from alloc.testing import order_problems
+    from alloc.testing.placements import order_preemption_rule
+    cl = Cluster((server(0, gpus=2), server(1, gpus=2), server(2, gpus=1)))
+    jobs = [running("a", "s0", [0]), running("l0", "s0", [1]), running("b", "s1", [0]),
+            running("l1", "s1", [1]), Job("p", 2, cpu=1000, mem=1000, locality="server")]
+    order = ["a", "b", "p", "l0", "l1"]
+
+    @register("moves-b", capabilities=["migration", "order-preemption"])
+    def solve(problem, *, deadline, seed=0):
+        """Every running job where it runs but ``b``, moved to s2."""
+        b = problem.job_index["b"]
+        assign = dict(problem.fixed)
+        assign[b] = problem.make_assign(b, [int(problem.gpu_first[2])], 0)
+        return Solution(assign)
+    try:
+        a = allocate(cl, jobs, solver="moves-b", max_moves=1, order=order, preempt="order")
+    finally:
+        registry._EXTRA.pop("moves-b")
+    assert a.moved == () and a.preempted == () and a.placement("p") is None
+    assert order_problems(cl, jobs, a, order, may_preempt=order_preemption_rule(order)) == []
+    assert not violations(cl, jobs, a, order=order, preempt="order", max_moves=1)
+
+
+def test_a_gang_moves_room_set_aside_on_a_free_server_to_stop_lower_ranked_work():
+    """``k`` (rank 1) fits s0 and s2; the walk sets its room aside on s0,
+    the tighter, where it takes all the CPU, so the gang ``p`` (rank 2, 6
+    GPUs, 10 GB a GPU) finds 4 GPUs even with ``low`` (rank 9) stopped.  No
+    running job ranked below ``p`` holds s0, yet ``k``'s room there is the
+    solver's to move: on s2 (GPUs and CPU, too little memory for ``p``) it
+    leaves ``p`` s0's GPUs beside ``low``'s."""
+    from alloc.testing import order_problems
+    from alloc.testing.placements import order_preemption_rule
+    cl = Cluster((Server("s0", 8000, 64000, 3, "V100"), Server("s1", 8000, 64000, 4, "V100"),
+                  Server("s2", 16000, 4000, 4, "V100")))
+    jobs = [running("low", "s1", [0, 1, 2, 3]), Job("k", 1, cpu=8000, mem=1000),
+            Job("p", 6, cpu=6000, mem=60000)]
+    order = ["k", "p", "low"]
+    for solver in ("best-fit", "proportional"):
+        a = allocate(cl, jobs, solver=solver, order=order, preempt="order")
+        assert a.preempted == ("low",) and a.stats["preempted_for"] == {"low": "p"}
+        assert a.placement("p") is not None and a.placement("k") is not None
+        assert order_problems(cl, jobs, a, order, spread=True,
+                              may_preempt=order_preemption_rule(order)) == []
+        assert not violations(cl, jobs, a, order=order, preempt="order")
+
+
+def test_a_job_pinned_below_a_waiting_one_keeps_the_room_the_walk_saw():
+    """The walk sets ``k``'s room aside on s0 and ``y``'s on s2; ``p``
+    (rank 3) finds no room, victims included, beside ``k``; ``q`` (rank 4)
+    stops ``v`` and is pinned on s0.  A solver that moves ``h`` to s2, ``k``
+    to s1 and ``y`` to s0 leaves s0 the CPU for ``p`` but for ``q``: the
+    rooms were arranged so that a job pinned below ``p`` holds what ``p``
+    could take.  The repair puts the walk's own layout back (the move
+    undone, each room set aside preferred), where ``p`` has no claim."""
+    from alloc import registry
+    from alloc.problem import Solution
+    from alloc.testing import order_problems
+    from alloc.testing.placements import order_preemption_rule
+    cl = Cluster((Server("s0", 8000, 64000, 2, "V100"), Server("s1", 8000, 64000, 1, "V100"),
+                  Server("s2", 1000, 64000, 1, "V100")))
+    jobs = [running("v", "s0", [0], cpu=2000), running("h", "s1", [0]),
+            Job("k", 1, cpu=6000, mem=1000), Job("y", 1, cpu=1000, mem=1000),
+            Job("p", 1, cpu=6000, mem=1000), Job("q", 1, cpu=2000, mem=1000)]
+    order = ["h", "k", "y", "p", "q", "v"]
+
+    @register("rearranges", capabilities=["migration", "order-preemption"])
+    def solve(problem, *, deadline, seed=0):
+        """``h`` to s2, ``k`` to s1, ``y`` to s0's free GPU."""
+        i, first = problem.job_index, problem.gpu_first
+        assign = dict(problem.fixed)
+        assign[i["h"]] = problem.make_assign(i["h"], [int(first[2])], 0)
+        assign[i["k"]] = problem.make_assign(i["k"], [int(first[1])], 0)
+        assign[i["y"]] = problem.make_assign(i["y"], [int(first[0]) + 1], 0)
+        return Solution(assign)
+    try:
+        a = allocate(cl, jobs, solver="rearranges", max_moves=1, order=order, preempt="order")
+    finally:
+        registry._EXTRA.pop("rearranges")
+    assert a.stats["preempted_for"] == {"v": "q"} and a.moved == ()
+    assert a.placement("p") is None
+    assert order_problems(cl, jobs, a, order, may_preempt=order_preemption_rule(order)) == []
+    assert not violations(cl, jobs, a, order=order, preempt="order", max_moves=1)
