@@ -515,3 +515,22 @@ def test_a_guaranteed_job_stops_a_holder_where_its_tenants_cells_can_bind():
     a = allocate(cl, jobs, solver="antman")
     assert not violations(cl, jobs, a) and not guarantee_problems(cl, jobs, a)
     assert a.preempted == ("o",) and [p.gpus[0].gpu for p in a.placements] == ["s1/gpu0"]
+
+
+def test_a_deadline_cut_keeps_the_earlier_reservations_it_did_not_decide():
+    """Out of time before the gang ``big`` is examined, the round still
+    reports its earlier reservation (``stats["reserved"]``, and so the
+    session's carry): the deadline ends the search, not the gang's claim."""
+    from alloc.deadline import Deadline
+    from alloc.problem import compile_problem
+    from alloc.solvers.antman.scheduler import solve_antman
+    c = cluster(gpus=8)
+    jobs, _ = running(c, [guar(f"g{i}", mem=1000, comp=500) for i in range(3)])
+    big = guar("big", gpus=8, mem=1000, comp=500)
+    r = allocate(c, jobs + [big], solver="antman")
+    held = r.stats["reserved"]["big"]
+    p = compile_problem(c, jobs + [big])
+    sol = solve_antman(p, deadline=Deadline.after(1e-9), reserved=r.stats["reserved"])
+    assert sol.stats["timed_out"] and sol.stats["reserved"] == {"big": held}
+    sol = solve_antman(p, deadline=Deadline.after(10.0), reserved=r.stats["reserved"])
+    assert "timed_out" not in sol.stats and sol.stats["reserved"] == {"big": held}

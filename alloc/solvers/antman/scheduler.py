@@ -43,7 +43,9 @@ Job ``j`` of tenant ``v`` wanting ``n`` GPUs of ``gpu_milli`` each, memory
    ``reserved`` option, or kept by a session's carry from one round to the
    next when the option is not given): no guaranteed job of its tenant
    ranked below it takes them (the gang is not starved by the jobs behind
-   it), opportunistic jobs may.
+   it), opportunistic jobs may.  A round cut by its deadline reports the
+   earlier reservation of every gang it did not decide, on the GPUs no
+   guaranteed job took since.
 
 **Opportunistic jobs** (everything else), in rank order.  ``minLoadNodes``: a
 job that may ride (`alloc.resources.can_ride`) takes the ``n`` GPUs of
@@ -543,6 +545,21 @@ def place_cpu_only(st: State, j: int) -> bool:
 _RESERVED = "antman.reserved"
 
 
+def _kept_reservations(st: State, reserved: dict, stats: dict) -> None:
+    """Out of time: the earlier reservation of every waiting guaranteed gang
+    the round did not get to decide (not examined, or cut in its search)
+    stays, in ``stats["reserved"]`` as a decided one (rule 4): the deadline
+    ends the search, not the gang's claim."""
+    p, ids = st.p, st.p.cluster.gpu_ids
+    waiting = {p.jobs[j].id for j in p.pending if p.jobs[j].guaranteed and j not in st.assign}
+    for jid, gs in reserved.items():
+        if jid not in waiting or jid in stats.get("reserved", {}):
+            continue
+        left = [g for g in sorted(gs) if not any(p.jobs[h].guaranteed for h in st.holders[g])]
+        if left:                          # the GPUs no guaranteed job took since
+            stats.setdefault("reserved", {})[jid] = [ids[g] for g in left]
+
+
 def solve_antman(problem: Problem, *, deadline: Deadline, seed: int = 0,
                  util_threshold: float = 0.8, gpu_util=None, reserved=None) -> Solution:
     """The global scheduler on a compiled problem (module notes)."""
@@ -570,6 +587,8 @@ def solve_antman(problem: Problem, *, deadline: Deadline, seed: int = 0,
                 reserved.pop(p.jobs[j].id, None)
         else:
             place_opportunistic(st, j, util_threshold)
+    if timed_out or deadline.expired():
+        _kept_reservations(st, reserved, stats)
     out = {}
     for j, a in st.assign.items():
         out[j] = st.rider_assign(j) if any(m == 0 for _, m in a.gpus) else a
