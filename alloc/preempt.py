@@ -850,12 +850,12 @@ def kept_order(problem: Problem, assign: dict, *, spread: bool = True, grid: boo
     of their rank), would stop a job: the moves made room that a job
     ranked above running or pinned work takes by stopping lower-ranked
     work, which the walk before the solver could not see (it picks victims
-    on the layout as given, and moves nothing).  And when a job the walk
-    pinned ranks below a job left out, the walk again puts each job it set
-    room aside for in that room first, and is taken when it leaves out the
-    same jobs: the walk found the job left out no room beside those rooms,
-    while the solver's arrangement of them may give it room that the
-    pinned job holds.  The solver keeps time for this repair
+    on the layout as given, and moves nothing).  When the solver moved
+    jobs and a job the walk pinned ranks below a job left out, the walk
+    again puts each job it set room aside for in that room first, and is
+    taken when it leaves out the same jobs: the walk found the job left out
+    no room beside those rooms, while the solver's arrangement of them (and
+    its moves) may give it room that the pinned job holds.  The solver keeps time for this repair
     (`alloc.solve.repair_reserve`).
 
     The jobs the order's walk (`plan`) set room aside for hold a claim on
@@ -894,17 +894,18 @@ def kept_order(problem: Problem, assign: dict, *, spread: bool = True, grid: boo
         if claims:
             out = _walk_down(p, assign, claims, spread, grid, stops, deadline)
     moved = {r: a for r, a in p.fixed.items() if r in assign and not assign[r].same_as(a)}
-    if deadline is not None and deadline.expired():
+    if not moved or (deadline is not None and deadline.expired()):
         return out
     # the solver's moves may have taken the room of a job ranked above one
     # placed, or opened room that a job ranked above running work would take
     # by stopping lower-ranked jobs; and where a job the walk pinned ranks
-    # below one left out, the solver's arrangement of the room set aside may
-    # have left that job room the walk never saw: walked again on the walk's
-    # own layout (the moves undone, the room set aside preferred)
+    # below one left out, the solver's arrangement of the room set aside
+    # with its moves may have left that job room the walk never saw: walked
+    # again on the walk's own layout (the moves undone, the room set aside
+    # preferred)
     pinned_below = _pinned_passed_over(p, out)
-    opened = bool(moved) and _moves_open_victims(p, out, stops, deadline)
-    if opened or (_passed_over(p, out) and (moved or pinned_below)):
+    opened = _moves_open_victims(p, out, stops, deadline)
+    if opened or _passed_over(p, out):
         prefer = _held(p) if pinned_below else claims
         again = _walk_down(p, {**assign, **moved}, prefer, spread, grid, stops, deadline)
         before, after = _waiting(p, out), _waiting(p, again)
