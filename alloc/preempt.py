@@ -596,9 +596,7 @@ class _Walk:
         only, over every running job ranked below it; it spreads only when no
         server can hold it so."""
         if self.packed:
-            n, q, _, loc, _ = sh
-            if n >= 2 and q >= MILLI and (loc is None or is_outer(loc)) and self.may_spread \
-                    and not _even(sh):
+            if _gang(sh) and self.may_spread and not _even(sh):
                 got = self._with_victims(j, sh, False)
                 if got is not None:
                     return got
@@ -609,8 +607,7 @@ class _Walk:
         on: dict[int, list[int]] = {}
         n, q, opts, loc, mask = sh
         even = _even(sh)
-        spread = ((n >= 2 and q >= MILLI and (loc is None or is_outer(loc))) or bool(even)) \
-            and may_spread
+        spread = (_gang(sh) or bool(even)) and may_spread
         need = even[1] if even else n
         use = [self.usable(self.gfree, self.cfree, self.mfree, mask, n, c, m, even)
                for c, m in opts] if spread else []
@@ -645,6 +642,14 @@ def _even(sh) -> tuple[int, int] | None:
     """``(gpus_per_server, parts)`` of an even spread's shape, else None."""
     loc = sh[3]
     return (loc[1], loc[2]) if isinstance(loc, tuple) else None
+
+
+def _gang(sh) -> bool:
+    """A shape of two whole GPUs or more whose locality lies above the
+    servers (or none): a gang that may spread over servers, as an even
+    spread does."""
+    n, q, _, loc, _ = sh
+    return n >= 2 and q >= MILLI and (loc is None or is_outer(loc))
 
 
 def plan(problem: Problem, deadline: Deadline) -> Plan:
@@ -724,9 +729,7 @@ def _moving_reserved(w: _Walk, j: int, sh, reserved: dict) -> tuple[list, Assign
     p = w.p
     near = {x for r in w.by_rank if w.alive[r] and w.rank[r] > w.rank[j]
             for x in p.servers_of(p.fixed[r])}
-    n, q, _, loc, _ = sh
-    if w.may_spread and ((n >= 2 and q >= MILLI and (loc is None or is_outer(loc)))
-                         or _even(sh)):
+    if w.may_spread and (_gang(sh) or _even(sh)):
         near |= {int(x) for x in np.flatnonzero(w.whole)}   # a gang takes free GPUs too
     cands = [k for k, a in reserved.items() if not near.isdisjoint(p.servers_of(a))]
     if not cands or not _hope(w, j, sh, {k: reserved[k] for k in cands}):
@@ -855,8 +858,8 @@ def kept_order(problem: Problem, assign: dict, *, spread: bool = True, grid: boo
     again puts each job it set room aside for in that room first, and is
     taken when it leaves out the same jobs: the walk found the job left out
     no room beside those rooms, while the solver's arrangement of them (and
-    its moves) may give it room that the pinned job holds.  The solver keeps time for this repair
-    (`alloc.solve.repair_reserve`).
+    its moves) may give it room that the pinned job holds.  The solver
+    keeps time for this repair (`alloc.solve.repair_reserve`).
 
     The jobs the order's walk (`plan`) set room aside for hold a claim on
     that room: it fits beside the running jobs, the pinned ones and the
@@ -904,7 +907,7 @@ def kept_order(problem: Problem, assign: dict, *, spread: bool = True, grid: boo
     # again on the walk's own layout (the moves undone, the room set aside
     # preferred)
     pinned_below = _pinned_passed_over(p, out)
-    opened = _moves_open_victims(p, out, stops, deadline)
+    opened = _moves_open_victims(p, out, stops, deadline, pinned_below)
     if opened or _passed_over(p, out):
         prefer = _held(p) if pinned_below else claims
         again = _walk_down(p, {**assign, **moved}, prefer, spread, grid, stops, deadline)
@@ -929,7 +932,8 @@ def _pinned_passed_over(p: Problem, out: dict) -> bool:
     return any(int(p.rank[j]) < low for j in p.pending if j not in out)
 
 
-def _moves_open_victims(p: Problem, out: dict, stops: bool, deadline: Deadline | None) -> bool:
+def _moves_open_victims(p: Problem, out: dict, stops: bool, deadline: Deadline | None,
+                        pinned_below: bool) -> bool:
     """The order's walk (`plan`), run on the layout ``out`` leaves the
     running jobs in, would stop a running job: the solver's moves made room
     where a job the order lists above running work fits once lower-ranked
@@ -937,9 +941,9 @@ def _moves_open_victims(p: Problem, out: dict, stops: bool, deadline: Deadline |
     could not find.  The jobs the walk pinned count here as what they are in
     the caller's call, work placed at their rank, which a job ranked above
     them may take the room of.  Only when ``out`` leaves out a job ranked
-    above running or pinned work."""
-    if p.order_rank is None or not (_waits_above_running(p, out, stops)
-                                    or _pinned_passed_over(p, out)):
+    above running work, or above pinned work (``pinned_below``,
+    `_pinned_passed_over`)."""
+    if p.order_rank is None or not (pinned_below or _waits_above_running(p, out, stops)):
         return False
     q = object.__new__(Problem)
     q.__dict__.update(p.__dict__)

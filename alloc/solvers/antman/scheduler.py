@@ -348,10 +348,11 @@ def place_guaranteed(st: State, j: int, reserved: dict, preempted: set, stats: d
     return False
 
 
-def _still_reserved(st: State, mine: set, gpu_type: str) -> list[int]:
-    """The GPUs of type ``gpu_type`` of an earlier reservation ``mine`` that
-    no guaranteed job holds now (opportunistic jobs may have taken them)."""
-    return [g for g in sorted(mine) if st.gpu_type(g) == gpu_type
+def _still_reserved(st: State, mine, gpu_type: str | None = None) -> list[int]:
+    """The GPUs (of type ``gpu_type``; None: any) of an earlier reservation
+    ``mine`` that no guaranteed job holds now (opportunistic jobs may have
+    taken them)."""
+    return [g for g in sorted(mine) if (gpu_type is None or st.gpu_type(g) == gpu_type)
             and not any(st.p.jobs[h].guaranteed for h in st.holders[g])]
 
 
@@ -555,8 +556,8 @@ def _kept_reservations(st: State, reserved: dict, stats: dict) -> None:
     for jid, gs in reserved.items():
         if jid not in waiting or jid in stats.get("reserved", {}):
             continue
-        left = [g for g in sorted(gs) if not any(p.jobs[h].guaranteed for h in st.holders[g])]
-        if left:                          # the GPUs no guaranteed job took since
+        left = _still_reserved(st, gs)
+        if left:
             stats.setdefault("reserved", {})[jid] = [ids[g] for g in left]
 
 
