@@ -46,7 +46,7 @@ ROOT = Path(__file__).resolve().parents[1]
 MODELS = ("res18", "bert", "res50", "alexnet", "gnmt", "transformer")
 SOLVERS = ("proportional", "best-fit", "synergy-greedy", "synergy-tune", "greedy-upgrade",
            "local-search")
-VARIANTS = ("synergy", "hetero", "live")
+VARIANTS = ("synergy", "hetero", "live", "mixed")
 
 
 def instance(servers: int, variant: str = "synergy", seed: int = 0):
@@ -54,21 +54,29 @@ def instance(servers: int, variant: str = "synergy", seed: int = 0):
     from alloc import Cluster, Job, Server, load_profile
 
     rng = random.Random(seed)
-    types = ("V100", "P100", "K80") if variant == "hetero" else ("V100",)
-    cluster = Cluster(tuple(Server(f"s{i:05d}", 24000, 512000, 8, types[i % len(types)])
-                            for i in range(servers)))
+    types = ("V100", "P100", "K80") if variant in ("hetero", "mixed") else ("V100",)
+    if variant == "mixed":
+        cluster = Cluster(tuple(Server(
+            f"s{i:05d}", rng.choice((16, 24, 32, 48, 64, 96)) * 1000,
+            rng.choice((128, 256, 512, 1024)) * 1000, rng.choice((2, 4, 8)), rng.choice(types))
+            for i in range(servers)))
+    else:
+        cluster = Cluster(tuple(Server(f"s{i:05d}", 24000, 512000, 8, types[i % len(types)])
+                                for i in range(servers)))
     profiles = {m: load_profile(m) for m in MODELS}
 
     def draw(name: str, gpu_types=()) -> Job:
         g = rng.choices((1, 2, 4, 8), (70, 10, 15, 5))[0]
         m = rng.choice(MODELS)
-        return Job(name, gpus=g, cpu=3000 * g, mem=64000 * g, model=m, profile=profiles[m],
+        c, mem = (rng.randint(2, 16) * 500, rng.randint(1, 12) * 8000) if variant == "mixed" \
+            else (3000, 64000)
+        return Job(name, gpus=g, cpu=c * g, mem=mem * g, model=m, profile=profiles[m],
                    gpu_types=gpu_types)
 
     running = running_jobs(cluster, rng, draw) if variant == "live" else []
     jobs = []
-    for k in range(8 * servers):
-        restrict = variant == "hetero" and rng.random() < 0.2
+    for k in range((4 if variant == "mixed" else 8) * servers):
+        restrict = variant in ("hetero", "mixed") and rng.random() < 0.2
         jobs.append(draw(f"j{k}", (rng.choice(types),) if restrict else ()))
     return cluster, running + jobs
 

@@ -10,7 +10,7 @@ from alloc import Cluster, Job, Server
 from alloc.model import MILLI
 from alloc.problem import Assign, compile_problem
 from alloc.engines.greedy import rules as R, state as G
-from alloc.engines.greedy.index import FIRST, FIT, GPUS, WHOLE, Finder, leftover
+from alloc.engines.greedy.index import FIRST, FIT, GPUS, WHOLE, Finder, fit_tops, leftover
 from heuristic_instances import problems
 
 
@@ -51,6 +51,17 @@ def _free_key(st, s):
     return a * st.cpu_l[s] + b * st.mem_l[s] + g * st.gsum[s]
 
 
+def _class_tops(st, sh):
+    """Each allowed class's ``fit`` finder's top, as `fit_tops` gives them."""
+    out = []
+    for c in sh.classes:
+        f = Finder(st, sh, FIT, c)
+        s = f.top()
+        if s is not None:
+            out.append((f.heap[0] // st.S, s, c))
+    return out
+
+
 def _fit_answer(st, sh):
     cands = R.fit_candidates(st, sh)
     if not cands:
@@ -86,6 +97,7 @@ def test_index_matches_a_scan_under_random_changes(problem, rnd):
             for rule in (FIRST, GPUS):
                 assert st_.finder(sh, rule).top() == scan(st_, sh, rule), rule
             assert _fit_answer(st_, sh) == scan(st_, sh, FIT)
+            assert fit_tops(st_, sh) == _class_tops(st_, sh)
 
 
 @settings(max_examples=40)
@@ -195,3 +207,37 @@ def test_soft_targets_follow_whole_free_gpus():
     f = Finder(P.st, P.st.shape(5, 0), WHOLE)
     assert f.top() == 3 and list(f.ordered()) == [3, 2, 0, 1]
     assert f.top() == 3                              # entries put back
+
+
+def _many_classes(seed: int):
+    """40 servers of about 30 classes and 120 jobs of varied CPU and memory."""
+    rng = random.Random(seed)
+    cl = Cluster(tuple(Server(f"s{i}", rng.choice((16, 24, 32, 64)) * 1000,
+                              rng.choice((128, 256, 512)) * 1000, rng.choice((2, 4, 8)),
+                              rng.choice(("V100", "K80"))) for i in range(40)))
+    jobs = [Job(f"j{k}", gpus=g, cpu=rng.randint(1, 12) * 1000 * g,
+                mem=rng.randint(1, 12) * 8000 * g,
+                gpu_types=(rng.choice(("V100", "K80")),) if rng.random() < 0.2 else ())
+            for k, g in enumerate(rng.choices((1, 2, 4, 8), (70, 10, 15, 5), k=120))]
+    return compile_problem(cl, jobs, "gpus")
+
+
+def _best_fits(problem):
+    st_ = G.State(problem)
+    out = []
+    for j in problem.pending:
+        a = R.best_fit(st_, j, 0)
+        if a is not None:
+            st_.place(j, a, 0)
+        out.append(None if a is None else (a.gpus, a.cpu, a.mem))
+    return out
+
+
+def test_best_fit_by_one_pass_equals_the_class_finders(monkeypatch):
+    for seed in range(3):
+        problem = _many_classes(seed)
+        assert len(G.State(problem).lay.cap) >= R.FIT_SCAN_CLASSES
+        scanned = _best_fits(problem)
+        monkeypatch.setattr(R, "FIT_SCAN_CLASSES", 10 ** 9)       # the finders only
+        assert _best_fits(problem) == scanned
+        monkeypatch.undo()

@@ -431,10 +431,12 @@ class Aggregate:
         # the GPU type column of each class's server (type_ok's last: no GPUs),
         # not the J x S ``allowed`` matrix (1.25 GB at 100k jobs x 12,500 servers)
         tix = np.where(p.srv_type >= 0, p.srv_type, len(p.types))[list(self.rep_server)]
-        for js in job_types(p):
+        every = tuple(range(len(tix)))
+        for k, js in enumerate(job_types(p)):
+            if k % 64 == 63:
+                self._tick()
             job = p.jobs[js[0]]
-            ok = p.type_ok[js[0]][tix] if job.gpus else np.ones(len(tix), dtype=bool)
-            classes = tuple(int(c) for c in np.flatnonzero(ok))
+            classes = tuple(np.flatnonzero(p.type_ok[js[0]][tix]).tolist()) if job.gpus else every
             spread = self._spreads(job)
             t = JobType(len(self.types), js, job.gpus, job.gpu_milli, job.locality,
                         p.options[js[0]], classes, spread, js[0],

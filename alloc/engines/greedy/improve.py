@@ -167,10 +167,7 @@ class Tables:
         key = (self.sig(j), o, job.gpu_types)
         d = self._dens.get(key)
         if d is None:
-            ok = self.st.class_mask(j)
-            lay = self.st.lay
-            types = {lay.cap[c][3] for c in range(len(ok)) if ok[c]}
-            best = max((self.vals(j, t)[o] for t in sorted(types)), default=0.0)
+            best = max((self.vals(j, t)[o] for t in self.st.class_types(j)), default=0.0)
             d = best / dominant(self.p, j, o)
             self._dens[key] = d
         return d
@@ -614,9 +611,7 @@ def _gpus_without(loc: Local, j: int, s: int, v: int) -> list[int] | None:
 
 def _types(loc: Local, j: int) -> list[int]:
     """GPU type indices of the classes job j may use."""
-    ok = loc.st.class_mask(j)
-    lay = loc.st.lay
-    return sorted({lay.cap[c][3] for c in range(len(ok)) if ok[c]})
+    return list(loc.st.class_types(j))
 
 
 def _apply(loc: Local, s: int, jobs, choice, new_gpus):

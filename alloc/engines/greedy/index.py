@@ -44,6 +44,13 @@ plus one log entry, and each finder in use re-tests it once
 capacity *increases*: a placement never makes a server better for them, so a
 server that stopped passing the test is dropped when it surfaces.
 
+One pass.  A shape of a cluster with many server classes (servers drawn
+from many CPU, memory and GPU sizes) would need one ``fit`` finder per
+class, and jobs of many CPU and memory requests bring shapes that come
+once: `fit_tops` answers what those finders would, every class at once, in
+one vectorised pass over the allowed servers (`alloc.engines.greedy.rules`
+chooses between them).
+
 Spread.  A `SpreadFinder` orders, for one shape, the servers by the
 whole GPUs they can give a spread job (most first, then index), kept the same
 way; a spread takes servers off its top until the job has its GPUs.
@@ -127,6 +134,21 @@ class Layout:
             self.groups[level] = per
         self.member_arrays = [np.array(m, dtype=np.int64) for m in self.members]
         self._cls_array: np.ndarray | None = None
+        self._allowed: dict[tuple, np.ndarray] = {}
+        #: per class ``(a, b, g)`` of `weights` as int64 arrays, for `fit_tops`;
+        #: None when some class's keys could pass int64
+        tops = [(a * C + b * M + g * MILLI * G + 1) * self.S
+                for (a, b, g, _), (C, M, G, _) in zip(self.weights, self.cap)]
+        self.fit_w = None if any(t >= 2 ** 62 for t in tops) else tuple(
+            np.array([w[i] for w in self.weights], dtype=np.int64) for i in range(3))
+
+    def allowed(self, ok: tuple) -> np.ndarray:
+        """The servers (ascending) of the classes ``ok`` allows (one flag per
+        class), cached per ``ok``."""
+        idx = self._allowed.get(ok)
+        if idx is None:
+            idx = self._allowed[ok] = np.flatnonzero(np.asarray(ok, dtype=bool)[self.cls_array()])
+        return idx
 
     def cls_array(self) -> np.ndarray:
         """Each server's class as a numpy array (built on first use)."""
@@ -148,7 +170,7 @@ def layout(problem: Problem) -> Layout:
 class Shape:
     """What a server must have free to take one job at one option alone (see
     the module notes).  ``ok`` lists per class whether its GPU type is allowed."""
-    __slots__ = ("k", "q", "c", "m", "loc", "ok", "classes", "key", "finders")
+    __slots__ = ("k", "q", "c", "m", "loc", "ok", "classes", "key", "finders", "scans")
 
     def __init__(self, k: int, q: int, c: int, m: int, loc: str | None, ok: tuple,
                  key: tuple):
@@ -159,6 +181,50 @@ class Shape:
         #: finders of this shape by (rule, class): a `Finder`, or under
         #: ``("spread", None)`` a `SpreadFinder`
         self.finders: dict[tuple, Any] = {}
+        #: the one-pass scans (`fit_tops`) made for it instead of finders
+        self.scans = 0
+
+
+def passing(st, sh: Shape, idx: np.ndarray) -> np.ndarray:
+    """The servers of ``idx`` (an int64 array) passing shape ``sh``'s test
+    now (see the module notes), as an array."""
+    arrs = st.arrays()
+    mask = (arrs["cpu"][idx] >= sh.c) & (arrs["mem"][idx] >= sh.m)
+    if sh.k:
+        if sh.q < MILLI:
+            mask &= arrs["share"][idx] >= sh.q
+        else:
+            mask &= arrs["whole"][idx] >= sh.k
+            if sh.loc is not None:
+                mask &= arrs[sh.loc][idx] >= sh.k
+    return idx[mask]
+
+
+def fit_tops(st, sh: Shape) -> list[tuple[int, int, int]] | None:
+    """What the ``fit`` finders of shape ``sh`` would answer, for every
+    allowed class at once, in one vectorised pass over the servers and
+    without building them: ``[(F_s D, server, class)]``, the class's least
+    key (ties: lowest index), in class order.  None when the layout's keys
+    could pass int64 (the finders then use Python integers).
+
+    A finder pays for its build only when its shape comes back: a shape
+    placed once (jobs of distinct CPU and memory, say) on a cluster of many
+    classes would build one finder per class for one query."""
+    lay = st.lay
+    if lay.fit_w is None:
+        return None
+    cls = lay.cls_array()
+    sel = passing(st, sh, lay.allowed(sh.ok))
+    if not len(sel):
+        return []
+    arrs = st.arrays()
+    c = cls[sel]
+    wa, wb, wg = lay.fit_w
+    free = wa[c] * arrs["cpu"][sel] + wb[c] * arrs["mem"][sel] + wg[c] * arrs["gsum"][sel]
+    order = np.lexsort((sel, free, c))
+    cs = c[order]
+    pick = order[np.flatnonzero(np.r_[True, cs[1:] != cs[:-1]])]
+    return list(zip(free[pick].tolist(), sel[pick].tolist(), c[pick].tolist()))
 
 
 class Finder:
@@ -195,46 +261,27 @@ class Finder:
         return (a * st.cpu_l[s] + b * st.mem_l[s] + g * st.gsum[s]) * st.S + s
 
     def build(self) -> None:
-        """Every server passing the test, keyed (a sorted list is a heap)."""
+        """Every server passing the test, keyed (a sorted list is a heap), in
+        one vectorised pass over the allowed servers."""
         st, sh = self.st, self.shape
         lay = st.lay
-        classes = (self.cls,) if self.cls is not None else sh.classes
+        idx = lay.member_arrays[self.cls] if self.cls is not None else lay.allowed(sh.ok)
+        sel = passing(st, sh, idx)
+        if self.flag is not None:
+            sel = sel[np.asarray(self.flag, dtype=np.int64)[sel] > 0]
         arrs = st.arrays()
-        flag = np.asarray(self.flag, dtype=np.int64) if self.flag is not None else None
-        keys = []
-        for c in classes:
-            idx = lay.member_arrays[c]
-            if not len(idx):
-                continue
-            mask = (arrs["cpu"][idx] >= sh.c) & (arrs["mem"][idx] >= sh.m)
-            if sh.k:
-                if sh.q < MILLI:
-                    mask &= arrs["share"][idx] >= sh.q
-                else:
-                    mask &= arrs["whole"][idx] >= sh.k
-                    if sh.loc is not None:
-                        mask &= arrs[sh.loc][idx] >= sh.k
-            if flag is not None:
-                mask &= flag[idx] > 0
-            sel = idx[mask]
-            if self.rule == FIRST:
-                keys.append(sel)
-            elif self.rule in (GPUS, WHOLE):
-                keys.append(arrs["gsum" if self.rule == GPUS else "whole"][sel] * st.S + sel)
-            else:
-                a, b, g, _ = lay.weights[c]
-                C, M, G, _ = lay.cap[c]
-                top = (a * C + b * M + g * MILLI * G + 1) * st.S
-                if top < 2 ** 62:
-                    keys.append((a * arrs["cpu"][sel] + b * arrs["mem"][sel]
-                                 + g * arrs["gsum"][sel]) * st.S + sel)
-                else:  # beyond int64: exact Python integers
-                    keys.append(np.array([self.key(int(s)) for s in sel], dtype=object))
-        if keys:
-            allk = np.concatenate(keys) if len(keys) > 1 else keys[0]
-            heap = sorted(allk.tolist())
-        else:
-            heap = []
+        if self.rule == FIRST:
+            keys = sel
+        elif self.rule in (GPUS, WHOLE):
+            keys = arrs["gsum" if self.rule == GPUS else "whole"][sel] * st.S + sel
+        elif lay.fit_w is not None:
+            c = lay.cls_array()[sel]
+            wa, wb, wg = lay.fit_w
+            keys = (wa[c] * arrs["cpu"][sel] + wb[c] * arrs["mem"][sel]
+                    + wg[c] * arrs["gsum"][sel]) * st.S + sel
+        else:  # beyond int64: exact Python integers
+            keys = np.array([self.key(int(s)) for s in sel], dtype=object)
+        heap = sorted(keys.tolist())
         self.heap = heap
         S = st.S
         self.live = set(heap) if self.rule == FIRST else {k % S: k for k in heap}
@@ -375,19 +422,16 @@ class SpreadFinder:
         (a sorted list is a heap); the finder is then up to date with the log."""
         st, sh = self.st, self.shape
         arrs = st.arrays()
-        keys = []
-        for c in sh.classes:
-            if not st.lay.cap[c][2]:
-                continue
-            idx = st.lay.member_arrays[c]
-            cpu, mem, u = arrs["cpu"][idx], arrs["mem"][idx], arrs["whole"][idx]
-            if self.pc:
-                u = np.minimum(u, cpu // self.pc)
-            if self.pm:
-                u = np.minimum(u, mem // self.pm)
-            mask = (cpu > 0) & (mem > 0) & (u > 0)
-            keys.append((self.top_g - u[mask]) * st.S + idx[mask])
-        heap = sorted(np.concatenate(keys).tolist()) if keys else []
+        lay = st.lay
+        idx = lay.allowed(tuple(ok and cap[2] > 0 for ok, cap in zip(sh.ok, lay.cap)))
+        cpu, mem, u = arrs["cpu"][idx], arrs["mem"][idx], arrs["whole"][idx]
+        if self.pc:
+            u = np.minimum(u, cpu // self.pc)
+        if self.pm:
+            u = np.minimum(u, mem // self.pm)
+        mask = (cpu > 0) & (mem > 0) & (u > 0)
+        keys = (self.top_g - u[mask]) * st.S + idx[mask]
+        heap = sorted(keys.tolist())
         self.heap = heap
         self.live = {k % st.S: k for k in heap}
         self.pos = len(st.log)
@@ -458,5 +502,4 @@ def leftover(lay: Layout, s: int, free_key: int, shape: Shape) -> Fraction:
 
 
 __all__ = ["FIRST", "FIT", "Finder", "GPUS", "INNER_LEVELS", "Layout", "RULES", "Shape",
-           "SpreadFinder", "WHOLE",
-           "layout", "leftover"]
+           "SpreadFinder", "WHOLE", "fit_tops", "layout", "leftover", "passing"]

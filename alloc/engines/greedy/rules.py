@@ -25,8 +25,19 @@ from typing import Iterable, Sequence
 from ...deadline import Deadline
 from ...model import MILLI
 from ...problem import Assign, Problem
-from .index import FIRST, FIT, Shape, leftover
+from .index import FIRST, FIT, Shape, fit_tops, leftover
 from .state import State
+
+#: Allowed classes from which a shape's best fit may come from one pass over
+#: the servers instead of its per-class finders (one query each): below it a
+#: shape's few finders cost little to build and answer in microseconds.
+FIT_SCAN_CLASSES = 16
+#: Uses of such a shape answered by the pass before its finders are built
+#: (they then answer from the change log)...
+FIT_SCANS = 2
+#: ...and for good when its classes times this reach the servers: the
+#: finders' queries, one per class, would cost more than the pass.
+FIT_SCAN_SERVERS = 64
 
 
 def first_fit(state: State, j: int, option: int = 0,
@@ -69,7 +80,22 @@ def leftover_score(state: State, s: int, a: Assign) -> float:
 
 def fit_candidates(state: State, sh: Shape) -> list[tuple[int, int, int]]:
     """Per allowed class, the best-fit server for shape ``sh``:
-    ``[(free key, server, class)]`` (see `fit_score`)."""
+    ``[(free key, server, class)]`` (see `fit_score`): from the shape's
+    per-class finders, or from one pass over the servers
+    (`alloc.engines.greedy.index.fit_tops`, the same answer) for a shape of
+    many classes (`FIT_SCAN_CLASSES`) without finders: in its first
+    `FIT_SCANS` uses, and in every use where its classes are many for the
+    servers (`FIT_SCAN_SERVERS`).  A cluster of many server classes would
+    otherwise build a finder per class for jobs whose shape comes once."""
+    n = len(sh.classes)
+    if not n:
+        return []
+    if n >= FIT_SCAN_CLASSES and (FIT, sh.classes[0]) not in sh.finders and (
+            sh.scans < FIT_SCANS or n * FIT_SCAN_SERVERS >= state.S):
+        tops = fit_tops(state, sh)
+        if tops is not None:
+            sh.scans += 1
+            return tops
     out = []
     S = state.S
     for c in sh.classes:

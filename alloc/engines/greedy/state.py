@@ -132,6 +132,7 @@ class State:
         self.shapes: dict[tuple, Shape] = {}
         self._raw: dict[tuple, Shape] = {}
         self._okmask: dict[tuple, tuple] = {}
+        self._oktypes: dict[tuple, tuple] = {}
         self._buckets: list[list[set]] | None = None
         self._spread_fail: dict[tuple, int] = {}
         self._part_shapes: dict[int, Shape] = {}
@@ -463,6 +464,17 @@ class State:
                        for _, _, _, t in self.lay.cap)
             self._okmask[key] = ok
         return ok
+
+    def class_types(self, j: int) -> tuple[int, ...]:
+        """The GPU type indices of the classes job j may use (`class_mask`),
+        ascending."""
+        job = self.p.jobs[j]
+        key = (job.gpus == 0, job.gpu_types)
+        ts = self._oktypes.get(key)
+        if ts is None:
+            ok, cap = self.class_mask(j), self.lay.cap
+            ts = self._oktypes[key] = tuple(sorted({cap[c][3] for c in range(len(ok)) if ok[c]}))
+        return ts
 
     def shape(self, j: int, option: int = 0) -> Shape:
         """The `alloc.engines.greedy.index.Shape` of job j at an option."""
