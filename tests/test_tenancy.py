@@ -228,3 +228,18 @@ def test_single_type_cells_default_type():
     servers = c.servers + (Server("k", 1000, 1000, 4, "K80", "r9"),)
     c2 = Cluster(servers, LEVELS, c.tenants)
     assert tenant_problems(c2)[0].startswith("tenants.a.cells[0].gpu_type:")
+
+
+@pytest.mark.parametrize("solver", ["hived", "drf", "antman", "cpsat-tenancy"])
+def test_cpu_victims_go_lowest_weight_first(solver):
+    # the GPU is free; the CPU is held by two opportunistic CPU-only jobs of
+    # one priority: the one of lower weight stops, whatever its index
+    c = Cluster((Server("s0", 8000, 512000, 2, "V100"),), ("server", "gpu"),
+                frozen_map({"vc": Tenant("vc", (Cell("server", 1, "V100"),))}))
+    x = Job("x", cpu=3000, mem=1000, weight=2.0,
+            current=Placement("x", (), {"s0": 3000}, {"s0": 1000}))
+    y = Job("y", cpu=3000, mem=1000, weight=1.0,
+            current=Placement("y", (), {"s0": 3000}, {"s0": 1000}))
+    new = Job("n", gpus=1, cpu=4000, mem=1000, tenant="vc", guaranteed=True)
+    a = allocate(c, [x, y, new], solver=solver, time_limit=5)
+    assert a.preempted == ("y",) and {p.job for p in a.placements} == {"x", "n"}

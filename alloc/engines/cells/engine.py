@@ -456,7 +456,7 @@ class Engine:
                      and self.p.outranks(j, i)
                      and (level >= 2 or not self.job(i).guaranteed)
                      and (among is None or i in among)]
-            extra.sort(key=lambda i: (self.job(i).guaranteed, self.job(i).priority, i))
+            extra.sort(key=self.stop_order)
             for i in extra:
                 if fc >= cpu_need and fm >= mem_need:
                     break
