@@ -145,6 +145,25 @@ def test_the_guarantee_counts_room_reserved_for_its_tenants_gang_ranked_above():
     assert check({"big": ["s0/gpu3"]}, low)                  # ranked below small
 
 
+def test_the_guarantee_counts_room_in_cells_as_hived_does():
+    """A 2-GPU job of the tenant holds half its server cell (its two 1-GPU
+    cells cannot hold it together), so its 4-GPU job has no cell left:
+    waiting is no breach.  With two server cells it is one."""
+    from alloc.testing import guarantee_problems
+
+    def problems(cells):
+        c = Cluster((server(0), server(1)), tenants={"a": Tenant("a", cells)})
+        mine = dict(tenant="a", guaranteed=True)
+        two, opp = on("two", 0, 1), on("opp", 0, 1, 2, 3, server="s1")
+        jobs = [Job("opp", 4, cpu=100, mem=100, current=opp),
+                Job("two", 2, cpu=100, mem=100, **mine),
+                Job("four", 4, cpu=100, mem=100, **mine)]
+        a = Allocation((two, opp), unplaced=("four",), reasons={"four": "tenant 'a''s cells"})
+        return guarantee_problems(c, jobs, a)
+    assert problems((Cell("server", 1), Cell("gpu", 2))) == []
+    assert problems((Cell("server", 2),))
+
+
 def test_ranks_are_the_solvers_ranks():
     jobs = [Job("a", priority=0), Job("b", priority=2), Job("c", priority=1), Job("d")]
     for order in (None, ["d", "a"], ["c", "b", "d", "a"]):

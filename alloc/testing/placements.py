@@ -248,10 +248,15 @@ def guarantee_problems(cluster: Cluster, jobs: Sequence[Job], allocation: Alloca
     have been kept where it runs: its witness is its own GPUs (a start
     elsewhere would be a move).
 
+    The room is counted in cells, as HiveD's buddy rule does: ``x`` and
+    every guaranteed job of ``v`` that stays each lie inside one of ``v``'s
+    bound cells (two 1-GPU cells are no room for a 2-GPU job).
+
     The witness search is sound, not complete: one server per job (no
     spread), its request's CPU and memory, its fewest GPUs, GPUs held only
     by jobs it may stop, the consolidated choice of each server first inside
-    the tenant's bound cells.  A breach reported is a real one.
+    the tenant's bound cells, the binding the search finds.  A breach
+    reported is a real one.
 
     Parameters
     ----------
@@ -367,6 +372,9 @@ def _guarantee_witness(cluster: Cluster, by_id, placed, x: Job, deadline,
     base = infer_binding(cluster, used, deadline=deadline)
     if base is None:
         return None
+    # the GPUs of each guaranteed job of the tenant that stays
+    mine_jobs = [{gidx[g.gpu] for g in p.gpus if g.gpu in gidx} for p in keep
+                 if by_id[p.job].tenant == v]
     mine = {g for nd in base.get(v, ()) for g in tree.gpus[nd]}
     caps = gpu_mem_caps(cluster)
     inner = x.locality if x.locality in ("socket", "switch") else None
@@ -389,7 +397,8 @@ def _guarantee_witness(cluster: Cluster, by_id, placed, x: Job, deadline,
             trial = {**{t: set(gs) for t, gs in used.items()}}
             trial.setdefault(v, set()).update(gidx[g] for g in gpus)
             b = infer_binding(cluster, trial, deadline=deadline)
-            if b is None or check_binding(cluster, b, trial):
+            if b is None or check_binding(cluster, b, trial) or not _each_in_one_cell(
+                    tree, b.get(v, ()), [*mine_jobs, {gidx[g] for g in gpus}]):
                 continue
             w = Placement(x.id, tuple(GpuShare(g, x.gpu_milli) for g in gpus), {s.id: x.cpu},
                           {s.id: x.mem})
@@ -398,6 +407,16 @@ def _guarantee_witness(cluster: Cluster, by_id, placed, x: Job, deadline,
             return gpus, sorted(jid for jid in stoppable if s.id in placed[jid].cpu
                                 or any(g.gpu in gpus for g in placed[jid].gpus))
     return None
+
+
+def _each_in_one_cell(tree, nodes, jobs) -> bool:
+    """HiveD's buddy rule (Zhao et al., OSDI'20, section 3.2): a job of k
+    GPUs takes one cell of at least k GPUs, split from a larger one where it
+    must, never two smaller cells together.  True when the GPUs of each job
+    of ``jobs`` (sets of global GPU indices) lie inside one of the cells
+    ``nodes`` (a binding's cells of their tenant)."""
+    cells = [set(tree.gpus[nd]) for nd in nodes]
+    return all(any(gs <= c for c in cells) for gs in jobs if len(gs) > 1)
 
 
 def _witness(cluster: Cluster, x: Job, room, spread: bool) -> str | None:

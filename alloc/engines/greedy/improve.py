@@ -434,7 +434,7 @@ def place_best(loc: Local, j: int, o: int) -> bool:
     if len(cands) == 1:
         best = st.assign_on(j, cands[0][1], sh)
     elif cands:
-        s = best_candidate(st, sh, cands, lambda s: 1e-3 * tab.value(j, o, s))
+        s = best_candidate(st, sh, cands, _value_bonus(loc, j, o))
         best = st.assign_on(j, s, sh)
     else:
         best = st.try_spread(j, o)
@@ -442,6 +442,22 @@ def place_best(loc: Local, j: int, o: int) -> bool:
         return False
     loc.place(j, best, o)
     return True
+
+
+def _value_bonus(loc: Local, j: int, o: int):
+    """``s -> 1e-3 * value(j, o, s)``, read once per GPU type (the value
+    depends on the server only through it)."""
+    lay, tab = loc.st.lay, loc.tab
+    cap, cls = lay.cap, lay.cls
+    memo: dict[int, float] = {}
+
+    def bonus(s: int) -> float:
+        t = cap[cls[s]][3]
+        v = memo.get(t)
+        if v is None:
+            v = memo[t] = 1e-3 * tab.vals(j, t)[o]
+        return v
+    return bonus
 
 
 def upgrade_all(loc: Local, deadline: Deadline) -> bool:
