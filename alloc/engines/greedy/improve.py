@@ -427,7 +427,7 @@ def place_best(loc: Local, j: int, o: int) -> bool:
     """Job j at option o on the best-fit server that takes it (step 2 of the
     module notes: least leftover less $10^{-3}$ its value there), else
     spread; True when placed."""
-    st, tab = loc.st, loc.tab
+    st = loc.st
     sh = st.shape(j, o)
     cands = fit_candidates(st, sh)
     best: Assign | None
