@@ -117,3 +117,48 @@ def test_revert_in_place_is_remove_refit_place(problem, rnd):
         assert {s: set(v) for s, v in a._jobs_on.items() if v} == \
             {s: set(v) for s, v in b._jobs_on.items() if v}
         assert np.array_equal(a.st.gfree, b.st.gfree)
+
+
+@settings(max_examples=40, deadline=None)
+@given(problems(max_servers=8, max_jobs=24), st.randoms(use_true_random=False))
+def test_a_remembered_failed_spread_is_what_the_walk_gives(problem, rnd):
+    """`ProblemPacker.spread` over every server skips a walk that failed
+    with no capacity grown since; the answer is the walk's, through
+    placements and removals."""
+    P, fresh = ProblemPacker(problem), ProblemPacker(problem)
+    jobs = list(problem.pending)
+    for _ in range(3 * len(jobs)):
+        if P.st.assign and rnd.random() < 0.25:
+            j = rnd.choice(sorted(P.st.assign))
+            P.remove(j)
+            fresh.remove(j)
+            continue
+        free = [j for j in jobs if j not in P.st.assign]
+        if not free:
+            break
+        j = rnd.choice(free)
+        o = rnd.randrange(len(problem.options[j]))
+        fresh.st._spread_fail.clear()                    # the walk every time
+        a = P.spread(j, o)
+        assert a == fresh.spread(j, o)
+        if a is None:
+            a = P.fit(j, o, mode="one")
+        if a is not None and rnd.random() < 0.7:
+            P.place(j, o, a)
+            fresh.place(j, o, a)
+
+
+def test_a_failed_spread_is_tried_again_once_room_is_freed():
+    from alloc import Cluster, Job, Server
+    from alloc.problem import compile_problem
+    cl = Cluster(tuple(Server(f"s{i}", 32000, 256000, 4, "V100") for i in range(2)))
+    jobs = [Job("x", 3, cpu=3000, mem=3000), Job("y", 3, cpu=3000, mem=3000),
+            Job("z", 4, cpu=4000, mem=4000)]
+    P = ProblemPacker(compile_problem(cl, jobs, "gpus"))
+    for j in (0, 1):
+        P.place(j, 0, P.fit(j, 0, mode="one"))
+    assert P.spread(2, 0) is None                # one free GPU on each server
+    assert P.spread(2, 0) is None                # remembered
+    P.remove(0)
+    a = P.spread(2, 0)
+    assert a is not None and len(a.gpus) == 4

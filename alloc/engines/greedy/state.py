@@ -724,6 +724,15 @@ class State:
             self._spread_fail[key] = self.removals
         return a
 
+    def failed(self, key: tuple) -> bool:
+        """True when a search under ``key`` failed (`fail`) and no capacity
+        has grown since: placements only take, so it would fail again."""
+        return self._spread_fail.get(key) == self.removals
+
+    def fail(self, key: tuple) -> None:
+        """Remember that a search under ``key`` failed on the state as it is."""
+        self._spread_fail[key] = self.removals
+
     def usable(self, s: int, pc: int, pm: int) -> int:
         """Whole free GPUs of server s that its free CPU and memory cover at
         ``pc`` milli-cores and ``pm`` MiB per GPU."""

@@ -151,6 +151,12 @@ class ProblemPacker:
             return None
         opt = p.options[j][o]
         pc, pm = -(-opt.cpu // job.gpus), -(-opt.mem // job.gpus)
+        # over every server: a walk that ran out of usable GPUs runs out again
+        # until some capacity grows
+        key = (st.shape(j, o).key, "fewest") if servers is None and not is_outer(job.locality) \
+            else None
+        if key is not None and st.failed(key):
+            return None
         for pool in self._spread_pools(j, servers):
             ordered, need = [], job.gpus
             for s in pool:
@@ -160,7 +166,11 @@ class ProblemPacker:
                     need -= u
                     if need <= 0:
                         break
-            a = st.take(j, o, ordered) if need <= 0 else None
+            if need > 0:
+                if key is not None:
+                    st.fail(key)
+                continue
+            a = st.take(j, o, ordered)
             if a is not None:
                 return a
         return None
