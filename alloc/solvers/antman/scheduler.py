@@ -109,6 +109,30 @@ class State:
             return self.measured[g]
         return self.comp[g] / MILLI
 
+    def utils(self) -> np.ndarray:
+        """`util` of every GPU, as an array."""
+        u = self.comp / MILLI
+        if self.measured:
+            u[list(self.measured)] = list(self.measured.values())
+        return u
+
+    def gpu_room(self, j: int, threshold: float) -> list[int]:
+        """The GPUs, ascending, of the servers job j may use where it fits
+        as `place_opportunistic` places it: riding (a job that may ride)
+        below ``threshold`` utilisation with its GPU memory free and compute
+        not full, else its milli share, GPU memory and compute free."""
+        p, job = self.p, self.p.jobs[j]
+        tix = np.where(p.srv_type >= 0, p.srv_type, len(p.types))
+        ok = p.type_ok[j, tix][p.gpu_server]
+        cap = self.cap
+        need = int(job.gpu_mem) if job.gpu_mem is not None else cap * job.gpu_milli // MILLI
+        ok &= cap - self.mem >= need
+        if can_ride(job):
+            ok &= (self.utils() < threshold) & (self.comp < MILLI)
+        else:
+            ok &= (self.free >= job.gpu_milli) & (MILLI - self.comp >= compute_demand(job))
+        return np.flatnonzero(ok).tolist()
+
     def place(self, j: int, a: Assign) -> None:
         """Put job j on ``a`` (the caller checked the room)."""
         job = self.p.jobs[j]
@@ -220,14 +244,7 @@ def choose(st: State, j: int, cands: list[int], key) -> list[int] | None:
     job = p.jobs[j]
     n = job.gpus
     level = job.locality or "server"
-    groups: dict[int, list[int]] = defaultdict(list)
-    for g in cands:
-        s = int(p.gpu_server[g])
-        if st.cpu[s] < -(-job.cpu // n) or st.smem[s] < -(-job.mem // n):
-            continue
-        groups[int(p.domain[level][g]) if level in p.domain else -1].append(g)
-    for gs in sorted((gs for gs in groups.values() if len(gs) >= n),
-                     key=lambda gs: (len(gs), min(gs))):
+    for gs in _nodes(st, job, cands, level):
         gpus = sorted(gs, key=key)[:n]
         if cpu_fits(st, p.make_assign(j, gpus, 0)):
             return gpus
@@ -238,6 +255,29 @@ def choose(st: State, j: int, cands: list[int], key) -> list[int] | None:
     if job.locality is None and n > 1:
         return _spread(st, j, cands, key)
     return None
+
+
+def _nodes(st: State, job, cands: list[int], level: str):
+    """The candidates of `choose` grouped by their node of ``level`` (one
+    group without such a level), each in the candidates' order, on servers with the job's
+    CPU and memory share per GPU: the groups of at least the job's GPUs,
+    fewest candidates first (then the lowest GPU), lazily."""
+    p, n = st.p, job.gpus
+    gs = np.asarray(cands, dtype=np.int64)
+    srv = p.gpu_server[gs]
+    gs = gs[(st.cpu[srv] >= -(-job.cpu // n)) & (st.smem[srv] >= -(-job.mem // n))]
+    if not len(gs):
+        return
+    dom = p.domain[level][gs] if level in p.domain else np.zeros(len(gs), dtype=np.int64)
+    by = np.argsort(dom, kind="stable")          # each node's GPUs together, in order
+    gs = gs[by]
+    _, start, count = np.unique(dom[by], return_index=True, return_counts=True)
+    low = np.minimum.reduceat(gs, start)
+    big = count >= n
+    start, count, low = start[big], count[big], low[big]
+    for k in np.lexsort((low, count)).tolist():
+        a = int(start[k])
+        yield gs[a:a + int(count[k])].tolist()
 
 
 def _spread(st: State, j: int, cands: list[int], key) -> list[int] | None:
@@ -504,17 +544,7 @@ def place_opportunistic(st: State, j: int, threshold: float) -> bool:
     if job.gpus == 0:
         return place_cpu_only(st, j)
     ride = can_ride(job)
-    cands = []
-    for s in p.allowed_servers(j):
-        for g in range(int(p.gpu_first[s]), int(p.gpu_first[s] + p.srv_gpus[s])):
-            if ride:
-                cap = int(st.cap[g])
-                if (st.util(g) < threshold and cap - st.mem[g] >= mem_demand(job, cap)
-                        and st.comp[g] < MILLI):
-                    cands.append(g)
-            elif st.free[g] >= job.gpu_milli and st.cap[g] - st.mem[g] >= mem_demand(
-                    job, int(st.cap[g])) and MILLI - st.comp[g] >= compute_demand(job):
-                cands.append(g)
+    cands = st.gpu_room(j, threshold)
     gpus = choose(st, j, cands, lambda g: (st.util(g), g))
     if gpus is None:
         return False
