@@ -36,13 +36,20 @@ def solve(problem: Problem, *, deadline, seed: int = 0, **options: object) -> So
     mem = [int(x) for x in problem.free_mem]
     assign: dict[int, Assign] = {}
     order = sorted(problem.pending, key=lambda j: problem.rank[j])
+    allowed: dict[tuple, tuple[list[int], set[int]]] = {}   # the servers of a job's GPU types
+    avail = {s for s, gs in free.items() if gs}     # servers with a free GPU (only shrinks)
     for j in order:
         if deadline.expired():
             break
         job = problem.jobs[j]
         opt = problem.options[j][problem.request_option[j]]
-        ok = [s for s, srv in enumerate(cl.servers) if job.allows(srv.gpu_type) or not job.gpus]
-        a = _freest(job.gpus, job.locality, opt.cpu, opt.mem, ok, free, cpu, mem) \
+        key = (not job.gpus, job.gpu_types)
+        hit = allowed.get(key)
+        if hit is None:
+            ok = [s for s, srv in enumerate(cl.servers) if job.allows(srv.gpu_type) or not job.gpus]
+            hit = allowed[key] = (ok, set(ok))
+        ok, ok_set = hit
+        a = _freest(job.gpus, job.locality, opt.cpu, opt.mem, avail & ok_set, free, cpu, mem) \
             or _whole(job.gpus, opt.cpu, opt.mem, ok, free, cpu, mem)
         if a is None:
             continue
@@ -50,6 +57,8 @@ def solve(problem: Problem, *, deadline, seed: int = 0, **options: object) -> So
         for g, _ in a.gpus:
             s = int(problem.gpu_server[g])
             free[s].remove(g)
+            if not free[s]:
+                avail.discard(s)
         for s, v in a.cpu:
             cpu[s] -= v
         for s, v in a.mem:
@@ -57,11 +66,13 @@ def solve(problem: Problem, *, deadline, seed: int = 0, **options: object) -> So
     return Solution(assign)
 
 
-def _freest(n: int, locality, c: int, m: int, ok: list[int], free: dict, cpu: list, mem: list
+def _freest(n: int, locality, c: int, m: int, ok: set[int], free: dict, cpu: list, mem: list
             ) -> Assign | None:
+    """``ok``: the allowed servers with a free GPU (the choice below breaks
+    every tie by index, so their order does not matter)."""
     if n == 0:
         return None
-    left = {s: len(free[s]) for s in ok if free[s]}
+    left = {s: len(free[s]) for s in ok}
     if locality is not None:
         fits = [s for s in left if left[s] >= n]
         if not fits:

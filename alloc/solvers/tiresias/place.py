@@ -32,6 +32,8 @@ that does not fit (the scheduler's ranking already decided who may run).
 """
 from __future__ import annotations
 
+import numpy as np
+
 from ...deadline import Deadline
 from ...model import MILLI
 from ...problem import Assign, Problem, Solution
@@ -45,8 +47,8 @@ def _plain(st: State, j: int) -> bool:
 
 
 def _usable(st: State, j: int) -> list[int]:
-    ok = set(int(s) for s in st.p.allowed_servers(j))
-    return [s for s in range(st.S) if s in ok]
+    """The servers job j may use, ascending."""
+    return st.p.allowed_servers(j).tolist()
 
 
 def consolidated(st: State, j: int) -> Assign | None:
@@ -84,7 +86,11 @@ def least_fragmenting(st: State, j: int) -> Assign | None:
     if not _plain(st, j):
         return first_fit(st, j, 0)
     n = st.p.jobs[j].gpus
-    servers = sorted((st.whole[s], s) for s in _usable(st, j) if st.whole[s] > 0)
+    idx = st.p.allowed_servers(j)
+    w = st.arrays()["whole"][idx]
+    idx, w = idx[w > 0], w[w > 0]
+    by = np.lexsort((idx, w))                     # fewest whole free GPUs, then index
+    servers = list(zip(w[by].tolist(), idx[by].tolist()))
     for w, s in servers:
         if w >= n:
             a = st.try_server(j, s, 0)
