@@ -200,6 +200,15 @@ def passing(st, sh: Shape, idx: np.ndarray) -> np.ndarray:
     return idx[mask]
 
 
+def _fit_free(st, sel: np.ndarray) -> np.ndarray:
+    """The ``fit`` rule's free capacity $F_s D$ of the servers ``sel`` (its
+    key without the index part; the layout's ``fit_w`` must be set)."""
+    arrs, lay = st.arrays(), st.lay
+    c = lay.cls_array()[sel]
+    wa, wb, wg = lay.fit_w
+    return wa[c] * arrs["cpu"][sel] + wb[c] * arrs["mem"][sel] + wg[c] * arrs["gsum"][sel]
+
+
 def fit_tops(st, sh: Shape) -> list[tuple[int, int, int]] | None:
     """What the ``fit`` finders of shape ``sh`` would answer, for every
     allowed class at once, in one vectorised pass over the servers and
@@ -217,10 +226,8 @@ def fit_tops(st, sh: Shape) -> list[tuple[int, int, int]] | None:
     sel = passing(st, sh, lay.allowed(sh.ok))
     if not len(sel):
         return []
-    arrs = st.arrays()
     c = cls[sel]
-    wa, wb, wg = lay.fit_w
-    free = wa[c] * arrs["cpu"][sel] + wb[c] * arrs["mem"][sel] + wg[c] * arrs["gsum"][sel]
+    free = _fit_free(st, sel)
     order = np.lexsort((sel, free, c))
     cs = c[order]
     pick = order[np.flatnonzero(np.r_[True, cs[1:] != cs[:-1]])]
@@ -275,10 +282,7 @@ class Finder:
         elif self.rule in (GPUS, WHOLE):
             keys = arrs["gsum" if self.rule == GPUS else "whole"][sel] * st.S + sel
         elif lay.fit_w is not None:
-            c = lay.cls_array()[sel]
-            wa, wb, wg = lay.fit_w
-            keys = (wa[c] * arrs["cpu"][sel] + wb[c] * arrs["mem"][sel]
-                    + wg[c] * arrs["gsum"][sel]) * st.S + sel
+            keys = _fit_free(st, sel) * st.S + sel
         else:  # beyond int64: exact Python integers
             keys = np.array([self.key(int(s)) for s in sel], dtype=object)
         heap = sorted(keys.tolist())

@@ -642,14 +642,14 @@ class State:
         pc, pm = -(-opt.cpu // n), -(-opt.mem // n)
         ok, cls = self.class_mask(j), self.lay.cls
         key = ("even", k, n, pc, pm, ok)
-        if servers is None and self._spread_fail.get(key) == self.removals:
+        if servers is None and self.failed(key):
             return None
         whole, cpu, mem = self.whole, self.cpu_l, self.mem_l
         cand = sorted((whole[s], s) for s in (range(p.S) if servers is None else servers)
                       if ok[cls[s]] and whole[s] >= k and cpu[s] >= pc and mem[s] >= pm)
         if len(cand) < n:
             if servers is None:
-                self._spread_fail[key] = self.removals
+                self.fail(key)
             return None
         part = self._part_shapes.get(k)
         if part is None:
@@ -675,7 +675,7 @@ class State:
         job = p.jobs[j]
         sh = self.shape(j, option)
         key = (sh.key, "domains", job.locality)
-        if self._spread_fail.get(key) == self.removals:
+        if self.failed(key):
             return None
         arr = self.arrays()
         opt = p.options[j][option]
@@ -701,7 +701,7 @@ class State:
             a = self.take(j, option, ordered)
             if a is not None:
                 return a
-        self._spread_fail[key] = self.removals
+        self.fail(key)
         return None
 
     def _spread_preferred(self, j: int, option: int) -> Assign | None:
@@ -711,7 +711,7 @@ class State:
         from .descent import domain_tree, preference_levels, tas_assign
         job = self.p.jobs[j]
         key = (self.shape(j, option).key, "preferred", job.locality, job.preferred)
-        if self._spread_fail.get(key) == self.removals:
+        if self.failed(key):
             return None          # failed, and no capacity grew since (placements only take)
         levels = preference_levels(self.p, j)
         top = levels[-1]
@@ -721,7 +721,7 @@ class State:
             a = tas_assign(self, j, option, levels[0], required=False,
                            top=domain_tree(self.p).index(top))
         if a is None:
-            self._spread_fail[key] = self.removals
+            self.fail(key)
         return a
 
     def failed(self, key: tuple) -> bool:
@@ -800,7 +800,7 @@ class State:
         increases (placements only lower usable counts)."""
         sh = self.shape(j, option)
         key = (sh.key, "spread")
-        if self._spread_fail.get(key) == self.removals:
+        if self.failed(key):
             return None
         f = sh.finders.get(("spread", None))
         if f is None:
@@ -816,7 +816,7 @@ class State:
         finally:
             it.close()
         if need > 0:
-            self._spread_fail[key] = self.removals
+            self.fail(key)
             return None
         return self.take(j, option, ordered)
 

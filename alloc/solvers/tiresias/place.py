@@ -87,10 +87,10 @@ def least_fragmenting(st: State, j: int) -> Assign | None:
         return first_fit(st, j, 0)
     n = st.p.jobs[j].gpus
     idx = st.p.allowed_servers(j)
-    w = st.arrays()["whole"][idx]
-    idx, w = idx[w > 0], w[w > 0]
-    by = np.lexsort((idx, w))                     # fewest whole free GPUs, then index
-    servers = list(zip(w[by].tolist(), idx[by].tolist()))
+    whole = st.arrays()["whole"][idx]
+    idx, whole = idx[whole > 0], whole[whole > 0]
+    by = np.lexsort((idx, whole))                 # fewest whole free GPUs, then index
+    servers = list(zip(whole[by].tolist(), idx[by].tolist()))
     for w, s in servers:
         if w >= n:
             a = st.try_server(j, s, 0)
