@@ -14,6 +14,7 @@ from alloc import Cell, Cluster, Job, Server, Tenant, allocate
 from alloc.deadline import Deadline
 from alloc.model import frozen_map
 from alloc.tenancy import with_current
+from timed_calls import timed
 
 LEVELS = ("rack", "server", "socket", "switch", "gpu")
 LOC = {1: None, 2: "switch", 4: "socket", 8: "server"}
@@ -57,10 +58,8 @@ def big():
 @pytest.mark.parametrize("limit", [1.0, 5.0])
 def test_time_limit_on_256_servers(big, solver, limit):
     c, jobs = big
-    t0 = time.perf_counter()
-    r = allocate(c, jobs, solver=solver, time_limit=limit)
-    took = time.perf_counter() - t0
-    assert took <= limit * 1.1 + 0.5, (solver, limit, took)
+    r, late = timed(lambda: allocate(c, jobs, solver=solver, time_limit=limit), limit)
+    assert not late, (solver, late)
     assert r.placements and r.status.value in ("feasible", "optimal")
 
 
