@@ -48,7 +48,11 @@ rank, while some running job ranks below it:
    room may move (it is the solver's to place ``k`` as it likes): ``p`` is
    tried again, by 1 and then by 2, with ``k``'s room given back, and ``k``
    then set aside again in what is left (the victims' room that ``p`` does
-   not take counted as held); the first ``k`` for which both fit moves;
+   not take counted as held); failing both, ``k`` is set aside first, in
+   the free room and the room of the victims 2 finds for ``p`` (``k`` ranks
+   above every one of them), and ``p`` placed in what is left, each victim
+   that both still fit without kept running, highest-ranked first; the
+   first ``k`` for which both fit moves;
 4. else ``p`` waits.
 
 With ``preempt_packed`` (an option of `allocate` and `Session`; off by
@@ -722,8 +726,9 @@ def _moving_reserved(w: _Walk, j: int, sh, reserved: dict) -> tuple[list, Assign
     in the free room if it fits there and ``k`` after it, else j with the
     fewest lowest-ranked victims (`_Walk.with_victims`) and ``k`` after it
     (the victims' room that j does not take counted as held: a stopped job
-    frees room only for the job it is stopped for).  The first ``k`` that
-    lets both fit has its new room in ``reserved`` and ``(victims,
+    frees room only for the job it is stopped for), else ``k`` first and j
+    after it with those victims stopped (`_above_first`).  The first ``k``
+    that lets both fit has its new room in ``reserved`` and ``(victims,
     assignment)`` is returned, j's own not yet applied; else the walk is as
     it was and None is returned."""
     p = w.p
@@ -736,12 +741,14 @@ def _moving_reserved(w: _Walk, j: int, sh, reserved: dict) -> tuple[list, Assign
         return None
     for k in cands:
         saved = w.save()
-        for find in (lambda: _free(w, j, sh), lambda: w.with_victims(j, sh)):
+        for find in (lambda: _then(w, j, k, _free(w, j, sh)),
+                     lambda: _then(w, j, k, w.with_victims(j, sh)),
+                     lambda: _above_first(w, j, sh, k)):
             w.restore(saved)
             _give_back(w, k, reserved[k])
             got = find()
-            b = None if got is None else _again(w, j, k, *got)
-            if b is not None:
+            if got is not None:
+                victims, a, b = got
                 w.restore(saved)
                 _give_back(w, k, reserved[k])
                 w.commit(k, b)
@@ -749,9 +756,63 @@ def _moving_reserved(w: _Walk, j: int, sh, reserved: dict) -> tuple[list, Assign
                     w.res.job(j)
                 reserved[k] = b
                 w.version += 1                # the room has a new shape
-                return got
+                return victims, a
         w.restore(saved)
     return None
+
+
+def _then(w: _Walk, j: int, k: int, got) -> tuple[list, Assign, Assign] | None:
+    """``(victims, j's assignment, k's)`` with k's room found after j's
+    (`_again`), or None."""
+    b = None if got is None else _again(w, j, k, *got)
+    return None if b is None else (got[0], got[1], b)
+
+
+def _above_first(w: _Walk, j: int, sh, k: int) -> tuple[list, Assign, Assign] | None:
+    """Step 3's last try, with ``k``'s room given back: the victims
+    `_Walk.with_victims` finds for j stopped, ``k`` (ranked above j, so
+    above every victim) set aside first in the free room and the victims'
+    room, then j in what is left; victims that both still fit without are
+    kept running, highest-ranked first.  Returns ``(victims, j's
+    assignment, k's)`` -- j may need the room ``k`` held, ``k`` the room the
+    victims leave beside j -- or None; the walk's free capacity is left
+    changed (the caller restores it)."""
+    got = w.with_victims(j, sh)
+    if got is None:
+        return None
+    saved = w.save()
+    victims = list(got[0])
+    both = _k_then_j(w, j, sh, k, victims, saved)
+    if both is None:
+        return None
+    for v in sorted(got[0], key=lambda x: int(w.rank[x])):
+        fewer = [x for x in victims if x != v]
+        again = _k_then_j(w, j, sh, k, fewer, saved)
+        if again is not None:
+            victims, both = fewer, again
+    return victims, both[0], both[1]
+
+
+def _k_then_j(w: _Walk, j: int, sh, k: int, victims: list, saved: tuple
+              ) -> tuple[Assign, Assign] | None:
+    """From ``saved`` with ``victims`` stopped: job k in the free capacity,
+    then job j in what is left, as ``(j's assignment, k's)``, or None."""
+    p, res = w.p, w.res
+    w.restore(saved)
+    for v in victims:
+        w._apply(p.fixed[v], 1)
+        if res is not None:
+            res.take(v, p.fixed[v], 1)
+    if res is not None:
+        res.job(k)
+    b = w.place_free(k, w.shape(k))
+    if b is None or p.throughput_of(k, b) <= 0:
+        return None
+    w.commit(k, b)
+    if res is not None:
+        res.job(j)
+    a = w.place_free(j, sh)
+    return None if a is None else (a, b)
 
 
 def _free(w: _Walk, j: int, sh) -> tuple[list, Assign] | None:

@@ -600,3 +600,29 @@ def test_a_job_pinned_below_a_waiting_one_keeps_the_room_the_walk_saw():
     assert a.placement("p") is None
     assert order_problems(cl, jobs, a, order, may_preempt=order_preemption_rule(order)) == []
     assert not violations(cl, jobs, a, order=order, preempt="order", max_moves=1)
+
+
+def test_room_set_aside_above_a_gang_moves_into_its_victims_room():
+    """``j21`` (rank 2) is set aside on s1, the freest server, so the gang
+    ``j3`` (rank 4: 8 GPUs, all of a server's CPU and memory) finds 6 GPUs
+    even with ``j14`` (rank 7) stopped: s1 beside ``j21`` has the CPU for 2
+    and s2 has 4.  Moved onto the room ``j14`` leaves on s2, ``j21`` lets
+    ``j3`` take 6 GPUs of s1 and 2 of s2; without that, ``j3`` waits and
+    ``j11`` (rank 6) stops ``j14`` instead, and a solver that then puts
+    ``j21`` on s2 leaves ``j3`` displaced by ``j17`` and ``j11``."""
+    from alloc.testing import order_problems
+    from alloc.testing.placements import order_preemption_rule
+    cl = Cluster(tuple(Server(f"s{i}", 24000, 512000, 8, "V100") for i in range(3)))
+    jobs = [running("j5", "s2", [2, 3, 4, 5], cpu=4000, mem=256000),
+            running("j14", "s2", [0, 1, 6], cpu=18000, mem=192000),
+            Job("j20", 8, cpu=8000, mem=128000), Job("j21", 2, cpu=12000, mem=32000),
+            Job("j15", 1, cpu=6000, mem=128000), Job("j3", 8, cpu=24000, mem=512000),
+            Job("j17", 4, cpu=4000, mem=64000), Job("j11", 1, cpu=6000, mem=64000)]
+    order = ["j5", "j20", "j21", "j15", "j3", "j17", "j11", "j14"]
+    for solver in ("best-fit", "greedy-upgrade", "cpsat"):
+        a = allocate(cl, jobs, solver=solver, order=order, preempt="order", time_limit=5)
+        assert a.stats["preempted_for"] == {"j14": "j3"}, solver
+        assert {"j20", "j21", "j15", "j3"} <= {p.job for p in a.placements}, solver
+        assert order_problems(cl, jobs, a, order, spread=True,
+                              may_preempt=order_preemption_rule(order)) == [], solver
+        assert not violations(cl, jobs, a, order=order, preempt="order")
