@@ -50,8 +50,9 @@ rank, while some running job ranks below it:
    then set aside again in what is left (the victims' room that ``p`` does
    not take counted as held); failing both, ``k`` is set aside first, in
    the free room and the room of the victims 2 finds for ``p`` (``k`` ranks
-   above every one of them), and ``p`` placed in what is left, each victim
-   that both still fit without kept running, highest-ranked first; the
+   above every one of them), and ``p`` placed in what is left, by 1 and
+   then by 2 (more victims where it needs them), each victim that both
+   still fit without kept running, highest-ranked first; the
    first ``k`` for which both fit moves;
 4. else ``p`` waits.
 
@@ -772,31 +773,32 @@ def _above_first(w: _Walk, j: int, sh, k: int) -> tuple[list, Assign, Assign] | 
     """Step 3's last try, with ``k``'s room given back: the victims
     `_Walk.with_victims` finds for j stopped, ``k`` (ranked above j, so
     above every victim) set aside first in the free room and the victims'
-    room, then j in what is left; victims that both still fit without are
-    kept running, highest-ranked first.  Returns ``(victims, j's
-    assignment, k's)`` -- j may need the room ``k`` held, ``k`` the room the
-    victims leave beside j -- or None; the walk's free capacity is left
-    changed (the caller restores it)."""
+    room, then j in what is left, with more victims ranked below j where it
+    needs them; victims that both still fit without are kept running,
+    highest-ranked first.  Returns ``(victims, j's assignment, k's)`` -- j
+    may need the room ``k`` held, ``k`` the room the victims leave beside
+    j -- or None; the walk's free capacity is left changed (the caller
+    restores it)."""
     got = w.with_victims(j, sh)
     if got is None:
         return None
     saved = w.save()
-    victims = list(got[0])
-    both = _k_then_j(w, j, sh, k, victims, saved)
-    if both is None:
+    best = _k_then_j(w, j, sh, k, list(got[0]), saved, more=True)
+    if best is None:
         return None
-    for v in sorted(got[0], key=lambda x: int(w.rank[x])):
-        fewer = [x for x in victims if x != v]
-        again = _k_then_j(w, j, sh, k, fewer, saved)
+    for v in sorted(best[0], key=lambda x: int(w.rank[x])):
+        again = _k_then_j(w, j, sh, k, [x for x in best[0] if x != v], saved)
         if again is not None:
-            victims, both = fewer, again
-    return victims, both[0], both[1]
+            best = again
+    return best
 
 
-def _k_then_j(w: _Walk, j: int, sh, k: int, victims: list, saved: tuple
-              ) -> tuple[Assign, Assign] | None:
+def _k_then_j(w: _Walk, j: int, sh, k: int, victims: list, saved: tuple,
+              more: bool = False) -> tuple[list, Assign, Assign] | None:
     """From ``saved`` with ``victims`` stopped: job k in the free capacity,
-    then job j in what is left, as ``(j's assignment, k's)``, or None."""
+    then job j in what is left (with ``more``, stopping running jobs ranked
+    below j as `_Walk.with_victims` does, where it must), as ``(victims,
+    j's assignment, k's)``, or None."""
     p, res = w.p, w.res
     w.restore(saved)
     for v in victims:
@@ -812,7 +814,14 @@ def _k_then_j(w: _Walk, j: int, sh, k: int, victims: list, saved: tuple
     if res is not None:
         res.job(j)
     a = w.place_free(j, sh)
-    return None if a is None else (a, b)
+    if a is not None or not more:
+        return None if a is None else (victims, a, b)
+    w.alive[victims] = False
+    try:
+        got = w.with_victims(j, sh)
+    finally:
+        w.alive[victims] = True
+    return None if got is None else (victims + list(got[0]), got[1], b)
 
 
 def _free(w: _Walk, j: int, sh) -> tuple[list, Assign] | None:

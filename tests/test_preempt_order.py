@@ -626,3 +626,37 @@ def test_room_set_aside_above_a_gang_moves_into_its_victims_room():
         assert order_problems(cl, jobs, a, order, spread=True,
                               may_preempt=order_preemption_rule(order)) == [], solver
         assert not violations(cl, jobs, a, order=order, preempt="order")
+
+
+def test_room_set_aside_above_a_gang_moves_and_the_gang_stops_more():
+    """``j7`` (rank 2, half a GPU and 128 GB) is set aside on s0, so the
+    gang ``j19`` (rank 4: 8 GPUs, 64 GB a GPU) finds memory for 7 GPUs even
+    with ``j16`` (rank 6) stopped.  With ``j7`` set aside first, on
+    ``j16``'s GPU of s1, ``j19`` fits 6 GPUs of s0 and 2 of s1 once ``j1``
+    (rank 7) stops too; without that, ``j6`` (rank 5) stops both and
+    ``j19`` waits, displaced."""
+    from alloc.testing import order_problems
+    from alloc.testing.placements import order_preemption_rule
+
+    def spread(jid, gpus, cpu, mem):
+        held = tuple(GpuShare(g, 1000) for g in gpus)
+        return Job(jid, len(gpus), cpu=sum(cpu.values()), mem=sum(mem.values()),
+                   current=Placement(jid, held, cpu, mem))
+    cl = Cluster(tuple(Server(f"s{i}", 24000, 512000, 8, "V100") for i in range(2)))
+    jobs = [running("j1", "s0", [1], cpu=1000, mem=64000),
+            running("j14", "s1", [0], cpu=1000, mem=128000),
+            spread("j16", ["s0/gpu0", "s0/gpu3", "s0/gpu4", "s1/gpu3"],
+                   {"s0": 18000, "s1": 6000}, {"s0": 48000, "s1": 16000}),
+            spread("j17", [f"s0/gpu{g}" for g in (2, 5, 6, 7)] + [f"s1/gpu{g}" for g in (4, 5, 6, 7)],
+                   {"s0": 4000, "s1": 4000}, {"s0": 64000, "s1": 64000}),
+            Job("j20", 2, cpu=12000, mem=128000), Job("j11", 1, cpu=3000, mem=128000),
+            Job("j7", 1, gpu_milli=500, cpu=1000, mem=128000),
+            Job("j19", 8, cpu=24000, mem=512000), Job("j6", 3, cpu=18000, mem=384000)]
+    order = ["j20", "j11", "j7", "j14", "j19", "j6", "j16", "j1", "j17"]
+    for solver in ("best-fit", "greedy-upgrade", "cpsat"):
+        a = allocate(cl, jobs, solver=solver, order=order, preempt="order", time_limit=5)
+        why = a.stats["preempted_for"]
+        assert why["j16"] == why["j1"] == "j19" and a.placement("j19") is not None, solver
+        assert order_problems(cl, jobs, a, order, spread=True,
+                              may_preempt=order_preemption_rule(order)) == [], solver
+        assert not violations(cl, jobs, a, order=order, preempt="order")
