@@ -34,3 +34,34 @@ def test_exact_call_out_of_time_says_so():
         warnings.simplefilter("ignore")
         a = allocate(c, jobs, solver="milp", objective="jobs", time_limit=0.01)
     assert a.stats.get("clock_cut") is True
+
+
+def test_the_first_heuristics_run_to_three_quarters_of_the_time(monkeypatch):
+    """The exact family's first heuristics (the strongest at scale among
+    them) finish up to three quarters of the budget: one that needs 55-60 %
+    of it to answer is not cut at half, while the model's phases, which
+    start from its answer, keep the rest."""
+    import time
+
+    from alloc import registry
+    from alloc.engines.configuration import driver
+    from alloc.problem import Solution
+    best_fit = registry.get_solver("best-fit")
+    t_call = [0.0]
+    limit = 2.0
+
+    def patient(problem, *, deadline, seed=0):
+        """Best fit's answer once 1.1 s of the call have passed, if its
+        deadline lets it wait that long; else nothing."""
+        while time.perf_counter() < t_call[0] + 0.55 * limit:
+            if deadline.expired():
+                return Solution({})
+            time.sleep(0.01)
+        return best_fit.solve(problem, deadline=deadline, seed=seed)
+    monkeypatch.setattr(registry, "_EXTRA", dict(registry._EXTRA))
+    registry.register("patient", patient, capabilities=sorted(best_fit.capabilities))
+    monkeypatch.setattr(driver, "warm_heuristics", lambda problem, need=None: (["patient"], []))
+    c, jobs = _call()
+    t_call[0] = time.perf_counter()
+    a = allocate(c, jobs, solver="milp", objective="jobs", time_limit=limit)
+    assert a.stats["heuristics"]["patient"] > 0

@@ -3,7 +3,8 @@ master, proof, dive, polish -- each phase within its share of one deadline.
 
 1. *Warm start*: every registered heuristic that applies to the input (the
    Synergy and online policies included) within ``warm_share`` of the time,
-   cheapest first; the answer is never below the best of them.  Then the
+   cheapest first, the first ones (`WARM_FIRST`) each up to `WARM_FLOOR`
+   of it if need be; the answer is never below the best of them.  Then the
    engine is imported if this process has not yet (a first call's import
    counts against the limit, after the heuristics have answered; with less
    time left than it takes, HiGHS solves this call, `Backend.ready`) and the
@@ -51,7 +52,7 @@ from .proof import enumerate_and_solve
 from ..greedy.compact import climbs, compacted
 
 #: Heuristics tried first, each with all the warm-start time left (up to the
-#: floor): the cheap fallbacks, then the strongest of each kind; ``fgd`` joins
+#: floor, `WARM_FLOOR`): the cheap fallbacks, then the strongest of each kind; ``fgd`` joins
 #: them on inputs with GPU sharing.  Every other applicable one follows with
 #: an equal share of what is left of the warm start's own time.
 WARM_FIRST = ("proportional", "best-fit", "greedy-upgrade", "synergy-tune")
@@ -64,6 +65,13 @@ WARM_FIRST_SHARING = ("proportional", "best-fit", "fgd", "greedy-upgrade", "syne
 #: generation (23,000 columns instead of 7,500 at 12,500 servers) and the LP
 #: hardly uses them.
 SEED_SHARE = 0.5
+#: The share of the budget up to which the first heuristics (`WARM_FIRST`)
+#: may run, whatever ``warm_share``: on 2,048 jobs and 256 servers under a
+#: 0.5 s limit, greedy-upgrade needs 0.15-0.25 s; cut at half the budget, it
+#: left the answer at proportional's value (about half its own) while the
+#: call returned with a third of its time unused.  What remains is kept for
+#: the answer's placements and check (`FINAL_SHARE`).
+WARM_FLOOR = 0.75
 #: The answer's placements and final check (`alloc.solve.finish`, then
 #: `alloc.check.violations`) against checking and valuing one answer in the
 #: warm start (`check_assign`, `true_value`), per job: 3.1 at 8k GPUs, 6.2
@@ -330,7 +338,7 @@ class ExactRun:
         the pool: those worth at least `SEED_SHARE` of the best."""
         timing: dict = {}
         best, v, sols, values = warm_start(self.p, self.at(self.warm_share), self.seed,
-                                           floor=self.at(max(self.warm_share, 0.5)),
+                                           floor=self.at(max(self.warm_share, WARM_FLOOR)),
                                            local_floor=False, timing=timing)
         self.best, self.best_v = best, v
         if self.slack and best:
