@@ -695,7 +695,7 @@ def plan(problem: Problem, deadline: Deadline) -> Plan:
             continue                      # the same shape failed since then
         got = w.with_victims(j, sh)
         if got is None and reserved:
-            got = _moving_reserved(w, j, sh, reserved)
+            got = _moving_reserved(w, j, sh, reserved, deadline)
         if got is None:
             w.failed[key] = w.version
             continue
@@ -717,7 +717,8 @@ def plan(problem: Problem, deadline: Deadline) -> Plan:
     return Plan(victims, pinned, reserved)
 
 
-def _moving_reserved(w: _Walk, j: int, sh, reserved: dict) -> tuple[list, Assign] | None:
+def _moving_reserved(w: _Walk, j: int, sh, reserved: dict,
+                     deadline: Deadline) -> tuple[list, Assign] | None:
     """Job j found no room, with or without victims, beside the room step 1
     set aside for the jobs ranked above it (``reserved``).  That room is the
     solver's to place them in as it likes, so j is tried again with one of
@@ -730,8 +731,8 @@ def _moving_reserved(w: _Walk, j: int, sh, reserved: dict) -> tuple[list, Assign
     frees room only for the job it is stopped for), else ``k`` first and j
     after it with those victims stopped (`_above_first`).  The first ``k``
     that lets both fit has its new room in ``reserved`` and ``(victims,
-    assignment)`` is returned, j's own not yet applied; else the walk is as
-    it was and None is returned."""
+    assignment)`` is returned, j's own not yet applied; else (or at the
+    deadline) the walk is as it was and None is returned."""
     p = w.p
     near = {x for r in w.by_rank if w.alive[r] and w.rank[r] > w.rank[j]
             for x in p.servers_of(p.fixed[r])}
@@ -741,6 +742,8 @@ def _moving_reserved(w: _Walk, j: int, sh, reserved: dict) -> tuple[list, Assign
     if not cands or not _hope(w, j, sh, {k: reserved[k] for k in cands}):
         return None
     for k in cands:
+        if deadline.expired():
+            break
         saved = w.save()
         for find in (lambda: _then(w, j, k, _free(w, j, sh)),
                      lambda: _then(w, j, k, w.with_victims(j, sh)),
