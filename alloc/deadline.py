@@ -21,6 +21,21 @@ from typing import Iterator
 #: Seconds a call may take when ``time_limit`` is None (every solver).
 DEFAULT_TIME_LIMIT = 60.0
 
+
+def allowance(time_limit: float) -> float:
+    """Wall-clock seconds a call with ``time_limit`` may take, everything
+    included (the solver, the answer's placements and the final check):
+    ``time_limit * 1.1 + 0.5``, the bound every solver keeps and the
+    conformance suite, the fuzzer and the deadline bench check.
+
+    Examples
+    --------
+    >>> from alloc.deadline import allowance
+    >>> allowance(1.0)
+    1.6
+    """
+    return time_limit * 1.1 + 0.5
+
 #: The open `watched` record of the running call (None outside one).
 _CUT: ContextVar[list[bool] | None] = ContextVar("alloc_clock_cut", default=None)
 
@@ -149,4 +164,4 @@ class Deadline:
         return Deadline(now, max(now, self.end - max(0.0, seconds)))
 
 
-__all__ = ["DEFAULT_TIME_LIMIT", "Deadline", "check_time_limit", "watched"]
+__all__ = ["DEFAULT_TIME_LIMIT", "Deadline", "allowance", "check_time_limit", "watched"]

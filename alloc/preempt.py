@@ -804,27 +804,26 @@ def _k_then_j(w: _Walk, j: int, sh, k: int, victims: list, saved: tuple,
     j's assignment, k's)``, or None."""
     p, res = w.p, w.res
     w.restore(saved)
-    for v in victims:
-        w._apply(p.fixed[v], 1)
-        if res is not None:
-            res.take(v, p.fixed[v], 1)
-    if res is not None:
-        res.job(k)
-    b = w.place_free(k, w.shape(k))
-    if b is None or p.throughput_of(k, b) <= 0:
-        return None
-    w.commit(k, b)
-    if res is not None:
-        res.job(j)
-    a = w.place_free(j, sh)
-    if a is not None or not more:
-        return None if a is None else (victims, a, b)
-    w.alive[victims] = False
     try:
+        for v in victims:
+            w.stop(v)
+            if res is not None:
+                res.take(v, p.fixed[v], 1)
+        if res is not None:
+            res.job(k)
+        b = w.place_free(k, w.shape(k))
+        if b is None or p.throughput_of(k, b) <= 0:
+            return None
+        w.commit(k, b)
+        if res is not None:
+            res.job(j)
+        a = w.place_free(j, sh)
+        if a is not None or not more:
+            return None if a is None else (victims, a, b)
         got = w.with_victims(j, sh)
+        return None if got is None else (victims + list(got[0]), got[1], b)
     finally:
-        w.alive[victims] = True
-    return None if got is None else (victims + list(got[0]), got[1], b)
+        w.alive[victims] = True           # stopped for the trial only
 
 
 def _free(w: _Walk, j: int, sh) -> tuple[list, Assign] | None:

@@ -36,6 +36,7 @@ sys.path.insert(0, str(ROOT))
 
 from alloc import Cluster, Job, Server, allocate, load_profile, solvers  # noqa: E402
 from alloc.solve import needed_capabilities  # noqa: E402
+from alloc.deadline import allowance  # noqa: E402
 from alloc.errors import AllocError  # noqa: E402
 
 SHARED = Path(os.environ.get("ALLOC_SHARED", ROOT.parent / "shared"))
@@ -75,7 +76,7 @@ def call(cl, jobs, name: str, limit: float, objective: str = "throughput") -> di
         row = {"status": "error", "error": str(exc)[:60]}
     wall = time.perf_counter() - t0
     row.update(limit=limit, solver=name, wall=wall, exact=reg[name].exact,
-               kept=wall <= limit * 1.1 + 0.5)
+               kept=wall <= allowance(limit))
     return row
 
 

@@ -1,6 +1,6 @@
 """Deadline checks for the tests: a call keeps its deadline when it returns
-within ``limit * 1.1 + 0.5`` seconds of wall-clock time (the allowance
-`alloc.testing.conformance` checks on every solver).
+within `alloc.deadline.allowance` (``limit * 1.1 + 0.5`` seconds of
+wall-clock time, what `alloc.testing.conformance` checks on every solver).
 
 A late call is timed again, up to ``tries`` times in all, and the check
 fails only when every call is late.  A solver that overruns its deadline
@@ -14,10 +14,7 @@ from __future__ import annotations
 import time
 from typing import Any, Callable
 
-
-def allowance(limit: float) -> float:
-    """Seconds a call with ``time_limit=limit`` may take in the tests."""
-    return limit * 1.1 + 0.5
+from alloc.deadline import allowance
 
 
 def _phases(answer: Any) -> dict:

@@ -51,6 +51,7 @@ import time
 from typing import Any, Iterable, Mapping, Sequence, cast
 
 from ..check import violations
+from ..deadline import allowance
 from ..errors import InputError, SolverError
 from ..model import MILLI, Allocation, Cluster, Job, Status
 from ..objectives import allocation_value
@@ -156,7 +157,7 @@ def solver_problems(name: str, cluster: Cluster, jobs: Sequence[Job], *,
             out.extend(f"[{check}] {name}: {x}" for x in lines)
 
     add("deadline", [f"took {wall:.2f} s for a time limit of {time_limit} s"]
-        if wall > time_limit * 1.1 + 0.5 else [])
+        if wall > allowance(time_limit) else [])
     add("input", ["mutated its input"] if (cluster, jobs) != before else [])
     add("violations", violations(cluster, jobs, a, max_moves=_allowed_moves(max_moves, move_cost),
                                  order=ranked, preempt=preempt))

@@ -48,6 +48,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ...check import violations
+from ...deadline import allowance
 from ...errors import InputError, SolverError
 from ...model import Status
 from ...objectives import allocation_value
@@ -112,7 +113,7 @@ def run_one(tally: Tally, doc, inst, name: str, objective: str, limit: float, ca
         return None
     wall = time.perf_counter() - t0
     tally.counts["solver runs"] += 1
-    if wall > limit * 1.1 + 0.5:
+    if wall > allowance(limit):
         tally.fail("deadline overrun", f"{name}/{objective}", doc, limit=limit,
                    wall=round(wall, 3), load=os.getloadavg()[0])
     allowed = None if (call.get("max_moves") is None and call.get("move_cost") is not None) \
@@ -303,7 +304,7 @@ def fuzz_shares(tally: Tally, rng: random.Random, limits) -> None:
             continue
         wall = time.perf_counter() - t0
         tally.counts["shares runs"] += 1
-        if wall > limit * 1.1 + 0.5:
+        if wall > allowance(limit):
             tally.fail("deadline overrun", f"shares/{policy}", doc, limit=limit,
                        wall=round(wall, 3), load=os.getloadavg()[0])
         bad = shares_check.violations(p, r.X, r.Y)

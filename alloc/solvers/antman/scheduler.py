@@ -122,9 +122,11 @@ class State:
         below ``threshold`` utilisation with its GPU memory free and compute
         not full, else its milli share, GPU memory and compute free."""
         p, job = self.p, self.p.jobs[j]
-        tix = np.where(p.srv_type >= 0, p.srv_type, len(p.types))
-        ok = p.type_ok[j, tix][p.gpu_server]
+        allowed = np.zeros(p.S, dtype=bool)
+        allowed[p.allowed_servers(j)] = True
+        ok = allowed[p.gpu_server]
         cap = self.cap
+        # `mem_demand` of every GPU at once
         need = int(job.gpu_mem) if job.gpu_mem is not None else cap * job.gpu_milli // MILLI
         ok &= cap - self.mem >= need
         if can_ride(job):
