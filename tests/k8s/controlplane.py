@@ -403,8 +403,11 @@ def _kill(pidfile: Path, timeout: float = 15) -> None:
 
 def stop(run: Path | str | None = None, remove: bool = True) -> None:
     """Stop what ``start`` started in ``run`` (kube-apiserver first, then etcd); remove the folder."""
-    run = Path(run or os.environ.get("ALLOC_K8S_RUN", ""))
-    if not str(run) or not run.is_dir():
+    given = str(run or os.environ.get("ALLOC_K8S_RUN", ""))
+    if not given:                 # nothing started (Path("") would be the current folder)
+        return
+    run = Path(given)
+    if not run.is_dir():
         return
     for name in ("kube-scheduler", "kube-apiserver", "etcd"):
         _kill(run / f"{name}.pid")
