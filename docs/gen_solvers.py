@@ -79,13 +79,17 @@ time.  Two ways to get the same answer every time:
   differ, and the time limit stays the law.
 
 A first exact call in a process also imports its engine -- OR-Tools takes
-0.3 s on a quiet two-core machine, 1 to 1.5 s on a loaded one -- and that
+0.3 s on a quiet two-core machine, 1 to 1.5 s on a loaded one, and scipy's
+sparse matrices, with which every model is built, 0.2 to 0.8 s -- and that
 counts against its time limit, which is wall time from the call. The
-configuration model imports it after its warm start, so that the phases
-after it share what is left (its seconds are in `stats["import_s"]`); with
-less time left than `alloc.kernel.IMPORT_SECONDS` (0.5 s), that call solves
-with HiGHS instead and OR-Tools is imported in the background for the next
-calls (`stats["engine_fallback"]` says so). The tenancy model imports it in
+configuration model imports them after its warm start, so that the
+heuristics answer first and the phases after it share what is left (its
+seconds are in `stats["import_s"]`); with less time left than
+`alloc.kernel.import_seconds` gives for what is missing (0.75 s for
+OR-Tools and scipy's sparse module together), that call solves with HiGHS
+instead, or builds no model at all when even HiGHS's modules would not fit,
+and OR-Tools is imported in the background for the next calls
+(`stats["engine_fallback"]` says so). The tenancy model imports it in
 its first search, whose limit counts it. Such a first call ends further from
 the bound than the next one. A service or a scheduler loop pays the import
 once at start:

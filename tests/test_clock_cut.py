@@ -45,23 +45,57 @@ def test_the_first_heuristics_run_to_three_quarters_of_the_time(monkeypatch):
 
     from alloc import registry
     from alloc.engines.configuration import driver
-    from alloc.problem import Solution
-    best_fit = registry.get_solver("best-fit")
-    t_call = [0.0]
-    limit = 2.0
-
-    def patient(problem, *, deadline, seed=0):
-        """Best fit's answer once 1.1 s of the call have passed, if its
-        deadline lets it wait that long; else nothing."""
-        while time.perf_counter() < t_call[0] + 0.55 * limit:
-            if deadline.expired():
-                return Solution({})
-            time.sleep(0.01)
-        return best_fit.solve(problem, deadline=deadline, seed=seed)
+    limit, t_call = 2.0, [0.0]
+    patient, caps = _patient(0.55, limit, t_call)
     monkeypatch.setattr(registry, "_EXTRA", dict(registry._EXTRA))
-    registry.register("patient", patient, capabilities=sorted(best_fit.capabilities))
+    registry.register("patient", patient, capabilities=caps)
     monkeypatch.setattr(driver, "warm_heuristics", lambda problem, need=None: (["patient"], []))
     c, jobs = _call()
     t_call[0] = time.perf_counter()
     a = allocate(c, jobs, solver="milp", objective="jobs", time_limit=limit)
     assert a.stats["heuristics"]["patient"] > 0
+
+
+def _patient(share: float, limit: float, t_call: list):
+    """A heuristic that answers as best fit does once ``share`` of the call
+    has passed, if its deadline lets it wait that long; else nothing."""
+    import time
+
+    from alloc import registry
+    from alloc.problem import Solution
+    best_fit = registry.get_solver("best-fit")
+
+    def patient(problem, *, deadline, seed=0):
+        while time.perf_counter() < t_call[0] + share * limit:
+            if deadline.expired():
+                return Solution({})
+            time.sleep(0.01)
+        return best_fit.solve(problem, deadline=deadline, seed=seed)
+    return patient, sorted(best_fit.capabilities)
+
+
+
+def test_the_heuristics_answer_before_the_model_starts(monkeypatch):
+    """The exact family runs its warm start before any work of the model's
+    (the aggregate's classes first): a short limit gives the heuristics the
+    time they would have alone."""
+    from alloc import registry
+    from alloc.engines.configuration import driver
+    events: list[str] = []
+    best_fit = registry.get_solver("best-fit")
+
+    def recorded(problem, *, deadline, seed=0):
+        events.append("heuristic")
+        return best_fit.solve(problem, deadline=deadline, seed=seed)
+    real = driver.Aggregate
+
+    def aggregate(*args, **kw):
+        events.append("aggregate")
+        return real(*args, **kw)
+    monkeypatch.setattr(registry, "_EXTRA", dict(registry._EXTRA))
+    registry.register("recorded", recorded, capabilities=sorted(best_fit.capabilities))
+    monkeypatch.setattr(driver, "warm_heuristics", lambda problem, need=None: (["recorded"], []))
+    monkeypatch.setattr(driver, "Aggregate", aggregate)
+    c, jobs = _call()
+    a = allocate(c, jobs, solver="milp", objective="jobs", time_limit=20)
+    assert events[:2] == ["heuristic", "aggregate"] and a.status.value == "optimal"

@@ -114,10 +114,35 @@ def test_engine_not_imported_with_too_little_time_left_falls_back_to_highs(monke
     from alloc.engines.configuration import backend as eng
     started = []
     monkeypatch.setattr(eng, "imported", lambda name: name != "cpsat")
-    monkeypatch.setattr(eng, "preload_in_background", started.append)
+    monkeypatch.setattr(eng, "import_seconds",
+                        lambda *names: 0.75 if "cpsat" in names else 0.0)
+    monkeypatch.setattr(eng, "preload_in_background", lambda name, delay=0.0: started.append(name))
     stats: dict = {}
     b = eng.Backend("cpsat").ready(Deadline.after(0.2), stats)
-    assert b.name == "highs" and started == ["cpsat"]
+    assert b is not None and b.name == "highs" and started == ["cpsat"]
     assert "HiGHS this call" in stats["engine_fallback"] and stats["engine"] == "highs"
     monkeypatch.setattr(eng, "preload", lambda engines: 0.0)
-    assert eng.Backend("cpsat").ready(Deadline.after(5), {}).name == "cpsat"
+    b = eng.Backend("cpsat").ready(Deadline.after(5), {})
+    assert b is not None and b.name == "cpsat"
+
+
+def test_no_engine_imported_in_time_leaves_the_model_out(monkeypatch):
+    """With less time left than even HiGHS's modules take to import (scipy's
+    sparse matrices included: every model is built with them), the call
+    builds no model: the heuristics answer, the bound is still reported and
+    the imports start in the background."""
+    from alloc import allocate
+    from alloc.engines.configuration import backend as eng
+    started = []
+    monkeypatch.setattr(eng, "imported", lambda name: False)
+    monkeypatch.setattr(eng, "import_seconds", lambda *names: 100.0)
+    monkeypatch.setattr(eng, "preload_in_background", lambda name, delay=0.0: started.append(name))
+    stats: dict = {}
+    assert eng.Backend("cpsat").ready(Deadline.after(0.2), stats) is None
+    assert started == ["cpsat", "highs"] and "no model this call" in stats["engine_fallback"]
+    cl = Cluster(tuple(Server(f"s{i}", 24000, 512000, 8, "V100") for i in range(2)))
+    jobs = [Job(f"j{i}", 2, cpu=6000, mem=128000, model="res18") for i in range(10)]
+    a = allocate(cl, jobs, solver="cpsat", time_limit=2, objective="jobs")
+    assert a.stats["model"] == "left out: no engine imported in time"
+    assert a.value == 8 and a.bound is not None and a.bound >= a.value
+    assert "lp_bound" not in a.stats

@@ -112,8 +112,12 @@ def solve(model: LinearModel, engine: str = "highs", *, deadline: Deadline | Non
     return fn(model, left, seed=seed, relax=relax, **params)
 
 
-#: The modules each engine imports on its first solve.
-MODULES = {"highs": ("highspy",), "cpsat": ("ortools.sat.python.cp_model",), "cbc": ("pulp",)}
+#: The modules each engine imports on its first solve: every engine's models
+#: are built as scipy sparse matrices (`LinearModel.add_rows`, `csr`), so
+#: scipy's sparse module is one of each.
+MODULES = {"highs": ("scipy.sparse", "highspy"),
+           "cpsat": ("scipy.sparse", "ortools.sat.python.cp_model"),
+           "cbc": ("scipy.sparse", "pulp")}
 
 
 def preload(engines: Iterable[str] = ("highs", "cpsat")) -> float:
@@ -147,13 +151,39 @@ def preload(engines: Iterable[str] = ("highs", "cpsat")) -> float:
     return time.perf_counter() - t0
 
 
+#: Seconds a first import of each module takes, as a call budgets it.
+#: OR-Tools' CP-SAT took 0.33 s on a two-core machine at load average 3,
+#: 0.6-1.5 s at 5 to 7; scipy's sparse module 0.23-0.8 s (after numpy and
+#: highspy, two cores, quiet to load 1): the model's first LP, built
+#: unannounced inside the big-machine bound's share of the time, overran a
+#: 1 s limit by 0.4 s on 2,048 jobs.
+MODULE_SECONDS = {"scipy.sparse": 0.25, "highspy": 0.1, "ortools.sat.python.cp_model": 0.5,
+                  "pulp": 0.3}
+
 #: Seconds left below which a call does not import an engine itself (the
-#: exact family then solves with HiGHS and imports it in the background).
-#: OR-Tools' import took 0.33 s on a two-core machine at load average 3,
-#: 0.6-1.5 s at 5 to 7: with 0.5 s left a first call at load 3 imports it
-#: and still proves small instances; under heavy load the import can run
-#: past the limit (within the law when the call's slack covers it).
-IMPORT_SECONDS = {"highs": 0.1, "cpsat": 0.5, "cbc": 0.3}
+#: exact family then solves with HiGHS, or without a model when HiGHS is not
+#: imported either, and imports it in the background): every module of the
+#: engine (`MODULE_SECONDS`).  With 0.75 s left a first call at load 3
+#: imports OR-Tools and still proves small instances; under heavy load the
+#: import can run past the limit (within the law when the call's slack
+#: covers it).
+IMPORT_SECONDS = {e: sum(MODULE_SECONDS[m] for m in mods) for e, mods in MODULES.items()}
+
+
+def import_seconds(*engines: str) -> float:
+    """Seconds the modules of ``engines`` not yet imported take to import
+    (`MODULE_SECONDS`, each module counted once); 0 once all are.
+
+    Examples
+    --------
+    >>> _ = preload(("highs",))
+    >>> import_seconds("highs")
+    0.0
+    """
+    import sys
+    need = {m for e in engines for m in MODULES[e] if m not in sys.modules}
+    return float(sum(MODULE_SECONDS[m] for m in need))
+
 
 _background: dict[str, Any] = {}
 
@@ -164,15 +194,30 @@ def imported(engine: str) -> bool:
     return all(m in sys.modules for m in MODULES[engine])
 
 
-def preload_in_background(engine: str) -> None:
+def importing(engine: str) -> bool:
+    """True while a background import of ``engine`` (`preload_in_background`)
+    has not finished: a call that imported it itself would wait for it."""
+    t = _background.get(engine)
+    return t is not None and t.is_alive()
+
+
+def preload_in_background(engine: str, delay: float = 0.0) -> None:
     """Start importing ``engine`` in a daemon thread (once per process), for
     a call that cannot afford the import inside its own limit; a later
-    `preload` of it waits for that import to finish."""
+    `preload` of it waits for that import to finish.  ``delay``: seconds the
+    thread waits first -- until the call that starts it has answered, so
+    that the import does not take the interpreter from that call's last
+    phases (on two cores it slowed a 0.15 s final check to 0.25-0.37 s)."""
     import threading
     if imported(engine) or engine in _background:
         return
-    t = threading.Thread(target=preload, args=((engine,),), daemon=True,
-                         name=f"alloc-import-{engine}")
+
+    def run() -> None:
+        if delay > 0:
+            import time
+            time.sleep(delay)
+        preload((engine,))
+    t = threading.Thread(target=run, daemon=True, name=f"alloc-import-{engine}")
     _background[engine] = t
     t.start()
 
@@ -195,5 +240,5 @@ def solve_lp(model: LinearModel, *, deadline: Deadline | None = None,
     return solve(model, "highs", deadline=deadline, time_limit=time_limit, relax=True)
 
 
-__all__ = ["ENGINES", "IMPORT_SECONDS", "INF", "LinearModel", "MODULES", "Result", "imported",
-           "preload", "preload_in_background", "session", "solve", "solve_lp"]
+__all__ = ["ENGINES", "IMPORT_SECONDS", "INF", "LinearModel", "MODULES", "MODULE_SECONDS", "Result",
+           "import_seconds", "imported", "importing", "preload", "preload_in_background", "session", "solve", "solve_lp"]

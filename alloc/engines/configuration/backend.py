@@ -7,7 +7,7 @@ from typing import Any
 
 from ...deprecation import renamed
 from ...deadline import Deadline
-from ...kernel import (IMPORT_SECONDS, LinearModel, Result, imported, preload,
+from ...kernel import (LinearModel, Result, import_seconds, imported, importing, preload,
                         preload_in_background, solve)
 
 
@@ -31,28 +31,46 @@ class Backend:
     workers: int = 1
     deterministic: bool = False
 
-    def ready(self, deadline: Deadline, stats: dict) -> "Backend":
-        """The engine to solve with from now on, imported.  A first call's
-        import counts against its limit (the configuration model imports after
-        its warm start): done here when at least `alloc.kernel.IMPORT_SECONDS`
-        are left (``stats["import_s"]``); else
-        this call solves with HiGHS (imported in a tenth of a second) and the
+    def ready(self, deadline: Deadline, stats: dict, settle: float = 0.0) -> "Backend | None":
+        """The engine to solve with from now on, imported, or None: no model
+        this call.  A first call's import counts against its limit (the
+        configuration model imports after its warm start).  Column generation
+        solves its LPs with HiGHS whatever the engine, so the engine's modules
+        and HiGHS's are imported here when the time left covers them
+        (`alloc.kernel.import_seconds`; ``stats["import_s"]`` the seconds it
+        took), unless a background import of the engine is under way (the
+        call would wait for it).  Else, with time for HiGHS's, this call
+        solves with HiGHS;
+        with less, it builds no model (the heuristics answer); either way the
         engine's import starts in the background for the next calls
-        (``stats["engine_fallback"]`` says so)."""
-        if imported(self.name):
+        (``stats["engine_fallback"]`` says so), once this one has answered:
+        after the deadline and ``settle`` seconds more (what the call keeps
+        back for its final check)."""
+        busy = importing(self.name) or importing("highs")
+        if imported("highs") and imported(self.name) and not busy:
             return self
-        if self.name == "highs" or deadline.left() >= IMPORT_SECONDS[self.name]:
+        left = deadline.left()
+        need = import_seconds("highs", self.name)
+        if left >= need and not busy:
             t = preload(("highs", self.name))
             if t > 1e-3:
                 stats["import_s"] = t
             return self
-        preload(("highs",))
-        preload_in_background(self.name)
-        stats["engine_fallback"] = (f"{self.name} not imported yet and {deadline.left():.2f} s "
-                                    f"left (under {IMPORT_SECONDS[self.name]:.1f} s): HiGHS "
-                                    f"this call, {self.name} imported in the background")
-        stats["engine"] = "highs"
-        return Backend("highs")
+        why = (f"{self.name} being imported in the background" if busy else
+               f"{self.name} not imported yet and {left:.2f} s left (under {need:.2f} s)")
+        after = left + settle
+        preload_in_background(self.name, after)
+        if self.name != "highs" and not importing("highs") and \
+                (imported("highs") or left >= import_seconds("highs")):
+            preload(("highs",))
+            stats["engine_fallback"] = (f"{why}: HiGHS this call, {self.name} imported "
+                                        f"in the background")
+            stats["engine"] = "highs"
+            return Backend("highs")
+        preload_in_background("highs", after)
+        stats["engine_fallback"] = (f"{why}: no model this call, {self.name} imported in "
+                                    f"the background")
+        return None
 
     def solve(self, model: LinearModel, deadline: Deadline, seed: int = 0) -> Result:
         """Solve ``model`` before ``deadline``."""

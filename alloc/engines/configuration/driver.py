@@ -7,9 +7,14 @@ master, proof, dive, polish -- each phase within its share of one deadline.
    of it if need be; the answer is never below the best of them.  Then the
    engine is imported if this process has not yet (a first call's import
    counts against the limit, after the heuristics have answered; with less
-   time left than it takes, HiGHS solves this call, `Backend.ready`) and the
-   time the answer's placements and the final check will take is kept back
-   (`ExactRun.keep_back_final`).
+   time left than it takes, HiGHS solves this call, or no model with less
+   than HiGHS's own import, `Backend.ready`) and the time the answer's
+   placements and the final check will take is kept back
+   (`ExactRun.keep_back_final`).  The heuristics come first, before any
+   work of the model's, so that a short limit gives them the time they
+   would have alone.  Then the *plan*: the aggregate's classes, and whether
+   its items can be built in time; when not, the model is left out and
+   local search from the best answer polishes it with what is left.
 2. *Bounds*: the sum of the jobs' honest upper coefficients, the LP-free
    item bound and the big-machine LP
    (`alloc.engines.configuration.bounds`).
@@ -52,10 +57,13 @@ from .proof import enumerate_and_solve
 from ..greedy.compact import climbs, compacted
 
 #: Heuristics tried first, each with all the warm-start time left (up to the
-#: floor, `WARM_FLOOR`): the cheap fallbacks, then the strongest of each kind; ``fgd`` joins
-#: them on inputs with GPU sharing.  Every other applicable one follows with
-#: an equal share of what is left of the warm start's own time.
-WARM_FIRST = ("proportional", "best-fit", "greedy-upgrade", "synergy-tune")
+#: floor, `WARM_FLOOR`): the cheapest fallback, then the strongest, then the
+#: others of each kind; ``fgd`` joins them on inputs with GPU sharing.  Every
+#: other applicable one follows with an equal share of what is left of the
+#: warm start's own time.  Greedy-upgrade comes before best-fit: on 2,048
+#: jobs under a 0.5 s limit, behind best-fit and its check it was cut short
+#: on a process's first call, and the answer fell below its own.
+WARM_FIRST = ("proportional", "greedy-upgrade", "best-fit", "synergy-tune")
 #: Heuristics tried first on inputs with GPU sharing.
 WARM_FIRST_SHARING = ("proportional", "best-fit", "fgd", "greedy-upgrade", "synergy-tune")
 
@@ -246,6 +254,7 @@ class ExactRun:
         self.cg = CGResult()
         self.hint: tuple[dict, dict] | None = None
         self.decode_s = 0.0     # seconds the rounding's answer took to decode and check
+        self.no_engine = False  # no engine imported in time (`Backend.ready`): no model
 
     def at(self, share: float) -> Deadline:
         """The deadline ``share`` of the whole budget after the start."""
@@ -343,7 +352,9 @@ class ExactRun:
         self.best, self.best_v = best, v
         if self.slack and best:
             self.best_climbs = climbs(self.p, best)
-        self.engine = self.engine.ready(self.deadline, self.stats)
+        engine = self.engine.ready(self.deadline, self.stats, settle=self.p.reserve_s)
+        self.no_engine = engine is None
+        self.engine = engine or self.engine
         self.keep_back_final(timing)
         self.stats.update(warm_start=v, t_warm=time.perf_counter() - self.t0, heuristics=values)
         # values and solutions are recorded together, in the same order
@@ -371,9 +382,13 @@ class ExactRun:
             self.deadline = self.deadline.reserve(extra)
 
     def plan(self) -> bool:
-        """Phase 0: the aggregate's classes and types, and whether its items
-        can be built in half the time (else the model is left out)."""
+        """After the warm start: the aggregate's classes and types, and whether its items
+        can be built in half the time (else the model is left out, as it is
+        when no engine could be imported in time, `Backend.ready`)."""
         self.bounds.append(sum(self.p.upper_coef(j) for j in self.p.pending))
+        if self.no_engine:
+            self.stats["model"] = "left out: no engine imported in time"
+            return False
         try:
             self.agg = Aggregate(self.p, deadline=self.deadline.share(0.25), items=False)
         except OutOfTime:
@@ -394,22 +409,6 @@ class ExactRun:
                                    f"{self.deadline.left():.1f} s")
             return False
         return True
-
-    def heuristics_only(self) -> None:
-        """Without the model: local search as registered (the strongest
-        heuristic at scale, still improving when its time ends) with three
-        quarters of the time, every other applicable heuristic with most of
-        what is left, local search from the best with the rest."""
-        from ..greedy.improve import local_search
-        ls = local_search(self.p, None, deadline=self.deadline.share(0.75), seed=self.seed)
-        self.offer(ls, "local-search", "ls_value")
-        best, v, _, values = warm_start(self.p, self.deadline.share(0.8), self.seed,
-                                        floor=self.deadline.share(0.8), local=False)
-        if "ls_value" in self.stats:
-            values["local-search"] = self.stats.pop("ls_value")
-        self.offer(best, "warm start")
-        self.stats.update(warm_start=v, heuristics=values)
-        self.polish(0.9)
 
     def aggregate(self, sols) -> bool:
         """Phase 2: aggregation, the simple bounds and the seeded pool; False
@@ -638,10 +637,10 @@ def _solve_exact(problem: Problem, engine: Backend, deadline: Deadline, seed: in
     if not problem.pending:
         run.bounds.append(0.0)
         return run.solution()
-    if not run.plan():
-        run.heuristics_only()
-        return run.solution()
     sols = run.warm()
+    if not run.plan():
+        run.polish(0.9)
+        return run.solution()
     if not run.aggregate(sols):
         run.polish()
         return run.solution()
