@@ -283,6 +283,25 @@ def test_failures_during_a_run_keep_every_job():
     assert res.summary()["unfinished"] == 0
 
 
+@pytest.mark.parametrize("placement", ["gandiva", "best-fit"])
+def test_a_drained_server_releases_the_jobs_bound_to_it(placement):
+    """Jobs waiting bound to a server that is drained queue again and run
+    elsewhere; its running jobs run on; no slice starts a job there until it
+    is open again."""
+    cl = Cluster(tuple(Server(f"s{i}", cpu=8000, mem=64000, gpus=1) for i in range(2)))
+    jobs = [WorkloadJob(f"j{k}", float(k), 1, duration_s=1000.0) for k in range(6)]
+    m, probe = GandivaMechanism(packing=False), Probe()
+    res = simulate(cl, jobs, order="fifo:preemptive=false", placement=placement,
+                   mechanism=[m, probe], events=[ServerEvent(50.0, "drain", "s1"),
+                                                 ServerEvent(2000.0, "undrain", "s1")])
+    assert res.summary()["unfinished"] == 0
+    on_s1 = [j for at, now in probe.ticks if 50.0 < at < 2000.0
+             for j, gpus in now.items() if gpus[0].startswith("s1")]
+    assert set(on_s1) <= {"j1"}                        # only what ran there at the drain
+    rows = {r["id"]: r for r in res.timeline()}
+    assert all(rows[j]["end_s"] is not None for j in rows)
+
+
 # ------------------------------------------------------------ the stack
 def test_registered_mechanisms_and_their_settings():
     assert get_policy("mechanism", "gandiva-packing").build().packing

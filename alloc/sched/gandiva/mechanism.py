@@ -28,6 +28,10 @@ Reactive mode (events).
   move onto one server; queued jobs are then placed by the round.
 * Server failure: its jobs lose their GPUs; packed groups there split, and
   they are all placed again by the round.
+* Server drain (no new placements there): its running jobs run on, while
+  the jobs waiting bound to it queue again and are placed or bound anew by
+  the round; no slice starts a suspended unit there and no job is bound
+  there until it is open again.
 
 Time-slicing (a timer every ``slice_s`` seconds, 60 by default): every unit
 running at the boundary has had a slice and its virtual time advances; then
@@ -271,6 +275,8 @@ class GandivaMechanism(BaseMechanism):
             self._finish(event.job)
         elif kind == "fail":
             self._fail(event.server)
+        elif kind == "drain":
+            self._drain(event.server)
         elif kind == "timer" and event.tag == "slice":
             self._tick()
             ctl.timer(event.at_s + self.slice_s, "slice", round=False)
@@ -312,13 +318,14 @@ class GandivaMechanism(BaseMechanism):
             return {}
         out: dict[str, str] = {}
         servers = ctl.cluster.servers
+        closed = self._closed()
         for jid in sorted(self._jobs, key=lambda j: self._jobs[j].seq):
             rec, info = ctl.jobs.get(jid), self._jobs[jid]
             if (rec is None or rec.running or rec.held or jid in self._bound
                     or jid in self._plan or rec.gpus < 1 or rec.milli < MILLI):
                 continue
             g = rec.gpus
-            over = [k for k, s in enumerate(servers) if s.gpus >= g
+            over = [k for k, s in enumerate(servers) if s.gpus >= g and s.id not in closed
                     and info.base.allows(s.gpu_type) and self._affinity(s.id) == g]
             if over:
                 k = min(over, key=lambda k: (self.height(servers[k].id), k))
@@ -435,6 +442,21 @@ class GandivaMechanism(BaseMechanism):
             self._forget(j, keep=True)
         self._on.pop(server_id, None)
         self.counts["lost"] += len(lost)
+
+    def _drain(self, server_id: str) -> None:
+        """The jobs waiting bound to a drained server queue again (its
+        running jobs run on)."""
+        waiting = sorted((j for j, sid in self._bound.items() if sid == server_id),
+                         key=lambda x: self._jobs[x].seq)
+        for j in waiting:
+            self._ctl.suspend(j, hold=False, milli=self._jobs[j].milli)
+            self._forget(j, keep=True)
+
+    def _closed(self) -> set[str]:
+        """The servers that take no new placements (drained, or failed and
+        kept in the cluster)."""
+        sess = self._ctl.session
+        return set(sess.drained) | set(sess.failed)
 
     def _tick(self) -> None:
         """A slice boundary: profile, judge packings, rotate, pack or split,
@@ -643,7 +665,7 @@ class GandivaMechanism(BaseMechanism):
     def _rotate(self) -> bool:
         """Weighted round-robin on every server with suspended units."""
         changed = False
-        waiting = {self._jobs[j].home for j in self._bound}
+        waiting = {self._jobs[j].home for j in self._bound} - self._closed()
         for sid in [s for s in self._on if s in waiting]:
             units = self.units(sid)
             chosen = slice_choice(units, self._cap(sid))
