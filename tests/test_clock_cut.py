@@ -74,28 +74,3 @@ def _patient(share: float, limit: float, t_call: list):
     return patient, sorted(best_fit.capabilities)
 
 
-
-def test_the_heuristics_answer_before_the_model_starts(monkeypatch):
-    """The exact family runs its warm start before any work of the model's
-    (the aggregate's classes first): a short limit gives the heuristics the
-    time they would have alone."""
-    from alloc import registry
-    from alloc.engines.configuration import driver
-    events: list[str] = []
-    best_fit = registry.get_solver("best-fit")
-
-    def recorded(problem, *, deadline, seed=0):
-        events.append("heuristic")
-        return best_fit.solve(problem, deadline=deadline, seed=seed)
-    real = driver.Aggregate
-
-    def aggregate(*args, **kw):
-        events.append("aggregate")
-        return real(*args, **kw)
-    monkeypatch.setattr(registry, "_EXTRA", dict(registry._EXTRA))
-    registry.register("recorded", recorded, capabilities=sorted(best_fit.capabilities))
-    monkeypatch.setattr(driver, "warm_heuristics", lambda problem, need=None: (["recorded"], []))
-    monkeypatch.setattr(driver, "Aggregate", aggregate)
-    c, jobs = _call()
-    a = allocate(c, jobs, solver="milp", objective="jobs", time_limit=20)
-    assert events[:2] == ["heuristic", "aggregate"] and a.status.value == "optimal"

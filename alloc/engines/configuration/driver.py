@@ -10,11 +10,12 @@ master, proof, dive, polish -- each phase within its share of one deadline.
    time left than it takes, HiGHS solves this call, or no model with less
    than HiGHS's own import, `Backend.ready`) and the time the answer's
    placements and the final check will take is kept back
-   (`ExactRun.keep_back_final`).  The heuristics come first, before any
-   work of the model's, so that a short limit gives them the time they
-   would have alone.  Then the *plan*: the aggregate's classes, and whether
-   its items can be built in time; when not, the model is left out and
-   local search from the best answer polishes it with what is left.
+   (`ExactRun.keep_back_final`); without an engine, local search from the
+   best answer polishes it with what is left.  Before the warm start, the
+   *plan* (the aggregate's classes, a few hundredths of a second at 2,048
+   jobs) says whether the model's items can be built in time; when not, the
+   model is left out and local search as registered (from greedy-upgrade)
+   has three quarters of the time, the other heuristics most of the rest.
 2. *Bounds*: the sum of the jobs' honest upper coefficients, the LP-free
    item bound and the big-machine LP
    (`alloc.engines.configuration.bounds`).
@@ -65,7 +66,7 @@ from ..greedy.compact import climbs, compacted
 #: on a process's first call, and the answer fell below its own.
 WARM_FIRST = ("proportional", "greedy-upgrade", "best-fit", "synergy-tune")
 #: Heuristics tried first on inputs with GPU sharing.
-WARM_FIRST_SHARING = ("proportional", "best-fit", "fgd", "greedy-upgrade", "synergy-tune")
+WARM_FIRST_SHARING = ("proportional", "greedy-upgrade", "best-fit", "fgd", "synergy-tune")
 
 
 #: Heuristic solutions worth less than this share of the best do not seed the
@@ -355,6 +356,8 @@ class ExactRun:
         engine = self.engine.ready(self.deadline, self.stats, settle=self.p.reserve_s)
         self.no_engine = engine is None
         self.engine = engine or self.engine
+        if self.no_engine:
+            self.stats["model"] = "left out: no engine imported in time"
         self.keep_back_final(timing)
         self.stats.update(warm_start=v, t_warm=time.perf_counter() - self.t0, heuristics=values)
         # values and solutions are recorded together, in the same order
@@ -382,13 +385,9 @@ class ExactRun:
             self.deadline = self.deadline.reserve(extra)
 
     def plan(self) -> bool:
-        """After the warm start: the aggregate's classes and types, and whether its items
-        can be built in half the time (else the model is left out, as it is
-        when no engine could be imported in time, `Backend.ready`)."""
+        """Phase 0: the aggregate's classes and types, and whether its items
+        can be built in half the time (else the model is left out)."""
         self.bounds.append(sum(self.p.upper_coef(j) for j in self.p.pending))
-        if self.no_engine:
-            self.stats["model"] = "left out: no engine imported in time"
-            return False
         try:
             self.agg = Aggregate(self.p, deadline=self.deadline.share(0.25), items=False)
         except OutOfTime:
@@ -409,6 +408,22 @@ class ExactRun:
                                    f"{self.deadline.left():.1f} s")
             return False
         return True
+
+    def heuristics_only(self) -> None:
+        """Without the model: local search as registered (the strongest
+        heuristic at scale, still improving when its time ends) with three
+        quarters of the time, every other applicable heuristic with most of
+        what is left, local search from the best with the rest."""
+        from ..greedy.improve import local_search
+        ls = local_search(self.p, None, deadline=self.deadline.share(0.75), seed=self.seed)
+        self.offer(ls, "local-search", "ls_value")
+        best, v, _, values = warm_start(self.p, self.deadline.share(0.8), self.seed,
+                                        floor=self.deadline.share(0.8), local=False)
+        if "ls_value" in self.stats:
+            values["local-search"] = self.stats.pop("ls_value")
+        self.offer(best, "warm start")
+        self.stats.update(warm_start=v, heuristics=values)
+        self.polish(0.9)
 
     def aggregate(self, sols) -> bool:
         """Phase 2: aggregation, the simple bounds and the seeded pool; False
@@ -637,8 +652,11 @@ def _solve_exact(problem: Problem, engine: Backend, deadline: Deadline, seed: in
     if not problem.pending:
         run.bounds.append(0.0)
         return run.solution()
-    sols = run.warm()
     if not run.plan():
+        run.heuristics_only()
+        return run.solution()
+    sols = run.warm()
+    if run.no_engine:
         run.polish(0.9)
         return run.solution()
     if not run.aggregate(sols):
