@@ -113,7 +113,8 @@ def test_engine_not_imported_with_too_little_time_left_falls_back_to_highs(monke
     keeps its engine."""
     from alloc.engines.configuration import backend as eng
     started = []
-    monkeypatch.setattr(eng, "_need", lambda *names: 0.75 if "cpsat" in names else 0.0)
+    monkeypatch.setattr(eng, "import_seconds",
+                        lambda *names: 0.75 if "cpsat" in names else 0.0)
     monkeypatch.setattr(eng, "preload_in_background", lambda name, delay=0.0: started.append(name))
     stats: dict = {}
     b = eng.Backend("cpsat").ready(Deadline.after(0.2), stats)
@@ -132,7 +133,7 @@ def test_no_engine_imported_in_time_leaves_the_model_out(monkeypatch):
     from alloc import allocate
     from alloc.engines.configuration import backend as eng
     started = []
-    monkeypatch.setattr(eng, "_need", lambda *names: 100.0)
+    monkeypatch.setattr(eng, "import_seconds", lambda *names: 100.0)
     monkeypatch.setattr(eng, "preload_in_background", lambda name, delay=0.0: started.append(name))
     stats: dict = {}
     assert eng.Backend("cpsat").ready(Deadline.after(0.2), stats) is None
@@ -149,10 +150,10 @@ def test_an_engine_being_imported_in_the_background_counts_in_full(monkeypatch):
     """Its modules may sit half-imported in ``sys.modules``: a call budgets
     the whole import for it (an import of them waits for that one), the
     others only for what is missing."""
-    from alloc.engines.configuration import backend as eng
-    from alloc.kernel import IMPORT_SECONDS, preload
+    from alloc import kernel
+    from alloc.kernel import IMPORT_SECONDS, import_seconds, preload
     preload(("highs", "cpsat"))
-    assert eng._need("highs", "cpsat") == 0.0
-    monkeypatch.setattr(eng, "importing", lambda name: name == "cpsat")
-    assert eng._need("highs", "cpsat") == IMPORT_SECONDS["cpsat"]
-    assert eng._need("highs", "highs") == 0.0
+    assert import_seconds("highs", "cpsat") == 0.0
+    monkeypatch.setattr(kernel, "importing", lambda name: name == "cpsat")
+    assert import_seconds("highs", "cpsat") == IMPORT_SECONDS["cpsat"]
+    assert import_seconds("highs", "highs") == 0.0

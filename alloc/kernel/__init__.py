@@ -171,8 +171,11 @@ IMPORT_SECONDS = {e: sum(MODULE_SECONDS[m] for m in mods) for e, mods in MODULES
 
 
 def import_seconds(*engines: str) -> float:
-    """Seconds the modules of ``engines`` not yet imported take to import
-    (`MODULE_SECONDS`, each module counted once); 0 once all are.
+    """Seconds the imports of ``engines`` still take (`MODULE_SECONDS`, each
+    module counted once): the modules not imported yet, and every module of
+    an engine whose background import is under way (`importing`: its modules
+    may sit half-imported in ``sys.modules``; an import of them waits for
+    that one, which then runs at full speed).  0 once all are ready.
 
     Examples
     --------
@@ -181,7 +184,8 @@ def import_seconds(*engines: str) -> float:
     0.0
     """
     import sys
-    need = {m for e in engines for m in MODULES[e] if m not in sys.modules}
+    need = {m for e in engines for m in MODULES[e]
+            if importing(e) or m not in sys.modules}
     return float(sum(MODULE_SECONDS[m] for m in need))
 
 
@@ -241,4 +245,5 @@ def solve_lp(model: LinearModel, *, deadline: Deadline | None = None,
 
 
 __all__ = ["ENGINES", "IMPORT_SECONDS", "INF", "LinearModel", "MODULES", "MODULE_SECONDS", "Result",
-           "import_seconds", "imported", "importing", "preload", "preload_in_background", "session", "solve", "solve_lp"]
+           "import_seconds", "imported", "importing", "preload", "preload_in_background",
+           "session", "solve", "solve_lp"]

@@ -211,6 +211,12 @@ class Session:
         return tuple(self._failed)
 
     @property
+    def closed(self) -> frozenset[str]:
+        """Servers that take no new placements: the drained ones and the
+        failed ones kept in the cluster."""
+        return frozenset(self._drained) | frozenset(self._failed)
+
+    @property
     def counts(self) -> Mapping[str, int]:
         """Events so far by kind: ``finished``, ``failed``, ``stopped``,
         ``preempted`` (by the scheduler's events and by rounds)."""
@@ -569,7 +575,7 @@ for ranks)."""
         commit, which gives their reasons)."""
         from ..problem import compile_problem
         from ..solve import run_solver
-        closed = frozenset(self._drained) | frozenset(self._failed)
+        closed = self.closed
         t0 = time.perf_counter()
         parked = self._unfit(self._held) if not closed else {}
         out: Any = self._held

@@ -1424,7 +1424,7 @@ class _Control:
     def free_gpus(self) -> Mapping[str, int]:
         sim = self._sim
         cl = sim.session.cluster
-        closed = set(sim.session.drained) | set(sim.session.failed)
+        closed = sim.session.closed
         used: dict[str, int] = {}
         for r in sim.records.values():
             if r.run is not None and r.run.placement is not None:

@@ -7,20 +7,8 @@ from typing import Any
 
 from ...deprecation import renamed
 from ...deadline import Deadline
-from ...kernel import (IMPORT_SECONDS, LinearModel, Result, import_seconds, importing, preload,
-                        preload_in_background, solve)
-
-
-def _need(*engines: str) -> float:
-    """Seconds the engines' imports still take: the modules not imported
-    (`alloc.kernel.import_seconds`), and every module of an engine whose
-    background import is under way (its modules may sit half-imported in
-    ``sys.modules``; an import of them waits for that one, which then runs at
-    full speed).  0 when all are ready."""
-    engines = tuple(dict.fromkeys(engines))
-    busy = [e for e in engines if importing(e)]
-    rest = [e for e in engines if e not in busy]
-    return (import_seconds(*rest) if rest else 0.0) + sum(IMPORT_SECONDS[e] for e in busy)
+from ...kernel import (LinearModel, Result, import_seconds, preload, preload_in_background,
+                        solve)
 
 
 @dataclass(frozen=True)
@@ -49,14 +37,15 @@ class Backend:
         configuration model imports after its warm start).  Column generation
         solves its LPs with HiGHS whatever the engine, so the engine's modules
         and HiGHS's are imported here when the time left covers them
-        (`_need`; ``stats["import_s"]`` the seconds it took).  Else, with
+        (`alloc.kernel.import_seconds`; ``stats["import_s"]`` the seconds
+        it took).  Else, with
         time for HiGHS's, this call solves with HiGHS; with less, it builds
         no model (the heuristics answer); either way the engine's import
         starts in the background for the next calls
         (``stats["engine_fallback"]`` says so), once this one has answered:
         after the deadline and ``settle`` seconds more (what the call keeps
         back for its final check)."""
-        need = _need("highs", self.name)
+        need = import_seconds("highs", self.name)
         if not need:
             return self
         left = deadline.left()
@@ -68,7 +57,7 @@ class Backend:
         why = f"{self.name} not imported yet and {left:.2f} s left (under {need:.2f} s)"
         after = left + settle
         preload_in_background(self.name, after)
-        if self.name != "highs" and left >= _need("highs"):
+        if self.name != "highs" and left >= import_seconds("highs"):
             preload(("highs",))
             stats["engine_fallback"] = (f"{why}: HiGHS this call, {self.name} imported "
                                         f"in the background")

@@ -318,7 +318,7 @@ class GandivaMechanism(BaseMechanism):
             return {}
         out: dict[str, str] = {}
         servers = ctl.cluster.servers
-        closed = self._closed()
+        closed = ctl.session.closed
         for jid in sorted(self._jobs, key=lambda j: self._jobs[j].seq):
             rec, info = ctl.jobs.get(jid), self._jobs[jid]
             if (rec is None or rec.running or rec.held or jid in self._bound
@@ -451,12 +451,6 @@ class GandivaMechanism(BaseMechanism):
         for j in waiting:
             self._ctl.suspend(j, hold=False, milli=self._jobs[j].milli)
             self._forget(j, keep=True)
-
-    def _closed(self) -> set[str]:
-        """The servers that take no new placements (drained, or failed and
-        kept in the cluster)."""
-        sess = self._ctl.session
-        return set(sess.drained) | set(sess.failed)
 
     def _tick(self) -> None:
         """A slice boundary: profile, judge packings, rotate, pack or split,
@@ -665,7 +659,7 @@ class GandivaMechanism(BaseMechanism):
     def _rotate(self) -> bool:
         """Weighted round-robin on every server with suspended units."""
         changed = False
-        waiting = {self._jobs[j].home for j in self._bound} - self._closed()
+        waiting = {self._jobs[j].home for j in self._bound} - self._ctl.session.closed
         for sid in [s for s in self._on if s in waiting]:
             units = self.units(sid)
             chosen = slice_choice(units, self._cap(sid))
