@@ -157,3 +157,10 @@ def test_an_engine_being_imported_in_the_background_counts_in_full(monkeypatch):
     monkeypatch.setattr(kernel, "importing", lambda name: name == "cpsat")
     assert import_seconds("highs", "cpsat") == IMPORT_SECONDS["cpsat"]
     assert import_seconds("highs", "highs") == 0.0
+
+
+def test_an_unknown_engine_is_named():
+    from alloc.kernel import import_seconds, preload
+    for call in (lambda: import_seconds("highs", "gurobi"), lambda: preload(["gurobi"])):
+        with pytest.raises(ValueError, match="unknown engine 'gurobi'; valid engines: highs"):
+            call()

@@ -120,6 +120,14 @@ MODULES = {"highs": ("scipy.sparse", "highspy"),
            "cbc": ("scipy.sparse", "pulp")}
 
 
+def _modules(engine: str) -> tuple[str, ...]:
+    """``MODULES[engine]``; an unknown engine is a one-line error."""
+    mods = MODULES.get(engine)
+    if mods is None:
+        raise ValueError(f"unknown engine {engine!r}; valid engines: {', '.join(ENGINES)}")
+    return mods
+
+
 def preload(engines: Iterable[str] = ("highs", "cpsat")) -> float:
     """Import the engines' modules now; the seconds it took (0 once imported).
 
@@ -142,7 +150,7 @@ def preload(engines: Iterable[str] = ("highs", "cpsat")) -> float:
     import time
     t0 = time.perf_counter()
     for engine in engines:
-        for mod in MODULES[engine]:
+        for mod in _modules(engine):
             if mod not in sys.modules:
                 try:
                     importlib.import_module(mod)
@@ -184,7 +192,7 @@ def import_seconds(*engines: str) -> float:
     0.0
     """
     import sys
-    need = {m for e in engines for m in MODULES[e]
+    need = {m for e in engines for m in _modules(e)
             if importing(e) or m not in sys.modules}
     return float(sum(MODULE_SECONDS[m] for m in need))
 
