@@ -123,6 +123,10 @@ class Context:
         oracles it gives beyond `JobView` (a policy that declared the need
         reads, for example, ``ctx.progress.throughputs(job)``); None outside
         a simulation.
+    closed : frozenset of str
+        Servers of ``cluster`` that take no new placements (drained, or
+        failed and kept): a job may run on there only if it runs there
+        already.
     """
     now_s: float
     round: int
@@ -131,6 +135,7 @@ class Context:
     rng: random.Random = field(default_factory=lambda: random.Random(0), compare=False)
     round_s: float | None = None
     progress: Any = field(default=None, compare=False)
+    closed: frozenset[str] = frozenset()
 
     @property
     def gpus_total(self) -> int:
@@ -369,12 +374,14 @@ class Control(Protocol):
         with the new share (packing, or its undo); given other GPUs it moves.
         ``gpus`` may also be [`GpuShare`][alloc.model.GpuShare]s: the shares
         themselves (opportunistic ones, milli 0, with GPU memory and compute
-        caps)."""
+        caps).  A server closed to new placements (`Context.closed`) refuses
+        a job that does not run there already (`InputError`)."""
 
     def migrate(self, job_id: str, gpus: Any) -> None:
         """Move a running job onto ``gpus`` (GPU names; or a
         [`Placement`][alloc.model.Placement], which a job without GPUs needs
-        to name its server); it pays its migration delay."""
+        to name its server); it pays its migration delay.  A closed server
+        refuses it, as `place` does."""
 
     def reshare(self, job_id: str, shares: Sequence[Any]) -> None:
         """Give a running job other shares of the GPUs it holds

@@ -381,7 +381,7 @@ class Simulator:
         """The moment as the policies see it."""
         jobs = cast(Mapping[str, Any], MappingProxyType(self.records))
         return Context(self.now, self.round_no, self.session.cluster, jobs, self.rng,
-                       self.round_s, self.progress)
+                       self.round_s, self.progress, self.session.closed)
 
     # ------------------------------------------------------------- time
     def _advance_to(self, t: float) -> None:
@@ -1324,11 +1324,27 @@ class _Control:
             self._sim._touch(r)
             self._sim._dirty = True
 
+    def _open(self, r: JobRecord, servers: Iterable[str], where: str) -> None:
+        """Refuse a server closed to new placements (drained or failed) that
+        ``r`` does not run on already: a drain lets what runs there run on,
+        and nothing else start or move there."""
+        sess = self._sim.session
+        closed = sess.closed
+        if not closed:
+            return
+        held = {server_of(g) for g in r.run.gpu_names} if r.run is not None else set()
+        for sid in servers:
+            if sid in closed and sid not in held:
+                state = "failed" if sid in sess.failed else "drained"
+                raise InputError(f"{where}: server {sid!r} is {state}: it takes no new "
+                                 f"placements")
+
     def place(self, job_id: str, gpus: Sequence[Any], *, milli: int | None = None) -> None:
         sim = self._sim
         r = self._rec(job_id, "place")
         shares = tuple(gpus) if gpus and all(isinstance(g, GpuShare) for g in gpus) else None
         gpus = [g.gpu for g in shares] if shares is not None else list(gpus)
+        self._open(r, (server_of(str(g)) for g in gpus), f"place {job_id!r}")
         if milli is not None and (isinstance(milli, bool) or not isinstance(milli, int)
                                   or not 1 <= milli <= 1000):
             raise InputError(f"place {job_id!r}: milli: expected an integer in 1..1000, "
@@ -1386,6 +1402,10 @@ class _Control:
         if not r.running:
             raise InputError(f"migrate: job {job_id!r} is not running")
         where = gpus if isinstance(gpus, Placement) else list(gpus)
+        self._open(r, (server_of(str(getattr(g, "gpu", g))) for g in where)
+                   if isinstance(where, list)
+                   else [*(server_of(g.gpu) for g in where.gpus), *where.cpu],
+                   f"migrate {job_id!r}")
         sim.session.reconcile({job_id: where}, stopped=(), where=f"migrate {job_id!r}")
         p = sim.session.jobs[job_id].current
         r.moves += 1

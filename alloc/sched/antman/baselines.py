@@ -3,7 +3,8 @@ mechanisms on the simulator.  Each holds every job at its arrival and places
 it itself, through ``Control.place`` (checked by the session), after every
 event; a job's tenant is ``extra["tenant"]`` (``"A"``: its quota covers the
 cluster, so its jobs are guaranteed; ``"B"``: no quota).  A gang runs inside
-one server (NVLink).
+one server (NVLink).  A drained server (`Context.closed`) takes no new job:
+its running jobs run on, and no job starts or is preempted for there.
 
 * ``antman-yarn-cs`` -- YARN's capacity scheduler: GPUs are exclusive; tenant A's
   queue first, then B's, each in arrival order; a job takes the server with
@@ -42,6 +43,7 @@ class _Queue(BaseMechanism):
     def __init__(self) -> None:
         self.queue: list[str] = []
         self.servers: list[list[str]] = []
+        self.ids: list[str] = []
         self.index: dict[str, int] = {}
 
     def start(self, ctl: Any) -> None:
@@ -51,6 +53,7 @@ class _Queue(BaseMechanism):
             raise InputError(f"{self.name}: the run's progress model must be "
                              f"AntManProgress({self.mode!r})")
         self.servers = [[gpu_key(s.id, k) for k in range(s.gpus)] for s in ctl.cluster.servers]
+        self.ids = [s.id for s in ctl.cluster.servers]
         self.index = {g: k for k, g in enumerate(g for gs in self.servers for g in gs)}
 
     def on_event(self, event: Any, ctl: Any) -> None:
@@ -58,6 +61,11 @@ class _Queue(BaseMechanism):
         if event.kind == "arrival":
             ctl.suspend(event.job, hold=True)
             self.queue.append(event.job)
+
+    def open(self, ctl: Any) -> list[list[str]]:
+        """The GPUs of the servers open to new placements (not drained)."""
+        closed = ctl.ctx.closed
+        return [gs for sid, gs in zip(self.ids, self.servers) if sid not in closed]
 
     @staticmethod
     def on_gpus(ctl: Any) -> dict[str, set[str]]:
@@ -103,10 +111,11 @@ class YarnCS(_Queue):
         on = self.on_gpus(ctl)
         taken: set[str] = set()
         jobs = ctl.jobs
+        servers = self.open(ctl)
         for tenant in ("A", "B"):
             for jid in [x for x in self.queue if jobs[x].extra.get("tenant") == tenant]:
                 n = jobs[jid].gpus
-                free = [[g for g in gs if not on.get(g) and g not in taken] for gs in self.servers]
+                free = [[g for g in gs if not on.get(g) and g not in taken] for gs in servers]
                 fit = [s for s in range(len(free)) if len(free[s]) >= n]
                 if fit:
                     s = min(fit, key=lambda s: (len(free[s]), s))
@@ -114,16 +123,18 @@ class YarnCS(_Queue):
                     continue
                 if tenant == "B":
                     continue
-                if self.preempt and self._preempt_for(ctl, jid, n, taken, on):
+                if self.preempt and self._preempt_for(ctl, jid, n, taken, on, servers):
+                    continue
+                if not free:
                     continue
                 s = max(range(len(free)), key=lambda s: (len(free[s]), -s))
                 taken.update(free[s][:n])
 
     def _preempt_for(self, ctl: Any, jid: str, n: int, taken: set[str],
-                     on: dict[str, set[str]]) -> bool:
+                     on: dict[str, set[str]], servers: list[list[str]]) -> bool:
         jobs = ctl.jobs
         best = None
-        for gs in self.servers:
+        for gs in servers:
             gs = [g for g in gs if g not in taken]
             victims = {j for g in gs for j in on.get(g, ()) if jobs[j].extra.get("tenant") == "B"}
             usable = [g for g in gs if not on.get(g) or on[g] <= victims]
@@ -168,11 +179,12 @@ class GandivaPacking(_Queue):
         def util(g: str) -> float:
             return sum(float(jobs[j].extra["u"]) * jobs[j].rate for j in on.get(g, ()))
 
+        servers = self.open(ctl)
         for jid in list(self.queue):
             rec = jobs[jid]
             mem = int(rec.extra["mem_mib"])
             best = None
-            for server in self.servers:
+            for server in servers:
                 gs = [g for g in server
                       if caps[g] - sum(int(jobs[j].extra["mem_mib"]) for j in on.get(g, ()))
                       >= mem]

@@ -24,6 +24,12 @@ mechanism places it through ``Control.place`` (checked by the session):
   horizon; idle cycles cost no event (the next cycle with a waiting request
   is found by counting whole cycles).
 
+A drained server's GPUs (`Context.closed`) serve no request and switch to
+no service: what runs there runs on (a request being served finishes; the
+training job keeps running).  A training job that was switched out, or
+arrives, while its GPU's server is drained waits for the server to be
+undrained, and its time is not counted as training; requests queue.
+
 The progress model is `SwitchProgress` (the mechanism's ``progress``): rate 1
 (a request's work is its batch time, a training job's its run time), a
 start delay equal to the switch the mechanism charged.  The mechanism
@@ -36,6 +42,7 @@ import math
 from typing import Any
 
 from ...errors import InputError
+from ...gpukey import server_of
 from ...sim.progress import ProgressModel, Run
 from ..kinds import BaseMechanism
 
@@ -84,6 +91,7 @@ class _Gpu:
         self.boundary = 0.0
         self.timer = False
         self.services = services
+        self.away = False                     # the training job waits out a drain
 
 
 class Switching(BaseMechanism):
@@ -137,12 +145,47 @@ class Switching(BaseMechanism):
             g = self.gpus[event.tag[1]]
             g.timer = False
             self._cycle(g, ctl)
+        elif event.kind == "undrain":
+            for g in self.gpus.values():
+                if server_of(g.plan.gpu) == event.server:
+                    self._reopen(g, ctl)
+
+    @staticmethod
+    def _open(g: _Gpu, ctl: Any) -> bool:
+        """The GPU's server takes new placements (it is not drained)."""
+        return server_of(g.plan.gpu) not in ctl.ctx.closed
+
+    def _reopen(self, g: _Gpu, ctl: Any) -> None:
+        """The GPU's server is undrained: its training job back, its queue served."""
+        if g.busy is not None:                  # its request's end goes on from there
+            return
+        if g.own:
+            q = g.queue[g.plan.services[0]]
+            if q:
+                self._serve(g, g.plan.services[0], 0.0, ctl)
+            return
+        if g.away and g.visit < 0:
+            g.away = False
+            train = g.plan.training
+            if ctl.jobs[train].start_s is None:     # it arrived during the drain
+                ctl.resume(train)
+                ctl.place(train, [g.plan.gpu])
+                g.boundary = ctl.now_s
+            else:
+                self._back(g, ctl, ctl.now_s)
+        if any(g.queue.values()) and not g.timer:
+            self._wake(g, ctl)
 
     def _arrive(self, rec: Any, ctl: Any) -> None:
         gname = self.of_training.get(rec.id)
         if gname is not None:                       # a training job: it runs on its GPU
+            g = self.gpus[gname]
+            if not self._open(g, ctl):
+                ctl.suspend(rec.id, hold=True)
+                g.away = True
+                return
             ctl.place(rec.id, [gname])
-            self.gpus[gname].boundary = ctl.now_s
+            g.boundary = ctl.now_s
             return
         sid = rec.extra.get("service")
         if sid not in self.of_service:
@@ -152,7 +195,7 @@ class Switching(BaseMechanism):
         g = self.gpus[self.of_service[sid]]
         g.queue[sid].append(rec)
         if g.own:
-            if g.busy is None:
+            if g.busy is None and self._open(g, ctl):
                 self._serve(g, sid, 0.0, ctl)
         elif g.busy is None and g.visit < 0 and not g.timer:
             self._wake(g, ctl)
@@ -180,14 +223,16 @@ class Switching(BaseMechanism):
         g.boundary = t0 + self.decision.cycle_s
         g.visit = -1
         if not self._visit_next(g, ctl, t0):
-            if g.plan.training is not None:
+            if g.plan.training is not None and not g.away:
                 self.training += self.decision.cycle_s
             if any(g.queue.values()):
                 self._wake(g, ctl)
 
     def _visit_next(self, g: _Gpu, ctl: Any, now: float) -> bool:
         """Switch to the next service (after ``g.visit``) with a request
-        arrived by ``now``; False when none."""
+        arrived by ``now``; False when none (or the server is drained)."""
+        if not self._open(g, ctl):
+            return False
         for k in range(g.visit + 1, len(g.plan.services)):
             sid = g.plan.services[k]
             q = g.queue[sid]
@@ -215,8 +260,12 @@ class Switching(BaseMechanism):
         now = ctl.now_s
         if g.own:
             q = g.queue[g.plan.services[0]]
-            if q:
+            if q and self._open(g, ctl):
                 self._serve(g, g.plan.services[0], 0.0, ctl)
+            return
+        if not self._open(g, ctl):              # drained: no more requests here
+            g.visit = -1
+            g.away = g.plan.training is not None
             return
         sid = g.plan.services[g.visit]
         q = g.queue[sid]
@@ -226,6 +275,12 @@ class Switching(BaseMechanism):
         if self._visit_next(g, ctl, now):
             return
         g.visit = -1
+        self._back(g, ctl, now)
+        if any(g.queue.values()):
+            self._wake(g, ctl)
+
+    def _back(self, g: _Gpu, ctl: Any, now: float) -> None:
+        """Switch back to the training job, if any, at ``now``."""
         back = now
         if g.plan.training is not None:
             s = g.plan.train_switch_s
@@ -236,8 +291,6 @@ class Switching(BaseMechanism):
             ctl.place(g.plan.training, [g.plan.gpu])
             self.training += max(0.0, g.boundary - back)
         g.boundary = max(g.boundary, back)
-        if any(g.queue.values()):
-            self._wake(g, ctl)
 
     def shares(self) -> tuple[float, float, float]:
         """(switch, inference, training) over the GPUs' time in the horizon

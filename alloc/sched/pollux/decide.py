@@ -10,7 +10,10 @@ run's **sizing** *and* its **mechanism** (the same object):
 * as the mechanism, before the round's placement, it puts each job on the
   GPUs it chose through the simulator's control (checked session events: a
   running job whose GPUs change is stopped and placed again), so the
-  round's placement solver has nothing left to place.
+  round's placement solver has nothing left to place.  A job the decision
+  puts on a server closed to new placements (drained; `Context.closed`) is
+  not placed there: the round's placement solver places it on the open
+  servers at the size decided, or it waits.
 
 Subclasses write `decide`.
 
@@ -24,6 +27,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
 
+from ...gpukey import server_of
 from ..kinds import BaseMechanism, Context, JobView, Size
 
 
@@ -66,9 +70,11 @@ class Decider(BaseMechanism):
                 want = plan.get(jid, (None, []))[1]
                 if want != now:
                     ctl.suspend(jid, hold=False)
+        closed = ctl.ctx.closed
         for jid, (_, gpus) in plan.items():
             r = ctl.jobs.get(jid)
-            if r is not None and gpus and not r.running:
+            if r is not None and gpus and not r.running and \
+                    not any(server_of(g) in closed for g in gpus):
                 ctl.place(jid, gpus)
 
 

@@ -17,6 +17,9 @@ service (GPU-seconds, restart delays included) then arrival, on nodes of
   `alloc.goodput.ga` (seeded: the run's seed), or solved exactly by
   `alloc.goodput.patterns` (``pollux-exact``).
 
+A server closed to new placements (drained) offers the search only the
+GPUs its running jobs hold there.
+
 Each policy is given as the run's sizing and mechanism
 (`alloc.sched.pollux.decide`): jobs whose allocation changes release their
 GPUs and take the new ones (a restart), jobs given none wait.  Each job
@@ -91,6 +94,10 @@ class RoundInput:
             if p is not None:
                 for g in p.gpus:
                     self.base[i, self.index[g.gpu.rsplit("/", 1)[0]]] += 1
+        for sid in ctx.closed:                  # drained: what runs there, no more
+            n = self.index.get(sid)
+            if n is not None:
+                self.capacity[n] = self.base[:, n].sum()
 
     def plan(self, rows: np.ndarray) -> dict[str, tuple[str | None, list[str]]]:
         """GPU names of each job of a decision ``rows[j, n]``: a job whose row

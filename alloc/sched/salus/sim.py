@@ -45,6 +45,7 @@ from __future__ import annotations
 from typing import Any, Iterable, Sequence
 
 from ...errors import InputError
+from ...gpukey import server_of
 from ...model import Cluster, Server
 from ...sim.jobs import WorkloadJob
 from ...sim.progress import ProgressModel, Run
@@ -196,7 +197,10 @@ class SalusMechanism(BaseMechanism):
             self.lanes.release(event.job)
 
     def before_step(self, ctl: Any) -> None:
-        """Admit waiting jobs that fit, in arrival order."""
+        """Admit waiting jobs that fit, in arrival order (none while the
+        GPU's server is drained: its residents run on)."""
+        if server_of(self.gpu) in ctl.ctx.closed:
+            return
         keep = []
         for rec in self.waiting:
             if self.policy == "fifo" and self.resident or len(self.resident) >= self.max_resident:
