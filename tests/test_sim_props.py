@@ -65,7 +65,7 @@ def test_every_drawn_run_keeps_the_safety_properties(case):
         assume("does not support" not in str(exc))
         raise
     exclusive = kw["mechanism"] in (None, "drop-unplaced")
-    assert run_problems(cl, work, res, exclusive=exclusive) == [], kw
+    assert run_problems(cl, work, res, exclusive=exclusive, events=kw["events"]) == [], kw
     again = simulate(cl, work, **{**kw, "progress": copy.deepcopy(kw["progress"])})
     assert again.timeline() == res.timeline(), "the same run twice differs"
 
@@ -112,3 +112,23 @@ def test_each_property_catches_its_breach(breach, expect):
     breach(rows, s)
     problems = run_problems(cl, w, _Run(rows, s))
     assert any(expect in p for p in problems), problems
+
+
+def test_the_closed_server_property_catches_a_start_on_a_drained_server():
+    """On s0, ``a`` runs from 0 s, ``b`` (shorter, SRTF) from 5 s to 15 s,
+    then ``a`` again: a drain at 3 s makes both later starts breaches; one
+    at 200 s, after both, none; ``a`` running through a drain is none."""
+    from alloc.sim import ServerEvent
+    cl, w, rows, s = _good()
+    assert _row(rows, "b")["servers"] and _row(rows, "b")["servers"][0][1] == ["s0"]
+    late = [ServerEvent(200.0, "drain", "s0")]
+    assert run_problems(cl, w, _Run(rows, s), events=late) == []
+    early = [ServerEvent(3.0, "drain", "s0"), ServerEvent(4.0, "undrain", "s1")]
+    problems = run_problems(cl, w, _Run(rows, s), events=early)
+    assert problems == ["job 'b': onto server 's0' at 5.0 s while it was drained",
+                        "job 'a': onto server 's0' at 15.0 s while it was drained"], problems
+    assert run_problems(cl, w, _Run(rows, s), events=[ServerEvent(1.0, "drain", "s0")]) \
+        == problems                                      # a ran on from 0 s: no breach
+    failed = [ServerEvent(0.0, "fail", "s0"), ServerEvent(5.0, "restore", "s0")]
+    assert [p.split(":")[0] for p in run_problems(cl, w, _Run(rows, s), events=failed)] == \
+        ["job 'a'"]

@@ -474,6 +474,7 @@ class Simulator:
                 self.counts["restarts"] += 1
             r.intervals.append([self.now, None, len(p.gpus)])
         run = self._run_of(r, p, cause)
+        r.where.append([self.now, list(run.servers)])
         t0 = time.perf_counter()
         delay = float(self.progress.delay_s(r, run, cause))
         self.timing["progress_s"] += time.perf_counter() - t0

@@ -181,7 +181,7 @@ class JobRecord:
                  "duration_s", "work", "done", "t_mark", "rate", "blocked_until", "run",
                  "running", "held_since", "_att_s", "_att_gpu_s", "restarts", "preemptions",
                  "moves", "start_s", "finish_s", "stopped_s", "admitted", "held", "state",
-                 "size", "version", "intervals", "milli", "gpu_type", "in_session", "_sim",
+                 "size", "version", "intervals", "where", "milli", "gpu_type", "in_session", "_sim",
                  "queued_s", "delay_total_s", "area0", "reason", "fields", "min_gpus",
                  "max_gpus", "dropped")
 
@@ -220,6 +220,7 @@ class JobRecord:
         self.size: Size | None = None
         self.version = 0
         self.intervals: list[list] = []
+        self.where: list[list] = []
         self.milli = spec.gpu_milli
         self.gpu_type: str | None = None
         self.in_session = False

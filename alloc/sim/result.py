@@ -117,8 +117,9 @@ class SimResult:
         (None while unfinished), ``gpus``, ``gpu_milli`` (its share of each
         GPU), ``model``, ``jct_s``, ``queue_s``,
         ``restarts``, ``preemptions``, ``moves``, ``rho``, ``measured``,
-        ``dropped`` (why it left the run unfinished, None if it did not) and
-        ``runs`` (``[start, end, GPUs]`` of each stretch it held GPUs)."""
+        ``dropped`` (why it left the run unfinished, None if it did not),
+        ``runs`` (``[start, end, GPUs]`` of each stretch it held GPUs) and
+        ``servers`` (``[time, server ids]`` at each start and each move)."""
         out = []
         for r, m in zip(self.records, self.measured):
             if measured_only and not m:
@@ -131,7 +132,8 @@ class SimResult:
                 "restarts": r.restarts, "preemptions": r.preemptions, "moves": r.moves,
                 "rho": self.rho(r), "measured": m, "dropped": r.dropped,
                 "runs": [[a, b if b is not None else self.end_time_s, g]
-                         for a, b, g in r.intervals]})
+                         for a, b, g in r.intervals],
+                "servers": [[t, list(s)] for t, s in r.where]})
         return out
 
     def jct(self) -> dict[str, float]:
@@ -214,8 +216,9 @@ class SimResult:
                              "'alloc[parquet]')") from None
         rows = self.timeline()
         cols = {k: [r[k] for r in rows] for k in rows[0]} if rows else {"id": []}
-        if "runs" in cols:
-            cols["runs"] = [json.dumps(x) for x in cols["runs"]]
+        for k in ("runs", "servers"):
+            if k in cols:
+                cols[k] = [json.dumps(x) for x in cols[k]]
         pq.write_table(pa.table(cols), d / "timeline.parquet")
         return "timeline.parquet"
 

@@ -20,6 +20,11 @@ of a job ``j`` that finished:
   GPUs and no shares policy pairs them, so each job holds its GPUs at the
   share its row states): at every instant ``sum_j g_j * milli_j / 1000 <= G``,
   ``G`` the cluster's GPUs;
+* **closed servers** (given the run's ``events``): no job starts on, or
+  moves onto, a server at an instant ``t`` when it is drained or failed
+  (the state after every server event at or before ``t``); a job running
+  there at the drain runs on (``servers`` of the timeline: the servers at
+  each start and each move);
 * **the summary agrees with the timeline**: the preemptions add up, the
   average JCT is the rows' mean, the makespan spans the first arrival to
   the last end, utilisation lies in [0, 1].
@@ -48,7 +53,7 @@ TOL = 1e-6
 
 def run_problems(cluster: Cluster, workload: Sequence[Any], result: Any, *,
                  alone: bool = True, exclusive: bool = True, sized: bool = False,
-                 bounded: bool = False) -> list[str]:
+                 bounded: bool = False, events: Sequence[Any] = ()) -> list[str]:
     """One line per breach of the run's safety properties (module notes).
 
     Parameters
@@ -69,6 +74,8 @@ def run_problems(cluster: Cluster, workload: Sequence[Any], result: Any, *,
         A sizing policy may change jobs' GPU counts (the GPUs-asked check off).
     bounded : bool
         The run had a time limit (jobs may be left unfinished).
+    events : sequence of ServerEvent
+        The run's server events (fail, drain, undrain, restore).
 
     Returns
     -------
@@ -90,6 +97,8 @@ def run_problems(cluster: Cluster, workload: Sequence[Any], result: Any, *,
         out += _job_problems(j, x, alone, sized)
     if exclusive:
         out += _capacity_problems(cluster, [x for _, x in done])
+    if events:
+        out += _closed_problems(list(rows.values()), events)
     return out + _summary_problems(result.summary(), rows, done)
 
 
@@ -133,6 +142,32 @@ def _capacity_problems(cluster: Cluster, rows: list[dict]) -> list[str]:
         if held > total + TOL:
             return [f"{held:g} GPUs held at {t} s, the cluster has {total}"]
     return []
+
+
+def _closed_problems(rows: list[dict], events: Sequence[Any]) -> list[str]:
+    """Starts and moves onto a server while it is closed."""
+    changes: dict[str, list[tuple[float, str]]] = {}
+    for e in sorted(events, key=lambda e: e.at_s):
+        changes.setdefault(e.server, []).append((e.at_s, e.kind))
+
+    def state(sid: str, t: float) -> str | None:
+        kinds = [k for at, k in changes.get(sid, ()) if at <= t]
+        last = kinds[-1] if kinds else None
+        return {"drain": "drained", "fail": "failed"}.get(last or "")
+
+    out = []
+    for x in rows:
+        starts = {b for b, _, _ in x["runs"]}
+        before: set[str] = set()
+        for t, servers in x.get("servers", ()):
+            new = set(servers) if t in starts else set(servers) - before
+            for sid in sorted(new):
+                why = state(sid, t)
+                if why:
+                    out.append(f"job {x['id']!r}: onto server {sid!r} at {t} s while it "
+                               f"was {why}")
+            before = set(servers)
+    return out
 
 
 def _summary_problems(s: dict, rows: dict, done: list) -> list[str]:
