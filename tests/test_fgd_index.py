@@ -154,3 +154,23 @@ def test_dropped_kinds_are_rescored():
         pod = Pod(int(rng.integers(1, 20)) * 100, 1, 1, int(rng.choice([100, 300, 1000])))
         assert place(a, pa, pod) == place_scan(b, pb, pod)
     assert len(pa.index(a).entries) == 3
+
+
+@pytest.mark.parametrize("policy", ["fgd", "fgd-lookahead"])
+def test_scores_kept_per_key_equal_the_scan(policy, monkeypatch):
+    """Pods of a few score keys (CPU, GPUs) but many memory demands and model
+    lists: each kind is filled from the scores kept per key, brought up to
+    date on the nodes changed since; keys dropped past the limit are scored
+    again in full.  Every placement equals the scan's."""
+    from alloc.solvers.fgd import engine
+    monkeypatch.setattr(engine, "KEYED_KINDS", 2)
+    rng = np.random.default_rng(5)
+    pods = [Pod(int(rng.choice([2000, 4000, 8000])), int(rng.integers(1, 60)) * 1024,
+                int(rng.choice([1, 2, 4])), 1000, ("T4",) if rng.random() < 0.3 else ())
+            for _ in range(500)]
+    fm = FragModel.from_pods(pods)
+    a, b = (cluster(np.random.default_rng(11), 300, fm, 1001) for _ in range(2))
+    pa, pb = make_policy(policy, 0), make_policy(policy, 0)
+    for pod in pods:
+        assert place(a, pa, pod) == place_scan(b, pb, pod)
+    assert 0 < len(pa._keyed) <= 2 and np.array_equal(a.gfree, b.gfree)

@@ -397,6 +397,15 @@ class Engine:
         cap = self.gcap.item(g)
         return cap - self.gmem.item(g) >= mem_demand(self.job(j), cap)
 
+    def whole_room(self, j: int, mask) -> np.ndarray:
+        """(G,) bool: `room_ok` for a whole GPU (``MILLI`` free) of job j on
+        every GPU, within ``mask`` (None: all), on the integer arrays at once."""
+        job = self.job(j)
+        need = (np.int64(job.gpu_mem) if job.gpu_mem is not None
+                else self.gcap * job.gpu_milli // MILLI)
+        ok = (self.gfree >= MILLI) & (self.gcap - self.gmem >= need)
+        return ok & mask if mask is not None else ok
+
     def pick_server(self, j: int, n: int, s: int, mask, level: int,
                     among: set | None = None):
         """(gpus, victims) for n GPUs of job j on server s among mask, or None.
@@ -750,17 +759,22 @@ fullest node of
             if not servers or int(have[servers].sum()) < n:
                 return None
             servers = [s for s in servers if have[s] > 0]
+        free = self.whole_room(j, mask).tolist() if level == 0 else None
         rows = []
         for s in servers:
-            gs = []
-            for g in self.gpus_of(s):
-                if mask is not None and not mask[g]:
-                    continue
-                vic = [] if self.room_ok(j, g, MILLI) else (
-                    self.victims_on(j, g, MILLI, level, among) if level else None)
-                if vic is not None:
-                    gs.append((len(vic) > 0, g, vic))
-            gs.sort()
+            gs: list[tuple[bool, int, list]]
+            if free is not None:                # no victims: the GPUs free for it, in order
+                gs = [(False, g, []) for g in self.gpus_of(s) if free[g]]
+            else:
+                gs = []
+                for g in self.gpus_of(s):
+                    if mask is not None and not mask[g]:
+                        continue
+                    vic = [] if self.room_ok(j, g, MILLI) else \
+                        self.victims_on(j, g, MILLI, level, among)
+                    if vic is not None:
+                        gs.append((len(vic) > 0, g, vic))
+                gs.sort()
             cap_c = int(self.cpu[s] // per_cpu) if per_cpu else len(gs)
             cap_m = int(self.mem[s] // per_mem) if per_mem else len(gs)
             k = min(len(gs), cap_c, cap_m)

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import threading
 from bisect import bisect_left
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any, Literal, Sequence
 
@@ -44,10 +45,16 @@ from ...deadline import Deadline
 from ...model import MILLI
 from .index import OFF, SH, ScoreIndex
 
-#: node batches up to this size are counted on Python integers (`FragModel.counts`)
+#: node batches of at most this many (node, typical pod) pairs are counted on
+#: Python integers (`FragModel.counts`); numpy is faster beyond (8 GPUs a node:
+#: 12 us against 13 for one node and 3 types, 42 against 15 for four nodes)
 SMALL = 4
 #: scores a policy remembers per pod kind before it starts afresh (`_Cached.few`)
 MEMO = 1 << 16
+#: node batches longer than this are scored through `_Cached.keyed_scores`
+KEYED_MIN = 64
+#: score keys `_Cached.keyed_scores` keeps (each two integers per node)
+KEYED_KINDS = 256
 
 
 # --------------------------------------------------------------------- pods
@@ -153,7 +160,7 @@ class FragModel:
     def counts(self, gfree: np.ndarray, valid: np.ndarray):
         """Per node and typical type t: ``a_t = sum_{i: f_i < m_t} f_i`` and
         ``cnt_t = #{i valid: f_i >= m_t}`` -> two (n, T) integer arrays."""
-        if len(gfree) <= SMALL:
+        if len(gfree) * self.T <= SMALL:
             return self._counts_small(gfree, valid)
         f = gfree[:, :, None]
         lt = f < self._m3
@@ -724,17 +731,57 @@ class _Cached(Policy):
         self._cache: dict[tuple, list] = {}
         self._memo: dict[tuple, dict] = {}
         self._memo_of: tuple[ClusterState | None, FragModel | None] = (None, None)
+        self._keyed: OrderedDict[tuple, list] = OrderedDict()
+        self._keyed_of: tuple[ClusterState | None, FragModel | None] = (None, None)
 
     def entry(self, state, pod):
         """(index, up-to-date entry of ``pod``'s kind), a few changed nodes
-        scored through `few`."""
+        scored through `few`, many through `keyed_scores`."""
         ix = self.index(state)
 
         def values(idx):
-            score, gpu = self.node_scores(state, pod, idx)
+            score, gpu = (self.keyed_scores(state, pod, idx) if len(idx) > KEYED_MIN
+                          else self.node_scores(state, pod, idx))
             return ix.encode(score, state.feasible_at(pod, idx), idx), gpu
         return ix, ix.entry(pod, values, self.per_gpu and pod.shared,
                             lambda nodes: self.few(state, pod, ix.tie_l, nodes))
+
+    def keyed_scores(self, state: ClusterState, pod: Pod, idx: np.ndarray):
+        """`node_scores` of the nodes ``idx``, from every node's scores kept
+        per score key (`score_key`: at most ``c, m, k, types``; never memory).
+
+        The index keeps one entry per pod kind, memory included, because
+        feasibility reads it; pods of one key but many memory demands (a
+        mixed workload) would each score every node afresh, ``N x T`` work
+        for ``T`` typical pods.  Here the scores of one key are computed
+        once for all nodes and again only for the nodes changed since
+        (their ``stamp`` past the kept clock), while the state and its
+        `FragModel` stay the same; a node's score depends on the key and its
+        own state alone, so every score is the one `node_scores` gives.  At
+        most `KEYED_KINDS` keys are kept (least recently used dropped)."""
+        if self._keyed_of[0] is not state or self._keyed_of[1] is not state.fm:
+            self._keyed, self._keyed_of = OrderedDict(), (state, state.fm)
+        key = self.score_key(pod)
+        ent = self._keyed.get(key)
+        if ent is None:
+            s, g = self.node_scores(state, pod, np.arange(state.N))
+            ent = self._keyed[key] = [np.asarray(s, dtype=np.int64),
+                                      np.asarray(g, dtype=np.int64), state.clock]
+            if len(self._keyed) > KEYED_KINDS:
+                self._keyed.popitem(last=False)
+        else:
+            self._keyed.move_to_end(key)
+            if state.clock > ent[2]:
+                ch = np.flatnonzero(state.stamp > ent[2])
+                if len(ch):
+                    ent[0][ch], ent[1][ch] = self.node_scores(state, pod, ch)
+                ent[2] = state.clock
+        return ent[0][idx], ent[1][idx]
+
+    @staticmethod
+    def score_key(pod: Pod) -> tuple:
+        """What the policy's node scores depend on beside the node (`Pod.key`)."""
+        return pod.key
 
     def few(self, state: ClusterState, pod: Pod, tie: list, nodes: list):
         """Index values (`alloc.solvers.fgd.index.ScoreIndex.encode`) and GPUs
@@ -859,6 +906,11 @@ class FGDPolicy(_Cached):
     n' = n minus c and minus k fully free GPUs, ``s = int(100*sigmoid(dF/1000))``.
     F is the typical-pod fragmentation of `FragModel`."""
     name = "fgd"
+
+    @staticmethod
+    def score_key(pod: Pod) -> tuple:
+        """``c, m, k``: a pod's GPU models enter its feasibility, not its score."""
+        return (pod.c, pod.m, pod.k)
 
     def node_scores(self, state, pod, idx):
         """FGD scores of nodes ``idx`` (class formula) and, for a shared pod,
@@ -1179,6 +1231,11 @@ class FGDLookaheadPolicy(_Cached):
         """``rc = V(f) - V(f - m) - y_m`` for GPUs with free ``f >= m``."""
         y, V = self.prices(fm, Deadline.never())  # cached: set up front under the call's deadline
         return V[f] - V[np.maximum(f - m, 0)] - y.get(m, V[m])
+
+    @staticmethod
+    def score_key(pod: Pod) -> tuple:
+        """``c, m, k``: a pod's GPU models enter its feasibility, not its score."""
+        return (pod.c, pod.m, pod.k)
 
     def node_scores(self, state, pod, idx):
         """Look-ahead scores of nodes ``idx`` (class formula: F gradient plus

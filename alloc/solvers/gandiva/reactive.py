@@ -122,8 +122,10 @@ def planned(problem: Problem, view: ServerView, j: int, gpus: list[int]) -> Assi
     return a if view.fits(a) else None
 
 
-def _server_fits(view: ServerView, s: int, g: int, cpu: int, mem: int) -> bool:
-    return view.whole[s] >= g and view.cpu[s] >= cpu and view.mem[s] >= mem
+def _room(view: ServerView, servers, g: int, cpu: int, mem: int) -> list[int]:
+    """The servers with ``g`` whole free GPUs, ``cpu`` and ``mem`` free."""
+    whole, free_cpu, free_mem = view.whole, view.cpu, view.mem
+    return [s for s in servers if whole[s] >= g and free_cpu[s] >= cpu and free_mem[s] >= mem]
 
 
 def _least_loaded(view: ServerView, servers) -> int | None:
@@ -163,8 +165,9 @@ def algorithm1(problem: Problem, view: ServerView, j: int, oversubscribe: bool
                                            or sum(view.whole) < g):
         room = []          # no server, nor servers together, has g free GPUs
     else:
-        room = [s for s in ok if _server_fits(view, s, g, opt.cpu, opt.mem)]
-    same = [s for s in room if view.affinity(s) == g]
+        room = _room(view, ok, g, opt.cpu, opt.mem)
+    aff = view.aff
+    same = [s for s in room if aff[s] == g]
     if same:
         s, rule = _least_loaded(view, same), RULES[0]
     else:
@@ -182,7 +185,7 @@ def algorithm1(problem: Problem, view: ServerView, j: int, oversubscribe: bool
         if a is not None:
             return RULES[3], a, None
     if oversubscribe:
-        over = [s for s in ok if view.affinity(s) == g and view.total[s] >= g]
+        over = [s for s in ok if aff[s] == g and view.total[s] >= g]
         s = _least_loaded(view, over)
         if s is not None:
             return RULES[4], None, s

@@ -47,6 +47,9 @@ class ServerView:
         self.mem = p.free_mem.tolist()
         self.load = [0.0] * p.S
         self.sizes: list[Counter[int]] = [Counter() for _ in range(p.S)]
+        #: each server's affinity, kept in step with ``sizes`` (read per job
+        #: and server by Algorithm 1)
+        self.aff = [0] * p.S
         self.whole = [sum(1 for g in range(self.first[s], self.first[s] + self.total[s])
                           if self.gfree[g] == MILLI) for s in range(p.S)]
         for j, a in p.fixed.items():
@@ -61,10 +64,11 @@ class ServerView:
 
     def affinity(self, s: int) -> int:
         """The GPU count of the jobs on server s (0: none)."""
+        return self.aff[s]
+
+    def _set_affinity(self, s: int) -> None:
         c = self.sizes[s]
-        if not c:
-            return 0
-        return max(c.items(), key=lambda kv: (kv[1], kv[0]))[0]
+        self.aff[s] = max(c.items(), key=lambda kv: (kv[1], kv[0]))[0] if c else 0
 
     def idle(self, s: int) -> bool:
         """No job belongs to server s (running, spread onto it or suspended)."""
@@ -102,6 +106,7 @@ class ServerView:
         job = self.p.jobs[j]
         self.load[s] += job.gpus * job.gpu_milli / MILLI
         self.sizes[s][job.gpus] += 1
+        self._set_affinity(s)
 
     def _use(self, a: Assign, sign: int) -> None:
         gf, first, total, gsrv = self.gfree, self.first, self.total, self.gsrv
@@ -127,10 +132,12 @@ class ServerView:
             self.load[s] += sign * m / MILLI
         job = self.p.jobs[j]
         if len(per) == 1:
-            c = self.sizes[next(iter(per))]
+            s = next(iter(per))
+            c = self.sizes[s]
             c[job.gpus] += sign
             if c[job.gpus] <= 0:
                 del c[job.gpus]
+            self._set_affinity(s)
 
 
 __all__ = ["ServerView"]
