@@ -21,6 +21,8 @@ Examples
 """
 from __future__ import annotations
 
+from heapq import heapify, heappop, heappush
+
 from ...model import MILLI
 from ...problem import Assign, Problem, Solution, split
 
@@ -36,29 +38,27 @@ def solve(problem: Problem, *, deadline, seed: int = 0, **options: object) -> So
     mem = [int(x) for x in problem.free_mem]
     assign: dict[int, Assign] = {}
     order = sorted(problem.pending, key=lambda j: problem.rank[j])
-    allowed: dict[tuple, tuple[list[int], set[int]]] = {}   # the servers of a job's GPU types
-    avail = {s for s, gs in free.items() if gs}     # servers with a free GPU (only shrinks)
+    allowed: dict[tuple, list[int]] = {}            # the servers of a job's GPU types
+    heaps = _Heaps(free)
     for j in order:
         if deadline.expired():
             break
         job = problem.jobs[j]
         opt = problem.options[j][problem.request_option[j]]
         key = (not job.gpus, job.gpu_types)
-        hit = allowed.get(key)
-        if hit is None:
-            ok = [s for s, srv in enumerate(cl.servers) if job.allows(srv.gpu_type) or not job.gpus]
-            hit = allowed[key] = (ok, set(ok))
-        ok, ok_set = hit
-        a = _freest(job.gpus, job.locality, opt.cpu, opt.mem, avail & ok_set, free, cpu, mem) \
-            or _whole(job.gpus, opt.cpu, opt.mem, ok, free, cpu, mem)
+        ok = allowed.get(key)
+        if ok is None:
+            ok = allowed[key] = [s for s, srv in enumerate(cl.servers)
+                                 if job.allows(srv.gpu_type) or not job.gpus]
+        a = _freest(job.gpus, job.locality, opt.cpu, opt.mem, heaps.of(key, ok), free, cpu,
+                    mem) or _whole(job.gpus, opt.cpu, opt.mem, ok, free, cpu, mem)
         if a is None:
             continue
         assign[j] = a
         for g, _ in a.gpus:
-            s = int(problem.gpu_server[g])
-            free[s].remove(g)
-            if not free[s]:
-                avail.discard(s)
+            free[int(problem.gpu_server[g])].remove(g)
+        for s in {int(problem.gpu_server[g]) for g, _ in a.gpus}:
+            heaps.changed(s)
         for s, v in a.cpu:
             cpu[s] -= v
         for s, v in a.mem:
@@ -66,24 +66,69 @@ def solve(problem: Problem, *, deadline, seed: int = 0, **options: object) -> So
     return Solution(assign)
 
 
-def _freest(n: int, locality, c: int, m: int, ok: set[int], free: dict, cpu: list, mem: list
+class _Heaps:
+    """The allowed servers with a free GPU, freest first (ties: the lowest
+    index), as one heap of ``(-free GPUs, server)`` per set of allowed
+    servers.  An entry is stale once its server's free count changed (it
+    only falls during a call); a server's new count is pushed on `changed`."""
+
+    def __init__(self, free: dict) -> None:
+        self.free = free
+        self.heaps: dict[tuple, tuple[set[int], list]] = {}
+
+    def of(self, key: tuple, ok: list[int]) -> list:
+        """The heap of the servers ``ok`` (kept under ``key``)."""
+        hit = self.heaps.get(key)
+        if hit is None:
+            h = [(-len(self.free[s]), s) for s in ok if self.free[s]]
+            heapify(h)
+            hit = self.heaps[key] = (set(ok), h)
+        return hit[1]
+
+    def changed(self, s: int) -> None:
+        """Server s's free count changed."""
+        k = len(self.free[s])
+        if k:
+            for ok, h in self.heaps.values():
+                if s in ok:
+                    heappush(h, (-k, s))
+
+
+def _pop(h: list, free: dict) -> tuple[int, int] | None:
+    """The freest server of heap ``h`` and its free count, taken off (stale
+    entries dropped); None when it is empty."""
+    while h:
+        k, s = heappop(h)
+        if -k == len(free[s]):
+            return s, -k
+    return None
+
+
+def _freest(n: int, locality, c: int, m: int, h: list, free: dict, cpu: list, mem: list
             ) -> Assign | None:
-    """``ok``: the allowed servers with a free GPU (the choice below breaks
-    every tie by index, so their order does not matter)."""
+    """``h``: the heap of the allowed servers (`_Heaps`); the servers taken
+    off it are put back, as they were, before returning."""
     if n == 0:
         return None
-    left = {s: len(free[s]) for s in ok}
-    if locality is not None:
-        fits = [s for s in left if left[s] >= n]
-        if not fits:
-            return None
-        left = {max(fits, key=lambda s: (left[s], -s)): n}
+    popped: list[tuple[int, int]] = []       # (server, free GPUs), freest first
+    got = 0
+    while got < n:
+        top = _pop(h, free)
+        if top is None:
+            break
+        popped.append(top)
+        got += top[1]
+        if locality is not None:             # the freest server holds it all, or none does
+            break
+    for s, k in popped:
+        heappush(h, (-k, s))
+    if locality is not None and (not popped or popped[0][1] < n):
+        return None
     taken: list[tuple[int, int]] = []
     servers: list[int] = []
-    while len(taken) < n and left:
-        s = max(left, key=lambda s: (left[s], -s))
-        k = min(left.pop(s), n - len(taken))
-        taken += [(g, MILLI) for g in free[s][:k]]
+    for s, k in popped:
+        take = min(k, n - len(taken))
+        taken += [(g, MILLI) for g in free[s][:take]]
         servers.append(s)
     if len(taken) < n:
         return None
