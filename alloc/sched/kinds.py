@@ -346,11 +346,15 @@ class Control(Protocol):
         Every active job (arrived, not finished), admitted or not.
     cluster : Cluster
         The cluster now (failed servers removed).
+    closed : frozenset of str
+        Its servers that take no new placements (`Context.closed`), read
+        without building a `Context`.
     """
     now_s: float
     ctx: Context
     jobs: Mapping[str, JobView]
     cluster: Cluster
+    closed: frozenset[str]
 
     def timer(self, at_s: float, tag: Any = None, *, round: bool = True) -> None:
         """Call the mechanism's ``on_event`` with ``Event("timer", at_s, tag=tag)``
@@ -374,7 +378,7 @@ class Control(Protocol):
         with the new share (packing, or its undo); given other GPUs it moves.
         ``gpus`` may also be [`GpuShare`][alloc.model.GpuShare]s: the shares
         themselves (opportunistic ones, milli 0, with GPU memory and compute
-        caps).  A server closed to new placements (`Context.closed`) refuses
+        caps).  A server closed to new placements (``closed``) refuses
         a job that does not run there already (`InputError`)."""
 
     def migrate(self, job_id: str, gpus: Any) -> None:

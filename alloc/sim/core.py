@@ -1284,6 +1284,10 @@ class _Control:
         return self._sim.session.cluster
 
     @property
+    def closed(self) -> frozenset[str]:
+        return self._sim.session.closed
+
+    @property
     def session(self):
         """The run's session (read it; act through the methods here)."""
         return self._sim.session
@@ -1329,14 +1333,13 @@ class _Control:
         """Refuse a server closed to new placements (drained or failed) that
         ``r`` does not run on already: a drain lets what runs there run on,
         and nothing else start or move there."""
-        sess = self._sim.session
-        closed = sess.closed
+        closed = self.closed
         if not closed:
             return
         held = {server_of(g) for g in r.run.gpu_names} if r.run is not None else set()
         for sid in servers:
             if sid in closed and sid not in held:
-                state = "failed" if sid in sess.failed else "drained"
+                state = "failed" if sid in self._sim.session.failed else "drained"
                 raise InputError(f"{where}: server {sid!r} is {state}: it takes no new "
                                  f"placements")
 
@@ -1445,7 +1448,7 @@ class _Control:
     def free_gpus(self) -> Mapping[str, int]:
         sim = self._sim
         cl = sim.session.cluster
-        closed = sim.session.closed
+        closed = self.closed
         used: dict[str, int] = {}
         for r in sim.records.values():
             if r.run is not None and r.run.placement is not None:

@@ -3,7 +3,7 @@ mechanisms on the simulator.  Each holds every job at its arrival and places
 it itself, through ``Control.place`` (checked by the session), after every
 event; a job's tenant is ``extra["tenant"]`` (``"A"``: its quota covers the
 cluster, so its jobs are guaranteed; ``"B"``: no quota).  A gang runs inside
-one server (NVLink).  A drained server (`Context.closed`) takes no new job:
+one server (NVLink).  A drained server (`Control.closed`) takes no new job:
 its running jobs run on, and no job starts or is preempted for there.
 
 * ``antman-yarn-cs`` -- YARN's capacity scheduler: GPUs are exclusive; tenant A's
@@ -64,7 +64,7 @@ class _Queue(BaseMechanism):
 
     def open(self, ctl: Any) -> list[list[str]]:
         """The GPUs of the servers open to new placements (not drained)."""
-        closed = ctl.ctx.closed
+        closed = ctl.closed
         return [gs for sid, gs in zip(self.ids, self.servers) if sid not in closed]
 
     @staticmethod

@@ -318,7 +318,7 @@ class GandivaMechanism(BaseMechanism):
             return {}
         out: dict[str, str] = {}
         servers = ctl.cluster.servers
-        closed = ctl.session.closed
+        closed = ctl.closed
         for jid in sorted(self._jobs, key=lambda j: self._jobs[j].seq):
             rec, info = ctl.jobs.get(jid), self._jobs[jid]
             if (rec is None or rec.running or rec.held or jid in self._bound
@@ -659,7 +659,7 @@ class GandivaMechanism(BaseMechanism):
     def _rotate(self) -> bool:
         """Weighted round-robin on every server with suspended units."""
         changed = False
-        waiting = {self._jobs[j].home for j in self._bound} - self._ctl.session.closed
+        waiting = {self._jobs[j].home for j in self._bound} - self._ctl.closed
         for sid in [s for s in self._on if s in waiting]:
             units = self.units(sid)
             chosen = slice_choice(units, self._cap(sid))

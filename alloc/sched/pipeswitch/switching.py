@@ -24,7 +24,7 @@ mechanism places it through ``Control.place`` (checked by the session):
   horizon; idle cycles cost no event (the next cycle with a waiting request
   is found by counting whole cycles).
 
-A drained server's GPUs (`Context.closed`) serve no request and switch to
+A drained server's GPUs (`Control.closed`) serve no request and switch to
 no service: what runs there runs on (a request being served finishes; the
 training job keeps running).  A training job that was switched out, or
 arrives, while its GPU's server is drained waits for the server to be
@@ -153,7 +153,7 @@ class Switching(BaseMechanism):
     @staticmethod
     def _open(g: _Gpu, ctl: Any) -> bool:
         """The GPU's server takes new placements (it is not drained)."""
-        return server_of(g.plan.gpu) not in ctl.ctx.closed
+        return server_of(g.plan.gpu) not in ctl.closed
 
     def _reopen(self, g: _Gpu, ctl: Any) -> None:
         """The GPU's server is undrained: its training job back, its queue served."""

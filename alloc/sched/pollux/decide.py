@@ -70,7 +70,7 @@ class Decider(BaseMechanism):
                 want = plan.get(jid, (None, []))[1]
                 if want != now:
                     ctl.suspend(jid, hold=False)
-        closed = ctl.ctx.closed
+        closed = ctl.closed
         for jid, (_, gpus) in plan.items():
             r = ctl.jobs.get(jid)
             if r is not None and gpus and not r.running and \

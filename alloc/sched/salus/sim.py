@@ -199,7 +199,7 @@ class SalusMechanism(BaseMechanism):
     def before_step(self, ctl: Any) -> None:
         """Admit waiting jobs that fit, in arrival order (none while the
         GPU's server is drained: its residents run on)."""
-        if server_of(self.gpu) in ctl.ctx.closed:
+        if server_of(self.gpu) in ctl.closed:
             return
         keep = []
         for rec in self.waiting:
