@@ -55,9 +55,12 @@ def solve(problem: Problem, *, deadline, seed: int = 0, **options: object) -> So
         if a is None:
             continue
         assign[j] = a
+        touched = set()
         for g, _ in a.gpus:
-            free[int(problem.gpu_server[g])].remove(g)
-        for s in {int(problem.gpu_server[g]) for g, _ in a.gpus}:
+            s = int(problem.gpu_server[g])
+            free[s].remove(g)
+            touched.add(s)
+        for s in touched:
             heaps.changed(s)
         for s, v in a.cpu:
             cpu[s] -= v
