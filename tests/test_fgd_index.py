@@ -173,4 +173,4 @@ def test_scores_kept_per_key_equal_the_scan(policy, monkeypatch):
     pa, pb = make_policy(policy, 0), make_policy(policy, 0)
     for pod in pods:
         assert place(a, pa, pod) == place_scan(b, pb, pod)
-    assert 0 < len(pa._keyed) <= 2 and np.array_equal(a.gfree, b.gfree)
+    assert 0 < len(pa._cache) <= 2 and np.array_equal(a.gfree, b.gfree)

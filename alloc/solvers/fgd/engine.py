@@ -51,9 +51,9 @@ from .index import OFF, SH, ScoreIndex
 SMALL = 4
 #: scores a policy remembers per pod kind before it starts afresh (`_Cached.few`)
 MEMO = 1 << 16
-#: node batches longer than this are scored through `_Cached.keyed_scores`
+#: node batches longer than this are scored through `_Cached.cached`
 KEYED_MIN = 64
-#: score keys `_Cached.keyed_scores` keeps (each two integers per node)
+#: score keys `_Cached.cached` keeps (each two integers per node)
 KEYED_KINDS = 256
 
 
@@ -717,9 +717,10 @@ class BestFitPolicy(Policy):
 
 
 class _Cached(Policy):
-    """Scores that depend only on a node's own state and the pod key are
-    cached per key and recomputed only for nodes changed since (for
-    [`choose`][alloc.solvers.antman.scheduler.choose]; `select` uses the score index)."""
+    """Scores that depend only on a node's own state and the pod's score key
+    are cached per key and recomputed only for nodes changed since (`cached`:
+    for [`choose`][alloc.solvers.antman.scheduler.choose], and for the score
+    index's fills of many nodes; a few nodes go through `few`)."""
     per_gpu = True
     reads_frag = True
 
@@ -728,55 +729,24 @@ class _Cached(Policy):
 
     def __init__(self, seed: int = 0):
         super().__init__(seed)
-        self._cache: dict[tuple, list] = {}
+        self._cache: OrderedDict[tuple, list] = OrderedDict()
         self._memo: dict[tuple, dict] = {}
-        self._memo_of: tuple[ClusterState | None, FragModel | None] = (None, None)
-        self._keyed: OrderedDict[tuple, list] = OrderedDict()
-        self._keyed_of: tuple[ClusterState | None, FragModel | None] = (None, None)
+        self._kept_of: tuple[ClusterState | None, FragModel | None] = (None, None)
 
     def entry(self, state, pod):
         """(index, up-to-date entry of ``pod``'s kind), a few changed nodes
-        scored through `few`, many through `keyed_scores`."""
+        scored through `few`, many read from `cached`."""
         ix = self.index(state)
 
         def values(idx):
-            score, gpu = (self.keyed_scores(state, pod, idx) if len(idx) > KEYED_MIN
-                          else self.node_scores(state, pod, idx))
+            if len(idx) > KEYED_MIN:
+                every, gpus = self.cached(state, pod)
+                score, gpu = every[idx], gpus[idx]
+            else:
+                score, gpu = self.node_scores(state, pod, idx)
             return ix.encode(score, state.feasible_at(pod, idx), idx), gpu
         return ix, ix.entry(pod, values, self.per_gpu and pod.shared,
                             lambda nodes: self.few(state, pod, ix.tie_l, nodes))
-
-    def keyed_scores(self, state: ClusterState, pod: Pod, idx: np.ndarray):
-        """`node_scores` of the nodes ``idx``, from every node's scores kept
-        per score key (`score_key`: at most ``c, m, k, types``; never memory).
-
-        The index keeps one entry per pod kind, memory included, because
-        feasibility reads it; pods of one key but many memory demands (a
-        mixed workload) would each score every node afresh, ``N x T`` work
-        for ``T`` typical pods.  Here the scores of one key are computed
-        once for all nodes and again only for the nodes changed since
-        (their ``stamp`` past the kept clock), while the state and its
-        `FragModel` stay the same; a node's score depends on the key and its
-        own state alone, so every score is the one `node_scores` gives.  At
-        most `KEYED_KINDS` keys are kept (least recently used dropped)."""
-        if self._keyed_of[0] is not state or self._keyed_of[1] is not state.fm:
-            self._keyed, self._keyed_of = OrderedDict(), (state, state.fm)
-        key = self.score_key(pod)
-        ent = self._keyed.get(key)
-        if ent is None:
-            s, g = self.node_scores(state, pod, np.arange(state.N))
-            ent = self._keyed[key] = [np.asarray(s, dtype=np.int64),
-                                      np.asarray(g, dtype=np.int64), state.clock]
-            if len(self._keyed) > KEYED_KINDS:
-                self._keyed.popitem(last=False)
-        else:
-            self._keyed.move_to_end(key)
-            if state.clock > ent[2]:
-                ch = np.flatnonzero(state.stamp > ent[2])
-                if len(ch):
-                    ent[0][ch], ent[1][ch] = self.node_scores(state, pod, ch)
-                ent[2] = state.clock
-        return ent[0][idx], ent[1][idx]
 
     @staticmethod
     def score_key(pod: Pod) -> tuple:
@@ -797,8 +767,7 @@ class _Cached(Policy):
         state after a whole-GPU or CPU-only pod count GPUs by their free
         milli; integer sums), so the key has them sorted.  Feasibility is
         `ClusterState.feasible_at` on Python integers (exact)."""
-        if self._memo_of[0] is not state or self._memo_of[1] is not state.fm:
-            self._memo, self._memo_of = {}, (state, state.fm)
+        self._kept_for(state)
         memo = self._memo.get(pod.key)
         if memo is None or len(memo) > MEMO:
             memo = self._memo[pod.key] = {}
@@ -836,19 +805,43 @@ class _Cached(Policy):
                 gpus[i] = g
         return vals, gpus
 
-    def cached(self, state: ClusterState, pod: Pod):
-        ent = self._cache.get(pod.key)
+    def _kept_for(self, state: ClusterState) -> None:
+        """Forget the scores kept (`cached`, `few`) when the state or its
+        `FragModel` is not the one they were kept for."""
+        if self._kept_of[0] is not state or self._kept_of[1] is not state.fm:
+            self._cache, self._memo = OrderedDict(), {}
+            self._kept_of = (state, state.fm)
+
+    def cached(self, state: ClusterState, pod: Pod) -> tuple[np.ndarray, np.ndarray]:
+        """`node_scores` of every node (scores, and the GPU per node), kept
+        per score key (`score_key`: at most ``c, m, k, types``; never
+        memory).
+
+        The index keeps one entry per pod kind, memory included, because
+        feasibility reads it; pods of one key but many memory demands (a
+        mixed workload) would each score every node afresh, ``N x T`` work
+        for ``T`` typical pods.  Here the scores of one key are computed
+        once for all nodes and again only for the nodes changed since
+        (their ``stamp`` past the kept clock), while the state and its
+        `FragModel` stay the same; a node's score depends on the key and its
+        own state alone, so every score is the one `node_scores` gives.  At
+        most `KEYED_KINDS` keys are kept (least recently used dropped)."""
+        self._kept_for(state)
+        key = self.score_key(pod)
+        ent = self._cache.get(key)
         if ent is None:
-            ent = [np.zeros(state.N, dtype=np.int64), np.zeros(state.N, dtype=np.int64), -1]
-            self._cache[pod.key] = ent
-            idx = np.arange(state.N)
+            s, g = self.node_scores(state, pod, np.arange(state.N))
+            ent = self._cache[key] = [np.asarray(s, dtype=np.int64),
+                                      np.asarray(g, dtype=np.int64), state.clock]
+            if len(self._cache) > KEYED_KINDS:
+                self._cache.popitem(last=False)
         else:
-            idx = np.flatnonzero(state.stamp > ent[2])
-        if len(idx):
-            s, g = self.node_scores(state, pod, idx)
-            ent[0][idx] = s
-            ent[1][idx] = g
-        ent[2] = state.clock
+            self._cache.move_to_end(key)
+            if state.clock > ent[2]:
+                ch = np.flatnonzero(state.stamp > ent[2])
+                if len(ch):
+                    ent[0][ch], ent[1][ch] = self.node_scores(state, pod, ch)
+                ent[2] = state.clock
         return ent[0], ent[1]
 
     def choose(self, state, pod, feas):
