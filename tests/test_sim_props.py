@@ -132,3 +132,10 @@ def test_the_closed_server_property_catches_a_start_on_a_drained_server():
     failed = [ServerEvent(0.0, "fail", "s0"), ServerEvent(5.0, "restore", "s0")]
     assert [p.split(":")[0] for p in run_problems(cl, w, _Run(rows, s), events=failed)] == \
         ["job 'a'"]
+
+
+def test_events_that_are_not_server_events_are_refused_in_one_line():
+    cl, w, rows, s = _good()
+    with pytest.raises(InputError, match=r"^events: expected ServerEvent items \(at_s, kind, "
+                                         r"server\), got \('drain', 's0'\)$"):
+        run_problems(cl, w, _Run(rows, s), events=[("drain", "s0")])

@@ -45,7 +45,9 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
+from ..errors import InputError
 from ..model import Cluster
+from ..validate import short_repr
 
 #: relative tolerance of the time comparisons (float sums of run lengths)
 TOL = 1e-6
@@ -80,7 +82,16 @@ def run_problems(cluster: Cluster, workload: Sequence[Any], result: Any, *,
     Returns
     -------
     list of str
+
+    Raises
+    ------
+    InputError
+        An item of ``events`` that is not a server event.
     """
+    for e in events:
+        if not all(hasattr(e, a) for a in ("at_s", "kind", "server")):
+            raise InputError(f"events: expected ServerEvent items (at_s, kind, server), "
+                             f"got {short_repr(e)}")
     rows = {x["id"]: x for x in result.timeline()}
     out: list[str] = []
     for j in workload:
