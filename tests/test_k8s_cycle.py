@@ -140,3 +140,40 @@ def test_a_gang_required_within_one_block():
         assert c.started == ("ns/g",) and len(blocks) == 1, nodes
     else:
         assert c.started == () and "ordered-label" in c.reasons["ns/g-0"]
+
+
+def _member(name, node, priority, group, size):
+    p = _bound(name, node, 8, priority)
+    p["metadata"]["labels"] = {"scheduling.x-k8s.io/pod-group": group}
+    p["metadata"]["annotations"].update({"alloc.io/min-member": str(size),
+                                         "alloc.io/gang": group, "alloc.io/gang-size": str(size)})
+    return p
+
+
+def test_a_gang_whose_member_ended_keeps_its_rank():
+    """When one pod of a running gang ends, the gang is the job of the pods
+    left: it keeps its place in the order, so a lower-priority gang that
+    needs its node does not preempt it (it waits)."""
+    hi = [_member(f"hi-{k}", f"n{k}", 1000, "hi", 2) for k in range(2)]
+    low = _bound("low", "n2", 8, 0)
+    gw = []
+    for k in range(2):
+        p = _pod(f"gw-{k}", 8)
+        p["spec"]["priority"] = 0
+        p["metadata"]["labels"] = {"scheduling.x-k8s.io/pod-group": "gw"}
+        p["metadata"]["annotations"] = {"alloc.io/min-member": "2"}
+        gw.append(p)
+    api = FakeApi([_node(f"n{k}") for k in range(3)], [*hi, low, *gw])
+    deleted = []
+    api.delete_pod = lambda ns, name, uid, grace=None: deleted.append(name)
+    dec = io.StringIO()
+    s = Scheduler(api, decisions=dec, log=io.StringIO(), events=False)
+    s.relist()
+    first = s.cycle()
+    ended = dict(hi[0], status={"phase": "Succeeded"},
+                 metadata=dict(hi[0]["metadata"], resourceVersion="2"))
+    s.feed([("event", "pods", {"type": "MODIFIED", "object": ended})])
+    second = s.cycle()
+    s.close()
+    assert first.preempted == second.preempted == () and deleted == [], dec.getvalue()
+    assert "ns/gw" in second.waiting

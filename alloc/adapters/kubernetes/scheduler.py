@@ -247,7 +247,8 @@ class Scheduler:
     def _forget_job(self, jid) -> None:
         s = self.session
         if s is not None and jid in s.jobs:
-            s.finish(jid)
+            s.finish(jid)             # which takes it out of the session's order:
+            self._order = []          # the next sync gives the order again
         self._shape.pop(jid, None)
 
     def _units_now(self, acts: dict, problems: list, waiting: dict) -> dict[str, _Unit]:
