@@ -1,6 +1,7 @@
 """The fuzz harness: its exhaustive search agrees with the shipped known
 optima, its mutations reach the loaders, and a short campaign finds no
 failure of any check (the long one is ``python bench/fuzz.py``)."""
+import json
 import random
 
 import pytest
@@ -126,3 +127,29 @@ def test_tiny_instances_draw_elastic_jobs():
     docs = [instance_doc(rng, tiny=True) for _ in range(200)]
     elastic = [j for d in docs for j in d["jobs"] if "min_gpus" in j]
     assert elastic and all(j.get("locality") == "server" for j in elastic)
+
+
+@pytest.mark.parametrize("objective", ["gpus", "jobs"])
+def test_an_elastic_job_fits_at_a_smaller_size_on_a_grid_point(objective, tmp_path):
+    """An elastic job (4 GPUs, 1 to 4) whose request fits no server
+    (256,000 MiB on one server) fits at one GPU on a grid point of its
+    profile (per GPU: 64,000 MiB on one GPU).  The exact solvers' models
+    place an elastic job at its request only: they may not call their
+    answer optimal, and their bound is at least the exhaustive optimum."""
+    doc = {"format": "alloc.instance/1", "cluster": {"levels": ["server", "gpu"], "servers": [
+        {"id": "s0", "cpu": 4000, "mem": 16000, "gpus": 2, "gpu_type": "K80"},
+        {"id": "s1", "cpu": 4000, "mem": 64000, "gpus": 8, "gpu_type": "V100"},
+        {"id": "s2", "cpu": 24000, "mem": 16000, "gpus": 2, "gpu_type": "V100"}]},
+        "jobs": [{"id": "e", "gpus": 4, "min_gpus": 1, "max_gpus": 4, "cpu": 4000, "mem": 256000,
+                  "locality": "server", "model": "res50", "weight": 2.0},
+                 {"id": "b", "gpus": 2, "cpu": 1000, "mem": 2000, "locality": "server",
+                  "weight": 0.5, "priority": 1}]}
+    path = tmp_path / "elastic.json"
+    path.write_text(json.dumps(doc))
+    inst = load_instance(path)
+    best = brute_force(inst.cluster, inst.jobs, objective)
+    assert best == {"gpus": 3000.0, "jobs": 2.0}[objective]
+    for solver in ("cpsat", "cpsat-tenancy", "milp", "goodput"):
+        a = allocate(inst.cluster, inst.jobs, solver=solver, objective=objective, time_limit=5)
+        assert a.value <= best + 1e-6 and a.bound is not None and a.bound >= best - 1e-6, solver
+        assert a.status.value != "optimal" or a.value == pytest.approx(best), solver

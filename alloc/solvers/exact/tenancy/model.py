@@ -1117,8 +1117,18 @@ def restrictions(tm: TenancyModel, floor: bool) -> list[str]:
 
 def other_points_matter(p: Problem, j: int) -> bool:
     """Job j has a CPU/memory point besides its request that the objective
-    values or that asks less CPU or less memory than the request."""
+    values or that asks less CPU or less memory than the request -- for an
+    elastic job, at any of its sizes too (a grid point's CPU and memory are
+    per GPU: on ``n`` GPUs it asks ``n`` times them, so at a smaller size
+    it may ask less than the request and fit where the request does not)."""
     req, *rest = p.options[j]
+    job = p.jobs[j]
+    if job.elastic:
+        lo = min(job_sizes(job))
+        cells = grid_cells(job)
+        if cells and ("grid" in p.objective.factors or
+                      any(c * lo < req.cpu or m * lo < req.mem for c, m, _ in cells)):
+            return True
     if not rest:
         return False
     return "grid" in p.objective.factors or \
