@@ -17,7 +17,10 @@ online runner, sessions -- goes through it):
 4. the core's reductions ([`alloc.reductions`][alloc.reductions], one chain):
    preemption by the caller's order, then a tenant's guarantee for a solver
    that does not serve it -- victims out of the problem, the jobs placed
-   for them pinned; the answer is inverted through the same chain after 5;
+   for them pinned; the answer is inverted through the same chain after 5
+   (where the guarantee's pins bind an exact solver, hived's answer to the
+   problem as posed, found first, is returned instead when it is worth more:
+   an exact solver is never below a heuristic that applies);
 5. the solver runs against one [`Deadline`][alloc.deadline.Deadline] (a share is
    kept back for the final check, and under ``preempt="order"`` one for
    the order's repair of the answer, [alloc.preempt.kept_order][]);
@@ -241,6 +244,7 @@ def run_solver(problem, info: SolverInfo, deadline: Deadline, *, seed: int = 0,
         chain = Chain((OrderPreemption(inner),
                        GuaranteePins(inner, "guarantee" in info.capabilities)))
         solved, data = chain.apply(problem)
+        rival = _hived_rival(problem, info, data[1], inner, seed)
         # under the order's preemption, time kept back for the order's repair
         # (`alloc.preempt.kept_order`) too
         own = inner.reserve(repair_reserve(problem)) if problem.preempt == "order" else inner
@@ -256,6 +260,8 @@ def run_solver(problem, info: SolverInfo, deadline: Deadline, *, seed: int = 0,
         sol = replace(sol, stats={**sol.stats, "clock_cut": True})
     t1 = time.perf_counter()
     alloc = chain.invert(finish(solved, sol, info, t1 - t0), data)
+    if rival is not None:
+        alloc = _not_below(problem, alloc, rival, deadline)
     t2 = time.perf_counter()
     if check:
         bad = _violations(problem, alloc, deadline)
@@ -267,6 +273,43 @@ def run_solver(problem, info: SolverInfo, deadline: Deadline, *, seed: int = 0,
         for key, dt in (("solver_s", t1 - t0), ("finish_s", t2 - t1), ("check_s", t3 - t2)):
             timings[key] = timings.get(key, 0.0) + dt
     return replace(alloc, wall_time_s=t3 - t0)
+
+
+def _hived_rival(problem, info: SolverInfo, pinned, deadline: Deadline, seed: int):
+    """For an exact solver whose problem's guaranteed jobs the core pinned
+    (`alloc.reductions.GuaranteePins`, ``pinned`` its data: an elastic job
+    at the size the guarantee's walk gave it, where the solver may not grow
+    it), hived's solution of the problem as posed (hived serves the
+    guarantee itself), found before the solver runs (a few milliseconds,
+    within a quarter of the time); else None."""
+    if pinned is None or not info.exact or "hived" not in heuristic_solvers():
+        return None
+    hv = get_solver("hived")
+    if not problem.needs <= hv.capabilities:
+        return None
+    try:
+        return hv.solve(problem, deadline=deadline.share(0.25), seed=seed)
+    except (InputError, SolverError, SolverUnavailable):
+        return None
+
+
+def _not_below(problem, alloc: Allocation, rival, deadline: Deadline) -> Allocation:
+    """hived's answer (``rival``, `_hived_rival`) in place of the exact
+    solver's when it is worth more and passes the check: an exact solver is
+    never below a heuristic that applies.  It is then feasible, under the
+    exact solver's bound where that bound holds it (else the bound is
+    dropped, ``stats["dropped_bound"]``)."""
+    from .check import violations
+    other = finish(problem, rival, get_solver("hived"), 0.0)
+    if other.value <= alloc.value + 1e-9 * max(1.0, abs(alloc.value)) or violations(
+            problem.cluster, problem.jobs, other, max_moves=problem.max_moves,
+            deadline=deadline, order=problem.order_rank, preempt=problem.preempt):
+        return alloc
+    bound = alloc.bound
+    stats = {**other.stats, "source": "heuristic hived", "model_value": alloc.value}
+    if bound is not None and other.value > bound + 1e-6 * max(1.0, abs(bound)):
+        stats["dropped_bound"], bound = bound, None
+    return replace(other, solver=alloc.solver, status=Status.FEASIBLE, bound=bound, stats=stats)
 
 
 def _kept_order(problem, sol, info: SolverInfo, deadline: Deadline):

@@ -2,6 +2,7 @@
 tenants, elastic jobs and running jobs the call lets move go to the tenancy
 model with the solver's own engine."""
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
@@ -182,3 +183,17 @@ def test_assign_same_as_is_the_placement_rule():
     assert not a.same_as(Assign(gpus=((0, 500), (1, 1000)), cpu=((1, 500),), mem=((0, 800),)))
     assert not a.same_as(Assign(gpus=((0, 1000), (1, 1000)), cpu=((0, 500),), mem=((0, 800),)))
     assert not a.same_as(None)
+
+
+@pytest.mark.parametrize("solver", ["cpsat", "milp"])
+def test_an_exact_solver_is_not_below_hived_when_the_core_pins_the_guarantee(solver):
+    """A waiting guaranteed elastic job (2 to 4 GPUs): the core's guarantee
+    walk pins it at 2 GPUs for the exact solver, which may not grow it;
+    hived serves the guarantee itself and grows it to 4.  The exact
+    solver's answer is hived's then (feasible, worth as much), not less."""
+    inst = load_instance(Path(__file__).parent / "data" / "elastic_guarantee_grown.json")
+    hv = allocate(inst.cluster, inst.jobs, solver="hived", objective="gpus", time_limit=1)
+    a = allocate(inst.cluster, inst.jobs, solver=solver, objective="gpus", time_limit=1)
+    assert hv.value == 15100.0
+    assert a.value >= hv.value and a.status.value == "feasible"
+    assert a.bound is None or a.bound >= a.value
