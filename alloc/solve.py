@@ -18,9 +18,10 @@ online runner, sessions -- goes through it):
    preemption by the caller's order, then a tenant's guarantee for a solver
    that does not serve it -- victims out of the problem, the jobs placed
    for them pinned; the answer is inverted through the same chain after 5
-   (where the guarantee's pins bind an exact solver, hived's answer to the
-   problem as posed, found first, is returned instead when it is worth more:
-   an exact solver is never below a heuristic that applies);
+   (where the guarantee's pins bind an exact solver, the answer of a
+   heuristic that serves the guarantee itself -- hived, AntMan -- to the
+   problem as posed, found first, is returned instead when it is worth
+   more: an exact solver is never below a heuristic that applies);
 5. the solver runs against one [`Deadline`][alloc.deadline.Deadline] (a share is
    kept back for the final check, and under ``preempt="order"`` one for
    the order's repair of the answer, [alloc.preempt.kept_order][]);
@@ -244,7 +245,7 @@ def run_solver(problem, info: SolverInfo, deadline: Deadline, *, seed: int = 0,
         chain = Chain((OrderPreemption(inner),
                        GuaranteePins(inner, "guarantee" in info.capabilities)))
         solved, data = chain.apply(problem)
-        rival = _hived_rival(problem, info, data[1], inner, seed)
+        rivals = _rivals(problem, info, data[1], inner, seed)
         # under the order's preemption, time kept back for the order's repair
         # (`alloc.preempt.kept_order`) too
         own = inner.reserve(repair_reserve(problem)) if problem.preempt == "order" else inner
@@ -260,8 +261,8 @@ def run_solver(problem, info: SolverInfo, deadline: Deadline, *, seed: int = 0,
         sol = replace(sol, stats={**sol.stats, "clock_cut": True})
     t1 = time.perf_counter()
     alloc = chain.invert(finish(solved, sol, info, t1 - t0), data)
-    if rival is not None:
-        alloc = _not_below(problem, alloc, rival, deadline)
+    if rivals:
+        alloc = _not_below(problem, alloc, rivals, deadline)
     t2 = time.perf_counter()
     if check:
         bad = _violations(problem, alloc, deadline)
@@ -275,41 +276,62 @@ def run_solver(problem, info: SolverInfo, deadline: Deadline, *, seed: int = 0,
     return replace(alloc, wall_time_s=t3 - t0)
 
 
-def _hived_rival(problem, info: SolverInfo, pinned, deadline: Deadline, seed: int):
+#: the heuristics that serve a tenant's guarantee themselves, the rivals of an
+#: exact solver whose guaranteed jobs the core pinned (`_rivals`)
+GUARANTEE_RIVALS = ("hived", "antman")
+
+
+def _rivals(problem, info: SolverInfo, pinned, deadline: Deadline, seed: int) -> list:
     """For an exact solver whose problem's guaranteed jobs the core pinned
-    (`alloc.reductions.GuaranteePins`, ``pinned`` its data: an elastic job
-    at the size the guarantee's walk gave it, where the solver may not grow
-    it), hived's solution of the problem as posed (hived serves the
-    guarantee itself), found before the solver runs (a few milliseconds,
-    within a quarter of the time); else None."""
-    if pinned is None or not info.exact or "hived" not in heuristic_solvers():
-        return None
-    hv = get_solver("hived")
-    if not problem.needs <= hv.capabilities:
-        return None
-    try:
-        return hv.solve(problem, deadline=deadline.share(0.25), seed=seed)
-    except (InputError, SolverError, SolverUnavailable):
-        return None
+    (`alloc.reductions.GuaranteePins`, ``pinned`` its data: the guaranteed
+    jobs where the guarantee's walk put them, an elastic one at the size it
+    gave, none of which the solver may move or grow), the answers of the
+    heuristics that serve the guarantee themselves (`GUARANTEE_RIVALS`) to
+    the problem as posed, as ``(name, Solution)``, found before the solver
+    runs within a quarter of the time (a few milliseconds each); else none."""
+    if pinned is None or not info.exact:
+        return []
+    out = []
+    names = [n for n in GUARANTEE_RIVALS if n in heuristic_solvers()]
+    for k, name in enumerate(names):
+        hv = get_solver(name)
+        if not problem.needs <= hv.capabilities:
+            continue
+        try:
+            out.append((name, hv.solve(problem, deadline=deadline.share(0.25 / (len(names) - k)),
+                                       seed=seed)))
+        except (InputError, SolverError, SolverUnavailable):
+            continue
+    return out
 
 
-def _not_below(problem, alloc: Allocation, rival, deadline: Deadline) -> Allocation:
-    """hived's answer (``rival``, `_hived_rival`) in place of the exact
-    solver's when it is worth more and passes the check: an exact solver is
-    never below a heuristic that applies.  It is then feasible, under the
-    exact solver's bound where that bound holds it (else the bound is
-    dropped, ``stats["dropped_bound"]``)."""
+def _not_below(problem, alloc: Allocation, rivals: list, deadline: Deadline) -> Allocation:
+    """The best of the rivals' answers (`_rivals`) in place of the exact
+    solver's when it is worth more, places every job the core pinned for
+    the guarantee (``stats["guarantee_pinned"]``: the guarantee served no
+    less) and passes the check: an exact solver is never below a heuristic
+    that applies.  It is then feasible, under the exact solver's bound where
+    that bound holds it (else the bound is dropped,
+    ``stats["dropped_bound"]``)."""
     from .check import violations
-    other = finish(problem, rival, get_solver("hived"), 0.0)
-    if other.value <= alloc.value + 1e-9 * max(1.0, abs(alloc.value)) or violations(
-            problem.cluster, problem.jobs, other, max_moves=problem.max_moves,
-            deadline=deadline, order=problem.order_rank, preempt=problem.preempt):
+    pinned = alloc.stats.get("guarantee_pinned") or ()
+    best, name = alloc, None
+    for n, sol in rivals:
+        other = finish(problem, sol, get_solver(n), 0.0)
+        placed = {p.job for p in other.placements}
+        if all(j in placed for j in pinned) and \
+                other.value > best.value + 1e-9 * max(1.0, abs(best.value)) and not violations(
+                problem.cluster, problem.jobs, other, max_moves=problem.max_moves,
+                deadline=deadline, order=problem.order_rank, preempt=problem.preempt):
+            best, name = other, n
+    if name is None:
         return alloc
     bound = alloc.bound
-    stats = {**other.stats, "source": "heuristic hived", "model_value": alloc.value}
-    if bound is not None and other.value > bound + 1e-6 * max(1.0, abs(bound)):
+    stats = {**best.stats, "source": f"heuristic {name}", "model_value": alloc.value,
+             "guarantee_pinned": list(pinned)}
+    if bound is not None and best.value > bound + 1e-6 * max(1.0, abs(bound)):
         stats["dropped_bound"], bound = bound, None
-    return replace(other, solver=alloc.solver, status=Status.FEASIBLE, bound=bound, stats=stats)
+    return replace(best, solver=alloc.solver, status=Status.FEASIBLE, bound=bound, stats=stats)
 
 
 def _kept_order(problem, sol, info: SolverInfo, deadline: Deadline):

@@ -197,3 +197,17 @@ def test_an_exact_solver_is_not_below_hived_when_the_core_pins_the_guarantee(sol
     assert hv.value == 15100.0
     assert a.value >= hv.value and a.status.value == "feasible"
     assert a.bound is None or a.bound >= a.value
+
+
+@pytest.mark.parametrize("solver", ["cpsat", "milp"])
+def test_an_exact_solver_is_not_below_antman_when_the_core_pins_the_guarantee(solver):
+    """The core's guarantee walk pins the guaranteed job ``j2`` on the
+    4-GPU server, which then cannot hold the opportunistic 4-GPU gang ``j0``;
+    AntMan serves the guarantee on the other server and places both.  The
+    exact solver's answer is AntMan's then: ``j2`` placed, worth 4,700."""
+    inst = load_instance(Path(__file__).parent / "data" / "guarantee_served_elsewhere.json")
+    am = allocate(inst.cluster, inst.jobs, solver="antman", objective="gpus", time_limit=1)
+    a = allocate(inst.cluster, inst.jobs, solver=solver, objective="gpus", time_limit=1)
+    assert am.value == 4700.0 and a.value >= am.value and a.placement("j2") is not None
+    assert a.status.value == "feasible" and (a.bound is None or a.bound >= a.value)
+    assert a.stats["guarantee_pinned"] == ["j2"]
