@@ -211,3 +211,19 @@ def test_an_exact_solver_is_not_below_antman_when_the_core_pins_the_guarantee(so
     assert am.value == 4700.0 and a.value >= am.value and a.placement("j2") is not None
     assert a.status.value == "feasible" and (a.bound is None or a.bound >= a.value)
     assert a.stats["guarantee_pinned"] == ["j2"]
+
+
+@pytest.mark.parametrize("solver", ["cpsat", "milp"])
+def test_an_exact_solver_is_not_below_a_heuristic_that_moves_running_jobs(solver):
+    """Moves charged (``move_cost``), the caller's order with preemption by
+    it: synergy-greedy moves the running ``mobilenet`` job onto a point of
+    its profile's grid (its request runs at throughput 0).  The exact
+    family's warm start keeps running jobs in place and its model places
+    jobs at their request; the moving heuristic's answer is its rival."""
+    inst = load_instance(Path(__file__).parent / "data" / "moved_onto_a_grid_point.json")
+    kw = dict(objective="throughput", time_limit=1, order=["j1", "j2", "j0"], preempt="order",
+              move_cost=0.1)
+    g = allocate(inst.cluster, inst.jobs, solver="synergy-greedy", **kw)
+    a = allocate(inst.cluster, inst.jobs, solver=solver, **kw)
+    assert g.value == pytest.approx(3.25) and a.value >= g.value - 1e-9
+    assert a.status.value == "feasible" and (a.bound is None or a.bound >= a.value)

@@ -73,6 +73,7 @@ def tenancy(problem: Problem, engine: Backend, *, deadline: Deadline, seed: int,
     values = {n: v for n, v in values.items() if n not in rejected}
     extra: dict = {"heuristics_rejected": sorted(rejected)} if rejected else {}
     rival = score(kept, ())[0] if kept else None
+    movers = moving_rivals(problem, deadline.share(warm_share), seed, score)
     # 5 % kept back: scoring both answers, and the model's own overrun on
     # very large models (87k columns at 1,024 servers)
     sol = solve_tenancy(problem, deadline=deadline.share(0.95), seed=seed, engine=engine.name,
@@ -98,6 +99,9 @@ def tenancy(problem: Problem, engine: Backend, *, deadline: Deadline, seed: int,
             if "binding" in rescue.stats:
                 stats["binding"] = rescue.stats["binding"]
             sol = replace(rescue, status=Status.FEASIBLE, bound=sol.bound, stats=stats)
+    if movers and movers[0][0] > score(sol.assign, sol.preempted)[0]:
+        _, mover, moved, worth = movers[0]
+        sol = _beaten_by(sol, mover, moved, worth, extra)
     if kept and not problem.cluster.tenants and rival <= score(sol.assign, sol.preempted)[0]:
         # the rest of the time: local search from the heuristics' best
         name, kept = polish(problem, name, kept, score, deadline.share(0.5), seed)
@@ -116,6 +120,62 @@ def tenancy(problem: Problem, engine: Backend, *, deadline: Deadline, seed: int,
         return Solution(kept, Status.OPTIMAL if proven else Status.FEASIBLE, b, (), stats)
     return replace(sol, stats={**sol.stats, "heuristics": values, **extra}) \
         if values or extra else sol
+
+
+def moving_rivals(problem: Problem, deadline: Deadline, seed: int, score) -> list:
+    """Where the call lets running jobs move (no tenants, no job the core
+    pinned), the answers of the applicable heuristics that may move them
+    (``migration``), each as it answers alone, that pass the instance's
+    check, as ``(score key, name, Solution, value)``, best first: the warm
+    start keeps every running job where it runs, and the model places jobs
+    at their request, so neither sees a heuristic that moves a running job
+    onto another CPU/memory point of its profile."""
+    if not (problem.fixed and problem.moves_allowed) or problem.pinned or problem.cluster.tenants:
+        return []
+    from ...check import violations
+    from ...reductions import KeptRunning
+    from ...registry import get_solver
+    from ...solve import finish
+    from ...engines.configuration.driver import warm_heuristics
+    first, rest = warm_heuristics(problem, problem.needs)
+    names = [n for n in first + rest if "migration" in get_solver(n).capabilities]
+    out = []
+    for k, name in enumerate(names):
+        dl = deadline.share(1.0 / (len(names) - k))
+        if dl.expired():
+            break
+        info = get_solver(name)
+        try:
+            sol = info.solve(problem, deadline=dl, seed=seed)
+        except Exception:  # a heuristic failing must not sink the exact solver
+            continue
+        kept_running = KeptRunning(info.capabilities)
+        _, data = kept_running.apply(problem)
+        full = sol if data is None else kept_running.invert(sol, data)
+        alloc = finish(problem, full, info, 0.0)
+        if not alloc.moved or violations(problem.cluster, problem.jobs, alloc,
+                                         max_moves=problem.max_moves, deadline=dl):
+            continue
+        stopped = tuple(j for j in problem.running if j not in full.assign)
+        full = replace(full, preempted=stopped)
+        key, value = score(full.assign, stopped)
+        out.append((key, name, full, value))
+    return sorted(out, key=lambda x: x[0], reverse=True)
+
+
+def _beaten_by(sol: Solution, name: str, other: Solution, value: float, extra: dict
+               ) -> Solution:
+    """Heuristic ``name``'s answer ``other`` (worth ``value``) in place of
+    the model's ``sol``: feasible, under the model's bound where that bound
+    holds it (else the bound is dropped, ``stats["dropped_bound"]``), the
+    statistics that describe the model's own answer left out."""
+    stats = {k: v for k, v in sol.stats.items()
+             if k not in ("binding", "moves", "preemptions", "raw_value")}
+    extra["source"] = f"heuristic {name}"
+    bound = sol.bound
+    if bound is not None and value > bound + 1e-6 * max(1.0, abs(bound)):
+        stats["dropped_bound"], bound = bound, None
+    return Solution(dict(other.assign), Status.FEASIBLE, bound, other.preempted, stats)
 
 
 def _compacted(problem: Problem, sol: Solution, deadline: Deadline) -> Solution:
