@@ -311,8 +311,7 @@ def _not_below(problem, alloc: Allocation, rivals: list, deadline: Deadline) -> 
     the guarantee (``stats["guarantee_pinned"]``: the guarantee served no
     less) and passes the check: an exact solver is never below a heuristic
     that applies.  It is then feasible, under the exact solver's bound where
-    that bound holds it (else the bound is dropped,
-    ``stats["dropped_bound"]``)."""
+    that bound holds it (else `honest_status` drops the bound)."""
     from .check import violations
     pinned = alloc.stats.get("guarantee_pinned") or ()
     best, name = alloc, None
@@ -326,12 +325,10 @@ def _not_below(problem, alloc: Allocation, rivals: list, deadline: Deadline) -> 
             best, name = other, n
     if name is None:
         return alloc
-    bound = alloc.bound
     stats = {**best.stats, "source": f"heuristic {name}", "model_value": alloc.value,
              "guarantee_pinned": list(pinned)}
-    if bound is not None and best.value > bound + 1e-6 * max(1.0, abs(bound)):
-        stats["dropped_bound"], bound = bound, None
-    return replace(best, solver=alloc.solver, status=Status.FEASIBLE, bound=bound, stats=stats)
+    return honest_status(replace(best, solver=alloc.solver, status=Status.FEASIBLE,
+                                 bound=alloc.bound, stats=stats), exact=True)
 
 
 def _kept_order(problem, sol, info: SolverInfo, deadline: Deadline):

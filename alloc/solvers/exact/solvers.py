@@ -53,6 +53,11 @@ def run(problem: Problem, engine: Backend, *, deadline: Deadline, seed: int = 0,
     return sol
 
 
+#: the statistics that describe the model's own answer, left out when a
+#: heuristic's answer is returned instead
+MODEL_STATS = ("binding", "moves", "preemptions", "raw_value")
+
+
 def tenancy(problem: Problem, engine: Backend, *, deadline: Deadline, seed: int,
             preemption_cost: float, guaranteed_first: bool, warm_share: float) -> Solution:
     """The tenancy model, never below the applicable heuristics: they run
@@ -93,15 +98,10 @@ def tenancy(problem: Problem, engine: Backend, *, deadline: Deadline, seed: int,
             rescue = replace(rescue, assign=ordered(problem, rescue.assign))
         if rescue is not None and score(rescue.assign, rescue.preempted)[0] > \
                 score(sol.assign, sol.preempted)[0]:
-            extra["source"] = "heuristic hived"
-            stats = {k: v for k, v in sol.stats.items() if k not in ("binding", "moves",
-                                                                     "preemptions", "raw_value")}
-            if "binding" in rescue.stats:
-                stats["binding"] = rescue.stats["binding"]
-            sol = replace(rescue, status=Status.FEASIBLE, bound=sol.bound, stats=stats)
+            sol = _beaten_by(sol, "hived", rescue, extra)
     if movers and movers[0][0] > score(sol.assign, sol.preempted)[0]:
-        _, mover, moved, worth = movers[0]
-        sol = _beaten_by(sol, mover, moved, worth, extra)
+        _, mover, moved = movers[0]
+        sol = _beaten_by(sol, mover, moved, extra)
     if kept and not problem.cluster.tenants and rival <= score(sol.assign, sol.preempted)[0]:
         # the rest of the time: local search from the heuristics' best
         name, kept = polish(problem, name, kept, score, deadline.share(0.5), seed)
@@ -109,8 +109,7 @@ def tenancy(problem: Problem, engine: Backend, *, deadline: Deadline, seed: int,
     sol = _compacted(problem, sol, deadline)
     if kept and rival > score(sol.assign, sol.preempted)[0]:
         # the model's own answer is not returned: drop what describes it
-        stats = {k: v for k, v in sol.stats.items()
-                 if k not in ("binding", "moves", "preemptions", "raw_value")}
+        stats = {k: v for k, v in sol.stats.items() if k not in MODEL_STATS}
         stats.update(heuristics=values, source=f"heuristic {name}", **extra)
         if binding is not None:
             stats["binding"] = binding
@@ -126,7 +125,7 @@ def moving_rivals(problem: Problem, deadline: Deadline, seed: int, score) -> lis
     """Where the call lets running jobs move (no tenants, no job the core
     pinned), the answers of the applicable heuristics that may move them
     (``migration``), each as it answers alone, that pass the instance's
-    check, as ``(score key, name, Solution, value)``, best first: the warm
+    check, as ``(score key, name, Solution)``, best first: the warm
     start keeps every running job where it runs, and the model places jobs
     at their request, so neither sees a heuristic that moves a running job
     onto another CPU/memory point of its profile."""
@@ -158,24 +157,21 @@ def moving_rivals(problem: Problem, deadline: Deadline, seed: int, score) -> lis
             continue
         stopped = tuple(j for j in problem.running if j not in full.assign)
         full = replace(full, preempted=stopped)
-        key, value = score(full.assign, stopped)
-        out.append((key, name, full, value))
+        out.append((score(full.assign, stopped)[0], name, full))
     return sorted(out, key=lambda x: x[0], reverse=True)
 
 
-def _beaten_by(sol: Solution, name: str, other: Solution, value: float, extra: dict
-               ) -> Solution:
-    """Heuristic ``name``'s answer ``other`` (worth ``value``) in place of
-    the model's ``sol``: feasible, under the model's bound where that bound
-    holds it (else the bound is dropped, ``stats["dropped_bound"]``), the
-    statistics that describe the model's own answer left out."""
-    stats = {k: v for k, v in sol.stats.items()
-             if k not in ("binding", "moves", "preemptions", "raw_value")}
+def _beaten_by(sol: Solution, name: str, other: Solution, extra: dict) -> Solution:
+    """Heuristic ``name``'s answer ``other`` in place of the model's ``sol``:
+    feasible, under the model's bound (`alloc.solve.honest_status` drops it
+    where it is below the answer's value), the statistics that describe the
+    model's own answer left out (the heuristic's binding of the cells in
+    their place)."""
+    stats = {k: v for k, v in sol.stats.items() if k not in MODEL_STATS}
+    if "binding" in other.stats:
+        stats["binding"] = other.stats["binding"]
     extra["source"] = f"heuristic {name}"
-    bound = sol.bound
-    if bound is not None and value > bound + 1e-6 * max(1.0, abs(bound)):
-        stats["dropped_bound"], bound = bound, None
-    return Solution(dict(other.assign), Status.FEASIBLE, bound, other.preempted, stats)
+    return replace(other, status=Status.FEASIBLE, bound=sol.bound, stats=stats)
 
 
 def _compacted(problem: Problem, sol: Solution, deadline: Deadline) -> Solution:
